@@ -1,0 +1,667 @@
+#!/usr/bin/env bash
+# Builds the e2e toolchain (Pulumi CLI + nodejs language host, Kubernetes and
+# control-plane binaries) from Go modules only, into a cache folder keyed by
+# the versions. Every binary that already exists there is skipped.
+#
+# Usage:
+#   scripts/e2e-toolchain.sh                 # build what is missing; last stdout line = bin dir
+#   scripts/e2e-toolchain.sh bin             # print the bin dir only (no build)
+#   scripts/e2e-toolchain.sh plugins PULUMI_HOME   # build if needed, then install the
+#                                            # provider plugins into PULUMI_HOME (--file)
+#
+# Environment:
+#   UI_EXPOSURE_TOOLS_CACHE  cache root (default $HOME/.cache/ui-exposure-e2e)
+#   E2E_ONLY                 space-separated subset of: pulumi langhost k8sprov
+#                            kube-apiserver kube-controller-manager etcd (default: all)
+#
+# Needs: Go >= 1.26 and the Go module proxy. No other downloads.
+# See docs/e2e-toolchain.md for versions, deviations and measured times.
+set -euo pipefail
+
+# ---- versions ---------------------------------------------------------------
+PULUMI_VERSION=3.248.0
+# pulumi-kubernetes provider/v4 has no tags: only pseudo-versions exist, and the
+# module proxy here serves exactly one, the v4.25.0 release commit. v4.32.0
+# (a03ff6ba58d2) is refused with "403 This module version is not available".
+K8SPROV_VERSION=4.25.0
+K8SPROV_MODVER=v4.0.0-20260115033456-f47bc2d6f199
+# pulumi-command/provider is not served by the proxy at all (403 on @v/list and
+# on the v1.2.1 pseudo-version), so pulumi-resource-command cannot be built here.
+COMMAND_VERSION=1.2.1
+K8S_VERSION=1.37.2
+ETCD_VERSION=3.7.0          # the version k8s.io/kubernetes v1.37.2 requires
+# pulumi-language-nodejs is a separate module the proxy refuses (403); we build
+# a small language host of our own against sdk/v3 (see the langhost stage; it is
+# rebuilt whenever its source in this script changes).
+
+KEY="pulumi-${PULUMI_VERSION}_k8sprov-${K8SPROV_VERSION}_k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}"
+CACHE_ROOT="${UI_EXPOSURE_TOOLS_CACHE:-$HOME/.cache/ui-exposure-e2e}"
+ROOT="$CACHE_ROOT/$KEY"
+BIN="$ROOT/bin"
+WORK="$ROOT/work"
+
+log() { printf '[e2e-toolchain %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+if [[ "${1:-}" == "bin" ]]; then echo "$BIN"; exit 0; fi
+
+command -v go >/dev/null || die "go not found in PATH"
+export GOTOOLCHAIN=local CGO_ENABLED=0
+export GOFLAGS="-mod=mod -buildvcs=false"
+export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
+
+mkdir -p "$BIN" "$WORK"
+exec 9>"$ROOT/.lock"
+flock 9 || die "cannot lock $ROOT/.lock"
+
+want() { [[ -z "${E2E_ONLY:-}" ]] || [[ " $E2E_ONLY " == *" $1 "* ]]; }
+have() { [[ -x "$BIN/$1" ]]; }
+
+declare -A TIMES=()
+# stage NAME BINARY FUNC: run FUNC unless BIN/BINARY exists; record the time.
+stage() {
+  local name=$1 binary=$2 fn=$3
+  if ! want "$name"; then return 0; fi
+  if have "$binary"; then log "skip $name: $BIN/$binary exists"; return 0; fi
+  log "build $name ..."
+  local t0=$SECONDS
+  "$fn"
+  [[ -x "$BIN/$binary" ]] || die "$name: $BIN/$binary was not produced"
+  TIMES[$name]=$((SECONDS - t0))
+  log "built $name in ${TIMES[$name]}s ($(du -h "$BIN/$binary" | cut -f1))"
+}
+
+# fresh wrapper module dir
+wrapper() { local d="$WORK/$1"; rm -rf "$d"; mkdir -p "$d"; cd "$d"; go mod init "e2etools/$1" >/dev/null 2>&1; }
+# build to a temp name and rename, so an interrupted build never looks cached
+gobuild() { # OUT LDFLAGS TAGS PKG
+  local out=$1 ldf=$2 tags=$3 pkg=$4
+  go build -trimpath ${tags:+-tags "$tags"} -ldflags "-s -w $ldf" -o "$out.tmp.$$" "$pkg"
+  mv -f "$out.tmp.$$" "$out"
+}
+
+# ---- pulumi CLI ---------------------------------------------------------------
+PULUMI_VER_LDF="-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v${PULUMI_VERSION}"
+pulumi_wrapper() {
+  [[ -f "$WORK/pulumi/.ready" ]] && { cd "$WORK/pulumi"; return 0; }
+  wrapper pulumi
+  # pkg/v3's own go.mod replaces atotto/clipboard; replaces of dependencies are
+  # ignored, so repeat it here.
+  go mod edit -replace=github.com/atotto/clipboard=github.com/tgummerer/clipboard@v0.0.0-20241001131231-d02d263e614e
+  go get github.com/pulumi/pulumi/pkg/v3@v${PULUMI_VERSION} github.com/pulumi/pulumi/sdk/v3@v${PULUMI_VERSION}
+  go get -tool github.com/pulumi/pulumi/pkg/v3/cmd/pulumi@v${PULUMI_VERSION}
+  touch .ready
+}
+build_pulumi() {
+  pulumi_wrapper
+  gobuild "$BIN/pulumi" "$PULUMI_VER_LDF" osusergo,grpcnotrace github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
+  local sdk; sdk=$(go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
+  if [[ -f "$sdk/nodejs/dist/pulumi-resource-pulumi-nodejs" ]]; then
+    install -m 755 "$sdk/nodejs/dist/pulumi-resource-pulumi-nodejs" "$BIN/"
+  fi
+}
+
+# ---- nodejs language host (our own; upstream module not served) --------------
+LANGHOST_SRC=$(cat <<'GOEOF'
+// pulumi-language-nodejs (ui-exposure e2e build).
+//
+// The upstream module github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3
+// is not served by the Go module proxy available here, so this is a small
+// language host of our own, written against the sdk/v3 protocol. It supports what
+// `pulumi preview|up|destroy|refresh` need for a Node.js (JS or TS) program:
+// GetRequiredPackages, Run (spawns `node @pulumi/pulumi/cmd/run ...` like the real
+// host), GetPluginInfo, Handshake, Cancel, About, GetProgramDependencies and a
+// plain `npm install` for InstallDependencies. Code generation, templates, policy
+// packs and plugins written in Node are not supported.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/version"
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+)
+
+// exit code of the Node.js runtime after it printed an actionable error
+const bailExitCode = 32
+
+type host struct {
+	pulumirpc.UnimplementedLanguageRuntimeServer
+
+	mu            sync.Mutex
+	engineAddress string
+	tracing       string
+	cancelCtx     context.Context
+	cancel        context.CancelFunc
+}
+
+func main() {
+	tracing := flag.String("tracing", "", "tracing endpoint (passed through to the runtime)")
+	runtimeName := flag.String("runtime", "nodejs", "only nodejs is supported")
+	showVersion := flag.Bool("version", false, "print the version and exit")
+	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.Version)
+		return
+	}
+	if *runtimeName != "nodejs" {
+		fmt.Fprintf(os.Stderr, "unsupported runtime %q (this build supports nodejs only)\n", *runtimeName)
+		os.Exit(1)
+	}
+	engineAddress := ""
+	if args := flag.Args(); len(args) > 0 {
+		engineAddress = args[0]
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	cancelCh := make(chan bool)
+	go func() { <-ctx.Done(); stop(); close(cancelCh) }()
+	if engineAddress != "" {
+		if err := rpcutil.Healthcheck(ctx, engineAddress, 5*time.Minute, stop); err != nil {
+			fmt.Fprintf(os.Stderr, "health check: %v\n", err)
+			os.Exit(1)
+		}
+	}
+
+	cctx, ccancel := context.WithCancel(context.Background())
+	h := &host{engineAddress: engineAddress, tracing: *tracing, cancelCtx: cctx, cancel: ccancel}
+	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
+		Cancel: cancelCh,
+		Init: func(srv *grpc.Server) error {
+			pulumirpc.RegisterLanguageRuntimeServer(srv, h)
+			return nil
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "could not start language host RPC server: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("%d\n", handle.Port)
+	if err := <-handle.Done; err != nil {
+		fmt.Fprintf(os.Stderr, "language host RPC stopped serving: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func (h *host) Handshake(ctx context.Context, req *pulumirpc.LanguageHandshakeRequest,
+) (*pulumirpc.LanguageHandshakeResponse, error) {
+	h.mu.Lock()
+	if req.GetEngineAddress() != "" {
+		h.engineAddress = req.GetEngineAddress()
+	}
+	h.mu.Unlock()
+	return &pulumirpc.LanguageHandshakeResponse{}, nil
+}
+
+func (h *host) GetPluginInfo(context.Context, *emptypb.Empty) (*pulumirpc.PluginInfo, error) {
+	return &pulumirpc.PluginInfo{Version: version.Version}, nil
+}
+
+func (h *host) Cancel(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	h.cancel()
+	return &emptypb.Empty{}, nil
+}
+
+type packageJSON struct {
+	Name            string                  `json:"name"`
+	Version         string                  `json:"version"`
+	Pulumi          plugin.PulumiPluginJSON `json:"pulumi"`
+	Dependencies    map[string]string       `json:"dependencies"`
+	DevDependencies map[string]string       `json:"devDependencies"`
+}
+
+// walkPackages calls fn for every package.json below a node_modules directory of dir.
+func walkPackages(dir string, inNodeModules bool, seen map[string]bool, fn func(path string, p packageJSON)) {
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil || seen[dir] {
+		return
+	}
+	seen[dir] = true
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		curr := filepath.Join(dir, e.Name())
+		isDir := e.IsDir()
+		if e.Type()&os.ModeSymlink != 0 {
+			if fi, err := os.Stat(curr); err == nil {
+				isDir = fi.IsDir()
+			}
+		}
+		if isDir {
+			walkPackages(curr, inNodeModules || filepath.Base(dir) == "node_modules", seen, fn)
+		} else if inNodeModules && e.Name() == "package.json" {
+			b, err := os.ReadFile(curr)
+			if err != nil {
+				continue
+			}
+			var p packageJSON
+			if json.Unmarshal(b, &p) == nil {
+				fn(curr, p)
+			}
+		}
+	}
+}
+
+func (h *host) GetRequiredPackages(ctx context.Context, req *pulumirpc.GetRequiredPackagesRequest,
+) (*pulumirpc.GetRequiredPackagesResponse, error) {
+	var pkgs []*pulumirpc.PackageDependency
+	dedupe := map[string]bool{}
+	walkPackages(req.GetInfo().GetProgramDirectory(), false, map[string]bool{}, func(_ string, p packageJSON) {
+		if !p.Pulumi.Resource {
+			return
+		}
+		name := p.Pulumi.Name
+		if name == "" {
+			if !strings.HasPrefix(p.Name, "@pulumi/") {
+				return
+			}
+			name = strings.TrimPrefix(p.Name, "@pulumi/")
+		}
+		v := p.Pulumi.Version
+		if v == "" {
+			v = p.Version
+		}
+		if v == "" {
+			return
+		}
+		if !strings.HasPrefix(v, "v") {
+			v = "v" + v
+		}
+		dep := &pulumirpc.PackageDependency{Name: name, Kind: "resource", Version: v, Server: p.Pulumi.Server}
+		if pz := p.Pulumi.Parameterization; pz != nil {
+			dep.Parameterization = &pulumirpc.PackageParameterization{Name: pz.Name, Version: pz.Version, Value: pz.Value}
+		}
+		key := name + "@" + v
+		if dep.Parameterization != nil {
+			key += "/" + dep.Parameterization.Name + "@" + dep.Parameterization.Version
+		}
+		if !dedupe[key] {
+			dedupe[key] = true
+			pkgs = append(pkgs, dep)
+		}
+	})
+	return &pulumirpc.GetRequiredPackagesResponse{Packages: pkgs}, nil
+}
+
+func (h *host) GetRequiredPlugins(ctx context.Context, req *pulumirpc.GetRequiredPluginsRequest,
+) (*pulumirpc.GetRequiredPluginsResponse, error) {
+	resp, err := h.GetRequiredPackages(ctx, &pulumirpc.GetRequiredPackagesRequest{Info: req.GetInfo()})
+	if err != nil {
+		return nil, err
+	}
+	var plugins []*pulumirpc.PluginDependency
+	for _, p := range resp.Packages {
+		if p.Parameterization == nil {
+			plugins = append(plugins, &pulumirpc.PluginDependency{Name: p.Name, Kind: p.Kind, Version: p.Version, Server: p.Server})
+		}
+	}
+	return &pulumirpc.GetRequiredPluginsResponse{Plugins: plugins}, nil
+}
+
+// resolve finds a module with Node's own resolution, starting in dir.
+func resolve(nodeBin, dir, mod string) (string, error) {
+	cmd := exec.Command(nodeBin, "-e", "console.log(require.resolve("+strconv.Quote(mod)+"))")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("It looks like the Pulumi SDK has not been installed in %s (cannot resolve %s). "+
+			"Have you run npm install?", dir, mod)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.RunResponse, error) {
+	nodeBin, err := exec.LookPath("node")
+	if err != nil {
+		return &pulumirpc.RunResponse{Error: "could not find node on the $PATH: " + err.Error()}, nil
+	}
+	info := req.GetInfo()
+	progDir := info.GetProgramDirectory()
+	if progDir == "" {
+		progDir = req.GetPwd()
+	}
+	runPath := os.Getenv("PULUMI_LANGUAGE_NODEJS_RUN_PATH")
+	if runPath == "" {
+		runPath = "@pulumi/pulumi/cmd/run"
+	}
+	if runPath, err = resolve(nodeBin, progDir, runPath); err != nil {
+		return &pulumirpc.RunResponse{Error: err.Error()}, nil
+	}
+
+	// options from Pulumi.yaml `runtime.options`
+	typescript, tsconfig, nodeargs := true, "", ""
+	if opts := info.GetOptions(); opts != nil {
+		m := opts.AsMap()
+		if v, ok := m["typescript"].(bool); ok {
+			typescript = v
+		}
+		if v, ok := m["tsconfig"].(string); ok {
+			tsconfig = v
+		}
+		if v, ok := m["nodeargs"].(string); ok {
+			nodeargs = v
+		}
+	}
+
+	h.mu.Lock()
+	engine := h.engineAddress
+	h.mu.Unlock()
+	args := strings.Fields(nodeargs)
+	args = append(args, runPath)
+	add := func(k, v string) {
+		if v != "" {
+			args = append(args, "--"+k, v)
+		}
+	}
+	add("monitor", req.GetMonitorAddress())
+	add("engine", engine)
+	add("organization", req.GetOrganization())
+	add("project", req.GetProject())
+	add("root-directory", info.GetRootDirectory())
+	add("stack", req.GetStack())
+	add("pwd", progDir)
+	if req.GetDryRun() {
+		args = append(args, "--dry-run")
+	}
+	add("parallel", strconv.Itoa(int(req.GetParallel())))
+	add("tracing", h.tracing)
+	entry := info.GetEntryPoint()
+	if entry == "" {
+		entry = req.GetProgram()
+	}
+	if entry == "" {
+		entry = "."
+	}
+	args = append(args, entry)
+	args = append(args, req.GetArgs()...)
+
+	// config keys are presented in the old "<ns>:config:<name>" form, as the real host does
+	cfg := map[string]string{}
+	for k, v := range req.GetConfig() {
+		pk, err := config.ParseKey(k)
+		if err != nil {
+			return &pulumirpc.RunResponse{Error: "bad config key " + k + ": " + err.Error()}, nil
+		}
+		cfg[pk.Namespace()+":config:"+pk.Name()] = v
+	}
+	cfgJSON, _ := json.Marshal(cfg)
+	secretKeys := req.GetConfigSecretKeys()
+	if secretKeys == nil {
+		secretKeys = []string{}
+	}
+	secretJSON, _ := json.Marshal(secretKeys)
+
+	env := append(os.Environ(), "PULUMI_CONFIG="+string(cfgJSON), "PULUMI_CONFIG_SECRET_KEYS="+string(secretJSON))
+	if typescript {
+		env = append(env, "PULUMI_NODEJS_TYPESCRIPT=true")
+	}
+	if tsconfig != "" {
+		env = append(env, "PULUMI_NODEJS_TSCONFIG_PATH="+tsconfig)
+	}
+
+	cmdCtx, cmdCancel := context.WithCancel(h.cancelCtx)
+	defer cmdCancel()
+	context.AfterFunc(ctx, cmdCancel)
+	cmd := exec.CommandContext(cmdCtx, nodeBin, args...)
+	cmd.Cancel = func() error {
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			return cmd.Process.Kill()
+		}
+		return nil
+	}
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Dir = req.GetPwd()
+	cmd.Env = env
+	// Node may switch its stdio to non-blocking mode; never hand it our own fds.
+	cmd.Stdout = struct{ *os.File }{os.Stdout}
+	cmd.Stderr = struct{ *os.File }{os.Stderr}
+	if err := cmd.Run(); err != nil {
+		_ = os.Stdout.Sync()
+		_ = os.Stderr.Sync()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ee.ExitCode() == bailExitCode {
+				return &pulumirpc.RunResponse{Bail: true}, nil
+			}
+			return &pulumirpc.RunResponse{Error: fmt.Sprintf("Program exited with non-zero exit code: %d", ee.ExitCode())}, nil
+		}
+		return &pulumirpc.RunResponse{Error: "Problem executing program (could not run language executor): " + err.Error()}, nil
+	}
+	return &pulumirpc.RunResponse{}, nil
+}
+
+func (h *host) About(ctx context.Context, req *pulumirpc.AboutRequest) (*pulumirpc.AboutResponse, error) {
+	nodeBin, err := exec.LookPath("node")
+	if err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(nodeBin, "--version").Output()
+	if err != nil {
+		return nil, err
+	}
+	return &pulumirpc.AboutResponse{Executable: nodeBin, Version: strings.TrimSpace(string(out))}, nil
+}
+
+func (h *host) GetProgramDependencies(ctx context.Context, req *pulumirpc.GetProgramDependenciesRequest,
+) (*pulumirpc.GetProgramDependenciesResponse, error) {
+	dir := req.GetInfo().GetProgramDirectory()
+	if dir == "" {
+		dir = req.GetPwd()
+	}
+	var deps []*pulumirpc.DependencyInfo
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		return &pulumirpc.GetProgramDependenciesResponse{}, nil
+	}
+	var top packageJSON
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for n := range top.Dependencies {
+		names[n] = true
+	}
+	for n := range top.DevDependencies {
+		names[n] = true
+	}
+	for n := range names {
+		v := ""
+		if b, err := os.ReadFile(filepath.Join(dir, "node_modules", n, "package.json")); err == nil {
+			var p packageJSON
+			if json.Unmarshal(b, &p) == nil {
+				v = p.Version
+			}
+		}
+		deps = append(deps, &pulumirpc.DependencyInfo{Name: n, Version: v})
+	}
+	return &pulumirpc.GetProgramDependenciesResponse{Dependencies: deps}, nil
+}
+
+func (h *host) InstallDependencies(req *pulumirpc.InstallDependenciesRequest,
+	server grpc.ServerStreamingServer[pulumirpc.InstallDependenciesResponse],
+) error {
+	closer, stdout, stderr, err := rpcutil.MakeInstallDependenciesStreams(server, req.GetIsTerminal())
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	dir := req.GetInfo().GetProgramDirectory()
+	if dir == "" {
+		dir = req.GetDirectory()
+	}
+	fmt.Fprintf(stdout, "Installing dependencies (npm install) in %s...\n\n", dir)
+	cmd := exec.CommandContext(server.Context(), "npm", "install")
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("npm install failed: %w", err)
+	}
+	fmt.Fprintf(stdout, "Finished installing dependencies\n\n")
+	return closer.Close()
+}
+GOEOF
+)
+LANGHOST_SUM=$(printf '%s' "$LANGHOST_SRC$PULUMI_VERSION" | sha256sum | cut -c1-16)
+build_langhost() {
+  pulumi_wrapper
+  mkdir -p cmd/pulumi-language-nodejs
+  printf '%s\n' "$LANGHOST_SRC" > cmd/pulumi-language-nodejs/main.go
+  gobuild "$BIN/pulumi-language-nodejs" "$PULUMI_VER_LDF" osusergo,grpcnotrace ./cmd/pulumi-language-nodejs
+  echo "$LANGHOST_SUM" > "$BIN/.pulumi-language-nodejs.sum"
+}
+# rebuild the language host when its source changed
+if [[ -x "$BIN/pulumi-language-nodejs" && "$(cat "$BIN/.pulumi-language-nodejs.sum" 2>/dev/null)" != "$LANGHOST_SUM" ]]; then
+  rm -f "$BIN/pulumi-language-nodejs"
+fi
+
+# ---- kubernetes provider ------------------------------------------------------
+build_k8sprov() {
+  wrapper k8sprov
+  go get "github.com/pulumi/pulumi-kubernetes/provider/v4@${K8SPROV_MODVER}"
+  local src; src="$(go list -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4)/cmd/pulumi-resource-kubernetes"
+  mkdir -p cmd/pulumi-resource-kubernetes gen
+  # Our own main: the upstream one embeds two files that go generate creates.
+  cat > cmd/pulumi-resource-kubernetes/main.go <<'EOF'
+package main
+
+import (
+	_ "embed"
+
+	"github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/provider"
+	"github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version"
+)
+
+//go:embed schema-embed.json
+var pulumiSchema []byte
+
+//go:embed terraform-mapping-embed.json
+var terraformMapping []byte
+
+func main() { provider.Serve("kubernetes", version.Version, pulumiSchema, terraformMapping) }
+EOF
+  # Equivalent of upstream generate.go: set schema.version, minify both files.
+  cat > gen/main.go <<'EOF'
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+)
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+func main() {
+	src, dst, version := os.Args[1], os.Args[2], os.Args[3]
+	b, err := os.ReadFile(src + "/schema.json")
+	must(err)
+	var s map[string]json.RawMessage
+	must(json.Unmarshal(b, &s))
+	v, _ := json.Marshal(version)
+	s["version"] = v
+	out, err := json.Marshal(s)
+	must(err)
+	must(os.WriteFile(dst+"/schema-embed.json", out, 0o644))
+	b, err = os.ReadFile(src + "/terraform-mapping.json")
+	must(err)
+	var buf bytes.Buffer
+	must(json.Compact(&buf, b))
+	must(os.WriteFile(dst+"/terraform-mapping-embed.json", buf.Bytes(), 0o644))
+}
+EOF
+  go run ./gen "$src" cmd/pulumi-resource-kubernetes "$K8SPROV_VERSION"
+  go mod tidy
+  gobuild "$BIN/pulumi-resource-kubernetes" \
+    "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=v${K8SPROV_VERSION}" "" ./cmd/pulumi-resource-kubernetes
+}
+
+# ---- kubernetes control plane -------------------------------------------------
+K8S_VER_LDF=""
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  K8S_VER_LDF+=" -X $p.gitVersion=v${K8S_VERSION} -X $p.gitMajor=${K8S_VERSION%%.*}"
+  K8S_VER_LDF+=" -X $p.gitMinor=$(cut -d. -f2 <<<"$K8S_VERSION") -X $p.gitTreeState=clean"
+done
+k8s_wrapper() {
+  [[ -f "$WORK/k8s/.ready" ]] && { cd "$WORK/k8s"; return 0; }
+  wrapper k8s
+  local kmod
+  kmod=$(go mod download -json "k8s.io/kubernetes@v${K8S_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
+  [[ -f "$kmod" ]] || die "cannot download k8s.io/kubernetes@v${K8S_VERSION}"
+  # k8s.io/kubernetes replaces every staging module with ./staging/...; those
+  # replaces are ignored for a dependency, so pin each to its v0.X.Y release.
+  local m n=0 args=()
+  for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => \./staging/.*#\1#p' "$kmod"); do
+    args+=("-replace=$m=$m@v0.${K8S_VERSION#*.}"); n=$((n + 1))
+  done
+  go mod edit "${args[@]}"
+  log "k8s wrapper: $n staging replaces"
+  go get "k8s.io/kubernetes@v${K8S_VERSION}" "go.etcd.io/etcd/server/v3@v${ETCD_VERSION}"
+  go get -tool k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager go.etcd.io/etcd/server/v3
+  touch .ready
+}
+build_kube_apiserver() {
+  k8s_wrapper
+  gobuild "$BIN/kube-apiserver" "$K8S_VER_LDF" "" k8s.io/kubernetes/cmd/kube-apiserver
+}
+build_kcm() {
+  k8s_wrapper
+  gobuild "$BIN/kube-controller-manager" "$K8S_VER_LDF" "" k8s.io/kubernetes/cmd/kube-controller-manager
+}
+build_etcd() {
+  k8s_wrapper
+  gobuild "$BIN/etcd" "" "" go.etcd.io/etcd/server/v3
+}
+
+# ---- plugins mode -------------------------------------------------------------
+install_plugins() { # PULUMI_HOME
+  local ph=$1
+  mkdir -p "$ph"
+  PULUMI_HOME="$ph" PULUMI_SKIP_UPDATE_CHECK=true PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
+    "$BIN/pulumi" plugin install resource kubernetes "$K8SPROV_VERSION" --file "$BIN/pulumi-resource-kubernetes" >&2
+  if [[ -x "$BIN/pulumi-resource-command" ]]; then
+    PULUMI_HOME="$ph" PULUMI_SKIP_UPDATE_CHECK=true PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
+      "$BIN/pulumi" plugin install resource command "$COMMAND_VERSION" --file "$BIN/pulumi-resource-command" >&2
+  fi
+}
+
+# ---- main ---------------------------------------------------------------------
+T0=$SECONDS
+log "cache: $ROOT"
+stage pulumi pulumi build_pulumi
+stage langhost pulumi-language-nodejs build_langhost
+stage k8sprov pulumi-resource-kubernetes build_k8sprov
+stage kube-apiserver kube-apiserver build_kube_apiserver
+stage etcd etcd build_etcd
+stage kube-controller-manager kube-controller-manager build_kcm
+for k in "${!TIMES[@]}"; do log "time $k: ${TIMES[$k]}s"; done
+log "total: $((SECONDS - T0))s; bin: $(du -sh "$BIN" | cut -f1)"
+
+if [[ "${1:-}" == "plugins" ]]; then
+  [[ -n "${2:-}" ]] || die "usage: $0 plugins PULUMI_HOME"
+  install_plugins "$2"
+fi
+echo "$BIN"

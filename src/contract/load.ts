@@ -1,0 +1,162 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
+import type { z } from "zod";
+import { UserError } from "../errors";
+import { type Contract, contractSchema, FORBIDDEN_KEYS } from "./schema";
+
+/** Exit code of `exposure check` (and any command) for an invalid contract. */
+export const INVALID_CONTRACT_EXIT = 2;
+
+export interface ContractProblem {
+  line: number;
+  col: number;
+  /** e.g. `endpoints[2].service.port` */
+  path: string;
+  message: string;
+}
+
+export class ContractError extends UserError {
+  constructor(
+    readonly file: string,
+    readonly problems: readonly ContractProblem[],
+  ) {
+    super(
+      `invalid contract ${file} (${problems.length} ${problems.length === 1 ? "problem" : "problems"}):\n${problems
+        .map((p) => formatProblem(file, p))
+        .join("\n")}`,
+      INVALID_CONTRACT_EXIT,
+    );
+    this.name = "ContractError";
+  }
+}
+
+export function formatProblem(file: string, p: ContractProblem): string {
+  return `${file}:${p.line}:${p.col}: ${p.path || "(document)"}: ${p.message}`;
+}
+
+export function formatPath(segments: readonly PropertyKey[]): string {
+  let out = "";
+  for (const s of segments) {
+    if (typeof s === "number") out += `[${s}]`;
+    else out += out ? `.${String(s)}` : String(s);
+  }
+  return out;
+}
+
+/** Contract file used when none is given: the real one if present, else the committed example. */
+export function defaultContractPath(projectDir: string): string {
+  const real = path.join(projectDir, "contract", "endpoints.yaml");
+  return fs.existsSync(real) ? real : path.join(projectDir, "contract", "endpoints.example.yaml");
+}
+
+export function loadContractFile(file: string, displayName = file): Contract {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UserError(
+      code === "ENOENT"
+        ? `contract file not found: ${displayName} (copy contract/endpoints.example.yaml to contract/endpoints.yaml, or set ui-exposure:contract)`
+        : `cannot read contract ${displayName}: ${(err as Error).message}`,
+      INVALID_CONTRACT_EXIT,
+    );
+  }
+  return parseContract(text, displayName);
+}
+
+/**
+ * Parses and validates contract text. Every problem is collected (YAML syntax, forbidden
+ * keys, schema) and reported at once with its position; nothing partial is returned.
+ */
+export function parseContract(text: string, file: string): Contract {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const pos = (offset: number | undefined) => {
+    const { line, col } = lineCounter.linePos(offset ?? 0);
+    return { line, col };
+  };
+
+  if (doc.errors.length > 0) {
+    throw new ContractError(
+      file,
+      doc.errors.map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: e.message.split("\n")[0] ?? e.message })),
+    );
+  }
+
+  const problems: ContractProblem[] = [...findForbiddenKeys(doc, pos)];
+  const forbiddenPaths = new Set(problems.map((p) => p.path));
+
+  const result = contractSchema.safeParse(doc.toJS());
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const p = formatPath(issue.path);
+      // A forbidden key is already reported with a better message than "unrecognized key".
+      if (issue.code === "unrecognized_keys") {
+        const keys = issue.keys.filter((k) => !forbiddenPaths.has(formatPath([...issue.path, k])));
+        for (const k of keys) {
+          problems.push({ ...pos(keyOffset(doc, [...issue.path, k])), path: formatPath([...issue.path, k]), message: `unknown key '${k}'` });
+        }
+        continue;
+      }
+      problems.push({ ...pos(nodeOffset(doc, issue.path)), path: p, message: describeIssue(issue) });
+    }
+  }
+
+  if (problems.length > 0) {
+    problems.sort((a, b) => a.line - b.line || a.col - b.col);
+    throw new ContractError(file, problems);
+  }
+  // biome-ignore lint/style/noNonNullAssertion: success checked above (problems would be non-empty otherwise)
+  return result.data!;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "invalid_type" && issue.input === undefined) return "required field is missing";
+  if (issue.code === "invalid_union") return "must be a port name (string) or a port number (1-65535)";
+  return issue.message;
+}
+
+function* findForbiddenKeys(doc: Document, pos: (offset: number | undefined) => { line: number; col: number }): Generator<ContractProblem> {
+  function* walk(node: unknown, at: PropertyKey[]): Generator<ContractProblem> {
+    if (isMap(node)) {
+      for (const pair of node.items) {
+        if (!isPair(pair)) continue;
+        const key = isScalar(pair.key) ? pair.key.value : pair.key;
+        if (typeof key === "string" && Object.hasOwn(FORBIDDEN_KEYS, key)) {
+          yield {
+            ...pos((pair.key as Node | null)?.range?.[0]),
+            path: formatPath([...at, key]),
+            message: FORBIDDEN_KEYS[key] as string,
+          };
+        }
+        yield* walk(pair.value, [...at, typeof key === "string" || typeof key === "number" ? key : String(key)]);
+      }
+    } else if (isSeq(node)) {
+      for (let i = 0; i < node.items.length; i++) yield* walk(node.items[i], [...at, i]);
+    }
+  }
+  yield* walk(doc.contents, []);
+}
+
+/** Offset of the value at `segments`, or of its closest existing ancestor. */
+function nodeOffset(doc: Document, segments: readonly PropertyKey[]): number | undefined {
+  for (let n = segments.length; n >= 0; n--) {
+    const node = doc.getIn(segments.slice(0, n) as unknown[], true) as Node | undefined;
+    if (node?.range) return node.range[0];
+  }
+  return undefined;
+}
+
+/** Offset of the key `segments[last]` in its map (for unknown keys). */
+function keyOffset(doc: Document, segments: readonly PropertyKey[]): number | undefined {
+  const parent = doc.getIn(segments.slice(0, -1) as unknown[], true);
+  const key = segments[segments.length - 1];
+  if (isMap(parent)) {
+    for (const pair of parent.items) {
+      if (isPair(pair) && isScalar(pair.key) && pair.key.value === key) return pair.key.range?.[0];
+    }
+  }
+  return nodeOffset(doc, segments.slice(0, -1));
+}

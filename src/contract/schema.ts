@@ -1,0 +1,150 @@
+import { z } from "zod";
+
+/** RFC 1123 label: what Kubernetes accepts for a namespace name. */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** RFC 1035 label: what Kubernetes accepts for a Service name (must start with a letter). */
+const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+/** IANA_SVC_NAME, the format of a Service port name. */
+const PORT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Our NodePort Service is named `<entry>-nodeport`; Service names stop at 63 characters. */
+export const ENTRY_NAME_MAX = 63 - "-nodeport".length;
+
+const dnsLabel = (what: string, max = 63) =>
+  z
+    .string()
+    .max(max, { message: `${what} must be at most ${max} characters` })
+    .regex(DNS_LABEL, { message: `${what} must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit` });
+
+export const entryName = z
+  .string()
+  .max(ENTRY_NAME_MAX, { message: `entry name must be at most ${ENTRY_NAME_MAX} characters (our Service is '<name>-nodeport')` })
+  .regex(DNS_1035_LABEL, {
+    message: "entry name must be a DNS label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit",
+  });
+
+const portRef = z.union([
+  z.number().int().min(1, { message: "port number must be between 1 and 65535" }).max(65535, { message: "port number must be between 1 and 65535" }),
+  z
+    .string()
+    .max(15, { message: "port name must be at most 15 characters" })
+    .regex(PORT_NAME, { message: "port name must be a Service port name (lowercase letters, digits, '-')" }),
+]);
+
+/** The existing (vendored) ClusterIP Service an entry mirrors or points at. */
+export const serviceRef = z.strictObject({
+  namespace: dnsLabel("namespace"),
+  name: dnsLabel("service name"),
+  /** The Service's port, by name (preferred: names survive chart upgrades) or by number. */
+  port: portRef,
+});
+
+/** Declared hostPort exposure for in-house bricks: a fixed port held by a pod. */
+export const hostPortExposure = z.strictObject({
+  namespace: dnsLabel("namespace"),
+  port: z
+    .number()
+    .int({ message: "hostPort must be an integer" })
+    .min(1, { message: "hostPort must be between 1 and 65535" })
+    .max(65535, { message: "hostPort must be between 1 and 65535" }),
+  /** Labels that pick the pod holding the port (optional: any pod of the namespace holding it). */
+  podSelector: z.record(z.string(), z.string()).optional(),
+});
+
+export const probeSpec = z.strictObject({
+  path: z.string().startsWith("/", { message: "probe path must start with '/'" }).default("/"),
+  /** Expected HTTP statuses; default any 2xx or 3xx. */
+  expectStatus: z.array(z.number().int().min(100).max(599)).min(1).optional(),
+  timeoutSeconds: z.number().positive().max(120).optional(),
+});
+
+export const credentialSpec = z.strictObject({
+  label: z.string().min(1),
+  secret: z.strictObject({ namespace: dnsLabel("namespace"), name: dnsLabel("secret name", 253) }),
+  /** A fixed user name (Argo CD's `admin`), or the Secret key holding it. */
+  username: z.string().min(1).optional(),
+  usernameKey: z.string().min(1).optional(),
+  passwordKey: z.string().min(1),
+});
+
+const scheme = z.enum(["http", "https", "postgresql", "tcp"]);
+
+export const endpointSchema = z
+  .strictObject({
+    name: entryName,
+    description: z.string().optional(),
+    /** Publish at http(s)://<node IP>:<auto-allocated nodePort> (or the declared hostPort). */
+    exposed: z.boolean().default(false),
+    scheme: scheme.default("http"),
+    service: serviceRef.optional(),
+    hostPort: hostPortExposure.optional(),
+    probe: probeSpec.optional(),
+    credentials: z.array(credentialSpec).optional(),
+  })
+  .superRefine((e, ctx) => {
+    if (e.service && e.hostPort) {
+      ctx.addIssue({ code: "custom", path: ["hostPort"], message: "declare either 'service' (NodePort exposure) or 'hostPort', not both" });
+    }
+    if (!e.service && !e.hostPort) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["service"],
+        message: "missing: name the existing Service ({namespace, name, port}) or, for an in-house brick, a 'hostPort'",
+      });
+    }
+    if (e.hostPort && !e.exposed) {
+      ctx.addIssue({ code: "custom", path: ["hostPort"], message: "'hostPort' is an exposure: set 'exposed: true' or remove it" });
+    }
+    if (e.exposed && e.scheme !== "http" && e.scheme !== "https") {
+      ctx.addIssue({ code: "custom", path: ["scheme"], message: `an exposed UI is served over http or https, not '${e.scheme}'` });
+    }
+  });
+
+export const contractSchema = z
+  .strictObject({
+    version: z.literal(1, { message: "version must be 1" }),
+    endpoints: z.array(endpointSchema).min(1, { message: "the contract declares no endpoint" }),
+  })
+  .superRefine((c, ctx) => {
+    const seenNames = new Map<string, number>();
+    const seenHostPorts = new Map<number, number>();
+    c.endpoints.forEach((e, i) => {
+      const first = seenNames.get(e.name);
+      if (first !== undefined) {
+        ctx.addIssue({ code: "custom", path: ["endpoints", i, "name"], message: `duplicate name '${e.name}' (first at endpoints[${first}])` });
+      } else seenNames.set(e.name, i);
+      if (e.hostPort) {
+        const owner = seenHostPorts.get(e.hostPort.port);
+        if (owner !== undefined) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["endpoints", i, "hostPort", "port"],
+            message: `hostPort ${e.hostPort.port} is already declared by '${c.endpoints[owner]?.name}': each hostPort may be declared once`,
+          });
+        } else seenHostPorts.set(e.hostPort.port, i);
+      }
+    });
+  });
+
+export type Contract = z.infer<typeof contractSchema>;
+export type Endpoint = z.infer<typeof endpointSchema>;
+export type ServiceRef = z.infer<typeof serviceRef>;
+export type HostPortExposure = z.infer<typeof hostPortExposure>;
+export type Credential = z.infer<typeof credentialSpec>;
+
+/** Keys that used to exist and now mean a misunderstanding; matched at any depth. */
+export const FORBIDDEN_KEYS: Readonly<Record<string, string>> = {
+  ui_hostname: "legacy key: UIs are no longer published under a hostname; set 'exposed: true' (the URL becomes http://<node IP>:<nodePort>)",
+  ui_nodeport: "legacy key: nodePorts are now allocated by Kubernetes and observed, never declared; remove it and set 'exposed: true'",
+  nodePort: "a nodePort is never written in the contract: Kubernetes allocates it (30000-32767) and ui-exposure reads it back; remove it",
+  nodeport: "a nodePort is never written in the contract: Kubernetes allocates it (30000-32767) and ui-exposure reads it back; remove it",
+  node_port: "a nodePort is never written in the contract: Kubernetes allocates it (30000-32767) and ui-exposure reads it back; remove it",
+};
+
+/** Whether an endpoint is published through our NodePort Service (vs a hostPort or not at all). */
+export function isNodePortEntry(e: Endpoint): e is Endpoint & { service: ServiceRef } {
+  return e.exposed && e.service !== undefined && e.hostPort === undefined;
+}
+export function isHostPortEntry(e: Endpoint): e is Endpoint & { hostPort: HostPortExposure } {
+  return e.exposed && e.hostPort !== undefined;
+}

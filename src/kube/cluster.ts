@@ -1,0 +1,114 @@
+import * as fs from "node:fs";
+import { parseAllDocuments } from "yaml";
+import { UserError } from "../errors";
+import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Service } from "./types";
+
+/** A custom resource kind, listed cluster-wide; the first served version wins. */
+export interface CustomKind {
+  group: string;
+  versions: readonly string[];
+  plural: string;
+  kind: string;
+}
+
+export const LB_IP_POOLS: CustomKind = {
+  group: "cilium.io",
+  versions: ["v2", "v2alpha1"],
+  plural: "ciliumloadbalancerippools",
+  kind: "CiliumLoadBalancerIPPool",
+};
+export const GATEWAYS: CustomKind = { group: "gateway.networking.k8s.io", versions: ["v1", "v1beta1"], plural: "gateways", kind: "Gateway" };
+export const HTTP_ROUTES: CustomKind = { group: "gateway.networking.k8s.io", versions: ["v1", "v1beta1"], plural: "httproutes", kind: "HTTPRoute" };
+export const GATEWAY_CLASSES: CustomKind = { group: "gateway.networking.k8s.io", versions: ["v1", "v1beta1"], plural: "gatewayclasses", kind: "GatewayClass" };
+
+/**
+ * Read access to the cluster: one list call per kind, whatever the number of entries.
+ * Implemented by the live API client and by a snapshot file (`kubectl get -o yaml`).
+ */
+export interface ClusterReader {
+  /** Where the data comes from, for messages ("context bench (https://127.0.0.1:6443)"). */
+  readonly source: string;
+  listServices(): Promise<Service[]>;
+  listNodes(): Promise<Node[]>;
+  listPods(): Promise<Pod[]>;
+  listEndpointSlices(): Promise<EndpointSlice[]>;
+  getConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined>;
+  /** Lists a custom kind; an absent CRD gives an empty list, not an error. */
+  listCustom(kind: CustomKind): Promise<GenericObject[]>;
+}
+
+type AnyObject = { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } };
+
+/**
+ * A cluster read from a snapshot: a `List` (or several YAML documents) as printed by
+ * `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml`, plus any custom objects.
+ */
+export class SnapshotReader implements ClusterReader {
+  private readonly objects: AnyObject[];
+  /** Number of list/get calls served, so tests and benchmarks can count round trips. */
+  requests = 0;
+
+  constructor(
+    objects: readonly unknown[],
+    readonly source = "snapshot",
+  ) {
+    this.objects = flattenLists(objects);
+  }
+
+  static fromFile(file: string): SnapshotReader {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, "utf8");
+    } catch (err) {
+      throw new UserError(`cannot read cluster snapshot ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    const docs = parseAllDocuments(text);
+    const objects: unknown[] = [];
+    for (const doc of Array.isArray(docs) ? docs : [docs]) {
+      if (doc.errors.length > 0) {
+        throw new UserError(`cluster snapshot ${file} is not valid YAML: ${doc.errors[0]?.message.split("\n")[0]}`);
+      }
+      const value = doc.toJS();
+      if (value != null) objects.push(value);
+    }
+    return new SnapshotReader(objects, `snapshot ${file}`);
+  }
+
+  private ofKind<T>(kind: string): T[] {
+    this.requests++;
+    return this.objects.filter((o) => o.kind === kind) as T[];
+  }
+
+  async listServices() {
+    return this.ofKind<Service>("Service");
+  }
+  async listNodes() {
+    return this.ofKind<Node>("Node");
+  }
+  async listPods() {
+    return this.ofKind<Pod>("Pod");
+  }
+  async listEndpointSlices() {
+    return this.ofKind<EndpointSlice>("EndpointSlice");
+  }
+  async getConfigMap(namespace: string, name: string) {
+    return this.ofKind<ConfigMap>("ConfigMap").find((c) => c.metadata.namespace === namespace && c.metadata.name === name);
+  }
+  async listCustom(kind: CustomKind) {
+    this.requests++;
+    return this.objects.filter((o) => o.kind === kind.kind && typeof o.apiVersion === "string" && o.apiVersion.startsWith(`${kind.group}/`)) as GenericObject[];
+  }
+}
+
+function flattenLists(objects: readonly unknown[]): AnyObject[] {
+  const out: AnyObject[] = [];
+  for (const o of objects) {
+    if (o === null || typeof o !== "object") continue;
+    const obj = o as AnyObject & { items?: unknown[] };
+    if (Array.isArray(obj.items) && (obj.kind === "List" || obj.kind?.endsWith("List"))) {
+      const itemKind = obj.kind !== "List" ? obj.kind?.slice(0, -"List".length) : undefined;
+      for (const item of flattenLists(obj.items)) out.push(itemKind && !item.kind ? { ...item, kind: itemKind } : item);
+    } else out.push(obj);
+  }
+  return out;
+}

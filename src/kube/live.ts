@@ -1,0 +1,139 @@
+import { UserError } from "../errors";
+import type { ClusterReader, CustomKind } from "./cluster";
+import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Service } from "./types";
+
+// client-node is an ES module: its types are imported in "import" resolution mode.
+type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
+type KubeConfig = InstanceType<ClientNode["KubeConfig"]>;
+
+export interface KubeTarget {
+  /** Path to a kubeconfig, or its content (as `kubernetes:kubeconfig` allows); default: $KUBECONFIG or ~/.kube/config. */
+  kubeconfig?: string;
+  /** Context name; default: the kubeconfig's current context. */
+  context?: string;
+  /** Per-request timeout, so an unreachable cluster fails in seconds instead of hanging. */
+  timeoutMs?: number;
+}
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/**
+ * The live cluster through the API server. Every method is one list (or get) call;
+ * `requests` counts them so benchmarks can check they do not grow with the contract.
+ */
+export class LiveClusterReader implements ClusterReader {
+  requests = 0;
+  private constructor(
+    private readonly lib: ClientNode,
+    private readonly kc: KubeConfig,
+    readonly source: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  static async connect(target: KubeTarget): Promise<LiveClusterReader> {
+    // client-node is an ES module; a dynamic import keeps this file loadable from CommonJS.
+    const lib = await import("@kubernetes/client-node");
+    const kc = new lib.KubeConfig();
+    try {
+      const cfg = target.kubeconfig?.trim();
+      if (cfg && (cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"))) kc.loadFromString(cfg);
+      else if (cfg) kc.loadFromFile(cfg);
+      else kc.loadFromDefault();
+    } catch (err) {
+      throw new UserError(`cannot load kubeconfig${target.kubeconfig ? ` ${target.kubeconfig}` : ""}: ${(err as Error).message}`);
+    }
+    if (target.context) {
+      if (!kc.getContexts().some((c) => c.name === target.context)) {
+        const known = kc.getContexts().map((c) => c.name);
+        throw new UserError(
+          `kube context '${target.context}' is not in the kubeconfig (known: ${known.join(", ") || "none"}); set kubernetes:context in the stack file or fix KUBECONFIG`,
+        );
+      }
+      kc.setCurrentContext(target.context);
+    }
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new UserError("the kubeconfig has no current cluster: set kubernetes:context in the stack file or KUBECONFIG");
+    const source = `context ${kc.getCurrentContext()} (${cluster.server})`;
+    return new LiveClusterReader(lib, kc, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  }
+
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    this.requests++;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`)),
+        this.timeoutMs,
+      );
+      timer.unref();
+    });
+    try {
+      return await Promise.race([fn(), timeout]);
+    } catch (err) {
+      throw this.explain(what, err);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private explain(what: string, err: unknown): Error {
+    if (err instanceof UserError) return err;
+    const e = err as { code?: number | string; message?: string; cause?: { code?: string } };
+    const netCode = typeof e.code === "string" ? e.code : e.cause?.code;
+    if (netCode && /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT|ECONNRESET|EAI_AGAIN|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO)/.test(netCode)) {
+      return new UserError(`cluster unreachable: ${this.source}: ${netCode} while reading ${what}; check the kube context and that the API server is up`);
+    }
+    if (typeof e.code === "number") {
+      if (e.code === 401) return new UserError(`cluster refused the credentials of ${this.source} (401) while reading ${what}; renew the kubeconfig`);
+      if (e.code === 403) return new UserError(`${this.source} is not allowed to read ${what} (403): grant list/get on it`);
+      return new UserError(`reading ${what} from ${this.source} failed with HTTP ${e.code}`);
+    }
+    return new UserError(`reading ${what} from ${this.source} failed: ${e.message ?? String(err)}`);
+  }
+
+  private get core() {
+    return this.kc.makeApiClient(this.lib.CoreV1Api);
+  }
+
+  async listServices() {
+    const list = await this.call("services", () => this.core.listServiceForAllNamespaces());
+    return list.items as unknown as Service[];
+  }
+  async listNodes() {
+    const list = await this.call("nodes", () => this.core.listNode());
+    return list.items as unknown as Node[];
+  }
+  async listPods() {
+    const list = await this.call("pods", () => this.core.listPodForAllNamespaces());
+    return list.items as unknown as Pod[];
+  }
+  async listEndpointSlices() {
+    const discovery = this.kc.makeApiClient(this.lib.DiscoveryV1Api);
+    const list = await this.call("endpointslices", () => discovery.listEndpointSliceForAllNamespaces());
+    return list.items as unknown as EndpointSlice[];
+  }
+  async getConfigMap(namespace: string, name: string) {
+    try {
+      return (await this.call(`configmap ${namespace}/${name}`, () => this.core.readNamespacedConfigMap({ namespace, name }))) as unknown as ConfigMap;
+    } catch (err) {
+      if (err instanceof UserError && / HTTP 404$/.test(err.message)) return undefined;
+      throw err;
+    }
+  }
+  async listCustom(kind: CustomKind) {
+    const custom = this.kc.makeApiClient(this.lib.CustomObjectsApi);
+    for (const version of kind.versions) {
+      try {
+        const list = (await this.call(`${kind.plural}.${kind.group}`, () =>
+          custom.listClusterCustomObject({ group: kind.group, version, plural: kind.plural }),
+        )) as { items?: GenericObject[] };
+        return (list.items ?? []).map((o) => ({ ...o, kind: o.kind ?? kind.kind, apiVersion: o.apiVersion ?? `${kind.group}/${version}` }));
+      } catch (err) {
+        // 404: this version (or the whole CRD) is not served; try the next one.
+        if (err instanceof UserError && / HTTP 404$/.test(err.message)) continue;
+        throw err;
+      }
+    }
+    return [];
+  }
+}

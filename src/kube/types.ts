@@ -1,0 +1,97 @@
+/**
+ * The subset of Kubernetes objects ui-exposure reads. Plain data (what `kubectl get -o yaml`
+ * and the API return), so the same pure functions work on a live list call, a snapshot
+ * file and a test fixture.
+ */
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  resourceVersion?: string;
+  uid?: string;
+  creationTimestamp?: string;
+}
+
+export interface ServicePort {
+  name?: string;
+  port: number;
+  protocol?: string;
+  targetPort?: number | string;
+  nodePort?: number;
+  appProtocol?: string;
+}
+
+export interface Service {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: {
+    type?: string;
+    selector?: Record<string, string>;
+    ports?: ServicePort[];
+    clusterIP?: string;
+    externalTrafficPolicy?: string;
+    loadBalancerClass?: string;
+  };
+  status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
+}
+
+export interface Node {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: { unschedulable?: boolean };
+  status?: {
+    addresses?: { type: string; address: string }[];
+    conditions?: { type: string; status: string }[];
+  };
+}
+
+export interface ContainerPort {
+  name?: string;
+  containerPort: number;
+  hostPort?: number;
+  protocol?: string;
+}
+
+export interface Pod {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: {
+    nodeName?: string;
+    containers?: { name: string; ports?: ContainerPort[] }[];
+    initContainers?: { name: string; ports?: ContainerPort[] }[];
+  };
+  status?: { phase?: string; podIP?: string; hostIP?: string; conditions?: { type: string; status: string }[] };
+}
+
+export interface ConfigMap {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  data?: Record<string, string>;
+}
+
+export interface EndpointSlice {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  endpoints?: { addresses: string[]; conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean } }[];
+  ports?: { name?: string; port?: number }[];
+}
+
+/** Any other object (CiliumLoadBalancerIPPool, Gateway, HTTPRoute...). */
+export interface GenericObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+}
+
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+export const MANAGED_BY_VALUE = "ui-exposure";
+export const ENTRY_LABEL = "ui-exposure.io/entry";
+export const MIRRORS_ANNOTATION = "ui-exposure.io/mirrors";

@@ -1,0 +1,241 @@
+import { type Contract, type Endpoint, type HostPortExposure, isHostPortEntry, isNodePortEntry, type ServiceRef } from "./contract/schema";
+import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service, type ServicePort } from "./kube/types";
+
+/** The node whose address goes into every NodePort URL. */
+export interface NodeChoice {
+  name: string;
+  address: string;
+  /** True when the address comes from the stack (`nodeAddress`), not from observation. */
+  pinned: boolean;
+}
+
+export interface NodePortPlan {
+  kind: "nodePort";
+  entry: string;
+  scheme: "http" | "https";
+  namespace: string;
+  /** The vendored Service mirrored (never modified). */
+  mirrors: string;
+  /** Our Service: `<entry>-nodeport`, in the vendored Service's namespace. */
+  serviceName: string;
+  selector: Record<string, string>;
+  /** Port name on our Service; Kubernetes keeps an allocated nodePort by port name. */
+  portName: string;
+  port: number;
+  targetPort: number | string;
+  protocol: string;
+  /** Our Service as it exists in the cluster today, if it does (its nodePort is real). */
+  existingNodePort?: number;
+}
+
+export interface HostPortPlan {
+  kind: "hostPort";
+  entry: string;
+  scheme: "http" | "https";
+  namespace: string;
+  hostPort: number;
+  pod: string;
+  node: string;
+  address: string;
+}
+
+export type ExposurePlan = NodePortPlan | HostPortPlan;
+
+export const isReadyNode = (n: Node) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+export const internalIP = (n: Node) => n.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
+
+export const ourServiceName = (entry: string) => `${entry}-nodeport`;
+
+/**
+ * Picks the node for URLs: the pinned address when the stack sets one, otherwise the
+ * InternalIP of the first Ready node in name order (schedulable nodes first), so every
+ * run on the same cluster picks the same node.
+ */
+export function chooseNode(nodes: readonly Node[], pinnedAddress?: string): NodeChoice | { problem: string } {
+  if (pinnedAddress) {
+    const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === pinnedAddress));
+    return { name: owner?.metadata.name ?? "(pinned)", address: pinnedAddress, pinned: true };
+  }
+  const candidates = nodes
+    .filter((n) => isReadyNode(n) && internalIP(n))
+    .sort((a, b) => Number(a.spec?.unschedulable ?? false) - Number(b.spec?.unschedulable ?? false) || a.metadata.name.localeCompare(b.metadata.name));
+  const chosen = candidates[0];
+  if (!chosen) {
+    const seen = nodes.map((n) => `${n.metadata.name} (${isReadyNode(n) ? "Ready" : "NotReady"}${internalIP(n) ? "" : ", no InternalIP"})`);
+    return {
+      problem: `no Ready node with an InternalIP (nodes: ${seen.join(", ") || "none"}); wait for a node to be Ready or pin ui-exposure:nodeAddress`,
+    };
+  }
+  return { name: chosen.metadata.name, address: internalIP(chosen) as string, pinned: false };
+}
+
+/** Selects the exposed entries a stack publishes; unknown or non-exposed names are problems. */
+export function selectEntries(contract: Contract, selection: "all" | readonly string[]): { entries: Endpoint[]; problems: string[] } {
+  const exposed = contract.endpoints.filter((e) => e.exposed);
+  if (selection === "all") return { entries: exposed, problems: [] };
+  const problems: string[] = [];
+  const entries: Endpoint[] = [];
+  for (const name of selection) {
+    const e = contract.endpoints.find((x) => x.name === name);
+    if (!e) problems.push(`ui-exposure:entries names '${name}', which the contract does not declare (declared: ${exposed.map((x) => x.name).join(", ")})`);
+    else if (!e.exposed)
+      problems.push(`ui-exposure:entries names '${name}', which the contract does not expose (set exposed: true in the contract or drop it from the stack)`);
+    else if (!entries.includes(e)) entries.push(e);
+  }
+  return { entries, problems };
+}
+
+export function findServicePort(svc: Service, ref: ServiceRef["port"]): ServicePort | undefined {
+  return svc.spec?.ports?.find((p) => (typeof ref === "number" ? p.port === ref : p.name === ref));
+}
+
+const describePorts = (svc: Service) => (svc.spec?.ports ?? []).map((p) => `${p.name ?? "(unnamed)"}/${p.port}`).join(", ") || "none";
+
+/** Index of Services by "namespace/name", built once from one list call. */
+export function indexServices(services: readonly Service[]): Map<string, Service> {
+  return new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+}
+
+/** Plans one NodePort exposure from the vendored Service; returns a problem when it cannot be mirrored. */
+export function planNodePort(entry: Endpoint & { service: ServiceRef }, services: ReadonlyMap<string, Service>): NodePortPlan | { problem: string } {
+  const ref = entry.service;
+  const key = `${ref.namespace}/${ref.name}`;
+  const vendored = services.get(key);
+  const where = `entry '${entry.name}'`;
+  if (!vendored) {
+    return {
+      problem: `${where}: Service ${key} not found; install the UI first, fix the contract's service, or leave '${entry.name}' out of ui-exposure:entries`,
+    };
+  }
+  const selector = vendored.spec?.selector;
+  if (!selector || Object.keys(selector).length === 0) {
+    return {
+      problem: `${where}: Service ${key} has no selector (its endpoints are managed by hand), so a NodePort Service cannot select the same pods; point the contract at a Service with a selector`,
+    };
+  }
+  const port = findServicePort(vendored, ref.port);
+  if (!port) {
+    return {
+      problem: `${where}: Service ${key} has no port ${typeof ref.port === "number" ? ref.port : `named '${ref.port}'`} (ports: ${describePorts(vendored)}); fix service.port in the contract`,
+    };
+  }
+  const serviceName = ourServiceName(entry.name);
+  const ours = services.get(`${ref.namespace}/${serviceName}`);
+  if (ours && ours.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE) {
+    return {
+      problem: `${where}: Service ${ref.namespace}/${serviceName} already exists and is not managed by ui-exposure; rename or delete it (or import it into the stack)`,
+    };
+  }
+  if (ours && ours.metadata.labels?.[ENTRY_LABEL] !== entry.name) {
+    return { problem: `${where}: Service ${ref.namespace}/${serviceName} is labelled for entry '${ours.metadata.labels?.[ENTRY_LABEL]}'; delete it` };
+  }
+  const scheme = entry.scheme === "https" ? "https" : "http";
+  const existingNodePort = ours?.spec?.ports?.find((p) => p.name === scheme)?.nodePort;
+  return {
+    kind: "nodePort",
+    entry: entry.name,
+    scheme,
+    namespace: ref.namespace,
+    mirrors: ref.name,
+    serviceName,
+    selector: { ...selector },
+    portName: scheme,
+    port: port.port,
+    targetPort: port.targetPort ?? port.port,
+    protocol: port.protocol ?? "TCP",
+    ...(existingNodePort !== undefined ? { existingNodePort } : {}),
+  };
+}
+
+const matchesLabels = (labels: Record<string, string> | undefined, selector: Record<string, string> | undefined) =>
+  Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
+
+export function podHostPorts(pod: Pod): number[] {
+  const containers = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
+  return containers.flatMap((c) => (c.ports ?? []).flatMap((p) => (p.hostPort ? [p.hostPort] : [])));
+}
+
+/**
+ * Plans a hostPort entry: nothing is created; the URL uses the InternalIP of the node that
+ * runs the pod holding the port (a running pod wins over a pending one, then name order).
+ */
+export function planHostPort(
+  entry: Endpoint & { hostPort: HostPortExposure },
+  pods: readonly Pod[],
+  nodesByName: ReadonlyMap<string, Node>,
+): HostPortPlan | { problem: string } {
+  const hp = entry.hostPort;
+  const where = `entry '${entry.name}'`;
+  const holders = pods
+    .filter((p) => p.metadata.namespace === hp.namespace && matchesLabels(p.metadata.labels, hp.podSelector) && podHostPorts(p).includes(hp.port))
+    .filter((p) => p.spec?.nodeName)
+    .sort((a, b) => Number(b.status?.phase === "Running") - Number(a.status?.phase === "Running") || a.metadata.name.localeCompare(b.metadata.name));
+  const pod = holders[0];
+  const selectorText = hp.podSelector
+    ? ` matching ${Object.entries(hp.podSelector)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(",")}`
+    : "";
+  if (!pod) {
+    return {
+      problem: `${where}: no scheduled pod in namespace ${hp.namespace}${selectorText} declares hostPort ${hp.port}; deploy the brick first or fix the contract`,
+    };
+  }
+  const nodeName = pod.spec?.nodeName as string;
+  const node = nodesByName.get(nodeName);
+  const address = node ? internalIP(node) : undefined;
+  if (!address) {
+    return { problem: `${where}: pod ${hp.namespace}/${pod.metadata.name} runs on node ${nodeName}, which has no InternalIP` };
+  }
+  return {
+    kind: "hostPort",
+    entry: entry.name,
+    scheme: entry.scheme === "https" ? "https" : "http",
+    namespace: hp.namespace,
+    hostPort: hp.port,
+    pod: pod.metadata.name,
+    node: nodeName,
+    address,
+  };
+}
+
+export interface ClusterView {
+  services: readonly Service[];
+  nodes: readonly Node[];
+  /** Only needed (and only listed) when some selected entry is a hostPort entry. */
+  pods: readonly Pod[];
+}
+
+export interface ExposureResolution {
+  node: NodeChoice;
+  plans: ExposurePlan[];
+}
+
+/** Resolves every selected entry against one view of the cluster; all problems at once. */
+export function resolveExposures(entries: readonly Endpoint[], cluster: ClusterView, pinnedAddress?: string): ExposureResolution | { problems: string[] } {
+  const problems: string[] = [];
+  const node = chooseNode(cluster.nodes, pinnedAddress);
+  if ("problem" in node) problems.push(node.problem);
+  const services = indexServices(cluster.services);
+  const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
+  const plans: ExposurePlan[] = [];
+  for (const entry of entries) {
+    const plan = isNodePortEntry(entry)
+      ? planNodePort(entry, services)
+      : isHostPortEntry(entry)
+        ? planHostPort(entry, cluster.pods, nodesByName)
+        : { problem: `entry '${entry.name}' is not exposed` };
+    if ("problem" in plan) problems.push(plan.problem);
+    else plans.push(plan);
+  }
+  if (problems.length > 0 || "problem" in node) return { problems };
+  return { node, plans };
+}
+
+/** Placeholder shown for a port Kubernetes has not allocated yet (never an invented number). */
+export const PENDING_NODE_PORT = "<nodePort allocated on apply>";
+
+export function buildUrl(scheme: string, address: string, port: number | undefined): string {
+  const host = address.includes(":") ? `[${address}]` : address;
+  return `${scheme}://${host}:${port ?? PENDING_NODE_PORT}`;
+}

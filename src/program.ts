@@ -1,0 +1,141 @@
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { Cilium } from "../components/cilium";
+import { NodePortExposure } from "../components/nodePortExposure";
+import { type CiliumSummary, ciliumReads, planCilium } from "./cilium/plan";
+import { defaultContractPath, loadContractFile } from "./contract/load";
+import { UserError, userErrorFromProblems } from "./errors";
+import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "./kube/cluster";
+import { LiveClusterReader } from "./kube/live";
+import { buildUrl, type ExposurePlan, type NodeChoice, resolveExposures, selectEntries } from "./plan";
+import { parseSettings, type Settings } from "./settings";
+
+export interface ProgramInputs {
+  /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
+  projectDir: string;
+  stack: string;
+  /** Flat Pulumi config (`pulumi.runtime.allConfig()`). */
+  config: Readonly<Record<string, string>>;
+  /** Where to read the cluster; default: the live API through the stack's kube context. */
+  cluster?: ClusterReader;
+}
+
+/** One record per published entry, as stack output. */
+export interface EndpointRecord {
+  exposure: "nodePort" | "hostPort";
+  namespace: string;
+  /** The vendored Service mirrored (nodePort entries). */
+  mirrors?: string;
+  /** Our NodePort Service (nodePort entries). */
+  service?: string;
+  nodePort?: number;
+  hostPort?: number;
+  /** Pod and node holding the hostPort (hostPort entries). */
+  pod?: string;
+  node?: string;
+  url: string;
+}
+
+export interface StackOutputs {
+  urls: pulumi.Output<Record<string, string>>;
+  node: NodeChoice;
+  endpoints: pulumi.Output<Record<string, EndpointRecord>>;
+  cilium: pulumi.Output<CiliumSummary>;
+  contract: string;
+}
+
+/** Reads the settings and the contract, the two inputs that need no cluster. */
+export function loadInputs(inputs: Pick<ProgramInputs, "projectDir" | "stack" | "config">) {
+  const settings = parseSettings(inputs.config, `Pulumi.${inputs.stack}.yaml`);
+  const contractFile = settings.contract ? path.resolve(inputs.projectDir, settings.contract) : defaultContractPath(inputs.projectDir);
+  const contractDisplay = path.relative(process.cwd(), contractFile) || contractFile;
+  const contract = loadContractFile(contractFile, contractDisplay);
+  return { settings, contract, contractFile: contractDisplay };
+}
+
+/** The kube target of a stack: the same config keys the default Kubernetes provider reads. */
+export function kubeTarget(config: Readonly<Record<string, string>>) {
+  return {
+    ...(config["kubernetes:kubeconfig"] ? { kubeconfig: config["kubernetes:kubeconfig"] } : {}),
+    ...(config["kubernetes:context"] ? { context: config["kubernetes:context"] } : {}),
+  };
+}
+
+/**
+ * The whole stack. Everything is validated and observed before the first resource is
+ * declared, so an invalid contract, a missing Service or a failed guard changes nothing.
+ */
+export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
+  const { settings, contract, contractFile } = loadInputs(inputs);
+  const selection = selectEntries(contract, settings.entries);
+  if (selection.problems.length) throw userErrorFromProblems(`stack ${inputs.stack}`, selection.problems);
+
+  const cluster = inputs.cluster ?? (await LiveClusterReader.connect(kubeTarget(inputs.config)));
+  const needPods = selection.entries.some((e) => e.hostPort);
+  const reads = ciliumReads(settings.cilium);
+  // One list call per kind, in parallel, whatever the number of entries.
+  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways] = await Promise.all([
+    cluster.listServices(),
+    cluster.listNodes(),
+    needPods ? cluster.listPods() : Promise.resolve([]),
+    reads.configMap ? cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name) : Promise.resolve(undefined),
+    reads.customObjects ? cluster.listCustom(LB_IP_POOLS) : Promise.resolve([]),
+    reads.customObjects ? cluster.listCustom(GATEWAYS) : Promise.resolve([]),
+  ]);
+
+  const resolution = resolveExposures(selection.entries, { services, nodes, pods }, settings.nodeAddress);
+  const ciliumPlan = planCilium(
+    settings.cilium,
+    { stack: inputs.stack, production: settings.production },
+    {
+      services,
+      lbIpPools,
+      gateways,
+      ...(ciliumConfig ? { ciliumConfig } : {}),
+    },
+  );
+  const problems = [...("problems" in resolution ? resolution.problems : []), ...("problems" in ciliumPlan ? ciliumPlan.problems : [])];
+  if ("problems" in resolution || "problems" in ciliumPlan) {
+    throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
+  }
+
+  const cilium = new Cilium("cilium", { plan: ciliumPlan });
+  const published = resolution.plans.map((plan) => publish(plan, resolution.node, settings));
+
+  const records = pulumi.all(Object.fromEntries(published.map((p) => [p.entry, p.record])));
+  return {
+    urls: records.apply((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v.url]))),
+    node: resolution.node,
+    endpoints: records,
+    cilium: cilium.summary,
+    contract: contractFile,
+  };
+}
+
+function publish(plan: ExposurePlan, node: NodeChoice, _settings: Settings): { entry: string; record: pulumi.Output<EndpointRecord> } {
+  if (plan.kind === "hostPort") {
+    const url = buildUrl(plan.scheme, plan.address, plan.hostPort);
+    return {
+      entry: plan.entry,
+      record: pulumi.output({ exposure: "hostPort" as const, namespace: plan.namespace, hostPort: plan.hostPort, pod: plan.pod, node: plan.node, url }),
+    };
+  }
+  const exposure = new NodePortExposure(plan.entry, { plan, nodeAddress: node.address });
+  return {
+    entry: plan.entry,
+    record: pulumi.all([exposure.nodePort, exposure.url]).apply(([nodePort, url]) => ({
+      exposure: "nodePort" as const,
+      namespace: plan.namespace,
+      mirrors: plan.mirrors,
+      service: plan.serviceName,
+      ...(nodePort !== undefined ? { nodePort } : {}),
+      url,
+    })),
+  };
+}
+
+/** Turns user errors into engine errors shown without a stack trace. */
+export function asRunError(err: unknown): never {
+  if (err instanceof UserError) throw new pulumi.RunError(err.message);
+  throw err;
+}

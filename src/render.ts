@@ -1,0 +1,123 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { parseDocument } from "yaml";
+import { UserError } from "./errors";
+import type { ClusterReader } from "./kube/cluster";
+import type { Service } from "./kube/types";
+import { uiExposure } from "./program";
+import { PROJECT } from "./settings";
+
+export interface RenderedRelease {
+  chart: string;
+  version: string;
+  namespace: string;
+  name: string;
+  repository?: string;
+  values: Record<string, unknown>;
+}
+
+export interface Rendered {
+  /** Kubernetes manifests the stack would apply. */
+  objects: Record<string, unknown>[];
+  releases: RenderedRelease[];
+  outputs: Record<string, unknown>;
+}
+
+/**
+ * Reads a stack file's `config:` into the flat map the engine gives the program
+ * (objects and arrays as JSON text). Encrypted (`secure:`) values cannot be read offline
+ * and are left out; the program uses none of them.
+ */
+export function readStackConfig(projectDir: string, stack: string): Record<string, string> {
+  const file = path.join(projectDir, `Pulumi.${stack}.yaml`);
+  if (!fs.existsSync(file)) {
+    const known = fs.readdirSync(projectDir).flatMap((f) => (/^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ? [/^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]] : []));
+    throw new UserError(`unknown stack '${stack}': no ${path.relative(process.cwd(), file) || file} (stacks: ${known.join(", ") || "none"})`);
+  }
+  const doc = parseDocument(fs.readFileSync(file, "utf8"));
+  if (doc.errors.length) throw new UserError(`${file}: invalid YAML: ${doc.errors[0]?.message.split("\n")[0]}`);
+  const config = (doc.toJS() as { config?: Record<string, unknown> } | null)?.config ?? {};
+  const flat: Record<string, string> = {};
+  for (const [rawKey, value] of Object.entries(config)) {
+    const key = rawKey.includes(":") ? rawKey : `${PROJECT}:${rawKey}`;
+    if (value !== null && typeof value === "object" && "secure" in (value as object)) continue;
+    flat[key] = typeof value === "string" ? value : JSON.stringify(value);
+  }
+  return flat;
+}
+
+/** `kubernetes:core/v1:Service` -> { apiVersion: "v1", kind: "Service" }. */
+export function manifestTypeOf(token: string): { apiVersion: string; kind: string } | undefined {
+  const [, groupVersion, kind] = token.split(":");
+  if (!groupVersion || !kind) return undefined;
+  const [group, version] = groupVersion.split("/");
+  if (!group || !version) return undefined;
+  return { apiVersion: group === "core" ? version : `${group}/${version}`, kind };
+}
+
+/**
+ * Runs the real program under Pulumi's mocks against a cluster snapshot and returns what
+ * the stack would create. A managed Service already in the snapshot keeps its real
+ * nodePort; a new one shows the port as pending, never an invented number.
+ */
+export async function render(opts: { projectDir: string; stack: string; cluster: ClusterReader; contract?: string }): Promise<Rendered> {
+  const config = readStackConfig(opts.projectDir, opts.stack);
+  if (opts.contract) config[`${PROJECT}:contract`] = path.resolve(opts.contract);
+  const existing = await opts.cluster.listServices();
+  const objects: Record<string, unknown>[] = [];
+  const releases: RenderedRelease[] = [];
+
+  await pulumi.runtime.setMocks(
+    {
+      newResource: (args) => {
+        const inputs = args.inputs as Record<string, unknown>;
+        if (args.type === "kubernetes:helm.sh/v3:Release") {
+          const repo = (inputs.repositoryOpts as { repo?: string } | undefined)?.repo;
+          releases.push({
+            chart: String(inputs.chart),
+            version: String(inputs.version),
+            namespace: String(inputs.namespace),
+            name: String(inputs.name),
+            ...(repo ? { repository: repo } : {}),
+            values: (inputs.values as Record<string, unknown>) ?? {},
+          });
+          return { id: `${inputs.namespace}/${inputs.name}`, state: inputs };
+        }
+        const type = manifestTypeOf(args.type);
+        if (!type || !args.type.startsWith("kubernetes:")) return { id: `${args.name}-id`, state: inputs };
+        const manifest = { ...type, ...inputs };
+        objects.push(manifest);
+        const meta = inputs.metadata as { name?: string; namespace?: string } | undefined;
+        const live = existing.find((s) => s.metadata.name === meta?.name && s.metadata.namespace === meta?.namespace);
+        return { id: `${meta?.namespace}/${meta?.name}`, state: type.kind === "Service" && live ? withLivePorts(manifest, live) : manifest };
+      },
+      call: (args) => {
+        throw new UserError(`render: unexpected provider call ${args.token}`);
+      },
+    },
+    "ui-exposure",
+    opts.stack,
+    false,
+  );
+
+  const outputs = await uiExposure({ projectDir: opts.projectDir, stack: opts.stack, config, cluster: opts.cluster });
+  const resolved = await new Promise<Record<string, unknown>>((resolve) => pulumi.output(outputs).apply((o) => resolve(o as Record<string, unknown>)));
+  await pulumi.runtime.disconnect();
+  return { objects, releases, outputs: resolved };
+}
+
+/** Copies the allocated nodePorts of a live Service onto our manifest's ports (matched by name). */
+function withLivePorts(manifest: Record<string, unknown>, live: Service): Record<string, unknown> {
+  const spec = manifest.spec as { ports?: { name?: string }[] } | undefined;
+  return {
+    ...manifest,
+    spec: {
+      ...spec,
+      ports: (spec?.ports ?? []).map((p) => {
+        const nodePort = live.spec?.ports?.find((lp) => lp.name === p.name)?.nodePort;
+        return nodePort ? { ...p, nodePort } : p;
+      }),
+    },
+  };
+}

@@ -1,0 +1,124 @@
+import { isIP } from "node:net";
+import { z } from "zod";
+import { formatPath } from "./contract/load";
+import { entryName } from "./contract/schema";
+import { userErrorFromProblems } from "./errors";
+
+/** Pulumi project name: also the namespace of the stack configuration keys. */
+export const PROJECT = "ui-exposure";
+
+const chartSchema = z.strictObject({
+  /** Helm repository URL, or omit it and give a local chart path / OCI reference in `name`. */
+  repository: z.string().min(1).optional(),
+  name: z.string().min(1).default("cilium"),
+  /** Exact chart version (e.g. 1.18.12): the values generated depend on it. */
+  version: z.string().regex(/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/, { message: "must be an exact chart version such as 1.18.12" }),
+  namespace: z.string().min(1).default("kube-system"),
+  releaseName: z.string().min(1).default("cilium"),
+});
+
+const l4Schema = z.strictObject({
+  mode: z.literal("l4"),
+  chart: chartSchema,
+  /** API server address the agents use once kube-proxy is gone (required by kube-proxy replacement). */
+  k8sServiceHost: z.string().min(1).optional(),
+  k8sServicePort: z.number().int().min(1).max(65535).optional(),
+  /** Extra chart values merged over the generated ones (must not contradict the mode). */
+  values: z.record(z.string(), z.unknown()).default({}),
+  /** LoadBalancer Services that will lose their LB-IPAM address, acknowledged as "namespace/name". */
+  acknowledgeLoadBalancerLoss: z.array(z.string()).default([]),
+  /** Production guard: a stack whose policy requires it must say phase 2 was decided before `l4`. */
+  phase2Decided: z.boolean().default(false),
+  /** Adopt a release installed earlier by a script (`pulumi import`), see docs/cilium.md. */
+  skipAwait: z.boolean().default(true),
+});
+
+const cohabitSchema = z.strictObject({
+  mode: z.literal("cohabit"),
+  namespace: z.string().min(1).default("kube-system"),
+  configMap: z.string().min(1).default("cilium-config"),
+});
+
+export const ciliumSettingsSchema = z.discriminatedUnion("mode", [l4Schema, cohabitSchema], {
+  error: (issue) => (issue.code === "invalid_union" ? "mode must be 'l4' or 'cohabit'" : undefined),
+});
+
+const portalSchema = z.strictObject({
+  enabled: z.boolean().default(false),
+  namespace: z.string().min(1).default("platform-portal"),
+  /** A stock Node.js image; the server code ships in a ConfigMap. */
+  image: z.string().min(1).default("node:20-alpine"),
+});
+
+const allowlistSchema = z.strictObject({
+  /** Services of type NodePort/LoadBalancer that may exist without a contract entry: "namespace/name". */
+  services: z.array(z.string().regex(/^[a-z0-9-]+\/[a-z0-9.*-]+$/, { message: "must be 'namespace/name' (name may end with '*')" })).default([]),
+  /** Pods allowed to hold a hostPort without a contract entry: "namespace/podPrefix*:port". */
+  hostPorts: z.array(z.string().regex(/^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, { message: "must be 'namespace/pod-name-or-prefix*:port'" })).default([]),
+});
+
+export const settingsSchema = z.strictObject({
+  /** Contract file, relative to the project. Default: contract/endpoints.yaml, else the example. */
+  contract: z.string().min(1).optional(),
+  /** Which exposed entries this stack publishes: a list of names, or "all". */
+  entries: z.union([z.literal("all"), z.array(entryName).min(1)]).default("all"),
+  /** Pin the node address used in URLs (otherwise: InternalIP of the first Ready node by name). */
+  nodeAddress: z
+    .string()
+    .refine((s) => isIP(s) !== 0, { message: "must be an IPv4 or IPv6 address" })
+    .optional(),
+  cilium: ciliumSettingsSchema,
+  portal: portalSchema.default({ enabled: false, namespace: "platform-portal", image: "node:20-alpine" }),
+  allowlist: allowlistSchema.default({ services: [], hostPorts: [] }),
+  /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
+  production: z.boolean().default(false),
+});
+
+export type Settings = z.infer<typeof settingsSchema>;
+export type CiliumSettings = z.infer<typeof ciliumSettingsSchema>;
+export type L4CiliumSettings = z.infer<typeof l4Schema>;
+export type CohabitCiliumSettings = z.infer<typeof cohabitSchema>;
+export type Allowlist = z.infer<typeof allowlistSchema>;
+
+/**
+ * Builds settings from the flat Pulumi config map (`{"ui-exposure:entries": "[...]"}`, the
+ * shape of `pulumi.runtime.allConfig()`); object and array values arrive as JSON text.
+ * Keys of other namespaces (kubernetes:context...) are ignored here.
+ */
+export function parseSettings(config: Readonly<Record<string, string>>, stackFile: string): Settings {
+  const raw: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(config)) {
+    if (!key.startsWith(`${PROJECT}:`)) continue;
+    raw[key.slice(PROJECT.length + 1)] = decodeConfigValue(value);
+  }
+  const result = settingsSchema.safeParse(raw);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => {
+      if (issue.code === "unrecognized_keys") {
+        return `${formatConfigPath(issue.path)}: unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
+      }
+      const missing = issue.code === "invalid_type" && issue.input === undefined;
+      return `${formatConfigPath(issue.path)}: ${missing ? "required setting is missing" : issue.message}`;
+    });
+    throw userErrorFromProblems(`invalid stack configuration in ${stackFile}`, problems);
+  }
+  return result.data;
+}
+
+function formatConfigPath(path: readonly PropertyKey[]): string {
+  const [first, ...rest] = path;
+  const head = first === undefined ? PROJECT : `${PROJECT}:${String(first)}`;
+  return rest.length ? `${head}.${formatPath(rest)}`.replace(".[", "[") : head;
+}
+
+function decodeConfigValue(value: string): unknown {
+  const t = value.trim();
+  if (t.startsWith("{") || t.startsWith("[") || t === "true" || t === "false" || /^-?\d+(\.\d+)?$/.test(t)) {
+    try {
+      return JSON.parse(t);
+    } catch {
+      return value;
+    }
+  }
+  return value;
+}
