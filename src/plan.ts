@@ -155,6 +155,14 @@ export function podHostPorts(pod: Pod): number[] {
   return containers.flatMap((c) => (c.ports ?? []).flatMap((p) => (p.hostPort ? [p.hostPort] : [])));
 }
 
+/** The pod holding a declared hostPort: a running pod wins over a pending one, then name order. */
+export function findHostPortHolder(pods: readonly Pod[], hp: HostPortExposure): Pod | undefined {
+  return pods
+    .filter((p) => p.metadata.namespace === hp.namespace && matchesLabels(p.metadata.labels, hp.podSelector) && podHostPorts(p).includes(hp.port))
+    .filter((p) => p.spec?.nodeName)
+    .sort((a, b) => Number(b.status?.phase === "Running") - Number(a.status?.phase === "Running") || a.metadata.name.localeCompare(b.metadata.name))[0];
+}
+
 /**
  * Plans a hostPort entry: nothing is created; the URL uses the InternalIP of the node that
  * runs the pod holding the port (a running pod wins over a pending one, then name order).
@@ -166,11 +174,7 @@ export function planHostPort(
 ): HostPortPlan | { problem: string } {
   const hp = entry.hostPort;
   const where = `entry '${entry.name}'`;
-  const holders = pods
-    .filter((p) => p.metadata.namespace === hp.namespace && matchesLabels(p.metadata.labels, hp.podSelector) && podHostPorts(p).includes(hp.port))
-    .filter((p) => p.spec?.nodeName)
-    .sort((a, b) => Number(b.status?.phase === "Running") - Number(a.status?.phase === "Running") || a.metadata.name.localeCompare(b.metadata.name));
-  const pod = holders[0];
+  const pod = findHostPortHolder(pods, hp);
   const selectorText = hp.podSelector
     ? ` matching ${Object.entries(hp.podSelector)
         .map(([k, v]) => `${k}=${v}`)

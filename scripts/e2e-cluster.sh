@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# A throw-away Kubernetes control plane on loopback for e2e tests:
+# etcd + kube-apiserver (+ kube-controller-manager), built by scripts/e2e-toolchain.sh.
+# No kubelet, no nodes: Services get real ClusterIPs/NodePorts, nothing runs.
+#
+#   scripts/e2e-cluster.sh start [DIR]   # prints KEY=VALUE lines (KUBECONFIG, E2E_DIR, ...)
+#   scripts/e2e-cluster.sh stop DIR      # stops the processes started in DIR and deletes DIR
+#
+# Typical use:
+#   eval "$(scripts/e2e-cluster.sh start | sed 's/^/export /')"
+#   ...; scripts/e2e-cluster.sh stop "$E2E_DIR"
+#
+# Environment:
+#   E2E_BIN            folder with the binaries (default: `scripts/e2e-toolchain.sh bin`)
+#   E2E_KCM            1 (default) also runs kube-controller-manager (GC, namespace deletion,
+#                      endpoints, service accounts); 0 runs apiserver + etcd only, with
+#                      --enable-garbage-collector=false and the ServiceAccount admission off
+#   E2E_READY_TIMEOUT  seconds to wait for /readyz (default 120)
+#   E2E_KEEP           1 keeps DIR on stop (logs)
+# Only loopback addresses are used; all ports are picked free at start.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+TOKEN=e2e-token
+
+log() { printf '[e2e-cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+free_port() {
+  if command -v python3 >/dev/null; then
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+  else
+    node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+  fi
+}
+
+# kill the processes recorded in DIR/pids (only if their command line mentions DIR)
+stop_dir() {
+  local d=$1 name pid
+  [[ -f "$d/pids" ]] || return 0
+  # reverse start order: controller-manager, apiserver, etcd
+  for name in kube-controller-manager kube-apiserver etcd; do
+    pid=$(sed -n "s/^$name=//p" "$d/pids")
+    [[ -n "$pid" ]] || continue
+    if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' </proc/"$pid"/cmdline | grep -qF "$d"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do [[ -e /proc/$pid ]] || break; sleep 0.2; done
+      [[ -e /proc/$pid ]] && kill -KILL "$pid" 2>/dev/null || true
+      log "stopped $name ($pid)"
+    fi
+  done
+  rm -f "$d/pids"
+}
+
+cmd_stop() {
+  local d=${1:-}
+  [[ -n "$d" && -d "$d" ]] || die "usage: $0 stop DIR"
+  d=$(cd "$d" && pwd)
+  [[ -f "$d/.e2e-cluster" ]] || die "$d is not an e2e-cluster dir"
+  stop_dir "$d"
+  if [[ "${E2E_KEEP:-0}" != 1 ]]; then rm -rf "$d"; log "removed $d"; fi
+}
+
+cmd_start() {
+  local bin=${E2E_BIN:-}
+  [[ -n "$bin" ]] || bin=$("$HERE/e2e-toolchain.sh" bin)
+  local kcm=${E2E_KCM:-1} timeout=${E2E_READY_TIMEOUT:-120} b
+  for b in etcd kube-apiserver; do [[ -x "$bin/$b" ]] || die "$bin/$b missing: run scripts/e2e-toolchain.sh first"; done
+  if [[ "$kcm" == 1 && ! -x "$bin/kube-controller-manager" ]]; then
+    die "$bin/kube-controller-manager missing (or set E2E_KCM=0)"
+  fi
+  command -v curl >/dev/null || die "curl is needed"
+
+  local d=${1:-}
+  if [[ -z "$d" ]]; then d=$(mktemp -d "${TMPDIR:-/tmp}/e2e-cluster.XXXXXX"); else mkdir -p "$d"; fi
+  d=$(cd "$d" && pwd)
+  touch "$d/.e2e-cluster"
+  mkdir -p "$d/etcd" "$d/pki" "$d/logs"
+  chmod 700 "$d/etcd"
+  trap 'log "start failed; logs in $d/logs"; for f in "$d"/logs/*.log; do log "--- tail $f"; tail -n 15 "$f" >&2 || true; done; E2E_KEEP=1 stop_dir "$d"' ERR
+
+  local etcd_port etcd_peer api_port kcm_port
+  etcd_port=$(free_port); etcd_peer=$(free_port); api_port=$(free_port); kcm_port=$(free_port)
+
+  # service-account signing key and a static token for the admin user
+  if command -v openssl >/dev/null; then
+    openssl genrsa -out "$d/pki/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$d/pki/sa.key" -pubout -out "$d/pki/sa.pub" 2>/dev/null
+  else
+    node -e 'const c=require("crypto"),f=require("fs"),k=c.generateKeyPairSync("rsa",{modulusLength:2048});
+      f.writeFileSync(process.argv[1],k.privateKey.export({type:"pkcs1",format:"pem"}));
+      f.writeFileSync(process.argv[2],k.publicKey.export({type:"spki",format:"pem"}))' "$d/pki/sa.key" "$d/pki/sa.pub"
+  fi
+  echo "$TOKEN,e2e-admin,e2e-admin,system:masters" > "$d/pki/tokens.csv"
+  : > "$d/pids"
+
+  "$bin/etcd" --name e2e --data-dir "$d/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-cluster "e2e=http://127.0.0.1:$etcd_peer" --initial-cluster-state new \
+    --unsafe-no-fsync --log-level warn \
+    </dev/null >"$d/logs/etcd.log" 2>&1 &
+  echo "etcd=$!" >> "$d/pids"
+
+  local extra=()
+  if [[ "$kcm" != 1 ]]; then
+    # no garbage collector: store.go then adds no foregroundDeletion finalizers;
+    # no service-account controller: do not require a default ServiceAccount
+    extra+=(--enable-garbage-collector=false --disable-admission-plugins=ServiceAccount)
+  fi
+  "$bin/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --cert-dir "$d/pki" --token-auth-file "$d/pki/tokens.csv" \
+    --authorization-mode RBAC --allow-privileged=true \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$d/pki/sa.pub" --service-account-signing-key-file "$d/pki/sa.key" \
+    --service-cluster-ip-range 10.96.0.0/24 --service-node-port-range 30000-32767 \
+    --endpoint-reconciler-type none \
+    "${extra[@]}" \
+    </dev/null >"$d/logs/kube-apiserver.log" 2>&1 &
+  echo "kube-apiserver=$!" >> "$d/pids"
+
+  local server="https://127.0.0.1:$api_port"
+  cat > "$d/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: $server
+    insecure-skip-tls-verify: true
+users:
+- name: e2e-admin
+  user:
+    token: $TOKEN
+contexts:
+- name: e2e
+  context:
+    cluster: e2e
+    user: e2e-admin
+    namespace: default
+current-context: e2e
+EOF
+  chmod 600 "$d/kubeconfig"
+
+  local t0=$SECONDS ok=0
+  while (( SECONDS - t0 < timeout )); do
+    if [[ "$(curl -sk -m 2 -H "Authorization: Bearer $TOKEN" "$server/readyz" 2>/dev/null)" == ok ]]; then ok=1; break; fi
+    for b in etcd kube-apiserver; do
+      local p; p=$(sed -n "s/^$b=//p" "$d/pids")
+      [[ -e /proc/$p ]] || die "$b exited during start-up (see $d/logs/$b.log)"
+    done
+    sleep 0.5
+  done
+  [[ $ok == 1 ]] || die "kube-apiserver not ready after ${timeout}s at $server/readyz (see $d/logs)"
+  log "kube-apiserver ready in $((SECONDS - t0))s at $server"
+
+  if [[ "$kcm" == 1 ]]; then
+    "$bin/kube-controller-manager" \
+      --kubeconfig "$d/kubeconfig" \
+      --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" \
+      --bind-address 127.0.0.1 --secure-port "$kcm_port" \
+      --service-account-private-key-file "$d/pki/sa.key" \
+      --use-service-account-credentials=false --leader-elect=false \
+      --cluster-name e2e --controllers '*' \
+      </dev/null >"$d/logs/kube-controller-manager.log" 2>&1 &
+    echo "kube-controller-manager=$!" >> "$d/pids"
+    # ready when the service-account controller made the default ServiceAccount
+    t0=$SECONDS; ok=0
+    while (( SECONDS - t0 < timeout )); do
+      if curl -skf -m 2 -H "Authorization: Bearer $TOKEN" \
+        "$server/api/v1/namespaces/default/serviceaccounts/default" >/dev/null 2>&1; then ok=1; break; fi
+      local p; p=$(sed -n 's/^kube-controller-manager=//p' "$d/pids")
+      [[ -e /proc/$p ]] || die "kube-controller-manager exited during start-up (see $d/logs)"
+      sleep 0.5
+    done
+    [[ $ok == 1 ]] || die "kube-controller-manager: no default ServiceAccount after ${timeout}s (see $d/logs)"
+    log "kube-controller-manager ready in $((SECONDS - t0))s"
+  fi
+  trap - ERR
+
+  cat > "$d/env" <<EOF
+KUBECONFIG=$d/kubeconfig
+E2E_DIR=$d
+E2E_KUBE_CONTEXT=e2e
+E2E_APISERVER=$server
+E2E_TOKEN=$TOKEN
+E2E_PIDS=$d/pids
+EOF
+  cat "$d/env"
+}
+
+case "${1:-}" in
+  start) shift; cmd_start "$@" ;;
+  stop) shift; cmd_stop "$@" ;;
+  *) echo "usage: $0 start [DIR] | stop DIR" >&2; exit 2 ;;
+esac

@@ -1,0 +1,213 @@
+import type { Contract, Endpoint } from "./contract/schema";
+import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
+import type { ClusterReader } from "./kube/cluster";
+import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service } from "./kube/types";
+import { buildUrl, chooseNode, findHostPortHolder, findServicePort, type NodeChoice, ourServiceName } from "./plan";
+
+export type Verdict = "MATCH" | "DRIFT" | "ABSENT" | "NOT-EXPOSED";
+
+/** One contract entry as the cluster shows it right now (status, portal). */
+export interface ObservedEntry {
+  name: string;
+  description?: string;
+  exposed: boolean;
+  exposure: "nodePort" | "hostPort" | "none";
+  namespace?: string;
+  /** Our NodePort Service ("ns/name"), when it exists. */
+  service?: string;
+  /** Ready endpoints behind our Service (or 1/0 for the hostPort pod). */
+  readyEndpoints: number;
+  nodePort?: number;
+  hostPort?: number;
+  url?: string;
+  verdict: Verdict;
+  /** Why the verdict is DRIFT or ABSENT; empty for MATCH. */
+  reasons: string[];
+}
+
+export interface Observation {
+  node?: NodeChoice;
+  entries: ObservedEntry[];
+  /** Problems that concern the whole view (no Ready node...). */
+  problems: string[];
+}
+
+/** What the last `up` published, from the stack outputs (`endpoints` output). */
+export type PublishedEndpoints = Record<string, { nodePort?: number; hostPort?: number; url?: string }>;
+
+export interface ObservedCluster {
+  services: readonly Service[];
+  endpointSlices: readonly EndpointSlice[];
+  nodes: readonly Node[];
+  pods: readonly Pod[];
+}
+
+/**
+ * Reads what the verdicts need: one list call per kind, whatever the number of entries
+ * (Pods only when a hostPort entry is selected).
+ */
+export async function readObservedCluster(cluster: ClusterReader, entries: readonly Endpoint[]): Promise<ObservedCluster> {
+  const needPods = entries.some((e) => e.exposed && e.hostPort);
+  const [services, endpointSlices, nodes, pods] = await Promise.all([
+    cluster.listServices(),
+    cluster.listEndpointSlices(),
+    cluster.listNodes(),
+    needPods ? cluster.listPods() : Promise.resolve([] as Pod[]),
+  ]);
+  return { services, endpointSlices, nodes, pods };
+}
+
+const key = (ns: string | undefined, name: string) => `${ns}/${name}`;
+const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined) => {
+  const ea = Object.entries(a ?? {}).sort();
+  const eb = Object.entries(b ?? {}).sort();
+  return ea.length === eb.length && ea.every(([k, v], i) => eb[i]?.[0] === k && eb[i]?.[1] === v);
+};
+
+/** Counts ready endpoints of a Service across its EndpointSlices. */
+export function readyEndpointCount(slicesByService: ReadonlyMap<string, EndpointSlice[]>, namespace: string, service: string): number {
+  let ready = 0;
+  for (const slice of slicesByService.get(key(namespace, service)) ?? []) {
+    for (const ep of slice.endpoints ?? []) if (ep.conditions?.ready !== false) ready += ep.addresses.length > 0 ? 1 : 0;
+  }
+  return ready;
+}
+
+/**
+ * The verdict of every entry (the single implementation behind `exposure status` and the
+ * portal). `selected` are the exposed entries the stack publishes (others are not this
+ * stack's business); entries that are not exposed are listed without a URL. Pure: no I/O.
+ */
+export function observe(
+  contract: Contract,
+  cluster: ObservedCluster,
+  opts: { selected?: readonly string[] | "all"; pinnedAddress?: string; published?: PublishedEndpoints } = {},
+): Observation {
+  const services = new Map(cluster.services.map((s) => [key(s.metadata.namespace, s.metadata.name), s]));
+  const slicesByService = new Map<string, EndpointSlice[]>();
+  for (const slice of cluster.endpointSlices) {
+    const owner = slice.metadata.labels?.["kubernetes.io/service-name"];
+    if (!owner) continue;
+    const k = key(slice.metadata.namespace, owner);
+    slicesByService.set(k, [...(slicesByService.get(k) ?? []), slice]);
+  }
+  const managedByEntry = new Map<string, Service>();
+  for (const s of cluster.services) {
+    const entry = s.metadata.labels?.[ENTRY_LABEL];
+    if (entry && s.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE) managedByEntry.set(entry, s);
+  }
+  const nodeChoice = chooseNode(cluster.nodes, opts.pinnedAddress);
+  const problems = "problem" in nodeChoice ? [nodeChoice.problem] : [];
+  const node = "problem" in nodeChoice ? undefined : nodeChoice;
+  const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
+  const selected = opts.selected === undefined || opts.selected === "all" ? undefined : new Set(opts.selected);
+
+  const entries = contract.endpoints
+    .filter((e) => !selected || selected.has(e.name) || !e.exposed)
+    .map((e): ObservedEntry => {
+      const base = { name: e.name, ...(e.description ? { description: e.description } : {}), exposed: e.exposed };
+      if (isNodePortEntry(e)) return observeNodePort(e, base, { services, managedByEntry, slicesByService, node, published: opts.published?.[e.name] });
+      if (isHostPortEntry(e)) return observeHostPort(e, base, cluster.pods, nodesByName, opts.published?.[e.name]);
+      return { ...base, exposure: "none", ...(e.service ? { namespace: e.service.namespace } : {}), readyEndpoints: 0, verdict: "NOT-EXPOSED", reasons: [] };
+    });
+  return { ...(node ? { node } : {}), entries, problems };
+}
+
+function observeNodePort(
+  e: Endpoint & { service: NonNullable<Endpoint["service"]> },
+  base: Pick<ObservedEntry, "name" | "description" | "exposed">,
+  ctx: {
+    services: ReadonlyMap<string, Service>;
+    managedByEntry: ReadonlyMap<string, Service>;
+    slicesByService: ReadonlyMap<string, EndpointSlice[]>;
+    node: NodeChoice | undefined;
+    published: PublishedEndpoints[string] | undefined;
+  },
+): ObservedEntry {
+  const ns = e.service.namespace;
+  const portName = e.scheme === "https" ? "https" : "http";
+  const ours = ctx.services.get(key(ns, ourServiceName(e.name))) ?? ctx.managedByEntry.get(e.name);
+  if (!ours) {
+    return {
+      ...base,
+      exposure: "nodePort",
+      namespace: ns,
+      readyEndpoints: 0,
+      verdict: "ABSENT",
+      reasons: [`Service ${ns}/${ourServiceName(e.name)} does not exist (run pulumi up)`],
+    };
+  }
+  const reasons: string[] = [];
+  const ourPort = ours.spec?.ports?.find((p) => p.name === portName) ?? ours.spec?.ports?.[0];
+  const nodePort = ourPort?.nodePort;
+  if (ours.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE) reasons.push(`${ns}/${ours.metadata.name} is not labelled managed-by ui-exposure`);
+  if (ours.spec?.type !== "NodePort") reasons.push(`type is ${ours.spec?.type ?? "ClusterIP"}, not NodePort`);
+  if (ours.spec?.externalTrafficPolicy === "Local") reasons.push("externalTrafficPolicy is Local (only nodes running a pod answer)");
+  const vendored = ctx.services.get(key(ns, e.service.name));
+  if (!vendored) reasons.push(`vendored Service ${ns}/${e.service.name} is gone`);
+  else {
+    if (!sameMap(vendored.spec?.selector, ours.spec?.selector)) reasons.push(`selector differs from the vendored Service ${ns}/${e.service.name}`);
+    const vport = findServicePort(vendored, e.service.port);
+    const vTarget = vport ? (vport.targetPort ?? vport.port) : undefined;
+    if (!vport) reasons.push(`vendored Service ${ns}/${e.service.name} has no port ${e.service.port}`);
+    else if (String(vTarget) !== String(ourPort?.targetPort ?? ourPort?.port))
+      reasons.push(`target port ${ourPort?.targetPort} differs from the vendored ${vTarget}`);
+  }
+  const publishedPort = ctx.published?.nodePort;
+  if (publishedPort !== undefined && nodePort !== undefined && publishedPort !== nodePort) {
+    reasons.push(`nodePort changed since the last up (${publishedPort} -> ${nodePort})`);
+  }
+  const ready = readyEndpointCount(ctx.slicesByService, ns, ours.metadata.name);
+  if (ready === 0) reasons.push("no ready endpoints");
+  return {
+    ...base,
+    exposure: "nodePort",
+    namespace: ns,
+    service: `${ns}/${ours.metadata.name}`,
+    readyEndpoints: ready,
+    ...(nodePort !== undefined ? { nodePort } : {}),
+    ...(ctx.node && nodePort !== undefined ? { url: buildUrl(e.scheme, ctx.node.address, nodePort) } : {}),
+    verdict: reasons.length ? "DRIFT" : "MATCH",
+    reasons,
+  };
+}
+
+function observeHostPort(
+  e: Endpoint & { hostPort: NonNullable<Endpoint["hostPort"]> },
+  base: Pick<ObservedEntry, "name" | "description" | "exposed">,
+  pods: readonly Pod[],
+  nodesByName: ReadonlyMap<string, Node>,
+  published: PublishedEndpoints[string] | undefined,
+): ObservedEntry {
+  const hp = e.hostPort;
+  const holder = findHostPortHolder(pods, hp);
+  if (!holder) {
+    return {
+      ...base,
+      exposure: "hostPort",
+      namespace: hp.namespace,
+      hostPort: hp.port,
+      readyEndpoints: 0,
+      verdict: "ABSENT",
+      reasons: [`no pod in ${hp.namespace} holds hostPort ${hp.port}`],
+    };
+  }
+  const node = nodesByName.get(holder.spec?.nodeName as string);
+  const address = node?.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
+  const ready = holder.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? 1 : 0;
+  const url = address ? buildUrl(e.scheme, address, hp.port) : undefined;
+  const reasons: string[] = [];
+  if (!ready) reasons.push(`pod ${hp.namespace}/${holder.metadata.name} is not ready`);
+  if (!address) reasons.push(`node ${holder.spec?.nodeName} has no InternalIP`);
+  if (published?.url && url && published.url !== url) reasons.push(`pod moved since the last up (${published.url} -> ${url})`);
+  return {
+    ...base,
+    exposure: "hostPort",
+    namespace: hp.namespace,
+    readyEndpoints: ready,
+    hostPort: hp.port,
+    ...(url ? { url } : {}),
+    verdict: reasons.length ? "DRIFT" : "MATCH",
+    reasons,
+  };
+}
