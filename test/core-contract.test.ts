@@ -1,0 +1,201 @@
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { main } from "../cli/main";
+import { ContractError, loadContractFile, parseContract } from "../src/contract/load";
+
+const projectDir = path.resolve(__dirname, "..");
+
+function problemsOf(text: string): string[] {
+  try {
+    parseContract(text, "c.yaml");
+  } catch (err) {
+    expect(err).toBeInstanceOf(ContractError);
+    return (err as Error).message.split("\n").slice(1);
+  }
+  throw new Error("expected the contract to be rejected");
+}
+
+const ok = (extra = "") => `version: 1
+endpoints:
+  - name: argocd
+    exposed: true
+    service: { namespace: argocd, name: argocd-server, port: http }
+${extra}`;
+
+describe("contract", () => {
+  it("loads the committed example: 11 endpoints, 8 exposed, ports never declared", () => {
+    const c = loadContractFile(path.join(projectDir, "contract/endpoints.example.yaml"));
+    expect(c.endpoints).toHaveLength(11);
+    expect(c.endpoints.filter((e) => e.exposed).map((e) => e.name)).toEqual([
+      "argocd",
+      "grafana",
+      "gitea",
+      "dagster",
+      "mlflow",
+      "marquez-web",
+      "k8s-dashboard",
+      "portal",
+    ]);
+    expect(c.endpoints.find((e) => e.name === "grafana")?.service).toEqual({
+      namespace: "monitoring",
+      name: "kube-prometheus-stack-grafana",
+      port: "http-web",
+    });
+    expect(c.endpoints.find((e) => e.name === "postgres")).toMatchObject({ exposed: false, scheme: "postgresql" });
+  });
+
+  it("applies defaults: exposed false, scheme http", () => {
+    const c = parseContract("version: 1\nendpoints:\n  - name: registry\n    service: { namespace: registry, name: registry, port: 5000 }\n", "c.yaml");
+    expect(c.endpoints[0]).toEqual({ name: "registry", exposed: false, scheme: "http", service: { namespace: "registry", name: "registry", port: 5000 } });
+  });
+
+  it("rejects the legacy ui_hostname with what to do instead", () => {
+    expect(problemsOf(ok("    ui_hostname: argocd.cluster.lan"))).toEqual([
+      "c.yaml:6:5: endpoints[0].ui_hostname: legacy key: UIs are no longer published under a hostname; set 'exposed: true' (the URL becomes http://<node IP>:<nodePort>)",
+    ]);
+  });
+
+  it("rejects the legacy ui_nodeport: ports are allocated and observed", () => {
+    expect(problemsOf(ok("    ui_nodeport: 30080"))).toEqual([
+      "c.yaml:6:5: endpoints[0].ui_nodeport: legacy key: nodePorts are now allocated by Kubernetes and observed, never declared; remove it and set 'exposed: true'",
+    ]);
+  });
+
+  it("rejects a nodePort at any depth", () => {
+    const text =
+      "version: 1\nendpoints:\n  - name: argocd\n    exposed: true\n    service: { namespace: argocd, name: argocd-server, port: http, nodePort: 30080 }\n";
+    expect(problemsOf(text)).toEqual([
+      "c.yaml:5:68: endpoints[0].service.nodePort: a nodePort is never written in the contract: Kubernetes allocates it (30000-32767) and ui-exposure reads it back; remove it",
+    ]);
+  });
+
+  it("rejects unknown keys (typos) by name", () => {
+    expect(problemsOf(ok("    exposd: true"))).toEqual(["c.yaml:6:5: endpoints[0].exposd: unknown key 'exposd'"]);
+    expect(problemsOf(`${ok()}extra: 1\n`)).toEqual(["c.yaml:6:1: extra: unknown key 'extra'"]);
+  });
+
+  it("rejects duplicate names, pointing at the second", () => {
+    const text = `${ok()}  - name: argocd\n    service: { namespace: argocd, name: other, port: 80 }\n`;
+    expect(problemsOf(text)).toEqual(["c.yaml:6:11: endpoints[1].name: duplicate name 'argocd' (first at endpoints[0])"]);
+  });
+
+  it("rejects names that are not DNS labels, and names too long for '<name>-nodeport'", () => {
+    expect(problemsOf(ok("  - name: Grafana_UI\n    service: { namespace: monitoring, name: grafana, port: 80 }"))).toEqual([
+      "c.yaml:6:11: endpoints[1].name: entry name must be a DNS label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit",
+    ]);
+    const long = "a".repeat(55);
+    expect(problemsOf(ok(`  - name: ${long}\n    service: { namespace: x, name: y, port: 80 }`))).toEqual([
+      "c.yaml:6:11: endpoints[1].name: entry name must be at most 54 characters (our Service is '<name>-nodeport')",
+    ]);
+  });
+
+  it("rejects bad namespaces and port numbers", () => {
+    const text = "version: 1\nendpoints:\n  - name: a\n    service: { namespace: Data, name: pg, port: 70000 }\n";
+    expect(problemsOf(text)).toEqual([
+      "c.yaml:4:27: endpoints[0].service.namespace: namespace must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit",
+      "c.yaml:4:49: endpoints[0].service.port: port number must be between 1 and 65535",
+    ]);
+  });
+
+  it("rejects hostPorts out of range or declared twice", () => {
+    const text = `${ok()}  - name: agent-a
+    exposed: true
+    hostPort: { namespace: lineage, port: 8090 }
+  - name: agent-b
+    exposed: true
+    hostPort: { namespace: lineage, port: 8090 }
+  - name: agent-c
+    exposed: true
+    hostPort: { namespace: lineage, port: 0 }
+`;
+    expect(problemsOf(text)).toEqual([
+      "c.yaml:11:43: endpoints[2].hostPort.port: hostPort 8090 is already declared by 'agent-a': each hostPort may be declared once",
+      "c.yaml:14:43: endpoints[3].hostPort.port: hostPort must be between 1 and 65535",
+    ]);
+  });
+
+  it("requires a service or a hostPort, not both, and http(s) for exposed entries", () => {
+    const text = `version: 1
+endpoints:
+  - name: nothing
+    exposed: true
+  - name: both
+    exposed: true
+    service: { namespace: a, name: b, port: 80 }
+    hostPort: { namespace: a, port: 8080 }
+  - name: pg
+    exposed: true
+    scheme: postgresql
+    service: { namespace: data, name: postgres, port: 5432 }
+`;
+    expect(problemsOf(text)).toEqual([
+      "c.yaml:3:5: endpoints[0].service: missing: name the existing Service ({namespace, name, port}) or, for an in-house brick, a 'hostPort'",
+      "c.yaml:8:15: endpoints[1].hostPort: declare either 'service' (NodePort exposure) or 'hostPort', not both",
+      "c.yaml:11:13: endpoints[2].scheme: an exposed UI is served over http or https, not 'postgresql'",
+    ]);
+  });
+
+  it("reports every problem at once, sorted by position, with a count", () => {
+    const text = "version: 2\nendpoints:\n  - name: A\n    ui_hostname: x\n    service: { namespace: a, name: b, port: http }\n";
+    expect(() => parseContract(text, "c.yaml")).toThrow(
+      [
+        "invalid contract c.yaml (3 problems):",
+        "c.yaml:1:10: version: version must be 1",
+        "c.yaml:3:11: endpoints[0].name: entry name must be a DNS label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit",
+        "c.yaml:4:5: endpoints[0].ui_hostname: legacy key: UIs are no longer published under a hostname; set 'exposed: true' (the URL becomes http://<node IP>:<nodePort>)",
+      ].join("\n"),
+    );
+  });
+
+  it("reports YAML syntax errors and duplicate keys with their position", () => {
+    expect(problemsOf("version: 1\nendpoints: [\n")[0]).toMatch(/^c\.yaml:\d+:\d+: \(yaml\): /);
+    expect(problemsOf("version: 1\nversion: 1\nendpoints: []\n")).toEqual(["c.yaml:2:1: (yaml): Map keys must be unique"]);
+  });
+
+  it("names a missing file and what to do", () => {
+    expect(() => loadContractFile("/nonexistent/endpoints.yaml", "contract/endpoints.yaml")).toThrow(
+      "contract file not found: contract/endpoints.yaml (copy contract/endpoints.example.yaml to contract/endpoints.yaml, or set ui-exposure:contract)",
+    );
+  });
+});
+
+describe("exposure check", () => {
+  function runCheck(args: string[]) {
+    const out: string[] = [];
+    const err: string[] = [];
+    return main(["check", ...args], { projectDir, stdout: (t) => out.push(t), stderr: (t) => err.push(t) }).then((code) => ({ code, out, err }));
+  }
+
+  it("exits 0 on the example contract (the default when contract/endpoints.yaml is absent)", async () => {
+    const { code, out, err } = await runCheck([path.join(projectDir, "contract/endpoints.example.yaml")]);
+    expect(code).toBe(0);
+    expect(err).toEqual([]);
+    expect(out[0]).toMatch(
+      /: valid: 11 endpoints, 8 exposed \(8 NodePort, 0 hostPort\): argocd, grafana, gitea, dagster, mlflow, marquez-web, k8s-dashboard, portal$/,
+    );
+  });
+
+  it("exits 2 with every problem on one line each, no stack trace", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "check-"));
+    const file = path.join(dir, "bad.yaml");
+    fs.writeFileSync(file, ok("    ui_nodeport: 30080\n    exposd: true"));
+    const { code, out, err } = await runCheck([file]);
+    expect(code).toBe(2);
+    expect(out).toEqual([]);
+    const lines = err.join("\n").split("\n");
+    expect(lines[0]).toMatch(/^exposure check: invalid contract .*bad\.yaml \(2 problems\):$/);
+    expect(lines.slice(1).map((l) => l.replace(/^.*bad\.yaml/, "bad.yaml"))).toEqual([
+      "bad.yaml:6:5: endpoints[0].ui_nodeport: legacy key: nodePorts are now allocated by Kubernetes and observed, never declared; remove it and set 'exposed: true'",
+      "bad.yaml:7:5: endpoints[0].exposd: unknown key 'exposd'",
+    ]);
+    expect(err.join("\n")).not.toMatch(/\n\s+at /);
+  });
+
+  it("exits 2 on bad usage", async () => {
+    const { code, err } = await runCheck(["a.yaml", "b.yaml"]);
+    expect(code).toBe(2);
+    expect(err).toEqual(["exposure check: check takes at most one contract file\nusage: exposure check [CONTRACT] [--json]"]);
+  });
+});

@@ -1,0 +1,169 @@
+import { describe, expect, it } from "vitest";
+import { parseContract } from "../src/contract/load";
+import { buildUrl, chooseNode, planHostPort, planNodePort, resolveExposures, selectEntries } from "../src/plan";
+import { benchServices, node, pod, service } from "./fixtures";
+
+const contract = parseContract(
+  `version: 1
+endpoints:
+  - name: argocd
+    exposed: true
+    service: { namespace: argocd, name: argocd-server, port: http }
+  - name: grafana
+    exposed: true
+    service: { namespace: monitoring, name: kube-prometheus-stack-grafana, port: http-web }
+  - name: gitea
+    exposed: true
+    scheme: https
+    service: { namespace: gitea, name: gitea-http, port: 3000 }
+  - name: agent
+    exposed: true
+    hostPort: { namespace: lineage, port: 8090, podSelector: { app: agent } }
+  - name: postgres
+    scheme: postgresql
+    service: { namespace: data, name: postgres, port: 5432 }
+`,
+  "c.yaml",
+);
+const entry = (name: string) => {
+  const e = contract.endpoints.find((x) => x.name === name);
+  if (!e) throw new Error(name);
+  return e;
+};
+const services = new Map(benchServices.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+
+describe("chooseNode", () => {
+  it("takes the first Ready node with an InternalIP in name order, whatever the list order", () => {
+    const nodes = [node("node-c", "127.0.0.13"), node("node-a", "127.0.0.11", false), node("node-b", "127.0.0.12"), node("node-0", undefined)];
+    expect(chooseNode(nodes)).toEqual({ name: "node-b", address: "127.0.0.12", pinned: false });
+    expect(chooseNode([...nodes].reverse())).toEqual({ name: "node-b", address: "127.0.0.12", pinned: false });
+  });
+
+  it("prefers schedulable nodes over cordoned ones", () => {
+    const cordoned = { ...node("node-a", "127.0.0.11"), spec: { unschedulable: true } };
+    expect(chooseNode([cordoned, node("node-b", "127.0.0.12")])).toMatchObject({ name: "node-b" });
+  });
+
+  it("uses a pinned address as is, naming the node that has it", () => {
+    expect(chooseNode([node("w1", "127.0.0.21")], "127.0.0.21")).toEqual({ name: "w1", address: "127.0.0.21", pinned: true });
+    expect(chooseNode([], "10.67.2.11")).toEqual({ name: "(pinned)", address: "10.67.2.11", pinned: true });
+  });
+
+  it("explains when no node qualifies", () => {
+    expect(chooseNode([node("n1", "127.0.0.11", false), node("n2", undefined)])).toEqual({
+      problem: "no Ready node with an InternalIP (nodes: n1 (NotReady), n2 (Ready, no InternalIP)); wait for a node to be Ready or pin ui-exposure:nodeAddress",
+    });
+  });
+});
+
+describe("planNodePort", () => {
+  it("copies selector and target port from the vendored Service; names the port by scheme", () => {
+    expect(planNodePort(entry("grafana") as never, services)).toEqual({
+      kind: "nodePort",
+      entry: "grafana",
+      scheme: "http",
+      namespace: "monitoring",
+      mirrors: "kube-prometheus-stack-grafana",
+      serviceName: "grafana-nodeport",
+      selector: { "app.kubernetes.io/name": "grafana", "app.kubernetes.io/instance": "kube-prometheus-stack" },
+      portName: "http",
+      port: 80,
+      targetPort: 3000,
+      protocol: "TCP",
+    });
+    expect(planNodePort(entry("gitea") as never, services)).toMatchObject({ portName: "https", port: 3000, targetPort: 3000 });
+  });
+
+  it("keeps the real nodePort of our Service when it already exists", () => {
+    const ours = service("argocd", "argocd-nodeport", {
+      type: "NodePort",
+      labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "argocd" },
+      ports: [{ name: "http", port: 80, targetPort: 8080, nodePort: 31358 }],
+    });
+    const withOurs = new Map([...services, ["argocd/argocd-nodeport", ours]]);
+    expect(planNodePort(entry("argocd") as never, withOurs)).toMatchObject({ existingNodePort: 31358 });
+  });
+
+  it("fails with what to do: missing Service, no selector, unknown port, name taken", () => {
+    expect(planNodePort(entry("argocd") as never, new Map())).toEqual({
+      problem:
+        "entry 'argocd': Service argocd/argocd-server not found; install the UI first, fix the contract's service, or leave 'argocd' out of ui-exposure:entries",
+    });
+    const noSelector = new Map([["argocd/argocd-server", service("argocd", "argocd-server")]]);
+    expect(planNodePort(entry("argocd") as never, noSelector)).toEqual({
+      problem:
+        "entry 'argocd': Service argocd/argocd-server has no selector (its endpoints are managed by hand), so a NodePort Service cannot select the same pods; point the contract at a Service with a selector",
+    });
+    const wrongPort = new Map([
+      ["argocd/argocd-server", service("argocd", "argocd-server", { selector: { a: "b" }, ports: [{ name: "web", port: 80 }, { port: 9090 }] })],
+    ]);
+    expect(planNodePort(entry("argocd") as never, wrongPort)).toEqual({
+      problem: "entry 'argocd': Service argocd/argocd-server has no port named 'http' (ports: web/80, (unnamed)/9090); fix service.port in the contract",
+    });
+    const taken = new Map([...services, ["argocd/argocd-nodeport", service("argocd", "argocd-nodeport", { type: "NodePort" })]]);
+    expect(planNodePort(entry("argocd") as never, taken)).toEqual({
+      problem:
+        "entry 'argocd': Service argocd/argocd-nodeport already exists and is not managed by ui-exposure; rename or delete it (or import it into the stack)",
+    });
+  });
+});
+
+describe("planHostPort", () => {
+  const nodes = new Map([
+    ["n1", node("n1", "127.0.0.11")],
+    ["n2", node("n2", "127.0.0.12")],
+  ]);
+  it("uses the node of the running pod holding the port", () => {
+    const pods = [
+      pod("lineage", "agent-pending", "n1", { labels: { app: "agent" }, hostPort: 8090, phase: "Pending" }),
+      pod("lineage", "agent-running", "n2", { labels: { app: "agent" }, hostPort: 8090 }),
+      pod("lineage", "other", "n1", { labels: { app: "other" }, hostPort: 8090 }),
+    ];
+    expect(planHostPort(entry("agent") as never, pods, nodes)).toEqual({
+      kind: "hostPort",
+      entry: "agent",
+      scheme: "http",
+      namespace: "lineage",
+      hostPort: 8090,
+      pod: "agent-running",
+      node: "n2",
+      address: "127.0.0.12",
+    });
+  });
+  it("fails when no pod holds it", () => {
+    expect(planHostPort(entry("agent") as never, [], nodes)).toEqual({
+      problem: "entry 'agent': no scheduled pod in namespace lineage matching app=agent declares hostPort 8090; deploy the brick first or fix the contract",
+    });
+  });
+});
+
+describe("selectEntries / resolveExposures", () => {
+  it("rejects unknown and non-exposed names from the stack", () => {
+    expect(selectEntries(contract, ["argocd", "nope", "postgres"]).problems).toEqual([
+      "ui-exposure:entries names 'nope', which the contract does not declare (declared: argocd, grafana, gitea, agent)",
+      "ui-exposure:entries names 'postgres', which the contract does not expose (set exposed: true in the contract or drop it from the stack)",
+    ]);
+    expect(selectEntries(contract, "all").entries.map((e) => e.name)).toEqual(["argocd", "grafana", "gitea", "agent"]);
+  });
+
+  it("collects every problem of every entry at once", () => {
+    const result = resolveExposures(selectEntries(contract, "all").entries, { services: [], nodes: [], pods: [] });
+    expect(result).toEqual({
+      problems: [
+        "no Ready node with an InternalIP (nodes: none); wait for a node to be Ready or pin ui-exposure:nodeAddress",
+        "entry 'argocd': Service argocd/argocd-server not found; install the UI first, fix the contract's service, or leave 'argocd' out of ui-exposure:entries",
+        "entry 'grafana': Service monitoring/kube-prometheus-stack-grafana not found; install the UI first, fix the contract's service, or leave 'grafana' out of ui-exposure:entries",
+        "entry 'gitea': Service gitea/gitea-http not found; install the UI first, fix the contract's service, or leave 'gitea' out of ui-exposure:entries",
+        "entry 'agent': no scheduled pod in namespace lineage matching app=agent declares hostPort 8090; deploy the brick first or fix the contract",
+      ],
+    });
+  });
+});
+
+describe("buildUrl", () => {
+  it("builds http(s)://address:port, brackets IPv6, shows a pending port as such", () => {
+    expect(buildUrl("http", "127.0.0.11", 31358)).toBe("http://127.0.0.11:31358");
+    expect(buildUrl("https", "fd00::1", 30443)).toBe("https://[fd00::1]:30443");
+    expect(buildUrl("http", "10.67.2.11", undefined)).toBe("http://10.67.2.11:<nodePort allocated on apply>");
+  });
+});

@@ -1,0 +1,159 @@
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { UserError } from "../src/errors";
+import { SnapshotReader } from "../src/kube/cluster";
+import { uiExposure } from "../src/program";
+import { benchServices, ciliumConfig, node, stackConfig } from "./fixtures";
+
+const projectDir = path.resolve(__dirname, "..");
+
+interface Registered {
+  type: string;
+  name: string;
+  inputs: Record<string, unknown>;
+}
+let registered: Registered[] = [];
+
+/** Mocks that behave like the API server for what matters here: a created NodePort Service gets a port. */
+async function useMocks() {
+  registered = [];
+  let nextPort = 31000;
+  await pulumi.runtime.setMocks(
+    {
+      newResource: (args) => {
+        registered.push({ type: args.type, name: args.name, inputs: args.inputs });
+        if (args.type === "kubernetes:core/v1:Service") {
+          const spec = args.inputs.spec as { ports: { name: string }[] };
+          return {
+            id: `${args.inputs.metadata.namespace}/${args.inputs.metadata.name}`,
+            state: { ...args.inputs, spec: { ...spec, ports: spec.ports.map((p) => ({ ...p, nodePort: nextPort++ })) } },
+          };
+        }
+        return { id: `${args.name}-id`, state: args.inputs };
+      },
+      call: () => ({}),
+    },
+    "ui-exposure",
+    "test",
+    false,
+  );
+}
+
+const resolve = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
+
+function cluster(extra: unknown[] = []) {
+  return new SnapshotReader([
+    node("node-b", "127.0.0.12"),
+    node("node-a", "127.0.0.11", false),
+    ...benchServices,
+    ciliumConfig({ "kube-proxy-replacement": "true" }),
+    ...extra,
+  ]);
+}
+
+describe("program under mocks", () => {
+  beforeEach(useMocks);
+  // Let every registration of a test finish before the next test replaces the mocks.
+  afterEach(() => pulumi.runtime.disconnect());
+
+  it("creates one separate NodePort Service per selected entry, with the vendored selector and target port", async () => {
+    const reader = cluster();
+    const out = await uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: reader });
+    await resolve(out.urls);
+    const services = registered.filter((r) => r.type === "kubernetes:core/v1:Service");
+    expect(services.map((s) => s.name)).toEqual(["argocd-svc", "gitea-svc", "grafana-svc"]);
+    expect(services[2]?.inputs).toEqual({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name: "grafana-nodeport",
+        namespace: "monitoring",
+        labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "grafana" },
+        annotations: { "ui-exposure.io/mirrors": "monitoring/kube-prometheus-stack-grafana", "pulumi.com/skipAwait": "true" },
+      },
+      spec: {
+        type: "NodePort",
+        selector: { "app.kubernetes.io/name": "grafana", "app.kubernetes.io/instance": "kube-prometheus-stack" },
+        externalTrafficPolicy: "Cluster",
+        ports: [{ name: "http", port: 80, targetPort: 3000, protocol: "TCP" }],
+      },
+    });
+    // No nodePort is ever written by the program.
+    expect(JSON.stringify(services.map((s) => s.inputs))).not.toContain("nodePort");
+    // The vendored Services are only read: nothing registered under their names.
+    expect(registered.some((r) => JSON.stringify(r.inputs).includes('"name":"argocd-server"'))).toBe(false);
+  });
+
+  it("outputs URLs built from the observed nodePort and the Ready node's InternalIP", async () => {
+    const out = await uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: cluster() });
+    expect(await resolve(out.urls)).toEqual({ argocd: "http://127.0.0.12:31000", gitea: "http://127.0.0.12:31001", grafana: "http://127.0.0.12:31002" });
+    expect(out.node).toEqual({ name: "node-b", address: "127.0.0.12", pinned: false });
+    expect((await resolve(out.endpoints)).grafana).toEqual({
+      exposure: "nodePort",
+      namespace: "monitoring",
+      mirrors: "kube-prometheus-stack-grafana",
+      service: "grafana-nodeport",
+      nodePort: 31002,
+      url: "http://127.0.0.12:31002",
+    });
+  });
+
+  it("uses a pinned node address from the stack", async () => {
+    const out = await uiExposure({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:nodeAddress": "127.0.0.99" }), cluster: cluster() });
+    expect((await resolve(out.urls)).argocd).toBe("http://127.0.0.99:31000");
+    expect(out.node).toEqual({ name: "(pinned)", address: "127.0.0.99", pinned: true });
+  });
+
+  it("reads the cluster with one list call per kind, whatever the number of entries", async () => {
+    const reader = cluster();
+    await uiExposure({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:entries": ["argocd"] }), cluster: reader });
+    const one = reader.requests;
+    const reader3 = cluster();
+    await uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: reader3 });
+    expect(reader3.requests).toBe(one);
+    // services, nodes, cilium-config, LB pools, gateways (no pods: no hostPort entry selected)
+    expect(one).toBe(5);
+  });
+
+  it("fails before declaring anything when a backing Service is missing", async () => {
+    const reader = new SnapshotReader([node("node-b", "127.0.0.12"), ciliumConfig({ "kube-proxy-replacement": "true" }), ...benchServices.slice(0, 1)]);
+    const run = uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: reader });
+    await expect(run).rejects.toBeInstanceOf(UserError);
+    await expect(run).rejects.toThrow(
+      [
+        "stack test cannot be deployed (nothing was changed) (2 problems):",
+        "  - entry 'gitea': Service gitea/gitea-http not found; install the UI first, fix the contract's service, or leave 'gitea' out of ui-exposure:entries",
+        "  - entry 'grafana': Service monitoring/kube-prometheus-stack-grafana not found; install the UI first, fix the contract's service, or leave 'grafana' out of ui-exposure:entries",
+      ].join("\n"),
+    );
+    expect(registered).toEqual([]);
+  });
+
+  it("rejects wrong stack configuration with the setting's name", async () => {
+    const bad = stackConfig({ "ui-exposure:entrys": ["argocd"], "ui-exposure:nodeAddress": "not-an-ip", "ui-exposure:cilium": { mode: "gateway" } });
+    await expect(uiExposure({ projectDir, stack: "test", config: bad, cluster: cluster() })).rejects.toThrow(
+      [
+        "invalid stack configuration in Pulumi.test.yaml (3 problems):",
+        "  - ui-exposure:nodeAddress: must be an IPv4 or IPv6 address",
+        "  - ui-exposure:cilium.mode: mode must be 'l4' or 'cohabit'",
+        "  - ui-exposure: unknown key 'entrys'",
+      ].join("\n"),
+    );
+    expect(registered).toEqual([]);
+  });
+
+  it("rejects entries the contract does not declare", async () => {
+    await expect(uiExposure({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:entries": ["argo"] }), cluster: cluster() })).rejects.toThrow(
+      "stack test: ui-exposure:entries names 'argo', which the contract does not declare (declared: argocd, grafana, gitea, dagster, mlflow, marquez-web, k8s-dashboard, portal)",
+    );
+  });
+
+  it("an invalid contract stops the run with the contract's message", async () => {
+    const config = stackConfig({ "ui-exposure:contract": "test/data/legacy-contract.yaml" });
+    await expect(uiExposure({ projectDir, stack: "test", config, cluster: cluster() })).rejects.toThrow(
+      "invalid contract test/data/legacy-contract.yaml (1 problem):\ntest/data/legacy-contract.yaml:6:5: endpoints[0].ui_nodeport: legacy key: nodePorts are now allocated by Kubernetes and observed, never declared; remove it and set 'exposed: true'",
+    );
+    expect(registered).toEqual([]);
+  });
+});
