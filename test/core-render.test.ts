@@ -1,0 +1,100 @@
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+
+const projectDir = path.resolve(__dirname, "..");
+const bin = path.join(projectDir, "bin/exposure.cjs");
+
+/** Runs the real `exposure` command line in a child process (as an operator would). */
+function exposure(...args: string[]) {
+  const r = spawnSync(process.execPath, [bin, ...args], { cwd: projectDir, encoding: "utf8", timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe("exposure render", () => {
+  it("bench: three NodePort Services, the Cilium release, URLs pending allocation (never invented)", () => {
+    const r = exposure("render", "--stack", "bench", "--cluster", "examples/bench-cluster.yaml", "--format", "json");
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(Object.keys(out)).toEqual(["objects", "releases", "outputs"]);
+    expect(
+      out.objects.map((o: { kind: string; metadata: { namespace: string; name: string } }) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`),
+    ).toEqual(["Service argocd/argocd-nodeport", "Service gitea/gitea-nodeport", "Service monitoring/grafana-nodeport"]);
+    expect(out.releases.map((x: { chart: string; version: string; namespace: string }) => [x.chart, x.version, x.namespace])).toEqual([
+      ["cilium", "1.18.12", "kube-system"],
+    ]);
+    expect(out.outputs.urls).toEqual({
+      argocd: "http://192.168.104.2:<nodePort allocated on apply>",
+      gitea: "http://192.168.104.2:<nodePort allocated on apply>",
+      grafana: "http://192.168.104.2:<nodePort allocated on apply>",
+    });
+    expect(out.outputs.node).toEqual({ name: "lima-bench", address: "192.168.104.2", pinned: false });
+  });
+
+  it("dirqual: every exposed entry on the pinned address, no Cilium release, nothing of Gateway API", () => {
+    const r = exposure("render", "--stack", "dirqual", "--cluster", "examples/dirqual-cluster.yaml", "--format", "json");
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.releases).toEqual([]);
+    expect(Object.keys(out.outputs.urls)).toEqual(["argocd", "grafana", "gitea", "dagster", "mlflow", "marquez-web", "k8s-dashboard", "portal"]);
+    expect(out.outputs.urls["k8s-dashboard"]).toBe("https://10.67.2.11:<nodePort allocated on apply>");
+    expect(new Set(out.objects.map((o: { kind: string }) => o.kind))).toEqual(new Set(["Service"]));
+    expect(out.outputs.cilium.mode).toBe("cohabit");
+  });
+
+  it("a managed Service already in the cluster gives its real URL", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "render-"));
+    const snapshot = path.join(dir, "cluster.yaml");
+    const managed = {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "argocd-nodeport", namespace: "argocd", labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "argocd" } },
+      spec: {
+        type: "NodePort",
+        selector: { "app.kubernetes.io/name": "argocd-server" },
+        ports: [{ name: "http", port: 80, targetPort: 8080, nodePort: 31358 }],
+      },
+    };
+    fs.writeFileSync(snapshot, `${fs.readFileSync(path.join(projectDir, "examples/bench-cluster.yaml"), "utf8")}---\n${stringify(managed)}`);
+    const r = exposure("render", "--stack", "bench", "--cluster", snapshot, "--format", "json");
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.outputs.urls.argocd).toBe("http://192.168.104.2:31358");
+    expect(out.outputs.endpoints.argocd.nodePort).toBe(31358);
+    expect(out.outputs.urls.gitea).toBe("http://192.168.104.2:<nodePort allocated on apply>");
+  });
+
+  it("fails in one line with exit 1 when the cluster lacks a backing Service", () => {
+    const r = exposure("render", "--stack", "dirqual", "--cluster", "examples/bench-cluster.yaml");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.split("\n")[0]).toBe("exposure render: stack dirqual cannot be deployed (nothing was changed) (5 problems):");
+    expect(r.stderr).toContain(
+      "  - entry 'dagster': Service dagster/dagster-dagster-webserver not found; install the UI first, fix the contract's service, or leave 'dagster' out of ui-exposure:entries",
+    );
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("rejects an unknown stack and bad usage", () => {
+    const unknown = exposure("render", "--stack", "prod", "--cluster", "examples/bench-cluster.yaml");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe("exposure render: unknown stack 'prod': no Pulumi.prod.yaml (stacks: bench, dirqual)\n");
+    const usage = exposure("render", "--stack", "bench");
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toBe(
+      "exposure render: --cluster is required (a `kubectl get svc,nodes,pods,cm -A -o yaml` List)\nusage: exposure render --stack NAME --cluster SNAPSHOT [--contract FILE] [--format yaml|json]\n",
+    );
+  });
+
+  it("an invalid contract given with --contract exits 2 with the contract's message", () => {
+    const r = exposure("render", "--stack", "bench", "--cluster", "examples/bench-cluster.yaml", "--contract", "test/data/legacy-contract.yaml");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      "exposure render: invalid contract test/data/legacy-contract.yaml (1 problem):\ntest/data/legacy-contract.yaml:6:5: endpoints[0].ui_nodeport: legacy key: nodePorts are now allocated by Kubernetes and observed, never declared; remove it and set 'exposed: true'\n",
+    );
+  });
+});
