@@ -3,9 +3,12 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    // Pulumi's mock runtime is process-global state: one file at a time per worker.
+    // Pulumi's mock runtime is process-global state: each file runs in its own process.
     pool: "forks",
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // The JSON report is what .ci/run counts ("N passed, N failed").
+    reporters: ["default", "json"],
+    outputFile: { json: "test-output/unit.json" },
   },
 });
