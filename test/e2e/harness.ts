@@ -1,0 +1,200 @@
+// End-to-end harness: a real kube-apiserver + etcd (+ kube-controller-manager) on loopback,
+// the real Pulumi CLI, language host and providers, all built from Go modules by
+// scripts/e2e-toolchain.sh. Everything (ports, folders, PULUMI_HOME, state) is private to a run.
+import { execFileSync, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { stringify } from "yaml";
+
+export const projectDir = path.resolve(__dirname, "../..");
+
+type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
+
+export interface Cluster {
+  dir: string;
+  kubeconfig: string;
+  server: string;
+  lib: ClientNode;
+  core: InstanceType<ClientNode["CoreV1Api"]>;
+  stop(): void;
+}
+
+export function toolchainBin(): string {
+  const fromEnv = process.env.E2E_BIN;
+  if (fromEnv) return fromEnv;
+  return execFileSync(path.join(projectDir, "scripts/e2e-toolchain.sh"), ["bin"], { encoding: "utf8" }).trim().split("\n").pop() as string;
+}
+
+export async function startCluster(bin: string): Promise<Cluster> {
+  const r = spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["start"], {
+    encoding: "utf8",
+    env: { ...process.env, E2E_BIN: bin },
+    timeout: 240_000,
+  });
+  if (r.status !== 0) throw new Error(`e2e cluster did not start:\n${r.stderr}`);
+  const vars = Object.fromEntries(
+    r.stdout
+      .split("\n")
+      .filter((l) => l.includes("="))
+      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1).replace(/^['"]|['"]$/g, "")]),
+  );
+  const dir = vars.E2E_DIR as string;
+  const kubeconfig = vars.KUBECONFIG as string;
+  const lib = await import("@kubernetes/client-node");
+  const kc = new lib.KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  return {
+    dir,
+    kubeconfig,
+    server: kc.getCurrentCluster()?.server ?? "",
+    lib,
+    core: kc.makeApiClient(lib.CoreV1Api),
+    stop: () => {
+      spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["stop", dir], { encoding: "utf8", env: { ...process.env, E2E_BIN: bin } });
+    },
+  };
+}
+
+const ignoreConflict = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
+};
+
+/** Registers Nodes as a kubelet would: Ready ones with 127.0.0.x InternalIPs, one NotReady. */
+export async function addNodes(c: Cluster, nodes: { name: string; ip: string; ready: boolean }[]) {
+  for (const n of nodes) {
+    await ignoreConflict(c.core.createNode({ body: { metadata: { name: n.name, labels: { "kubernetes.io/hostname": n.name } } } }));
+    const live = await c.core.readNode({ name: n.name });
+    live.status = {
+      addresses: [
+        { type: "InternalIP", address: n.ip },
+        { type: "Hostname", address: n.name },
+      ],
+      conditions: [{ type: "Ready", status: n.ready ? "True" : "False", reason: "E2E", lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }],
+    };
+    await c.core.replaceNodeStatus({ name: n.name, body: live });
+  }
+}
+
+/** Installs a vendored UI as its chart would: ClusterIP Service + one Ready pod on a node. */
+export async function addVendoredUi(
+  c: Cluster,
+  ui: { namespace: string; service: string; selector: Record<string, string>; portName: string; port: number; targetPort: number; node: string; podIP: string },
+) {
+  await ignoreConflict(c.core.createNamespace({ body: { metadata: { name: ui.namespace } } }));
+  await ignoreConflict(c.core.createNamespacedServiceAccount({ namespace: ui.namespace, body: { metadata: { name: "default" } } }));
+  await c.core.createNamespacedService({
+    namespace: ui.namespace,
+    body: {
+      metadata: { name: ui.service, labels: { "app.kubernetes.io/managed-by": "Helm" } },
+      spec: { type: "ClusterIP", selector: ui.selector, ports: [{ name: ui.portName, port: ui.port, targetPort: ui.targetPort, protocol: "TCP" }] },
+    },
+  });
+  const podName = `${ui.service}-0`;
+  await c.core.createNamespacedPod({
+    namespace: ui.namespace,
+    body: {
+      metadata: { name: podName, labels: ui.selector },
+      spec: {
+        nodeName: ui.node,
+        automountServiceAccountToken: false,
+        containers: [{ name: "ui", image: "example.invalid/ui:1", ports: [{ containerPort: ui.targetPort, name: ui.portName }] }],
+      },
+    },
+  });
+  const pod = await c.core.readNamespacedPod({ namespace: ui.namespace, name: podName });
+  pod.status = {
+    phase: "Running",
+    podIP: ui.podIP,
+    podIPs: [{ ip: ui.podIP }],
+    hostIP: "127.0.0.1",
+    conditions: [
+      { type: "Ready", status: "True", lastTransitionTime: new Date() },
+      { type: "ContainersReady", status: "True", lastTransitionTime: new Date() },
+    ],
+  };
+  await c.core.replaceNamespacedPodStatus({ namespace: ui.namespace, name: podName, body: pod });
+}
+
+export async function setCiliumConfig(c: Cluster, kubeProxyReplacement: "true" | "false") {
+  const body = {
+    metadata: { name: "cilium-config", namespace: "kube-system" },
+    data: { "kube-proxy-replacement": kubeProxyReplacement, "enable-lb-ipam": "false" },
+  };
+  try {
+    await c.core.replaceNamespacedConfigMap({ namespace: "kube-system", name: "cilium-config", body });
+  } catch {
+    await c.core.createNamespacedConfigMap({ namespace: "kube-system", body });
+  }
+}
+
+export interface Sandbox {
+  dir: string;
+  env: NodeJS.ProcessEnv;
+  writeStack(config: Record<string, unknown>): void;
+  pulumi(args: string[], opts?: { timeoutMs?: number }): { code: number | null; stdout: string; stderr: string; ms: number };
+  exposure(args: string[]): { code: number | null; stdout: string; stderr: string };
+}
+
+/**
+ * A private copy of the project (sources + node_modules link) with its own PULUMI_HOME,
+ * file backend and `sandbox` stack, so the run never touches the operator's state.
+ */
+export function makeSandbox(bin: string, cluster: Cluster, versions: { kubernetes: string; command: string }): Sandbox {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-"));
+  for (const f of ["Pulumi.yaml", "index.ts", "tsconfig.json", "package.json"]) fs.copyFileSync(path.join(projectDir, f), path.join(dir, f));
+  for (const d of ["src", "components", "contract", "cli", "bin"]) fs.cpSync(path.join(projectDir, d), path.join(dir, d), { recursive: true });
+  fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(dir, "node_modules"));
+  fs.mkdirSync(path.join(dir, ".home"));
+  fs.mkdirSync(path.join(dir, ".state"));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PATH: `${bin}:${process.env.PATH}`,
+    PULUMI_HOME: path.join(dir, ".home"),
+    PULUMI_BACKEND_URL: `file://${path.join(dir, ".state")}`,
+    PULUMI_CONFIG_PASSPHRASE: "e2e-passphrase",
+    PULUMI_SKIP_UPDATE_CHECK: "true",
+    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+    PULUMI_DISABLE_REGISTRY_RESOLVE: "true",
+    PULUMI_IGNORE_AMBIENT_PLUGINS: "true",
+    KUBECONFIG: cluster.kubeconfig,
+  };
+  const run = (cmd: string, args: string[], timeoutMs: number) => {
+    const t0 = Date.now();
+    const r = spawnSync(cmd, args, { cwd: dir, env, encoding: "utf8", timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+    return { code: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "", ms: Date.now() - t0 };
+  };
+  for (const [name, version] of Object.entries(versions)) {
+    const r = run(
+      path.join(bin, "pulumi"),
+      ["plugin", "install", "resource", name, version, "--file", path.join(bin, "prov", `pulumi-resource-${name}`)],
+      120_000,
+    );
+    if (r.code !== 0) throw new Error(`plugin install ${name} failed: ${r.stderr}`);
+  }
+  const init = run(path.join(bin, "pulumi"), ["stack", "init", "sandbox", "--secrets-provider", "passphrase"], 60_000);
+  if (init.code !== 0) throw new Error(`stack init failed: ${init.stderr}`);
+  const stackFile = path.join(dir, "Pulumi.sandbox.yaml");
+  const header = fs.readFileSync(stackFile, "utf8");
+  return {
+    dir,
+    env,
+    writeStack(config) {
+      // Keep the passphrase salt written by `stack init`, replace the config.
+      const keep = header.split("\n").filter((l) => /^(secretsprovider|encryptionsalt):/.test(l));
+      fs.writeFileSync(stackFile, `${keep.join("\n")}\n${stringify({ config })}`);
+    },
+    pulumi: (args, opts) => run(path.join(bin, "pulumi"), [...args, "--stack", "sandbox", "--non-interactive"], opts?.timeoutMs ?? 600_000),
+    exposure: (args) => run(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], 120_000),
+  };
+}
+
+/** The versions of the npm provider SDKs: the plugins must match them exactly. */
+export function providerVersions(): { kubernetes: string; command: string } {
+  const read = (p: string) => (JSON.parse(fs.readFileSync(path.join(projectDir, "node_modules", p, "package.json"), "utf8")) as { version: string }).version;
+  return { kubernetes: read("@pulumi/kubernetes"), command: read("@pulumi/command") };
+}

@@ -1,0 +1,225 @@
+// The users' path for real: `pulumi up / preview / destroy` with the real engine and
+// providers against a real kube-apiserver, then the `exposure` commands against it.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { addNodes, addVendoredUi, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "./harness";
+
+const MANAGED = "app.kubernetes.io/managed-by=ui-exposure";
+const UIS = [
+  {
+    namespace: "argocd",
+    service: "argocd-server",
+    selector: { "app.kubernetes.io/name": "argocd-server" },
+    portName: "http",
+    port: 80,
+    targetPort: 8080,
+    podIP: "10.244.0.11",
+  },
+  {
+    namespace: "gitea",
+    service: "gitea-http",
+    selector: { "app.kubernetes.io/name": "gitea" },
+    portName: "http",
+    port: 3000,
+    targetPort: 3000,
+    podIP: "10.244.0.12",
+  },
+  {
+    namespace: "monitoring",
+    service: "kube-prometheus-stack-grafana",
+    selector: { "app.kubernetes.io/name": "grafana" },
+    portName: "http-web",
+    port: 80,
+    targetPort: 3000,
+    podIP: "10.244.0.13",
+  },
+];
+
+let cluster: Cluster;
+let sandbox: Sandbox;
+const timings: Record<string, number> = {};
+
+function l4Stack(extra: Record<string, unknown> = {}) {
+  return {
+    "kubernetes:context": "e2e",
+    "ui-exposure:entries": ["argocd", "gitea", "grafana"],
+    "ui-exposure:cilium": {
+      mode: "l4",
+      chart: { name: path.join(__dirname, "charts/cilium"), version: "1.18.12" },
+      k8sServiceHost: "127.0.0.1",
+      k8sServicePort: 6443,
+    },
+    ...extra,
+  };
+}
+
+async function managedServices() {
+  const list = await cluster.core.listServiceForAllNamespaces({ labelSelector: MANAGED });
+  return list.items.sort((a, b) => (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""));
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+const summary = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`;
+
+describe.sequential("e2e: real engine, real API server", () => {
+  beforeAll(async () => {
+    const bin = toolchainBin();
+    cluster = await startCluster(bin);
+    await addNodes(cluster, [
+      { name: "e2e-node-a", ip: "127.0.0.10", ready: false },
+      { name: "e2e-node-b", ip: "127.0.0.11", ready: true },
+      { name: "e2e-node-c", ip: "127.0.0.12", ready: true },
+    ]);
+    for (const ui of UIS) await addVendoredUi(cluster, { ...ui, node: "e2e-node-b" });
+    await setCiliumConfig(cluster, "true");
+    sandbox = makeSandbox(bin, cluster, providerVersions());
+    sandbox.writeStack(l4Stack());
+  }, 600_000);
+
+  afterAll(() => {
+    cluster?.stop();
+    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
+    fs.mkdirSync(path.resolve(__dirname, "../../test-output"), { recursive: true });
+    fs.writeFileSync(path.resolve(__dirname, "../../test-output/e2e-timings.json"), JSON.stringify(timings, null, 2));
+  });
+
+  it("pulumi up creates one NodePort Service per entry with a real allocated nodePort, and outputs its URL", async () => {
+    const up = sandbox.pulumi(["up", "--yes"]);
+    timings.firstUpMs = up.ms;
+    expect(up.code, summary(up)).toBe(0);
+    const services = await managedServices();
+    expect(services.map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`)).toEqual([
+      "argocd/argocd-nodeport",
+      "gitea/gitea-nodeport",
+      "monitoring/grafana-nodeport",
+    ]);
+    for (const s of services) {
+      expect(s.spec?.type).toBe("NodePort");
+      expect(s.spec?.externalTrafficPolicy).toBe("Cluster");
+      expect(s.spec?.ports?.[0]?.nodePort).toBeGreaterThanOrEqual(30000);
+      expect(s.spec?.ports?.[0]?.nodePort).toBeLessThanOrEqual(32767);
+    }
+    expect(services[2]?.spec?.selector).toEqual({ "app.kubernetes.io/name": "grafana" });
+    expect(services[2]?.spec?.ports?.[0]?.targetPort).toBe(3000);
+
+    const out = sandbox.pulumi(["stack", "output", "--json"]);
+    expect(out.code, summary(out)).toBe(0);
+    const outputs = JSON.parse(out.stdout);
+    const port = (name: string) => services.find((s) => s.metadata?.name === name)?.spec?.ports?.[0]?.nodePort;
+    expect(outputs.urls).toEqual({
+      argocd: `http://127.0.0.11:${port("argocd-nodeport")}`,
+      gitea: `http://127.0.0.11:${port("gitea-nodeport")}`,
+      grafana: `http://127.0.0.11:${port("grafana-nodeport")}`,
+    });
+    expect(outputs.node).toEqual({ name: "e2e-node-b", address: "127.0.0.11", pinned: false });
+    // The stand-in Cilium chart was installed as a Helm release with the l4 values.
+    const values = await cluster.core.readNamespacedConfigMap({ namespace: "kube-system", name: "cilium-standin-values" });
+    expect(values.data?.["kube-proxy-replacement"]).toBe("true");
+    expect(JSON.parse(values.data?.["values.json"] ?? "{}").gatewayAPI).toEqual({ enabled: false });
+  });
+
+  it("pulumi preview --expect-no-changes right after up succeeds", () => {
+    const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
+    timings.previewMs = preview.ms;
+    expect(preview.code, summary(preview)).toBe(0);
+  });
+
+  it("exposure status says MATCH for every entry once endpoints are ready", async () => {
+    const r = await waitFor("MATCH from exposure status", async () => {
+      const s = sandbox.exposure(["status", "--stack", "sandbox", "--json"]);
+      return s.code === 0 ? s : undefined;
+    });
+    const rows = JSON.parse(r.stdout).entries.filter((e: { exposed: boolean }) => e.exposed);
+    expect(rows.map((e: { name: string; verdict: string }) => `${e.name}:${e.verdict}`)).toEqual(["argocd:MATCH", "grafana:MATCH", "gitea:MATCH"]);
+  });
+
+  it("a hand edit of a managed Service and a planted NodePort are both caught", async () => {
+    const argocd = (await managedServices()).find((s) => s.metadata?.name === "argocd-nodeport");
+    if (!argocd?.spec) throw new Error("argocd-nodeport missing");
+    argocd.spec.selector = { "app.kubernetes.io/name": "argocd-server", tampered: "yes" };
+    await cluster.core.replaceNamespacedService({ namespace: "argocd", name: "argocd-nodeport", body: argocd });
+    await cluster.core.createNamespacedService({
+      namespace: "default",
+      body: { metadata: { name: "sneaky" }, spec: { type: "NodePort", selector: { app: "sneaky" }, ports: [{ name: "http", port: 80 }] } },
+    });
+
+    const status = sandbox.exposure(["status", "--stack", "sandbox"]);
+    expect(status.code, summary(status)).toBe(3);
+    expect(status.stdout).toMatch(/argocd.*DRIFT.*selector differs from the vendored Service argocd\/argocd-server/);
+
+    const drift = sandbox.exposure(["drift", "--stack", "sandbox"]);
+    timings.driftMs = 0;
+    expect(drift.code, summary(drift)).toBe(3);
+    expect(drift.stdout + drift.stderr).toContain("argocd-nodeport");
+    expect(drift.stdout + drift.stderr).toContain("default/sneaky");
+
+    // Repair: up restores the selector; the planted Service is removed by hand.
+    await cluster.core.deleteNamespacedService({ namespace: "default", name: "sneaky" });
+    const up = sandbox.pulumi(["up", "--yes"]);
+    expect(up.code, summary(up)).toBe(0);
+    const repaired = (await managedServices()).find((s) => s.metadata?.name === "argocd-nodeport");
+    expect(repaired?.spec?.selector).toEqual({ "app.kubernetes.io/name": "argocd-server" });
+  });
+
+  it("an invalid contract makes up fail with the contract message and create nothing", async () => {
+    const before = (await managedServices()).map((s) => s.metadata?.resourceVersion);
+    const contract = path.join(sandbox.dir, "contract/endpoints.yaml");
+    fs.writeFileSync(
+      contract,
+      "version: 1\nendpoints:\n  - name: argocd\n    exposed: true\n    service: { namespace: argocd, name: argocd-server, port: http }\n    ui_nodeport: 30080\n",
+    );
+    try {
+      const up = sandbox.pulumi(["up", "--yes"]);
+      expect(up.code).not.toBe(0);
+      expect(up.stdout + up.stderr).toContain(
+        "contract/endpoints.yaml:6:5: endpoints[0].ui_nodeport: legacy key: nodePorts are now allocated by Kubernetes and observed, never declared; remove it and set 'exposed: true'",
+      );
+      expect(up.stdout + up.stderr).not.toMatch(/\n\s+at .*\.ts:\d+/);
+      expect((await managedServices()).map((s) => s.metadata?.resourceVersion)).toEqual(before);
+    } finally {
+      fs.rmSync(contract);
+    }
+  });
+
+  it("the cohabit guard fails the preview when kube-proxy replacement is off", async () => {
+    await setCiliumConfig(cluster, "false");
+    sandbox.writeStack(l4Stack({ "ui-exposure:cilium": { mode: "cohabit" } }));
+    try {
+      const preview = sandbox.pulumi(["preview"]);
+      expect(preview.code).not.toBe(0);
+      expect(preview.stdout + preview.stderr).toContain("cilium (cohabit): kube-proxy-replacement is 'false' in kube-system/cilium-config");
+    } finally {
+      sandbox.writeStack(l4Stack());
+      await setCiliumConfig(cluster, "true");
+    }
+  });
+
+  it("pulumi destroy removes our Services and leaves the vendored ones untouched", async () => {
+    const vendoredBefore = await Promise.all(UIS.map((u) => cluster.core.readNamespacedService({ namespace: u.namespace, name: u.service })));
+    const destroy = sandbox.pulumi(["destroy", "--yes"]);
+    timings.destroyMs = destroy.ms;
+    expect(destroy.code, summary(destroy)).toBe(0);
+    expect(await managedServices()).toEqual([]);
+    const vendoredAfter = await Promise.all(UIS.map((u) => cluster.core.readNamespacedService({ namespace: u.namespace, name: u.service })));
+    expect(vendoredAfter.map((s) => [s.metadata?.uid, s.metadata?.resourceVersion])).toEqual(
+      vendoredBefore.map((s) => [s.metadata?.uid, s.metadata?.resourceVersion]),
+    );
+  });
+
+  it("a second up after destroy works", async () => {
+    const up = sandbox.pulumi(["up", "--yes"]);
+    timings.secondUpMs = up.ms;
+    expect(up.code, summary(up)).toBe(0);
+    expect((await managedServices()).length).toBe(3);
+  });
+});

@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config";
+
+// End-to-end suite: real Pulumi engine and providers against a real kube-apiserver.
+export default defineConfig({
+  test: {
+    include: ["test/e2e/**/*.e2e.ts"],
+    pool: "forks",
+    fileParallelism: false,
+    testTimeout: 900_000,
+    hookTimeout: 900_000,
+    reporters: ["default", "json"],
+    outputFile: { json: "test-output/e2e.json" },
+  },
+});
