@@ -1,6 +1,7 @@
 import { UserError } from "../src/errors";
 import { check } from "./commands/check";
 import { renderCommand } from "./commands/render";
+import { status } from "./commands/status";
 import { type Command, type CommandContext, findProjectDir } from "./context";
 import { EXIT } from "./exit";
 
@@ -8,6 +9,7 @@ import { EXIT } from "./exit";
 export const COMMANDS: Record<string, { run: Command; summary: string }> = {
   check: { run: check, summary: "validate a contract offline (exit 0, or 2 with every problem)" },
   render: { run: renderCommand, summary: "show what a stack would create, offline, from a cluster snapshot" },
+  status: { run: status, summary: "live verdict per entry: MATCH, DRIFT (with the reason) or ABSENT (exit 3 unless all MATCH)" },
 };
 
 export function helpText(): string {

@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { UserError } from "../errors";
-import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Service } from "./types";
+import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "./types";
 
 /** A custom resource kind, listed cluster-wide; the first served version wins. */
 export interface CustomKind {
@@ -33,6 +33,12 @@ export interface ClusterReader {
   listPods(): Promise<Pod[]>;
   listEndpointSlices(): Promise<EndpointSlice[]>;
   getConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined>;
+  /**
+   * The Secrets of one namespace (one list call). Namespaced on purpose: `exposure access`
+   * needs only the namespaces its contract names, and a namespaced list needs only a Role
+   * there, not a ClusterRole that reads every Secret of the cluster.
+   */
+  listSecrets(namespace: string): Promise<Secret[]>;
   /** Lists a custom kind; an absent CRD gives an empty list, not an error. */
   listCustom(kind: CustomKind): Promise<GenericObject[]>;
 }
@@ -93,6 +99,9 @@ export class SnapshotReader implements ClusterReader {
   }
   async getConfigMap(namespace: string, name: string) {
     return this.ofKind<ConfigMap>("ConfigMap").find((c) => c.metadata.namespace === namespace && c.metadata.name === name);
+  }
+  async listSecrets(namespace: string) {
+    return this.ofKind<Secret>("Secret").filter((s) => s.metadata.namespace === namespace);
   }
   async listCustom(kind: CustomKind) {
     this.requests++;

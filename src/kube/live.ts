@@ -1,6 +1,6 @@
 import { UserError } from "../errors";
 import type { ClusterReader, CustomKind } from "./cluster";
-import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Service } from "./types";
+import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "./types";
 
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
@@ -119,6 +119,10 @@ export class LiveClusterReader implements ClusterReader {
       if (err instanceof UserError && / HTTP 404$/.test(err.message)) return undefined;
       throw err;
     }
+  }
+  async listSecrets(namespace: string) {
+    const list = await this.call(`secrets in namespace ${namespace}`, () => this.core.listNamespacedSecret({ namespace }));
+    return list.items as unknown as Secret[];
   }
   async listCustom(kind: CustomKind) {
     const custom = this.kc.makeApiClient(this.lib.CustomObjectsApi);

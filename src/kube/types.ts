@@ -82,6 +82,15 @@ export interface EndpointSlice {
   ports?: { name?: string; port?: number }[];
 }
 
+/** A Secret as the API returns it: `data` values are base64 (read only by `exposure access`). */
+export interface Secret {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  type?: string;
+  data?: Record<string, string>;
+}
+
 /** Any other object (CiliumLoadBalancerIPPool, Gateway, HTTPRoute...). */
 export interface GenericObject {
   apiVersion: string;

@@ -1,0 +1,52 @@
+// Helpers shared by the operator commands (status, drift, probe, access): flag parsing,
+// the cluster connection with a short timeout, and plain-text tables.
+import { type ParseArgsConfig, parseArgs } from "node:util";
+import type { ClusterReader } from "../src/kube/cluster";
+import { usageError } from "./context";
+import { connectCluster, type OpenStack } from "./stack";
+
+/**
+ * Seconds an operator command waits for each API call. Short on purpose: these commands
+ * are run by people at a terminal, and an unreachable cluster must say so in seconds.
+ */
+export const DEFAULT_CLUSTER_TIMEOUT_SECONDS = 5;
+
+/** Opens the stack's cluster; tests replace it with an in-memory or snapshot reader. */
+export type ConnectCluster = (opened: OpenStack, timeoutMs: number) => Promise<ClusterReader>;
+export const connectLiveCluster: ConnectCluster = (opened, timeoutMs) => connectCluster(opened, timeoutMs);
+
+/** `parseArgs` with every parse problem turned into a usage error (exit 2, usage line). */
+export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(argv: string[], options: T, usage: string) {
+  try {
+    return parseArgs({ args: argv, options, allowPositionals: false, strict: true });
+  } catch (err) {
+    throw usageError((err as Error).message, usage);
+  }
+}
+
+/** A positive number of seconds from a flag, in milliseconds. */
+export function secondsFlag(value: string | undefined, flag: string, fallbackSeconds: number, usage: string): number {
+  if (value === undefined) return fallbackSeconds * 1000;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0 || value.trim() === "") throw usageError(`${flag} must be a positive number of seconds, not '${value}'`, usage);
+  return Math.round(seconds * 1000);
+}
+
+/** A positive integer from a flag. */
+export function countFlag(value: string | undefined, flag: string, fallback: number, usage: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw usageError(`${flag} must be a positive integer, not '${value}'`, usage);
+  return n;
+}
+
+/** Left-aligned columns separated by two spaces; the last column is not padded. */
+export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join("\n");
+}

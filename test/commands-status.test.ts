@@ -1,0 +1,259 @@
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createStatusCommand, type StatusDeps } from "../cli/commands/status";
+import { UserError } from "../src/errors";
+import type { ClusterReader, SnapshotReader } from "../src/kube/cluster";
+import {
+  capture,
+  healthyCluster,
+  makeProject,
+  managedService,
+  managedServices,
+  node,
+  pod,
+  readySlices,
+  runCommand,
+  slice,
+  snapshot,
+  stackFile,
+  type TestProject,
+  vendoredServices,
+} from "./commands-helpers";
+
+let project: TestProject;
+beforeAll(() => {
+  project = makeProject({
+    bench: stackFile(),
+    two: stackFile({ "ui-exposure:entries": ["argocd", "gitea"] }),
+    pinned: stackFile({ "ui-exposure:entries": ["argocd"], "ui-exposure:nodeAddress": "127.0.0.9" }),
+  });
+});
+afterAll(() => project.remove());
+
+const noOutputs: StatusDeps["readOutputs"] = async () => {
+  throw new UserError("the pulumi CLI is not on PATH; install it or pass --outputs FILE (saved `pulumi stack output --json`)");
+};
+const outputs =
+  (endpoints: Record<string, unknown>): StatusDeps["readOutputs"] =>
+  async () => ({ endpoints });
+
+async function status(argv: string[], cluster: ClusterReader, readOutputs: StatusDeps["readOutputs"] = outputs({})) {
+  const c = capture(project.dir);
+  const code = await runCommand("status", createStatusCommand({ connect: async () => cluster, readOutputs }), argv, c);
+  return { code, ...c };
+}
+
+interface StatusJson {
+  ok: boolean;
+  node?: { name: string; address: string; pinned: boolean };
+  publishedOutputs: { from: string; reason?: string };
+  entries: { name: string; verdict: string; reasons: string[]; url?: string; nodePort?: number; hostPort?: number; readyEndpoints: number }[];
+  problems: string[];
+}
+const parse = (out: string[]) => JSON.parse(out.join("\n")) as StatusJson;
+const entry = (json: StatusJson, name: string) => json.entries.find((e) => e.name === name);
+
+describe("exposure status", () => {
+  it("says MATCH for every healthy entry, with the observed nodePort and URL, and exits 0", async () => {
+    const cluster = snapshot(healthyCluster());
+    const r = await status(["--stack", "bench"], cluster);
+    expect(r.code).toBe(0);
+    const table = r.out.join("\n");
+    expect(table).toContain("stack bench, snapshot test, node bench 127.0.0.2");
+    expect(table).toMatch(/argocd\s+nodePort\s+argocd\/argocd-nodeport\s+1\s+31001\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
+    expect(table).toMatch(/lineage-agent\s+hostPort\s+\(pod in lineage\)\s+1\s+hostPort 8090\s+http:\/\/127\.0\.0\.2:8090\s+MATCH/);
+    expect(table).toContain("not exposed (in-cluster only): postgres, openlineage, registry");
+    expect(table).toContain("4 MATCH, 0 DRIFT, 0 ABSENT");
+    expect(r.err).toEqual([]);
+    // services, endpointslices, nodes, pods: one list call per kind for four entries.
+    expect(cluster.requests).toBe(4);
+  });
+
+  it("lists only the entries the stack selects and skips the pod list when no hostPort entry is selected", async () => {
+    const cluster = snapshot(healthyCluster());
+    const r = await status(["--stack", "two", "--json"], cluster);
+    expect(r.code).toBe(0);
+    const json = parse(r.out);
+    expect(json.entries.filter((e) => e.verdict !== "NOT-EXPOSED").map((e) => e.name)).toEqual(["argocd", "gitea"]);
+    expect(cluster.requests).toBe(3);
+  });
+
+  it("uses the pinned node address in URLs", async () => {
+    const r = await status(["--stack", "pinned", "--json"], snapshot(healthyCluster()));
+    const json = parse(r.out);
+    expect(json.node).toEqual({ name: "(pinned)", address: "127.0.0.9", pinned: true });
+    expect(entry(json, "argocd")?.url).toBe("http://127.0.0.9:31001");
+  });
+
+  it("reports DRIFT when the nodePort changed since the last up (from the stack outputs) and exits 3", async () => {
+    const r = await status(["--stack", "bench"], snapshot(healthyCluster()), outputs({ argocd: { nodePort: 30999 }, gitea: { nodePort: 31002 } }));
+    expect(r.code).toBe(3);
+    expect(r.out.join("\n")).toMatch(/argocd .* DRIFT\s+nodePort changed since the last up \(30999 -> 31001\)/);
+    expect(r.out.join("\n")).toMatch(/gitea .* MATCH/);
+  });
+
+  it("reports DRIFT when the selector differs from the vendored Service", async () => {
+    const objects = healthyCluster().filter((o) => o !== managedServices[1]);
+    objects.push(managedService("gitea", "gitea", 31002, { selector: { app: "something-else" }, targetPort: 3000 }));
+    const json = parse((await status(["--stack", "bench", "--json"], snapshot(objects))).out);
+    expect(entry(json, "gitea")).toMatchObject({ verdict: "DRIFT", reasons: ["selector differs from the vendored Service gitea/gitea-http"] });
+    expect(json.ok).toBe(false);
+  });
+
+  it("reports DRIFT when no endpoint is ready, and ABSENT when our Service does not exist", async () => {
+    const objects = healthyCluster().filter((o) => o !== readySlices[0] && o !== managedServices[2]);
+    objects.push(slice("argocd", "argocd-nodeport", [false]));
+    const r = await status(["--stack", "bench", "--json"], snapshot(objects));
+    expect(r.code).toBe(3);
+    const json = parse(r.out);
+    expect(entry(json, "argocd")).toMatchObject({ verdict: "DRIFT", readyEndpoints: 0, reasons: ["no ready endpoints"] });
+    expect(entry(json, "grafana")).toMatchObject({ verdict: "ABSENT", reasons: ["Service monitoring/grafana-nodeport does not exist (run pulumi up)"] });
+  });
+
+  it("reports a hostPort pod that is not ready as DRIFT and a missing one as ABSENT", async () => {
+    const base = [node("bench", "127.0.0.2"), ...vendoredServices, ...managedServices, ...readySlices];
+    const notReady = await status(
+      ["--stack", "bench", "--json"],
+      snapshot([...base, pod("lineage", "lineage-agent-0", "bench", { labels: { app: "lineage-agent" }, hostPort: 8090, ready: false })]),
+    );
+    expect(entry(parse(notReady.out), "lineage-agent")).toMatchObject({ verdict: "DRIFT", reasons: ["pod lineage/lineage-agent-0 is not ready"] });
+    const missing = await status(["--stack", "bench"], snapshot(base));
+    expect(missing.code).toBe(3);
+    expect(missing.out.join("\n")).toMatch(/lineage-agent .* ABSENT\s+no pod in lineage holds hostPort 8090/);
+  });
+
+  it("exits 3 with the problem when no node is Ready (URLs cannot be built)", async () => {
+    const objects = healthyCluster().filter((o) => (o as { kind?: string }).kind !== "Node");
+    objects.push(node("bench", "127.0.0.2", false));
+    const r = await status(["--stack", "two"], snapshot(objects));
+    expect(r.code).toBe(3);
+    expect(r.out.join("\n")).toContain("problem: no Ready node with an InternalIP (nodes: bench (NotReady))");
+  });
+
+  it("continues without the published-port check when the Pulumi CLI is unavailable, saying so in one stderr line", async () => {
+    const r = await status(["--stack", "bench"], snapshot(healthyCluster()), noOutputs);
+    expect(r.code).toBe(0);
+    expect(r.err).toEqual([
+      'exposure status: published outputs unavailable (the pulumi CLI is not on PATH; install it or pass --outputs FILE (saved `pulumi stack output --json`)); the "changed since the last up" checks are skipped',
+    ]);
+  });
+
+  it("reads the published outputs from --outputs FILE, and fails on an unreadable one", async () => {
+    const file = path.join(project.dir, "outputs.json");
+    fs.writeFileSync(file, JSON.stringify({ endpoints: { grafana: { nodePort: 30000 } } }));
+    const c = capture(project.dir);
+    const code = await runCommand(
+      "status",
+      createStatusCommand({ connect: async () => snapshot(healthyCluster()) }),
+      ["--stack", "bench", "--outputs", file],
+      c,
+    );
+    expect(code).toBe(3);
+    expect(c.out.join("\n")).toContain("nodePort changed since the last up (30000 -> 31003)");
+
+    const missing = capture(project.dir);
+    const failed = await runCommand(
+      "status",
+      createStatusCommand({ connect: async () => snapshot(healthyCluster()) }),
+      ["--stack", "bench", "--outputs", path.join(project.dir, "nope.json")],
+      missing,
+    );
+    expect(failed).toBe(1);
+    expect(missing.err).toEqual([`exposure status: cannot read outputs file ${path.join(project.dir, "nope.json")}: ENOENT`]);
+  });
+
+  it("rejects bad usage with exit 2 and a usage line", async () => {
+    const cluster = snapshot([]);
+    const noStack = await status([], cluster);
+    expect(noStack.code).toBe(2);
+    expect(noStack.err.join("\n")).toBe(
+      "exposure status: --stack is required\nusage: exposure status --stack NAME [--outputs FILE] [--timeout SECONDS] [--json]",
+    );
+    const badTimeout = await status(["--stack", "bench", "--timeout", "soon"], cluster);
+    expect(badTimeout.code).toBe(2);
+    expect(badTimeout.err[0]).toContain("--timeout must be a positive number of seconds, not 'soon'");
+    const unknownFlag = await status(["--stack", "bench", "--colour"], cluster);
+    expect(unknownFlag.code).toBe(2);
+    expect(unknownFlag.err[0]).toContain("Unknown option '--colour'");
+    expect((cluster as SnapshotReader).requests).toBe(0);
+  });
+
+  it("fails with exit 1 on an unknown stack", async () => {
+    const r = await status(["--stack", "prod"], snapshot([]));
+    expect(r.code).toBe(1);
+    expect(r.err[0]).toMatch(/^exposure status: unknown stack 'prod': no .*Pulumi\.prod\.yaml \(stacks: bench, pinned, two\)$/);
+  });
+});
+
+describe("exposure status against an unreachable API server (real client, loopback only)", () => {
+  let silent: net.Server;
+  let silentPort = 0;
+  let closedPort = 0;
+  const sockets: net.Socket[] = [];
+  beforeAll(async () => {
+    // A server that accepts connections and never answers: the request must time out.
+    silent = net.createServer((s) => sockets.push(s));
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    silentPort = (silent.address() as net.AddressInfo).port;
+    // A port that was free a moment ago: connections are refused.
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    closedPort = (probe.address() as net.AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => silent.close(r));
+  });
+
+  function kubeconfig(port: number): string {
+    const file = path.join(project.dir, `kubeconfig-${port}`);
+    fs.writeFileSync(
+      file,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        `clusters: [{name: c, cluster: {server: 'https://127.0.0.1:${port}', insecure-skip-tls-verify: true}}]`,
+        "users: [{name: u, user: {token: t}}]",
+        "contexts: [{name: test, context: {cluster: c, user: u}}]",
+        "current-context: test",
+      ].join("\n"),
+    );
+    return file;
+  }
+
+  async function liveStatus(port: number, argv: string[]) {
+    const p = makeProject({ live: stackFile({ "kubernetes:kubeconfig": kubeconfig(port), "ui-exposure:entries": ["argocd"] }) });
+    try {
+      const c = capture(p.dir);
+      const started = Date.now();
+      const code = await runCommand("status", createStatusCommand({ readOutputs: noOutputs }), ["--stack", "live", ...argv], c);
+      return { code, err: c.err, out: c.out, seconds: (Date.now() - started) / 1000 };
+    } finally {
+      p.remove();
+    }
+  }
+
+  it("says in one line that the cluster refused the connection", async () => {
+    const r = await liveStatus(closedPort, []);
+    expect(r.code).toBe(1);
+    expect(r.out).toEqual([]);
+    const failure = r.err.filter((l) => !l.startsWith("exposure status: published outputs unavailable"));
+    expect(failure).toHaveLength(1);
+    expect(failure[0]).toMatch(
+      /^exposure status: cluster unreachable: context test \(https:\/\/127\.0\.0\.1:\d+\): ECONNREFUSED while reading \w+; check the kube context/,
+    );
+    expect(r.seconds).toBeLessThan(5);
+  });
+
+  it("gives up after --timeout seconds when the API server does not answer", async () => {
+    const r = await liveStatus(silentPort, ["--timeout", "0.5"]);
+    expect(r.code).toBe(1);
+    const failure = r.err.filter((l) => !l.startsWith("exposure status: published outputs unavailable"));
+    expect(failure).toHaveLength(1);
+    expect(failure[0]).toMatch(/^exposure status: cluster unreachable: context test \(https:\/\/127\.0\.0\.1:\d+\) did not answer \w+ within 0\.5s$/);
+    expect(r.seconds).toBeLessThan(3);
+  });
+});
