@@ -1,5 +1,6 @@
 import { UserError } from "../src/errors";
 import { check } from "./commands/check";
+import { drift } from "./commands/drift";
 import { renderCommand } from "./commands/render";
 import { status } from "./commands/status";
 import { type Command, type CommandContext, findProjectDir } from "./context";
@@ -8,6 +9,7 @@ import { EXIT } from "./exit";
 /** Every subcommand; each module documents its own flags. */
 export const COMMANDS: Record<string, { run: Command; summary: string }> = {
   check: { run: check, summary: "validate a contract offline (exit 0, or 2 with every problem)" },
+  drift: { run: drift, summary: "pulumi preview --expect-no-changes + cluster-wide audit of NodePort/LoadBalancer/hostPort exposure (exit 3 on drift)" },
   render: { run: renderCommand, summary: "show what a stack would create, offline, from a cluster snapshot" },
   status: { run: status, summary: "live verdict per entry: MATCH, DRIFT (with the reason) or ABSENT (exit 3 unless all MATCH)" },
 };

@@ -1,0 +1,222 @@
+import { execFile } from "node:child_process";
+import { type AuditResult, auditExposure } from "../../src/audit";
+import type { Command } from "../context";
+import { usageError } from "../context";
+import { EXIT } from "../exit";
+import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, parseFlags, secondsFlag } from "../operator";
+import { openStack } from "../stack";
+
+const USAGE = "exposure drift --stack NAME [--skip-preview] [--timeout SECONDS] [--json]";
+
+/** What running the Pulumi CLI gave: its exit code and output, or that it is not installed. */
+export type PulumiRun = { exitCode: number; stdout: string; stderr: string } | { notFound: true };
+/** Runs `pulumi ARGS`; never rejects. `signal` stops it (the audit failed: its result is not needed). */
+export type PulumiRunner = (args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal }) => Promise<PulumiRun>;
+
+export interface DriftDeps {
+  connect: ConnectCluster;
+  runPulumi: PulumiRunner;
+}
+
+/** `pulumi preview --expect-no-changes` exits 7 when the preview proposes changes (CLI >= 3.227). */
+export const PULUMI_EXIT_CHANGES = 7;
+/** A refresh of a big stack can take minutes; past this the preview is reported as failed. */
+const PREVIEW_TIMEOUT_MS = 10 * 60_000;
+
+export const runPulumiCli: PulumiRunner = (args, opts) =>
+  new Promise((resolve) => {
+    execFile(
+      "pulumi",
+      args,
+      {
+        cwd: opts.cwd,
+        env: { ...opts.env, PULUMI_SKIP_UPDATE_CHECK: "true" },
+        timeout: PREVIEW_TIMEOUT_MS,
+        maxBuffer: 256 * 1024 * 1024,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      },
+      (err, stdout, stderr) => {
+        const e = err as (NodeJS.ErrnoException & { code?: number | string; killed?: boolean }) | null;
+        if (e?.code === "ENOENT") resolve({ notFound: true });
+        else if (e?.killed) resolve({ exitCode: -1, stdout, stderr: `${stderr}\ntimed out after ${PREVIEW_TIMEOUT_MS / 60_000} minutes` });
+        else resolve({ exitCode: typeof e?.code === "number" ? e.code : e ? 1 : 0, stdout, stderr });
+      },
+    );
+  });
+
+/** One resource the preview would change. */
+export interface PreviewChange {
+  op: string;
+  type: string;
+  name: string;
+  urn: string;
+  /** "spec.ports[0].targetPort (update)"...; empty when Pulumi gave no detail. */
+  fields: string[];
+}
+
+export type PreviewSummary =
+  | { state: "no-changes" }
+  | { state: "changes"; changes: PreviewChange[] }
+  | { state: "failed"; message: string }
+  | { state: "skipped" };
+
+/** Steps that change nothing: reads of `.get()` resources, refresh steps, unchanged resources. */
+const NO_CHANGE_OPS = new Set(["same", "read", "refresh", "discard", "read-discard", "read-replacement", "remove-pending-replace"]);
+
+interface PreviewDigest {
+  steps?: { op?: string; urn?: string; detailedDiff?: Record<string, { kind?: string }> | null; diffReasons?: string[] }[];
+  diagnostics?: { severity?: string; message?: string }[];
+}
+
+/** `urn:pulumi:stack::project::parent$type::name` -> type and name. */
+function splitUrn(urn: string): { type: string; name: string } {
+  const parts = urn.split("::");
+  const name = parts[parts.length - 1] ?? urn;
+  const type = (parts[parts.length - 2] ?? "").split("$").pop() ?? "";
+  return { type, name };
+}
+
+/**
+ * Reads the JSON digest of `pulumi preview --json` and its exit code: which resources
+ * would change, and which fields (from detailedDiff, else diffReasons). Pure.
+ */
+export function summarisePreview(run: { exitCode: number; stdout: string; stderr: string }): PreviewSummary {
+  let digest: PreviewDigest | undefined;
+  try {
+    digest = JSON.parse(run.stdout) as PreviewDigest;
+  } catch {
+    digest = undefined;
+  }
+  if (run.exitCode === 0) return { state: "no-changes" };
+  if (run.exitCode === PULUMI_EXIT_CHANGES) {
+    const changes = (digest?.steps ?? [])
+      .filter((s) => s.op && !NO_CHANGE_OPS.has(s.op))
+      .map((s): PreviewChange => {
+        const urn = s.urn ?? "";
+        const detailed = Object.entries(s.detailedDiff ?? {}).map(([field, d]) => `${field} (${d.kind ?? "update"})`);
+        return { op: s.op as string, ...splitUrn(urn), urn, fields: detailed.length ? detailed : (s.diffReasons ?? []) };
+      });
+    return { state: "changes", changes };
+  }
+  // Any other code is an error of the preview itself; its JSON diagnostics say best what went wrong.
+  const diagnostic = digest?.diagnostics?.find((d) => d.severity === "error")?.message;
+  const lastStderr = run.stderr
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .pop();
+  const message = (diagnostic ?? lastStderr ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "";
+  return { state: "failed", message: `pulumi preview exited with ${run.exitCode}: ${message}` };
+}
+
+/**
+ * `exposure drift`: the Pulumi preview (what the program manages) plus a cluster-wide audit
+ * (what it does not: every NodePort/LoadBalancer Service and hostPort must be declared).
+ * Exit 3 when either finds drift, else 1 when the preview could not run, else 0.
+ */
+export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
+  const connect = deps.connect ?? connectLiveCluster;
+  const runPulumi = deps.runPulumi ?? runPulumiCli;
+  return async (argv, ctx) => {
+    const { values } = parseFlags(
+      argv,
+      {
+        stack: { type: "string", short: "s" },
+        "skip-preview": { type: "boolean", default: false },
+        timeout: { type: "string" },
+        json: { type: "boolean", default: false },
+      },
+      USAGE,
+    );
+    if (!values.stack) throw usageError("--stack is required", USAGE);
+    const stack = values.stack;
+    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, USAGE);
+    const opened = openStack(ctx, stack);
+
+    const previewArgs = ["preview", "--refresh", "--expect-no-changes", "--json", "--non-interactive", "--stack", stack];
+    const stopPreview = new AbortController();
+    const previewing: Promise<PreviewSummary> = values["skip-preview"]
+      ? Promise.resolve({ state: "skipped" })
+      : runPulumi(previewArgs, { cwd: ctx.projectDir, env: ctx.env, signal: stopPreview.signal }).then((run) =>
+          "notFound" in run
+            ? { state: "failed", message: "the pulumi CLI is not on PATH; install it, or pass --skip-preview to run the cluster audit alone" }
+            : summarisePreview(run),
+        );
+    // The audit reads the cluster while the preview runs (a refresh takes a while).
+    const auditing = connect(opened, timeoutMs).then(async (cluster) => {
+      const [services, pods] = await Promise.all([cluster.listServices(), cluster.listPods()]);
+      return {
+        source: cluster.source,
+        audit: auditExposure({ contract: opened.contract, selected: opened.selected, allowlist: opened.settings.allowlist, services, pods }),
+      };
+    });
+    let audited: Awaited<typeof auditing>;
+    try {
+      audited = await auditing;
+    } catch (err) {
+      // Unreachable cluster...: report it now, and leave no pulumi process running behind us.
+      stopPreview.abort();
+      throw err;
+    }
+    const { source, audit } = audited;
+    const preview = await previewing;
+
+    const drift = preview.state === "changes" || audit.undeclared.length > 0;
+    if (values.json) {
+      ctx.stdout(JSON.stringify({ stack, source, drift, preview, audit }, null, 2));
+    } else {
+      ctx.stdout(formatDrift(stack, source, preview, audit));
+    }
+    if (drift) return EXIT.DRIFT;
+    if (preview.state === "failed") {
+      if (!values.json) ctx.stderr(`exposure drift: ${preview.message}`);
+      return EXIT.ERROR;
+    }
+    return EXIT.OK;
+  };
+}
+
+export const drift = createDriftCommand();
+
+function formatPreview(preview: PreviewSummary): string[] {
+  const title = "pulumi preview --refresh --expect-no-changes:";
+  switch (preview.state) {
+    case "skipped":
+      return [`${title} skipped (--skip-preview)`];
+    case "no-changes":
+      return [`${title} no changes`];
+    case "failed":
+      return [`${title} FAILED: ${preview.message}`];
+    case "changes":
+      if (preview.changes.length === 0) return [`${title} CHANGES (exit ${PULUMI_EXIT_CHANGES}; the JSON output listed no step)`];
+      return [
+        `${title} ${preview.changes.length} CHANGE${preview.changes.length > 1 ? "S" : ""}`,
+        formatTable(
+          ["OP", "TYPE", "NAME", "FIELDS"],
+          preview.changes.map((c) => [c.op, c.type, c.name, c.fields.join(", ") || "-"]),
+        ),
+      ];
+  }
+}
+
+/** The human report: preview first, then every exposure found, undeclared first. */
+export function formatDrift(stack: string, source: string, preview: PreviewSummary, audit: AuditResult): string {
+  const lines = [`stack ${stack}, ${source}`, "", ...formatPreview(preview), ""];
+  const total = audit.declared.length + audit.undeclared.length;
+  lines.push(`exposure audit (NodePort/LoadBalancer Services and hostPorts, cluster-wide): ${total} found, ${audit.undeclared.length} UNDECLARED`);
+  if (total > 0) {
+    const where = (e: { namespace: string; name: string; node?: string }) => `${e.namespace}/${e.name}${e.node ? ` on ${e.node}` : ""}`;
+    const ports = (e: { ports: string; addresses?: string[] }) => `${e.ports}${e.addresses ? ` at ${e.addresses.join(", ")}` : ""}`;
+    lines.push(
+      formatTable(
+        ["KIND", "WHERE", "PORTS", "VERDICT"],
+        [
+          ...audit.undeclared.map((e) => [e.kind, where(e), ports(e), `UNDECLARED: ${e.reason}`]),
+          ...audit.declared.map((e) => [e.kind, where(e), ports(e), `declared by ${e.declaredBy}`]),
+        ],
+      ),
+    );
+  }
+  if (audit.unusedAllowlist.length) lines.push("", `allowlist entries that matched nothing (stale?): ${audit.unusedAllowlist.join(", ")}`);
+  return lines.join("\n");
+}

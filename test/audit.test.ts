@@ -1,0 +1,195 @@
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { openStack } from "../cli/stack";
+import { auditExposure, matchesPattern } from "../src/audit";
+import { parseContract } from "../src/contract/load";
+import { SnapshotReader } from "../src/kube/cluster";
+import type { Pod, Service } from "../src/kube/types";
+import type { Allowlist } from "../src/settings";
+import { capture, managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./commands-helpers";
+
+const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
+const allExposed = ["argocd", "gitea", "grafana", "lineage-agent"];
+const noAllowlist: Allowlist = { services: [], hostPorts: [] };
+
+function audit(opts: { services?: Service[]; pods?: Pod[]; selected?: string[]; allowlist?: Allowlist }) {
+  return auditExposure({
+    contract,
+    selected: opts.selected ?? allExposed,
+    allowlist: opts.allowlist ?? noAllowlist,
+    services: opts.services ?? [],
+    pods: opts.pods ?? [],
+  });
+}
+
+describe("matchesPattern", () => {
+  it("matches exactly, or by prefix when the pattern ends with '*'", () => {
+    expect(matchesPattern("argocd/cilium-gateway-*", "argocd/cilium-gateway-argocd")).toBe(true);
+    expect(matchesPattern("argocd/cilium-gateway-*", "gitea/cilium-gateway-gitea")).toBe(false);
+    expect(matchesPattern("kube-system/hubble-relay", "kube-system/hubble-relay")).toBe(true);
+    expect(matchesPattern("kube-system/hubble-relay", "kube-system/hubble-relay-2")).toBe(false);
+    // '*' is only a suffix wildcard: elsewhere it is a literal that no Kubernetes name contains.
+    expect(matchesPattern("argocd/*-gateway", "argocd/cilium-gateway")).toBe(false);
+  });
+});
+
+describe("auditExposure: Services", () => {
+  it("ignores ClusterIP and headless Services (default/kubernetes, the vendored UIs)", () => {
+    const result = audit({ services: [service("default", "kubernetes", { ports: [{ name: "https", port: 443 }] }), ...vendoredServices] });
+    expect(result).toEqual({ declared: [], undeclared: [], unusedAllowlist: [] });
+  });
+
+  it("declares our NodePort Services of the entries the stack publishes by their contract entry", () => {
+    const result = audit({ services: [...vendoredServices, ...managedServices] });
+    expect(result.undeclared).toEqual([]);
+    expect(result.declared).toEqual([
+      { kind: "NodePort", namespace: "argocd", name: "argocd-nodeport", ports: "http 80->31001", declaredBy: "contract entry 'argocd'" },
+      { kind: "NodePort", namespace: "gitea", name: "gitea-nodeport", ports: "http 80->31002", declaredBy: "contract entry 'gitea'" },
+      { kind: "NodePort", namespace: "monitoring", name: "grafana-nodeport", ports: "http 80->31003", declaredBy: "contract entry 'grafana'" },
+    ]);
+  });
+
+  it("flags our Service of an entry this stack does not publish (an orphan of an earlier up)", () => {
+    const result = audit({ services: managedServices, selected: ["argocd", "gitea"] });
+    expect(result.undeclared).toEqual([
+      {
+        kind: "NodePort",
+        namespace: "monitoring",
+        name: "grafana-nodeport",
+        ports: "http 80->31003",
+        reason:
+          "made by ui-exposure for entry 'grafana', which this stack does not publish (left over from an earlier up or another stack?): delete it or select the entry",
+      },
+    ]);
+  });
+
+  it("does not accept a Service named like ours in another namespace than the entry's", () => {
+    const stray = managedService("argocd", "default", 31500, { selector: { app: "x" }, targetPort: 80 });
+    const result = audit({ services: [stray] });
+    expect(result.declared).toEqual([]);
+    expect(result.undeclared.map((u) => `${u.namespace}/${u.name}`)).toEqual(["default/argocd-nodeport"]);
+  });
+
+  it("flags an undeclared NodePort or LoadBalancer Service, with its ports and LB addresses", () => {
+    const lb: Service = {
+      ...service("monitoring", "prometheus-lb", { type: "LoadBalancer", ports: [{ name: "web", port: 9090, nodePort: 30900 }] }),
+      status: { loadBalancer: { ingress: [{ ip: "10.67.3.250" }] } },
+    };
+    const debug = service("default", "debug", { type: "NodePort", ports: [{ port: 8080, nodePort: 32000 }] });
+    const result = audit({ services: [lb, debug] });
+    expect(result.undeclared).toEqual([
+      {
+        kind: "LoadBalancer",
+        namespace: "monitoring",
+        name: "prometheus-lb",
+        ports: "web 9090->30900",
+        addresses: ["10.67.3.250"],
+        reason: "in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it",
+      },
+      {
+        kind: "NodePort",
+        namespace: "default",
+        name: "debug",
+        ports: "8080->32000",
+        reason: "in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it",
+      },
+    ]);
+  });
+
+  it("accepts allowlisted Services (exact name or prefix*) and reports allowlist entries that matched nothing", () => {
+    const gateway = service("argocd", "cilium-gateway-argocd", { type: "LoadBalancer", ports: [{ port: 443, nodePort: 30240 }] });
+    const relay = service("kube-system", "hubble-relay", { type: "NodePort", ports: [{ port: 80, nodePort: 31234 }] });
+    const result = audit({
+      services: [gateway, relay],
+      allowlist: { services: ["argocd/cilium-gateway-*", "kube-system/hubble-relay", "gitea/cilium-gateway-*"], hostPorts: ["kube-system/cilium-*:4244"] },
+    });
+    expect(result.undeclared).toEqual([]);
+    expect(result.declared.map((d) => d.declaredBy)).toEqual(["allowlist 'argocd/cilium-gateway-*'", "allowlist 'kube-system/hubble-relay'"]);
+    expect(result.unusedAllowlist).toEqual(["gitea/cilium-gateway-*", "kube-system/cilium-*:4244"]);
+  });
+});
+
+describe("auditExposure: hostPorts", () => {
+  it("declares a hostPort held by the pod the contract's hostPort entry selects", () => {
+    const agent = pod("lineage", "lineage-agent-0", "bench", { labels: { app: "lineage-agent" }, hostPort: 8090 });
+    expect(audit({ pods: [agent] }).declared).toEqual([
+      { kind: "hostPort", namespace: "lineage", name: "lineage-agent-0", ports: "8090/TCP", node: "bench", declaredBy: "contract entry 'lineage-agent'" },
+    ]);
+  });
+
+  it("flags the same hostPort held by a pod the entry's podSelector does not select, or when the stack does not publish the entry", () => {
+    const impostor = pod("lineage", "other-0", "bench", { labels: { app: "other" }, hostPort: 8090 });
+    expect(audit({ pods: [impostor] }).undeclared.map((u) => u.name)).toEqual(["other-0"]);
+    const agent = pod("lineage", "lineage-agent-0", "bench", { labels: { app: "lineage-agent" }, hostPort: 8090 });
+    expect(audit({ pods: [agent], selected: ["argocd"] }).undeclared.map((u) => u.name)).toEqual(["lineage-agent-0"]);
+  });
+
+  it("accepts allowlisted hostPorts by pod prefix and port, and says when the pod uses the host network", () => {
+    const cilium = pod("kube-system", "cilium-x7k2p", "bench", { hostPort: 4244, hostNetwork: true });
+    const metrics = pod("kube-system", "cilium-x7k2p-metrics", "bench", { hostPort: 9962, hostNetwork: true });
+    const result = audit({ pods: [cilium, metrics], allowlist: { services: [], hostPorts: ["kube-system/cilium-*:4244"] } });
+    expect(result.declared.map((d) => `${d.name} ${d.ports} ${d.declaredBy}`)).toEqual(["cilium-x7k2p 4244/TCP allowlist 'kube-system/cilium-*:4244'"]);
+    expect(result.undeclared).toEqual([
+      {
+        kind: "hostPort",
+        namespace: "kube-system",
+        name: "cilium-x7k2p-metrics",
+        ports: "9962/TCP",
+        node: "bench",
+        reason:
+          "hostNetwork pod (every containerPort is a hostPort); in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it",
+      },
+    ]);
+  });
+
+  it("reads init containers, reports each port/protocol once per pod, and skips finished pods", () => {
+    const multi: Pod = {
+      kind: "Pod",
+      metadata: { name: "dns-0", namespace: "infra" },
+      spec: {
+        nodeName: "n1",
+        initContainers: [{ name: "init", ports: [{ containerPort: 53, hostPort: 53, protocol: "UDP" }] }],
+        containers: [
+          {
+            name: "a",
+            ports: [
+              { containerPort: 53, hostPort: 53, protocol: "UDP" },
+              { containerPort: 53, hostPort: 53 },
+            ],
+          },
+          { name: "b", ports: [{ containerPort: 8080 }] },
+        ],
+      },
+      status: { phase: "Running" },
+    };
+    const done = pod("infra", "job-1", "n1", { hostPort: 9999, phase: "Succeeded" });
+    expect(audit({ pods: [multi, done] }).undeclared.map((u) => `${u.name} ${u.ports}`)).toEqual(["dns-0 53/UDP", "dns-0 53/TCP"]);
+  });
+});
+
+describe("auditExposure on examples/dirqual-cluster.yaml with the dirqual stack's allowlist", () => {
+  it("finds the eight Gateway LoadBalancer Services, all allowlisted: no drift", async () => {
+    const projectDir = path.resolve(__dirname, "..");
+    const opened = openStack(capture(projectDir).ctx, "dirqual");
+    const cluster = SnapshotReader.fromFile(path.join(projectDir, "examples", "dirqual-cluster.yaml"));
+    const result = auditExposure({
+      contract: opened.contract,
+      selected: opened.selected,
+      allowlist: opened.settings.allowlist,
+      services: await cluster.listServices(),
+      pods: await cluster.listPods(),
+    });
+    expect(result.undeclared).toEqual([]);
+    expect(result.unusedAllowlist).toEqual([]);
+    expect(result.declared.map((d) => `${d.kind} ${d.namespace}/${d.name} ${d.addresses?.join(",")}`)).toEqual([
+      "LoadBalancer argocd/cilium-gateway-argocd 10.67.3.240",
+      "LoadBalancer monitoring/cilium-gateway-grafana 10.67.3.241",
+      "LoadBalancer gitea/cilium-gateway-gitea 10.67.3.242",
+      "LoadBalancer dagster/cilium-gateway-dagster 10.67.3.243",
+      "LoadBalancer mlflow/cilium-gateway-mlflow 10.67.3.244",
+      "LoadBalancer marquez/cilium-gateway-marquez-web 10.67.3.245",
+      "LoadBalancer kubernetes-dashboard/cilium-gateway-k8s-dashboard 10.67.3.246",
+      "LoadBalancer platform-portal/cilium-gateway-portal 10.67.3.247",
+    ]);
+  });
+});

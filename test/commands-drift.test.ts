@@ -1,0 +1,220 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDriftCommand, type PulumiRun, type PulumiRunner, summarisePreview } from "../cli/commands/drift";
+import { UserError } from "../src/errors";
+import type { ClusterReader } from "../src/kube/cluster";
+import { capture, healthyCluster, makeProject, runCommand, service, snapshot, stackFile, type TestProject } from "./commands-helpers";
+
+let project: TestProject;
+beforeAll(() => {
+  project = makeProject({
+    bench: stackFile({ "ui-exposure:allowlist": { services: ["kube-system/hubble-*"], hostPorts: [] } }),
+  });
+});
+afterAll(() => project.remove());
+
+/** What `pulumi preview --refresh --expect-no-changes --json` prints when someone edited our Service by hand. */
+const RECORDED_PREVIEW_WITH_CHANGES = JSON.stringify({
+  config: { "ui-exposure:cilium": '{"mode":"cohabit"}' },
+  steps: [
+    { op: "same", urn: "urn:pulumi:bench::ui-exposure::pulumi:pulumi:Stack::ui-exposure-bench" },
+    {
+      op: "update",
+      urn: "urn:pulumi:bench::ui-exposure::ui-exposure:exposure:NodePortExposure$kubernetes:core/v1:Service::argocd-svc",
+      provider: "urn:pulumi:bench::ui-exposure::pulumi:providers:kubernetes::default_4_32_0::04da6b54",
+      diffReasons: ["spec"],
+      detailedDiff: { "spec.selector.app": { kind: "update", inputDiff: true }, "spec.ports[0].targetPort": { kind: "update", inputDiff: true } },
+    },
+    {
+      op: "create",
+      urn: "urn:pulumi:bench::ui-exposure::ui-exposure:exposure:NodePortExposure$kubernetes:core/v1:Service::grafana-svc",
+      diffReasons: [],
+    },
+    { op: "replace", urn: "urn:pulumi:bench::ui-exposure::kubernetes:core/v1:ConfigMap::portal-code", diffReasons: ["metadata"], detailedDiff: null },
+    { op: "read", urn: "urn:pulumi:bench::ui-exposure::kubernetes:core/v1:Service::argocd-server" },
+  ],
+  diagnostics: [],
+  duration: 2_150_000_000,
+  changeSummary: { create: 1, update: 1, replace: 1, same: 1 },
+});
+
+const NO_CHANGES = JSON.stringify({
+  steps: [{ op: "same", urn: "urn:pulumi:bench::ui-exposure::pulumi:pulumi:Stack::ui-exposure-bench" }],
+  changeSummary: { same: 1 },
+});
+
+interface Recorder {
+  runner: PulumiRunner;
+  calls: { args: string[]; cwd: string; signal?: AbortSignal }[];
+}
+function fakePulumi(result: PulumiRun): Recorder {
+  const calls: Recorder["calls"] = [];
+  return {
+    calls,
+    runner: async (args, opts) => {
+      calls.push({ args, cwd: opts.cwd, ...(opts.signal ? { signal: opts.signal } : {}) });
+      return result;
+    },
+  };
+}
+
+async function drift(argv: string[], cluster: ClusterReader, pulumi: Recorder) {
+  const c = capture(project.dir);
+  const code = await runCommand("drift", createDriftCommand({ connect: async () => cluster, runPulumi: pulumi.runner }), argv, c);
+  return { code, ...c };
+}
+
+const undeclaredNodePort = service("default", "debug", { type: "NodePort", ports: [{ port: 8080, nodePort: 32000 }] });
+
+describe("summarisePreview", () => {
+  it("lists the resources and fields a preview would change (exit 7), ignoring same/read steps", () => {
+    expect(summarisePreview({ exitCode: 7, stdout: RECORDED_PREVIEW_WITH_CHANGES, stderr: "" })).toEqual({
+      state: "changes",
+      changes: [
+        {
+          op: "update",
+          type: "kubernetes:core/v1:Service",
+          name: "argocd-svc",
+          urn: "urn:pulumi:bench::ui-exposure::ui-exposure:exposure:NodePortExposure$kubernetes:core/v1:Service::argocd-svc",
+          fields: ["spec.selector.app (update)", "spec.ports[0].targetPort (update)"],
+        },
+        {
+          op: "create",
+          type: "kubernetes:core/v1:Service",
+          name: "grafana-svc",
+          urn: "urn:pulumi:bench::ui-exposure::ui-exposure:exposure:NodePortExposure$kubernetes:core/v1:Service::grafana-svc",
+          fields: [],
+        },
+        {
+          op: "replace",
+          type: "kubernetes:core/v1:ConfigMap",
+          name: "portal-code",
+          urn: "urn:pulumi:bench::ui-exposure::kubernetes:core/v1:ConfigMap::portal-code",
+          fields: ["metadata"],
+        },
+      ],
+    });
+  });
+
+  it("says no changes on exit 0, and reports other exit codes as a failed preview with the error diagnostic", () => {
+    expect(summarisePreview({ exitCode: 0, stdout: NO_CHANGES, stderr: "" })).toEqual({ state: "no-changes" });
+    expect(
+      summarisePreview({
+        exitCode: 255,
+        stdout: JSON.stringify({ steps: [], diagnostics: [{ severity: "error", message: "stack bench cannot be deployed (nothing was changed)\nmore" }] }),
+        stderr: "",
+      }),
+    ).toEqual({ state: "failed", message: "pulumi preview exited with 255: stack bench cannot be deployed (nothing was changed)" });
+    expect(summarisePreview({ exitCode: 1, stdout: "", stderr: "warning: x\nerror: no stack named 'bench' found\n" })).toEqual({
+      state: "failed",
+      message: "pulumi preview exited with 1: error: no stack named 'bench' found",
+    });
+  });
+});
+
+describe("exposure drift", () => {
+  it("runs the preview with --refresh --expect-no-changes in the project, and exits 0 when it and the audit are clean", async () => {
+    const pulumi = fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" });
+    const cluster = snapshot(healthyCluster());
+    const r = await drift(["--stack", "bench"], cluster, pulumi);
+    expect(r.code).toBe(0);
+    expect(pulumi.calls.map((c) => [c.args, c.cwd])).toEqual([
+      [["preview", "--refresh", "--expect-no-changes", "--json", "--non-interactive", "--stack", "bench"], project.dir],
+    ]);
+    const text = r.out.join("\n");
+    expect(text).toContain("pulumi preview --refresh --expect-no-changes: no changes");
+    expect(text).toContain("exposure audit (NodePort/LoadBalancer Services and hostPorts, cluster-wide): 4 found, 0 UNDECLARED");
+    expect(text).toMatch(/hostPort\s+lineage\/lineage-agent-0 on bench\s+8090\/TCP\s+declared by contract entry 'lineage-agent'/);
+    expect(text).toContain("allowlist entries that matched nothing (stale?): kube-system/hubble-*");
+    // Services and Pods: one list call each, whatever the size of the cluster.
+    expect(cluster.requests).toBe(2);
+  });
+
+  it("exits 3 and names the resources and fields when the preview proposes changes (recorded JSON, exit 7)", async () => {
+    const r = await drift(["--stack", "bench"], snapshot(healthyCluster()), fakePulumi({ exitCode: 7, stdout: RECORDED_PREVIEW_WITH_CHANGES, stderr: "" }));
+    expect(r.code).toBe(3);
+    const text = r.out.join("\n");
+    expect(text).toContain("pulumi preview --refresh --expect-no-changes: 3 CHANGES");
+    expect(text).toMatch(/update\s+kubernetes:core\/v1:Service\s+argocd-svc\s+spec\.selector\.app \(update\), spec\.ports\[0\]\.targetPort \(update\)/);
+    expect(text).toMatch(/create\s+kubernetes:core\/v1:Service\s+grafana-svc\s+-/);
+    expect(r.err).toEqual([]);
+  });
+
+  it("exits 3 on undeclared exposure even when the preview is clean, and --json carries both parts", async () => {
+    const r = await drift(
+      ["--stack", "bench", "--json"],
+      snapshot(healthyCluster([undeclaredNodePort])),
+      fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }),
+    );
+    expect(r.code).toBe(3);
+    const json = JSON.parse(r.out.join("\n")) as { drift: boolean; preview: { state: string }; audit: { undeclared: { name: string }[] } };
+    expect(json.drift).toBe(true);
+    expect(json.preview).toEqual({ state: "no-changes" });
+    expect(json.audit.undeclared.map((u) => u.name)).toEqual(["debug"]);
+  });
+
+  it("--skip-preview runs the audit alone (no pulumi process)", async () => {
+    const pulumi = fakePulumi({ notFound: true });
+    const r = await drift(["--stack", "bench", "--skip-preview"], snapshot(healthyCluster()), pulumi);
+    expect(r.code).toBe(0);
+    expect(pulumi.calls).toEqual([]);
+    expect(r.out.join("\n")).toContain("pulumi preview --refresh --expect-no-changes: skipped (--skip-preview)");
+  });
+
+  it("exits 1 with one line when the Pulumi CLI is missing or the preview fails, after still showing the audit", async () => {
+    const missing = await drift(["--stack", "bench"], snapshot(healthyCluster()), fakePulumi({ notFound: true }));
+    expect(missing.code).toBe(1);
+    expect(missing.err).toEqual(["exposure drift: the pulumi CLI is not on PATH; install it, or pass --skip-preview to run the cluster audit alone"]);
+    expect(missing.out.join("\n")).toContain("4 found, 0 UNDECLARED");
+
+    const failed = await drift(
+      ["--stack", "bench"],
+      snapshot(healthyCluster()),
+      fakePulumi({ exitCode: 255, stdout: "", stderr: "error: passphrase must be set with PULUMI_CONFIG_PASSPHRASE\n" }),
+    );
+    expect(failed.code).toBe(1);
+    expect(failed.err).toEqual(["exposure drift: pulumi preview exited with 255: error: passphrase must be set with PULUMI_CONFIG_PASSPHRASE"]);
+  });
+
+  it("still exits 3 when the audit finds drift and the preview could not run", async () => {
+    const r = await drift(["--stack", "bench"], snapshot(healthyCluster([undeclaredNodePort])), fakePulumi({ notFound: true }));
+    expect(r.code).toBe(3);
+    expect(r.out.join("\n")).toContain("pulumi preview --refresh --expect-no-changes: FAILED: the pulumi CLI is not on PATH");
+  });
+
+  it("stops the preview and fails in one line when the cluster cannot be read", async () => {
+    const pulumi = fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" });
+    const unreachable: ClusterReader = {
+      source: "context test (https://127.0.0.1:1)",
+      listServices: async () => {
+        throw new UserError(
+          "cluster unreachable: context test (https://127.0.0.1:1): ECONNREFUSED while reading services; check the kube context and that the API server is up",
+        );
+      },
+      listPods: async () => [],
+      listNodes: async () => [],
+      listEndpointSlices: async () => [],
+      getConfigMap: async () => undefined,
+      listSecrets: async () => [],
+      listCustom: async () => [],
+    };
+    const r = await drift(["--stack", "bench"], unreachable, pulumi);
+    expect(r.code).toBe(1);
+    expect(r.err).toEqual([
+      "exposure drift: cluster unreachable: context test (https://127.0.0.1:1): ECONNREFUSED while reading services; check the kube context and that the API server is up",
+    ]);
+    expect(r.out).toEqual([]);
+    expect(pulumi.calls[0]?.signal?.aborted).toBe(true);
+  });
+
+  it("rejects bad usage with exit 2", async () => {
+    const pulumi = fakePulumi({ notFound: true });
+    const noStack = await drift(["--json"], snapshot([]), pulumi);
+    expect(noStack.code).toBe(2);
+    expect(noStack.err.join("\n")).toBe(
+      "exposure drift: --stack is required\nusage: exposure drift --stack NAME [--skip-preview] [--timeout SECONDS] [--json]",
+    );
+    const badTimeout = await drift(["--stack", "bench", "--timeout", "-1"], snapshot([]), pulumi);
+    expect(badTimeout.code).toBe(2);
+    expect(pulumi.calls).toEqual([]);
+  });
+});
