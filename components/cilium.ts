@@ -1,9 +1,38 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { CiliumPlan, CiliumSummary } from "../src/cilium/plan";
+import { releaseResourceName } from "../src/cilium/adopt";
+import { type CiliumPlan, type CiliumReleasePlan, type CiliumSummary, ciliumSummary } from "../src/cilium/plan";
 
 export interface CiliumArgs {
   plan: CiliumPlan;
+}
+
+/** Release arguments; `name` and `namespace` are always explicit (see src/cilium/adopt.ts). */
+export function releaseArgs(r: CiliumReleasePlan): k8s.helm.v3.ReleaseArgs {
+  return {
+    // An explicit name: without it the provider auto-names `<resource>-<hex>`, which would
+    // install a second Cilium instead of upgrading (or adopting) the existing release.
+    name: r.releaseName,
+    namespace: r.namespace,
+    chart: r.chart,
+    version: r.version,
+    ...(r.repository ? { repositoryOpts: { repo: r.repository } } : {}),
+    values: r.values,
+    skipAwait: r.skipAwait,
+    // kube-system exists on every cluster; never let the CNI release create a namespace.
+    createNamespace: false,
+  };
+}
+
+/**
+ * Options of the Release child. The alias matches the root-level URN that
+ * `pulumi import kubernetes:helm.sh/v3:Release <component>-release <ns>/<name>` creates, so
+ * the first `up` after an import moves the release under this component and upgrades it in
+ * place. `retainOnDelete`: removing the release from the program (switching the stack to
+ * `cohabit`, `pulumi destroy`) forgets it instead of uninstalling the cluster's CNI.
+ */
+export function releaseOptions(parent: pulumi.Resource): pulumi.CustomResourceOptions {
+  return { parent, aliases: [{ parent: pulumi.rootStackResource }], retainOnDelete: true };
 }
 
 /**
@@ -19,29 +48,9 @@ export class Cilium extends pulumi.ComponentResource {
     super("ui-exposure:cilium:Cilium", name, args, opts);
     const { plan } = args;
     if (plan.mode === "l4") {
-      const r = plan.release;
-      this.release = new k8s.helm.v3.Release(
-        `${name}-release`,
-        {
-          name: r.releaseName,
-          namespace: r.namespace,
-          chart: r.chart,
-          version: r.version,
-          ...(r.repository ? { repositoryOpts: { repo: r.repository } } : {}),
-          values: r.values,
-          skipAwait: r.skipAwait,
-        },
-        { parent: this },
-      );
-      this.summary = pulumi.output<CiliumSummary>({
-        mode: "l4",
-        chartVersion: r.version,
-        release: `${r.namespace}/${r.releaseName}`,
-        coexisting: plan.coexisting,
-      });
-    } else {
-      this.summary = pulumi.output<CiliumSummary>({ mode: "cohabit", observed: plan.observed, coexisting: plan.coexisting });
+      this.release = new k8s.helm.v3.Release(releaseResourceName(name), releaseArgs(plan.release), releaseOptions(this));
     }
+    this.summary = pulumi.output(ciliumSummary(plan, name));
     this.registerOutputs({ summary: this.summary });
   }
 }

@@ -11,8 +11,9 @@ const chartSchema = z.strictObject({
   /** Helm repository URL, or omit it and give a local chart path / OCI reference in `name`. */
   repository: z.string().min(1).optional(),
   name: z.string().min(1).default("cilium"),
-  /** Exact chart version (e.g. 1.18.12): the values generated depend on it. */
+  /** Exact chart version (e.g. 1.18.12): the values generated depend on it (src/cilium/versions.ts). */
   version: z.string().regex(/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/, { message: "must be an exact chart version such as 1.18.12" }),
+  /** Namespace and name of the Helm release; to adopt a scripted install, those of that release. */
   namespace: z.string().min(1).default("kube-system"),
   releaseName: z.string().min(1).default("cilium"),
 });
@@ -20,21 +21,30 @@ const chartSchema = z.strictObject({
 const l4Schema = z.strictObject({
   mode: z.literal("l4"),
   chart: chartSchema,
-  /** API server address the agents use once kube-proxy is gone (required by kube-proxy replacement). */
+  /**
+   * API server address the agents use once kube-proxy is gone. Optional here only so that
+   * planning can say why it is needed (src/cilium/values.ts); mode `l4` requires both.
+   */
   k8sServiceHost: z.string().min(1).optional(),
   k8sServicePort: z.number().int().min(1).max(65535).optional(),
-  /** Extra chart values merged over the generated ones (must not contradict the mode). */
+  /** Extra chart values deep-merged over the generated ones; a value that contradicts the mode is rejected. */
   values: z.record(z.string(), z.unknown()).default({}),
-  /** LoadBalancer Services that will lose their LB-IPAM address, acknowledged as "namespace/name". */
-  acknowledgeLoadBalancerLoss: z.array(z.string()).default([]),
-  /** Production guard: a stack whose policy requires it must say phase 2 was decided before `l4`. */
+  /**
+   * LoadBalancer Services whose LB-IPAM address the switch to `l4` may strip: "namespace/name"
+   * or "namespace/prefix*". Anything with an address and not listed stops the preview.
+   */
+  acknowledgeLoadBalancerLoss: z
+    .array(z.string().regex(/^[a-z0-9-]+\/[a-z0-9.-]*\*?$/, { message: "must be 'namespace/name' or 'namespace/prefix*'" }))
+    .default([]),
+  /** Production guard: a stack with `production: true` refuses `l4` unless phase 2 was decided. */
   phase2Decided: z.boolean().default(false),
-  /** Adopt a release installed earlier by a script (`pulumi import`), see docs/cilium.md. */
+  /** Skip Helm's --wait on install/upgrade (false: wait for the chart's workloads, up to 300 s). */
   skipAwait: z.boolean().default(true),
 });
 
 const cohabitSchema = z.strictObject({
   mode: z.literal("cohabit"),
+  /** Where the live Cilium configuration is read (the guard on kube-proxy replacement). */
   namespace: z.string().min(1).default("kube-system"),
   configMap: z.string().min(1).default("cilium-config"),
 });

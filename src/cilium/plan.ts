@@ -1,5 +1,8 @@
 import type { ConfigMap, GenericObject, Service } from "../kube/types";
-import type { CiliumSettings } from "../settings";
+import type { CiliumSettings, CohabitCiliumSettings, L4CiliumSettings } from "../settings";
+import { importCommand } from "./adopt";
+import { l4Values } from "./values";
+import { chartKeysFor } from "./versions";
 
 /** What the Cilium concern reads from the cluster (one call per kind). */
 export interface CiliumObservation {
@@ -19,25 +22,48 @@ export interface CiliumReleasePlan {
   skipAwait: boolean;
 }
 
-/** LoadBalancer Services and their addresses, as phase 2 will find them. */
+/** A LoadBalancer Service and its addresses, as phase 2 will find it. */
 export interface LoadBalancerService {
   service: string;
   addresses: string[];
+  loadBalancerClass?: string;
 }
 
+export interface LbIpPool {
+  name: string;
+  blocks: string[];
+  disabled?: boolean;
+}
+
+export interface GatewayRef {
+  gateway: string;
+  addresses: string[];
+  hostnames: string[];
+}
+
+/** What still belongs to the Gateway / LB-IPAM era, reported so the operator sees what phase 2 removes. */
 export interface Coexisting {
-  lbIpPools: string[];
-  gateways: string[];
+  lbIpPools: LbIpPool[];
+  gateways: GatewayRef[];
   loadBalancerServices: LoadBalancerService[];
 }
 
 export type CiliumPlan =
-  | { mode: "l4"; release: CiliumReleasePlan; coexisting: Coexisting }
+  | { mode: "l4"; release: CiliumReleasePlan; lbIpam: string; acknowledgedLoss: string[]; coexisting: Coexisting }
   | { mode: "cohabit"; observed: Record<string, string>; coexisting: Coexisting };
 
 /** The `cilium` stack output: the mode, what was installed or observed, what still coexists. */
 export type CiliumSummary =
-  | { mode: "l4"; chartVersion: string; release: string; coexisting: Coexisting }
+  | {
+      mode: "l4";
+      chartVersion: string;
+      release: string;
+      lbIpam: string;
+      /** The command that adopts a release installed earlier by a script (docs/cilium.md). */
+      adopt: string;
+      acknowledgedLoss: string[];
+      coexisting: Coexisting;
+    }
   | { mode: "cohabit"; observed: Record<string, string>; coexisting: Coexisting };
 
 export interface CiliumContext {
@@ -52,58 +78,140 @@ export function ciliumReads(settings: CiliumSettings): { configMap?: { namespace
     : { customObjects: true };
 }
 
+const ref = (o: { metadata: { namespace?: string; name: string } }) => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string" && x !== "") : []);
+
 export function loadBalancerServices(services: readonly Service[]): LoadBalancerService[] {
   return services
     .filter((s) => s.spec?.type === "LoadBalancer")
     .map((s) => ({
-      service: `${s.metadata.namespace}/${s.metadata.name}`,
+      service: ref(s),
       addresses: (s.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? i.hostname ?? "").filter(Boolean),
+      ...(s.spec?.loadBalancerClass ? { loadBalancerClass: s.spec.loadBalancerClass } : {}),
     }))
     .sort((a, b) => a.service.localeCompare(b.service));
 }
 
-export function coexisting(observed: CiliumObservation): Coexisting {
-  const ref = (o: GenericObject) => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
+function lbIpPool(o: GenericObject): LbIpPool {
+  const blocks = Array.isArray(o.spec?.blocks) ? (o.spec.blocks as { cidr?: string; start?: string; stop?: string }[]) : [];
   return {
-    lbIpPools: observed.lbIpPools.map(ref).sort(),
-    gateways: observed.gateways.map(ref).sort(),
+    name: o.metadata.name,
+    blocks: blocks.map((b) => b.cidr ?? (b.start ? `${b.start}-${b.stop ?? b.start}` : "")).filter(Boolean),
+    ...(o.spec?.disabled === true ? { disabled: true } : {}),
+  };
+}
+
+function gatewayRef(o: GenericObject): GatewayRef {
+  const listeners = Array.isArray(o.spec?.listeners) ? (o.spec.listeners as { hostname?: unknown }[]) : [];
+  const addresses = Array.isArray(o.status?.addresses) ? (o.status.addresses as { value?: unknown }[]) : [];
+  return {
+    gateway: ref(o),
+    addresses: strings(addresses.map((a) => a.value)),
+    hostnames: [...new Set(strings(listeners.map((l) => l.hostname)))],
+  };
+}
+
+export function coexisting(observed: CiliumObservation): Coexisting {
+  return {
+    lbIpPools: observed.lbIpPools.map(lbIpPool).sort((a, b) => a.name.localeCompare(b.name)),
+    gateways: observed.gateways.map(gatewayRef).sort((a, b) => a.gateway.localeCompare(b.gateway)),
     loadBalancerServices: loadBalancerServices(observed.services),
   };
 }
 
-/** Values for an L4-only Cilium: kube-proxy replacement on, Gateway API, L2 announcements, LB-IPAM off. */
-export function l4Values(settings: Extract<CiliumSettings, { mode: "l4" }>): Record<string, unknown> {
-  return {
-    kubeProxyReplacement: true,
-    ...(settings.k8sServiceHost ? { k8sServiceHost: settings.k8sServiceHost } : {}),
-    ...(settings.k8sServicePort ? { k8sServicePort: settings.k8sServicePort } : {}),
-    gatewayAPI: { enabled: false },
-    l2announcements: { enabled: false },
-    enableLBIPAM: false,
-    ...settings.values,
-  };
+/**
+ * Whether LB-IPAM gave this Service its address, so that turning LB-IPAM off strips it.
+ * LB-IPAM ignores a Service whose loadBalancerClass belongs to another controller
+ * (lb-ipam.rst), and Node IPAM (`io.cilium/node`) hands out node addresses, not pool ones.
+ */
+function servedByLbIpam(s: LoadBalancerService): boolean {
+  const cls = s.loadBalancerClass;
+  return cls === undefined || (cls.startsWith("io.cilium/") && cls !== "io.cilium/node");
 }
 
-export function planCilium(settings: CiliumSettings, ctx: CiliumContext, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
+/** "ns/name" matches itself; "ns/prefix*" matches every name starting with prefix in ns. */
+export function acknowledges(pattern: string, service: string): boolean {
+  return pattern.endsWith("*") ? service.startsWith(pattern.slice(0, -1)) : pattern === service;
+}
+
+/**
+ * LoadBalancer Services that would lose their address when Cilium goes L4 (LB-IPAM and L2
+ * announcements off): those with an address, served by LB-IPAM, not acknowledged.
+ */
+export function unacknowledgedLoss(services: readonly LoadBalancerService[], acknowledged: readonly string[]): LoadBalancerService[] {
+  return services.filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && !acknowledged.some((p) => acknowledges(p, s.service)));
+}
+
+/** cilium-config keys worth reporting in cohabitation (present ones only). */
+const OBSERVED_KEYS = [
+  "kube-proxy-replacement",
+  "enable-node-port",
+  "enable-host-port",
+  "enable-lb-ipam",
+  "default-lb-service-ipam",
+  "enable-gateway-api",
+  "enable-l2-announcements",
+  "enable-l7-proxy",
+];
+
+/**
+ * Values of `kube-proxy-replacement` that mean "full replacement": "true" (1.14+), and
+ * "strict", its spelling up to 1.15 (an agent of 1.16+ refuses "strict" and would not run).
+ * "partial" does not serve hostPorts unless configured piecemeal, so it is not accepted.
+ */
+const KPR_ON = new Set(["true", "strict"]);
+
+function planCohabit(settings: CohabitCiliumSettings, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
+  const where = `${settings.namespace}/${settings.configMap}`;
+  const data = observed.ciliumConfig?.data;
+  if (!data) {
+    return {
+      problems: [
+        `cilium (cohabit): ConfigMap ${where} not found; is Cilium installed in this cluster? (mode 'cohabit' reads it to check kube-proxy replacement)`,
+      ],
+    };
+  }
+  const kpr = data["kube-proxy-replacement"];
+  if (kpr === undefined || !KPR_ON.has(kpr)) {
+    return {
+      problems: [
+        `cilium (cohabit): kube-proxy-replacement is '${kpr ?? "unset"}' in ${where}; without kube-proxy replacement Cilium does not serve NodePorts and hostPorts in eBPF, so the URLs would not answer (mode 'cohabit' never changes Cilium: turn it on through the cluster's own Cilium procedure first)`,
+      ],
+    };
+  }
+  const reported = Object.fromEntries(OBSERVED_KEYS.flatMap((k) => (data[k] !== undefined ? [[k, data[k]]] : [])));
+  return { mode: "cohabit", observed: reported, coexisting: coexisting(observed) };
+}
+
+function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
+  const stackFile = `Pulumi.${ctx.stack}.yaml`;
   const problems: string[] = [];
-  if (settings.mode === "cohabit") {
-    const data = observed.ciliumConfig?.data;
-    if (!data) {
-      return { problems: [`cilium (cohabit): ConfigMap ${settings.namespace}/${settings.configMap} not found; is Cilium installed in this cluster?`] };
-    }
-    const kpr = data["kube-proxy-replacement"];
-    if (kpr !== "true") {
-      problems.push(
-        `cilium (cohabit): kube-proxy-replacement is '${kpr ?? "unset"}' in ${settings.namespace}/${settings.configMap}; without it Cilium does not serve NodePorts in eBPF, so the URLs would not answer`,
-      );
-    }
-    if (problems.length) return { problems };
-    return { mode: "cohabit", observed: { "kube-proxy-replacement": kpr as string }, coexisting: coexisting(observed) };
-  }
   if (ctx.production && !settings.phase2Decided) {
-    problems.push(`cilium: stack '${ctx.stack}' is production and refuses mode 'l4' unless ui-exposure:cilium.phase2Decided is true`);
+    problems.push(
+      `cilium (l4): stack '${ctx.stack}' is production (ui-exposure:production) and refuses mode 'l4' until phase 2 is decided: set ui-exposure:cilium.phase2Decided: true in ${stackFile} (runbook: docs/cilium.md)`,
+    );
   }
-  if (problems.length) return { problems };
+  const values = l4Values(settings, stackFile);
+  if ("problems" in values) problems.push(...values.problems);
+
+  const found = coexisting(observed);
+  const lost = unacknowledgedLoss(found.loadBalancerServices, settings.acknowledgeLoadBalancerLoss);
+  if (lost.length) {
+    const list = lost.map((s) => `${s.service} (${s.addresses.join(", ")})`).join(", ");
+    problems.push(
+      `cilium (l4): mode 'l4' turns LB-IPAM, L2 announcements and Gateway API off, so ${lost.length} LoadBalancer Service${lost.length > 1 ? "s" : ""} would lose ${lost.length > 1 ? "their addresses" : "its address"} (left <pending>, or no longer announced): ${list}; once nothing depends on ${lost.length > 1 ? "them" : "it"}, acknowledge each in ui-exposure:cilium.acknowledgeLoadBalancerLoss in ${stackFile} ("namespace/name" or "namespace/prefix*")`,
+    );
+  }
+  if (problems.length || "problems" in values) return { problems };
+
+  const version = settings.chart.version;
+  const pools = found.lbIpPools.map((p) => p.name);
+  const lbIpam = chartKeysFor(version)?.enableLBIPAM
+    ? "off (enableLBIPAM: false)"
+    : `no switch in chart ${version}: dormant only while no CiliumLoadBalancerIPPool exists${pools.length ? ` (still present: ${pools.join(", ")})` : ""}`;
+  const acknowledgedLoss = found.loadBalancerServices
+    .filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && settings.acknowledgeLoadBalancerLoss.some((p) => acknowledges(p, s.service)))
+    .map((s) => s.service);
   return {
     mode: "l4",
     release: {
@@ -111,10 +219,35 @@ export function planCilium(settings: CiliumSettings, ctx: CiliumContext, observe
       namespace: settings.chart.namespace,
       chart: settings.chart.name,
       ...(settings.chart.repository ? { repository: settings.chart.repository } : {}),
-      version: settings.chart.version,
-      values: l4Values(settings),
+      version,
+      values: values.values,
       skipAwait: settings.skipAwait,
     },
-    coexisting: coexisting(observed),
+    lbIpam,
+    acknowledgedLoss,
+    coexisting: found,
+  };
+}
+
+/**
+ * The Cilium part of the stack, decided before any resource is declared: the release to
+ * manage (`l4`) or what was observed (`cohabit`), or every problem found, together.
+ */
+export function planCilium(settings: CiliumSettings, ctx: CiliumContext, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
+  return settings.mode === "cohabit" ? planCohabit(settings, observed) : planL4(settings, ctx, observed);
+}
+
+/** The stack output of a plan; `component` is the Cilium component's name (for the import command). */
+export function ciliumSummary(plan: CiliumPlan, component: string): CiliumSummary {
+  if (plan.mode === "cohabit") return { mode: "cohabit", observed: plan.observed, coexisting: plan.coexisting };
+  const r = plan.release;
+  return {
+    mode: "l4",
+    chartVersion: r.version,
+    release: `${r.namespace}/${r.releaseName}`,
+    lbIpam: plan.lbIpam,
+    adopt: importCommand(component, r),
+    acknowledgedLoss: plan.acknowledgedLoss,
+    coexisting: plan.coexisting,
   };
 }

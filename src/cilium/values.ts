@@ -1,0 +1,225 @@
+import type { L4CiliumSettings } from "../settings";
+import { type ChartKeys, chartKeysFor, SUPPORTED_MINORS } from "./versions";
+
+/** Where the extra values live in the stack file, for messages. */
+export const VALUES_SETTING = "ui-exposure:cilium.values";
+
+export type Values = Record<string, unknown>;
+
+function isMapping(v: unknown): v is Values {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+/**
+ * Helm-style deep merge: mappings merge key by key, anything else (scalars, lists, null)
+ * in `over` replaces what `base` had. Neither input is modified.
+ */
+export function deepMerge(base: Values, over: Values): Values {
+  const out: Values = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const prev = out[key];
+    out[key] = isMapping(prev) && isMapping(value) ? deepMerge(prev, value) : value;
+  }
+  return out;
+}
+
+/**
+ * The values an L4-only Cilium needs on a given chart version, and only keys that version
+ * has (see versions.ts): kube-proxy replacement on, with the API server address it needs,
+ * Gateway API off, L2 announcements off, LB-IPAM off where the chart can switch it off.
+ */
+export function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }): Values {
+  return {
+    // A boolean is fine on every version: cilium-configmap.yaml compares `toString` of it
+    // with "true"/"false". The old "strict" fails the chart's render since 1.16.
+    kubeProxyReplacement: true,
+    k8sServiceHost: apiServer.host,
+    k8sServicePort: apiServer.port,
+    gatewayAPI: { enabled: false },
+    l2announcements: { enabled: false },
+    // 1.16 has no switch: there LB-IPAM is "always enabled but dormant" until a pool exists.
+    ...(keys.enableLBIPAM ? { enableLBIPAM: false } : {}),
+    // Ignored by the chart once kube-proxy replacement is on (the configmap writes
+    // enable-node-port / enable-host-port only when it is "false"); set on the versions that
+    // still have the keys so the release reads the same intent as the plan.
+    ...(keys.nodePortEnabled ? { nodePort: { enabled: true } } : {}),
+    ...(keys.hostPort ? { hostPort: { enabled: true } } : {}),
+  };
+}
+
+/** A values path the L4 mode owns: extra values may repeat it, never contradict it. */
+interface Pinned {
+  path: readonly string[];
+  /** Shown in messages. */
+  expected: string;
+  accepts(value: unknown): boolean;
+  why: string;
+  /** Whether the pinned version has the key (the stale-key rules cover the others). */
+  applies(keys: ChartKeys): boolean;
+}
+
+const always = () => true;
+
+const PINNED: readonly Pinned[] = [
+  {
+    path: ["kubeProxyReplacement"],
+    expected: "true",
+    accepts: (v) => v === true || v === "true",
+    why: "kube-proxy replacement is what serves NodePorts and hostPorts in eBPF on the L4 path",
+    applies: always,
+  },
+  {
+    path: ["gatewayAPI", "enabled"],
+    expected: "false",
+    accepts: (v) => v === false,
+    why: "no GatewayClass, Gateway or HTTPRoute on the L4 path",
+    applies: always,
+  },
+  {
+    path: ["l2announcements", "enabled"],
+    expected: "false",
+    accepts: (v) => v === false,
+    why: "L2 announcements only advertise LoadBalancer addresses, which the L4 path does not use",
+    applies: always,
+  },
+  {
+    path: ["enableLBIPAM"],
+    expected: "false",
+    accepts: (v) => v === false,
+    why: "no LB-IPAM on the L4 path",
+    applies: (k) => k.enableLBIPAM,
+  },
+  {
+    path: ["ingressController", "enabled"],
+    expected: "false",
+    accepts: (v) => v === false,
+    why: "Cilium Ingress publishes UIs by hostname through a LoadBalancer Service, the L7 path this mode replaces",
+    applies: always,
+  },
+  {
+    path: ["nodePort", "enabled"],
+    expected: "true",
+    accepts: (v) => v === true,
+    why: "the UIs are published on NodePorts",
+    applies: (k) => k.nodePortEnabled,
+  },
+  {
+    path: ["hostPort", "enabled"],
+    expected: "true",
+    accepts: (v) => v === true,
+    why: "in-house bricks are published on hostPorts",
+    applies: (k) => k.hostPort,
+  },
+];
+
+/** Keys a chart version dropped (or does not have yet): the schema would accept and ignore them. */
+const VERSIONED: readonly { path: readonly string[]; has(keys: ChartKeys): boolean; note: string }[] = [
+  { path: ["enableLBIPAM"], has: (k) => k.enableLBIPAM, note: "added in 1.17; before, LB-IPAM stays dormant only while no CiliumLoadBalancerIPPool exists" },
+  { path: ["defaultLBServiceIPAM"], has: (k) => k.defaultLBServiceIPAM, note: "added in 1.17" },
+  { path: ["nodePort", "enabled"], has: (k) => k.nodePortEnabled, note: "removed in 1.19: kube-proxy replacement always serves NodePorts" },
+  { path: ["hostPort"], has: (k) => k.hostPort, note: "removed in 1.18: kube-proxy replacement always serves hostPorts" },
+  { path: ["externalIPs"], has: (k) => k.externalIPs, note: "removed in 1.17" },
+  { path: ["k8sServiceHostRef"], has: (k) => k.k8sServiceHostRef, note: "added in 1.18" },
+];
+
+type Lookup = { kind: "absent" } | { kind: "value"; value: unknown } | { kind: "notMapping"; at: readonly string[]; value: unknown };
+
+/** Follows `path` in `values`, telling apart "not there" from "an ancestor is not a mapping". */
+function lookup(values: Values, path: readonly string[]): Lookup {
+  let current: Values = values;
+  for (const [i, key] of path.entries()) {
+    if (!Object.hasOwn(current, key)) return { kind: "absent" };
+    const value = current[key];
+    if (i === path.length - 1) return { kind: "value", value };
+    if (!isMapping(value)) return { kind: "notMapping", at: path.slice(0, i + 1), value };
+    current = value;
+  }
+  return { kind: "absent" };
+}
+
+const show = (v: unknown) => (v === undefined ? "undefined" : JSON.stringify(v));
+const setting = (path: readonly string[]) => `${VALUES_SETTING}.${path.join(".")}`;
+
+/**
+ * Problems with the extra values of the stack config, one message per key: a value that
+ * contradicts the L4 mode, a key the pinned chart version does not have, a key that has its
+ * own stack setting, a `--set`-style dotted key (which Helm would take literally and which
+ * would slip past the checks above).
+ */
+export function extraValuesProblems(extra: Values, version: string, keys: ChartKeys): string[] {
+  const problems: string[] = [];
+  for (const key of Object.keys(extra)) {
+    if (key.includes(".")) {
+      const [head, ...rest] = key.split(".");
+      problems.push(
+        `cilium (l4): ${VALUES_SETTING} has the key '${key}': values are nested mappings, not --set paths; write ${head}: {${rest.join(".")}: ...} instead`,
+      );
+    }
+  }
+  for (const key of ["k8sServiceHost", "k8sServicePort"]) {
+    if (Object.hasOwn(extra, key)) {
+      problems.push(`cilium (l4): ${setting([key])}: set ui-exposure:cilium.${key} instead (one place for the API server address)`);
+    }
+  }
+  for (const v of VERSIONED) {
+    const found = lookup(extra, v.path);
+    if (found.kind !== "absent" && !v.has(keys)) {
+      problems.push(`cilium (l4): ${setting(v.path)} does not exist in chart ${version} (${v.note}); the chart would ignore it silently: remove it`);
+    }
+  }
+  if (keys.k8sServiceHostRef && Object.hasOwn(extra, "k8sServiceHostRef")) {
+    problems.push(
+      `cilium (l4): ${setting(["k8sServiceHostRef"])}: the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost`,
+    );
+  }
+  for (const rule of PINNED) {
+    if (!rule.applies(keys)) continue;
+    const found = lookup(extra, rule.path);
+    if (found.kind === "notMapping") {
+      problems.push(
+        `cilium (l4): ${setting(found.at)} is ${show(found.value)}; it must be a mapping, since mode 'l4' sets ${rule.path.join(".")}: ${rule.expected} in it`,
+      );
+    } else if (found.kind === "value" && !rule.accepts(found.value)) {
+      const hint =
+        found.value === "strict"
+          ? `; "strict" is no longer a valid value: the chart fails to render with it since 1.16`
+          : typeof found.value === "string" && found.value === rule.expected
+            ? `; the chart's schema wants the boolean ${rule.expected}, not a string`
+            : "";
+      problems.push(`cilium (l4): ${setting(rule.path)} is ${show(found.value)}; mode 'l4' needs ${rule.expected} (${rule.why})${hint}`);
+    }
+  }
+  return problems;
+}
+
+/** Full values of the L4 release: generated keys, then the stack's extra values merged over them. */
+export function l4Values(settings: L4CiliumSettings, stackFile: string): { values: Values } | { problems: string[] } {
+  const version = settings.chart.version;
+  const keys = chartKeysFor(version);
+  if (!keys) {
+    return {
+      problems: [
+        `cilium (l4): chart version ${version} is not supported: the values keys are known for Cilium ${SUPPORTED_MINORS[0]} to ${SUPPORTED_MINORS.at(-1)} only (src/cilium/versions.ts); pin one of those in ui-exposure:cilium.chart.version, or check the new chart's values.yaml and add its minor to that table`,
+      ],
+    };
+  }
+  const problems: string[] = [];
+  const host = settings.k8sServiceHost;
+  if (host === undefined) {
+    problems.push(
+      `cilium (l4): ui-exposure:cilium.k8sServiceHost is required in ${stackFile}: with kube-proxy replacement the agents reach the API server directly, not through the kubernetes Service (give the control-plane address, e.g. its InternalIP)`,
+    );
+  } else if (host === "auto") {
+    problems.push(
+      `cilium (l4): ui-exposure:cilium.k8sServiceHost 'auto' is not supported: the chart resolves it with a Helm lookup of kube-public/cluster-info that a preview cannot see; give the API server address in ${stackFile}`,
+    );
+  }
+  if (settings.k8sServicePort === undefined) {
+    problems.push(
+      `cilium (l4): ui-exposure:cilium.k8sServicePort is required in ${stackFile}: the API server port (usually 6443) that goes with k8sServiceHost`,
+    );
+  }
+  problems.push(...extraValuesProblems(settings.values, version, keys));
+  if (problems.length || host === undefined || settings.k8sServicePort === undefined) return { problems };
+  return { values: deepMerge(l4BaseValues(keys, { host, port: settings.k8sServicePort }), settings.values) };
+}

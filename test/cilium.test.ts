@@ -1,0 +1,663 @@
+// Cilium concern: version-aware values, every guard with its exact message, the rendered
+// stacks (no Gateway API / LB-IPAM object anywhere, nothing of Cilium in cohabit), adoption.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { afterEach, describe, expect, it } from "vitest";
+import { parse, parseAllDocuments, stringify } from "yaml";
+import { Cilium, releaseArgs, releaseOptions } from "../components/cilium";
+import { importCommand, RELEASE_TYPE, releaseResourceName } from "../src/cilium/adopt";
+import { type CiliumObservation, type CiliumPlan, ciliumSummary, coexisting, planCilium, unacknowledgedLoss } from "../src/cilium/plan";
+import { deepMerge, extraValuesProblems, l4Values } from "../src/cilium/values";
+import { CHART_KEYS, type ChartKeys, chartKeysFor, chartMinor, SUPPORTED_MINORS } from "../src/cilium/versions";
+import { UserError } from "../src/errors";
+import { SnapshotReader } from "../src/kube/cluster";
+import type { GenericObject, Service } from "../src/kube/types";
+import { render } from "../src/render";
+import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/settings";
+
+const projectDir = path.resolve(__dirname, "..");
+const VERSIONS = ["1.16.19", "1.17.18", "1.18.12", "1.19.6", "1.20.0"];
+/** The chart files the version table was read from (shared/reference/cilium/<version>/). */
+const referenceDir = process.env.CILIUM_REFERENCE_DIR ?? path.resolve(projectDir, "../shared/reference/cilium");
+const haveReference = VERSIONS.every((v) => fs.existsSync(path.join(referenceDir, v, "values.schema.json")));
+
+function l4(over: Record<string, unknown> = {}, version = "1.18.12"): L4CiliumSettings {
+  const parsed = ciliumSettingsSchema.parse({
+    mode: "l4",
+    chart: { repository: "https://helm.cilium.io", version },
+    k8sServiceHost: "192.168.104.2",
+    k8sServicePort: 6443,
+    ...over,
+  });
+  if (parsed.mode !== "l4") throw new Error("expected l4 settings");
+  return parsed;
+}
+
+const cohabit = ciliumSettingsSchema.parse({ mode: "cohabit" });
+const bench = { stack: "bench", production: false };
+const dirqual = { stack: "dirqual", production: true };
+const nothing: CiliumObservation = { services: [], lbIpPools: [], gateways: [] };
+
+function lbService(namespace: string, name: string, ips: string[], loadBalancerClass?: string): Service {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name, namespace },
+    spec: { type: "LoadBalancer", ports: [{ name: "port-443", port: 443 }], ...(loadBalancerClass ? { loadBalancerClass } : {}) },
+    status: { loadBalancer: { ingress: ips.map((ip) => ({ ip })) } },
+  };
+}
+
+/** The objects of a snapshot file, to build variants of the examples. */
+function snapshotObjects(file: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const doc of parseAllDocuments(fs.readFileSync(path.join(projectDir, file), "utf8"))) {
+    const v = doc.toJS() as { kind?: string; items?: Record<string, unknown>[] } | null;
+    if (v?.kind === "List") out.push(...(v.items ?? []));
+    else if (v) out.push(v);
+  }
+  return out;
+}
+
+const dirqualObjects = snapshotObjects("examples/dirqual-cluster.yaml");
+const dirqualObservation: CiliumObservation = {
+  services: dirqualObjects.filter((o) => o.kind === "Service") as unknown as Service[],
+  lbIpPools: dirqualObjects.filter((o) => o.kind === "CiliumLoadBalancerIPPool") as unknown as GenericObject[],
+  gateways: dirqualObjects.filter((o) => o.kind === "Gateway") as unknown as GenericObject[],
+};
+const DIRQUAL_LB = [
+  "argocd/cilium-gateway-argocd (10.67.3.240)",
+  "dagster/cilium-gateway-dagster (10.67.3.243)",
+  "gitea/cilium-gateway-gitea (10.67.3.242)",
+  "kubernetes-dashboard/cilium-gateway-k8s-dashboard (10.67.3.246)",
+  "marquez/cilium-gateway-marquez-web (10.67.3.245)",
+  "mlflow/cilium-gateway-mlflow (10.67.3.244)",
+  "monitoring/cilium-gateway-grafana (10.67.3.241)",
+  "platform-portal/cilium-gateway-portal (10.67.3.247)",
+];
+
+const problemsOf = (r: ReturnType<typeof planCilium>) => ("problems" in r ? r.problems : []);
+
+describe("chart version table", () => {
+  it("maps a chart version to its minor; unknown minors have no table", () => {
+    expect(chartMinor("1.18.12")).toBe("1.18");
+    expect(chartMinor("1.20.0-rc.1")).toBe("1.20");
+    expect(chartMinor("latest")).toBeUndefined();
+    expect(SUPPORTED_MINORS).toEqual(["1.16", "1.17", "1.18", "1.19", "1.20"]);
+    expect(chartKeysFor("1.15.7")).toBeUndefined();
+    expect(chartKeysFor("1.21.0")).toBeUndefined();
+  });
+
+  /** Whether a dotted path is declared in a values.schema.json. */
+  function inSchema(schema: unknown, dotted: string): boolean {
+    let node = schema as { properties?: Record<string, unknown> } | undefined;
+    for (const key of dotted.split(".")) {
+      node = node?.properties?.[key] as typeof node;
+      if (!node) return false;
+    }
+    return true;
+  }
+
+  const TRACKED: Record<keyof ChartKeys, string> = {
+    kubeProxyReplacementDocumented: "kubeProxyReplacement",
+    enableLBIPAM: "enableLBIPAM",
+    defaultLBServiceIPAM: "defaultLBServiceIPAM",
+    nodePortEnabled: "nodePort.enabled",
+    hostPort: "hostPort",
+    externalIPs: "externalIPs",
+    k8sServiceHostRef: "k8sServiceHostRef",
+  };
+
+  it.skipIf(!haveReference).each(VERSIONS)("agrees with the published chart %s (values.schema.json and values.yaml)", (version) => {
+    const schema = JSON.parse(fs.readFileSync(path.join(referenceDir, version, "values.schema.json"), "utf8"));
+    const values = parse(fs.readFileSync(path.join(referenceDir, version, "values.yaml"), "utf8")) as Record<string, unknown>;
+    const keys = chartKeysFor(version);
+    expect(keys).toBeDefined();
+    for (const [field, dotted] of Object.entries(TRACKED)) {
+      const inValues = dotted.split(".").reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], values) !== undefined;
+      expect({ field, schema: inSchema(schema, dotted), values: inValues }).toEqual({
+        field,
+        schema: keys?.[field as keyof ChartKeys],
+        values: keys?.[field as keyof ChartKeys],
+      });
+    }
+    // Every generated key is declared by that chart, except kubeProxyReplacement on 1.16/1.17
+    // (commented out in values.yaml, still read by the templates).
+    const generated = l4Values(l4({}, version), "Pulumi.bench.yaml");
+    if (!("values" in generated)) throw new Error("expected values");
+    const leaves = (v: Record<string, unknown>, prefix = ""): string[] =>
+      Object.entries(v).flatMap(([k, x]) =>
+        x !== null && typeof x === "object" && !Array.isArray(x) ? leaves(x as Record<string, unknown>, `${prefix}${k}.`) : [`${prefix}${k}`],
+      );
+    const undeclared = leaves(generated.values).filter((p) => !inSchema(schema, p));
+    expect(undeclared).toEqual(keys?.kubeProxyReplacementDocumented ? [] : ["kubeProxyReplacement"]);
+  });
+
+  it("covers exactly the minors it claims", () => {
+    expect(Object.keys(CHART_KEYS)).toEqual(VERSIONS.map((v) => chartMinor(v)));
+  });
+});
+
+describe("l4 values per chart version", () => {
+  const common = {
+    kubeProxyReplacement: true,
+    k8sServiceHost: "192.168.104.2",
+    k8sServicePort: 6443,
+    gatewayAPI: { enabled: false },
+    l2announcements: { enabled: false },
+  };
+  const expected: Record<string, Record<string, unknown>> = {
+    "1.16.19": { ...common, nodePort: { enabled: true }, hostPort: { enabled: true } },
+    "1.17.18": { ...common, enableLBIPAM: false, nodePort: { enabled: true }, hostPort: { enabled: true } },
+    "1.18.12": { ...common, enableLBIPAM: false, nodePort: { enabled: true } },
+    "1.19.6": { ...common, enableLBIPAM: false },
+    "1.20.0": { ...common, enableLBIPAM: false },
+  };
+
+  it.each(VERSIONS)("%s: only keys that version has", (version) => {
+    expect(l4Values(l4({}, version), "Pulumi.bench.yaml")).toEqual({ values: expected[version] });
+  });
+
+  it("refuses a chart version outside 1.16-1.20 instead of guessing its keys", () => {
+    for (const version of ["1.15.7", "1.21.0"]) {
+      expect(l4Values(l4({}, version), "Pulumi.bench.yaml")).toEqual({
+        problems: [
+          `cilium (l4): chart version ${version} is not supported: the values keys are known for Cilium 1.16 to 1.20 only (src/cilium/versions.ts); pin one of those in ui-exposure:cilium.chart.version, or check the new chart's values.yaml and add its minor to that table`,
+        ],
+      });
+    }
+  });
+
+  it("requires the API server address, naming the stack setting and the stack file", () => {
+    expect(l4Values(l4({ k8sServiceHost: undefined, k8sServicePort: undefined }), "Pulumi.bench.yaml")).toEqual({
+      problems: [
+        "cilium (l4): ui-exposure:cilium.k8sServiceHost is required in Pulumi.bench.yaml: with kube-proxy replacement the agents reach the API server directly, not through the kubernetes Service (give the control-plane address, e.g. its InternalIP)",
+        "cilium (l4): ui-exposure:cilium.k8sServicePort is required in Pulumi.bench.yaml: the API server port (usually 6443) that goes with k8sServiceHost",
+      ],
+    });
+    expect(l4Values(l4({ k8sServiceHost: "auto" }), "Pulumi.bench.yaml")).toEqual({
+      problems: [
+        "cilium (l4): ui-exposure:cilium.k8sServiceHost 'auto' is not supported: the chart resolves it with a Helm lookup of kube-public/cluster-info that a preview cannot see; give the API server address in Pulumi.bench.yaml",
+      ],
+    });
+  });
+
+  it("deep-merges extra values: mappings key by key, lists and scalars replaced, generated keys may be repeated", () => {
+    const settings = l4({
+      values: {
+        bpf: { masquerade: true },
+        nodePort: { bindProtection: false, enabled: true },
+        gatewayAPI: { enabled: false },
+        kubeProxyReplacement: "true",
+        devices: ["eth0", "eth1"],
+        operator: { replicas: 1 },
+      },
+    });
+    expect(l4Values(settings, "Pulumi.bench.yaml")).toEqual({
+      values: {
+        kubeProxyReplacement: "true",
+        k8sServiceHost: "192.168.104.2",
+        k8sServicePort: 6443,
+        gatewayAPI: { enabled: false },
+        l2announcements: { enabled: false },
+        enableLBIPAM: false,
+        nodePort: { enabled: true, bindProtection: false },
+        bpf: { masquerade: true },
+        devices: ["eth0", "eth1"],
+        operator: { replicas: 1 },
+      },
+    });
+    expect(deepMerge({ a: { b: [1, 2], c: 1 } }, { a: { b: [3] } })).toEqual({ a: { b: [3], c: 1 } });
+  });
+});
+
+describe("extra values that contradict the mode", () => {
+  const at = (version: string) => chartKeysFor(version) as ChartKeys;
+  const cases: [string, Record<string, unknown>, string, string][] = [
+    [
+      "Gateway API back on",
+      { gatewayAPI: { enabled: true } },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.gatewayAPI.enabled is true; mode 'l4' needs false (no GatewayClass, Gateway or HTTPRoute on the L4 path)",
+    ],
+    [
+      "L2 announcements on",
+      { l2announcements: { enabled: true } },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.l2announcements.enabled is true; mode 'l4' needs false (L2 announcements only advertise LoadBalancer addresses, which the L4 path does not use)",
+    ],
+    [
+      "LB-IPAM on",
+      { enableLBIPAM: true },
+      "1.17.18",
+      "cilium (l4): ui-exposure:cilium.values.enableLBIPAM is true; mode 'l4' needs false (no LB-IPAM on the L4 path)",
+    ],
+    [
+      "kube-proxy replacement off (boolean)",
+      { kubeProxyReplacement: false },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.kubeProxyReplacement is false; mode 'l4' needs true (kube-proxy replacement is what serves NodePorts and hostPorts in eBPF on the L4 path)",
+    ],
+    [
+      "kube-proxy replacement off (string)",
+      { kubeProxyReplacement: "false" },
+      "1.16.19",
+      "cilium (l4): ui-exposure:cilium.values.kubeProxyReplacement is \"false\"; mode 'l4' needs true (kube-proxy replacement is what serves NodePorts and hostPorts in eBPF on the L4 path)",
+    ],
+    [
+      "kube-proxy replacement 'strict'",
+      { kubeProxyReplacement: "strict" },
+      "1.18.12",
+      'cilium (l4): ui-exposure:cilium.values.kubeProxyReplacement is "strict"; mode \'l4\' needs true (kube-proxy replacement is what serves NodePorts and hostPorts in eBPF on the L4 path); "strict" is no longer a valid value: the chart fails to render with it since 1.16',
+    ],
+    [
+      "a string where the schema wants a boolean",
+      { gatewayAPI: { enabled: "false" } },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.gatewayAPI.enabled is \"false\"; mode 'l4' needs false (no GatewayClass, Gateway or HTTPRoute on the L4 path); the chart's schema wants the boolean false, not a string",
+    ],
+    [
+      "a scalar where the mode sets a key inside",
+      { gatewayAPI: true },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.gatewayAPI is true; it must be a mapping, since mode 'l4' sets gatewayAPI.enabled: false in it",
+    ],
+    [
+      "Cilium Ingress",
+      { ingressController: { enabled: true } },
+      "1.19.6",
+      "cilium (l4): ui-exposure:cilium.values.ingressController.enabled is true; mode 'l4' needs false (Cilium Ingress publishes UIs by hostname through a LoadBalancer Service, the L7 path this mode replaces)",
+    ],
+    [
+      "NodePort off where the key exists",
+      { nodePort: { enabled: false } },
+      "1.17.18",
+      "cilium (l4): ui-exposure:cilium.values.nodePort.enabled is false; mode 'l4' needs true (the UIs are published on NodePorts)",
+    ],
+    [
+      "hostPort off where the key exists",
+      { hostPort: { enabled: false } },
+      "1.16.19",
+      "cilium (l4): ui-exposure:cilium.values.hostPort.enabled is false; mode 'l4' needs true (in-house bricks are published on hostPorts)",
+    ],
+    [
+      "hostPort on 1.18 (removed)",
+      { hostPort: { enabled: true } },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.hostPort does not exist in chart 1.18.12 (removed in 1.18: kube-proxy replacement always serves hostPorts); the chart would ignore it silently: remove it",
+    ],
+    [
+      "nodePort.enabled on 1.19 (removed)",
+      { nodePort: { enabled: true } },
+      "1.19.6",
+      "cilium (l4): ui-exposure:cilium.values.nodePort.enabled does not exist in chart 1.19.6 (removed in 1.19: kube-proxy replacement always serves NodePorts); the chart would ignore it silently: remove it",
+    ],
+    [
+      "enableLBIPAM on 1.16 (not there yet)",
+      { enableLBIPAM: false },
+      "1.16.19",
+      "cilium (l4): ui-exposure:cilium.values.enableLBIPAM does not exist in chart 1.16.19 (added in 1.17; before, LB-IPAM stays dormant only while no CiliumLoadBalancerIPPool exists); the chart would ignore it silently: remove it",
+    ],
+    [
+      "externalIPs on 1.17 (removed)",
+      { externalIPs: { enabled: true } },
+      "1.17.18",
+      "cilium (l4): ui-exposure:cilium.values.externalIPs does not exist in chart 1.17.18 (removed in 1.17); the chart would ignore it silently: remove it",
+    ],
+    [
+      "the API server address in values",
+      { k8sServiceHost: "10.0.0.1" },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.k8sServiceHost: set ui-exposure:cilium.k8sServiceHost instead (one place for the API server address)",
+    ],
+    [
+      "k8sServiceHostRef next to k8sServiceHost",
+      { k8sServiceHostRef: { name: "cm", key: "host" } },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.k8sServiceHostRef: the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost",
+    ],
+    [
+      "a --set style dotted key",
+      { "gatewayAPI.enabled": true },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values has the key 'gatewayAPI.enabled': values are nested mappings, not --set paths; write gatewayAPI: {enabled: ...} instead",
+    ],
+  ];
+
+  it.each(cases)("%s", (_label, values, version, message) => {
+    expect(extraValuesProblems(values, version, at(version))).toEqual([message]);
+    // And through planning, nothing is planned.
+    expect(planCilium(l4({ values }, version), bench, nothing)).toEqual({ problems: [message] });
+  });
+
+  it("reports every contradiction at once, in a stable order", () => {
+    const r = l4Values(
+      l4({ values: { gatewayAPI: { enabled: true }, kubeProxyReplacement: "strict", hostPort: { enabled: true } } }, "1.19.6"),
+      "Pulumi.bench.yaml",
+    );
+    expect("problems" in r ? r.problems.map((p) => p.split(" is ")[0]?.split(" does ")[0]) : []).toEqual([
+      "cilium (l4): ui-exposure:cilium.values.hostPort",
+      "cilium (l4): ui-exposure:cilium.values.kubeProxyReplacement",
+      "cilium (l4): ui-exposure:cilium.values.gatewayAPI.enabled",
+    ]);
+  });
+
+  it('accepts the mode\'s own values repeated, and kubeProxyReplacement as true or "true" on every version', () => {
+    for (const version of VERSIONS) {
+      expect(
+        extraValuesProblems({ kubeProxyReplacement: "true", gatewayAPI: { enabled: false }, l2announcements: { enabled: false } }, version, at(version)),
+      ).toEqual([]);
+    }
+  });
+});
+
+describe("guards", () => {
+  it("l4 never silently strips LB-IPAM addresses: lists every LoadBalancer Service with an address", () => {
+    expect(planCilium(l4(), bench, dirqualObservation)).toEqual({
+      problems: [
+        `cilium (l4): mode 'l4' turns LB-IPAM, L2 announcements and Gateway API off, so 8 LoadBalancer Services would lose their addresses (left <pending>, or no longer announced): ${DIRQUAL_LB.join(", ")}; once nothing depends on them, acknowledge each in ui-exposure:cilium.acknowledgeLoadBalancerLoss in Pulumi.bench.yaml ("namespace/name" or "namespace/prefix*")`,
+      ],
+    });
+  });
+
+  it("acknowledged Services (exact or namespace/prefix*) are let through and reported", () => {
+    const partial = planCilium(
+      l4({ acknowledgeLoadBalancerLoss: ["argocd/cilium-gateway-argocd", "monitoring/cilium-gateway-*", "dagster/*"] }),
+      bench,
+      dirqualObservation,
+    );
+    expect(problemsOf(partial)[0]).toContain("so 5 LoadBalancer Services would lose their addresses");
+    expect(problemsOf(partial)[0]).not.toContain("argocd/cilium-gateway-argocd");
+
+    const acks = DIRQUAL_LB.map((s) => s.split(" ")[0] as string);
+    const plan = planCilium(l4({ acknowledgeLoadBalancerLoss: acks }), bench, dirqualObservation);
+    expect(plan).toMatchObject({ mode: "l4", acknowledgedLoss: acks.slice().sort() });
+  });
+
+  it("one Service: singular message; no address or another controller's class: not concerned", () => {
+    const services = [
+      lbService("argocd", "argocd-lb", ["10.67.3.240"]),
+      lbService("web", "pending", []),
+      lbService("metal", "metallb-owned", ["10.1.2.3"], "metallb.io/metallb"),
+      lbService("node", "node-ipam", ["10.67.2.11"], "io.cilium/node"),
+      lbService("l2", "announced", ["10.67.3.250"], "io.cilium/l2-announcer"),
+    ];
+    expect(unacknowledgedLoss(coexisting({ ...nothing, services }).loadBalancerServices, ["l2/announced"]).map((s) => s.service)).toEqual(["argocd/argocd-lb"]);
+    expect(problemsOf(planCilium(l4(), bench, { ...nothing, services: services.slice(0, 1) }))).toEqual([
+      `cilium (l4): mode 'l4' turns LB-IPAM, L2 announcements and Gateway API off, so 1 LoadBalancer Service would lose its address (left <pending>, or no longer announced): argocd/argocd-lb (10.67.3.240); once nothing depends on it, acknowledge each in ui-exposure:cilium.acknowledgeLoadBalancerLoss in Pulumi.bench.yaml ("namespace/name" or "namespace/prefix*")`,
+    ]);
+  });
+
+  it("a production stack refuses l4 until phase 2 is decided, and says so with the other problems", () => {
+    expect(problemsOf(planCilium(l4({ k8sServiceHost: undefined }), dirqual, dirqualObservation))).toEqual([
+      "cilium (l4): stack 'dirqual' is production (ui-exposure:production) and refuses mode 'l4' until phase 2 is decided: set ui-exposure:cilium.phase2Decided: true in Pulumi.dirqual.yaml (runbook: docs/cilium.md)",
+      "cilium (l4): ui-exposure:cilium.k8sServiceHost is required in Pulumi.dirqual.yaml: with kube-proxy replacement the agents reach the API server directly, not through the kubernetes Service (give the control-plane address, e.g. its InternalIP)",
+      `cilium (l4): mode 'l4' turns LB-IPAM, L2 announcements and Gateway API off, so 8 LoadBalancer Services would lose their addresses (left <pending>, or no longer announced): ${DIRQUAL_LB.join(", ")}; once nothing depends on them, acknowledge each in ui-exposure:cilium.acknowledgeLoadBalancerLoss in Pulumi.dirqual.yaml ("namespace/name" or "namespace/prefix*")`,
+    ]);
+    // Phase 2: decided, every Gateway Service acknowledged.
+    const phase2 = l4({
+      phase2Decided: true,
+      acknowledgeLoadBalancerLoss: ["argocd/*", "dagster/*", "gitea/*", "kubernetes-dashboard/*", "marquez/*", "mlflow/*", "monitoring/*", "platform-portal/*"],
+    });
+    expect(planCilium(phase2, dirqual, dirqualObservation)).toMatchObject({
+      mode: "l4",
+      release: { namespace: "kube-system", releaseName: "cilium", version: "1.18.12" },
+    });
+    // phase2Decided means nothing on a non-production stack: bench needs no such flag.
+    expect(planCilium(l4(), bench, nothing)).toMatchObject({ mode: "l4" });
+  });
+
+  it("rejects malformed acknowledgements in the stack settings", () => {
+    const r = ciliumSettingsSchema.safeParse({ mode: "l4", chart: { version: "1.18.12" }, acknowledgeLoadBalancerLoss: ["cilium-gateway-argocd"] });
+    expect(r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual([
+      "acknowledgeLoadBalancerLoss.0: must be 'namespace/name' or 'namespace/prefix*'",
+    ]);
+  });
+
+  it("cohabit: kube-proxy replacement must be on in the live cilium-config", () => {
+    const withKpr = (data: Record<string, string>): CiliumObservation => ({
+      ...nothing,
+      ciliumConfig: { metadata: { name: "cilium-config", namespace: "kube-system" }, data },
+    });
+    expect(planCilium(cohabit, dirqual, withKpr({ "kube-proxy-replacement": "false" }))).toEqual({
+      problems: [
+        "cilium (cohabit): kube-proxy-replacement is 'false' in kube-system/cilium-config; without kube-proxy replacement Cilium does not serve NodePorts and hostPorts in eBPF, so the URLs would not answer (mode 'cohabit' never changes Cilium: turn it on through the cluster's own Cilium procedure first)",
+      ],
+    });
+    expect(problemsOf(planCilium(cohabit, dirqual, withKpr({ "kube-proxy-replacement": "partial" })))[0]).toContain("kube-proxy-replacement is 'partial' in");
+    expect(problemsOf(planCilium(cohabit, dirqual, withKpr({ "enable-lb-ipam": "true" })))[0]).toContain("kube-proxy-replacement is 'unset' in");
+    expect(planCilium(cohabit, dirqual, nothing)).toEqual({
+      problems: [
+        "cilium (cohabit): ConfigMap kube-system/cilium-config not found; is Cilium installed in this cluster? (mode 'cohabit' reads it to check kube-proxy replacement)",
+      ],
+    });
+    // "strict" is the pre-1.16 spelling of full replacement.
+    expect(planCilium(cohabit, dirqual, withKpr({ "kube-proxy-replacement": "strict" }))).toMatchObject({
+      mode: "cohabit",
+      observed: { "kube-proxy-replacement": "strict" },
+    });
+  });
+
+  it("cohabit reports what coexists: pools with their blocks, Gateways with addresses and hostnames, LoadBalancer Services with IPs", () => {
+    const plan = planCilium(cohabit, dirqual, {
+      ...dirqualObservation,
+      ciliumConfig: {
+        metadata: { name: "cilium-config", namespace: "kube-system" },
+        data: { "kube-proxy-replacement": "true", "enable-lb-ipam": "true", "unrelated-key": "x" },
+      },
+    });
+    if (!("mode" in plan) || plan.mode !== "cohabit") throw new Error("expected a cohabit plan");
+    expect(plan.observed).toEqual({ "kube-proxy-replacement": "true", "enable-lb-ipam": "true" });
+    expect(plan.coexisting.lbIpPools).toEqual([{ name: "default-pool", blocks: ["10.67.3.240/28"] }]);
+    expect(plan.coexisting.gateways[0]).toEqual({ gateway: "argocd/argocd", addresses: ["10.67.3.240"], hostnames: ["argocd.cluster.lan"] });
+    expect(plan.coexisting.loadBalancerServices.map((s) => `${s.service} (${s.addresses.join(", ")})`)).toEqual(DIRQUAL_LB);
+  });
+});
+
+/** A throw-away project folder holding one stack file, for render() with other settings. */
+function stackDir(stack: string, config: Record<string, unknown>): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cilium-test-"));
+  fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), stringify({ config }));
+  return dir;
+}
+
+const exampleContract = path.join(projectDir, "contract/endpoints.example.yaml");
+const FORBIDDEN_KINDS = ["CiliumLoadBalancerIPPool", "CiliumL2AnnouncementPolicy", "GatewayClass", "Gateway", "HTTPRoute"];
+
+describe("rendered stacks (the real program under mocks, example snapshots)", () => {
+  // render() leaves the mocks connected when the program throws; close them between tests.
+  afterEach(() => pulumi.runtime.disconnect());
+
+  it("bench (l4): one Cilium release with the 1.18 values, nothing else of Cilium", async () => {
+    const out = await render({ projectDir, stack: "bench", cluster: SnapshotReader.fromFile(path.join(projectDir, "examples/bench-cluster.yaml")) });
+    expect(out.releases).toEqual([
+      {
+        chart: "cilium",
+        version: "1.18.12",
+        namespace: "kube-system",
+        name: "cilium",
+        repository: "https://helm.cilium.io",
+        values: {
+          kubeProxyReplacement: true,
+          k8sServiceHost: "192.168.104.2",
+          k8sServicePort: 6443,
+          gatewayAPI: { enabled: false },
+          l2announcements: { enabled: false },
+          enableLBIPAM: false,
+          nodePort: { enabled: true },
+        },
+      },
+    ]);
+    expect(out.objects.filter((o) => FORBIDDEN_KINDS.includes(String(o.kind)))).toEqual([]);
+    expect(out.outputs.cilium).toEqual({
+      mode: "l4",
+      chartVersion: "1.18.12",
+      release: "kube-system/cilium",
+      lbIpam: "off (enableLBIPAM: false)",
+      adopt: "pulumi import kubernetes:helm.sh/v3:Release cilium-release kube-system/cilium",
+      acknowledgedLoss: [],
+      // The bench snapshot still has cni.sh's pool: reported, never managed.
+      coexisting: { lbIpPools: [{ name: "default-pool", blocks: ["192.168.104.240/28"] }], gateways: [], loadBalancerServices: [] },
+    });
+  });
+
+  it("dirqual (cohabit): no release and no Cilium object; outputs what coexists", async () => {
+    const out = await render({ projectDir, stack: "dirqual", cluster: SnapshotReader.fromFile(path.join(projectDir, "examples/dirqual-cluster.yaml")) });
+    expect(out.releases).toEqual([]);
+    expect(out.objects.filter((o) => o.kind !== "Service" || (o.metadata as { namespace?: string }).namespace === "kube-system")).toEqual([]);
+    const cilium = out.outputs.cilium as {
+      mode: string;
+      observed: Record<string, string>;
+      coexisting: { loadBalancerServices: unknown[]; gateways: unknown[] };
+    };
+    expect(cilium.mode).toBe("cohabit");
+    expect(cilium.observed).toEqual({
+      "kube-proxy-replacement": "true",
+      "enable-lb-ipam": "true",
+      "enable-gateway-api": "true",
+      "enable-l2-announcements": "true",
+      "enable-l7-proxy": "true",
+    });
+    expect(cilium.coexisting.loadBalancerServices).toHaveLength(8);
+    expect(cilium.coexisting.gateways).toHaveLength(8);
+  });
+
+  it("neither stack declares a CiliumLoadBalancerIPPool, GatewayClass, Gateway or HTTPRoute, nor turns Gateway API / LB-IPAM on", async () => {
+    for (const [stack, snapshot] of [
+      ["bench", "examples/bench-cluster.yaml"],
+      ["dirqual", "examples/dirqual-cluster.yaml"],
+    ] as const) {
+      const out = await render({ projectDir, stack, cluster: SnapshotReader.fromFile(path.join(projectDir, snapshot)) });
+      await pulumi.runtime.disconnect();
+      const declared = out.objects.map((o) => `${o.apiVersion} ${o.kind}`);
+      expect(declared.filter((d) => FORBIDDEN_KINDS.some((k) => d.endsWith(` ${k}`)))).toEqual([]);
+      expect(declared.filter((d) => /^(cilium\.io|gateway\.networking\.k8s\.io)\//.test(d))).toEqual([]);
+      // Components whose children mocks cannot see (yaml/v2, helm/v4) would hide objects: none used.
+      expect(declared.filter((d) => /^(yaml|helm\.sh)\//.test(d))).toEqual([]);
+      for (const r of out.releases) {
+        expect(r.values).toMatchObject({ gatewayAPI: { enabled: false }, l2announcements: { enabled: false }, enableLBIPAM: false });
+      }
+    }
+  });
+
+  it("cohabit guard stops the whole run with its exact message when kube-proxy replacement is off", async () => {
+    const objects = dirqualObjects.map((o) =>
+      o.kind === "ConfigMap" ? { ...o, data: { ...(o.data as Record<string, string>), "kube-proxy-replacement": "false" } } : o,
+    );
+    const run = render({ projectDir, stack: "dirqual", cluster: new SnapshotReader(objects) });
+    await expect(run).rejects.toBeInstanceOf(UserError);
+    await expect(run).rejects.toThrow(
+      "stack dirqual cannot be deployed (nothing was changed): cilium (cohabit): kube-proxy-replacement is 'false' in kube-system/cilium-config; without kube-proxy replacement Cilium does not serve NodePorts and hostPorts in eBPF, so the URLs would not answer (mode 'cohabit' never changes Cilium: turn it on through the cluster's own Cilium procedure first)",
+    );
+  });
+
+  it("dirqual switched to l4 by a one-word mistake: refused (production, addresses in use), nothing declared", async () => {
+    const config = parse(fs.readFileSync(path.join(projectDir, "Pulumi.dirqual.yaml"), "utf8")).config as Record<string, unknown>;
+    config["ui-exposure:cilium"] = {
+      mode: "l4",
+      chart: { repository: "https://helm.cilium.io", version: "1.18.12" },
+      k8sServiceHost: "10.67.2.11",
+      k8sServicePort: 6443,
+    };
+    const dir = stackDir("dirqual", config);
+    const run = render({
+      projectDir: dir,
+      stack: "dirqual",
+      contract: exampleContract,
+      cluster: SnapshotReader.fromFile(path.join(projectDir, "examples/dirqual-cluster.yaml")),
+    });
+    await expect(run).rejects.toThrow(
+      [
+        "stack dirqual cannot be deployed (nothing was changed) (2 problems):",
+        "  - cilium (l4): stack 'dirqual' is production (ui-exposure:production) and refuses mode 'l4' until phase 2 is decided: set ui-exposure:cilium.phase2Decided: true in Pulumi.dirqual.yaml (runbook: docs/cilium.md)",
+        `  - cilium (l4): mode 'l4' turns LB-IPAM, L2 announcements and Gateway API off, so 8 LoadBalancer Services would lose their addresses (left <pending>, or no longer announced): ${DIRQUAL_LB.join(", ")}; once nothing depends on them, acknowledge each in ui-exposure:cilium.acknowledgeLoadBalancerLoss in Pulumi.dirqual.yaml ("namespace/name" or "namespace/prefix*")`,
+      ].join("\n"),
+    );
+  });
+
+  it("bench with contradicting extra values: refused with the key named", async () => {
+    const config = parse(fs.readFileSync(path.join(projectDir, "Pulumi.bench.yaml"), "utf8")).config as Record<string, Record<string, unknown>>;
+    config["ui-exposure:cilium"] = { ...config["ui-exposure:cilium"], values: { gatewayAPI: { enabled: true } } };
+    const dir = stackDir("bench", config);
+    const run = render({
+      projectDir: dir,
+      stack: "bench",
+      contract: exampleContract,
+      cluster: SnapshotReader.fromFile(path.join(projectDir, "examples/bench-cluster.yaml")),
+    });
+    await expect(run).rejects.toThrow(
+      "stack bench cannot be deployed (nothing was changed): cilium (l4): ui-exposure:cilium.values.gatewayAPI.enabled is true; mode 'l4' needs false (no GatewayClass, Gateway or HTTPRoute on the L4 path)",
+    );
+  });
+});
+
+describe("the component under mocks", () => {
+  let registered: { type: string; name: string; inputs: Record<string, unknown> }[] = [];
+  const resolve = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
+
+  async function mocks(stack: string) {
+    registered = [];
+    await pulumi.runtime.setMocks(
+      {
+        newResource: (args) => {
+          registered.push({ type: args.type, name: args.name, inputs: args.inputs });
+          return { id: args.type === RELEASE_TYPE ? `${args.inputs.namespace}/${args.inputs.name}` : `${args.name}-id`, state: args.inputs };
+        },
+        call: () => ({}),
+      },
+      "ui-exposure",
+      stack,
+      false,
+    );
+  }
+  afterEach(() => pulumi.runtime.disconnect());
+
+  it("cohabit registers no Cilium resource at all (only the component itself)", async () => {
+    await mocks("dirqual");
+    const plan = planCilium(cohabit, dirqual, {
+      ...dirqualObservation,
+      ciliumConfig: { metadata: { name: "cilium-config", namespace: "kube-system" }, data: { "kube-proxy-replacement": "true" } },
+    }) as CiliumPlan;
+    const c = new Cilium("cilium", { plan });
+    expect(c.release).toBeUndefined();
+    expect((await resolve(c.summary)).mode).toBe("cohabit");
+    await pulumi.runtime.disconnect();
+    // The recording works (the component itself went through the mocks), and nothing else did.
+    expect(registered.map((r) => `${r.type}::${r.name}`)).toEqual(["ui-exposure:cilium:Cilium::cilium"]);
+  });
+
+  it("l4: the Release has the URN and the name/namespace the documented import command adopts", async () => {
+    await mocks("bench");
+    const plan = planCilium(l4(), bench, nothing) as CiliumPlan;
+    const c = new Cilium("cilium", { plan });
+    const urn = await resolve(c.release?.urn as pulumi.Output<string>);
+    expect(urn).toBe("urn:pulumi:bench::ui-exposure::ui-exposure:cilium:Cilium$kubernetes:helm.sh/v3:Release::cilium-release");
+    await pulumi.runtime.disconnect();
+    const release = registered.find((r) => r.type === RELEASE_TYPE);
+    expect(release?.name).toBe(releaseResourceName("cilium"));
+    expect(release?.inputs).toMatchObject({ name: "cilium", namespace: "kube-system", chart: "cilium", version: "1.18.12", createNamespace: false });
+
+    // The command in docs/cilium.md is exactly the one the outputs give, and names this release.
+    const docs = fs.readFileSync(path.join(projectDir, "docs/cilium.md"), "utf8");
+    const documented = [...docs.matchAll(/pulumi import ([a-z]+:\S+) (\S+) (\S+)/g)].map((m) => ({ type: m[1], name: m[2], id: m[3] }));
+    expect(documented.length).toBeGreaterThan(0);
+    for (const d of documented) expect(d).toEqual({ type: RELEASE_TYPE, name: release?.name, id: `${release?.inputs.namespace}/${release?.inputs.name}` });
+    expect(docs).toContain(importCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }));
+    expect(ciliumSummary(plan, "cilium")).toMatchObject({ adopt: importCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }) });
+  });
+
+  it("l4: what makes the first up after the import an in-place upgrade", async () => {
+    await mocks("bench");
+    const plan = planCilium(l4(), bench, nothing) as Extract<CiliumPlan, { mode: "l4" }>;
+    // name and namespace are the provider's only replace-triggering fields: always explicit.
+    expect(releaseArgs(plan.release)).toMatchObject({ name: "cilium", namespace: "kube-system" });
+    const opts = releaseOptions(new pulumi.ComponentResource("ui-exposure:cilium:Cilium", "probe", {}, {}));
+    // `{ parent: rootStackResource }` = the root-level URN `pulumi import` created.
+    expect(opts.aliases).toEqual([{ parent: pulumi.rootStackResource }]);
+    expect(Object.hasOwn(opts.aliases?.[0] as object, "parent")).toBe(true);
+    expect(opts.retainOnDelete).toBe(true);
+    expect(opts.protect).toBeUndefined();
+  });
+});
