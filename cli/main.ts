@@ -1,6 +1,7 @@
 import { UserError } from "../src/errors";
 import { check } from "./commands/check";
 import { drift } from "./commands/drift";
+import { probe } from "./commands/probe";
 import { renderCommand } from "./commands/render";
 import { status } from "./commands/status";
 import { type Command, type CommandContext, findProjectDir } from "./context";
@@ -10,6 +11,7 @@ import { EXIT } from "./exit";
 export const COMMANDS: Record<string, { run: Command; summary: string }> = {
   check: { run: check, summary: "validate a contract offline (exit 0, or 2 with every problem)" },
   drift: { run: drift, summary: "pulumi preview --expect-no-changes + cluster-wide audit of NodePort/LoadBalancer/hostPort exposure (exit 3 on drift)" },
+  probe: { run: probe, summary: "HTTP(S) GET every published URL with the contract's expectations (exit 4 if one fails)" },
   render: { run: renderCommand, summary: "show what a stack would create, offline, from a cluster snapshot" },
   status: { run: status, summary: "live verdict per entry: MATCH, DRIFT (with the reason) or ABSENT (exit 3 unless all MATCH)" },
 };

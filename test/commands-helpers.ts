@@ -2,6 +2,9 @@
 // folder, a captured command context, and cluster objects. Fake nodes use 127.0.0.x
 // addresses: no test ever contacts a non-loopback address.
 import * as fs from "node:fs";
+import * as http from "node:http";
+import * as https from "node:https";
+import type * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { stringify } from "yaml";
@@ -247,4 +250,55 @@ export function healthyCluster(extra: readonly unknown[] = []): unknown[] {
 /** A snapshot reader over `objects`, exposing how many calls were made. */
 export function snapshot(objects: readonly unknown[]): SnapshotReader {
   return new SnapshotReader(objects, "snapshot test");
+}
+
+/** A path the test servers never answer (the client must time out). */
+export const HANG_PATH = "/hang";
+
+export interface LocalServer {
+  /** Base URL, e.g. http://127.0.0.1:41234 */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A real HTTP(S) server on 127.0.0.1 answering `routes` (path -> status, optional Location);
+ * HANG_PATH and "hang" routes accept the request and never answer; other paths answer 404.
+ */
+export async function startServer(
+  routes: Record<string, { status: number; location?: string } | "hang">,
+  tls?: { key: string; cert: string },
+): Promise<LocalServer> {
+  const hanging = new Set<http.ServerResponse>();
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const route = routes[req.url ?? "/"];
+    if (req.url === HANG_PATH || route === "hang") {
+      hanging.add(res);
+      return;
+    }
+    res.writeHead(route?.status ?? 404, route?.location ? { location: route.location } : {});
+    res.end("body");
+  };
+  const server = tls ? https.createServer(tls, handler) : http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: `${tls ? "https" : "http"}://127.0.0.1:${port}`,
+    port,
+    close: async () => {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A loopback port nothing listens on (it was free a moment ago). */
+export async function closedPort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

@@ -1,0 +1,104 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { defaultContractPath, loadContractFile } from "../../src/contract/load";
+import type { Contract } from "../../src/contract/schema";
+import { UserError } from "../../src/errors";
+import { type HttpGet, httpGet, type ProbeResult, probeAll, probeTargets } from "../../src/probe";
+import type { Command, CommandContext } from "../context";
+import { usageError } from "../context";
+import { EXIT } from "../exit";
+import { countFlag, formatTable, parseFlags, secondsFlag } from "../operator";
+import { openStack, readStackOutputs } from "../stack";
+
+const USAGE = "exposure probe (--stack NAME | --outputs FILE [--contract FILE]) [--timeout SECONDS] [--concurrency N] [--json]";
+
+/** Per-request default; a contract entry's probe.timeoutSeconds overrides it for that entry. */
+const DEFAULT_PROBE_TIMEOUT_SECONDS = 5;
+const DEFAULT_CONCURRENCY = 8;
+
+export interface ProbeDeps {
+  readOutputs: (ctx: CommandContext, stack: string, outputsFile?: string) => Promise<Record<string, unknown>>;
+  get: HttpGet;
+}
+
+/**
+ * `exposure probe`: GET every URL of the stack outputs (scenario "UI reachable"), concurrently,
+ * with the contract's expectations. Exit 0 when all answer as expected, 4 when one does not,
+ * 1 when there is nothing to probe.
+ */
+export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
+  const readOutputs = deps.readOutputs ?? readStackOutputs;
+  const get = deps.get ?? httpGet;
+  return async (argv, ctx) => {
+    const { values } = parseFlags(
+      argv,
+      {
+        stack: { type: "string", short: "s" },
+        outputs: { type: "string" },
+        contract: { type: "string" },
+        timeout: { type: "string" },
+        concurrency: { type: "string" },
+        json: { type: "boolean", default: false },
+      },
+      USAGE,
+    );
+    if (!values.stack && !values.outputs) throw usageError("give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)", USAGE);
+    if (values.stack && values.contract) throw usageError("--contract is for --outputs without --stack (a stack names its own contract)", USAGE);
+    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_PROBE_TIMEOUT_SECONDS, USAGE);
+    const concurrency = countFlag(values.concurrency, "--concurrency", DEFAULT_CONCURRENCY, USAGE);
+
+    const contract = values.stack ? openStack(ctx, values.stack).contract : loadOptionalContract(ctx, values.contract);
+    const outputs = await readOutputs(ctx, values.stack ?? "", values.outputs);
+    const urls = urlsOutput(outputs, values.outputs ?? `stack ${values.stack}`);
+    const results = await probeAll(probeTargets(urls, contract, timeoutMs), { concurrency, get });
+
+    const failed = results.filter((r) => !r.ok);
+    if (values.json) ctx.stdout(JSON.stringify({ ok: failed.length === 0, tlsVerified: false, results }, null, 2));
+    else ctx.stdout(formatProbe(results));
+    return failed.length ? EXIT.UNREACHABLE : EXIT.OK;
+  };
+}
+
+export const probe = createProbeCommand();
+
+/**
+ * Without a stack, the contract is only needed for probe paths and statuses: use the one
+ * named, else the project's; when there is none, probe "/" expecting any 2xx/3xx.
+ */
+function loadOptionalContract(ctx: CommandContext, file: string | undefined): Contract | undefined {
+  if (file) return loadContractFile(file);
+  const fallback = defaultContractPath(ctx.projectDir);
+  if (!fs.existsSync(fallback)) {
+    ctx.stderr(`exposure probe: no contract at ${path.relative(process.cwd(), fallback) || fallback}: probing / and accepting any 2xx/3xx`);
+    return undefined;
+  }
+  return loadContractFile(fallback, path.relative(process.cwd(), fallback) || fallback);
+}
+
+/** The `urls` output: entry name -> URL. */
+function urlsOutput(outputs: Record<string, unknown>, from: string): Record<string, string> {
+  const urls = outputs.urls;
+  if (urls === undefined || urls === null) throw new UserError(`${from} has no 'urls' output: has \`pulumi up\` run for it?`);
+  if (typeof urls !== "object" || Array.isArray(urls) || !Object.values(urls).every((u) => typeof u === "string")) {
+    throw new UserError(`${from}: the 'urls' output must map entry names to URLs`);
+  }
+  if (Object.keys(urls).length === 0) throw new UserError(`${from}: the 'urls' output is empty: the stack publishes no UI`);
+  return urls as Record<string, string>;
+}
+
+function formatProbe(results: readonly ProbeResult[]): string {
+  const rows = results.map((r) => [
+    r.name,
+    r.url,
+    r.status !== undefined ? String(r.status) : "-",
+    `${r.latencyMs} ms`,
+    r.ok ? `ok${r.location ? ` (redirects to ${r.location}, not followed)` : ""}` : `FAIL: ${r.error}`,
+  ]);
+  const lines = [formatTable(["ENTRY", "URL", "STATUS", "LATENCY", "RESULT"], rows)];
+  const failed = results.filter((r) => !r.ok).length;
+  lines.push("", `${results.length - failed} ok, ${failed} failed`);
+  if (results.some((r) => r.url.startsWith("https:"))) {
+    lines.push("https: certificates are not verified (the dashboards use self-signed ones): this checks that the UI answers, not who answers");
+  }
+  return lines.join("\n");
+}

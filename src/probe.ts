@@ -1,0 +1,145 @@
+import * as http from "node:http";
+import * as https from "node:https";
+import type { Contract } from "./contract/schema";
+import { PENDING_NODE_PORT } from "./plan";
+
+/** One URL to request, with what the contract expects of it. */
+export interface ProbeTarget {
+  name: string;
+  /** The published URL (`http://<node IP>:<nodePort>`), from the stack outputs. */
+  url: string;
+  /** Path requested on it (the contract's probe.path; default "/"). */
+  path: string;
+  /** Accepted statuses; undefined means any 2xx or 3xx. */
+  expectStatus?: readonly number[];
+  timeoutMs: number;
+}
+
+export interface ProbeResult {
+  name: string;
+  /** The URL actually requested (published URL + probe path). */
+  url: string;
+  ok: boolean;
+  status?: number;
+  /** Time to the response headers (or to the failure), in milliseconds. */
+  latencyMs: number;
+  /** "200" or "2xx/3xx", for the report. */
+  expected: string;
+  /** Redirect target of a 3xx answer (shown, never followed). */
+  location?: string;
+  /** Why it failed: unexpected status, refused, timeout... */
+  error?: string;
+}
+
+/** Sends one GET and resolves with the status once the headers arrive; rejects with a readable reason. */
+export type HttpGet = (url: URL, timeoutMs: number) => Promise<{ status: number; location?: string }>;
+
+export class ProbeFailure extends Error {}
+
+const NETWORK_ERRORS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: "connection refused (nothing listens on that port)",
+  ECONNRESET: "connection reset",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ENOTFOUND: "host not found",
+  EAI_AGAIN: "host not found (DNS)",
+  EPROTO: "TLS handshake failed (is it plain http?)",
+  HPE_INVALID_CONSTANT: "not an HTTP answer",
+};
+
+/**
+ * GET with Node's http/https, no redirect following (a 3xx is the answer we judge) and no
+ * connection reuse. Certificates are NOT verified: the Kubernetes Dashboard and other UIs
+ * serve self-signed ones, and the probe checks that the URL answers, not who answers.
+ */
+export const httpGet: HttpGet = (url, timeoutMs) =>
+  new Promise((resolve, reject) => {
+    const client = url.protocol === "https:" ? https : http;
+    const req = client.request(url, {
+      method: "GET",
+      agent: false,
+      headers: { "user-agent": "exposure-probe", accept: "*/*", connection: "close" },
+      ...(url.protocol === "https:" ? { rejectUnauthorized: false } : {}),
+    });
+    const timer = setTimeout(() => req.destroy(new ProbeFailure(`no answer within ${timeoutMs / 1000}s`)), timeoutMs);
+    req.on("response", (res) => {
+      clearTimeout(timer);
+      const location = res.headers.location;
+      resolve({ status: res.statusCode ?? 0, ...(location ? { location } : {}) });
+      // Only the status matters: drop the body (some UIs stream) and the connection.
+      res.resume();
+      req.destroy();
+    });
+    req.on("error", (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (err instanceof ProbeFailure) reject(err);
+      else reject(new ProbeFailure(NETWORK_ERRORS[err.code ?? ""] ?? err.code ?? err.message));
+    });
+    req.end();
+  });
+
+const describeExpected = (expect: readonly number[] | undefined) => (expect ? expect.join("/") : "2xx/3xx");
+const accepted = (status: number, expect: readonly number[] | undefined) => (expect ? expect.includes(status) : status >= 200 && status < 400);
+
+/** Probes one target; never rejects. */
+export async function probeOne(target: ProbeTarget, get: HttpGet = httpGet, now: () => number = performance.now.bind(performance)): Promise<ProbeResult> {
+  const expected = describeExpected(target.expectStatus);
+  let url: URL;
+  try {
+    if (target.url.includes(PENDING_NODE_PORT)) throw new ProbeFailure("the stack outputs hold no allocated nodePort for it (run pulumi up)");
+    url = new URL(target.path, target.url);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new ProbeFailure(`not an http(s) URL: ${target.url}`);
+  } catch (err) {
+    const reason = err instanceof ProbeFailure ? err.message : `invalid URL '${target.url}'`;
+    return { name: target.name, url: target.url, ok: false, latencyMs: 0, expected, error: reason };
+  }
+  const started = now();
+  try {
+    const { status, location } = await get(url, target.timeoutMs);
+    const latencyMs = Math.round(now() - started);
+    const ok = accepted(status, target.expectStatus);
+    return {
+      name: target.name,
+      url: url.href,
+      ok,
+      status,
+      latencyMs,
+      expected,
+      ...(location ? { location } : {}),
+      ...(ok ? {} : { error: `expected ${expected}, got ${status}` }),
+    };
+  } catch (err) {
+    const reason = err instanceof ProbeFailure ? err.message : (err as Error).message;
+    return { name: target.name, url: url.href, ok: false, latencyMs: Math.round(now() - started), expected, error: reason };
+  }
+}
+
+/** Probes every target, at most `concurrency` at a time; results in the targets' order. */
+export async function probeAll(targets: readonly ProbeTarget[], opts: { concurrency: number; get?: HttpGet; now?: () => number }): Promise<ProbeResult[]> {
+  const results: ProbeResult[] = new Array(targets.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < targets.length; i = next++) {
+      results[i] = await probeOne(targets[i] as ProbeTarget, opts.get, opts.now);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, targets.length)) }, worker));
+  return results;
+}
+
+/**
+ * The probe targets of a stack: every URL of its `urls` output, with the path, statuses and
+ * timeout the contract declares for that entry (contract timeoutSeconds wins over the default).
+ */
+export function probeTargets(urls: Readonly<Record<string, string>>, contract: Contract | undefined, defaultTimeoutMs: number): ProbeTarget[] {
+  return Object.entries(urls).map(([name, url]) => {
+    const probe = contract?.endpoints.find((e) => e.name === name)?.probe;
+    return {
+      name,
+      url,
+      path: probe?.path ?? "/",
+      ...(probe?.expectStatus ? { expectStatus: probe.expectStatus } : {}),
+      timeoutMs: probe?.timeoutSeconds !== undefined ? probe.timeoutSeconds * 1000 : defaultTimeoutMs,
+    };
+  });
+}

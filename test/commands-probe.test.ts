@@ -1,0 +1,123 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createProbeCommand, type ProbeDeps } from "../cli/commands/probe";
+import { UserError } from "../src/errors";
+import { capture, closedPort, type LocalServer, makeProject, runCommand, stackFile, startServer, type TestProject } from "./commands-helpers";
+
+let project: TestProject;
+let healthy: LocalServer;
+let failing: LocalServer;
+let refused = 0;
+beforeAll(async () => {
+  project = makeProject({ bench: stackFile({ "ui-exposure:entries": ["argocd", "gitea"] }) });
+  // argocd expects 200 on /healthz (TEST_CONTRACT); gitea has no probe: any 2xx/3xx on /.
+  healthy = await startServer({ "/healthz": { status: 200 }, "/": { status: 302, location: "/user/login" } });
+  failing = await startServer({ "/healthz": { status: 500 }, "/": { status: 500 } });
+  refused = await closedPort();
+});
+afterAll(async () => {
+  project.remove();
+  await healthy.close();
+  await failing.close();
+});
+
+function outputsFile(urls: Record<string, string> | undefined, name = "outputs.json"): string {
+  const file = path.join(project.dir, name);
+  fs.writeFileSync(file, JSON.stringify({ ...(urls ? { urls } : {}), node: { name: "bench", address: "127.0.0.1" } }));
+  return file;
+}
+
+async function probe(argv: string[], deps: Partial<ProbeDeps> = {}) {
+  const c = capture(project.dir);
+  const code = await runCommand("probe", createProbeCommand(deps), argv, c);
+  return { code, ...c };
+}
+
+describe("exposure probe", () => {
+  it("exits 0 when every URL answers as the contract expects, with a status/latency table", async () => {
+    const file = outputsFile({ argocd: healthy.url, gitea: healthy.url });
+    const r = await probe(["--outputs", file]);
+    expect(r.code).toBe(0);
+    const text = r.out.join("\n");
+    expect(text).toMatch(new RegExp(`argocd\\s+${healthy.url}/healthz\\s+200\\s+\\d+ ms\\s+ok`));
+    expect(text).toMatch(new RegExp(`gitea\\s+${healthy.url}/\\s+302\\s+\\d+ ms\\s+ok \\(redirects to /user/login, not followed\\)`));
+    expect(text).toContain("2 ok, 0 failed");
+    expect(r.err).toEqual([]);
+  });
+
+  it("exits 4 when one URL fails (500, closed port), and --json lists every result", async () => {
+    const file = outputsFile({ argocd: failing.url, gitea: `http://127.0.0.1:${refused}` });
+    const r = await probe(["--outputs", file, "--json"]);
+    expect(r.code).toBe(4);
+    const json = JSON.parse(r.out.join("\n")) as {
+      ok: boolean;
+      tlsVerified: boolean;
+      results: { name: string; ok: boolean; status?: number; error?: string }[];
+    };
+    expect(json.ok).toBe(false);
+    expect(json.tlsVerified).toBe(false);
+    expect(json.results.map((x) => [x.name, x.ok, x.status, x.error])).toEqual([
+      ["argocd", false, 500, "expected 200, got 500"],
+      ["gitea", false, undefined, "connection refused (nothing listens on that port)"],
+    ]);
+  });
+
+  it("exits 4 on a URL that does not answer within --timeout", async () => {
+    const hanging = await startServer({ "/": "hang" });
+    try {
+      const started = Date.now();
+      const r = await probe(["--outputs", outputsFile({ gitea: hanging.url }), "--timeout", "0.3"]);
+      expect(r.code).toBe(4);
+      expect(r.out.join("\n")).toMatch(/gitea .* FAIL: no answer within 0\.3s/);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      await hanging.close();
+    }
+  });
+
+  it("reads the outputs of --stack through the Pulumi CLI, with that stack's contract", async () => {
+    const calls: { stack: string; file: string | undefined }[] = [];
+    const readOutputs: ProbeDeps["readOutputs"] = async (_ctx, stack, file) => {
+      calls.push({ stack, file });
+      return { urls: { argocd: healthy.url } };
+    };
+    const r = await probe(["--stack", "bench"], { readOutputs });
+    expect(r.code).toBe(0);
+    expect(calls).toEqual([{ stack: "bench", file: undefined }]);
+    expect(r.out.join("\n")).toContain(`${healthy.url}/healthz`);
+  });
+
+  it("fails with exit 1 and one line when there is nothing to probe or the outputs cannot be read", async () => {
+    const empty = await probe(["--outputs", outputsFile(undefined, "no-urls.json")]);
+    expect(empty.code).toBe(1);
+    expect(empty.err).toEqual([`exposure probe: ${path.join(project.dir, "no-urls.json")} has no 'urls' output: has \`pulumi up\` run for it?`]);
+
+    const noCli = await probe(["--stack", "bench"], {
+      readOutputs: async () => {
+        throw new UserError("the pulumi CLI is not on PATH; install it or pass --outputs FILE (saved `pulumi stack output --json`)");
+      },
+    });
+    expect(noCli.code).toBe(1);
+    expect(noCli.err).toEqual(["exposure probe: the pulumi CLI is not on PATH; install it or pass --outputs FILE (saved `pulumi stack output --json`)"]);
+
+    const bad = path.join(project.dir, "bad.json");
+    fs.writeFileSync(bad, JSON.stringify({ urls: ["http://127.0.0.1:1"] }));
+    const wrongShape = await probe(["--outputs", bad]);
+    expect(wrongShape.code).toBe(1);
+    expect(wrongShape.err).toEqual([`exposure probe: ${bad}: the 'urls' output must map entry names to URLs`]);
+  });
+
+  it("rejects bad usage with exit 2", async () => {
+    const none = await probe([]);
+    expect(none.code).toBe(2);
+    expect(none.err.join("\n")).toBe(
+      "exposure probe: give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)\nusage: exposure probe (--stack NAME | --outputs FILE [--contract FILE]) [--timeout SECONDS] [--concurrency N] [--json]",
+    );
+    const zero = await probe(["--outputs", "x.json", "--concurrency", "0"]);
+    expect(zero.code).toBe(2);
+    expect(zero.err[0]?.split("\n")[0]).toBe("exposure probe: --concurrency must be a positive integer, not '0'");
+    const both = await probe(["--stack", "bench", "--contract", "c.yaml"]);
+    expect(both.code).toBe(2);
+  });
+});
