@@ -409,6 +409,22 @@ describe("guards", () => {
     expect(planCilium(l4(), bench, nothing)).toMatchObject({ mode: "l4" });
   });
 
+  it("chart 1.16 cannot switch LB-IPAM off: the summary says so and names the pools still present", () => {
+    const pool: GenericObject = {
+      apiVersion: "cilium.io/v2alpha1",
+      kind: "CiliumLoadBalancerIPPool",
+      metadata: { name: "default-pool" },
+      spec: { blocks: [{ start: "10.0.0.10", stop: "10.0.0.20" }] },
+    };
+    const plan = planCilium(l4({}, "1.16.19"), bench, { ...nothing, lbIpPools: [pool] }) as CiliumPlan;
+    expect(ciliumSummary(plan, "cilium")).toMatchObject({
+      mode: "l4",
+      chartVersion: "1.16.19",
+      lbIpam: "no switch in chart 1.16.19: dormant only while no CiliumLoadBalancerIPPool exists (still present: default-pool)",
+      coexisting: { lbIpPools: [{ name: "default-pool", blocks: ["10.0.0.10-10.0.0.20"] }] },
+    });
+  });
+
   it("rejects malformed acknowledgements in the stack settings", () => {
     const r = ciliumSettingsSchema.safeParse({ mode: "l4", chart: { version: "1.18.12" }, acknowledgeLoadBalancerLoss: ["cilium-gateway-argocd"] });
     expect(r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual([
