@@ -215,6 +215,25 @@ export interface ExposureResolution {
   plans: ExposurePlan[];
 }
 
+/**
+ * The Services the planner reads: the observed ones, overlaid with the Services this stack
+ * itself creates in the same `up` (the in-cluster portal's ClusterIP Service). Without it,
+ * the contract entry mirroring such a Service could never be planned on the first `up`,
+ * since planning reads the cluster before any resource exists. A created Service replaces
+ * an observed one of the same name (it is what the cluster will hold after the update), unless
+ * the observed one is not ours: creating it would fail half-way, so that is a problem.
+ */
+export function withStackServices(observed: readonly Service[], created: readonly Service[]): { services: Service[]; problems: string[] } {
+  const keyOf = (s: Service) => `${s.metadata.namespace}/${s.metadata.name}`;
+  const createdKeys = new Set(created.map(keyOf));
+  const problems = observed
+    .filter((s) => createdKeys.has(keyOf(s)) && s.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE)
+    .map(
+      (s) => `Service ${keyOf(s)} already exists and is not managed by ui-exposure; delete it (or import it into the stack) before the stack creates its own`,
+    );
+  return { services: [...observed.filter((s) => !createdKeys.has(keyOf(s))), ...created], problems };
+}
+
 /** Resolves every selected entry against one view of the cluster; all problems at once. */
 export function resolveExposures(entries: readonly Endpoint[], cluster: ClusterView, pinnedAddress?: string): ExposureResolution | { problems: string[] } {
   const problems: string[] = [];

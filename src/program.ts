@@ -2,12 +2,14 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { Cilium } from "../components/cilium";
 import { NodePortExposure } from "../components/nodePortExposure";
+import { Portal } from "../components/portal";
 import { type CiliumSummary, ciliumReads, planCilium } from "./cilium/plan";
 import { defaultContractPath, loadContractFile } from "./contract/load";
 import { UserError, userErrorFromProblems } from "./errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "./kube/cluster";
 import { LiveClusterReader } from "./kube/live";
-import { buildUrl, type ExposurePlan, type NodeChoice, resolveExposures, selectEntries } from "./plan";
+import { buildUrl, type ExposurePlan, type NodeChoice, resolveExposures, selectEntries, withStackServices } from "./plan";
+import { PORTAL_SERVICE_NAME, portalProblems, portalService } from "./portal/spec";
 import { parseSettings, type Settings } from "./settings";
 
 export interface ProgramInputs {
@@ -83,7 +85,13 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
     reads.customObjects ? cluster.listCustom(GATEWAYS) : Promise.resolve([]),
   ]);
 
-  const resolution = resolveExposures(selection.entries, { services, nodes, pods }, settings.nodeAddress);
+  // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
+  // before anything exists: the contract entry mirroring it is planned from the spec the Portal
+  // component will create (the same pure function builds both), so enabling the portal and
+  // publishing it takes one `up`. The component goes first in the dependency order (see publish).
+  const planned = settings.portal.enabled ? withStackServices(services, [portalService(settings.portal.namespace)]) : { services: [...services], problems: [] };
+  const portalIssues = settings.portal.enabled ? [...planned.problems.map((p) => `portal: ${p}`), ...portalProblems(settings.portal, services)] : [];
+  const resolution = resolveExposures(selection.entries, { services: planned.services, nodes, pods }, settings.nodeAddress);
   const ciliumPlan = planCilium(
     settings.cilium,
     { stack: inputs.stack, production: settings.production },
@@ -94,13 +102,32 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
       ...(ciliumConfig ? { ciliumConfig } : {}),
     },
   );
-  const problems = [...("problems" in resolution ? resolution.problems : []), ...("problems" in ciliumPlan ? ciliumPlan.problems : [])];
-  if ("problems" in resolution || "problems" in ciliumPlan) {
+  const problems = [...("problems" in resolution ? resolution.problems : []), ...("problems" in ciliumPlan ? ciliumPlan.problems : []), ...portalIssues];
+  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
   const cilium = new Cilium("cilium", { plan: ciliumPlan });
-  const published = resolution.plans.map((plan) => publish(plan, resolution.node, settings));
+  const portal = settings.portal.enabled
+    ? new Portal("portal-server", {
+        settings: settings.portal,
+        contract,
+        entries: settings.entries,
+        stack: inputs.stack,
+        ...(settings.nodeAddress ? { nodeAddress: settings.nodeAddress } : {}),
+      })
+    : undefined;
+  const mirrorsPortal = (plan: ExposurePlan) =>
+    plan.kind === "nodePort" && plan.namespace === settings.portal.namespace && plan.mirrors === PORTAL_SERVICE_NAME;
+  if (portal && !resolution.plans.some(mirrorsPortal)) {
+    pulumi.log.warn(
+      `the portal is deployed but not published: no selected contract entry mirrors Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} port http (add it to the contract and ui-exposure:entries)`,
+    );
+  }
+  // The NodePort Service mirroring the portal waits for the portal: it must not outlive a failed portal Service.
+  const published = resolution.plans.map((plan) =>
+    publish(plan, resolution.node, settings, portal && mirrorsPortal(plan) ? { dependsOn: [portal] } : undefined),
+  );
 
   const records = pulumi.all(Object.fromEntries(published.map((p) => [p.entry, p.record])));
   return {
@@ -112,7 +139,12 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
   };
 }
 
-function publish(plan: ExposurePlan, node: NodeChoice, _settings: Settings): { entry: string; record: pulumi.Output<EndpointRecord> } {
+function publish(
+  plan: ExposurePlan,
+  node: NodeChoice,
+  _settings: Settings,
+  opts?: pulumi.ComponentResourceOptions,
+): { entry: string; record: pulumi.Output<EndpointRecord> } {
   if (plan.kind === "hostPort") {
     const url = buildUrl(plan.scheme, plan.address, plan.hostPort);
     return {
@@ -120,7 +152,7 @@ function publish(plan: ExposurePlan, node: NodeChoice, _settings: Settings): { e
       record: pulumi.output({ exposure: "hostPort" as const, namespace: plan.namespace, hostPort: plan.hostPort, pod: plan.pod, node: plan.node, url }),
     };
   }
-  const exposure = new NodePortExposure(plan.entry, { plan, nodeAddress: node.address });
+  const exposure = new NodePortExposure(plan.entry, { plan, nodeAddress: node.address }, opts);
   return {
     entry: plan.entry,
     record: pulumi.all([exposure.nodePort, exposure.url]).apply(([nodePort, url]) => ({

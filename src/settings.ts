@@ -58,6 +58,13 @@ const portalSchema = z.strictObject({
   namespace: z.string().min(1).default("platform-portal"),
   /** A stock Node.js image; the server code ships in a ConfigMap. */
   image: z.string().min(1).default("node:20-alpine"),
+  /** false when the namespace already exists outside this stack (created by the platform's bootstrap). */
+  createNamespace: z.boolean().default(true),
+  /**
+   * Do not wait for the portal's pods and endpoints during `up`. Only for clusters without a
+   * kubelet (the e2e harness): on a real cluster `up` must fail when the portal never gets Ready.
+   */
+  skipAwait: z.boolean().default(false),
 });
 
 const allowlistSchema = z.strictObject({
@@ -78,7 +85,7 @@ export const settingsSchema = z.strictObject({
     .refine((s) => isIP(s) !== 0, { message: "must be an IPv4 or IPv6 address" })
     .optional(),
   cilium: ciliumSettingsSchema,
-  portal: portalSchema.default({ enabled: false, namespace: "platform-portal", image: "node:20-alpine" }),
+  portal: portalSchema.default({ enabled: false, namespace: "platform-portal", image: "node:20-alpine", createNamespace: true, skipAwait: false }),
   allowlist: allowlistSchema.default({ services: [], hostPorts: [] }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
   production: z.boolean().default(false),
@@ -89,6 +96,7 @@ export type CiliumSettings = z.infer<typeof ciliumSettingsSchema>;
 export type L4CiliumSettings = z.infer<typeof l4Schema>;
 export type CohabitCiliumSettings = z.infer<typeof cohabitSchema>;
 export type Allowlist = z.infer<typeof allowlistSchema>;
+export type PortalSettings = z.infer<typeof portalSchema>;
 
 /**
  * Builds settings from the flat Pulumi config map (`{"ui-exposure:entries": "[...]"}`, the

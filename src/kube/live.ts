@@ -13,6 +13,11 @@ export interface KubeTarget {
   context?: string;
   /** Per-request timeout, so an unreachable cluster fails in seconds instead of hanging. */
   timeoutMs?: number;
+  /**
+   * Use the pod's ServiceAccount (the portal deployed in the cluster) instead of a kubeconfig;
+   * `kubeconfig` and `context` are then ignored.
+   */
+  inCluster?: boolean;
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -36,13 +41,20 @@ export class LiveClusterReader implements ClusterReader {
     const kc = new lib.KubeConfig();
     try {
       const cfg = target.kubeconfig?.trim();
-      if (cfg && (cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"))) kc.loadFromString(cfg);
+      if (target.inCluster) {
+        // loadFromCluster() does not check anything: without these the client would call "https://undefined:undefined".
+        if (!process.env.KUBERNETES_SERVICE_HOST || !process.env.KUBERNETES_SERVICE_PORT) {
+          throw new Error("KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set: not running in a pod");
+        }
+        kc.loadFromCluster();
+      } else if (cfg && (cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"))) kc.loadFromString(cfg);
       else if (cfg) kc.loadFromFile(cfg);
       else kc.loadFromDefault();
     } catch (err) {
+      if (target.inCluster) throw new UserError(`cannot load the in-cluster configuration: ${(err as Error).message}`);
       throw new UserError(`cannot load kubeconfig${target.kubeconfig ? ` ${target.kubeconfig}` : ""}: ${(err as Error).message}`);
     }
-    if (target.context) {
+    if (target.context && !target.inCluster) {
       if (!kc.getContexts().some((c) => c.name === target.context)) {
         const known = kc.getContexts().map((c) => c.name);
         throw new UserError(
@@ -53,7 +65,7 @@ export class LiveClusterReader implements ClusterReader {
     }
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new UserError("the kubeconfig has no current cluster: set kubernetes:context in the stack file or KUBECONFIG");
-    const source = `context ${kc.getCurrentContext()} (${cluster.server})`;
+    const source = target.inCluster ? `in-cluster ServiceAccount (${cluster.server})` : `context ${kc.getCurrentContext()} (${cluster.server})`;
     return new LiveClusterReader(lib, kc, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 

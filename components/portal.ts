@@ -1,0 +1,172 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { stringify } from "yaml";
+import type { Contract } from "../src/contract/schema";
+import { bundlePortalServer } from "../src/portal/bundle";
+import {
+  PORTAL_APP_DIR,
+  PORTAL_CONTAINER_PORT,
+  PORTAL_ENV,
+  PORTAL_FILES,
+  PORTAL_LABELS,
+  PORTAL_PORT_NAME,
+  PORTAL_RBAC_RULES,
+  PORTAL_SELECTOR,
+  PORTAL_UID,
+  portalService,
+} from "../src/portal/spec";
+import type { PortalSettings, Settings } from "../src/settings";
+
+export interface PortalArgs {
+  settings: PortalSettings;
+  /** The parsed contract: shipped as YAML next to the server, so the pod reads what `up` validated. */
+  contract: Contract;
+  /** The stack's selection (`ui-exposure:entries`), so the portal shows what the stack publishes. */
+  entries: Settings["entries"];
+  /** The stack's pinned node address, if any. */
+  nodeAddress?: string;
+  stack: string;
+}
+
+/**
+ * The portal in the cluster: a stock Node.js image running this project's own server code
+ * (bundled at program time, shipped in a ConfigMap), a ServiceAccount that may only get/list
+ * what one page load reads, and a ClusterIP Service `portal` (port `http`). The contract's
+ * `portal` entry mirrors that Service, and NodePortExposure publishes it like any other UI.
+ */
+export class Portal extends pulumi.ComponentResource {
+  public readonly namespace: pulumi.Output<string>;
+  public readonly service: k8s.core.v1.Service;
+  public readonly deployment: k8s.apps.v1.Deployment;
+  public readonly clusterRole: k8s.rbac.v1.ClusterRole;
+  /** sha256 of the server bundle running in the pod. */
+  public readonly bundleSha256: string;
+
+  constructor(name: string, args: PortalArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("ui-exposure:portal:Portal", name, args, opts);
+    const { settings } = args;
+    // Built here, not passed in: component args are recorded in the state, 0.5 MB of gzip has no place there.
+    const bundle = bundlePortalServer();
+    this.bundleSha256 = bundle.sha256;
+    // Only where `up` would otherwise wait on pods that can never start (no kubelet).
+    const awaitAnnotations = settings.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;
+
+    const ns = settings.createNamespace
+      ? new k8s.core.v1.Namespace(
+          `${name}-ns`,
+          // A fixed name: the contract's `portal` entry names this namespace.
+          { metadata: { name: settings.namespace, labels: { ...PORTAL_LABELS } } },
+          { parent: this },
+        )
+      : undefined;
+    // Through the Namespace output, so every namespaced child waits for it when it is created here.
+    this.namespace = ns ? ns.metadata.name : pulumi.output(settings.namespace);
+    const namespace = this.namespace;
+
+    const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: { namespace, labels: { ...PORTAL_LABELS } } }, { parent: this });
+
+    this.clusterRole = new k8s.rbac.v1.ClusterRole(
+      `${name}-reader`,
+      { metadata: { labels: { ...PORTAL_LABELS } }, rules: PORTAL_RBAC_RULES.map((r) => ({ ...r })) },
+      { parent: this },
+    );
+    const binding = new k8s.rbac.v1.ClusterRoleBinding(
+      `${name}-reader`,
+      {
+        metadata: { labels: { ...PORTAL_LABELS } },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: this.clusterRole.metadata.name },
+        subjects: [{ kind: "ServiceAccount", name: account.metadata.name, namespace }],
+      },
+      { parent: this },
+    );
+
+    // Auto-named: a new bundle or contract makes a new ConfigMap, hence a new pod template and a rollout.
+    const code = new k8s.core.v1.ConfigMap(
+      `${name}-code`,
+      {
+        metadata: { namespace, labels: { ...PORTAL_LABELS }, annotations: { "ui-exposure.io/bundle-sha256": bundle.sha256 } },
+        data: { [PORTAL_FILES.loader]: bundle.loader, [PORTAL_FILES.contract]: stringify(args.contract, { lineWidth: 0 }) },
+        binaryData: { [PORTAL_FILES.bundle]: bundle.gzipped.toString("base64") },
+      },
+      { parent: this },
+    );
+
+    const env = [
+      { name: PORTAL_ENV.listen, value: `0.0.0.0:${PORTAL_CONTAINER_PORT}` },
+      { name: PORTAL_ENV.contract, value: `${PORTAL_APP_DIR}/${PORTAL_FILES.contract}` },
+      { name: PORTAL_ENV.entries, value: JSON.stringify(args.entries) },
+      { name: PORTAL_ENV.stack, value: args.stack },
+      { name: PORTAL_ENV.inCluster, value: "1" },
+      ...(args.nodeAddress ? [{ name: PORTAL_ENV.nodeAddress, value: args.nodeAddress }] : []),
+    ];
+    const probe = { httpGet: { path: "/healthz", port: PORTAL_PORT_NAME }, timeoutSeconds: 2 };
+
+    this.deployment = new k8s.apps.v1.Deployment(
+      `${name}-deployment`,
+      {
+        metadata: { namespace, labels: { ...PORTAL_LABELS }, ...(awaitAnnotations ? { annotations: awaitAnnotations } : {}) },
+        spec: {
+          replicas: 1,
+          revisionHistoryLimit: 3,
+          selector: { matchLabels: { ...PORTAL_SELECTOR } },
+          template: {
+            metadata: { labels: { ...PORTAL_LABELS } },
+            spec: {
+              serviceAccountName: account.metadata.name,
+              automountServiceAccountToken: true,
+              securityContext: { runAsNonRoot: true, runAsUser: PORTAL_UID, runAsGroup: PORTAL_UID, seccompProfile: { type: "RuntimeDefault" } },
+              containers: [
+                {
+                  name: "portal",
+                  image: settings.image,
+                  command: ["node", `${PORTAL_APP_DIR}/${PORTAL_FILES.loader}`],
+                  ports: [{ name: PORTAL_PORT_NAME, containerPort: PORTAL_CONTAINER_PORT, protocol: "TCP" }],
+                  env,
+                  readinessProbe: { ...probe, periodSeconds: 10 },
+                  // /healthz never calls the cluster: an API outage shows on the page, it does not restart the pod.
+                  livenessProbe: { ...probe, initialDelaySeconds: 10, periodSeconds: 20, failureThreshold: 3 },
+                  resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "256Mi" } },
+                  securityContext: {
+                    runAsNonRoot: true,
+                    readOnlyRootFilesystem: true,
+                    allowPrivilegeEscalation: false,
+                    capabilities: { drop: ["ALL"] },
+                  },
+                  volumeMounts: [{ name: "code", mountPath: PORTAL_APP_DIR, readOnly: true }],
+                },
+              ],
+              volumes: [{ name: "code", configMap: { name: code.metadata.name } }],
+            },
+          },
+        },
+      },
+      // The pod's API calls are refused until the binding exists.
+      { parent: this, dependsOn: [binding] },
+    );
+
+    const spec = portalService(settings.namespace);
+    this.service = new k8s.core.v1.Service(
+      `${name}-svc`,
+      {
+        // A fixed name from src/portal/spec.ts: the contract's `portal` entry mirrors it, and the
+        // planner read this same spec before it existed (withStackServices in src/plan.ts).
+        metadata: { name: spec.metadata.name, namespace, labels: spec.metadata.labels ?? {}, ...(awaitAnnotations ? { annotations: awaitAnnotations } : {}) },
+        spec: {
+          type: "ClusterIP",
+          selector: spec.spec?.selector ?? {},
+          ports: (spec.spec?.ports ?? []).map((p) => ({ name: p.name, port: p.port, targetPort: p.targetPort ?? p.port, protocol: p.protocol ?? "TCP" })),
+        },
+      },
+      // Fixed name: a replacement must delete the old Service first.
+      { parent: this, deleteBeforeReplace: true },
+    );
+
+    this.registerOutputs({
+      namespace: this.namespace,
+      service: this.service,
+      deployment: this.deployment,
+      clusterRole: this.clusterRole,
+      bundleSha256: this.bundleSha256,
+    });
+  }
+}

@@ -1,0 +1,75 @@
+// Bundles the portal server (src/portal/main.ts and everything it imports, client-node included)
+// into one plain CommonJS file at program time, so the cluster runs a stock Node.js image and
+// no image has to be built or pushed. The result ships in a ConfigMap.
+import { createHash } from "node:crypto";
+import * as path from "node:path";
+import { gzipSync } from "node:zlib";
+import { buildSync } from "esbuild";
+import { UserError } from "../errors";
+import { PORTAL_FILES } from "./spec";
+
+/** Kubernetes refuses a ConfigMap whose data and binaryData exceed 1 MiB. */
+export const CONFIGMAP_LIMIT = 1024 * 1024;
+
+export interface PortalBundle {
+  /** `portal.js`: the plain-JS loader the container runs. */
+  loader: string;
+  /** `server.js.gz`: the bundle, gzipped (4 MB raw, client-node's models; ~0.5 MB gzipped). */
+  gzipped: Buffer;
+  /** Size of the bundle before compression, for messages. */
+  rawBytes: number;
+  /** sha256 of the uncompressed bundle: shown in outputs/annotations to tell builds apart. */
+  sha256: string;
+}
+
+/**
+ * The loader: gunzips the bundle next to it and runs it as a CommonJS module whose `module`
+ * is the loader's, so the bundle's `require.main === module` check starts the server.
+ */
+export const LOADER = `"use strict";
+// ui-exposure portal loader: the server bundle is gzipped to fit the 1 MiB ConfigMap limit.
+const fs = require("node:fs");
+const path = require("node:path");
+const vm = require("node:vm");
+const zlib = require("node:zlib");
+const file = path.join(__dirname, "${PORTAL_FILES.bundle.replace(/\.gz$/, "")}");
+const code = zlib.gunzipSync(fs.readFileSync(file + ".gz")).toString("utf8");
+vm.compileFunction(code, ["exports", "require", "module", "__filename", "__dirname"], { filename: file })(exports, require, module, file, __dirname);
+`;
+
+let cached: PortalBundle | undefined;
+
+/** Builds the bundle (once per process: the program, a test run and `render` may ask several times). */
+export function bundlePortalServer(): PortalBundle {
+  if (cached) return cached;
+  const entry = path.join(__dirname, "main.ts");
+  let code: Uint8Array;
+  try {
+    const result = buildSync({
+      entryPoints: [entry],
+      bundle: true,
+      platform: "node",
+      target: "node20",
+      format: "cjs",
+      // Minified output carries no source paths, so every machine builds the same bytes
+      // (no spurious ConfigMap diff between two operators' checkouts).
+      minify: true,
+      legalComments: "none",
+      write: false,
+      logLevel: "silent",
+      absWorkingDir: path.resolve(__dirname, "../.."),
+    });
+    const out = result.outputFiles[0];
+    if (!out) throw new Error("esbuild produced no output");
+    code = out.contents;
+  } catch (err) {
+    throw new UserError(`cannot bundle the portal server (${entry}): ${(err as Error).message.split("\n")[0]}`);
+  }
+  // mtime 0 in the gzip header (Node's default) keeps the compressed bytes reproducible.
+  const gzipped = gzipSync(code, { level: 9 });
+  if (gzipped.length + LOADER.length > CONFIGMAP_LIMIT * 0.9) {
+    throw new UserError(`the portal bundle is ${gzipped.length} bytes gzipped: too close to the 1 MiB ConfigMap limit`);
+  }
+  cached = { loader: LOADER, gzipped, rawBytes: code.length, sha256: createHash("sha256").update(code).digest("hex") };
+  return cached;
+}

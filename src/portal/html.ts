@@ -1,0 +1,147 @@
+// The portal page, rendered on the server: it must work without JavaScript, on a phone, and
+// with no asset from outside (the cluster network may not reach the internet), so the CSS is
+// inline and there is no script at all.
+import type { ObservedEntry, Verdict } from "../observe";
+import { PENDING_NODE_PORT } from "../plan";
+import type { PortalError, PortalView } from "./view";
+
+const ESCAPES: Readonly<Record<string, string>> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+/** Escapes text for HTML content and double- or single-quoted attributes. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+}
+
+const LABELS: Readonly<Record<Verdict, string>> = { MATCH: "MATCH", DRIFT: "DRIFT", ABSENT: "ABSENT", "NOT-EXPOSED": "not exposed" };
+
+const STYLE = `
+:root{color-scheme:light dark;--fg:#1b1f24;--muted:#59636e;--bg:#fff;--line:#d1d9e0;--ok:#116329;--okbg:#dafbe1;--warn:#7d4e00;--warnbg:#fff1c2;--bad:#a40e26;--badbg:#ffebe9;--link:#0550ae}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;--line:#3d444d;--ok:#7ee787;--okbg:#0f2d1a;--warn:#f2cc60;--warnbg:#3a2a00;--bad:#ffa198;--badbg:#4a1116;--link:#79c0ff}}
+*{box-sizing:border-box}
+body{margin:0;padding:1rem;font:16px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+main{max-width:72rem;margin:0 auto}
+h1{font-size:1.4rem;margin:0 0 .25rem}
+.meta,.foot,small{color:var(--muted)}
+.meta{margin:0 0 1rem;font-size:.9rem}
+a{color:var(--link)}
+.summary{display:flex;flex-wrap:wrap;gap:.5rem;margin:0 0 1rem;padding:0;list-style:none}
+.problems,.error{border:1px solid var(--bad);background:var(--badbg);color:var(--bad);padding:.75rem 1rem;border-radius:6px;margin:0 0 1rem}
+.error h2{margin:0 0 .5rem;font-size:1.1rem}
+table{width:100%;border-collapse:collapse}
+th,td{text-align:left;vertical-align:top;padding:.5rem;border-bottom:1px solid var(--line)}
+th{font-size:.85rem;color:var(--muted)}
+td small{display:block}
+.url,.ready{white-space:nowrap}
+.badge{display:inline-block;font-weight:600;font-size:.85rem;padding:.1rem .45rem;border-radius:4px;border:1px solid currentColor}
+.v-MATCH{color:var(--ok);background:var(--okbg)}
+.v-DRIFT{color:var(--warn);background:var(--warnbg)}
+.v-ABSENT{color:var(--bad);background:var(--badbg)}
+.v-NOT-EXPOSED{color:var(--muted)}
+.reasons{margin:.35rem 0 0;padding-left:1.1rem;font-size:.9rem}
+@media (max-width:40rem){
+ body{padding:.75rem}
+ thead{display:none}
+ table,tbody,tr,td{display:block;width:100%}
+ tr{border:1px solid var(--line);border-radius:6px;margin:0 0 .75rem;padding:.25rem .5rem}
+ td{border:0;padding:.3rem 0;display:grid;grid-template-columns:6.5rem minmax(0,1fr);gap:.5rem}
+ td::before{content:attr(data-label);color:var(--muted);font-size:.85rem}
+ .url,.ready{white-space:normal}
+ .url a{overflow-wrap:anywhere}
+}
+`;
+
+function page(title: string, body: string): string {
+  return [
+    "<!doctype html>",
+    '<html lang="en">',
+    "<head>",
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeHtml(title)}</title>`,
+    `<style>${STYLE}</style>`,
+    "</head>",
+    `<body><main>${body}</main></body>`,
+    "</html>",
+    "",
+  ].join("\n");
+}
+
+const heading = (stack: string | undefined) => `Platform UIs${stack ? ` · ${stack}` : ""}`;
+
+/** Only observed http(s) URLs become links; a pending port or anything else stays text. */
+function linkable(url: string | undefined): url is string {
+  return url !== undefined && /^https?:\/\/[^\s<>"']+$/.test(url) && !url.includes(PENDING_NODE_PORT);
+}
+
+function readiness(e: ObservedEntry): string {
+  if (e.verdict === "NOT-EXPOSED" || e.verdict === "ABSENT") return "—";
+  if (e.exposure === "hostPort") return e.readyEndpoints > 0 ? "pod ready" : "pod not ready";
+  return `${e.readyEndpoints} ready endpoint${e.readyEndpoints === 1 ? "" : "s"}`;
+}
+
+function urlCell(e: ObservedEntry): string {
+  if (!e.exposed) return "<small>not exposed</small>";
+  if (linkable(e.url)) return `<a href="${escapeHtml(e.url)}">${escapeHtml(e.url)}</a>`;
+  return e.url ? `<span>${escapeHtml(e.url)}</span>` : "<small>no URL</small>";
+}
+
+function row(e: ObservedEntry): string {
+  const reasons = e.reasons.length ? `<ul class="reasons">${e.reasons.map((r) => `<li>${escapeHtml(r)}</li>`).join("")}</ul>` : "";
+  // One <div> per cell: on a phone each cell is a two-column grid (label, content).
+  const cell = (label: string, content: string, cls?: string) => `<td data-label="${label}"${cls ? ` class="${cls}"` : ""}><div>${content}</div></td>`;
+  return [
+    `<tr id="entry-${escapeHtml(e.name)}" data-entry="${escapeHtml(e.name)}" data-verdict="${e.verdict}">`,
+    cell("Name", `<strong>${escapeHtml(e.name)}</strong>${e.description ? `<small>${escapeHtml(e.description)}</small>` : ""}`),
+    cell("Namespace", escapeHtml(e.namespace ?? "—")),
+    cell("URL", urlCell(e), "url"),
+    cell("Ready", escapeHtml(readiness(e)), "ready"),
+    cell("Verdict", `<span class="badge v-${e.verdict}">${LABELS[e.verdict]}</span>${reasons}`),
+    "</tr>",
+  ].join("");
+}
+
+function metaLine(view: Pick<PortalView, "generatedAt" | "source" | "contract" | "node">): string {
+  const parts = [`observed ${escapeHtml(view.generatedAt)} from ${escapeHtml(view.source)}`];
+  if (view.node) parts.push(`node ${escapeHtml(view.node.name)} (${escapeHtml(view.node.address)}${view.node.pinned ? ", pinned by the stack" : ""})`);
+  if (view.contract) parts.push(`contract ${escapeHtml(view.contract)}`);
+  return `<p class="meta">${parts.join(" · ")}</p>`;
+}
+
+/** The page: every contract entry with its observed URL, readiness and verdict. */
+export function renderPage(view: PortalView): string {
+  const counts = (["MATCH", "DRIFT", "ABSENT", "NOT-EXPOSED"] as const)
+    .filter((v) => view.summary[v] > 0)
+    .map((v) => `<li><span class="badge v-${v}">${view.summary[v]} ${LABELS[v]}</span></li>`)
+    .join("");
+  const problems = view.problems.length
+    ? `<div class="problems" role="alert"><strong>Problems</strong><ul>${view.problems.map((p) => `<li>${escapeHtml(p)}</li>`).join("")}</ul></div>`
+    : "";
+  const body = [
+    `<h1>${escapeHtml(heading(view.stack))}</h1>`,
+    metaLine(view),
+    problems,
+    `<ul class="summary">${counts}</ul>`,
+    '<table><thead><tr><th scope="col">Name</th><th scope="col">Namespace</th><th scope="col">URL</th><th scope="col">Ready</th><th scope="col">Verdict</th></tr></thead>',
+    `<tbody>${view.entries.map(row).join("\n")}</tbody></table>`,
+    '<p class="foot">Each load reads the cluster again. <a href=".">Reload</a> · <a href="api/entries">JSON</a></p>',
+  ].join("\n");
+  return page(heading(view.stack), body);
+}
+
+/**
+ * The page when the cluster cannot be read: an explicit error, never a table, so nobody
+ * takes an unreachable cluster for "nothing is exposed" or "all fine".
+ */
+export function renderErrorPage(error: PortalError): string {
+  const body = [
+    `<h1>${escapeHtml(heading(error.stack))}</h1>`,
+    `<p class="meta">attempted ${escapeHtml(error.generatedAt)} from ${escapeHtml(error.source)}</p>`,
+    '<section class="error" role="alert">',
+    "<h2>Cannot read the cluster</h2>",
+    `<p>${escapeHtml(error.error)}</p>`,
+    "<p>The state of the UIs is unknown: no URL or verdict can be shown until the cluster answers.</p>",
+    "</section>",
+    '<p class="foot"><a href=".">Try again</a></p>',
+  ].join("\n");
+  return page(`${heading(error.stack)} · cluster unreadable`, body);
+}

@@ -1,0 +1,58 @@
+// Entry point of the portal in the cluster: bundled by src/portal/bundle.ts into one plain JS
+// file that a stock Node.js image runs (`node /app/portal.js`). Configuration comes from the
+// environment set by components/portal.ts (names in PORTAL_ENV).
+import { loadContractFile } from "../contract/load";
+import { entryName } from "../contract/schema";
+import { UserError } from "../errors";
+import { LiveClusterReader } from "../kube/live";
+import { parseListen, startPortal } from "./server";
+import { PORTAL_CONTAINER_PORT, PORTAL_ENV } from "./spec";
+
+function parseEntries(raw: string | undefined): "all" | string[] {
+  if (!raw || raw === "all" || raw === '"all"') return "all";
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new UserError(`${PORTAL_ENV.entries} must be "all" or a JSON list of entry names, not '${raw}'`);
+  }
+  if (!Array.isArray(value) || !value.every((v) => entryName.safeParse(v).success)) {
+    throw new UserError(`${PORTAL_ENV.entries} must be "all" or a JSON list of entry names, not '${raw}'`);
+  }
+  return value as string[];
+}
+
+export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const contractFile = env[PORTAL_ENV.contract] ?? "/app/contract.yaml";
+  const contract = loadContractFile(contractFile);
+  const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true } : {});
+  const pinned = env[PORTAL_ENV.nodeAddress];
+  const stack = env[PORTAL_ENV.stack];
+  const portal = await startPortal(
+    {
+      contract,
+      cluster,
+      selected: parseEntries(env[PORTAL_ENV.entries]),
+      ...(pinned ? { pinnedAddress: pinned } : {}),
+      ...(stack ? { stack } : {}),
+      contractLabel: contractFile,
+      log: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),
+    },
+    parseListen(env[PORTAL_ENV.listen] ?? `0.0.0.0:${PORTAL_CONTAINER_PORT}`),
+  );
+  process.stdout.write(`portal listening on ${portal.url} (cluster: ${cluster.source})\n`);
+  // Kubernetes sends SIGTERM on rollout: finish in-flight loads, then exit 0.
+  const stop = () => {
+    portal.close().then(() => process.exit(0));
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+}
+
+// Run when executed (the bundle, or `tsx src/portal/main.ts`), not when imported by a test.
+if (require.main === module) {
+  runInCluster().catch((err: unknown) => {
+    process.stderr.write(`portal: ${err instanceof UserError ? err.message : ((err as Error).stack ?? String(err))}\n`);
+    process.exit(1);
+  });
+}

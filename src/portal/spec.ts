@@ -1,0 +1,94 @@
+// What the in-cluster portal is made of, as plain data: components/portal.ts builds its
+// resources from these, and the planner (src/plan.ts) reads the same Service spec, so the
+// contract's `portal` entry is planned from exactly what the component will create.
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "../kube/types";
+
+/** The Service the contract's `portal` entry mirrors: a stable name, since the contract names it. */
+export const PORTAL_SERVICE_NAME = "portal";
+/** Port name the contract's entry references (`port: http`). */
+export const PORTAL_PORT_NAME = "http";
+export const PORTAL_SERVICE_PORT = 80;
+/** Above 1024: the container runs as a non-root user, which cannot bind low ports. */
+export const PORTAL_CONTAINER_PORT = 8080;
+/** The stock image's unprivileged `node` user. */
+export const PORTAL_UID = 1000;
+
+/**
+ * Pod labels and Service selector. Deliberately not `app.kubernetes.io/name: portal`: the
+ * platform's previous portal may still run in the same namespace and must not be selected.
+ */
+export const PORTAL_SELECTOR: Readonly<Record<string, string>> = { "app.kubernetes.io/name": "ui-exposure-portal" };
+export const PORTAL_LABELS: Readonly<Record<string, string>> = {
+  ...PORTAL_SELECTOR,
+  "app.kubernetes.io/part-of": "ui-exposure",
+  [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
+};
+
+/** Where the ConfigMap is mounted and what the container runs. */
+export const PORTAL_APP_DIR = "/app";
+export const PORTAL_FILES = {
+  /** Small plain-JS loader run by `node /app/portal.js`. */
+  loader: "portal.js",
+  /** The gzipped server bundle (binaryData): raw it exceeds the 1 MiB ConfigMap limit. */
+  bundle: "server.js.gz",
+  contract: "contract.yaml",
+} as const;
+
+/** Environment the server reads in the pod (src/portal/main.ts); the component sets it. */
+export const PORTAL_ENV = {
+  listen: "PORTAL_LISTEN",
+  contract: "PORTAL_CONTRACT",
+  /** JSON: "all" or the list of entry names the stack publishes. */
+  entries: "PORTAL_ENTRIES",
+  /** The stack's pinned node address, when it has one. */
+  nodeAddress: "PORTAL_NODE_ADDRESS",
+  stack: "PORTAL_STACK",
+  /** "1": use the pod's ServiceAccount; otherwise a kubeconfig ($KUBECONFIG), for running the bundle by hand. */
+  inCluster: "PORTAL_IN_CLUSTER",
+} as const;
+
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/**
+ * Exactly what one page load reads (readObservedCluster: one list call per kind), read-only.
+ * No Secrets, no ConfigMaps: the portal shows URLs and verdicts, never credentials.
+ */
+export const PORTAL_RBAC_RULES: readonly PolicyRule[] = [
+  { apiGroups: [""], resources: ["services", "nodes", "pods"], verbs: ["get", "list"] },
+  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list"] },
+];
+
+/** The portal's ClusterIP Service as the component creates it (and as the planner reads it). */
+export function portalService(namespace: string): Service {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: PORTAL_SERVICE_NAME, namespace, labels: { ...PORTAL_LABELS } },
+    spec: {
+      type: "ClusterIP",
+      selector: { ...PORTAL_SELECTOR },
+      ports: [{ name: PORTAL_PORT_NAME, port: PORTAL_SERVICE_PORT, targetPort: PORTAL_PORT_NAME, protocol: "TCP" }],
+    },
+  };
+}
+
+/**
+ * Checks that fail the stack before anything is created: a namespace that already holds
+ * Services this project does not manage exists outside the stack, so creating it would fail
+ * half-way through `up` (dirqual's `platform-portal` holds the previous portal).
+ */
+export function portalProblems(settings: { namespace: string; createNamespace: boolean }, observed: readonly Service[]): string[] {
+  if (!settings.createNamespace) return [];
+  const foreign = observed.filter((s) => s.metadata.namespace === settings.namespace && s.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE);
+  if (foreign.length === 0) return [];
+  return [
+    `portal: namespace ${settings.namespace} already exists (it holds ${foreign
+      .map((s) => s.metadata.name)
+      .sort()
+      .join(", ")}, not managed by ui-exposure); set ui-exposure:portal.createNamespace: false, or choose another portal.namespace`,
+  ];
+}

@@ -1,0 +1,151 @@
+// The portal page in headless Chromium (Debian's /usr/bin/chromium driven by playwright-core;
+// no browser is downloaded). JavaScript is off for the whole session: the page must work
+// without it. The "UIs" are small HTTP servers on 127.0.0.2 whose ports stand for the
+// observed nodePorts, so clicking a link really lands on the UI behind it.
+import * as fs from "node:fs";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningPortal, startPortal } from "../src/portal/server";
+import { GRAFANA_DRIFT_REASON, MemoryCluster, NODE_IP, portalContract, recordedCluster, unreachable } from "./portal.fixtures";
+
+const CHROMIUM = "/usr/bin/chromium";
+const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
+const OUTPUT_DIR = path.resolve(__dirname, "..", "test-output");
+export const SCREENSHOT = path.join(OUTPUT_DIR, "portal.png");
+const SCREENSHOT_PHONE = path.join(OUTPUT_DIR, "portal-phone.png");
+
+// Chromium must not phone home (updates, sync, QUIC probes): only loopback is ever contacted.
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+if (!HAVE_CHROMIUM) {
+  process.stderr.write(
+    `\n*** SKIPPED: portal browser test: ${CHROMIUM} is not installed, so the page was NOT checked in a browser and no screenshot was made.\n` +
+      "*** Install it with: apt-get install -y chromium chromium-driver   (the CI script does)\n\n",
+  );
+}
+
+/** A stand-in for a UI behind a nodePort, on a 127.0.0.x address like the fake node's. */
+function fakeUi(name: string): Promise<{ server: http.Server; port: number }> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
+    res.end(`<!doctype html><title>${name}</title><h1 id="ui">fake ${name} UI</h1>`);
+  });
+  return new Promise((resolve) => server.listen(0, NODE_IP, () => resolve({ server, port: (server.address() as AddressInfo).port })));
+}
+
+describe.skipIf(!HAVE_CHROMIUM)(`portal page in headless Chromium (${CHROMIUM})`, () => {
+  let uis: { server: http.Server; port: number }[] = [];
+  let argocd: { server: http.Server; port: number };
+  let grafana: { server: http.Server; port: number };
+  let cluster: MemoryCluster;
+  let portal: RunningPortal;
+  let userDataDir: string;
+  let browser: BrowserContext;
+  let page: Page;
+
+  beforeAll(async () => {
+    argocd = await fakeUi("argocd");
+    grafana = await fakeUi("grafana");
+    uis = [argocd, grafana];
+    cluster = new MemoryCluster(recordedCluster({ argocd: argocd.port, grafana: grafana.port }));
+    portal = await startPortal({ contract: portalContract(), cluster, stack: "bench" }, { host: "127.0.0.1", port: 0 });
+    // A fresh profile every run (playwright passes it as --user-data-dir).
+    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "portal-chromium-"));
+    browser = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: FLAGS,
+      javaScriptEnabled: false,
+      viewport: { width: 1280, height: 720 },
+      timeout: 30_000,
+    });
+    page = browser.pages()[0] ?? (await browser.newPage());
+    fs.mkdirSync(OUTPUT_DIR, { recursive: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await portal?.close();
+    await Promise.all(uis.map((u) => new Promise((r) => u.server.close(r))));
+    if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
+  });
+
+  it("links every published UI to its observed URL and shows the DRIFT with its reason", async () => {
+    const res = await page.goto(portal.url);
+    expect(res?.status()).toBe(200);
+    expect(await page.title()).toBe("Platform UIs · bench");
+
+    const links = page.locator("tbody a");
+    expect(await links.count()).toBe(2);
+    expect(await page.locator("#entry-argocd a").getAttribute("href")).toBe(`http://${NODE_IP}:${argocd.port}`);
+    expect(await page.locator("#entry-grafana a").getAttribute("href")).toBe(`http://${NODE_IP}:${grafana.port}`);
+    expect(await page.locator("#entry-gitea a").count()).toBe(0);
+    expect(await page.locator("#entry-postgres a").count()).toBe(0);
+
+    const drift = page.locator("#entry-grafana .badge");
+    expect(await drift.isVisible()).toBe(true);
+    expect(await drift.innerText()).toBe("DRIFT");
+    expect(await page.locator("#entry-grafana .reasons li").innerText()).toBe(GRAFANA_DRIFT_REASON);
+    expect(await page.locator("#entry-argocd .badge").innerText()).toBe("MATCH");
+    expect(await page.locator("#entry-gitea .badge").innerText()).toBe("ABSENT");
+    // Script-free page: the description's markup is text, not an element.
+    expect(await page.locator("#entry-argocd script").count()).toBe(0);
+    expect(await page.locator("#entry-argocd small").innerText()).toContain('<script>alert("x")</script>');
+
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    process.stdout.write(`portal screenshot: ${SCREENSHOT}\n`);
+    expect(fs.statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
+  });
+
+  it("clicking a link opens the UI behind the observed nodePort", async () => {
+    await page.goto(portal.url);
+    await page.locator("#entry-argocd a").click();
+    await page.waitForURL(`http://${NODE_IP}:${argocd.port}/`);
+    expect(await page.locator("#ui").innerText()).toBe("fake argocd UI");
+  });
+
+  it("is readable on a phone: no horizontal scrolling, one card per entry", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.goto(portal.url);
+      // Every row fits the viewport (rows turn into cards below 40rem).
+      for (const entry of ["argocd", "grafana", "gitea", "postgres"]) {
+        const box = await page.locator(`#entry-${entry}`).boundingBox();
+        expect(box, entry).not.toBeNull();
+        expect((box?.x ?? 0) + (box?.width ?? 0), entry).toBeLessThanOrEqual(390);
+      }
+      expect(await page.locator("thead").isVisible()).toBe(false);
+      expect(await page.locator("#entry-grafana .badge").isVisible()).toBe(true);
+      await page.screenshot({ path: SCREENSHOT_PHONE, fullPage: true });
+      process.stdout.write(`portal phone screenshot: ${SCREENSHOT_PHONE}\n`);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 720 });
+    }
+  });
+
+  it("shows a cluster error as an error (HTTP 503), not as an empty table", async () => {
+    cluster.failure = unreachable();
+    try {
+      const res = await page.goto(portal.url);
+      expect(res?.status()).toBe(503);
+      expect(await page.locator("[role=alert] h2").innerText()).toBe("Cannot read the cluster");
+      expect(await page.locator("table").count()).toBe(0);
+      await page.screenshot({ path: path.join(OUTPUT_DIR, "portal-error.png") });
+    } finally {
+      cluster.failure = undefined;
+    }
+  });
+});

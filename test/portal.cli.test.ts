@@ -1,0 +1,208 @@
+// `exposure portal` and the bundled in-cluster server as real processes, reading a fake API
+// server on loopback through @kubernetes/client-node (the same client as in production):
+// the kubeconfig, the list calls and the signals are real, only the API answers are recorded.
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { main } from "../cli/main";
+import { bundlePortalServer } from "../src/portal/bundle";
+import { PORTAL_FILES } from "../src/portal/spec";
+import { GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, type RecordedCluster, recordedCluster } from "./portal.fixtures";
+
+const projectDir = path.resolve(__dirname, "..");
+const bin = path.join(projectDir, "bin", "exposure.cjs");
+
+/** The four list endpoints readObservedCluster uses, answering the recorded objects. */
+function fakeApiServer(data: RecordedCluster) {
+  const seen: string[] = [];
+  const lists: Record<string, { kind: string; apiVersion: string; items: unknown[] }> = {
+    "/api/v1/services": { kind: "ServiceList", apiVersion: "v1", items: data.services },
+    "/api/v1/nodes": { kind: "NodeList", apiVersion: "v1", items: data.nodes },
+    "/api/v1/pods": { kind: "PodList", apiVersion: "v1", items: data.pods },
+    "/apis/discovery.k8s.io/v1/endpointslices": { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: data.endpointSlices },
+  };
+  const server = http.createServer((req, res) => {
+    const p = new URL(req.url ?? "/", "http://x").pathname;
+    seen.push(p);
+    const list = lists[p];
+    res.writeHead(list ? 200 : 404, { "Content-Type": "application/json" });
+    res.end(JSON.stringify(list ? { ...list, metadata: { resourceVersion: "1" } } : { kind: "Status", code: 404 }));
+  });
+  return { server, seen };
+}
+
+function writeKubeconfig(dir: string, apiPort: number): string {
+  const file = path.join(dir, "kubeconfig");
+  fs.writeFileSync(
+    file,
+    `apiVersion: v1
+kind: Config
+clusters:
+  - name: fake
+    cluster: { server: "http://127.0.0.1:${apiPort}", insecure-skip-tls-verify: true }
+users:
+  - name: nobody
+    user: { token: fake-token }
+contexts:
+  - name: fake
+    context: { cluster: fake, user: nobody }
+current-context: fake
+`,
+  );
+  return file;
+}
+
+interface Started {
+  child: ChildProcessWithoutNullStreams;
+  url: string;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+/** Spawns a server process and waits for the line that announces its URL. */
+function startProcess(args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; announce: RegExp }): Promise<Started> {
+  const { KUBERNETES_SERVICE_HOST: _h, KUBERNETES_SERVICE_PORT: _p, ...env } = { ...process.env, ...opts.env };
+  const child = spawn(process.execPath, args, { cwd: opts.cwd, env });
+  let out = "";
+  let err = "";
+  const exit = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL announced within 20s; stdout: ${out}; stderr: ${err}`)), 20_000);
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = opts.announce.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1], stdout: () => out, stderr: () => err, exit });
+      }
+    });
+    exit.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before announcing a URL; stdout: ${out}; stderr: ${err}`));
+    });
+  });
+}
+
+describe("exposure portal and the bundled server, against a fake API server", () => {
+  const api = fakeApiServer(recordedCluster());
+  let tmp: string;
+  let kubeconfig: string;
+  let contractFile: string;
+
+  beforeAll(async () => {
+    await new Promise<void>((r) => api.server.listen(0, "127.0.0.1", r));
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), "portal-cli-"));
+    kubeconfig = writeKubeconfig(tmp, (api.server.address() as AddressInfo).port);
+    contractFile = path.join(tmp, "contract.yaml");
+    fs.writeFileSync(contractFile, PORTAL_TEST_CONTRACT);
+  });
+  afterAll(async () => {
+    await new Promise((r) => api.server.close(r));
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it("serves the page through the current kube context, then stops cleanly on SIGTERM", async () => {
+    const p = await startProcess([bin, "portal", "--listen", "127.0.0.1:0", "--contract", contractFile], {
+      cwd: projectDir,
+      env: { KUBECONFIG: kubeconfig },
+      announce: /^portal: (http:\/\/127\.0\.0\.1:\d+\/) \(cluster: context fake \(http:\/\/127\.0\.0\.1:\d+\)\); Ctrl-C to stop$/m,
+    });
+    try {
+      api.seen.length = 0;
+      const res = await fetch(p.url);
+      expect(res.status).toBe(200);
+      const html = await res.text();
+      expect(html).toContain(`<a href="http://${NODE_IP}:31358">`);
+      expect(html).toContain(GRAFANA_DRIFT_REASON);
+      // One list call per kind, no Pods (no hostPort entry).
+      expect(api.seen.sort()).toEqual(["/api/v1/nodes", "/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices"]);
+      expect((await fetch(new URL("/healthz", p.url))).status).toBe(200);
+    } finally {
+      p.child.kill("SIGTERM");
+    }
+    expect(await p.exit).toBe(0);
+    expect(p.stdout()).toContain("portal: stopped (SIGTERM)");
+  });
+
+  it("with --stack: the stack's kube context, selected entries and pinned node address", async () => {
+    const project = path.join(tmp, "project");
+    fs.mkdirSync(project, { recursive: true });
+    fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: ui-exposure\nruntime: nodejs\n");
+    fs.copyFileSync(contractFile, path.join(project, "contract.yaml"));
+    fs.writeFileSync(
+      path.join(project, "Pulumi.fake.yaml"),
+      `config:
+  kubernetes:kubeconfig: ${kubeconfig}
+  kubernetes:context: fake
+  ui-exposure:contract: contract.yaml
+  ui-exposure:entries: [argocd]
+  ui-exposure:nodeAddress: 127.0.0.9
+  ui-exposure:cilium: { mode: cohabit }
+`,
+    );
+    const p = await startProcess([bin, "portal", "--stack", "fake", "--listen", "127.0.0.1:0"], {
+      cwd: project,
+      env: { KUBECONFIG: path.join(tmp, "absent-kubeconfig") },
+      announce: /^portal: (http:\/\/127\.0\.0\.1:\d+\/) \(cluster: context fake .*, stack fake\); Ctrl-C to stop$/m,
+    });
+    try {
+      const body = (await (await fetch(new URL("/api/entries", p.url))).json()) as { stack: string; entries: { name: string; url?: string }[] };
+      expect(body.stack).toBe("fake");
+      expect(body.entries.map((e) => [e.name, e.url])).toEqual([
+        ["argocd", "http://127.0.0.9:31358"],
+        ["postgres", undefined],
+      ]);
+    } finally {
+      p.child.kill("SIGINT");
+    }
+    expect(await p.exit).toBe(0);
+  });
+
+  it("refuses a bad --listen with the usage exit code (before touching the cluster)", async () => {
+    const err: string[] = [];
+    const code = await main(["portal", "--listen", "8080"], { projectDir, stdout: () => {}, stderr: (t) => err.push(t), env: {} });
+    expect(code).toBe(2);
+    expect(err).toEqual([
+      "exposure portal: --listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '8080'\nusage: exposure portal [--stack NAME] [--listen 127.0.0.1:PORT] [--contract FILE]",
+    ]);
+  });
+
+  it("runs the bundle shipped in the ConfigMap with plain node (loader + gzipped server)", async () => {
+    const app = path.join(tmp, "app");
+    fs.mkdirSync(app);
+    const bundle = bundlePortalServer();
+    fs.writeFileSync(path.join(app, PORTAL_FILES.loader), bundle.loader);
+    fs.writeFileSync(path.join(app, PORTAL_FILES.bundle), bundle.gzipped);
+    fs.writeFileSync(path.join(app, PORTAL_FILES.contract), PORTAL_TEST_CONTRACT);
+    const p = await startProcess([path.join(app, PORTAL_FILES.loader)], {
+      cwd: app,
+      env: {
+        KUBECONFIG: kubeconfig,
+        PORTAL_LISTEN: "127.0.0.1:0",
+        PORTAL_CONTRACT: path.join(app, PORTAL_FILES.contract),
+        PORTAL_ENTRIES: '["argocd","grafana"]',
+        PORTAL_STACK: "bundle",
+      },
+      announce: /^portal listening on (http:\/\/127\.0\.0\.1:\d+\/) \(cluster: context fake/m,
+    });
+    try {
+      const res = await fetch(p.url);
+      expect(res.status).toBe(200);
+      const html = await res.text();
+      expect(html).toContain("Platform UIs · bundle");
+      expect(html).toContain(`<a href="http://${NODE_IP}:31358">`);
+      expect(html).toContain('<span class="badge v-DRIFT">DRIFT</span>');
+    } finally {
+      p.child.kill("SIGTERM");
+    }
+    expect(await p.exit).toBe(0);
+  });
+});

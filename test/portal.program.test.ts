@@ -1,0 +1,292 @@
+// The stack with `ui-exposure:portal.enabled: true`, under Pulumi's mocks: what the Portal
+// component creates, and how the contract's `portal` entry is planned in the same `up`.
+import * as path from "node:path";
+import { gunzipSync } from "node:zlib";
+import * as pulumi from "@pulumi/pulumi";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { parseContract } from "../src/contract/load";
+import { SnapshotReader } from "../src/kube/cluster";
+import type { Service } from "../src/kube/types";
+import { withStackServices } from "../src/plan";
+import { PORTAL_RBAC_RULES, PORTAL_SELECTOR, portalProblems, portalService } from "../src/portal/spec";
+import { uiExposure } from "../src/program";
+import { readyNode } from "./portal.fixtures";
+
+const projectDir = path.resolve(__dirname, "..");
+const CONTRACT = path.join(projectDir, "contract", "endpoints.example.yaml");
+
+interface Registered {
+  type: string;
+  name: string;
+  inputs: Record<string, unknown>;
+  parent?: string;
+}
+let registered: Registered[] = [];
+
+async function useMocks() {
+  registered = [];
+  let nextPort = 31000;
+  await pulumi.runtime.setMocks(
+    {
+      newResource: (args) => {
+        registered.push({ type: args.type, name: args.name, inputs: args.inputs });
+        if (args.type === "kubernetes:core/v1:Service") {
+          const spec = args.inputs.spec as { type?: string; ports: { name: string }[] };
+          const ports = spec.type === "NodePort" ? spec.ports.map((p) => ({ ...p, nodePort: nextPort++ })) : spec.ports;
+          return { id: `${args.inputs.metadata.namespace}/${args.inputs.metadata.name}`, state: { ...args.inputs, spec: { ...spec, ports } } };
+        }
+        // Auto-naming, as the provider does it.
+        const meta = (args.inputs.metadata ?? {}) as { name?: string };
+        return { id: `${args.name}-id`, state: { ...args.inputs, metadata: { ...meta, name: meta.name ?? `${args.name}-abc123` } } };
+      },
+      call: () => ({}),
+    },
+    "ui-exposure",
+    "test",
+    false,
+  );
+}
+
+const resolve = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
+
+function config(portal: Record<string, unknown>, entries: string[] | "all" = ["argocd", "portal"]): Record<string, string> {
+  return {
+    "kubernetes:context": "test",
+    "ui-exposure:contract": CONTRACT,
+    "ui-exposure:entries": JSON.stringify(entries),
+    "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }),
+    "ui-exposure:portal": JSON.stringify(portal),
+  };
+}
+
+const argocdServer: Service = {
+  apiVersion: "v1",
+  kind: "Service",
+  metadata: { name: "argocd-server", namespace: "argocd" },
+  spec: { type: "ClusterIP", selector: { "app.kubernetes.io/name": "argocd-server" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
+};
+const ciliumConfig = {
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name: "cilium-config", namespace: "kube-system" },
+  data: { "kube-proxy-replacement": "true" },
+};
+/** A cluster where the portal was never deployed: no platform-portal namespace, no Service `portal`. */
+const freshCluster = (extra: unknown[] = []) => new SnapshotReader([readyNode("bench", "127.0.0.2"), argocdServer, ciliumConfig, ...extra]);
+
+const ofType = (type: string) => registered.filter((r) => r.type === type);
+const one = (type: string, name?: string) => {
+  const found = ofType(type).filter((r) => name === undefined || r.name === name);
+  if (found.length !== 1) throw new Error(`expected one ${type} ${name ?? ""}, got ${found.map((r) => r.name).join(", ") || "none"}`);
+  return found[0] as Registered;
+};
+
+describe("program with the portal enabled (mocks)", () => {
+  beforeEach(useMocks);
+  afterEach(() => pulumi.runtime.disconnect());
+
+  it("deploys the portal and publishes its entry in the same up, although its Service does not exist yet", async () => {
+    const out = await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
+    const urls = await resolve(out.urls);
+    expect(urls).toEqual({ argocd: "http://127.0.0.2:31000", portal: "http://127.0.0.2:31001" });
+    await pulumi.runtime.disconnect();
+
+    expect(one("ui-exposure:portal:Portal").name).toBe("portal-server");
+    expect(one("kubernetes:core/v1:Namespace").inputs.metadata).toMatchObject({ name: "platform-portal" });
+
+    // The NodePort Service mirrors the spec the Portal component creates.
+    const nodePort = one("kubernetes:core/v1:Service", "portal-svc").inputs;
+    expect(nodePort.metadata).toMatchObject({
+      name: "portal-nodeport",
+      namespace: "platform-portal",
+      annotations: { "ui-exposure.io/mirrors": "platform-portal/portal" },
+    });
+    expect(nodePort.spec).toEqual({
+      type: "NodePort",
+      selector: PORTAL_SELECTOR,
+      externalTrafficPolicy: "Cluster",
+      ports: [{ name: "http", port: 80, targetPort: "http", protocol: "TCP" }],
+    });
+    const clusterIp = one("kubernetes:core/v1:Service", "portal-server-svc").inputs;
+    expect(clusterIp.metadata).toMatchObject({ name: "portal", namespace: "platform-portal" });
+    expect(clusterIp.spec).toEqual({ type: "ClusterIP", selector: PORTAL_SELECTOR, ports: [{ name: "http", port: 80, targetPort: "http", protocol: "TCP" }] });
+    expect(clusterIp.spec).toEqual({ ...portalService("platform-portal").spec });
+  });
+
+  it("gives the ServiceAccount read-only access (get, list) to exactly services, endpointslices, nodes and pods", async () => {
+    await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
+    await pulumi.runtime.disconnect();
+    const role = one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole").inputs;
+    expect(role.rules).toEqual([
+      { apiGroups: [""], resources: ["services", "nodes", "pods"], verbs: ["get", "list"] },
+      { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list"] },
+    ]);
+    expect(role.rules).toEqual(PORTAL_RBAC_RULES);
+    const rules = role.rules as { verbs: string[]; resources: string[] }[];
+    expect(new Set(rules.flatMap((r) => r.verbs))).toEqual(new Set(["get", "list"]));
+    expect(rules.flatMap((r) => r.resources).sort()).toEqual(["endpointslices", "nodes", "pods", "services"]);
+
+    const binding = one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding").inputs;
+    expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "portal-server-reader-abc123" });
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "portal-server-sa-abc123", namespace: "platform-portal" }]);
+  });
+
+  it("ships the server as plain JS (loader + gzipped bundle) and the validated contract in a ConfigMap", async () => {
+    await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
+    await pulumi.runtime.disconnect();
+    const cm = one("kubernetes:core/v1:ConfigMap").inputs as {
+      data: Record<string, string>;
+      binaryData: Record<string, string>;
+      metadata: { namespace: string };
+    };
+    expect(cm.metadata.namespace).toBe("platform-portal");
+    expect(Object.keys(cm.data).sort()).toEqual(["contract.yaml", "portal.js"]);
+    expect(cm.data["portal.js"]).toContain('vm.compileFunction(code, ["exports", "require", "module", "__filename", "__dirname"]');
+    const bundle = gunzipSync(Buffer.from(cm.binaryData["server.js.gz"] ?? "", "base64")).toString("utf8");
+    expect(bundle).toContain("portal listening on");
+    expect(bundle).not.toContain(projectDir);
+    const shipped = parseContract(cm.data["contract.yaml"] ?? "", "contract.yaml");
+    expect(shipped.endpoints.map((e) => e.name)).toContain("portal");
+    // Kubernetes refuses ConfigMaps over 1 MiB.
+    expect(Buffer.byteLength(cm.data["portal.js"] ?? "") + Buffer.from(cm.binaryData["server.js.gz"] ?? "", "base64").length).toBeLessThan(1024 * 1024);
+  });
+
+  it("runs `node /app/portal.js` on the stock image, probed on /healthz, non-root with a read-only root filesystem", async () => {
+    await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
+    await pulumi.runtime.disconnect();
+    const deployment = one("kubernetes:apps/v1:Deployment").inputs as {
+      metadata: { annotations?: Record<string, string> };
+      spec: { template: { spec: Record<string, unknown> & { containers: Record<string, unknown>[] } } };
+    };
+    expect(deployment.metadata.annotations).toBeUndefined();
+    const pod = deployment.spec.template.spec;
+    expect(pod.serviceAccountName).toBe("portal-server-sa-abc123");
+    expect(pod.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } });
+    expect(pod.volumes).toEqual([{ name: "code", configMap: { name: "portal-server-code-abc123" } }]);
+    const [container] = pod.containers;
+    expect(container).toMatchObject({
+      image: "node:20-alpine",
+      command: ["node", "/app/portal.js"],
+      ports: [{ name: "http", containerPort: 8080, protocol: "TCP" }],
+      readinessProbe: { httpGet: { path: "/healthz", port: "http" } },
+      livenessProbe: { httpGet: { path: "/healthz", port: "http" } },
+      resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "256Mi" } },
+      securityContext: { runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+      volumeMounts: [{ name: "code", mountPath: "/app", readOnly: true }],
+    });
+    expect(container?.env).toEqual([
+      { name: "PORTAL_LISTEN", value: "0.0.0.0:8080" },
+      { name: "PORTAL_CONTRACT", value: "/app/contract.yaml" },
+      { name: "PORTAL_ENTRIES", value: '["argocd","portal"]' },
+      { name: "PORTAL_STACK", value: "test" },
+      { name: "PORTAL_IN_CLUSTER", value: "1" },
+    ]);
+  });
+
+  it("skips the awaits only when portal.skipAwait is set (the e2e harness has no kubelet)", async () => {
+    await uiExposure({ projectDir, stack: "test", config: config({ enabled: true, skipAwait: true, image: "node:20.19-alpine" }), cluster: freshCluster() });
+    await pulumi.runtime.disconnect();
+    const deployment = one("kubernetes:apps/v1:Deployment").inputs as { metadata: { annotations?: Record<string, string> } };
+    expect(deployment.metadata.annotations).toEqual({ "pulumi.com/skipAwait": "true" });
+    expect(one("kubernetes:core/v1:Service", "portal-server-svc").inputs.metadata).toMatchObject({ annotations: { "pulumi.com/skipAwait": "true" } });
+    expect(JSON.stringify(one("kubernetes:apps/v1:Deployment").inputs)).toContain('"image":"node:20.19-alpine"');
+  });
+
+  it("uses an existing namespace when createNamespace is false", async () => {
+    // Only argocd selected: the contract's portal entry names platform-portal, not `tools`.
+    await uiExposure({
+      projectDir,
+      stack: "test",
+      config: config({ enabled: true, createNamespace: false, namespace: "tools" }, ["argocd"]),
+      cluster: freshCluster(),
+    });
+    await pulumi.runtime.disconnect();
+    expect(ofType("kubernetes:core/v1:Namespace")).toEqual([]);
+    expect(one("kubernetes:apps/v1:Deployment").inputs.metadata).toMatchObject({ namespace: "tools" });
+    expect(one("kubernetes:core/v1:Service", "portal-server-svc").inputs.metadata).toMatchObject({ name: "portal", namespace: "tools" });
+  });
+
+  it("creates nothing of the portal when it is not enabled, and then the entry needs the real Service", async () => {
+    await expect(uiExposure({ projectDir, stack: "test", config: config({ enabled: false }), cluster: freshCluster() })).rejects.toThrow(
+      "entry 'portal': Service platform-portal/portal not found",
+    );
+    await pulumi.runtime.disconnect();
+    expect(registered).toEqual([]);
+  });
+
+  it("warns when the portal is deployed but no selected entry publishes it", async () => {
+    const warn = vi.spyOn(pulumi.log, "warn");
+    try {
+      await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }, ["argocd"]), cluster: freshCluster() });
+      await pulumi.runtime.disconnect();
+      expect(warn).toHaveBeenCalledWith(
+        "the portal is deployed but not published: no selected contract entry mirrors Service platform-portal/portal port http (add it to the contract and ui-exposure:entries)",
+      );
+      expect(ofType("ui-exposure:portal:Portal")).toHaveLength(1);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it("refuses, before creating anything, a namespace and a Service `portal` that exist outside the stack", async () => {
+    const oldPortal: Service = {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "portal", namespace: "platform-portal" },
+      spec: { type: "ClusterIP", selector: { app: "portal" }, ports: [{ name: "http", port: 80, targetPort: 8000 }] },
+    };
+    await expect(uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster([oldPortal]) })).rejects.toThrow(
+      [
+        "stack test cannot be deployed (nothing was changed) (2 problems):",
+        "  - portal: Service platform-portal/portal already exists and is not managed by ui-exposure; delete it (or import it into the stack) before the stack creates its own",
+        "  - portal: namespace platform-portal already exists (it holds portal, not managed by ui-exposure); set ui-exposure:portal.createNamespace: false, or choose another portal.namespace",
+      ].join("\n"),
+    );
+    await pulumi.runtime.disconnect();
+    expect(registered).toEqual([]);
+  });
+
+  it("re-plans from the component's spec on later ups, when its own Service is in the cluster", async () => {
+    const deployed = { ...portalService("platform-portal"), spec: { ...portalService("platform-portal").spec, clusterIP: "10.96.0.50" } };
+    const out = await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster([deployed]) });
+    expect((await resolve(out.endpoints)).portal).toMatchObject({ mirrors: "portal", service: "portal-nodeport", namespace: "platform-portal" });
+  });
+});
+
+describe("withStackServices (pure)", () => {
+  const svc = (namespace: string, name: string, labels?: Record<string, string>): Service => ({
+    metadata: { name, namespace, ...(labels ? { labels } : {}) },
+    spec: { type: "ClusterIP", selector: { app: name }, ports: [{ name: "http", port: 80 }] },
+  });
+
+  it("adds the Services the stack creates to the observed ones", () => {
+    const observed = [svc("argocd", "argocd-server")];
+    const created = portalService("platform-portal");
+    expect(withStackServices(observed, [created])).toEqual({ services: [observed[0], created], problems: [] });
+  });
+
+  it("prefers the created spec over our own observed copy (it is what the cluster holds after up)", () => {
+    const stale = { ...portalService("platform-portal"), spec: { type: "ClusterIP", selector: { old: "1" }, ports: [] } };
+    const created = portalService("platform-portal");
+    expect(withStackServices([stale], [created])).toEqual({ services: [created], problems: [] });
+  });
+
+  it("reports an observed Service of the same name that is not ours", () => {
+    expect(withStackServices([svc("platform-portal", "portal")], [portalService("platform-portal")]).problems).toEqual([
+      "Service platform-portal/portal already exists and is not managed by ui-exposure; delete it (or import it into the stack) before the stack creates its own",
+    ]);
+  });
+
+  it("does not touch the observed list", () => {
+    const observed = [svc("a", "b")];
+    withStackServices(observed, [portalService("a")]);
+    expect(observed).toEqual([svc("a", "b")]);
+  });
+});
+
+describe("portalProblems (pure)", () => {
+  it("accepts a namespace that only holds our Services, or that the stack does not create", () => {
+    expect(portalProblems({ namespace: "platform-portal", createNamespace: true }, [portalService("platform-portal")])).toEqual([]);
+    expect(portalProblems({ namespace: "platform-portal", createNamespace: false }, [{ metadata: { name: "x", namespace: "platform-portal" } }])).toEqual([]);
+  });
+});

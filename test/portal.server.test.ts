@@ -1,0 +1,244 @@
+// The portal server against a recorded cluster: what a page load reads, what it shows, and
+// what it does when the cluster cannot be read.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { UserError } from "../src/errors";
+import { LiveClusterReader } from "../src/kube/live";
+import { escapeHtml, renderPage } from "../src/portal/html";
+import { parseListen, type RunningPortal, startPortal } from "../src/portal/server";
+import { observePortal } from "../src/portal/view";
+import { GRAFANA_DRIFT_REASON, HOSTILE_DESCRIPTION, MemoryCluster, NODE_IP, portalContract, readyNode, recordedCluster, unreachable } from "./portal.fixtures";
+
+const NOW = new Date("2026-06-23T10:00:00Z");
+
+describe("portal server (recorded cluster)", () => {
+  const cluster = new MemoryCluster(recordedCluster());
+  let portal: RunningPortal;
+  const logged: string[] = [];
+
+  beforeAll(async () => {
+    portal = await startPortal(
+      { contract: portalContract(), cluster, stack: "bench", contractLabel: "contract/endpoints.yaml", now: () => NOW, log: (l) => logged.push(l) },
+      { host: "127.0.0.1", port: 0 },
+    );
+  });
+  afterAll(() => portal.close());
+  beforeEach(() => {
+    cluster.data = recordedCluster();
+    cluster.failure = undefined;
+    cluster.calls = { services: 0, endpointSlices: 0, nodes: 0, pods: 0, other: 0 };
+    logged.length = 0;
+  });
+
+  const get = (path: string, init?: RequestInit) => fetch(new URL(path, portal.url), init);
+
+  it("renders every entry with the observed URL as a link, readiness and verdict", async () => {
+    const res = await get("/");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const html = await res.text();
+    expect(html).toContain('<meta name="viewport" content="width=device-width, initial-scale=1">');
+    expect(html).toContain(`<a href="http://${NODE_IP}:31358">http://${NODE_IP}:31358</a>`);
+    expect(html).toContain(`<a href="http://${NODE_IP}:31088">http://${NODE_IP}:31088</a>`);
+    // Only the two published entries are links: ABSENT and not-exposed entries have none.
+    expect(html.match(/<a href="http:\/\/127/g)).toHaveLength(2);
+    expect(row(html, "argocd")).toContain('data-verdict="MATCH"');
+    expect(row(html, "argocd")).toContain("2 ready endpoints");
+    expect(row(html, "grafana")).toContain('<span class="badge v-DRIFT">DRIFT</span>');
+    expect(row(html, "grafana")).toContain(`<li>${GRAFANA_DRIFT_REASON}</li>`);
+    expect(row(html, "gitea")).toContain('<span class="badge v-ABSENT">ABSENT</span>');
+    expect(row(html, "gitea")).toContain("Service gitea/gitea-nodeport does not exist (run pulumi up)");
+    expect(row(html, "postgres")).toContain("<small>not exposed</small>");
+    expect(row(html, "postgres")).not.toContain("<a ");
+    expect(html).toContain(`node bench (${NODE_IP})`);
+    expect(html).toContain("Platform UIs · bench");
+    // No script, no external asset: the page works without JavaScript and offline.
+    expect(html).not.toMatch(/<script|<link|src=|@import|url\(/i);
+  });
+
+  it("does one list call per kind and page load (no Pods without a hostPort entry)", async () => {
+    await (await get("/")).text();
+    expect(cluster.calls).toEqual({ services: 1, endpointSlices: 1, nodes: 1, pods: 0, other: 0 });
+    await (await get("/")).text();
+    expect(cluster.total).toBe(6);
+  });
+
+  it("reads the cluster again at every load: a recreated Service's new nodePort is the new link", async () => {
+    expect(await (await get("/")).text()).toContain(`http://${NODE_IP}:31358`);
+    const argo = cluster.data.services.find((s) => s.metadata.name === "argocd-nodeport");
+    const port = argo?.spec?.ports?.[0];
+    if (!port) throw new Error("fixture changed");
+    port.nodePort = 30777;
+    cluster.data.nodes = [readyNode("bench", "127.0.0.3")];
+    const html = await (await get("/")).text();
+    expect(html).toContain(`<a href="http://127.0.0.3:30777">`);
+    expect(html).not.toContain("31358");
+  });
+
+  it("escapes everything that comes from the contract or the cluster", async () => {
+    const html = await (await get("/")).text();
+    expect(html).not.toContain("<script>");
+    expect(html).toContain(escapeHtml(HOSTILE_DESCRIPTION));
+    expect(html).toContain("Argo CD &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;friends&#39;");
+  });
+
+  it("serves the same data as JSON on /api/entries", async () => {
+    const res = await get("/api/entries");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    const body = (await res.json()) as Awaited<ReturnType<typeof observePortal>>;
+    const direct = await observePortal({
+      contract: portalContract(),
+      cluster: new MemoryCluster(recordedCluster()),
+      stack: "bench",
+      contractLabel: "contract/endpoints.yaml",
+      now: () => NOW,
+    });
+    expect(body).toEqual({ ...direct, source: cluster.source });
+    expect(body.summary).toEqual({ MATCH: 1, DRIFT: 1, ABSENT: 1, "NOT-EXPOSED": 1 });
+    expect(body.entries.map((e) => [e.name, e.verdict, e.url])).toEqual([
+      ["argocd", "MATCH", `http://${NODE_IP}:31358`],
+      ["grafana", "DRIFT", `http://${NODE_IP}:31088`],
+      ["gitea", "ABSENT", undefined],
+      ["postgres", "NOT-EXPOSED", undefined],
+    ]);
+    expect(body.entries[1]?.reasons).toEqual([GRAFANA_DRIFT_REASON]);
+  });
+
+  it("shows a cluster error as an error page with HTTP 503, never as a table", async () => {
+    cluster.failure = unreachable();
+    const res = await get("/");
+    expect(res.status).toBe(503);
+    const html = await res.text();
+    expect(html).toContain("<h2>Cannot read the cluster</h2>");
+    expect(html).toContain("cluster unreachable: context bench (https://127.0.0.1:6443): ECONNREFUSED while reading services");
+    expect(html).toContain('role="alert"');
+    expect(html).not.toContain("<table");
+    expect(html.split("<body>")[1]).not.toMatch(/MATCH|DRIFT|ABSENT/);
+    expect(logged).toEqual([expect.stringMatching(/^GET \/ -> 503: cluster unreachable/)]);
+  });
+
+  it("answers the JSON endpoint with 503 and {error} when the cluster cannot be read", async () => {
+    cluster.failure = unreachable();
+    const res = await get("/api/entries");
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ error: unreachable().message, generatedAt: NOW.toISOString(), source: cluster.source, stack: "bench" });
+  });
+
+  it("escapes the cluster error too", async () => {
+    cluster.failure = new UserError('reading services failed: <img src=x onerror="alert(1)">');
+    const html = await (await get("/")).text();
+    expect(html).not.toContain("<img");
+    expect(html).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;");
+  });
+
+  it("answers 500 (not an empty page) on a bug, and keeps the stack trace in the log only", async () => {
+    cluster.failure = new TypeError("boom");
+    const res = await get("/");
+    expect(res.status).toBe(500);
+    const html = await res.text();
+    expect(html).toContain("internal error while observing the cluster");
+    expect(html).not.toContain("TypeError");
+    expect(logged[0]).toContain("TypeError: boom");
+  });
+
+  it("serves /healthz without calling the cluster, even when it is down", async () => {
+    cluster.failure = unreachable();
+    const res = await get("/healthz");
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("ok\n");
+    expect(cluster.total).toBe(0);
+  });
+
+  it("answers 404 on other paths and 405 on other methods, without calling the cluster", async () => {
+    expect((await get("/admin")).status).toBe(404);
+    const post = await get("/", { method: "POST" });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
+    expect(cluster.total).toBe(0);
+  });
+
+  it("shows problems that concern the whole view (no Ready node) above the table", async () => {
+    cluster.data.nodes = [readyNode("bench", NODE_IP, false)];
+    const res = await get("/");
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain('<div class="problems" role="alert">');
+    expect(html).toContain("no Ready node with an InternalIP (nodes: bench (NotReady))");
+    // Without a node there is no URL to link to.
+    expect(html).not.toContain('<a href="http://127');
+  });
+});
+
+describe("portal view", () => {
+  it("lists only the stack's selected entries (and the non-exposed ones) and uses the pinned address", async () => {
+    const view = await observePortal({
+      contract: portalContract(),
+      cluster: new MemoryCluster(recordedCluster()),
+      selected: ["argocd"],
+      pinnedAddress: "127.0.0.9",
+    });
+    expect(view.entries.map((e) => e.name)).toEqual(["argocd", "postgres"]);
+    expect(view.entries[0]?.url).toBe("http://127.0.0.9:31358");
+    expect(view.node).toEqual({ name: "(pinned)", address: "127.0.0.9", pinned: true });
+  });
+
+  it("reports a nodePort changed since the last up as DRIFT when the stack outputs are given", async () => {
+    const view = await observePortal({
+      contract: portalContract(),
+      cluster: new MemoryCluster(recordedCluster()),
+      published: { argocd: { nodePort: 31000, url: `http://${NODE_IP}:31000` } },
+    });
+    expect(view.entries[0]).toMatchObject({ verdict: "DRIFT", reasons: ["nodePort changed since the last up (31000 -> 31358)"] });
+    expect(renderPage(view)).toContain("nodePort changed since the last up (31000 -&gt; 31358)");
+  });
+});
+
+describe("parseListen", () => {
+  it("accepts HOST:PORT and [IPv6]:PORT", () => {
+    expect(parseListen("127.0.0.1:8080")).toEqual({ host: "127.0.0.1", port: 8080 });
+    expect(parseListen("[::1]:0")).toEqual({ host: "::1", port: 0 });
+    expect(parseListen("localhost:9000")).toEqual({ host: "localhost", port: 9000 });
+  });
+  it("refuses anything else with the expected form", () => {
+    expect(() => parseListen("8080")).toThrow("--listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '8080'");
+    expect(() => parseListen("127.0.0.1:70000")).toThrow("not '127.0.0.1:70000'");
+    expect(() => parseListen("::1:8080")).toThrow("--listen must be HOST:PORT");
+  });
+});
+
+describe("LiveClusterReader in-cluster option", () => {
+  it("refuses clearly outside a pod", async () => {
+    const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT };
+    delete process.env.KUBERNETES_SERVICE_HOST;
+    delete process.env.KUBERNETES_SERVICE_PORT;
+    try {
+      await expect(LiveClusterReader.connect({ inCluster: true })).rejects.toThrow(
+        "cannot load the in-cluster configuration: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set: not running in a pod",
+      );
+    } finally {
+      if (saved.host !== undefined) process.env.KUBERNETES_SERVICE_HOST = saved.host;
+      if (saved.port !== undefined) process.env.KUBERNETES_SERVICE_PORT = saved.port;
+    }
+  });
+
+  it("uses the ServiceAccount's API address in a pod", async () => {
+    process.env.KUBERNETES_SERVICE_HOST = "127.0.0.1";
+    process.env.KUBERNETES_SERVICE_PORT = "6443";
+    try {
+      const reader = await LiveClusterReader.connect({ inCluster: true, context: "ignored-in-cluster" });
+      expect(reader.source).toBe("in-cluster ServiceAccount (https://127.0.0.1:6443)");
+    } finally {
+      delete process.env.KUBERNETES_SERVICE_HOST;
+      delete process.env.KUBERNETES_SERVICE_PORT;
+    }
+  });
+});
+
+/** The table row of one entry. */
+function row(html: string, entry: string): string {
+  const m = new RegExp(`<tr id="entry-${entry}"[^]*?</tr>`).exec(html);
+  if (!m) throw new Error(`no row for ${entry}`);
+  return m[0];
+}
