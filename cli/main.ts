@@ -11,8 +11,8 @@ import { EXIT } from "./exit";
 /** Every subcommand; each module documents its own flags. */
 export const COMMANDS: Record<string, { run: Command; summary: string }> = {
   check: { run: check, summary: "validate a contract offline (exit 0, or 2 with every problem)" },
-  portal: { run: portalCommand, summary: "serve the live portal page (URLs + MATCH/DRIFT) on this machine, until Ctrl-C" },
   drift: { run: drift, summary: "pulumi preview --expect-no-changes + cluster-wide audit of NodePort/LoadBalancer/hostPort exposure (exit 3 on drift)" },
+  portal: { run: portalCommand, summary: "serve the live portal page (URLs + MATCH/DRIFT) on this machine, until Ctrl-C" },
   probe: { run: probe, summary: "HTTP(S) GET every published URL with the contract's expectations (exit 4 if one fails)" },
   render: { run: renderCommand, summary: "show what a stack would create, offline, from a cluster snapshot" },
   status: { run: status, summary: "live verdict per entry: MATCH, DRIFT (with the reason) or ABSENT (exit 3 unless all MATCH)" },
