@@ -46,7 +46,7 @@ function fakeUi(name: string): Promise<{ server: http.Server; port: number }> {
   return new Promise((resolve) => server.listen(0, NODE_IP, () => resolve({ server, port: (server.address() as AddressInfo).port })));
 }
 
-describe.skipIf(!HAVE_CHROMIUM)(`portal page in headless Chromium (${CHROMIUM})`, () => {
+describe.skipIf(!HAVE_CHROMIUM)(`portal page in headless Chromium (${HAVE_CHROMIUM ? CHROMIUM : `SKIPPED: ${CHROMIUM} is not installed`})`, () => {
   let uis: { server: http.Server; port: number }[] = [];
   let argocd: { server: http.Server; port: number };
   let grafana: { server: http.Server; port: number };
@@ -97,13 +97,13 @@ describe.skipIf(!HAVE_CHROMIUM)(`portal page in headless Chromium (${CHROMIUM})`
 
     const drift = page.locator("#entry-grafana .badge");
     expect(await drift.isVisible()).toBe(true);
-    expect(await drift.innerText()).toBe("DRIFT");
-    expect(await page.locator("#entry-grafana .reasons li").innerText()).toBe(GRAFANA_DRIFT_REASON);
-    expect(await page.locator("#entry-argocd .badge").innerText()).toBe("MATCH");
-    expect(await page.locator("#entry-gitea .badge").innerText()).toBe("ABSENT");
+    expect(await drift.textContent()).toBe("DRIFT");
+    expect(await page.locator("#entry-grafana .reasons li").textContent()).toBe(GRAFANA_DRIFT_REASON);
+    expect(await page.locator("#entry-argocd .badge").textContent()).toBe("MATCH");
+    expect(await page.locator("#entry-gitea .badge").textContent()).toBe("ABSENT");
     // Script-free page: the description's markup is text, not an element.
     expect(await page.locator("#entry-argocd script").count()).toBe(0);
-    expect(await page.locator("#entry-argocd small").innerText()).toContain('<script>alert("x")</script>');
+    expect(await page.locator("#entry-argocd small").textContent()).toContain('<script>alert("x")</script>');
 
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     process.stdout.write(`portal screenshot: ${SCREENSHOT}\n`);
@@ -114,7 +114,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`portal page in headless Chromium (${CHROMIUM})`
     await page.goto(portal.url);
     await page.locator("#entry-argocd a").click();
     await page.waitForURL(`http://${NODE_IP}:${argocd.port}/`);
-    expect(await page.locator("#ui").innerText()).toBe("fake argocd UI");
+    expect(await page.locator("#ui").textContent()).toBe("fake argocd UI");
   });
 
   it("is readable on a phone: no horizontal scrolling, one card per entry", async () => {
@@ -141,7 +141,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`portal page in headless Chromium (${CHROMIUM})`
     try {
       const res = await page.goto(portal.url);
       expect(res?.status()).toBe(503);
-      expect(await page.locator("[role=alert] h2").innerText()).toBe("Cannot read the cluster");
+      expect(await page.locator("[role=alert] h2").textContent()).toBe("Cannot read the cluster");
       expect(await page.locator("table").count()).toBe(0);
       await page.screenshot({ path: path.join(OUTPUT_DIR, "portal-error.png") });
     } finally {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { UserError } from "../src/errors";
 import { LiveClusterReader } from "../src/kube/live";
 import { escapeHtml, renderPage } from "../src/portal/html";
+import { parseEntries } from "../src/portal/main";
 import { parseListen, type RunningPortal, startPortal } from "../src/portal/server";
 import { observePortal } from "../src/portal/view";
 import { GRAFANA_DRIFT_REASON, HOSTILE_DESCRIPTION, MemoryCluster, NODE_IP, portalContract, readyNode, recordedCluster, unreachable } from "./portal.fixtures";
@@ -205,6 +206,18 @@ describe("parseListen", () => {
     expect(() => parseListen("8080")).toThrow("--listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '8080'");
     expect(() => parseListen("127.0.0.1:70000")).toThrow("not '127.0.0.1:70000'");
     expect(() => parseListen("::1:8080")).toThrow("--listen must be HOST:PORT");
+  });
+});
+
+describe("PORTAL_ENTRIES (set by the component from ui-exposure:entries)", () => {
+  it("reads the stack's selection as the component writes it (JSON)", () => {
+    expect(parseEntries(JSON.stringify("all"))).toBe("all");
+    expect(parseEntries(undefined)).toBe("all");
+    expect(parseEntries(JSON.stringify(["argocd", "portal"]))).toEqual(["argocd", "portal"]);
+  });
+  it("refuses anything else instead of silently showing everything", () => {
+    expect(() => parseEntries("argocd,portal")).toThrow(`PORTAL_ENTRIES must be "all" or a JSON list of entry names, not 'argocd,portal'`);
+    expect(() => parseEntries('["Bad Name"]')).toThrow("PORTAL_ENTRIES must be");
   });
 });
 

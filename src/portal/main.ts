@@ -8,7 +8,7 @@ import { LiveClusterReader } from "../kube/live";
 import { parseListen, startPortal } from "./server";
 import { PORTAL_CONTAINER_PORT, PORTAL_ENV } from "./spec";
 
-function parseEntries(raw: string | undefined): "all" | string[] {
+export function parseEntries(raw: string | undefined): "all" | string[] {
   if (!raw || raw === "all" || raw === '"all"') return "all";
   let value: unknown;
   try {
