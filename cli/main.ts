@@ -1,7 +1,7 @@
 import { UserError } from "../src/errors";
 import { check } from "./commands/check";
-import { portalCommand } from "./commands/portal";
 import { drift } from "./commands/drift";
+import { portalCommand } from "./commands/portal";
 import { probe } from "./commands/probe";
 import { renderCommand } from "./commands/render";
 import { status } from "./commands/status";
