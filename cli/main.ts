@@ -1,4 +1,5 @@
 import { UserError } from "../src/errors";
+import { access } from "./commands/access";
 import { check } from "./commands/check";
 import { drift } from "./commands/drift";
 import { portalCommand } from "./commands/portal";
@@ -10,6 +11,7 @@ import { EXIT } from "./exit";
 
 /** Every subcommand; each module documents its own flags. */
 export const COMMANDS: Record<string, { run: Command; summary: string }> = {
+  access: { run: access, summary: "developer access: URLs, credentials on one screen, .env.cluster.local, SSH forwards (--forward/--stop)" },
   check: { run: check, summary: "validate a contract offline (exit 0, or 2 with every problem)" },
   drift: { run: drift, summary: "pulumi preview --expect-no-changes + cluster-wide audit of NodePort/LoadBalancer/hostPort exposure (exit 3 on drift)" },
   portal: { run: portalCommand, summary: "serve the live portal page (URLs + MATCH/DRIFT) on this machine, until Ctrl-C" },

@@ -1,0 +1,338 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import {
+  type AccessEndpoint,
+  accessEndpoints,
+  accessEntries,
+  type CredentialView,
+  credentialNamespaces,
+  type NamespaceSecrets,
+  type RenderedEnv,
+  readCredentials,
+  renderEnvTemplate,
+  resolveReference,
+} from "../../src/access";
+import { assertGitIgnores, defaultEnvFile, writePrivateFile } from "../../src/access-env";
+import {
+  DEFAULT_FORWARD_BASE_PORT,
+  ensureForwards,
+  type ForwardOutcome,
+  forwardStateDir,
+  limaSshConfig,
+  type StoppedForward,
+  stopForwards,
+} from "../../src/access-forward";
+import { UserError } from "../../src/errors";
+import type { ClusterReader } from "../../src/kube/cluster";
+import { type Observation, observe, readObservedCluster } from "../../src/observe";
+import type { Command, CommandContext } from "../context";
+import { usageError } from "../context";
+import { EXIT } from "../exit";
+import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, parseFlags, secondsFlag } from "../operator";
+import { type OpenStack, openStack } from "../stack";
+
+const USAGE =
+  "exposure access --stack NAME [--env-file PATH | --no-env-file] [--forward [--lima-instance NAME] | --stop] [--show-secrets] [--timeout SECONDS] [--json]";
+
+/** The versioned template of the data repository's .env (no secret in it). */
+export const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
+
+export interface AccessDeps {
+  connect: ConnectCluster;
+  /** Whether stdout is a terminal: passwords are shown only there (or with --show-secrets). */
+  isTerminal: () => boolean;
+  /** The ssh executable (looked up on PATH). */
+  ssh: string;
+  forwardBasePort: number;
+  /** How long a new forward may take to open its port before it is reported as started. */
+  forwardSettleMs: number;
+}
+
+const HIDDEN = "(hidden)";
+
+/**
+ * `exposure access`: everything a data developer needs on one screen (URLs, the contract's
+ * credentials read from their Secrets), `.env.cluster.local` for the data repository, and on
+ * the Lima bench SSH forwards to the UIs (`--forward`, ended by `--stop`).
+ * Exit 0, or 1 on error (unreachable cluster, refused .env path, a forward that failed).
+ */
+export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
+  const connect = deps.connect ?? connectLiveCluster;
+  const isTerminal = deps.isTerminal ?? (() => process.stdout.isTTY === true);
+  return async (argv, ctx) => {
+    const { values } = parseFlags(
+      argv,
+      {
+        stack: { type: "string", short: "s" },
+        "env-file": { type: "string" },
+        "no-env-file": { type: "boolean", default: false },
+        forward: { type: "boolean", default: false },
+        stop: { type: "boolean", default: false },
+        "lima-instance": { type: "string" },
+        "show-secrets": { type: "boolean", default: false },
+        timeout: { type: "string" },
+        json: { type: "boolean", default: false },
+      },
+      USAGE,
+    );
+    if (!values.stack) throw usageError("--stack is required", USAGE);
+    if (values.forward && values.stop) throw usageError("--forward and --stop exclude each other", USAGE);
+    if (values["env-file"] !== undefined && values["no-env-file"]) throw usageError("--env-file and --no-env-file exclude each other", USAGE);
+    if (values["lima-instance"] !== undefined && !values.forward) throw usageError("--lima-instance goes with --forward", USAGE);
+    const stack = values.stack;
+    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, USAGE);
+    const opened = openStack(ctx, stack);
+    const stateDir = forwardStateDir(stack, ctx.env);
+
+    if (values.stop) {
+      const stopped = await stopForwards(stateDir);
+      if (values.json) ctx.stdout(JSON.stringify({ stack, stopped }, null, 2));
+      else ctx.stdout(formatStopped(stack, stopped));
+      return EXIT.OK;
+    }
+
+    // Everything that can be refused without the cluster is checked first, before any forward starts.
+    const envTarget = values["no-env-file"] ? undefined : await checkEnvTarget(ctx, values["env-file"]);
+    const forwardSetup = values.forward ? forwardConfig(opened, values["lima-instance"], ctx) : undefined;
+
+    const cluster = await connect(opened, timeoutMs);
+    const selectedEntries = opened.contract.endpoints.filter((e) => opened.selected.includes(e.name));
+    const observed = await readObservedCluster(cluster, selectedEntries);
+    const observation = observe(opened.contract, observed, {
+      selected: opened.selected,
+      ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
+    });
+    const entries = accessEntries(opened.contract, observation);
+    const secrets = await listSecretsByNamespace(cluster, credentialNamespaces(entries));
+    const credentials = readCredentials(entries, secrets);
+
+    let forwards: ForwardOutcome[] = [];
+    let forwardFailures: string[] = [];
+    let retired: StoppedForward[] = [];
+    if (forwardSetup) {
+      const requests = observation.entries.flatMap((o) => {
+        if (o.exposure === "none" || !o.url) return [];
+        const target = new URL(o.url);
+        return [{ entry: o.name, scheme: target.protocol.slice(0, -1), remoteHost: target.hostname.replace(/^\[|\]$/g, ""), remotePort: Number(target.port) }];
+      });
+      ({
+        forwards,
+        failures: forwardFailures,
+        retired,
+      } = await ensureForwards(requests, {
+        ssh: deps.ssh ?? "ssh",
+        env: ctx.env,
+        stateDir,
+        instance: forwardSetup.instance,
+        sshConfig: forwardSetup.sshConfig,
+        basePort: deps.forwardBasePort ?? DEFAULT_FORWARD_BASE_PORT,
+        settleMs: deps.forwardSettleMs ?? 3000,
+      }));
+    }
+    const endpoints = accessEndpoints(opened.contract, observation, observed.services, new Map(forwards.map((f) => [f.entry, f.localUrl])));
+
+    let env: { file: string; rendered: RenderedEnv } | { skipped: string } = { skipped: "--no-env-file" };
+    if (envTarget && "file" in envTarget) {
+      const templateFile = path.join(ctx.projectDir, ENV_TEMPLATE);
+      let template: string;
+      try {
+        template = fs.readFileSync(templateFile, "utf8");
+      } catch (err) {
+        throw new UserError(`cannot read the .env template ${ENV_TEMPLATE}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      }
+      const rendered = renderEnvTemplate(template, ENV_TEMPLATE, (ref) => resolveReference(ref, { contract: opened.contract, endpoints, credentials }), [
+        `Generated by \`exposure access --stack ${stack}\` from ${ENV_TEMPLATE}: DO NOT EDIT, DO NOT COMMIT.`,
+        "Credentials in clear text: this file is written 0600 and must stay out of git.",
+        ...(forwards.length ? ["URLs of exposed UIs point at the SSH forwards (127.0.0.1); rerun without --forward after --stop."] : []),
+      ]);
+      writePrivateFile(envTarget.file, rendered.text);
+      env = { file: envTarget.file, rendered };
+    } else if (envTarget) {
+      env = envTarget;
+    }
+
+    const view = new Set(observation.entries.map((o) => o.name));
+    const shown = endpoints.filter((e) => view.has(e.name));
+    if (values.json) {
+      ctx.stdout(
+        JSON.stringify(accessJson(stack, cluster.source, observation, shown, credentials, env, { forwards, retired, failures: forwardFailures }), null, 2),
+      );
+    } else {
+      const showSecrets = values["show-secrets"] || isTerminal();
+      ctx.stdout(formatAccess({ stack, source: cluster.source, observation, endpoints: shown, credentials, env, forwards, retired, showSecrets }));
+    }
+    for (const failure of forwardFailures) ctx.stderr(`exposure access: ${failure}`);
+    return forwardFailures.length ? EXIT.ERROR : EXIT.OK;
+  };
+}
+
+export const access = createAccessCommand();
+
+/** Where the .env goes, after checking it may be written there; or why it is skipped. */
+async function checkEnvTarget(ctx: CommandContext, flag: string | undefined): Promise<{ file: string } | { skipped: string }> {
+  const file = flag !== undefined ? path.resolve(flag) : defaultEnvFile(ctx.projectDir, ctx.env);
+  const dir = path.dirname(file);
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
+    // The default assumes the data repository sits next to this one; without it, say so and go on.
+    if (flag === undefined && ctx.env.EXPOSURE_ENV_FILE === undefined) return { skipped: `${dir} does not exist (pass --env-file PATH)` };
+    throw new UserError(`cannot write ${file}: folder ${dir} does not exist`);
+  }
+  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new UserError(`cannot write ${file}: it is a folder`);
+  await assertGitIgnores(file, ctx.env);
+  return { file };
+}
+
+/** The Lima instance behind the stack: --lima-instance, $LIMA_INSTANCE, or the `lima-<name>` kube context. */
+function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: CommandContext): { instance: string; sshConfig: string } {
+  const fromContext = /^lima-(.+)$/.exec(opened.config["kubernetes:context"] ?? "")?.[1];
+  const instance = flag ?? ctx.env.LIMA_INSTANCE ?? fromContext;
+  if (!instance) {
+    throw new UserError(
+      `--forward needs the Lima instance of stack ${opened.stack}: pass --lima-instance NAME (its kube context '${opened.config["kubernetes:context"] ?? "(none)"}' is not lima-<name>)`,
+    );
+  }
+  return { instance, sshConfig: limaSshConfig(instance, ctx.env) };
+}
+
+/**
+ * One list call per namespace that holds a declared credential (not one per Secret, not a
+ * cluster-wide list): the calls grow with the namespaces of the contract only, a developer
+ * needs a namespaced Role rather than a ClusterRole reading every Secret of the cluster, and
+ * the answer carries no unrelated Secrets (service-account tokens, Helm release blobs).
+ */
+async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets">, namespaces: readonly string[]): Promise<Map<string, NamespaceSecrets>> {
+  const lists = await Promise.all(
+    namespaces.map(async (ns): Promise<[string, NamespaceSecrets]> => {
+      try {
+        return [ns, await cluster.listSecrets(ns)];
+      } catch (err) {
+        // A 403 in one namespace must not hide the other credentials; the message names no value.
+        if (err instanceof UserError) return [ns, { error: err.message }];
+        throw err;
+      }
+    }),
+  );
+  return new Map(lists);
+}
+
+function header(stack: string, source: string, observation: Observation): string {
+  const node = observation.node;
+  return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
+}
+
+interface Screen {
+  stack: string;
+  source: string;
+  observation: Observation;
+  endpoints: readonly AccessEndpoint[];
+  credentials: readonly CredentialView[];
+  env: { file: string; rendered: RenderedEnv } | { skipped: string };
+  forwards: readonly ForwardOutcome[];
+  /** Forwards ended because their entry has no URL any more. */
+  retired: readonly StoppedForward[];
+  showSecrets: boolean;
+}
+
+/** The one screen: UIs, in-cluster endpoints, credentials, what was written and started. */
+export function formatAccess(s: Screen): string {
+  const lines = [header(s.stack, s.source, s.observation), ""];
+  const uis = s.endpoints.filter((e) => e.exposed && e.reach !== "in-cluster");
+  lines.push(
+    "UIS",
+    formatTable(
+      ["ENTRY", "URL", "VERDICT", "NOTE"],
+      uis.map((e) => [
+        e.name,
+        e.url ?? "-",
+        e.verdict ?? "-",
+        [e.forwardOf ? `SSH forward to ${e.forwardOf}` : "", e.problem ?? ""].filter(Boolean).join("; "),
+      ]),
+    ),
+  );
+  const inCluster = s.endpoints.filter((e) => !uis.includes(e));
+  if (inCluster.length) {
+    lines.push("", "IN-CLUSTER (not exposed: addresses for code running in the cluster)");
+    lines.push(
+      formatTable(
+        ["ENTRY", "ADDRESS"],
+        inCluster.map((e) => [e.name, e.url ?? `- (${e.problem})`]),
+      ),
+    );
+  }
+  if (s.credentials.length) {
+    lines.push("", `CREDENTIALS${s.showSecrets ? " (clear text, for this screen only: never paste it into a ticket or a log)" : ""}`);
+    lines.push(
+      formatTable(
+        ["LABEL", "USERNAME", "PASSWORD", "SECRET"],
+        s.credentials.map((c) => [
+          c.label,
+          c.username ?? "-",
+          c.password === undefined ? "-" : s.showSecrets ? c.password : HIDDEN,
+          c.problem ? `${c.secret}: ${c.problem}` : c.secret,
+        ]),
+      ),
+    );
+    if (!s.showSecrets && s.credentials.some((c) => c.password !== undefined)) {
+      lines.push("passwords hidden: stdout is not a terminal (pass --show-secrets to print them anyway)");
+    }
+  }
+  lines.push("");
+  if ("skipped" in s.env) lines.push(`.env: not written: ${s.env.skipped}`);
+  else {
+    const unresolved = s.env.rendered.unresolved;
+    lines.push(
+      `.env: wrote ${s.env.file} (0600) from ${ENV_TEMPLATE}${unresolved.length ? `; ${unresolved.length} left unset (commented out there, with the reason): ${unresolved.map((u) => u.variable).join(", ")}` : ""}`,
+    );
+  }
+  if (s.forwards.length) {
+    const counts = (["started", "running", "restarted"] as const).map((st) => `${s.forwards.filter((f) => f.state === st).length} ${st}`).join(", ");
+    lines.push(`SSH forwards: ${counts}; end them with \`exposure access --stack ${s.stack} --stop\``);
+  }
+  if (s.retired.length) lines.push(`SSH forwards ended (no URL any more): ${s.retired.map((f) => f.entry).join(", ")}`);
+  return lines.join("\n");
+}
+
+function formatStopped(stack: string, stopped: readonly StoppedForward[]): string {
+  if (stopped.length === 0) return `stack ${stack}: no SSH forward to stop`;
+  return [
+    `stack ${stack}: SSH forwards`,
+    formatTable(
+      ["ENTRY", "PID", "LOCAL PORT", "RESULT"],
+      stopped.map((f) => [f.entry, String(f.pid), String(f.localPort), f.state === "stopped" ? "stopped" : "was not running (stale pid file removed)"]),
+    ),
+  ].join("\n");
+}
+
+/** The --json document. Passwords are wrapped as {secret: true, value} and the document says it holds secrets. */
+function accessJson(
+  stack: string,
+  source: string,
+  observation: Observation,
+  endpoints: readonly AccessEndpoint[],
+  credentials: readonly CredentialView[],
+  env: { file: string; rendered: RenderedEnv } | { skipped: string },
+  ssh: { forwards: readonly ForwardOutcome[]; retired: readonly StoppedForward[]; failures: readonly string[] },
+) {
+  const containsSecrets = credentials.some((c) => c.password !== undefined);
+  return {
+    stack,
+    source,
+    ...(observation.node ? { node: observation.node } : {}),
+    containsSecrets,
+    ...(containsSecrets ? { warning: "credentials[].password.value are secrets in clear text: do not log, commit or paste this output" } : {}),
+    endpoints,
+    credentials: credentials.map(({ password, ...rest }) => ({ ...rest, ...(password !== undefined ? { password: { secret: true, value: password } } : {}) })),
+    envFile: "skipped" in env ? { written: false, reason: env.skipped } : { written: true, path: env.file, mode: "0600", unresolved: env.rendered.unresolved },
+    forwards: ssh.forwards.map(({ entry, pid, localPort, localUrl, remoteHost, remotePort, state }) => ({
+      entry,
+      pid,
+      localUrl,
+      localPort,
+      target: `${remoteHost}:${remotePort}`,
+      state,
+    })),
+    ...(ssh.retired.length ? { retiredForwards: ssh.retired } : {}),
+    ...(ssh.failures.length ? { forwardFailures: ssh.failures } : {}),
+    problems: observation.problems,
+  };
+}

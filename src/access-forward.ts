@@ -1,0 +1,304 @@
+// SSH forwards for the Lima bench, whose VM network the host cannot route:
+// one `ssh -N -L 127.0.0.1:<local>:<node IP>:<nodePort> lima-<instance>` per UI, in the
+// background, remembered in a state folder so a second run reuses them and --stop ends them.
+import { execFileSync, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { UserError } from "./errors";
+
+/** First local port tried; each UI keeps the port it got first, so bookmarks keep working. */
+export const DEFAULT_FORWARD_BASE_PORT = 18080;
+const MAX_PORT_SEARCH = 200;
+
+/** One UI to forward: 127.0.0.1:<some local port> -> remoteHost:remotePort. */
+export interface ForwardRequest {
+  entry: string;
+  scheme: string;
+  remoteHost: string;
+  remotePort: number;
+}
+
+/** What a pid file holds. */
+export interface ForwardRecord {
+  entry: string;
+  pid: number;
+  localPort: number;
+  remoteHost: string;
+  remotePort: number;
+  scheme: string;
+  instance: string;
+}
+
+export interface ForwardOutcome extends ForwardRecord {
+  localUrl: string;
+  /** started: a new ssh; running: an earlier one still alive (not duplicated); restarted: the target moved. */
+  state: "started" | "running" | "restarted";
+}
+
+export interface ForwardOptions {
+  /** `ssh` (looked up on the PATH of `env`). */
+  ssh: string;
+  env: NodeJS.ProcessEnv;
+  /** Folder of this stack's pid files. */
+  stateDir: string;
+  /** Lima instance: its SSH config and its `lima-<instance>` host alias. */
+  instance: string;
+  sshConfig: string;
+  basePort: number;
+  /** How long to wait for a new ssh to open its port (or die) before reporting it. */
+  settleMs: number;
+}
+
+/** The folder holding a stack's forwards: $EXPOSURE_STATE_DIR, else $XDG_STATE_HOME/ui-exposure, else ~/.local/state/ui-exposure. */
+export function forwardStateDir(stack: string, env: NodeJS.ProcessEnv): string {
+  const home = env.HOME ?? os.homedir();
+  const root = env.EXPOSURE_STATE_DIR ?? path.join(env.XDG_STATE_HOME ?? path.join(home, ".local", "state"), "ui-exposure");
+  return path.join(root, "forwards", stack);
+}
+
+/** Lima writes an OpenSSH config per instance: $LIMA_HOME/<instance>/ssh.config (default ~/.lima). */
+export function limaSshConfig(instance: string, env: NodeJS.ProcessEnv): string {
+  const limaHome = env.LIMA_HOME ?? path.join(env.HOME ?? os.homedir(), ".lima");
+  const file = path.join(limaHome, instance, "ssh.config");
+  if (!fs.existsSync(file)) {
+    throw new UserError(`no Lima SSH config at ${file}: is the Lima instance '${instance}' created and running? (limactl list; or pass --lima-instance NAME)`);
+  }
+  return file;
+}
+
+/** The `-L` spec, also how a running forward is recognised in the process list. */
+const forwardSpec = (localPort: number, remoteHost: string, remotePort: number) =>
+  `127.0.0.1:${localPort}:${remoteHost.includes(":") ? `[${remoteHost}]` : remoteHost}:${remotePort}`;
+
+export function sshArgs(sshConfig: string, instance: string, localPort: number, remoteHost: string, remotePort: number): string[] {
+  return [
+    "-F",
+    sshConfig,
+    // A dedicated connection per forward: a shared master would take every forward down with it.
+    "-o",
+    "ControlMaster=no",
+    "-o",
+    "ControlPath=none",
+    // Fail instead of lingering when the local port is taken, and never prompt in the background.
+    "-o",
+    "ExitOnForwardFailure=yes",
+    "-o",
+    "BatchMode=yes",
+    "-N",
+    "-L",
+    forwardSpec(localPort, remoteHost, remotePort),
+    `lima-${instance}`,
+  ];
+}
+
+const recordFile = (stateDir: string, entry: string) => path.join(stateDir, `${entry}.pid.json`);
+const logFile = (stateDir: string, entry: string) => path.join(stateDir, `${entry}.log`);
+
+function readRecords(stateDir: string): ForwardRecord[] {
+  if (!fs.existsSync(stateDir)) return [];
+  return fs
+    .readdirSync(stateDir)
+    .filter((f) => f.endsWith(".pid.json"))
+    .flatMap((f) => {
+      try {
+        const record = JSON.parse(fs.readFileSync(path.join(stateDir, f), "utf8")) as ForwardRecord;
+        return Number.isInteger(record.pid) && record.pid > 0 ? [record] : [];
+      } catch {
+        return []; // a torn or foreign file: not ours to act on
+      }
+    });
+}
+
+/** The command line of a live process, or undefined when it is gone (ps works on Linux and macOS). */
+function commandLine(pid: number): string | undefined {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    // ESRCH: gone. EPERM: alive but another user's, hence not one of our forwards.
+    return undefined;
+  }
+  try {
+    return execFileSync("ps", ["-o", "command=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() || undefined;
+  } catch {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim() || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/**
+ * Whether the pid of a record is still our ssh: alive AND its command line holds our `-L`
+ * spec. The pid alone is not enough: after a reboot it may belong to anything, and --stop
+ * must never kill an unrelated process.
+ */
+export function isOurForward(record: ForwardRecord): boolean {
+  const cmd = commandLine(record.pid);
+  return cmd !== undefined && !cmd.includes("<defunct>") && cmd.includes(forwardSpec(record.localPort, record.remoteHost, record.remotePort));
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: "127.0.0.1" });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+async function allocatePort(preferred: number | undefined, taken: ReadonlySet<number>, base: number): Promise<number> {
+  if (preferred !== undefined && !taken.has(preferred) && (await portIsFree(preferred))) return preferred;
+  for (let port = base; port < base + MAX_PORT_SEARCH; port++) {
+    if (!taken.has(port) && (await portIsFree(port))) return port;
+  }
+  throw new UserError(`no free local port in 127.0.0.1:${base}-${base + MAX_PORT_SEARCH - 1} for the SSH forwards`);
+}
+
+async function killAndWait(pid: number): Promise<void> {
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 40; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+  }
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+const lastLine = (file: string) =>
+  fs.existsSync(file)
+    ? fs
+        .readFileSync(file, "utf8")
+        .split("\n")
+        .map((l) => l.trim())
+        .filter(Boolean)
+        .pop()
+    : undefined;
+
+/** Starts one ssh in the background and waits until it listens, dies, or `settleMs` passes. */
+async function startForward(request: ForwardRequest, localPort: number, opts: ForwardOptions): Promise<ForwardRecord> {
+  const log = logFile(opts.stateDir, request.entry);
+  const out = fs.openSync(log, "w", 0o600);
+  const child = spawn(opts.ssh, sshArgs(opts.sshConfig, opts.instance, localPort, request.remoteHost, request.remotePort), {
+    detached: true, // its own process group: it outlives this command and a Ctrl-C of the terminal
+    stdio: ["ignore", out, out],
+    env: opts.env,
+  });
+  fs.closeSync(out);
+  const exited = new Promise<{ code: number | null; error?: string }>((resolve) => {
+    child.once("exit", (code) => resolve({ code }));
+    child.once("error", (err: NodeJS.ErrnoException) => resolve({ code: null, error: err.code === "ENOENT" ? `${opts.ssh} not found on PATH` : err.message }));
+  });
+  const listening = (async () => {
+    const deadline = Date.now() + opts.settleMs;
+    while (Date.now() < deadline) {
+      if (await portAnswers(localPort)) return true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  })();
+  const first = await Promise.race([exited.then((e) => ({ exited: e })), listening.then(() => ({ exited: undefined }))]);
+  if (first.exited || child.pid === undefined) {
+    const why = first.exited?.error ?? lastLine(log) ?? `exit code ${first.exited?.code}`;
+    throw new UserError(`SSH forward for ${request.entry} (127.0.0.1:${localPort} -> ${request.remoteHost}:${request.remotePort}) failed: ${why}`);
+  }
+  child.unref();
+  const record: ForwardRecord = { ...request, pid: child.pid, localPort, instance: opts.instance };
+  fs.writeFileSync(recordFile(opts.stateDir, request.entry), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+  return record;
+}
+
+/**
+ * Makes sure each request has one live forward: an earlier one still alive to the same
+ * target is kept (running twice opens no duplicate), a dead one is replaced on the same
+ * local port when it is free, one whose target moved (new nodePort) is restarted.
+ */
+export async function ensureForwards(
+  requests: readonly ForwardRequest[],
+  opts: ForwardOptions,
+): Promise<{ forwards: ForwardOutcome[]; failures: string[]; retired: StoppedForward[] }> {
+  fs.mkdirSync(opts.stateDir, { recursive: true, mode: 0o700 });
+  const records = new Map(readRecords(opts.stateDir).map((r) => [r.entry, r]));
+  const alive = new Map([...records].filter(([, r]) => isOurForward(r)));
+  const taken = new Set([...alive.values()].map((r) => r.localPort));
+  const forwards: ForwardOutcome[] = [];
+  const failures: string[] = [];
+  for (const request of requests) {
+    const previous = records.get(request.entry);
+    const live = alive.get(request.entry);
+    const localUrl = (port: number) => `${request.scheme}://127.0.0.1:${port}`;
+    if (live && live.remoteHost === request.remoteHost && live.remotePort === request.remotePort) {
+      forwards.push({ ...live, localUrl: localUrl(live.localPort), state: "running" });
+      continue;
+    }
+    if (live) {
+      await killAndWait(live.pid);
+      taken.delete(live.localPort);
+    }
+    try {
+      const port = await allocatePort(previous?.localPort, taken, opts.basePort);
+      taken.add(port);
+      const record = await startForward(request, port, opts);
+      forwards.push({ ...record, localUrl: localUrl(port), state: live ? "restarted" : "started" });
+    } catch (err) {
+      fs.rmSync(recordFile(opts.stateDir, request.entry), { force: true });
+      failures.push((err as Error).message);
+    }
+  }
+  // Forwards of entries that no longer have a URL (Service deleted, entry deselected) lead nowhere.
+  const wanted = new Set(requests.map((r) => r.entry));
+  const retired: StoppedForward[] = [];
+  for (const record of records.values()) {
+    if (wanted.has(record.entry)) continue;
+    const ours = alive.has(record.entry);
+    if (ours) await killAndWait(record.pid);
+    fs.rmSync(recordFile(opts.stateDir, record.entry), { force: true });
+    fs.rmSync(logFile(opts.stateDir, record.entry), { force: true });
+    retired.push({ entry: record.entry, pid: record.pid, localPort: record.localPort, state: ours ? "stopped" : "stale" });
+  }
+  return { forwards, failures, retired };
+}
+
+export interface StoppedForward {
+  entry: string;
+  pid: number;
+  localPort: number;
+  /** stopped: we ended it; stale: it was already gone (its pid file is removed). */
+  state: "stopped" | "stale";
+}
+
+/** Ends every forward of the stack's state folder and removes their pid files. */
+export async function stopForwards(stateDir: string): Promise<StoppedForward[]> {
+  const stopped: StoppedForward[] = [];
+  for (const record of readRecords(stateDir)) {
+    const ours = isOurForward(record);
+    if (ours) await killAndWait(record.pid);
+    fs.rmSync(recordFile(stateDir, record.entry), { force: true });
+    fs.rmSync(logFile(stateDir, record.entry), { force: true });
+    stopped.push({ entry: record.entry, pid: record.pid, localPort: record.localPort, state: ours ? "stopped" : "stale" });
+  }
+  return stopped;
+}

@@ -1,0 +1,256 @@
+// The developer-access view (`exposure access`): how to reach every entry from here, the
+// credentials the contract declares, and the .env rendered from a versioned template.
+// Pure functions: the command reads the cluster and writes files.
+import type { Contract, Credential, Endpoint } from "./contract/schema";
+import { UserError } from "./errors";
+import type { Secret, Service } from "./kube/types";
+import type { Observation, Verdict } from "./observe";
+import { findServicePort } from "./plan";
+
+/** How the developer reaches one contract entry from this machine. */
+export interface AccessEndpoint {
+  name: string;
+  description?: string;
+  exposed: boolean;
+  scheme: string;
+  /**
+   * node: the published URL; forward: a 127.0.0.1 SSH forward to it; in-cluster: the
+   * Service's cluster DNS name (for code running in the cluster); none: no address.
+   */
+  reach: "node" | "forward" | "in-cluster" | "none";
+  url?: string;
+  host?: string;
+  port?: number;
+  /** The live verdict of a published entry. */
+  verdict?: Verdict;
+  /** The published URL behind a forward. */
+  forwardOf?: string;
+  /** Why there is no address (reach "none"), or what is wrong with it (DRIFT). */
+  problem?: string;
+}
+
+/** One credential of the contract, read from its Secret. `password` is the secret part. */
+export interface CredentialView {
+  entry: string;
+  label: string;
+  /** "namespace/name" of the Secret. */
+  secret: string;
+  username?: string;
+  password?: string;
+  /** Why it could not be read (no Secret, missing key, forbidden). Never holds a value. */
+  problem?: string;
+}
+
+/** A namespace's Secrets, or why they could not be listed (403...). */
+export type NamespaceSecrets = readonly Secret[] | { error: string };
+
+const urlOf = (scheme: string, host: string, port: number) => `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}`;
+
+/** Contract entries the stack is concerned with: the ones `observe()` lists (published + not exposed). */
+export function accessEntries(contract: Contract, observation: Observation): Endpoint[] {
+  const listed = new Set(observation.entries.map((e) => e.name));
+  return contract.endpoints.filter((e) => listed.has(e.name));
+}
+
+/**
+ * Every entry of the view with an address: the published URL (or its forward) for the
+ * entries the stack publishes, the in-cluster DNS name of the Service for the others.
+ */
+export function accessEndpoints(
+  contract: Contract,
+  observation: Observation,
+  services: readonly Service[],
+  forwards: ReadonlyMap<string, string> = new Map(),
+): AccessEndpoint[] {
+  const observed = new Map(observation.entries.map((o) => [o.name, o]));
+  const servicesByKey = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+  return contract.endpoints.map((e): AccessEndpoint => {
+    const base = { name: e.name, ...(e.description ? { description: e.description } : {}), exposed: e.exposed, scheme: e.scheme };
+    const o = observed.get(e.name);
+    if (o && o.exposure !== "none") {
+      if (!o.url) return { ...base, reach: "none", verdict: o.verdict, problem: o.reasons[0] ?? "no URL observed" };
+      const problem = o.verdict === "MATCH" ? {} : { problem: o.reasons.join("; ") };
+      const forwarded = forwards.get(e.name);
+      const target = new URL(forwarded ?? o.url);
+      return {
+        ...base,
+        reach: forwarded ? "forward" : "node",
+        url: forwarded ?? o.url,
+        host: target.hostname.replace(/^\[|\]$/g, ""),
+        port: Number(target.port),
+        verdict: o.verdict,
+        ...(forwarded ? { forwardOf: o.url } : {}),
+        ...problem,
+      };
+    }
+    if (!e.service) return { ...base, reach: "none", problem: "a hostPort entry this stack does not publish" };
+    const ref = e.service;
+    const svc = servicesByKey.get(`${ref.namespace}/${ref.name}`);
+    if (!svc) return { ...base, reach: "none", problem: `Service ${ref.namespace}/${ref.name} not found` };
+    const port = findServicePort(svc, ref.port)?.port;
+    if (port === undefined) return { ...base, reach: "none", problem: `Service ${ref.namespace}/${ref.name} has no port ${ref.port}` };
+    const host = `${ref.name}.${ref.namespace}.svc.cluster.local`;
+    return { ...base, reach: "in-cluster", url: urlOf(e.scheme, host, port), host, port };
+  });
+}
+
+/** Namespaces holding the Secrets of these entries' credentials: one list call each. */
+export function credentialNamespaces(entries: readonly Endpoint[]): string[] {
+  return [...new Set(entries.flatMap((e) => (e.credentials ?? []).map((c) => c.secret.namespace)))].sort();
+}
+
+const decode = (value: string) => Buffer.from(value, "base64").toString("utf8");
+
+function readCredential(entry: string, c: Credential, secrets: NamespaceSecrets | undefined): CredentialView {
+  const where = `${c.secret.namespace}/${c.secret.name}`;
+  const view: CredentialView = { entry, label: c.label, secret: where, ...(c.username ? { username: c.username } : {}) };
+  if (!secrets) return { ...view, problem: `Secrets of namespace ${c.secret.namespace} were not read` };
+  if ("error" in secrets) return { ...view, problem: secrets.error };
+  const secret = secrets.find((s) => s.metadata.name === c.secret.name);
+  if (!secret) return { ...view, problem: `Secret ${where} not found` };
+  const data = secret.data ?? {};
+  // Key names are not secret; listing them helps fix a wrong usernameKey/passwordKey.
+  const keys = Object.keys(data).sort().join(", ") || "none";
+  const problems: string[] = [];
+  let username = c.username;
+  if (c.usernameKey !== undefined) {
+    const raw = data[c.usernameKey];
+    if (raw === undefined) problems.push(`Secret ${where} has no key '${c.usernameKey}' (keys: ${keys})`);
+    else username = decode(raw);
+  }
+  const rawPassword = data[c.passwordKey];
+  if (rawPassword === undefined) problems.push(`Secret ${where} has no key '${c.passwordKey}' (keys: ${keys})`);
+  return {
+    ...view,
+    ...(username !== undefined ? { username } : {}),
+    ...(rawPassword !== undefined ? { password: decode(rawPassword) } : {}),
+    ...(problems.length ? { problem: problems.join("; ") } : {}),
+  };
+}
+
+/** Every credential the entries declare, in contract order, read from the listed Secrets. */
+export function readCredentials(entries: readonly Endpoint[], secretsByNamespace: ReadonlyMap<string, NamespaceSecrets>): CredentialView[] {
+  return entries.flatMap((e) => (e.credentials ?? []).map((c) => readCredential(e.name, c, secretsByNamespace.get(c.secret.namespace))));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The .env template
+// ---------------------------------------------------------------------------------------------
+
+const PLACEHOLDER = /\{\{\s*([^}|\s]+)\s*(?:\|\s*([^}\s]+)\s*)?\}\}/g;
+const REFERENCE = /^([a-z][a-z0-9-]*)\.(?:(url|scheme|host|port|hostport|username|password)|credentials\[(\d+)\]\.(username|password))$/;
+const ENDPOINT_FIELDS = new Set(["url", "scheme", "host", "port", "hostport"]);
+/** RFC 3986 strict: also encodes !'()* so that an encoded value never needs quoting in the .env. */
+const urlencode = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const FILTERS: Readonly<Record<string, (v: string) => string>> = { urlencode };
+
+/** A placeholder's value, or why it has none (never a secret in `reason`). */
+export type Resolved = { value: string } | { reason: string };
+
+/** Resolves `entry.field` against the access view; throws on a malformed reference (a template bug). */
+export function resolveReference(
+  reference: string,
+  view: { contract: Contract; endpoints: readonly AccessEndpoint[]; credentials: readonly CredentialView[] },
+): Resolved {
+  const m = REFERENCE.exec(reference);
+  if (!m) {
+    throw new Error(
+      `unknown placeholder '{{${reference}}}': use ENTRY.url|scheme|host|port|hostport|username|password or ENTRY.credentials[N].username|password`,
+    );
+  }
+  const [, entry = "", field, index, credentialField] = m;
+  if (!view.contract.endpoints.some((e) => e.name === entry)) return { reason: `the contract has no entry '${entry}'` };
+  if (field && ENDPOINT_FIELDS.has(field)) {
+    const ep = view.endpoints.find((e) => e.name === entry);
+    if (!ep || ep.reach === "none" || !ep.host || ep.port === undefined) return { reason: `${entry}: ${ep?.problem ?? "no address"}` };
+    const values: Record<string, string> = {
+      url: ep.url ?? urlOf(ep.scheme, ep.host, ep.port),
+      scheme: ep.scheme,
+      host: ep.host,
+      port: String(ep.port),
+      hostport: `${ep.host.includes(":") ? `[${ep.host}]` : ep.host}:${ep.port}`,
+    };
+    return { value: values[field] as string };
+  }
+  const n = index !== undefined ? Number(index) : 0;
+  const wanted = (credentialField ?? field) as "username" | "password";
+  const credential = view.credentials.filter((c) => c.entry === entry)[n];
+  if (!credential) return { reason: `${entry} declares no credential #${n} in the contract` };
+  const value = credential[wanted];
+  if (value === undefined) return { reason: `${credential.label}: ${credential.problem ?? `no ${wanted}`}` };
+  return { value };
+}
+
+/** Characters a .env value may hold unquoted, in every dotenv dialect (shell, docker compose, python-dotenv). */
+const SAFE_UNQUOTED = /^[A-Za-z0-9_./:@%+=,-]*$/;
+
+/** Quotes a value for a .env file: single quotes (no expansion) when possible, else escaped double quotes. */
+export function quoteEnvValue(value: string): string {
+  if (SAFE_UNQUOTED.test(value)) return value;
+  if (!value.includes("'") && !value.includes("\n")) return `'${value}'`;
+  return `"${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\$/g, "\\$").replace(/`/g, "\\`").replace(/\n/g, "\\n")}"`;
+}
+
+export interface RenderedEnv {
+  text: string;
+  /** Variables written as comments because a value is missing, with the reason. */
+  unresolved: { variable: string; reason: string }[];
+}
+
+/**
+ * Renders the .env template: `KEY=VALUE` lines get their {{placeholders}} replaced and the
+ * value quoted when needed; the opening comment block (up to the first blank line) is
+ * replaced by `header`; other comments and blank lines are copied (placeholders in comments
+ * are not expanded, so no secret ends up in one). A line with an unresolvable placeholder is
+ * written commented out with the reason. A malformed line or placeholder is an error that
+ * names `templateName:line`.
+ */
+export function renderEnvTemplate(template: string, templateName: string, resolve: (reference: string) => Resolved, header: string[]): RenderedEnv {
+  const out = header.length ? [...header.map((h) => `# ${h}`), ""] : [];
+  const unresolved: RenderedEnv["unresolved"] = [];
+  const lines = template.split("\n");
+  // The template's opening comment block documents the template itself: `header` replaces it.
+  const intro = lines.findIndex((l) => !l.trim().startsWith("#"));
+  const bodyStart = intro > 0 && lines[intro]?.trim() === "" ? intro + 1 : 0;
+  lines.forEach((line, i) => {
+    if (i < bodyStart) return;
+    const trimmed = line.trim();
+    if (trimmed === "" || trimmed.startsWith("#")) {
+      out.push(line);
+      return;
+    }
+    const where = `${templateName}:${i + 1}`;
+    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(trimmed);
+    if (!m) throw new UserError(`${where}: expected KEY=VALUE, a comment or a blank line`);
+    const [, variable = "", rawValue = ""] = m;
+    const reasons: string[] = [];
+    let value: string;
+    try {
+      value = rawValue.replace(PLACEHOLDER, (_match, reference: string, filter: string | undefined) => {
+        const resolved = resolve(reference);
+        if ("reason" in resolved) {
+          reasons.push(resolved.reason);
+          return "";
+        }
+        if (filter === undefined) return resolved.value;
+        const apply = FILTERS[filter];
+        if (!apply) throw new Error(`unknown filter '|${filter}' (known: ${Object.keys(FILTERS).join(", ")})`);
+        return apply(resolved.value);
+      });
+    } catch (err) {
+      throw new UserError(`${where}: ${(err as Error).message}`);
+    }
+    if (value.includes("{{") || value.includes("}}")) throw new UserError(`${where}: malformed placeholder in ${variable}`);
+    if (reasons.length) {
+      const reason = [...new Set(reasons)].join("; ");
+      unresolved.push({ variable, reason });
+      out.push(`# ${variable}= (unresolved: ${reason})`);
+      return;
+    }
+    // A value the template author quoted is theirs; everything else is quoted as needed.
+    const quoted = /^(['"]).*\1$/.test(rawValue) ? value : quoteEnvValue(value);
+    out.push(`${variable}=${quoted}`);
+  });
+  const text = `${out.join("\n").replace(/\n+$/, "")}\n`;
+  return { text, unresolved };
+}
