@@ -1,4 +1,4 @@
-import type { Contract } from "./contract/schema";
+import type { Contract, Endpoint, HostPortExposure } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "./kube/types";
 import { ourServiceName } from "./plan";
@@ -85,7 +85,15 @@ export function auditExposure(input: AuditInput): AuditResult {
   const entries = input.contract.endpoints.filter((e) => selected.has(e.name));
   // Our Service of each published NodePort entry, by "namespace/name".
   const ourServices = new Map(entries.filter(isNodePortEntry).map((e) => [`${e.service.namespace}/${ourServiceName(e.name)}`, e.name]));
-  const hostPortEntries = entries.filter(isHostPortEntry);
+  // Contract hostPort entries by "namespace/port", in contract order: each pod port looks up
+  // its few candidates instead of scanning every entry (pods × entries grows quadratically).
+  const hostPortEntries = new Map<string, (Endpoint & { hostPort: HostPortExposure })[]>();
+  for (const e of entries.filter(isHostPortEntry)) {
+    const k = `${e.hostPort.namespace}/${e.hostPort.port}`;
+    const list = hostPortEntries.get(k);
+    if (list) list.push(e);
+    else hostPortEntries.set(k, [e]);
+  }
   const usedPatterns = new Set<string>();
   const declared: DeclaredExposure[] = [];
   const undeclared: UndeclaredExposure[] = [];
@@ -144,9 +152,7 @@ export function auditExposure(input: AuditInput): AuditResult {
           ports: key,
           ...(pod.spec?.nodeName ? { node: pod.spec.nodeName } : {}),
         };
-        const entry = hostPortEntries.find(
-          (e) => e.hostPort.namespace === namespace && e.hostPort.port === port.hostPort && labelsMatch(pod.metadata.labels, e.hostPort.podSelector),
-        );
+        const entry = hostPortEntries.get(`${namespace}/${port.hostPort}`)?.find((e) => labelsMatch(pod.metadata.labels, e.hostPort.podSelector));
         if (entry) {
           declared.push({ ...exposure, declaredBy: `contract entry '${entry.name}'` });
           continue;

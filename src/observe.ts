@@ -2,7 +2,7 @@ import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import type { ClusterReader } from "./kube/cluster";
 import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service } from "./kube/types";
-import { buildUrl, chooseNode, findHostPortHolder, findServicePort, type NodeChoice, ourServiceName } from "./plan";
+import { buildUrl, chooseNode, findHostPortHolder, findServicePort, groupPodsByNamespace, type NodeChoice, ourServiceName } from "./plan";
 
 export type Verdict = "MATCH" | "DRIFT" | "ABSENT" | "NOT-EXPOSED";
 
@@ -89,7 +89,10 @@ export function observe(
     const owner = slice.metadata.labels?.["kubernetes.io/service-name"];
     if (!owner) continue;
     const k = key(slice.metadata.namespace, owner);
-    slicesByService.set(k, [...(slicesByService.get(k) ?? []), slice]);
+    // push, not a spread copy: copying the list on every slice is quadratic in a Service's slices.
+    const list = slicesByService.get(k);
+    if (list) list.push(slice);
+    else slicesByService.set(k, [slice]);
   }
   const managedByEntry = new Map<string, Service>();
   for (const s of cluster.services) {
@@ -100,6 +103,7 @@ export function observe(
   const problems = "problem" in nodeChoice ? [nodeChoice.problem] : [];
   const node = "problem" in nodeChoice ? undefined : nodeChoice;
   const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
+  const podsByNamespace = groupPodsByNamespace(cluster.pods);
   const selected = opts.selected === undefined || opts.selected === "all" ? undefined : new Set(opts.selected);
 
   const entries = contract.endpoints
@@ -107,7 +111,7 @@ export function observe(
     .map((e): ObservedEntry => {
       const base = { name: e.name, ...(e.description ? { description: e.description } : {}), exposed: e.exposed };
       if (isNodePortEntry(e)) return observeNodePort(e, base, { services, managedByEntry, slicesByService, node, published: opts.published?.[e.name] });
-      if (isHostPortEntry(e)) return observeHostPort(e, base, cluster.pods, nodesByName, opts.published?.[e.name]);
+      if (isHostPortEntry(e)) return observeHostPort(e, base, podsByNamespace.get(e.hostPort.namespace) ?? [], nodesByName, opts.published?.[e.name]);
       return { ...base, exposure: "none", ...(e.service ? { namespace: e.service.namespace } : {}), readyEndpoints: 0, verdict: "NOT-EXPOSED", reasons: [] };
     });
   return { ...(node ? { node } : {}), entries, problems };

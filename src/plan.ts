@@ -75,12 +75,20 @@ export function selectEntries(contract: Contract, selection: "all" | readonly st
   if (selection === "all") return { entries: exposed, problems: [] };
   const problems: string[] = [];
   const entries: Endpoint[] = [];
+  // Indexed once: a stack listing every entry by name would otherwise cost O(n²) lookups.
+  // The first declaration of a name wins, as a linear search would find it.
+  const byName = new Map<string, Endpoint>();
+  for (const x of contract.endpoints) if (!byName.has(x.name)) byName.set(x.name, x);
+  const chosen = new Set<Endpoint>();
   for (const name of selection) {
-    const e = contract.endpoints.find((x) => x.name === name);
+    const e = byName.get(name);
     if (!e) problems.push(`ui-exposure:entries names '${name}', which the contract does not declare (declared: ${exposed.map((x) => x.name).join(", ")})`);
     else if (!e.exposed)
       problems.push(`ui-exposure:entries names '${name}', which the contract does not expose (set exposed: true in the contract or drop it from the stack)`);
-    else if (!entries.includes(e)) entries.push(e);
+    else if (!chosen.has(e)) {
+      chosen.add(e);
+      entries.push(e);
+    }
   }
   return { entries, problems };
 }
@@ -153,6 +161,21 @@ const matchesLabels = (labels: Record<string, string> | undefined, selector: Rec
 export function podHostPorts(pod: Pod): number[] {
   const containers = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
   return containers.flatMap((c) => (c.ports ?? []).flatMap((p) => (p.hostPort ? [p.hostPort] : [])));
+}
+
+/**
+ * Pods by namespace, built once per view. A hostPort holder is always searched within one
+ * namespace, so each hostPort entry scans its namespace instead of every pod of the cluster
+ * (entries × pods would grow quadratically with the platform).
+ */
+export function groupPodsByNamespace(pods: readonly Pod[]): Map<string | undefined, Pod[]> {
+  const byNamespace = new Map<string | undefined, Pod[]>();
+  for (const p of pods) {
+    const list = byNamespace.get(p.metadata.namespace);
+    if (list) list.push(p);
+    else byNamespace.set(p.metadata.namespace, [p]);
+  }
+  return byNamespace;
 }
 
 /** The pod holding a declared hostPort: a running pod wins over a pending one, then name order. */
@@ -241,12 +264,13 @@ export function resolveExposures(entries: readonly Endpoint[], cluster: ClusterV
   if ("problem" in node) problems.push(node.problem);
   const services = indexServices(cluster.services);
   const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
+  const podsByNamespace = groupPodsByNamespace(cluster.pods);
   const plans: ExposurePlan[] = [];
   for (const entry of entries) {
     const plan = isNodePortEntry(entry)
       ? planNodePort(entry, services)
       : isHostPortEntry(entry)
-        ? planHostPort(entry, cluster.pods, nodesByName)
+        ? planHostPort(entry, podsByNamespace.get(entry.hostPort.namespace) ?? [], nodesByName)
         : { problem: `entry '${entry.name}' is not exposed` };
     if ("problem" in plan) problems.push(plan.problem);
     else plans.push(plan);
