@@ -1,6 +1,8 @@
 // The users' path for real: `pulumi up / preview / destroy` with the real engine and
 // providers against a real kube-apiserver, then the `exposure` commands against it.
 import * as fs from "node:fs";
+import * as http from "node:http";
+import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addNodes, addVendoredUi, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "./harness";
@@ -141,6 +143,41 @@ describe.sequential("e2e: real engine, real API server", () => {
     });
     const rows = JSON.parse(r.stdout).entries.filter((e: { exposed: boolean }) => e.exposed);
     expect(rows.map((e: { name: string; verdict: string }) => `${e.name}:${e.verdict}`)).toEqual(["argocd:MATCH", "grafana:MATCH", "gitea:MATCH"]);
+  });
+
+  it("exposure probe reaches every URL once the data path serves the nodePorts", async () => {
+    // No Cilium here: stand-in servers listen on <node IP>:<nodePort>, as kube-proxy replacement would.
+    const outputs = JSON.parse(sandbox.pulumi(["stack", "output", "--json"]).stdout) as { urls: Record<string, string> };
+    const servers = await Promise.all(
+      Object.values(outputs.urls).map((u) => {
+        const url = new URL(u);
+        const server = http.createServer((_, res) => res.writeHead(200).end("ok"));
+        return new Promise<http.Server>((r) => server.listen(Number(url.port), url.hostname, () => r(server)));
+      }),
+    );
+    try {
+      const ok = sandbox.exposure(["probe", "--stack", "sandbox", "--json"]);
+      expect(ok.code, summary(ok)).toBe(0);
+      await new Promise((r) => servers[0]?.close(r));
+      const down = sandbox.exposure(["probe", "--stack", "sandbox"]);
+      expect(down.code, summary(down)).toBe(4);
+    } finally {
+      await Promise.all(servers.map((srv) => new Promise((r) => srv.close(r))));
+    }
+  });
+
+  it("exposure access shows the credentials from the cluster and writes the .env 0600", async () => {
+    await cluster.core.createNamespacedSecret({
+      namespace: "argocd",
+      body: { metadata: { name: "argocd-initial-admin-secret" }, stringData: { password: "e2e-argocd-password" } },
+    });
+    const envFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "atlas-")), ".env.cluster.local");
+    const r = sandbox.exposure(["access", "--stack", "sandbox", "--env-file", envFile, "--json"]);
+    expect(r.code, summary(r)).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.credentials.find((c: { label: string }) => c.label === "Argo CD admin")?.password).toEqual({ secret: true, value: "e2e-argocd-password" });
+    expect(r.stderr).not.toContain("e2e-argocd-password");
+    expect(fs.statSync(envFile).mode & 0o777).toBe(0o600);
   });
 
   it("a hand edit of a managed Service and a planted NodePort are both caught", async () => {
