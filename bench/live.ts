@@ -1,0 +1,345 @@
+// Parts 2 and 3: against the real local kube-apiserver of the e2e harness (loopback only).
+//   2. `pulumi up` / `pulumi preview` with the real engine and kubernetes provider, next to
+//      the same Services created with the client library (the floor any tool pays).
+//   3. `exposure status` and `exposure drift`'s audit: API requests (LiveClusterReader
+//      counts them) and wall time, for growing contracts.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { createDriftCommand } from "../cli/commands/drift";
+import { createStatusCommand } from "../cli/commands/status";
+import type { CommandContext } from "../cli/context";
+import { connectLiveCluster } from "../cli/operator";
+import type { ClusterReader } from "../src/kube/cluster";
+import { LiveClusterReader } from "../src/kube/live";
+import { addNodes, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "../test/e2e/harness";
+import { BENCH_NODES, contractYaml, type GeneratedEntry, generateEntries, hasService, managedService, selectorOf, vendoredService } from "./gen";
+import { median } from "./stats";
+
+// client-node is an ES module: its types are imported in "import" resolution mode.
+type V1Service = import("@kubernetes/client-node", { with: { "resolution-mode": "import" }}).V1Service;
+
+export interface UpRow {
+  entries: number;
+  /** NodePort Services the stack creates (exposed nodePort entries). */
+  services: number;
+  /** PULUMI_NODEJS_TRANSPILE_ONLY=true (ts-node skips type checking). */
+  transpileOnly: boolean;
+  upMs: number;
+  /** `pulumi preview --expect-no-changes` right after the up (the stack refreshes first: `refresh: always`). */
+  previewMs: number;
+  destroyMs: number;
+  /** The same Services created with the client library, one call after the other (what `kubectl apply -f` does). */
+  clientSequentialMs: number;
+  /** The same Services created with the client library, 16 calls in flight. */
+  clientConcurrentMs: number;
+}
+
+export interface StatusRow {
+  entries: number;
+  /** Entries `status` judges (exposed, selected by the stack). */
+  published: number;
+  match: number;
+  statusRequests: number;
+  /** In-process `exposure status --json` (module loading excluded), median (ms). */
+  statusMs: number;
+  /** `node bin/exposure.cjs status ...`, process start to exit (ms). */
+  statusCliMs: number;
+  auditRequests: number;
+  /** In-process `exposure drift --skip-preview --json`: the audit and its list calls, median (ms). */
+  auditMs: number;
+  auditCliMs: number;
+  undeclared: number;
+}
+
+export interface LiveResults {
+  server: string;
+  toolchain: string;
+  kubeControllerManager: boolean;
+  up: UpRow[];
+  status: StatusRow[];
+}
+
+/** What the harness needs from the toolchain; part 2 and 3 are skipped (with this reason) when one is missing. */
+const REQUIRED = ["pulumi", "pulumi-language-nodejs", "kube-apiserver", "etcd", "prov/pulumi-resource-kubernetes"];
+
+const REPS = 5;
+const CONCURRENCY = 16;
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+async function pool<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+const ignoreConflict = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
+};
+
+/** Installs the platform as its charts would: namespaces, vendored ClusterIP Services, one Ready pod per UI. */
+async function installPlatform(c: Cluster, entries: readonly GeneratedEntry[]) {
+  const namespaces = [...new Set(entries.map((e) => e.namespace))];
+  await pool(namespaces, CONCURRENCY, async (ns) => {
+    await ignoreConflict(c.core.createNamespace({ body: { metadata: { name: ns } } }));
+    await ignoreConflict(c.core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: "default" } } }));
+  });
+  await pool(entries, CONCURRENCY, async (e) => {
+    const i = Number(e.name.slice(3));
+    if (hasService(e)) await c.core.createNamespacedService({ namespace: e.namespace, body: vendoredService(e) as V1Service });
+    const name = `${e.name}-0`;
+    await c.core.createNamespacedPod({
+      namespace: e.namespace,
+      body: {
+        metadata: { name, labels: e.hostPort ? { app: e.name } : selectorOf(e) },
+        spec: {
+          nodeName: BENCH_NODES[i % 2]?.name as string,
+          automountServiceAccountToken: false,
+          containers: [
+            { name: "ui", image: "example.invalid/ui:1", ports: [{ containerPort: 8080, name: "http", ...(e.hostPort ? { hostPort: e.hostPort } : {}) }] },
+          ],
+        },
+      },
+    });
+    const pod = await c.core.readNamespacedPod({ namespace: e.namespace, name });
+    const podIP = `10.244.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+    pod.status = {
+      phase: "Running",
+      podIP,
+      podIPs: [{ ip: podIP }],
+      hostIP: BENCH_NODES[i % 2]?.ip as string,
+      conditions: [
+        { type: "Ready", status: "True", lastTransitionTime: new Date() },
+        { type: "ContainersReady", status: "True", lastTransitionTime: new Date() },
+      ],
+    };
+    await c.core.replaceNamespacedPodStatus({ namespace: e.namespace, name, body: pod });
+  });
+}
+
+const exposedServiceEntries = (entries: readonly GeneratedEntry[]) => entries.filter(hasService).filter((e) => e.exposed);
+
+/** Creates our NodePort Services with the client library; returns the allocated nodePorts. */
+async function createManaged(c: Cluster, entries: readonly GeneratedEntry[], limit: number): Promise<Map<string, number>> {
+  const created = await pool(exposedServiceEntries(entries), limit, async (e) => {
+    const svc = await c.core.createNamespacedService({ namespace: e.namespace, body: managedService(e) as V1Service });
+    return [e.name, svc.spec?.ports?.[0]?.nodePort ?? 0] as const;
+  });
+  return new Map(created);
+}
+
+async function deleteManaged(c: Cluster) {
+  const list = await c.core.listServiceForAllNamespaces({ labelSelector: "app.kubernetes.io/managed-by=ui-exposure" });
+  await pool(list.items, CONCURRENCY, (s) => c.core.deleteNamespacedService({ namespace: s.metadata?.namespace as string, name: s.metadata?.name as string }));
+  // Deletion is synchronous for Services without finalizers, but wait anyway: the next step counts them.
+  for (let i = 0; i < 100; i++) {
+    const left = await c.core.listServiceForAllNamespaces({ labelSelector: "app.kubernetes.io/managed-by=ui-exposure" });
+    if (left.items.length === 0) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error("managed Services still present after deletion");
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t0 = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - t0, value };
+}
+
+function stackConfig(c: Cluster, entries: readonly GeneratedEntry[]) {
+  return {
+    "kubernetes:context": "e2e",
+    "kubernetes:kubeconfig": c.kubeconfig,
+    "ui-exposure:contract": "contract/bench.yaml",
+    "ui-exposure:entries": entries.filter((e) => e.exposed).map((e) => e.name),
+    "ui-exposure:cilium": { mode: "cohabit" },
+  };
+}
+
+function useContract(sandbox: Sandbox, c: Cluster, entries: readonly GeneratedEntry[]) {
+  fs.writeFileSync(path.join(sandbox.dir, "contract/bench.yaml"), contractYaml(entries));
+  sandbox.writeStack(stackConfig(c, entries));
+}
+
+const tail = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-2000)}\n${r.stderr.slice(-2000)}`;
+
+async function measureUp(c: Cluster, sandbox: Sandbox, size: number, transpileOnly: boolean, log: (m: string) => void): Promise<UpRow> {
+  const entries = generateEntries(size);
+  const services = exposedServiceEntries(entries).length;
+  useContract(sandbox, c, entries);
+
+  // The floor: the same Services straight through the API, then removed again.
+  const sequential = await timed(() => createManaged(c, entries, 1));
+  await deleteManaged(c);
+  const concurrent = await timed(() => createManaged(c, entries, CONCURRENCY));
+  await deleteManaged(c);
+
+  if (transpileOnly) sandbox.env.PULUMI_NODEJS_TRANSPILE_ONLY = "true";
+  else delete sandbox.env.PULUMI_NODEJS_TRANSPILE_ONLY;
+  try {
+    log(`part 2: pulumi up, ${size} entries${transpileOnly ? ", transpile-only" : ""}`);
+    const up = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+    if (up.code !== 0) throw new Error(`pulumi up (${size} entries) failed: ${tail(up)}`);
+    const made = await c.core.listServiceForAllNamespaces({ labelSelector: "app.kubernetes.io/managed-by=ui-exposure" });
+    if (made.items.length !== services) throw new Error(`pulumi up made ${made.items.length} Services, expected ${services}`);
+    const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
+    if (preview.code !== 0) throw new Error(`pulumi preview (${size} entries) failed: ${tail(preview)}`);
+    const destroy = sandbox.pulumi(["destroy", "--yes", "--skip-preview"]);
+    if (destroy.code !== 0) throw new Error(`pulumi destroy (${size} entries) failed: ${tail(destroy)}`);
+    return {
+      entries: size,
+      services,
+      transpileOnly,
+      upMs: up.ms,
+      previewMs: preview.ms,
+      destroyMs: destroy.ms,
+      clientSequentialMs: sequential.ms,
+      clientConcurrentMs: concurrent.ms,
+    };
+  } finally {
+    delete sandbox.env.PULUMI_NODEJS_TRANSPILE_ONLY;
+  }
+}
+
+/** Waits until the controller manager has built an EndpointSlice for each of our Services (status says MATCH only then). */
+async function waitForSlices(c: Cluster, count: number): Promise<void> {
+  const kc = new c.lib.KubeConfig();
+  kc.loadFromFile(c.kubeconfig);
+  const api = kc.makeApiClient(c.lib.DiscoveryV1Api);
+  const end = Date.now() + 120_000;
+  while (Date.now() < end) {
+    const slices = await api.listEndpointSliceForAllNamespaces();
+    const ours = slices.items.filter((s) => s.metadata?.labels?.["kubernetes.io/service-name"]?.endsWith("-nodeport") && (s.endpoints ?? []).length > 0);
+    if (ours.length >= count) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+async function measureStatus(c: Cluster, sandbox: Sandbox, size: number, log: (m: string) => void): Promise<StatusRow> {
+  const entries = generateEntries(size);
+  useContract(sandbox, c, entries);
+  const ports = await createManaged(c, entries, CONCURRENCY);
+  await waitForSlices(c, ports.size);
+  // What the last `up` published, as `pulumi stack output --json` gives it: status compares the live nodePorts with it.
+  const outputsFile = path.join(sandbox.dir, `outputs-${size}.json`);
+  const address = BENCH_NODES[0]?.ip as string;
+  fs.writeFileSync(
+    outputsFile,
+    JSON.stringify({
+      urls: Object.fromEntries([...ports].map(([name, port]) => [name, `http://${address}:${port}`])),
+      endpoints: Object.fromEntries([...ports].map(([name, port]) => [name, { nodePort: port, url: `http://${address}:${port}` }])),
+    }),
+  );
+
+  // The commands' own connection, wrapped only to read its request counter afterwards.
+  let reader: LiveClusterReader | undefined;
+  const connect = async (...args: Parameters<typeof connectLiveCluster>): Promise<ClusterReader> => {
+    const r = await connectLiveCluster(...args);
+    if (r instanceof LiveClusterReader) reader = r;
+    return r;
+  };
+  let out = "";
+  const ctx: CommandContext = {
+    projectDir: sandbox.dir,
+    stdout: (t) => {
+      out = t;
+    },
+    stderr: () => {},
+    env: sandbox.env,
+  };
+  const status = createStatusCommand({ connect, readOutputs: async (_ctx, _stack, file) => JSON.parse(fs.readFileSync(file ?? outputsFile, "utf8")) });
+  const drift = createDriftCommand({ connect });
+  const statusArgs = ["--stack", "sandbox", "--outputs", outputsFile, "--json"];
+  const driftArgs = ["--stack", "sandbox", "--skip-preview", "--json"];
+
+  log(`part 3: status and drift audit, ${size} entries`);
+  // One unmeasured run each: module loading and the first TLS handshake are not per-entry costs.
+  await status(statusArgs, ctx);
+  await drift(driftArgs, ctx);
+  const statusRuns: { ms: number; requests: number }[] = [];
+  const auditRuns: { ms: number; requests: number }[] = [];
+  for (let i = 0; i < REPS; i++) {
+    const s = await timed(() => status(statusArgs, ctx));
+    statusRuns.push({ ms: s.ms, requests: reader?.requests ?? Number.NaN });
+    const d = await timed(() => drift(driftArgs, ctx));
+    auditRuns.push({ ms: d.ms, requests: reader?.requests ?? Number.NaN });
+  }
+  await status(statusArgs, ctx);
+  const report = JSON.parse(out) as { entries: { exposed: boolean; verdict: string }[] };
+  await drift(driftArgs, ctx);
+  const audit = JSON.parse(out) as { audit?: { undeclared?: unknown[] } };
+
+  // The CLI as an operator runs it (process start, tsx, modules): once to check it works, once timed.
+  const cli = (args: string[]) => {
+    const t0 = performance.now();
+    const r = sandbox.exposure(args);
+    if (r.code === 1 || r.code === 2) throw new Error(`exposure ${args[0]} failed: ${tail(r)}`);
+    return performance.now() - t0;
+  };
+  cli(["status", ...statusArgs]);
+  const statusCliMs = cli(["status", ...statusArgs]);
+  cli(["drift", ...driftArgs]);
+  const auditCliMs = cli(["drift", ...driftArgs]);
+
+  await deleteManaged(c);
+  const requestsOf = (runs: { requests: number }[]) => Math.max(...runs.map((r) => r.requests));
+  return {
+    entries: size,
+    published: report.entries.filter((e) => e.exposed).length,
+    match: report.entries.filter((e) => e.verdict === "MATCH").length,
+    statusRequests: requestsOf(statusRuns),
+    statusMs: median(statusRuns.map((r) => r.ms)),
+    statusCliMs,
+    auditRequests: requestsOf(auditRuns),
+    auditMs: median(auditRuns.map((r) => r.ms)),
+    auditCliMs,
+    undeclared: audit.audit?.undeclared?.length ?? Number.NaN,
+  };
+}
+
+export async function measureLive(opts: { upSizes: number[]; statusSizes: number[]; log: (m: string) => void }): Promise<LiveResults> {
+  const bin = toolchainBin();
+  const missing = REQUIRED.filter((b) => !fs.existsSync(path.join(bin, b)));
+  if (missing.length) throw new Error(`e2e toolchain not built yet (missing ${missing.join(", ")} in ${bin}); run scripts/e2e-toolchain.sh`);
+  const kcm = fs.existsSync(path.join(bin, "kube-controller-manager"));
+  // Without the controller manager nothing builds EndpointSlices: status then says DRIFT (no ready endpoints), same requests.
+  if (!kcm) process.env.E2E_KCM = "0";
+
+  opts.log("parts 2-3: starting the local API server");
+  const cluster = await startCluster(bin);
+  let sandbox: Sandbox | undefined;
+  try {
+    await addNodes(cluster, BENCH_NODES);
+    await setCiliumConfig(cluster, "true");
+    const largest = Math.max(...opts.upSizes, ...opts.statusSizes);
+    opts.log(`parts 2-3: installing a platform of ${largest} UIs`);
+    await installPlatform(cluster, generateEntries(largest));
+
+    // Only the kubernetes provider: the program uses no other (command cannot be built here).
+    const versions = providerVersions();
+    sandbox = makeSandbox(bin, cluster, { kubernetes: versions.kubernetes } as Parameters<typeof makeSandbox>[2]);
+    // Warm-up (not measured): the first engine run pays cold caches for the CLI, plugins and node_modules.
+    useContract(sandbox, cluster, generateEntries(9));
+    sandbox.pulumi(["preview"]);
+
+    const up: UpRow[] = [];
+    for (const size of opts.upSizes) up.push(await measureUp(cluster, sandbox, size, false, opts.log));
+    // The same, without ts-node's type check of the program: how much of the fixed cost is compilation.
+    const biggest = Math.max(...opts.upSizes);
+    up.push(await measureUp(cluster, sandbox, biggest, true, opts.log));
+
+    const status: StatusRow[] = [];
+    for (const size of opts.statusSizes) status.push(await measureStatus(cluster, sandbox, size, opts.log));
+    return { server: cluster.server, toolchain: bin, kubeControllerManager: kcm, up, status };
+  } finally {
+    cluster.stop();
+    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
+  }
+}

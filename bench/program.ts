@@ -1,0 +1,206 @@
+// Part 1 worker: the program's own cost under Pulumi's mocks (no engine, no cluster).
+// Run by bench/run.ts in a fresh `node --expose-gc` process per contract size, so heap and
+// RSS figures of one size are not inflated by the garbage or JIT state of another.
+//   node --expose-gc --import tsx bench/program.ts SIZE REPS OUT.json
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { stringify } from "yaml";
+import { auditExposure } from "../src/audit";
+import { parseContract } from "../src/contract/load";
+import { SnapshotReader } from "../src/kube/cluster";
+import { observe } from "../src/observe";
+import { type NodePortPlan, resolveExposures, selectEntries } from "../src/plan";
+import { uiExposure } from "../src/program";
+import { render } from "../src/render";
+import { parseSettings } from "../src/settings";
+import { registerFloor } from "./floor";
+import { afterUpObjects, contractYaml, generateEntries, snapshotObjects, stackConfig } from "./gen";
+import { median } from "./stats";
+
+export interface ProgramSample {
+  /** uiExposure() until every output is resolved and every registration is done (ms). */
+  evalMs: number;
+  /** Contract text -> validated Contract (ms). */
+  parseMs: number;
+  /** selectEntries + resolveExposures on the listed objects (ms). */
+  planMs: number;
+  /** `exposure render`'s library function (src/render.ts) on the same input (ms). */
+  renderMs: number;
+  /** observe(): the verdicts behind `exposure status` and the portal, on the cluster after `up` (ms). */
+  observeMs: number;
+  /** auditExposure(): the cluster-wide audit behind `exposure drift` (ms). */
+  auditMs: number;
+  /** Heap still held once the outputs are resolved, after a full GC (bytes). */
+  heapRetained: number;
+  /** The bare SDK registering the same resources (bench/floor.ts), same mocks (ms). */
+  floorMs: number;
+}
+
+export interface ProgramResult {
+  entries: number;
+  exposed: number;
+  resources: number;
+  reps: number;
+  evalMs: number;
+  parseMs: number;
+  planMs: number;
+  renderMs: number;
+  observeMs: number;
+  auditMs: number;
+  floorMs: number;
+  heapRetainedBytes: number;
+  /** Peak RSS of the worker minus its RSS once the modules are loaded (bytes). */
+  rssDeltaBytes: number;
+  samples: ProgramSample[];
+}
+
+const projectDir = path.resolve(__dirname, "..");
+const gc = (globalThis as { gc?: () => void }).gc;
+
+/** The mocks `src/render.ts` and the unit tests use: a created NodePort Service gets a port, as from the API server. */
+async function useMocks(counter: { resources: number }) {
+  let nextPort = 30000;
+  await pulumi.runtime.setMocks(
+    {
+      newResource: (args) => {
+        counter.resources++;
+        const inputs = args.inputs as { metadata?: { namespace?: string; name?: string }; spec?: { ports?: { name?: string }[] } };
+        if (args.type === "kubernetes:core/v1:Service") {
+          const ports = (inputs.spec?.ports ?? []).map((p) => ({ ...p, nodePort: 30000 + (nextPort++ % 2768) }));
+          return { id: `${inputs.metadata?.namespace}/${inputs.metadata?.name}`, state: { ...args.inputs, spec: { ...inputs.spec, ports } } };
+        }
+        return { id: `${args.name}-id`, state: args.inputs };
+      },
+      call: () => ({}),
+    },
+    "ui-exposure",
+    "bench",
+    false,
+  );
+}
+
+const resolved = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
+
+async function once(size: number, dir: string): Promise<ProgramSample & { resources: number; exposed: number }> {
+  const entries = generateEntries(size);
+  const contractFile = path.join(dir, "endpoints.yaml");
+  const config = stackConfig(entries, contractFile);
+  const text = fs.readFileSync(contractFile, "utf8");
+
+  // Attribution: the two pure stages on their own.
+  let t = performance.now();
+  const contract = parseContract(text, contractFile);
+  const parseMs = performance.now() - t;
+  const objects = snapshotObjects(entries);
+  const reader = new SnapshotReader(objects);
+  const [services, nodes, pods] = await Promise.all([reader.listServices(), reader.listNodes(), reader.listPods()]);
+  const settings = parseSettings(config, "Pulumi.bench.yaml");
+  t = performance.now();
+  const selection = selectEntries(contract, settings.entries);
+  const plan = resolveExposures(selection.entries, { services, nodes, pods });
+  const planMs = performance.now() - t;
+  if ("problems" in plan) throw new Error(`generated platform does not plan: ${plan.problems.slice(0, 3).join("; ")}`);
+
+  // The whole program, as `pulumi up` runs it, minus the engine.
+  const counter = { resources: 0 };
+  // Mocks first: setMocks drops the previous run's runtime state, which the GC can then reclaim.
+  await useMocks(counter);
+  gc?.();
+  const heapBefore = process.memoryUsage().heapUsed;
+  t = performance.now();
+  const outputs = await uiExposure({ projectDir, stack: "bench", config, cluster: new SnapshotReader(objects) });
+  const urls = await resolved(outputs.urls);
+  await resolved(outputs.endpoints);
+  await pulumi.runtime.disconnect();
+  const evalMs = performance.now() - t;
+  gc?.();
+  // `outputs` is still referenced below, so what it holds counts as retained.
+  const heapRetained = process.memoryUsage().heapUsed - heapBefore;
+  if (Object.keys(urls).length !== plan.plans.length) throw new Error(`expected ${plan.plans.length} URLs, got ${Object.keys(urls).length}`);
+
+  await useMocks({ resources: 0 });
+  t = performance.now();
+  await resolved(registerFloor(plan.plans.filter((p): p is NodePortPlan => p.kind === "nodePort")));
+  await pulumi.runtime.disconnect();
+  const floorMs = performance.now() - t;
+
+  t = performance.now();
+  await render({ projectDir: dir, stack: "bench", cluster: new SnapshotReader(objects), contract: contractFile });
+  const renderMs = performance.now() - t;
+
+  // The pure halves of `exposure status` and `exposure drift`, on the cluster as `up` leaves it.
+  const after = afterUpObjects(entries);
+  const selected = selection.entries.map((e) => e.name);
+  const published = Object.fromEntries(Object.entries(urls).map(([name, url]) => [name, { url }]));
+  t = performance.now();
+  const observation = observe(
+    contract,
+    { services: after.services, endpointSlices: after.slices, nodes: after.nodes, pods: after.pods },
+    { selected, published },
+  );
+  const observeMs = performance.now() - t;
+  if (observation.entries.some((e) => e.exposed && e.verdict !== "MATCH")) throw new Error("generated cluster after up should be all MATCH");
+  t = performance.now();
+  const audit = auditExposure({ contract, selected, allowlist: settings.allowlist, services: after.services, pods: after.pods });
+  const auditMs = performance.now() - t;
+  if (audit.undeclared.length > 0) throw new Error(`generated cluster after up should have no undeclared exposure: ${audit.undeclared[0]?.name}`);
+  return { evalMs, parseMs, planMs, renderMs, observeMs, auditMs, floorMs, heapRetained, resources: counter.resources, exposed: selection.entries.length };
+}
+
+export async function measureProgram(size: number, reps: number): Promise<ProgramResult> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ui-exposure-bench-${size}-`));
+  try {
+    const entries = generateEntries(size);
+    const contractFile = path.join(dir, "endpoints.yaml");
+    fs.writeFileSync(contractFile, contractYaml(entries));
+    // render() reads the stack file itself; same config as the program gets.
+    const config = stackConfig(entries, contractFile);
+    fs.writeFileSync(
+      path.join(dir, "Pulumi.bench.yaml"),
+      stringify({ config: Object.fromEntries(Object.entries(config).map(([k, v]) => [k, v.startsWith("[") || v.startsWith("{") ? JSON.parse(v) : v])) }),
+    );
+    const rssStart = process.memoryUsage().rss;
+    // One unmeasured run: module loading and JIT warm-up are not the program's per-entry cost.
+    const warm = await once(size, dir);
+    const samples: ProgramSample[] = [];
+    for (let i = 0; i < reps; i++) {
+      const { resources: _r, exposed: _e, ...s } = await once(size, dir);
+      samples.push(s);
+    }
+    const peakRss = process.resourceUsage().maxRSS * 1024;
+    const pick = (k: keyof ProgramSample) => median(samples.map((s) => s[k]));
+    return {
+      entries: size,
+      exposed: warm.exposed,
+      resources: warm.resources,
+      reps,
+      evalMs: pick("evalMs"),
+      parseMs: pick("parseMs"),
+      planMs: pick("planMs"),
+      renderMs: pick("renderMs"),
+      observeMs: pick("observeMs"),
+      auditMs: pick("auditMs"),
+      floorMs: pick("floorMs"),
+      heapRetainedBytes: pick("heapRetained"),
+      rssDeltaBytes: Math.max(0, peakRss - rssStart),
+      samples,
+    };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  const [size, reps, out] = process.argv.slice(2);
+  if (!size || !reps || !out) throw new Error("usage: program.ts SIZE REPS OUT.json");
+  if (!gc) throw new Error("run with node --expose-gc");
+  measureProgram(Number(size), Number(reps)).then(
+    (r) => fs.writeFileSync(out, JSON.stringify(r, null, 2)),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,295 @@
+// Renders docs/benchmarks.md from one run's results. Verdicts are computed from the
+// numbers, so the prose next to a table cannot disagree with it.
+import type { LiveResults } from "./live";
+import type { ProbeBench } from "./probe";
+import type { ProgramResult } from "./program";
+import type { BenchResults, Skipped } from "./run";
+import { growthExponent, marginal, mib, round } from "./stats";
+
+const isSkipped = (v: object): v is Skipped => "skipped" in v;
+const ms = (v: number) => (Number.isFinite(v) ? (v >= 100 ? String(Math.round(v)) : v.toFixed(1)) : "-");
+const s = (v: number) => (v / 1000).toFixed(1);
+const x = (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : "-");
+const row = (cells: readonly (string | number)[]) => `| ${cells.join(" | ")} |`;
+const table = (head: readonly string[], rows: readonly (readonly (string | number)[])[]) =>
+  [row(head), row(head.map(() => "---")), ...rows.map(row)].join("\n");
+
+/** "linear", "sub-linear" or "worse than linear", from the growth exponent. Noise of ±0.2 is expected on a shared machine. */
+function verdict(k: number): string {
+  if (!Number.isFinite(k)) return "flat (no measurable growth)";
+  if (k < 0.85) return "better than linear";
+  if (k <= 1.2) return "linear";
+  return "**worse than linear**";
+}
+
+function growth(results: readonly ProgramResult[], pick: (r: ProgramResult) => number): { k: number; perEntry: number[] } {
+  const pts = results.map((r) => ({ n: r.entries, y: pick(r) }));
+  const [base, , mid, last] = pts;
+  const k = base && mid && last ? growthExponent(base, mid, last) : Number.NaN;
+  const perEntry = pts.slice(1).map((p, i) => marginal(pts[i] as { n: number; y: number }, p));
+  return { k, perEntry };
+}
+
+function programSection(p: NonNullable<BenchResults["program"]>): string {
+  if (isSkipped(p)) return `Not measured: ${p.skipped}`;
+  const out: string[] = [];
+  const rs = p.after;
+  out.push(
+    table(
+      [
+        "entries",
+        "exposed",
+        "resources",
+        "program (ms)",
+        "ms / entry",
+        "`exposure render` (ms)",
+        "contract parse (ms)",
+        "plan (ms)",
+        "observe (ms)",
+        "audit (ms)",
+        "heap retained (MiB)",
+        "peak RSS Δ (MiB)",
+      ],
+      rs.map((r) => [
+        r.entries,
+        r.exposed,
+        r.resources,
+        ms(r.evalMs),
+        (r.evalMs / r.entries).toFixed(2),
+        ms(r.renderMs),
+        ms(r.parseMs),
+        ms(r.planMs),
+        ms(r.observeMs),
+        ms(r.auditMs),
+        mib(r.heapRetainedBytes),
+        mib(r.rssDeltaBytes),
+      ]),
+    ),
+  );
+  out.push("");
+  out.push(
+    "Growth: exponent *k* of (cost − cost at 9 entries) ∝ (n − 9)^k between 500 and 2,000 entries (1 = linear, 2 = quadratic), and the marginal cost of one more entry on each interval (9→100, 100→500, 500→2,000).",
+  );
+  out.push("");
+  const metrics: [string, (r: ProgramResult) => number, string][] = [
+    ["program evaluation", (r) => r.evalMs, "ms"],
+    ["`exposure render`", (r) => r.renderMs, "ms"],
+    ["contract parse", (r) => r.parseMs, "ms"],
+    ["plan", (r) => r.planMs, "ms"],
+    ["observe", (r) => r.observeMs, "ms"],
+    ["audit", (r) => r.auditMs, "ms"],
+    ["heap retained", (r) => r.heapRetainedBytes / 1024, "KiB"],
+  ];
+  out.push(
+    table(
+      ["metric", "k (500→2,000)", "marginal cost per entry (9→100 / 100→500 / 500→2,000)", "verdict"],
+      metrics.map(([name, pick, unit]) => {
+        const g = growth(rs, pick);
+        return [
+          name,
+          Number.isFinite(g.k) ? g.k.toFixed(2) : "-",
+          `${g.perEntry.map((v) => v.toFixed(unit === "KiB" ? 1 : 3)).join(" / ")} ${unit}`,
+          verdict(g.k),
+        ];
+      }),
+    ),
+  );
+  if (p.before && p.before.length === rs.length) {
+    const before = p.before;
+    out.push("");
+    out.push(`Before/after the fixes of this issue (same run, same machine; "before" is commit \`${p.baselineRev}\` with the same bench code):`);
+    out.push("");
+    out.push(
+      table(
+        [
+          "entries",
+          "plan before → after (ms)",
+          "observe before → after (ms)",
+          "audit before → after (ms)",
+          "program before → after (ms)",
+          "render before → after (ms)",
+        ],
+        rs.map((a, i) => {
+          const b = before[i] as ProgramResult;
+          const pair = (bv: number, av: number) => `${ms(bv)} → ${ms(av)}`;
+          return [
+            a.entries,
+            pair(b.planMs, a.planMs),
+            pair(b.observeMs, a.observeMs),
+            pair(b.auditMs, a.auditMs),
+            pair(b.evalMs, a.evalMs),
+            pair(b.renderMs, a.renderMs),
+          ];
+        }),
+      ),
+    );
+    const kb = growth(before, (r) => r.planMs).k;
+    const ka = growth(rs, (r) => r.planMs).k;
+    out.push("");
+    out.push(
+      `Plan growth exponent before: ${Number.isFinite(kb) ? kb.toFixed(2) : "-"} (${verdict(kb)}); after: ${Number.isFinite(ka) ? ka.toFixed(2) : "-"} (${verdict(ka)}).`,
+    );
+  }
+  out.push("");
+  out.push(`Medians of ${rs.map((r) => r.reps).join("/")} repetitions after one warm-up run, each size in a fresh \`node --expose-gc\` process.`);
+  return out.join("\n");
+}
+
+function upSection(live: LiveResults): string {
+  const out: string[] = [];
+  out.push(
+    table(
+      [
+        "entries",
+        "Services",
+        "ts-node",
+        "`pulumi up` (s)",
+        "`pulumi preview` (s)",
+        "`pulumi destroy` (s)",
+        "client lib, sequential (s)",
+        "client lib, 16 in flight (s)",
+        "up ÷ sequential",
+        "up ÷ 16 in flight",
+      ],
+      live.up.map((r) => [
+        r.entries,
+        r.services,
+        r.transpileOnly ? "transpile-only (`PULUMI_NODEJS_TRANSPILE_ONLY=true`)" : "type-checked (default)",
+        s(r.upMs),
+        s(r.previewMs),
+        s(r.destroyMs),
+        s(r.clientSequentialMs),
+        s(r.clientConcurrentMs),
+        x(r.upMs / r.clientSequentialMs),
+        x(r.upMs / r.clientConcurrentMs),
+      ]),
+    ),
+  );
+  const typed = live.up.filter((r) => !r.transpileOnly);
+  const [small, big] = [typed[0], typed[typed.length - 1]];
+  if (small && big && big.services > small.services) {
+    const per = (a: number, b: number) => (b - a) / (big.services - small.services);
+    out.push("");
+    out.push(
+      `Marginal cost of one more Service (${small.entries}→${big.entries} entries): \`pulumi up\` ${ms(per(small.upMs, big.upMs))} ms, \`pulumi preview\` ${ms(per(small.previewMs, big.previewMs))} ms, client library sequential ${ms(per(small.clientSequentialMs, big.clientSequentialMs))} ms. The fixed part of \`pulumi up\` (≈ ${s(small.upMs - small.services * per(small.upMs, big.upMs))} s) is the engine, the language host and ts-node starting, not the entries.`,
+    );
+  }
+  return out.join("\n");
+}
+
+function statusSection(live: LiveResults): string {
+  const out: string[] = [];
+  out.push(
+    table(
+      [
+        "entries",
+        "published",
+        "MATCH",
+        "`status` API requests",
+        "`status` (ms, in-process)",
+        "`status` CLI (ms)",
+        "audit API requests",
+        "audit (ms, in-process)",
+        "`drift --skip-preview` CLI (ms)",
+        "undeclared",
+      ],
+      live.status.map((r) => [
+        r.entries,
+        r.published,
+        r.match,
+        r.statusRequests,
+        ms(r.statusMs),
+        ms(r.statusCliMs),
+        r.auditRequests,
+        ms(r.auditMs),
+        ms(r.auditCliMs),
+        r.undeclared,
+      ]),
+    ),
+  );
+  const constant = (pick: (r: LiveResults["status"][number]) => number) => new Set(live.status.map(pick)).size === 1;
+  out.push("");
+  out.push(
+    `API requests per run: status ${constant((r) => r.statusRequests) ? "**constant**" : "**grow with the entries**"} (${live.status.map((r) => r.statusRequests).join(", ")}), audit ${constant((r) => r.auditRequests) ? "**constant**" : "**grow with the entries**"} (${live.status.map((r) => r.auditRequests).join(", ")}), counted by \`LiveClusterReader.requests\` of the commands' own connection.`,
+  );
+  if (!live.kubeControllerManager)
+    out.push(
+      "",
+      "No kube-controller-manager in the toolchain: no EndpointSlices, so verdicts are DRIFT (no ready endpoints); requests and times are the same work.",
+    );
+  return out.join("\n");
+}
+
+function probeSection(p: ProbeBench): string {
+  return [
+    table(
+      [
+        "URLs",
+        "slow UI",
+        "other UIs",
+        "concurrency",
+        "engine total (ms)",
+        "`exposure probe` CLI (ms)",
+        "slowest probe (ms)",
+        "sum of latencies = sequential (ms)",
+        "engine ÷ slowest",
+        "all ok",
+      ],
+      [
+        [
+          p.urls,
+          `1 × ${p.slowMs} ms`,
+          `${p.urls - 1} × ${p.fastMs} ms`,
+          p.concurrency,
+          ms(p.engineMs),
+          ms(p.cliMs),
+          ms(p.slowestMs),
+          ms(p.sumMs),
+          x(p.engineMs / p.slowestMs),
+          p.allOk ? "yes" : "no",
+        ],
+      ],
+    ),
+    "",
+    `Total ${p.engineMs / p.slowestMs < 1.25 ? "**close to the slowest probe, not the sum**" : "**well above the slowest probe**"}: ${ms(p.engineMs)} ms against ${ms(p.slowestMs)} ms for the slow UI alone and ${ms(p.sumMs)} ms one after the other. The CLI figure adds process start-up (tsx, modules) and reading the outputs and contract files.`,
+  ].join("\n");
+}
+
+export function renderMarkdown(r: BenchResults): string {
+  const m = r.meta;
+  const parts: string[] = [
+    "# Benchmarks: how ui-exposure scales with the number of endpoints",
+    "",
+    "<!-- Generated by `npm run bench` (bench/run.ts); edit bench/report.ts, not this file. -->",
+    "",
+    `Run of ${m.date.slice(0, 16).replace("T", " ")} UTC on commit ${m.commit}: Node ${m.node}, ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, load average ${round(m.loadAverage, 1)} at start${m.durationS !== undefined ? `, ${Math.round(m.durationS / 60)} min in all` : ""}. Raw samples: \`test-output/bench.json\`.`,
+    "",
+    "Generated platforms (`bench/gen.ts`): 10 entries per namespace; every 20th entry is an in-house brick on a hostPort, every 25th is not exposed (it only feeds the `.env`); each UI has a vendored ClusterIP Service and one Ready pod. The stacks list every exposed entry by name (as the bench stack does) with Cilium in `cohabit` mode. Node addresses are 127.0.0.x; every request of this benchmark stays on the loopback.",
+    "",
+    "## 1. The program under Pulumi's mocks (no engine)",
+    "",
+    "`uiExposure()` as `exposure render` runs it (mocks give each created NodePort Service a port), from reading the contract to every output resolved and every registration acknowledged. Also: `exposure render`'s own function (`src/render.ts`), and the pure stages on their own — contract parse, plan (`selectEntries` + `resolveExposures`), `observe()` (the verdicts of `status` and the portal) and `auditExposure()` (the audit of `drift`) on the cluster as `up` leaves it. Heap retained: after a full GC with the outputs still referenced.",
+    "",
+    r.program ? programSection(r.program) : "Not run in this invocation.",
+    "",
+    "## 2. `pulumi up` / `pulumi preview` against a real API server",
+    "",
+    "The e2e harness's local kube-apiserver (+ etcd, + kube-controller-manager), the real Pulumi CLI, language host and kubernetes provider built from Go modules. `up` creates the NodePort Services of a fresh stack; `preview --expect-no-changes` right after it refreshes every resource first (`refresh: always`, the operators' drift check); `destroy` removes them. Baseline: the same Service manifests created with `@kubernetes/client-node`, one call after the other (what `kubectl apply -f` does) and 16 in flight.",
+    "",
+    r.live ? (isSkipped(r.live) ? `Not measured: ${r.live.skipped}` : upSection(r.live)) : "Not run in this invocation.",
+    "",
+    "## 3. `exposure status` and `exposure drift`'s audit against a real API server",
+    "",
+    "Same local API server; our NodePort Services created for every exposed entry, published outputs given with `--outputs`. In-process figures run the commands' own code (`createStatusCommand`, `createDriftCommand --skip-preview`) with their own connection, median of 5 after a warm-up; CLI figures are `node bin/exposure.cjs …` from process start to exit.",
+    "",
+    r.live ? (isSkipped(r.live) ? `Not measured: ${r.live.skipped}` : statusSection(r.live)) : "Not run in this invocation.",
+    "",
+    "## 4. `exposure probe` over 50 URLs with one slow UI",
+    "",
+    "50 HTTP servers on 127.0.0.1, one port each; one answers after 2 s. The engine is `probeAll()` with the CLI's default concurrency; the CLI is `exposure probe --outputs FILE --contract FILE --json`.",
+    "",
+    r.probe ? (isSkipped(r.probe) ? `Not measured: ${r.probe.skipped}` : probeSection(r.probe)) : "Not run in this invocation.",
+    "",
+  ];
+  return `${parts.join("\n")}\n`;
+}

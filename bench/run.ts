@@ -1,0 +1,167 @@
+// `npm run bench`: how the program and the operator commands scale with the number of
+// contract entries (issue 6). Every part runs in the same invocation, so the figures of the
+// table were taken side by side on the same machine state. Writes docs/benchmarks.md (the
+// table) and test-output/bench.json (every sample).
+//
+//   npm run bench                           # every part; part 1 also against the pre-fix commit
+//   npm run bench -- --only program,probe   # a subset (program, live, probe)
+//   npm run bench -- --baseline none        # part 1 without the before/after comparison
+//   npm run bench -- --baseline <rev>       # compare part 1 with another commit
+//
+// This is a measurement, not a test: nothing here fails on a threshold. The verdicts
+// ("linear", "constant") are computed from the numbers and written next to them.
+import { execFileSync, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { parseArgs } from "node:util";
+import { type LiveResults, measureLive } from "./live";
+import { measureProbe, type ProbeBench } from "./probe";
+import type { ProgramResult } from "./program";
+import { renderMarkdown } from "./report";
+
+const projectDir = path.resolve(__dirname, "..");
+
+/** The last commit before the perf fixes of issue 6: part 1's "before" column. */
+export const PRE_FIX_REV = "b24298e^";
+
+export const PROGRAM_SIZES = [9, 100, 500, 2000] as const;
+const LIVE_UP_SIZES = [9, 100] as const;
+const LIVE_STATUS_SIZES = [9, 100, 500] as const;
+
+export interface Skipped {
+  skipped: string;
+}
+
+export interface BenchResults {
+  meta: {
+    date: string;
+    commit: string;
+    node: string;
+    cpus: number;
+    cpuModel: string;
+    memoryGiB: number;
+    /** 1-minute load average when the run started: other work on the machine skews timings. */
+    loadAverage: number;
+    durationS?: number;
+  };
+  program?: { after: ProgramResult[]; before?: ProgramResult[]; baselineRev?: string } | Skipped;
+  live?: LiveResults | Skipped;
+  probe?: ProbeBench | Skipped;
+}
+
+const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+/** Runs part 1 for one size in a fresh `node --expose-gc` process rooted at `root` (this tree, or the baseline's). */
+function programWorker(root: string, size: number, reps: number): ProgramResult {
+  const out = path.join(os.tmpdir(), `ui-exposure-bench-${process.pid}-${size}-${path.basename(root)}.json`);
+  const r = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", path.join(root, "bench/program.ts"), String(size), String(reps), out], {
+    cwd: root,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (r.status !== 0) throw new Error(`program worker (${size} entries, ${root}) failed:\n${r.stderr.slice(-3000)}`);
+  try {
+    return JSON.parse(fs.readFileSync(out, "utf8")) as ProgramResult;
+  } finally {
+    fs.rmSync(out, { force: true });
+  }
+}
+
+/**
+ * A copy of `rev`'s sources with today's bench/ on top, so the same measurement runs against
+ * the code before a fix. `git archive` reads the object store only: the shared working tree
+ * and index are not touched.
+ */
+function baselineTree(rev: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-bench-baseline-"));
+  const tar = execFileSync("git", ["archive", "--format=tar", rev, "src", "components", "Pulumi.yaml", "package.json", "tsconfig.json"], {
+    cwd: projectDir,
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  execFileSync("tar", ["-x", "-C", dir], { input: tar });
+  fs.cpSync(path.join(projectDir, "bench"), path.join(dir, "bench"), { recursive: true });
+  fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(dir, "node_modules"));
+  return dir;
+}
+
+const repsFor = (size: number) => (size >= 2000 ? 3 : 5);
+
+function runProgram(baseline: string | undefined): NonNullable<BenchResults["program"]> {
+  const after: ProgramResult[] = [];
+  const before: ProgramResult[] = [];
+  const baseDir = baseline ? baselineTree(baseline) : undefined;
+  try {
+    for (const size of PROGRAM_SIZES) {
+      // Before and after alternate per size, so a change in machine load hits both alike.
+      if (baseDir) {
+        log(`part 1: ${size} entries, baseline ${baseline}`);
+        before.push(programWorker(baseDir, size, repsFor(size)));
+      }
+      log(`part 1: ${size} entries, this tree`);
+      after.push(programWorker(projectDir, size, repsFor(size)));
+    }
+  } finally {
+    if (baseDir) fs.rmSync(baseDir, { recursive: true, force: true });
+  }
+  return { after, ...(baseline ? { before, baselineRev: baseline } : {}) };
+}
+
+function gitHead(): string {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: projectDir, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--", "src", "components", "cli", "bench"], { cwd: projectDir, encoding: "utf8" }).trim();
+    return dirty ? `${head} (+ uncommitted changes)` : head;
+  } catch {
+    return "unknown";
+  }
+}
+
+async function main() {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: { only: { type: "string" }, baseline: { type: "string", default: PRE_FIX_REV } },
+    strict: true,
+  });
+  const parts = new Set((values.only ?? "program,live,probe").split(",").map((s) => s.trim()));
+  const baseline = values.baseline === "none" ? undefined : values.baseline;
+  const started = Date.now();
+  const results: BenchResults = {
+    meta: {
+      date: new Date().toISOString(),
+      commit: gitHead(),
+      node: process.version,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? "unknown",
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      loadAverage: os.loadavg()[0] ?? 0,
+    },
+  };
+
+  if (parts.has("program")) results.program = runProgram(baseline);
+  if (parts.has("live")) {
+    try {
+      results.live = await measureLive({ upSizes: [...LIVE_UP_SIZES], statusSizes: [...LIVE_STATUS_SIZES], log });
+    } catch (err) {
+      log(`part 2-3 not measured: ${(err as Error).message}`);
+      results.live = { skipped: (err as Error).message.split("\n")[0] ?? String(err) };
+    }
+  }
+  if (parts.has("probe")) {
+    log("part 4: probe, 50 URLs, one slow");
+    results.probe = await measureProbe({ urls: 50, slowMs: 2000, fastMs: 25 });
+  }
+  results.meta.durationS = Math.round((Date.now() - started) / 1000);
+
+  const outDir = path.join(projectDir, "test-output");
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, "bench.json"), `${JSON.stringify(results, null, 2)}\n`);
+  fs.mkdirSync(path.join(projectDir, "docs"), { recursive: true });
+  fs.writeFileSync(path.join(projectDir, "docs/benchmarks.md"), renderMarkdown(results));
+  log(`done in ${results.meta.durationS}s: docs/benchmarks.md, test-output/bench.json`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
