@@ -77,7 +77,9 @@ cmd_start() {
   touch "$d/.e2e-cluster"
   mkdir -p "$d/etcd" "$d/pki" "$d/logs"
   chmod 700 "$d/etcd"
-  trap 'log "start failed; logs in $d/logs"; for f in "$d"/logs/*.log; do log "--- tail $f"; tail -n 15 "$f" >&2 || true; done; E2E_KEEP=1 stop_dir "$d"' ERR
+  # on any failure: show the log tails, stop what was started, keep DIR for inspection
+  trap 'rc=$?; if [[ $rc != 0 ]]; then log "start failed; logs kept in $d/logs";
+    for f in "$d"/logs/*.log; do log "--- tail $f"; tail -n 15 "$f" >&2 || true; done; stop_dir "$d"; fi' EXIT
 
   local etcd_port etcd_peer api_port kcm_port
   etcd_port=$(free_port); etcd_peer=$(free_port); api_port=$(free_port); kcm_port=$(free_port)
@@ -178,7 +180,7 @@ EOF
     [[ $ok == 1 ]] || die "kube-controller-manager: no default ServiceAccount after ${timeout}s (see $d/logs)"
     log "kube-controller-manager ready in $((SECONDS - t0))s"
   fi
-  trap - ERR
+  trap - EXIT
 
   cat > "$d/env" <<EOF
 KUBECONFIG=$d/kubeconfig

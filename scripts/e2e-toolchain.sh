@@ -29,7 +29,7 @@ K8SPROV_MODVER=v4.0.0-20260115033456-f47bc2d6f199
 # on the v1.2.1 pseudo-version), so pulumi-resource-command cannot be built here.
 COMMAND_VERSION=1.2.1
 K8S_VERSION=1.37.2
-ETCD_VERSION=3.7.0          # the version k8s.io/kubernetes v1.37.2 requires
+ETCD_VERSION=3.7.3          # what the k8s v1.37.2 module graph selects (checked at build)
 # pulumi-language-nodejs is a separate module the proxy refuses (403); we build
 # a small language host of our own against sdk/v3 (see the langhost stage; it is
 # rebuilt whenever its source in this script changes).
@@ -76,7 +76,8 @@ wrapper() { local d="$WORK/$1"; rm -rf "$d"; mkdir -p "$d"; cd "$d"; go mod init
 # build to a temp name and rename, so an interrupted build never looks cached
 gobuild() { # OUT LDFLAGS TAGS PKG
   local out=$1 ldf=$2 tags=$3 pkg=$4
-  go build -trimpath ${tags:+-tags "$tags"} -ldflags "-s -w $ldf" -o "$out.tmp.$$" "$pkg"
+  go build -trimpath ${tags:+-tags "$tags"} -ldflags "-s -w $ldf" -o "$out.tmp.$$" "$pkg" ||
+    { rm -f "$out.tmp.$$"; die "go build $pkg failed"; }
   mv -f "$out.tmp.$$" "$out"
 }
 
@@ -621,6 +622,11 @@ k8s_wrapper() {
   log "k8s wrapper: $n staging replaces"
   go get "k8s.io/kubernetes@v${K8S_VERSION}" "go.etcd.io/etcd/server/v3@v${ETCD_VERSION}"
   go get -tool k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager go.etcd.io/etcd/server/v3
+  local got
+  got=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+  [[ "$got" == "v$K8S_VERSION" ]] || die "k8s wrapper selected k8s.io/kubernetes $got, expected v$K8S_VERSION"
+  got=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+  [[ "$got" == "v$ETCD_VERSION" ]] || die "k8s wrapper selected etcd $got, expected v$ETCD_VERSION (update ETCD_VERSION)"
   touch .ready
 }
 build_kube_apiserver() {
@@ -637,15 +643,25 @@ build_etcd() {
 }
 
 # ---- plugins mode -------------------------------------------------------------
+# The npm SDK asks the engine for the plugin version of its own package.json
+# (@pulumi/kubernetes 4.32.0 -> kubernetes v4.32.0). Only the 4.25.0 provider can
+# be built here, so it is also registered under the versions listed in
+# E2E_K8S_PLUGIN_ALIASES (default 4.32.0; set it empty to disable).
+E2E_K8S_PLUGIN_ALIASES=${E2E_K8S_PLUGIN_ALIASES-4.32.0}
 install_plugins() { # PULUMI_HOME
-  local ph=$1
+  local ph=$1 v
   mkdir -p "$ph"
-  PULUMI_HOME="$ph" PULUMI_SKIP_UPDATE_CHECK=true PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
-    "$BIN/pulumi" plugin install resource kubernetes "$K8SPROV_VERSION" --file "$BIN/pulumi-resource-kubernetes" >&2
+  local env=(env PULUMI_HOME="$ph" PULUMI_SKIP_UPDATE_CHECK=true PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true)
+  for v in "$K8SPROV_VERSION" $E2E_K8S_PLUGIN_ALIASES; do
+    [[ "$v" != "$K8SPROV_VERSION" ]] && log "NOTE: registering the kubernetes provider v$K8SPROV_VERSION binary as plugin version $v"
+    "${env[@]}" "$BIN/pulumi" plugin install resource kubernetes "$v" --file "$BIN/pulumi-resource-kubernetes" --reinstall >&2
+  done
   if [[ -x "$BIN/pulumi-resource-command" ]]; then
-    PULUMI_HOME="$ph" PULUMI_SKIP_UPDATE_CHECK=true PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
-      "$BIN/pulumi" plugin install resource command "$COMMAND_VERSION" --file "$BIN/pulumi-resource-command" >&2
+    "${env[@]}" "$BIN/pulumi" plugin install resource command "$COMMAND_VERSION" --file "$BIN/pulumi-resource-command" --reinstall >&2
+  else
+    log "NOTE: no pulumi-resource-command (github.com/pulumi/pulumi-command/provider is not served by the module proxy)"
   fi
+  "${env[@]}" "$BIN/pulumi" plugin ls >&2
 }
 
 # ---- main ---------------------------------------------------------------------
