@@ -50,7 +50,7 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
         "observe (ms)",
         "audit (ms)",
         "heap retained (MiB)",
-        "peak RSS Δ (MiB)",
+        "peak RSS of one run (MiB)",
       ],
       rs.map((r) => [
         r.entries,
@@ -84,6 +84,7 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
     ["observe", (r) => r.observeMs, "ms"],
     ["audit", (r) => r.auditMs, "ms"],
     ["heap retained", (r) => r.heapRetainedBytes / 1024, "KiB"],
+    ["peak RSS of one run", (r) => r.rssDeltaBytes / 1024, "KiB"],
   ];
   out.push(
     table(
@@ -136,7 +137,9 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
     );
   }
   out.push("");
-  out.push(`Medians of ${rs.map((r) => r.reps).join("/")} repetitions after one warm-up run, each size in a fresh \`node --expose-gc\` process.`);
+  out.push(
+    `Medians of ${rs.map((r) => r.reps).join("/")} repetitions after one warm-up run, each size in a fresh \`node --expose-gc\` process; the pure stages (parse, plan, observe, audit) are the mean of repeated calls within each repetition.`,
+  );
   return out.join("\n");
 }
 
@@ -273,7 +276,7 @@ export function renderMarkdown(r: BenchResults): string {
     "",
     "## 1. The program under Pulumi's mocks (no engine)",
     "",
-    "`uiExposure()` as `exposure render` runs it (mocks give each created NodePort Service a port), from reading the contract to every output resolved and every registration acknowledged. Also: `exposure render`'s own function (`src/render.ts`), and the pure stages on their own — contract parse, plan (`selectEntries` + `resolveExposures`), `observe()` (the verdicts of `status` and the portal) and `auditExposure()` (the audit of `drift`) on the cluster as `up` leaves it. SDK floor (\`bench/floor.ts\`): the bare Pulumi SDK registering the same resources (one component + one Service per exposed entry, same inputs, same mocks) and nothing else; what the program costs above it is its own. Heap retained: after a full GC with the outputs still referenced.",
+    "`uiExposure()` as `exposure render` runs it (mocks give each created NodePort Service a port), from reading the contract to every output resolved and every registration acknowledged. Also: `exposure render`'s own function (`src/render.ts`), and the pure stages on their own — contract parse, plan (`selectEntries` + `resolveExposures`), `observe()` (the verdicts of `status` and the portal) and `auditExposure()` (the audit of `drift`) on the cluster as `up` leaves it. SDK floor (`bench/floor.ts`): the bare Pulumi SDK registering the same resources (one component + one Service per exposed entry, same inputs, same mocks) and nothing else; what the program costs above it is its own. Heap retained: after a full GC with the outputs still referenced. Peak RSS: one evaluation in a fresh process, above the RSS once the modules are loaded.",
     "",
     r.program ? programSection(r.program) : "Not run in this invocation.",
     "",

@@ -52,20 +52,25 @@ export interface BenchResults {
 
 const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
-/** Runs part 1 for one size in a fresh `node --expose-gc` process rooted at `root` (this tree, or the baseline's). */
-function programWorker(root: string, size: number, reps: number): ProgramResult {
-  const out = path.join(os.tmpdir(), `ui-exposure-bench-${process.pid}-${size}-${path.basename(root)}.json`);
-  const r = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", path.join(root, "bench/program.ts"), String(size), String(reps), out], {
+/** Runs a part 1 worker in a fresh `node --expose-gc` process rooted at `root` (this tree, or the baseline's). */
+function worker<T>(root: string, args: string[]): T {
+  const out = path.join(os.tmpdir(), `ui-exposure-bench-${process.pid}-${args.join("-")}-${path.basename(root)}.json`);
+  const r = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", path.join(root, "bench/program.ts"), ...args.slice(0, 2), out, ...args.slice(2)], {
     cwd: root,
     encoding: "utf8",
     maxBuffer: 64 * 1024 * 1024,
   });
-  if (r.status !== 0) throw new Error(`program worker (${size} entries, ${root}) failed:\n${r.stderr.slice(-3000)}`);
+  if (r.status !== 0) throw new Error(`program worker (${args.join(" ")}, ${root}) failed:\n${r.stderr.slice(-3000)}`);
   try {
-    return JSON.parse(fs.readFileSync(out, "utf8")) as ProgramResult;
+    return JSON.parse(fs.readFileSync(out, "utf8")) as T;
   } finally {
     fs.rmSync(out, { force: true });
   }
+}
+
+function programWorker(root: string, size: number, reps: number): ProgramResult {
+  const result = worker<ProgramResult>(root, [String(size), String(reps)]);
+  return { ...result, rssDeltaBytes: worker<number>(root, [String(size), "1", "--peak"]) };
 }
 
 /**
