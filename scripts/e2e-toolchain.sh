@@ -50,7 +50,9 @@ export GOTOOLCHAIN=local CGO_ENABLED=0
 export GOFLAGS="-mod=mod -buildvcs=false"
 export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
 
-mkdir -p "$BIN" "$WORK"
+# Provider plugins go to bin/prov/, so that putting bin/ on PATH never makes them
+# "ambient" plugins (those win over PULUMI_HOME whatever version is asked for).
+mkdir -p "$BIN/prov" "$WORK"
 exec 9>"$ROOT/.lock"
 flock 9 || die "cannot lock $ROOT/.lock"
 
@@ -596,7 +598,7 @@ func main() {
 EOF
   go run ./gen "$src" cmd/pulumi-resource-kubernetes "$K8SPROV_VERSION"
   go mod tidy
-  gobuild "$BIN/pulumi-resource-kubernetes" \
+  gobuild "$BIN/prov/pulumi-resource-kubernetes" \
     "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=v${K8SPROV_VERSION}" "" ./cmd/pulumi-resource-kubernetes
 }
 
@@ -654,10 +656,10 @@ install_plugins() { # PULUMI_HOME
   local env=(env PULUMI_HOME="$ph" PULUMI_SKIP_UPDATE_CHECK=true PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true)
   for v in "$K8SPROV_VERSION" $E2E_K8S_PLUGIN_ALIASES; do
     [[ "$v" != "$K8SPROV_VERSION" ]] && log "NOTE: registering the kubernetes provider v$K8SPROV_VERSION binary as plugin version $v"
-    "${env[@]}" "$BIN/pulumi" plugin install resource kubernetes "$v" --file "$BIN/pulumi-resource-kubernetes" --reinstall >&2
+    "${env[@]}" "$BIN/pulumi" plugin install resource kubernetes "$v" --file "$BIN/prov/pulumi-resource-kubernetes" --reinstall >&2
   done
-  if [[ -x "$BIN/pulumi-resource-command" ]]; then
-    "${env[@]}" "$BIN/pulumi" plugin install resource command "$COMMAND_VERSION" --file "$BIN/pulumi-resource-command" --reinstall >&2
+  if [[ -x "$BIN/prov/pulumi-resource-command" ]]; then
+    "${env[@]}" "$BIN/pulumi" plugin install resource command "$COMMAND_VERSION" --file "$BIN/prov/pulumi-resource-command" --reinstall >&2
   else
     log "NOTE: no pulumi-resource-command (github.com/pulumi/pulumi-command/provider is not served by the module proxy)"
   fi
@@ -669,7 +671,10 @@ T0=$SECONDS
 log "cache: $ROOT"
 stage pulumi pulumi build_pulumi
 stage langhost pulumi-language-nodejs build_langhost
-stage k8sprov pulumi-resource-kubernetes build_k8sprov
+# (earlier layout had the provider in bin/ itself)
+[[ -x "$BIN/pulumi-resource-kubernetes" && ! -e "$BIN/prov/pulumi-resource-kubernetes" ]] &&
+  mv "$BIN/pulumi-resource-kubernetes" "$BIN/prov/pulumi-resource-kubernetes"
+stage k8sprov prov/pulumi-resource-kubernetes build_k8sprov
 stage kube-apiserver kube-apiserver build_kube_apiserver
 stage etcd etcd build_etcd
 stage kube-controller-manager kube-controller-manager build_kcm
