@@ -17,6 +17,8 @@
 #                      --enable-garbage-collector=false and the ServiceAccount admission off
 #   E2E_READY_TIMEOUT  seconds to wait for /readyz (default 120)
 #   E2E_KEEP           1 keeps DIR on stop (logs)
+#   E2E_SERVICE_CIDR   Service ClusterIP range (default 10.96.0.0/24: 253 Services; the
+#                      benchmark of hundreds of UIs needs a larger one, e.g. 10.96.0.0/20)
 # Only loopback addresses are used; all ports are picked free at start.
 set -euo pipefail
 
@@ -117,7 +119,7 @@ cmd_start() {
     --authorization-mode RBAC --allow-privileged=true \
     --service-account-issuer https://kubernetes.default.svc \
     --service-account-key-file "$d/pki/sa.pub" --service-account-signing-key-file "$d/pki/sa.key" \
-    --service-cluster-ip-range 10.96.0.0/24 --service-node-port-range 30000-32767 \
+    --service-cluster-ip-range "${E2E_SERVICE_CIDR:-10.96.0.0/24}" --service-node-port-range 30000-32767 \
     --endpoint-reconciler-type none \
     "${extra[@]}" \
     </dev/null >"$d/logs/kube-apiserver.log" 2>&1 &
