@@ -15,6 +15,8 @@
 #   E2E_KCM            1 (default) also runs kube-controller-manager (GC, namespace deletion,
 #                      endpoints, service accounts); 0 runs apiserver + etcd only, with
 #                      --enable-garbage-collector=false and the ServiceAccount admission off
+#   E2E_KCM_CONTROLLERS  controllers to run (default: all but node-lifecycle-controller, which
+#                      would mark the harness's kubelet-less Nodes NotReady after ~40 s)
 #   E2E_READY_TIMEOUT  seconds to wait for /readyz (default 120)
 #   E2E_KEEP           1 keeps DIR on stop (logs)
 #   E2E_SERVICE_CIDR   Service ClusterIP range (default 10.96.0.0/24: 253 Services; the
@@ -167,7 +169,7 @@ EOF
       --bind-address 127.0.0.1 --secure-port "$kcm_port" \
       --service-account-private-key-file "$d/pki/sa.key" \
       --use-service-account-credentials=false --leader-elect=false \
-      --cluster-name e2e --controllers '*' \
+      --cluster-name e2e --controllers "${E2E_KCM_CONTROLLERS:-*,-node-lifecycle-controller}" \
       </dev/null >"$d/logs/kube-controller-manager.log" 2>&1 &
     echo "kube-controller-manager=$!" >> "$d/pids"
     # ready when the service-account controller made the default ServiceAccount

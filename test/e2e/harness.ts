@@ -169,11 +169,10 @@ export function makeSandbox(bin: string, cluster: Cluster, versions: { kubernete
     return { code: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "", ms: Date.now() - t0 };
   };
   for (const [name, version] of Object.entries(versions)) {
-    const r = run(
-      path.join(bin, "pulumi"),
-      ["plugin", "install", "resource", name, version, "--file", path.join(bin, "prov", `pulumi-resource-${name}`)],
-      120_000,
-    );
+    const file = path.join(bin, "prov", `pulumi-resource-${name}`);
+    // The command provider cannot be built here (the module proxy refuses it) and the program does not use it.
+    if (name === "command" && !fs.existsSync(file)) continue;
+    const r = run(path.join(bin, "pulumi"), ["plugin", "install", "resource", name, version, "--file", file], 120_000);
     if (r.code !== 0) throw new Error(`plugin install ${name} failed: ${r.stderr}`);
   }
   const init = run(path.join(bin, "pulumi"), ["stack", "init", "sandbox", "--secrets-provider", "passphrase"], 60_000);
