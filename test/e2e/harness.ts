@@ -68,15 +68,23 @@ const ignoreConflict = async (p: Promise<unknown>) => {
 export async function addNodes(c: Cluster, nodes: { name: string; ip: string; ready: boolean }[]) {
   for (const n of nodes) {
     await ignoreConflict(c.core.createNode({ body: { metadata: { name: n.name, labels: { "kubernetes.io/hostname": n.name } } } }));
-    const live = await c.core.readNode({ name: n.name });
-    live.status = {
-      addresses: [
-        { type: "InternalIP", address: n.ip },
-        { type: "Hostname", address: n.name },
-      ],
-      conditions: [{ type: "Ready", status: n.ready ? "True" : "False", reason: "E2E", lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }],
-    };
-    await c.core.replaceNodeStatus({ name: n.name, body: live });
+    // Controllers touch new Nodes right away: retry the status write on a version conflict.
+    for (let attempt = 1; ; attempt++) {
+      const live = await c.core.readNode({ name: n.name });
+      live.status = {
+        addresses: [
+          { type: "InternalIP", address: n.ip },
+          { type: "Hostname", address: n.name },
+        ],
+        conditions: [{ type: "Ready", status: n.ready ? "True" : "False", reason: "E2E", lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }],
+      };
+      try {
+        await c.core.replaceNodeStatus({ name: n.name, body: live });
+        break;
+      } catch (err) {
+        if ((err as { code?: number }).code !== 409 || attempt >= 10) throw err;
+      }
+    }
   }
 }
 
