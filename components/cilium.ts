@@ -45,7 +45,9 @@ export class Cilium extends pulumi.ComponentResource {
   public readonly summary: pulumi.Output<CiliumSummary>;
 
   constructor(name: string, args: CiliumArgs, opts?: pulumi.ComponentResourceOptions) {
-    super("ui-exposure:cilium:Cilium", name, args, opts);
+    // Recorded inputs: the mode and the release only. The observed coexisting objects change
+    // with the cluster and would otherwise show as a component diff in every drift check.
+    super("ui-exposure:cilium:Cilium", name, { mode: args.plan.mode, ...(args.plan.mode === "l4" ? { release: args.plan.release } : {}) }, opts);
     const { plan } = args;
     if (plan.mode === "l4") {
       this.release = new k8s.helm.v3.Release(releaseResourceName(name), releaseArgs(plan.release), releaseOptions(this));

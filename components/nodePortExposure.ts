@@ -7,6 +7,12 @@ export interface NodePortExposureArgs {
   plan: NodePortPlan;
   /** Address put in the URL (the chosen node's InternalIP, or the stack's pinned one). */
   nodeAddress: string;
+  /**
+   * Whether our Service already existed when the cluster was read. In a preview, a Service
+   * still to be created only has the nodePort of a server dry run, which the real create
+   * will not reuse: its URL is then shown as pending instead.
+   */
+  alreadyExists?: boolean;
 }
 
 /**
@@ -21,7 +27,8 @@ export class NodePortExposure extends pulumi.ComponentResource {
   public readonly url: pulumi.Output<string>;
 
   constructor(name: string, args: NodePortExposureArgs, opts?: pulumi.ComponentResourceOptions) {
-    super("ui-exposure:exposure:NodePortExposure", name, args, opts);
+    // Recorded inputs: what defines the Service, not what was observed about it.
+    super("ui-exposure:exposure:NodePortExposure", name, { plan: args.plan, nodeAddress: args.nodeAddress }, opts);
     const { plan } = args;
 
     this.service = new k8s.core.v1.Service(
@@ -40,6 +47,9 @@ export class NodePortExposure extends pulumi.ComponentResource {
             // `up` must not wait 10 minutes for ready endpoints when a UI's pods are down:
             // readiness is reported live by `exposure status`, not enforced at deploy time.
             "pulumi.com/skipAwait": "true",
+            // This Service belongs to ui-exposure alone: after a hand edit, `up` takes the
+            // edited fields back instead of failing on a server-side apply conflict.
+            "pulumi.com/patchForce": "true",
           },
         },
         spec: {
@@ -53,7 +63,8 @@ export class NodePortExposure extends pulumi.ComponentResource {
       { parent: this, deleteBeforeReplace: true },
     );
 
-    this.nodePort = this.service.spec.ports.apply((ports) => ports?.find((p) => p.name === plan.portName)?.nodePort || undefined);
+    const provisional = pulumi.runtime.isDryRun() && !args.alreadyExists;
+    this.nodePort = this.service.spec.ports.apply((ports) => (provisional ? undefined : ports?.find((p) => p.name === plan.portName)?.nodePort || undefined));
     this.url = this.nodePort.apply((port) => buildUrl(plan.scheme, args.nodeAddress, port));
 
     this.registerOutputs({ service: this.service, nodePort: this.nodePort, url: this.url });

@@ -56,7 +56,7 @@ export async function assertGitIgnores(file: string, env: NodeJS.ProcessEnv): Pr
   const ignored = await git(["check-ignore", "-q", "--", file], dir, env);
   if ("missing" in ignored || ignored.code !== 0) {
     throw new UserError(
-      `refusing to write ${file}: it is inside the git work tree ${root} and git does not ignore it; add '${path.basename(file)}' to ${root}/.gitignore or pass another --env-file`,
+      `refusing to write ${file}: it is inside the git work tree ${root} and git does not ignore it; add '${path.basename(file)}' to ${root}/.gitignore or pass another --dotenv`,
     );
   }
 }

@@ -24,8 +24,6 @@ export interface NodePortPlan {
   port: number;
   targetPort: number | string;
   protocol: string;
-  /** Our Service as it exists in the cluster today, if it does (its nodePort is real). */
-  existingNodePort?: number;
 }
 
 export interface HostPortPlan {
@@ -138,7 +136,6 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
     return { problem: `${where}: Service ${ref.namespace}/${serviceName} is labelled for entry '${ours.metadata.labels?.[ENTRY_LABEL]}'; delete it` };
   }
   const scheme = entry.scheme === "https" ? "https" : "http";
-  const existingNodePort = ours?.spec?.ports?.find((p) => p.name === scheme)?.nodePort;
   return {
     kind: "nodePort",
     entry: entry.name,
@@ -151,7 +148,6 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
     port: port.port,
     targetPort: port.targetPort ?? port.port,
     protocol: port.protocol ?? "TCP",
-    ...(existingNodePort !== undefined ? { existingNodePort } : {}),
   };
 }
 

@@ -10,7 +10,7 @@ import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "./kube/cluster";
 import { LiveClusterReader } from "./kube/live";
 import { buildUrl, type ExposurePlan, type NodeChoice, resolveExposures, selectEntries, withStackServices } from "./plan";
 import { PORTAL_SERVICE_NAME, portalProblems, portalService } from "./portal/spec";
-import { parseSettings, type Settings } from "./settings";
+import { parseSettings } from "./settings";
 
 export interface ProgramInputs {
   /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
@@ -125,8 +125,9 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
     );
   }
   // The NodePort Service mirroring the portal waits for the portal: it must not outlive a failed portal Service.
+  const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
   const published = resolution.plans.map((plan) =>
-    publish(plan, resolution.node, settings, portal && mirrorsPortal(plan) ? { dependsOn: [portal] } : undefined),
+    publish(plan, resolution.node, observedServices, portal && mirrorsPortal(plan) ? { dependsOn: [portal] } : undefined),
   );
 
   const records = pulumi.all(Object.fromEntries(published.map((p) => [p.entry, p.record])));
@@ -142,7 +143,8 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
 function publish(
   plan: ExposurePlan,
   node: NodeChoice,
-  _settings: Settings,
+  /** "namespace/name" of every Service observed in the cluster. */
+  existing: ReadonlySet<string>,
   opts?: pulumi.ComponentResourceOptions,
 ): { entry: string; record: pulumi.Output<EndpointRecord> } {
   if (plan.kind === "hostPort") {
@@ -152,7 +154,11 @@ function publish(
       record: pulumi.output({ exposure: "hostPort" as const, namespace: plan.namespace, hostPort: plan.hostPort, pod: plan.pod, node: plan.node, url }),
     };
   }
-  const exposure = new NodePortExposure(plan.entry, { plan, nodeAddress: node.address }, opts);
+  const exposure = new NodePortExposure(
+    plan.entry,
+    { plan, nodeAddress: node.address, alreadyExists: existing.has(`${plan.namespace}/${plan.serviceName}`) },
+    opts,
+  );
   return {
     entry: plan.entry,
     record: pulumi.all([exposure.nodePort, exposure.url]).apply(([nodePort, url]) => ({

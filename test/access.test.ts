@@ -375,7 +375,7 @@ describe("exposure access", () => {
   it("shows URLs, in-cluster addresses and credentials on one screen, and writes the .env 0600", async () => {
     const file = path.join(envDir, ".env.cluster.local");
     const cluster = fullCluster();
-    const r = await runAccess(["--stack", "bench", "--env-file", file], cluster);
+    const r = await runAccess(["--stack", "bench", "--dotenv", file], cluster);
     expect(r.code).toBe(0);
     const screen = r.out.join("\n");
     expect(screen).toContain("stack bench, snapshot test, node bench 127.0.0.2");
@@ -403,24 +403,24 @@ describe("exposure access", () => {
     const file = path.join(envDir, ".env.cluster.local");
     fs.writeFileSync(file, "STALE=1\n");
     fs.chmodSync(file, 0o644);
-    const r = await runAccess(["--stack", "bench", "--env-file", file], fullCluster());
+    const r = await runAccess(["--stack", "bench", "--dotenv", file], fullCluster());
     expect(r.code).toBe(0);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect(fs.readFileSync(file, "utf8")).not.toContain("STALE");
   });
 
   it("hides passwords when stdout is not a terminal (a log), unless --show-secrets", async () => {
-    const hidden = await runAccess(["--stack", "bench", "--no-env-file"], fullCluster(), { terminal: false });
+    const hidden = await runAccess(["--stack", "bench", "--no-dotenv"], fullCluster(), { terminal: false });
     expect(hidden.code).toBe(0);
     for (const value of ALL_SECRETS) expect(hidden.all()).not.toContain(value);
     expect(hidden.out.join("\n")).toMatch(/Argo CD admin\s+admin\s+\(hidden\)/);
     expect(hidden.out.join("\n")).toContain("passwords hidden: stdout is not a terminal (pass --show-secrets to print them anyway)");
-    const shown = await runAccess(["--stack", "bench", "--no-env-file", "--show-secrets"], fullCluster(), { terminal: false });
+    const shown = await runAccess(["--stack", "bench", "--no-dotenv", "--show-secrets"], fullCluster(), { terminal: false });
     expect(shown.out.join("\n")).toContain(ARGOCD_PASSWORD);
   });
 
   it("--json marks every secret value and says the document holds secrets", async () => {
-    const r = await runAccess(["--stack", "bench", "--no-env-file", "--json"], fullCluster(), { terminal: false });
+    const r = await runAccess(["--stack", "bench", "--no-dotenv", "--json"], fullCluster(), { terminal: false });
     expect(r.code).toBe(0);
     const json = JSON.parse(r.out.join("\n")) as {
       containsSecrets: boolean;
@@ -435,23 +435,23 @@ describe("exposure access", () => {
       ["Gitea admin", { secret: true, value: GITEA_PASSWORD }],
       ["Postgres role atlas", { secret: true, value: POSTGRES_PASSWORD }],
     ]);
-    expect(json.envFile).toEqual({ written: false, reason: "--no-env-file" });
+    expect(json.envFile).toEqual({ written: false, reason: "--no-dotenv" });
     expect(r.err).toEqual([]);
   });
 
   it("refuses an .env path inside a git work tree that does not ignore it, and accepts it once ignored", async () => {
     execFileSync("git", ["init", "-q", envDir]);
     const file = path.join(envDir, ".env.cluster.local");
-    const refused = await runAccess(["--stack", "bench", "--env-file", file], fullCluster());
+    const refused = await runAccess(["--stack", "bench", "--dotenv", file], fullCluster());
     expect(refused.code).toBe(1);
     expect(refused.err).toEqual([
-      `exposure access: refusing to write ${file}: it is inside the git work tree ${fs.realpathSync(envDir)} and git does not ignore it; add '.env.cluster.local' to ${fs.realpathSync(envDir)}/.gitignore or pass another --env-file`,
+      `exposure access: refusing to write ${file}: it is inside the git work tree ${fs.realpathSync(envDir)} and git does not ignore it; add '.env.cluster.local' to ${fs.realpathSync(envDir)}/.gitignore or pass another --dotenv`,
     ]);
     expect(refused.out).toEqual([]);
     expect(fs.existsSync(file)).toBe(false);
 
     fs.writeFileSync(path.join(envDir, ".gitignore"), ".env.cluster.local\n");
-    const accepted = await runAccess(["--stack", "bench", "--env-file", file], fullCluster());
+    const accepted = await runAccess(["--stack", "bench", "--dotenv", file], fullCluster());
     expect(accepted.code).toBe(0);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
   });
@@ -462,7 +462,7 @@ describe("exposure access", () => {
     fs.writeFileSync(file, "X=1\n");
     execFileSync("git", ["-C", envDir, "add", ".env.cluster.local"]);
     fs.writeFileSync(path.join(envDir, ".gitignore"), ".env.cluster.local\n");
-    const r = await runAccess(["--stack", "bench", "--env-file", file], fullCluster());
+    const r = await runAccess(["--stack", "bench", "--dotenv", file], fullCluster());
     expect(r.code).toBe(1);
     expect(r.err[0]).toContain(`refusing to write ${file}: git tracks it in`);
     expect(fs.readFileSync(file, "utf8")).toBe("X=1\n");
@@ -471,14 +471,14 @@ describe("exposure access", () => {
   it("uses ../atlas/.env.cluster.local by default (or $EXPOSURE_ENV_FILE), and skips it with a note when ../atlas is missing", async () => {
     const missing = await runAccess(["--stack", "bench"], fullCluster());
     expect(missing.code).toBe(0);
-    expect(missing.out.join("\n")).toContain(`.env: not written: ${path.resolve(project.dir, "..", "atlas")} does not exist (pass --env-file PATH)`);
+    expect(missing.out.join("\n")).toContain(`.env: not written: ${path.resolve(project.dir, "..", "atlas")} does not exist (pass --dotenv PATH)`);
 
     const configured = path.join(envDir, "custom.env");
     const viaEnv = await runAccess(["--stack", "bench"], fullCluster(), { env: { EXPOSURE_ENV_FILE: configured } });
     expect(viaEnv.code).toBe(0);
     expect(fs.statSync(configured).mode & 0o777).toBe(0o600);
 
-    const badDir = await runAccess(["--stack", "bench", "--env-file", path.join(envDir, "nope", ".env")], fullCluster());
+    const badDir = await runAccess(["--stack", "bench", "--dotenv", path.join(envDir, "nope", ".env")], fullCluster());
     expect(badDir.code).toBe(1);
     expect(badDir.err).toEqual([`exposure access: cannot write ${path.join(envDir, "nope", ".env")}: folder ${path.join(envDir, "nope")} does not exist`]);
   });
@@ -489,7 +489,7 @@ describe("exposure access", () => {
     unreachable.listServices = async () => {
       throw new UserError("cluster unreachable: context lima-bench (https://127.0.0.1:6443) did not answer services within 5s");
     };
-    const r = await runAccess(["--stack", "bench", "--env-file", file, "--forward"], unreachable);
+    const r = await runAccess(["--stack", "bench", "--dotenv", file, "--forward"], unreachable);
     expect(r.code).toBe(1);
     expect(r.err).toEqual(["exposure access: cluster unreachable: context lima-bench (https://127.0.0.1:6443) did not answer services within 5s"]);
     expect(fs.existsSync(file)).toBe(false);
@@ -510,7 +510,7 @@ describe("exposure access", () => {
 describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
   it("opens one ssh per UI through Lima's SSH config without connection sharing, and prints the localhost URLs", async () => {
     const file = path.join(envDir, ".env.cluster.local");
-    const r = await runAccess(["--stack", "bench", "--forward", "--env-file", file], fullCluster());
+    const r = await runAccess(["--stack", "bench", "--forward", "--dotenv", file], fullCluster());
     expect(r.code).toBe(0);
     const config = path.join(sandbox, "lima", "bench", "ssh.config");
     const calls = sshCalls();
@@ -549,9 +549,9 @@ describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
   });
 
   it("running --forward twice opens no duplicate, and --stop ends them all", async () => {
-    await runAccess(["--stack", "bench", "--forward", "--no-env-file"], fullCluster());
+    await runAccess(["--stack", "bench", "--forward", "--no-dotenv"], fullCluster());
     const pids = ["argocd", "gitea", "grafana", "lineage-agent"].map(readPid);
-    const again = await runAccess(["--stack", "bench", "--forward", "--no-env-file", "--json"], fullCluster());
+    const again = await runAccess(["--stack", "bench", "--forward", "--no-dotenv", "--json"], fullCluster());
     expect(again.code).toBe(0);
     expect(sshCalls()).toHaveLength(4);
     const json = JSON.parse(again.out.join("\n")) as { forwards: { entry: string; pid: number; state: string; localUrl: string }[] };
@@ -573,13 +573,13 @@ describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
   });
 
   it("replaces a forward that died, on the same local port, and restarts one whose nodePort changed", async () => {
-    await runAccess(["--stack", "bench", "--forward", "--no-env-file"], fullCluster());
+    await runAccess(["--stack", "bench", "--forward", "--no-dotenv"], fullCluster());
     const giteaPid = readPid("gitea");
     process.kill(giteaPid, "SIGKILL");
     await new Promise((r) => setTimeout(r, 100));
     const objects = healthyCluster(clusterSecrets).filter((o) => o !== managedServices[0]);
     objects.push(managedService("argocd", "argocd", 31999, { selector: { "app.kubernetes.io/name": "argocd-server" }, targetPort: 8080 }));
-    const r = await runAccess(["--stack", "bench", "--forward", "--no-env-file", "--json"], snapshot(objects));
+    const r = await runAccess(["--stack", "bench", "--forward", "--no-dotenv", "--json"], snapshot(objects));
     expect(r.code).toBe(0);
     const json = JSON.parse(r.out.join("\n")) as { forwards: { entry: string; state: string; localPort: number; target: string }[] };
     expect(json.forwards.map((f) => [f.entry, f.state, f.localPort, f.target])).toEqual([
@@ -592,10 +592,10 @@ describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
   });
 
   it("ends the forward of a UI that has no URL any more", async () => {
-    await runAccess(["--stack", "bench", "--forward", "--no-env-file"], fullCluster());
+    await runAccess(["--stack", "bench", "--forward", "--no-dotenv"], fullCluster());
     const grafanaPid = readPid("grafana");
     const withoutGrafana = healthyCluster(clusterSecrets).filter((o) => o !== managedServices[2]);
-    const r = await runAccess(["--stack", "bench", "--forward", "--no-env-file"], snapshot(withoutGrafana));
+    const r = await runAccess(["--stack", "bench", "--forward", "--no-dotenv"], snapshot(withoutGrafana));
     expect(r.code).toBe(0);
     expect(r.out.join("\n")).toContain("SSH forwards ended (no URL any more): grafana");
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -617,7 +617,7 @@ describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
   });
 
   it("reports a forward ssh could not open, with ssh's own reason, and exits 1", async () => {
-    const r = await runAccess(["--stack", "bench", "--forward", "--no-env-file"], fullCluster(), { env: { FAKE_SSH_FAIL: "1" } });
+    const r = await runAccess(["--stack", "bench", "--forward", "--no-dotenv"], fullCluster(), { env: { FAKE_SSH_FAIL: "1" } });
     expect(r.code).toBe(1);
     expect(r.err).toHaveLength(4);
     expect(r.err[0]).toBe(
@@ -627,12 +627,12 @@ describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
   });
 
   it("needs the Lima instance and its SSH config", async () => {
-    const other = await runAccess(["--stack", "other", "--forward", "--no-env-file"], fullCluster());
+    const other = await runAccess(["--stack", "other", "--forward", "--no-dotenv"], fullCluster());
     expect(other.code).toBe(1);
     expect(other.err).toEqual([
       "exposure access: --forward needs the Lima instance of stack other: pass --lima-instance NAME (its kube context 'dirqual' is not lima-<name>)",
     ]);
-    const missing = await runAccess(["--stack", "other", "--forward", "--no-env-file", "--lima-instance", "ghost"], fullCluster());
+    const missing = await runAccess(["--stack", "other", "--forward", "--no-dotenv", "--lima-instance", "ghost"], fullCluster());
     expect(missing.code).toBe(1);
     expect(missing.err).toEqual([
       `exposure access: no Lima SSH config at ${path.join(sandbox, "lima", "ghost", "ssh.config")}: is the Lima instance 'ghost' created and running? (limactl list; or pass --lima-instance NAME)`,

@@ -16,7 +16,7 @@ interface Registered {
 let registered: Registered[] = [];
 
 /** Mocks that behave like the API server for what matters here: a created NodePort Service gets a port. */
-async function useMocks() {
+async function useMocks(preview = false) {
   registered = [];
   let nextPort = 31000;
   await pulumi.runtime.setMocks(
@@ -36,7 +36,7 @@ async function useMocks() {
     },
     "ui-exposure",
     "test",
-    false,
+    preview,
   );
 }
 
@@ -70,7 +70,7 @@ describe("program under mocks", () => {
         name: "grafana-nodeport",
         namespace: "monitoring",
         labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "grafana" },
-        annotations: { "ui-exposure.io/mirrors": "monitoring/kube-prometheus-stack-grafana", "pulumi.com/skipAwait": "true" },
+        annotations: { "ui-exposure.io/mirrors": "monitoring/kube-prometheus-stack-grafana", "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true" },
       },
       spec: {
         type: "NodePort",
@@ -96,6 +96,22 @@ describe("program under mocks", () => {
       service: "grafana-nodeport",
       nodePort: 31002,
       url: "http://127.0.0.12:31002",
+    });
+  });
+
+  it("in a preview, a Service still to be created shows its URL as pending, an existing one its real port", async () => {
+    await useMocks(true);
+    const ours = {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "argocd-nodeport", namespace: "argocd", labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "argocd" } },
+      spec: { type: "NodePort", ports: [{ name: "http", port: 80, nodePort: 31000 }] },
+    };
+    const out = await uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: cluster([ours]) });
+    expect(await resolve(out.urls)).toEqual({
+      argocd: "http://127.0.0.12:31000",
+      gitea: "http://127.0.0.12:<nodePort allocated on apply>",
+      grafana: "http://127.0.0.12:<nodePort allocated on apply>",
     });
   });
 

@@ -32,7 +32,7 @@ import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECOND
 import { type OpenStack, openStack } from "../stack";
 
 const USAGE =
-  "exposure access --stack NAME [--env-file PATH | --no-env-file] [--forward [--lima-instance NAME] | --stop] [--show-secrets] [--timeout SECONDS] [--json]";
+  "exposure access --stack NAME [--dotenv PATH | --no-dotenv] [--forward [--lima-instance NAME] | --stop] [--show-secrets] [--timeout SECONDS] [--json]";
 
 /** The versioned template of the data repository's .env (no secret in it). */
 export const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
@@ -64,8 +64,8 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
       argv,
       {
         stack: { type: "string", short: "s" },
-        "env-file": { type: "string" },
-        "no-env-file": { type: "boolean", default: false },
+        dotenv: { type: "string" },
+        "no-dotenv": { type: "boolean", default: false },
         forward: { type: "boolean", default: false },
         stop: { type: "boolean", default: false },
         "lima-instance": { type: "string" },
@@ -77,7 +77,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     );
     if (!values.stack) throw usageError("--stack is required", USAGE);
     if (values.forward && values.stop) throw usageError("--forward and --stop exclude each other", USAGE);
-    if (values["env-file"] !== undefined && values["no-env-file"]) throw usageError("--env-file and --no-env-file exclude each other", USAGE);
+    if (values["dotenv"] !== undefined && values["no-dotenv"]) throw usageError("--dotenv and --no-dotenv exclude each other", USAGE);
     if (values["lima-instance"] !== undefined && !values.forward) throw usageError("--lima-instance goes with --forward", USAGE);
     const stack = values.stack;
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, USAGE);
@@ -92,7 +92,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     }
 
     // Everything that can be refused without the cluster is checked first, before any forward starts.
-    const envTarget = values["no-env-file"] ? undefined : await checkEnvTarget(ctx, values["env-file"]);
+    const envTarget = values["no-dotenv"] ? undefined : await checkEnvTarget(ctx, values["dotenv"]);
     const forwardSetup = values.forward ? forwardConfig(opened, values["lima-instance"], ctx) : undefined;
 
     const cluster = await connect(opened, timeoutMs);
@@ -131,7 +131,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     }
     const endpoints = accessEndpoints(opened.contract, observation, observed.services, new Map(forwards.map((f) => [f.entry, f.localUrl])));
 
-    let env: { file: string; rendered: RenderedEnv } | { skipped: string } = { skipped: "--no-env-file" };
+    let env: { file: string; rendered: RenderedEnv } | { skipped: string } = { skipped: "--no-dotenv" };
     if (envTarget && "file" in envTarget) {
       const templateFile = path.join(ctx.projectDir, ENV_TEMPLATE);
       let template: string;
@@ -174,7 +174,7 @@ async function checkEnvTarget(ctx: CommandContext, flag: string | undefined): Pr
   const dir = path.dirname(file);
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
     // The default assumes the data repository sits next to this one; without it, say so and go on.
-    if (flag === undefined && ctx.env.EXPOSURE_ENV_FILE === undefined) return { skipped: `${dir} does not exist (pass --env-file PATH)` };
+    if (flag === undefined && ctx.env.EXPOSURE_ENV_FILE === undefined) return { skipped: `${dir} does not exist (pass --dotenv PATH)` };
     throw new UserError(`cannot write ${file}: folder ${dir} does not exist`);
   }
   if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new UserError(`cannot write ${file}: it is a folder`);

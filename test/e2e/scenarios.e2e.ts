@@ -156,10 +156,10 @@ describe.sequential("e2e: real engine, real API server", () => {
       }),
     );
     try {
-      const ok = sandbox.exposure(["probe", "--stack", "sandbox", "--json"]);
+      const ok = await sandbox.exposureAsync(["probe", "--stack", "sandbox", "--json"]);
       expect(ok.code, summary(ok)).toBe(0);
       await new Promise((r) => servers[0]?.close(r));
-      const down = sandbox.exposure(["probe", "--stack", "sandbox"]);
+      const down = await sandbox.exposureAsync(["probe", "--stack", "sandbox"]);
       expect(down.code, summary(down)).toBe(4);
     } finally {
       await Promise.all(servers.map((srv) => new Promise((r) => srv.close(r))));
@@ -172,7 +172,7 @@ describe.sequential("e2e: real engine, real API server", () => {
       body: { metadata: { name: "argocd-initial-admin-secret" }, stringData: { password: "e2e-argocd-password" } },
     });
     const envFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "atlas-")), ".env.cluster.local");
-    const r = sandbox.exposure(["access", "--stack", "sandbox", "--env-file", envFile, "--json"]);
+    const r = sandbox.exposure(["access", "--stack", "sandbox", "--dotenv", envFile, "--json"]);
     expect(r.code, summary(r)).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(doc.credentials.find((c: { label: string }) => c.label === "Argo CD admin")?.password).toEqual({ secret: true, value: "e2e-argocd-password" });
@@ -183,7 +183,8 @@ describe.sequential("e2e: real engine, real API server", () => {
   it("a hand edit of a managed Service and a planted NodePort are both caught", async () => {
     const argocd = (await managedServices()).find((s) => s.metadata?.name === "argocd-nodeport");
     if (!argocd?.spec) throw new Error("argocd-nodeport missing");
-    argocd.spec.selector = { "app.kubernetes.io/name": "argocd-server", tampered: "yes" };
+    // Someone points our Service at other pods by hand.
+    argocd.spec.selector = { "app.kubernetes.io/name": "tampered" };
     await cluster.core.replaceNamespacedService({ namespace: "argocd", name: "argocd-nodeport", body: argocd });
     await cluster.core.createNamespacedService({
       namespace: "default",
@@ -200,7 +201,7 @@ describe.sequential("e2e: real engine, real API server", () => {
     expect(drift.stdout + drift.stderr).toContain("argocd-nodeport");
     expect(drift.stdout + drift.stderr).toContain("default/sneaky");
 
-    // Repair: up restores the selector; the planted Service is removed by hand.
+    // Repair: up takes the selector back (patchForce); the planted Service is removed by hand.
     await cluster.core.deleteNamespacedService({ namespace: "default", name: "sneaky" });
     const up = sandbox.pulumi(["up", "--yes"]);
     expect(up.code, summary(up)).toBe(0);
@@ -251,12 +252,27 @@ describe.sequential("e2e: real engine, real API server", () => {
     expect(vendoredAfter.map((s) => [s.metadata?.uid, s.metadata?.resourceVersion])).toEqual(
       vendoredBefore.map((s) => [s.metadata?.uid, s.metadata?.resourceVersion]),
     );
+    // The CNI is never uninstalled by a destroy (retainOnDelete): its Helm release is still there.
+    const releases = await cluster.core.listNamespacedSecret({ namespace: "kube-system", labelSelector: "owner=helm,name=cilium" });
+    expect(releases.items.length).toBeGreaterThan(0);
   });
 
-  it("a second up after destroy works", async () => {
+  it("a second up after destroy works, adopting the retained Cilium release as the runbook says", async () => {
+    const adopt = sandbox.pulumi([
+      "import",
+      "kubernetes:helm.sh/v3:Release",
+      "cilium-release",
+      "kube-system/cilium",
+      "--generate-code=false",
+      "--protect=false",
+      "--yes",
+    ]);
+    expect(adopt.code, summary(adopt)).toBe(0);
     const up = sandbox.pulumi(["up", "--yes"]);
     timings.secondUpMs = up.ms;
     expect(up.code, summary(up)).toBe(0);
     expect((await managedServices()).length).toBe(3);
+    const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
+    expect(preview.code, summary(preview)).toBe(0);
   });
 });
