@@ -26,8 +26,12 @@ export interface GeneratedEntry {
 
 /** Ten entries per namespace, the way teams group their UIs. */
 const PER_NAMESPACE = 10;
-/** Every 20th entry is an in-house brick on a hostPort; every 25th is not exposed (it only feeds the .env). */
+/**
+ * One entry in 20 is an in-house brick on a hostPort (the 5th of each twenty, so even the
+ * 9-entry platform has one and every size lists Pods); every 25th is not exposed (it only feeds the .env).
+ */
 const HOST_PORT_EVERY = 20;
+const HOST_PORT_AT = 4;
 const NOT_EXPOSED_EVERY = 25;
 const HOST_PORT_BASE = 20000;
 
@@ -36,7 +40,7 @@ export function generateEntries(n: number, opts: { hostPorts?: boolean } = {}): 
   return Array.from({ length: n }, (_, i) => {
     const name = `ui-${String(i).padStart(4, "0")}`;
     const namespace = `team-${String(Math.floor(i / PER_NAMESPACE)).padStart(3, "0")}`;
-    if (withHostPorts && i % HOST_PORT_EVERY === HOST_PORT_EVERY - 1) return { name, namespace, hostPort: HOST_PORT_BASE + i, exposed: true };
+    if (withHostPorts && i % HOST_PORT_EVERY === HOST_PORT_AT) return { name, namespace, hostPort: HOST_PORT_BASE + i, exposed: true };
     return { name, namespace, service: `${name}-web`, exposed: i % NOT_EXPOSED_EVERY !== NOT_EXPOSED_EVERY - 1 };
   });
 }

@@ -3,9 +3,12 @@
 //      the same Services created with the client library (the floor any tool pays).
 //   3. `exposure status` and `exposure drift`'s audit: API requests (LiveClusterReader
 //      counts them) and wall time, for growing contracts.
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
-import { createDriftCommand } from "../cli/commands/drift";
+import { stringify } from "yaml";
+import { createDriftCommand, PULUMI_EXIT_CHANGES } from "../cli/commands/drift";
 import { createStatusCommand } from "../cli/commands/status";
 import type { CommandContext } from "../cli/context";
 import { connectLiveCluster } from "../cli/operator";
@@ -14,6 +17,8 @@ import { LiveClusterReader } from "../src/kube/live";
 import { addNodes, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "../test/e2e/harness";
 import { BENCH_NODES, contractYaml, type GeneratedEntry, generateEntries, hasService, managedService, selectorOf, vendoredService } from "./gen";
 import { median } from "./stats";
+
+const projectDir = path.resolve(__dirname, "..");
 
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type V1Service = import("@kubernetes/client-node", { with: { "resolution-mode": "import" }}).V1Service;
@@ -27,6 +32,8 @@ export interface UpRow {
   upMs: number;
   /** `pulumi preview --expect-no-changes` right after the up (the stack refreshes first: `refresh: always`). */
   previewMs: number;
+  /** What that preview proposed: "none", or e.g. "9 to update" (then --expect-no-changes failed). */
+  previewChanges: string;
   destroyMs: number;
   /** The same Services created with the client library, one call after the other (what `kubectl apply -f` does). */
   clientSequentialMs: number;
@@ -55,12 +62,15 @@ export interface LiveResults {
   server: string;
   toolchain: string;
   kubeControllerManager: boolean;
-  up: UpRow[];
+  /** Part 2, or why it could not run (the Pulumi half of the toolchain is missing). */
+  up: UpRow[] | { skipped: string };
   status: StatusRow[];
 }
 
-/** What the harness needs from the toolchain; part 2 and 3 are skipped (with this reason) when one is missing. */
-const REQUIRED = ["pulumi", "pulumi-language-nodejs", "kube-apiserver", "etcd", "prov/pulumi-resource-kubernetes"];
+/** The API server half of the toolchain: without it neither part runs. */
+const CLUSTER_BINARIES = ["kube-apiserver", "etcd"];
+/** The Pulumi half (what makeSandbox installs): without it part 2 is skipped, part 3 still runs. */
+const PULUMI_BINARIES = ["pulumi", "pulumi-language-nodejs", "prov/pulumi-resource-kubernetes"];
 
 const REPS = 5;
 const CONCURRENCY = 16;
@@ -168,9 +178,65 @@ function useContract(sandbox: Sandbox, c: Cluster, entries: readonly GeneratedEn
   sandbox.writeStack(stackConfig(c, entries));
 }
 
+/**
+ * The operator's side for part 3: a project folder (Pulumi.yaml, stack file, contract) the
+ * `exposure` commands open, without the Pulumi CLI: published outputs come from a file, as a
+ * pipeline saves them, and drift runs its audit alone (--skip-preview).
+ */
+interface OpsProject {
+  dir: string;
+  use(entries: readonly GeneratedEntry[]): void;
+  exposure(args: string[]): { code: number | null; stdout: string; stderr: string; ms: number };
+}
+
+function makeOpsProject(c: Cluster): OpsProject {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-bench-ops-"));
+  fs.copyFileSync(path.join(projectDir, "Pulumi.yaml"), path.join(dir, "Pulumi.yaml"));
+  fs.mkdirSync(path.join(dir, "contract"));
+  return {
+    dir,
+    use(entries) {
+      fs.writeFileSync(path.join(dir, "contract/bench.yaml"), contractYaml(entries));
+      fs.writeFileSync(path.join(dir, "Pulumi.sandbox.yaml"), stringify({ config: stackConfig(c, entries) }));
+    },
+    exposure(args) {
+      const t0 = performance.now();
+      // cwd = the ops project: the CLI finds its Pulumi.yaml there, as an operator's shell would.
+      const r = spawnSync(process.execPath, [path.join(projectDir, "bin/exposure.cjs"), ...args], {
+        cwd: dir,
+        encoding: "utf8",
+        env: { ...process.env, KUBECONFIG: c.kubeconfig },
+        timeout: 120_000,
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      return { code: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "", ms: performance.now() - t0 };
+    },
+  };
+}
+
 const tail = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-2000)}\n${r.stderr.slice(-2000)}`;
 
-async function measureUp(c: Cluster, sandbox: Sandbox, size: number, transpileOnly: boolean, log: (m: string) => void): Promise<UpRow> {
+/**
+ * `sandbox.pulumi()` with the same arguments and environment, but asynchronous: a synchronous
+ * spawn would block this process' event loop (its timers, its client connections) for minutes.
+ */
+function pulumiAsync(sandbox: Sandbox, bin: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    const child = spawn(path.join(bin, "pulumi"), [...args, "--stack", "sandbox", "--non-interactive"], { cwd: sandbox.dir, env: sandbox.env });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    child.on("close", (code) => resolve({ code, stdout, stderr, ms: performance.now() - t0 }));
+  });
+}
+
+async function measureUp(c: Cluster, sandbox: Sandbox, bin: string, size: number, transpileOnly: boolean, log: (m: string) => void): Promise<UpRow> {
   const entries = generateEntries(size);
   const services = exposedServiceEntries(entries).length;
   useContract(sandbox, c, entries);
@@ -185,13 +251,20 @@ async function measureUp(c: Cluster, sandbox: Sandbox, size: number, transpileOn
   else delete sandbox.env.PULUMI_NODEJS_TRANSPILE_ONLY;
   try {
     log(`part 2: pulumi up, ${size} entries${transpileOnly ? ", transpile-only" : ""}`);
-    const up = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+    const up = await pulumiAsync(sandbox, bin, ["up", "--yes", "--skip-preview"]);
     if (up.code !== 0) throw new Error(`pulumi up (${size} entries) failed: ${tail(up)}`);
     const made = await c.core.listServiceForAllNamespaces({ labelSelector: "app.kubernetes.io/managed-by=ui-exposure" });
     if (made.items.length !== services) throw new Error(`pulumi up made ${made.items.length} Services, expected ${services}`);
-    const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
-    if (preview.code !== 0) throw new Error(`pulumi preview (${size} entries) failed: ${tail(preview)}`);
-    const destroy = sandbox.pulumi(["destroy", "--yes", "--skip-preview"]);
+    const preview = await pulumiAsync(sandbox, bin, ["preview", "--expect-no-changes"]);
+    // 7: the preview ran and proposed changes; timed all the same, and reported.
+    if (preview.code !== 0 && preview.code !== PULUMI_EXIT_CHANGES) throw new Error(`pulumi preview (${size} entries) failed: ${tail(preview)}`);
+    const proposed = /^\s+~ (\d+) to update/m.exec(preview.stdout)?.[1];
+    // Keep what the preview proposed: a change right after `up` is a finding in itself.
+    if (preview.code === PULUMI_EXIT_CHANGES) {
+      fs.mkdirSync(path.join(projectDir, "test-output"), { recursive: true });
+      fs.writeFileSync(path.join(projectDir, `test-output/bench-preview-${size}${transpileOnly ? "-transpile-only" : ""}.log`), preview.stdout);
+    }
+    const destroy = await pulumiAsync(sandbox, bin, ["destroy", "--yes", "--skip-preview"]);
     if (destroy.code !== 0) throw new Error(`pulumi destroy (${size} entries) failed: ${tail(destroy)}`);
     return {
       entries: size,
@@ -199,6 +272,7 @@ async function measureUp(c: Cluster, sandbox: Sandbox, size: number, transpileOn
       transpileOnly,
       upMs: up.ms,
       previewMs: preview.ms,
+      previewChanges: preview.code === PULUMI_EXIT_CHANGES ? `${proposed ?? "some"} to update` : "none",
       destroyMs: destroy.ms,
       clientSequentialMs: sequential.ms,
       clientConcurrentMs: concurrent.ms,
@@ -222,13 +296,13 @@ async function waitForSlices(c: Cluster, count: number): Promise<void> {
   }
 }
 
-async function measureStatus(c: Cluster, sandbox: Sandbox, size: number, log: (m: string) => void): Promise<StatusRow> {
+async function measureStatus(c: Cluster, ops: OpsProject, size: number, log: (m: string) => void): Promise<StatusRow> {
   const entries = generateEntries(size);
-  useContract(sandbox, c, entries);
+  ops.use(entries);
   const ports = await createManaged(c, entries, CONCURRENCY);
   await waitForSlices(c, ports.size);
   // What the last `up` published, as `pulumi stack output --json` gives it: status compares the live nodePorts with it.
-  const outputsFile = path.join(sandbox.dir, `outputs-${size}.json`);
+  const outputsFile = path.join(ops.dir, `outputs-${size}.json`);
   const address = BENCH_NODES[0]?.ip as string;
   fs.writeFileSync(
     outputsFile,
@@ -247,12 +321,12 @@ async function measureStatus(c: Cluster, sandbox: Sandbox, size: number, log: (m
   };
   let out = "";
   const ctx: CommandContext = {
-    projectDir: sandbox.dir,
+    projectDir: ops.dir,
     stdout: (t) => {
       out = t;
     },
     stderr: () => {},
-    env: sandbox.env,
+    env: { ...process.env, KUBECONFIG: c.kubeconfig },
   };
   const status = createStatusCommand({ connect, readOutputs: async (_ctx, _stack, file) => JSON.parse(fs.readFileSync(file ?? outputsFile, "utf8")) });
   const drift = createDriftCommand({ connect });
@@ -278,10 +352,9 @@ async function measureStatus(c: Cluster, sandbox: Sandbox, size: number, log: (m
 
   // The CLI as an operator runs it (process start, tsx, modules): once to check it works, once timed.
   const cli = (args: string[]) => {
-    const t0 = performance.now();
-    const r = sandbox.exposure(args);
+    const r = ops.exposure(args);
     if (r.code === 1 || r.code === 2) throw new Error(`exposure ${args[0]} failed: ${tail(r)}`);
-    return performance.now() - t0;
+    return r.ms;
   };
   cli(["status", ...statusArgs]);
   const statusCliMs = cli(["status", ...statusArgs]);
@@ -304,42 +377,56 @@ async function measureStatus(c: Cluster, sandbox: Sandbox, size: number, log: (m
   };
 }
 
+const missingIn = (bin: string, names: readonly string[]) => names.filter((b) => !fs.existsSync(path.join(bin, b)));
+
+async function measureUpAll(cluster: Cluster, bin: string, sizes: readonly number[], log: (m: string) => void): Promise<UpRow[] | { skipped: string }> {
+  const missing = missingIn(bin, PULUMI_BINARIES);
+  if (missing.length) return { skipped: `the Pulumi half of the e2e toolchain is not built yet (missing ${missing.join(", ")} in ${bin})` };
+  // Only the kubernetes provider: the program uses no other (command cannot be built here).
+  const versions = providerVersions();
+  const sandbox = makeSandbox(bin, cluster, { kubernetes: versions.kubernetes } as Parameters<typeof makeSandbox>[2]);
+  try {
+    // Warm-up (not measured): the first engine run pays cold caches for the CLI, plugins and node_modules.
+    useContract(sandbox, cluster, generateEntries(9));
+    await pulumiAsync(sandbox, bin, ["preview"]);
+    const up: UpRow[] = [];
+    for (const size of sizes) up.push(await measureUp(cluster, sandbox, bin, size, false, log));
+    // The largest again without ts-node's type check of the program: how much of the fixed cost is compilation.
+    up.push(await measureUp(cluster, sandbox, bin, Math.max(...sizes), true, log));
+    return up;
+  } finally {
+    fs.rmSync(sandbox.dir, { recursive: true, force: true });
+  }
+}
+
 export async function measureLive(opts: { upSizes: number[]; statusSizes: number[]; log: (m: string) => void }): Promise<LiveResults> {
   const bin = toolchainBin();
-  const missing = REQUIRED.filter((b) => !fs.existsSync(path.join(bin, b)));
+  const missing = missingIn(bin, CLUSTER_BINARIES);
   if (missing.length) throw new Error(`e2e toolchain not built yet (missing ${missing.join(", ")} in ${bin}); run scripts/e2e-toolchain.sh`);
   const kcm = fs.existsSync(path.join(bin, "kube-controller-manager"));
   // Without the controller manager nothing builds EndpointSlices: status then says DRIFT (no ready endpoints), same requests.
   if (!kcm) process.env.E2E_KCM = "0";
 
+  // ~2 Services per UI: the default /24 ClusterIP range holds 253, the platform of 500 UIs needs ~1,000.
+  process.env.E2E_SERVICE_CIDR = "10.96.0.0/20";
   opts.log("parts 2-3: starting the local API server");
   const cluster = await startCluster(bin);
-  let sandbox: Sandbox | undefined;
+  const ops = makeOpsProject(cluster);
   try {
+    // scripts/e2e-cluster.sh runs no node lifecycle controller: these kubelet-less Nodes stay Ready.
     await addNodes(cluster, BENCH_NODES);
     await setCiliumConfig(cluster, "true");
     const largest = Math.max(...opts.upSizes, ...opts.statusSizes);
     opts.log(`parts 2-3: installing a platform of ${largest} UIs`);
     await installPlatform(cluster, generateEntries(largest));
 
-    // Only the kubernetes provider: the program uses no other (command cannot be built here).
-    const versions = providerVersions();
-    sandbox = makeSandbox(bin, cluster, { kubernetes: versions.kubernetes } as Parameters<typeof makeSandbox>[2]);
-    // Warm-up (not measured): the first engine run pays cold caches for the CLI, plugins and node_modules.
-    useContract(sandbox, cluster, generateEntries(9));
-    sandbox.pulumi(["preview"]);
-
-    const up: UpRow[] = [];
-    for (const size of opts.upSizes) up.push(await measureUp(cluster, sandbox, size, false, opts.log));
-    // The same, without ts-node's type check of the program: how much of the fixed cost is compilation.
-    const biggest = Math.max(...opts.upSizes);
-    up.push(await measureUp(cluster, sandbox, biggest, true, opts.log));
-
+    const up = await measureUpAll(cluster, bin, opts.upSizes, opts.log);
+    if ("skipped" in up) opts.log(`part 2 not measured: ${up.skipped}`);
     const status: StatusRow[] = [];
-    for (const size of opts.statusSizes) status.push(await measureStatus(cluster, sandbox, size, opts.log));
+    for (const size of opts.statusSizes) status.push(await measureStatus(cluster, ops, size, opts.log));
     return { server: cluster.server, toolchain: bin, kubeControllerManager: kcm, up, status };
   } finally {
     cluster.stop();
-    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
+    fs.rmSync(ops.dir, { recursive: true, force: true });
   }
 }
