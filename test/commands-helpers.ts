@@ -22,6 +22,7 @@ import {
   type Service,
   type ServicePort,
 } from "../src/kube/types";
+import { node, service } from "./fixtures";
 
 /** A contract exercising every kind of entry the operator commands handle. */
 export const TEST_CONTRACT = `version: 1
@@ -130,31 +131,8 @@ export async function runCommand(name: string, run: Command, argv: string[], cap
   }
 }
 
-export function node(name: string, ip: string, ready = true): Node {
-  return {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: { name },
-    status: { addresses: [{ type: "InternalIP", address: ip }], conditions: [{ type: "Ready", status: ready ? "True" : "Unknown" }] },
-  };
-}
-
-export function service(
-  namespace: string,
-  name: string,
-  opts: { type?: string; selector?: Record<string, string>; ports?: ServicePort[]; labels?: Record<string, string> } = {},
-): Service {
-  return {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name, namespace, ...(opts.labels ? { labels: opts.labels } : {}) },
-    spec: {
-      type: opts.type ?? "ClusterIP",
-      ...(opts.selector ? { selector: opts.selector } : {}),
-      ports: opts.ports ?? [{ name: "http", port: 80, targetPort: 8080, protocol: "TCP" }],
-    },
-  };
-}
+// Cluster objects shared with the core tests.
+export { node, service };
 
 /** Our NodePort Service for an entry, as the program creates it. */
 export function managedService(
