@@ -1,3 +1,6 @@
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { UserError } from "../errors";
 import type { ClusterReader, CustomKind } from "./cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "./types";
@@ -49,8 +52,16 @@ export class LiveClusterReader implements ClusterReader {
         kc.loadFromCluster();
       } else if (cfg && (cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"))) kc.loadFromString(cfg);
       else if (cfg) kc.loadFromFile(cfg);
-      else kc.loadFromDefault();
+      else {
+        // Without any kubeconfig, client-node falls back to a made-up localhost context: say so instead.
+        const defaultFile = path.join(os.homedir(), ".kube", "config");
+        if (!process.env.KUBECONFIG && !fs.existsSync(defaultFile) && !process.env.KUBERNETES_SERVICE_HOST) {
+          throw new UserError(`no kubeconfig: KUBECONFIG is not set and ${defaultFile} does not exist; point KUBECONFIG at the cluster's kubeconfig`);
+        }
+        kc.loadFromDefault();
+      }
     } catch (err) {
+      if (err instanceof UserError) throw err;
       if (target.inCluster) throw new UserError(`cannot load the in-cluster configuration: ${(err as Error).message}`);
       throw new UserError(`cannot load kubeconfig${target.kubeconfig ? ` ${target.kubeconfig}` : ""}: ${(err as Error).message}`);
     }

@@ -1,0 +1,46 @@
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { LiveClusterReader } from "../src/kube/live";
+
+const saved = { HOME: process.env.HOME, KUBECONFIG: process.env.KUBECONFIG };
+afterEach(() => {
+  process.env.HOME = saved.HOME;
+  if (saved.KUBECONFIG === undefined) delete process.env.KUBECONFIG;
+  else process.env.KUBECONFIG = saved.KUBECONFIG;
+});
+
+const kubeconfig = (server: string) => `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "${server}" } }]
+users: [{ name: u, user: { token: t } }]
+contexts: [{ name: bench, context: { cluster: c, user: u } }]
+current-context: bench
+`;
+
+describe("LiveClusterReader.connect", () => {
+  it("says there is no kubeconfig instead of inventing a localhost context", async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), "home-"));
+    process.env.HOME = home;
+    delete process.env.KUBECONFIG;
+    await expect(LiveClusterReader.connect({})).rejects.toThrow(
+      `no kubeconfig: KUBECONFIG is not set and ${path.join(home, ".kube", "config")} does not exist; point KUBECONFIG at the cluster's kubeconfig`,
+    );
+  });
+
+  it("names the missing context and the known ones", async () => {
+    await expect(LiveClusterReader.connect({ kubeconfig: kubeconfig("https://127.0.0.1:1"), context: "dirqual" })).rejects.toThrow(
+      "kube context 'dirqual' is not in the kubeconfig (known: bench); set kubernetes:context in the stack file or fix KUBECONFIG",
+    );
+  });
+
+  it("fails in one line, within seconds, when the API server does not answer", async () => {
+    const reader = await LiveClusterReader.connect({ kubeconfig: kubeconfig("https://127.0.0.1:1"), timeoutMs: 2000 });
+    const t0 = Date.now();
+    await expect(reader.listNodes()).rejects.toThrow(
+      /^cluster unreachable: context bench \(https:\/\/127\.0\.0\.1:1\): ECONNREFUSED while reading nodes; check the kube context and that the API server is up$/,
+    );
+    expect(Date.now() - t0).toBeLessThan(3000);
+  });
+});
