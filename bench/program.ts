@@ -12,7 +12,7 @@ import { parseContract } from "../src/contract/load";
 import { SnapshotReader } from "../src/kube/cluster";
 import { observe } from "../src/observe";
 import { type NodePortPlan, resolveExposures, selectEntries } from "../src/plan";
-import { uiExposure } from "../src/program";
+import { type StackOutputs, uiExposure } from "../src/program";
 import { render } from "../src/render";
 import { parseSettings } from "../src/settings";
 import { registerFloor } from "./floor";
@@ -20,8 +20,10 @@ import { afterUpObjects, contractYaml, generateEntries, snapshotObjects, stackCo
 import { median } from "./stats";
 
 export interface ProgramSample {
-  /** uiExposure() until every output is resolved and every registration is done (ms). */
+  /** uiExposure() until every output is resolved and every registration is done (ms, wall clock). */
   evalMs: number;
+  /** The same, in CPU time of this process (all its threads: GC included), which other work on the machine barely moves (ms). */
+  evalCpuMs: number;
   /** Contract text -> validated Contract (ms). */
   parseMs: number;
   /** selectEntries + resolveExposures on the listed objects (ms). */
@@ -36,6 +38,14 @@ export interface ProgramSample {
   heapRetained: number;
   /** The bare SDK registering the same resources (bench/floor.ts), same mocks (ms). */
   floorMs: number;
+  floorCpuMs: number;
+  renderCpuMs: number;
+  /**
+   * Reference for the pure stages: the cheapest linear pass there is, a Map and a Set over the
+   * entry names (ms). Its per-element cost also rises with n (hash tables outgrow the caches,
+   * the young generation): a stage that grows like it is linear in its algorithm.
+   */
+  mapRefMs: number;
 }
 
 export interface ProgramResult {
@@ -44,12 +54,17 @@ export interface ProgramResult {
   resources: number;
   reps: number;
   evalMs: number;
+  evalCpuMs: number;
+  /** Pure stages: CPU time of one call (ms). */
   parseMs: number;
   planMs: number;
   renderMs: number;
+  renderCpuMs: number;
   observeMs: number;
   auditMs: number;
   floorMs: number;
+  floorCpuMs: number;
+  mapRefMs: number;
   heapRetainedBytes: number;
   /** Peak RSS of one evaluation in a fresh process (measurePeakRss), bytes; filled in by run.ts. */
   rssDeltaBytes: number;
@@ -83,18 +98,32 @@ async function useMocks(counter: { resources: number }) {
 
 const resolved = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
 
-/** Mean time of one call of a pure function, over as many calls as fit in `minMs` (at least 3). */
-function perCall(fn: () => unknown, minMs = 250): number {
+/** CPU time used by this process so far (ms). */
+const cpuNow = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/** Mean CPU time of one call of a pure function, over as many calls as fit in `minMs` (at least 3). */
+function perCall(fn: () => unknown, minMs = 400): number {
   fn();
   let calls = 0;
-  const t0 = performance.now();
+  const t0 = cpuNow();
   let now = t0;
   while (calls < 3 || now - t0 < minMs) {
     fn();
     calls++;
-    now = performance.now();
+    now = cpuNow();
   }
   return (now - t0) / calls;
+}
+
+/** Wall and CPU time of an async step. */
+async function timed(fn: () => Promise<unknown>): Promise<{ wall: number; cpu: number }> {
+  const w = performance.now();
+  const c = cpuNow();
+  await fn();
+  return { wall: performance.now() - w, cpu: cpuNow() - c };
 }
 
 /**
@@ -138,7 +167,6 @@ async function once(size: number, dir: string): Promise<ProgramSample & { resour
   const plan = resolveExposures(selection.entries, { services, nodes, pods });
   const planMs = perCall(() => resolveExposures(selectEntries(contract, settings.entries).entries, { services, nodes, pods }));
   if ("problems" in plan) throw new Error(`generated platform does not plan: ${plan.problems.slice(0, 3).join("; ")}`);
-  let t: number;
 
   // The whole program, as `pulumi up` runs it, minus the engine.
   const counter = { resources: 0 };
@@ -146,26 +174,26 @@ async function once(size: number, dir: string): Promise<ProgramSample & { resour
   await useMocks(counter);
   gc?.();
   const heapBefore = process.memoryUsage().heapUsed;
-  t = performance.now();
-  const outputs = await uiExposure({ projectDir, stack: "bench", config, cluster: new SnapshotReader(objects) });
-  const urls = await resolved(outputs.urls);
-  await resolved(outputs.endpoints);
-  await pulumi.runtime.disconnect();
-  const evalMs = performance.now() - t;
+  let outputs: StackOutputs | undefined;
+  let urls: Record<string, string> = {};
+  const evaluation = await timed(async () => {
+    outputs = await uiExposure({ projectDir, stack: "bench", config, cluster: new SnapshotReader(objects) });
+    urls = await resolved(outputs.urls);
+    await resolved(outputs.endpoints);
+    await pulumi.runtime.disconnect();
+  });
   gc?.();
-  // `outputs` is still referenced below, so what it holds counts as retained.
+  // `outputs` is still referenced here, so what it holds counts as retained.
   const heapRetained = process.memoryUsage().heapUsed - heapBefore;
-  if (Object.keys(urls).length !== plan.plans.length) throw new Error(`expected ${plan.plans.length} URLs, got ${Object.keys(urls).length}`);
+  if (!outputs || Object.keys(urls).length !== plan.plans.length) throw new Error(`expected ${plan.plans.length} URLs, got ${Object.keys(urls).length}`);
 
   await useMocks({ resources: 0 });
-  t = performance.now();
-  await resolved(registerFloor(plan.plans.filter((p): p is NodePortPlan => p.kind === "nodePort")));
-  await pulumi.runtime.disconnect();
-  const floorMs = performance.now() - t;
+  const floor = await timed(async () => {
+    await resolved(registerFloor(plan.plans.filter((p): p is NodePortPlan => p.kind === "nodePort")));
+    await pulumi.runtime.disconnect();
+  });
 
-  t = performance.now();
-  await render({ projectDir: dir, stack: "bench", cluster: new SnapshotReader(objects), contract: contractFile });
-  const renderMs = performance.now() - t;
+  const rendering = await timed(() => render({ projectDir: dir, stack: "bench", cluster: new SnapshotReader(objects), contract: contractFile }));
 
   // The pure halves of `exposure status` and `exposure drift`, on the cluster as `up` leaves it.
   const after = afterUpObjects(entries);
@@ -179,7 +207,29 @@ async function once(size: number, dir: string): Promise<ProgramSample & { resour
   const audit = auditExposure(auditInput);
   if (audit.undeclared.length > 0) throw new Error(`generated cluster after up should have no undeclared exposure: ${audit.undeclared[0]?.name}`);
   const auditMs = perCall(() => auditExposure(auditInput));
-  return { evalMs, parseMs, planMs, renderMs, observeMs, auditMs, floorMs, heapRetained, resources: counter.resources, exposed: selection.entries.length };
+  const names = contract.endpoints.map((e) => e.name);
+  const mapRefMs = perCall(() => {
+    const byName = new Map(contract.endpoints.map((e) => [e.name, e]));
+    const seen = new Set<unknown>();
+    for (const n of names) seen.add(byName.get(n));
+    return seen.size;
+  });
+  return {
+    evalMs: evaluation.wall,
+    evalCpuMs: evaluation.cpu,
+    parseMs,
+    planMs,
+    renderMs: rendering.wall,
+    renderCpuMs: rendering.cpu,
+    observeMs,
+    auditMs,
+    floorMs: floor.wall,
+    floorCpuMs: floor.cpu,
+    mapRefMs,
+    heapRetained,
+    resources: counter.resources,
+    exposed: selection.entries.length,
+  };
 }
 
 export async function measureProgram(size: number, reps: number): Promise<ProgramResult> {
@@ -208,12 +258,16 @@ export async function measureProgram(size: number, reps: number): Promise<Progra
       resources: warm.resources,
       reps,
       evalMs: pick("evalMs"),
+      evalCpuMs: pick("evalCpuMs"),
       parseMs: pick("parseMs"),
       planMs: pick("planMs"),
       renderMs: pick("renderMs"),
+      renderCpuMs: pick("renderCpuMs"),
       observeMs: pick("observeMs"),
       auditMs: pick("auditMs"),
       floorMs: pick("floorMs"),
+      floorCpuMs: pick("floorCpuMs"),
+      mapRefMs: pick("mapRefMs"),
       heapRetainedBytes: pick("heapRetained"),
       rssDeltaBytes: Number.NaN,
       samples,

@@ -15,12 +15,12 @@ const FINDINGS = [
   "- **The program is linear.** Its cost is almost all the Pulumi SDK registering two resources per exposed entry (a `NodePortExposure` component and its Service): the SDK floor column registers the same resources and nothing else. A CPU profile of 2,000 entries puts about a third of the time in the SDK capturing a stack trace for every internal promise and resource (`debuggablePromise`, `Resource.callsites`) and mapping it through source maps (tsx here, `source-map-support` under `pulumi up`), and a fifth in garbage collection. That is a fixed price per resource, the SDK's, not an O(n²).",
   "- **Fixed (quadratic scans inside loops):** `selectEntries` (src/plan.ts) looked every stack-listed name up with `Array.find` and de-duplicated with `Array.includes`: O(n²) for a stack that lists its entries (the bench stack does); now one `Map` and one `Set`. The hostPort holder search (`resolveExposures`, `observe`) scanned every pod of the cluster for every hostPort entry; pods are now grouped by namespace once. `observe` copied a Service's EndpointSlice list on each slice (`[...(x ?? []), y]`); now it pushes. The drift audit (src/audit.ts) scanned every hostPort entry for every pod port; entries are now indexed by namespace/port. Behaviour is unchanged (first match in contract order, same messages); the unit tests pass unchanged.",
   "- **Not quadratic, checked:** the contract loader (YAML parse + zod, duplicate checks already use a `Map`) is linear and dominated by the `yaml` library; the program issues one list call per kind whatever the size (`SnapshotReader.requests`), and so do `status` and the audit against the real API server.",
-  "- **`pulumi up` is start-up bound at these sizes:** the engine, the language host and ts-node's type check of the program cost ~12 s before the first resource; `PULUMI_NODEJS_TRANSPILE_ONLY=true` removes most of the type check. Each further Service costs the engine and provider several times one create call (they check, diff and create through server-side apply, with two resources per entry), linearly. On this 2-CPU machine the program, the engine and the provider compete for the same cores.",
-  "- **`pulumi destroy` costs ~0.2 s per Service** (the provider awaits each deletion), far more than `up` per Service: noticeable for hundreds of entries, outside this program's control.",
+  "- **`pulumi up` is start-up bound at these sizes** (section 2): the engine, the language host and ts-node's type check of the program cost seconds before the first resource, whatever the contract; `PULUMI_NODEJS_TRANSPILE_ONLY=true` removes most of the type check. Each further Service costs the engine and provider a few times one create call (check, diff, create through server-side apply, two resources per entry), linearly. The program, the engine and the provider share the machine's cores.",
+  "- **`pulumi destroy` costs more per Service than `up`** (section 2: the provider awaits each deletion): noticeable for hundreds of entries, outside this program's control.",
   "- **Left to their owners (measured, negligible at these sizes, same pattern):** `src/render.ts` looks each registered Service up with `existing.find` (O(n²) in `exposure render`); `cli/commands/status.ts` and `cli/commands/access.ts` filter the contract with `opened.selected.includes` (O(n²)); `src/probe.ts` `probeTargets` uses `contract.endpoints.find` per URL (O(n²)). Each is a one-line `Map`/`Set` change.",
 ].join("\n");
 
-import { growthExponent, marginal, mib, round } from "./stats";
+import { fittedExponent, marginal, mib, round } from "./stats";
 
 const isSkipped = (v: object): v is Skipped => "skipped" in v;
 const ms = (v: number) => (Number.isFinite(v) ? (v >= 100 ? String(Math.round(v)) : v.toFixed(1)) : "-");
@@ -30,20 +30,23 @@ const row = (cells: readonly (string | number)[]) => `| ${cells.join(" | ")} |`;
 const table = (head: readonly string[], rows: readonly (readonly (string | number)[])[]) =>
   [row(head), row(head.map(() => "---")), ...rows.map(row)].join("\n");
 
-/** "linear", "sub-linear" or "worse than linear", from the growth exponent. Noise of ±0.2 is expected on a shared machine. */
-function verdict(k: number): string {
+/**
+ * "linear", "better than linear" or "worse than linear", from the fitted growth exponent.
+ * A pure stage is compared with the Map/Set reference too: growing like the cheapest linear
+ * pass there is means linear work whose per-element cost the hardware raises, not O(n²).
+ */
+function verdict(k: number, reference?: number): string {
   if (!Number.isFinite(k)) return "flat (no measurable growth)";
   if (k < 0.85) return "better than linear";
   if (k <= 1.2) return "linear";
+  if (reference !== undefined && Number.isFinite(reference) && k <= reference + 0.15) return "linear (grows like the Map/Set reference)";
   return "**worse than linear**";
 }
 
 function growth(results: readonly ProgramResult[], pick: (r: ProgramResult) => number): { k: number; perEntry: number[] } {
   const pts = results.map((r) => ({ n: r.entries, y: pick(r) }));
-  const [base, , mid, last] = pts;
-  const k = base && mid && last ? growthExponent(base, mid, last) : Number.NaN;
   const perEntry = pts.slice(1).map((p, i) => marginal(pts[i] as { n: number; y: number }, p));
-  return { k, perEntry };
+  return { k: fittedExponent(pts), perEntry };
 }
 
 function programSection(p: NonNullable<BenchResults["program"]>): string {
@@ -56,11 +59,12 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
         "entries",
         "exposed",
         "resources",
-        "program (ms)",
-        "ms / entry",
-        "SDK floor (ms)",
-        "program − floor (ms)",
-        "`exposure render` (ms)",
+        "program, wall (ms)",
+        "program, CPU (ms)",
+        "CPU ms / entry",
+        "SDK floor, CPU (ms)",
+        "program − floor, CPU (ms)",
+        "`exposure render`, CPU (ms)",
         "contract parse (ms)",
         "plan (ms)",
         "observe (ms)",
@@ -73,10 +77,11 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
         r.exposed,
         r.resources,
         ms(r.evalMs),
-        (r.evalMs / r.entries).toFixed(2),
-        ms(r.floorMs),
-        ms(r.evalMs - r.floorMs),
-        ms(r.renderMs),
+        ms(r.evalCpuMs),
+        (r.evalCpuMs / r.entries).toFixed(2),
+        ms(r.floorCpuMs),
+        ms(r.evalCpuMs - r.floorCpuMs),
+        ms(r.renderCpuMs),
         ms(r.parseMs),
         ms(r.planMs),
         ms(r.observeMs),
@@ -88,30 +93,33 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
   );
   out.push("");
   out.push(
-    "Growth: exponent *k* of (cost − cost at 9 entries) ∝ (n − 9)^k between 500 and 2,000 entries (1 = linear, 2 = quadratic), and the marginal cost of one more entry on each interval (9→100, 100→500, 500→2,000).",
+    "Growth: exponent *k* of (cost − cost at 9 entries) ∝ (n − 9)^k, least-squares over 100, 500 and 2,000 entries (1 = linear, 2 = quadratic), and the marginal cost of one more entry on each interval (9→100, 100→500, 500→2,000). Reference: a Map and a Set over the entry names, the cheapest linear pass there is.",
   );
   out.push("");
-  const metrics: [string, (r: ProgramResult) => number, string][] = [
-    ["program evaluation", (r) => r.evalMs, "ms"],
-    ["SDK floor (same resources, bare SDK)", (r) => r.floorMs, "ms"],
-    ["`exposure render`", (r) => r.renderMs, "ms"],
-    ["contract parse", (r) => r.parseMs, "ms"],
-    ["plan", (r) => r.planMs, "ms"],
-    ["observe", (r) => r.observeMs, "ms"],
-    ["audit", (r) => r.auditMs, "ms"],
-    ["heap retained", (r) => r.heapRetainedBytes / 1024, "KiB"],
-    ["peak RSS of one run", (r) => r.rssDeltaBytes / 1024, "KiB"],
+  const refK = growth(rs, (r) => r.mapRefMs).k;
+  const metrics: [string, (r: ProgramResult) => number, string, boolean][] = [
+    ["program evaluation (CPU)", (r) => r.evalCpuMs, "ms", false],
+    ["SDK floor (same resources, bare SDK; CPU)", (r) => r.floorCpuMs, "ms", false],
+    ["program − floor (CPU)", (r) => r.evalCpuMs - r.floorCpuMs, "ms", false],
+    ["`exposure render` (CPU)", (r) => r.renderCpuMs, "ms", false],
+    ["contract parse", (r) => r.parseMs, "ms", true],
+    ["plan", (r) => r.planMs, "ms", true],
+    ["observe", (r) => r.observeMs, "ms", true],
+    ["audit", (r) => r.auditMs, "ms", true],
+    ["reference: Map + Set of the names", (r) => r.mapRefMs, "ms", false],
+    ["heap retained", (r) => r.heapRetainedBytes / 1024, "KiB", false],
+    ["peak RSS of one run", (r) => r.rssDeltaBytes / 1024, "KiB", false],
   ];
   out.push(
     table(
-      ["metric", "k (500→2,000)", "marginal cost per entry (9→100 / 100→500 / 500→2,000)", "verdict"],
-      metrics.map(([name, pick, unit]) => {
+      ["metric", "k", "marginal cost per entry (9→100 / 100→500 / 500→2,000)", "verdict"],
+      metrics.map(([name, pick, unit, pure]) => {
         const g = growth(rs, pick);
         return [
           name,
           Number.isFinite(g.k) ? g.k.toFixed(2) : "-",
-          `${g.perEntry.map((v) => v.toFixed(unit === "KiB" ? 1 : 3)).join(" / ")} ${unit}`,
-          verdict(g.k),
+          `${g.perEntry.map((v) => v.toFixed(unit === "KiB" ? 1 : 4)).join(" / ")} ${unit}`,
+          verdict(g.k, pure ? refK : undefined),
         ];
       }),
     ),
@@ -128,8 +136,8 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
           "plan before → after (ms)",
           "observe before → after (ms)",
           "audit before → after (ms)",
-          "program before → after (ms)",
-          "render before → after (ms)",
+          "program CPU before → after (ms)",
+          "render CPU before → after (ms)",
         ],
         rs.map((a, i) => {
           const b = before[i] as ProgramResult;
@@ -139,8 +147,8 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
             pair(b.planMs, a.planMs),
             pair(b.observeMs, a.observeMs),
             pair(b.auditMs, a.auditMs),
-            pair(b.evalMs, a.evalMs),
-            pair(b.renderMs, a.renderMs),
+            pair(b.evalCpuMs, a.evalCpuMs),
+            pair(b.renderCpuMs, a.renderCpuMs),
           ];
         }),
       ),
@@ -148,13 +156,13 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
     const kb = growth(before, (r) => r.planMs).k;
     const ka = growth(rs, (r) => r.planMs).k;
     out.push("");
-    out.push(
-      `Plan growth exponent before: ${Number.isFinite(kb) ? kb.toFixed(2) : "-"} (${verdict(kb)}); after: ${Number.isFinite(ka) ? ka.toFixed(2) : "-"} (${verdict(ka)}).`,
-    );
+    const kr = growth(rs, (r) => r.mapRefMs).k;
+    const f = (k: number) => (Number.isFinite(k) ? k.toFixed(2) : "-");
+    out.push(`Plan growth exponent before: ${f(kb)} (${verdict(kb, kr)}); after: ${f(ka)} (${verdict(ka, kr)}); Map/Set reference: ${f(kr)}.`);
   }
   out.push("");
   out.push(
-    `Medians of ${rs.map((r) => r.reps).join("/")} repetitions after one warm-up run, each size in a fresh \`node --expose-gc\` process; the pure stages (parse, plan, observe, audit) are the mean of repeated calls within each repetition.`,
+    `Medians of ${rs.map((r) => r.reps).join("/")} repetitions after one warm-up run, each size in a fresh \`node --expose-gc\` process; the pure stages (parse, plan, observe, audit) are the mean CPU time of repeated calls within each repetition. Growth verdicts use CPU time (all the process' threads, GC included): wall time on a shared machine moves with other people's work, CPU time of a single-threaded program barely does.`,
   );
   return out.join("\n");
 }
@@ -297,11 +305,11 @@ function summarySection(r: BenchResults): string {
   const rows: string[][] = [];
   const p = r.program && !isSkipped(r.program) ? r.program : undefined;
   if (p) {
-    const g = growth(p.after, (x) => x.evalMs);
+    const g = growth(p.after, (x) => x.evalCpuMs);
     const last = p.after[p.after.length - 1];
     rows.push([
-      "Program under mocks, 9 → 2,000 entries",
-      `${ms(p.after[0]?.evalMs ?? Number.NaN)} ms → ${ms(last?.evalMs ?? Number.NaN)} ms; ${g.perEntry.map((v) => v.toFixed(1)).join(" / ")} ms per added entry; heap ${mib(last?.heapRetainedBytes ?? 0)} MiB, peak RSS ${mib(last?.rssDeltaBytes ?? 0)} MiB at 2,000`,
+      "Program under mocks, 9 → 2,000 entries (CPU)",
+      `${ms(p.after[0]?.evalCpuMs ?? Number.NaN)} ms → ${ms(last?.evalCpuMs ?? Number.NaN)} ms; ${g.perEntry.map((v) => v.toFixed(1)).join(" / ")} ms per added entry (9→100 / 100→500 / 500→2,000); heap ${mib(last?.heapRetainedBytes ?? 0)} MiB, peak RSS ${mib(last?.rssDeltaBytes ?? 0)} MiB at 2,000`,
       verdict(g.k),
     ]);
     const plan = growth(p.after, (x) => x.planMs);
@@ -309,7 +317,7 @@ function summarySection(r: BenchResults): string {
     rows.push([
       "Planning (selectEntries + resolveExposures)",
       `${ms(last?.planMs ?? Number.NaN)} ms at 2,000${p.before ? ` (was ${ms(p.before[p.before.length - 1]?.planMs ?? Number.NaN)} ms, k ${planBefore?.k.toFixed(2)} → ${plan.k.toFixed(2)})` : ""}`,
-      verdict(plan.k),
+      verdict(plan.k, growth(p.after, (x) => x.mapRefMs).k),
     ]);
   }
   const live = r.live && !isSkipped(r.live) ? r.live : undefined;
@@ -358,7 +366,13 @@ export function renderMarkdown(r: BenchResults): string {
     "",
     "<!-- Generated by `npm run bench` (bench/run.ts); edit bench/report.ts, not this file. -->",
     "",
-    `Run of ${m.date.slice(0, 16).replace("T", " ")} UTC on commit ${m.commit}: Node ${m.node}, ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, load average ${round(m.loadAverage, 1)} at start${m.durationS !== undefined ? `, ${Math.round(m.durationS / 60)} min in all` : ""}. Raw samples: \`test-output/bench.json\`.`,
+    `Run of ${m.date.slice(0, 16).replace("T", " ")} UTC on commit ${m.commit}: Node ${m.node}, ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, load average ${round(m.loadAverage, 1)} at start (${Object.entries(
+      m.loadAtPart,
+    )
+      .map(([k, v]) => `${k} ${v}`)
+      .join(
+        ", ",
+      )} when each part started: other work shares these ${m.cpus} CPUs, so read the ratios more than the absolute times)${m.durationS !== undefined ? `, ${Math.round(m.durationS / 60)} min in all` : ""}. Raw samples: \`test-output/bench.json\`.`,
     "",
     "Generated platforms (`bench/gen.ts`): 10 entries per namespace; one entry in 20 is an in-house brick on a hostPort (the 5th: even 9 entries have one), every 25th is not exposed (it only feeds the `.env`); each UI has a vendored ClusterIP Service and one Ready pod. The stacks list every exposed entry by name (as the bench stack does) with Cilium in `cohabit` mode. Node addresses are 127.0.0.x; every request of this benchmark stays on the loopback.",
     "",

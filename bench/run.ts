@@ -43,6 +43,8 @@ export interface BenchResults {
     memoryGiB: number;
     /** 1-minute load average when the run started: other work on the machine skews timings. */
     loadAverage: number;
+    /** 1-minute load average when each part started. */
+    loadAtPart: Record<string, number>;
     durationS?: number;
   };
   program?: { after: ProgramResult[]; before?: ProgramResult[]; baselineRev?: string } | Skipped;
@@ -140,11 +142,19 @@ async function main() {
       cpuModel: os.cpus()[0]?.model ?? "unknown",
       memoryGiB: Math.round(os.totalmem() / 2 ** 30),
       loadAverage: os.loadavg()[0] ?? 0,
+      loadAtPart: {},
     },
   };
 
-  if (parts.has("program")) results.program = runProgram(baseline);
+  const load = (part: string) => {
+    results.meta.loadAtPart[part] = Math.round((os.loadavg()[0] ?? 0) * 10) / 10;
+  };
+  if (parts.has("program")) {
+    load("program");
+    results.program = runProgram(baseline);
+  }
   if (parts.has("live")) {
+    load("live");
     try {
       results.live = await measureLive({ upSizes: [...LIVE_UP_SIZES], statusSizes: [...LIVE_STATUS_SIZES], log });
     } catch (err) {
@@ -153,6 +163,7 @@ async function main() {
     }
   }
   if (parts.has("probe")) {
+    load("probe");
     log("part 4: probe, 50 URLs, one slow");
     results.probe = await measureProbe({ urls: 50, slowMs: 2000, fastMs: 25 });
   }

@@ -8,15 +8,20 @@ export function median(values: readonly number[]): number {
 }
 
 /**
- * Growth exponent k of y - y0 = c·(n - n0)^k between two sizes (1 = linear, 2 = quadratic).
- * The smallest size (n0, y0) is subtracted first: a fixed start-up cost would otherwise make
- * any curve look sub-linear.
+ * Least-squares growth exponent over every size above the smallest: the slope of
+ * log(y − y0) against log(n − n0). Using all sizes, not two, keeps one noisy point from
+ * deciding the verdict.
  */
-export function growthExponent(base: { n: number; y: number }, a: { n: number; y: number }, b: { n: number; y: number }): number {
-  const ya = a.y - base.y;
-  const yb = b.y - base.y;
-  if (ya <= 0 || yb <= 0) return Number.NaN;
-  return Math.log(yb / ya) / Math.log((b.n - base.n) / (a.n - base.n));
+export function fittedExponent(points: readonly { n: number; y: number }[]): number {
+  const [base, ...rest] = points;
+  if (!base) return Number.NaN;
+  const xy = rest.filter((p) => p.y - base.y > 0).map((p) => [Math.log(p.n - base.n), Math.log(p.y - base.y)] as const);
+  if (xy.length < 2) return Number.NaN;
+  const mx = xy.reduce((a, [x]) => a + x, 0) / xy.length;
+  const my = xy.reduce((a, [, y]) => a + y, 0) / xy.length;
+  const num = xy.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0);
+  const den = xy.reduce((a, [x]) => a + (x - mx) ** 2, 0);
+  return num / den;
 }
 
 /** Cost of one more entry between two sizes. */
