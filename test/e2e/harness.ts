@@ -1,7 +1,7 @@
 // End-to-end harness: a real kube-apiserver + etcd (+ kube-controller-manager) on loopback,
 // the real Pulumi CLI, language host and providers, all built from Go modules by
 // scripts/e2e-toolchain.sh. Everything (ports, folders, PULUMI_HOME, state) is private to a run.
-import { execFile, execFileSync, spawnSync } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -146,6 +146,8 @@ export interface Sandbox {
   writeStack(config: Record<string, unknown>): void;
   pulumi(args: string[], opts?: { timeoutMs?: number }): { code: number | null; stdout: string; stderr: string; ms: number };
   exposure(args: string[]): { code: number | null; stdout: string; stderr: string };
+  /** Starts a long-running `exposure` command (the portal); the caller kills it. */
+  exposureSpawn(args: string[]): ChildProcess;
   /** Same, without blocking this process (for scenarios where the test itself serves HTTP). */
   exposureAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
@@ -199,6 +201,7 @@ export function makeSandbox(bin: string, cluster: Cluster, versions: { kubernete
     },
     pulumi: (args, opts) => run(path.join(bin, "pulumi"), [...args, "--stack", "sandbox", "--non-interactive"], opts?.timeoutMs ?? 600_000),
     exposure: (args) => run(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], 120_000),
+    exposureSpawn: (args) => spawn(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] }),
     exposureAsync: (args) =>
       new Promise((resolve) => {
         execFile(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env, timeout: 120_000 }, (err, stdout, stderr) =>

@@ -2,6 +2,7 @@
 // providers against a real kube-apiserver, then the `exposure` commands against it.
 import * as fs from "node:fs";
 import * as http from "node:http";
+import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -143,6 +144,37 @@ describe.sequential("e2e: real engine, real API server", () => {
     });
     const rows = JSON.parse(r.stdout).entries.filter((e: { exposed: boolean }) => e.exposed);
     expect(rows.map((e: { name: string; verdict: string }) => `${e.name}:${e.verdict}`)).toEqual(["argocd:MATCH", "grafana:MATCH", "gitea:MATCH"]);
+  });
+
+  it("exposure portal serves the observed URLs and verdicts read from the real API server", async () => {
+    const outputs = JSON.parse(sandbox.pulumi(["stack", "output", "--json"]).stdout) as { urls: Record<string, string> };
+    const port = await new Promise<number>((r) => {
+      const probe = net.createServer().listen(0, "127.0.0.1", () => {
+        const p = (probe.address() as net.AddressInfo).port;
+        probe.close(() => r(p));
+      });
+    });
+    const portal = sandbox.exposureSpawn(["portal", "--stack", "sandbox", "--listen", `127.0.0.1:${port}`]);
+    try {
+      const view = await waitFor("the portal to answer", async () => {
+        try {
+          const res = await fetch(`http://127.0.0.1:${port}/api/entries`);
+          return res.ok ? ((await res.json()) as { entries: { name: string; verdict: string; url?: string }[] }) : undefined;
+        } catch {
+          return undefined;
+        }
+      });
+      const exposed = view.entries.filter((e) => e.url);
+      expect(exposed.map((e) => [e.name, e.verdict, e.url])).toEqual([
+        ["argocd", "MATCH", outputs.urls.argocd],
+        ["grafana", "MATCH", outputs.urls.grafana],
+        ["gitea", "MATCH", outputs.urls.gitea],
+      ]);
+      const page = await (await fetch(`http://127.0.0.1:${port}/`)).text();
+      expect(page).toContain(`href="${outputs.urls.argocd}"`);
+    } finally {
+      portal.kill("SIGTERM");
+    }
   });
 
   it("exposure probe reaches every URL once the data path serves the nodePorts", async () => {
