@@ -1,7 +1,7 @@
 // Part 1 worker: the program's own cost under Pulumi's mocks (no engine, no cluster).
 // Run by bench/run.ts in a fresh `node --expose-gc` process per contract size, so heap and
 // RSS figures of one size are not inflated by the garbage or JIT state of another.
-//   node --expose-gc --import tsx bench/program.ts SIZE REPS OUT.json
+//   node --expose-gc --import tsx bench/program.ts SIZE REPS OUT.json [--peak | --pure]
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -24,28 +24,14 @@ export interface ProgramSample {
   evalMs: number;
   /** The same, in CPU time of this process (all its threads: GC included), which other work on the machine barely moves (ms). */
   evalCpuMs: number;
-  /** Contract text -> validated Contract (ms). */
-  parseMs: number;
-  /** selectEntries + resolveExposures on the listed objects (ms). */
-  planMs: number;
-  /** `exposure render`'s library function (src/render.ts) on the same input (ms). */
-  renderMs: number;
-  /** observe(): the verdicts behind `exposure status` and the portal, on the cluster after `up` (ms). */
-  observeMs: number;
-  /** auditExposure(): the cluster-wide audit behind `exposure drift` (ms). */
-  auditMs: number;
-  /** Heap still held once the outputs are resolved, after a full GC (bytes). */
-  heapRetained: number;
-  /** The bare SDK registering the same resources (bench/floor.ts), same mocks (ms). */
+  /** The bare SDK registering the same resources (bench/floor.ts), same mocks. */
   floorMs: number;
   floorCpuMs: number;
+  /** `exposure render`'s library function (src/render.ts) on the same input. */
+  renderMs: number;
   renderCpuMs: number;
-  /**
-   * Reference for the pure stages: the cheapest linear pass there is, a Map and a Set over the
-   * entry names (ms). Its per-element cost also rises with n (hash tables outgrow the caches,
-   * the young generation): a stage that grows like it is linear in its algorithm.
-   */
-  mapRefMs: number;
+  /** Heap still held once the outputs are resolved, after a full GC (bytes). */
+  heapRetained: number;
 }
 
 export interface ProgramResult {
@@ -55,20 +41,38 @@ export interface ProgramResult {
   reps: number;
   evalMs: number;
   evalCpuMs: number;
-  /** Pure stages: CPU time of one call (ms). */
-  parseMs: number;
-  planMs: number;
-  renderMs: number;
-  renderCpuMs: number;
-  observeMs: number;
-  auditMs: number;
   floorMs: number;
   floorCpuMs: number;
-  mapRefMs: number;
+  renderMs: number;
+  renderCpuMs: number;
   heapRetainedBytes: number;
   /** Peak RSS of one evaluation in a fresh process (measurePeakRss), bytes; filled in by run.ts. */
   rssDeltaBytes: number;
   samples: ProgramSample[];
+}
+
+/** The pure stages, CPU time of one call (ms): no Pulumi, no I/O. */
+export interface PureSample {
+  /** Contract text -> validated Contract. */
+  parseMs: number;
+  /** selectEntries + resolveExposures on the listed objects. */
+  planMs: number;
+  /** observe(): the verdicts behind `exposure status` and the portal, on the cluster after `up`. */
+  observeMs: number;
+  /** auditExposure(): the cluster-wide audit behind `exposure drift`. */
+  auditMs: number;
+  /**
+   * Reference: the cheapest linear pass there is, a Map and a Set over the entry names. Its
+   * per-element cost also rises with n (hash tables outgrow the caches, the young generation):
+   * a stage that grows like it is linear in its algorithm.
+   */
+  mapRefMs: number;
+}
+
+export interface PureResult extends PureSample {
+  entries: number;
+  reps: number;
+  samples: PureSample[];
 }
 
 const projectDir = path.resolve(__dirname, "..");
@@ -104,8 +108,9 @@ const cpuNow = () => {
   return (u.user + u.system) / 1000;
 };
 
-/** Mean CPU time of one call of a pure function, over as many calls as fit in `minMs` (at least 3). */
+/** Mean CPU time of one call of a pure function, over as many calls as fit in `minMs` (at least 3), after a full GC. */
 function perCall(fn: () => unknown, minMs = 400): number {
+  gc?.();
   fn();
   let calls = 0;
   const t0 = cpuNow();
@@ -150,22 +155,17 @@ export async function measurePeakRss(size: number): Promise<number> {
   }
 }
 
-async function once(size: number, dir: string): Promise<ProgramSample & { resources: number; exposed: number }> {
+async function once(size: number, dir: string): Promise<ProgramSample & { resources: number; exposed: number; plans: number }> {
   const entries = generateEntries(size);
   const contractFile = path.join(dir, "endpoints.yaml");
   const config = stackConfig(entries, contractFile);
-  const text = fs.readFileSync(contractFile, "utf8");
-
-  // Attribution: the pure stages on their own, timed over repeated calls (one call is too short to time alone).
-  const contract = parseContract(text, contractFile);
-  const parseMs = perCall(() => parseContract(text, contractFile));
   const objects = snapshotObjects(entries);
+  const contract = parseContract(fs.readFileSync(contractFile, "utf8"), contractFile);
+  const settings = parseSettings(config, "Pulumi.bench.yaml");
   const reader = new SnapshotReader(objects);
   const [services, nodes, pods] = await Promise.all([reader.listServices(), reader.listNodes(), reader.listPods()]);
-  const settings = parseSettings(config, "Pulumi.bench.yaml");
   const selection = selectEntries(contract, settings.entries);
   const plan = resolveExposures(selection.entries, { services, nodes, pods });
-  const planMs = perCall(() => resolveExposures(selectEntries(contract, settings.entries).entries, { services, nodes, pods }));
   if ("problems" in plan) throw new Error(`generated platform does not plan: ${plan.problems.slice(0, 3).join("; ")}`);
 
   // The whole program, as `pulumi up` runs it, minus the engine.
@@ -194,41 +194,17 @@ async function once(size: number, dir: string): Promise<ProgramSample & { resour
   });
 
   const rendering = await timed(() => render({ projectDir: dir, stack: "bench", cluster: new SnapshotReader(objects), contract: contractFile }));
-
-  // The pure halves of `exposure status` and `exposure drift`, on the cluster as `up` leaves it.
-  const after = afterUpObjects(entries);
-  const selected = selection.entries.map((e) => e.name);
-  const published = Object.fromEntries(Object.entries(urls).map(([name, url]) => [name, { url }]));
-  const view = { services: after.services, endpointSlices: after.slices, nodes: after.nodes, pods: after.pods };
-  const observation = observe(contract, view, { selected, published });
-  if (observation.entries.some((e) => e.exposed && e.verdict !== "MATCH")) throw new Error("generated cluster after up should be all MATCH");
-  const observeMs = perCall(() => observe(contract, view, { selected, published }));
-  const auditInput = { contract, selected, allowlist: settings.allowlist, services: after.services, pods: after.pods };
-  const audit = auditExposure(auditInput);
-  if (audit.undeclared.length > 0) throw new Error(`generated cluster after up should have no undeclared exposure: ${audit.undeclared[0]?.name}`);
-  const auditMs = perCall(() => auditExposure(auditInput));
-  const names = contract.endpoints.map((e) => e.name);
-  const mapRefMs = perCall(() => {
-    const byName = new Map(contract.endpoints.map((e) => [e.name, e]));
-    const seen = new Set<unknown>();
-    for (const n of names) seen.add(byName.get(n));
-    return seen.size;
-  });
   return {
     evalMs: evaluation.wall,
     evalCpuMs: evaluation.cpu,
-    parseMs,
-    planMs,
-    renderMs: rendering.wall,
-    renderCpuMs: rendering.cpu,
-    observeMs,
-    auditMs,
     floorMs: floor.wall,
     floorCpuMs: floor.cpu,
-    mapRefMs,
+    renderMs: rendering.wall,
+    renderCpuMs: rendering.cpu,
     heapRetained,
     resources: counter.resources,
     exposed: selection.entries.length,
+    plans: plan.plans.length,
   };
 }
 
@@ -248,7 +224,7 @@ export async function measureProgram(size: number, reps: number): Promise<Progra
     const warm = await once(size, dir);
     const samples: ProgramSample[] = [];
     for (let i = 0; i < reps; i++) {
-      const { resources: _r, exposed: _e, ...s } = await once(size, dir);
+      const { resources: _r, exposed: _e, plans: _p, ...s } = await once(size, dir);
       samples.push(s);
     }
     const pick = (k: keyof ProgramSample) => median(samples.map((s) => s[k]));
@@ -259,15 +235,10 @@ export async function measureProgram(size: number, reps: number): Promise<Progra
       reps,
       evalMs: pick("evalMs"),
       evalCpuMs: pick("evalCpuMs"),
-      parseMs: pick("parseMs"),
-      planMs: pick("planMs"),
-      renderMs: pick("renderMs"),
-      renderCpuMs: pick("renderCpuMs"),
-      observeMs: pick("observeMs"),
-      auditMs: pick("auditMs"),
       floorMs: pick("floorMs"),
       floorCpuMs: pick("floorCpuMs"),
-      mapRefMs: pick("mapRefMs"),
+      renderMs: pick("renderMs"),
+      renderCpuMs: pick("renderCpuMs"),
       heapRetainedBytes: pick("heapRetained"),
       rssDeltaBytes: Number.NaN,
       samples,
@@ -277,11 +248,64 @@ export async function measureProgram(size: number, reps: number): Promise<Progra
   }
 }
 
+/**
+ * The pure stages alone, in a process that has run nothing else: a major GC during these
+ * calls then marks only their own data. Sizes go beyond the program's (8,000) because an
+ * O(n²) in a stage of a few milliseconds only stands out clearly there.
+ */
+export async function measurePure(size: number, reps: number): Promise<PureResult> {
+  const entries = generateEntries(size);
+  const config = stackConfig(entries, "/nonexistent/endpoints.yaml");
+  const text = contractYaml(entries);
+  const contract = parseContract(text, "endpoints.yaml");
+  const settings = parseSettings(config, "Pulumi.bench.yaml");
+  const reader = new SnapshotReader(snapshotObjects(entries));
+  const [services, nodes, pods] = await Promise.all([reader.listServices(), reader.listNodes(), reader.listPods()]);
+  const selection = selectEntries(contract, settings.entries);
+  const after = afterUpObjects(entries);
+  const selected = selection.entries.map((e) => e.name);
+  const view = { services: after.services, endpointSlices: after.slices, nodes: after.nodes, pods: after.pods };
+  const observation = observe(contract, view, { selected });
+  if (observation.entries.some((e) => e.exposed && e.verdict !== "MATCH")) throw new Error("generated cluster after up should be all MATCH");
+  const auditInput = { contract, selected, allowlist: settings.allowlist, services: after.services, pods: after.pods };
+  const audit = auditExposure(auditInput);
+  if (audit.undeclared.length > 0) throw new Error(`generated cluster after up should have no undeclared exposure: ${audit.undeclared[0]?.name}`);
+  const names = contract.endpoints.map((e) => e.name);
+
+  const samples: PureSample[] = [];
+  for (let i = 0; i < reps; i++) {
+    samples.push({
+      parseMs: perCall(() => parseContract(text, "endpoints.yaml")),
+      planMs: perCall(() => resolveExposures(selectEntries(contract, settings.entries).entries, { services, nodes, pods })),
+      observeMs: perCall(() => observe(contract, view, { selected })),
+      auditMs: perCall(() => auditExposure(auditInput)),
+      mapRefMs: perCall(() => {
+        const byName = new Map(contract.endpoints.map((e) => [e.name, e]));
+        const seen = new Set<unknown>();
+        for (const n of names) seen.add(byName.get(n));
+        return seen.size;
+      }),
+    });
+  }
+  const pick = (k: keyof PureSample) => median(samples.map((s) => s[k]));
+  return {
+    entries: size,
+    reps,
+    parseMs: pick("parseMs"),
+    planMs: pick("planMs"),
+    observeMs: pick("observeMs"),
+    auditMs: pick("auditMs"),
+    mapRefMs: pick("mapRefMs"),
+    samples,
+  };
+}
+
 if (require.main === module) {
   const [size, reps, out, mode] = process.argv.slice(2);
-  if (!size || !reps || !out) throw new Error("usage: program.ts SIZE REPS OUT.json [--peak]");
+  if (!size || !reps || !out) throw new Error("usage: program.ts SIZE REPS OUT.json [--peak|--pure]");
   if (!gc) throw new Error("run with node --expose-gc");
-  const work = mode === "--peak" ? measurePeakRss(Number(size)) : measureProgram(Number(size), Number(reps));
+  const work: Promise<unknown> =
+    mode === "--peak" ? measurePeakRss(Number(size)) : mode === "--pure" ? measurePure(Number(size), Number(reps)) : measureProgram(Number(size), Number(reps));
   work.then(
     (r) => fs.writeFileSync(out, JSON.stringify(r, null, 2)),
     (err: unknown) => {

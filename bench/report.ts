@@ -2,7 +2,7 @@
 // numbers, so the prose next to a table cannot disagree with it.
 import type { LiveResults } from "./live";
 import type { ProbeBench } from "./probe";
-import type { ProgramResult } from "./program";
+import type { ProgramResult, PureResult } from "./program";
 import type { BenchResults, Skipped } from "./run";
 
 /**
@@ -43,11 +43,27 @@ function verdict(k: number, reference?: number): string {
   return "**worse than linear**";
 }
 
-function growth(results: readonly ProgramResult[], pick: (r: ProgramResult) => number): { k: number; perEntry: number[] } {
-  const pts = results.map((r) => ({ n: r.entries, y: pick(r) }));
-  const perEntry = pts.slice(1).map((p, i) => marginal(pts[i] as { n: number; y: number }, p));
+type Point = { n: number; y: number };
+
+function growthOf(pts: readonly Point[]): { k: number; perEntry: number[] } {
+  const perEntry = pts.slice(1).map((p, i) => marginal(pts[i] as Point, p));
   return { k: fittedExponent(pts), perEntry };
 }
+
+function growth(results: readonly ProgramResult[], pick: (r: ProgramResult) => number) {
+  return growthOf(results.map((r) => ({ n: r.entries, y: pick(r) })));
+}
+
+function pureGrowth(results: readonly PureResult[], pick: (r: PureResult) => number) {
+  return growthOf(results.map((r) => ({ n: r.entries, y: pick(r) })));
+}
+
+const fk = (k: number) => (Number.isFinite(k) ? k.toFixed(2) : "-");
+const intervals = (sizes: readonly number[]) =>
+  sizes
+    .slice(1)
+    .map((n, i) => `${(sizes[i] as number).toLocaleString("en")}→${n.toLocaleString("en")}`)
+    .join(" / ");
 
 function programSection(p: NonNullable<BenchResults["program"]>): string {
   if (isSkipped(p)) return `Not measured: ${p.skipped}`;
@@ -65,10 +81,6 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
         "SDK floor, CPU (ms)",
         "program − floor, CPU (ms)",
         "`exposure render`, CPU (ms)",
-        "contract parse (ms)",
-        "plan (ms)",
-        "observe (ms)",
-        "audit (ms)",
         "heap retained (MiB)",
         "peak RSS of one run (MiB)",
       ],
@@ -82,10 +94,6 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
         ms(r.floorCpuMs),
         ms(r.evalCpuMs - r.floorCpuMs),
         ms(r.renderCpuMs),
-        ms(r.parseMs),
-        ms(r.planMs),
-        ms(r.observeMs),
-        ms(r.auditMs),
         mib(r.heapRetainedBytes),
         mib(r.rssDeltaBytes),
       ]),
@@ -93,76 +101,107 @@ function programSection(p: NonNullable<BenchResults["program"]>): string {
   );
   out.push("");
   out.push(
-    "Growth: exponent *k* of (cost − cost at 9 entries) ∝ (n − 9)^k, least-squares over 100, 500 and 2,000 entries (1 = linear, 2 = quadratic), and the marginal cost of one more entry on each interval (9→100, 100→500, 500→2,000). Reference: a Map and a Set over the entry names, the cheapest linear pass there is.",
+    `Growth: exponent *k* of (cost − cost at the smallest size) ∝ (n − n₀)^k, least-squares over every larger size (1 = linear, 2 = quadratic), and the marginal cost of one more entry on each interval (${intervals(rs.map((r) => r.entries))}).`,
   );
   out.push("");
-  const refK = growth(rs, (r) => r.mapRefMs).k;
-  const metrics: [string, (r: ProgramResult) => number, string, boolean][] = [
-    ["program evaluation (CPU)", (r) => r.evalCpuMs, "ms", false],
-    ["SDK floor (same resources, bare SDK; CPU)", (r) => r.floorCpuMs, "ms", false],
-    ["program − floor (CPU)", (r) => r.evalCpuMs - r.floorCpuMs, "ms", false],
-    ["`exposure render` (CPU)", (r) => r.renderCpuMs, "ms", false],
-    ["contract parse", (r) => r.parseMs, "ms", true],
-    ["plan", (r) => r.planMs, "ms", true],
-    ["observe", (r) => r.observeMs, "ms", true],
-    ["audit", (r) => r.auditMs, "ms", true],
-    ["reference: Map + Set of the names", (r) => r.mapRefMs, "ms", false],
-    ["heap retained", (r) => r.heapRetainedBytes / 1024, "KiB", false],
-    ["peak RSS of one run", (r) => r.rssDeltaBytes / 1024, "KiB", false],
+  const metrics: [string, (r: ProgramResult) => number, string][] = [
+    ["program evaluation (CPU)", (r) => r.evalCpuMs, "ms"],
+    ["SDK floor (same resources, bare SDK; CPU)", (r) => r.floorCpuMs, "ms"],
+    ["program − floor (CPU)", (r) => r.evalCpuMs - r.floorCpuMs, "ms"],
+    ["`exposure render` (CPU)", (r) => r.renderCpuMs, "ms"],
+    ["heap retained", (r) => r.heapRetainedBytes / 1024, "KiB"],
+    ["peak RSS of one run", (r) => r.rssDeltaBytes / 1024, "KiB"],
   ];
   out.push(
     table(
-      ["metric", "k", "marginal cost per entry (9→100 / 100→500 / 500→2,000)", "verdict"],
-      metrics.map(([name, pick, unit, pure]) => {
+      ["metric", "k", "marginal cost per entry", "verdict"],
+      metrics.map(([name, pick, unit]) => {
         const g = growth(rs, pick);
-        return [
-          name,
-          Number.isFinite(g.k) ? g.k.toFixed(2) : "-",
-          `${g.perEntry.map((v) => v.toFixed(unit === "KiB" ? 1 : 4)).join(" / ")} ${unit}`,
-          verdict(g.k, pure ? refK : undefined),
-        ];
+        return [name, fk(g.k), `${g.perEntry.map((v) => v.toFixed(unit === "KiB" ? 1 : 2)).join(" / ")} ${unit}`, verdict(g.k)];
       }),
     ),
   );
+
+  out.push("", "### Pure stages (no Pulumi, no I/O)", "");
+  out.push(
+    "Each in a fresh process that runs nothing else, mean CPU time of repeated calls after a full GC, median of 3. Reference: a Map and a Set over the entry names, the cheapest linear pass there is; its cost per name rises with n too (hash tables outgrow the CPU caches and the young generation), so a stage that grows like the reference is linear in its algorithm.",
+    "",
+  );
+  const pr = p.pure.after;
+  out.push(
+    table(
+      ["entries", "contract parse (ms)", "plan (ms)", "observe (ms)", "audit (ms)", "Map + Set reference (ms)"],
+      pr.map((r) => [r.entries, ms(r.parseMs), ms(r.planMs), ms(r.observeMs), ms(r.auditMs), r.mapRefMs.toFixed(3)]),
+    ),
+  );
+  out.push("");
+  const refK = pureGrowth(pr, (r) => r.mapRefMs).k;
+  const last2 = pr.slice(-2);
+  const ratio = (pick: (r: PureResult) => number) => {
+    const [a, b] = last2;
+    return a && b ? pick(b) / pick(a) : Number.NaN;
+  };
+  const pureMetrics: [string, (r: PureResult) => number][] = [
+    ["contract parse (`parseContract`)", (r) => r.parseMs],
+    ["plan (`selectEntries` + `resolveExposures`)", (r) => r.planMs],
+    ["observe (`observe`)", (r) => r.observeMs],
+    ["audit (`auditExposure`)", (r) => r.auditMs],
+    ["reference: Map + Set of the names", (r) => r.mapRefMs],
+  ];
+  const [pa, pb] = last2;
+  out.push(
+    table(
+      [
+        "stage",
+        "k",
+        `× from ${pa?.entries.toLocaleString("en")} to ${pb?.entries.toLocaleString("en")} entries (×${pa && pb ? pb.entries / pa.entries : "-"} entries)`,
+        "verdict",
+      ],
+      pureMetrics.map(([name, pick]) => {
+        const g = pureGrowth(pr, pick);
+        return [name, fk(g.k), x(ratio(pick)), name.startsWith("reference") ? "" : verdict(g.k, refK)];
+      }),
+    ),
+  );
+
   if (p.before && p.before.length === rs.length) {
     const before = p.before;
-    out.push("");
-    out.push(`Before/after the fixes of this issue (same run, same machine; "before" is commit \`${p.baselineRev}\` with the same bench code):`);
-    out.push("");
+    const pureBefore = p.pure.before ?? [];
+    out.push("", "### Before and after the fixes", "");
+    out.push(`Same run, same machine, interleaved size by size; "before" is commit \`${p.baselineRev}\` measured with the same bench code.`, "");
+    const pair = (bv: number | undefined, av: number) => `${ms(bv ?? Number.NaN)} → ${ms(av)}`;
     out.push(
       table(
-        [
-          "entries",
-          "plan before → after (ms)",
-          "observe before → after (ms)",
-          "audit before → after (ms)",
-          "program CPU before → after (ms)",
-          "render CPU before → after (ms)",
-        ],
-        rs.map((a, i) => {
-          const b = before[i] as ProgramResult;
-          const pair = (bv: number, av: number) => `${ms(bv)} → ${ms(av)}`;
-          return [
-            a.entries,
-            pair(b.planMs, a.planMs),
-            pair(b.observeMs, a.observeMs),
-            pair(b.auditMs, a.auditMs),
-            pair(b.evalCpuMs, a.evalCpuMs),
-            pair(b.renderCpuMs, a.renderCpuMs),
-          ];
+        ["entries", "plan (ms)", "observe (ms)", "audit (ms)", "contract parse (ms)"],
+        pr.map((a, i) => {
+          const b = pureBefore[i];
+          return [a.entries, pair(b?.planMs, a.planMs), pair(b?.observeMs, a.observeMs), pair(b?.auditMs, a.auditMs), pair(b?.parseMs, a.parseMs)];
         }),
       ),
     );
-    const kb = growth(before, (r) => r.planMs).k;
-    const ka = growth(rs, (r) => r.planMs).k;
     out.push("");
-    const kr = growth(rs, (r) => r.mapRefMs).k;
-    const f = (k: number) => (Number.isFinite(k) ? k.toFixed(2) : "-");
-    out.push(`Plan growth exponent before: ${f(kb)} (${verdict(kb, kr)}); after: ${f(ka)} (${verdict(ka, kr)}); Map/Set reference: ${f(kr)}.`);
+    if (pureBefore.length === pr.length) {
+      const line = (name: string, pick: (r: PureResult) => number) =>
+        `${name}: k ${fk(pureGrowth(pureBefore, pick).k)} → ${fk(pureGrowth(pr, pick).k)} (${verdict(pureGrowth(pureBefore, pick).k, refK)} → ${verdict(pureGrowth(pr, pick).k, refK)})`;
+      out.push(
+        `Growth exponents before → after (Map/Set reference ${fk(refK)}): ${[line("plan", (r) => r.planMs), line("observe", (r) => r.observeMs), line("audit", (r) => r.auditMs)].join("; ")}.`,
+        "",
+      );
+    }
+    out.push(
+      table(
+        ["entries", "program CPU before → after (ms)", "`exposure render` CPU before → after (ms)"],
+        rs.map((a, i) => {
+          const b = before[i] as ProgramResult;
+          return [a.entries, pair(b.evalCpuMs, a.evalCpuMs), pair(b.renderCpuMs, a.renderCpuMs)];
+        }),
+      ),
+    );
+    out.push("", "The program's total barely moves: the planning it saved is milliseconds against seconds of resource registration by the SDK.");
   }
   out.push("");
   out.push(
-    `Medians of ${rs.map((r) => r.reps).join("/")} repetitions after one warm-up run, each size in a fresh \`node --expose-gc\` process; the pure stages (parse, plan, observe, audit) are the mean CPU time of repeated calls within each repetition. Growth verdicts use CPU time (all the process' threads, GC included): wall time on a shared machine moves with other people's work, CPU time of a single-threaded program barely does.`,
+    `Program: medians of ${rs.map((r) => r.reps).join("/")} repetitions after one warm-up run, each size in a fresh \`node --expose-gc\` process. Growth verdicts use CPU time (all the process' threads, GC included): wall time on a shared machine moves with other people's work, CPU time of a single-threaded program much less.`,
   );
   return out.join("\n");
 }
@@ -312,13 +351,24 @@ function summarySection(r: BenchResults): string {
       `${ms(p.after[0]?.evalCpuMs ?? Number.NaN)} ms → ${ms(last?.evalCpuMs ?? Number.NaN)} ms; ${g.perEntry.map((v) => v.toFixed(1)).join(" / ")} ms per added entry (9→100 / 100→500 / 500→2,000); heap ${mib(last?.heapRetainedBytes ?? 0)} MiB, peak RSS ${mib(last?.rssDeltaBytes ?? 0)} MiB at 2,000`,
       verdict(g.k),
     ]);
-    const plan = growth(p.after, (x) => x.planMs);
-    const planBefore = p.before ? growth(p.before, (x) => x.planMs) : undefined;
-    rows.push([
-      "Planning (selectEntries + resolveExposures)",
-      `${ms(last?.planMs ?? Number.NaN)} ms at 2,000${p.before ? ` (was ${ms(p.before[p.before.length - 1]?.planMs ?? Number.NaN)} ms, k ${planBefore?.k.toFixed(2)} → ${plan.k.toFixed(2)})` : ""}`,
-      verdict(plan.k, growth(p.after, (x) => x.mapRefMs).k),
-    ]);
+    const pr = p.pure.after;
+    const pb = p.pure.before;
+    const refK = pureGrowth(pr, (x) => x.mapRefMs).k;
+    const lastPure = pr[pr.length - 1];
+    for (const [name, pick] of [
+      ["Planning (`selectEntries` + `resolveExposures`)", (x: PureResult) => x.planMs],
+      ["`observe` (status, portal)", (x: PureResult) => x.observeMs],
+      ["`auditExposure` (drift)", (x: PureResult) => x.auditMs],
+      ["Contract parse", (x: PureResult) => x.parseMs],
+    ] as const) {
+      const after = pureGrowth(pr, pick).k;
+      const beforeLast = pb?.[pb.length - 1];
+      rows.push([
+        `${name}, up to ${lastPure?.entries.toLocaleString("en")} entries`,
+        `${ms(lastPure ? pick(lastPure) : Number.NaN)} ms at ${lastPure?.entries.toLocaleString("en")}${beforeLast ? ` (before the fixes: ${ms(pick(beforeLast))} ms)` : ""}; k ${fk(after)}${pb ? ` (before: ${fk(pureGrowth(pb, pick).k)})` : ""}, reference ${fk(refK)}`,
+        verdict(after, refK),
+      ]);
+    }
   }
   const live = r.live && !isSkipped(r.live) ? r.live : undefined;
   if (live && !("skipped" in live.up)) {

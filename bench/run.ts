@@ -17,7 +17,7 @@ import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { type LiveResults, measureLive } from "./live";
 import { measureProbe, type ProbeBench } from "./probe";
-import type { ProgramResult } from "./program";
+import type { ProgramResult, PureResult } from "./program";
 import { renderMarkdown } from "./report";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -26,6 +26,9 @@ const projectDir = path.resolve(__dirname, "..");
 export const PRE_FIX_REV = "b24298e^";
 
 export const PROGRAM_SIZES = [9, 100, 500, 2000] as const;
+/** The pure stages cost milliseconds: they also run at 8,000 entries, where an O(n²) cannot hide. */
+export const PURE_SIZES = [9, 100, 500, 2000, 8000] as const;
+const PURE_REPS = 3;
 const LIVE_UP_SIZES = [9, 100] as const;
 const LIVE_STATUS_SIZES = [9, 100, 500] as const;
 
@@ -47,7 +50,14 @@ export interface BenchResults {
     loadAtPart: Record<string, number>;
     durationS?: number;
   };
-  program?: { after: ProgramResult[]; before?: ProgramResult[]; baselineRev?: string } | Skipped;
+  program?:
+    | {
+        after: ProgramResult[];
+        before?: ProgramResult[];
+        pure: { after: PureResult[]; before?: PureResult[] };
+        baselineRev?: string;
+      }
+    | Skipped;
   live?: LiveResults | Skipped;
   probe?: ProbeBench | Skipped;
 }
@@ -97,21 +107,29 @@ const repsFor = (size: number) => (size >= 2000 ? 3 : 5);
 function runProgram(baseline: string | undefined): NonNullable<BenchResults["program"]> {
   const after: ProgramResult[] = [];
   const before: ProgramResult[] = [];
+  const pureAfter: PureResult[] = [];
+  const pureBefore: PureResult[] = [];
   const baseDir = baseline ? baselineTree(baseline) : undefined;
   try {
+    // Before and after alternate per size, so a change in machine load hits both alike.
+    for (const size of PURE_SIZES) {
+      log(`part 1: pure stages, ${size} entries${baseDir ? ", before and after" : ""}`);
+      if (baseDir) pureBefore.push(worker<PureResult>(baseDir, [String(size), String(PURE_REPS), "--pure"]));
+      pureAfter.push(worker<PureResult>(projectDir, [String(size), String(PURE_REPS), "--pure"]));
+    }
     for (const size of PROGRAM_SIZES) {
-      // Before and after alternate per size, so a change in machine load hits both alike.
-      if (baseDir) {
-        log(`part 1: ${size} entries, baseline ${baseline}`);
-        before.push(programWorker(baseDir, size, repsFor(size)));
-      }
-      log(`part 1: ${size} entries, this tree`);
+      log(`part 1: program, ${size} entries${baseDir ? ", before and after" : ""}`);
+      if (baseDir) before.push(programWorker(baseDir, size, repsFor(size)));
       after.push(programWorker(projectDir, size, repsFor(size)));
     }
   } finally {
     if (baseDir) fs.rmSync(baseDir, { recursive: true, force: true });
   }
-  return { after, ...(baseline ? { before, baselineRev: baseline } : {}) };
+  return {
+    after,
+    pure: { after: pureAfter, ...(baseline ? { before: pureBefore } : {}) },
+    ...(baseline ? { before, baselineRev: baseline } : {}),
+  };
 }
 
 function gitHead(): string {
