@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import { promisify } from "node:util";
-import type { Contract } from "../src/contract/schema";
+import type { Contract, Endpoint } from "../src/contract/schema";
 import { UserError } from "../src/errors";
 import type { ClusterReader } from "../src/kube/cluster";
 import { LiveClusterReader } from "../src/kube/live";
@@ -20,6 +20,8 @@ export interface OpenStack {
   contractFile: string;
   /** Names of the exposed entries this stack publishes. */
   selected: string[];
+  /** The same entries, as the contract declares them. */
+  selectedEntries: Endpoint[];
 }
 
 /** Loads a stack's settings and contract (no cluster access): the commands' common start. */
@@ -29,7 +31,7 @@ export function openStack(ctx: CommandContext, stack: string, contractOverride?:
   const { settings, contract, contractFile } = loadInputs({ projectDir: ctx.projectDir, stack, config });
   const selection = selectEntries(contract, settings.entries);
   if (selection.problems.length) throw new UserError(selection.problems.join("; "));
-  return { stack, config, settings, contract, contractFile, selected: selection.entries.map((e) => e.name) };
+  return { stack, config, settings, contract, contractFile, selected: selection.entries.map((e) => e.name), selectedEntries: selection.entries };
 }
 
 /**

@@ -132,8 +132,9 @@ export async function probeAll(targets: readonly ProbeTarget[], opts: { concurre
  * timeout the contract declares for that entry (contract timeoutSeconds wins over the default).
  */
 export function probeTargets(urls: Readonly<Record<string, string>>, contract: Contract | undefined, defaultTimeoutMs: number): ProbeTarget[] {
+  const declared = new Map(contract?.endpoints.map((e) => [e.name, e.probe]));
   return Object.entries(urls).map(([name, url]) => {
-    const probe = contract?.endpoints.find((e) => e.name === name)?.probe;
+    const probe = declared.get(name);
     return {
       name,
       url,

@@ -64,7 +64,7 @@ export function manifestTypeOf(token: string): { apiVersion: string; kind: strin
 export async function render(opts: { projectDir: string; stack: string; cluster: ClusterReader; contract?: string }): Promise<Rendered> {
   const config = readStackConfig(opts.projectDir, opts.stack);
   if (opts.contract) config[`${PROJECT}:contract`] = path.resolve(opts.contract);
-  const existing = await opts.cluster.listServices();
+  const existing = new Map((await opts.cluster.listServices()).map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
   const objects: Record<string, unknown>[] = [];
   const releases: RenderedRelease[] = [];
 
@@ -89,7 +89,7 @@ export async function render(opts: { projectDir: string; stack: string; cluster:
         const manifest = { ...type, ...inputs };
         objects.push(manifest);
         const meta = inputs.metadata as { name?: string; namespace?: string } | undefined;
-        const live = existing.find((s) => s.metadata.name === meta?.name && s.metadata.namespace === meta?.namespace);
+        const live = existing.get(`${meta?.namespace}/${meta?.name}`);
         return { id: `${meta?.namespace}/${meta?.name}`, state: type.kind === "Service" && live ? withLivePorts(manifest, live) : manifest };
       },
       call: (args) => {

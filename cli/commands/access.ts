@@ -96,7 +96,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     const forwardSetup = values.forward ? forwardConfig(opened, values["lima-instance"], ctx) : undefined;
 
     const cluster = await connect(opened, timeoutMs);
-    const selectedEntries = opened.contract.endpoints.filter((e) => opened.selected.includes(e.name));
+    const { selectedEntries } = opened;
     const observed = await readObservedCluster(cluster, selectedEntries);
     const observation = observe(opened.contract, observed, {
       selected: opened.selected,

@@ -40,10 +40,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
       readPublished(ctx, values.stack, values.outputs, readOutputs),
       connect(opened, timeoutMs).then(async (reader) => ({
         source: reader.source,
-        observed: await readObservedCluster(
-          reader,
-          opened.contract.endpoints.filter((e) => opened.selected.includes(e.name)),
-        ),
+        observed: await readObservedCluster(reader, opened.selectedEntries),
       })),
     ]);
     if (published.source.from === "unavailable") {
