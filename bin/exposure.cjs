@@ -5,7 +5,7 @@ const { main } = require("../cli/main.ts");
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    process.stderr.write(`exposure: internal error: ${err && err.stack ? err.stack : err}\n`);
+    process.stderr.write(`exposure: internal error: ${err?.stack ?? err}\n`);
     process.exit(1);
   },
 );

@@ -11,17 +11,7 @@ import { stringify } from "yaml";
 import type { Command, CommandContext } from "../cli/context";
 import { COMMANDS, main } from "../cli/main";
 import { SnapshotReader } from "../src/kube/cluster";
-import {
-  ENTRY_LABEL,
-  type EndpointSlice,
-  MANAGED_BY_LABEL,
-  MANAGED_BY_VALUE,
-  type Node,
-  type Pod,
-  type Secret,
-  type Service,
-  type ServicePort,
-} from "../src/kube/types";
+import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Secret, type Service } from "../src/kube/types";
 import { node, service } from "./fixtures";
 
 /** A contract exercising every kind of entry the operator commands handle. */

@@ -77,7 +77,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     );
     if (!values.stack) throw usageError("--stack is required", USAGE);
     if (values.forward && values.stop) throw usageError("--forward and --stop exclude each other", USAGE);
-    if (values["dotenv"] !== undefined && values["no-dotenv"]) throw usageError("--dotenv and --no-dotenv exclude each other", USAGE);
+    if (values.dotenv !== undefined && values["no-dotenv"]) throw usageError("--dotenv and --no-dotenv exclude each other", USAGE);
     if (values["lima-instance"] !== undefined && !values.forward) throw usageError("--lima-instance goes with --forward", USAGE);
     const stack = values.stack;
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, USAGE);
@@ -92,7 +92,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     }
 
     // Everything that can be refused without the cluster is checked first, before any forward starts.
-    const envTarget = values["no-dotenv"] ? undefined : await checkEnvTarget(ctx, values["dotenv"]);
+    const envTarget = values["no-dotenv"] ? undefined : await checkEnvTarget(ctx, values.dotenv);
     const forwardSetup = values.forward ? forwardConfig(opened, values["lima-instance"], ctx) : undefined;
 
     const cluster = await connect(opened, timeoutMs);
