@@ -3,7 +3,7 @@
 //      the same Services created with the client library (the floor any tool pays).
 //   3. `exposure status` and `exposure drift`'s audit: API requests (LiveClusterReader
 //      counts them) and wall time, for growing contracts.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -14,7 +14,18 @@ import type { CommandContext } from "../cli/context";
 import { connectLiveCluster } from "../cli/operator";
 import type { ClusterReader } from "../src/kube/cluster";
 import { LiveClusterReader } from "../src/kube/live";
-import { addNodes, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "../test/e2e/harness";
+import {
+  addNodes,
+  type Cluster,
+  makeSandbox,
+  type ProcessResult,
+  providerVersions,
+  runProcess,
+  type Sandbox,
+  setCiliumConfig,
+  startCluster,
+  toolchainBin,
+} from "../test/e2e/harness";
 import { BENCH_NODES, contractYaml, type GeneratedEntry, generateEntries, hasService, managedService, selectorOf, vendoredService } from "./gen";
 import { median } from "./stats";
 
@@ -220,20 +231,8 @@ const tail = (r: { code: number | null; stdout: string; stderr: string }) => `ex
  * `sandbox.pulumi()` with the same arguments and environment, but asynchronous: a synchronous
  * spawn would block this process' event loop (its timers, its client connections) for minutes.
  */
-function pulumiAsync(sandbox: Sandbox, bin: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
-  return new Promise((resolve) => {
-    const t0 = performance.now();
-    const child = spawn(path.join(bin, "pulumi"), [...args, "--stack", "sandbox", "--non-interactive"], { cwd: sandbox.dir, env: sandbox.env });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on("close", (code) => resolve({ code, stdout, stderr, ms: performance.now() - t0 }));
-  });
+function pulumiAsync(sandbox: Sandbox, bin: string, args: string[]): Promise<ProcessResult> {
+  return runProcess(path.join(bin, "pulumi"), [...args, "--stack", "sandbox", "--non-interactive"], { cwd: sandbox.dir, env: sandbox.env });
 }
 
 async function measureUp(c: Cluster, sandbox: Sandbox, bin: string, size: number, transpileOnly: boolean, log: (m: string) => void): Promise<UpRow> {

@@ -2,7 +2,6 @@
 // HTTP servers on 127.0.0.1 only (one port each, as each UI has its own nodePort): nothing
 // leaves the loopback. The question is whether a slow UI costs its own latency once
 // (concurrent probing) or delays every other probe (sequential probing).
-import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -11,6 +10,7 @@ import * as path from "node:path";
 import { stringify } from "yaml";
 import { parseContract } from "../src/contract/load";
 import { probeAll, probeTargets } from "../src/probe";
+import { type ProcessResult, runProcess } from "../test/e2e/harness";
 
 export interface ProbeBench {
   urls: number;
@@ -39,21 +39,9 @@ async function listen(handler: http.RequestListener): Promise<http.Server> {
   return server;
 }
 
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
-  return new Promise((resolve) => {
-    const t0 = performance.now();
-    // Async spawn: the servers answering the probes live in this process' event loop.
-    const child = spawn(process.execPath, [path.join(projectDir, "bin/exposure.cjs"), ...args], { cwd: projectDir });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on("close", (code) => resolve({ code, stdout, stderr, ms: performance.now() - t0 }));
-  });
+function runCli(args: string[]): Promise<ProcessResult> {
+  // Async: the servers answering the probes live in this process' event loop.
+  return runProcess(process.execPath, [path.join(projectDir, "bin/exposure.cjs"), ...args], { cwd: projectDir });
 }
 
 export async function measureProbe(opts: { urls: number; slowMs: number; fastMs: number }): Promise<ProbeBench> {

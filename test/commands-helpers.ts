@@ -12,7 +12,7 @@ import type { Command, CommandContext } from "../cli/context";
 import { COMMANDS, main } from "../cli/main";
 import { SnapshotReader } from "../src/kube/cluster";
 import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Secret, type Service } from "../src/kube/types";
-import { node, service } from "./fixtures";
+import { node, service, slice } from "./fixtures";
 
 /** A contract exercising every kind of entry the operator commands handle. */
 export const TEST_CONTRACT = `version: 1
@@ -122,7 +122,7 @@ export async function runCommand(name: string, run: Command, argv: string[], cap
 }
 
 // Cluster objects shared with the core tests.
-export { node, service };
+export { node, service, slice };
 
 /** Our NodePort Service for an entry, as the program creates it. */
 export function managedService(
@@ -137,15 +137,6 @@ export function managedService(
     labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [ENTRY_LABEL]: entry },
     ports: [{ name: opts.portName ?? "http", port: 80, targetPort: opts.targetPort, nodePort, protocol: "TCP" }],
   });
-}
-
-export function slice(namespace: string, serviceName: string, ready: boolean[]): EndpointSlice {
-  return {
-    apiVersion: "discovery.k8s.io/v1",
-    kind: "EndpointSlice",
-    metadata: { name: `${serviceName}-abcde`, namespace, labels: { "kubernetes.io/service-name": serviceName } },
-    endpoints: ready.map((r, i) => ({ addresses: [`10.244.0.${i + 10}`], conditions: { ready: r } })),
-  };
 }
 
 export function pod(

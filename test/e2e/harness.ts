@@ -1,7 +1,7 @@
 // End-to-end harness: a real kube-apiserver + etcd (+ kube-controller-manager) on loopback,
 // the real Pulumi CLI, language host and providers, all built from Go modules by
 // scripts/e2e-toolchain.sh. Everything (ports, folders, PULUMI_HOME, state) is private to a run.
-import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -140,6 +140,30 @@ export async function setCiliumConfig(c: Cluster, kubeProxyReplacement: "true" |
   }
 }
 
+export interface ProcessResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/** Runs a command without blocking this process (its own servers keep answering meanwhile). */
+export function runProcess(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<ProcessResult> {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    child.on("close", (code) => resolve({ code, stdout, stderr, ms: performance.now() - t0 }));
+  });
+}
+
 export interface Sandbox {
   dir: string;
   env: NodeJS.ProcessEnv;
@@ -149,7 +173,7 @@ export interface Sandbox {
   /** Starts a long-running `exposure` command (the portal); the caller kills it. */
   exposureSpawn(args: string[]): ChildProcess;
   /** Same, without blocking this process (for scenarios where the test itself serves HTTP). */
-  exposureAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  exposureAsync(args: string[]): Promise<ProcessResult>;
 }
 
 /**
@@ -202,12 +226,7 @@ export function makeSandbox(bin: string, cluster: Cluster, versions: { kubernete
     pulumi: (args, opts) => run(path.join(bin, "pulumi"), [...args, "--stack", "sandbox", "--non-interactive"], opts?.timeoutMs ?? 600_000),
     exposure: (args) => run(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], 120_000),
     exposureSpawn: (args) => spawn(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] }),
-    exposureAsync: (args) =>
-      new Promise((resolve) => {
-        execFile(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env, timeout: 120_000 }, (err, stdout, stderr) =>
-          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-        );
-      }),
+    exposureAsync: (args) => runProcess(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env }),
   };
 }
 
