@@ -4,7 +4,7 @@
 // cost below it is the SDK's, whatever the program does.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { NodePortPlan } from "../src/plan";
+import type { NodePortPlan } from "../src/core/plan";
 
 /** A component that only registers (no outputs, no apply chains). */
 class Floor extends pulumi.ComponentResource {

@@ -12,7 +12,7 @@ import {
   type Node,
   type Pod,
   type Service,
-} from "../src/kube/types";
+} from "../src/core/kube/types";
 
 export interface GeneratedEntry {
   name: string;

@@ -12,8 +12,8 @@ import { createDriftCommand, PULUMI_EXIT_CHANGES } from "../cli/commands/drift";
 import { createStatusCommand } from "../cli/commands/status";
 import type { CommandContext } from "../cli/context";
 import { connectLiveCluster } from "../cli/operator";
-import type { ClusterReader } from "../src/kube/cluster";
-import { LiveClusterReader } from "../src/kube/live";
+import { LiveClusterReader } from "../src/adapters/kube-live";
+import type { ClusterReader } from "../src/core/kube/cluster";
 import {
   addNodes,
   type Cluster,

@@ -8,8 +8,8 @@ import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { stringify } from "yaml";
-import { parseContract } from "../src/contract/load";
-import { probeAll, probeTargets } from "../src/probe";
+import { probeAll, probeTargets } from "../src/adapters/http-probe";
+import { parseContract } from "../src/core/contract/parse";
 import { type ProcessResult, runProcess } from "../test/e2e/harness";
 
 export interface ProbeBench {

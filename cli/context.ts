@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { UserError } from "../src/errors";
+import { UserError } from "../src/core/errors";
 
 /** What every command receives: where the project is, and how to print. */
 export interface CommandContext {

@@ -1,4 +1,4 @@
-import { UserError } from "../src/errors";
+import { UserError } from "../src/core/errors";
 import { access } from "./commands/access";
 import { check } from "./commands/check";
 import { drift } from "./commands/drift";

@@ -1,7 +1,7 @@
 // Helpers shared by the operator commands (status, drift, probe, access): flag parsing,
 // the cluster connection with a short timeout, and plain-text tables.
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import type { ClusterReader } from "../src/kube/cluster";
+import type { ClusterReader } from "../src/core/kube/cluster";
 import { usageError } from "./context";
 import { connectCluster, type OpenStack } from "./stack";
 

@@ -1,13 +1,13 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { releaseResourceName } from "../src/cilium/adopt";
-import { type CiliumPlan, type CiliumReleasePlan, type CiliumSummary, ciliumSummary } from "../src/cilium/plan";
+import { releaseResourceName } from "../src/core/cilium/adopt";
+import { type CiliumPlan, type CiliumReleasePlan, type CiliumSummary, ciliumSummary } from "../src/core/cilium/plan";
 
 export interface CiliumArgs {
   plan: CiliumPlan;
 }
 
-/** Release arguments; `name` and `namespace` are always explicit (see src/cilium/adopt.ts). */
+/** Release arguments; `name` and `namespace` are always explicit (see src/core/cilium/adopt.ts). */
 export function releaseArgs(r: CiliumReleasePlan): k8s.helm.v3.ReleaseArgs {
   return {
     // An explicit name: without it the provider auto-names `<resource>-<hex>`, which would

@@ -1,8 +1,8 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { stringify } from "yaml";
-import type { Contract } from "../src/contract/schema";
-import { bundlePortalServer } from "../src/portal/bundle";
+import { bundlePortalServer } from "../src/adapters/portal-bundle";
+import type { Contract } from "../src/core/contract/schema";
 import {
   PORTAL_APP_DIR,
   PORTAL_CONTAINER_PORT,
@@ -14,8 +14,8 @@ import {
   PORTAL_SELECTOR,
   PORTAL_UID,
   portalService,
-} from "../src/portal/spec";
-import type { PortalSettings, Settings } from "../src/settings";
+} from "../src/core/portal/spec";
+import type { PortalSettings, Settings } from "../src/core/settings";
 
 export interface PortalArgs {
   settings: PortalSettings;
@@ -148,8 +148,8 @@ export class Portal extends pulumi.ComponentResource {
     this.service = new k8s.core.v1.Service(
       `${name}-svc`,
       {
-        // A fixed name from src/portal/spec.ts: the contract's `portal` entry mirrors it, and the
-        // planner read this same spec before it existed (withStackServices in src/plan.ts).
+        // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, and the
+        // planner read this same spec before it existed (withStackServices in src/core/plan.ts).
         metadata: { name: spec.metadata.name, namespace, labels: spec.metadata.labels ?? {}, ...(awaitAnnotations ? { annotations: awaitAnnotations } : {}) },
         spec: {
           type: "ClusterIP",

@@ -5,6 +5,8 @@ import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AccessDeps, createAccessCommand } from "../cli/commands/access";
 import { openStack } from "../cli/stack";
+import { writePrivateFile } from "../src/adapters/env-file";
+import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import {
   accessEndpoints,
   accessEntries,
@@ -14,13 +16,12 @@ import {
   readCredentials,
   renderEnvTemplate,
   resolveReference,
-} from "../src/access";
-import { writePrivateFile } from "../src/access-env";
-import { parseContract } from "../src/contract/load";
-import { UserError } from "../src/errors";
-import type { ClusterReader } from "../src/kube/cluster";
-import { SnapshotReader } from "../src/kube/cluster";
-import { observe } from "../src/observe";
+} from "../src/core/access";
+import { parseContract } from "../src/core/contract/parse";
+import { UserError } from "../src/core/errors";
+import type { ClusterReader } from "../src/core/kube/cluster";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import { observe } from "../src/core/observe";
 import {
   capture,
   closedPort,
@@ -226,7 +227,7 @@ describe("the .env template", () => {
   it("the versioned template renders against the example contract with no unknown placeholder", () => {
     const projectDir = path.resolve(__dirname, "..");
     const opened = openStack(capture(projectDir).ctx, "dirqual");
-    const cluster = SnapshotReader.fromFile(path.join(projectDir, "examples", "dirqual-cluster.yaml"));
+    const cluster = readSnapshotFile(path.join(projectDir, "examples", "dirqual-cluster.yaml"));
     return Promise.all([cluster.listServices(), cluster.listNodes()]).then(([services, nodes]) => {
       const observation = observe(
         opened.contract,

@@ -1,11 +1,12 @@
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { openStack } from "../cli/stack";
-import { auditExposure, matchesPattern } from "../src/audit";
-import { parseContract } from "../src/contract/load";
-import { SnapshotReader } from "../src/kube/cluster";
-import type { Pod, Service } from "../src/kube/types";
-import type { Allowlist } from "../src/settings";
+import { readSnapshotFile } from "../src/adapters/snapshot-file";
+import { auditExposure, matchesPattern } from "../src/core/audit";
+import { parseContract } from "../src/core/contract/parse";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import type { Pod, Service } from "../src/core/kube/types";
+import type { Allowlist } from "../src/core/settings";
 import { capture, managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./commands-helpers";
 
 const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
@@ -171,7 +172,7 @@ describe("auditExposure on examples/dirqual-cluster.yaml with the dirqual stack'
   it("finds the eight Gateway LoadBalancer Services, all allowlisted: no drift", async () => {
     const projectDir = path.resolve(__dirname, "..");
     const opened = openStack(capture(projectDir).ctx, "dirqual");
-    const cluster = SnapshotReader.fromFile(path.join(projectDir, "examples", "dirqual-cluster.yaml"));
+    const cluster = readSnapshotFile(path.join(projectDir, "examples", "dirqual-cluster.yaml"));
     const result = auditExposure({
       contract: opened.contract,
       selected: opened.selected,

@@ -7,15 +7,16 @@ import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { Cilium, releaseArgs, releaseOptions } from "../components/cilium";
-import { importCommand, RELEASE_TYPE, releaseResourceName } from "../src/cilium/adopt";
-import { type CiliumObservation, type CiliumPlan, ciliumSummary, coexisting, planCilium, unacknowledgedLoss } from "../src/cilium/plan";
-import { deepMerge, extraValuesProblems, l4Values } from "../src/cilium/values";
-import { CHART_KEYS, type ChartKeys, chartKeysFor, chartMinor, SUPPORTED_MINORS } from "../src/cilium/versions";
-import { UserError } from "../src/errors";
-import { SnapshotReader } from "../src/kube/cluster";
-import type { GenericObject, Service } from "../src/kube/types";
-import { render } from "../src/render";
-import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/settings";
+import { readSnapshotFile } from "../src/adapters/snapshot-file";
+import { importCommand, RELEASE_TYPE, releaseResourceName } from "../src/core/cilium/adopt";
+import { type CiliumObservation, type CiliumPlan, ciliumSummary, coexisting, planCilium, unacknowledgedLoss } from "../src/core/cilium/plan";
+import { deepMerge, extraValuesProblems, l4Values } from "../src/core/cilium/values";
+import { CHART_KEYS, type ChartKeys, chartKeysFor, chartMinor, SUPPORTED_MINORS } from "../src/core/cilium/versions";
+import { UserError } from "../src/core/errors";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import type { GenericObject, Service } from "../src/core/kube/types";
+import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/core/settings";
+import { render } from "../src/infra/render";
 
 const projectDir = path.resolve(__dirname, "..");
 const VERSIONS = ["1.16.19", "1.17.18", "1.18.12", "1.19.6", "1.20.0"];
@@ -496,7 +497,7 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
   afterEach(() => pulumi.runtime.disconnect());
 
   it("bench (l4): one Cilium release with the 1.18 values, nothing else of Cilium", async () => {
-    const out = await render({ projectDir, stack: "bench", cluster: SnapshotReader.fromFile(path.join(projectDir, "examples/bench-cluster.yaml")) });
+    const out = await render({ projectDir, stack: "bench", cluster: readSnapshotFile(path.join(projectDir, "examples/bench-cluster.yaml")) });
     expect(out.releases).toEqual([
       {
         chart: "cilium",
@@ -529,7 +530,7 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
   });
 
   it("dirqual (cohabit): no release and no Cilium object; outputs what coexists", async () => {
-    const out = await render({ projectDir, stack: "dirqual", cluster: SnapshotReader.fromFile(path.join(projectDir, "examples/dirqual-cluster.yaml")) });
+    const out = await render({ projectDir, stack: "dirqual", cluster: readSnapshotFile(path.join(projectDir, "examples/dirqual-cluster.yaml")) });
     expect(out.releases).toEqual([]);
     expect(out.objects.filter((o) => o.kind !== "Service" || (o.metadata as { namespace?: string }).namespace === "kube-system")).toEqual([]);
     const cilium = out.outputs.cilium as {
@@ -554,7 +555,7 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
       ["bench", "examples/bench-cluster.yaml"],
       ["dirqual", "examples/dirqual-cluster.yaml"],
     ] as const) {
-      const out = await render({ projectDir, stack, cluster: SnapshotReader.fromFile(path.join(projectDir, snapshot)) });
+      const out = await render({ projectDir, stack, cluster: readSnapshotFile(path.join(projectDir, snapshot)) });
       await pulumi.runtime.disconnect();
       const declared = out.objects.map((o) => `${o.apiVersion} ${o.kind}`);
       expect(declared.filter((d) => FORBIDDEN_KINDS.some((k) => d.endsWith(` ${k}`)))).toEqual([]);
@@ -591,7 +592,7 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
       projectDir: dir,
       stack: "dirqual",
       contract: exampleContract,
-      cluster: SnapshotReader.fromFile(path.join(projectDir, "examples/dirqual-cluster.yaml")),
+      cluster: readSnapshotFile(path.join(projectDir, "examples/dirqual-cluster.yaml")),
     });
     await expect(run).rejects.toThrow(
       [
@@ -610,7 +611,7 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
       projectDir: dir,
       stack: "bench",
       contract: exampleContract,
-      cluster: SnapshotReader.fromFile(path.join(projectDir, "examples/bench-cluster.yaml")),
+      cluster: readSnapshotFile(path.join(projectDir, "examples/bench-cluster.yaml")),
     });
     await expect(run).rejects.toThrow(
       "stack bench cannot be deployed (nothing was changed): cilium (l4): ui-exposure:cilium.values.gatewayAPI.enabled is true; mode 'l4' needs false (no GatewayClass, Gateway or HTTPRoute on the L4 path)",

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDriftCommand, type PulumiRun, type PulumiRunner, summarisePreview } from "../cli/commands/drift";
-import { UserError } from "../src/errors";
-import type { ClusterReader } from "../src/kube/cluster";
+import { UserError } from "../src/core/errors";
+import type { ClusterReader } from "../src/core/kube/cluster";
 import { capture, healthyCluster, makeProject, runCommand, service, snapshot, stackFile, type TestProject } from "./commands-helpers";
 
 let project: TestProject;

@@ -10,8 +10,8 @@ import * as path from "node:path";
 import { stringify } from "yaml";
 import type { Command, CommandContext } from "../cli/context";
 import { COMMANDS, main } from "../cli/main";
-import { SnapshotReader } from "../src/kube/cluster";
-import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Secret, type Service } from "../src/kube/types";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Secret, type Service } from "../src/core/kube/types";
 import { node, service, slice } from "./fixtures";
 
 /** A contract exercising every kind of entry the operator commands handle. */

@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProbeCommand, type ProbeDeps } from "../cli/commands/probe";
-import { UserError } from "../src/errors";
+import { UserError } from "../src/core/errors";
 import { capture, closedPort, type LocalServer, makeProject, runCommand, stackFile, startServer, type TestProject } from "./commands-helpers";
 
 let project: TestProject;

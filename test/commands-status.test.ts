@@ -3,8 +3,8 @@ import * as net from "node:net";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStatusCommand, type StatusDeps } from "../cli/commands/status";
-import { UserError } from "../src/errors";
-import type { ClusterReader, SnapshotReader } from "../src/kube/cluster";
+import { UserError } from "../src/core/errors";
+import type { ClusterReader, SnapshotReader } from "../src/core/kube/cluster";
 import {
   capture,
   healthyCluster,

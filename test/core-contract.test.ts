@@ -3,7 +3,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../cli/main";
-import { ContractError, loadContractFile, parseContract } from "../src/contract/load";
+import { loadContractFile } from "../src/adapters/contract-file";
+import { ContractError, parseContract } from "../src/core/contract/parse";
 
 const projectDir = path.resolve(__dirname, "..");
 

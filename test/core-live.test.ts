@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { LiveClusterReader } from "../src/kube/live";
+import { LiveClusterReader } from "../src/adapters/kube-live";
 
 const saved = { HOME: process.env.HOME, KUBECONFIG: process.env.KUBECONFIG };
 afterEach(() => {

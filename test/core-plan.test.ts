@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseContract } from "../src/contract/load";
-import { buildUrl, chooseNode, planHostPort, planNodePort, resolveExposures, selectEntries } from "../src/plan";
+import { parseContract } from "../src/core/contract/parse";
+import { buildUrl, chooseNode, planHostPort, planNodePort, resolveExposures, selectEntries } from "../src/core/plan";
 import { benchServices, node, pod, service } from "./fixtures";
 
 const contract = parseContract(

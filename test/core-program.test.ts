@@ -1,9 +1,9 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { UserError } from "../src/errors";
-import { SnapshotReader } from "../src/kube/cluster";
-import { uiExposure } from "../src/program";
+import { UserError } from "../src/core/errors";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import { uiExposure } from "../src/infra/program";
 import { benchServices, ciliumConfig, node, stackConfig } from "./fixtures";
 
 const projectDir = path.resolve(__dirname, "..");

@@ -1,5 +1,5 @@
 // Cluster objects for tests. Fake nodes use 127.0.0.x addresses (never a routable one).
-import type { ConfigMap, EndpointSlice, Node, Pod, Service, ServicePort } from "../src/kube/types";
+import type { ConfigMap, EndpointSlice, Node, Pod, Service, ServicePort } from "../src/core/kube/types";
 
 export function node(name: string, ip: string | undefined, ready = true): Node {
   return {

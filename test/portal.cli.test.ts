@@ -9,8 +9,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../cli/main";
-import { bundlePortalServer } from "../src/portal/bundle";
-import { PORTAL_FILES } from "../src/portal/spec";
+import { bundlePortalServer } from "../src/adapters/portal-bundle";
+import { PORTAL_FILES } from "../src/core/portal/spec";
 import { GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, type RecordedCluster, recordedCluster } from "./portal.fixtures";
 
 const projectDir = path.resolve(__dirname, "..");

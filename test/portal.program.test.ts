@@ -4,12 +4,12 @@ import * as path from "node:path";
 import { gunzipSync } from "node:zlib";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { parseContract } from "../src/contract/load";
-import { SnapshotReader } from "../src/kube/cluster";
-import type { Service } from "../src/kube/types";
-import { withStackServices } from "../src/plan";
-import { PORTAL_RBAC_RULES, PORTAL_SELECTOR, portalProblems, portalService } from "../src/portal/spec";
-import { uiExposure } from "../src/program";
+import { parseContract } from "../src/core/contract/parse";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import type { Service } from "../src/core/kube/types";
+import { withStackServices } from "../src/core/plan";
+import { PORTAL_RBAC_RULES, PORTAL_SELECTOR, portalProblems, portalService } from "../src/core/portal/spec";
+import { uiExposure } from "../src/infra/program";
 import { readyNode } from "./portal.fixtures";
 
 const projectDir = path.resolve(__dirname, "..");

@@ -1,12 +1,12 @@
 // The portal server against a recorded cluster: what a page load reads, what it shows, and
 // what it does when the cluster cannot be read.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { UserError } from "../src/errors";
-import { LiveClusterReader } from "../src/kube/live";
-import { escapeHtml, renderPage } from "../src/portal/html";
+import { LiveClusterReader } from "../src/adapters/kube-live";
+import { UserError } from "../src/core/errors";
+import { escapeHtml, renderPage } from "../src/core/portal/html";
+import { observePortal } from "../src/core/portal/view";
 import { parseEntries } from "../src/portal/main";
 import { parseListen, type RunningPortal, startPortal } from "../src/portal/server";
-import { observePortal } from "../src/portal/view";
 import { GRAFANA_DRIFT_REASON, HOSTILE_DESCRIPTION, MemoryCluster, NODE_IP, portalContract, readyNode, recordedCluster, unreachable } from "./portal.fixtures";
 
 const NOW = new Date("2026-06-23T10:00:00Z");

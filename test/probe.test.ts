@@ -3,8 +3,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseContract } from "../src/contract/load";
-import { type HttpGet, httpGet, probeAll, probeOne, probeTargets } from "../src/probe";
+import { type HttpGet, httpGet, probeAll, probeOne, probeTargets } from "../src/adapters/http-probe";
+import { parseContract } from "../src/core/contract/parse";
 import { closedPort, HANG_PATH, type LocalServer, startServer, TEST_CONTRACT } from "./commands-helpers";
 
 let server: LocalServer;

@@ -1,5 +1,15 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { assertGitIgnores, defaultEnvFile, writePrivateFile } from "../../src/adapters/env-file";
+import {
+  DEFAULT_FORWARD_BASE_PORT,
+  ensureForwards,
+  type ForwardOutcome,
+  forwardStateDir,
+  limaSshConfig,
+  type StoppedForward,
+  stopForwards,
+} from "../../src/adapters/ssh-forward";
 import {
   type AccessEndpoint,
   accessEndpoints,
@@ -11,20 +21,10 @@ import {
   readCredentials,
   renderEnvTemplate,
   resolveReference,
-} from "../../src/access";
-import { assertGitIgnores, defaultEnvFile, writePrivateFile } from "../../src/access-env";
-import {
-  DEFAULT_FORWARD_BASE_PORT,
-  ensureForwards,
-  type ForwardOutcome,
-  forwardStateDir,
-  limaSshConfig,
-  type StoppedForward,
-  stopForwards,
-} from "../../src/access-forward";
-import { UserError } from "../../src/errors";
-import type { ClusterReader } from "../../src/kube/cluster";
-import { type Observation, observe, readObservedCluster } from "../../src/observe";
+} from "../../src/core/access";
+import { UserError } from "../../src/core/errors";
+import type { ClusterReader } from "../../src/core/kube/cluster";
+import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import type { Command, CommandContext } from "../context";
 import { usageError } from "../context";
 import { EXIT } from "../exit";

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { defaultContractPath, loadContractFile } from "../../src/contract/load";
-import { isHostPortEntry, isNodePortEntry } from "../../src/contract/schema";
+import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
+import { isHostPortEntry, isNodePortEntry } from "../../src/core/contract/schema";
 import type { Command } from "../context";
 import { usageError } from "../context";
 import { EXIT } from "../exit";

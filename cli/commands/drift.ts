@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { type AuditResult, auditExposure } from "../../src/audit";
+import { type AuditResult, auditExposure } from "../../src/core/audit";
 import type { Command } from "../context";
 import { usageError } from "../context";
 import { EXIT } from "../exit";

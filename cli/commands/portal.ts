@@ -1,9 +1,9 @@
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { defaultContractPath, loadContractFile } from "../../src/contract/load";
-import type { Contract } from "../../src/contract/schema";
-import type { ClusterReader } from "../../src/kube/cluster";
-import { LiveClusterReader } from "../../src/kube/live";
+import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
+import { LiveClusterReader } from "../../src/adapters/kube-live";
+import type { Contract } from "../../src/core/contract/schema";
+import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type ListenAddress, type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
 import type { Command } from "../context";
 import { usageError } from "../context";

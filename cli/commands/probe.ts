@@ -1,9 +1,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { defaultContractPath, loadContractFile } from "../../src/contract/load";
-import type { Contract } from "../../src/contract/schema";
-import { UserError } from "../../src/errors";
-import { type HttpGet, httpGet, type ProbeResult, probeAll, probeTargets } from "../../src/probe";
+import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
+import { type HttpGet, httpGet, type ProbeResult, probeAll, probeTargets } from "../../src/adapters/http-probe";
+import type { Contract } from "../../src/core/contract/schema";
+import { UserError } from "../../src/core/errors";
 import type { Command, CommandContext } from "../context";
 import { usageError } from "../context";
 import { EXIT } from "../exit";

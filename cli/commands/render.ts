@@ -1,7 +1,6 @@
 import { parseArgs } from "node:util";
 import { stringify } from "yaml";
-import { SnapshotReader } from "../../src/kube/cluster";
-import { render } from "../../src/render";
+import { readSnapshotFile } from "../../src/adapters/snapshot-file";
 import type { Command } from "../context";
 import { usageError } from "../context";
 import { EXIT } from "../exit";
@@ -27,10 +26,12 @@ export const renderCommand: Command = async (argv, ctx) => {
   if (!values.stack) throw usageError("--stack is required", USAGE);
   if (!values.cluster) throw usageError("--cluster is required (a `kubectl get svc,nodes,pods,cm -A -o yaml` List)", USAGE);
   if (values.format !== "yaml" && values.format !== "json") throw usageError(`--format must be yaml or json, not '${values.format}'`, USAGE);
+  // The only command that loads the Pulumi SDK, and only when it runs.
+  const { render } = require("../../src/infra/render") as typeof import("../../src/infra/render");
   const result = await render({
     projectDir: ctx.projectDir,
     stack: values.stack,
-    cluster: SnapshotReader.fromFile(values.cluster),
+    cluster: readSnapshotFile(values.cluster),
     ...(values.contract ? { contract: values.contract } : {}),
   });
   ctx.stdout(values.format === "json" ? JSON.stringify(result, null, 2) : stringify(result, { lineWidth: 0 }).trimEnd());

@@ -1,5 +1,5 @@
-import { UserError } from "../../src/errors";
-import { type Observation, type ObservedEntry, observe, type PublishedEndpoints, readObservedCluster } from "../../src/observe";
+import { UserError } from "../../src/core/errors";
+import { type Observation, type ObservedEntry, observe, type PublishedEndpoints, readObservedCluster } from "../../src/core/observe";
 import type { Command, CommandContext } from "../context";
 import { usageError } from "../context";
 import { EXIT } from "../exit";

@@ -1,12 +1,12 @@
 // Entry point of the portal in the cluster: bundled by src/portal/bundle.ts into one plain JS
 // file that a stock Node.js image runs (`node /app/portal.js`). Configuration comes from the
 // environment set by components/portal.ts (names in PORTAL_ENV).
-import { loadContractFile } from "../contract/load";
-import { entryName } from "../contract/schema";
-import { UserError } from "../errors";
-import { LiveClusterReader } from "../kube/live";
+import { loadContractFile } from "../adapters/contract-file";
+import { LiveClusterReader } from "../adapters/kube-live";
+import { entryName } from "../core/contract/schema";
+import { UserError } from "../core/errors";
+import { PORTAL_CONTAINER_PORT, PORTAL_ENV } from "../core/portal/spec";
 import { parseListen, startPortal } from "./server";
-import { PORTAL_CONTAINER_PORT, PORTAL_ENV } from "./spec";
 
 export function parseEntries(raw: string | undefined): "all" | string[] {
   if (!raw || raw === "all" || raw === '"all"') return "all";

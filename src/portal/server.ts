@@ -2,9 +2,9 @@
 // (`exposure portal`) and bundled into a stock Node.js image in the cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
-import { UserError } from "../errors";
-import { renderErrorPage, renderPage } from "./html";
-import { observePortal, type PortalError, type PortalSource } from "./view";
+import { UserError } from "../core/errors";
+import { renderErrorPage, renderPage } from "../core/portal/html";
+import { observePortal, type PortalError, type PortalSource } from "../core/portal/view";
 
 export interface PortalOptions extends PortalSource {
   /** One line per failed page load (the cluster error); default: nothing. */

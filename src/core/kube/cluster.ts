@@ -1,4 +1,3 @@
-import * as fs from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { UserError } from "../errors";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "./types";
@@ -61,13 +60,8 @@ export class SnapshotReader implements ClusterReader {
     this.objects = flattenLists(objects);
   }
 
-  static fromFile(file: string): SnapshotReader {
-    let text: string;
-    try {
-      text = fs.readFileSync(file, "utf8");
-    } catch (err) {
-      throw new UserError(`cannot read cluster snapshot ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-    }
+  /** A snapshot from its YAML text (`file` only names it in messages). */
+  static parse(text: string, file: string): SnapshotReader {
     const docs = parseAllDocuments(text);
     const objects: unknown[] = [];
     for (const doc of Array.isArray(docs) ? docs : [docs]) {

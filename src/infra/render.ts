@@ -2,11 +2,12 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { parseDocument } from "yaml";
-import { UserError } from "./errors";
-import type { ClusterReader } from "./kube/cluster";
-import type { Service } from "./kube/types";
+import { readStackConfig } from "../adapters/stack-config";
+import { UserError } from "../core/errors";
+import type { ClusterReader } from "../core/kube/cluster";
+import type { Service } from "../core/kube/types";
+import { PROJECT } from "../core/settings";
 import { uiExposure } from "./program";
-import { PROJECT } from "./settings";
 
 export interface RenderedRelease {
   chart: string;
@@ -22,29 +23,6 @@ export interface Rendered {
   objects: Record<string, unknown>[];
   releases: RenderedRelease[];
   outputs: Record<string, unknown>;
-}
-
-/**
- * Reads a stack file's `config:` into the flat map the engine gives the program
- * (objects and arrays as JSON text). Encrypted (`secure:`) values cannot be read offline
- * and are left out; the program uses none of them.
- */
-export function readStackConfig(projectDir: string, stack: string): Record<string, string> {
-  const file = path.join(projectDir, `Pulumi.${stack}.yaml`);
-  if (!fs.existsSync(file)) {
-    const known = fs.readdirSync(projectDir).flatMap((f) => (/^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ? [/^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]] : []));
-    throw new UserError(`unknown stack '${stack}': no ${path.relative(process.cwd(), file) || file} (stacks: ${known.join(", ") || "none"})`);
-  }
-  const doc = parseDocument(fs.readFileSync(file, "utf8"));
-  if (doc.errors.length) throw new UserError(`${file}: invalid YAML: ${doc.errors[0]?.message.split("\n")[0]}`);
-  const config = (doc.toJS() as { config?: Record<string, unknown> } | null)?.config ?? {};
-  const flat: Record<string, string> = {};
-  for (const [rawKey, value] of Object.entries(config)) {
-    const key = rawKey.includes(":") ? rawKey : `${PROJECT}:${rawKey}`;
-    if (value !== null && typeof value === "object" && "secure" in (value as object)) continue;
-    flat[key] = typeof value === "string" ? value : JSON.stringify(value);
-  }
-  return flat;
 }
 
 /** `kubernetes:core/v1:Service` -> { apiVersion: "v1", kind: "Service" }. */

@@ -1,7 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION } from "../src/kube/types";
-import { buildUrl, type NodePortPlan } from "../src/plan";
+import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION } from "../src/core/kube/types";
+import { buildUrl, type NodePortPlan } from "../src/core/plan";
 
 export interface NodePortExposureArgs {
   plan: NodePortPlan;

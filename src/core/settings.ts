@@ -1,8 +1,8 @@
-import { isIP } from "node:net";
 import { z } from "zod";
-import { formatPath } from "./contract/load";
+import { formatPath } from "./contract/parse";
 import { entryName } from "./contract/schema";
 import { userErrorFromProblems } from "./errors";
+import { ipVersion } from "./ip";
 
 /** Pulumi project name: also the namespace of the stack configuration keys. */
 export const PROJECT = "ui-exposure";
@@ -82,7 +82,7 @@ export const settingsSchema = z.strictObject({
   /** Pin the node address used in URLs (otherwise: InternalIP of the first Ready node by name). */
   nodeAddress: z
     .string()
-    .refine((s) => isIP(s) !== 0, { message: "must be an IPv4 or IPv6 address" })
+    .refine((s) => ipVersion(s) !== 0, { message: "must be an IPv4 or IPv6 address" })
     .optional(),
   cilium: ciliumSettingsSchema,
   portal: portalSchema.default({ enabled: false, namespace: "platform-portal", image: "node:20-alpine", createNamespace: true, skipAwait: false }),
@@ -139,4 +139,12 @@ function decodeConfigValue(value: string): unknown {
     }
   }
   return value;
+}
+
+/** The kube target of a stack: the same config keys the Kubernetes provider reads. */
+export function kubeTarget(config: Readonly<Record<string, string>>): { kubeconfig?: string; context?: string } {
+  return {
+    ...(config["kubernetes:kubeconfig"] ? { kubeconfig: config["kubernetes:kubeconfig"] } : {}),
+    ...(config["kubernetes:context"] ? { context: config["kubernetes:context"] } : {}),
+  };
 }

@@ -1,5 +1,3 @@
-import * as fs from "node:fs";
-import * as path from "node:path";
 import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import type { z } from "zod";
 import { UserError } from "../errors";
@@ -42,28 +40,6 @@ export function formatPath(segments: readonly PropertyKey[]): string {
     else out += out ? `.${String(s)}` : String(s);
   }
   return out;
-}
-
-/** Contract file used when none is given: the real one if present, else the committed example. */
-export function defaultContractPath(projectDir: string): string {
-  const real = path.join(projectDir, "contract", "endpoints.yaml");
-  return fs.existsSync(real) ? real : path.join(projectDir, "contract", "endpoints.example.yaml");
-}
-
-export function loadContractFile(file: string, displayName = file): Contract {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new UserError(
-      code === "ENOENT"
-        ? `contract file not found: ${displayName} (copy contract/endpoints.example.yaml to contract/endpoints.yaml, or set ui-exposure:contract)`
-        : `cannot read contract ${displayName}: ${(err as Error).message}`,
-      INVALID_CONTRACT_EXIT,
-    );
-  }
-  return parseContract(text, displayName);
 }
 
 /**

@@ -5,8 +5,8 @@ import { createHash } from "node:crypto";
 import * as path from "node:path";
 import { gzipSync } from "node:zlib";
 import { buildSync } from "esbuild";
-import { UserError } from "../errors";
-import { PORTAL_FILES } from "./spec";
+import { UserError } from "../core/errors";
+import { PORTAL_FILES } from "../core/portal/spec";
 
 /** Kubernetes refuses a ConfigMap whose data and binaryData exceed 1 MiB. */
 export const CONFIGMAP_LIMIT = 1024 * 1024;
@@ -42,7 +42,7 @@ let cached: PortalBundle | undefined;
 /** Builds the bundle (once per process: the program, a test run and `render` may ask several times). */
 export function bundlePortalServer(): PortalBundle {
   if (cached) return cached;
-  const entry = path.join(__dirname, "main.ts");
+  const entry = path.join(__dirname, "..", "portal", "main.ts");
   let code: Uint8Array;
   try {
     const result = buildSync({

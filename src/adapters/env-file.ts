@@ -4,7 +4,7 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { UserError } from "./errors";
+import { UserError } from "../core/errors";
 
 /** Name of the generated file; the data repository's .gitignore lists it. */
 export const ENV_FILE_NAME = ".env.cluster.local";

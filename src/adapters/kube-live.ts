@@ -1,9 +1,9 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { UserError } from "../errors";
-import type { ClusterReader, CustomKind } from "./cluster";
-import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "./types";
+import { UserError } from "../core/errors";
+import type { ClusterReader, CustomKind } from "../core/kube/cluster";
+import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
 
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});

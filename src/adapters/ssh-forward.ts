@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { UserError } from "./errors";
+import { UserError } from "../core/errors";
 
 /** First local port tried; each UI keeps the port it got first, so bookmarks keep working. */
 export const DEFAULT_FORWARD_BASE_PORT = 18080;

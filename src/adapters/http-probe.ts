@@ -1,7 +1,7 @@
 import * as http from "node:http";
 import * as https from "node:https";
-import type { Contract } from "./contract/schema";
-import { PENDING_NODE_PORT } from "./plan";
+import type { Contract } from "../core/contract/schema";
+import { PENDING_NODE_PORT } from "../core/plan";
 
 /** One URL to request, with what the contract expects of it. */
 export interface ProbeTarget {

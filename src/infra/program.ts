@@ -1,16 +1,15 @@
-import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { Cilium } from "../components/cilium";
-import { NodePortExposure } from "../components/nodePortExposure";
-import { Portal } from "../components/portal";
-import { type CiliumSummary, ciliumReads, planCilium } from "./cilium/plan";
-import { defaultContractPath, loadContractFile } from "./contract/load";
-import { UserError, userErrorFromProblems } from "./errors";
-import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "./kube/cluster";
-import { LiveClusterReader } from "./kube/live";
-import { buildUrl, type ExposurePlan, type NodeChoice, resolveExposures, selectEntries, withStackServices } from "./plan";
-import { PORTAL_SERVICE_NAME, portalProblems, portalService } from "./portal/spec";
-import { parseSettings } from "./settings";
+import { Cilium } from "../../components/cilium";
+import { NodePortExposure } from "../../components/node-port-exposure";
+import { Portal } from "../../components/portal";
+import { LiveClusterReader } from "../adapters/kube-live";
+import { loadInputs } from "../adapters/stack-inputs";
+import { type CiliumSummary, ciliumReads, planCilium } from "../core/cilium/plan";
+import { UserError, userErrorFromProblems } from "../core/errors";
+import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../core/kube/cluster";
+import { buildUrl, type ExposurePlan, type NodeChoice, resolveExposures, selectEntries, withStackServices } from "../core/plan";
+import { PORTAL_SERVICE_NAME, portalProblems, portalService } from "../core/portal/spec";
+import { kubeTarget } from "../core/settings";
 
 export interface ProgramInputs {
   /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
@@ -44,23 +43,6 @@ export interface StackOutputs {
   endpoints: pulumi.Output<Record<string, EndpointRecord>>;
   cilium: pulumi.Output<CiliumSummary>;
   contract: string;
-}
-
-/** Reads the settings and the contract, the two inputs that need no cluster. */
-export function loadInputs(inputs: Pick<ProgramInputs, "projectDir" | "stack" | "config">) {
-  const settings = parseSettings(inputs.config, `Pulumi.${inputs.stack}.yaml`);
-  const contractFile = settings.contract ? path.resolve(inputs.projectDir, settings.contract) : defaultContractPath(inputs.projectDir);
-  const contractDisplay = path.relative(process.cwd(), contractFile) || contractFile;
-  const contract = loadContractFile(contractFile, contractDisplay);
-  return { settings, contract, contractFile: contractDisplay };
-}
-
-/** The kube target of a stack: the same config keys the default Kubernetes provider reads. */
-export function kubeTarget(config: Readonly<Record<string, string>>) {
-  return {
-    ...(config["kubernetes:kubeconfig"] ? { kubeconfig: config["kubernetes:kubeconfig"] } : {}),
-    ...(config["kubernetes:context"] ? { context: config["kubernetes:context"] } : {}),
-  };
 }
 
 /**

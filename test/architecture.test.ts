@@ -1,0 +1,94 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+
+// The layers, dependencies pointing one way:
+//   core (pure) <- adapters (I/O) <- infra (the only @pulumi/* code) <- cli, portal.
+const projectDir = path.resolve(__dirname, "..");
+
+type Layer = "core" | "adapters" | "infra" | "portal" | "cli";
+
+function layerOf(file: string): Layer | undefined {
+  if (file.startsWith("src/core/")) return "core";
+  if (file.startsWith("src/adapters/")) return "adapters";
+  if (file.startsWith("src/infra/") || file.startsWith("components/") || file === "index.ts") return "infra";
+  if (file.startsWith("src/portal/")) return "portal";
+  if (file.startsWith("cli/")) return "cli";
+  return undefined;
+}
+
+/** Which layers each layer may import. */
+const ALLOWED: Record<Layer, readonly Layer[]> = {
+  core: ["core"],
+  adapters: ["core", "adapters"],
+  infra: ["core", "adapters", "infra"],
+  portal: ["core", "adapters", "portal"],
+  cli: ["core", "adapters", "cli", "infra", "portal"],
+};
+
+/** Packages the pure core may use: parsing and validation, nothing that does I/O. */
+const CORE_PACKAGES = new Set(["zod", "yaml"]);
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of fs.readdirSync(path.join(projectDir, dir), { withFileTypes: true })) {
+    const rel = path.posix.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...sourceFiles(rel));
+    else if (entry.name.endsWith(".ts")) out.push(rel);
+  }
+  return out;
+}
+
+interface ImportSite {
+  spec: string;
+  /** `import("...")` / `require("...")`: loaded only when the code runs. */
+  dynamic: boolean;
+}
+
+function importsOf(file: string): ImportSite[] {
+  const text = fs.readFileSync(path.join(projectDir, file), "utf8");
+  const sites: ImportSite[] = [];
+  for (const m of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"/gm)) if (m[1]) sites.push({ spec: m[1], dynamic: false });
+  // import("...") or require("...") in code: loaded only when that code runs.
+  for (const m of text.matchAll(/(?<!typeof )\b(?:import|require)\(\s*"([^"]+)"\s*\)/g)) if (m[1]) sites.push({ spec: m[1], dynamic: true });
+  return sites;
+}
+
+function violations(): string[] {
+  const files = [...sourceFiles("src"), ...sourceFiles("components"), ...sourceFiles("cli"), "index.ts"];
+  const found: string[] = [];
+  for (const file of files) {
+    const layer = layerOf(file);
+    if (!layer) {
+      found.push(`${file}: not in any layer (src/core, src/adapters, src/infra, components, src/portal, cli)`);
+      continue;
+    }
+    for (const { spec, dynamic } of importsOf(file)) {
+      if (spec.startsWith(".")) {
+        const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec));
+        const targetLayer = layerOf(target.endsWith(".ts") ? target : `${target}.ts`);
+        if (!targetLayer) found.push(`${file}: imports ${spec}, outside every layer`);
+        else if (!ALLOWED[layer].includes(targetLayer)) found.push(`${file} (${layer}) imports ${spec} (${targetLayer})`);
+        // The CLI reaches infra (the Pulumi SDK) only from `render`, and only when it runs.
+        else if (layer === "cli" && targetLayer === "infra" && !(file === "cli/commands/render.ts" && dynamic))
+          found.push(`${file}: only cli/commands/render.ts may load infra, through import()`);
+        continue;
+      }
+      const pkg = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] ?? spec);
+      if (layer === "core" && !CORE_PACKAGES.has(pkg)) found.push(`${file}: the pure core imports ${spec}`);
+      if (pkg.startsWith("@pulumi/") && layer !== "infra") found.push(`${file}: only infra may import ${spec}`);
+    }
+  }
+  return found;
+}
+
+describe("layers", () => {
+  it("every import points from the outer layers to the inner ones", () => {
+    expect(violations()).toEqual([]);
+  });
+
+  it("the rules catch a violation (a core file importing node:fs)", () => {
+    expect(importsOf("src/adapters/contract-file.ts").map((s) => s.spec)).toContain("node:fs");
+    expect(ALLOWED.core).not.toContain("adapters");
+  });
+});
