@@ -1,0 +1,61 @@
+/**
+ * The one vocabulary every command reports in: a finding has a stable code (scripts match on
+ * it), the subject it is about (an entry, a file position, a Service) and a message for people.
+ * Exit codes are derived from findings here and nowhere else.
+ */
+
+/** What a finding means for the exit code, from the most to the least severe. */
+export type Severity = "error" | "invalid" | "drift" | "unreachable" | "warning" | "info";
+
+export interface Finding {
+  /** Stable, kebab-case, documented in docs/commands.md (e.g. `node-port-moved`). */
+  code: string;
+  severity: Severity;
+  /** What it is about: an entry name, `namespace/name`, `file:line:col`, a setting. */
+  subject: string;
+  message: string;
+}
+
+/** A value, or the problems that prevented it: the only "value or problems" shape. */
+export type Result<T> = { ok: true; value: T } | { ok: false; problems: Finding[] };
+
+export const ok = <T>(value: T): Result<T> => ({ ok: true, value });
+export const failed = <T = never>(problems: Finding[]): Result<T> => ({ ok: false, problems });
+
+export function finding(code: string, severity: Severity, subject: string, message: string): Finding {
+  return { code, severity, subject, message };
+}
+
+/** Exit codes shared by every `exposure` command (documented in README and docs/commands.md). */
+export const EXIT = {
+  OK: 0,
+  /** Operational error: unreachable cluster, missing stack, bad input that is not the contract... */
+  ERROR: 1,
+  /** The contract is invalid, or the command line is. */
+  INVALID: 2,
+  /** The cluster differs from the contract/stack: DRIFT or ABSENT (status, drift). */
+  DRIFT: 3,
+  /** At least one URL did not answer as expected (probe). */
+  UNREACHABLE: 4,
+} as const;
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+const EXIT_OF: Record<Severity, ExitCode> = {
+  error: EXIT.ERROR,
+  invalid: EXIT.INVALID,
+  drift: EXIT.DRIFT,
+  unreachable: EXIT.UNREACHABLE,
+  warning: EXIT.OK,
+  info: EXIT.OK,
+};
+/** Which severity wins when several are found: an error hides a drift, a drift an unreachable URL. */
+const PRECEDENCE: readonly Severity[] = ["error", "invalid", "drift", "unreachable", "warning", "info"];
+
+/** The exit code of a command that found these. */
+export function exitCodeOf(findings: readonly Finding[]): ExitCode {
+  for (const severity of PRECEDENCE) if (findings.some((f) => f.severity === severity)) return EXIT_OF[severity];
+  return EXIT.OK;
+}
+
+/** Version of every `--json` document (`apiVersion` field); bump on incompatible changes. */
+export const JSON_API_VERSION = "ui-exposure.io/v1";
