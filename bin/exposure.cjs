@@ -1,7 +1,26 @@
 #!/usr/bin/env node
-// The `exposure` command: TypeScript sources run through tsx (no build step to forget).
-require("tsx/cjs");
-const { main } = require("../cli/main.ts");
+// The `exposure` command. Runs the compiled JavaScript in dist/ (built by `npm ci` through the
+// `prepare` script, or `npm run build`) when it was built from the sources as they are now.
+// Otherwise (no build yet, or a source edited since) it runs the TypeScript sources through
+// tsx: slower to start, but never stale code. At a terminal it says so, once per run.
+"use strict";
+const path = require("node:path");
+const { sourceStamp, builtStamp } = require("./source-stamp.cjs");
+
+const root = path.resolve(__dirname, "..");
+const built = builtStamp(root);
+let main;
+if (built !== undefined && built === sourceStamp(root)) {
+  ({ main } = require("../dist/cli/main.js"));
+} else {
+  if (process.stderr.isTTY) {
+    process.stderr.write(
+      `exposure: ${built === undefined ? "no build in dist/" : "dist/ is older than the sources"}: running the TypeScript sources (slow start); run \`npm run build\`\n`,
+    );
+  }
+  require("tsx/cjs");
+  ({ main } = require("../cli/main.ts"));
+}
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {

@@ -1,37 +1,53 @@
 import { UserError } from "../src/core/errors";
-import { access } from "./commands/access";
-import { check } from "./commands/check";
-import { drift } from "./commands/drift";
-import { portalCommand } from "./commands/portal";
-import { probe } from "./commands/probe";
-import { renderCommand } from "./commands/render";
-import { status } from "./commands/status";
-import { type Command, type CommandContext, findProjectDir } from "./context";
+import { type Command, type CommandContext, findProjectDir, packageVersion } from "./context";
 import { EXIT } from "./exit";
+import { asksForHelp, closest, commandHelp, parseCommandLine } from "./flags";
+import { COMMAND_NAMES, type CommandName, SPECS } from "./specs";
 
-/** Every subcommand; each module documents its own flags. */
-export const COMMANDS: Record<string, { run: Command; summary: string }> = {
-  access: { run: access, summary: "developer access: URLs, credentials on one screen, .env.cluster.local, SSH forwards (--forward/--stop)" },
-  check: { run: check, summary: "validate a contract offline (exit 0, or 2 with every problem)" },
-  drift: { run: drift, summary: "pulumi preview --expect-no-changes + cluster-wide audit of NodePort/LoadBalancer/hostPort exposure (exit 3 on drift)" },
-  portal: { run: portalCommand, summary: "serve the live portal page (URLs + MATCH/DRIFT) on this machine, until Ctrl-C" },
-  probe: { run: probe, summary: "HTTP(S) GET every published URL with the contract's expectations (exit 4 if one fails)" },
-  render: { run: renderCommand, summary: "show what a stack would create, offline, from a cluster snapshot" },
-  status: { run: status, summary: "live verdict per entry: MATCH, DRIFT (with the reason) or ABSENT (exit 3 unless all MATCH)" },
+/**
+ * Each command's module, loaded only when that command runs: `--help`, `--version` and
+ * completion load none, and only `render` ever reaches the Pulumi SDK.
+ */
+const LOADERS: Record<CommandName, () => Promise<Command>> = {
+  access: async () => (await import("./commands/access.js")).access,
+  check: async () => (await import("./commands/check.js")).check,
+  completion: async () => (await import("./commands/completion.js")).completion,
+  drift: async () => (await import("./commands/drift.js")).drift,
+  portal: async () => (await import("./commands/portal.js")).portalCommand,
+  probe: async () => (await import("./commands/probe.js")).probe,
+  render: async () => (await import("./commands/render.js")).renderCommand,
+  schema: async () => (await import("./commands/schema.js")).schema,
+  status: async () => (await import("./commands/status.js")).status,
 };
 
 export function helpText(): string {
-  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  const width = Math.max(...COMMAND_NAMES.map((c) => c.length));
   return [
-    "usage: exposure <command> [options]",
+    "usage: exposure <command> [flags]",
     "",
-    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
+    "commands:",
+    ...COMMAND_NAMES.map((name) => `  ${name.padEnd(width)}  ${SPECS[name].summary}`),
+    "",
+    "`exposure <command> --help` (or `exposure help <command>`) describes every flag of a command.",
+    "`exposure --version` prints the version. Every reporting command takes --json.",
     "",
     "exit codes: 0 ok, 1 error, 2 invalid contract or usage, 3 drift/absent, 4 unreachable URL",
   ].join("\n");
 }
 
-export async function main(argv: string[], ctx: Partial<CommandContext> = {}): Promise<number> {
+const isCommand = (name: string): name is CommandName => Object.hasOwn(SPECS, name);
+
+function unknownCommand(name: string): string {
+  const guess = closest(name, COMMAND_NAMES);
+  const what = name.startsWith("-") ? `unknown flag '${name}'` : `unknown command '${name}'`;
+  return `exposure: ${what}${guess && !name.startsWith("-") ? `: did you mean '${guess}'?` : ""}\n(\`exposure --help\` lists the commands)`;
+}
+
+/**
+ * The `exposure` command line. `commands` replaces a command's implementation (tests build
+ * commands with a fake cluster and run them through this same dispatch).
+ */
+export async function main(argv: string[], ctx: Partial<CommandContext> = {}, commands: Partial<Record<CommandName, Command>> = {}): Promise<number> {
   const context: CommandContext = {
     projectDir: ctx.projectDir ?? findProjectDir(),
     stdout: ctx.stdout ?? ((t) => process.stdout.write(`${t}\n`)),
@@ -39,17 +55,41 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}): P
     env: ctx.env ?? process.env,
   };
   const [name, ...rest] = argv;
-  if (!name || name === "help" || name === "--help" || name === "-h") {
-    context.stdout(helpText());
-    return name ? EXIT.OK : EXIT.INVALID;
-  }
-  const command = COMMANDS[name];
-  if (!command) {
-    context.stderr(`exposure: unknown command '${name}'\n${helpText()}`);
+  if (name === undefined) {
+    context.stderr(helpText());
     return EXIT.INVALID;
   }
+  if (name === "--help" || name === "-h") {
+    context.stdout(helpText());
+    return EXIT.OK;
+  }
+  if (name === "--version" || name === "-V") {
+    context.stdout(`exposure ${packageVersion()}`);
+    return EXIT.OK;
+  }
+  if (name === "help") {
+    const topic = rest[0];
+    if (topic === undefined) context.stdout(helpText());
+    else if (isCommand(topic)) context.stdout(commandHelp(SPECS[topic]));
+    else {
+      context.stderr(unknownCommand(topic));
+      return EXIT.INVALID;
+    }
+    return EXIT.OK;
+  }
+  if (!isCommand(name)) {
+    context.stderr(unknownCommand(name));
+    return EXIT.INVALID;
+  }
+  if (asksForHelp(rest)) {
+    context.stdout(commandHelp(SPECS[name]));
+    return EXIT.OK;
+  }
   try {
-    return await command.run(rest, context);
+    // Flag mistakes are answered from the table, before the command's module is loaded.
+    parseCommandLine(SPECS[name], rest);
+    const run = commands[name] ?? (await LOADERS[name]());
+    return await run(rest, context);
   } catch (err) {
     if (err instanceof UserError) {
       context.stderr(`exposure ${name}: ${err.message}`);

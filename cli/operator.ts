@@ -1,8 +1,7 @@
-// Helpers shared by the operator commands (status, drift, probe, access): flag parsing,
+// Helpers shared by the operator commands (status, drift, probe, access): flag values,
 // the cluster connection with a short timeout, and plain-text tables.
-import { type ParseArgsConfig, parseArgs } from "node:util";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import { usageError } from "./context";
+import { type CommandSpec, usageError } from "./flags";
 import { connectCluster, type OpenStack } from "./stack";
 
 /**
@@ -15,28 +14,19 @@ export const DEFAULT_CLUSTER_TIMEOUT_SECONDS = 5;
 export type ConnectCluster = (opened: OpenStack, timeoutMs: number) => Promise<ClusterReader>;
 export const connectLiveCluster: ConnectCluster = (opened, timeoutMs) => connectCluster(opened, timeoutMs);
 
-/** `parseArgs` with every parse problem turned into a usage error (exit 2, usage line). */
-export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(argv: string[], options: T, usage: string) {
-  try {
-    return parseArgs({ args: argv, options, allowPositionals: false, strict: true });
-  } catch (err) {
-    throw usageError((err as Error).message, usage);
-  }
-}
-
 /** A positive number of seconds from a flag, in milliseconds. */
-export function secondsFlag(value: string | undefined, flag: string, fallbackSeconds: number, usage: string): number {
+export function secondsFlag(value: string | undefined, flag: string, fallbackSeconds: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
   if (value === undefined) return fallbackSeconds * 1000;
   const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0 || value.trim() === "") throw usageError(`${flag} must be a positive number of seconds, not '${value}'`, usage);
+  if (!Number.isFinite(seconds) || seconds <= 0 || value.trim() === "") throw usageError(spec, `${flag} must be a positive number of seconds, not '${value}'`);
   return Math.round(seconds * 1000);
 }
 
 /** A positive integer from a flag. */
-export function countFlag(value: string | undefined, flag: string, fallback: number, usage: string): number {
+export function countFlag(value: string | undefined, flag: string, fallback: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw usageError(`${flag} must be a positive integer, not '${value}'`, usage);
+  if (!Number.isInteger(n) || n < 1) throw usageError(spec, `${flag} must be a positive integer, not '${value}'`);
   return n;
 }
 

@@ -9,7 +9,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { stringify } from "yaml";
 import type { Command, CommandContext } from "../cli/context";
-import { COMMANDS, main } from "../cli/main";
+import { main } from "../cli/main";
+import type { CommandName } from "../cli/specs";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Secret, type Service } from "../src/core/kube/types";
 import { node, service, slice } from "./fixtures";
@@ -109,16 +110,8 @@ export function capture(projectDir: string, env: NodeJS.ProcessEnv = {}): Captur
  * Runs `exposure <name> ...argv` through the real `main` (so UserError -> message + exit code
  * is what users get), with the command built by the test (fake cluster, fake runner).
  */
-export async function runCommand(name: string, run: Command, argv: string[], captured: Captured): Promise<number> {
-  const registered = COMMANDS[name];
-  if (!registered) throw new Error(`command ${name} is not registered in cli/main.ts`);
-  const original = registered.run;
-  registered.run = run;
-  try {
-    return await main([name, ...argv], captured.ctx);
-  } finally {
-    registered.run = original;
-  }
+export async function runCommand(name: CommandName, run: Command, argv: string[], captured: Captured): Promise<number> {
+  return main([name, ...argv], captured.ctx, { [name]: run });
 }
 
 // Cluster objects shared with the core tests.

@@ -23,16 +23,18 @@ import {
   resolveReference,
 } from "../../src/core/access";
 import { UserError } from "../../src/core/errors";
+import { JSON_API_VERSION } from "../../src/core/findings";
+import type { AccessDocument, AccessStopDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import type { Command, CommandContext } from "../context";
-import { usageError } from "../context";
 import { EXIT } from "../exit";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, parseFlags, secondsFlag } from "../operator";
+import { parseCommandLine, usageError } from "../flags";
+import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag } from "../operator";
+import { SPECS } from "../specs";
 import { type OpenStack, openStack } from "../stack";
 
-const USAGE =
-  "exposure access --stack NAME [--dotenv PATH | --no-dotenv] [--forward [--lima-instance NAME] | --stop] [--show-secrets] [--timeout SECONDS] [--json]";
+const SPEC = SPECS.access;
 
 /** The versioned template of the data repository's .env (no secret in it). */
 export const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
@@ -60,34 +62,22 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
   const connect = deps.connect ?? connectLiveCluster;
   const isTerminal = deps.isTerminal ?? (() => process.stdout.isTTY === true);
   return async (argv, ctx) => {
-    const { values } = parseFlags(
-      argv,
-      {
-        stack: { type: "string", short: "s" },
-        dotenv: { type: "string" },
-        "no-dotenv": { type: "boolean", default: false },
-        forward: { type: "boolean", default: false },
-        stop: { type: "boolean", default: false },
-        "lima-instance": { type: "string" },
-        "show-secrets": { type: "boolean", default: false },
-        timeout: { type: "string" },
-        json: { type: "boolean", default: false },
-      },
-      USAGE,
-    );
-    if (!values.stack) throw usageError("--stack is required", USAGE);
-    if (values.forward && values.stop) throw usageError("--forward and --stop exclude each other", USAGE);
-    if (values.dotenv !== undefined && values["no-dotenv"]) throw usageError("--dotenv and --no-dotenv exclude each other", USAGE);
-    if (values["lima-instance"] !== undefined && !values.forward) throw usageError("--lima-instance goes with --forward", USAGE);
+    const { values } = parseCommandLine(SPEC, argv);
+    if (!values.stack) throw usageError(SPEC, "--stack is required");
+    if (values.forward && values.stop) throw usageError(SPEC, "--forward and --stop exclude each other");
+    if (values.dotenv !== undefined && values["no-dotenv"]) throw usageError(SPEC, "--dotenv and --no-dotenv exclude each other");
+    if (values["lima-instance"] !== undefined && !values.forward) throw usageError(SPEC, "--lima-instance goes with --forward");
     const stack = values.stack;
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, USAGE);
+    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
     const opened = openStack(ctx, stack);
     const stateDir = forwardStateDir(stack, ctx.env);
 
     if (values.stop) {
       const stopped = await stopForwards(stateDir);
-      if (values.json) ctx.stdout(JSON.stringify({ stack, stopped }, null, 2));
-      else ctx.stdout(formatStopped(stack, stopped));
+      if (values.json) {
+        const doc: AccessStopDocument = { apiVersion: JSON_API_VERSION, kind: "AccessStop", stack, stopped };
+        ctx.stdout(JSON.stringify(doc, null, 2));
+      } else ctx.stdout(formatStopped(stack, stopped));
       return EXIT.OK;
     }
 
@@ -312,9 +302,11 @@ function accessJson(
   credentials: readonly CredentialView[],
   env: { file: string; rendered: RenderedEnv } | { skipped: string },
   ssh: { forwards: readonly ForwardOutcome[]; retired: readonly StoppedForward[]; failures: readonly string[] },
-) {
+): AccessDocument {
   const containsSecrets = credentials.some((c) => c.password !== undefined);
   return {
+    apiVersion: JSON_API_VERSION,
+    kind: "Access",
     stack,
     source,
     ...(observation.node ? { node: observation.node } : {}),

@@ -1,28 +1,45 @@
 import * as path from "node:path";
-import { parseArgs } from "node:util";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
-import { isHostPortEntry, isNodePortEntry } from "../../src/core/contract/schema";
+import { ContractError } from "../../src/core/contract/parse";
+import { type Contract, isHostPortEntry, isNodePortEntry } from "../../src/core/contract/schema";
+import { UserError } from "../../src/core/errors";
+import { EXIT, exitCodeOf, type Finding, finding, JSON_API_VERSION } from "../../src/core/findings";
+import type { CheckDocument } from "../../src/core/json-api";
 import type { Command } from "../context";
-import { usageError } from "../context";
-import { EXIT } from "../exit";
+import { parseCommandLine, usageError } from "../flags";
+import { SPECS } from "../specs";
 
-const USAGE = "exposure check [CONTRACT] [--json]";
+const SPEC = SPECS.check;
 
 /** Validates a contract offline: exit 0 when valid, 2 with every problem listed otherwise. */
 export const check: Command = async (argv, ctx) => {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (err) {
-    throw usageError((err as Error).message, USAGE);
-  }
-  if (parsed.positionals.length > 1) throw usageError("check takes at most one contract file", USAGE);
-  const file = parsed.positionals[0] ?? defaultContractPath(ctx.projectDir);
+  const { values, positionals } = parseCommandLine(SPEC, argv);
+  if (positionals.length > 1) throw usageError(SPEC, "check takes at most one contract file");
+  const file = positionals[0] ?? defaultContractPath(ctx.projectDir);
   const shown = path.relative(process.cwd(), file) || file;
-  const contract = loadContractFile(file, shown);
+  let contract: Contract;
+  try {
+    contract = loadContractFile(file, shown);
+  } catch (err) {
+    // Without --json the message (every problem at file:line:col) is the report; with it, the findings are.
+    if (!values.json || !(err instanceof UserError)) throw err;
+    const findings = contractFindings(err, shown);
+    const doc: CheckDocument = { apiVersion: JSON_API_VERSION, kind: "ContractCheck", file: shown, valid: false, findings };
+    ctx.stdout(JSON.stringify(doc, null, 2));
+    return exitCodeOf(findings);
+  }
   const exposed = contract.endpoints.filter((e) => e.exposed);
-  if (parsed.values.json) {
-    ctx.stdout(JSON.stringify({ file: shown, valid: true, endpoints: contract.endpoints.length, exposed: exposed.map((e) => e.name) }, null, 2));
+  if (values.json) {
+    const doc: CheckDocument = {
+      apiVersion: JSON_API_VERSION,
+      kind: "ContractCheck",
+      file: shown,
+      valid: true,
+      endpoints: contract.endpoints.length,
+      exposed: exposed.map((e) => e.name),
+      findings: [],
+    };
+    ctx.stdout(JSON.stringify(doc, null, 2));
   } else {
     const nodePorts = exposed.filter(isNodePortEntry).length;
     const hostPorts = exposed.filter(isHostPortEntry).length;
@@ -33,6 +50,12 @@ export const check: Command = async (argv, ctx) => {
   return EXIT.OK;
 };
 
-function parse(argv: string[]) {
-  return parseArgs({ args: argv, allowPositionals: true, options: { json: { type: "boolean", default: false } } });
+/** Why the contract could not be used, as findings: one per problem, at file:line:col. */
+export function contractFindings(err: UserError, file: string): Finding[] {
+  if (!(err instanceof ContractError)) return [finding("contract-unreadable", "invalid", file, err.message)];
+  return err.problems.map((p) =>
+    p.path === "(yaml)"
+      ? finding("contract-yaml-syntax", "invalid", `${err.file}:${p.line}:${p.col}`, p.message)
+      : finding("contract-invalid", "invalid", `${err.file}:${p.line}:${p.col}`, `${p.path || "(document)"}: ${p.message}`),
+  );
 }

@@ -1,12 +1,15 @@
 import { execFile } from "node:child_process";
 import { type AuditResult, auditExposure } from "../../src/core/audit";
+import { JSON_API_VERSION } from "../../src/core/findings";
+import type { DriftDocument } from "../../src/core/json-api";
 import type { Command } from "../context";
-import { usageError } from "../context";
 import { EXIT } from "../exit";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, parseFlags, secondsFlag } from "../operator";
+import { parseCommandLine, usageError } from "../flags";
+import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag } from "../operator";
+import { SPECS } from "../specs";
 import { openStack } from "../stack";
 
-const USAGE = "exposure drift --stack NAME [--skip-preview] [--timeout SECONDS] [--json]";
+const SPEC = SPECS.drift;
 
 /** What running the Pulumi CLI gave: its exit code and output, or that it is not installed. */
 export type PulumiRun = { exitCode: number; stdout: string; stderr: string } | { notFound: true };
@@ -118,19 +121,10 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
   const connect = deps.connect ?? connectLiveCluster;
   const runPulumi = deps.runPulumi ?? runPulumiCli;
   return async (argv, ctx) => {
-    const { values } = parseFlags(
-      argv,
-      {
-        stack: { type: "string", short: "s" },
-        "skip-preview": { type: "boolean", default: false },
-        timeout: { type: "string" },
-        json: { type: "boolean", default: false },
-      },
-      USAGE,
-    );
-    if (!values.stack) throw usageError("--stack is required", USAGE);
+    const { values } = parseCommandLine(SPEC, argv);
+    if (!values.stack) throw usageError(SPEC, "--stack is required");
     const stack = values.stack;
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, USAGE);
+    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
     const opened = openStack(ctx, stack);
 
     const previewArgs = ["preview", "--refresh", "--expect-no-changes", "--json", "--non-interactive", "--stack", stack];
@@ -163,7 +157,8 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
 
     const drift = preview.state === "changes" || audit.undeclared.length > 0;
     if (values.json) {
-      ctx.stdout(JSON.stringify({ stack, source, drift, preview, audit }, null, 2));
+      const doc: DriftDocument = { apiVersion: JSON_API_VERSION, kind: "Drift", stack, source, drift, preview, audit };
+      ctx.stdout(JSON.stringify(doc, null, 2));
     } else {
       ctx.stdout(formatDrift(stack, source, preview, audit));
     }

@@ -1,41 +1,31 @@
 import * as path from "node:path";
-import { parseArgs } from "node:util";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
 import type { Contract } from "../../src/core/contract/schema";
+import { JSON_API_VERSION } from "../../src/core/findings";
+import type { PortalDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type ListenAddress, type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
 import type { Command } from "../context";
-import { usageError } from "../context";
 import { EXIT } from "../exit";
+import { parseCommandLine, usageError } from "../flags";
+import { SPECS } from "../specs";
 import { connectCluster, openStack } from "../stack";
 
-const USAGE = "exposure portal [--stack NAME] [--listen 127.0.0.1:PORT] [--contract FILE]";
-export const DEFAULT_LISTEN = "127.0.0.1:8080";
+const SPEC = SPECS.portal;
+export const DEFAULT_LISTEN = SPEC.flags.listen.default;
 
 /**
  * Serves the portal on the operator's machine: the page the cluster serves, read through the
  * stack's kube context (or the current context without --stack). Runs until SIGINT/SIGTERM.
  */
 export const portalCommand: Command = async (argv, ctx) => {
-  let values: { stack?: string; listen?: string; contract?: string };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        stack: { type: "string", short: "s" },
-        listen: { type: "string", default: DEFAULT_LISTEN },
-        contract: { type: "string" },
-      },
-    }));
-  } catch (err) {
-    throw usageError((err as Error).message, USAGE);
-  }
+  const { values } = parseCommandLine(SPEC, argv);
   let listen: ListenAddress;
   try {
-    listen = parseListen(values.listen ?? DEFAULT_LISTEN);
+    listen = parseListen(values.listen);
   } catch (err) {
-    throw usageError((err as Error).message, USAGE);
+    throw usageError(SPEC, (err as Error).message);
   }
 
   let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "pinnedAddress" | "stack">;
@@ -60,7 +50,18 @@ export const portalCommand: Command = async (argv, ctx) => {
   }
 
   const portal = await startPortal({ ...source, cluster, log: (line) => ctx.stderr(`portal: ${line}`) }, listen);
-  ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
+  if (values.json) {
+    const doc: PortalDocument = {
+      apiVersion: JSON_API_VERSION,
+      kind: "Portal",
+      url: portal.url,
+      source: cluster.source,
+      ...(source.stack ? { stack: source.stack } : {}),
+    };
+    ctx.stdout(JSON.stringify(doc));
+  } else {
+    ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
+  }
   if (!isLoopback(listen.host)) {
     ctx.stderr(`portal: listening on ${listen.host}: anyone who reaches this machine can read the cluster's URLs and verdicts through your credentials`);
   }
@@ -75,7 +76,9 @@ export const portalCommand: Command = async (argv, ctx) => {
     process.on("SIGTERM", onSignal);
   });
   await portal.close();
-  ctx.stdout(`portal: stopped (${signal})`);
+  // A script reading --json gets exactly one document; people get the goodbye.
+  if (values.json) ctx.stderr(`portal: stopped (${signal})`);
+  else ctx.stdout(`portal: stopped (${signal})`);
   return EXIT.OK;
 };
 

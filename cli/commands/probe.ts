@@ -4,13 +4,16 @@ import { defaultContractPath, loadContractFile } from "../../src/adapters/contra
 import { type HttpGet, httpGet, type ProbeResult, probeAll, probeTargets } from "../../src/adapters/http-probe";
 import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
+import { JSON_API_VERSION } from "../../src/core/findings";
+import type { ProbeDocument } from "../../src/core/json-api";
 import type { Command, CommandContext } from "../context";
-import { usageError } from "../context";
 import { EXIT } from "../exit";
-import { countFlag, formatTable, parseFlags, secondsFlag } from "../operator";
+import { parseCommandLine, usageError } from "../flags";
+import { countFlag, formatTable, secondsFlag } from "../operator";
+import { SPECS } from "../specs";
 import { openStack, readStackOutputs } from "../stack";
 
-const USAGE = "exposure probe (--stack NAME | --outputs FILE [--contract FILE]) [--timeout SECONDS] [--concurrency N] [--json]";
+const SPEC = SPECS.probe;
 
 /** Per-request default; a contract entry's probe.timeoutSeconds overrides it for that entry. */
 const DEFAULT_PROBE_TIMEOUT_SECONDS = 5;
@@ -30,22 +33,11 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   const get = deps.get ?? httpGet;
   return async (argv, ctx) => {
-    const { values } = parseFlags(
-      argv,
-      {
-        stack: { type: "string", short: "s" },
-        outputs: { type: "string" },
-        contract: { type: "string" },
-        timeout: { type: "string" },
-        concurrency: { type: "string" },
-        json: { type: "boolean", default: false },
-      },
-      USAGE,
-    );
-    if (!values.stack && !values.outputs) throw usageError("give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)", USAGE);
-    if (values.stack && values.contract) throw usageError("--contract is for --outputs without --stack (a stack names its own contract)", USAGE);
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_PROBE_TIMEOUT_SECONDS, USAGE);
-    const concurrency = countFlag(values.concurrency, "--concurrency", DEFAULT_CONCURRENCY, USAGE);
+    const { values } = parseCommandLine(SPEC, argv);
+    if (!values.stack && !values.outputs) throw usageError(SPEC, "give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)");
+    if (values.stack && values.contract) throw usageError(SPEC, "--contract is for --outputs without --stack (a stack names its own contract)");
+    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_PROBE_TIMEOUT_SECONDS, SPEC);
+    const concurrency = countFlag(values.concurrency, "--concurrency", DEFAULT_CONCURRENCY, SPEC);
 
     const contract = values.stack ? openStack(ctx, values.stack).contract : loadOptionalContract(ctx, values.contract);
     const outputs = await readOutputs(ctx, values.stack ?? "", values.outputs);
@@ -53,8 +45,10 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
     const results = await probeAll(probeTargets(urls, contract, timeoutMs), { concurrency, get });
 
     const failed = results.filter((r) => !r.ok);
-    if (values.json) ctx.stdout(JSON.stringify({ ok: failed.length === 0, tlsVerified: false, results }, null, 2));
-    else ctx.stdout(formatProbe(results));
+    if (values.json) {
+      const doc: ProbeDocument = { apiVersion: JSON_API_VERSION, kind: "Probe", ok: failed.length === 0, tlsVerified: false, results };
+      ctx.stdout(JSON.stringify(doc, null, 2));
+    } else ctx.stdout(formatProbe(results));
     return failed.length ? EXIT.UNREACHABLE : EXIT.OK;
   };
 }

@@ -1,31 +1,25 @@
-import { parseArgs } from "node:util";
 import { stringify } from "yaml";
 import { readSnapshotFile } from "../../src/adapters/snapshot-file";
+import { JSON_API_VERSION } from "../../src/core/findings";
+import type { RenderDocument } from "../../src/core/json-api";
 import type { Command } from "../context";
-import { usageError } from "../context";
 import { EXIT } from "../exit";
+import { parseCommandLine, usageError } from "../flags";
+import { SPECS } from "../specs";
 
-const USAGE = "exposure render --stack NAME --cluster SNAPSHOT [--contract FILE] [--format yaml|json]";
+const SPEC = SPECS.render;
 
 /** Runs the real program offline under Pulumi's mocks against a snapshot; prints objects, releases, outputs. */
 export const renderCommand: Command = async (argv, ctx) => {
-  let values: { stack?: string; cluster?: string; contract?: string; format?: string };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        stack: { type: "string", short: "s" },
-        cluster: { type: "string" },
-        contract: { type: "string" },
-        format: { type: "string", default: "yaml" },
-      },
-    }));
-  } catch (err) {
-    throw usageError((err as Error).message, USAGE);
+  const { values } = parseCommandLine(SPEC, argv);
+  if (!values.stack) throw usageError(SPEC, "--stack is required");
+  if (!values.cluster) throw usageError(SPEC, "--cluster is required (a `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml` List)");
+  if (values.format !== undefined && values.format !== "yaml" && values.format !== "json") {
+    throw usageError(SPEC, `--format must be yaml or json, not '${values.format}'`);
   }
-  if (!values.stack) throw usageError("--stack is required", USAGE);
-  if (!values.cluster) throw usageError("--cluster is required (a `kubectl get svc,nodes,pods,cm -A -o yaml` List)", USAGE);
-  if (values.format !== "yaml" && values.format !== "json") throw usageError(`--format must be yaml or json, not '${values.format}'`, USAGE);
+  // --format json is the older spelling of --json (kept so existing scripts keep working).
+  if (values.json && values.format === "yaml") throw usageError(SPEC, "--json and --format yaml contradict each other");
+  const asJson = values.json || values.format === "json";
   // The only command that loads the Pulumi SDK, and only when it runs.
   const { render } = require("../../src/infra/render") as typeof import("../../src/infra/render");
   const result = await render({
@@ -34,6 +28,11 @@ export const renderCommand: Command = async (argv, ctx) => {
     cluster: readSnapshotFile(values.cluster),
     ...(values.contract ? { contract: values.contract } : {}),
   });
-  ctx.stdout(values.format === "json" ? JSON.stringify(result, null, 2) : stringify(result, { lineWidth: 0 }).trimEnd());
+  if (asJson) {
+    const doc: RenderDocument = { apiVersion: JSON_API_VERSION, kind: "Render", ...result };
+    ctx.stdout(JSON.stringify(doc, null, 2));
+  } else {
+    ctx.stdout(stringify(result, { lineWidth: 0 }).trimEnd());
+  }
   return EXIT.OK;
 };

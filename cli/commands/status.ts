@@ -1,12 +1,15 @@
 import { UserError } from "../../src/core/errors";
+import { JSON_API_VERSION } from "../../src/core/findings";
+import type { StatusDocument } from "../../src/core/json-api";
 import { type Observation, type ObservedEntry, observe, type PublishedEndpoints, readObservedCluster } from "../../src/core/observe";
 import type { Command, CommandContext } from "../context";
-import { usageError } from "../context";
 import { EXIT } from "../exit";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, parseFlags, secondsFlag } from "../operator";
+import { parseCommandLine, usageError } from "../flags";
+import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag } from "../operator";
+import { SPECS } from "../specs";
 import { openStack, publishedEndpoints, readStackOutputs } from "../stack";
 
-const USAGE = "exposure status --stack NAME [--outputs FILE] [--timeout SECONDS] [--json]";
+const SPEC = SPECS.status;
 
 export interface StatusDeps {
   connect: ConnectCluster;
@@ -26,13 +29,9 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
   const connect = deps.connect ?? connectLiveCluster;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   return async (argv, ctx) => {
-    const { values } = parseFlags(
-      argv,
-      { stack: { type: "string", short: "s" }, outputs: { type: "string" }, timeout: { type: "string" }, json: { type: "boolean", default: false } },
-      USAGE,
-    );
-    if (!values.stack) throw usageError("--stack is required", USAGE);
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, USAGE);
+    const { values } = parseCommandLine(SPEC, argv);
+    if (!values.stack) throw usageError(SPEC, "--stack is required");
+    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
     const opened = openStack(ctx, values.stack);
 
     // Outputs and cluster are read concurrently: `pulumi stack output` alone takes a second or two.
@@ -55,21 +54,18 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     const healthy = observation.problems.length === 0 && exposed.every((e) => e.verdict === "MATCH");
 
     if (values.json) {
-      ctx.stdout(
-        JSON.stringify(
-          {
-            stack: values.stack,
-            source: cluster.source,
-            publishedOutputs: published.source,
-            ...(observation.node ? { node: observation.node } : {}),
-            ok: healthy,
-            entries: observation.entries,
-            problems: observation.problems,
-          },
-          null,
-          2,
-        ),
-      );
+      const doc: StatusDocument = {
+        apiVersion: JSON_API_VERSION,
+        kind: "Status",
+        stack: values.stack,
+        source: cluster.source,
+        publishedOutputs: published.source,
+        ...(observation.node ? { node: observation.node } : {}),
+        ok: healthy,
+        entries: observation.entries,
+        problems: observation.problems,
+      };
+      ctx.stdout(JSON.stringify(doc, null, 2));
     } else {
       ctx.stdout(formatStatus(values.stack, cluster.source, observation));
     }

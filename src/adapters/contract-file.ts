@@ -1,8 +1,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { INVALID_CONTRACT_EXIT, parseContract } from "../core/contract/parse";
+import { parseContract } from "../core/contract/parse";
 import type { Contract } from "../core/contract/schema";
 import { UserError } from "../core/errors";
+import { EXIT } from "../core/findings";
 
 /** Contract file used when none is given: the real one if present, else the committed example. */
 export function defaultContractPath(projectDir: string): string {
@@ -20,7 +21,7 @@ export function loadContractFile(file: string, displayName = file): Contract {
       code === "ENOENT"
         ? `contract file not found: ${displayName} (copy contract/endpoints.example.yaml to contract/endpoints.yaml, or set ui-exposure:contract)`
         : `cannot read contract ${displayName}: ${(err as Error).message}`,
-      INVALID_CONTRACT_EXIT,
+      EXIT.INVALID,
     );
   }
   return parseContract(text, displayName);

@@ -3,6 +3,7 @@
 import * as http from "node:http";
 import { isIP } from "node:net";
 import { UserError } from "../core/errors";
+import { EXIT } from "../core/findings";
 import { renderErrorPage, renderPage } from "../core/portal/html";
 import { observePortal, type PortalError, type PortalSource } from "../core/portal/view";
 
@@ -94,9 +95,9 @@ export function parseListen(text: string): ListenAddress {
   const host = m?.[1] ?? m?.[2];
   const port = Number(m?.[3]);
   if (!m || !host || !Number.isInteger(port) || port > 65535) {
-    throw new UserError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '${text}'`, 2);
+    throw new UserError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '${text}'`, EXIT.INVALID);
   }
-  if (m[1] && isIP(host) !== 6) throw new UserError(`--listen: '${host}' is not an IPv6 address`, 2);
+  if (m[1] && isIP(host) !== 6) throw new UserError(`--listen: '${host}' is not an IPv6 address`, EXIT.INVALID);
   return { host, port };
 }
 

@@ -1,10 +1,8 @@
 import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import type { z } from "zod";
 import { UserError } from "../errors";
+import { EXIT } from "../findings";
 import { type Contract, contractSchema, FORBIDDEN_KEYS } from "./schema";
-
-/** Exit code of `exposure check` (and any command) for an invalid contract. */
-export const INVALID_CONTRACT_EXIT = 2;
 
 export interface ContractProblem {
   line: number;
@@ -23,7 +21,7 @@ export class ContractError extends UserError {
       `invalid contract ${file} (${problems.length} ${problems.length === 1 ? "problem" : "problems"}):\n${problems
         .map((p) => formatProblem(file, p))
         .join("\n")}`,
-      INVALID_CONTRACT_EXIT,
+      EXIT.INVALID,
     );
     this.name = "ContractError";
   }

@@ -1,0 +1,158 @@
+// The one place where a command's flag table becomes both the parser (node:util parseArgs)
+// and the help text, so `--help` can never list a flag the parser refuses, or miss one.
+import { parseArgs } from "node:util";
+import { UserError } from "../src/core/errors";
+import { EXIT } from "../src/core/findings";
+
+/** What the shell completes after a flag: a stack name, a contract entry, a file, or fixed words. */
+export type Completion = "stack" | "entry" | "file" | readonly string[];
+
+export interface FlagSpec {
+  type: "string" | "boolean";
+  short?: string;
+  /** Placeholder shown in help for a string flag (NAME, FILE, SECONDS). */
+  value?: string;
+  description: string;
+  /** Shown in help; also the parsed value when the flag is absent (string flags). */
+  default?: string;
+  complete?: Completion;
+}
+
+export interface CommandSpec {
+  name: string;
+  /** One line, in the command list of `exposure --help`. */
+  summary: string;
+  /** The usage line after `exposure <name> `: must mention every flag (a test checks it). */
+  synopsis: string;
+  /** Paragraphs of `exposure <name> --help`. */
+  description: readonly string[];
+  positional?: { name: string; description: string; complete?: Completion };
+  flags: Readonly<Record<string, FlagSpec>>;
+  /** The exit codes of this command, one line. */
+  exits: string;
+}
+
+/** Every command accepts these; they are answered before the command's module is loaded. */
+export const HELP_FLAG: FlagSpec = { type: "boolean", short: "h", description: "show this help and exit" };
+
+export type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
+  -readonly [K in keyof F]: F[K]["type"] extends "boolean" ? boolean : F[K] extends { default: string } ? string : string | undefined;
+};
+
+export interface ParsedCommandLine<F extends Readonly<Record<string, FlagSpec>>> {
+  values: FlagValues<F>;
+  positionals: string[];
+}
+
+/** The usage error every command gives: the problem, the usage line, where the full help is. */
+export function usageError(spec: Pick<CommandSpec, "name" | "synopsis">, message: string): UserError {
+  return new UserError(`${message}\nusage: exposure ${spec.name} ${spec.synopsis}\n(\`exposure ${spec.name} --help\` describes every flag)`, EXIT.INVALID);
+}
+
+/** Parses `argv` against the command's flag table; unknown or malformed flags are usage errors (exit 2). */
+export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly string[]): ParsedCommandLine<S["flags"]> {
+  for (const arg of argv) {
+    if (arg === "--") break;
+    const unknown = unknownFlag(spec, arg);
+    if (unknown) throw usageError(spec, unknown);
+  }
+  const options: Record<string, { type: "string" | "boolean"; short?: string; default?: string | boolean }> = {};
+  for (const [name, flag] of Object.entries(spec.flags)) {
+    options[name] = {
+      type: flag.type,
+      ...(flag.short ? { short: flag.short } : {}),
+      ...(flag.type === "boolean" ? { default: false } : flag.default !== undefined ? { default: flag.default } : {}),
+    };
+  }
+  let parsed: { values: Record<string, unknown>; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: [...argv], options, allowPositionals: spec.positional !== undefined, strict: true });
+  } catch (err) {
+    throw usageError(spec, (err as Error).message);
+  }
+  if (spec.positional === undefined && parsed.positionals.length) throw usageError(spec, `unexpected argument '${parsed.positionals[0]}'`);
+  return { values: parsed.values as FlagValues<S["flags"]>, positionals: parsed.positionals };
+}
+
+/** Why `arg` is not a flag of this command (with the closest one), or undefined. */
+function unknownFlag(spec: CommandSpec, arg: string): string | undefined {
+  if (arg.startsWith("--")) {
+    const name = arg.slice(2).split("=")[0] ?? "";
+    if (name === "" || Object.hasOwn(spec.flags, name)) return undefined;
+    const guess = closest(name, Object.keys(spec.flags));
+    return `unknown flag '--${name}'${guess ? `: did you mean '--${guess}'?` : ""}`;
+  }
+  if (/^-[^-]/.test(arg)) {
+    // A group of short flags (-sx) or one with its value attached (-sbench): check the first letter.
+    const letter = arg[1];
+    if (Object.values(spec.flags).some((f) => f.short === letter)) return undefined;
+    return `unknown flag '-${letter}'`;
+  }
+  return undefined;
+}
+
+/** The candidate nearest to `word` (edit distance, or a prefix), if it is near enough to be a typo. */
+export function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: { candidate: string; distance: number } | undefined;
+  for (const candidate of candidates) {
+    const distance = candidate.startsWith(word) && word.length >= 2 ? 1 : editDistance(word, candidate);
+    if (!best || distance < best.distance) best = { candidate, distance };
+  }
+  if (!best) return undefined;
+  return best.distance <= Math.max(1, Math.floor(Math.min(word.length, best.candidate.length) / 3)) ? best.candidate : undefined;
+}
+
+/** Levenshtein distance with adjacent transpositions counted as one edit. */
+export function editDistance(a: string, b: string): number {
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) (rows[0] as number[])[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    const row = rows[i] as number[];
+    const prev = rows[i - 1] as number[];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, ((rows[i - 2] as number[])[j - 2] as number) + 1);
+      row[j] = d;
+    }
+  }
+  return (rows[a.length] as number[])[b.length] as number;
+}
+
+/** `-s, --stack NAME` */
+export function flagLabel(name: string, flag: FlagSpec): string {
+  const long = `--${name}${flag.type === "string" ? ` ${flag.value ?? "VALUE"}` : ""}`;
+  return flag.short ? `-${flag.short}, ${long}` : `    ${long}`;
+}
+
+/** The text of `exposure <name> --help`, from the same table the parser uses. */
+export function commandHelp(spec: CommandSpec): string {
+  const flags: [string, FlagSpec][] = [...Object.entries(spec.flags), ["help", HELP_FLAG]];
+  const labels = flags.map(([name, flag]) => flagLabel(name, flag));
+  if (spec.positional) labels.unshift(`    ${spec.positional.name}`);
+  const width = Math.max(...labels.map((l) => l.length));
+  const rows: string[] = [];
+  if (spec.positional) rows.push(`  ${(labels.shift() as string).padEnd(width)}  ${spec.positional.description}`);
+  flags.forEach(([, flag], i) => {
+    const label = labels[i] as string;
+    rows.push(`  ${label.padEnd(width)}  ${flag.description}${flag.default !== undefined ? ` (default ${flag.default})` : ""}`);
+  });
+  return [
+    `usage: exposure ${spec.name} ${spec.synopsis}`,
+    "",
+    ...spec.description.flatMap((p) => [p, ""]),
+    spec.positional ? "arguments and flags:" : "flags:",
+    ...rows,
+    "",
+    `exit codes: ${spec.exits}`,
+  ].join("\n");
+}
+
+/** Whether the command line asks for help (`-h`/`--help` before any `--`). */
+export function asksForHelp(argv: readonly string[]): boolean {
+  for (const arg of argv) {
+    if (arg === "--") return false;
+    if (arg === "--help" || arg === "-h") return true;
+  }
+  return false;
+}

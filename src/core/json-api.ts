@@ -1,0 +1,124 @@
+/**
+ * Every document an `exposure` command prints with `--json`: the contract with scripts.
+ * Each carries `apiVersion` (JSON_API_VERSION, bumped on an incompatible change) and a `kind`.
+ * The commands build their document as one of these types, so a change to a report that
+ * breaks this file breaks the build, not a script in production.
+ */
+import type { AccessEndpoint, CredentialView } from "./access";
+import type { AuditResult } from "./audit";
+import type { Finding, JSON_API_VERSION } from "./findings";
+import type { ObservedEntry } from "./observe";
+import type { NodeChoice } from "./plan";
+
+interface Document<K extends string> {
+  apiVersion: typeof JSON_API_VERSION;
+  kind: K;
+}
+
+/** `exposure check --json`: a valid contract's summary, or its problems as findings (exit 2). */
+export type CheckDocument = Document<"ContractCheck"> & { file: string; findings: readonly Finding[] } & (
+    | { valid: true; endpoints: number; exposed: readonly string[] }
+    | { valid: false }
+  );
+
+/** `exposure render --json`: what the stack would create. */
+export interface RenderDocument extends Document<"Render"> {
+  objects: Record<string, unknown>[];
+  releases: { chart: string; version: string; namespace: string; name: string; repository?: string; values: Record<string, unknown> }[];
+  outputs: Record<string, unknown>;
+}
+
+/** `exposure status --json`. */
+export interface StatusDocument extends Document<"Status"> {
+  stack: string;
+  /** The kube context / server read. */
+  source: string;
+  publishedOutputs: { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
+  node?: NodeChoice;
+  /** Every exposed entry is MATCH and nothing concerns the whole view. */
+  ok: boolean;
+  entries: readonly ObservedEntry[];
+  problems: readonly string[];
+}
+
+export interface PreviewChangeJson {
+  op: string;
+  type: string;
+  name: string;
+  urn: string;
+  fields: string[];
+}
+
+/** `exposure drift --json`. */
+export interface DriftDocument extends Document<"Drift"> {
+  stack: string;
+  source: string;
+  drift: boolean;
+  preview: { state: "no-changes" } | { state: "changes"; changes: readonly PreviewChangeJson[] } | { state: "failed"; message: string } | { state: "skipped" };
+  audit: AuditResult;
+}
+
+export interface ProbeResultJson {
+  name: string;
+  url: string;
+  ok: boolean;
+  status?: number;
+  latencyMs: number;
+  expected: string;
+  location?: string;
+  error?: string;
+}
+
+/** `exposure probe --json`. */
+export interface ProbeDocument extends Document<"Probe"> {
+  ok: boolean;
+  /** Always false: certificates are not verified (self-signed dashboards). */
+  tlsVerified: false;
+  results: readonly ProbeResultJson[];
+}
+
+export interface StoppedForwardJson {
+  entry: string;
+  pid: number;
+  localPort: number;
+  state: "stopped" | "stale";
+}
+
+/** `exposure access --json`. Holds passwords, each as `{secret: true, value}`. */
+export interface AccessDocument extends Document<"Access"> {
+  stack: string;
+  source: string;
+  node?: NodeChoice;
+  containsSecrets: boolean;
+  warning?: string;
+  endpoints: readonly AccessEndpoint[];
+  credentials: readonly (Omit<CredentialView, "password"> & { password?: { secret: true; value: string } })[];
+  envFile: { written: false; reason: string } | { written: true; path: string; mode: "0600"; unresolved: { variable: string; reason: string }[] };
+  forwards: readonly { entry: string; pid: number; localUrl: string; localPort: number; target: string; state: "started" | "running" | "restarted" }[];
+  retiredForwards?: readonly StoppedForwardJson[];
+  forwardFailures?: readonly string[];
+  problems: readonly string[];
+}
+
+/** `exposure access --stop --json`. */
+export interface AccessStopDocument extends Document<"AccessStop"> {
+  stack: string;
+  stopped: readonly StoppedForwardJson[];
+}
+
+/** `exposure portal --json`: one line when the portal listens. */
+export interface PortalDocument extends Document<"Portal"> {
+  url: string;
+  source: string;
+  stack?: string;
+}
+
+export type JsonDocument =
+  | CheckDocument
+  | RenderDocument
+  | StatusDocument
+  | DriftDocument
+  | ProbeDocument
+  | AccessDocument
+  | AccessStopDocument
+  | PortalDocument;
