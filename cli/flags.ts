@@ -66,7 +66,7 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
   }
   let parsed: { values: Record<string, unknown>; positionals: string[] };
   try {
-    parsed = parseArgs({ args: [...argv], options, allowPositionals: spec.positional !== undefined, strict: true });
+    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
   } catch (err) {
     throw usageError(spec, (err as Error).message);
   }

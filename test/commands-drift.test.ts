@@ -211,7 +211,7 @@ describe("exposure drift", () => {
     const noStack = await drift(["--json"], snapshot([]), pulumi);
     expect(noStack.code).toBe(2);
     expect(noStack.err.join("\n")).toBe(
-      "exposure drift: --stack is required\nusage: exposure drift --stack NAME [--skip-preview] [--timeout SECONDS] [--json]",
+      "exposure drift: --stack is required\nusage: exposure drift --stack NAME [--skip-preview] [--timeout SECONDS] [--json]\n(`exposure drift --help` describes every flag)",
     );
     const badTimeout = await drift(["--stack", "bench", "--timeout", "-1"], snapshot([]), pulumi);
     expect(badTimeout.code).toBe(2);

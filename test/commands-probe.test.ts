@@ -112,7 +112,7 @@ describe("exposure probe", () => {
     const none = await probe([]);
     expect(none.code).toBe(2);
     expect(none.err.join("\n")).toBe(
-      "exposure probe: give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)\nusage: exposure probe (--stack NAME | --outputs FILE [--contract FILE]) [--timeout SECONDS] [--concurrency N] [--json]",
+      "exposure probe: give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)\nusage: exposure probe (--stack NAME | --outputs FILE [--contract FILE]) [--timeout SECONDS] [--concurrency N] [--json]\n(`exposure probe --help` describes every flag)",
     );
     const zero = await probe(["--outputs", "x.json", "--concurrency", "0"]);
     expect(zero.code).toBe(2);

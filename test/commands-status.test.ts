@@ -169,14 +169,14 @@ describe("exposure status", () => {
     const noStack = await status([], cluster);
     expect(noStack.code).toBe(2);
     expect(noStack.err.join("\n")).toBe(
-      "exposure status: --stack is required\nusage: exposure status --stack NAME [--outputs FILE] [--timeout SECONDS] [--json]",
+      "exposure status: --stack is required\nusage: exposure status --stack NAME [--outputs FILE] [--timeout SECONDS] [--json]\n(`exposure status --help` describes every flag)",
     );
     const badTimeout = await status(["--stack", "bench", "--timeout", "soon"], cluster);
     expect(badTimeout.code).toBe(2);
     expect(badTimeout.err[0]).toContain("--timeout must be a positive number of seconds, not 'soon'");
     const unknownFlag = await status(["--stack", "bench", "--colour"], cluster);
     expect(unknownFlag.code).toBe(2);
-    expect(unknownFlag.err[0]).toContain("Unknown option '--colour'");
+    expect(unknownFlag.err[0]).toContain("unknown flag '--colour'");
     expect((cluster as SnapshotReader).requests).toBe(0);
   });
 

@@ -197,6 +197,8 @@ describe("exposure check", () => {
   it("exits 2 on bad usage", async () => {
     const { code, err } = await runCheck(["a.yaml", "b.yaml"]);
     expect(code).toBe(2);
-    expect(err).toEqual(["exposure check: check takes at most one contract file\nusage: exposure check [CONTRACT] [--json]"]);
+    expect(err).toEqual([
+      "exposure check: check takes at most one contract file\nusage: exposure check [CONTRACT] [--json]\n(`exposure check --help` describes every flag)",
+    ]);
   });
 });

@@ -2,6 +2,7 @@
 // into one plain CommonJS file at program time, so the cluster runs a stock Node.js image and
 // no image has to be built or pushed. The result ships in a ConfigMap.
 import { createHash } from "node:crypto";
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { gzipSync } from "node:zlib";
 import { buildSync } from "esbuild";
@@ -39,10 +40,21 @@ vm.compileFunction(code, ["exports", "require", "module", "__filename", "__dirna
 
 let cached: PortalBundle | undefined;
 
+/**
+ * The project folder, whether this module runs from its TypeScript source (src/adapters) or
+ * compiled into dist/src/adapters (the CLI): the bundle is always built from the TypeScript
+ * sources, so `exposure render` and `pulumi up` produce the same bytes.
+ */
+function sourceRoot(): string {
+  const candidates = [path.resolve(__dirname, "../.."), path.resolve(__dirname, "../../..")];
+  return candidates.find((dir) => fs.existsSync(path.join(dir, "src", "portal", "main.ts"))) ?? (candidates[0] as string);
+}
+
 /** Builds the bundle (once per process: the program, a test run and `render` may ask several times). */
 export function bundlePortalServer(): PortalBundle {
   if (cached) return cached;
-  const entry = path.join(__dirname, "..", "portal", "main.ts");
+  const root = sourceRoot();
+  const entry = path.join(root, "src", "portal", "main.ts");
   let code: Uint8Array;
   try {
     const result = buildSync({
@@ -57,7 +69,7 @@ export function bundlePortalServer(): PortalBundle {
       legalComments: "none",
       write: false,
       logLevel: "silent",
-      absWorkingDir: path.resolve(__dirname, "../.."),
+      absWorkingDir: root,
     });
     const out = result.outputFiles[0];
     if (!out) throw new Error("esbuild produced no output");

@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import { asksForHelp, type CommandSpec, closest, commandHelp, editDistance, parseCommandLine } from "../cli/flags";
+import { SPECS } from "../cli/specs";
+import { UserError } from "../src/core/errors";
+
+const spec = {
+  name: "demo",
+  summary: "a demo",
+  synopsis: "--stack NAME [--timeout SECONDS] [--json]",
+  description: ["Does nothing."],
+  flags: {
+    stack: { type: "string", short: "s", value: "NAME", description: "the stack" },
+    timeout: { type: "string", value: "SECONDS", description: "per call", default: "5" },
+    json: { type: "boolean", description: "machine output" },
+  },
+  exits: "0 ok",
+} as const satisfies CommandSpec;
+
+function usageMessage(argv: string[]): string {
+  try {
+    parseCommandLine(spec, argv);
+  } catch (err) {
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as UserError).exitCode).toBe(2);
+    return (err as UserError).message;
+  }
+  throw new Error("expected a usage error");
+}
+
+describe("parseCommandLine", () => {
+  it("parses the table's flags, with defaults, short forms and --flag=value", () => {
+    expect(parseCommandLine(spec, ["-s", "bench", "--json"]).values).toEqual({ stack: "bench", timeout: "5", json: true });
+    expect(parseCommandLine(spec, ["--stack=dirqual", "--timeout", "2"]).values).toEqual({ stack: "dirqual", timeout: "2", json: false });
+  });
+
+  it("refuses an unknown flag with the closest one, the usage line and where the help is", () => {
+    expect(usageMessage(["--stack", "x", "--jsno"])).toBe(
+      "unknown flag '--jsno': did you mean '--json'?\nusage: exposure demo --stack NAME [--timeout SECONDS] [--json]\n(`exposure demo --help` describes every flag)",
+    );
+    expect(usageMessage(["--stak=bench"]).split("\n")[0]).toBe("unknown flag '--stak': did you mean '--stack'?");
+    expect(usageMessage(["--colour"]).split("\n")[0]).toBe("unknown flag '--colour'");
+    expect(usageMessage(["-x"]).split("\n")[0]).toBe("unknown flag '-x'");
+  });
+
+  it("refuses a missing value and a stray argument", () => {
+    expect(usageMessage(["--stack"]).split("\n")[0]).toContain("--stack");
+    expect(usageMessage(["bench"]).split("\n")[0]).toBe("unexpected argument 'bench'");
+  });
+
+  it("leaves what follows -- alone", () => {
+    expect(asksForHelp(["--", "--help"])).toBe(false);
+    expect(asksForHelp(["--stack", "x", "-h"])).toBe(true);
+  });
+});
+
+describe("did you mean", () => {
+  it("counts typos: substitutions, insertions, deletions, transpositions", () => {
+    expect(editDistance("status", "status")).toBe(0);
+    expect(editDistance("stauts", "status")).toBe(1);
+    expect(editDistance("statu", "status")).toBe(1);
+    expect(editDistance("drfit", "drift")).toBe(1);
+    expect(editDistance("kitten", "sitting")).toBe(3);
+  });
+
+  it("suggests only a near candidate", () => {
+    expect(closest("stauts", ["status", "drift"])).toBe("status");
+    expect(closest("rendr", ["render", "probe"])).toBe("render");
+    expect(closest("acc", ["access", "check"])).toBe("access");
+    expect(closest("deploy", ["status", "drift", "probe"])).toBeUndefined();
+  });
+});
+
+describe("commandHelp", () => {
+  it("lists every flag of the table, its placeholder, default and --help", () => {
+    expect(commandHelp(spec)).toBe(
+      [
+        "usage: exposure demo --stack NAME [--timeout SECONDS] [--json]",
+        "",
+        "Does nothing.",
+        "",
+        "flags:",
+        "  -s, --stack NAME       the stack",
+        "      --timeout SECONDS  per call (default 5)",
+        "      --json             machine output",
+        "  -h, --help             show this help and exit",
+        "",
+        "exit codes: 0 ok",
+      ].join("\n"),
+    );
+  });
+
+  it("every command's synopsis names exactly the flags of its table", () => {
+    for (const s of Object.values(SPECS) as CommandSpec[]) {
+      const inSynopsis = new Set([...s.synopsis.matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]));
+      expect([...inSynopsis].sort(), s.name).toEqual(Object.keys(s.flags).sort());
+    }
+  });
+});

@@ -1,0 +1,93 @@
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bashScript, completion, entryNames, stackNames, zshScript } from "../cli/commands/completion";
+import { main } from "../cli/main";
+import { COMMAND_NAMES, SPECS } from "../cli/specs";
+import { capture, makeProject, stackFile, type TestProject } from "./commands-helpers";
+
+let project: TestProject;
+let fakeBin: string;
+beforeAll(() => {
+  project = makeProject({ bench: stackFile(), dirqual: stackFile() });
+  // The script asks `exposure completion --list ...` while completing: a stand-in answers from this project.
+  fakeBin = fs.mkdtempSync(path.join(os.tmpdir(), "exposure-completion-"));
+  fs.writeFileSync(
+    path.join(fakeBin, "exposure"),
+    `#!/bin/sh\n[ "$1 $2 $3" = "completion --list stacks" ] && printf 'bench\\ndirqual\\n'\n[ "$1 $2 $3" = "completion --list entries" ] && printf 'argocd\\ngitea\\n'\nexit 0\n`,
+    { mode: 0o755 },
+  );
+});
+afterAll(() => {
+  project.remove();
+  fs.rmSync(fakeBin, { recursive: true, force: true });
+});
+
+/** What bash offers after typing `line` (the cursor at its end), through the generated script. */
+function bashComplete(line: string): string[] {
+  const script = `${bashScript()}
+COMP_WORDS=(${line
+    .split(" ")
+    .map((w) => `'${w}'`)
+    .join(" ")})
+COMP_CWORD=$(( \${#COMP_WORDS[@]} - 1 ))
+_exposure
+printf '%s\\n' "\${COMPREPLY[@]}"`;
+  const r = spawnSync("bash", ["--norc", "-c", script], { encoding: "utf8", cwd: project.dir, env: { PATH: `${fakeBin}:${process.env.PATH}` } });
+  expect(r.stderr).toBe("");
+  return r.stdout.split("\n").filter(Boolean);
+}
+
+describe("exposure completion", () => {
+  it("bash completes commands, each command's flags, stack names and fixed values", () => {
+    expect(bashComplete("exposure ")).toEqual([...COMMAND_NAMES, "help", "--help", "--version"]);
+    expect(bashComplete("exposure st")).toEqual(["status"]);
+    expect(bashComplete("exposure status --")).toEqual(["--stack", "--outputs", "--timeout", "--json", "--help"]);
+    expect(bashComplete("exposure drift --stack ")).toEqual(["bench", "dirqual"]);
+    expect(bashComplete("exposure status -s d")).toEqual(["dirqual"]);
+    expect(bashComplete("exposure render --format j")).toEqual(["json"]);
+    expect(bashComplete("exposure completion ")).toEqual(["bash", "zsh"]);
+    expect(bashComplete("exposure help pr")).toEqual(["probe", "portal"].filter((c) => c.startsWith("pr")));
+  });
+
+  it("every flag of every command is in both scripts", () => {
+    const bash = bashScript();
+    const zsh = zshScript();
+    expect(zsh.split("\n")[0]).toBe("#compdef exposure");
+    for (const name of COMMAND_NAMES) {
+      for (const flag of Object.keys(SPECS[name].flags)) {
+        expect(bash, `${name} --${flag}`).toMatch(new RegExp(`--${flag}\\b`));
+        expect(zsh, `${name} --${flag}`).toMatch(new RegExp(`--${flag}\\b`));
+      }
+    }
+  });
+
+  it("--list gives the project's stacks and the contract's entry names; a broken contract gives none", () => {
+    expect(stackNames(project.dir)).toEqual(["bench", "dirqual"]);
+    expect(entryNames(project.dir).length).toBeGreaterThan(0);
+    const broken = fs.mkdtempSync(path.join(os.tmpdir(), "exposure-broken-"));
+    fs.mkdirSync(path.join(broken, "contract"));
+    fs.writeFileSync(path.join(broken, "contract", "endpoints.yaml"), "version: [");
+    expect(entryNames(broken)).toEqual([]);
+    fs.rmSync(broken, { recursive: true, force: true });
+  });
+
+  it("prints the script for bash or zsh, and refuses another shell with exit 2", async () => {
+    const c = capture(project.dir);
+    expect(await completion(["bash"], c.ctx)).toBe(0);
+    expect(c.out.join("\n")).toBe(bashScript());
+    const fish = capture(project.dir);
+    expect(await main(["completion", "fish"], fish.ctx)).toBe(2);
+    expect(fish.err[0]?.split("\n")[0]).toBe("exposure completion: name the shell: bash or zsh");
+    const list = capture(project.dir);
+    expect(await main(["completion", "--list", "stacks"], list.ctx)).toBe(0);
+    expect(list.out).toEqual(["bench", "dirqual"]);
+  });
+
+  it("the bash script is valid bash", () => {
+    const r = spawnSync("bash", ["-n"], { input: bashScript(), encoding: "utf8" });
+    expect(r.status).toBe(0);
+  });
+});
