@@ -4,6 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { JSON_API_VERSION } from "../src/core/findings";
 
 const projectDir = path.resolve(__dirname, "..");
 const bin = path.join(projectDir, "bin/exposure.cjs");
@@ -20,7 +21,8 @@ describe("exposure render", () => {
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
-    expect(Object.keys(out)).toEqual(["objects", "releases", "outputs"]);
+    expect(Object.keys(out)).toEqual(["apiVersion", "kind", "objects", "releases", "outputs"]);
+    expect([out.apiVersion, out.kind]).toEqual([JSON_API_VERSION, "Render"]);
     expect(
       out.objects.map((o: { kind: string; metadata: { namespace: string; name: string } }) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`),
     ).toEqual(["Service argocd/argocd-nodeport", "Service gitea/gitea-nodeport", "Service monitoring/grafana-nodeport"]);
@@ -36,7 +38,8 @@ describe("exposure render", () => {
   });
 
   it("dirqual: every exposed entry on the pinned address, no Cilium release, nothing of Gateway API", () => {
-    const r = exposure("render", "--stack", "dirqual", "--cluster", "examples/dirqual-cluster.yaml", "--format", "json");
+    // --json and its older spelling --format json print the same document.
+    const r = exposure("render", "--stack", "dirqual", "--cluster", "examples/dirqual-cluster.yaml", "--json");
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.releases).toEqual([]);
@@ -86,7 +89,7 @@ describe("exposure render", () => {
     const usage = exposure("render", "--stack", "bench");
     expect(usage.code).toBe(2);
     expect(usage.stderr).toBe(
-      "exposure render: --cluster is required (a `kubectl get svc,nodes,pods,cm -A -o yaml` List)\nusage: exposure render --stack NAME --cluster SNAPSHOT [--contract FILE] [--format yaml|json]\n",
+      "exposure render: --cluster is required (a `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml` List)\nusage: exposure render --stack NAME --cluster SNAPSHOT [--contract FILE] [--json | --format yaml|json]\n(`exposure render --help` describes every flag)\n",
     );
   });
 
