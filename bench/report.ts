@@ -4,6 +4,7 @@ import type { LiveResults } from "./live";
 import type { ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
 import type { BenchResults, Skipped } from "./run";
+import { type StartupResults, startupSection } from "./startup";
 
 /**
  * What the numbers mean, what was changed, and what was left to other owners. Qualitative on
@@ -417,6 +418,20 @@ function summarySection(r: BenchResults): string {
   return table(["question", "measured", "verdict"], rows);
 }
 
+export const STARTUP_BEGIN = "<!-- startup:begin -->";
+export const STARTUP_END = "<!-- startup:end -->";
+
+/** The start-up section, fenced so `npm run bench -- --only startup` can refresh it alone. */
+export function startupMarkdown(s: StartupResults, m: BenchResults["meta"]): string {
+  return [
+    STARTUP_BEGIN,
+    startupSection(s),
+    "",
+    `Measured ${m.date.slice(0, 16).replace("T", " ")} UTC on commit ${m.commit}, Node ${m.node}, ${m.cpus} CPUs, load average ${round(m.loadAtPart.startup ?? m.loadAverage, 1)}.`,
+    STARTUP_END,
+  ].join("\n");
+}
+
 export function renderMarkdown(r: BenchResults): string {
   const m = r.meta;
   const parts: string[] = [
@@ -464,6 +479,7 @@ export function renderMarkdown(r: BenchResults): string {
     "",
     r.probe ? (isSkipped(r.probe) ? `Not measured: ${r.probe.skipped}` : probeSection(r.probe)) : "Not run in this invocation.",
     "",
+    ...(r.startup ? [startupMarkdown(r.startup, r.meta), ""] : []),
   ];
   return `${parts.join("\n")}\n`;
 }

@@ -4,7 +4,8 @@
 // table) and test-output/bench.json (every sample).
 //
 //   npm run bench                           # every part; part 1 also against the pre-fix commit
-//   npm run bench -- --only program,probe   # a subset (program, live, probe)
+//   npm run bench -- --only program,probe   # a subset (program, live, probe, startup)
+//   npm run bench -- --only startup         # CLI start-up alone: replaces only its section of docs/benchmarks.md
 //   npm run bench -- --baseline none        # part 1 without the before/after comparison
 //   npm run bench -- --baseline <rev>       # compare part 1 with another commit
 //
@@ -18,7 +19,8 @@ import { parseArgs } from "node:util";
 import { type LiveResults, measureLive } from "./live";
 import { measureProbe, type ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
-import { renderMarkdown } from "./report";
+import { renderMarkdown, STARTUP_BEGIN, STARTUP_END, startupMarkdown } from "./report";
+import { measureStartup, type StartupResults } from "./startup";
 
 const projectDir = path.resolve(__dirname, "..");
 
@@ -60,6 +62,7 @@ export interface BenchResults {
     | Skipped;
   live?: LiveResults | Skipped;
   probe?: ProbeBench | Skipped;
+  startup?: StartupResults;
 }
 
 const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -148,7 +151,7 @@ async function main() {
     options: { only: { type: "string" }, baseline: { type: "string", default: PRE_FIX_REV } },
     strict: true,
   });
-  const parts = new Set((values.only ?? "program,live,probe").split(",").map((s) => s.trim()));
+  const parts = new Set((values.only ?? "startup,program,live,probe").split(",").map((s) => s.trim()));
   const baseline = values.baseline === "none" ? undefined : values.baseline;
   const started = Date.now();
   const results: BenchResults = {
@@ -167,6 +170,10 @@ async function main() {
   const load = (part: string) => {
     results.meta.loadAtPart[part] = Math.round((os.loadavg()[0] ?? 0) * 10) / 10;
   };
+  if (parts.has("startup")) {
+    load("startup");
+    results.startup = await measureStartup({ runs: 5, log });
+  }
   if (parts.has("program")) {
     load("program");
     results.program = runProgram(baseline);
@@ -191,7 +198,18 @@ async function main() {
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, "bench.json"), `${JSON.stringify(results, null, 2)}\n`);
   fs.mkdirSync(path.join(projectDir, "docs"), { recursive: true });
-  fs.writeFileSync(path.join(projectDir, "docs/benchmarks.md"), renderMarkdown(results));
+  const report = path.join(projectDir, "docs/benchmarks.md");
+  const previous = fs.existsSync(report) ? fs.readFileSync(report, "utf8") : "";
+  if (parts.size === 1 && results.startup && previous.includes(STARTUP_BEGIN)) {
+    // Start-up alone: refresh its section, keep the other parts' figures (each section names its run).
+    const before = previous.slice(0, previous.indexOf(STARTUP_BEGIN));
+    const after = previous.includes(STARTUP_END) ? previous.slice(previous.indexOf(STARTUP_END) + STARTUP_END.length) : "\n";
+    fs.writeFileSync(report, `${before}${startupMarkdown(results.startup, results.meta)}${after}`);
+  } else if (parts.size === 1 && results.startup && previous) {
+    fs.writeFileSync(report, `${previous.trimEnd()}\n\n${startupMarkdown(results.startup, results.meta)}\n`);
+  } else {
+    fs.writeFileSync(report, renderMarkdown(results));
+  }
   log(`done in ${results.meta.durationS}s: docs/benchmarks.md, test-output/bench.json`);
 }
 

@@ -64,13 +64,13 @@ describe("exposure completion", () => {
     }
   });
 
-  it("--list gives the project's stacks and the contract's entry names; a broken contract gives none", () => {
+  it("--list gives the project's stacks and the contract's entry names; a broken contract gives none", async () => {
     expect(stackNames(project.dir)).toEqual(["bench", "dirqual"]);
-    expect(entryNames(project.dir).length).toBeGreaterThan(0);
+    expect((await entryNames(project.dir)).length).toBeGreaterThan(0);
     const broken = fs.mkdtempSync(path.join(os.tmpdir(), "exposure-broken-"));
     fs.mkdirSync(path.join(broken, "contract"));
     fs.writeFileSync(path.join(broken, "contract", "endpoints.yaml"), "version: [");
-    expect(entryNames(broken)).toEqual([]);
+    expect(await entryNames(broken)).toEqual([]);
     fs.rmSync(broken, { recursive: true, force: true });
   });
 

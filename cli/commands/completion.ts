@@ -1,6 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are shell scripts, ${...} is shell syntax
 import * as fs from "node:fs";
-import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
 import { type CommandSpec, type Completion, HELP_FLAG, parseCommandLine, usageError } from "../flags";
@@ -18,7 +17,7 @@ export const completion: Command = async (argv, ctx) => {
   if (values.list !== undefined) {
     if (positionals.length) throw usageError(SPEC, "--list takes no shell");
     if (values.list === "stacks") for (const name of stackNames(ctx.projectDir)) ctx.stdout(name);
-    else if (values.list === "entries") for (const name of entryNames(ctx.projectDir)) ctx.stdout(name);
+    else if (values.list === "entries") for (const name of await entryNames(ctx.projectDir)) ctx.stdout(name);
     else throw usageError(SPEC, `--list must be stacks or entries, not '${values.list}'`);
     return EXIT.OK;
   }
@@ -43,7 +42,9 @@ export function stackNames(projectDir: string): string[] {
 }
 
 /** Entry names of the project's contract; none when it is missing or invalid (completion must stay quiet). */
-export function entryNames(projectDir: string): string[] {
+export async function entryNames(projectDir: string): Promise<string[]> {
+  // The contract reader (yaml, zod) loads only here: printing a script must stay instant.
+  const { defaultContractPath, loadContractFile } = await import("../../src/adapters/contract-file.js");
   try {
     return loadContractFile(defaultContractPath(projectDir)).endpoints.map((e) => e.name);
   } catch {

@@ -26,6 +26,19 @@ export interface KubeTarget {
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
 /**
+ * client-node, loaded when a command first connects. The CLI's build (`npm run build`) ships it
+ * pre-bundled as one file, dist/vendor/client-node.cjs, which loads in about a third of the CPU
+ * time of its hundreds of ES modules (docs/benchmarks.md, CLI start-up); the same bundling the
+ * in-cluster portal runs on. From the TypeScript sources (tests, the program) it is the package.
+ */
+async function loadClientNode(): Promise<ClientNode> {
+  const bundled = path.join(__dirname, "..", "..", "vendor", "client-node.cjs");
+  if (fs.existsSync(bundled)) return require(bundled) as ClientNode;
+  // client-node is an ES module; a dynamic import keeps this file loadable from CommonJS.
+  return import("@kubernetes/client-node");
+}
+
+/**
  * The live cluster through the API server. Every method is one list (or get) call;
  * `requests` counts them so benchmarks can check they do not grow with the contract.
  */
@@ -39,8 +52,7 @@ export class LiveClusterReader implements ClusterReader {
   ) {}
 
   static async connect(target: KubeTarget): Promise<LiveClusterReader> {
-    // client-node is an ES module; a dynamic import keeps this file loadable from CommonJS.
-    const lib = await import("@kubernetes/client-node");
+    const lib = await loadClientNode();
     const kc = new lib.KubeConfig();
     try {
       const cfg = target.kubeconfig?.trim();

@@ -1,0 +1,210 @@
+// Start-up of the `exposure` command (issue 10), measured against `node -e 0` in the same run:
+//   - CPU time of whole processes (user + system, from the process itself), median of N:
+//     `--help` <= 3x the floor, `check` <= 5x; the packages each one loaded.
+//   - status / drift / probe / access: the CLI process (wall, start to exit) against the same
+//     command run in this process with its modules already loaded; the difference is what
+//     starting the CLI costs, target <= 0.3 s. A loopback fake API server answers both.
+import * as fs from "node:fs";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { createAccessCommand } from "../cli/commands/access";
+import { createDriftCommand } from "../cli/commands/drift";
+import { createProbeCommand } from "../cli/commands/probe";
+import { createStatusCommand } from "../cli/commands/status";
+import type { Command, CommandContext } from "../cli/context";
+import { runProcess } from "../test/e2e/harness";
+import { PORTAL_TEST_CONTRACT, recordedCluster } from "../test/portal.fixtures";
+import { median } from "./stats";
+
+const projectDir = path.resolve(__dirname, "..");
+const bin = path.join(projectDir, "bin", "exposure.cjs");
+const preload = path.join(__dirname, "cpu-usage.cjs");
+
+export const HELP_TARGET = 3;
+export const CHECK_TARGET = 5;
+export const OVERHEAD_TARGET_MS = 300;
+
+export interface CpuRow {
+  /** The command line after `exposure` (or `node -e 0` for the floor). */
+  command: string;
+  cpuMs: number;
+  /** cpuMs / the floor's. */
+  ratio: number;
+  /** The ratio it must stay under, when the issue sets one. */
+  target?: number;
+  /** Packages of node_modules it loaded (CommonJS; ES modules such as client-node are not listed). */
+  packages: string[];
+}
+
+export interface OverheadRow {
+  command: string;
+  inProcessMs: number;
+  cliMs: number;
+  overheadMs: number;
+}
+
+export interface StartupResults {
+  runs: number;
+  /** Whether dist/ matched the sources (else the CLI ran them through tsx, and the figures say so). */
+  dist: "fresh" | "stale or missing";
+  /** Hashing the sources to check dist/ (done at every start), median (ms). */
+  stampMs: number;
+  floor: { cpuMs: number };
+  cpu: CpuRow[];
+  overhead: OverheadRow[];
+}
+
+async function cpuOf(args: string[], cwd: string, runs: number): Promise<{ cpuMs: number; packages: string[] }> {
+  const samples: number[] = [];
+  let packages: string[] = [];
+  for (let i = 0; i < runs; i++) {
+    const file = path.join(os.tmpdir(), `ui-exposure-startup-${process.pid}.json`);
+    const r = await runProcess(process.execPath, ["--require", preload, ...args], { cwd, env: { ...process.env, BENCH_CPU_FILE: file } });
+    if (r.code !== 0) throw new Error(`${args.join(" ")} exited ${r.code}: ${r.stderr.slice(-500)}`);
+    const report = JSON.parse(fs.readFileSync(file, "utf8")) as { cpuMs: number; packages: string[] };
+    fs.rmSync(file, { force: true });
+    samples.push(report.cpuMs);
+    packages = report.packages;
+  }
+  return { cpuMs: median(samples), packages };
+}
+
+/** A loopback API server with the recorded cluster of the portal tests (argocd MATCH, grafana DRIFT, gitea ABSENT). */
+function fakeApiServer(): http.Server {
+  const data = recordedCluster();
+  const lists: Record<string, { kind: string; apiVersion: string; items: unknown[] }> = {
+    "/api/v1/services": { kind: "ServiceList", apiVersion: "v1", items: data.services },
+    "/api/v1/nodes": { kind: "NodeList", apiVersion: "v1", items: data.nodes },
+    "/api/v1/pods": { kind: "PodList", apiVersion: "v1", items: data.pods },
+    "/apis/discovery.k8s.io/v1/endpointslices": { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: data.endpointSlices },
+  };
+  return http.createServer((req, res) => {
+    const list = lists[new URL(req.url ?? "/", "http://x").pathname];
+    res.writeHead(list ? 200 : 404, { "Content-Type": "application/json" });
+    res.end(JSON.stringify(list ? { ...list, metadata: { resourceVersion: "1" } } : { kind: "Status", code: 404 }));
+  });
+}
+
+function listen(server: http.Server): Promise<number> {
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port)));
+}
+
+/** A project with one stack `bench` reading the fake API server, its outputs saved to a file, URLs on `uiPort`. */
+function makeProject(apiPort: number, uiPort: number): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-startup-"));
+  fs.writeFileSync(
+    path.join(dir, "kubeconfig"),
+    `apiVersion: v1\nkind: Config\nclusters:\n  - name: fake\n    cluster: { server: "http://127.0.0.1:${apiPort}", insecure-skip-tls-verify: true }\nusers:\n  - name: nobody\n    user: { token: fake-token }\ncontexts:\n  - name: fake\n    context: { cluster: fake, user: nobody }\ncurrent-context: fake\n`,
+  );
+  fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\nruntime: nodejs\n");
+  fs.writeFileSync(path.join(dir, "contract.yaml"), PORTAL_TEST_CONTRACT);
+  fs.writeFileSync(
+    path.join(dir, "Pulumi.bench.yaml"),
+    `config:\n  kubernetes:kubeconfig: ${path.join(dir, "kubeconfig")}\n  kubernetes:context: fake\n  ui-exposure:contract: contract.yaml\n  ui-exposure:entries: all\n  ui-exposure:cilium: { mode: cohabit }\n  ui-exposure:allowlist: { services: [], hostPorts: [] }\n`,
+  );
+  const url = `http://127.0.0.1:${uiPort}`;
+  fs.writeFileSync(
+    path.join(dir, "outputs.json"),
+    JSON.stringify({ urls: { argocd: url, grafana: url }, endpoints: { argocd: { nodePort: 31358, url }, grafana: { nodePort: 31088, url } } }),
+  );
+  return dir;
+}
+
+/** The CLI against `inProcess` for one command line, median wall time of `runs` each (after a warm-up). */
+async function overheadOf(argv: string[], command: Command, cwd: string, runs: number): Promise<OverheadRow> {
+  const ctx: CommandContext = { projectDir: cwd, stdout: () => {}, stderr: () => {}, env: process.env };
+  const inProcess: number[] = [];
+  const cli: number[] = [];
+  const previousCwd = process.cwd();
+  process.chdir(cwd);
+  try {
+    await command(argv.slice(1), ctx);
+    for (let i = 0; i < runs; i++) {
+      const t0 = performance.now();
+      await command(argv.slice(1), ctx);
+      inProcess.push(performance.now() - t0);
+      cli.push((await runProcess(process.execPath, [bin, ...argv], { cwd })).ms);
+    }
+  } finally {
+    process.chdir(previousCwd);
+  }
+  const inProcessMs = median(inProcess);
+  const cliMs = median(cli);
+  return { command: argv.join(" "), inProcessMs, cliMs, overheadMs: cliMs - inProcessMs };
+}
+
+export async function measureStartup(opts: { runs: number; log: (m: string) => void }): Promise<StartupResults> {
+  const { sourceStamp, builtStamp } = require("../bin/source-stamp.cjs") as {
+    sourceStamp: (root: string) => string;
+    builtStamp: (root: string) => string | undefined;
+  };
+  const dist = builtStamp(projectDir) === sourceStamp(projectDir) ? "fresh" : "stale or missing";
+  const stampSamples: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    const t0 = performance.now();
+    sourceStamp(projectDir);
+    stampSamples.push(performance.now() - t0);
+  }
+
+  opts.log("start-up: CPU time of node -e 0, --help, --version, status --help, check, completion bash");
+  const floor = await cpuOf(["-e", "0"], projectDir, opts.runs);
+  const cpu: CpuRow[] = [];
+  for (const [args, target] of [
+    [["--help"], HELP_TARGET],
+    [["--version"], undefined],
+    [["status", "--help"], undefined],
+    [["completion", "bash"], undefined],
+    [["check"], CHECK_TARGET],
+  ] as const) {
+    const r = await cpuOf([bin, ...args], projectDir, opts.runs);
+    cpu.push({ command: args.join(" "), cpuMs: r.cpuMs, ratio: r.cpuMs / floor.cpuMs, ...(target ? { target } : {}), packages: r.packages });
+  }
+
+  opts.log("start-up: status, drift, probe, access as a CLI process vs in this process");
+  const api = fakeApiServer();
+  const ui = http.createServer((_req, res) => res.end("ok"));
+  const [apiPort, uiPort] = [await listen(api), await listen(ui)];
+  const dir = makeProject(apiPort, uiPort);
+  const overhead: OverheadRow[] = [];
+  try {
+    overhead.push(await overheadOf(["status", "--stack", "bench", "--outputs", "outputs.json", "--json"], createStatusCommand(), dir, opts.runs));
+    overhead.push(await overheadOf(["drift", "--stack", "bench", "--skip-preview", "--json"], createDriftCommand(), dir, opts.runs));
+    overhead.push(await overheadOf(["probe", "--outputs", "outputs.json", "--contract", "contract.yaml", "--json"], createProbeCommand(), dir, opts.runs));
+    overhead.push(await overheadOf(["access", "--stack", "bench", "--no-dotenv", "--json"], createAccessCommand(), dir, opts.runs));
+  } finally {
+    api.close();
+    ui.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return { runs: opts.runs, dist, stampMs: median(stampSamples), floor: { cpuMs: floor.cpuMs }, cpu, overhead };
+}
+
+const ms = (v: number) => Math.round(v).toString();
+const pass = (ok: boolean) => (ok ? "**pass**" : "**FAIL**");
+
+/** The markdown section: generated from the figures only. */
+export function startupSection(r: StartupResults): string {
+  const lines = [
+    "## CLI start-up (issue 10)",
+    "",
+    `CPU time (user + system, reported by each process itself) of whole \`exposure\` processes, median of ${r.runs}, against \`node -e 0\` measured the same way in the same run (**${ms(r.floor.cpuMs)} ms**). dist/ was ${r.dist === "fresh" ? "fresh (the compiled CLI ran)" : "**stale or missing: the CLI ran the TypeScript sources through tsx, these are not the shipped figures**"}. Checking that dist/ matches the sources (hashing them, at every start) took ${r.stampMs.toFixed(1)} ms.`,
+    "",
+    "| command | CPU ms | x floor | target | result | packages loaded (CommonJS) |",
+    "|---|---:|---:|---:|---|---|",
+    ...r.cpu.map(
+      (c) =>
+        `| \`exposure ${c.command}\` | ${ms(c.cpuMs)} | ${c.ratio.toFixed(2)} | ${c.target ? `<= ${c.target}` : "-"} | ${c.target ? pass(c.ratio <= c.target) : "-"} | ${c.packages.length ? c.packages.join(", ") : "none"} |`,
+    ),
+    "",
+    `Operator commands against a loopback fake API server (the recorded cluster of the portal tests): the CLI process from start to exit, against the same command run inside the benchmark process with its modules loaded (after a warm-up), median of ${r.runs} wall times each. The difference is what starting the CLI costs; target <= ${OVERHEAD_TARGET_MS} ms.`,
+    "",
+    "| command | in-process ms | CLI ms | start-up ms | result |",
+    "|---|---:|---:|---:|---|",
+    ...r.overhead.map(
+      (o) => `| \`exposure ${o.command}\` | ${ms(o.inProcessMs)} | ${ms(o.cliMs)} | ${ms(o.overheadMs)} | ${pass(o.overheadMs <= OVERHEAD_TARGET_MS)} |`,
+    ),
+  ];
+  return lines.join("\n");
+}
