@@ -49,7 +49,8 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     const observation = observe(opened.contract, cluster.observed, {
       selected: opened.selected,
       ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
-      published: published.endpoints,
+      // Without the outputs nothing proves which Services this stack created: only names are checked.
+      ...(published.source.from === "unavailable" ? {} : { published: published.endpoints }),
     });
     const exposed = observation.entries.filter((e) => e.exposure !== "none");
     const healthy = observation.problems.length === 0 && exposed.every((e) => e.verdict === "MATCH");
