@@ -103,15 +103,23 @@ describe("exposure status", () => {
     const gitea = entry(parse(notPublished.out), "gitea");
     expect(gitea).toMatchObject({
       verdict: "DRIFT",
-      reasons: ["gitea/gitea-nodeport exists but this stack did not create it (the last up published no Service for this entry): remove it, or adopt it on purpose (see pulumi up)"],
+      reasons: [
+        "gitea/gitea-nodeport exists but this stack did not create it (the last up published no Service for this entry): remove it, or adopt it on purpose (see pulumi up)",
+      ],
     });
     expect(gitea?.url).toBeUndefined();
     const objects = healthyCluster().filter((o) => o !== managedServices[0]);
     objects.push({ ...managedServices[0], metadata: { ...(managedServices[0] as { metadata: object }).metadata, uid: "uid-of-a-look-alike" } } as never);
-    const replaced = await status(["--stack", "two", "--json"], snapshot(objects), outputs({ argocd: { service: "argocd-nodeport", uid: "uid-we-created" }, gitea: { service: "gitea-nodeport" } }));
+    const replaced = await status(
+      ["--stack", "two", "--json"],
+      snapshot(objects),
+      outputs({ argocd: { service: "argocd-nodeport", uid: "uid-we-created" }, gitea: { service: "gitea-nodeport" } }),
+    );
     expect(entry(parse(replaced.out), "argocd")).toMatchObject({
       verdict: "DRIFT",
-      reasons: ["argocd/argocd-nodeport is not the Service this stack created (uid uid-of-a-look-alike, created uid-we-created): it was replaced by hand; remove it and run pulumi up"],
+      reasons: [
+        "argocd/argocd-nodeport is not the Service this stack created (uid uid-of-a-look-alike, created uid-we-created): it was replaced by hand; remove it and run pulumi up",
+      ],
     });
   });
 

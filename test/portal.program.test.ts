@@ -8,7 +8,7 @@ import { parseContract } from "../src/core/contract/parse";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
 import { withStackServices } from "../src/core/plan";
-import { PORTAL_RBAC_RULES, PORTAL_SELECTOR, namespaceTakeoverRefusal, portalService } from "../src/core/portal/spec";
+import { namespaceTakeoverRefusal, PORTAL_RBAC_RULES, PORTAL_SELECTOR, portalService } from "../src/core/portal/spec";
 import { uiExposure } from "../src/infra/program";
 import { readyNode } from "./portal.fixtures";
 
@@ -282,7 +282,12 @@ describe("withStackServices (pure)", () => {
 
 describe("namespaceTakeoverRefusal (pure)", () => {
   it("refuses to create a namespace that already holds Services, naming them and the safe remedies", () => {
-    expect(namespaceTakeoverRefusal("platform-portal", [{ metadata: { name: "portal", namespace: "platform-portal" } }, { metadata: { name: "x", namespace: "other" } }])).toBe(
+    expect(
+      namespaceTakeoverRefusal("platform-portal", [
+        { metadata: { name: "portal", namespace: "platform-portal" } },
+        { metadata: { name: "x", namespace: "other" } },
+      ]),
+    ).toBe(
       "portal: namespace platform-portal already exists (it holds Services portal) and this stack did not create it; set ui-exposure:portal.createNamespace: false (the stack then only adds its own objects there and never deletes the namespace), or choose another portal.namespace",
     );
     expect(namespaceTakeoverRefusal("platform-portal", [{ metadata: { name: "x", namespace: "other" } }])).toBeUndefined();

@@ -15,7 +15,7 @@ export interface StatusDeps {
 }
 
 /** Where the "published at the last up" values came from, for the reader of the report. */
-type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
+export type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
 
 /**
  * `exposure status`: the live verdict of every entry the stack publishes, computed by the
@@ -80,7 +80,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
 
 export const status = createStatusCommand();
 
-async function readPublished(
+export async function readPublished(
   ctx: CommandContext,
   stack: string,
   outputsFile: string | undefined,

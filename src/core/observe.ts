@@ -106,7 +106,14 @@ export function observe(
     .map((e): ObservedEntry => {
       const base = { name: e.name, ...(e.description ? { description: e.description } : {}), exposed: e.exposed };
       if (isNodePortEntry(e))
-        return observeNodePort(e, base, { services, slicesByService, node, nodes: cluster.nodes, published: opts.published?.[e.name], knowsPublished: opts.published !== undefined });
+        return observeNodePort(e, base, {
+          services,
+          slicesByService,
+          node,
+          nodes: cluster.nodes,
+          published: opts.published?.[e.name],
+          knowsPublished: opts.published !== undefined,
+        });
       if (isHostPortEntry(e)) return observeHostPort(e, base, podsByNamespace.get(e.hostPort.namespace) ?? [], nodesByName, opts.published?.[e.name]);
       return { ...base, exposure: "none", ...(e.service ? { namespace: e.service.namespace } : {}), readyEndpoints: 0, verdict: "NOT-EXPOSED", reasons: [] };
     });
@@ -253,7 +260,12 @@ export function ownershipProblem(where: string, uid: string | undefined, publish
  * no longer the Ready one the stack would pick), or the pinned address belongs to a node that
  * is not Ready.
  */
-export function nodeProblem(node: NodeChoice | undefined, nodes: readonly Node[], publishedUrl: string | undefined, url: string | undefined): string | undefined {
+export function nodeProblem(
+  node: NodeChoice | undefined,
+  nodes: readonly Node[],
+  publishedUrl: string | undefined,
+  url: string | undefined,
+): string | undefined {
   if (node?.pinned) {
     const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === node.address));
     if (owner && !isReadyNode(owner)) return `node ${owner.metadata.name} (pinned address ${node.address}) is not Ready`;
