@@ -98,11 +98,12 @@ export class NodePortExposure extends pulumi.ComponentResource {
     );
 
     // In a preview, a Service still to be created only has the port of a server dry run,
-    // which the real create will not reuse: nothing is shown rather than a false port.
+    // which the real create will not reuse; and a dry-run patch of a Service that does not
+    // exist yet would fail. The port is then unknown in the preview (shown as computed), and
+    // the URL shows the port that will be asked for, or none.
     const provisional = pulumi.runtime.isDryRun() && !args.existsInCluster;
     const allocated = this.service.spec.ports.apply((ports) => ports?.find((p) => p.name === plan.portName)?.nodePort || undefined);
-    // An unknown value, not a made-up one: the preview shows the port as computed.
-    const wanted: pulumi.Input<number | undefined> = args.keepNodePort ?? (provisional ? (pulumi.unknown as unknown as number) : allocated);
+    const wanted: pulumi.Input<number | undefined> = provisional ? (pulumi.unknown as unknown as number) : (args.keepNodePort ?? allocated);
     this.portHold = new k8s.core.v1.ServicePatch(
       `${name}-port`,
       {
@@ -117,10 +118,9 @@ export class NodePortExposure extends pulumi.ComponentResource {
       { parent: this, dependsOn: [this.service] },
     );
 
-    this.nodePort =
-      provisional && args.keepNodePort === undefined
-        ? pulumi.output(undefined)
-        : this.portHold.spec.apply((spec) => spec?.ports?.find((p) => p.port === plan.port)?.nodePort || undefined);
+    this.nodePort = provisional
+      ? pulumi.output(args.keepNodePort)
+      : this.portHold.spec.apply((spec) => spec?.ports?.find((p) => p.port === plan.port)?.nodePort || undefined);
     this.url = this.nodePort.apply((port) => buildUrl(plan.scheme, args.nodeAddress, port));
 
     this.registerOutputs({ service: this.service, portHold: this.portHold, nodePort: this.nodePort, url: this.url });

@@ -199,11 +199,11 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
       if (s.spec) s.spec.selector = { "app.kubernetes.io/name": "grafana", "app.kubernetes.io/instance": "v2" };
     });
 
-    const preview = sandbox.pulumi(["preview", "--expect-no-changes", "--diff"]);
+    const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
     expect(preview.code, summary(preview)).not.toBe(0);
-    expect(preview.stdout).toMatch(/argocd-port/);
-    expect(preview.stdout).toMatch(/gitea-svc/);
-    expect(preview.stdout).toMatch(/grafana-svc/);
+    expect(preview.stdout).toMatch(/ServicePatch\s+argocd-port\s+update/);
+    expect(preview.stdout).toMatch(/Service\s+gitea-svc\s+create/);
+    expect(preview.stdout).toMatch(/Service\s+grafana-svc\s+update/);
 
     const d = drift();
     expect(d.code, d.raw).toBe(3);
@@ -224,7 +224,7 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     });
     const renamed = sandbox.pulumi(["preview", "--expect-no-changes"]);
     expect(renamed.code, summary(renamed)).not.toBe(0);
-    expect(renamed.stdout).toMatch(/gitea-svc/);
+    expect(renamed.stdout).toMatch(/Service\s+gitea-svc\s+update/);
     upThenCleanPreview("up after a renamed port");
     expect((await svc("gitea", "gitea-nodeport"))?.spec?.ports?.[0]).toMatchObject({ name: "http", nodePort: before.endpoints.gitea?.nodePort });
   });
@@ -234,7 +234,7 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     try {
       const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
       expect(preview.code, summary(preview)).not.toBe(0);
-      expect(preview.stdout).toMatch(/argocd/);
+      expect(preview.stdout).toMatch(/NodePortExposure\s+argocd\s+update/);
       const d = drift();
       expect(d.code, d.raw).toBe(3);
       expect(verdict(d.json, "argocd")?.reasons.join(" ")).toContain("node e2e-node-b is not Ready");
