@@ -31,6 +31,8 @@ export interface PortalArgs {
    * Services), if so. Checked by a hook that runs only when the Namespace is not in the state.
    */
   namespaceRefusal?: string;
+  /** Why creating the Service `portal` would take over one this stack did not create, if it exists. */
+  serviceRefusal?: string;
   /** False under Pulumi's unit-test mocks, which cannot register resource hooks. */
   hooks: boolean;
 }
@@ -51,7 +53,7 @@ export class Portal extends pulumi.ComponentResource {
 
   constructor(name: string, args: PortalArgs, opts?: pulumi.ComponentResourceOptions) {
     // Recorded inputs: what defines the portal, not what was observed (the refusal, the hooks switch).
-    const { namespaceRefusal, hooks, ...recorded } = args;
+    const { namespaceRefusal, serviceRefusal, hooks, ...recorded } = args;
     super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;
     // Built here, not passed in: component args are recorded in the state, 0.5 MB of gzip has no place there.
@@ -170,6 +172,17 @@ export class Portal extends pulumi.ComponentResource {
     );
 
     const spec = portalService(settings.namespace);
+    // Same rule as the namespace: checked only when the Service is not in the state (labels prove nothing).
+    const refuseServiceTakeover =
+      hooks && serviceRefusal
+        ? new pulumi.ResourceHook(
+            `${name}-svc-refuse-takeover`,
+            () => {
+              throw new Error(serviceRefusal);
+            },
+            { onDryRun: true },
+          )
+        : undefined;
     this.service = new k8s.core.v1.Service(
       `${name}-svc`,
       {
@@ -183,7 +196,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // Fixed name: a replacement must delete the old Service first.
-      { parent: this, deleteBeforeReplace: true },
+      { parent: this, deleteBeforeReplace: true, ...(refuseServiceTakeover ? { hooks: { beforeCreate: [refuseServiceTakeover] } } : {}) },
     );
 
     this.registerOutputs({

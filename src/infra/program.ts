@@ -98,6 +98,7 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
+  const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
   const cilium = new Cilium("cilium", { plan: ciliumPlan });
   const portal = settings.portal.enabled
     ? new Portal("portal-server", {
@@ -107,6 +108,11 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
         stack: inputs.stack,
         ...(settings.nodeAddress ? { nodeAddress: settings.nodeAddress } : {}),
         ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
+        ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
+          ? {
+              serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:Service portal-server-svc ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
+            }
+          : {}),
         hooks: underEngine(),
       })
     : undefined;
@@ -118,7 +124,6 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
     );
   }
   // The NodePort Service mirroring the portal waits for the portal: it must not outlive a failed portal Service.
-  const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
   const published = resolution.plans.map((plan) => {
     let keepNodePort: number | undefined;
     if (plan.kind === "nodePort") {
