@@ -93,6 +93,10 @@ export class NodePortExposure extends pulumi.ComponentResource {
         deleteBeforeReplace: true,
         // `pulumi import` (the adoption command) imports at the stack's root; the next `up` moves it here.
         aliases: [{ parent: pulumi.rootStackResource }],
+        // An import records every live field as an input, clusterIP included; the program never
+        // sets it, and the provider replaces a Service whose clusterIP input goes away: adopting
+        // would delete and re-create the Service (new uid, new port). Never set by this program.
+        ignoreChanges: ["spec.clusterIP"],
         ...(refuseTakeover ? { hooks: { beforeCreate: [refuseTakeover] } } : {}),
       },
     );
