@@ -1,35 +1,63 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION } from "../src/core/kube/types";
-import { buildUrl, type NodePortPlan } from "../src/core/plan";
+import { buildUrl, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
 
 export interface NodePortExposureArgs {
   plan: NodePortPlan;
   /** Address put in the URL (the chosen node's InternalIP, or the stack's pinned one). */
   nodeAddress: string;
+  /** The stack, named in the adoption command of a refused takeover. */
+  stack: string;
   /**
-   * Whether our Service already existed when the cluster was read. In a preview, a Service
-   * still to be created only has the nodePort of a server dry run, which the real create
-   * will not reuse: its URL is then shown as pending instead.
+   * Whether `<entry>-nodeport` existed when the cluster was read. Creating it then would take
+   * over a Service this stack did not create (the provider's server-side apply upserts): the
+   * create is refused. It also says whether a preview's port is real or a dry-run allocation.
    */
-  alreadyExists?: boolean;
+  existsInCluster: boolean;
+  /** The nodePort published by the last `up` and still free: asked for again (stable ports). */
+  keepNodePort?: number;
+  /** False under Pulumi's unit-test mocks, which cannot register resource hooks. */
+  hooks: boolean;
 }
 
 /**
  * One exposed UI: a separate NodePort Service selecting the same pods as the vendored
  * ClusterIP Service (selector and target port copied from it, never retyped). The vendored
- * Service is only read. The nodePort is left to Kubernetes and read back from the API.
+ * Service is only read. Kubernetes allocates the nodePort; a ServicePatch then holds it.
+ *
+ * Why two resources: the Service never names its nodePort, so its inputs are the same before
+ * and after the first allocation. The port is held by `<entry>-port`, a server-side apply
+ * patch of the same Service owning only `nodePort`. Its first value is the port Kubernetes
+ * allocated at create (an output of the same `up`), later ones the port the last `up`
+ * published: identical, so the preview right after any `up` is clean, while a port moved by
+ * hand differs from it (the preview shows `<entry>-port`) and the next `up` puts it back.
  */
 export class NodePortExposure extends pulumi.ComponentResource {
   public readonly service: k8s.core.v1.Service;
-  /** The allocated nodePort, as returned by the API server after create/update. */
+  /** Holds the nodePort (field owner of `spec.ports[].nodePort`). */
+  public readonly portHold: k8s.core.v1.ServicePatch;
+  /** The nodePort, as returned by the API server after create/update. */
   public readonly nodePort: pulumi.Output<number | undefined>;
   public readonly url: pulumi.Output<string>;
 
   constructor(name: string, args: NodePortExposureArgs, opts?: pulumi.ComponentResourceOptions) {
-    // Recorded inputs: what defines the Service, not what was observed about it.
+    // Recorded inputs: what defines the exposure (a changed node address is a changed URL, so
+    // the preview shows it), never what was observed about it (the port: see above).
     super("ui-exposure:exposure:NodePortExposure", name, { plan: args.plan, nodeAddress: args.nodeAddress }, opts);
     const { plan } = args;
+
+    // Runs only when the engine is about to create the Service, i.e. when it is not in this
+    // stack's state: ownership is decided by the state, never by labels anyone can copy.
+    const refuseTakeover = args.hooks
+      ? new pulumi.ResourceHook(
+          `${name}-refuse-takeover`,
+          () => {
+            if (args.existsInCluster) throw new Error(takeoverRefusal(plan, args.stack));
+          },
+          { onDryRun: true },
+        )
+      : undefined;
 
     this.service = new k8s.core.v1.Service(
       `${name}-svc`,
@@ -47,7 +75,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
             // `up` must not wait 10 minutes for ready endpoints when a UI's pods are down:
             // readiness is reported live by `exposure status`, not enforced at deploy time.
             "pulumi.com/skipAwait": "true",
-            // This Service belongs to ui-exposure alone: after a hand edit, `up` takes the
+            // This Service belongs to this stack alone: after a hand edit, `up` takes the
             // edited fields back instead of failing on a server-side apply conflict.
             "pulumi.com/patchForce": "true",
           },
@@ -59,14 +87,46 @@ export class NodePortExposure extends pulumi.ComponentResource {
           ports: [{ name: plan.portName, port: plan.port, targetPort: plan.targetPort, protocol: plan.protocol }],
         },
       },
-      // The name is fixed, so a replacement must delete the old Service first.
-      { parent: this, deleteBeforeReplace: true },
+      {
+        parent: this,
+        // The name is fixed, so a replacement must delete the old Service first.
+        deleteBeforeReplace: true,
+        // `pulumi import` (the adoption command) imports at the stack's root; the next `up` moves it here.
+        aliases: [{ parent: pulumi.rootStackResource }],
+        // An import records every live field as an input, clusterIP included; the program never
+        // sets it, and the provider replaces a Service whose clusterIP input goes away: adopting
+        // would delete and re-create the Service (new uid, new port). Never set by this program.
+        ignoreChanges: ["spec.clusterIP"],
+        ...(refuseTakeover ? { hooks: { beforeCreate: [refuseTakeover] } } : {}),
+      },
     );
 
-    const provisional = pulumi.runtime.isDryRun() && !args.alreadyExists;
-    this.nodePort = this.service.spec.ports.apply((ports) => (provisional ? undefined : ports?.find((p) => p.name === plan.portName)?.nodePort || undefined));
+    // In a preview, a Service still to be created only has the port of a server dry run,
+    // which the real create will not reuse; and a dry-run patch of a Service that does not
+    // exist yet would fail. The port is then unknown in the preview (shown as computed), and
+    // the URL shows the port that will be asked for, or none.
+    const provisional = pulumi.runtime.isDryRun() && !args.existsInCluster;
+    const allocated = this.service.spec.ports.apply((ports) => ports?.find((p) => p.name === plan.portName)?.nodePort || undefined);
+    const wanted: pulumi.Input<number | undefined> = provisional ? (pulumi.unknown as unknown as number) : (args.keepNodePort ?? allocated);
+    this.portHold = new k8s.core.v1.ServicePatch(
+      `${name}-port`,
+      {
+        metadata: {
+          name: this.service.metadata.name,
+          namespace: plan.namespace,
+          // Takes the port back from whoever moved it by hand (`kubectl edit` owns what it changed).
+          annotations: { "pulumi.com/patchForce": "true" },
+        },
+        spec: { ports: [{ port: plan.port, protocol: plan.protocol, nodePort: wanted as pulumi.Input<number> }] },
+      },
+      { parent: this, dependsOn: [this.service] },
+    );
+
+    this.nodePort = provisional
+      ? pulumi.output(args.keepNodePort)
+      : this.portHold.spec.apply((spec) => spec?.ports?.find((p) => p.port === plan.port)?.nodePort || undefined);
     this.url = this.nodePort.apply((port) => buildUrl(plan.scheme, args.nodeAddress, port));
 
-    this.registerOutputs({ service: this.service, nodePort: this.nodePort, url: this.url });
+    this.registerOutputs({ service: this.service, portHold: this.portHold, nodePort: this.nodePort, url: this.url });
   }
 }

@@ -26,6 +26,15 @@ export interface PortalArgs {
   /** The stack's pinned node address, if any. */
   nodeAddress?: string;
   stack: string;
+  /**
+   * Why creating the namespace would take over one this stack did not create (it already holds
+   * Services), if so. Checked by a hook that runs only when the Namespace is not in the state.
+   */
+  namespaceRefusal?: string;
+  /** Why creating the Service `portal` would take over one this stack did not create, if it exists. */
+  serviceRefusal?: string;
+  /** False under Pulumi's unit-test mocks, which cannot register resource hooks. */
+  hooks: boolean;
 }
 
 /**
@@ -43,7 +52,9 @@ export class Portal extends pulumi.ComponentResource {
   public readonly bundleSha256: string;
 
   constructor(name: string, args: PortalArgs, opts?: pulumi.ComponentResourceOptions) {
-    super("ui-exposure:portal:Portal", name, args, opts);
+    // Recorded inputs: what defines the portal, not what was observed (the refusal, the hooks switch).
+    const { namespaceRefusal, serviceRefusal, hooks, ...recorded } = args;
+    super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;
     // Built here, not passed in: component args are recorded in the state, 0.5 MB of gzip has no place there.
     const bundle = bundlePortalServer();
@@ -51,12 +62,28 @@ export class Portal extends pulumi.ComponentResource {
     // Only where `up` would otherwise wait on pods that can never start (no kubelet).
     const awaitAnnotations = settings.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;
 
+    const refuseTakeover =
+      hooks && namespaceRefusal
+        ? new pulumi.ResourceHook(
+            `${name}-ns-refuse-takeover`,
+            () => {
+              throw new Error(namespaceRefusal);
+            },
+            { onDryRun: true },
+          )
+        : undefined;
     const ns = settings.createNamespace
       ? new k8s.core.v1.Namespace(
           `${name}-ns`,
           // A fixed name: the contract's `portal` entry names this namespace.
           { metadata: { name: settings.namespace, labels: { ...PORTAL_LABELS } } },
-          { parent: this },
+          {
+            parent: this,
+            // Others may put objects in it once it exists: neither `destroy` nor turning
+            // createNamespace off ever deletes it (and everything in it); remove it by hand once empty.
+            retainOnDelete: true,
+            ...(refuseTakeover ? { hooks: { beforeCreate: [refuseTakeover] } } : {}),
+          },
         )
       : undefined;
     // Through the Namespace output, so every namespaced child waits for it when it is created here.
@@ -145,6 +172,17 @@ export class Portal extends pulumi.ComponentResource {
     );
 
     const spec = portalService(settings.namespace);
+    // Same rule as the namespace: checked only when the Service is not in the state (labels prove nothing).
+    const refuseServiceTakeover =
+      hooks && serviceRefusal
+        ? new pulumi.ResourceHook(
+            `${name}-svc-refuse-takeover`,
+            () => {
+              throw new Error(serviceRefusal);
+            },
+            { onDryRun: true },
+          )
+        : undefined;
     this.service = new k8s.core.v1.Service(
       `${name}-svc`,
       {
@@ -158,7 +196,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // Fixed name: a replacement must delete the old Service first.
-      { parent: this, deleteBeforeReplace: true },
+      { parent: this, deleteBeforeReplace: true, ...(refuseServiceTakeover ? { hooks: { beforeCreate: [refuseServiceTakeover] } } : {}) },
     );
 
     this.registerOutputs({

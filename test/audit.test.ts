@@ -6,6 +6,7 @@ import { auditExposure, matchesPattern } from "../src/core/audit";
 import { parseContract } from "../src/core/contract/parse";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Pod, Service } from "../src/core/kube/types";
+import type { PublishedEndpoints } from "../src/core/observe";
 import type { Allowlist } from "../src/core/settings";
 import { capture, managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./commands-helpers";
 
@@ -13,13 +14,14 @@ const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
 const allExposed = ["argocd", "gitea", "grafana", "lineage-agent"];
 const noAllowlist: Allowlist = { services: [], hostPorts: [] };
 
-function audit(opts: { services?: Service[]; pods?: Pod[]; selected?: string[]; allowlist?: Allowlist }) {
+function audit(opts: { services?: Service[]; pods?: Pod[]; selected?: string[]; allowlist?: Allowlist; published?: PublishedEndpoints }) {
   return auditExposure({
     contract,
     selected: opts.selected ?? allExposed,
     allowlist: opts.allowlist ?? noAllowlist,
     services: opts.services ?? [],
     pods: opts.pods ?? [],
+    ...(opts.published ? { published: opts.published } : {}),
   });
 }
 
@@ -31,6 +33,38 @@ describe("matchesPattern", () => {
     expect(matchesPattern("kube-system/hubble-relay", "kube-system/hubble-relay-2")).toBe(false);
     // '*' is only a suffix wildcard: elsewhere it is a literal that no Kubernetes name contains.
     expect(matchesPattern("argocd/*-gateway", "argocd/cilium-gateway")).toBe(false);
+  });
+});
+
+describe("auditExposure: look-alikes of our Services", () => {
+  it("reports a Service carrying an entry's labels outside <namespace>/<entry>-nodeport as undeclared exposure impersonating the entry", () => {
+    const lookAlike = managedService("gitea", "tenant", 31999, { selector: { app: "tenant" }, targetPort: 8080 });
+    lookAlike.metadata.name = "gitea-http";
+    const result = audit({ services: [...managedServices, lookAlike] });
+    expect(result.undeclared).toEqual([
+      {
+        kind: "NodePort",
+        namespace: "tenant",
+        name: "gitea-http",
+        ports: "http 80->31999",
+        reason:
+          "impersonates contract entry 'gitea' (carries its labels, but that entry's Service is gitea/gitea-nodeport created by this stack): undeclared exposure; remove it",
+      },
+    ]);
+    expect(result.declared.map((d) => d.name)).not.toContain("gitea-http");
+  });
+
+  it("reports a Service at an entry's name that this stack did not create (per the last up's outputs) as undeclared", () => {
+    const foreign = { ...managedServices[1], metadata: { ...(managedServices[1] as Service).metadata, uid: "someone-else" } } as Service;
+    const result = audit({
+      services: [managedServices[0] as Service, foreign],
+      selected: ["argocd", "gitea"],
+      published: { argocd: { service: "argocd-nodeport" }, gitea: { service: "gitea-nodeport", uid: "ours" } },
+    });
+    expect(result.declared.map((d) => d.name)).toEqual(["argocd-nodeport"]);
+    expect(result.undeclared.map((u) => u.reason)).toEqual([
+      "named like contract entry 'gitea', but gitea/gitea-nodeport is not the Service this stack created (uid someone-else, created ours): it was replaced by hand; remove it and run pulumi up",
+    ]);
   });
 });
 
@@ -59,7 +93,7 @@ describe("auditExposure: Services", () => {
         name: "grafana-nodeport",
         ports: "http 80->31003",
         reason:
-          "made by ui-exposure for entry 'grafana', which this stack does not publish (left over from an earlier up or another stack?): delete it or select the entry",
+          "labelled as made by ui-exposure for entry 'grafana', which this stack does not publish (left over from an earlier up or another stack?): delete it or select the entry",
       },
     ]);
   });

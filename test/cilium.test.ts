@@ -174,10 +174,34 @@ describe("l4 values per chart version", () => {
     for (const version of ["1.15.7", "1.21.0"]) {
       expect(l4Values(l4({}, version), "Pulumi.bench.yaml")).toEqual({
         problems: [
-          `cilium (l4): chart version ${version} is not supported: the values keys are known for Cilium 1.16 to 1.20 only (src/cilium/versions.ts); pin one of those in ui-exposure:cilium.chart.version, or check the new chart's values.yaml and add its minor to that table`,
+          `cilium (l4): chart version ${version} is not supported: the values keys are known for Cilium 1.16.0 to 1.20.0 only (src/core/cilium/versions.ts); pin one of those in ui-exposure:cilium.chart.version, or check the new chart's values.yaml and add its minor to that table`,
         ],
       });
     }
+  });
+
+  it("refuses pre-releases and patches newer than the one the table was checked against, saying so", () => {
+    expect(l4Values(l4({}, "1.18.0-pre.1"), "Pulumi.bench.yaml")).toEqual({
+      problems: [
+        "cilium (l4): chart version 1.18.0-pre.1 is a pre-release: its values keys differ from its minor's releases and were not checked; pin a release (1.18.0 to 1.18.12)",
+      ],
+    });
+    expect(l4Values(l4({}, "1.17.0-pre.0"), "Pulumi.bench.yaml")).toMatchObject({ problems: [expect.stringContaining("is a pre-release")] });
+    expect(l4Values(l4({}, "1.18.13"), "Pulumi.bench.yaml")).toEqual({
+      problems: [
+        "cilium (l4): chart version 1.18.13 has not been checked: keys change inside a minor, and the table was checked up to 1.18.12; pin 1.18.12 or older, or check 1.18.13's values.yaml and raise CHECKED_PATCH in src/core/cilium/versions.ts",
+      ],
+    });
+  });
+
+  it("knows the keys per patch: externalIPs is still in 1.17.0 to 1.17.5", () => {
+    expect(chartKeysFor("1.17.5")?.externalIPs).toBe(true);
+    expect(chartKeysFor("1.17.6")?.externalIPs).toBe(false);
+    expect(chartKeysFor("1.17.0")).toMatchObject({ externalIPs: true, enableLBIPAM: true, defaultLBServiceIPAM: true });
+    expect(extraValuesProblems({ externalIPs: { enabled: false } }, "1.17.3", chartKeysFor("1.17.3") as ChartKeys)).toEqual([]);
+    expect(extraValuesProblems({ externalIPs: { enabled: false } }, "1.17.6", chartKeysFor("1.17.6") as ChartKeys)).toEqual([
+      "cilium (l4): ui-exposure:cilium.values.externalIPs does not exist in chart 1.17.6 (removed in 1.17); the chart would ignore it silently: remove it",
+    ]);
   });
 
   it("requires the API server address, naming the stack setting and the stack file", () => {
@@ -284,13 +308,37 @@ describe("extra values that contradict the mode", () => {
       "NodePort off where the key exists",
       { nodePort: { enabled: false } },
       "1.17.18",
-      "cilium (l4): ui-exposure:cilium.values.nodePort.enabled is false; mode 'l4' needs true (the UIs are published on NodePorts)",
+      "cilium (l4): ui-exposure:cilium.values.nodePort.enabled is false, which has no effect here: with kube-proxy replacement on (mode 'l4' forces it) the chart renders the same either way (it writes enable-node-port only when kubeProxyReplacement is false) and NodePorts stay served; remove it so the values say what the cluster does",
     ],
     [
       "hostPort off where the key exists",
       { hostPort: { enabled: false } },
       "1.16.19",
-      "cilium (l4): ui-exposure:cilium.values.hostPort.enabled is false; mode 'l4' needs true (in-house bricks are published on hostPorts)",
+      "cilium (l4): ui-exposure:cilium.values.hostPort.enabled is false, which has no effect here: with kube-proxy replacement on (mode 'l4' forces it) the chart renders the same either way (it writes enable-host-port only when kubeProxyReplacement is false) and hostPorts stay served; remove it so the values say what the cluster does",
+    ],
+    [
+      "Hubble UI Ingress (L7 path)",
+      { hubble: { ui: { ingress: { enabled: true } } } },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.hubble.ui.ingress.enabled is true; mode 'l4' needs false (an Ingress for Hubble UI publishes it by hostname through the L7 path this mode replaces; publish it as a contract entry instead)",
+    ],
+    [
+      "node IPAM (LoadBalancer path)",
+      { nodeIPAM: { enabled: true } },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.nodeIPAM.enabled is true; mode 'l4' needs false (node IPAM gives LoadBalancer Services node addresses, a LoadBalancer path next to the NodePorts)",
+    ],
+    [
+      "BGP control plane (LoadBalancer path)",
+      { bgpControlPlane: { enabled: true } },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.bgpControlPlane.enabled is true; mode 'l4' needs false (the BGP control plane advertises LoadBalancer addresses, which the L4 path does not use)",
+    ],
+    [
+      "L2 pod announcements",
+      { l2podAnnouncements: { enabled: true } },
+      "1.18.12",
+      "cilium (l4): ui-exposure:cilium.values.l2podAnnouncements.enabled is true; mode 'l4' needs false (L2 pod announcements advertise addresses outside the NodePort path)",
     ],
     [
       "hostPort on 1.18 (removed)",
@@ -522,7 +570,7 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
       chartVersion: "1.18.12",
       release: "kube-system/cilium",
       lbIpam: "off (enableLBIPAM: false)",
-      adopt: "pulumi import kubernetes:helm.sh/v3:Release cilium-release kube-system/cilium",
+      adopt: "pulumi import kubernetes:helm.sh/v3:Release cilium-release kube-system/cilium --generate-code=false --protect=false --yes",
       acknowledgedLoss: [],
       // The bench snapshot still has cni.sh's pool: reported, never managed.
       coexisting: { lbIpPools: [{ name: "default-pool", blocks: ["192.168.104.240/28"] }], gateways: [], loadBalancerServices: [] },

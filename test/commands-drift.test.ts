@@ -57,9 +57,21 @@ function fakePulumi(result: PulumiRun): Recorder {
   };
 }
 
-async function drift(argv: string[], cluster: ClusterReader, pulumi: Recorder) {
+/** The outputs of the last `up`: the Services this stack created, and the ports it published. */
+const LAST_UP = {
+  argocd: { service: "argocd-nodeport", nodePort: 31001 },
+  gitea: { service: "gitea-nodeport", nodePort: 31002 },
+  grafana: { service: "grafana-nodeport", nodePort: 31003 },
+};
+
+async function drift(argv: string[], cluster: ClusterReader, pulumi: Recorder, endpoints: Record<string, unknown> = LAST_UP) {
   const c = capture(project.dir);
-  const code = await runCommand("drift", createDriftCommand({ connect: async () => cluster, runPulumi: pulumi.runner }), argv, c);
+  const code = await runCommand(
+    "drift",
+    createDriftCommand({ connect: async () => cluster, runPulumi: pulumi.runner, readOutputs: async () => ({ endpoints }) }),
+    argv,
+    c,
+  );
   return { code, ...c };
 }
 
@@ -125,8 +137,10 @@ describe("exposure drift", () => {
     expect(text).toContain("exposure audit (NodePort/LoadBalancer Services and hostPorts, cluster-wide): 4 found, 0 UNDECLARED");
     expect(text).toMatch(/hostPort\s+lineage\/lineage-agent-0 on bench\s+8090\/TCP\s+declared by contract entry 'lineage-agent'/);
     expect(text).toContain("allowlist entries that matched nothing (stale?): kube-system/hubble-*");
-    // Services and Pods: one list call each, whatever the size of the cluster.
-    expect(cluster.requests).toBe(2);
+    expect(text).toMatch(/argocd\s+nodePort\s+argocd\/argocd-nodeport\s+1\s+31001\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
+    expect(text).toContain("4 MATCH, 0 DRIFT, 0 ABSENT");
+    // Services, Pods, EndpointSlices, Nodes: one list call each, whatever the size of the cluster.
+    expect(cluster.requests).toBe(4);
   });
 
   it("exits 3 and names the resources and fields when the preview proposes changes (recorded JSON, exit 7)", async () => {
@@ -150,6 +164,20 @@ describe("exposure drift", () => {
     expect(json.drift).toBe(true);
     expect(json.preview).toEqual({ state: "no-changes" });
     expect(json.audit.undeclared.map((u) => u.name)).toEqual(["debug"]);
+  });
+
+  it("exits 3 on a live verdict alone, naming the entry and the reason (a nodePort moved by hand since the last up)", async () => {
+    const r = await drift(["--stack", "bench", "--json"], snapshot(healthyCluster()), fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }), {
+      ...LAST_UP,
+      gitea: { service: "gitea-nodeport", nodePort: 30555 },
+    });
+    expect(r.code).toBe(3);
+    const json = JSON.parse(r.out.join("\n")) as { drift: boolean; status: { entries: { name: string; verdict: string; reasons: string[] }[] } };
+    expect(json.drift).toBe(true);
+    expect(json.status.entries.find((e) => e.name === "gitea")).toMatchObject({
+      verdict: "DRIFT",
+      reasons: ["nodePort changed since the last up (30555 -> 31002)"],
+    });
   });
 
   it("--skip-preview runs the audit alone (no pulumi process)", async () => {

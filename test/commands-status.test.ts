@@ -39,7 +39,10 @@ const outputs =
   (endpoints: Record<string, unknown>): StatusDeps["readOutputs"] =>
   async () => ({ endpoints });
 
-async function status(argv: string[], cluster: ClusterReader, readOutputs: StatusDeps["readOutputs"] = outputs({})) {
+// What the last `up` published: the Services this stack created (no port, so no port check).
+const lastUp = outputs({ argocd: { service: "argocd-nodeport" }, gitea: { service: "gitea-nodeport" }, grafana: { service: "grafana-nodeport" } });
+
+async function status(argv: string[], cluster: ClusterReader, readOutputs: StatusDeps["readOutputs"] = lastUp) {
   const c = capture(project.dir);
   const code = await runCommand("status", createStatusCommand({ connect: async () => cluster, readOutputs }), argv, c);
   return { code, ...c };
@@ -92,6 +95,32 @@ describe("exposure status", () => {
     expect(r.code).toBe(3);
     expect(r.out.join("\n")).toMatch(/argocd .* DRIFT\s+nodePort changed since the last up \(30999 -> 31001\)/);
     expect(r.out.join("\n")).toMatch(/gitea .* MATCH/);
+  });
+
+  it("never counts a Service this stack did not create as the entry's: not published by the last up, or another uid", async () => {
+    const notPublished = await status(["--stack", "two", "--json"], snapshot(healthyCluster()), outputs({ argocd: { service: "argocd-nodeport" } }));
+    expect(notPublished.code).toBe(3);
+    const gitea = entry(parse(notPublished.out), "gitea");
+    expect(gitea).toMatchObject({
+      verdict: "DRIFT",
+      reasons: [
+        "gitea/gitea-nodeport exists but this stack did not create it (the last up published no Service for this entry): remove it, or adopt it on purpose (see pulumi up)",
+      ],
+    });
+    expect(gitea?.url).toBeUndefined();
+    const objects = healthyCluster().filter((o) => o !== managedServices[0]);
+    objects.push({ ...managedServices[0], metadata: { ...(managedServices[0] as { metadata: object }).metadata, uid: "uid-of-a-look-alike" } } as never);
+    const replaced = await status(
+      ["--stack", "two", "--json"],
+      snapshot(objects),
+      outputs({ argocd: { service: "argocd-nodeport", uid: "uid-we-created" }, gitea: { service: "gitea-nodeport" } }),
+    );
+    expect(entry(parse(replaced.out), "argocd")).toMatchObject({
+      verdict: "DRIFT",
+      reasons: [
+        "argocd/argocd-nodeport is not the Service this stack created (uid uid-of-a-look-alike, created uid-we-created): it was replaced by hand; remove it and run pulumi up",
+      ],
+    });
   });
 
   it("reports DRIFT when the selector differs from the vendored Service", async () => {

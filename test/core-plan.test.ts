@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseContract } from "../src/core/contract/parse";
-import { buildUrl, chooseNode, planHostPort, planNodePort, resolveExposures, selectEntries } from "../src/core/plan";
+import { buildUrl, chooseNode, planHostPort, planNodePort, portToKeep, resolveExposures, selectEntries, takeoverRefusal } from "../src/core/plan";
 import { benchServices, node, pod, service } from "./fixtures";
 
 const contract = parseContract(
@@ -84,7 +84,7 @@ describe("planNodePort", () => {
     expect(planNodePort(entry("argocd") as never, withOurs)).toEqual(planNodePort(entry("argocd") as never, services));
   });
 
-  it("fails with what to do: missing Service, no selector, unknown port, name taken", () => {
+  it("fails with what to do: missing Service, no selector, unknown port", () => {
     expect(planNodePort(entry("argocd") as never, new Map())).toEqual({
       problem:
         "entry 'argocd': Service argocd/argocd-server not found; install the UI first, fix the contract's service, or leave 'argocd' out of ui-exposure:entries",
@@ -100,10 +100,27 @@ describe("planNodePort", () => {
     expect(planNodePort(entry("argocd") as never, wrongPort)).toEqual({
       problem: "entry 'argocd': Service argocd/argocd-server has no port named 'http' (ports: web/80, (unnamed)/9090); fix service.port in the contract",
     });
+  });
+
+  it("never decides ownership by labels: an existing <entry>-nodeport is planned, the state decides (refused at create)", () => {
     const taken = new Map([...services, ["argocd/argocd-nodeport", service("argocd", "argocd-nodeport", { type: "NodePort" })]]);
-    expect(planNodePort(entry("argocd") as never, taken)).toEqual({
-      problem:
-        "entry 'argocd': Service argocd/argocd-nodeport already exists and is not managed by ui-exposure; rename or delete it (or import it into the stack)",
+    expect(planNodePort(entry("argocd") as never, taken)).toMatchObject({ kind: "nodePort", serviceName: "argocd-nodeport" });
+    expect(takeoverRefusal({ entry: "argocd", namespace: "argocd", serviceName: "argocd-nodeport" }, "bench")).toBe(
+      "entry 'argocd': Service argocd/argocd-nodeport already exists and this stack did not create it; ui-exposure never takes over a Service it did not create. Remove it (kubectl -n argocd delete service argocd-nodeport), or adopt it on purpose: pulumi import kubernetes:core/v1:Service argocd-svc argocd/argocd-nodeport --stack bench --generate-code=false --protect=false --yes, then pulumi up",
+    );
+  });
+});
+
+describe("portToKeep (stable ports)", () => {
+  const plan = { entry: "argocd", namespace: "argocd", serviceName: "argocd-nodeport" };
+  const holding = (namespace: string, name: string, nodePort: number) =>
+    service(namespace, name, { type: "NodePort", ports: [{ name: "http", port: 80, nodePort }] });
+  it("asks for the port the last up published, unless another Service now holds it", () => {
+    expect(portToKeep(plan, undefined, [])).toEqual({});
+    expect(portToKeep(plan, 31358, [holding("argocd", "argocd-nodeport", 30001)])).toEqual({ keep: 31358 });
+    expect(portToKeep(plan, 31358, [holding("argocd", "argocd-nodeport", 31358)])).toEqual({ keep: 31358 });
+    expect(portToKeep(plan, 31358, [holding("tenant", "squatter", 31358)])).toEqual({
+      note: "entry 'argocd': its nodePort 31358 (published by the last up) is now held by Service tenant/squatter, so Kubernetes allocates a new one: the URL changes (update bookmarks and .env files)",
     });
   });
 });

@@ -8,7 +8,7 @@ import { parseContract } from "../src/core/contract/parse";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
 import { withStackServices } from "../src/core/plan";
-import { PORTAL_RBAC_RULES, PORTAL_SELECTOR, portalProblems, portalService } from "../src/core/portal/spec";
+import { namespaceTakeoverRefusal, PORTAL_RBAC_RULES, PORTAL_SELECTOR, portalService } from "../src/core/portal/spec";
 import { uiExposure } from "../src/infra/program";
 import { readyNode } from "./portal.fixtures";
 
@@ -228,7 +228,7 @@ describe("program with the portal enabled (mocks)", () => {
     }
   });
 
-  it("refuses, before creating anything, a namespace and a Service `portal` that exist outside the stack", async () => {
+  it("refuses, before creating anything, a Service `portal` that exists outside the stack", async () => {
     const oldPortal: Service = {
       apiVersion: "v1",
       kind: "Service",
@@ -236,11 +236,7 @@ describe("program with the portal enabled (mocks)", () => {
       spec: { type: "ClusterIP", selector: { app: "portal" }, ports: [{ name: "http", port: 80, targetPort: 8000 }] },
     };
     await expect(uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster([oldPortal]) })).rejects.toThrow(
-      [
-        "stack test cannot be deployed (nothing was changed) (2 problems):",
-        "  - portal: Service platform-portal/portal already exists and is not managed by ui-exposure; delete it (or import it into the stack) before the stack creates its own",
-        "  - portal: namespace platform-portal already exists (it holds portal, not managed by ui-exposure); set ui-exposure:portal.createNamespace: false, or choose another portal.namespace",
-      ].join("\n"),
+      "stack test cannot be deployed (nothing was changed): portal: Service platform-portal/portal already exists and is not managed by ui-exposure; delete it (or import it into the stack) before the stack creates its own",
     );
     await pulumi.runtime.disconnect();
     expect(registered).toEqual([]);
@@ -284,9 +280,16 @@ describe("withStackServices (pure)", () => {
   });
 });
 
-describe("portalProblems (pure)", () => {
-  it("accepts a namespace that only holds our Services, or that the stack does not create", () => {
-    expect(portalProblems({ namespace: "platform-portal", createNamespace: true }, [portalService("platform-portal")])).toEqual([]);
-    expect(portalProblems({ namespace: "platform-portal", createNamespace: false }, [{ metadata: { name: "x", namespace: "platform-portal" } }])).toEqual([]);
+describe("namespaceTakeoverRefusal (pure)", () => {
+  it("refuses to create a namespace that already holds Services, naming them and the safe remedies", () => {
+    expect(
+      namespaceTakeoverRefusal("platform-portal", [
+        { metadata: { name: "portal", namespace: "platform-portal" } },
+        { metadata: { name: "x", namespace: "other" } },
+      ]),
+    ).toBe(
+      "portal: namespace platform-portal already exists (it holds Services portal) and this stack did not create it; set ui-exposure:portal.createNamespace: false (the stack then only adds its own objects there and never deletes the namespace), or choose another portal.namespace",
+    );
+    expect(namespaceTakeoverRefusal("platform-portal", [{ metadata: { name: "x", namespace: "other" } }])).toBeUndefined();
   });
 });

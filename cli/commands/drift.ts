@@ -2,12 +2,14 @@ import { execFile } from "node:child_process";
 import { type AuditResult, auditExposure } from "../../src/core/audit";
 import { JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
+import { type Observation, observe } from "../../src/core/observe";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag } from "../operator";
 import { SPECS } from "../specs";
-import { openStack } from "../stack";
+import { openStack, readStackOutputs } from "../stack";
+import { formatStatus, readPublished, type StatusDeps } from "./status";
 
 const SPEC = SPECS.drift;
 
@@ -19,6 +21,8 @@ export type PulumiRunner = (args: string[], opts: { cwd: string; env: NodeJS.Pro
 export interface DriftDeps {
   connect: ConnectCluster;
   runPulumi: PulumiRunner;
+  /** The outputs of the last `up`: which Services this stack created, the ports and URLs it published. */
+  readOutputs: StatusDeps["readOutputs"];
 }
 
 /** `pulumi preview --expect-no-changes` exits 7 when the preview proposes changes (CLI >= 3.227). */
@@ -113,13 +117,15 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
 }
 
 /**
- * `exposure drift`: the Pulumi preview (what the program manages) plus a cluster-wide audit
- * (what it does not: every NodePort/LoadBalancer Service and hostPort must be declared).
- * Exit 3 when either finds drift, else 1 when the preview could not run, else 0.
+ * `exposure drift`, one report: the Pulumi preview (what the program manages), the cluster-wide
+ * audit (what it does not: every NodePort/LoadBalancer Service and hostPort must be declared)
+ * and the live verdict of every entry (the same as `exposure status`). Exit 3 when any of them
+ * finds drift, else 1 when the preview could not run, else 0.
  */
 export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
   const connect = deps.connect ?? connectLiveCluster;
   const runPulumi = deps.runPulumi ?? runPulumiCli;
+  const readOutputs = deps.readOutputs ?? readStackOutputs;
   return async (argv, ctx) => {
     const { values } = parseCommandLine(SPEC, argv);
     if (!values.stack) throw usageError(SPEC, "--stack is required");
@@ -136,31 +142,66 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
             ? { state: "failed", message: "the pulumi CLI is not on PATH; install it, or pass --skip-preview to run the cluster audit alone" }
             : summarisePreview(run),
         );
-    // The audit reads the cluster while the preview runs (a refresh takes a while).
-    const auditing = connect(opened, timeoutMs).then(async (cluster) => {
-      const [services, pods] = await Promise.all([cluster.listServices(), cluster.listPods()]);
-      return {
-        source: cluster.source,
-        audit: auditExposure({ contract: opened.contract, selected: opened.selected, allowlist: opened.settings.allowlist, services, pods }),
-      };
-    });
-    let audited: Awaited<typeof auditing>;
+    // The audit and the live verdicts read the cluster while the preview runs (a refresh takes a while).
+    const reading = Promise.all([
+      readPublished(ctx, stack, undefined, readOutputs),
+      connect(opened, timeoutMs).then(async (cluster) => {
+        const [services, pods, endpointSlices, nodes] = await Promise.all([
+          cluster.listServices(),
+          cluster.listPods(),
+          cluster.listEndpointSlices(),
+          cluster.listNodes(),
+        ]);
+        return { source: cluster.source, observed: { services, pods, endpointSlices, nodes } };
+      }),
+    ]);
+    let read: Awaited<typeof reading>;
     try {
-      audited = await auditing;
+      read = await reading;
     } catch (err) {
       // Unreachable cluster...: report it now, and leave no pulumi process running behind us.
       stopPreview.abort();
       throw err;
     }
-    const { source, audit } = audited;
+    const [published, { source, observed }] = read;
+    // Without the stack outputs nothing proves which Services this stack created: only names are checked.
+    const knownPublished = published.source.from === "unavailable" ? {} : { published: published.endpoints };
+    const audit = auditExposure({
+      contract: opened.contract,
+      selected: opened.selected,
+      allowlist: opened.settings.allowlist,
+      services: observed.services,
+      pods: observed.pods,
+      ...knownPublished,
+    });
+    const status = observe(opened.contract, observed, {
+      selected: opened.selected,
+      ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
+      ...knownPublished,
+    });
     const preview = await previewing;
 
-    const drift = preview.state === "changes" || audit.undeclared.length > 0;
+    const liveDrift = status.problems.length > 0 || status.entries.some((e) => e.exposure !== "none" && e.verdict !== "MATCH");
+    const drift = preview.state === "changes" || audit.undeclared.length > 0 || liveDrift;
     if (values.json) {
-      const doc: DriftDocument = { apiVersion: JSON_API_VERSION, kind: "Drift", stack, source, drift, preview, audit };
+      const doc: DriftDocument = {
+        apiVersion: JSON_API_VERSION,
+        kind: "Drift",
+        stack,
+        source,
+        drift,
+        preview,
+        audit,
+        status: { publishedOutputs: published.source, ...(status.node ? { node: status.node } : {}), entries: status.entries, problems: status.problems },
+      };
       ctx.stdout(JSON.stringify(doc, null, 2));
     } else {
-      ctx.stdout(formatDrift(stack, source, preview, audit));
+      ctx.stdout(formatDrift(stack, source, preview, audit, status));
+      if (published.source.from === "unavailable") {
+        ctx.stderr(
+          `exposure drift: published outputs unavailable (${published.source.reason}); the "changed since the last up" and ownership checks are skipped`,
+        );
+      }
     }
     if (drift) return EXIT.DRIFT;
     if (preview.state === "failed") {
@@ -195,7 +236,7 @@ function formatPreview(preview: PreviewSummary): string[] {
 }
 
 /** The human report: preview first, then every exposure found, undeclared first. */
-export function formatDrift(stack: string, source: string, preview: PreviewSummary, audit: AuditResult): string {
+export function formatDrift(stack: string, source: string, preview: PreviewSummary, audit: AuditResult, status: Observation): string {
   const lines = [`stack ${stack}, ${source}`, "", ...formatPreview(preview), ""];
   const total = audit.declared.length + audit.undeclared.length;
   lines.push(`exposure audit (NodePort/LoadBalancer Services and hostPorts, cluster-wide): ${total} found, ${audit.undeclared.length} UNDECLARED`);
@@ -213,5 +254,6 @@ export function formatDrift(stack: string, source: string, preview: PreviewSumma
     );
   }
   if (audit.unusedAllowlist.length) lines.push("", `allowlist entries that matched nothing (stale?): ${audit.unusedAllowlist.join(", ")}`);
+  lines.push("", "live verdicts (as exposure status):", formatStatus(stack, source, status));
   return lines.join("\n");
 }

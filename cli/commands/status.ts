@@ -18,7 +18,7 @@ export interface StatusDeps {
 }
 
 /** Where the "published at the last up" values came from, for the reader of the report. */
-type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
+export type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
 
 /**
  * `exposure status`: the live verdict of every entry the stack publishes, computed by the
@@ -48,7 +48,8 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     const observation = observe(opened.contract, cluster.observed, {
       selected: opened.selected,
       ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
-      published: published.endpoints,
+      // Without the outputs nothing proves which Services this stack created: only names are checked.
+      ...(published.source.from === "unavailable" ? {} : { published: published.endpoints }),
     });
     const exposed = observation.entries.filter((e) => e.exposure !== "none");
     const healthy = observation.problems.length === 0 && exposed.every((e) => e.verdict === "MATCH");
@@ -75,7 +76,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
 
 export const status = createStatusCommand();
 
-async function readPublished(
+export async function readPublished(
   ctx: CommandContext,
   stack: string,
   outputsFile: string | undefined,

@@ -1,6 +1,7 @@
 import type { Contract, Endpoint, HostPortExposure } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "./kube/types";
+import { ownershipProblem, type PublishedEndpoints } from "./observe";
 import { ourServiceName } from "./plan";
 import type { Allowlist } from "./settings";
 
@@ -48,6 +49,11 @@ export interface AuditInput {
   services: readonly Service[];
   /** Every Pod of the cluster (one list call). */
   pods: readonly Pod[];
+  /**
+   * The `endpoints` output of the last `up`, when it could be read: a Service at an entry's
+   * name that this stack did not create (another uid) is then undeclared too.
+   */
+  published?: PublishedEndpoints;
 }
 
 /**
@@ -85,6 +91,7 @@ export function auditExposure(input: AuditInput): AuditResult {
   const entries = input.contract.endpoints.filter((e) => selected.has(e.name));
   // Our Service of each published NodePort entry, by "namespace/name".
   const ourServices = new Map(entries.filter(isNodePortEntry).map((e) => [`${e.service.namespace}/${ourServiceName(e.name)}`, e.name]));
+  const entryServices = new Map([...ourServices].map(([where, entry]) => [entry, where]));
   // Contract hostPort entries by "namespace/port", in contract order: each pod port looks up
   // its few candidates instead of scanning every entry (pods × entries grows quadratically).
   const hostPortEntries = new Map<string, (Endpoint & { hostPort: HostPortExposure })[]>();
@@ -112,8 +119,13 @@ export function auditExposure(input: AuditInput): AuditResult {
       ...(addresses.length ? { addresses } : {}),
     };
     const entry = ourServices.get(where);
-    if (entry) {
+    const notOurs = entry && input.published ? ownershipProblem(where, svc.metadata.uid, input.published[entry]) : undefined;
+    if (entry && !notOurs) {
       declared.push({ ...exposure, declaredBy: `contract entry '${entry}'` });
+      continue;
+    }
+    if (notOurs) {
+      undeclared.push({ ...exposure, reason: `named like contract entry '${entry}', but ${notOurs}` });
       continue;
     }
     const pattern = input.allowlist.services.find((p) => matchesPattern(p, where));
@@ -123,11 +135,15 @@ export function auditExposure(input: AuditInput): AuditResult {
       continue;
     }
     const managedFor = svc.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE ? svc.metadata.labels?.[ENTRY_LABEL] : undefined;
+    const ownName = managedFor ? entryServices.get(managedFor) : undefined;
     undeclared.push({
       ...exposure,
-      reason: managedFor
-        ? `made by ui-exposure for entry '${managedFor}', which this stack does not publish (left over from an earlier up or another stack?): delete it or select the entry`
-        : "in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it",
+      reason: ownName
+        ? // Labels are copied in one line of YAML: only `<namespace>/<entry>-nodeport` created by this stack is the entry's.
+          `impersonates contract entry '${managedFor}' (carries its labels, but that entry's Service is ${ownName} created by this stack): undeclared exposure; remove it`
+        : managedFor
+          ? `labelled as made by ui-exposure for entry '${managedFor}', which this stack does not publish (left over from an earlier up or another stack?): delete it or select the entry`
+          : "in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it",
     });
   }
 

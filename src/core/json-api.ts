@@ -56,6 +56,8 @@ export interface DriftDocument extends Document<"Drift"> {
   drift: boolean;
   preview: { state: "no-changes" } | { state: "changes"; changes: readonly PreviewChangeJson[] } | { state: "failed"; message: string } | { state: "skipped" };
   audit: AuditResult;
+  /** The live per-entry verdicts, as `exposure status` gives them. */
+  status: Pick<StatusDocument, "publishedOutputs" | "node" | "entries" | "problems">;
 }
 
 export interface ProbeResultJson {

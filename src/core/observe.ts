@@ -1,8 +1,8 @@
 import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import type { ClusterReader } from "./kube/cluster";
-import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service } from "./kube/types";
-import { buildUrl, chooseNode, findHostPortHolder, findServicePort, groupPodsByNamespace, type NodeChoice, ourServiceName } from "./plan";
+import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
+import { buildUrl, chooseNode, findHostPortHolder, findServicePort, groupPodsByNamespace, isReadyNode, type NodeChoice, ourServiceName } from "./plan";
 
 export type Verdict = "MATCH" | "DRIFT" | "ABSENT" | "NOT-EXPOSED";
 
@@ -33,7 +33,7 @@ export interface Observation {
 }
 
 /** What the last `up` published, from the stack outputs (`endpoints` output). */
-export type PublishedEndpoints = Record<string, { nodePort?: number; hostPort?: number; url?: string }>;
+export type PublishedEndpoints = Record<string, { nodePort?: number; hostPort?: number; url?: string; service?: string; uid?: string }>;
 
 export interface ObservedCluster {
   services: readonly Service[];
@@ -94,11 +94,6 @@ export function observe(
     if (list) list.push(slice);
     else slicesByService.set(k, [slice]);
   }
-  const managedByEntry = new Map<string, Service>();
-  for (const s of cluster.services) {
-    const entry = s.metadata.labels?.[ENTRY_LABEL];
-    if (entry && s.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE) managedByEntry.set(entry, s);
-  }
   const nodeChoice = chooseNode(cluster.nodes, opts.pinnedAddress);
   const problems = "problem" in nodeChoice ? [nodeChoice.problem] : [];
   const node = "problem" in nodeChoice ? undefined : nodeChoice;
@@ -110,7 +105,15 @@ export function observe(
     .filter((e) => !selected || selected.has(e.name) || !e.exposed)
     .map((e): ObservedEntry => {
       const base = { name: e.name, ...(e.description ? { description: e.description } : {}), exposed: e.exposed };
-      if (isNodePortEntry(e)) return observeNodePort(e, base, { services, managedByEntry, slicesByService, node, published: opts.published?.[e.name] });
+      if (isNodePortEntry(e))
+        return observeNodePort(e, base, {
+          services,
+          slicesByService,
+          node,
+          nodes: cluster.nodes,
+          published: opts.published?.[e.name],
+          knowsPublished: opts.published !== undefined,
+        });
       if (isHostPortEntry(e)) return observeHostPort(e, base, podsByNamespace.get(e.hostPort.namespace) ?? [], nodesByName, opts.published?.[e.name]);
       return { ...base, exposure: "none", ...(e.service ? { namespace: e.service.namespace } : {}), readyEndpoints: 0, verdict: "NOT-EXPOSED", reasons: [] };
     });
@@ -122,15 +125,19 @@ function observeNodePort(
   base: Pick<ObservedEntry, "name" | "description" | "exposed">,
   ctx: {
     services: ReadonlyMap<string, Service>;
-    managedByEntry: ReadonlyMap<string, Service>;
     slicesByService: ReadonlyMap<string, EndpointSlice[]>;
     node: NodeChoice | undefined;
+    nodes: readonly Node[];
     published: PublishedEndpoints[string] | undefined;
+    /** Whether the stack outputs were read (false in the in-cluster portal, or without Pulumi). */
+    knowsPublished: boolean;
   },
 ): ObservedEntry {
   const ns = e.service.namespace;
   const portName = e.scheme === "https" ? "https" : "http";
-  const ours = ctx.services.get(key(ns, ourServiceName(e.name))) ?? ctx.managedByEntry.get(e.name);
+  // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere
+  // carrying our labels is a look-alike (anyone can copy labels), reported by the audit.
+  const ours = ctx.services.get(key(ns, ourServiceName(e.name)));
   if (!ours) {
     return {
       ...base,
@@ -141,10 +148,24 @@ function observeNodePort(
       reasons: [`Service ${ns}/${ourServiceName(e.name)} does not exist (run pulumi up)`],
     };
   }
+  // Created by this stack: the last `up` published this very Service (same uid). Without the
+  // outputs (in-cluster portal, no Pulumi CLI) only the name and namespace can be checked.
+  const notOurs = ctx.knowsPublished ? ownershipProblem(`${ns}/${ours.metadata.name}`, ours.metadata.uid, ctx.published) : undefined;
+  if (notOurs) {
+    return {
+      ...base,
+      exposure: "nodePort",
+      namespace: ns,
+      service: `${ns}/${ours.metadata.name}`,
+      readyEndpoints: 0,
+      verdict: "DRIFT",
+      reasons: [notOurs],
+    };
+  }
   const reasons: string[] = [];
   const ourPort = ours.spec?.ports?.find((p) => p.name === portName) ?? ours.spec?.ports?.[0];
   const nodePort = ourPort?.nodePort;
-  if (ours.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE) reasons.push(`${ns}/${ours.metadata.name} is not labelled managed-by ui-exposure`);
+  if (ourPort && ourPort.name !== portName) reasons.push(`port name is ${ourPort.name ?? "(unnamed)"}, not ${portName}`);
   if (ours.spec?.type !== "NodePort") reasons.push(`type is ${ours.spec?.type ?? "ClusterIP"}, not NodePort`);
   if (ours.spec?.externalTrafficPolicy === "Local") reasons.push("externalTrafficPolicy is Local (only nodes running a pod answer)");
   const vendored = ctx.services.get(key(ns, e.service.name));
@@ -161,6 +182,9 @@ function observeNodePort(
   if (publishedPort !== undefined && nodePort !== undefined && publishedPort !== nodePort) {
     reasons.push(`nodePort changed since the last up (${publishedPort} -> ${nodePort})`);
   }
+  const url = ctx.node && nodePort !== undefined ? buildUrl(e.scheme, ctx.node.address, nodePort) : undefined;
+  const nodeReason = nodeProblem(ctx.node, ctx.nodes, ctx.published?.url, url);
+  if (nodeReason) reasons.push(nodeReason);
   const ready = readyEndpointCount(ctx.slicesByService, ns, ours.metadata.name);
   if (ready === 0) reasons.push("no ready endpoints");
   return {
@@ -170,7 +194,7 @@ function observeNodePort(
     service: `${ns}/${ours.metadata.name}`,
     readyEndpoints: ready,
     ...(nodePort !== undefined ? { nodePort } : {}),
-    ...(ctx.node && nodePort !== undefined ? { url: buildUrl(e.scheme, ctx.node.address, nodePort) } : {}),
+    ...(url ? { url } : {}),
     verdict: reasons.length ? "DRIFT" : "MATCH",
     reasons,
   };
@@ -214,4 +238,52 @@ function observeHostPort(
     verdict: reasons.length ? "DRIFT" : "MATCH",
     reasons,
   };
+}
+
+/**
+ * Why a Service named like ours is not the one this stack created, from the last `up`'s
+ * outputs: the entry was not published, or it was with another uid (deleted and re-created
+ * by someone else). Undefined when it is ours, or when the outputs predate uids.
+ */
+export function ownershipProblem(where: string, uid: string | undefined, published: PublishedEndpoints[string] | undefined): string | undefined {
+  if (!published || (published.nodePort === undefined && published.service === undefined && published.url === undefined)) {
+    return `${where} exists but this stack did not create it (the last up published no Service for this entry): remove it, or adopt it on purpose (see pulumi up)`;
+  }
+  if (published.uid !== undefined && uid !== undefined && published.uid !== uid) {
+    return `${where} is not the Service this stack created (uid ${uid}, created ${published.uid}): it was replaced by hand; remove it and run pulumi up`;
+  }
+  return undefined;
+}
+
+/**
+ * Why the URLs' node is wrong: the URL the last `up` published now points elsewhere (its node is
+ * no longer the Ready one the stack would pick), or the pinned address belongs to a node that
+ * is not Ready.
+ */
+export function nodeProblem(
+  node: NodeChoice | undefined,
+  nodes: readonly Node[],
+  publishedUrl: string | undefined,
+  url: string | undefined,
+): string | undefined {
+  if (node?.pinned) {
+    const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === node.address));
+    if (owner && !isReadyNode(owner)) return `node ${owner.metadata.name} (pinned address ${node.address}) is not Ready`;
+    return undefined;
+  }
+  const host = publishedUrl ? hostOf(publishedUrl) : undefined;
+  if (node && host && host !== node.address) {
+    const was = nodes.find((n) => n.status?.addresses?.some((a) => a.address === host));
+    const why = was ? `node ${was.metadata.name} is ${isReadyNode(was) ? "no longer the one chosen" : "not Ready"}` : `no node has address ${host} any more`;
+    return `the published URL ${publishedUrl} uses ${host}, but ${why}: the URLs move to ${node.name} ${node.address}${url ? ` (${url})` : ""}; pulumi up publishes them`;
+  }
+  return undefined;
+}
+
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, "");
+  } catch {
+    return undefined;
+  }
 }

@@ -1,5 +1,5 @@
 import { type Contract, type Endpoint, type HostPortExposure, isHostPortEntry, isNodePortEntry, type ServiceRef } from "./contract/schema";
-import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service, type ServicePort } from "./kube/types";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service, type ServicePort } from "./kube/types";
 
 /** The node whose address goes into every NodePort URL. */
 export interface NodeChoice {
@@ -125,16 +125,9 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
       problem: `${where}: Service ${key} has no port ${typeof ref.port === "number" ? ref.port : `named '${ref.port}'`} (ports: ${describePorts(vendored)}); fix service.port in the contract`,
     };
   }
+  // Whether an existing `<entry>-nodeport` is ours is decided by the Pulumi state, never by its
+  // labels: the component refuses to create (take over) one this stack did not create.
   const serviceName = ourServiceName(entry.name);
-  const ours = services.get(`${ref.namespace}/${serviceName}`);
-  if (ours && ours.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE) {
-    return {
-      problem: `${where}: Service ${ref.namespace}/${serviceName} already exists and is not managed by ui-exposure; rename or delete it (or import it into the stack)`,
-    };
-  }
-  if (ours && ours.metadata.labels?.[ENTRY_LABEL] !== entry.name) {
-    return { problem: `${where}: Service ${ref.namespace}/${serviceName} is labelled for entry '${ours.metadata.labels?.[ENTRY_LABEL]}'; delete it` };
-  }
   const scheme = entry.scheme === "https" ? "https" : "http";
   return {
     kind: "nodePort",
@@ -281,4 +274,42 @@ export const PENDING_NODE_PORT = "<nodePort allocated on apply>";
 export function buildUrl(scheme: string, address: string, port: number | undefined): string {
   const host = address.includes(":") ? `[${address}]` : address;
   return `${scheme}://${host}:${port ?? PENDING_NODE_PORT}`;
+}
+
+/** What to do with the nodePort the last `up` published for an entry. */
+export type PortDecision = { keep: number } | { keep?: undefined; note?: string };
+
+/**
+ * Stable ports: the nodePort published by the last `up` is asked for again, so a port moved by
+ * hand is put back and a Service deleted by hand comes back on its port. Kubernetes allocated it
+ * the first time; this only keeps it. When another Service now holds that port, asking for it
+ * would fail the update: Kubernetes allocates a new one instead, and the note says so.
+ */
+export function portToKeep(
+  plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">,
+  lastPort: number | undefined,
+  services: readonly Service[],
+): PortDecision {
+  if (lastPort === undefined) return {};
+  const holder = services.find(
+    (s) => !(s.metadata.namespace === plan.namespace && s.metadata.name === plan.serviceName) && (s.spec?.ports ?? []).some((p) => p.nodePort === lastPort),
+  );
+  if (!holder) return { keep: lastPort };
+  return {
+    note: `entry '${plan.entry}': its nodePort ${lastPort} (published by the last up) is now held by Service ${holder.metadata.namespace}/${holder.metadata.name}, so Kubernetes allocates a new one: the URL changes (update bookmarks and .env files)`,
+  };
+}
+
+/** The exact command that adopts an existing `<entry>-nodeport` into the stack on purpose. */
+export function adoptServiceCommand(plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">, stack: string): string {
+  return `pulumi import kubernetes:core/v1:Service ${plan.entry}-svc ${plan.namespace}/${plan.serviceName} --stack ${stack} --generate-code=false --protect=false --yes`;
+}
+
+/** Why `up` refuses to create a Service that already exists without being in the stack's state. */
+export function takeoverRefusal(plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">, stack: string): string {
+  return (
+    `entry '${plan.entry}': Service ${plan.namespace}/${plan.serviceName} already exists and this stack did not create it; ` +
+    `ui-exposure never takes over a Service it did not create. Remove it (kubectl -n ${plan.namespace} delete service ${plan.serviceName}), ` +
+    `or adopt it on purpose: ${adoptServiceCommand(plan, stack)}, then pulumi up`
+  );
 }

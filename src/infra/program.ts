@@ -7,8 +7,9 @@ import { loadInputs } from "../adapters/stack-inputs";
 import { type CiliumSummary, ciliumReads, planCilium } from "../core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../core/errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../core/kube/cluster";
-import { buildUrl, type ExposurePlan, type NodeChoice, resolveExposures, selectEntries, withStackServices } from "../core/plan";
-import { PORTAL_SERVICE_NAME, portalProblems, portalService } from "../core/portal/spec";
+import type { PublishedEndpoints } from "../core/observe";
+import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, selectEntries, withStackServices } from "../core/plan";
+import { namespaceTakeoverRefusal, PORTAL_SERVICE_NAME, portalService } from "../core/portal/spec";
 import { kubeTarget } from "../core/settings";
 
 export interface ProgramInputs {
@@ -19,6 +20,11 @@ export interface ProgramInputs {
   config: Readonly<Record<string, string>>;
   /** Where to read the cluster; default: the live API through the stack's kube context. */
   cluster?: ClusterReader;
+  /**
+   * The `endpoints` output of the last `up` (stable ports); default: read through a
+   * StackReference to this same stack. Render and the unit tests pass their own.
+   */
+  lastEndpoints?: () => Promise<PublishedEndpoints>;
 }
 
 /** One record per published entry, as stack output. */
@@ -29,6 +35,8 @@ export interface EndpointRecord {
   mirrors?: string;
   /** Our NodePort Service (nodePort entries). */
   service?: string;
+  /** Its uid: what proves, outside the engine, that the Service is the one this stack created. */
+  uid?: string;
   nodePort?: number;
   hostPort?: number;
   /** Pod and node holding the hostPort (hostPort entries). */
@@ -58,13 +66,14 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
   const needPods = selection.entries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   // One list call per kind, in parallel, whatever the number of entries.
-  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways] = await Promise.all([
+  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints] = await Promise.all([
     cluster.listServices(),
     cluster.listNodes(),
     needPods ? cluster.listPods() : Promise.resolve([]),
     reads.configMap ? cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name) : Promise.resolve(undefined),
     reads.customObjects ? cluster.listCustom(LB_IP_POOLS) : Promise.resolve([]),
     reads.customObjects ? cluster.listCustom(GATEWAYS) : Promise.resolve([]),
+    inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
   ]);
 
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
@@ -72,7 +81,7 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
   // component will create (the same pure function builds both), so enabling the portal and
   // publishing it takes one `up`. The component goes first in the dependency order (see publish).
   const planned = settings.portal.enabled ? withStackServices(services, [portalService(settings.portal.namespace)]) : { services: [...services], problems: [] };
-  const portalIssues = settings.portal.enabled ? [...planned.problems.map((p) => `portal: ${p}`), ...portalProblems(settings.portal, services)] : [];
+  const portalIssues = settings.portal.enabled ? planned.problems.map((p) => `portal: ${p}`) : [];
   const resolution = resolveExposures(selection.entries, { services: planned.services, nodes, pods }, settings.nodeAddress);
   const ciliumPlan = planCilium(
     settings.cilium,
@@ -89,6 +98,7 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
+  const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
   const cilium = new Cilium("cilium", { plan: ciliumPlan });
   const portal = settings.portal.enabled
     ? new Portal("portal-server", {
@@ -97,6 +107,13 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
         entries: settings.entries,
         stack: inputs.stack,
         ...(settings.nodeAddress ? { nodeAddress: settings.nodeAddress } : {}),
+        ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
+        ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
+          ? {
+              serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:Service portal-server-svc ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
+            }
+          : {}),
+        hooks: underEngine(),
       })
     : undefined;
   const mirrorsPortal = (plan: ExposurePlan) =>
@@ -107,10 +124,20 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
     );
   }
   // The NodePort Service mirroring the portal waits for the portal: it must not outlive a failed portal Service.
-  const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
-  const published = resolution.plans.map((plan) =>
-    publish(plan, resolution.node, observedServices, portal && mirrorsPortal(plan) ? { dependsOn: [portal] } : undefined),
-  );
+  const published = resolution.plans.map((plan) => {
+    let keepNodePort: number | undefined;
+    if (plan.kind === "nodePort") {
+      const decision = portToKeep(plan, lastEndpoints[plan.entry]?.nodePort, services);
+      if (decision.keep === undefined && decision.note) pulumi.log.warn(decision.note);
+      keepNodePort = decision.keep;
+    }
+    return publish(plan, resolution.node, {
+      stack: inputs.stack,
+      existing: observedServices,
+      ...(keepNodePort !== undefined ? { keepNodePort } : {}),
+      ...(portal && mirrorsPortal(plan) ? { opts: { dependsOn: [portal] } } : {}),
+    });
+  });
 
   const records = pulumi.all(Object.fromEntries(published.map((p) => [p.entry, p.record])));
   return {
@@ -122,12 +149,46 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
   };
 }
 
+/**
+ * The `endpoints` output of this stack's last `up`, through a StackReference to the stack
+ * itself (works on every backend, the file one included). A reference is read, never
+ * changed: the preview counts it as a read, not a change. Empty before the first `up`.
+ */
+/**
+ * Whether the real engine runs the program (not Pulumi's unit-test mocks, which can neither
+ * read a stack reference nor register resource hooks; `exposure render` runs under them).
+ */
+export function underEngine(): boolean {
+  const monitor = pulumi.runtime.getMonitor() as { registerResourceHook?: unknown } | undefined;
+  return typeof monitor?.registerResourceHook === "function";
+}
+
+/** The stack's organization; the file backend's is "organization" (also what mocks without one get). */
+function organization(): string {
+  try {
+    return pulumi.getOrganization();
+  } catch {
+    return "organization";
+  }
+}
+
+async function readLastEndpoints(): Promise<PublishedEndpoints> {
+  const self = new pulumi.StackReference("last-up", { name: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}` });
+  const details = await self.getOutputDetails("endpoints");
+  const value = details.value ?? details.secretValue;
+  return value && typeof value === "object" ? (value as PublishedEndpoints) : {};
+}
+
 function publish(
   plan: ExposurePlan,
   node: NodeChoice,
-  /** "namespace/name" of every Service observed in the cluster. */
-  existing: ReadonlySet<string>,
-  opts?: pulumi.ComponentResourceOptions,
+  how: {
+    stack: string;
+    /** "namespace/name" of every Service observed in the cluster. */
+    existing: ReadonlySet<string>;
+    keepNodePort?: number;
+    opts?: pulumi.ComponentResourceOptions;
+  },
 ): { entry: string; record: pulumi.Output<EndpointRecord> } {
   if (plan.kind === "hostPort") {
     const url = buildUrl(plan.scheme, plan.address, plan.hostPort);
@@ -138,16 +199,24 @@ function publish(
   }
   const exposure = new NodePortExposure(
     plan.entry,
-    { plan, nodeAddress: node.address, alreadyExists: existing.has(`${plan.namespace}/${plan.serviceName}`) },
-    opts,
+    {
+      plan,
+      nodeAddress: node.address,
+      stack: how.stack,
+      existsInCluster: how.existing.has(`${plan.namespace}/${plan.serviceName}`),
+      hooks: underEngine(),
+      ...(how.keepNodePort !== undefined ? { keepNodePort: how.keepNodePort } : {}),
+    },
+    how.opts,
   );
   return {
     entry: plan.entry,
-    record: pulumi.all([exposure.nodePort, exposure.url]).apply(([nodePort, url]) => ({
+    record: pulumi.all([exposure.nodePort, exposure.url, exposure.service.metadata.uid]).apply(([nodePort, url, uid]) => ({
       exposure: "nodePort" as const,
       namespace: plan.namespace,
       mirrors: plan.mirrors,
       service: plan.serviceName,
+      ...(uid ? { uid } : {}),
       ...(nodePort !== undefined ? { nodePort } : {}),
       url,
     })),

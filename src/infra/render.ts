@@ -65,7 +65,8 @@ export async function render(opts: { projectDir: string; stack: string; cluster:
         const type = manifestTypeOf(args.type);
         if (!type || !args.type.startsWith("kubernetes:")) return { id: `${args.name}-id`, state: inputs };
         const manifest = { ...type, ...inputs };
-        objects.push(manifest);
+        // A ServicePatch (the nodePort hold) patches our own Service: no object of its own.
+        if (!args.type.endsWith("Patch")) objects.push(manifest);
         const meta = inputs.metadata as { name?: string; namespace?: string } | undefined;
         const live = existing.get(`${meta?.namespace}/${meta?.name}`);
         return { id: `${meta?.namespace}/${meta?.name}`, state: type.kind === "Service" && live ? withLivePorts(manifest, live) : manifest };

@@ -29,5 +29,6 @@ export function releaseResourceName(component: string): string {
  * so the next `up` moves it under the component instead of deleting and re-creating it.
  */
 export function importCommand(component: string, release: { namespace: string; releaseName: string }): string {
-  return `pulumi import ${RELEASE_TYPE} ${releaseResourceName(component)} ${release.namespace}/${release.releaseName}`;
+  // Exactly docs/cilium.md's command: without these flags it stops at a prompt and protects the release.
+  return `pulumi import ${RELEASE_TYPE} ${releaseResourceName(component)} ${release.namespace}/${release.releaseName} --generate-code=false --protect=false --yes`;
 }

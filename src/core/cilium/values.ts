@@ -1,5 +1,5 @@
 import type { L4CiliumSettings } from "../settings";
-import { type ChartKeys, chartKeysFor, SUPPORTED_MINORS } from "./versions";
+import { type ChartKeys, chartKeysCheck } from "./versions";
 
 /** Where the extra values live in the stack file, for messages. */
 export const VALUES_SETTING = "ui-exposure:cilium.values";
@@ -56,7 +56,15 @@ interface Pinned {
   why: string;
   /** Whether the pinned version has the key (the stale-key rules cover the others). */
   applies(keys: ChartKeys): boolean;
+  /** The whole message, when "mode 'l4' needs X (why)" would overstate what the key does. */
+  explain?: (where: string, value: unknown) => string;
 }
+
+/** nodePort.enabled / hostPort.enabled: inert once kube-proxy replacement is on, which mode 'l4' forces. */
+const inertWithKpr =
+  (flag: string, what: string) =>
+  (where: string, value: unknown): string =>
+    `cilium (l4): ${where} is ${JSON.stringify(value)}, which has no effect here: with kube-proxy replacement on (mode 'l4' forces it) the chart renders the same either way (it writes ${flag} only when kubeProxyReplacement is false) and ${what} stay served; remove it so the values say what the cluster does`;
 
 const always = () => true;
 
@@ -100,15 +108,46 @@ const PINNED: readonly Pinned[] = [
     path: ["nodePort", "enabled"],
     expected: "true",
     accepts: (v) => v === true,
-    why: "the UIs are published on NodePorts",
+    why: "inert with kube-proxy replacement",
     applies: (k) => k.nodePortEnabled,
+    explain: inertWithKpr("enable-node-port", "NodePorts"),
   },
   {
     path: ["hostPort", "enabled"],
     expected: "true",
     accepts: (v) => v === true,
-    why: "in-house bricks are published on hostPorts",
+    why: "inert with kube-proxy replacement",
     applies: (k) => k.hostPort,
+    explain: inertWithKpr("enable-host-port", "hostPorts"),
+  },
+  // Each brings an L7 or LoadBalancer path back onto the L4 stack; the charts honour them all.
+  {
+    path: ["hubble", "ui", "ingress", "enabled"],
+    expected: "false",
+    accepts: (v) => v === false,
+    why: "an Ingress for Hubble UI publishes it by hostname through the L7 path this mode replaces; publish it as a contract entry instead",
+    applies: always,
+  },
+  {
+    path: ["nodeIPAM", "enabled"],
+    expected: "false",
+    accepts: (v) => v === false,
+    why: "node IPAM gives LoadBalancer Services node addresses, a LoadBalancer path next to the NodePorts",
+    applies: always,
+  },
+  {
+    path: ["bgpControlPlane", "enabled"],
+    expected: "false",
+    accepts: (v) => v === false,
+    why: "the BGP control plane advertises LoadBalancer addresses, which the L4 path does not use",
+    applies: always,
+  },
+  {
+    path: ["l2podAnnouncements", "enabled"],
+    expected: "false",
+    accepts: (v) => v === false,
+    why: "L2 pod announcements advertise addresses outside the NodePort path",
+    applies: always,
   },
 ];
 
@@ -179,6 +218,8 @@ export function extraValuesProblems(extra: Values, version: string, keys: ChartK
       problems.push(
         `cilium (l4): ${setting(found.at)} is ${show(found.value)}; it must be a mapping, since mode 'l4' sets ${rule.path.join(".")}: ${rule.expected} in it`,
       );
+    } else if (found.kind === "value" && !rule.accepts(found.value) && rule.explain) {
+      problems.push(rule.explain(setting(rule.path), found.value));
     } else if (found.kind === "value" && !rule.accepts(found.value)) {
       const hint =
         found.value === "strict"
@@ -195,14 +236,9 @@ export function extraValuesProblems(extra: Values, version: string, keys: ChartK
 /** Full values of the L4 release: generated keys, then the stack's extra values merged over them. */
 export function l4Values(settings: L4CiliumSettings, stackFile: string): { values: Values } | { problems: string[] } {
   const version = settings.chart.version;
-  const keys = chartKeysFor(version);
-  if (!keys) {
-    return {
-      problems: [
-        `cilium (l4): chart version ${version} is not supported: the values keys are known for Cilium ${SUPPORTED_MINORS[0]} to ${SUPPORTED_MINORS.at(-1)} only (src/cilium/versions.ts); pin one of those in ui-exposure:cilium.chart.version, or check the new chart's values.yaml and add its minor to that table`,
-      ],
-    };
-  }
+  const checked = chartKeysCheck(version);
+  if ("problem" in checked) return { problems: [`cilium (l4): ${checked.problem}`] };
+  const keys = checked.keys;
   const problems: string[] = [];
   const host = settings.k8sServiceHost;
   if (host === undefined) {

@@ -9,8 +9,11 @@
  * summary in shared/notes/cilium.md section 1. test/cilium.test.ts re-checks this table
  * against those copies when they are present.
  *
- * Assumption: keys do not change within a minor (patch releases only fix bugs), so the
- * table is keyed by minor and any patch of a listed minor is accepted.
+ * Keys do change inside a minor: `externalIPs` is still in 1.17.0 to 1.17.5, and the
+ * pre-releases differ from their minor's releases (1.17.0-pre.0 has no `enableLBIPAM`,
+ * 1.18.0-pre.0 to pre.2 still have `hostPort` and `externalIPs`...). So the table is keyed by
+ * minor with the per-patch exceptions below, only stable releases up to the newest patch it was
+ * checked against are accepted (CHECKED_PATCH), and pre-releases are refused.
  */
 export interface ChartKeys {
   /**
@@ -83,14 +86,50 @@ export const CHART_KEYS: Readonly<Record<string, ChartKeys>> = {
 
 export const SUPPORTED_MINORS = Object.keys(CHART_KEYS);
 
+/** The newest patch of each minor whose chart archive the table was checked against. */
+export const CHECKED_PATCH: Readonly<Record<string, number>> = { "1.16": 19, "1.17": 18, "1.18": 12, "1.19": 6, "1.20": 0 };
+
+/** Per-patch exceptions inside a minor (from the chart archives of every patch). */
+const PATCH_EXCEPTIONS: readonly { minor: string; upTo: number; keys: Partial<ChartKeys> }[] = [
+  // `externalIPs` left the chart in 1.17.6, not 1.17.0.
+  { minor: "1.17", upTo: 5, keys: { externalIPs: true } },
+];
+
 /** "1.18.12" or "1.20.0-rc.1" -> "1.18" / "1.20"; undefined when it is not a version. */
 export function chartMinor(version: string): string | undefined {
   const m = /^(\d+)\.(\d+)\.\d+/.exec(version);
   return m ? `${Number(m[1])}.${Number(m[2])}` : undefined;
 }
 
-/** The key table of a chart version, or undefined for a minor this program does not know. */
+/** The key table of a chart version, or why the program refuses that version. */
+export function chartKeysCheck(version: string): { keys: ChartKeys } | { problem: string } {
+  const range = `Cilium ${SUPPORTED_MINORS[0]}.0 to ${SUPPORTED_MINORS.at(-1)}.${CHECKED_PATCH[SUPPORTED_MINORS.at(-1) as string]}`;
+  const m = /^(\d+)\.(\d+)\.(\d+)(-.+)?$/.exec(version);
+  const minor = m ? `${Number(m[1])}.${Number(m[2])}` : undefined;
+  const table = minor !== undefined ? CHART_KEYS[minor] : undefined;
+  if (!m || minor === undefined || !table) {
+    return {
+      problem: `chart version ${version} is not supported: the values keys are known for ${range} only (src/core/cilium/versions.ts); pin one of those in ui-exposure:cilium.chart.version, or check the new chart's values.yaml and add its minor to that table`,
+    };
+  }
+  if (m[4]) {
+    return {
+      problem: `chart version ${version} is a pre-release: its values keys differ from its minor's releases and were not checked; pin a release (${minor}.0 to ${minor}.${CHECKED_PATCH[minor]})`,
+    };
+  }
+  const patch = Number(m[3]);
+  const checked = CHECKED_PATCH[minor] ?? 0;
+  if (patch > checked) {
+    return {
+      problem: `chart version ${version} has not been checked: keys change inside a minor, and the table was checked up to ${minor}.${checked}; pin ${minor}.${checked} or older, or check ${version}'s values.yaml and raise CHECKED_PATCH in src/core/cilium/versions.ts`,
+    };
+  }
+  const exceptions = PATCH_EXCEPTIONS.filter((x) => x.minor === minor && patch <= x.upTo).map((x) => x.keys);
+  return { keys: Object.assign({}, table, ...exceptions) };
+}
+
+/** The key table of a chart version, or undefined for a version this program refuses. */
 export function chartKeysFor(version: string): ChartKeys | undefined {
-  const minor = chartMinor(version);
-  return minor !== undefined ? CHART_KEYS[minor] : undefined;
+  const checked = chartKeysCheck(version);
+  return "keys" in checked ? checked.keys : undefined;
 }

@@ -77,18 +77,14 @@ export function portalService(namespace: string): Service {
 }
 
 /**
- * Checks that fail the stack before anything is created: a namespace that already holds
- * Services this project does not manage exists outside the stack, so creating it would fail
- * half-way through `up` (dirqual's `platform-portal` holds the previous portal).
+ * Why the stack refuses to create the portal namespace, when the cluster shows it already
+ * exists (it holds Services). Checked only when the engine is about to create the Namespace,
+ * i.e. when this stack's state does not hold it: a namespace the stack created earlier and that
+ * others have since put objects in stays the stack's (and is retained, never deleted, by
+ * `destroy`). Server-side apply would otherwise silently adopt a shared namespace.
  */
-export function portalProblems(settings: { namespace: string; createNamespace: boolean }, observed: readonly Service[]): string[] {
-  if (!settings.createNamespace) return [];
-  const foreign = observed.filter((s) => s.metadata.namespace === settings.namespace && s.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE);
-  if (foreign.length === 0) return [];
-  return [
-    `portal: namespace ${settings.namespace} already exists (it holds ${foreign
-      .map((s) => s.metadata.name)
-      .sort()
-      .join(", ")}, not managed by ui-exposure); set ui-exposure:portal.createNamespace: false, or choose another portal.namespace`,
-  ];
+export function namespaceTakeoverRefusal(namespace: string, observed: readonly Service[]): string | undefined {
+  const inside = observed.filter((s) => s.metadata.namespace === namespace).map((s) => s.metadata.name);
+  if (inside.length === 0) return undefined;
+  return `portal: namespace ${namespace} already exists (it holds Services ${inside.sort().join(", ")}) and this stack did not create it; set ui-exposure:portal.createNamespace: false (the stack then only adds its own objects there and never deletes the namespace), or choose another portal.namespace`;
 }

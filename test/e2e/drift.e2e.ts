@@ -1,0 +1,271 @@
+// Drift without blind spots, stable ports and ownership by state, with the real engine and
+// API server: every change that makes a published URL false shows in `pulumi preview
+// --expect-no-changes` and `exposure drift`, the next `up` makes the URLs true again (on the
+// same ports), the preview right after every `up` is clean, and nothing this stack did not
+// create is ever taken over or deleted.
+import * as fs from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { addNodes, addVendoredUi, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "./harness";
+
+const UIS = [
+  {
+    namespace: "argocd",
+    service: "argocd-server",
+    selector: { "app.kubernetes.io/name": "argocd-server" },
+    portName: "http",
+    port: 80,
+    targetPort: 8080,
+    podIP: "10.244.0.11",
+  },
+  {
+    namespace: "gitea",
+    service: "gitea-http",
+    selector: { "app.kubernetes.io/name": "gitea" },
+    portName: "http",
+    port: 3000,
+    targetPort: 3000,
+    podIP: "10.244.0.12",
+  },
+  {
+    namespace: "monitoring",
+    service: "kube-prometheus-stack-grafana",
+    selector: { "app.kubernetes.io/name": "grafana" },
+    portName: "http-web",
+    port: 80,
+    targetPort: 3000,
+    podIP: "10.244.0.13",
+  },
+];
+const OUR_LABELS = { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "" };
+
+let cluster: Cluster;
+let sandbox: Sandbox;
+
+function stack(extra: Record<string, unknown> = {}) {
+  return {
+    "kubernetes:context": "e2e",
+    "ui-exposure:entries": ["argocd", "gitea", "grafana"],
+    "ui-exposure:cilium": { mode: "cohabit" },
+    ...extra,
+  };
+}
+
+const summary = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-3000)}`;
+
+async function svc(namespace: string, name: string) {
+  try {
+    return await cluster.core.readNamespacedService({ namespace, name });
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return undefined;
+    throw err;
+  }
+}
+
+/** Edits a Service as `kubectl edit` would (a full update by another field manager). */
+async function edit(namespace: string, name: string, change: (s: NonNullable<Awaited<ReturnType<typeof svc>>>) => void) {
+  const live = await svc(namespace, name);
+  if (!live) throw new Error(`${namespace}/${name} missing`);
+  change(live);
+  await cluster.core.replaceNamespacedService({ namespace, name, body: live, fieldManager: "kubectl-edit" });
+}
+
+async function nodePortOf(namespace: string, name: string) {
+  return (await svc(namespace, name))?.spec?.ports?.[0]?.nodePort;
+}
+
+/** A nodePort no Service holds, for moving one by hand. */
+async function freePort(): Promise<number> {
+  const used = new Set((await cluster.core.listServiceForAllNamespaces()).items.flatMap((s) => (s.spec?.ports ?? []).map((p) => p.nodePort)));
+  for (let p = 32700; p > 30000; p--) if (!used.has(p)) return p;
+  throw new Error("no free nodePort");
+}
+
+function outputs(): { urls: Record<string, string>; endpoints: Record<string, { nodePort?: number; uid?: string }> } {
+  const out = sandbox.pulumi(["stack", "output", "--json"]);
+  if (out.code !== 0) throw new Error(summary(out));
+  return JSON.parse(out.stdout);
+}
+
+function upThenCleanPreview(what: string) {
+  const up = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+  expect(up.code, `${what}: up\n${summary(up)}`).toBe(0);
+  const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
+  expect(preview.code, `${what}: the preview right after up must be clean\n${summary(preview)}`).toBe(0);
+}
+
+interface DriftJson {
+  drift: boolean;
+  preview: { state: string; changes?: { name: string; fields: string[] }[] };
+  audit: { undeclared: { namespace: string; name: string; reason: string }[] };
+  status: { entries: { name: string; verdict: string; reasons: string[]; url?: string }[] };
+}
+function drift(): { code: number | null; json: DriftJson; raw: string } {
+  const r = sandbox.exposure(["drift", "--stack", "sandbox", "--json"]);
+  try {
+    return { code: r.code, json: JSON.parse(r.stdout) as DriftJson, raw: summary(r) };
+  } catch {
+    throw new Error(`exposure drift printed no JSON\n${summary(r)}`);
+  }
+}
+const verdict = (d: DriftJson, entry: string) => d.status.entries.find((e) => e.name === entry);
+
+describe.sequential("e2e: drift, stable ports and ownership (real engine, real API server)", () => {
+  beforeAll(async () => {
+    const bin = toolchainBin();
+    cluster = await startCluster(bin);
+    await addNodes(cluster, [
+      { name: "e2e-node-a", ip: "127.0.0.10", ready: false },
+      { name: "e2e-node-b", ip: "127.0.0.11", ready: true },
+      { name: "e2e-node-c", ip: "127.0.0.12", ready: true },
+    ]);
+    for (const ui of UIS) await addVendoredUi(cluster, { ...ui, node: "e2e-node-b" });
+    await setCiliumConfig(cluster, "true");
+    sandbox = makeSandbox(bin, cluster, providerVersions());
+    sandbox.writeStack(stack());
+  }, 600_000);
+
+  afterAll(() => {
+    cluster?.stop();
+    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
+  });
+
+  it("up refuses to take over a pre-existing <entry>-nodeport (even labelled as ours), changes nothing, and prints the exact adoption command, which works", async () => {
+    // Someone made monitoring/grafana-nodeport by hand, copying our labels.
+    await cluster.core.createNamespacedService({
+      namespace: "monitoring",
+      body: {
+        metadata: { name: "grafana-nodeport", labels: { ...OUR_LABELS, "ui-exposure.io/entry": "grafana" } },
+        spec: { type: "NodePort", selector: { "app.kubernetes.io/name": "grafana" }, ports: [{ name: "http", port: 80, targetPort: 3000 }] },
+      },
+    });
+    const foreign = await svc("monitoring", "grafana-nodeport");
+    const refused = sandbox.pulumi(["up", "--yes"]);
+    expect(refused.code, summary(refused)).not.toBe(0);
+    const text = refused.stdout + refused.stderr;
+    expect(text).toContain("entry 'grafana': Service monitoring/grafana-nodeport already exists and this stack did not create it");
+    const adopt =
+      "pulumi import kubernetes:core/v1:Service grafana-svc monitoring/grafana-nodeport --stack sandbox --generate-code=false --protect=false --yes";
+    expect(text).toContain(adopt);
+    // Refused in the preview: nothing was created.
+    expect(await svc("argocd", "argocd-nodeport")).toBeUndefined();
+
+    // Adopting on purpose, with the command as printed.
+    const args = adopt
+      .split(" ")
+      .slice(1)
+      .filter((a) => a !== "--stack" && a !== "sandbox");
+    const imported = sandbox.pulumi(args);
+    expect(imported.code, summary(imported)).toBe(0);
+    upThenCleanPreview("first up after the adoption");
+    expect((await svc("monitoring", "grafana-nodeport"))?.metadata?.uid).toBe(foreign?.metadata?.uid);
+    const out = outputs();
+    for (const [entry, ns] of [
+      ["argocd", "argocd"],
+      ["gitea", "gitea"],
+      ["grafana", "monitoring"],
+    ] as const) {
+      expect(out.urls[entry]).toBe(`http://127.0.0.11:${await nodePortOf(ns, `${entry}-nodeport`)}`);
+      expect(out.endpoints[entry]?.uid).toBe((await svc(ns, `${entry}-nodeport`))?.metadata?.uid);
+    }
+  });
+
+  it("a look-alike in another namespace is never taken for the entry: the audit reports it as impersonation", async () => {
+    await cluster.core.createNamespace({ body: { metadata: { name: "tenant" } } });
+    await cluster.core.createNamespacedService({
+      namespace: "tenant",
+      body: {
+        metadata: { name: "gitea-http", labels: { ...OUR_LABELS, "ui-exposure.io/entry": "gitea" } },
+        spec: { type: "NodePort", selector: { app: "tenant" }, ports: [{ name: "http", port: 80 }] },
+      },
+    });
+    const d = drift();
+    expect(d.code, d.raw).toBe(3);
+    expect(d.json.audit.undeclared).toEqual([
+      expect.objectContaining({ namespace: "tenant", name: "gitea-http", reason: expect.stringContaining("impersonates contract entry 'gitea'") }),
+    ]);
+    const ours = await nodePortOf("gitea", "gitea-nodeport");
+    expect(verdict(d.json, "gitea")?.url).toBe(`http://127.0.0.11:${ours}`);
+    expect(d.json.preview.state).toBe("no-changes");
+  });
+
+  it("a moved port, a deleted Service, a renamed port and a chart's selector change all show in the preview and in drift; up puts every URL back on its port", async () => {
+    const before = outputs();
+    const moved = await freePort();
+    await edit("argocd", "argocd-nodeport", (s) => {
+      if (s.spec?.ports?.[0]) s.spec.ports[0].nodePort = moved;
+    });
+    await cluster.core.deleteNamespacedService({ namespace: "gitea", name: "gitea-nodeport" });
+    await edit("monitoring", "kube-prometheus-stack-grafana", (s) => {
+      if (s.spec) s.spec.selector = { "app.kubernetes.io/name": "grafana", "app.kubernetes.io/instance": "v2" };
+    });
+
+    const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
+    expect(preview.code, summary(preview)).not.toBe(0);
+    expect(preview.stdout).toMatch(/ServicePatch\s+argocd-port\s+update/);
+    expect(preview.stdout).toMatch(/Service\s+gitea-svc\s+create/);
+    expect(preview.stdout).toMatch(/Service\s+grafana-svc\s+update/);
+
+    const d = drift();
+    expect(d.code, d.raw).toBe(3);
+    expect(d.json.preview.state).toBe("changes");
+    expect(verdict(d.json, "argocd")?.reasons).toContain(`nodePort changed since the last up (${before.endpoints.argocd?.nodePort} -> ${moved})`);
+    expect(verdict(d.json, "gitea")).toMatchObject({ verdict: "ABSENT" });
+    expect(verdict(d.json, "grafana")?.reasons).toContain("selector differs from the vendored Service monitoring/kube-prometheus-stack-grafana");
+
+    upThenCleanPreview("up after the hand edits");
+    expect(await nodePortOf("argocd", "argocd-nodeport")).toBe(before.endpoints.argocd?.nodePort);
+    expect(await nodePortOf("gitea", "gitea-nodeport")).toBe(before.endpoints.gitea?.nodePort);
+    expect((await svc("monitoring", "grafana-nodeport"))?.spec?.selector).toEqual({ "app.kubernetes.io/name": "grafana", "app.kubernetes.io/instance": "v2" });
+    expect(outputs().urls).toEqual(before.urls);
+
+    // A port name or type changed by hand on our Service is drift too, and up takes it back.
+    await edit("gitea", "gitea-nodeport", (s) => {
+      if (s.spec?.ports?.[0]) s.spec.ports[0].name = "web";
+    });
+    const renamed = sandbox.pulumi(["preview", "--expect-no-changes"]);
+    expect(renamed.code, summary(renamed)).not.toBe(0);
+    expect(renamed.stdout).toMatch(/Service\s+gitea-svc\s+update/);
+    upThenCleanPreview("up after a renamed port");
+    expect((await svc("gitea", "gitea-nodeport"))?.spec?.ports?.[0]).toMatchObject({ name: "http", nodePort: before.endpoints.gitea?.nodePort });
+  });
+
+  it("the URLs' node going NotReady shows in the preview and in drift; up moves the URLs to a Ready node", async () => {
+    await addNodes(cluster, [{ name: "e2e-node-b", ip: "127.0.0.11", ready: false }]);
+    try {
+      const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
+      expect(preview.code, summary(preview)).not.toBe(0);
+      expect(preview.stdout).toMatch(/NodePortExposure\s+argocd\s+update/);
+      const d = drift();
+      expect(d.code, d.raw).toBe(3);
+      expect(verdict(d.json, "argocd")?.reasons.join(" ")).toContain("node e2e-node-b is not Ready");
+      upThenCleanPreview("up after the node went NotReady");
+      expect(outputs().urls.argocd).toBe(`http://127.0.0.12:${await nodePortOf("argocd", "argocd-nodeport")}`);
+    } finally {
+      await addNodes(cluster, [{ name: "e2e-node-b", ip: "127.0.0.11", ready: true }]);
+    }
+  });
+
+  it("a foreign object in the portal namespace survives the suggested remedy and destroy; destroy removes only what the stack created", async () => {
+    const portal = { enabled: true, skipAwait: true };
+    sandbox.writeStack(stack({ "ui-exposure:portal": portal }));
+    upThenCleanPreview("first up with the portal");
+    await cluster.core.createNamespacedConfigMap({ namespace: "platform-portal", body: { metadata: { name: "tenant-data" }, data: { keep: "me" } } });
+    // The remedy the old message suggested: stop creating the namespace.
+    sandbox.writeStack(stack({ "ui-exposure:portal": { ...portal, createNamespace: false } }));
+    upThenCleanPreview("up with createNamespace: false");
+    expect((await cluster.core.readNamespacedConfigMap({ namespace: "platform-portal", name: "tenant-data" })).data).toEqual({ keep: "me" });
+
+    const destroy = sandbox.pulumi(["destroy", "--yes"]);
+    expect(destroy.code, summary(destroy)).toBe(0);
+    expect((await cluster.core.readNamespace({ name: "platform-portal" })).status?.phase).toBe("Active");
+    expect((await cluster.core.readNamespacedConfigMap({ namespace: "platform-portal", name: "tenant-data" })).data).toEqual({ keep: "me" });
+    expect(await svc("tenant", "gitea-http")).toBeDefined();
+    for (const [entry, ns] of [
+      ["argocd", "argocd"],
+      ["gitea", "gitea"],
+      ["grafana", "monitoring"],
+    ] as const)
+      expect(await svc(ns, `${entry}-nodeport`)).toBeUndefined();
+    for (const ui of UIS) expect(await svc(ui.namespace, ui.service)).toBeDefined();
+  });
+});

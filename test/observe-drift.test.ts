@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { nodeProblem, ownershipProblem } from "../src/core/observe";
+import { node } from "./fixtures";
+
+describe("nodeProblem: a published URL whose node is no longer the right one", () => {
+  const nodes = [node("w1", "10.0.0.5", false), node("w2", "10.0.0.6")];
+  const chosen = { name: "w2", address: "10.0.0.6", pinned: false };
+  it("says the URLs move when the published node is not Ready any more", () => {
+    expect(nodeProblem(chosen, nodes, "http://10.0.0.5:31358", "http://10.0.0.6:31358")).toBe(
+      "the published URL http://10.0.0.5:31358 uses 10.0.0.5, but node w1 is not Ready: the URLs move to w2 10.0.0.6 (http://10.0.0.6:31358); pulumi up publishes them",
+    );
+  });
+  it("is silent when the published URL still uses the chosen node, or nothing was published", () => {
+    expect(nodeProblem(chosen, nodes, "http://10.0.0.6:30001", "http://10.0.0.6:31358")).toBeUndefined();
+    expect(nodeProblem(chosen, nodes, undefined, "http://10.0.0.6:31358")).toBeUndefined();
+  });
+  it("reports a pinned address whose node is not Ready (the URLs cannot move)", () => {
+    expect(nodeProblem({ name: "w1", address: "10.0.0.5", pinned: true }, nodes, undefined, undefined)).toBe("node w1 (pinned address 10.0.0.5) is not Ready");
+    expect(nodeProblem({ name: "(pinned)", address: "10.0.0.9", pinned: true }, nodes, undefined, undefined)).toBeUndefined();
+  });
+  it("handles IPv6 URLs", () => {
+    expect(
+      nodeProblem({ name: "v6", address: "fd00::6", pinned: false }, [node("v6", "fd00::6")], "http://[fd00::6]:31000", "http://[fd00::6]:31000"),
+    ).toBeUndefined();
+  });
+});
+
+describe("ownershipProblem: only what the last up published is ours", () => {
+  it("accepts the Service the last up published (same uid, or outputs without uids)", () => {
+    expect(ownershipProblem("a/x-nodeport", "u1", { service: "x-nodeport", uid: "u1" })).toBeUndefined();
+    expect(ownershipProblem("a/x-nodeport", "u1", { nodePort: 31000, url: "http://h:31000" })).toBeUndefined();
+  });
+  it("refuses one the last up did not publish, or one with another uid", () => {
+    expect(ownershipProblem("a/x-nodeport", "u1", undefined)).toContain("exists but this stack did not create it");
+    expect(ownershipProblem("a/x-nodeport", "u2", { service: "x-nodeport", uid: "u1" })).toContain(
+      "is not the Service this stack created (uid u2, created u1)",
+    );
+  });
+});
