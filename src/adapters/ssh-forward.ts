@@ -7,6 +7,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../core/errors";
+import { checkStackName } from "../core/inputs";
 
 /** First local port tried; each UI keeps the port it got first, so bookmarks keep working. */
 export const DEFAULT_FORWARD_BASE_PORT = 18080;
@@ -53,6 +54,7 @@ export interface ForwardOptions {
 
 /** The folder holding a stack's forwards: $EXPOSURE_STATE_DIR, else $XDG_STATE_HOME/ui-exposure, else ~/.local/state/ui-exposure. */
 export function forwardStateDir(stack: string, env: NodeJS.ProcessEnv): string {
+  checkStackName(stack);
   const home = env.HOME ?? os.homedir();
   const root = env.EXPOSURE_STATE_DIR ?? path.join(env.XDG_STATE_HOME ?? path.join(home, ".local", "state"), "ui-exposure");
   return path.join(root, "forwards", stack);

@@ -2,6 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseDocument } from "yaml";
 import { UserError } from "../core/errors";
+import { checkStackName } from "../core/inputs";
 import { PROJECT } from "../core/settings";
 
 /**
@@ -10,6 +11,7 @@ import { PROJECT } from "../core/settings";
  * and are left out; the program uses none of them.
  */
 export function readStackConfig(projectDir: string, stack: string): Record<string, string> {
+  checkStackName(stack);
   const file = path.join(projectDir, `Pulumi.${stack}.yaml`);
   if (!fs.existsSync(file)) {
     const known = fs.readdirSync(projectDir).flatMap((f) => (/^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ? [/^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]] : []));

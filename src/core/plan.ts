@@ -1,4 +1,6 @@
 import { type Contract, type Endpoint, type HostPortExposure, isHostPortEntry, isNodePortEntry, type ServiceRef } from "./contract/schema";
+import { UserError } from "./errors";
+import { ipVersion, urlHost } from "./ip";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service, type ServicePort } from "./kube/types";
 
 /** The node whose address goes into every NodePort URL. */
@@ -40,7 +42,19 @@ export interface HostPortPlan {
 export type ExposurePlan = NodePortPlan | HostPortPlan;
 
 export const isReadyNode = (n: Node) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
-export const internalIP = (n: Node) => n.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
+/** The InternalIP as the Node's status claims it (untrusted: whoever writes a Node's status writes it). */
+const claimedInternalIP = (n: Node) => n.status?.addresses?.find((a) => a?.type === "InternalIP")?.address;
+/** The InternalIP of a node when it is an IP literal; anything else never reaches a URL. */
+export const internalIP = (n: Node) => {
+  const address = claimedInternalIP(n);
+  return typeof address === "string" && ipVersion(address) !== 0 ? address : undefined;
+};
+/** Why a node has no usable InternalIP, for messages (the claimed value is shown escaped). */
+export function internalIPProblem(n: Node): string {
+  const claimed = claimedInternalIP(n);
+  if (claimed === undefined) return "no InternalIP";
+  return `InternalIP ${JSON.stringify(String(claimed)).slice(0, 80)} is not an IP address`;
+}
 
 export const ourServiceName = (entry: string) => `${entry}-nodeport`;
 
@@ -59,7 +73,7 @@ export function chooseNode(nodes: readonly Node[], pinnedAddress?: string): Node
     .sort((a, b) => Number(a.spec?.unschedulable ?? false) - Number(b.spec?.unschedulable ?? false) || a.metadata.name.localeCompare(b.metadata.name));
   const chosen = candidates[0];
   if (!chosen) {
-    const seen = nodes.map((n) => `${n.metadata.name} (${isReadyNode(n) ? "Ready" : "NotReady"}${internalIP(n) ? "" : ", no InternalIP"})`);
+    const seen = nodes.map((n) => `${n.metadata.name} (${isReadyNode(n) ? "Ready" : "NotReady"}${internalIP(n) ? "" : `, ${internalIPProblem(n)}`})`);
     return {
       problem: `no Ready node with an InternalIP (nodes: ${seen.join(", ") || "none"}); wait for a node to be Ready or pin ui-exposure:nodeAddress`,
     };
@@ -208,7 +222,9 @@ export function planHostPort(
   const node = nodesByName.get(nodeName);
   const address = node ? internalIP(node) : undefined;
   if (!address) {
-    return { problem: `${where}: pod ${hp.namespace}/${pod.metadata.name} runs on node ${nodeName}, which has no InternalIP` };
+    return {
+      problem: `${where}: pod ${hp.namespace}/${pod.metadata.name} runs on node ${nodeName}, which has ${node ? internalIPProblem(node) : "no InternalIP (unknown node)"}`,
+    };
   }
   return {
     kind: "hostPort",
@@ -278,7 +294,9 @@ export function resolveExposures(entries: readonly Endpoint[], cluster: ClusterV
 /** Placeholder shown for a port Kubernetes has not allocated yet (never an invented number). */
 export const PENDING_NODE_PORT = "<nodePort allocated on apply>";
 
+/** The URL of a published port; only an IP literal goes into it (IPv6 bracketed), anything else is an error. */
 export function buildUrl(scheme: string, address: string, port: number | undefined): string {
-  const host = address.includes(":") ? `[${address}]` : address;
+  const host = urlHost(address);
+  if (host === undefined) throw new UserError(`node address ${JSON.stringify(address).slice(0, 80)} is not an IP address: no URL is built from it`);
   return `${scheme}://${host}:${port ?? PENDING_NODE_PORT}`;
 }

@@ -62,7 +62,8 @@ export function parseContract(text: string, file: string): Contract {
   const problems: ContractProblem[] = [...findForbiddenKeys(doc, pos)];
   const forbiddenPaths = new Set(problems.map((p) => p.path));
 
-  const result = contractSchema.safeParse(doc.toJS());
+  // reportInput: a wrong type is told apart from a missing field by the value found.
+  const result = contractSchema.safeParse(doc.toJS(), { reportInput: true });
   if (!result.success) {
     for (const issue of result.error.issues) {
       const p = formatPath(issue.path);
@@ -87,8 +88,41 @@ export function parseContract(text: string, file: string): Contract {
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === "invalid_type" && issue.input === undefined) return "required field is missing";
-  if (issue.code === "invalid_union") return "must be a port name (string) or a port number (1-65535)";
+  if (issue.code === "invalid_union") return `must be a port name (string) or a port number (1-65535), found ${describeValue(issue.input)}`;
+  return describeZodIssue(issue);
+}
+
+const ARTICLE: Readonly<Record<string, string>> = { array: "an array", object: "a map", int: "an integer", undefined: "nothing" };
+const withArticle = (type: string) => ARTICLE[type] ?? `a ${type}`;
+
+/** `a string ("true")`, `a number (123)`, `a map`, `null`: what a field holds, for messages (bounded, one line). */
+export function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  const type = typeof value;
+  if (type === "string") {
+    const text = JSON.stringify((value as string).length > 40 ? `${(value as string).slice(0, 40)}...` : value);
+    return `a string (${text})`;
+  }
+  if (type === "number" || type === "boolean" || type === "bigint") return `a ${type} (${String(value)})`;
+  if (type === "object") return "a map";
+  return withArticle(type);
+}
+
+/**
+ * One line per zod issue saying what was expected and what was found. Needs a parse with
+ * `reportInput: true`: without it zod 4 leaves `input` empty and every wrong type would read
+ * as a missing field.
+ */
+export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required field is missing"): string {
+  if (issue.code === "invalid_type") {
+    if (!("input" in issue) || issue.input === undefined) return missing;
+    return `expected ${withArticle(issue.expected)}, found ${describeValue(issue.input)}`;
+  }
+  if (issue.code === "invalid_value" && (!("input" in issue) || issue.input === undefined)) return missing;
+  if (issue.code === "invalid_value" && !/found/.test(issue.message)) {
+    return `${issue.message}, found ${describeValue(issue.input)}`;
+  }
   return issue.message;
 }
 

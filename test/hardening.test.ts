@@ -1,0 +1,220 @@
+// Regression tests for the defects of the hostile-input review (issue 12), one block per defect.
+// The adversarial corpus (test/adversarial/) and the fuzzing (test/fuzz.test.ts) look for the next ones.
+import * as net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createStatusCommand } from "../cli/commands/status";
+import { probeOne } from "../src/adapters/http-probe";
+import { parseContract } from "../src/core/contract/parse";
+import { UserError } from "../src/core/errors";
+import { checkStackName, parseTimeoutSeconds } from "../src/core/inputs";
+import { observe } from "../src/core/observe";
+import { buildUrl, chooseNode } from "../src/core/plan";
+import { type RunningPortal, startPortal } from "../src/portal/server";
+import { capture, healthyCluster, makeProject, node, runCommand, snapshot, stackFile, type TestProject } from "./commands-helpers";
+import { MemoryCluster, portalContract, recordedCluster } from "./portal.fixtures";
+
+const contractError = (text: string): string => {
+  try {
+    parseContract(text, "c.yaml");
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error("the contract was accepted");
+};
+
+/** Sends raw bytes to a server and resolves with everything it answers before closing. */
+function rawRequest(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: "127.0.0.1" });
+    let answer = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (d) => {
+      answer += d;
+    });
+    socket.on("error", reject);
+    socket.on("close", () => resolve(answer));
+    socket.write(bytes);
+    setTimeout(() => socket.end(), 500).unref();
+  });
+}
+
+describe("1. a malformed request never ends the portal", () => {
+  let portal: RunningPortal;
+  let port: number;
+  beforeAll(async () => {
+    portal = await startPortal({ contract: portalContract(), cluster: new MemoryCluster(recordedCluster()), stack: "bench" }, { host: "127.0.0.1", port: 0 });
+    port = Number(new URL(portal.url).port);
+  });
+  afterAll(() => portal.close());
+
+  it("answers 400 to a request target that is not a URL, and keeps serving", async () => {
+    for (const target of ["http://[zz]/", "http://[::1", "//[", "http://a b/"]) {
+      const answer = await rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).not.toContain("    at ");
+    }
+    const health = await fetch(new URL("/healthz", portal.url));
+    expect(health.status).toBe(200);
+  });
+});
+
+describe("3. a probe path is a path", () => {
+  it.each([
+    ["//other-host:8080/x", "must not start with '//'"],
+    ["http://other-host/x", "must start with '/'"],
+    ["/a\\b", "backslash"],
+    ["/ok//x", "'//'"],
+  ])("refuses probe.path %s in the contract", (path, fragment) => {
+    const message = contractError(`version: 1
+endpoints:
+  - name: a
+    exposed: true
+    service: { namespace: a, name: a, port: http }
+    probe: { path: ${JSON.stringify(path)} }
+`);
+    expect(message).toContain("endpoints[0].probe.path");
+    expect(message).toContain(fragment);
+  });
+
+  it("never requests another host, whatever path it is given", async () => {
+    const requested: string[] = [];
+    const r = await probeOne({ name: "a", url: "http://127.0.0.2:31001", path: "//127.0.0.3:9/x", timeoutMs: 1000 }, async (url) => {
+      requested.push(url.href);
+      return { status: 200 };
+    });
+    expect(requested).toEqual([]);
+    expect(r.ok).toBe(false);
+    expect(r.error).toContain("probe path");
+  });
+});
+
+describe("5. only an IP address goes into a URL", () => {
+  it.each(["fe80::1%eth0", "1.2.3.4 x", "evil.example/x?", "127.0.0.1:80", " 127.0.0.1", "::ffff:1.2.3.4.5"])(
+    "a node whose InternalIP is %j is not chosen, and says why",
+    (address) => {
+      const choice = chooseNode([node("n1", address)]);
+      expect(choice).toHaveProperty("problem");
+      expect((choice as { problem: string }).problem).toContain("not an IP address");
+    },
+  );
+
+  it("brackets IPv6 and refuses anything else", () => {
+    expect(buildUrl("http", "fd00::1", 31000)).toBe("http://[fd00::1]:31000");
+    expect(() => buildUrl("http", "evil.example/x?", 31000)).toThrow(UserError);
+  });
+
+  it("a hostPort entry on a node with a bad address gets no URL", () => {
+    const contract = parseContract(
+      `version: 1
+endpoints:
+  - name: agent
+    exposed: true
+    hostPort: { namespace: lineage, port: 8090 }
+`,
+      "c.yaml",
+    );
+    const o = observe(contract, {
+      services: [],
+      endpointSlices: [],
+      nodes: [node("bench", "evil.example/x?")],
+      pods: [
+        {
+          metadata: { name: "agent-0", namespace: "lineage" },
+          spec: { nodeName: "bench", containers: [{ name: "c", ports: [{ containerPort: 8090, hostPort: 8090 }] }] },
+          status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+        },
+      ],
+    });
+    expect(o.entries[0]?.url).toBeUndefined();
+    expect(o.entries[0]?.verdict).toBe("DRIFT");
+  });
+});
+
+describe("8. a wrong type says what was expected and what was found", () => {
+  it("names the expected and found types at the field's line, and still reports the entry's other problems", () => {
+    const message = contractError(`version: 1
+endpoints:
+  - name: 123
+    exposed: "true"
+    scheme: postgresql
+    probe: { timeoutSeconds: "5" }
+`);
+    expect(message).toContain("c.yaml:3:11: endpoints[0].name: expected a string, found a number (123)");
+    expect(message).toContain('c.yaml:4:14: endpoints[0].exposed: expected a boolean, found a string ("true")');
+    expect(message).toContain('endpoints[0].probe.timeoutSeconds: expected a number, found a string ("5")');
+    expect(message).not.toContain("required field is missing");
+    // The entry's other problem (no service nor hostPort) is not hidden by the type errors.
+    expect(message).toContain("endpoints[0].service: missing");
+  });
+
+  it("still says 'missing' for a field that is absent", () => {
+    expect(contractError("endpoints:\n  - name: a\n    service: { namespace: a, name: a, port: http }\n")).toContain("version: required field is missing");
+  });
+});
+
+describe("9 and 13. flag values", () => {
+  it.each(["/../../x", "../x", "a/b", "", ".", "..", "x\n", "-x", "a".repeat(200)])("a stack name is a name, not %j", (name) => {
+    expect(() => checkStackName(name)).toThrow(/stack name/);
+    try {
+      checkStackName(name);
+    } catch (err) {
+      expect((err as UserError).exitCode).toBe(2);
+    }
+  });
+  it.each(["bench", "dirqual", "org.proj-1_x"])("accepts the stack name %s", (name) => {
+    expect(checkStackName(name)).toBe(name);
+  });
+
+  it("bounds --timeout and says so", () => {
+    expect(() => parseTimeoutSeconds("1e9", "--timeout")).toThrow("--timeout must be at most 600 seconds, not '1e9'");
+    expect(() => parseTimeoutSeconds("0", "--timeout")).toThrow("--timeout must be a positive number of seconds");
+    expect(parseTimeoutSeconds("2.5", "--timeout")).toBe(2500);
+    expect(parseTimeoutSeconds("600", "--timeout")).toBe(600_000);
+  });
+
+  let project: TestProject;
+  beforeAll(() => {
+    project = makeProject({ bench: stackFile() });
+  });
+  afterAll(() => project.remove());
+
+  it("status refuses a stack path and an unbounded timeout with exit 2", async () => {
+    const run = async (argv: string[]) => {
+      const c = capture(project.dir);
+      const code = await runCommand("status", createStatusCommand({ connect: async () => snapshot(healthyCluster()), readOutputs: async () => ({}) }), argv, c);
+      return { code, text: c.all() };
+    };
+    const path = await run(["--stack", "/../../x"]);
+    expect(path.code).toBe(2);
+    expect(path.text).toContain("stack name");
+    const timeout = await run(["--stack", "bench", "--timeout", "1e9"]);
+    expect(timeout.code).toBe(2);
+    expect(timeout.text).toContain("at most 600 seconds");
+  });
+});
+
+describe("15. zero nodes never gives MATCH", () => {
+  it("an entry without a URL is never MATCH", () => {
+    const objects = healthyCluster().filter((o) => (o as { kind?: string }).kind !== "Node");
+    const contract = parseContract(
+      `version: 1
+endpoints:
+  - name: argocd
+    exposed: true
+    service: { namespace: argocd, name: argocd-server, port: http }
+`,
+      "c.yaml",
+    );
+    const s = snapshot(objects);
+    const o = observe(contract, {
+      services: objects.filter((x) => (x as { kind?: string }).kind === "Service") as never,
+      endpointSlices: objects.filter((x) => (x as { kind?: string }).kind === "EndpointSlice") as never,
+      nodes: [],
+      pods: [],
+    });
+    expect(s).toBeDefined();
+    expect(o.entries[0]?.url).toBeUndefined();
+    expect(o.entries[0]?.verdict).not.toBe("MATCH");
+    expect(o.entries[0]?.reasons.join(" ")).toContain("no node address");
+  });
+});
