@@ -92,7 +92,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return describeZodIssue(issue);
 }
 
-const ARTICLE: Readonly<Record<string, string>> = { array: "an array", object: "a map", int: "an integer", undefined: "nothing" };
+const ARTICLE: Readonly<Record<string, string>> = { array: "an array", object: "a map", record: "a map", int: "an integer", undefined: "nothing" };
 const withArticle = (type: string) => ARTICLE[type] ?? `a ${type}`;
 
 /** `a string ("true")`, `a number (123)`, `a map`, `null`: what a field holds, for messages (bounded, one line). */
