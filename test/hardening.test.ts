@@ -1,13 +1,20 @@
 // Regression tests for the defects of the hostile-input review (issue 12), one block per defect.
 // The adversarial corpus (test/adversarial/) and the fuzzing (test/fuzz.test.ts) look for the next ones.
+import * as fs from "node:fs";
 import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStatusCommand } from "../cli/commands/status";
+import { main } from "../cli/main";
+import { FILE_LIMITS, readBoundedText } from "../src/adapters/bounded-file";
 import { probeOne } from "../src/adapters/http-probe";
 import { LiveClusterReader } from "../src/adapters/kube-live";
-import { parseContract } from "../src/core/contract/parse";
+import { readStackOutputs } from "../src/adapters/pulumi-cli";
+import { MAX_CONTRACT_ENTRIES, MAX_PROBLEMS_SHOWN, parseContract } from "../src/core/contract/parse";
 import { UserError } from "../src/core/errors";
 import { checkStackName, parseTimeoutSeconds } from "../src/core/inputs";
+import { SnapshotReader } from "../src/core/kube/cluster";
 import { observe } from "../src/core/observe";
 import { buildUrl, chooseNode } from "../src/core/plan";
 import { type RunningPortal, startPortal } from "../src/portal/server";
@@ -294,5 +301,100 @@ describe("2, 7 and 12. the live reader against a fake API server on loopback", (
         await api.close();
       }
     }
+  });
+});
+
+const ALIAS_BOMB = `a: &a ["x","x","x","x","x","x","x","x","x"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+`;
+
+describe("7. hostile YAML and malformed snapshots are clean errors with a position", () => {
+  it("refuses an alias bomb in a contract with a position", () => {
+    const message = contractError(`version: 1\n${ALIAS_BOMB}endpoints: []\n`);
+    expect(message).toMatch(/^invalid contract c\.yaml \(1 problem\):\nc\.yaml:3:\d+: \(yaml\): Excessive alias count/);
+  });
+
+  it("refuses an alias bomb in a snapshot", () => {
+    expect(() => SnapshotReader.parse(`kind: List\nitems: []\n${ALIAS_BOMB}`, "snap.yaml")).toThrow(
+      /^snap\.yaml:1:1: cluster snapshot refused: Excessive alias count/,
+    );
+  });
+
+  it.each([
+    ["an object without metadata", "kind: Service\nspec: {}\n", "snap.yaml:1:1: metadata: required field is missing"],
+    [
+      "ports as a string",
+      "kind: Service\nmetadata: {name: a, namespace: b}\nspec:\n  ports: '80'\n",
+      'snap.yaml:4:10: spec.ports: expected an array, found a string ("80")',
+    ],
+    ["a null port", "kind: Service\nmetadata: {name: a}\nspec:\n  ports: [null]\n", "snap.yaml:4:11: spec.ports[0]: expected a map, found null"],
+    [
+      "addresses as a string",
+      "kind: Node\nmetadata: {name: n}\nstatus: {addresses: '1.2.3.4'}\n",
+      'snap.yaml:3:21: status.addresses: expected an array, found a string ("1.2.3.4")',
+    ],
+    ["items: null", "kind: List\nitems: null\n", "snap.yaml:2:8: items: expected an array, found null"],
+    ["a null item", "kind: ServiceList\nitems:\n  - null\n", "snap.yaml:3:5: items[0]: expected a Kubernetes object (a map), found null"],
+    ["a bare array", "- kind: Service\n  metadata: {name: a}\n", "snap.yaml:1:1: (object): expected a Kubernetes object or a List, found an array"],
+  ])("refuses a snapshot with %s", (_name, text, fragment) => {
+    expect(() => SnapshotReader.parse(text, "snap.yaml")).toThrow(fragment);
+  });
+
+  it("refuses --outputs holding null, a list or a number", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "outputs-"));
+    try {
+      const cases: [string, string][] = [
+        ["null", "null"],
+        ["[1]", "an array"],
+        ["3", "a number (3)"],
+      ];
+      for (const [text, found] of cases) {
+        const file = path.join(dir, "o.json");
+        fs.writeFileSync(file, text);
+        await expect(readStackOutputs({ projectDir: dir, env: {} }, "bench", file)).rejects.toThrow(`${file}: expected a map of stack outputs, found ${found}`);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("14. bounded input", () => {
+  it("refuses what is not a regular file (check /dev/zero ends at once, exit 2)", async () => {
+    const c = capture(os.tmpdir());
+    const code = await main(["check", "/dev/zero"], c.ctx);
+    expect(code).toBe(2);
+    expect(c.all()).toMatch(/cannot read contract .*dev\/zero: it is a device; give a regular file/);
+  });
+
+  it("refuses a contract larger than the limit, without reading it", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "big-"));
+    try {
+      const file = path.join(dir, "c.yaml");
+      fs.writeFileSync(file, `version: 1\n#${"x".repeat(FILE_LIMITS.contract)}\n`);
+      expect(() => readBoundedText(file, "contract", FILE_LIMITS.contract, 2)).toThrow(/contract .* is 1\.0 MiB: larger than the 1 MiB limit/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses more entries than the limit in one problem", () => {
+    const entries = Array.from({ length: MAX_CONTRACT_ENTRIES + 1 }, (_, i) => `  - {name: e${i}, service: {namespace: a, name: a, port: 1}}`).join("\n");
+    const message = contractError(`version: 1\nendpoints:\n${entries}\n`);
+    expect(message).toContain(`endpoints: ${MAX_CONTRACT_ENTRIES + 1} entries: a contract declares at most ${MAX_CONTRACT_ENTRIES}`);
+  });
+
+  it("shows at most the first problems and counts the rest", () => {
+    const entries = Array.from({ length: 300 }, (_, i) => `  - {name: E${i}, exposed: yes}`).join("\n");
+    const message = contractError(`version: 1\nendpoints:\n${entries}\n`);
+    const lines = message.split("\n");
+    expect(lines[0]).toMatch(/^invalid contract c\.yaml \(\d+ problems\):$/);
+    expect(lines).toHaveLength(MAX_PROBLEMS_SHOWN + 2);
+    expect(lines.at(-1)).toMatch(/^\.\.\. and \d+ more problems \(fix these first\)$/);
   });
 });

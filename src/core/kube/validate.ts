@@ -136,6 +136,35 @@ export function summarizeProblems(lines: readonly string[], max = MAX_PROBLEMS_S
   return [...lines.slice(0, max), `... and ${lines.length - max} more problems`];
 }
 
+const isList = (o: { kind?: unknown }) => typeof o.kind === "string" && (o.kind === "List" || o.kind.endsWith("List"));
+
+/**
+ * One YAML document of a snapshot: an object, or a List (`kind: List` or `XList`) of them, as
+ * `kubectl get -o yaml` prints. A bare array, `items: null` or a null item is a problem.
+ */
+export function checkSnapshotDocument(value: unknown, at: (string | number)[] = [], itemKind?: string): ObjectProblem[] {
+  if (Array.isArray(value)) {
+    return [{ path: at, message: "expected a Kubernetes object or a List, found an array (wrap the objects as `kind: List` with `items:`)" }];
+  }
+  if (value === null || typeof value !== "object") return checkObject(itemKind ?? "", value, at);
+  const obj = value as { kind?: unknown; items?: unknown };
+  if (isList(obj)) {
+    if (!Array.isArray(obj.items)) {
+      return [
+        {
+          path: [...at, "items"],
+          message: `expected an array, found ${obj.items === null ? "null" : obj.items === undefined ? "nothing" : `a ${typeof obj.items}`}`,
+        },
+      ];
+    }
+    const kind = obj.kind as string;
+    const inner = kind !== "List" ? kind.slice(0, -"List".length) : undefined;
+    return obj.items.flatMap((item, i) => checkSnapshotDocument(item, [...at, "items", i], inner));
+  }
+  if (obj.kind !== undefined && typeof obj.kind !== "string") return [{ path: [...at, "kind"], message: "expected a string" }];
+  return checkObject((obj.kind as string | undefined) ?? itemKind ?? "", value, at);
+}
+
 /**
  * The items of a List answer (`{kind: XList, items: [...]}`) checked one by one; `items: null`,
  * a bare array or a missing `items` is a problem, not an empty list.
