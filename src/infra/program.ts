@@ -3,6 +3,7 @@ import { Cilium } from "../../components/cilium";
 import { NodePortExposure } from "../../components/node-port-exposure";
 import { Portal } from "../../components/portal";
 import { LiveClusterReader } from "../adapters/kube-live";
+import { bundlePortalServer } from "../adapters/portal-bundle";
 import { loadInputs } from "../adapters/stack-inputs";
 import { type CiliumSummary, ciliumReads, planCilium } from "../core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../core/errors";
@@ -89,9 +90,14 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
+  // The last thing that can fail, built before the first resource is declared: a failed bundle
+  // must not leave the Cilium component (or anything) registered, i.e. `up` half-applied.
+  const portalBundle = settings.portal.enabled ? bundlePortalServer() : undefined;
+
   const cilium = new Cilium("cilium", { plan: ciliumPlan });
-  const portal = settings.portal.enabled
+  const portal = portalBundle
     ? new Portal("portal-server", {
+        bundle: portalBundle,
         settings: settings.portal,
         contract,
         entries: settings.entries,
