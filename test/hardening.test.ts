@@ -11,12 +11,14 @@ import { FILE_LIMITS, readBoundedText } from "../src/adapters/bounded-file";
 import { probeOne } from "../src/adapters/http-probe";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { readStackOutputs } from "../src/adapters/pulumi-cli";
+import { readCredentials } from "../src/core/access";
 import { MAX_CONTRACT_ENTRIES, MAX_PROBLEMS_SHOWN, parseContract } from "../src/core/contract/parse";
 import { UserError } from "../src/core/errors";
 import { checkStackName, parseTimeoutSeconds } from "../src/core/inputs";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { observe } from "../src/core/observe";
 import { buildUrl, chooseNode } from "../src/core/plan";
+import { printable } from "../src/core/text";
 import { type RunningPortal, startPortal } from "../src/portal/server";
 import { type FakeAnswer, list, startFakeApi } from "./adversarial/fake-api";
 import { capture, healthyCluster, makeProject, node, runCommand, snapshot, stackFile, type TestProject } from "./commands-helpers";
@@ -396,5 +398,60 @@ describe("14. bounded input", () => {
     expect(lines[0]).toMatch(/^invalid contract c\.yaml \(\d+ problems\):$/);
     expect(lines).toHaveLength(MAX_PROBLEMS_SHOWN + 2);
     expect(lines.at(-1)).toMatch(/^\.\.\. and \d+ more problems \(fix these first\)$/);
+  });
+});
+
+describe("11. terminal escapes from the cluster are shown escaped", () => {
+  let project: TestProject;
+  beforeAll(() => {
+    project = makeProject({ bench: stackFile({ "ui-exposure:entries": ["argocd"] }) });
+  });
+  afterAll(() => project.remove());
+
+  it("escapes ESC and OSC 52 sequences in names read from the cluster", async () => {
+    const hostile = "bench\u001b]52;c;ZXZpbA==\u0007\u001b[2J\u009b31m\u202e";
+    const objects = healthyCluster().map((o) => ((o as { kind?: string }).kind === "Node" ? node(hostile, "127.0.0.2") : o));
+    const c = capture(project.dir);
+    const code = await runCommand(
+      "status",
+      createStatusCommand({ connect: async () => snapshot(objects), readOutputs: async () => ({}) }),
+      ["--stack", "bench"],
+      c,
+    );
+    expect(code).toBe(0);
+    const text = c.all();
+    expect(text).toContain("bench\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x9b31m\\u202e");
+    expect(text).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
+  });
+
+  it("printable keeps newlines, tabs and unicode text", () => {
+    expect(printable("a\tb\nc é ü 日本")).toBe("a\tb\nc é ü 日本");
+  });
+});
+
+describe("12. Secret values never appear in problems", () => {
+  it("says a key is not base64 without showing any of it", () => {
+    const entries = parseContract(
+      `version: 1
+endpoints:
+  - name: a
+    service: { namespace: a, name: a, port: http }
+    credentials:
+      - label: A
+        secret: { namespace: a, name: s }
+        usernameKey: user
+        passwordKey: password
+`,
+      "c.yaml",
+    ).endpoints;
+    const secrets = new Map([
+      ["a", [{ metadata: { name: "s", namespace: "a" }, data: { user: 12345 as unknown as string, password: "!!c3VwZXItc2VjcmV0LXZhbHVl" } }]],
+    ]);
+    const [view] = readCredentials(entries, secrets);
+    expect(view?.password).toBeUndefined();
+    expect(view?.problem).toBe(
+      "Secret a/s: key 'user' is not valid base64 (value not shown); Secret a/s: key 'password' is not valid base64 (value not shown)",
+    );
+    expect(JSON.stringify(view)).not.toMatch(/12345|c3VwZXI/);
   });
 });

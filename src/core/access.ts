@@ -99,7 +99,11 @@ export function credentialNamespaces(entries: readonly Endpoint[]): string[] {
   return [...new Set(entries.flatMap((e) => (e.credentials ?? []).map((c) => c.secret.namespace)))].sort();
 }
 
-const decode = (value: string) => Buffer.from(value, "base64").toString("utf8");
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** A Secret value, or undefined when it is not base64 text (the caller says so without showing it). */
+const decode = (value: unknown): string | undefined =>
+  typeof value === "string" && BASE64.test(value) ? Buffer.from(value, "base64").toString("utf8") : undefined;
 
 function readCredential(entry: string, c: Credential, secrets: NamespaceSecrets | undefined): CredentialView {
   const where = `${c.secret.namespace}/${c.secret.name}`;
@@ -116,14 +120,19 @@ function readCredential(entry: string, c: Credential, secrets: NamespaceSecrets 
   if (c.usernameKey !== undefined) {
     const raw = data[c.usernameKey];
     if (raw === undefined) problems.push(`Secret ${where} has no key '${c.usernameKey}' (keys: ${keys})`);
-    else username = decode(raw);
+    else {
+      username = decode(raw);
+      if (username === undefined) problems.push(`Secret ${where}: key '${c.usernameKey}' is not valid base64 (value not shown)`);
+    }
   }
   const rawPassword = data[c.passwordKey];
+  const password = rawPassword === undefined ? undefined : decode(rawPassword);
   if (rawPassword === undefined) problems.push(`Secret ${where} has no key '${c.passwordKey}' (keys: ${keys})`);
+  else if (password === undefined) problems.push(`Secret ${where}: key '${c.passwordKey}' is not valid base64 (value not shown)`);
   return {
     ...view,
     ...(username !== undefined ? { username } : {}),
-    ...(rawPassword !== undefined ? { password: decode(rawPassword) } : {}),
+    ...(password !== undefined ? { password } : {}),
     ...(problems.length ? { problem: problems.join("; ") } : {}),
   };
 }
