@@ -1,5 +1,6 @@
 // Regression tests for the defects of the hostile-input review (issue 12), one block per defect.
 // The adversarial corpus (test/adversarial/) and the fuzzing (test/fuzz.test.ts) look for the next ones.
+import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -11,6 +12,7 @@ import { FILE_LIMITS, readBoundedText } from "../src/adapters/bounded-file";
 import { probeOne } from "../src/adapters/http-probe";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { readStackOutputs } from "../src/adapters/pulumi-cli";
+import { parseForwardRecord, stopForwards } from "../src/adapters/ssh-forward";
 import { readCredentials } from "../src/core/access";
 import { MAX_CONTRACT_ENTRIES, MAX_PROBLEMS_SHOWN, parseContract } from "../src/core/contract/parse";
 import { UserError } from "../src/core/errors";
@@ -453,5 +455,54 @@ endpoints:
       "Secret a/s: key 'user' is not valid base64 (value not shown); Secret a/s: key 'password' is not valid base64 (value not shown)",
     );
     expect(JSON.stringify(view)).not.toMatch(/12345|c3VwZXI/);
+  });
+});
+
+describe("10. the forwards' pid files are untrusted", () => {
+  it("--stop deletes nothing outside the state folder and signals no process it did not start", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "forwards-"));
+    const stateDir = path.join(root, "state", "forwards", "bench");
+    fs.mkdirSync(stateDir, { recursive: true });
+    const victim = path.join(root, "victim");
+    fs.writeFileSync(`${victim}.pid.json`, "keep me");
+    fs.writeFileSync(`${victim}.log`, "keep me");
+    const spec = "127.0.0.1:18080:127.0.0.2:31001";
+    // A process whose command line holds our -L spec, but which is not our ssh.
+    const decoy = spawn("bash", ["-c", "sleep 30", "decoy", "-N", "-L", spec, "lima-bench"], { stdio: "ignore" });
+    const alive = () => {
+      try {
+        process.kill(decoy.pid as number, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    try {
+      const record = { pid: decoy.pid, localPort: 18080, remoteHost: "127.0.0.2", remotePort: 31001, scheme: "http", instance: "bench" };
+      fs.writeFileSync(path.join(stateDir, "a.pid.json"), JSON.stringify({ ...record, entry: "../../../victim" }));
+      fs.writeFileSync(path.join(stateDir, "b.pid.json"), JSON.stringify({ ...record, entry: "b" }));
+      const stopped = await stopForwards(stateDir);
+      expect(stopped).toEqual([{ entry: "b", pid: decoy.pid, localPort: 18080, state: "stale" }]);
+      expect(alive()).toBe(true);
+      expect(fs.readFileSync(`${victim}.pid.json`, "utf8")).toBe("keep me");
+      expect(fs.readFileSync(`${victim}.log`, "utf8")).toBe("keep me");
+      // The invalid pid file is left alone (not ours to act on); the stale one is removed.
+      expect(fs.readdirSync(stateDir).sort()).toEqual(["a.pid.json"]);
+    } finally {
+      decoy.kill("SIGKILL");
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    ["an entry that is a path", { entry: "../x" }],
+    ["an entry that differs from the file name", { entry: "other" }],
+    ["pid 1", { pid: 1 }],
+    ["a remote host that is not an IP", { remoteHost: "evil.example" }],
+    ["a port out of range", { localPort: 70000 }],
+  ])("ignores a pid file with %s", (_name, override) => {
+    const good = { entry: "argocd", pid: 4242, localPort: 18080, remoteHost: "127.0.0.2", remotePort: 31001, scheme: "http", instance: "bench" };
+    expect(parseForwardRecord("argocd.pid.json", JSON.stringify(good))).toEqual(good);
+    expect(parseForwardRecord("argocd.pid.json", JSON.stringify({ ...good, ...override }))).toBeUndefined();
   });
 });
