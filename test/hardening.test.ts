@@ -18,12 +18,13 @@ import { MAX_CONTRACT_ENTRIES, MAX_PROBLEMS_SHOWN, parseContract } from "../src/
 import { UserError } from "../src/core/errors";
 import { checkStackName, parseTimeoutSeconds } from "../src/core/inputs";
 import { SnapshotReader } from "../src/core/kube/cluster";
+import type { Service } from "../src/core/kube/types";
 import { observe } from "../src/core/observe";
-import { buildUrl, chooseNode } from "../src/core/plan";
+import { buildUrl, chooseNode, resolveExposures } from "../src/core/plan";
 import { printable } from "../src/core/text";
 import { type RunningPortal, startPortal } from "../src/portal/server";
 import { type FakeAnswer, list, startFakeApi } from "./adversarial/fake-api";
-import { capture, healthyCluster, makeProject, node, runCommand, snapshot, stackFile, type TestProject } from "./commands-helpers";
+import { capture, healthyCluster, makeProject, node, runCommand, service, snapshot, stackFile, type TestProject } from "./commands-helpers";
 import { MemoryCluster, portalContract, recordedCluster } from "./portal.fixtures";
 
 const contractError = (text: string): string => {
@@ -504,5 +505,52 @@ describe("10. the forwards' pid files are untrusted", () => {
     const good = { entry: "argocd", pid: 4242, localPort: 18080, remoteHost: "127.0.0.2", remotePort: 31001, scheme: "http", instance: "bench" };
     expect(parseForwardRecord("argocd.pid.json", JSON.stringify(good))).toEqual(good);
     expect(parseForwardRecord("argocd.pid.json", JSON.stringify({ ...good, ...override }))).toBeUndefined();
+  });
+});
+
+describe("decisions: what cannot be published", () => {
+  const contract = (namespace: string) =>
+    parseContract(
+      `version: 1
+endpoints:
+  - name: ui
+    exposed: true
+    service: { namespace: ${namespace}, name: ui, port: http }
+`,
+      "c.yaml",
+    );
+  const resolve = (svc: Service, opts: { allowKubeSystem?: boolean } = {}, namespace = "apps") =>
+    resolveExposures(contract(namespace).endpoints, { services: [svc], nodes: [node("n", "127.0.0.2")], pods: [] }, undefined, opts);
+  const problemsOf = (r: ReturnType<typeof resolveExposures>) => ("problems" in r ? r.problems.join("\n") : "");
+
+  it("refuses a Service in kube-system unless the stack allows it", () => {
+    const svc = service("kube-system", "ui", { selector: { app: "ui" } });
+    expect(problemsOf(resolve(svc, {}, "kube-system"))).toContain("unless the stack sets ui-exposure:allowKubeSystem: true");
+    expect(resolve(svc, { allowKubeSystem: true }, "kube-system")).toHaveProperty("plans");
+  });
+
+  it("refuses an ExternalName Service", () => {
+    const svc: Service = {
+      metadata: { name: "ui", namespace: "apps" },
+      spec: { type: "ExternalName", externalName: "example.invalid", ports: [{ name: "http", port: 80 }] } as never,
+    };
+    expect(problemsOf(resolve(svc))).toContain("is of type ExternalName");
+  });
+
+  it("never publishes a UDP port as an http URL", () => {
+    const svc = service("apps", "ui", { selector: { app: "ui" }, ports: [{ name: "http", port: 80, protocol: "UDP" }] });
+    expect(problemsOf(resolve(svc))).toContain("is UDP: only a TCP port is published as an http URL");
+  });
+
+  it("mirrors a headless Service like any other (same pods, same target port)", () => {
+    const svc = service("apps", "ui", { selector: { app: "ui" } });
+    (svc.spec as { clusterIP?: string }).clusterIP = "None";
+    const r = resolve(svc);
+    expect("plans" in r && r.plans[0]).toMatchObject({ kind: "nodePort", selector: { app: "ui" }, targetPort: 8080 });
+  });
+
+  it("refuses a selector that is not a map of strings", () => {
+    const svc = service("apps", "ui", { selector: { app: 3 as unknown as string } });
+    expect(problemsOf(resolve(svc))).toContain("has a selector that is not a map of strings");
   });
 });

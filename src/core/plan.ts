@@ -127,7 +127,16 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
       problem: `${where}: Service ${key} not found; install the UI first, fix the contract's service, or leave '${entry.name}' out of ui-exposure:entries`,
     };
   }
+  const type = vendored.spec?.type ?? "ClusterIP";
+  if (type === "ExternalName") {
+    return {
+      problem: `${where}: Service ${key} is of type ExternalName (a DNS alias, no pods behind it): there is nothing to publish on a NodePort; point the contract at the Service of the pods`,
+    };
+  }
   const selector = vendored.spec?.selector;
+  if (selector !== undefined && (selector === null || typeof selector !== "object" || Object.values(selector).some((v) => typeof v !== "string"))) {
+    return { problem: `${where}: Service ${key} has a selector that is not a map of strings; it cannot be mirrored` };
+  }
   if (!selector || Object.keys(selector).length === 0) {
     return {
       problem: `${where}: Service ${key} has no selector (its endpoints are managed by hand), so a NodePort Service cannot select the same pods; point the contract at a Service with a selector`,
@@ -139,6 +148,12 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
       problem: `${where}: Service ${key} has no port ${typeof ref.port === "number" ? ref.port : `named '${ref.port}'`} (ports: ${describePorts(vendored)}); fix service.port in the contract`,
     };
   }
+  // A UI is TCP: a UDP (or SCTP) port published as http://... would be a URL nothing answers.
+  const protocol = port.protocol ?? "TCP";
+  if (protocol !== "TCP") {
+    return { problem: `${where}: port ${port.name ?? port.port} of Service ${key} is ${protocol}: only a TCP port is published as an ${entry.scheme} URL` };
+  }
+  // A headless Service (clusterIP: None) is mirrored like any other: our NodePort Service selects the same pods.
   const serviceName = ourServiceName(entry.name);
   const ours = services.get(`${ref.namespace}/${serviceName}`);
   if (ours && ours.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE) {
@@ -270,8 +285,26 @@ export function withStackServices(observed: readonly Service[], created: readonl
 }
 
 /** Resolves every selected entry against one view of the cluster; all problems at once. */
-export function resolveExposures(entries: readonly Endpoint[], cluster: ClusterView, pinnedAddress?: string): ExposureResolution | { problems: string[] } {
+/** The namespace of the cluster's own components: publishing from it needs the stack's explicit consent. */
+export const SYSTEM_NAMESPACE = "kube-system";
+
+export function resolveExposures(
+  entries: readonly Endpoint[],
+  cluster: ClusterView,
+  pinnedAddress?: string,
+  opts: { allowKubeSystem?: boolean } = {},
+): ExposureResolution | { problems: string[] } {
   const problems: string[] = [];
+  if (!opts.allowKubeSystem) {
+    for (const e of entries) {
+      const ns = e.service?.namespace ?? e.hostPort?.namespace;
+      if (ns === SYSTEM_NAMESPACE) {
+        problems.push(
+          `entry '${e.name}': publishing from namespace ${SYSTEM_NAMESPACE} (the cluster's own components) is refused unless the stack sets ui-exposure:allowKubeSystem: true`,
+        );
+      }
+    }
+  }
   const node = chooseNode(cluster.nodes, pinnedAddress);
   if ("problem" in node) problems.push(node.problem);
   const services = indexServices(cluster.services);

@@ -74,7 +74,9 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
   // publishing it takes one `up`. The component goes first in the dependency order (see publish).
   const planned = settings.portal.enabled ? withStackServices(services, [portalService(settings.portal.namespace)]) : { services: [...services], problems: [] };
   const portalIssues = settings.portal.enabled ? [...planned.problems.map((p) => `portal: ${p}`), ...portalProblems(settings.portal, services)] : [];
-  const resolution = resolveExposures(selection.entries, { services: planned.services, nodes, pods }, settings.nodeAddress);
+  const resolution = resolveExposures(selection.entries, { services: planned.services, nodes, pods }, settings.nodeAddress, {
+    allowKubeSystem: settings.allowKubeSystem,
+  });
   const ciliumPlan = planCilium(
     settings.cilium,
     { stack: inputs.stack, production: settings.production },
