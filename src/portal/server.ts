@@ -54,7 +54,9 @@ export function portalHandler(opts: PortalOptions): http.RequestListener {
 export function requestPath(target: string | undefined): string | undefined {
   if (target === undefined || target.length > MAX_TARGET_LENGTH) return undefined;
   try {
-    return new URL(target, "http://portal.invalid").pathname;
+    const url = new URL(target, "http://portal.invalid");
+    // `a:` or `mailto:x` in absolute form has an opaque path: not a request for this server.
+    return (url.protocol === "http:" || url.protocol === "https:") && url.pathname.startsWith("/") ? url.pathname : undefined;
   } catch {
     return undefined;
   }

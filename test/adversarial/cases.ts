@@ -235,6 +235,7 @@ export const PORTAL_CASES: PortalCase[] = [
   { name: "an absolute target with a bad host", request: get("http://[zz]/"), status: 400 },
   { name: "an unterminated IPv6 host", request: get("http://[::1"), status: 400 },
   { name: "a scheme-relative target", request: get("//["), status: 400 },
+  { name: "an absolute target with another scheme (found by fuzzing)", request: get("A:"), status: 400 },
   { name: "a very long target", request: get(`/${"a".repeat(4000)}`), status: 400 },
   { name: "a path with encoded traversal", request: get("/%2e%2e/%2e%2e/etc/passwd"), status: 404 },
   { name: "a query string on /", request: get("/?<script>=1"), status: 200 },
