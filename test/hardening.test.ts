@@ -112,6 +112,10 @@ describe("5. only an IP address goes into a URL", () => {
     },
   );
 
+  it("refuses a pinned address that is not an IP (the portal reads it from its environment)", () => {
+    expect(chooseNode([], "evil.example/x?")).toEqual({ problem: 'the pinned node address "evil.example/x?" is not an IP address' });
+  });
+
   it("brackets IPv6 and refuses anything else", () => {
     expect(buildUrl("http", "fd00::1", 31000)).toBe("http://[fd00::1]:31000");
     expect(() => buildUrl("http", "evil.example/x?", 31000)).toThrow(UserError);

@@ -65,6 +65,8 @@ export const ourServiceName = (entry: string) => `${entry}-nodeport`;
  */
 export function chooseNode(nodes: readonly Node[], pinnedAddress?: string): NodeChoice | { problem: string } {
   if (pinnedAddress) {
+    // Validated by the stack settings; checked again for the other ways in (the portal's environment).
+    if (ipVersion(pinnedAddress) === 0) return { problem: `the pinned node address ${JSON.stringify(pinnedAddress).slice(0, 80)} is not an IP address` };
     const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === pinnedAddress));
     return { name: owner?.metadata.name ?? "(pinned)", address: pinnedAddress, pinned: true };
   }
