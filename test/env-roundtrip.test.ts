@@ -63,7 +63,7 @@ const SAMPLES = [
 
 describe("the .env written by exposure access", () => {
   it("refuses the values no syntax carries identically everywhere, without showing them", () => {
-    for (const v of ["Pa$$w0rd'X", "x${HOME}", "it's \\ here", "both ' and \"", "a\nnewline", "esc\u001b[2J", "trailing \\", "a\\'b"]) {
+    for (const v of ["Pa$$w0rd'X", `x$${"{"}HOME}`, "it's \\ here", "both ' and \"", "a\nnewline", "esc\u001b[2J", "trailing \\", "a\\'b"]) {
       const q = quoteEnvValue(v);
       expect(q, JSON.stringify(v)).toHaveProperty("refused");
       expect((q as { refused: string }).refused).not.toContain(v);
@@ -87,7 +87,10 @@ describe("the .env written by exposure access", () => {
     const accepted: string[] = [];
     fc.assert(
       fc.property(
-        fc.string({ unit: fc.constantFrom("a", "A", " ", "#", "$", "${", "${A}", "'", '"', "\\", "`", "{", "}", "=", "é", "🙂", "!", "\t"), maxLength: 12 }),
+        fc.string({
+          unit: fc.constantFrom("a", "A", " ", "#", "$", "$" + "{", "$" + "{A}", "'", '"', "\\", "`", "{", "}", "=", "é", "🙂", "!", "\t"),
+          maxLength: 12,
+        }),
         (v) => {
           if (!("refused" in quoteEnvValue(v))) accepted.push(v);
         },
