@@ -1,4 +1,5 @@
 import { UserError } from "../src/core/errors";
+import { printable } from "../src/core/text";
 import { type Command, type CommandContext, findProjectDir, packageVersion } from "./context";
 import { EXIT } from "./exit";
 import { asksForHelp, closest, commandHelp, parseCommandLine } from "./flags";
@@ -48,10 +49,14 @@ function unknownCommand(name: string): string {
  * commands with a fake cluster and run them through this same dispatch).
  */
 export async function main(argv: string[], ctx: Partial<CommandContext> = {}, commands: Partial<Record<CommandName, Command>> = {}): Promise<number> {
+  const out = ctx.stdout ?? ((t: string) => process.stdout.write(`${t}\n`));
+  const err = ctx.stderr ?? ((t: string) => process.stderr.write(`${t}\n`));
   const context: CommandContext = {
     projectDir: ctx.projectDir ?? findProjectDir(),
-    stdout: ctx.stdout ?? ((t) => process.stdout.write(`${t}\n`)),
-    stderr: ctx.stderr ?? ((t) => process.stderr.write(`${t}\n`)),
+    // Names, usernames and messages come from the cluster: a terminal escape in them (ESC, OSC 52
+    // clipboard writes) is shown escaped, never acted on. JSON output is already escaped.
+    stdout: (t) => out(printable(t)),
+    stderr: (t) => err(printable(t)),
     env: ctx.env ?? process.env,
   };
   const [name, ...rest] = argv;

@@ -1,5 +1,6 @@
 // Helpers shared by the operator commands (status, drift, probe, access): flag values,
 // the cluster connection with a short timeout, and plain-text tables.
+import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import { type CommandSpec, usageError } from "./flags";
 import { connectCluster, type OpenStack } from "./stack";
@@ -17,9 +18,11 @@ export const connectLiveCluster: ConnectCluster = (opened, timeoutMs) => connect
 /** A positive number of seconds from a flag, in milliseconds. */
 export function secondsFlag(value: string | undefined, flag: string, fallbackSeconds: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
   if (value === undefined) return fallbackSeconds * 1000;
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0 || value.trim() === "") throw usageError(spec, `${flag} must be a positive number of seconds, not '${value}'`);
-  return Math.round(seconds * 1000);
+  try {
+    return parseTimeoutSeconds(value, flag);
+  } catch (err) {
+    throw usageError(spec, (err as Error).message);
+  }
 }
 
 /** A positive integer from a flag. */

@@ -4,6 +4,7 @@ import { readStackConfig } from "../src/adapters/stack-config";
 import { loadInputs } from "../src/adapters/stack-inputs";
 import type { Contract, Endpoint } from "../src/core/contract/schema";
 import { UserError } from "../src/core/errors";
+import { checkStackName } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { selectEntries } from "../src/core/plan";
@@ -24,6 +25,7 @@ export interface OpenStack {
 
 /** Loads a stack's settings and contract (no cluster access): the commands' common start. */
 export function openStack(ctx: CommandContext, stack: string, contractOverride?: string): OpenStack {
+  checkStackName(stack);
   const config = readStackConfig(ctx.projectDir, stack);
   if (contractOverride) config["ui-exposure:contract"] = contractOverride;
   const { settings, contract, contractFile } = loadInputs({ projectDir: ctx.projectDir, stack, config });

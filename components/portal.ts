@@ -1,7 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { stringify } from "yaml";
-import { bundlePortalServer } from "../src/adapters/portal-bundle";
+import type { PortalBundle } from "../src/adapters/portal-bundle";
 import type { Contract } from "../src/core/contract/schema";
 import {
   PORTAL_APP_DIR,
@@ -18,6 +18,8 @@ import {
 import type { PortalSettings, Settings } from "../src/core/settings";
 
 export interface PortalArgs {
+  /** The server bundle, built by the program before any resource is declared (it can fail). */
+  bundle: PortalBundle;
   settings: PortalSettings;
   /** The parsed contract: shipped as YAML next to the server, so the pod reads what `up` validated. */
   contract: Contract;
@@ -53,11 +55,10 @@ export class Portal extends pulumi.ComponentResource {
 
   constructor(name: string, args: PortalArgs, opts?: pulumi.ComponentResourceOptions) {
     // Recorded inputs: what defines the portal, not what was observed (the refusal, the hooks switch).
-    const { namespaceRefusal, serviceRefusal, hooks, ...recorded } = args;
+    // The bundle is left out too: 0.5 MB of gzip has no place in the state.
+    const { namespaceRefusal, serviceRefusal, hooks, bundle, ...recorded } = args;
     super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;
-    // Built here, not passed in: component args are recorded in the state, 0.5 MB of gzip has no place there.
-    const bundle = bundlePortalServer();
     this.bundleSha256 = bundle.sha256;
     // Only where `up` would otherwise wait on pods that can never start (no kubelet).
     const awaitAnnotations = settings.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;

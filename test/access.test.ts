@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { type AccessDeps, createAccessCommand } from "../cli/commands/access";
 import { openStack } from "../cli/stack";
 import { writePrivateFile } from "../src/adapters/env-file";
+import { LiveClusterReader } from "../src/adapters/kube-live";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import {
   accessEndpoints,
@@ -22,6 +23,7 @@ import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { observe } from "../src/core/observe";
+import { list, startFakeApi } from "./adversarial/fake-api";
 import {
   capture,
   closedPort,
@@ -186,10 +188,12 @@ describe("the .env template", () => {
   const resolve = (ref: string) => resolveReference(ref, { contract, endpoints, credentials });
 
   it("quotes values only when needed, with single quotes unless the value holds one", () => {
-    expect(quoteEnvValue("http://127.0.0.2:31002")).toBe("http://127.0.0.2:31002");
-    expect(quoteEnvValue("a b#c")).toBe("'a b#c'");
-    expect(quoteEnvValue("it's $HOME")).toBe(`"it's \\$HOME"`);
-    expect(quoteEnvValue("")).toBe("");
+    expect(quoteEnvValue("http://127.0.0.2:31002")).toEqual({ text: "http://127.0.0.2:31002" });
+    expect(quoteEnvValue("a b#c")).toEqual({ text: "'a b#c'" });
+    expect(quoteEnvValue("it's")).toEqual({ text: `"it's"` });
+    // No syntax reads `'` and `$` back the same in bash and python-dotenv: refused (issue 12, defect 6).
+    expect(quoteEnvValue("it's $HOME")).toHaveProperty("refused");
+    expect(quoteEnvValue("")).toEqual({ text: "" });
   });
 
   it("replaces placeholders, url-encodes on request, comments out what it cannot resolve and leaves comments alone", () => {
@@ -639,5 +643,45 @@ describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
       `exposure access: no Lima SSH config at ${path.join(sandbox, "lima", "ghost", "ssh.config")}: is the Lima instance 'ghost' created and running? (limactl list; or pass --lima-instance NAME)`,
     ]);
     expect(sshCalls()).toEqual([]);
+  });
+});
+
+describe("exposure access against corrupt Secrets answers (issue 12, defect 12)", () => {
+  it("never echoes a fragment of a Secret in the error text, the .env comments or --json", async () => {
+    const fragment = Buffer.from("super-secret-value").toString("base64");
+    const byKind = (kind: string) => healthyCluster().filter((o) => (o as { kind?: string }).kind === kind);
+    const api = await startFakeApi({
+      "/api/v1/services": list("ServiceList", byKind("Service")),
+      "/api/v1/nodes": list("NodeList", byKind("Node")),
+      "/api/v1/pods": list("PodList", byKind("Pod")),
+      "/apis/discovery.k8s.io/v1/endpointslices": list("EndpointSliceList", byKind("EndpointSlice")),
+      // Truncated JSON holding part of a value; a value that is not base64; an item of the wrong shape.
+      "/api/v1/namespaces/argocd/secrets": {
+        raw: true,
+        body: `{"kind":"SecretList","items":[{"metadata":{"name":"argocd-initial-admin-secret"},"data":{"password":"${fragment}`,
+      },
+      "/api/v1/namespaces/gitea/secrets": list("SecretList", [
+        { metadata: { name: "gitea-admin-secret", namespace: "gitea" }, data: { username: "Z2l0ZWE=", password: `!!${fragment}` } },
+      ]),
+      "/api/v1/namespaces/data/secrets": list("SecretList", [
+        { metadata: { name: "postgres-atlas-role", namespace: "data" }, data: { username: 42, password: fragment } },
+      ]),
+    });
+    try {
+      const cluster = await LiveClusterReader.connect({ kubeconfig: api.kubeconfig, timeoutMs: 3000 });
+      const file = path.join(envDir, ".env.cluster.local");
+      const r = await runAccess(["--stack", "bench", "--dotenv", file, "--json"], cluster);
+      const everything = [r.all(), fs.readFileSync(file, "utf8")].join("\n");
+      for (const leak of [fragment.slice(0, 8), "super-secret", "42"]) expect(everything).not.toContain(leak);
+      const json = JSON.parse(r.out.join("\n")) as { containsSecrets: boolean; credentials: { label: string; problem?: string }[] };
+      expect(json.containsSecrets).toBe(false);
+      expect(json.credentials.map((c) => c.problem)).toEqual([
+        expect.stringContaining("with something that is not JSON"),
+        "Secret gitea/gitea-admin-secret: key 'password' is not valid base64 (value not shown)",
+        expect.stringContaining("items[0].data.username: expected a string (value not shown: it is read from a Secret)"),
+      ]);
+    } finally {
+      await api.close();
+    }
   });
 });

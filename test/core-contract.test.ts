@@ -143,7 +143,7 @@ endpoints:
     expect(() => parseContract(text, "c.yaml")).toThrow(
       [
         "invalid contract c.yaml (3 problems):",
-        "c.yaml:1:10: version: version must be 1",
+        "c.yaml:1:10: version: version must be 1, found a number (2)",
         "c.yaml:3:11: endpoints[0].name: entry name must be a DNS label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit",
         "c.yaml:4:5: endpoints[0].ui_hostname: legacy key: UIs are no longer published under a hostname; set 'exposed: true' (the URL becomes http://<node IP>:<nodePort>)",
       ].join("\n"),

@@ -4,6 +4,7 @@ import { parseContract } from "../core/contract/parse";
 import type { Contract } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT } from "../core/findings";
+import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 /** Contract file used when none is given: the real one if present, else the committed example. */
 export function defaultContractPath(projectDir: string): string {
@@ -12,17 +13,11 @@ export function defaultContractPath(projectDir: string): string {
 }
 
 export function loadContractFile(file: string, displayName = file): Contract {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+  if (!fs.existsSync(file)) {
     throw new UserError(
-      code === "ENOENT"
-        ? `contract file not found: ${displayName} (copy contract/endpoints.example.yaml to contract/endpoints.yaml, or set ui-exposure:contract)`
-        : `cannot read contract ${displayName}: ${(err as Error).message}`,
+      `contract file not found: ${displayName} (copy contract/endpoints.example.yaml to contract/endpoints.yaml, or set ui-exposure:contract)`,
       EXIT.INVALID,
     );
   }
-  return parseContract(text, displayName);
+  return parseContract(readBoundedText(file, "contract", FILE_LIMITS.contract, EXIT.INVALID, displayName), displayName);
 }

@@ -1,6 +1,6 @@
 import * as http from "node:http";
 import * as https from "node:https";
-import type { Contract } from "../core/contract/schema";
+import { type Contract, probePathProblem } from "../core/contract/schema";
 import { PENDING_NODE_PORT } from "../core/plan";
 
 /** One URL to request, with what the contract expects of it. */
@@ -87,8 +87,13 @@ export async function probeOne(target: ProbeTarget, get: HttpGet = httpGet, now:
   let url: URL;
   try {
     if (target.url.includes(PENDING_NODE_PORT)) throw new ProbeFailure("the stack outputs hold no allocated nodePort for it (run pulumi up)");
-    url = new URL(target.path, target.url);
+    const pathProblem = probePathProblem(target.path);
+    if (pathProblem) throw new ProbeFailure(pathProblem);
+    const base = new URL(target.url);
+    url = new URL(target.path, base);
     if (url.protocol !== "http:" && url.protocol !== "https:") throw new ProbeFailure(`not an http(s) URL: ${target.url}`);
+    // The path may only change the path: the host and port probed are the published ones.
+    if (url.host !== base.host || url.protocol !== base.protocol) throw new ProbeFailure(`probe path '${target.path}' leaves ${base.host}`);
   } catch (err) {
     const reason = err instanceof ProbeFailure ? err.message : `invalid URL '${target.url}'`;
     return { name: target.name, url: target.url, ok: false, latencyMs: 0, expected, error: reason };

@@ -1,9 +1,12 @@
 import * as fs from "node:fs";
+import * as http from "node:http";
+import * as https from "node:https";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../core/errors";
 import type { ClusterReader, CustomKind } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
+import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
 
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
@@ -24,6 +27,8 @@ export interface KubeTarget {
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/** Largest API answer read (a list of every Pod of a big cluster fits); beyond it the read is refused. */
+export const MAX_ANSWER_BYTES = 256 * 2 ** 20;
 
 /**
  * client-node, loaded when a command first connects. The CLI's build (`npm run build`) ships it
@@ -45,8 +50,9 @@ async function loadClientNode(): Promise<ClientNode> {
 export class LiveClusterReader implements ClusterReader {
   requests = 0;
   private constructor(
-    private readonly lib: ClientNode,
     private readonly kc: KubeConfig,
+    /** The API server's base URL. */
+    private readonly server: string,
     readonly source: string,
     private readonly timeoutMs: number,
   ) {}
@@ -89,89 +95,161 @@ export class LiveClusterReader implements ClusterReader {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new UserError("the kubeconfig has no current cluster: set kubernetes:context in the stack file or KUBECONFIG");
     const source = target.inCluster ? `in-cluster ServiceAccount (${cluster.server})` : `context ${kc.getCurrentContext()} (${cluster.server})`;
-    return new LiveClusterReader(lib, kc, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    try {
+      new URL(cluster.server);
+    } catch {
+      throw new UserError(`the kubeconfig's server ${JSON.stringify(cluster.server).slice(0, 100)} is not a URL`);
+    }
+    return new LiveClusterReader(kc, cluster.server, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 
-  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * One GET, answered as parsed JSON. The request is aborted (socket and agent destroyed) when
+   * `timeoutMs` passes: after an outage nothing stays open, however many page loads waited.
+   * The answer is read up to MAX_ANSWER_BYTES, and no part of its body ever goes into an
+   * error (a Secrets answer would leak into messages, .env comments and --json).
+   */
+  private async get(what: string, apiPath: string): Promise<{ status: number; body?: unknown }> {
     this.requests++;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`)),
-        this.timeoutMs,
-      );
-      timer.unref();
-    });
+    // Appended, not resolved: a server URL may carry a path prefix (a proxy in front of the API).
+    const url = new URL(`${this.server.replace(/\/+$/, "")}${apiPath}`);
+    const options: https.RequestOptions = { headers: {} };
     try {
-      return await Promise.race([fn(), timeout]);
+      await this.kc.applyToHTTPSOptions(options);
     } catch (err) {
-      throw this.explain(what, err);
-    } finally {
-      clearTimeout(timer);
+      throw new UserError(`cannot use the credentials of ${this.source}: ${(err as Error).message}`);
     }
+    const agent = options.agent as http.Agent | undefined;
+    return await new Promise((resolve, reject) => {
+      let settled = false;
+      const finish = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        fn();
+      };
+      const req = (url.protocol === "http:" ? http : https).request(url, {
+        ...options,
+        method: "GET",
+        headers: { ...options.headers, accept: "application/json" },
+      });
+      const abort = () => {
+        req.destroy();
+        agent?.destroy();
+      };
+      const timer = setTimeout(() => {
+        finish(() => reject(new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`)));
+        abort();
+      }, this.timeoutMs);
+      timer.unref();
+      req.on("error", (err) => finish(() => reject(this.explain(what, err))));
+      req.on("response", (res) => {
+        const status = res.statusCode ?? 0;
+        if (status < 200 || status >= 300) {
+          res.resume();
+          finish(() => resolve({ status }));
+          abort();
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_ANSWER_BYTES) {
+            finish(() => reject(new UserError(`${this.source} answered ${what} with more than ${MAX_ANSWER_BYTES / 2 ** 20} MiB: refused`)));
+            abort();
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on("error", (err) => finish(() => reject(this.explain(what, err))));
+        res.on("end", () => {
+          let body: unknown;
+          try {
+            body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+          } catch {
+            finish(() => reject(new UserError(`${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`)));
+            abort();
+            return;
+          }
+          finish(() => resolve({ status, body }));
+          agent?.destroy();
+        });
+      });
+      req.end();
+    });
   }
 
   private explain(what: string, err: unknown): Error {
     if (err instanceof UserError) return err;
-    const e = err as { code?: number | string; message?: string; cause?: { code?: string } };
+    const e = err as { code?: string; message?: string; cause?: { code?: string } };
     const netCode = typeof e.code === "string" ? e.code : e.cause?.code;
-    if (netCode && /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT|ECONNRESET|EAI_AGAIN|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO)/.test(netCode)) {
+    if (
+      netCode &&
+      /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ECONNRESET|EAI_AGAIN|EPIPE|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO|ERR_TLS|EPROTO|HPE_)/.test(
+        netCode,
+      )
+    ) {
       return new UserError(`cluster unreachable: ${this.source}: ${netCode} while reading ${what}; check the kube context and that the API server is up`);
     }
-    if (typeof e.code === "number") {
-      if (e.code === 401) return new UserError(`cluster refused the credentials of ${this.source} (401) while reading ${what}; renew the kubeconfig`);
-      if (e.code === 403) return new UserError(`${this.source} is not allowed to read ${what} (403): grant list/get on it`);
-      return new UserError(`reading ${what} from ${this.source} failed with HTTP ${e.code}`);
-    }
-    return new UserError(`reading ${what} from ${this.source} failed: ${e.message ?? String(err)}`);
+    return new UserError(`reading ${what} from ${this.source} failed: ${netCode ?? "connection error"}`);
   }
 
-  private get core() {
-    return this.kc.makeApiClient(this.lib.CoreV1Api);
+  private statusError(what: string, status: number): UserError {
+    if (status === 401) return new UserError(`cluster refused the credentials of ${this.source} (401) while reading ${what}; renew the kubeconfig`);
+    if (status === 403) return new UserError(`${this.source} is not allowed to read ${what} (403): grant list/get on it`);
+    return new UserError(`reading ${what} from ${this.source} failed with HTTP ${status}`);
+  }
+
+  /** A list call, checked item by item (`items: null`, a bare array or a malformed object is an error). */
+  private async list<T>(what: string, kind: string, apiPath: string): Promise<T[]> {
+    const answer = await this.get(what, apiPath);
+    if (answer.status !== 200 || answer.body === undefined) throw this.statusError(what, answer.status);
+    const checked = checkListAnswer(kind, answer.body);
+    if ("problems" in checked) {
+      const lines = summarizeProblems(checked.problems.map(formatObjectProblem));
+      throw new UserError(`${this.source} answered ${what} with malformed objects (${checked.problems.length}):\n${lines.map((l) => `  - ${l}`).join("\n")}`);
+    }
+    return checked.items as T[];
   }
 
   async listServices() {
-    const list = await this.call("services", () => this.core.listServiceForAllNamespaces());
-    return list.items as unknown as Service[];
+    return this.list<Service>("services", "Service", "/api/v1/services");
   }
   async listNodes() {
-    const list = await this.call("nodes", () => this.core.listNode());
-    return list.items as unknown as Node[];
+    return this.list<Node>("nodes", "Node", "/api/v1/nodes");
   }
   async listPods() {
-    const list = await this.call("pods", () => this.core.listPodForAllNamespaces());
-    return list.items as unknown as Pod[];
+    return this.list<Pod>("pods", "Pod", "/api/v1/pods");
   }
   async listEndpointSlices() {
-    const discovery = this.kc.makeApiClient(this.lib.DiscoveryV1Api);
-    const list = await this.call("endpointslices", () => discovery.listEndpointSliceForAllNamespaces());
-    return list.items as unknown as EndpointSlice[];
+    return this.list<EndpointSlice>("endpointslices", "EndpointSlice", "/apis/discovery.k8s.io/v1/endpointslices");
   }
   async getConfigMap(namespace: string, name: string) {
-    try {
-      return (await this.call(`configmap ${namespace}/${name}`, () => this.core.readNamespacedConfigMap({ namespace, name }))) as unknown as ConfigMap;
-    } catch (err) {
-      if (err instanceof UserError && / HTTP 404$/.test(err.message)) return undefined;
-      throw err;
-    }
+    const what = `configmap ${namespace}/${name}`;
+    const answer = await this.get(what, `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps/${encodeURIComponent(name)}`);
+    if (answer.status === 404) return undefined;
+    if (answer.status !== 200) throw this.statusError(what, answer.status);
+    const problems = checkObject("ConfigMap", answer.body);
+    if (problems.length) throw new UserError(`${this.source} answered ${what} with a malformed object: ${formatObjectProblem(problems[0] as ObjectProblem)}`);
+    return answer.body as ConfigMap;
   }
   async listSecrets(namespace: string) {
-    const list = await this.call(`secrets in namespace ${namespace}`, () => this.core.listNamespacedSecret({ namespace }));
-    return list.items as unknown as Secret[];
+    return this.list<Secret>(`secrets in namespace ${namespace}`, "Secret", `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`);
   }
   async listCustom(kind: CustomKind) {
-    const custom = this.kc.makeApiClient(this.lib.CustomObjectsApi);
     for (const version of kind.versions) {
-      try {
-        const list = (await this.call(`${kind.plural}.${kind.group}`, () =>
-          custom.listClusterCustomObject({ group: kind.group, version, plural: kind.plural }),
-        )) as { items?: GenericObject[] };
-        return (list.items ?? []).map((o) => ({ ...o, kind: o.kind ?? kind.kind, apiVersion: o.apiVersion ?? `${kind.group}/${version}` }));
-      } catch (err) {
-        // 404: this version (or the whole CRD) is not served; try the next one.
-        if (err instanceof UserError && / HTTP 404$/.test(err.message)) continue;
-        throw err;
+      const what = `${kind.plural}.${kind.group}`;
+      const answer = await this.get(what, `/apis/${kind.group}/${version}/${kind.plural}`);
+      // 404: this version (or the whole CRD) is not served; try the next one.
+      if (answer.status === 404) continue;
+      if (answer.status !== 200) throw this.statusError(what, answer.status);
+      const checked = checkListAnswer(kind.kind, answer.body);
+      if ("problems" in checked) {
+        const lines = summarizeProblems(checked.problems.map(formatObjectProblem));
+        throw new UserError(`${this.source} answered ${what} with malformed objects (${checked.problems.length}):\n${lines.map((l) => `  - ${l}`).join("\n")}`);
       }
+      return (checked.items as GenericObject[]).map((o) => ({ ...o, kind: o.kind ?? kind.kind, apiVersion: o.apiVersion ?? `${kind.group}/${version}` }));
     }
     return [];
   }

@@ -1,7 +1,8 @@
 import { execFile } from "node:child_process";
-import * as fs from "node:fs";
 import { promisify } from "node:util";
+import { describeValue } from "../core/contract/parse";
 import { UserError } from "../core/errors";
+import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 const run = promisify(execFile);
 
@@ -16,11 +17,7 @@ export async function readStackOutputs(
 ): Promise<Record<string, unknown>> {
   let text: string;
   if (outputsFile) {
-    try {
-      text = fs.readFileSync(outputsFile, "utf8");
-    } catch (err) {
-      throw new UserError(`cannot read outputs file ${outputsFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-    }
+    text = readBoundedText(outputsFile, "outputs file", FILE_LIMITS.outputs);
   } else {
     try {
       ({ stdout: text } = await run("pulumi", ["stack", "output", "--json", "--stack", stack], {
@@ -35,9 +32,15 @@ export async function readStackOutputs(
       throw new UserError(`pulumi stack output --stack ${stack} failed: ${(e.stderr ?? e.message).trim().split("\n").pop()}`);
     }
   }
+  let outputs: unknown;
   try {
-    return JSON.parse(text) as Record<string, unknown>;
+    outputs = JSON.parse(text);
   } catch {
     throw new UserError(`${outputsFile ?? "pulumi stack output"}: not JSON`);
   }
+  // `null`, a list or a number is not a set of outputs (a pipeline saved the wrong thing).
+  if (outputs === null || typeof outputs !== "object" || Array.isArray(outputs)) {
+    throw new UserError(`${outputsFile ?? "pulumi stack output"}: expected a map of stack outputs, found ${describeValue(outputs)}`);
+  }
+  return outputs as Record<string, unknown>;
 }

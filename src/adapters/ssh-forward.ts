@@ -7,6 +7,8 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../core/errors";
+import { checkStackName } from "../core/inputs";
+import { ipVersion } from "../core/ip";
 
 /** First local port tried; each UI keeps the port it got first, so bookmarks keep working. */
 export const DEFAULT_FORWARD_BASE_PORT = 18080;
@@ -53,6 +55,7 @@ export interface ForwardOptions {
 
 /** The folder holding a stack's forwards: $EXPOSURE_STATE_DIR, else $XDG_STATE_HOME/ui-exposure, else ~/.local/state/ui-exposure. */
 export function forwardStateDir(stack: string, env: NodeJS.ProcessEnv): string {
+  checkStackName(stack);
   const home = env.HOME ?? os.homedir();
   const root = env.EXPOSURE_STATE_DIR ?? path.join(env.XDG_STATE_HOME ?? path.join(home, ".local", "state"), "ui-exposure");
   return path.join(root, "forwards", stack);
@@ -93,8 +96,50 @@ export function sshArgs(sshConfig: string, instance: string, localPort: number, 
   ];
 }
 
-const recordFile = (stateDir: string, entry: string) => path.join(stateDir, `${entry}.pid.json`);
-const logFile = (stateDir: string, entry: string) => path.join(stateDir, `${entry}.log`);
+/** An entry name as the contract allows it: the only names a pid file may carry (never a path). */
+const ENTRY_NAME = /^[a-z]([-a-z0-9]{0,52}[a-z0-9])?$/;
+const INSTANCE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+const recordFile = (stateDir: string, entry: string) => path.join(stateDir, `${checkedEntry(entry)}.pid.json`);
+const logFile = (stateDir: string, entry: string) => path.join(stateDir, `${checkedEntry(entry)}.log`);
+
+function checkedEntry(entry: string): string {
+  if (!ENTRY_NAME.test(entry)) throw new UserError(`refusing a forward for ${JSON.stringify(entry).slice(0, 80)}: not an entry name`);
+  return entry;
+}
+
+const isPort = (n: unknown) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 65535;
+
+/**
+ * A pid file read back, or undefined when it is not one we wrote: the folder is writable by
+ * whoever runs as the user, so every field is checked before it names a file or a process.
+ */
+export function parseForwardRecord(fileName: string, text: string): ForwardRecord | undefined {
+  const entry = /^(.*)\.pid\.json$/.exec(fileName)?.[1];
+  if (entry === undefined || !ENTRY_NAME.test(entry)) return undefined;
+  let r: Partial<Record<keyof ForwardRecord, unknown>>;
+  try {
+    r = JSON.parse(text) as typeof r;
+  } catch {
+    return undefined;
+  }
+  if (r === null || typeof r !== "object") return undefined;
+  const valid =
+    r.entry === entry &&
+    Number.isInteger(r.pid) &&
+    (r.pid as number) > 1 &&
+    isPort(r.localPort) &&
+    isPort(r.remotePort) &&
+    typeof r.remoteHost === "string" &&
+    ipVersion(r.remoteHost) !== 0 &&
+    (r.scheme === "http" || r.scheme === "https") &&
+    typeof r.instance === "string" &&
+    INSTANCE_NAME.test(r.instance);
+  return valid ? (r as ForwardRecord) : undefined;
+}
+
+/** Largest pid file read (ours are about 200 bytes). */
+const MAX_RECORD_BYTES = 4096;
 
 function readRecords(stateDir: string): ForwardRecord[] {
   if (!fs.existsSync(stateDir)) return [];
@@ -102,17 +147,23 @@ function readRecords(stateDir: string): ForwardRecord[] {
     .readdirSync(stateDir)
     .filter((f) => f.endsWith(".pid.json"))
     .flatMap((f) => {
+      const file = path.join(stateDir, f);
       try {
-        const record = JSON.parse(fs.readFileSync(path.join(stateDir, f), "utf8")) as ForwardRecord;
-        return Number.isInteger(record.pid) && record.pid > 0 ? [record] : [];
+        const stat = fs.lstatSync(file);
+        if (!stat.isFile() || stat.size > MAX_RECORD_BYTES) return []; // a link, a device or a foreign file: not ours to act on
+        const record = parseForwardRecord(f, fs.readFileSync(file, "utf8"));
+        return record ? [record] : [];
       } catch {
         return []; // a torn or foreign file: not ours to act on
       }
     });
 }
 
-/** The command line of a live process, or undefined when it is gone (ps works on Linux and macOS). */
-function commandLine(pid: number): string | undefined {
+/**
+ * The arguments of a live process of this user, or undefined when it is gone or another user's.
+ * Linux: /proc/<pid>/cmdline (exact arguments); elsewhere `ps` (space-joined, split on spaces).
+ */
+function processArgs(pid: number): string[] | undefined {
   try {
     process.kill(pid, 0);
   } catch {
@@ -120,10 +171,13 @@ function commandLine(pid: number): string | undefined {
     return undefined;
   }
   try {
-    return execFileSync("ps", ["-o", "command=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() || undefined;
+    const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    if (args.at(-1) === "") args.pop();
+    return args.length ? args : undefined;
   } catch {
     try {
-      return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim() || undefined;
+      const cmd = execFileSync("ps", ["-o", "command=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+      return cmd && !cmd.includes("<defunct>") ? cmd.split(/\s+/) : undefined;
     } catch {
       return undefined;
     }
@@ -131,13 +185,24 @@ function commandLine(pid: number): string | undefined {
 }
 
 /**
- * Whether the pid of a record is still our ssh: alive AND its command line holds our `-L`
- * spec. The pid alone is not enough: after a reboot it may belong to anything, and --stop
- * must never kill an unrelated process.
+ * Whether the pid of a record is still the ssh this tool started: alive, this user's, the
+ * program is `ssh`, and its arguments are ours (`-N`, `-L <our spec>`, host `lima-<instance>`
+ * last). The pid alone is not enough (after a reboot it may belong to anything), nor is a
+ * command line that merely contains our spec: --stop must never signal an unrelated process.
  */
 export function isOurForward(record: ForwardRecord): boolean {
-  const cmd = commandLine(record.pid);
-  return cmd !== undefined && !cmd.includes("<defunct>") && cmd.includes(forwardSpec(record.localPort, record.remoteHost, record.remotePort));
+  const all = processArgs(record.pid);
+  if (!all) return false;
+  // The program is ssh itself, or a script named ssh run by its interpreter (a wrapper on PATH).
+  const args = path.basename(all[0] ?? "") === "ssh" ? all : path.basename(all[1] ?? "") === "ssh" ? all.slice(1) : undefined;
+  if (!args) return false;
+  const spec = args.indexOf("-L");
+  return (
+    spec > 0 &&
+    args[spec + 1] === forwardSpec(record.localPort, record.remoteHost, record.remotePort) &&
+    args.includes("-N") &&
+    args.at(-1) === `lima-${record.instance}`
+  );
 }
 
 function portIsFree(port: number): Promise<boolean> {

@@ -6,6 +6,7 @@ import { UserError } from "./errors";
 import type { Secret, Service } from "./kube/types";
 import type { Observation, Verdict } from "./observe";
 import { findServicePort } from "./plan";
+import { hasControlCharacters } from "./text";
 
 /** How the developer reaches one contract entry from this machine. */
 export interface AccessEndpoint {
@@ -99,7 +100,11 @@ export function credentialNamespaces(entries: readonly Endpoint[]): string[] {
   return [...new Set(entries.flatMap((e) => (e.credentials ?? []).map((c) => c.secret.namespace)))].sort();
 }
 
-const decode = (value: string) => Buffer.from(value, "base64").toString("utf8");
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** A Secret value, or undefined when it is not base64 text (the caller says so without showing it). */
+const decode = (value: unknown): string | undefined =>
+  typeof value === "string" && BASE64.test(value) ? Buffer.from(value, "base64").toString("utf8") : undefined;
 
 function readCredential(entry: string, c: Credential, secrets: NamespaceSecrets | undefined): CredentialView {
   const where = `${c.secret.namespace}/${c.secret.name}`;
@@ -116,14 +121,19 @@ function readCredential(entry: string, c: Credential, secrets: NamespaceSecrets 
   if (c.usernameKey !== undefined) {
     const raw = data[c.usernameKey];
     if (raw === undefined) problems.push(`Secret ${where} has no key '${c.usernameKey}' (keys: ${keys})`);
-    else username = decode(raw);
+    else {
+      username = decode(raw);
+      if (username === undefined) problems.push(`Secret ${where}: key '${c.usernameKey}' is not valid base64 (value not shown)`);
+    }
   }
   const rawPassword = data[c.passwordKey];
+  const password = rawPassword === undefined ? undefined : decode(rawPassword);
   if (rawPassword === undefined) problems.push(`Secret ${where} has no key '${c.passwordKey}' (keys: ${keys})`);
+  else if (password === undefined) problems.push(`Secret ${where}: key '${c.passwordKey}' is not valid base64 (value not shown)`);
   return {
     ...view,
     ...(username !== undefined ? { username } : {}),
-    ...(rawPassword !== undefined ? { password: decode(rawPassword) } : {}),
+    ...(password !== undefined ? { password } : {}),
     ...(problems.length ? { problem: problems.join("; ") } : {}),
   };
 }
@@ -184,11 +194,32 @@ export function resolveReference(
 /** Characters a .env value may hold unquoted, in every dotenv dialect (shell, docker compose, python-dotenv). */
 const SAFE_UNQUOTED = /^[A-Za-z0-9_./:@%+=,-]*$/;
 
-/** Quotes a value for a .env file: single quotes (no expansion) when possible, else escaped double quotes. */
-export function quoteEnvValue(value: string): string {
-  if (SAFE_UNQUOTED.test(value)) return value;
-  if (!value.includes("'") && !value.includes("\n")) return `'${value}'`;
-  return `"${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\$/g, "\\$").replace(/`/g, "\\`").replace(/\n/g, "\\n")}"`;
+/**
+ * A value as a .env line writes it, read back identically by bash `source`, python-dotenv,
+ * docker compose `env_file` and Node's `util.parseEnv` (docs/commands.md, ".env values"):
+ * - unquoted when it holds only safe characters;
+ * - in single quotes (literal everywhere) when it holds no `'`, no `${` (python-dotenv expands
+ *   `${VAR}` even there) and no backslash before `\`, `'` or the end (python-dotenv decodes
+ *   `\\` and `\'` inside single quotes);
+ * - in double quotes when it holds a `'` but none of `"`, `$`, `\`, or a backtick (each is
+ *   expanded or escaped differently by the four readers);
+ * - otherwise refused, as is a newline or a control character: no syntax reads it back the
+ *   same everywhere. The reason never contains the value (it is usually a secret).
+ */
+export function quoteEnvValue(value: string): { text: string } | { refused: string } {
+  if (SAFE_UNQUOTED.test(value)) return { text: value };
+  if (/[\n\r]/.test(value) || hasControlCharacters(value)) {
+    return { refused: "the value holds a newline or a control character, which no .env syntax carries the same way everywhere" };
+  }
+  if (value.includes("${")) {
+    return { refused: "the value holds '${', which python-dotenv and docker compose expand as a variable in every quoting; change it or set it by hand" };
+  }
+  if (!value.includes("'") && !/\\(\\|'|$)/.test(value)) return { text: `'${value}'` };
+  if (!/["$\\`]/.test(value)) return { text: `"${value}"` };
+  return {
+    refused:
+      "the value holds a single quote together with one of \" $ \\ ` (or a backslash before \\ or '), which bash, python-dotenv, docker compose and Node read back differently; change it or set it by hand",
+  };
 }
 
 export interface RenderedEnv {
@@ -248,8 +279,13 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
       return;
     }
     // A value the template author quoted is theirs; everything else is quoted as needed.
-    const quoted = /^(['"]).*\1$/.test(rawValue) ? value : quoteEnvValue(value);
-    out.push(`${variable}=${quoted}`);
+    const quoted = /^(['"]).*\1$/.test(rawValue) ? { text: value } : quoteEnvValue(value);
+    if ("refused" in quoted) {
+      unresolved.push({ variable, reason: quoted.refused });
+      out.push(`# ${variable}= (not written: ${quoted.refused})`);
+      return;
+    }
+    out.push(`${variable}=${quoted.text}`);
   });
   const text = `${out.join("\n").replace(/\n+$/, "")}\n`;
   return { text, unresolved };

@@ -2,7 +2,18 @@ import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
-import { buildUrl, chooseNode, findHostPortHolder, findServicePort, groupPodsByNamespace, isReadyNode, type NodeChoice, ourServiceName } from "./plan";
+import {
+  buildUrl,
+  chooseNode,
+  findHostPortHolder,
+  findServicePort,
+  groupPodsByNamespace,
+  internalIP,
+  internalIPProblem,
+  isReadyNode,
+  type NodeChoice,
+  ourServiceName,
+} from "./plan";
 
 export type Verdict = "MATCH" | "DRIFT" | "ABSENT" | "NOT-EXPOSED";
 
@@ -187,6 +198,9 @@ function observeNodePort(
   if (nodeReason) reasons.push(nodeReason);
   const ready = readyEndpointCount(ctx.slicesByService, ns, ours.metadata.name);
   if (ready === 0) reasons.push("no ready endpoints");
+  // An entry without a URL is never MATCH: there is nothing to open.
+  if (!ctx.node) reasons.push("no node address to build its URL (no Ready node with an InternalIP)");
+  else if (nodePort === undefined) reasons.push("no nodePort allocated on our Service");
   return {
     ...base,
     exposure: "nodePort",
@@ -221,12 +235,12 @@ function observeHostPort(
     };
   }
   const node = nodesByName.get(holder.spec?.nodeName as string);
-  const address = node?.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
+  const address = node ? internalIP(node) : undefined;
   const ready = holder.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? 1 : 0;
   const url = address ? buildUrl(e.scheme, address, hp.port) : undefined;
   const reasons: string[] = [];
   if (!ready) reasons.push(`pod ${hp.namespace}/${holder.metadata.name} is not ready`);
-  if (!address) reasons.push(`node ${holder.spec?.nodeName} has no InternalIP`);
+  if (!address) reasons.push(`node ${holder.spec?.nodeName} has ${node ? internalIPProblem(node) : "no InternalIP (unknown node)"}`);
   if (published?.url && url && published.url !== url) reasons.push(`pod moved since the last up (${published.url} -> ${url})`);
   return {
     ...base,

@@ -1,4 +1,6 @@
 import { type Contract, type Endpoint, type HostPortExposure, isHostPortEntry, isNodePortEntry, type ServiceRef } from "./contract/schema";
+import { UserError } from "./errors";
+import { ipVersion, urlHost } from "./ip";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service, type ServicePort } from "./kube/types";
 
 /** The node whose address goes into every NodePort URL. */
@@ -40,7 +42,19 @@ export interface HostPortPlan {
 export type ExposurePlan = NodePortPlan | HostPortPlan;
 
 export const isReadyNode = (n: Node) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
-export const internalIP = (n: Node) => n.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
+/** The InternalIP as the Node's status claims it (untrusted: whoever writes a Node's status writes it). */
+const claimedInternalIP = (n: Node) => n.status?.addresses?.find((a) => a?.type === "InternalIP")?.address;
+/** The InternalIP of a node when it is an IP literal; anything else never reaches a URL. */
+export const internalIP = (n: Node) => {
+  const address = claimedInternalIP(n);
+  return typeof address === "string" && ipVersion(address) !== 0 ? address : undefined;
+};
+/** Why a node has no usable InternalIP, for messages (the claimed value is shown escaped). */
+export function internalIPProblem(n: Node): string {
+  const claimed = claimedInternalIP(n);
+  if (claimed === undefined) return "no InternalIP";
+  return `InternalIP ${JSON.stringify(String(claimed)).slice(0, 80)} is not an IP address`;
+}
 
 export const ourServiceName = (entry: string) => `${entry}-nodeport`;
 
@@ -51,6 +65,8 @@ export const ourServiceName = (entry: string) => `${entry}-nodeport`;
  */
 export function chooseNode(nodes: readonly Node[], pinnedAddress?: string): NodeChoice | { problem: string } {
   if (pinnedAddress) {
+    // Validated by the stack settings; checked again for the other ways in (the portal's environment).
+    if (ipVersion(pinnedAddress) === 0) return { problem: `the pinned node address ${JSON.stringify(pinnedAddress).slice(0, 80)} is not an IP address` };
     const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === pinnedAddress));
     return { name: owner?.metadata.name ?? "(pinned)", address: pinnedAddress, pinned: true };
   }
@@ -59,7 +75,7 @@ export function chooseNode(nodes: readonly Node[], pinnedAddress?: string): Node
     .sort((a, b) => Number(a.spec?.unschedulable ?? false) - Number(b.spec?.unschedulable ?? false) || a.metadata.name.localeCompare(b.metadata.name));
   const chosen = candidates[0];
   if (!chosen) {
-    const seen = nodes.map((n) => `${n.metadata.name} (${isReadyNode(n) ? "Ready" : "NotReady"}${internalIP(n) ? "" : ", no InternalIP"})`);
+    const seen = nodes.map((n) => `${n.metadata.name} (${isReadyNode(n) ? "Ready" : "NotReady"}${internalIP(n) ? "" : `, ${internalIPProblem(n)}`})`);
     return {
       problem: `no Ready node with an InternalIP (nodes: ${seen.join(", ") || "none"}); wait for a node to be Ready or pin ui-exposure:nodeAddress`,
     };
@@ -113,7 +129,16 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
       problem: `${where}: Service ${key} not found; install the UI first, fix the contract's service, or leave '${entry.name}' out of ui-exposure:entries`,
     };
   }
+  const type = vendored.spec?.type ?? "ClusterIP";
+  if (type === "ExternalName") {
+    return {
+      problem: `${where}: Service ${key} is of type ExternalName (a DNS alias, no pods behind it): there is nothing to publish on a NodePort; point the contract at the Service of the pods`,
+    };
+  }
   const selector = vendored.spec?.selector;
+  if (selector !== undefined && (selector === null || typeof selector !== "object" || Object.values(selector).some((v) => typeof v !== "string"))) {
+    return { problem: `${where}: Service ${key} has a selector that is not a map of strings; it cannot be mirrored` };
+  }
   if (!selector || Object.keys(selector).length === 0) {
     return {
       problem: `${where}: Service ${key} has no selector (its endpoints are managed by hand), so a NodePort Service cannot select the same pods; point the contract at a Service with a selector`,
@@ -125,8 +150,12 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
       problem: `${where}: Service ${key} has no port ${typeof ref.port === "number" ? ref.port : `named '${ref.port}'`} (ports: ${describePorts(vendored)}); fix service.port in the contract`,
     };
   }
-  // Whether an existing `<entry>-nodeport` is ours is decided by the Pulumi state, never by its
-  // labels: the component refuses to create (take over) one this stack did not create.
+  // A UI is TCP: a UDP (or SCTP) port published as http://... would be a URL nothing answers.
+  const protocol = port.protocol ?? "TCP";
+  if (protocol !== "TCP") {
+    return { problem: `${where}: port ${port.name ?? port.port} of Service ${key} is ${protocol}: only a TCP port is published as an ${entry.scheme} URL` };
+  }
+  // A headless Service (clusterIP: None) is mirrored like any other: our NodePort Service selects the same pods.
   const serviceName = ourServiceName(entry.name);
   const scheme = entry.scheme === "https" ? "https" : "http";
   return {
@@ -201,7 +230,9 @@ export function planHostPort(
   const node = nodesByName.get(nodeName);
   const address = node ? internalIP(node) : undefined;
   if (!address) {
-    return { problem: `${where}: pod ${hp.namespace}/${pod.metadata.name} runs on node ${nodeName}, which has no InternalIP` };
+    return {
+      problem: `${where}: pod ${hp.namespace}/${pod.metadata.name} runs on node ${nodeName}, which has ${node ? internalIPProblem(node) : "no InternalIP (unknown node)"}`,
+    };
   }
   return {
     kind: "hostPort",
@@ -247,8 +278,26 @@ export function withStackServices(observed: readonly Service[], created: readonl
 }
 
 /** Resolves every selected entry against one view of the cluster; all problems at once. */
-export function resolveExposures(entries: readonly Endpoint[], cluster: ClusterView, pinnedAddress?: string): ExposureResolution | { problems: string[] } {
+/** The namespace of the cluster's own components: publishing from it needs the stack's explicit consent. */
+export const SYSTEM_NAMESPACE = "kube-system";
+
+export function resolveExposures(
+  entries: readonly Endpoint[],
+  cluster: ClusterView,
+  pinnedAddress?: string,
+  opts: { allowKubeSystem?: boolean } = {},
+): ExposureResolution | { problems: string[] } {
   const problems: string[] = [];
+  if (!opts.allowKubeSystem) {
+    for (const e of entries) {
+      const ns = e.service?.namespace ?? e.hostPort?.namespace;
+      if (ns === SYSTEM_NAMESPACE) {
+        problems.push(
+          `entry '${e.name}': publishing from namespace ${SYSTEM_NAMESPACE} (the cluster's own components) is refused unless the stack sets ui-exposure:allowKubeSystem: true`,
+        );
+      }
+    }
+  }
   const node = chooseNode(cluster.nodes, pinnedAddress);
   if ("problem" in node) problems.push(node.problem);
   const services = indexServices(cluster.services);
@@ -271,8 +320,10 @@ export function resolveExposures(entries: readonly Endpoint[], cluster: ClusterV
 /** Placeholder shown for a port Kubernetes has not allocated yet (never an invented number). */
 export const PENDING_NODE_PORT = "<nodePort allocated on apply>";
 
+/** The URL of a published port; only an IP literal goes into it (IPv6 bracketed), anything else is an error. */
 export function buildUrl(scheme: string, address: string, port: number | undefined): string {
-  const host = address.includes(":") ? `[${address}]` : address;
+  const host = urlHost(address);
+  if (host === undefined) throw new UserError(`node address ${JSON.stringify(address).slice(0, 80)} is not an IP address: no URL is built from it`);
   return `${scheme}://${host}:${port ?? PENDING_NODE_PORT}`;
 }
 

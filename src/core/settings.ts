@@ -89,6 +89,8 @@ export const settingsSchema = z.strictObject({
   allowlist: allowlistSchema.default({ services: [], hostPorts: [] }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
   production: z.boolean().default(false),
+  /** Allow entries whose Service (or hostPort pod) is in kube-system; refused by default. */
+  allowKubeSystem: z.boolean().default(false),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;

@@ -3,6 +3,7 @@ import { Cilium } from "../../components/cilium";
 import { NodePortExposure } from "../../components/node-port-exposure";
 import { Portal } from "../../components/portal";
 import { LiveClusterReader } from "../adapters/kube-live";
+import { bundlePortalServer } from "../adapters/portal-bundle";
 import { loadInputs } from "../adapters/stack-inputs";
 import { type CiliumSummary, ciliumReads, planCilium } from "../core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../core/errors";
@@ -82,7 +83,9 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
   // publishing it takes one `up`. The component goes first in the dependency order (see publish).
   const planned = settings.portal.enabled ? withStackServices(services, [portalService(settings.portal.namespace)]) : { services: [...services], problems: [] };
   const portalIssues = settings.portal.enabled ? planned.problems.map((p) => `portal: ${p}`) : [];
-  const resolution = resolveExposures(selection.entries, { services: planned.services, nodes, pods }, settings.nodeAddress);
+  const resolution = resolveExposures(selection.entries, { services: planned.services, nodes, pods }, settings.nodeAddress, {
+    allowKubeSystem: settings.allowKubeSystem,
+  });
   const ciliumPlan = planCilium(
     settings.cilium,
     { stack: inputs.stack, production: settings.production },
@@ -99,9 +102,14 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
   }
 
   const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
+  // The last thing that can fail, built before the first resource is declared: a failed bundle
+  // must not leave the Cilium component (or anything) registered, i.e. `up` half-applied.
+  const portalBundle = settings.portal.enabled ? bundlePortalServer() : undefined;
+
   const cilium = new Cilium("cilium", { plan: ciliumPlan });
-  const portal = settings.portal.enabled
+  const portal = portalBundle
     ? new Portal("portal-server", {
+        bundle: portalBundle,
         settings: settings.portal,
         contract,
         entries: settings.entries,

@@ -38,21 +38,54 @@ const JSON_TYPE = "application/json; charset=utf-8";
  */
 export function portalHandler(opts: PortalOptions): http.RequestListener {
   return (req, res) => {
-    const path = new URL(req.url ?? "/", "http://portal.invalid").pathname;
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      send(req, res, 405, "text/plain; charset=utf-8", "method not allowed\n", { Allow: "GET, HEAD" });
-      return;
+    // Published on a NodePort without login: no request may end the process. Whatever throws
+    // while routing is answered 500 (and logged); the server goes on.
+    try {
+      route(opts, req, res);
+    } catch (err) {
+      opts.log?.(`${req.method} -> 500: ${(err as Error).stack ?? String(err)}`);
+      if (!res.headersSent) send(req, res, 500, "text/plain; charset=utf-8", "internal error\n");
+      else res.destroy();
     }
-    if (path === "/healthz") {
-      send(req, res, 200, "text/plain; charset=utf-8", "ok\n");
-      return;
-    }
-    if (path !== "/" && path !== "/api/entries") {
-      send(req, res, 404, "text/plain; charset=utf-8", "not found: the portal serves /, /api/entries and /healthz\n");
-      return;
-    }
-    const json = path === "/api/entries";
-    observePortal(opts).then(
+  };
+}
+
+/** The path of a request target, or undefined when it is not one (`http://[zz]/`, `//[`...). */
+export function requestPath(target: string | undefined): string | undefined {
+  if (target === undefined || target.length > MAX_TARGET_LENGTH) return undefined;
+  try {
+    const url = new URL(target, "http://portal.invalid");
+    // `a:` or `mailto:x` in absolute form has an opaque path: not a request for this server.
+    return (url.protocol === "http:" || url.protocol === "https:") && url.pathname.startsWith("/") ? url.pathname : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Longer request targets are refused (Node itself caps the whole header block at 16 KiB). */
+export const MAX_TARGET_LENGTH = 2048;
+
+function route(opts: PortalOptions, req: http.IncomingMessage, res: http.ServerResponse): void {
+  const path = requestPath(req.url);
+  if (path === undefined) {
+    send(req, res, 400, "text/plain; charset=utf-8", "bad request: the request target is not a URL path\n");
+    return;
+  }
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    send(req, res, 405, "text/plain; charset=utf-8", "method not allowed\n", { Allow: "GET, HEAD" });
+    return;
+  }
+  if (path === "/healthz") {
+    send(req, res, 200, "text/plain; charset=utf-8", "ok\n");
+    return;
+  }
+  if (path !== "/" && path !== "/api/entries") {
+    send(req, res, 404, "text/plain; charset=utf-8", "not found: the portal serves /, /api/entries and /healthz\n");
+    return;
+  }
+  const json = path === "/api/entries";
+  observePortal(opts)
+    .then(
       (view) => {
         if (json) send(req, res, 200, JSON_TYPE, `${JSON.stringify(view, null, 2)}\n`);
         else send(req, res, 200, HTML, renderPage(view), { "Content-Security-Policy": HTML_CSP });
@@ -73,8 +106,9 @@ export function portalHandler(opts: PortalOptions): http.RequestListener {
         if (json) send(req, res, status, JSON_TYPE, `${JSON.stringify(error, null, 2)}\n`);
         else send(req, res, status, HTML, renderErrorPage(error), { "Content-Security-Policy": HTML_CSP });
       },
-    );
-  };
+    )
+    // A failure while answering (the client went away) must not become an unhandled rejection.
+    .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
 }
 
 export function createPortalServer(opts: PortalOptions): http.Server {

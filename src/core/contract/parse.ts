@@ -1,8 +1,15 @@
-import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
+import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from "yaml";
 import type { z } from "zod";
 import { UserError } from "../errors";
 import { EXIT } from "../findings";
 import { type Contract, contractSchema, FORBIDDEN_KEYS } from "./schema";
+
+/** Aliases a YAML document may expand (an alias bomb expands billions); beyond it the file is refused. */
+export const YAML_MAX_ALIASES = 100;
+/** Most entries a contract may declare (the platform has about ten; beyond this it is not a contract). */
+export const MAX_CONTRACT_ENTRIES = 1000;
+/** Problems listed in one message; the rest are counted ("... and N more"). */
+export const MAX_PROBLEMS_SHOWN = 50;
 
 export interface ContractProblem {
   line: number;
@@ -17,12 +24,9 @@ export class ContractError extends UserError {
     readonly file: string,
     readonly problems: readonly ContractProblem[],
   ) {
-    super(
-      `invalid contract ${file} (${problems.length} ${problems.length === 1 ? "problem" : "problems"}):\n${problems
-        .map((p) => formatProblem(file, p))
-        .join("\n")}`,
-      EXIT.INVALID,
-    );
+    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => formatProblem(file, p));
+    if (problems.length > MAX_PROBLEMS_SHOWN) shown.push(`... and ${problems.length - MAX_PROBLEMS_SHOWN} more problems (fix these first)`);
+    super(`invalid contract ${file} (${problems.length} ${problems.length === 1 ? "problem" : "problems"}):\n${shown.join("\n")}`, EXIT.INVALID);
     this.name = "ContractError";
   }
 }
@@ -59,10 +63,27 @@ export function parseContract(text: string, file: string): Contract {
     );
   }
 
+  let raw: unknown;
+  try {
+    raw = doc.toJS({ maxAliasCount: YAML_MAX_ALIASES });
+  } catch (err) {
+    // yaml throws on an alias bomb ("Excessive alias count"): a position, not a trace.
+    throw new ContractError(file, [
+      { ...pos(firstAliasOffset(doc)), path: "(yaml)", message: `${(err as Error).message}: too many alias expansions (limit ${YAML_MAX_ALIASES})` },
+    ]);
+  }
+  const entries = (raw as { endpoints?: unknown } | null)?.endpoints;
+  if (Array.isArray(entries) && entries.length > MAX_CONTRACT_ENTRIES) {
+    throw new ContractError(file, [
+      { ...pos(nodeOffset(doc, ["endpoints"])), path: "endpoints", message: `${entries.length} entries: a contract declares at most ${MAX_CONTRACT_ENTRIES}` },
+    ]);
+  }
+
   const problems: ContractProblem[] = [...findForbiddenKeys(doc, pos)];
   const forbiddenPaths = new Set(problems.map((p) => p.path));
 
-  const result = contractSchema.safeParse(doc.toJS());
+  // reportInput: a wrong type is told apart from a missing field by the value found.
+  const result = contractSchema.safeParse(raw, { reportInput: true });
   if (!result.success) {
     for (const issue of result.error.issues) {
       const p = formatPath(issue.path);
@@ -87,8 +108,41 @@ export function parseContract(text: string, file: string): Contract {
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === "invalid_type" && issue.input === undefined) return "required field is missing";
-  if (issue.code === "invalid_union") return "must be a port name (string) or a port number (1-65535)";
+  if (issue.code === "invalid_union") return `must be a port name (string) or a port number (1-65535), found ${describeValue(issue.input)}`;
+  return describeZodIssue(issue);
+}
+
+const ARTICLE: Readonly<Record<string, string>> = { array: "an array", object: "a map", record: "a map", int: "an integer", undefined: "nothing" };
+const withArticle = (type: string) => ARTICLE[type] ?? `a ${type}`;
+
+/** `a string ("true")`, `a number (123)`, `a map`, `null`: what a field holds, for messages (bounded, one line). */
+export function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  const type = typeof value;
+  if (type === "string") {
+    const text = JSON.stringify((value as string).length > 40 ? `${(value as string).slice(0, 40)}...` : value);
+    return `a string (${text})`;
+  }
+  if (type === "number" || type === "boolean" || type === "bigint") return `a ${type} (${String(value)})`;
+  if (type === "object") return "a map";
+  return withArticle(type);
+}
+
+/**
+ * One line per zod issue saying what was expected and what was found. Needs a parse with
+ * `reportInput: true`: without it zod 4 leaves `input` empty and every wrong type would read
+ * as a missing field.
+ */
+export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required field is missing"): string {
+  if (issue.code === "invalid_type") {
+    if (!("input" in issue) || issue.input === undefined) return missing;
+    return `expected ${withArticle(issue.expected)}, found ${describeValue(issue.input)}`;
+  }
+  if (issue.code === "invalid_value" && (!("input" in issue) || issue.input === undefined)) return missing;
+  if (issue.code === "invalid_value" && !/found/.test(issue.message)) {
+    return `${issue.message}, found ${describeValue(issue.input)}`;
+  }
   return issue.message;
 }
 
@@ -112,6 +166,18 @@ function* findForbiddenKeys(doc: Document, pos: (offset: number | undefined) => 
     }
   }
   yield* walk(doc.contents, []);
+}
+
+/** Offset of the first alias (`*name`) of a document, where an alias bomb starts expanding. */
+function firstAliasOffset(doc: Document): number | undefined {
+  let offset: number | undefined;
+  visit(doc, {
+    Alias(_key, node) {
+      offset = node.range?.[0];
+      return visit.BREAK;
+    },
+  });
+  return offset;
 }
 
 /** Offset of the value at `segments`, or of its closest existing ancestor. */

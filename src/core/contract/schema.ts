@@ -51,8 +51,33 @@ export const hostPortExposure = z.strictObject({
   podSelector: z.record(z.string(), z.string()).optional(),
 });
 
+/** Longest probe path accepted (a path, not a document). */
+export const PROBE_PATH_MAX = 1024;
+
+/**
+ * Why a probe path is not a plain path, or undefined. It is resolved against the published
+ * URL: `//host/x` or `http://host/x` would replace the host (a dead URL reported "ok"), and a
+ * backslash is read as `/` by WHATWG URLs.
+ */
+export function probePathProblem(path: string): string | undefined {
+  if (!path.startsWith("/")) return "probe path must start with '/' (a path on the published URL, not a URL)";
+  if (path.startsWith("//")) return "probe path must not start with '//' (it would name another host)";
+  if (path.includes("\\")) return "probe path must not contain a backslash";
+  if (path.includes("//")) return "probe path must not contain '//'";
+  if (path.length > PROBE_PATH_MAX) return `probe path must be at most ${PROBE_PATH_MAX} characters`;
+  // Control characters, spaces and non-ASCII are percent-encoded by the author, never raw.
+  if (!/^[\x21-\x7e]+$/.test(path)) return "probe path must be printable ASCII without spaces (percent-encode the rest)";
+  return undefined;
+}
+
 export const probeSpec = z.strictObject({
-  path: z.string().startsWith("/", { message: "probe path must start with '/'" }).default("/"),
+  path: z
+    .string()
+    .superRefine((p, ctx) => {
+      const problem = probePathProblem(p);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    })
+    .default("/"),
   /** Expected HTTP statuses; default any 2xx or 3xx. */
   expectStatus: z.array(z.number().int().min(100).max(599)).min(1).optional(),
   timeoutSeconds: z.number().positive().max(120).optional(),
@@ -81,24 +106,29 @@ export const endpointSchema = z
     probe: probeSpec.optional(),
     credentials: z.array(credentialSpec).optional(),
   })
-  .superRefine((e, ctx) => {
-    if (e.service && e.hostPort) {
-      ctx.addIssue({ code: "custom", path: ["hostPort"], message: "declare either 'service' (NodePort exposure) or 'hostPort', not both" });
-    }
-    if (!e.service && !e.hostPort) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["service"],
-        message: "missing: name the existing Service ({namespace, name, port}) or, for an in-house brick, a 'hostPort'",
-      });
-    }
-    if (e.hostPort && !e.exposed) {
-      ctx.addIssue({ code: "custom", path: ["hostPort"], message: "'hostPort' is an exposure: set 'exposed: true' or remove it" });
-    }
-    if (e.exposed && e.scheme !== "http" && e.scheme !== "https") {
-      ctx.addIssue({ code: "custom", path: ["scheme"], message: `an exposed UI is served over http or https, not '${e.scheme}'` });
-    }
-  });
+  .superRefine(
+    (e, ctx) => {
+      if (e.service && e.hostPort) {
+        ctx.addIssue({ code: "custom", path: ["hostPort"], message: "declare either 'service' (NodePort exposure) or 'hostPort', not both" });
+      }
+      if (!e.service && !e.hostPort) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["service"],
+          message: "missing: name the existing Service ({namespace, name, port}) or, for an in-house brick, a 'hostPort'",
+        });
+      }
+      if (e.hostPort && e.exposed !== true) {
+        ctx.addIssue({ code: "custom", path: ["hostPort"], message: "'hostPort' is an exposure: set 'exposed: true' or remove it" });
+      }
+      if (e.exposed === true && typeof e.scheme === "string" && e.scheme !== "http" && e.scheme !== "https") {
+        ctx.addIssue({ code: "custom", path: ["scheme"], message: `an exposed UI is served over http or https, not '${e.scheme}'` });
+      }
+    },
+    // Also when a field has the wrong type: a type error must not hide the entry's other problems.
+    // The fields may then hold anything, hence the defensive checks above.
+    { when: (payload) => payload.value !== null && typeof payload.value === "object" && !Array.isArray(payload.value) },
+  );
 
 export const contractSchema = z
   .strictObject({

@@ -1,6 +1,8 @@
-import { parseAllDocuments } from "yaml";
+import { LineCounter, parseAllDocuments } from "yaml";
+import { YAML_MAX_ALIASES } from "../contract/parse";
 import { UserError } from "../errors";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "./types";
+import { checkSnapshotDocument, formatObjectProblem, summarizeProblems } from "./validate";
 
 /** A custom resource kind, listed cluster-wide; the first served version wins. */
 export interface CustomKind {
@@ -62,14 +64,38 @@ export class SnapshotReader implements ClusterReader {
 
   /** A snapshot from its YAML text (`file` only names it in messages). */
   static parse(text: string, file: string): SnapshotReader {
-    const docs = parseAllDocuments(text);
+    const lineCounter = new LineCounter();
+    const docs = parseAllDocuments(text, { lineCounter });
+    const where = (offset: number | undefined) => {
+      const { line, col } = lineCounter.linePos(offset ?? 0);
+      return `${file}:${line}:${col}`;
+    };
     const objects: unknown[] = [];
+    const problems: string[] = [];
     for (const doc of Array.isArray(docs) ? docs : [docs]) {
-      if (doc.errors.length > 0) {
-        throw new UserError(`cluster snapshot ${file} is not valid YAML: ${doc.errors[0]?.message.split("\n")[0]}`);
+      const yamlError = doc.errors[0];
+      if (yamlError) throw new UserError(`${where(yamlError.pos[0])}: cluster snapshot is not valid YAML: ${yamlError.message.split("\n")[0]}`);
+      let value: unknown;
+      try {
+        value = doc.toJS({ maxAliasCount: YAML_MAX_ALIASES });
+      } catch (err) {
+        throw new UserError(
+          `${where(doc.contents?.range?.[0])}: cluster snapshot refused: ${(err as Error).message} (limit ${YAML_MAX_ALIASES} alias expansions)`,
+        );
       }
-      const value = doc.toJS();
-      if (value != null) objects.push(value);
+      if (value == null) continue;
+      for (const p of checkSnapshotDocument(value)) {
+        const node = doc.getIn(p.path, true) as { range?: [number, number, number] } | undefined;
+        problems.push(`${where(node?.range?.[0] ?? doc.contents?.range?.[0])}: ${formatObjectProblem(p)}`);
+      }
+      objects.push(value);
+    }
+    if (problems.length) {
+      throw new UserError(
+        `cluster snapshot ${file} holds malformed objects (${problems.length}):\n${summarizeProblems(problems)
+          .map((l) => `  - ${l}`)
+          .join("\n")}`,
+      );
     }
     return new SnapshotReader(objects, `snapshot ${file}`);
   }

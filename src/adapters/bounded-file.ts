@@ -1,0 +1,61 @@
+// Reading a file named by the operator (contract, snapshot, outputs, stack file): a regular
+// file of bounded size, or a clear refusal. `/dev/zero`, a FIFO or a 5 GB file must not grow
+// the process until it dies.
+import * as fs from "node:fs";
+import { UserError } from "../core/errors";
+
+/** Documented limits (docs/commands.md, "Limits"). */
+export const FILE_LIMITS = {
+  contract: 1 * 2 ** 20,
+  snapshot: 64 * 2 ** 20,
+  outputs: 16 * 2 ** 20,
+  stackFile: 1 * 2 ** 20,
+  envTemplate: 1 * 2 ** 20,
+} as const;
+
+const mib = (bytes: number) => `${bytes / 2 ** 20} MiB`;
+
+/**
+ * The text of `file` (`what` names it in messages: "contract", "cluster snapshot"...).
+ * Refuses what is not a regular file, and a file larger than `maxBytes` (checked on the open
+ * descriptor, and again while reading in case it grows).
+ */
+export function readBoundedText(file: string, what: string, maxBytes: number, exitCode = 1, shown = file): string {
+  let fd: number;
+  try {
+    // O_NONBLOCK: opening a FIFO nobody writes to must not block before fstat can refuse it.
+    fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UserError(`cannot read ${what} ${shown}: ${code ?? (err as Error).message}`, exitCode);
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) {
+      const kind = stat.isDirectory()
+        ? "a folder"
+        : stat.isFIFO()
+          ? "a pipe"
+          : stat.isCharacterDevice() || stat.isBlockDevice()
+            ? "a device"
+            : "not a regular file";
+      throw new UserError(`cannot read ${what} ${shown}: it is ${kind}; give a regular file`, exitCode);
+    }
+    if (stat.size > maxBytes) {
+      throw new UserError(`${what} ${shown} is ${(stat.size / 2 ** 20).toFixed(1)} MiB: larger than the ${mib(maxBytes)} limit`, exitCode);
+    }
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(64 * 1024);
+      const n = fs.readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      total += n;
+      if (total > maxBytes) throw new UserError(`${what} ${shown} grew past the ${mib(maxBytes)} limit while being read`, exitCode);
+      chunks.push(chunk.subarray(0, n));
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -1,0 +1,36 @@
+// Values given on the command line, checked before anything uses them (pure: the commands
+// call these whatever parses their flags).
+import { UserError } from "./errors";
+
+/**
+ * A stack name as Pulumi allows it (letters, digits, `-`, `_`, `.`; at most 100 characters),
+ * and never `.`/`..`: it names `Pulumi.<stack>.yaml` and the SSH forwards' state folder, so a
+ * path (`/../../x`) would read or write elsewhere.
+ */
+export const STACK_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
+
+export function checkStackName(name: string): string {
+  if (!STACK_NAME.test(name) || /^\.+$/.test(name)) {
+    throw new UserError(
+      `--stack must be a stack name (letters, digits, '-', '_', '.', at most 100 characters, e.g. bench), not ${JSON.stringify(name.length > 60 ? `${name.slice(0, 60)}...` : name)}`,
+      2,
+    );
+  }
+  return name;
+}
+
+/** Longest wait a command accepts per call or per URL: beyond it a timer would overflow (2^31 ms) long before anyone waits. */
+export const MAX_TIMEOUT_SECONDS = 600;
+/** Shortest: below it no API server nor UI can answer. */
+export const MIN_TIMEOUT_SECONDS = 0.1;
+
+/** A number of seconds from a flag, in milliseconds, within [MIN, MAX]; a UserError (exit 2) otherwise. */
+export function parseTimeoutSeconds(value: string, flag: string): number {
+  const seconds = Number(value);
+  if (value.trim() === "" || !Number.isFinite(seconds) || seconds <= 0) {
+    throw new UserError(`${flag} must be a positive number of seconds, not '${value}'`, 2);
+  }
+  if (seconds > MAX_TIMEOUT_SECONDS) throw new UserError(`${flag} must be at most ${MAX_TIMEOUT_SECONDS} seconds, not '${value}'`, 2);
+  if (seconds < MIN_TIMEOUT_SECONDS) throw new UserError(`${flag} must be at least ${MIN_TIMEOUT_SECONDS} seconds, not '${value}'`, 2);
+  return Math.round(seconds * 1000);
+}

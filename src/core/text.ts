@@ -1,0 +1,24 @@
+// Text that came from outside (cluster objects, Secrets, files) on its way to a terminal.
+
+/**
+ * Control characters that a terminal would act on, shown escaped instead: C0 except newline
+ * and tab (ESC starts colour, cursor and OSC 52 clipboard-write sequences), DEL, C1 (0x80-0x9f,
+ * CSI/OSC in 8-bit form), and the bidirectional overrides that reorder what is displayed.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+const UNPRINTABLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => {
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}
+
+/** Whether a value holds characters `printable` would escape (a .env value cannot carry them safely). */
+export function hasControlCharacters(text: string): boolean {
+  UNPRINTABLE.lastIndex = 0;
+  const found = UNPRINTABLE.test(text);
+  UNPRINTABLE.lastIndex = 0;
+  return found;
+}

@@ -1,0 +1,163 @@
+// Runs the adversarial corpus (test/adversarial/cases.ts). Every row checks its exit code and
+// message fragment, plus the invariant: no crash, no stack trace, no hang (per-test timeout),
+// bounded memory, and nothing changed on disk (these commands exist to read, not to write).
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createStatusCommand } from "../cli/commands/status";
+import { main } from "../cli/main";
+import { LiveClusterReader } from "../src/adapters/kube-live";
+import { readSnapshotFile } from "../src/adapters/snapshot-file";
+import { type RunningPortal, startPortal } from "../src/portal/server";
+import { API_CASES, CONTRACT_CASES, FLAG_CASES, OUTPUTS_CASES, PORTAL_CASES, SNAPSHOT_CASES } from "./adversarial/cases";
+import { list, startFakeApi } from "./adversarial/fake-api";
+import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./commands-helpers";
+import { MemoryCluster, portalContract, recordedCluster } from "./portal.fixtures";
+
+const CASE_TIMEOUT_MS = 15_000;
+/** Heap growth allowed for one case: far above what a clean refusal needs, far below a runaway. */
+const MAX_HEAP_GROWTH = 256 * 2 ** 20;
+
+let project: TestProject;
+let inputs: string;
+beforeAll(() => {
+  project = makeProject({ bench: stackFile({ "ui-exposure:entries": ["argocd"] }) });
+  inputs = fs.mkdtempSync(path.join(project.dir, "..", "adversarial-inputs-"));
+});
+afterAll(() => {
+  project.remove();
+  fs.rmSync(inputs, { recursive: true, force: true });
+});
+
+/** Every file under `dir` with its size and mtime: what "nothing changed on disk" compares. */
+function diskState(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else {
+        const s = fs.statSync(p);
+        out.push(`${p} ${s.size} ${s.mtimeMs}`);
+      }
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+let counter = 0;
+function inputFile(content: string): string {
+  const file = path.join(inputs, `input-${counter++}`);
+  fs.writeFileSync(file, content);
+  return file;
+}
+
+/** Runs `body`, then checks the invariant on what it printed and on the project folder. */
+async function invariant(body: (c: Captured) => Promise<number>): Promise<{ code: number; text: string }> {
+  const before = diskState(project.dir);
+  const heap = process.memoryUsage().heapUsed;
+  const c = capture(project.dir, { EXPOSURE_STATE_DIR: path.join(project.dir, ".state") });
+  const code = await body(c);
+  const text = c.all();
+  expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/); // a stack trace
+  expect(text).not.toMatch(/internal error|TypeError|ReferenceError|RangeError/);
+  expect(diskState(project.dir)).toEqual(before);
+  expect(process.memoryUsage().heapUsed - heap).toBeLessThan(MAX_HEAP_GROWTH);
+  return { code, text };
+}
+
+describe("adversarial corpus: contracts (exposure check FILE)", () => {
+  it.each(CONTRACT_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ contract, exit, fragment }) => {
+    const file = inputFile(contract);
+    const r = await invariant((c) => main(["check", file], c.ctx));
+    expect(r.text).toContain(fragment);
+    expect(r.code).toBe(exit);
+  });
+});
+
+describe("adversarial corpus: cluster snapshots (exposure status with a snapshot file)", () => {
+  it.each(SNAPSHOT_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ snapshot: text, exit, fragment }) => {
+    const file = inputFile(text);
+    const status = createStatusCommand({ connect: async () => readSnapshotFile(file), readOutputs: async () => ({}) });
+    const r = await invariant((c) => runCommand("status", status, ["--stack", "bench"], c));
+    expect(r.text).toContain(fragment);
+    expect(r.code).toBe(exit);
+  });
+});
+
+describe("adversarial corpus: API answers (exposure status against a fake API server on loopback)", () => {
+  it.each(API_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ services, exit, fragment }) => {
+    const api = await startFakeApi({
+      "/api/v1/services": services,
+      "/api/v1/nodes": list("NodeList", []),
+      "/apis/discovery.k8s.io/v1/endpointslices": list("EndpointSliceList", []),
+    });
+    try {
+      const status = createStatusCommand({
+        connect: (_opened, timeoutMs) => LiveClusterReader.connect({ kubeconfig: api.kubeconfig, timeoutMs }),
+        readOutputs: async () => ({}),
+      });
+      const r = await invariant((c) => runCommand("status", status, ["--stack", "bench", "--timeout", "0.5"], c));
+      expect(r.text).toContain(fragment);
+      expect(r.text).not.toContain("secret-looking-body");
+      expect(r.code).toBe(exit);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+function rawRequest(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: "127.0.0.1" });
+    let answer = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (d) => {
+      answer += d;
+    });
+    socket.on("error", () => resolve(answer));
+    socket.on("close", () => resolve(answer));
+    socket.write(bytes);
+    setTimeout(() => socket.destroy(), 3000).unref();
+  });
+}
+
+describe("adversarial corpus: HTTP requests to the portal", () => {
+  let portal: RunningPortal;
+  let port: number;
+  const logged: string[] = [];
+  beforeAll(async () => {
+    portal = await startPortal(
+      { contract: portalContract(), cluster: new MemoryCluster(recordedCluster()), stack: "bench", log: (l) => logged.push(l) },
+      { host: "127.0.0.1", port: 0 },
+    );
+    port = Number(new URL(portal.url).port);
+  });
+  afterAll(() => portal.close());
+
+  it.each(PORTAL_CASES)("$name -> $status, and the portal keeps serving", { timeout: CASE_TIMEOUT_MS }, async ({ request, status }) => {
+    const answer = await rawRequest(port, request);
+    expect(answer.split("\r\n")[0]).toMatch(new RegExp(`^HTTP/1\\.[01] ${status} `));
+    expect(answer).not.toMatch(/\n\s+at .+:\d+:\d+/);
+    expect((await fetch(new URL("/healthz", portal.url))).status).toBe(200);
+    expect(logged.filter((l) => l.includes("-> 500"))).toEqual([]);
+  });
+});
+
+describe("adversarial corpus: flags and files on the command line", () => {
+  it.each(FLAG_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ argv, exit, fragment }) => {
+    const r = await invariant((c) => main(argv, c.ctx));
+    expect(r.text).toContain(fragment);
+    expect(r.code).toBe(exit);
+  });
+
+  it.each(OUTPUTS_CASES)("--outputs holding $name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ outputs, exit, fragment }) => {
+    const file = inputFile(outputs);
+    const status = createStatusCommand({ connect: async () => snapshot(healthyCluster()) });
+    const r = await invariant((c) => runCommand("status", status, ["--stack", "bench", "--outputs", file], c));
+    expect(r.text).toContain(fragment);
+    expect(r.code).toBe(exit);
+  });
+});

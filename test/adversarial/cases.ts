@@ -1,0 +1,290 @@
+// The adversarial corpus: one row per hostile or broken input, with the exit code and a fragment
+// of the one message the user must get. test/adversarial.test.ts runs every row and checks the
+// invariant on top: no crash, no stack trace, no hang, bounded memory, nothing changed on disk.
+// Add a row for every new defect found; keep inputs small and loopback-only.
+import type { FakeAnswer } from "./fake-api";
+
+const VALID_ENTRY = "  - name: argocd\n    exposed: true\n    service: { namespace: argocd, name: argocd-server, port: http }\n";
+
+const bomb = (levels: number) => {
+  const lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]'];
+  for (let i = 1; i <= levels; i++)
+    lines.push(
+      `a${i}: &a${i} [${Array(9)
+        .fill(`*a${i - 1}`)
+        .join(",")}]`,
+    );
+  return `${lines.join("\n")}\n`;
+};
+
+/** `exposure check FILE` on this content. */
+export interface ContractCase {
+  name: string;
+  contract: string;
+  exit: number;
+  fragment: string;
+}
+
+export const CONTRACT_CASES: ContractCase[] = [
+  { name: "empty file", contract: "", exit: 2, fragment: "(document)" },
+  { name: "a scalar document", contract: "42\n", exit: 2, fragment: "(document)" },
+  { name: "a bare list", contract: "- a\n- b\n", exit: 2, fragment: "(document)" },
+  { name: "YAML syntax error", contract: "version: 1\nendpoints: [\n", exit: 2, fragment: "(yaml)" },
+  { name: "duplicate keys", contract: "version: 1\nversion: 1\nendpoints: []\n", exit: 2, fragment: "(yaml)" },
+  { name: "alias bomb", contract: `version: 1\n${bomb(6)}endpoints:\n${VALID_ENTRY}`, exit: 2, fragment: "Excessive alias count" },
+  { name: "endpoints: null", contract: "version: 1\nendpoints: null\n", exit: 2, fragment: "endpoints: expected an array, found null" },
+  { name: "endpoints as a map", contract: "version: 1\nendpoints: {a: 1}\n", exit: 2, fragment: "endpoints: expected an array, found a map" },
+  { name: "a null entry", contract: "version: 1\nendpoints:\n  - null\n", exit: 2, fragment: "endpoints[0]: expected a map, found null" },
+  {
+    name: "exposed as a string",
+    contract: 'version: 1\nendpoints:\n  - name: a\n    exposed: "true"\n    service: {namespace: a, name: a, port: http}\n',
+    exit: 2,
+    fragment: 'expected a boolean, found a string ("true")',
+  },
+  {
+    name: "name as a number",
+    contract: "version: 1\nendpoints:\n  - name: 123\n    service: {namespace: a, name: a, port: http}\n",
+    exit: 2,
+    fragment: "endpoints[0].name: expected a string, found a number (123)",
+  },
+  {
+    name: "port 0",
+    contract: "version: 1\nendpoints:\n  - name: a\n    service: {namespace: a, name: a, port: 0}\n",
+    exit: 2,
+    fragment: "endpoints[0].service.port",
+  },
+  {
+    name: "port as a float",
+    contract: "version: 1\nendpoints:\n  - name: a\n    service: {namespace: a, name: a, port: 80.5}\n",
+    exit: 2,
+    fragment: "endpoints[0].service.port",
+  },
+  {
+    name: "namespace with a slash",
+    contract: "version: 1\nendpoints:\n  - name: a\n    service: {namespace: ../x, name: a, port: http}\n",
+    exit: 2,
+    fragment: "namespace must be a DNS label",
+  },
+  {
+    name: "probe path naming another host",
+    contract: `version: 1\nendpoints:\n${VALID_ENTRY}    probe: {path: "//evil.example:80/x"}\n`,
+    exit: 2,
+    fragment: "must not start with '//'",
+  },
+  {
+    name: "probe path as a URL",
+    contract: `version: 1\nendpoints:\n${VALID_ENTRY}    probe: {path: "http://evil.example/"}\n`,
+    exit: 2,
+    fragment: "must start with '/'",
+  },
+  { name: "probe path with a backslash", contract: `version: 1\nendpoints:\n${VALID_ENTRY}    probe: {path: "/\\\\evil"}\n`, exit: 2, fragment: "backslash" },
+  {
+    name: "probe path with a control character",
+    contract: `version: 1\nendpoints:\n${VALID_ENTRY}    probe: {path: "/a\\u001bb"}\n`,
+    exit: 2,
+    fragment: "printable ASCII",
+  },
+  {
+    name: "timeoutSeconds as a string",
+    contract: `version: 1\nendpoints:\n${VALID_ENTRY}    probe: {timeoutSeconds: "5"}\n`,
+    exit: 2,
+    fragment: 'expected a number, found a string ("5")',
+  },
+  {
+    name: "timeoutSeconds 1e9",
+    contract: `version: 1\nendpoints:\n${VALID_ENTRY}    probe: {timeoutSeconds: 1e9}\n`,
+    exit: 2,
+    fragment: "probe.timeoutSeconds",
+  },
+  {
+    name: "a legacy nodePort",
+    contract: `version: 1\nendpoints:\n${VALID_ENTRY}    nodePort: 30080\n`,
+    exit: 2,
+    fragment: "a nodePort is never written in the contract",
+  },
+  { name: "__proto__ key", contract: `version: 1\nendpoints:\n${VALID_ENTRY}    __proto__: {exposed: false}\n`, exit: 2, fragment: "unknown key '__proto__'" },
+  {
+    name: "a very long name",
+    contract: `version: 1\nendpoints:\n  - name: ${"a".repeat(5000)}\n    service: {namespace: a, name: a, port: http}\n`,
+    exit: 2,
+    fragment: "entry name must be at most",
+  },
+  {
+    name: "too many entries",
+    contract: `version: 1\nendpoints:\n${Array.from({ length: 1001 }, (_, i) => `  - {name: e${i}, service: {namespace: a, name: a, port: 1}}`).join("\n")}\n`,
+    exit: 2,
+    fragment: "a contract declares at most 1000",
+  },
+  {
+    name: "many invalid entries",
+    contract: `version: 1\nendpoints:\n${Array.from({ length: 900 }, (_, i) => `  - {name: E${i}}`).join("\n")}\n`,
+    exit: 2,
+    fragment: "more problems (fix these first)",
+  },
+  { name: "binary garbage", contract: "\u0000\u0001\u0002\u00ff\ufffe", exit: 2, fragment: "invalid contract" },
+];
+
+/** `exposure status --stack bench` against this snapshot file (read by the snapshot adapter). */
+export interface SnapshotCase {
+  name: string;
+  snapshot: string;
+  exit: number;
+  fragment: string;
+}
+
+export const SNAPSHOT_CASES: SnapshotCase[] = [
+  { name: "alias bomb", snapshot: `kind: List\nitems: []\n${bomb(6)}`, exit: 1, fragment: "Excessive alias count" },
+  { name: "YAML syntax error", snapshot: "kind: List\nitems: [\n", exit: 1, fragment: "is not valid YAML" },
+  { name: "a Service without metadata", snapshot: "kind: Service\nspec: {}\n", exit: 1, fragment: "metadata: required field is missing" },
+  {
+    name: "ports as a string",
+    snapshot: "kind: Service\nmetadata: {name: a, namespace: b}\nspec: {ports: '80'}\n",
+    exit: 1,
+    fragment: "spec.ports: expected an array",
+  },
+  {
+    name: "a null port",
+    snapshot: "kind: Service\nmetadata: {name: a}\nspec: {ports: [null]}\n",
+    exit: 1,
+    fragment: "spec.ports[0]: expected a map, found null",
+  },
+  {
+    name: "node addresses as a string",
+    snapshot: "kind: Node\nmetadata: {name: n}\nstatus: {addresses: x}\n",
+    exit: 1,
+    fragment: "status.addresses: expected an array",
+  },
+  { name: "items: null", snapshot: "kind: List\nitems: null\n", exit: 1, fragment: "items: expected an array, found null" },
+  { name: "a null item", snapshot: "kind: ServiceList\nitems: [null]\n", exit: 1, fragment: "items[0]: expected a Kubernetes object" },
+  { name: "a bare array", snapshot: "- kind: Node\n  metadata: {name: n}\n", exit: 1, fragment: "found an array" },
+  {
+    name: "labels that are not strings",
+    snapshot: "kind: Pod\nmetadata: {name: p, labels: {a: {b: c}}}\n",
+    exit: 1,
+    fragment: "metadata.labels.a: expected a string, found a map",
+  },
+  {
+    name: "a selector as a list",
+    snapshot: "kind: Service\nmetadata: {name: a}\nspec: {selector: [x]}\n",
+    exit: 1,
+    fragment: "spec.selector: expected a map, found an array",
+  },
+  {
+    name: "a node whose address is a URL",
+    snapshot:
+      "kind: Node\nmetadata: {name: n}\nstatus:\n  addresses: [{type: InternalIP, address: 'evil.example/x?'}]\n  conditions: [{type: Ready, status: 'True'}]\n",
+    exit: 3,
+    fragment: "is not an IP address",
+  },
+  {
+    name: "a node with an IPv6 zone",
+    snapshot:
+      "kind: Node\nmetadata: {name: n}\nstatus:\n  addresses: [{type: InternalIP, address: 'fe80::1%eth0'}]\n  conditions: [{type: Ready, status: 'True'}]\n",
+    exit: 3,
+    fragment: "is not an IP address",
+  },
+  { name: "no node at all", snapshot: "kind: List\nitems: []\n", exit: 3, fragment: "no Ready node" },
+];
+
+/** `exposure status --stack bench` against a fake API server answering `/api/v1/services` with this. */
+export interface ApiCase {
+  name: string;
+  services: FakeAnswer;
+  exit: number;
+  fragment: string;
+}
+
+const serviceList = (items: unknown): FakeAnswer => ({ body: { kind: "ServiceList", apiVersion: "v1", metadata: {}, items } });
+
+export const API_CASES: ApiCase[] = [
+  { name: "items: null", services: serviceList(null), exit: 1, fragment: "items: expected an array, found null" },
+  { name: "a bare array", services: { body: [] }, exit: 1, fragment: "found an array" },
+  { name: "no items", services: { body: { kind: "ServiceList" } }, exit: 1, fragment: "items: expected an array, found nothing" },
+  { name: "a null item", services: serviceList([null]), exit: 1, fragment: "items[0]: expected a Kubernetes object" },
+  { name: "an item without metadata", services: serviceList([{ spec: {} }]), exit: 1, fragment: "items[0].metadata: required field is missing" },
+  {
+    name: "ports as a string",
+    services: serviceList([{ metadata: { name: "a" }, spec: { ports: "80" } }]),
+    exit: 1,
+    fragment: "items[0].spec.ports: expected an array",
+  },
+  {
+    name: "nodePort as a string",
+    services: serviceList([{ metadata: { name: "a" }, spec: { ports: [{ port: 80, nodePort: "31000" }] } }]),
+    exit: 1,
+    fragment: "nodePort: expected a number",
+  },
+  { name: "not JSON", services: { raw: true, body: "<html>proxy error</html>" }, exit: 1, fragment: "not JSON" },
+  { name: "JSON null", services: { raw: true, body: "null" }, exit: 1, fragment: "found null" },
+  { name: "HTTP 500 with a body", services: { status: 500, raw: true, body: "secret-looking-body" }, exit: 1, fragment: "failed with HTTP 500" },
+  { name: "HTTP 401", services: { status: 401, body: {} }, exit: 1, fragment: "(401)" },
+  { name: "HTTP 403", services: { status: 403, body: {} }, exit: 1, fragment: "(403)" },
+  { name: "never answers", services: "hang", exit: 1, fragment: "did not answer services within 0.5s" },
+];
+
+/** A raw HTTP request to the portal, and the status line it must get (the server keeps serving). */
+export interface PortalCase {
+  name: string;
+  request: string;
+  status: number;
+}
+
+const get = (target: string, extra = "") => `GET ${target} HTTP/1.1\r\nHost: portal\r\n${extra}Connection: close\r\n\r\n`;
+
+export const PORTAL_CASES: PortalCase[] = [
+  { name: "an absolute target with a bad host", request: get("http://[zz]/"), status: 400 },
+  { name: "an unterminated IPv6 host", request: get("http://[::1"), status: 400 },
+  { name: "a scheme-relative target", request: get("//["), status: 400 },
+  { name: "an absolute target with another scheme (found by fuzzing)", request: get("A:"), status: 400 },
+  { name: "a very long target", request: get(`/${"a".repeat(4000)}`), status: 400 },
+  { name: "a path with encoded traversal", request: get("/%2e%2e/%2e%2e/etc/passwd"), status: 404 },
+  { name: "a query string on /", request: get("/?<script>=1"), status: 200 },
+  { name: "a POST", request: "POST / HTTP/1.1\r\nHost: portal\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc", status: 405 },
+  { name: "an unknown method", request: "BREW / HTTP/1.1\r\nHost: portal\r\nConnection: close\r\n\r\n", status: 400 },
+  { name: "no Host header", request: "GET / HTTP/1.1\r\nConnection: close\r\n\r\n", status: 400 },
+  { name: "HTTP/1.0", request: "GET /healthz HTTP/1.0\r\n\r\n", status: 200 },
+  { name: "a header with a control character", request: get("/", "X-A: a\u0001b\r\n"), status: 400 },
+  { name: "garbage", request: "\u0000\u0001\u0002\r\n\r\n", status: 400 },
+  { name: "a huge header", request: get("/", `X-Big: ${"a".repeat(20_000)}\r\n`), status: 431 },
+];
+
+/** `exposure ARGV...` in a project with a `bench` stack: flags and files named on the command line. */
+export interface FlagCase {
+  name: string;
+  argv: string[];
+  exit: number;
+  fragment: string;
+}
+
+export const FLAG_CASES: FlagCase[] = [
+  { name: "no command", argv: [], exit: 2, fragment: "usage: exposure" },
+  { name: "an unknown command", argv: ["explode"], exit: 2, fragment: "unknown command 'explode'" },
+  { name: "a stack that is a path", argv: ["status", "--stack", "/../../etc/x"], exit: 2, fragment: "--stack must be a stack name" },
+  { name: "a stack with a newline", argv: ["status", "--stack", "bench\nx"], exit: 2, fragment: "--stack must be a stack name" },
+  { name: "an unknown stack", argv: ["status", "--stack", "nope"], exit: 1, fragment: "unknown stack 'nope'" },
+  { name: "--timeout 1e9", argv: ["status", "--stack", "bench", "--timeout", "1e9"], exit: 2, fragment: "at most 600 seconds" },
+  { name: "--timeout -1", argv: ["status", "--stack", "bench", "--timeout=-1"], exit: 2, fragment: "positive number of seconds" },
+  { name: "--timeout 0.01", argv: ["status", "--stack", "bench", "--timeout", "0.01"], exit: 2, fragment: "at least 0.1 seconds" },
+  { name: "--timeout NaN", argv: ["status", "--stack", "bench", "--timeout", "NaN"], exit: 2, fragment: "positive number of seconds" },
+  { name: "--timeout Infinity", argv: ["probe", "--stack", "bench", "--timeout", "Infinity"], exit: 2, fragment: "positive number of seconds" },
+  { name: "an unknown flag", argv: ["status", "--stack", "bench", "--bogus"], exit: 2, fragment: "--bogus" },
+  { name: "check on a folder", argv: ["check", "/"], exit: 2, fragment: "it is a folder" },
+  { name: "check on /dev/zero", argv: ["check", "/dev/zero"], exit: 2, fragment: "it is a device" },
+  { name: "check on a missing file", argv: ["check", "/nonexistent/contract.yaml"], exit: 2, fragment: "contract file not found" },
+  { name: "access --stop with a path stack", argv: ["access", "--stack", "../x", "--stop"], exit: 2, fragment: "--stack must be a stack name" },
+];
+
+/** `exposure status --stack bench --outputs FILE` with this content (cluster healthy). */
+export interface OutputsCase {
+  name: string;
+  outputs: string;
+  exit: number;
+  fragment: string;
+}
+
+export const OUTPUTS_CASES: OutputsCase[] = [
+  { name: "null", outputs: "null", exit: 1, fragment: "expected a map of stack outputs, found null" },
+  { name: "a list", outputs: "[]", exit: 1, fragment: "found an array" },
+  { name: "a string", outputs: '"x"', exit: 1, fragment: "found a string" },
+  { name: "not JSON", outputs: "{", exit: 1, fragment: "not JSON" },
+];

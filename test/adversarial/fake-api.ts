@@ -1,0 +1,61 @@
+// A fake Kubernetes API server on loopback: answers each list path with a canned body (or never
+// answers), and counts the connections it holds, so a test can prove nothing stays open.
+import * as http from "node:http";
+import type * as net from "node:net";
+
+export type FakeAnswer = { status?: number; body: unknown; raw?: false } | { status?: number; body: string; raw: true } | "hang";
+
+export interface FakeApi {
+  url: string;
+  /** A kubeconfig (content) pointing at this server without TLS. */
+  kubeconfig: string;
+  /** Connections currently open on the server side. */
+  openConnections(): Promise<number>;
+  requests: string[];
+  close(): Promise<void>;
+}
+
+/** `answers`: URL path (without query) -> answer; other paths answer 404 with a Status. */
+export async function startFakeApi(answers: Record<string, FakeAnswer>): Promise<FakeApi> {
+  const requests: string[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    requests.push(path);
+    const answer = answers[path];
+    if (answer === "hang") return; // accepted, never answered
+    if (!answer) {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", code: 404, reason: "NotFound" }));
+      return;
+    }
+    res.writeHead(answer.status ?? 200, { "content-type": "application/json" });
+    res.end(answer.raw ? answer.body : JSON.stringify(answer.body));
+  });
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    kubeconfig: `apiVersion: v1
+kind: Config
+clusters: [{ name: fake, cluster: { server: "${url}", insecure-skip-tls-verify: true } }]
+users: [{ name: u, user: { token: fake-token } }]
+contexts: [{ name: fake, context: { cluster: fake, user: u } }]
+current-context: fake
+`,
+    openConnections: () => new Promise((resolve) => server.getConnections((_e, n) => resolve(n))),
+    requests,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A List answer holding `items`. */
+export const list = (kind: string, items: unknown): FakeAnswer => ({ body: { kind, apiVersion: "v1", metadata: { resourceVersion: "1" }, items } });

@@ -1,0 +1,187 @@
+// Property-based fuzzing (fast-check) of the three inputs anyone can feed: the contract loader,
+// the snapshot reader (and the verdicts computed from what it accepts), and the portal's request
+// handling. Bounded in runs and time so `npm test` stays fast; a failure prints its seed and the
+// shrunk input: add it to test/adversarial/cases.ts once fixed.
+import type * as http from "node:http";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { ContractError, parseContract } from "../src/core/contract/parse";
+import { UserError } from "../src/core/errors";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import { observe } from "../src/core/observe";
+import { portalHandler, requestPath } from "../src/portal/server";
+import { TEST_CONTRACT } from "./commands-helpers";
+import { MemoryCluster, portalContract, recordedCluster } from "./portal.fixtures";
+
+const RUNS = { numRuns: 150, interruptAfterTimeLimit: 8_000 } as const;
+const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
+
+/** Only a UserError (a clean, documented refusal) may come out; anything else is a bug. */
+function cleanly(fn: () => unknown): void {
+  try {
+    fn();
+  } catch (err) {
+    if (!(err instanceof UserError)) throw err;
+    expect(err.message).not.toMatch(/\n\s+at .+:\d+:\d+/);
+    expect(err.message.length).toBeLessThan(64 * 1024);
+  }
+}
+
+/** YAML-ish values around the contract's and Kubernetes' field names, mostly wrong in type. */
+const scalar = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.constantFrom("http", "true", "80", "//x", "kube-system", "\u001b[2J"),
+);
+const key = fc.constantFrom(
+  "version",
+  "endpoints",
+  "name",
+  "exposed",
+  "scheme",
+  "service",
+  "namespace",
+  "port",
+  "hostPort",
+  "probe",
+  "path",
+  "timeoutSeconds",
+  "expectStatus",
+  "credentials",
+  "secret",
+  "kind",
+  "metadata",
+  "spec",
+  "ports",
+  "items",
+  "status",
+  "addresses",
+  "selector",
+  "nodePort",
+  "__proto__",
+);
+const tree = fc.letrec((tie) => ({
+  node: fc.oneof({ depthSize: "small", withCrossShrink: true }, scalar, tie("map"), tie("list")),
+  map: fc.dictionary(key, tie("node"), { maxKeys: 6 }),
+  list: fc.array(tie("node"), { maxLength: 4 }),
+})).node;
+
+describe("fuzz: contract loader", () => {
+  it("returns a contract or throws a ContractError with positions, for any text", () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 400 }), (text) => {
+        try {
+          parseContract(text, "f.yaml");
+        } catch (err) {
+          expect(err).toBeInstanceOf(ContractError);
+          for (const p of (err as ContractError).problems) expect(p.line).toBeGreaterThan(0);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it("never crashes on YAML built from the contract's own keys", () => {
+    fc.assert(
+      fc.property(tree, fc.constantFrom(1, "1", null), (endpoints, version) => {
+        const text = stringify({ version, endpoints });
+        try {
+          parseContract(text, "f.yaml");
+        } catch (err) {
+          expect(err).toBeInstanceOf(ContractError);
+          // zod's raw wording ("Invalid input: expected ...") never reaches the user: every issue is described.
+          expect((err as Error).message).not.toContain("Invalid input");
+        }
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe("fuzz: snapshot reader and the verdicts on what it accepts", () => {
+  const kinds = fc.constantFrom("Service", "Node", "Pod", "EndpointSlice", "List", "ServiceList", "Secret", "ConfigMap");
+  const objectLike = fc.record(
+    {
+      kind: kinds,
+      metadata: fc.oneof(tree, fc.record({ name: fc.string({ maxLength: 8 }), namespace: fc.constantFrom("argocd", "gitea", "monitoring") })),
+      spec: tree,
+      status: tree,
+      items: tree,
+    },
+    { requiredKeys: ["kind"] },
+  );
+
+  it("parses or refuses cleanly, and observe() never throws on what was accepted", () => {
+    fc.assert(
+      fc.property(fc.array(objectLike, { maxLength: 6 }), (objects) => {
+        const text = objects.map((o) => stringify(o)).join("---\n");
+        cleanly(() => {
+          const reader = SnapshotReader.parse(text, "fuzz.yaml");
+          const all = (reader as unknown as { objects: { kind?: string }[] }).objects;
+          const ofKind = (k: string) => all.filter((o) => o.kind === k) as never[];
+          observe(contract, { services: ofKind("Service"), endpointSlices: ofKind("EndpointSlice"), nodes: ofKind("Node"), pods: ofKind("Pod") });
+        });
+      }),
+      RUNS,
+    );
+  });
+
+  it("refuses any text it cannot read, cleanly", () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 300 }), (text) => cleanly(() => SnapshotReader.parse(text, "fuzz.yaml"))),
+      RUNS,
+    );
+  });
+});
+
+describe("fuzz: portal request handling", () => {
+  const handler = portalHandler({ contract: portalContract(), cluster: new MemoryCluster(recordedCluster()), stack: "bench" });
+  const target = fc.oneof(
+    fc.string({ maxLength: 200 }),
+    fc.webUrl(),
+    fc.webPath(),
+    fc.constantFrom("http://[zz]/", "//[", "/%", "/%zz", "http://a b/", "*", "/healthz?x=%00"),
+  );
+
+  it("requestPath never throws", () => {
+    fc.assert(
+      fc.property(target, (t) => {
+        const p = requestPath(t);
+        expect(p === undefined || p.startsWith("/")).toBe(true);
+      }),
+      RUNS,
+    );
+  });
+
+  it("answers every request with a status, never throwing", async () => {
+    await fc.assert(
+      fc.asyncProperty(target, fc.constantFrom("GET", "HEAD", "POST", "DELETE", "OPTIONS"), async (url, method) => {
+        const answered = new Promise<number>((resolve) => {
+          let status = 0;
+          const res = {
+            headersSent: false,
+            writeHead(s: number) {
+              status = s;
+              this.headersSent = true;
+              return this;
+            },
+            end() {
+              resolve(status);
+            },
+            destroy() {
+              resolve(-1);
+            },
+          };
+          handler({ url, method, headers: {} } as http.IncomingMessage, res as unknown as http.ServerResponse);
+        });
+        const status = await answered;
+        expect([200, 400, 404, 405, 503]).toContain(status);
+      }),
+      { numRuns: 100, interruptAfterTimeLimit: 8_000 },
+    );
+  });
+});
