@@ -159,6 +159,34 @@ export class LiveClusterReader implements ClusterReader {
     const list = await this.call(`secrets in namespace ${namespace}`, () => this.core.listNamespacedSecret({ namespace }));
     return list.items as unknown as Secret[];
   }
+  async admissionApiResources() {
+    const admission = this.kc.makeApiClient(this.lib.AdmissionregistrationV1Api);
+    try {
+      const list = await this.call("API discovery of admissionregistration.k8s.io/v1", () => admission.getAPIResources());
+      return list.resources.map((r) => r.name);
+    } catch (err) {
+      if (err instanceof UserError && / HTTP 404$/.test(err.message)) return [];
+      throw err;
+    }
+  }
+  async dryRunCreateService(service: Service): Promise<{ admitted: true } | { admitted: false; message: string }> {
+    const namespace = service.metadata.namespace ?? "default";
+    this.requests++;
+    try {
+      await this.core.createNamespacedService({ namespace, body: service as never, dryRun: "All" });
+      return { admitted: true };
+    } catch (err) {
+      const e = err as { code?: number; body?: unknown; message?: string };
+      // 409: it exists already, which storage says after admission admitted it.
+      if (e.code === 409) return { admitted: true };
+      const body = typeof e.body === "string" ? e.body : JSON.stringify(e.body ?? e.message ?? "");
+      let message = body;
+      try {
+        message = (JSON.parse(body) as { message?: string }).message ?? body;
+      } catch {}
+      return { admitted: false, message };
+    }
+  }
   async listCustom(kind: CustomKind) {
     const custom = this.kc.makeApiClient(this.lib.CustomObjectsApi);
     for (const version of kind.versions) {

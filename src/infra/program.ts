@@ -4,12 +4,14 @@ import { NodePortExposure } from "../../components/node-port-exposure";
 import { Portal } from "../../components/portal";
 import { LiveClusterReader } from "../adapters/kube-live";
 import { loadInputs } from "../adapters/stack-inputs";
+import { admissionApiProblem } from "../core/admission";
 import { type CiliumSummary, ciliumReads, planCilium } from "../core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../core/errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../core/kube/cluster";
 import { buildUrl, type ExposurePlan, type NodeChoice, resolveExposures, selectEntries, withStackServices } from "../core/plan";
 import { PORTAL_SERVICE_NAME, portalProblems, portalService } from "../core/portal/spec";
 import { kubeTarget } from "../core/settings";
+import { guardAdmission } from "./admission";
 
 export interface ProgramInputs {
   /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
@@ -84,8 +86,15 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
       ...(ciliumConfig ? { ciliumConfig } : {}),
     },
   );
-  const problems = [...("problems" in resolution ? resolution.problems : []), ...("problems" in ciliumPlan ? ciliumPlan.problems : []), ...portalIssues];
-  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0) {
+  // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
+  const admissionIssue = settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.admissionApiResources?.(), cluster.source);
+  const problems = [
+    ...("problems" in resolution ? resolution.problems : []),
+    ...("problems" in ciliumPlan ? ciliumPlan.problems : []),
+    ...portalIssues,
+    ...(admissionIssue ? [admissionIssue] : []),
+  ];
+  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0 || admissionIssue) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
@@ -108,9 +117,18 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
   }
   // The NodePort Service mirroring the portal waits for the portal: it must not outlive a failed portal Service.
   const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
-  const published = resolution.plans.map((plan) =>
-    publish(plan, resolution.node, observedServices, portal && mirrorsPortal(plan) ? { dependsOn: [portal] } : undefined),
+  const guard = guardAdmission(
+    settings,
+    { stack: inputs.stack, contract, contractFile, selected: selection.entries.map((e) => e.name) },
+    cluster,
+    resolution.plans,
+    observedServices,
   );
+  // Our NodePort Services are created only once the guard that must admit them is in effect.
+  const published = resolution.plans.map((plan) => {
+    const dependsOn = [...(portal && mirrorsPortal(plan) ? [portal] : []), ...(guard ? [guard.effective] : [])];
+    return publish(plan, resolution.node, observedServices, dependsOn.length ? { dependsOn } : undefined);
+  });
 
   const records = pulumi.all(Object.fromEntries(published.map((p) => [p.entry, p.record])));
   return {
