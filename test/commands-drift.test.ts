@@ -111,6 +111,33 @@ describe("summarisePreview", () => {
   });
 });
 
+describe("exposure drift: the exposure guard at admission", () => {
+  let guarded: TestProject;
+  beforeAll(() => {
+    guarded = makeProject({ bench: stackFile({ "ui-exposure:admission": { mode: "deny" } }) });
+  });
+  afterAll(() => guarded.remove());
+
+  it("exits 3 when the guard the contract generates is not in the cluster, and says what to do", async () => {
+    const c = capture(guarded.dir);
+    const run = createDriftCommand({
+      connect: async () => snapshot(healthyCluster()),
+      runPulumi: fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }).runner,
+    });
+    const code = await runCommand("drift", run, ["--stack", "bench"], c);
+    expect(code).toBe(3);
+    expect(c.out.join("\n")).toContain(
+      "exposure guard at admission (ui-exposure:admission.mode deny): 2 DRIFT\n  ValidatingAdmissionPolicy ui-exposure-guard-bench: absent from the cluster: run `pulumi up` to create it [admission-guard-missing]",
+    );
+  });
+
+  it("says nothing is in the cluster with the mode off (the default)", async () => {
+    const r = await drift(["--stack", "bench"], snapshot(healthyCluster()), fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }));
+    expect(r.code).toBe(0);
+    expect(r.out.join("\n")).toContain("exposure guard at admission (ui-exposure:admission.mode off): none in the cluster");
+  });
+});
+
 describe("exposure drift", () => {
   it("runs the preview with --refresh --expect-no-changes in the project, and exits 0 when it and the audit are clean", async () => {
     const pulumi = fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" });
@@ -125,8 +152,8 @@ describe("exposure drift", () => {
     expect(text).toContain("exposure audit (NodePort/LoadBalancer Services and hostPorts, cluster-wide): 4 found, 0 UNDECLARED");
     expect(text).toMatch(/hostPort\s+lineage\/lineage-agent-0 on bench\s+8090\/TCP\s+declared by contract entry 'lineage-agent'/);
     expect(text).toContain("allowlist entries that matched nothing (stale?): kube-system/hubble-*");
-    // Services and Pods: one list call each, whatever the size of the cluster.
-    expect(cluster.requests).toBe(2);
+    // Services, Pods, admission policies and bindings: one list call each, whatever the size of the cluster.
+    expect(cluster.requests).toBe(4);
   });
 
   it("exits 3 and names the resources and fields when the preview proposes changes (recorded JSON, exit 7)", async () => {

@@ -1,6 +1,8 @@
 import { execFile } from "node:child_process";
+import * as path from "node:path";
+import { readAdmissionDrift } from "../../src/core/admission";
 import { type AuditResult, auditExposure } from "../../src/core/audit";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
@@ -138,11 +140,21 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
         );
     // The audit reads the cluster while the preview runs (a refresh takes a while).
     const auditing = connect(opened, timeoutMs).then(async (cluster) => {
-      const [services, pods] = await Promise.all([cluster.listServices(), cluster.listPods()]);
-      return {
-        source: cluster.source,
-        audit: auditExposure({ contract: opened.contract, selected: opened.selected, allowlist: opened.settings.allowlist, services, pods }),
-      };
+      const { contract, selected, settings } = opened;
+      const [services, pods, admission] = await Promise.all([
+        cluster.listServices(),
+        cluster.listPods(),
+        // The exposure guard at admission must be the one the contract generates now.
+        readAdmissionDrift(cluster, {
+          stack,
+          contract,
+          selected,
+          allowlist: settings.allowlist,
+          admission: settings.admission,
+          contractFile: path.relative(ctx.projectDir, path.resolve(opened.contractFile)),
+        }),
+      ]);
+      return { source: cluster.source, audit: auditExposure({ contract, selected, allowlist: settings.allowlist, services, pods }), admission };
     });
     let audited: Awaited<typeof auditing>;
     try {
@@ -152,15 +164,16 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
       stopPreview.abort();
       throw err;
     }
-    const { source, audit } = audited;
+    const { source, audit, admission } = audited;
     const preview = await previewing;
 
-    const drift = preview.state === "changes" || audit.undeclared.length > 0;
+    const drift = preview.state === "changes" || audit.undeclared.length > 0 || admission.length > 0;
     if (values.json) {
-      const doc: DriftDocument = { apiVersion: JSON_API_VERSION, kind: "Drift", stack, source, drift, preview, audit };
+      const doc: DriftDocument = { apiVersion: JSON_API_VERSION, kind: "Drift", stack, source, drift, preview, audit, admission };
       ctx.stdout(JSON.stringify(doc, null, 2));
     } else {
       ctx.stdout(formatDrift(stack, source, preview, audit));
+      ctx.stdout(formatAdmission(opened.settings.admission.mode, admission));
     }
     if (drift) return EXIT.DRIFT;
     if (preview.state === "failed") {
@@ -214,4 +227,11 @@ export function formatDrift(stack: string, source: string, preview: PreviewSumma
   }
   if (audit.unusedAllowlist.length) lines.push("", `allowlist entries that matched nothing (stale?): ${audit.unusedAllowlist.join(", ")}`);
   return lines.join("\n");
+}
+
+/** The exposure guard's line(s): its mode, and whether the live policy is the contract's. */
+export function formatAdmission(mode: string, findings: readonly Finding[]): string {
+  const title = `exposure guard at admission (ui-exposure:admission.mode ${mode}):`;
+  if (findings.length === 0) return `\n${title} ${mode === "off" ? "none in the cluster" : "matches the contract"}`;
+  return [`\n${title} ${findings.length} DRIFT`, ...findings.map((f) => `  ${f.subject}: ${f.message} [${f.code}]`)].join("\n");
 }

@@ -1,7 +1,7 @@
 import type { Contract } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import { type Finding, finding } from "./findings";
-import type { CustomKind } from "./kube/cluster";
+import type { ClusterReader, CustomKind } from "./kube/cluster";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
 import { ourServiceName } from "./plan";
 import type { AdmissionSettings, Allowlist } from "./settings";
@@ -353,5 +353,28 @@ export async function untilGuardAdmits(
     pending = results.filter(({ result }) => !result.admitted && result.message.includes(`'${policyName}'`)).map(({ svc }) => svc);
     if (pending.length === 0 || now() >= end) return pending.map((s) => `${s.metadata.namespace}/${s.metadata.name}`);
     await sleep(opts.intervalMs);
+  }
+}
+
+/**
+ * Reads the live guard and compares it with what `up` would apply now (one list call per
+ * kind). With the mode off, a cluster that cannot list the guard (no API, no RBAC) simply
+ * has none of ours: nothing to report.
+ */
+export async function readAdmissionDrift(
+  cluster: ClusterReader,
+  input: Omit<AdmissionInput, "mode" | "failurePolicy"> & { admission: AdmissionSettings },
+): Promise<Finding[]> {
+  const { admission, ...rest } = input;
+  const expected = admission.mode === "off" ? undefined : admissionManifests({ ...rest, mode: admission.mode, failurePolicy: admission.failurePolicy });
+  try {
+    const [policies, bindings] = await Promise.all([
+      cluster.listCustom(VALIDATING_ADMISSION_POLICIES),
+      cluster.listCustom(VALIDATING_ADMISSION_POLICY_BINDINGS),
+    ]);
+    return admissionDrift({ stack: input.stack, expected, policies, bindings });
+  } catch (err) {
+    if (expected) throw err;
+    return [];
   }
 }

@@ -56,6 +56,8 @@ export interface DriftDocument extends Document<"Drift"> {
   drift: boolean;
   preview: { state: "no-changes" } | { state: "changes"; changes: readonly PreviewChangeJson[] } | { state: "failed"; message: string } | { state: "skipped" };
   audit: AuditResult;
+  /** The exposure guard at admission: admission-guard-* findings (docs/commands.md); empty when it matches. */
+  admission: readonly Finding[];
 }
 
 export interface ProbeResultJson {
