@@ -221,7 +221,10 @@ describe("waiting until the guard admits our Services", () => {
   it("does not wait on refusals from anything else, and gives up after the timeout", async () => {
     let calls = 0;
     const other = await untilGuardAdmits(
-      async () => (calls++, { admitted: false, message: 'namespaces "argo-cd" not found' }),
+      async () => {
+        calls++;
+        return { admitted: false, message: 'namespaces "argo-cd" not found' };
+      },
       [svc],
       "ui-exposure-guard-dirqual",
       {
