@@ -56,8 +56,9 @@ describe("program: the exposure guard at admission", () => {
     expect(order.indexOf("ValidatingAdmissionPolicyBinding")).toBeLessThan(order.indexOf("Service"));
     const policy = registered.find((r) => r.type === "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy");
     expect(policy?.name).toBe("admission-policy");
-    expect((policy?.inputs.metadata as { name: string }).name).toBe("ui-exposure-guard-test");
-    const variables = (policy?.inputs.spec as { variables: { name: string; expression: string }[] }).variables;
+    if (!policy) throw new Error("no policy registered");
+    expect((policy.inputs.metadata as { name: string }).name).toBe("ui-exposure-guard-test");
+    const variables = (policy.inputs.spec as { variables: { name: string; expression: string }[] }).variables;
     expect(variables.find((v) => v.name === "serviceDeclared")?.expression).toBe(
       '(variables.serviceKey in ["argocd/argocd-nodeport", "gitea/gitea-nodeport", "monitoring/grafana-nodeport"])',
     );
