@@ -64,6 +64,14 @@ describe("admission policy generated from the contract", () => {
     );
   });
 
+  it("admits the dry run (pulumi preview) of a Service presenting itself as ours, never its real create", () => {
+    const m = admissionManifests(input());
+    expect(variable(m, "previewOfOurs")).toBe(
+      'has(request.dryRun) && request.dryRun && has(object.metadata.labels) && "app.kubernetes.io/managed-by" in object.metadata.labels && object.metadata.labels["app.kubernetes.io/managed-by"] == "ui-exposure" && "ui-exposure.io/entry" in object.metadata.labels && variables.name == object.metadata.labels["ui-exposure.io/entry"] + "-nodeport"',
+    );
+    expect(m.policy.spec.validations[0]?.expression).toContain("|| variables.previewOfOurs");
+  });
+
   it("declares nothing when neither the contract nor the allowlist does", () => {
     const m = admissionManifests(input({ selected: [], allowlist: { services: [], hostPorts: [] } }));
     expect(variable(m, "serviceDeclared")).toBe("false");

@@ -2,7 +2,7 @@ import type { Contract } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
+import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
 import { ourServiceName } from "./plan";
 import type { AdmissionSettings, Allowlist } from "./settings";
 
@@ -33,6 +33,9 @@ export const VALIDATING_ADMISSION_POLICY_BINDINGS: CustomKind = {
 
 export type AdmissionMode = AdmissionSettings["mode"];
 export type EnforcedMode = Exclude<AdmissionMode, "off">;
+
+/** ourServiceName(entry) is entry + this. */
+const NODE_PORT_SUFFIX = ourServiceName("");
 
 const VALIDATION_ACTIONS: Record<EnforcedMode, string[]> = { deny: ["Deny"], warn: ["Warn"], audit: ["Audit"] };
 
@@ -148,7 +151,7 @@ function serviceDeclared(input: AdmissionInput): string {
 }
 
 /** Kinds whose pods (or pod templates) may hold a hostPort; a CronJob's is in its jobTemplate. */
-const templateOf = (obj: string) => `object.kind == 'CronJob' ? ${obj}.spec.jobTemplate.spec.template : ${obj}.spec.template`;
+const templateOf = (obj: string) => `request.kind.kind == 'CronJob' ? ${obj}.spec.jobTemplate.spec.template : ${obj}.spec.template`;
 
 /** The policy and binding for a stack whose guard is on. Pure: same inputs, same objects. */
 export function admissionManifests(input: AdmissionInput): AdmissionManifests {
@@ -167,13 +170,21 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
         "has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : '')",
     },
     { name: "serviceKey", expression: "request.namespace + '/' + variables.name" },
-    { name: "serviceType", expression: "object.kind == 'Service' && has(object.spec.type) ? object.spec.type : 'ClusterIP'" },
+    { name: "serviceType", expression: "request.kind.kind == 'Service' && has(object.spec.type) ? object.spec.type : 'ClusterIP'" },
     {
       name: "oldServiceType",
       expression: "request.operation == 'UPDATE' && oldObject != null && has(oldObject.spec.type) ? oldObject.spec.type : ''",
     },
     { name: "serviceDeclared", expression: serviceDeclared(input) },
-    { name: "isPod", expression: "object.kind == 'Pod'" },
+    {
+      // `pulumi preview` (and the preview `up` starts with) dry-runs the create of a Service the
+      // contract just gained, against the guard still in place: a dry run of a Service that
+      // presents itself as ours is admitted, since a dry run stores nothing. The real create is
+      // checked against the contract (the guard is updated before it).
+      name: "previewOfOurs",
+      expression: `has(request.dryRun) && request.dryRun && has(object.metadata.labels) && ${cel(MANAGED_BY_LABEL)} in object.metadata.labels && object.metadata.labels[${cel(MANAGED_BY_LABEL)}] == ${cel(MANAGED_BY_VALUE)} && ${cel(ENTRY_LABEL)} in object.metadata.labels && variables.name == object.metadata.labels[${cel(ENTRY_LABEL)}] + ${cel(NODE_PORT_SUFFIX)}`,
+    },
+    { name: "isPod", expression: "request.kind.kind == 'Pod'" },
     { name: "template", expression: `variables.isPod ? object : (${templateOf("object")})` },
     {
       name: "labels",
@@ -200,14 +211,14 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
       // Any NodePort/LoadBalancer Service, created or changed to that type, must be declared.
       // An UPDATE that keeps the type is left alone: it is not new exposure (drift reports it).
       expression:
-        "object.kind != 'Service' || !(variables.serviceType in ['NodePort', 'LoadBalancer']) || variables.serviceType == variables.oldServiceType || variables.serviceDeclared",
+        "request.kind.kind != 'Service' || !(variables.serviceType in ['NodePort', 'LoadBalancer']) || variables.serviceType == variables.oldServiceType || variables.serviceDeclared || variables.previewOfOurs",
       messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ') ' + ${cel(notInContract + serviceHelp)}`,
       message: `a NodePort or LoadBalancer Service ${notInContract}${serviceHelp}`,
       reason: "Forbidden",
     },
     {
-      expression: "object.kind == 'Service' || !variables.undeclaredHostPorts.exists(l, size(l) > 0)",
-      messageExpression: `object.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + variables.undeclaredHostPorts.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ') + ', which ' + ${cel(notInContract + hostPortHelp)}`,
+      expression: "request.kind.kind == 'Service' || !variables.undeclaredHostPorts.exists(l, size(l) > 0)",
+      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + variables.undeclaredHostPorts.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ') + ', which ' + ${cel(notInContract + hostPortHelp)}`,
       message: `a hostPort ${notInContract}${hostPortHelp}`,
       reason: "Forbidden",
     },

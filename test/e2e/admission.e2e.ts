@@ -184,6 +184,14 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(await create(svc("allowed-ui", "NodePort"))).toBe("admitted");
     // Our own name in another namespace is not ours.
     expect(await create(svc("argocd-nodeport", "NodePort"))).toContain("Service tools/argocd-nodeport (type NodePort) is not in");
+    // A server-side dry run of a Service presenting itself as ours passes (what `pulumi preview`
+    // does for an entry just added); the real create of the same object does not.
+    const lookAlike = {
+      ...svc("x-nodeport", "NodePort"),
+      metadata: { name: "x-nodeport", labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "x" } },
+    };
+    expect(await outcome(core.createNamespacedService({ namespace: "tools", body: lookAlike as never, dryRun: "All" }))).toBe("admitted");
+    expect(await create(lookAlike)).toContain("Service tools/x-nodeport (type NodePort) is not in");
     // Changing an existing Service to NodePort is refused too.
     const plain = await core.readNamespacedService({ namespace: "tools", name: "plain" });
     expect(
@@ -259,6 +267,9 @@ describe.sequential("e2e: the exposure guard at admission", () => {
 
   it("adding an entry to the contract and running up admits its Service in deny mode (the guard is updated first)", async () => {
     writeContract([ARGOCD, LINEAGE, GITEA]);
+    // The preview dry-runs the new Service against the guard still in place: it must pass.
+    const preview = sandbox.pulumi(["preview"]);
+    expect(preview.code, summary(preview)).toBe(0);
     const up = sandbox.pulumi(["up", "--yes"]);
     expect(up.code, summary(up)).toBe(0);
     expect((await cluster.core.readNamespacedService({ namespace: "gitea", name: "gitea-nodeport" })).spec?.type).toBe("NodePort");
