@@ -168,6 +168,9 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(binding.spec?.validationActions).toEqual(["Deny"]);
     const ours = await cluster.core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
     expect(ours.spec?.type).toBe("NodePort");
+    // The guard is stable: nothing to change on the next preview.
+    const again = sandbox.pulumi(["preview", "--expect-no-changes"]);
+    expect(again.code, summary(again)).toBe(0);
   });
 
   it("with deny, refuses undeclared NodePort/LoadBalancer Services and hostPorts with the message, admits the rest", async () => {
