@@ -1,3 +1,4 @@
+import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { AdmissionGuard } from "../../components/admission-guard";
 import { admissionManifests, admissionPolicyName, untilGuardAdmits } from "../core/admission";
@@ -10,7 +11,7 @@ import type { Settings } from "../core/settings";
 /** The exposure guard at admission, when the stack's mode is not off (src/core/admission.ts). */
 export function guardAdmission(
   settings: Settings,
-  stack: { stack: string; contract: Contract; contractFile: string; selected: string[] },
+  stack: { stack: string; projectDir: string; contract: Contract; contractFile: string; selected: string[] },
   cluster: ClusterReader,
   plans: readonly ExposurePlan[],
   existing: ReadonlySet<string>,
@@ -18,7 +19,10 @@ export function guardAdmission(
 ): AdmissionGuard | undefined {
   const { mode, failurePolicy } = settings.admission;
   if (mode === "off") return undefined;
-  const manifests = admissionManifests({ ...stack, allowlist: settings.allowlist, mode, failurePolicy });
+  const { projectDir, contractFile, ...rest } = stack;
+  // Named relative to the project, as `exposure drift` does, whatever the working directory.
+  const contractInProject = path.relative(projectDir, path.resolve(contractFile));
+  const manifests = admissionManifests({ ...rest, contractFile: contractInProject, allowlist: settings.allowlist, mode, failurePolicy });
   const probe = cluster.dryRunCreateService?.bind(cluster);
   // Only `deny` can refuse our own Services, and only those still to be created can meet the old policy.
   const toCreate = plans.flatMap((p) =>

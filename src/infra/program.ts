@@ -119,7 +119,7 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
   const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
   const guard = guardAdmission(
     settings,
-    { stack: inputs.stack, contract, contractFile, selected: selection.entries.map((e) => e.name) },
+    { stack: inputs.stack, projectDir: inputs.projectDir, contract, contractFile, selected: selection.entries.map((e) => e.name) },
     cluster,
     resolution.plans,
     observedServices,

@@ -147,6 +147,8 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     await addNodes(cluster, [{ name: "e2e-node-b", ip: "127.0.0.11", ready: true }]);
     for (const ui of UIS) await addVendoredUi(cluster, { ...ui, node: "e2e-node-b" });
     await cluster.core.createNamespace({ body: { metadata: { name: "tools" } } });
+    // The ServiceAccount admission wants it before the first pod; the controller may be later.
+    await outcome(cluster.core.createNamespacedServiceAccount({ namespace: "tools", body: { metadata: { name: "default" } } }));
     await setCiliumConfig(cluster, "true");
     sandbox = makeSandbox(bin, cluster, providerVersions());
     writeContract([ARGOCD, LINEAGE]);
@@ -240,12 +242,15 @@ describe.sequential("e2e: the exposure guard at admission", () => {
       ),
     ).toContain("CronJob tools/nightly (pod template) declares hostPort 1234");
     // An admitted workload is not blocked later: scaling keeps the same hostPorts.
-    const ds = await apps.readNamespacedDaemonSet({ namespace: "tools", name: "agent" });
-    expect(
-      await outcome(
-        apps.replaceNamespacedDaemonSet({ namespace: "tools", name: "agent", body: { ...ds, metadata: { ...ds.metadata, labels: { touched: "yes" } } } }),
-      ),
-    ).toBe("admitted");
+    // (The DaemonSet controller writes its status meanwhile: retry on a version conflict.)
+    let relabel = "";
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const ds = await apps.readNamespacedDaemonSet({ namespace: "tools", name: "agent" });
+      const body = { ...ds, metadata: { ...ds.metadata, labels: { touched: "yes" } } };
+      relabel = await outcome(apps.replaceNamespacedDaemonSet({ namespace: "tools", name: "agent", body }));
+      if (!relabel.startsWith("409")) break;
+    }
+    expect(relabel).toBe("admitted");
   });
 
   it("exposure drift finds the guard clean, then stale after a hand edit; up puts it back", async () => {
