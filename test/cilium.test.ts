@@ -580,7 +580,9 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
   it("dirqual (cohabit): no release and no Cilium object; outputs what coexists", async () => {
     const out = await render({ projectDir, stack: "dirqual", cluster: readSnapshotFile(path.join(projectDir, "examples/dirqual-cluster.yaml")) });
     expect(out.releases).toEqual([]);
-    expect(out.objects.filter((o) => o.kind !== "Service" || (o.metadata as { namespace?: string }).namespace === "kube-system")).toEqual([]);
+    // Only our Services, and the exposure guard (dirqual: mode warn), which is not Cilium's.
+    const isGuard = (o: Record<string, unknown>) => o.apiVersion === "admissionregistration.k8s.io/v1";
+    expect(out.objects.filter((o) => !isGuard(o) && (o.kind !== "Service" || (o.metadata as { namespace?: string }).namespace === "kube-system"))).toEqual([]);
     const cilium = out.outputs.cilium as {
       mode: string;
       observed: Record<string, string>;

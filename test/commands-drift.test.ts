@@ -123,6 +123,33 @@ describe("summarisePreview", () => {
   });
 });
 
+describe("exposure drift: the exposure guard at admission", () => {
+  let guarded: TestProject;
+  beforeAll(() => {
+    guarded = makeProject({ bench: stackFile({ "ui-exposure:admission": { mode: "deny" } }) });
+  });
+  afterAll(() => guarded.remove());
+
+  it("exits 3 when the guard the contract generates is not in the cluster, and says what to do", async () => {
+    const c = capture(guarded.dir);
+    const run = createDriftCommand({
+      connect: async () => snapshot(healthyCluster()),
+      runPulumi: fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }).runner,
+    });
+    const code = await runCommand("drift", run, ["--stack", "bench"], c);
+    expect(code).toBe(3);
+    expect(c.out.join("\n")).toContain(
+      "exposure guard at admission (ui-exposure:admission.mode deny): 2 DRIFT\n  ValidatingAdmissionPolicy ui-exposure-guard-bench: absent from the cluster: run `pulumi up` to create it [admission-guard-missing]",
+    );
+  });
+
+  it("says nothing is in the cluster with the mode off (the default)", async () => {
+    const r = await drift(["--stack", "bench"], snapshot(healthyCluster()), fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }));
+    expect(r.code).toBe(0);
+    expect(r.out.join("\n")).toContain("exposure guard at admission (ui-exposure:admission.mode off): none in the cluster");
+  });
+});
+
 describe("exposure drift", () => {
   it("runs the preview with --refresh --expect-no-changes in the project, and exits 0 when it and the audit are clean", async () => {
     const pulumi = fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" });
@@ -139,7 +166,7 @@ describe("exposure drift", () => {
     expect(text).toContain("allowlist entries that matched nothing (stale?): kube-system/hubble-*");
     expect(text).toMatch(/argocd\s+nodePort\s+argocd\/argocd-nodeport\s+1\s+31001\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
     expect(text).toContain("4 MATCH, 0 DRIFT, 0 ABSENT");
-    // Services, Pods, EndpointSlices, Nodes: one list call each, whatever the size of the cluster.
+    // Services, Pods, EndpointSlices, Nodes, admission policies and bindings: one list call each, whatever the size of the cluster.
     expect(cluster.requests).toBe(4);
   });
 

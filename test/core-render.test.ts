@@ -45,7 +45,21 @@ describe("exposure render", () => {
     expect(out.releases).toEqual([]);
     expect(Object.keys(out.outputs.urls)).toEqual(["argocd", "grafana", "gitea", "dagster", "mlflow", "marquez-web", "k8s-dashboard", "portal"]);
     expect(out.outputs.urls["k8s-dashboard"]).toBe("https://10.67.2.11:<nodePort allocated on apply>");
-    expect(new Set(out.objects.map((o: { kind: string }) => o.kind))).toEqual(new Set(["Service"]));
+    // dirqual's exposure guard (mode warn) is part of what `up` applies.
+    expect(new Set(out.objects.map((o: { kind: string }) => o.kind))).toEqual(
+      new Set(["Service", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]),
+    );
+    const binding = out.objects.find((o: { kind: string }) => o.kind === "ValidatingAdmissionPolicyBinding");
+    expect(binding).toEqual({
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicyBinding",
+      metadata: {
+        name: "ui-exposure-guard-dirqual",
+        labels: { "app.kubernetes.io/managed-by": "ui-exposure" },
+        annotations: { "pulumi.com/patchForce": "true" },
+      },
+      spec: { policyName: "ui-exposure-guard-dirqual", validationActions: ["Warn"] },
+    });
     expect(out.outputs.cilium.mode).toBe("cohabit");
   });
 

@@ -1,6 +1,8 @@
 import { execFile } from "node:child_process";
+import * as path from "node:path";
+import { readAdmissionDrift } from "../../src/core/admission";
 import { type AuditResult, auditExposure } from "../../src/core/audit";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
 import { type Observation, observe } from "../../src/core/observe";
 import type { Command } from "../context";
@@ -142,17 +144,27 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
             ? { state: "failed", message: "the pulumi CLI is not on PATH; install it, or pass --skip-preview to run the cluster audit alone" }
             : summarisePreview(run),
         );
-    // The audit and the live verdicts read the cluster while the preview runs (a refresh takes a while).
+    // The audit, the live verdicts and the admission guard read the cluster while the preview runs (a refresh takes a while).
     const reading = Promise.all([
       readPublished(ctx, stack, undefined, readOutputs),
       connect(opened, timeoutMs).then(async (cluster) => {
-        const [services, pods, endpointSlices, nodes] = await Promise.all([
+        const { contract, selected, settings } = opened;
+        const [services, pods, endpointSlices, nodes, admission] = await Promise.all([
           cluster.listServices(),
           cluster.listPods(),
           cluster.listEndpointSlices(),
           cluster.listNodes(),
+          // The exposure guard at admission must be the one the contract generates now.
+          readAdmissionDrift(cluster, {
+            stack,
+            contract,
+            selected,
+            allowlist: settings.allowlist,
+            admission: settings.admission,
+            contractFile: path.relative(ctx.projectDir, path.resolve(opened.contractFile)),
+          }),
         ]);
-        return { source: cluster.source, observed: { services, pods, endpointSlices, nodes } };
+        return { source: cluster.source, observed: { services, pods, endpointSlices, nodes }, admission };
       }),
     ]);
     let read: Awaited<typeof reading>;
@@ -163,7 +175,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
       stopPreview.abort();
       throw err;
     }
-    const [published, { source, observed }] = read;
+    const [published, { source, observed, admission }] = read;
     // Without the stack outputs nothing proves which Services this stack created: only names are checked.
     const knownPublished = published.source.from === "unavailable" ? {} : { published: published.endpoints };
     const audit = auditExposure({
@@ -182,7 +194,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
     const preview = await previewing;
 
     const liveDrift = status.problems.length > 0 || status.entries.some((e) => e.exposure !== "none" && e.verdict !== "MATCH");
-    const drift = preview.state === "changes" || audit.undeclared.length > 0 || liveDrift;
+    const drift = preview.state === "changes" || audit.undeclared.length > 0 || liveDrift || admission.length > 0;
     if (values.json) {
       const doc: DriftDocument = {
         apiVersion: JSON_API_VERSION,
@@ -192,11 +204,13 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
         drift,
         preview,
         audit,
+        admission,
         status: { publishedOutputs: published.source, ...(status.node ? { node: status.node } : {}), entries: status.entries, problems: status.problems },
       };
       ctx.stdout(JSON.stringify(doc, null, 2));
     } else {
       ctx.stdout(formatDrift(stack, source, preview, audit, status));
+      ctx.stdout(formatAdmission(opened.settings.admission.mode, admission));
       if (published.source.from === "unavailable") {
         ctx.stderr(
           `exposure drift: published outputs unavailable (${published.source.reason}); the "changed since the last up" and ownership checks are skipped`,
@@ -256,4 +270,11 @@ export function formatDrift(stack: string, source: string, preview: PreviewSumma
   if (audit.unusedAllowlist.length) lines.push("", `allowlist entries that matched nothing (stale?): ${audit.unusedAllowlist.join(", ")}`);
   lines.push("", "live verdicts (as exposure status):", formatStatus(stack, source, status));
   return lines.join("\n");
+}
+
+/** The exposure guard's line(s): its mode, and whether the live policy is the contract's. */
+export function formatAdmission(mode: string, findings: readonly Finding[]): string {
+  const title = `exposure guard at admission (ui-exposure:admission.mode ${mode}):`;
+  if (findings.length === 0) return `\n${title} ${mode === "off" ? "none in the cluster" : "matches the contract"}`;
+  return [`\n${title} ${findings.length} DRIFT`, ...findings.map((f) => `  ${f.subject}: ${f.message} [${f.code}]`)].join("\n");
 }

@@ -109,7 +109,12 @@ export class LiveClusterReader implements ClusterReader {
    * The answer is read up to MAX_ANSWER_BYTES, and no part of its body ever goes into an
    * error (a Secrets answer would leak into messages, .env comments and --json).
    */
-  private async get(what: string, apiPath: string): Promise<{ status: number; body?: unknown }> {
+  private async get(
+    what: string,
+    apiPath: string,
+    /** POST a body instead; `errorBody` keeps the Status object of a refusal (never for Secret reads). */
+    send?: { method: "POST"; body: unknown; errorBody?: boolean },
+  ): Promise<{ status: number; body?: unknown }> {
     this.requests++;
     // Appended, not resolved: a server URL may carry a path prefix (a proxy in front of the API).
     const url = new URL(`${this.server.replace(/\/+$/, "")}${apiPath}`);
@@ -130,8 +135,8 @@ export class LiveClusterReader implements ClusterReader {
       };
       const req = (url.protocol === "http:" ? http : https).request(url, {
         ...options,
-        method: "GET",
-        headers: { ...options.headers, accept: "application/json" },
+        method: send?.method ?? "GET",
+        headers: { ...options.headers, accept: "application/json", ...(send ? { "content-type": "application/json" } : {}) },
       });
       const abort = () => {
         req.destroy();
@@ -145,7 +150,7 @@ export class LiveClusterReader implements ClusterReader {
       req.on("error", (err) => finish(() => reject(this.explain(what, err))));
       req.on("response", (res) => {
         const status = res.statusCode ?? 0;
-        if (status < 200 || status >= 300) {
+        if ((status < 200 || status >= 300) && !send?.errorBody) {
           res.resume();
           finish(() => resolve({ status }));
           abort();
@@ -176,7 +181,7 @@ export class LiveClusterReader implements ClusterReader {
           agent?.destroy();
         });
       });
-      req.end();
+      req.end(send ? JSON.stringify(send.body) : undefined);
     });
   }
 
@@ -236,6 +241,28 @@ export class LiveClusterReader implements ClusterReader {
   }
   async listSecrets(namespace: string) {
     return this.list<Secret>(`secrets in namespace ${namespace}`, "Secret", `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`);
+  }
+  async admissionApiResources() {
+    const what = "API discovery of admissionregistration.k8s.io/v1";
+    const answer = await this.get(what, "/apis/admissionregistration.k8s.io/v1");
+    if (answer.status === 404) return [];
+    if (answer.status !== 200) throw this.statusError(what, answer.status);
+    const resources = (answer.body as { resources?: unknown } | undefined)?.resources;
+    if (!Array.isArray(resources)) throw new UserError(`${this.source} answered ${what} without a resource list`);
+    return resources.flatMap((r) => (r && typeof r === "object" && typeof (r as { name?: unknown }).name === "string" ? [(r as { name: string }).name] : []));
+  }
+  async dryRunCreateService(service: Service): Promise<{ admitted: true } | { admitted: false; message: string }> {
+    const namespace = service.metadata.namespace ?? "default";
+    const what = `a dry-run create of Service ${namespace}/${service.metadata.name}`;
+    const answer = await this.get(what, `/api/v1/namespaces/${encodeURIComponent(namespace)}/services?dryRun=All`, {
+      method: "POST",
+      body: { apiVersion: "v1", kind: "Service", ...service },
+      errorBody: true,
+    });
+    // 409: it exists already, which storage says after admission admitted it.
+    if ((answer.status >= 200 && answer.status < 300) || answer.status === 409) return { admitted: true };
+    const message = (answer.body as { message?: unknown } | undefined)?.message;
+    return { admitted: false, message: typeof message === "string" ? message.slice(0, 2000) : `HTTP ${answer.status}` };
   }
   async listCustom(kind: CustomKind) {
     for (const version of kind.versions) {

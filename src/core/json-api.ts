@@ -58,6 +58,8 @@ export interface DriftDocument extends Document<"Drift"> {
   audit: AuditResult;
   /** The live per-entry verdicts, as `exposure status` gives them. */
   status: Pick<StatusDocument, "publishedOutputs" | "node" | "entries" | "problems">;
+  /** The exposure guard at admission: admission-guard-* findings (docs/commands.md); empty when it matches. */
+  admission: readonly Finding[];
 }
 
 export interface ProbeResultJson {

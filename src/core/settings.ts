@@ -74,6 +74,20 @@ const allowlistSchema = z.strictObject({
   hostPorts: z.array(z.string().regex(/^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, { message: "must be 'namespace/pod-name-or-prefix*:port'" })).default([]),
 });
 
+/**
+ * The exposure guard at admission (src/core/admission.ts): a ValidatingAdmissionPolicy
+ * generated from the contract and the allowlist. `off` creates nothing; `warn`, `audit` and
+ * `deny` are the binding's validationActions.
+ */
+const admissionSchema = z.strictObject({
+  mode: z.enum(["off", "warn", "audit", "deny"], { message: "mode must be 'off', 'warn', 'audit' or 'deny'" }).default("off"),
+  /**
+   * What the API server does when the policy cannot be evaluated (docs/commands.md): `Fail`
+   * applies the mode's action (deny refuses, warn warns); `Ignore` lets the object through.
+   */
+  failurePolicy: z.enum(["Fail", "Ignore"], { message: "failurePolicy must be 'Fail' or 'Ignore'" }).default("Fail"),
+});
+
 export const settingsSchema = z.strictObject({
   /** Contract file, relative to the project. Default: contract/endpoints.yaml, else the example. */
   contract: z.string().min(1).optional(),
@@ -87,6 +101,7 @@ export const settingsSchema = z.strictObject({
   cilium: ciliumSettingsSchema,
   portal: portalSchema.default({ enabled: false, namespace: "platform-portal", image: "node:20-alpine", createNamespace: true, skipAwait: false }),
   allowlist: allowlistSchema.default({ services: [], hostPorts: [] }),
+  admission: admissionSchema.default({ mode: "off", failurePolicy: "Fail" }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
   production: z.boolean().default(false),
   /** Allow entries whose Service (or hostPort pod) is in kube-system; refused by default. */
@@ -99,6 +114,7 @@ export type L4CiliumSettings = z.infer<typeof l4Schema>;
 export type CohabitCiliumSettings = z.infer<typeof cohabitSchema>;
 export type Allowlist = z.infer<typeof allowlistSchema>;
 export type PortalSettings = z.infer<typeof portalSchema>;
+export type AdmissionSettings = z.infer<typeof admissionSchema>;
 
 /**
  * Builds settings from the flat Pulumi config map (`{"ui-exposure:entries": "[...]"}`, the

@@ -5,6 +5,7 @@ import { Portal } from "../../components/portal";
 import { LiveClusterReader } from "../adapters/kube-live";
 import { bundlePortalServer } from "../adapters/portal-bundle";
 import { loadInputs } from "../adapters/stack-inputs";
+import { admissionApiProblem } from "../core/admission";
 import { type CiliumSummary, ciliumReads, planCilium } from "../core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../core/errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../core/kube/cluster";
@@ -12,6 +13,7 @@ import type { PublishedEndpoints } from "../core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, selectEntries, withStackServices } from "../core/plan";
 import { namespaceTakeoverRefusal, PORTAL_SERVICE_NAME, portalService } from "../core/portal/spec";
 import { kubeTarget } from "../core/settings";
+import { guardAdmission } from "./admission";
 
 export interface ProgramInputs {
   /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
@@ -96,8 +98,15 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
       ...(ciliumConfig ? { ciliumConfig } : {}),
     },
   );
-  const problems = [...("problems" in resolution ? resolution.problems : []), ...("problems" in ciliumPlan ? ciliumPlan.problems : []), ...portalIssues];
-  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0) {
+  // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
+  const admissionIssue = settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.admissionApiResources?.(), cluster.source);
+  const problems = [
+    ...("problems" in resolution ? resolution.problems : []),
+    ...("problems" in ciliumPlan ? ciliumPlan.problems : []),
+    ...portalIssues,
+    ...(admissionIssue ? [admissionIssue] : []),
+  ];
+  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0 || admissionIssue) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
@@ -132,6 +141,14 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
     );
   }
   // The NodePort Service mirroring the portal waits for the portal: it must not outlive a failed portal Service.
+  const guard = guardAdmission(
+    settings,
+    { stack: inputs.stack, projectDir: inputs.projectDir, contract, contractFile, selected: selection.entries.map((e) => e.name) },
+    cluster,
+    resolution.plans,
+    observedServices,
+  );
+  // Our NodePort Services are created only once the guard that must admit them is in effect.
   const published = resolution.plans.map((plan) => {
     let keepNodePort: number | undefined;
     if (plan.kind === "nodePort") {
@@ -139,11 +156,12 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
       if (decision.keep === undefined && decision.note) pulumi.log.warn(decision.note);
       keepNodePort = decision.keep;
     }
+    const dependsOn = [...(portal && mirrorsPortal(plan) ? [portal] : []), ...(guard ? [guard.effective] : [])];
     return publish(plan, resolution.node, {
       stack: inputs.stack,
       existing: observedServices,
       ...(keepNodePort !== undefined ? { keepNodePort } : {}),
-      ...(portal && mirrorsPortal(plan) ? { opts: { dependsOn: [portal] } } : {}),
+      ...(dependsOn.length ? { opts: { dependsOn } } : {}),
     });
   });
 

@@ -42,6 +42,18 @@ export interface ClusterReader {
   listSecrets(namespace: string): Promise<Secret[]>;
   /** Lists a custom kind; an absent CRD gives an empty list, not an error. */
   listCustom(kind: CustomKind): Promise<GenericObject[]>;
+  /**
+   * The resources the API serves under admissionregistration.k8s.io/v1 (API discovery; empty
+   * when that group version is not served), or undefined when the source cannot tell (a
+   * snapshot without an APIResourceList for it). Optional: readers without discovery omit it.
+   */
+  admissionApiResources?(): Promise<string[] | undefined>;
+  /**
+   * Server-side dry run of creating this Service: runs admission (the exposure guard
+   * included) and stores nothing. Only the live API has it; used to wait until a freshly
+   * updated guard is in effect before `up` creates the Services it admits.
+   */
+  dryRunCreateService?(service: Service): Promise<{ admitted: true } | { admitted: false; message: string }>;
 }
 
 type AnyObject = { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } };
@@ -122,6 +134,13 @@ export class SnapshotReader implements ClusterReader {
   }
   async listSecrets(namespace: string) {
     return this.ofKind<Secret>("Secret").filter((s) => s.metadata.namespace === namespace);
+  }
+  async admissionApiResources() {
+    this.requests++;
+    const list = this.objects.find(
+      (o) => o.kind === "APIResourceList" && (o as { groupVersion?: string }).groupVersion === "admissionregistration.k8s.io/v1",
+    ) as { resources?: { name?: string }[] } | undefined;
+    return list ? (list.resources ?? []).flatMap((r) => (typeof r.name === "string" ? [r.name] : [])) : undefined;
   }
   async listCustom(kind: CustomKind) {
     this.requests++;

@@ -1,0 +1,55 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import type { AdmissionManifests } from "../src/core/admission";
+
+export interface AdmissionGuardArgs {
+  /** The policy and binding generated from the contract (src/core/admission.ts). */
+  manifests: AdmissionManifests;
+  /**
+   * Resolves once the API server enforces the policy just applied (it picks changes up a
+   * moment after storing them). Called after every apply, never in a preview.
+   */
+  untilEffective?: () => Promise<void>;
+}
+
+/**
+ * The exposure guard at admission: a ValidatingAdmissionPolicy generated from the contract and
+ * the allowlist, and the binding that enforces it with the stack's mode. Regenerated on every
+ * `up`, removed by `destroy` (or by setting the mode to off).
+ */
+export class AdmissionGuard extends pulumi.ComponentResource {
+  public readonly policy: k8s.admissionregistration.v1.ValidatingAdmissionPolicy;
+  public readonly binding: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding;
+  /**
+   * This guard, once in effect: resources that must be admitted by the new policy (our NodePort
+   * Services) depend on it, so `up` never creates them against the previous policy.
+   */
+  public readonly effective: pulumi.Output<pulumi.Resource>;
+
+  constructor(name: string, args: AdmissionGuardArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("ui-exposure:admission:AdmissionGuard", name, { manifests: args.manifests }, opts);
+    const { policy, binding } = args.manifests;
+    // Both are ui-exposure's alone: after a hand edit, `up` takes the fields back.
+    const annotations = { "pulumi.com/patchForce": "true" };
+
+    this.policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+      `${name}-policy`,
+      { metadata: { ...policy.metadata, annotations }, spec: policy.spec },
+      // Cluster-scoped with a fixed name (drift reads it back): a replacement deletes first.
+      { parent: this, deleteBeforeReplace: true },
+    );
+    this.binding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+      `${name}-binding`,
+      { metadata: { ...binding.metadata, annotations }, spec: binding.spec },
+      { parent: this, deleteBeforeReplace: true, dependsOn: [this.policy] },
+    );
+
+    // URNs resolve once the engine has applied both (create or update).
+    this.effective = pulumi.all([this.policy.urn, this.binding.urn]).apply(async (): Promise<pulumi.Resource> => {
+      if (!pulumi.runtime.isDryRun() && args.untilEffective) await args.untilEffective();
+      return this;
+    });
+
+    this.registerOutputs({ policy: this.policy, binding: this.binding });
+  }
+}

@@ -1,0 +1,391 @@
+import type { Contract } from "./contract/schema";
+import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
+import { type Finding, finding } from "./findings";
+import type { ClusterReader, CustomKind } from "./kube/cluster";
+import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
+import { ourServiceName } from "./plan";
+import type { AdmissionSettings, Allowlist } from "./settings";
+
+/**
+ * The exposure guard at admission: a ValidatingAdmissionPolicy (CEL, evaluated by the API
+ * server itself, GA since Kubernetes 1.30) generated from the contract and the allowlist, so
+ * that undeclared exposure is refused (or warned about, or audited) before it exists instead
+ * of being found afterwards by `exposure drift`. It declares exactly what the audit
+ * (src/core/audit.ts) accepts, with the same allowlist matching.
+ */
+
+export const ADMISSION_GROUP_VERSION = "admissionregistration.k8s.io/v1";
+export const ADMISSION_POLICY_RESOURCE = "validatingadmissionpolicies";
+export const ADMISSION_BINDING_RESOURCE = "validatingadmissionpolicybindings";
+
+export const VALIDATING_ADMISSION_POLICIES: CustomKind = {
+  group: "admissionregistration.k8s.io",
+  versions: ["v1"],
+  plural: ADMISSION_POLICY_RESOURCE,
+  kind: "ValidatingAdmissionPolicy",
+};
+export const VALIDATING_ADMISSION_POLICY_BINDINGS: CustomKind = {
+  group: "admissionregistration.k8s.io",
+  versions: ["v1"],
+  plural: ADMISSION_BINDING_RESOURCE,
+  kind: "ValidatingAdmissionPolicyBinding",
+};
+
+export type AdmissionMode = AdmissionSettings["mode"];
+export type EnforcedMode = Exclude<AdmissionMode, "off">;
+
+/** ourServiceName(entry) is entry + this. */
+const NODE_PORT_SUFFIX = ourServiceName("");
+
+const VALIDATION_ACTIONS: Record<EnforcedMode, string[]> = { deny: ["Deny"], warn: ["Warn"], audit: ["Audit"] };
+
+/**
+ * The policy and its binding are cluster-scoped: one fixed name per stack (drift reads it
+ * back). Stack names may hold '_' or capitals, which object names may not.
+ */
+export function admissionPolicyName(stack: string): string {
+  const safe = stack
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]+/g, "-")
+    .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, "");
+  return `ui-exposure-guard-${safe || "stack"}`.slice(0, 253);
+}
+
+export interface AdmissionInput {
+  stack: string;
+  contract: Contract;
+  /** The exposed entries this stack publishes (as for the audit). */
+  selected: readonly string[];
+  allowlist: Allowlist;
+  mode: EnforcedMode;
+  failurePolicy: AdmissionSettings["failurePolicy"];
+  /** The contract file as the operator knows it ("contract/endpoints.yaml"), for the messages. */
+  contractFile: string;
+}
+
+export interface ResourceRule {
+  apiGroups: string[];
+  apiVersions: string[];
+  operations: string[];
+  resources: string[];
+}
+
+export interface PolicySpec {
+  failurePolicy: "Fail" | "Ignore";
+  matchConstraints: { resourceRules: ResourceRule[] };
+  variables: { name: string; expression: string }[];
+  validations: { expression: string; messageExpression: string; message: string; reason: string }[];
+}
+
+export interface BindingSpec {
+  policyName: string;
+  validationActions: string[];
+}
+
+interface Manifest<S> {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels: Record<string, string> };
+  spec: S;
+}
+
+export interface AdmissionManifests {
+  policy: Manifest<PolicySpec>;
+  binding: Manifest<BindingSpec>;
+}
+
+/** A CEL string literal (JSON's escapes are CEL's: \", \\, \n, \uXXXX). */
+const cel = (s: string) => JSON.stringify(s);
+const celList = (items: readonly string[]) => `[${items.map(cel).join(", ")}]`;
+const anyOf = (terms: readonly string[]) => (terms.length ? terms.map((t) => `(${t})`).join(" || ") : "false");
+
+/** Whether an allowlist pattern is a prefix ("namespace/prefix*") and the text it matches. */
+function splitPattern(pattern: string): { prefix: boolean; text: string } {
+  return pattern.endsWith("*") ? { prefix: true, text: pattern.slice(0, -1) } : { prefix: false, text: pattern };
+}
+
+/** Effective hostPort of a container port `p`: a hostNetwork pod holds every containerPort (API defaulting). */
+const effectiveHostPort = (p: string, hostNetwork: string) =>
+  `has(${p}.hostPort) && ${p}.hostPort != 0 ? ${p}.hostPort : (${hostNetwork} && has(${p}.containerPort) ? ${p}.containerPort : 0)`;
+
+const containersOf = (template: string) =>
+  `(has(${template}.spec.initContainers) ? ${template}.spec.initContainers : []) + (has(${template}.spec.containers) ? ${template}.spec.containers : [])`;
+
+/**
+ * The CEL condition "hostPort `h` of this pod (or pod template) is declared": by a contract
+ * hostPort entry of this stack (namespace, port, podSelector against the pod's labels), or
+ * by an allowlist entry "namespace/pod-prefix*:port". A pod template has no pod name yet: its
+ * pods are named "<workload>-...", so a prefix pattern declares them all when it is a prefix
+ * of "<namespace>/<workload>-" (variables.podKey); an exact pod name never matches a template.
+ */
+function hostPortDeclared(input: AdmissionInput, h: string): string {
+  const selected = new Set(input.selected);
+  const terms: string[] = [];
+  for (const e of input.contract.endpoints.filter((x) => selected.has(x.name)).filter(isHostPortEntry)) {
+    const selector = Object.entries(e.hostPort.podSelector ?? {}).map(([k, v]) => `${cel(k)} in variables.labels && variables.labels[${cel(k)}] == ${cel(v)}`);
+    terms.push([`request.namespace == ${cel(e.hostPort.namespace)}`, `${h} == ${e.hostPort.port}`, ...selector].join(" && "));
+  }
+  for (const pattern of input.allowlist.hostPorts) {
+    const colon = pattern.lastIndexOf(":");
+    const port = Number(pattern.slice(colon + 1));
+    const { prefix, text } = splitPattern(pattern.slice(0, colon));
+    terms.push(`${h} == ${port} && ${prefix ? `variables.podKey.startsWith(${cel(text)})` : `variables.isPod && variables.podKey == ${cel(text)}`}`);
+  }
+  return anyOf(terms);
+}
+
+function serviceDeclared(input: AdmissionInput): string {
+  const selected = new Set(input.selected);
+  const ours = input.contract.endpoints
+    .filter((e) => selected.has(e.name))
+    .filter(isNodePortEntry)
+    .map((e) => `${e.service.namespace}/${ourServiceName(e.name)}`);
+  const patterns = input.allowlist.services.map(splitPattern);
+  const exact = [...ours, ...patterns.filter((p) => !p.prefix).map((p) => p.text)];
+  const prefixes = patterns.filter((p) => p.prefix).map((p) => p.text);
+  const terms = [
+    ...(exact.length ? [`variables.serviceKey in ${celList([...new Set(exact)].sort())}`] : []),
+    ...(prefixes.length ? [`${celList(prefixes)}.exists(p, variables.serviceKey.startsWith(p))`] : []),
+  ];
+  return anyOf(terms);
+}
+
+/** Kinds whose pods (or pod templates) may hold a hostPort; a CronJob's is in its jobTemplate. */
+const templateOf = (obj: string) => `request.kind.kind == 'CronJob' ? ${obj}.spec.jobTemplate.spec.template : ${obj}.spec.template`;
+
+/** The policy and binding for a stack whose guard is on. Pure: same inputs, same objects. */
+export function admissionManifests(input: AdmissionInput): AdmissionManifests {
+  const name = admissionPolicyName(input.stack);
+  const labels = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
+  const stackFile = `Pulumi.${input.stack}.yaml`;
+  const notInContract = `is not in the ui-exposure contract of stack ${input.stack}`;
+  const serviceHelp = `: publish the UI through an entry of ${input.contractFile} (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of ${stackFile}`;
+  const hostPortHelp = `: declare it as a hostPort entry (namespace, port, podSelector) of ${input.contractFile}, or in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:port'`;
+  const oldTemplate = "variables.oldTemplate";
+
+  const variables = [
+    {
+      name: "name",
+      expression:
+        "has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : '')",
+    },
+    { name: "serviceKey", expression: "request.namespace + '/' + variables.name" },
+    { name: "serviceType", expression: "request.kind.kind == 'Service' && has(object.spec.type) ? object.spec.type : 'ClusterIP'" },
+    {
+      name: "oldServiceType",
+      expression: "request.operation == 'UPDATE' && oldObject != null && has(oldObject.spec.type) ? oldObject.spec.type : ''",
+    },
+    { name: "serviceDeclared", expression: serviceDeclared(input) },
+    {
+      // `pulumi preview` (and the preview `up` starts with) dry-runs the create of a Service the
+      // contract just gained, against the guard still in place: a dry run of a Service that
+      // presents itself as ours is admitted, since a dry run stores nothing. The real create is
+      // checked against the contract (the guard is updated before it).
+      name: "previewOfOurs",
+      expression: `has(request.dryRun) && request.dryRun && has(object.metadata.labels) && ${cel(MANAGED_BY_LABEL)} in object.metadata.labels && object.metadata.labels[${cel(MANAGED_BY_LABEL)}] == ${cel(MANAGED_BY_VALUE)} && ${cel(ENTRY_LABEL)} in object.metadata.labels && variables.name == object.metadata.labels[${cel(ENTRY_LABEL)}] + ${cel(NODE_PORT_SUFFIX)}`,
+    },
+    { name: "isPod", expression: "request.kind.kind == 'Pod'" },
+    { name: "template", expression: `variables.isPod ? object : (${templateOf("object")})` },
+    {
+      name: "labels",
+      expression: "has(variables.template.metadata) && has(variables.template.metadata.labels) ? variables.template.metadata.labels : {}",
+    },
+    { name: "podKey", expression: "request.namespace + '/' + variables.name + (variables.isPod ? '' : '-')" },
+    { name: "hostNetwork", expression: "has(variables.template.spec.hostNetwork) && variables.template.spec.hostNetwork" },
+    { name: "oldTemplate", expression: templateOf("oldObject") },
+    {
+      // hostPorts the workload already held before this UPDATE: not new exposure, and refusing
+      // them would block every later change (scaling, image bumps) of that workload.
+      name: "oldHostPorts",
+      expression: `request.operation != 'UPDATE' || variables.isPod || oldObject == null ? [] : (${containersOf(oldTemplate)}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", `(has(${oldTemplate}.spec.hostNetwork) && ${oldTemplate}.spec.hostNetwork)`)}) : [])`,
+    },
+    {
+      // One list per container (CEL has no flatten before 1.31): the undeclared hostPorts.
+      name: "undeclaredHostPorts",
+      expression: `(${containersOf("variables.template")}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", "variables.hostNetwork")}).filter(h, h != 0 && !(${hostPortDeclared(input, "h")}) && !variables.oldHostPorts.exists(l, h in l)) : [])`,
+    },
+  ];
+
+  const validations = [
+    {
+      // Any NodePort/LoadBalancer Service, created or changed to that type, must be declared.
+      // An UPDATE that keeps the type is left alone: it is not new exposure (drift reports it).
+      expression:
+        "request.kind.kind != 'Service' || !(variables.serviceType in ['NodePort', 'LoadBalancer']) || variables.serviceType == variables.oldServiceType || variables.serviceDeclared || variables.previewOfOurs",
+      messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ') ' + ${cel(notInContract + serviceHelp)}`,
+      message: `a NodePort or LoadBalancer Service ${notInContract}${serviceHelp}`,
+      reason: "Forbidden",
+    },
+    {
+      expression: "request.kind.kind == 'Service' || !variables.undeclaredHostPorts.exists(l, size(l) > 0)",
+      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + variables.undeclaredHostPorts.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ') + ', which ' + ${cel(notInContract + hostPortHelp)}`,
+      message: `a hostPort ${notInContract}${hostPortHelp}`,
+      reason: "Forbidden",
+    },
+  ];
+
+  const policy: Manifest<PolicySpec> = {
+    apiVersion: ADMISSION_GROUP_VERSION,
+    kind: "ValidatingAdmissionPolicy",
+    metadata: { name, labels },
+    spec: {
+      failurePolicy: input.failurePolicy,
+      matchConstraints: {
+        resourceRules: [
+          { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["services"] },
+          // A pod's ports cannot change after creation: CREATE is enough.
+          { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"] },
+          { apiGroups: ["apps"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["deployments", "statefulsets", "daemonsets"] },
+          { apiGroups: ["batch"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["jobs", "cronjobs"] },
+        ],
+      },
+      variables,
+      validations,
+    },
+  };
+  const binding: Manifest<BindingSpec> = {
+    apiVersion: ADMISSION_GROUP_VERSION,
+    kind: "ValidatingAdmissionPolicyBinding",
+    metadata: { name, labels },
+    spec: { policyName: name, validationActions: VALIDATION_ACTIONS[input.mode] },
+  };
+  return { policy, binding };
+}
+
+/**
+ * Why the cluster cannot hold the guard, from the resources its API serves under
+ * admissionregistration.k8s.io/v1 (undefined: not known, e.g. a snapshot without discovery).
+ */
+export function admissionApiProblem(served: readonly string[] | undefined, source: string): string | undefined {
+  if (served === undefined) return undefined;
+  const missing = [ADMISSION_POLICY_RESOURCE, ADMISSION_BINDING_RESOURCE].filter((r) => !served.includes(r));
+  if (missing.length === 0) return undefined;
+  return `ui-exposure:admission: ${source} does not serve ${missing.join(" and ")} in ${ADMISSION_GROUP_VERSION} (ValidatingAdmissionPolicy is GA from Kubernetes 1.30): upgrade the cluster, or set ui-exposure:admission.mode to off`;
+}
+
+/**
+ * Whether `live` holds everything `expected` says: fields the API server defaults (scope,
+ * matchPolicy, selectors...) may be added, nothing we set may differ, and lists keep their
+ * length (an extra validation added by hand is a difference).
+ */
+export function holdsAll(expected: unknown, live: unknown): boolean {
+  if (Array.isArray(expected)) {
+    return Array.isArray(live) && live.length === expected.length && expected.every((e, i) => holdsAll(e, live[i]));
+  }
+  if (expected !== null && typeof expected === "object") {
+    if (live === null || typeof live !== "object" || Array.isArray(live)) return false;
+    const l = live as Record<string, unknown>;
+    return Object.entries(expected as Record<string, unknown>).every(([k, v]) => holdsAll(v, l[k]));
+  }
+  return expected === live;
+}
+
+interface LiveObject {
+  metadata?: { name?: string };
+  spec?: unknown;
+}
+
+/**
+ * `exposure drift`'s check of the guard: the live policy and binding must be what the
+ * contract generates now (a policy left from an older contract refuses what the contract now
+ * declares, or admits what it no longer does). With the mode off, a guard still present is
+ * drift too: `up` removes it.
+ */
+export function admissionDrift(input: {
+  stack: string;
+  /** What `up` would apply now; undefined when the mode is off. */
+  expected: AdmissionManifests | undefined;
+  policies: readonly LiveObject[];
+  bindings: readonly LiveObject[];
+}): Finding[] {
+  const name = admissionPolicyName(input.stack);
+  const policy = input.policies.find((p) => p.metadata?.name === name);
+  const binding = input.bindings.find((b) => b.metadata?.name === name);
+  const findings: Finding[] = [];
+  if (!input.expected) {
+    for (const [kind, obj] of [
+      ["ValidatingAdmissionPolicy", policy],
+      ["ValidatingAdmissionPolicyBinding", binding],
+    ] as const) {
+      if (obj) {
+        findings.push(
+          finding(
+            "admission-guard-left-over",
+            "drift",
+            `${kind} ${name}`,
+            "ui-exposure:admission.mode is off but the guard is still in the cluster: run `pulumi up` to remove it",
+          ),
+        );
+      }
+    }
+    return findings;
+  }
+  const check = (kind: string, live: LiveObject | undefined, spec: unknown) => {
+    if (!live) {
+      findings.push(finding("admission-guard-missing", "drift", `${kind} ${name}`, "absent from the cluster: run `pulumi up` to create it"));
+    } else if (!holdsAll(spec, live.spec)) {
+      findings.push(
+        finding(
+          "admission-guard-stale",
+          "drift",
+          `${kind} ${name}`,
+          "differs from what the contract and the allowlist generate now (edited by hand, or an older contract): run `pulumi up` to regenerate it",
+        ),
+      );
+    }
+  };
+  check("ValidatingAdmissionPolicy", policy, input.expected.policy.spec);
+  check("ValidatingAdmissionPolicyBinding", binding, input.expected.binding.spec);
+  return findings;
+}
+
+export type AdmissionProbe = (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>;
+
+/**
+ * The API server applies a changed policy a moment after storing it (it recompiles policies
+ * from its watch about once a second): a Service created right after `up` updated the guard
+ * could still meet the previous policy. This waits until a server-side dry run of each Service
+ * `up` is about to create passes the guard (or `timeoutMs` elapses: the create itself then
+ * reports the refusal). Refusals by anything else are not ours to wait for.
+ * Returns the Services still refused by the guard (empty when all pass).
+ */
+export async function untilGuardAdmits(
+  probe: AdmissionProbe,
+  services: readonly Service[],
+  policyName: string,
+  opts: { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number },
+): Promise<string[]> {
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const now = opts.now ?? Date.now;
+  const end = now() + opts.timeoutMs;
+  let pending = [...services];
+  for (;;) {
+    const results = await Promise.all(pending.map(async (svc) => ({ svc, result: await probe(svc) })));
+    pending = results.filter(({ result }) => !result.admitted && result.message.includes(`'${policyName}'`)).map(({ svc }) => svc);
+    if (pending.length === 0 || now() >= end) return pending.map((s) => `${s.metadata.namespace}/${s.metadata.name}`);
+    await sleep(opts.intervalMs);
+  }
+}
+
+/**
+ * Reads the live guard and compares it with what `up` would apply now (one list call per
+ * kind). With the mode off, a cluster that cannot list the guard (no API, no RBAC) simply
+ * has none of ours: nothing to report.
+ */
+export async function readAdmissionDrift(
+  cluster: ClusterReader,
+  input: Omit<AdmissionInput, "mode" | "failurePolicy"> & { admission: AdmissionSettings },
+): Promise<Finding[]> {
+  const { admission, ...rest } = input;
+  const expected = admission.mode === "off" ? undefined : admissionManifests({ ...rest, mode: admission.mode, failurePolicy: admission.failurePolicy });
+  try {
+    const [policies, bindings] = await Promise.all([
+      cluster.listCustom(VALIDATING_ADMISSION_POLICIES),
+      cluster.listCustom(VALIDATING_ADMISSION_POLICY_BINDINGS),
+    ]);
+    return admissionDrift({ stack: input.stack, expected, policies, bindings });
+  } catch (err) {
+    if (expected) throw err;
+    return [];
+  }
+}

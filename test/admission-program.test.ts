@@ -1,0 +1,85 @@
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { afterEach, describe, expect, it } from "vitest";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import { uiExposure } from "../src/infra/program";
+import { benchServices, ciliumConfig, node, stackConfig } from "./fixtures";
+
+const projectDir = path.resolve(__dirname, "..");
+let registered: { type: string; name: string; inputs: Record<string, unknown> }[] = [];
+
+async function useMocks(preview: boolean) {
+  registered = [];
+  await pulumi.runtime.setMocks(
+    {
+      newResource: (args) => {
+        registered.push({ type: args.type, name: args.name, inputs: args.inputs });
+        return { id: `${args.name}-id`, state: args.inputs };
+      },
+      call: () => ({}),
+    },
+    "ui-exposure",
+    "test",
+    preview,
+  );
+}
+
+const resolve = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
+const discovery = (resources: string[]) => ({
+  kind: "APIResourceList",
+  groupVersion: "admissionregistration.k8s.io/v1",
+  resources: resources.map((name) => ({ name })),
+});
+const cluster = (extra: unknown[] = []) =>
+  new SnapshotReader([node("node-b", "127.0.0.12"), ...benchServices, ciliumConfig({ "kube-proxy-replacement": "true" }), ...extra]);
+
+describe("program: the exposure guard at admission", () => {
+  afterEach(() => pulumi.runtime.disconnect());
+
+  it("creates nothing with the default mode (off)", async () => {
+    await useMocks(false);
+    const out = await uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: cluster() });
+    await resolve(out.urls);
+    expect(registered.filter((r) => r.type.includes("admissionregistration"))).toEqual([]);
+  });
+
+  it("creates the policy and its binding before our NodePort Services, which wait for it", async () => {
+    await useMocks(false);
+    const config = stackConfig({ "ui-exposure:admission": { mode: "deny" } });
+    const out = await uiExposure({ projectDir, stack: "test", config, cluster: cluster() });
+    await resolve(out.urls);
+    const order = registered.map((r) => r.type.split(":").pop());
+    expect(order.filter((t) => t !== "ComponentResource" && t?.startsWith("Validating"))).toEqual([
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
+    ]);
+    expect(order.indexOf("ValidatingAdmissionPolicyBinding")).toBeLessThan(order.indexOf("Service"));
+    const policy = registered.find((r) => r.type === "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy");
+    expect(policy?.name).toBe("admission-policy");
+    if (!policy) throw new Error("no policy registered");
+    expect((policy.inputs.metadata as { name: string }).name).toBe("ui-exposure-guard-test");
+    const variables = (policy.inputs.spec as { variables: { name: string; expression: string }[] }).variables;
+    expect(variables.find((v) => v.name === "serviceDeclared")?.expression).toBe(
+      '(variables.serviceKey in ["argocd/argocd-nodeport", "gitea/gitea-nodeport", "monitoring/grafana-nodeport"])',
+    );
+    const binding = registered.find((r) => r.type === "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding");
+    expect(binding?.inputs.spec).toEqual({ policyName: "ui-exposure-guard-test", validationActions: ["Deny"] });
+  });
+
+  it("fails the preview, declaring nothing, on a cluster without the ValidatingAdmissionPolicy API", async () => {
+    await useMocks(true);
+    const config = stackConfig({ "ui-exposure:admission": { mode: "warn" } });
+    const run = uiExposure({ projectDir, stack: "test", config, cluster: cluster([discovery(["validatingwebhookconfigurations"])]) });
+    await expect(run).rejects.toThrow("does not serve validatingadmissionpolicies and validatingadmissionpolicybindings in admissionregistration.k8s.io/v1");
+    expect(registered).toEqual([]);
+  });
+
+  it("goes ahead on a cluster that serves the API", async () => {
+    await useMocks(true);
+    const config = stackConfig({ "ui-exposure:admission": { mode: "warn" } });
+    const api = discovery(["validatingadmissionpolicies", "validatingadmissionpolicies/status", "validatingadmissionpolicybindings"]);
+    const out = await uiExposure({ projectDir, stack: "test", config, cluster: cluster([api]) });
+    await resolve(out.urls);
+    expect(registered.some((r) => r.type.endsWith("ValidatingAdmissionPolicyBinding"))).toBe(true);
+  });
+});

@@ -1,0 +1,256 @@
+import { describe, expect, it } from "vitest";
+import {
+  type AdmissionInput,
+  admissionApiProblem,
+  admissionDrift,
+  admissionManifests,
+  admissionPolicyName,
+  holdsAll,
+  untilGuardAdmits,
+} from "../src/core/admission";
+import { contractSchema } from "../src/core/contract/schema";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import { parseSettings } from "../src/core/settings";
+import { service } from "./fixtures";
+
+const contract = contractSchema.parse({
+  version: 1,
+  endpoints: [
+    { name: "argo-cd", exposed: true, scheme: "http", service: { namespace: "argo-cd", name: "argocd-server", port: "http" } },
+    { name: "mlflow", exposed: true, scheme: "http", service: { namespace: "mlflow", name: "mlflow", port: 5000 } },
+    { name: "not-published", exposed: false, scheme: "http", service: { namespace: "x", name: "y", port: 80 } },
+    {
+      name: "lineage-api",
+      exposed: true,
+      scheme: "http",
+      hostPort: { namespace: "data-lineage", port: 8090, podSelector: { "app.kubernetes.io/name": "lineage-api" } },
+    },
+  ],
+});
+
+const input = (over: Partial<AdmissionInput> = {}): AdmissionInput => ({
+  stack: "dirqual",
+  contract,
+  selected: ["argo-cd", "lineage-api"],
+  allowlist: { services: ["kube-system/hubble-ui", "argocd/cilium-gateway-*"], hostPorts: ["kube-system/cilium-envoy-*:9964", "tools/debug-pod:2222"] },
+  mode: "deny",
+  failurePolicy: "Fail",
+  contractFile: "contract/endpoints.yaml",
+  ...over,
+});
+
+const variable = (m: ReturnType<typeof admissionManifests>, name: string) => m.policy.spec.variables.find((v) => v.name === name)?.expression;
+
+describe("admission policy generated from the contract", () => {
+  it("names the policy and the binding after the stack, as a valid object name", () => {
+    expect(admissionPolicyName("dirqual")).toBe("ui-exposure-guard-dirqual");
+    expect(admissionPolicyName("Team_Bench.2")).toBe("ui-exposure-guard-team-bench.2");
+    const m = admissionManifests(input());
+    expect(m.policy.metadata.name).toBe("ui-exposure-guard-dirqual");
+    expect(m.binding.spec).toEqual({ policyName: "ui-exposure-guard-dirqual", validationActions: ["Deny"] });
+    expect(m.policy.metadata.labels).toEqual({ "app.kubernetes.io/managed-by": "ui-exposure" });
+  });
+
+  it("maps each mode to the binding's validationActions", () => {
+    expect(admissionManifests(input({ mode: "warn" })).binding.spec.validationActions).toEqual(["Warn"]);
+    expect(admissionManifests(input({ mode: "audit" })).binding.spec.validationActions).toEqual(["Audit"]);
+    expect(admissionManifests(input({ mode: "deny" })).binding.spec.validationActions).toEqual(["Deny"]);
+    expect(admissionManifests(input({ failurePolicy: "Ignore" })).policy.spec.failurePolicy).toBe("Ignore");
+  });
+
+  it("admits our <entry>-nodeport Service of each published entry (names with dashes) and the allowlisted Services", () => {
+    expect(variable(admissionManifests(input()), "serviceDeclared")).toBe(
+      '(variables.serviceKey in ["argo-cd/argo-cd-nodeport", "kube-system/hubble-ui"]) || (["argocd/cilium-gateway-"].exists(p, variables.serviceKey.startsWith(p)))',
+    );
+  });
+
+  it("admits the dry run (pulumi preview) of a Service presenting itself as ours, never its real create", () => {
+    const m = admissionManifests(input());
+    expect(variable(m, "previewOfOurs")).toBe(
+      'has(request.dryRun) && request.dryRun && has(object.metadata.labels) && "app.kubernetes.io/managed-by" in object.metadata.labels && object.metadata.labels["app.kubernetes.io/managed-by"] == "ui-exposure" && "ui-exposure.io/entry" in object.metadata.labels && variables.name == object.metadata.labels["ui-exposure.io/entry"] + "-nodeport"',
+    );
+    expect(m.policy.spec.validations[0]?.expression).toContain("|| variables.previewOfOurs");
+  });
+
+  it("declares nothing when neither the contract nor the allowlist does", () => {
+    const m = admissionManifests(input({ selected: [], allowlist: { services: [], hostPorts: [] } }));
+    expect(variable(m, "serviceDeclared")).toBe("false");
+    expect(variable(m, "undeclaredHostPorts")).toContain("h != 0 && !(false)");
+  });
+
+  it("declares contract hostPorts by namespace, port and podSelector, allowlisted ones by pod name or prefix", () => {
+    const hostPorts = variable(admissionManifests(input()), "undeclaredHostPorts");
+    expect(hostPorts).toContain(
+      '(request.namespace == "data-lineage" && h == 8090 && "app.kubernetes.io/name" in variables.labels && variables.labels["app.kubernetes.io/name"] == "lineage-api")',
+    );
+    expect(hostPorts).toContain('(h == 9964 && variables.podKey.startsWith("kube-system/cilium-envoy-"))');
+    // An exact pod name never declares a pod template (its pods get generated names).
+    expect(hostPorts).toContain('(h == 2222 && variables.isPod && variables.podKey == "tools/debug-pod")');
+  });
+
+  it("leaves out the entries this stack does not publish", () => {
+    const m = admissionManifests(input({ selected: ["lineage-api"] }));
+    expect(variable(m, "serviceDeclared")).not.toContain("argo-cd-nodeport");
+    expect(JSON.stringify(m)).not.toContain("mlflow");
+  });
+
+  it("quotes every value as a CEL string literal", () => {
+    const m = admissionManifests(input({ contractFile: 'odd "dir"\\contract.yaml' }));
+    expect(m.policy.spec.validations[0]?.messageExpression).toContain('odd \\"dir\\"\\\\contract.yaml');
+  });
+
+  it("matches Services (create, update), Pods (create) and the pod templates of workloads", () => {
+    expect(admissionManifests(input()).policy.spec.matchConstraints.resourceRules).toEqual([
+      { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["services"] },
+      { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"] },
+      { apiGroups: ["apps"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["deployments", "statefulsets", "daemonsets"] },
+      { apiGroups: ["batch"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["jobs", "cronjobs"] },
+    ]);
+  });
+
+  it("says in its messages that the object is not in the contract and where to declare it", () => {
+    const [svc, hostPort] = admissionManifests(input()).policy.spec.validations;
+    expect(svc?.messageExpression).toBe(
+      "'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ') ' + \"is not in the ui-exposure contract of stack dirqual: publish the UI through an entry of contract/endpoints.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.dirqual.yaml\"",
+    );
+    expect(hostPort?.message).toBe(
+      "a hostPort is not in the ui-exposure contract of stack dirqual: declare it as a hostPort entry (namespace, port, podSelector) of contract/endpoints.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.dirqual.yaml as 'namespace/pod-prefix*:port'",
+    );
+    expect(svc?.reason).toBe("Forbidden");
+  });
+
+  it("is the same for the same inputs (no diff on an unchanged contract)", () => {
+    expect(JSON.stringify(admissionManifests(input()))).toBe(JSON.stringify(admissionManifests(input())));
+  });
+});
+
+describe("admission settings", () => {
+  it("defaults to off with failurePolicy Fail", () => {
+    const s = parseSettings({ "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }) }, "Pulumi.x.yaml");
+    expect(s.admission).toEqual({ mode: "off", failurePolicy: "Fail" });
+  });
+
+  it("rejects an unknown mode with the setting's path", () => {
+    expect(() =>
+      parseSettings(
+        { "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }), "ui-exposure:admission": JSON.stringify({ mode: "enforce" }) },
+        "Pulumi.x.yaml",
+      ),
+    ).toThrow("ui-exposure:admission.mode: mode must be 'off', 'warn', 'audit' or 'deny'");
+  });
+});
+
+describe("admission API discovery", () => {
+  it("says what is missing and what to do", () => {
+    expect(admissionApiProblem(["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], "context old (https://127.0.0.1:6443)")).toBe(
+      "ui-exposure:admission: context old (https://127.0.0.1:6443) does not serve validatingadmissionpolicies and validatingadmissionpolicybindings in admissionregistration.k8s.io/v1 (ValidatingAdmissionPolicy is GA from Kubernetes 1.30): upgrade the cluster, or set ui-exposure:admission.mode to off",
+    );
+    expect(admissionApiProblem(["validatingadmissionpolicies", "validatingadmissionpolicybindings"], "x")).toBeUndefined();
+    expect(admissionApiProblem(undefined, "snapshot")).toBeUndefined();
+  });
+
+  it("a snapshot answers from its APIResourceList, or does not know", async () => {
+    expect(await new SnapshotReader([]).admissionApiResources()).toBeUndefined();
+    const withDiscovery = new SnapshotReader([
+      { kind: "APIResourceList", groupVersion: "admissionregistration.k8s.io/v1", resources: [{ name: "validatingwebhookconfigurations" }] },
+    ]);
+    expect(await withDiscovery.admissionApiResources()).toEqual(["validatingwebhookconfigurations"]);
+  });
+});
+
+describe("admission drift", () => {
+  const expected = admissionManifests(input());
+  // What the API server returns: our fields plus its defaults.
+  const live = (spec: object) => ({ metadata: { name: "ui-exposure-guard-dirqual" }, spec });
+  const defaulted = {
+    ...expected.policy.spec,
+    matchConstraints: {
+      ...expected.policy.spec.matchConstraints,
+      matchPolicy: "Equivalent",
+      namespaceSelector: {},
+      objectSelector: {},
+      resourceRules: expected.policy.spec.matchConstraints.resourceRules.map((r) => ({ ...r, scope: "*" })),
+    },
+  };
+
+  it("is clean when the live guard holds what the contract generates (server defaults aside)", () => {
+    expect(admissionDrift({ stack: "dirqual", expected, policies: [live(defaulted)], bindings: [live(expected.binding.spec)] })).toEqual([]);
+  });
+
+  it("reports a policy from an older contract as stale, and a missing binding", () => {
+    const older = admissionManifests(input({ selected: ["lineage-api"] }));
+    expect(
+      admissionDrift({ stack: "dirqual", expected, policies: [live(older.policy.spec)], bindings: [] }).map((f) => [f.code, f.severity, f.subject]),
+    ).toEqual([
+      ["admission-guard-stale", "drift", "ValidatingAdmissionPolicy ui-exposure-guard-dirqual"],
+      ["admission-guard-missing", "drift", "ValidatingAdmissionPolicyBinding ui-exposure-guard-dirqual"],
+    ]);
+  });
+
+  it("reports a validation added by hand, and a guard left behind once the mode is off", () => {
+    const edited = { ...defaulted, validations: [...defaulted.validations, { expression: "true" }] };
+    expect(admissionDrift({ stack: "dirqual", expected, policies: [live(edited)], bindings: [live(expected.binding.spec)] })[0]?.code).toBe(
+      "admission-guard-stale",
+    );
+    expect(admissionDrift({ stack: "dirqual", expected: undefined, policies: [live(defaulted)], bindings: [] }).map((f) => f.code)).toEqual([
+      "admission-guard-left-over",
+    ]);
+    expect(admissionDrift({ stack: "dirqual", expected: undefined, policies: [], bindings: [] })).toEqual([]);
+  });
+
+  it("compares lists by length and objects by the fields expected", () => {
+    expect(holdsAll({ a: [1, 2] }, { a: [1, 2], b: 3 })).toBe(true);
+    expect(holdsAll({ a: [1, 2] }, { a: [1, 2, 3] })).toBe(false);
+    expect(holdsAll({ a: { b: "x" } }, { a: null })).toBe(false);
+  });
+});
+
+describe("waiting until the guard admits our Services", () => {
+  const svc = service("argo-cd", "argo-cd-nodeport", { type: "NodePort" });
+  const refusal =
+    "admission webhook denied: ValidatingAdmissionPolicy 'ui-exposure-guard-dirqual' with binding 'ui-exposure-guard-dirqual' denied request: ...";
+
+  it("polls until the dry run passes the guard", async () => {
+    let calls = 0;
+    const refused = await untilGuardAdmits(
+      async () => (++calls < 3 ? { admitted: false, message: refusal } : { admitted: true }),
+      [svc],
+      "ui-exposure-guard-dirqual",
+      {
+        timeoutMs: 10_000,
+        intervalMs: 1,
+        sleep: async () => {},
+      },
+    );
+    expect(refused).toEqual([]);
+    expect(calls).toBe(3);
+  });
+
+  it("does not wait on refusals from anything else, and gives up after the timeout", async () => {
+    let calls = 0;
+    const other = await untilGuardAdmits(
+      async () => {
+        calls++;
+        return { admitted: false, message: 'namespaces "argo-cd" not found' };
+      },
+      [svc],
+      "ui-exposure-guard-dirqual",
+      {
+        timeoutMs: 10_000,
+        intervalMs: 1,
+        sleep: async () => {},
+      },
+    );
+    expect([other, calls]).toEqual([[], 1]);
+    let t = 0;
+    const stuck = await untilGuardAdmits(async () => ({ admitted: false, message: refusal }), [svc], "ui-exposure-guard-dirqual", {
+      timeoutMs: 1000,
+      intervalMs: 250,
+      sleep: async (ms) => {
+        t += ms;
+      },
+      now: () => t,
+    });
+    expect([stuck, t]).toEqual([["argo-cd/argo-cd-nodeport"], 1000]);
+  });
+});

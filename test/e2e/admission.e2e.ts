@@ -1,0 +1,308 @@
+// The exposure guard at admission against the real API server: the ValidatingAdmissionPolicy
+// that `pulumi up` generates from the contract is evaluated by kube-apiserver itself (CEL),
+// so every expression here runs for real, with the users' commands (up, destroy, drift).
+import * as fs from "node:fs";
+import * as https from "node:https";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { addNodes, addVendoredUi, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "./harness";
+
+type ClientNode = Cluster["lib"];
+const POLICY = "ui-exposure-guard-sandbox";
+const UIS = [
+  {
+    namespace: "argocd",
+    service: "argocd-server",
+    selector: { "app.kubernetes.io/name": "argocd-server" },
+    portName: "http",
+    port: 80,
+    targetPort: 8080,
+    podIP: "10.244.0.11",
+  },
+  {
+    namespace: "gitea",
+    service: "gitea-http",
+    selector: { "app.kubernetes.io/name": "gitea" },
+    portName: "http",
+    port: 3000,
+    targetPort: 3000,
+    podIP: "10.244.0.12",
+  },
+];
+const ARGOCD = { name: "argocd", exposed: true, scheme: "http", service: { namespace: "argocd", name: "argocd-server", port: "http" } };
+const GITEA = { name: "gitea", exposed: true, scheme: "http", service: { namespace: "gitea", name: "gitea-http", port: "http" } };
+const LINEAGE = {
+  name: "lineage-api",
+  exposed: true,
+  scheme: "http",
+  hostPort: { namespace: "tools", port: 8090, podSelector: { "app.kubernetes.io/name": "lineage-api" } },
+};
+
+let cluster: Cluster;
+let sandbox: Sandbox;
+let kc: InstanceType<ClientNode["KubeConfig"]>;
+let apps: InstanceType<ClientNode["AppsV1Api"]>;
+let batch: InstanceType<ClientNode["BatchV1Api"]>;
+let admission: InstanceType<ClientNode["AdmissionregistrationV1Api"]>;
+
+const summary = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`;
+
+function writeContract(endpoints: unknown[]) {
+  fs.writeFileSync(path.join(sandbox.dir, "contract/e2e.yaml"), stringify({ version: 1, endpoints }));
+}
+
+function stack(mode: string) {
+  return {
+    "kubernetes:context": "e2e",
+    "ui-exposure:contract": "contract/e2e.yaml",
+    "ui-exposure:cilium": { mode: "cohabit" },
+    "ui-exposure:allowlist": { services: ["tools/allowed-*"], hostPorts: ["tools/agent-*:9964", "tools/debug-pod:2222"] },
+    "ui-exposure:admission": { mode },
+  };
+}
+
+/** The message of the API server's refusal, or "admitted". */
+async function outcome(request: Promise<unknown>): Promise<string> {
+  try {
+    await request;
+    return "admitted";
+  } catch (err) {
+    const e = err as { code?: number; body?: unknown };
+    const body = typeof e.body === "string" ? e.body : JSON.stringify(e.body);
+    try {
+      return `${e.code}: ${(JSON.parse(body) as { message?: string }).message}`;
+    } catch {
+      return `${e.code}: ${body}`;
+    }
+  }
+}
+
+const svc = (name: string, type: string) => ({
+  metadata: { name },
+  spec: { type, selector: { app: name }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
+});
+const podSpec = (ports: { containerPort: number; hostPort?: number }[], extra: Record<string, unknown> = {}) => ({
+  automountServiceAccountToken: false,
+  containers: [{ name: "main", image: "example.invalid/x:1", ports }],
+  ...extra,
+});
+const pod = (
+  name: string,
+  ports: { containerPort: number; hostPort?: number }[],
+  labels: Record<string, string> = {},
+  extra: Record<string, unknown> = {},
+) => ({
+  metadata: { name, labels },
+  spec: podSpec(ports, extra),
+});
+const workload = (name: string, ports: { containerPort: number; hostPort?: number }[]) => ({
+  metadata: { name },
+  spec: { selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: podSpec(ports) } },
+});
+
+/** Creates a Service by a raw request and returns the API server's Warning headers (kubectl shows them the same way). */
+async function createWithWarnings(namespace: string, body: unknown): Promise<{ status: number; warnings: string[] }> {
+  const server = new URL(cluster.server);
+  const opts: https.RequestOptions = {
+    method: "POST",
+    hostname: server.hostname,
+    port: server.port,
+    path: `/api/v1/namespaces/${namespace}/services`,
+    headers: { "content-type": "application/json" },
+  };
+  await kc.applyToHTTPSOptions(opts);
+  return new Promise((resolve, reject) => {
+    const req = https.request(opts, (res) => {
+      res.resume();
+      res.on("end", () => {
+        const w = res.headers.warning;
+        resolve({ status: res.statusCode ?? 0, warnings: w === undefined ? [] : Array.isArray(w) ? w : [w] });
+      });
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe.sequential("e2e: the exposure guard at admission", () => {
+  beforeAll(async () => {
+    const bin = toolchainBin();
+    cluster = await startCluster(bin);
+    kc = new cluster.lib.KubeConfig();
+    kc.loadFromFile(cluster.kubeconfig);
+    apps = kc.makeApiClient(cluster.lib.AppsV1Api);
+    batch = kc.makeApiClient(cluster.lib.BatchV1Api);
+    admission = kc.makeApiClient(cluster.lib.AdmissionregistrationV1Api);
+    await addNodes(cluster, [{ name: "e2e-node-b", ip: "127.0.0.11", ready: true }]);
+    for (const ui of UIS) await addVendoredUi(cluster, { ...ui, node: "e2e-node-b" });
+    await cluster.core.createNamespace({ body: { metadata: { name: "tools" } } });
+    // The ServiceAccount admission wants it before the first pod; the controller may be later.
+    await outcome(cluster.core.createNamespacedServiceAccount({ namespace: "tools", body: { metadata: { name: "default" } } }));
+    await setCiliumConfig(cluster, "true");
+    sandbox = makeSandbox(bin, cluster, providerVersions());
+    writeContract([ARGOCD, LINEAGE]);
+    sandbox.writeStack(stack("deny"));
+  }, 600_000);
+
+  afterAll(() => {
+    cluster?.stop();
+    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
+  });
+
+  it("with deny, the first up creates the guard and then our Service, which the guard admits", async () => {
+    const up = sandbox.pulumi(["up", "--yes"]);
+    expect(up.code, summary(up)).toBe(0);
+    const policy = await admission.readValidatingAdmissionPolicy({ name: POLICY });
+    // The API server compiled every expression: no type-checking warning on the kinds it matches.
+    expect(policy.spec?.validations?.length).toBe(2);
+    const binding = await admission.readValidatingAdmissionPolicyBinding({ name: POLICY });
+    expect(binding.spec?.validationActions).toEqual(["Deny"]);
+    const ours = await cluster.core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
+    expect(ours.spec?.type).toBe("NodePort");
+    // The guard is stable: nothing to change on the next preview.
+    const again = sandbox.pulumi(["preview", "--expect-no-changes"]);
+    expect(again.code, summary(again)).toBe(0);
+  });
+
+  it("with deny, refuses undeclared NodePort/LoadBalancer Services and hostPorts with the message, admits the rest", async () => {
+    const refusedService = `403: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Service tools/debug (type NodePort) is not in the ui-exposure contract of stack sandbox: publish the UI through an entry of contract/e2e.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.sandbox.yaml`;
+    const hostPortHelp =
+      "which is not in the ui-exposure contract of stack sandbox: declare it as a hostPort entry (namespace, port, podSelector) of contract/e2e.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.sandbox.yaml as 'namespace/pod-prefix*:port'";
+    const core = cluster.core;
+    const create = (body: unknown) => outcome(core.createNamespacedService({ namespace: "tools", body: body as never }));
+    const createPod = (body: unknown) => outcome(core.createNamespacedPod({ namespace: "tools", body: body as never }));
+
+    expect(await create(svc("debug", "NodePort"))).toBe(refusedService);
+    expect(await create(svc("lb", "LoadBalancer"))).toContain("denied request: Service tools/lb (type LoadBalancer) is not in the ui-exposure contract");
+    expect(await create(svc("plain", "ClusterIP"))).toBe("admitted");
+    expect(await create(svc("allowed-ui", "NodePort"))).toBe("admitted");
+    // Our own name in another namespace is not ours.
+    expect(await create(svc("argocd-nodeport", "NodePort"))).toContain("Service tools/argocd-nodeport (type NodePort) is not in");
+    // A server-side dry run of a Service presenting itself as ours passes (what `pulumi preview`
+    // does for an entry just added); the real create of the same object does not.
+    const lookAlike = {
+      ...svc("x-nodeport", "NodePort"),
+      metadata: { name: "x-nodeport", labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "x" } },
+    };
+    expect(await outcome(core.createNamespacedService({ namespace: "tools", body: lookAlike as never, dryRun: "All" }))).toBe("admitted");
+    expect(await create(lookAlike)).toContain("Service tools/x-nodeport (type NodePort) is not in");
+    // Changing an existing Service to NodePort is refused too.
+    const plain = await core.readNamespacedService({ namespace: "tools", name: "plain" });
+    expect(
+      await outcome(core.replaceNamespacedService({ namespace: "tools", name: "plain", body: { ...plain, spec: { ...plain.spec, type: "NodePort" } } })),
+    ).toContain("Service tools/plain (type NodePort) is not in the ui-exposure contract");
+
+    expect(await createPod(pod("hp", [{ containerPort: 8080, hostPort: 9999 }]))).toBe(
+      `403: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Pod tools/hp declares hostPort 9999, ${hostPortHelp}`,
+    );
+    expect(await createPod(pod("no-hostport", [{ containerPort: 8080 }]))).toBe("admitted");
+    // hostNetwork: every containerPort is a hostPort.
+    expect(await createPod(pod("hostnet", [{ containerPort: 7070 }], {}, { hostNetwork: true }))).toContain("Pod tools/hostnet declares hostPort 7070,");
+    // The contract's hostPort entry: namespace, port and podSelector.
+    expect(await createPod(pod("lineage-api-0", [{ containerPort: 8090, hostPort: 8090 }], { "app.kubernetes.io/name": "lineage-api" }))).toBe("admitted");
+    expect(await createPod(pod("impostor", [{ containerPort: 8090, hostPort: 8090 }], { "app.kubernetes.io/name": "other" }))).toContain(
+      "Pod tools/impostor declares hostPort 8090,",
+    );
+    // The allowlist: an exact pod name, a prefix (with a generated name too).
+    expect(await createPod(pod("debug-pod", [{ containerPort: 2222, hostPort: 2222 }]))).toBe("admitted");
+    expect(await createPod({ metadata: { generateName: "agent-" }, spec: podSpec([{ containerPort: 9964, hostPort: 9964 }]) })).toBe("admitted");
+
+    // Pod templates of workloads, refused before any pod exists.
+    expect(
+      await outcome(apps.createNamespacedDeployment({ namespace: "tools", body: workload("web", [{ containerPort: 80, hostPort: 8081 }]) as never })),
+    ).toContain("Deployment tools/web (pod template) declares hostPort 8081, which is not in the ui-exposure contract");
+    expect(
+      await outcome(apps.createNamespacedDaemonSet({ namespace: "tools", body: workload("agent", [{ containerPort: 9964, hostPort: 9964 }]) as never })),
+    ).toBe("admitted");
+    const db = workload("db", [{ containerPort: 5432, hostPort: 5432 }]);
+    expect(
+      await outcome(apps.createNamespacedStatefulSet({ namespace: "tools", body: { ...db, spec: { ...db.spec, serviceName: "db" } } as never })),
+    ).toContain("StatefulSet tools/db (pod template) declares hostPort 5432");
+    const jobTemplate = { template: { spec: { ...podSpec([{ containerPort: 1234, hostPort: 1234 }]), restartPolicy: "Never" } } };
+    expect(await outcome(batch.createNamespacedJob({ namespace: "tools", body: { metadata: { name: "once" }, spec: jobTemplate } as never }))).toContain(
+      "Job tools/once (pod template) declares hostPort 1234",
+    );
+    expect(
+      await outcome(
+        batch.createNamespacedCronJob({
+          namespace: "tools",
+          body: { metadata: { name: "nightly" }, spec: { schedule: "0 3 * * *", jobTemplate: { spec: jobTemplate } } } as never,
+        }),
+      ),
+    ).toContain("CronJob tools/nightly (pod template) declares hostPort 1234");
+    // An admitted workload is not blocked later: scaling keeps the same hostPorts.
+    // (The DaemonSet controller writes its status meanwhile: retry on a version conflict.)
+    let relabel = "";
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const ds = await apps.readNamespacedDaemonSet({ namespace: "tools", name: "agent" });
+      const body = { ...ds, metadata: { ...ds.metadata, labels: { touched: "yes" } } };
+      relabel = await outcome(apps.replaceNamespacedDaemonSet({ namespace: "tools", name: "agent", body }));
+      if (!relabel.startsWith("409")) break;
+    }
+    expect(relabel).toBe("admitted");
+  });
+
+  it("exposure drift finds the guard clean, then stale after a hand edit; up puts it back", async () => {
+    const clean = sandbox.exposure(["drift", "--stack", "sandbox", "--skip-preview", "--json"]);
+    expect(JSON.parse(clean.stdout).admission, summary(clean)).toEqual([]);
+    const live = await admission.readValidatingAdmissionPolicy({ name: POLICY });
+    await admission.replaceValidatingAdmissionPolicy({
+      name: POLICY,
+      body: { ...live, spec: { ...live.spec, validations: live.spec?.validations?.slice(0, 1) } },
+    });
+    const stale = sandbox.exposure(["drift", "--stack", "sandbox", "--skip-preview", "--json"]);
+    expect(stale.code, summary(stale)).toBe(3);
+    expect(JSON.parse(stale.stdout).admission.map((f: { code: string; subject: string }) => `${f.code} ${f.subject}`)).toEqual([
+      `admission-guard-stale ValidatingAdmissionPolicy ${POLICY}`,
+    ]);
+    const up = sandbox.pulumi(["up", "--yes", "--refresh"]);
+    expect(up.code, summary(up)).toBe(0);
+    expect(sandbox.exposure(["drift", "--stack", "sandbox", "--skip-preview"]).stdout).toContain(
+      "exposure guard at admission (ui-exposure:admission.mode deny): matches the contract",
+    );
+  });
+
+  it("adding an entry to the contract and running up admits its Service in deny mode (the guard is updated first)", async () => {
+    writeContract([ARGOCD, LINEAGE, GITEA]);
+    // The preview dry-runs the new Service against the guard still in place: it must pass.
+    const preview = sandbox.pulumi(["preview"]);
+    expect(preview.code, summary(preview)).toBe(0);
+    const up = sandbox.pulumi(["up", "--yes"]);
+    expect(up.code, summary(up)).toBe(0);
+    expect((await cluster.core.readNamespacedService({ namespace: "gitea", name: "gitea-nodeport" })).spec?.type).toBe("NodePort");
+  });
+
+  it("with warn, the same undeclared Service is admitted and the warning returned", async () => {
+    sandbox.writeStack(stack("warn"));
+    const up = sandbox.pulumi(["up", "--yes"]);
+    expect(up.code, summary(up)).toBe(0);
+    expect((await admission.readValidatingAdmissionPolicyBinding({ name: POLICY })).spec?.validationActions).toEqual(["Warn"]);
+    // The API server applies a changed binding a moment later.
+    const created = await waitFor("the warning", async () => {
+      const r = await createWithWarnings("tools", svc("debug", "NodePort"));
+      if (r.status === 201) return r;
+      return undefined;
+    });
+    expect(created.warnings.join("\n")).toContain(
+      `Validation failed for ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}': Service tools/debug (type NodePort) is not in the ui-exposure contract of stack sandbox`,
+    );
+  });
+
+  it("destroy removes the policy and its binding", async () => {
+    const destroy = sandbox.pulumi(["destroy", "--yes"]);
+    expect(destroy.code, summary(destroy)).toBe(0);
+    expect(await outcome(admission.readValidatingAdmissionPolicy({ name: POLICY }))).toMatch(/^404/);
+    expect(await outcome(admission.readValidatingAdmissionPolicyBinding({ name: POLICY }))).toMatch(/^404/);
+  });
+});
