@@ -4,12 +4,103 @@ import * as http from "node:http";
 import { isIP } from "node:net";
 import { UserError } from "../core/errors";
 import { EXIT } from "../core/findings";
-import { renderErrorPage, renderPage } from "../core/portal/html";
-import { observePortal, type PortalError, type PortalSource } from "../core/portal/view";
+import { entryName } from "../core/contract/schema";
+import { readObservedCluster } from "../core/observe";
+import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
+import { buildPortalView, type PortalError, type PortalSource, type PortalView, wantedEntries } from "../core/portal/view";
+import { PENDING_NODE_PORT } from "../core/plan";
+import { DEFAULT_REACHABILITY, portalProbeTargets, ReachabilityCache, type ReachabilityOptions } from "./reachability";
+import { SharedRead } from "./shared-read";
 
 export interface PortalOptions extends PortalSource {
   /** One line per failed page load (the cluster error); default: nothing. */
   log?: (line: string) => void;
+  /**
+   * Page loads within this many ms of a cluster read reuse it (default 2 s; 0: only loads
+   * arriving while a read is in flight share it). Env: PORTAL_READ_INTERVAL_SECONDS.
+   */
+  readIntervalMs?: number;
+  /** The portal's own probes of the published URLs (default: on, 15 s cache; env PORTAL_PROBE=off). */
+  reachability?: Partial<ReachabilityOptions>;
+}
+
+export const DEFAULT_READ_INTERVAL_MS = 2_000;
+
+/** Environment knobs shared by `exposure portal` and the in-cluster portal. */
+export const PORTAL_TUNING_ENV = {
+  probe: "PORTAL_PROBE",
+  probeCacheSeconds: "PORTAL_PROBE_CACHE_SECONDS",
+  readIntervalSeconds: "PORTAL_READ_INTERVAL_SECONDS",
+} as const;
+
+function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > max) throw new UserError(`${name} must be a number of seconds between 0 and ${max}, not '${raw}'`, EXIT.INVALID);
+  return value * 1000;
+}
+
+/** Reads PORTAL_PROBE (on/off), PORTAL_PROBE_CACHE_SECONDS and PORTAL_READ_INTERVAL_SECONDS. */
+export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions, "readIntervalMs" | "reachability"> {
+  const probe = env[PORTAL_TUNING_ENV.probe];
+  if (probe !== undefined && probe !== "" && probe !== "on" && probe !== "off") {
+    throw new UserError(`${PORTAL_TUNING_ENV.probe} must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
+  }
+  const cacheMs = seconds(env, PORTAL_TUNING_ENV.probeCacheSeconds, 3600);
+  const readIntervalMs = seconds(env, PORTAL_TUNING_ENV.readIntervalSeconds, 300);
+  return {
+    ...(readIntervalMs !== undefined ? { readIntervalMs } : {}),
+    reachability: { enabled: probe !== "off", ...(cacheMs !== undefined ? { cacheMs } : {}) },
+  };
+}
+
+/** `?refresh=N` asks for a meta refresh every N seconds (5 to 3600); anything else: none. */
+export function refreshOf(search: URLSearchParams): PageOptions {
+  const raw = search.get("refresh");
+  if (raw === null || !/^\d{1,4}$/.test(raw)) return {};
+  return { refreshSeconds: Math.min(3600, Math.max(5, Number(raw))) };
+}
+
+/** The state page loads share: one cluster read per interval, one probe round at a time. */
+export class PortalObserver {
+  readonly clusterReads: SharedRead<Awaited<ReturnType<typeof readObservedCluster>>>;
+  readonly reachability: ReachabilityCache;
+  private readonly probing: ReachabilityOptions;
+
+  constructor(private readonly opts: PortalOptions) {
+    const wanted = wantedEntries(opts);
+    this.clusterReads = new SharedRead(() => readObservedCluster(opts.cluster, wanted), opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS);
+    this.probing = { ...DEFAULT_REACHABILITY, ...opts.reachability };
+    this.reachability = new ReachabilityCache(this.probing);
+  }
+
+  // The verdicts of one cluster read are computed once, not per load (observe() walks every Service).
+  private lastBase: { cluster: object; view: PortalView; urls: Map<string, string> } | undefined;
+
+  async view(): Promise<PortalView> {
+    const { value: cluster, at } = await this.clusterReads.get();
+    const generatedAt = this.opts.now?.() ?? new Date();
+    if (this.lastBase?.cluster !== cluster) {
+      const reach = { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) };
+      const view = buildPortalView({ ...this.opts, source: this.opts.cluster.source }, cluster, { observedAt: this.opts.now ? generatedAt : at, generatedAt }, reach);
+      const urls = new Map<string, string>();
+      for (const e of view.entries) {
+        if (e.exposed && e.url && /^https?:\/\//.test(e.url) && !e.url.includes(PENDING_NODE_PORT)) urls.set(e.name, e.url);
+      }
+      this.lastBase = { cluster, view, urls };
+    }
+    const base = this.lastBase;
+    const byEntry = await this.reachability.answers(portalProbeTargets(base.urls, this.opts.contract, this.probing));
+    return {
+      ...base.view,
+      generatedAt: generatedAt.toISOString(),
+      entries: base.view.entries.map((e) => {
+        const reachability = byEntry.get(e.name);
+        return reachability ? { ...e, reachability } : e;
+      }),
+    };
+  }
 }
 
 const COMMON_HEADERS = {
@@ -36,9 +127,11 @@ const JSON_TYPE = "application/json; charset=utf-8";
  * GET /healthz     "ok" for probes, without touching the cluster (a cluster outage must not
  *                  restart the portal: it is exactly when the portal should say so)
  */
-export function portalHandler(opts: PortalOptions): http.RequestListener {
+export function portalHandler(opts: PortalOptions, observer = new PortalObserver(opts)): http.RequestListener {
   return (req, res) => {
-    const path = new URL(req.url ?? "/", "http://portal.invalid").pathname;
+    const requested = new URL(req.url ?? "/", "http://portal.invalid");
+    const path = requested.pathname;
+    const page = refreshOf(requested.searchParams);
     if (req.method !== "GET" && req.method !== "HEAD") {
       send(req, res, 405, "text/plain; charset=utf-8", "method not allowed\n", { Allow: "GET, HEAD" });
       return;
@@ -47,15 +140,29 @@ export function portalHandler(opts: PortalOptions): http.RequestListener {
       send(req, res, 200, "text/plain; charset=utf-8", "ok\n");
       return;
     }
-    if (path !== "/" && path !== "/api/entries") {
-      send(req, res, 404, "text/plain; charset=utf-8", "not found: the portal serves /, /api/entries and /healthz\n");
+    // /api/entries/<name>: one entry (the page links each row to it).
+    const one = /^\/api\/entries\/([^/]+)$/.exec(path);
+    const entry = one ? decodeURIComponentSafe(one[1] as string) : undefined;
+    if (one && (entry === undefined || !entryName.safeParse(entry).success)) {
+      send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: "not an entry name" })}\n`);
       return;
     }
-    const json = path === "/api/entries";
-    observePortal(opts).then(
+    if (path !== "/" && path !== "/api/entries" && !one) {
+      send(req, res, 404, "text/plain; charset=utf-8", "not found: the portal serves /, /api/entries, /api/entries/<name> and /healthz\n");
+      return;
+    }
+    const json = path !== "/";
+    observer.view().then(
       (view) => {
-        if (json) send(req, res, 200, JSON_TYPE, `${JSON.stringify(view, null, 2)}\n`);
-        else send(req, res, 200, HTML, renderPage(view), { "Content-Security-Policy": HTML_CSP });
+        if (entry !== undefined) {
+          const found = view.entries.find((e) => e.name === entry);
+          if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
+          else {
+            const { entries: _all, summary: _summary, problems: _problems, ...context } = view;
+            send(req, res, 200, JSON_TYPE, `${JSON.stringify({ ...context, entry: found }, null, 2)}\n`);
+          }
+        } else if (json) send(req, res, 200, JSON_TYPE, `${JSON.stringify(view, null, 2)}\n`);
+        else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
       },
       (err: unknown) => {
         // A cluster error (UserError from the reader) is 503: the portal works, its data source does not.
@@ -71,10 +178,18 @@ export function portalHandler(opts: PortalOptions): http.RequestListener {
           ...(opts.stack ? { stack: opts.stack } : {}),
         };
         if (json) send(req, res, status, JSON_TYPE, `${JSON.stringify(error, null, 2)}\n`);
-        else send(req, res, status, HTML, renderErrorPage(error), { "Content-Security-Policy": HTML_CSP });
+        else send(req, res, status, HTML, renderErrorPage(error, page), { "Content-Security-Policy": HTML_CSP });
       },
     );
   };
+}
+
+function decodeURIComponentSafe(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
 }
 
 export function createPortalServer(opts: PortalOptions): http.Server {
