@@ -226,7 +226,10 @@ export interface RunningPortal {
 }
 
 /** Starts the server; resolves once it listens, rejects with a readable error (port in use...). */
-export function startPortal(opts: PortalOptions, listen: ListenAddress): Promise<RunningPortal> {
+export async function startPortal(given: PortalOptions, listen: ListenAddress): Promise<RunningPortal> {
+  // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
+  const tuning = portalTuningFromEnv(process.env);
+  const opts: PortalOptions = { ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } };
   const server = createPortalServer(opts);
   return new Promise((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {
