@@ -79,7 +79,11 @@ describe("cluster reads shared between page loads", () => {
   it("joins a read in flight even when it outlasts the interval", async () => {
     let release: (v: number) => void = () => undefined;
     let clock = 0;
-    const shared = new SharedRead(() => new Promise<number>((r) => (release = r)), 10, () => clock);
+    const shared = new SharedRead(
+      () => new Promise<number>((r) => (release = r)),
+      10,
+      () => clock,
+    );
     const first = shared.get();
     clock = 1_000;
     const second = shared.get();
@@ -179,9 +183,7 @@ describe("reachability (the probe of exposure probe, from the portal)", () => {
   });
 
   it("maps a network failure to ok:false without a status", () => {
-    expect(
-      toReachability({ name: "x", url: "https://127.0.0.2:1/", ok: false, latencyMs: 3, expected: "2xx/3xx", error: "connection refused" }, NOW),
-    ).toEqual({
+    expect(toReachability({ name: "x", url: "https://127.0.0.2:1/", ok: false, latencyMs: 3, expected: "2xx/3xx", error: "connection refused" }, NOW)).toEqual({
       ok: false,
       status: null,
       latencyMs: 3,

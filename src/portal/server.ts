@@ -5,10 +5,11 @@ import { isIP } from "node:net";
 import { UserError } from "../core/errors";
 import { EXIT } from "../core/findings";
 import { entryName } from "../core/contract/schema";
+import { UserError } from "../core/errors";
 import { readObservedCluster } from "../core/observe";
+import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
 import { buildPortalView, type PortalError, type PortalSource, type PortalView, wantedEntries } from "../core/portal/view";
-import { PENDING_NODE_PORT } from "../core/plan";
 import { DEFAULT_REACHABILITY, portalProbeTargets, ReachabilityCache, type ReachabilityOptions } from "./reachability";
 import { SharedRead } from "./shared-read";
 
@@ -83,7 +84,12 @@ export class PortalObserver {
     const generatedAt = this.opts.now?.() ?? new Date();
     if (this.lastBase?.cluster !== cluster) {
       const reach = { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) };
-      const view = buildPortalView({ ...this.opts, source: this.opts.cluster.source }, cluster, { observedAt: this.opts.now ? generatedAt : at, generatedAt }, reach);
+      const view = buildPortalView(
+        { ...this.opts, source: this.opts.cluster.source },
+        cluster,
+        { observedAt: this.opts.now ? generatedAt : at, generatedAt },
+        reach,
+      );
       const urls = new Map<string, string>();
       for (const e of view.entries) {
         if (e.exposed && e.url && /^https?:\/\//.test(e.url) && !e.url.includes(PENDING_NODE_PORT)) urls.set(e.name, e.url);
