@@ -147,6 +147,25 @@ export class LiveClusterReader implements ClusterReader {
     const list = await this.call("endpointslices", () => discovery.listEndpointSliceForAllNamespaces());
     return list.items as unknown as EndpointSlice[];
   }
+  // Scoped lists (the portal's ScopedClusterReader): the API server filters, so a page read
+  // costs the contract's namespaces, not the whole cluster.
+  async listServicesIn(namespace: string) {
+    const list = await this.call(`services in namespace ${namespace}`, () => this.core.listNamespacedService({ namespace }));
+    return list.items as unknown as Service[];
+  }
+  async listServicesLabelled(labelSelector: string) {
+    const list = await this.call(`services (${labelSelector})`, () => this.core.listServiceForAllNamespaces({ labelSelector }));
+    return list.items as unknown as Service[];
+  }
+  async listEndpointSlicesLabelled(labelSelector: string) {
+    const discovery = this.kc.makeApiClient(this.lib.DiscoveryV1Api);
+    const list = await this.call("endpointslices", () => discovery.listEndpointSliceForAllNamespaces({ labelSelector }));
+    return list.items as unknown as EndpointSlice[];
+  }
+  async listPodsIn(namespace: string) {
+    const list = await this.call(`pods in namespace ${namespace}`, () => this.core.listNamespacedPod({ namespace }));
+    return list.items as unknown as Pod[];
+  }
   async getConfigMap(namespace: string, name: string) {
     try {
       return (await this.call(`configmap ${namespace}/${name}`, () => this.core.readNamespacedConfigMap({ namespace, name }))) as unknown as ConfigMap;

@@ -6,9 +6,10 @@ import { UserError } from "../core/errors";
 import { EXIT } from "../core/findings";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
-import { readObservedCluster } from "../core/observe";
+import type { ObservedCluster } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
+import { readPortalCluster } from "../core/portal/scoped-read";
 import { buildPortalView, type PortalError, type PortalSource, type PortalView, wantedEntries } from "../core/portal/view";
 import { DEFAULT_REACHABILITY, portalProbeTargets, ReachabilityCache, type ReachabilityOptions } from "./reachability";
 import { SharedRead } from "./shared-read";
@@ -65,13 +66,13 @@ export function refreshOf(search: URLSearchParams): PageOptions {
 
 /** The state page loads share: one cluster read per interval, one probe round at a time. */
 export class PortalObserver {
-  readonly clusterReads: SharedRead<Awaited<ReturnType<typeof readObservedCluster>>>;
+  readonly clusterReads: SharedRead<ObservedCluster>;
   readonly reachability: ReachabilityCache;
   private readonly probing: ReachabilityOptions;
 
   constructor(private readonly opts: PortalOptions) {
     const wanted = wantedEntries(opts);
-    this.clusterReads = new SharedRead(() => readObservedCluster(opts.cluster, wanted), opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS);
+    this.clusterReads = new SharedRead(() => readPortalCluster(opts.cluster, wanted), opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS);
     this.probing = { ...DEFAULT_REACHABILITY, ...opts.reachability };
     this.reachability = new ReachabilityCache(this.probing);
   }
