@@ -265,7 +265,7 @@ export async function measurePortalLoad(opts: { services: number; requests: numb
     // One warm-up load (module loading, first read), then the idle RSS.
     const warm = await fetch(shared.url);
     if (warm.status !== 200)
-      throw new Error(`the portal answers ${warm.status}: ${(await warm.text()).replace(/[^]*<section class="error"/, "").slice(0, 600)}`);
+      throw new Error(`the portal answers ${warm.status}: ${(await warm.text()).replace(/[\s\S]*<section class="error"/, "").slice(0, 600)}`);
     const idle = rssOf(pid);
     const floor = await load(new URL("/healthz", shared.url).href, opts.requests, opts.concurrency, api.counts);
     const sentBefore = api.bytes.sent;

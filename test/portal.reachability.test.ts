@@ -3,12 +3,15 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { HttpGet } from "../src/adapters/http-probe";
 import { parseContract } from "../src/core/contract/parse";
+import type { EndpointSlice, Pod, Service } from "../src/core/kube/types";
+import { readObservedCluster } from "../src/core/observe";
 import { formatAge, groupEntries, renderPage } from "../src/core/portal/html";
-import type { PortalEntry, PortalView } from "../src/core/portal/view";
+import { readPortalCluster } from "../src/core/portal/scoped-read";
+import { buildPortalView, type PortalEntry, type PortalView, wantedEntries } from "../src/core/portal/view";
 import { ReachabilityCache, toReachability } from "../src/portal/reachability";
 import { portalTuningFromEnv, type RunningPortal, refreshOf, startPortal } from "../src/portal/server";
 import { SharedRead } from "../src/portal/shared-read";
-import { MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, portalContract, recordedCluster, unreachable } from "./portal.fixtures";
+import { answerList, MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, portalContract, recordedCluster, unreachable } from "./portal.fixtures";
 
 const NOW = new Date("2026-06-23T10:00:00Z");
 
@@ -123,10 +126,10 @@ describe("reachability (the probe of exposure probe, from the portal)", () => {
     const net = fakeNetwork();
     const { get } = await portalWith({ reachability: { get: net.get } });
     const html = await (await get("/")).text();
-    const grafana = /<tr id="entry-argocd"[^]*?<\/tr>/.exec(html)?.[0] ?? "";
-    expect(grafana).toContain('data-reachable="true"');
-    expect(grafana).toContain('<span class="badge r-ok">OK 200</span>');
-    const failing = /<tr id="entry-grafana"[^]*?<\/tr>/.exec(html)?.[0] ?? "";
+    const argocd = /<tr id="entry-argocd"[\s\S]*?<\/tr>/.exec(html)?.[0] ?? "";
+    expect(argocd).toContain('data-reachable="true"');
+    expect(argocd).toContain('<span class="badge r-ok">OK 200</span>');
+    const failing = /<tr id="entry-grafana"[\s\S]*?<\/tr>/.exec(html)?.[0] ?? "";
     expect(failing).toContain('data-reachable="false"');
     expect(failing).toContain('<span class="badge r-bad">NOT OK 500</span>');
     expect(failing).toContain("expected 2xx/3xx, got 500");
@@ -292,5 +295,56 @@ describe("the page at a glance", () => {
     expect(() => parseContract(PORTAL_TEST_CONTRACT.replace("    description: Grafana\n", '    description: Grafana\n    group: " "\n'), "g.yaml")).toThrow(
       "group must not be empty",
     );
+  });
+});
+
+describe("scoped cluster reads", () => {
+  /** The recorded cluster behind the scoped list calls, filtered as the API server filters. */
+  class ScopedMemory extends MemoryCluster {
+    scopedCalls: string[] = [];
+    private list<T>(p: string): Promise<T[]> {
+      this.scopedCalls.push(p);
+      return Promise.resolve((answerList(this.data, new URL(p, "http://x"))?.items ?? []) as T[]);
+    }
+    listServicesIn(ns: string) {
+      return this.list<Service>(`/api/v1/namespaces/${ns}/services`);
+    }
+    listServicesLabelled(selector: string) {
+      return this.list<Service>(`/api/v1/services?labelSelector=${encodeURIComponent(selector)}`);
+    }
+    listEndpointSlicesLabelled(selector: string) {
+      return this.list<EndpointSlice>(`/apis/discovery.k8s.io/v1/endpointslices?labelSelector=${encodeURIComponent(selector)}`);
+    }
+    listPodsIn(ns: string) {
+      return this.list<Pod>(`/api/v1/namespaces/${ns}/pods`);
+    }
+  }
+
+  it("gives the verdicts of a full read while reading only the entries' namespaces, our Services and their slices", async () => {
+    const data = recordedCluster();
+    // Someone else's Services and slices elsewhere: a scoped read never receives them.
+    for (let i = 0; i < 50; i++) {
+      data.services.push({ apiVersion: "v1", kind: "Service", metadata: { name: `other-${i}`, namespace: "elsewhere" }, spec: { type: "ClusterIP" } });
+      data.endpointSlices.push({
+        apiVersion: "discovery.k8s.io/v1",
+        kind: "EndpointSlice",
+        metadata: { name: `other-${i}-x`, namespace: "elsewhere", labels: { "kubernetes.io/service-name": `other-${i}` } },
+        endpoints: [],
+      });
+    }
+    const wanted = wantedEntries({ contract: portalContract() });
+    const scoped = new ScopedMemory(structuredClone(data));
+    const full = await readObservedCluster(new MemoryCluster(structuredClone(data)), wanted);
+    const partial = await readPortalCluster(scoped, wanted);
+    expect(partial.services.length).toBeLessThan(10);
+    expect(partial.endpointSlices.map((s) => s.metadata.name).sort()).toEqual(["argocd-nodeport-x1", "grafana-nodeport-x1"]);
+    const at = { observedAt: NOW, generatedAt: NOW };
+    const src = { contract: portalContract(), source: "s" };
+    expect(buildPortalView(src, partial, at)).toEqual(buildPortalView(src, full, at));
+    expect(scoped.scopedCalls).toContain(
+      "/apis/discovery.k8s.io/v1/endpointslices?labelSelector=kubernetes.io%2Fservice-name%20in%20(argocd-nodeport%2Cgitea-nodeport%2Cgrafana-nodeport)",
+    );
+    expect(scoped.calls.services).toBe(0);
+    expect(scoped.calls.pods).toBe(0);
   });
 });
