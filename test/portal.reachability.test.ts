@@ -157,6 +157,24 @@ describe("reachability (the probe of exposure probe, from the portal)", () => {
     expect(html).toContain("redirects to /login (not followed)");
   });
 
+  it("answers a probe of itself at once (its own entry's probe path is the page): no wait on its own round", async () => {
+    const cluster = new MemoryCluster(recordedCluster());
+    const portal = await startPortal(
+      { contract: portalContract(), cluster, readIntervalMs: 0, reachability: { timeoutMs: 5_000 } },
+      { host: NODE_IP, port: 0 },
+    );
+    portals.push(portal);
+    // argocd's URL is the portal itself, with the real probe (loopback only).
+    const self = Number(new URL(portal.url).port);
+    const port = cluster.data.services.find((s) => s.metadata.name === "argocd-nodeport")?.spec?.ports?.[0];
+    if (!port) throw new Error("fixture changed");
+    port.nodePort = self;
+    const started = Date.now();
+    const view = (await (await fetch(new URL("/api/entries", portal.url))).json()) as PortalView;
+    expect(Date.now() - started).toBeLessThan(4_000);
+    expect(view.entries.find((e) => e.name === "argocd")?.reachability).toMatchObject({ ok: true, status: 200 });
+  });
+
   it("never probes when switched off, and says so", async () => {
     const net = fakeNetwork();
     const { get } = await portalWith({ reachability: { enabled: false, get: net.get } });

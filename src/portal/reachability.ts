@@ -72,13 +72,13 @@ export class ReachabilityCache {
   ) {}
 
   /** The answers for these targets: fresh ones, or stale ones while a round refreshes them. */
-  async answers(targets: readonly ProbeTarget[]): Promise<Map<string, Reachability>> {
+  async answers(targets: readonly ProbeTarget[], opts: { wait?: boolean } = {}): Promise<Map<string, Reachability>> {
     if (!this.opts.enabled || targets.length === 0) return new Map();
     const answered = (t: ProbeTarget) => this.known.get(t.name)?.key === keyOf(t);
     const fresh = (t: ProbeTarget) => answered(t) && this.clock() - (this.known.get(t.name)?.at ?? 0) < this.opts.cacheMs;
     if (!targets.every(fresh)) this.startRound(targets);
     // Wait only for URLs never probed; a round started for older URLs is followed by one for these.
-    for (let i = 0; i < 2 && !targets.every(answered) && this.inFlight; i++) {
+    for (let i = 0; i < 2 && opts.wait !== false && !targets.every(answered) && this.inFlight; i++) {
       await this.inFlight;
       if (!targets.every(answered)) this.startRound(targets);
     }

@@ -4,6 +4,7 @@ import * as http from "node:http";
 import { isIP } from "node:net";
 import { UserError } from "../core/errors";
 import { EXIT } from "../core/findings";
+import { PROBE_USER_AGENT } from "../adapters/http-probe";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import type { ObservedCluster } from "../core/observe";
@@ -80,7 +81,8 @@ export class PortalObserver {
   // The verdicts of one cluster read are computed once, not per load (observe() walks every Service).
   private lastBase: { cluster: object; view: PortalView; urls: Map<string, string> } | undefined;
 
-  async view(): Promise<PortalView> {
+  /** `waitForProbes: false` for a probe of the portal itself: waiting would wait on itself. */
+  async view(opts: { waitForProbes?: boolean } = {}): Promise<PortalView> {
     const { value: cluster, at } = await this.clusterReads.get();
     const generatedAt = this.opts.now?.() ?? new Date();
     if (this.lastBase?.cluster !== cluster) {
@@ -98,7 +100,7 @@ export class PortalObserver {
       this.lastBase = { cluster, view, urls };
     }
     const base = this.lastBase;
-    const byEntry = await this.reachability.answers(portalProbeTargets(base.urls, this.opts.contract, this.probing));
+    const byEntry = await this.reachability.answers(portalProbeTargets(base.urls, this.opts.contract, this.probing), { wait: opts.waitForProbes !== false });
     return {
       ...base.view,
       generatedAt: generatedAt.toISOString(),
@@ -159,7 +161,8 @@ export function portalHandler(opts: PortalOptions, observer = new PortalObserver
       return;
     }
     const json = path !== "/";
-    observer.view().then(
+    // The portal's own probe (its entry's probe path is the page) must not wait for the round it is part of.
+    observer.view({ waitForProbes: req.headers["user-agent"] !== PROBE_USER_AGENT }).then(
       (view) => {
         if (entry !== undefined) {
           const found = view.entries.find((e) => e.name === entry);
