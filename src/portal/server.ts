@@ -2,11 +2,10 @@
 // (`exposure portal`) and bundled into a stock Node.js image in the cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
-import { UserError } from "../core/errors";
-import { EXIT } from "../core/findings";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
+import { EXIT } from "../core/findings";
 import type { ObservedCluster } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
