@@ -39,7 +39,8 @@ function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | un
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0 || value > max) throw new UserError(`${name} must be a number of seconds between 0 and ${max}, not '${raw}'`, EXIT.INVALID);
+  if (!Number.isFinite(value) || value < 0 || value > max)
+    throw new UserError(`${name} must be a number of seconds between 0 and ${max}, not '${raw}'`, EXIT.INVALID);
   return value * 1000;
 }
 
