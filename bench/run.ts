@@ -17,6 +17,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { type LiveResults, measureLive } from "./live";
+import { benchPortalLoad } from "./portal-load";
 import { measureProbe, type ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
 import { renderMarkdown, STARTUP_BEGIN, STARTUP_END, startupMarkdown } from "./report";
@@ -210,6 +211,7 @@ async function main() {
   } else {
     fs.writeFileSync(report, renderMarkdown(results));
   }
+  await benchPortalLoad(values.only, log);
   log(`done in ${results.meta.durationS}s: docs/benchmarks.md, test-output/bench.json`);
 }
 

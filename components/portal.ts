@@ -10,10 +10,11 @@ import {
   PORTAL_FILES,
   PORTAL_LABELS,
   PORTAL_PORT_NAME,
-  PORTAL_RBAC_RULES,
   PORTAL_SELECTOR,
   PORTAL_UID,
+  portalRbacRules,
   portalService,
+  selectsHostPort,
 } from "../src/core/portal/spec";
 import type { PortalSettings, Settings } from "../src/core/settings";
 
@@ -95,7 +96,7 @@ export class Portal extends pulumi.ComponentResource {
 
     this.clusterRole = new k8s.rbac.v1.ClusterRole(
       `${name}-reader`,
-      { metadata: { labels: { ...PORTAL_LABELS } }, rules: PORTAL_RBAC_RULES.map((r) => ({ ...r })) },
+      { metadata: { labels: { ...PORTAL_LABELS } }, rules: portalRbacRules({ hostPort: selectsHostPort(args.contract, args.entries) }) },
       { parent: this },
     );
     const binding = new k8s.rbac.v1.ClusterRoleBinding(

@@ -17,7 +17,7 @@ describe("exposure schema", () => {
     expect(printed.$schema).toBe("https://json-schema.org/draft/2020-12/schema");
     const endpoint = (printed as { properties: { endpoints: { items: { properties: Record<string, unknown>; additionalProperties: boolean } } } }).properties
       .endpoints.items;
-    expect(Object.keys(endpoint.properties)).toEqual(["name", "description", "exposed", "scheme", "service", "hostPort", "probe", "credentials"]);
+    expect(Object.keys(endpoint.properties)).toEqual(["name", "description", "group", "exposed", "scheme", "service", "hostPort", "probe", "credentials"]);
     // Typos are errors in the editor too (z.strictObject).
     expect(endpoint.additionalProperties).toBe(false);
   });

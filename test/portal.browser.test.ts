@@ -9,14 +9,27 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseContract } from "../src/core/contract/parse";
 import { type RunningPortal, startPortal } from "../src/portal/server";
-import { GRAFANA_DRIFT_REASON, MemoryCluster, NODE_IP, portalContract, recordedCluster, unreachable } from "./portal.fixtures";
+import { GRAFANA_DRIFT_REASON, MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, recordedCluster, unreachable } from "./portal.fixtures";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
 const OUTPUT_DIR = path.resolve(__dirname, "..", "test-output");
 export const SCREENSHOT = path.join(OUTPUT_DIR, "portal.png");
 const SCREENSHOT_PHONE = path.join(OUTPUT_DIR, "portal-phone.png");
+/** The screenshot docs/portal.md embeds: refreshed when UPDATE_DOCS_SCREENSHOTS=1 (ports and ages change at every run). */
+const DOCS_DIR = path.resolve(__dirname, "..", "docs");
+const UPDATE_DOCS = process.env.UPDATE_DOCS_SCREENSHOTS === "1";
+
+/** The test contract with groups: grafana and postgres under "Observability" and "Data", the rest ungrouped. */
+const groupedContract = () =>
+  parseContract(
+    PORTAL_TEST_CONTRACT.replace("    description: Grafana\n", "    description: Grafana\n    group: Observability\n")
+      .replace("  - name: argocd\n", "  - name: argocd\n    group: Delivery\n")
+      .replace("    description: Platform PostgreSQL\n", "    description: Platform PostgreSQL\n    group: Data\n"),
+    "portal-browser.yaml",
+  );
 
 // Chromium must not phone home (updates, sync, QUIC probes): only loopback is ever contacted.
 const FLAGS = [
@@ -37,10 +50,10 @@ if (!HAVE_CHROMIUM) {
   );
 }
 
-/** A stand-in for a UI behind a nodePort, on a 127.0.0.x address like the fake node's. */
-function fakeUi(name: string): Promise<{ server: http.Server; port: number }> {
+/** A stand-in for a UI behind a nodePort, on a 127.0.0.x address like the fake node's; `status` 500 for a broken UI. */
+function fakeUi(name: string, status = 200): Promise<{ server: http.Server; port: number }> {
   const server = http.createServer((_req, res) => {
-    res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
+    res.writeHead(status, { "Content-Type": "text/html; charset=utf-8" });
     res.end(`<!doctype html><title>${name}</title><h1 id="ui">fake ${name} UI</h1>`);
   });
   return new Promise((resolve) => server.listen(0, NODE_IP, () => resolve({ server, port: (server.address() as AddressInfo).port })));
@@ -58,10 +71,12 @@ describe.skipIf(!HAVE_CHROMIUM)(`portal page in headless Chromium (${HAVE_CHROMI
 
   beforeAll(async () => {
     argocd = await fakeUi("argocd");
-    grafana = await fakeUi("grafana");
+    // Wired but failing: grafana answers 500, and the page must say so next to its verdict.
+    grafana = await fakeUi("grafana", 500);
     uis = [argocd, grafana];
     cluster = new MemoryCluster(recordedCluster({ argocd: argocd.port, grafana: grafana.port }));
-    portal = await startPortal({ contract: portalContract(), cluster, stack: "bench" }, { host: "127.0.0.1", port: 0 });
+    // Real probes of the stand-ins (loopback); every load reads the recorded cluster again.
+    portal = await startPortal({ contract: groupedContract(), cluster, stack: "bench", readIntervalMs: 0 }, { host: "127.0.0.1", port: 0 });
     // A fresh profile every run (playwright passes it as --user-data-dir).
     userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "portal-chromium-"));
     browser = await chromium.launchPersistentContext(userDataDir, {
@@ -88,31 +103,76 @@ describe.skipIf(!HAVE_CHROMIUM)(`portal page in headless Chromium (${HAVE_CHROMI
     expect(res?.status()).toBe(200);
     expect(await page.title()).toBe("Platform UIs · bench");
 
-    const links = page.locator("tbody a");
+    const links = page.locator("tbody td.url a");
     expect(await links.count()).toBe(2);
-    expect(await page.locator("#entry-argocd a").getAttribute("href")).toBe(`http://${NODE_IP}:${argocd.port}`);
-    expect(await page.locator("#entry-grafana a").getAttribute("href")).toBe(`http://${NODE_IP}:${grafana.port}`);
-    expect(await page.locator("#entry-gitea a").count()).toBe(0);
-    expect(await page.locator("#entry-postgres a").count()).toBe(0);
+    expect(await page.locator("#entry-argocd td.url a").getAttribute("href")).toBe(`http://${NODE_IP}:${argocd.port}`);
+    expect(await page.locator("#entry-grafana td.url a").getAttribute("href")).toBe(`http://${NODE_IP}:${grafana.port}`);
+    expect(await page.locator("#entry-gitea td.url a").count()).toBe(0);
+    expect(await page.locator("#entry-postgres td.url a").count()).toBe(0);
 
-    const drift = page.locator("#entry-grafana .badge");
+    const drift = page.locator("#entry-grafana .v-DRIFT");
     expect(await drift.isVisible()).toBe(true);
     expect(await drift.textContent()).toBe("DRIFT");
     expect(await page.locator("#entry-grafana .reasons li").textContent()).toBe(GRAFANA_DRIFT_REASON);
-    expect(await page.locator("#entry-argocd .badge").textContent()).toBe("MATCH");
-    expect(await page.locator("#entry-gitea .badge").textContent()).toBe("ABSENT");
+    expect(await page.locator("#entry-argocd .v-MATCH").textContent()).toBe("MATCH");
+    expect(await page.locator("#entry-gitea .v-ABSENT").textContent()).toBe("ABSENT");
     // Script-free page: the description's markup is text, not an element.
     expect(await page.locator("#entry-argocd script").count()).toBe(0);
-    expect(await page.locator("#entry-argocd small").textContent()).toContain('<script>alert("x")</script>');
+    expect(await page.locator("#entry-argocd small").first().textContent()).toContain('<script>alert("x")</script>');
 
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     process.stdout.write(`portal screenshot: ${SCREENSHOT}\n`);
     expect(fs.statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
+    if (UPDATE_DOCS) fs.copyFileSync(SCREENSHOT, path.join(DOCS_DIR, "portal.png"));
+  });
+
+  it("shows whether each UI answers next to its verdict: a wired but failing UI is visibly not OK", async () => {
+    await page.goto(portal.url);
+    expect(await page.locator("thead th").allTextContents()).toEqual(["Name", "Namespace", "URL", "Ready", "Verdict", "Answers"]);
+    const ok = page.locator("#entry-argocd td.reach .badge");
+    expect(await ok.textContent()).toBe("OK 200");
+    const failing = page.locator("#entry-grafana td.reach .badge");
+    expect(await failing.isVisible()).toBe(true);
+    expect(await failing.textContent()).toBe("NOT OK 500");
+    // Red, not the green of OK: the colour tells it at a glance.
+    const [okColor, badColor] = await Promise.all([
+      ok.evaluate((e) => (globalThis as unknown as { getComputedStyle(x: unknown): { color: string } }).getComputedStyle(e).color),
+      failing.evaluate((e) => (globalThis as unknown as { getComputedStyle(x: unknown): { color: string } }).getComputedStyle(e).color),
+    ]);
+    expect(okColor).not.toBe(badColor);
+    expect(await page.locator("#entry-grafana td.reach small").textContent()).toMatch(/^expected 2xx\/3xx, got 500 · \d+ ms · checked (just now|\d+ s ago)$/);
+    expect(await page.locator(".summary").textContent()).toContain("1 not answering");
+    expect(await page.locator("#entry-gitea td.reach").textContent()).toBe("—");
+    // The observation time in the viewer's terms, the exact time in the tooltip.
+    expect(await page.locator(".meta time").first().textContent()).toMatch(/^(just now|\d+ s ago)$/);
+  });
+
+  it("groups the entries by the contract's group, the ungrouped ones last, and links each row to its JSON", async () => {
+    await page.goto(portal.url);
+    expect(await page.locator("tr.group th").allTextContents()).toEqual(["Delivery", "Observability", "Data", "Other"]);
+    expect(await page.locator("tbody tr[data-entry]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-entry")))).toEqual([
+      "argocd",
+      "grafana",
+      "postgres",
+      "gitea",
+    ]);
+    await page.locator("#entry-grafana a.json").click();
+    await page.waitForURL(new URL("/api/entries/grafana", portal.url).href);
+    const body = JSON.parse((await page.locator("body").textContent()) ?? "{}") as { entry: { name: string; reachability: { ok: boolean; status: number } } };
+    expect(body.entry).toMatchObject({ name: "grafana", reachability: { ok: false, status: 500 } });
+  });
+
+  it("refreshes itself on ?refresh=N without any script", async () => {
+    const res = await page.goto(new URL("/?refresh=30", portal.url).href);
+    expect(res?.headers()["content-security-policy"]).toContain("default-src 'none'");
+    expect(await page.locator('meta[http-equiv="refresh"]').getAttribute("content")).toBe("30");
+    expect(await page.locator("script").count()).toBe(0);
+    expect(await page.locator(".foot").textContent()).toContain("Reloads every 30 s");
   });
 
   it("clicking a link opens the UI behind the observed nodePort", async () => {
     await page.goto(portal.url);
-    await page.locator("#entry-argocd a").click();
+    await page.locator("#entry-argocd td.url a").click();
     await page.waitForURL(`http://${NODE_IP}:${argocd.port}/`);
     expect(await page.locator("#ui").textContent()).toBe("fake argocd UI");
   });
@@ -123,13 +183,17 @@ describe.skipIf(!HAVE_CHROMIUM)(`portal page in headless Chromium (${HAVE_CHROMI
       await page.goto(portal.url);
       // Every row fits the viewport (rows turn into cards below 40rem).
       for (const entry of ["argocd", "grafana", "gitea", "postgres"]) {
+        expect(await page.locator(`#entry-${entry} td.reach`).isVisible(), entry).toBe(true);
         const box = await page.locator(`#entry-${entry}`).boundingBox();
         expect(box, entry).not.toBeNull();
         expect((box?.x ?? 0) + (box?.width ?? 0), entry).toBeLessThanOrEqual(390);
       }
       expect(await page.locator("thead").isVisible()).toBe(false);
-      expect(await page.locator("#entry-grafana .badge").isVisible()).toBe(true);
+      expect(await page.locator("#entry-grafana .badge").first().isVisible()).toBe(true);
+      expect(await page.locator("tr.group th").first().isVisible()).toBe(true);
+      expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
       await page.screenshot({ path: SCREENSHOT_PHONE, fullPage: true });
+      if (UPDATE_DOCS) fs.copyFileSync(SCREENSHOT_PHONE, path.join(DOCS_DIR, "portal-phone.png"));
       process.stdout.write(`portal phone screenshot: ${SCREENSHOT_PHONE}\n`);
     } finally {
       await page.setViewportSize({ width: 1280, height: 720 });

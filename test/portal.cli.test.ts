@@ -11,24 +11,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../cli/main";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import { PORTAL_FILES } from "../src/core/portal/spec";
-import { GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, type RecordedCluster, recordedCluster } from "./portal.fixtures";
+import { answerList, GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, type RecordedCluster, recordedCluster } from "./portal.fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 const bin = path.join(projectDir, "bin", "exposure.cjs");
 
-/** The four list endpoints readObservedCluster uses, answering the recorded objects. */
+/** The list endpoints the portal and `exposure status` use, answering the recorded objects. */
 function fakeApiServer(data: RecordedCluster) {
   const seen: string[] = [];
-  const lists: Record<string, { kind: string; apiVersion: string; items: unknown[] }> = {
-    "/api/v1/services": { kind: "ServiceList", apiVersion: "v1", items: data.services },
-    "/api/v1/nodes": { kind: "NodeList", apiVersion: "v1", items: data.nodes },
-    "/api/v1/pods": { kind: "PodList", apiVersion: "v1", items: data.pods },
-    "/apis/discovery.k8s.io/v1/endpointslices": { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: data.endpointSlices },
-  };
   const server = http.createServer((req, res) => {
-    const p = new URL(req.url ?? "/", "http://x").pathname;
-    seen.push(p);
-    const list = lists[p];
+    const url = new URL(req.url ?? "/", "http://x");
+    seen.push(url.pathname);
+    const list = answerList(data, url);
     res.writeHead(list ? 200 : 404, { "Content-Type": "application/json" });
     res.end(JSON.stringify(list ? { ...list, metadata: { resourceVersion: "1" } } : { kind: "Status", code: 404 }));
   });
@@ -122,8 +116,15 @@ describe("exposure portal and the bundled server, against a fake API server", ()
       const html = await res.text();
       expect(html).toContain(`<a href="http://${NODE_IP}:31358">`);
       expect(html).toContain(GRAFANA_DRIFT_REASON);
-      // One list call per kind, no Pods (no hostPort entry).
-      expect(api.seen.sort()).toEqual(["/api/v1/nodes", "/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices"]);
+      // Scoped reads: the entries' namespaces, our managed Services, their slices, the nodes; no Pods (no hostPort entry).
+      expect(api.seen.sort()).toEqual([
+        "/api/v1/namespaces/argocd/services",
+        "/api/v1/namespaces/gitea/services",
+        "/api/v1/namespaces/monitoring/services",
+        "/api/v1/nodes",
+        "/api/v1/services",
+        "/apis/discovery.k8s.io/v1/endpointslices",
+      ]);
       expect((await fetch(new URL("/healthz", p.url))).status).toBe(200);
     } finally {
       p.child.kill("SIGTERM");

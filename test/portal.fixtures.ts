@@ -155,3 +155,31 @@ export const unreachable = () =>
   new UserError(
     "cluster unreachable: context bench (https://127.0.0.1:6443): ECONNREFUSED while reading services; check the kube context and that the API server is up",
   );
+
+/**
+ * What an API server answers for the list paths the portal and the CLI use: the cluster-wide
+ * lists, `/api/v1/namespaces/<ns>/services|pods`, and the label selectors `a=b` and
+ * `a in (x,y)` (the only forms the portal sends). Null for any other path.
+ */
+export function answerList(data: RecordedCluster, url: URL): { kind: string; apiVersion: string; items: unknown[] } | null {
+  const selector = url.searchParams.get("labelSelector");
+  const matches = (labels: Record<string, string> | undefined) => {
+    if (!selector) return true;
+    const inSet = /^([^ ]+) in \(([^)]*)\)$/.exec(selector);
+    if (inSet) return inSet[2]?.split(",").includes(labels?.[inSet[1] as string] ?? "\u0000") ?? false;
+    const [k, v] = selector.split("=");
+    return labels?.[k as string] === v;
+  };
+  const pick = <T extends { metadata: { namespace?: string; labels?: Record<string, string> } }>(items: T[], ns?: string) =>
+    items.filter((o) => (ns === undefined || o.metadata.namespace === ns) && matches(o.metadata.labels));
+  const p = url.pathname;
+  const ns = /^\/api\/v1\/namespaces\/([^/]+)\/(services|pods)$/.exec(p);
+  if (ns?.[2] === "services") return { kind: "ServiceList", apiVersion: "v1", items: pick(data.services, ns[1]) };
+  if (ns?.[2] === "pods") return { kind: "PodList", apiVersion: "v1", items: pick(data.pods, ns[1]) };
+  if (p === "/api/v1/services") return { kind: "ServiceList", apiVersion: "v1", items: pick(data.services) };
+  if (p === "/api/v1/pods") return { kind: "PodList", apiVersion: "v1", items: pick(data.pods) };
+  if (p === "/api/v1/nodes") return { kind: "NodeList", apiVersion: "v1", items: data.nodes };
+  if (p === "/apis/discovery.k8s.io/v1/endpointslices")
+    return { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: pick(data.endpointSlices) };
+  return null;
+}

@@ -8,7 +8,7 @@ import { parseContract } from "../src/core/contract/parse";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
 import { withStackServices } from "../src/core/plan";
-import { namespaceTakeoverRefusal, PORTAL_RBAC_RULES, PORTAL_SELECTOR, portalService } from "../src/core/portal/spec";
+import { namespaceTakeoverRefusal, PORTAL_SELECTOR, portalRbacRules, portalService, selectsHostPort } from "../src/core/portal/spec";
 import { uiExposure } from "../src/infra/program";
 import { readyNode } from "./portal.fixtures";
 
@@ -113,22 +113,37 @@ describe("program with the portal enabled (mocks)", () => {
     expect(clusterIp.spec).toEqual({ ...portalService("platform-portal").spec });
   });
 
-  it("gives the ServiceAccount read-only access (get, list) to exactly services, endpointslices, nodes and pods", async () => {
+  it("gives the ServiceAccount read-only access (get, list) to exactly services, endpointslices and nodes: no pods without a hostPort entry", async () => {
     await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
     await pulumi.runtime.disconnect();
     const role = one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole").inputs;
     expect(role.rules).toEqual([
-      { apiGroups: [""], resources: ["services", "nodes", "pods"], verbs: ["get", "list"] },
+      { apiGroups: [""], resources: ["services", "nodes"], verbs: ["get", "list"] },
       { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list"] },
     ]);
-    expect(role.rules).toEqual(PORTAL_RBAC_RULES);
+    expect(role.rules).toEqual(portalRbacRules({ hostPort: false }));
     const rules = role.rules as { verbs: string[]; resources: string[] }[];
     expect(new Set(rules.flatMap((r) => r.verbs))).toEqual(new Set(["get", "list"]));
-    expect(rules.flatMap((r) => r.resources).sort()).toEqual(["endpointslices", "nodes", "pods", "services"]);
+    expect(rules.flatMap((r) => r.resources).sort()).toEqual(["endpointslices", "nodes", "services"]);
 
     const binding = one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding").inputs;
     expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "portal-server-reader-abc123" });
     expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "portal-server-sa-abc123", namespace: "platform-portal" }]);
+  });
+
+  it("adds pods to the role only when a selected entry uses a hostPort (the only case the portal lists them)", () => {
+    const contract = parseContract(
+      `version: 1
+endpoints:
+  - { name: argocd, exposed: true, service: { namespace: argocd, name: argocd-server, port: http } }
+  - { name: lineage, exposed: true, hostPort: { namespace: lineage, port: 8090 } }
+`,
+      "c.yaml",
+    );
+    expect(selectsHostPort(contract, ["argocd"])).toBe(false);
+    expect(selectsHostPort(contract, ["argocd", "lineage"])).toBe(true);
+    expect(selectsHostPort(contract, "all")).toBe(true);
+    expect(portalRbacRules({ hostPort: true })[0]).toEqual({ apiGroups: [""], resources: ["services", "nodes", "pods"], verbs: ["get", "list"] });
   });
 
   it("ships the server as plain JS (loader + gzipped bundle) and the validated contract in a ConfigMap", async () => {

@@ -18,7 +18,17 @@ describe("portal server (recorded cluster)", () => {
 
   beforeAll(async () => {
     portal = await startPortal(
-      { contract: portalContract(), cluster, stack: "bench", contractLabel: "contract/endpoints.yaml", now: () => NOW, log: (l) => logged.push(l) },
+      {
+        contract: portalContract(),
+        cluster,
+        stack: "bench",
+        contractLabel: "contract/endpoints.yaml",
+        now: () => NOW,
+        log: (l) => logged.push(l),
+        // These tests follow the cluster from load to load: no sharing between sequential loads, no probes.
+        readIntervalMs: 0,
+        reachability: { enabled: false },
+      },
       { host: "127.0.0.1", port: 0 },
     );
   });
@@ -51,7 +61,9 @@ describe("portal server (recorded cluster)", () => {
     expect(row(html, "gitea")).toContain('<span class="badge v-ABSENT">ABSENT</span>');
     expect(row(html, "gitea")).toContain("Service gitea/gitea-nodeport does not exist (run pulumi up)");
     expect(row(html, "postgres")).toContain("<small>not exposed</small>");
-    expect(row(html, "postgres")).not.toContain("<a ");
+    expect(row(html, "postgres")).not.toContain('<a href="http');
+    // Every row links to its own JSON.
+    expect(row(html, "postgres")).toContain('<a class="json" href="api/entries/postgres">JSON</a>');
     expect(html).toContain(`node bench (${NODE_IP})`);
     expect(html).toContain("Platform UIs · bench");
     // No script, no external asset: the page works without JavaScript and offline.
@@ -96,7 +108,7 @@ describe("portal server (recorded cluster)", () => {
       contractLabel: "contract/endpoints.yaml",
       now: () => NOW,
     });
-    expect(body).toEqual({ ...direct, source: cluster.source });
+    expect(body).toEqual({ ...direct, source: cluster.source, reachability: { enabled: false, cacheSeconds: 15 } });
     expect(body.summary).toEqual({ MATCH: 1, DRIFT: 1, ABSENT: 1, "NOT-EXPOSED": 1 });
     expect(body.entries.map((e) => [e.name, e.verdict, e.url])).toEqual([
       ["argocd", "MATCH", `http://${NODE_IP}:31358`],

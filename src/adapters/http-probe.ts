@@ -36,6 +36,9 @@ export type HttpGet = (url: URL, timeoutMs: number) => Promise<{ status: number;
 
 export class ProbeFailure extends Error {}
 
+/** The User-Agent of every probe (the portal recognises a probe of itself by it). */
+export const PROBE_USER_AGENT = "exposure-probe";
+
 const NETWORK_ERRORS: Readonly<Record<string, string>> = {
   ECONNREFUSED: "connection refused (nothing listens on that port)",
   ECONNRESET: "connection reset",
@@ -58,7 +61,7 @@ export const httpGet: HttpGet = (url, timeoutMs) =>
     const req = client.request(url, {
       method: "GET",
       agent: false,
-      headers: { "user-agent": "exposure-probe", accept: "*/*", connection: "close" },
+      headers: { "user-agent": PROBE_USER_AGENT, accept: "*/*", connection: "close" },
       ...(url.protocol === "https:" ? { rejectUnauthorized: false } : {}),
     });
     const timer = setTimeout(() => req.destroy(new ProbeFailure(`no answer within ${timeoutMs / 1000}s`)), timeoutMs);

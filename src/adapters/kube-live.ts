@@ -230,6 +230,24 @@ export class LiveClusterReader implements ClusterReader {
   async listEndpointSlices() {
     return this.list<EndpointSlice>("endpointslices", "EndpointSlice", "/apis/discovery.k8s.io/v1/endpointslices");
   }
+  // Scoped lists (the portal's ScopedClusterReader): the API server filters, so a page read
+  // costs the contract's namespaces, not the whole cluster.
+  async listServicesIn(namespace: string) {
+    return this.list<Service>(`services in namespace ${namespace}`, "Service", `/api/v1/namespaces/${encodeURIComponent(namespace)}/services`);
+  }
+  async listServicesLabelled(labelSelector: string) {
+    return this.list<Service>(`services (${labelSelector})`, "Service", `/api/v1/services?labelSelector=${encodeURIComponent(labelSelector)}`);
+  }
+  async listEndpointSlicesLabelled(labelSelector: string) {
+    return this.list<EndpointSlice>(
+      `endpointslices (${labelSelector})`,
+      "EndpointSlice",
+      `/apis/discovery.k8s.io/v1/endpointslices?labelSelector=${encodeURIComponent(labelSelector)}`,
+    );
+  }
+  async listPodsIn(namespace: string) {
+    return this.list<Pod>(`pods in namespace ${namespace}`, "Pod", `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`);
+  }
   async getConfigMap(namespace: string, name: string) {
     const what = `configmap ${namespace}/${name}`;
     const answer = await this.get(what, `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps/${encodeURIComponent(name)}`);

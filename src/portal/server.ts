@@ -2,14 +2,114 @@
 // (`exposure portal`) and bundled into a stock Node.js image in the cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
+import { PROBE_USER_AGENT } from "../adapters/http-probe";
+import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT } from "../core/findings";
-import { renderErrorPage, renderPage } from "../core/portal/html";
-import { observePortal, type PortalError, type PortalSource } from "../core/portal/view";
+import type { ObservedCluster } from "../core/observe";
+import { PENDING_NODE_PORT } from "../core/plan";
+import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
+import { readPortalCluster } from "../core/portal/scoped-read";
+import { buildPortalView, type PortalError, type PortalSource, type PortalView, wantedEntries } from "../core/portal/view";
+import { DEFAULT_REACHABILITY, portalProbeTargets, ReachabilityCache, type ReachabilityOptions } from "./reachability";
+import { SharedRead } from "./shared-read";
 
 export interface PortalOptions extends PortalSource {
   /** One line per failed page load (the cluster error); default: nothing. */
   log?: (line: string) => void;
+  /**
+   * Page loads within this many ms of a cluster read reuse it (default 2 s; 0: only loads
+   * arriving while a read is in flight share it). Env: PORTAL_READ_INTERVAL_SECONDS.
+   */
+  readIntervalMs?: number;
+  /** The portal's own probes of the published URLs (default: on, 15 s cache; env PORTAL_PROBE=off). */
+  reachability?: Partial<ReachabilityOptions>;
+}
+
+export const DEFAULT_READ_INTERVAL_MS = 2_000;
+
+/** Environment knobs shared by `exposure portal` and the in-cluster portal. */
+export const PORTAL_TUNING_ENV = {
+  probe: "PORTAL_PROBE",
+  probeCacheSeconds: "PORTAL_PROBE_CACHE_SECONDS",
+  readIntervalSeconds: "PORTAL_READ_INTERVAL_SECONDS",
+} as const;
+
+function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > max)
+    throw new UserError(`${name} must be a number of seconds between 0 and ${max}, not '${raw}'`, EXIT.INVALID);
+  return value * 1000;
+}
+
+/** Reads PORTAL_PROBE (on/off), PORTAL_PROBE_CACHE_SECONDS and PORTAL_READ_INTERVAL_SECONDS. */
+export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions, "readIntervalMs" | "reachability"> {
+  const probe = env[PORTAL_TUNING_ENV.probe];
+  if (probe !== undefined && probe !== "" && probe !== "on" && probe !== "off") {
+    throw new UserError(`${PORTAL_TUNING_ENV.probe} must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
+  }
+  const cacheMs = seconds(env, PORTAL_TUNING_ENV.probeCacheSeconds, 3600);
+  const readIntervalMs = seconds(env, PORTAL_TUNING_ENV.readIntervalSeconds, 300);
+  return {
+    ...(readIntervalMs !== undefined ? { readIntervalMs } : {}),
+    reachability: { enabled: probe !== "off", ...(cacheMs !== undefined ? { cacheMs } : {}) },
+  };
+}
+
+/** `?refresh=N` asks for a meta refresh every N seconds (5 to 3600); anything else: none. */
+export function refreshOf(search: URLSearchParams): PageOptions {
+  const raw = search.get("refresh");
+  if (raw === null || !/^\d{1,4}$/.test(raw)) return {};
+  return { refreshSeconds: Math.min(3600, Math.max(5, Number(raw))) };
+}
+
+/** The state page loads share: one cluster read per interval, one probe round at a time. */
+export class PortalObserver {
+  readonly clusterReads: SharedRead<ObservedCluster>;
+  readonly reachability: ReachabilityCache;
+  private readonly probing: ReachabilityOptions;
+
+  constructor(private readonly opts: PortalOptions) {
+    const wanted = wantedEntries(opts);
+    this.clusterReads = new SharedRead(() => readPortalCluster(opts.cluster, wanted), opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS);
+    this.probing = { ...DEFAULT_REACHABILITY, ...opts.reachability };
+    this.reachability = new ReachabilityCache(this.probing);
+  }
+
+  // The verdicts of one cluster read are computed once, not per load (observe() walks every Service).
+  private lastBase: { cluster: object; view: PortalView; urls: Map<string, string> } | undefined;
+
+  /** `waitForProbes: false` for a probe of the portal itself: waiting would wait on itself. */
+  async view(opts: { waitForProbes?: boolean } = {}): Promise<PortalView> {
+    const { value: cluster, at } = await this.clusterReads.get();
+    const generatedAt = this.opts.now?.() ?? new Date();
+    if (this.lastBase?.cluster !== cluster) {
+      const reach = { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) };
+      const view = buildPortalView(
+        { ...this.opts, source: this.opts.cluster.source },
+        cluster,
+        { observedAt: this.opts.now ? generatedAt : at, generatedAt },
+        reach,
+      );
+      const urls = new Map<string, string>();
+      for (const e of view.entries) {
+        if (e.exposed && e.url && /^https?:\/\//.test(e.url) && !e.url.includes(PENDING_NODE_PORT)) urls.set(e.name, e.url);
+      }
+      this.lastBase = { cluster, view, urls };
+    }
+    const base = this.lastBase;
+    const byEntry = await this.reachability.answers(portalProbeTargets(base.urls, this.opts.contract, this.probing), { wait: opts.waitForProbes !== false });
+    return {
+      ...base.view,
+      generatedAt: generatedAt.toISOString(),
+      entries: base.view.entries.map((e) => {
+        const reachability = byEntry.get(e.name);
+        return reachability ? { ...e, reachability } : e;
+      }),
+    };
+  }
 }
 
 const COMMON_HEADERS = {
@@ -36,12 +136,12 @@ const JSON_TYPE = "application/json; charset=utf-8";
  * GET /healthz     "ok" for probes, without touching the cluster (a cluster outage must not
  *                  restart the portal: it is exactly when the portal should say so)
  */
-export function portalHandler(opts: PortalOptions): http.RequestListener {
+export function portalHandler(opts: PortalOptions, observer = new PortalObserver(opts)): http.RequestListener {
   return (req, res) => {
     // Published on a NodePort without login: no request may end the process. Whatever throws
     // while routing is answered 500 (and logged); the server goes on.
     try {
-      route(opts, req, res);
+      route(opts, observer, req, res);
     } catch (err) {
       opts.log?.(`${req.method} -> 500: ${(err as Error).stack ?? String(err)}`);
       if (!res.headersSent) send(req, res, 500, "text/plain; charset=utf-8", "internal error\n");
@@ -52,11 +152,15 @@ export function portalHandler(opts: PortalOptions): http.RequestListener {
 
 /** The path of a request target, or undefined when it is not one (`http://[zz]/`, `//[`...). */
 export function requestPath(target: string | undefined): string | undefined {
+  return requestTarget(target)?.pathname;
+}
+
+function requestTarget(target: string | undefined): URL | undefined {
   if (target === undefined || target.length > MAX_TARGET_LENGTH) return undefined;
   try {
     const url = new URL(target, "http://portal.invalid");
     // `a:` or `mailto:x` in absolute form has an opaque path: not a request for this server.
-    return (url.protocol === "http:" || url.protocol === "https:") && url.pathname.startsWith("/") ? url.pathname : undefined;
+    return (url.protocol === "http:" || url.protocol === "https:") && url.pathname.startsWith("/") ? url : undefined;
   } catch {
     return undefined;
   }
@@ -65,12 +169,14 @@ export function requestPath(target: string | undefined): string | undefined {
 /** Longer request targets are refused (Node itself caps the whole header block at 16 KiB). */
 export const MAX_TARGET_LENGTH = 2048;
 
-function route(opts: PortalOptions, req: http.IncomingMessage, res: http.ServerResponse): void {
-  const path = requestPath(req.url);
-  if (path === undefined) {
+function route(opts: PortalOptions, observer: PortalObserver, req: http.IncomingMessage, res: http.ServerResponse): void {
+  const requested = requestTarget(req.url);
+  if (requested === undefined) {
     send(req, res, 400, "text/plain; charset=utf-8", "bad request: the request target is not a URL path\n");
     return;
   }
+  const path = requested.pathname;
+  const page = refreshOf(requested.searchParams);
   if (req.method !== "GET" && req.method !== "HEAD") {
     send(req, res, 405, "text/plain; charset=utf-8", "method not allowed\n", { Allow: "GET, HEAD" });
     return;
@@ -79,16 +185,32 @@ function route(opts: PortalOptions, req: http.IncomingMessage, res: http.ServerR
     send(req, res, 200, "text/plain; charset=utf-8", "ok\n");
     return;
   }
-  if (path !== "/" && path !== "/api/entries") {
-    send(req, res, 404, "text/plain; charset=utf-8", "not found: the portal serves /, /api/entries and /healthz\n");
+  // /api/entries/<name>: one entry (the page links each row to it).
+  const one = /^\/api\/entries\/([^/]+)$/.exec(path);
+  const entry = one ? decodeURIComponentSafe(one[1] as string) : undefined;
+  if (one && (entry === undefined || !entryName.safeParse(entry).success)) {
+    send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: "not an entry name" })}\n`);
     return;
   }
-  const json = path === "/api/entries";
-  observePortal(opts)
+  if (path !== "/" && path !== "/api/entries" && !one) {
+    send(req, res, 404, "text/plain; charset=utf-8", "not found: the portal serves /, /api/entries, /api/entries/<name> and /healthz\n");
+    return;
+  }
+  const json = path !== "/";
+  // The portal's own probe (its entry's probe path is the page) must not wait for the round it is part of.
+  observer
+    .view({ waitForProbes: req.headers["user-agent"] !== PROBE_USER_AGENT })
     .then(
       (view) => {
-        if (json) send(req, res, 200, JSON_TYPE, `${JSON.stringify(view, null, 2)}\n`);
-        else send(req, res, 200, HTML, renderPage(view), { "Content-Security-Policy": HTML_CSP });
+        if (entry !== undefined) {
+          const found = view.entries.find((e) => e.name === entry);
+          if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
+          else {
+            const { entries: _all, summary: _summary, problems: _problems, ...context } = view;
+            send(req, res, 200, JSON_TYPE, `${JSON.stringify({ ...context, entry: found }, null, 2)}\n`);
+          }
+        } else if (json) send(req, res, 200, JSON_TYPE, `${JSON.stringify(view, null, 2)}\n`);
+        else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
       },
       (err: unknown) => {
         // A cluster error (UserError from the reader) is 503: the portal works, its data source does not.
@@ -104,11 +226,19 @@ function route(opts: PortalOptions, req: http.IncomingMessage, res: http.ServerR
           ...(opts.stack ? { stack: opts.stack } : {}),
         };
         if (json) send(req, res, status, JSON_TYPE, `${JSON.stringify(error, null, 2)}\n`);
-        else send(req, res, status, HTML, renderErrorPage(error), { "Content-Security-Policy": HTML_CSP });
+        else send(req, res, status, HTML, renderErrorPage(error, page), { "Content-Security-Policy": HTML_CSP });
       },
     )
     // A failure while answering (the client went away) must not become an unhandled rejection.
     .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
+}
+
+function decodeURIComponentSafe(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
 }
 
 export function createPortalServer(opts: PortalOptions): http.Server {
@@ -145,7 +275,10 @@ export interface RunningPortal {
 }
 
 /** Starts the server; resolves once it listens, rejects with a readable error (port in use...). */
-export function startPortal(opts: PortalOptions, listen: ListenAddress): Promise<RunningPortal> {
+export async function startPortal(given: PortalOptions, listen: ListenAddress): Promise<RunningPortal> {
+  // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
+  const tuning = portalTuningFromEnv(process.env);
+  const opts: PortalOptions = { ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } };
   const server = createPortalServer(opts);
   return new Promise((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {

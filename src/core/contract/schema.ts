@@ -98,6 +98,13 @@ export const endpointSchema = z
   .strictObject({
     name: entryName,
     description: z.string().optional(),
+    /** Heading the portal lists the entry under ("Observability", "Data"...); ungrouped entries come last. */
+    group: z
+      .string()
+      .trim()
+      .min(1, { message: "group must not be empty (omit it instead)" })
+      .max(63, { message: "group must be at most 63 characters" })
+      .optional(),
     /** Publish at http(s)://<node IP>:<auto-allocated nodePort> (or the declared hostPort). */
     exposed: z.boolean().default(false),
     scheme: scheme.default("http"),

@@ -1,9 +1,9 @@
 // The portal page, rendered on the server: it must work without JavaScript, on a phone, and
 // with no asset from outside (the cluster network may not reach the internet), so the CSS is
 // inline and there is no script at all.
-import type { ObservedEntry, Verdict } from "../observe";
+import type { Verdict } from "../observe";
 import { PENDING_NODE_PORT } from "../plan";
-import type { PortalError, PortalView } from "./view";
+import type { PortalEntry, PortalError, PortalView, Reachability } from "./view";
 
 const ESCAPES: Readonly<Record<string, string>> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -38,6 +38,11 @@ td small{display:block}
 .v-ABSENT{color:var(--bad);background:var(--badbg)}
 .v-NOT-EXPOSED{color:var(--muted)}
 .reasons{margin:.35rem 0 0;padding-left:1.1rem;font-size:.9rem}
+.r-ok{color:var(--ok);background:var(--okbg)}
+.r-bad{color:var(--bad);background:var(--badbg)}
+.r-none{color:var(--muted)}
+tr.group th{font-size:1rem;color:var(--fg);padding-top:1.25rem;border-bottom:2px solid var(--line)}
+.json{font-size:.8rem}
 @media (max-width:40rem){
  body{padding:.75rem}
  thead{display:none}
@@ -45,18 +50,22 @@ td small{display:block}
  tr{border:1px solid var(--line);border-radius:6px;margin:0 0 .75rem;padding:.25rem .5rem}
  td{border:0;padding:.3rem 0;display:grid;grid-template-columns:6.5rem minmax(0,1fr);gap:.5rem}
  td::before{content:attr(data-label);color:var(--muted);font-size:.85rem}
+ tr.group{border:0;margin:1rem 0 .5rem;padding:0}
+ tr.group th{display:block;padding:0;border:0}
  .url,.ready{white-space:normal}
  .url a{overflow-wrap:anywhere}
 }
 `;
 
-function page(title: string, body: string): string {
+function page(title: string, body: string, refreshSeconds?: number): string {
   return [
     "<!doctype html>",
     '<html lang="en">',
     "<head>",
     '<meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    // Auto-refresh without any script (the CSP forbids scripts): opt-in through ?refresh=N.
+    ...(refreshSeconds ? [`<meta http-equiv="refresh" content="${Math.trunc(refreshSeconds)}">`] : []),
     `<title>${escapeHtml(title)}</title>`,
     `<style>${STYLE}</style>`,
     "</head>",
@@ -73,66 +82,145 @@ function linkable(url: string | undefined): url is string {
   return url !== undefined && /^https?:\/\/[^\s<>"']+$/.test(url) && !url.includes(PENDING_NODE_PORT);
 }
 
-function readiness(e: ObservedEntry): string {
+function readiness(e: PortalEntry): string {
   if (e.verdict === "NOT-EXPOSED" || e.verdict === "ABSENT") return "—";
   if (e.exposure === "hostPort") return e.readyEndpoints > 0 ? "pod ready" : "pod not ready";
   return `${e.readyEndpoints} ready endpoint${e.readyEndpoints === 1 ? "" : "s"}`;
 }
 
-function urlCell(e: ObservedEntry): string {
+/** "just now", "12 s ago", "3 min ago", "2 h ago", "4 d ago": the viewer's terms, not an ISO string. */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 1) return "just now";
+  if (s < 120) return `${s} s ago`;
+  if (s < 7200) return `${Math.round(s / 60)} min ago`;
+  if (s < 172800) return `${Math.round(s / 3600)} h ago`;
+  return `${Math.round(s / 86400)} d ago`;
+}
+
+const ageOf = (iso: string, now: Date) => formatAge(now.getTime() - new Date(iso).getTime());
+const timeTag = (iso: string, now: Date) => `<time datetime="${escapeHtml(iso)}" title="${escapeHtml(iso)}">${ageOf(iso, now)}</time>`;
+
+function urlCell(e: PortalEntry): string {
   if (!e.exposed) return "<small>not exposed</small>";
   if (linkable(e.url)) return `<a href="${escapeHtml(e.url)}">${escapeHtml(e.url)}</a>`;
   return e.url ? `<span>${escapeHtml(e.url)}</span>` : "<small>no URL</small>";
 }
 
-function row(e: ObservedEntry): string {
+/** Whether the entry's UI was probed and did not answer as the contract expects. */
+export const failing = (e: PortalEntry) => e.reachability !== undefined && !e.reachability.ok;
+
+function reachabilityCell(e: PortalEntry, view: PortalView, now: Date): string {
+  const r: Reachability | undefined = e.reachability;
+  if (!r) {
+    if (!e.exposed || !linkable(e.url)) return '<span class="r-none">—</span>';
+    return view.reachability.enabled ? "<small>not checked yet</small>" : "<small>probing off</small>";
+  }
+  const badge = r.ok
+    ? `<span class="badge r-ok">OK${r.status !== null ? ` ${r.status}` : ""}</span>`
+    : `<span class="badge r-bad">NOT OK${r.status !== null ? ` ${r.status}` : ""}</span>`;
+  const details = [
+    ...(r.error ? [escapeHtml(r.error)] : []),
+    ...(r.location ? [`redirects to ${escapeHtml(r.location)} (not followed)`] : []),
+    ...(r.latencyMs !== null ? [`${r.latencyMs} ms`] : []),
+    ...(r.tlsVerified === false ? ["TLS not verified"] : []),
+    `checked ${timeTag(r.checkedAt, now)}`,
+  ];
+  return `${badge}<small>${details.join(" · ")}</small>`;
+}
+
+function row(e: PortalEntry, view: PortalView, now: Date): string {
   const reasons = e.reasons.length ? `<ul class="reasons">${e.reasons.map((r) => `<li>${escapeHtml(r)}</li>`).join("")}</ul>` : "";
   // One <div> per cell: on a phone each cell is a two-column grid (label, content).
   const cell = (label: string, content: string, cls?: string) => `<td data-label="${label}"${cls ? ` class="${cls}"` : ""}><div>${content}</div></td>`;
+  const name = escapeHtml(e.name);
+  const reachable = e.reachability ? ` data-reachable="${e.reachability.ok}"` : "";
   return [
-    `<tr id="entry-${escapeHtml(e.name)}" data-entry="${escapeHtml(e.name)}" data-verdict="${e.verdict}">`,
-    cell("Name", `<strong>${escapeHtml(e.name)}</strong>${e.description ? `<small>${escapeHtml(e.description)}</small>` : ""}`),
+    `<tr id="entry-${name}" data-entry="${name}" data-verdict="${e.verdict}"${reachable}>`,
+    cell(
+      "Name",
+      `<strong>${name}</strong>${e.description ? `<small>${escapeHtml(e.description)}</small>` : ""}<small><a class="json" href="api/entries/${encodeURIComponent(e.name)}">JSON</a></small>`,
+    ),
     cell("Namespace", escapeHtml(e.namespace ?? "—")),
     cell("URL", urlCell(e), "url"),
     cell("Ready", escapeHtml(readiness(e)), "ready"),
     cell("Verdict", `<span class="badge v-${e.verdict}">${LABELS[e.verdict]}</span>${reasons}`),
+    cell("Answers", reachabilityCell(e, view, now), "reach"),
     "</tr>",
   ].join("");
 }
 
-function metaLine(view: Pick<PortalView, "generatedAt" | "source" | "contract" | "node">): string {
-  const parts = [`observed ${escapeHtml(view.generatedAt)} from ${escapeHtml(view.source)}`];
+const COLUMNS = ["Name", "Namespace", "URL", "Ready", "Verdict", "Answers"] as const;
+
+/** Entries in the contract's groups, in the order groups first appear; ungrouped entries last. */
+export function groupEntries(entries: readonly PortalEntry[]): { group?: string; entries: PortalEntry[] }[] {
+  const groups = new Map<string | undefined, PortalEntry[]>();
+  for (const e of entries) {
+    const list = groups.get(e.group) ?? [];
+    list.push(e);
+    groups.set(e.group, list);
+  }
+  const named = [...groups].filter(([g]) => g !== undefined).map(([group, list]) => ({ group, entries: list }));
+  const rest = groups.get(undefined);
+  return rest ? [...named, { entries: rest }] : named;
+}
+
+function metaLine(view: PortalView, now: Date): string {
+  const parts = [`observed ${timeTag(view.observedAt, now)} from ${escapeHtml(view.source)}`];
   if (view.node) parts.push(`node ${escapeHtml(view.node.name)} (${escapeHtml(view.node.address)}${view.node.pinned ? ", pinned by the stack" : ""})`);
   if (view.contract) parts.push(`contract ${escapeHtml(view.contract)}`);
   return `<p class="meta">${parts.join(" · ")}</p>`;
 }
 
-/** The page: every contract entry with its observed URL, readiness and verdict. */
-export function renderPage(view: PortalView): string {
+export interface PageOptions {
+  /** Seconds between automatic reloads (a meta refresh, no script); none by default. */
+  refreshSeconds?: number;
+}
+
+/** The page: every contract entry with its observed URL, readiness, verdict and whether it answers. */
+export function renderPage(view: PortalView, opts: PageOptions = {}): string {
+  const now = new Date(view.generatedAt);
+  const failingCount = view.entries.filter(failing).length;
   const counts = (["MATCH", "DRIFT", "ABSENT", "NOT-EXPOSED"] as const)
     .filter((v) => view.summary[v] > 0)
     .map((v) => `<li><span class="badge v-${v}">${view.summary[v]} ${LABELS[v]}</span></li>`)
+    .concat(failingCount ? [`<li><span class="badge r-bad">${failingCount} not answering</span></li>`] : [])
     .join("");
   const problems = view.problems.length
     ? `<div class="problems" role="alert"><strong>Problems</strong><ul>${view.problems.map((p) => `<li>${escapeHtml(p)}</li>`).join("")}</ul></div>`
     : "";
+  const grouped = groupEntries(view.entries);
+  const anyGroup = grouped.some((g) => g.group !== undefined);
+  const bodies = grouped.map((g) => {
+    // Headings only when the contract uses groups; the ungrouped rest is then "Other".
+    const heading = anyGroup
+      ? `<tr class="group"><th colspan="${COLUMNS.length}" scope="rowgroup">${g.group !== undefined ? escapeHtml(g.group) : "Other"}</th></tr>`
+      : "";
+    return `<tbody${g.group !== undefined ? ` data-group="${escapeHtml(g.group)}"` : ""}>${heading}${g.entries.map((e) => row(e, view, now)).join("\n")}</tbody>`;
+  });
+  const probing = view.reachability.enabled
+    ? `Answers: the portal's own GET of each URL (redirects not followed, TLS not verified), reused for ${view.reachability.cacheSeconds ?? "?"} s.`
+    : "Answers: probing is off.";
+  const refresh = opts.refreshSeconds
+    ? `Reloads every ${Math.trunc(opts.refreshSeconds)} s · <a href="./">Stop auto-refresh</a>`
+    : '<a href="?refresh=30">Auto-refresh (30 s)</a>';
   const body = [
     `<h1>${escapeHtml(heading(view.stack))}</h1>`,
-    metaLine(view),
+    metaLine(view, now),
     problems,
     `<ul class="summary">${counts}</ul>`,
-    '<table><thead><tr><th scope="col">Name</th><th scope="col">Namespace</th><th scope="col">URL</th><th scope="col">Ready</th><th scope="col">Verdict</th></tr></thead>',
-    `<tbody>${view.entries.map(row).join("\n")}</tbody></table>`,
-    '<p class="foot">Each load reads the cluster again. <a href=".">Reload</a> · <a href="api/entries">JSON</a></p>',
+    `<table><thead><tr>${COLUMNS.map((c) => `<th scope="col">${c}</th>`).join("")}</tr></thead>`,
+    `${bodies.join("\n")}</table>`,
+    `<p class="foot">${probing} <a href=".">Reload</a> · ${refresh} · <a href="api/entries">JSON</a></p>`,
   ].join("\n");
-  return page(heading(view.stack), body);
+  return page(heading(view.stack), body, opts.refreshSeconds);
 }
 
 /**
  * The page when the cluster cannot be read: an explicit error, never a table, so nobody
  * takes an unreachable cluster for "nothing is exposed" or "all fine".
  */
-export function renderErrorPage(error: PortalError): string {
+export function renderErrorPage(error: PortalError, opts: PageOptions = {}): string {
   const body = [
     `<h1>${escapeHtml(heading(error.stack))}</h1>`,
     `<p class="meta">attempted ${escapeHtml(error.generatedAt)} from ${escapeHtml(error.source)}</p>`,
@@ -141,7 +229,8 @@ export function renderErrorPage(error: PortalError): string {
     `<p>${escapeHtml(error.error)}</p>`,
     "<p>The state of the UIs is unknown: no URL or verdict can be shown until the cluster answers.</p>",
     "</section>",
-    '<p class="foot"><a href=".">Try again</a></p>',
+    `<p class="foot"><a href="${opts.refreshSeconds ? `?refresh=${Math.trunc(opts.refreshSeconds)}` : "."}">Try again</a></p>`,
   ].join("\n");
-  return page(`${heading(error.stack)} · cluster unreadable`, body);
+  // An auto-refreshing wall screen keeps refreshing, so it recovers once the cluster answers.
+  return page(`${heading(error.stack)} · cluster unreadable`, body, opts.refreshSeconds);
 }

@@ -1,6 +1,7 @@
 // What the in-cluster portal is made of, as plain data: components/portal.ts builds its
 // resources from these, and the planner (src/plan.ts) reads the same Service spec, so the
 // contract's `portal` entry is planned from exactly what the component will create.
+import { type Contract, isHostPortEntry } from "../contract/schema";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "../kube/types";
 
 /** The Service the contract's `portal` entry mirrors: a stable name, since the contract names it. */
@@ -55,12 +56,20 @@ export interface PolicyRule {
 
 /**
  * Exactly what one page load reads (readObservedCluster: one list call per kind), read-only.
+ * Pods only when a selected entry uses a hostPort (the only case where the portal lists them).
  * No Secrets, no ConfigMaps: the portal shows URLs and verdicts, never credentials.
  */
-export const PORTAL_RBAC_RULES: readonly PolicyRule[] = [
-  { apiGroups: [""], resources: ["services", "nodes", "pods"], verbs: ["get", "list"] },
-  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list"] },
-];
+export function portalRbacRules(opts: { hostPort: boolean }): PolicyRule[] {
+  return [
+    { apiGroups: [""], resources: ["services", "nodes", ...(opts.hostPort ? ["pods"] : [])], verbs: ["get", "list"] },
+    { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list"] },
+  ];
+}
+
+/** Whether the stack's selection holds a hostPort entry (then the portal lists Pods). */
+export function selectsHostPort(contract: Contract, selected: readonly string[] | "all"): boolean {
+  return contract.endpoints.some((e) => isHostPortEntry(e) && (selected === "all" || selected.includes(e.name)));
+}
 
 /** The portal's ClusterIP Service as the component creates it (and as the planner reads it). */
 export function portalService(namespace: string): Service {

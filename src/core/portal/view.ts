@@ -1,11 +1,43 @@
 import type { Contract } from "../contract/schema";
 import type { ClusterReader } from "../kube/cluster";
-import { type ObservedEntry, observe, type PublishedEndpoints, readObservedCluster, type Verdict } from "../observe";
+import { type ObservedCluster, type ObservedEntry, observe, type PublishedEndpoints, readObservedCluster, type Verdict } from "../observe";
 import type { NodeChoice } from "../plan";
+
+/**
+ * Whether the published URL answers, as the portal's own probe saw it (the code and contract
+ * expectations of `exposure probe`). `null` fields are unknown (no answer: no status).
+ */
+export interface Reachability {
+  ok: boolean;
+  status: number | null;
+  latencyMs: number | null;
+  /** Why it is not OK (unexpected status, refused, timeout...); null when OK. */
+  error: string | null;
+  /** When the probe answered (ISO 8601). */
+  checkedAt: string;
+  /** The URL requested (published URL + the contract's probe path). */
+  url: string;
+  /** What the contract accepts ("2xx/3xx" by default). */
+  expected: string;
+  /** https only: the certificate is not verified (self-signed UIs), and the page says so. */
+  tlsVerified?: false;
+  /** A 3xx answer's target: shown, never followed. */
+  location?: string;
+}
+
+/** One row of the portal: the verdict of `exposure status`, the contract's group, the probe's answer. */
+export interface PortalEntry extends ObservedEntry {
+  group?: string;
+  /** Absent when the entry has no URL to probe, or when probing is off. */
+  reachability?: Reachability;
+}
 
 /** What the portal shows (HTML) and serves (JSON): one observation of the cluster. */
 export interface PortalView {
+  /** When this answer was produced. */
   generatedAt: string;
+  /** When the cluster was read (shared by the loads of one read interval). */
+  observedAt: string;
   /** Where the cluster was read ("context bench (https://...)", "in-cluster ServiceAccount (...)"). */
   source: string;
   stack?: string;
@@ -13,7 +45,9 @@ export interface PortalView {
   node?: NodeChoice;
   problems: string[];
   summary: Record<Verdict, number>;
-  entries: ObservedEntry[];
+  /** The portal's own probes: on or off, and how long an answer is reused. */
+  reachability: { enabled: boolean; cacheSeconds?: number };
+  entries: PortalEntry[];
 }
 
 /** What the portal shows instead when the cluster cannot be read. */
@@ -39,30 +73,59 @@ export interface PortalSource {
   now?: () => Date;
 }
 
-/**
- * One page load: one list call per kind (readObservedCluster), then the verdicts of
- * `exposure status` (observe). Nothing is cached between loads: the links are the nodePorts
- * and node address the API server reports now, even right after a Service was recreated.
- */
-export async function observePortal(src: PortalSource): Promise<PortalView> {
+/** The exposed entries the portal judges (and whose Services, nodes, pods it reads). */
+export function wantedEntries(src: Pick<PortalSource, "contract" | "selected">) {
   const selected = src.selected ?? "all";
-  const wanted = src.contract.endpoints.filter((e) => e.exposed && (selected === "all" || selected.includes(e.name)));
-  const cluster = await readObservedCluster(src.cluster, wanted);
+  return src.contract.endpoints.filter((e) => e.exposed && (selected === "all" || selected.includes(e.name)));
+}
+
+/**
+ * The view of one cluster read: the verdicts of `exposure status` (observe), each entry with
+ * its contract group and, when known, its reachability. Pure.
+ */
+export function buildPortalView(
+  src: Omit<PortalSource, "cluster"> & { source: string },
+  cluster: ObservedCluster,
+  at: { observedAt: Date; generatedAt: Date },
+  reachability?: { enabled: boolean; cacheSeconds?: number; byEntry?: ReadonlyMap<string, Reachability> },
+): PortalView {
+  const selected = src.selected ?? "all";
   const observation = observe(src.contract, cluster, {
     selected,
     ...(src.pinnedAddress ? { pinnedAddress: src.pinnedAddress } : {}),
     ...(src.published ? { published: src.published } : {}),
   });
+  const groups = new Map(src.contract.endpoints.map((e) => [e.name, e.group]));
   const summary: Record<Verdict, number> = { MATCH: 0, DRIFT: 0, ABSENT: 0, "NOT-EXPOSED": 0 };
   for (const e of observation.entries) summary[e.verdict]++;
+  const entries = observation.entries.map((e): PortalEntry => {
+    const group = groups.get(e.name);
+    const probed = reachability?.byEntry?.get(e.name);
+    return { ...e, ...(group ? { group } : {}), ...(probed ? { reachability: probed } : {}) };
+  });
   return {
-    generatedAt: (src.now?.() ?? new Date()).toISOString(),
-    source: src.cluster.source,
+    generatedAt: at.generatedAt.toISOString(),
+    observedAt: at.observedAt.toISOString(),
+    source: src.source,
     ...(src.stack ? { stack: src.stack } : {}),
     ...(src.contractLabel ? { contract: src.contractLabel } : {}),
     ...(observation.node ? { node: observation.node } : {}),
     problems: observation.problems,
     summary,
-    entries: observation.entries,
+    reachability: reachability
+      ? { enabled: reachability.enabled, ...(reachability.cacheSeconds !== undefined ? { cacheSeconds: reachability.cacheSeconds } : {}) }
+      : { enabled: false },
+    entries,
   };
+}
+
+/**
+ * One page load without any sharing or probing: one list call per kind (readObservedCluster),
+ * then the view. The server shares reads between loads (src/portal/shared-read.ts) and adds
+ * reachability; this is the plain path for callers that read once.
+ */
+export async function observePortal(src: PortalSource): Promise<PortalView> {
+  const cluster = await readObservedCluster(src.cluster, wantedEntries(src));
+  const now = src.now?.() ?? new Date();
+  return buildPortalView({ ...src, source: src.cluster.source }, cluster, { observedAt: now, generatedAt: now });
 }

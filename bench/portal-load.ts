@@ -1,0 +1,363 @@
+// Part 5: the portal under load (issue 13). A fake API server on loopback holds 5,000
+// Services with their EndpointSlices (about 10 MB of JSON, like the cluster where 286 of
+// 300 loads used to time out); the portal runs as its own process (the bundle `up` ships,
+// run with plain node) against it through a kubeconfig, and 2,000 page loads arrive 50 at
+// a time. Measured: latency percentiles, errors, the LIST calls the API server received
+// (per read interval), the portal's peak RSS. The floor is the same load on /healthz (no
+// cluster read, no rendering), in the same run. Everything stays on 127.0.0.0/8.
+import { type ChildProcess, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { bundlePortalServer } from "../src/adapters/portal-bundle";
+import type { EndpointSlice, Service } from "../src/core/kube/types";
+import { PORTAL_FILES } from "../src/core/portal/spec";
+import { answerList, type RecordedCluster } from "../test/portal.fixtures";
+import { afterUpObjects, contractYaml, generateEntries } from "./gen";
+import { round } from "./stats";
+
+const projectDir = path.resolve(__dirname, "..");
+const SERVICES_PATH = "/api/v1/services";
+/** One cluster read lists the Nodes once: the count of read sets. */
+const NODES_PATH = "/api/v1/nodes";
+const START_MARK = "<!-- portal-load:start -->";
+const END_MARK = "<!-- portal-load:end -->";
+
+export interface LoadRun {
+  path: string;
+  requests: number;
+  concurrency: number;
+  errors: number;
+  /** Status codes other than 200, by code. */
+  statuses: Record<string, number>;
+  p50Ms: number;
+  p95Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  durationMs: number;
+  /** LIST calls the fake API server received during the run, per path. */
+  lists: Record<string, number>;
+}
+
+export interface PortalLoadBench {
+  services: number;
+  endpointSlices: number;
+  /** Size of the Service and EndpointSlice lists as the API server sends them (bytes). */
+  listBytes: number;
+  readIntervalMs: number;
+  shared: LoadRun;
+  /** The same portal with PORTAL_READ_INTERVAL_SECONDS=0: only loads in flight together share a read. */
+  unshared: LoadRun;
+  floor: LoadRun;
+  /** LIST sets (one call per kind) allowed by "at most one per interval" over the shared run. */
+  allowedSets: number;
+  /** Bytes the API server sent during the shared run. */
+  apiBytesShared: number;
+  rssIdleMiB: number;
+  cpus: number;
+  loadAverage: number;
+  rssPeakMiB: number;
+}
+
+const PAD = "x".repeat(900);
+
+/** A chart's ClusterIP Service, with the annotation weight real ones carry (last-applied configuration). */
+function fillerService(i: number): Service {
+  // The first 200 share the platform's namespace (a scoped read still receives them), the rest spread over 96 others.
+  const ns = i < 200 ? "team-000" : `app-${String(Math.floor(i / 50)).padStart(3, "0")}`;
+  const name = `svc-${String(i).padStart(4, "0")}`;
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: {
+      name,
+      namespace: ns,
+      labels: { "app.kubernetes.io/name": name, "app.kubernetes.io/instance": ns, "app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": `${name}-1.2.3` },
+      annotations: { "meta.helm.sh/release-name": ns, "kubectl.kubernetes.io/last-applied-configuration": PAD },
+    },
+    spec: {
+      type: "ClusterIP",
+      selector: { "app.kubernetes.io/name": name, "app.kubernetes.io/instance": ns },
+      ports: [
+        { name: "http", port: 80, targetPort: 8080, protocol: "TCP" },
+        { name: "metrics", port: 9090, targetPort: 9090, protocol: "TCP" },
+      ],
+    },
+  };
+}
+
+function fillerSlice(s: Service, i: number): EndpointSlice {
+  return {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: { name: `${s.metadata.name}-abcde`, namespace: s.metadata.namespace, labels: { "kubernetes.io/service-name": s.metadata.name } },
+    endpoints: [0, 1].map((k) => ({
+      addresses: [`10.${64 + (i % 64)}.${Math.floor(i / 64) % 250}.${10 + k}`],
+      conditions: { ready: true },
+      nodeName: "bench-node-a",
+      targetRef: { kind: "Pod", namespace: s.metadata.namespace, name: `${s.metadata.name}-${k}` },
+    })),
+  };
+}
+
+async function fakeApiServer(services: number) {
+  const bytes = { sent: 0 };
+  const entries = generateEntries(9, { hostPorts: false });
+  const platform = afterUpObjects(entries);
+  const filler = Array.from({ length: services - platform.services.length }, (_, i) => fillerService(i));
+  const allServices = [...platform.services, ...filler];
+  const allSlices = [...platform.slices, ...filler.map(fillerSlice)];
+  const data: RecordedCluster = { services: allServices, endpointSlices: allSlices, nodes: platform.nodes, pods: platform.pods };
+  const counts: Record<string, number> = {};
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://x");
+    // Counted per kind: every Service list (namespaced or labelled) counts as a Service LIST.
+    const kind = /services$/.test(url.pathname) ? SERVICES_PATH : url.pathname;
+    counts[kind] = (counts[kind] ?? 0) + 1;
+    const list = answerList(data, url);
+    const body = Buffer.from(JSON.stringify(list ? { ...list, metadata: { resourceVersion: "1" } } : {}));
+    bytes.sent += body.length;
+    res.writeHead(list ? 200 : 404, { "Content-Type": "application/json", "Content-Length": String(body.length) });
+    res.end(body);
+  });
+  const full = (p: string) => answerList(data, new URL(p, "http://x"))?.items ?? [];
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    counts,
+    contract: contractYaml(entries),
+    services: allServices.length,
+    slices: allSlices.length,
+    listBytes: JSON.stringify(full("/api/v1/services")).length + JSON.stringify(full("/apis/discovery.k8s.io/v1/endpointslices")).length,
+    bytes,
+  };
+}
+
+/** The files of the ConfigMap `up` creates: the loader and the gzipped bundle, run with plain `node`. */
+function writeBundle(dir: string): string {
+  const bundle = bundlePortalServer();
+  fs.writeFileSync(path.join(dir, PORTAL_FILES.loader), bundle.loader);
+  fs.writeFileSync(path.join(dir, PORTAL_FILES.bundle), bundle.gzipped);
+  return path.join(dir, PORTAL_FILES.loader);
+}
+
+function startPortalProcess(loader: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [loader], {
+    cwd: projectDir,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stderr?.on("data", (d: Buffer) => {
+    err = (err + d.toString()).slice(-4000);
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`portal did not start within 30s: ${err}`)), 30_000);
+    child.on("exit", (code) => reject(new Error(`portal exited (${code}): ${err}`)));
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /portal listening on (http:\/\/\S+)/.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1] });
+      }
+    });
+  });
+}
+
+/** KiB figures of /proc/<pid>/status (Linux): VmRSS now, VmHWM the peak. */
+function rssOf(pid: number): { rss: number; peak: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
+  return { rss: kib("VmRSS") * 1024, peak: kib("VmHWM") * 1024 };
+}
+
+const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+
+async function load(url: string, requests: number, concurrency: number, counts: Record<string, number>): Promise<LoadRun> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const before = { ...counts };
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let errors = 0;
+  let next = 0;
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const t0 = performance.now();
+      const req = http.get(url, { agent, timeout: 30_000 }, (res) => {
+        res.resume();
+        res.on("end", () => {
+          latencies.push(performance.now() - t0);
+          if (res.statusCode !== 200) {
+            errors++;
+            statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1;
+          }
+          resolve();
+        });
+      });
+      req.on("timeout", () => req.destroy(new Error("timeout")));
+      req.on("error", () => {
+        errors++;
+        statuses.network = (statuses.network ?? 0) + 1;
+        latencies.push(performance.now() - t0);
+        resolve();
+      });
+    });
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < requests) await one();
+    }),
+  );
+  const durationMs = performance.now() - started;
+  agent.destroy();
+  const sorted = latencies.sort((a, b) => a - b);
+  const lists: Record<string, number> = {};
+  for (const [p, n] of Object.entries(counts)) if (n - (before[p] ?? 0) > 0) lists[p] = n - (before[p] ?? 0);
+  return {
+    path: new URL(url).pathname,
+    requests,
+    concurrency,
+    errors,
+    statuses,
+    p50Ms: round(percentile(sorted, 50)),
+    p95Ms: round(percentile(sorted, 95)),
+    p99Ms: round(percentile(sorted, 99)),
+    maxMs: round(sorted[sorted.length - 1] ?? Number.NaN),
+    durationMs: Math.round(durationMs),
+    lists,
+  };
+}
+
+export async function measurePortalLoad(opts: { services: number; requests: number; concurrency: number; log: (m: string) => void }): Promise<PortalLoadBench> {
+  const api = await fakeApiServer(opts.services);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-bench-portal-"));
+  const children: ChildProcess[] = [];
+  try {
+    fs.writeFileSync(path.join(dir, "contract.yaml"), api.contract);
+    fs.writeFileSync(
+      path.join(dir, "kubeconfig"),
+      `apiVersion: v1\nkind: Config\nclusters:\n  - name: fake\n    cluster: { server: "http://127.0.0.1:${api.port}", insecure-skip-tls-verify: true }\nusers:\n  - name: bench\n    user: { token: bench }\ncontexts:\n  - name: fake\n    context: { cluster: fake, user: bench }\ncurrent-context: fake\n`,
+      { mode: 0o600 },
+    );
+    const { KUBERNETES_SERVICE_HOST: _h, KUBERNETES_SERVICE_PORT: _p, ...base } = process.env;
+    const env = (readInterval: string): NodeJS.ProcessEnv => ({
+      ...base,
+      KUBECONFIG: path.join(dir, "kubeconfig"),
+      PORTAL_CONTRACT: path.join(dir, "contract.yaml"),
+      PORTAL_LISTEN: "127.0.0.1:0",
+      PORTAL_STACK: "bench",
+      // The nodes are 127.0.0.21/22: the portal's probes stay on loopback (nothing listens: refused at once).
+      PORTAL_PROBE: "on",
+      PORTAL_READ_INTERVAL_SECONDS: readInterval,
+    });
+    const loadAtStart = round(os.loadavg()[0] ?? 0);
+    const loader = writeBundle(dir);
+    const readIntervalMs = 2_000;
+    opts.log(`part 5: portal load, ${api.services} Services (${round(api.listBytes / 2 ** 20)} MiB of lists), ${opts.requests} loads at ${opts.concurrency}`);
+    const shared = await startPortalProcess(loader, env(String(readIntervalMs / 1000)));
+    children.push(shared.child);
+    const pid = shared.child.pid as number;
+    // One warm-up load (module loading, first read), then the idle RSS.
+    const warm = await fetch(shared.url);
+    if (warm.status !== 200)
+      throw new Error(`the portal answers ${warm.status}: ${(await warm.text()).replace(/[\s\S]*<section class="error"/, "").slice(0, 600)}`);
+    const idle = rssOf(pid);
+    const floor = await load(new URL("/healthz", shared.url).href, opts.requests, opts.concurrency, api.counts);
+    const sentBefore = api.bytes.sent;
+    const sharedRun = await load(shared.url, opts.requests, opts.concurrency, api.counts);
+    const apiBytesShared = api.bytes.sent - sentBefore;
+    const peak = rssOf(pid);
+    shared.child.kill("SIGTERM");
+
+    opts.log("part 5: the same portal with no read interval (only loads in flight together share a read)");
+    const unsharedPortal = await startPortalProcess(loader, env("0"));
+    children.push(unsharedPortal.child);
+    await load(unsharedPortal.url, 1, 1, api.counts);
+    const unshared = await load(unsharedPortal.url, Math.min(500, opts.requests), opts.concurrency, api.counts);
+    unsharedPortal.child.kill("SIGTERM");
+
+    return {
+      services: api.services,
+      endpointSlices: api.slices,
+      listBytes: api.listBytes,
+      readIntervalMs,
+      shared: sharedRun,
+      unshared,
+      floor,
+      allowedSets: Math.ceil(sharedRun.durationMs / readIntervalMs) + 1,
+      apiBytesShared,
+      rssIdleMiB: round(idle.rss / 2 ** 20),
+      cpus: os.cpus().length,
+      loadAverage: loadAtStart,
+      rssPeakMiB: round(peak.peak / 2 ** 20),
+    };
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+    api.server.close();
+    api.server.closeAllConnections();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The markdown section (between markers in docs/benchmarks.md). */
+export function portalLoadSection(b: PortalLoadBench): string {
+  const row = (label: string, r: LoadRun) =>
+    `| ${label} | \`${r.path}\` | ${r.requests} | ${r.concurrency} | ${r.errors} | ${r.p50Ms} | ${r.p95Ms} | ${r.p99Ms} | ${r.maxMs} | ${r.durationMs} | ${r.lists[NODES_PATH] ?? 0} |`;
+  const sets = b.shared.lists[NODES_PATH] ?? 0;
+  return [
+    START_MARK,
+    "## 5. The portal under load (issue 13)",
+    "",
+    `A fake API server on loopback holds ${b.services.toLocaleString("en")} Services and ${b.endpointSlices.toLocaleString("en")} EndpointSlices (${round(b.listBytes / 2 ** 20)} MiB of JSON in the two cluster-wide lists; 200 of the Services share the platform's namespace). The portal reads only what its verdicts need (the entries' namespaces, our labelled Services, their EndpointSlices by label selector, the Nodes: \`src/core/portal/scoped-read.ts\`), at most once per interval, shared by every load. The portal runs as its own process from the exact files \`up\` ships in its ConfigMap (loader + gzipped bundle, plain \`node\`), reads the API through a kubeconfig with the real client library, and probes the published URLs (loopback only). \`bench/portal-load.ts\`.`,
+    "",
+    `Machine: ${b.cpus} CPUs, 1-minute load average ${b.loadAverage} when the part started (the floor row shows what that load costs any request).`,
+    "",
+    "| run | path | requests | concurrency | errors | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | wall (ms) | cluster reads (LIST sets) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
+    row(`shared reads, ${b.readIntervalMs / 1000} s interval (default)`, b.shared),
+    row("read interval 0 (only concurrent loads share)", b.unshared),
+    row("floor: /healthz (no cluster read, no page)", b.floor),
+    "",
+    `- **Errors:** ${b.shared.errors} of ${b.shared.requests}${b.shared.errors ? ` (${JSON.stringify(b.shared.statuses)})` : ""}. **p99:** ${b.shared.p99Ms} ms (target <= 500 ms; ${round(b.shared.p99Ms / Math.max(b.floor.p99Ms, 0.1))}x the /healthz floor).`,
+    `- **API traffic:** ${round(b.apiBytesShared / 2 ** 20, 2)} MiB sent by the API server for the ${b.shared.requests} loads (one cluster-wide read of both lists is ${round(b.listBytes / 2 ** 20)} MiB).`,
+    `- **LIST calls:** ${sets} sets (${JSON.stringify(b.shared.lists)}) over ${round(b.shared.durationMs / 1000)} s, at most ${b.allowedSets} allowed by "one set per ${b.readIntervalMs / 1000} s interval": ${sets <= b.allowedSets ? "**within the target**" : "**above the target**"}. Without sharing, 2,000 loads used to cost 6,000 LIST calls.`,
+    `- **Memory:** the portal process held ${b.rssIdleMiB} MiB RSS after its first load and peaked at ${b.rssPeakMiB} MiB during the run (the Deployment's limit is 256 Mi).`,
+    END_MARK,
+    "",
+  ].join("\n");
+}
+
+/** Puts the section into docs/benchmarks.md (replacing an older one) and the figures into test-output/. */
+export function writePortalLoad(b: PortalLoadBench, root = projectDir) {
+  const file = path.join(root, "docs/benchmarks.md");
+  const current = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "";
+  const start = current.indexOf(START_MARK);
+  const end = current.indexOf(END_MARK);
+  const kept = start >= 0 && end > start ? current.slice(0, start) + current.slice(end + END_MARK.length).replace(/^\n+/, "") : current;
+  fs.writeFileSync(file, `${kept.trimEnd()}\n\n${portalLoadSection(b)}`);
+  fs.mkdirSync(path.join(root, "test-output"), { recursive: true });
+  fs.writeFileSync(path.join(root, "test-output/portal-load.json"), `${JSON.stringify(b, null, 2)}\n`);
+}
+
+/**
+ * The one call bench/run.ts makes, after it wrote docs/benchmarks.md: runs with every part
+ * (no --only) or when --only names "portal".
+ */
+export async function benchPortalLoad(only: string | undefined, log: (m: string) => void): Promise<void> {
+  if (only !== undefined && !only.split(",").some((p) => p.trim() === "portal")) return;
+  writePortalLoad(await measurePortalLoad({ services: 5_000, requests: 2_000, concurrency: 50, log }));
+  log("part 5: docs/benchmarks.md (portal section), test-output/portal-load.json");
+}
+
+// `npx tsx bench/portal-load.ts`: this part alone.
+if (require.main === module) {
+  benchPortalLoad("portal", (m) => process.stderr.write(`[bench] ${m}\n`)).catch((err: unknown) => {
+    process.stderr.write(`portal load bench failed: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,112 @@
+// Whether each published UI answers, from the portal's side: the probe of `exposure probe`
+// (src/adapters/http-probe.ts: same request, same contract expectations, redirects not
+// followed, TLS not verified), run in rounds that page loads share. At most one round is in
+// flight; answers are reused for `cacheMs`, and a page load only waits for a round when a
+// URL has no answer yet (first load, or a nodePort that changed).
+import { type HttpGet, httpGet, type ProbeResult, type ProbeTarget, probeAll } from "../adapters/http-probe";
+import type { Contract } from "../core/contract/schema";
+import type { Reachability } from "../core/portal/view";
+
+export interface ReachabilityOptions {
+  /** Off: no request leaves the portal except to the API server. */
+  enabled: boolean;
+  /** How long an answer is reused (default 15 s). */
+  cacheMs: number;
+  /** Per-URL timeout when the contract declares none (default 3 s); a contract's own is capped at 10 s. */
+  timeoutMs: number;
+  /** Probes in flight at once (default 8). */
+  concurrency: number;
+  get?: HttpGet;
+}
+
+export const DEFAULT_REACHABILITY: ReachabilityOptions = { enabled: true, cacheMs: 15_000, timeoutMs: 3_000, concurrency: 8 };
+const MAX_TIMEOUT_MS = 10_000;
+
+interface Known {
+  key: string;
+  at: number;
+  reachability: Reachability;
+}
+
+const keyOf = (t: ProbeTarget) => `${t.url} ${t.path} ${t.expectStatus?.join(",") ?? ""}`;
+
+/** The probe target of each published URL, with the contract's path, statuses and timeout. */
+export function portalProbeTargets(urls: ReadonlyMap<string, string>, contract: Contract, opts: Pick<ReachabilityOptions, "timeoutMs">): ProbeTarget[] {
+  const declared = new Map(contract.endpoints.map((e) => [e.name, e.probe]));
+  return [...urls].map(([name, url]) => {
+    const probe = declared.get(name);
+    const contractTimeout = probe?.timeoutSeconds !== undefined ? probe.timeoutSeconds * 1000 : undefined;
+    return {
+      name,
+      url,
+      path: probe?.path ?? "/",
+      ...(probe?.expectStatus ? { expectStatus: probe.expectStatus } : {}),
+      timeoutMs: Math.min(contractTimeout ?? opts.timeoutMs, MAX_TIMEOUT_MS),
+    };
+  });
+}
+
+export function toReachability(r: ProbeResult, checkedAt: Date): Reachability {
+  return {
+    ok: r.ok,
+    status: r.status ?? null,
+    latencyMs: r.latencyMs,
+    error: r.error ?? null,
+    checkedAt: checkedAt.toISOString(),
+    url: r.url,
+    expected: r.expected,
+    ...(r.url.startsWith("https:") ? { tlsVerified: false as const } : {}),
+    ...(r.location ? { location: r.location } : {}),
+  };
+}
+
+export class ReachabilityCache {
+  /** Probe rounds run, for tests and the benchmark. */
+  rounds = 0;
+  private readonly known = new Map<string, Known>();
+  private inFlight: Promise<void> | undefined;
+
+  constructor(
+    private readonly opts: ReachabilityOptions,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** The answers for these targets: fresh ones, or stale ones while a round refreshes them. */
+  async answers(targets: readonly ProbeTarget[], opts: { wait?: boolean } = {}): Promise<Map<string, Reachability>> {
+    if (!this.opts.enabled || targets.length === 0) return new Map();
+    const answered = (t: ProbeTarget) => this.known.get(t.name)?.key === keyOf(t);
+    const fresh = (t: ProbeTarget) => answered(t) && this.clock() - (this.known.get(t.name)?.at ?? 0) < this.opts.cacheMs;
+    if (!targets.every(fresh)) this.startRound(targets);
+    // Wait only for URLs never probed; a round started for older URLs is followed by one for these.
+    for (let i = 0; i < 2 && opts.wait !== false && !targets.every(answered) && this.inFlight; i++) {
+      await this.inFlight;
+      if (!targets.every(answered)) this.startRound(targets);
+    }
+    const out = new Map<string, Reachability>();
+    for (const t of targets) {
+      const k = this.known.get(t.name);
+      if (k && k.key === keyOf(t)) out.set(t.name, k.reachability);
+    }
+    return out;
+  }
+
+  private startRound(targets: readonly ProbeTarget[]) {
+    if (this.inFlight) return;
+    this.rounds++;
+    const names = new Set(targets.map((t) => t.name));
+    this.inFlight = probeAll(targets, { concurrency: this.opts.concurrency, get: this.opts.get ?? httpGet })
+      .then((results) => {
+        const at = this.clock();
+        results.forEach((r, i) => {
+          const t = targets[i] as ProbeTarget;
+          this.known.set(t.name, { key: keyOf(t), at, reachability: toReachability(r, new Date(at)) });
+        });
+        // Entries no longer published are forgotten: memory stays bounded by the contract.
+        for (const name of this.known.keys()) if (!names.has(name)) this.known.delete(name);
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.inFlight = undefined;
+      });
+  }
+}

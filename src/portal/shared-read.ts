@@ -1,0 +1,55 @@
+// One cluster read shared by every page load: a NodePort anyone can GET must not turn each
+// load into a full LIST of Services, EndpointSlices and Nodes (10 MB on a 5,000-Service
+// cluster). Loads that arrive while a read is in flight join it; a finished read (or its
+// failure) is reused until `intervalMs` after it started, so the API server sees at most one
+// set of LIST calls per interval whatever the load.
+
+export interface SharedValue<T> {
+  value: T;
+  /** When the read finished. */
+  at: Date;
+}
+
+interface Round<T> {
+  startedAt: number;
+  settled: boolean;
+  promise: Promise<SharedValue<T>>;
+}
+
+export class SharedRead<T> {
+  /** Reads started, for tests and the benchmark. */
+  reads = 0;
+  private current: Round<T> | undefined;
+
+  constructor(
+    private readonly read: () => Promise<T>,
+    private readonly intervalMs: number,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  get(): Promise<SharedValue<T>> {
+    const now = this.clock();
+    const round = this.current;
+    if (round && (!round.settled || now - round.startedAt < this.intervalMs)) return round.promise;
+    this.reads++;
+    const next: Round<T> = {
+      startedAt: now,
+      settled: false,
+      promise: this.read().then(
+        (value) => {
+          next.settled = true;
+          return { value, at: new Date(this.clock()) };
+        },
+        (err: unknown) => {
+          // A failure is shared too: an unreachable API server is not hammered by every reload.
+          next.settled = true;
+          throw err;
+        },
+      ),
+    };
+    // Joiners attach their own handlers; this one only keeps an unobserved failure quiet.
+    next.promise.catch(() => undefined);
+    this.current = next;
+    return next.promise;
+  }
+}

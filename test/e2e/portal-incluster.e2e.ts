@@ -1,0 +1,327 @@
+// The in-cluster portal, proven against the real API server (issue 13): `pulumi up` deploys
+// it; the exact files of the ConfigMap `up` created then run as a process the way the pod
+// runs them (plain `node /app/portal.js`, the Deployment's environment, a ServiceAccount
+// token minted through the TokenRequest API and the API server's CA at the standard in-pod
+// paths, KUBERNETES_SERVICE_HOST/PORT). Its page and JSON must match `exposure portal`,
+// reachability included (stand-in UIs on <node IP>:<nodePort>, one of them failing), and its
+// token must not read Secrets, ConfigMaps or (without a hostPort entry) Pods.
+//
+// The in-pod paths (/var/run/secrets/kubernetes.io/serviceaccount) are provided in a private
+// mount namespace (`unshare --mount`, root), so the bundle runs unchanged and the host's
+// /run is never touched.
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as https from "node:https";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { addNodes, addVendoredUi, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "./harness";
+
+const NODE_IP = "127.0.0.41";
+const PORTAL_NS = "platform-portal";
+const PORTAL_LABEL = "app.kubernetes.io/name=ui-exposure-portal";
+
+const CONTRACT = `version: 1
+endpoints:
+  - name: argocd
+    description: Argo CD
+    group: Delivery
+    exposed: true
+    service: { namespace: argocd, name: argocd-server, port: http }
+    probe: { path: /healthz, expectStatus: [200] }
+  - name: grafana
+    description: Grafana
+    group: Observability
+    exposed: true
+    service: { namespace: monitoring, name: kube-prometheus-stack-grafana, port: http-web }
+    probe: { path: /api/health }
+  - name: portal
+    description: Platform portal
+    exposed: true
+    service: { namespace: platform-portal, name: portal, port: http }
+    probe: { path: /healthz, expectStatus: [200] }
+  - name: postgres
+    description: Platform PostgreSQL
+    group: Data
+    scheme: postgresql
+    service: { namespace: data, name: postgres, port: 5432 }
+`;
+
+interface Entry {
+  name: string;
+  verdict: string;
+  url?: string;
+  reasons: string[];
+  group?: string;
+  readyEndpoints: number;
+  reachability?: { ok: boolean; status: number | null; latencyMs: number | null; error: string | null; checkedAt: string; url: string };
+}
+interface View {
+  source: string;
+  observedAt: string;
+  entries: Entry[];
+}
+
+let cluster: Cluster;
+let sandbox: Sandbox;
+const children: ChildProcess[] = [];
+const servers: http.Server[] = [];
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-portal-"));
+
+const summary = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`;
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+
+/** A stand-in UI on <node IP>:<nodePort>, as kube-proxy replacement would serve it. */
+function standIn(port: number, status: number): Promise<http.Server> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(status, { "content-type": "text/plain" });
+    res.end(status === 200 ? "ok\n" : "internal error\n");
+  });
+  servers.push(server);
+  return new Promise((resolve) => server.listen(port, NODE_IP, () => resolve(server)));
+}
+
+/** GET on the API server with the portal's token (and the CA the pod would trust). */
+function asPortal(apiPath: string, token: string, ca: Buffer): Promise<number> {
+  const server = new URL(cluster.server);
+  return new Promise((resolve, reject) => {
+    const req = https.get(
+      { host: server.hostname, port: server.port, path: apiPath, ca, headers: { authorization: `Bearer ${token}`, accept: "application/json" } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on("error", reject);
+  });
+}
+
+const comparable = (v: View) =>
+  v.entries.map((e) => ({
+    name: e.name,
+    verdict: e.verdict,
+    url: e.url,
+    reasons: e.reasons,
+    group: e.group,
+    readyEndpoints: e.readyEndpoints,
+    reachable: e.reachability?.ok,
+    status: e.reachability?.status,
+  }));
+
+describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", () => {
+  let outputs: { urls: Record<string, string> };
+  let token: string;
+  let ca: Buffer;
+  let inCluster: { url: string; child: ChildProcess; stderr: () => string };
+
+  beforeAll(async () => {
+    const bin = toolchainBin();
+    cluster = await startCluster(bin);
+    await addNodes(cluster, [{ name: "e2e-node", ip: NODE_IP, ready: true }]);
+    await addVendoredUi(cluster, {
+      namespace: "argocd",
+      service: "argocd-server",
+      selector: { "app.kubernetes.io/name": "argocd-server" },
+      portName: "http",
+      port: 80,
+      targetPort: 8080,
+      node: "e2e-node",
+      podIP: "10.244.0.11",
+    });
+    await addVendoredUi(cluster, {
+      namespace: "monitoring",
+      service: "kube-prometheus-stack-grafana",
+      selector: { "app.kubernetes.io/name": "grafana" },
+      portName: "http-web",
+      port: 80,
+      targetPort: 3000,
+      node: "e2e-node",
+      podIP: "10.244.0.13",
+    });
+    await setCiliumConfig(cluster, "true");
+    sandbox = makeSandbox(bin, cluster, providerVersions());
+    fs.writeFileSync(path.join(sandbox.dir, "contract", "portal-e2e.yaml"), CONTRACT);
+    sandbox.writeStack({
+      "kubernetes:context": "e2e",
+      "ui-exposure:contract": "contract/portal-e2e.yaml",
+      "ui-exposure:entries": ["argocd", "grafana", "portal"],
+      "ui-exposure:cilium": { mode: "cohabit" },
+      // No kubelet here: nothing would ever become Ready.
+      "ui-exposure:portal": { enabled: true, skipAwait: true },
+    });
+  }, 600_000);
+
+  afterAll(async () => {
+    for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+    cluster?.stop();
+    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it("pulumi up deploys the portal and publishes every entry; stand-in UIs answer on the nodePorts, grafana failing", async () => {
+    const up = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+    expect(up.code, summary(up)).toBe(0);
+    const out = sandbox.pulumi(["stack", "output", "--json"]);
+    expect(out.code, summary(out)).toBe(0);
+    outputs = JSON.parse(out.stdout);
+    expect(Object.keys(outputs.urls).sort()).toEqual(["argocd", "grafana", "portal"]);
+    for (const url of Object.values(outputs.urls)) expect(new URL(url).hostname).toBe(NODE_IP);
+    await standIn(Number(new URL(outputs.urls.argocd as string).port), 200);
+    await standIn(Number(new URL(outputs.urls.grafana as string).port), 500);
+  });
+
+  it("runs the exact bundle from the ConfigMap with a minted ServiceAccount token, and serves the same verdicts, links and reachability as exposure portal", async () => {
+    // The files `up` shipped, byte for byte.
+    const maps = await cluster.core.listNamespacedConfigMap({ namespace: PORTAL_NS, labelSelector: PORTAL_LABEL });
+    expect(maps.items).toHaveLength(1);
+    const cm = maps.items[0];
+    const app = path.join(tmp, "app");
+    fs.mkdirSync(app);
+    for (const [name, text] of Object.entries(cm?.data ?? {})) fs.writeFileSync(path.join(app, name), text);
+    for (const [name, b64] of Object.entries(cm?.binaryData ?? {})) fs.writeFileSync(path.join(app, name), Buffer.from(b64, "base64"));
+    expect(fs.readdirSync(app).sort()).toEqual(["contract.yaml", "portal.js", "server.js.gz"]);
+
+    // The Deployment's own command and environment.
+    const kc = new cluster.lib.KubeConfig();
+    kc.loadFromFile(cluster.kubeconfig);
+    const apps = kc.makeApiClient(cluster.lib.AppsV1Api);
+    const deployments = await apps.listNamespacedDeployment({ namespace: PORTAL_NS, labelSelector: PORTAL_LABEL });
+    const pod = deployments.items[0]?.spec?.template.spec;
+    const container = pod?.containers[0];
+    expect(container?.command).toEqual(["node", "/app/portal.js"]);
+    const account = pod?.serviceAccountName as string;
+
+    // A token of the portal's ServiceAccount, as the kubelet would mount it.
+    const minted = await cluster.core.createNamespacedServiceAccountToken({
+      namespace: PORTAL_NS,
+      name: account,
+      body: { spec: { audiences: ["https://kubernetes.default.svc"], expirationSeconds: 3600 } },
+    });
+    token = minted.status?.token as string;
+    expect(token).toBeTruthy();
+    ca = fs.readFileSync(path.join(cluster.dir, "pki", "apiserver.crt"));
+    const sa = path.join(tmp, "serviceaccount");
+    fs.mkdirSync(sa);
+    fs.writeFileSync(path.join(sa, "token"), token, { mode: 0o600 });
+    fs.writeFileSync(path.join(sa, "ca.crt"), ca);
+    fs.writeFileSync(path.join(sa, "namespace"), PORTAL_NS);
+
+    // Listens where the portal's own nodePort is published: probing its URL reaches it, as through the node.
+    const portalUrl = new URL(outputs.urls.portal as string);
+    const api = new URL(cluster.server);
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: tmp, KUBERNETES_SERVICE_HOST: api.hostname, KUBERNETES_SERVICE_PORT: api.port, SA_DIR: sa };
+    for (const v of container?.env ?? []) if (v.value !== undefined) env[v.name] = v.value;
+    expect(env.PORTAL_IN_CLUSTER).toBe("1");
+    env.PORTAL_CONTRACT = path.join(app, "contract.yaml");
+    env.PORTAL_LISTEN = `${NODE_IP}:${portalUrl.port}`;
+    const script = [
+      "mount -t tmpfs tmpfs /run",
+      "mkdir -p /run/secrets/kubernetes.io/serviceaccount",
+      'cp "$SA_DIR"/token "$SA_DIR"/ca.crt "$SA_DIR"/namespace /run/secrets/kubernetes.io/serviceaccount/',
+      `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(app, "portal.js"))}`,
+    ].join(" && ");
+    const check = spawnSync("unshare", ["--mount", "--propagation", "private", "true"]);
+    if (check.status !== 0) throw new Error(`this e2e needs root and unshare(1) for a private mount namespace: ${check.stderr}`);
+    const child = spawn("unshare", ["--mount", "--propagation", "private", "sh", "-c", script], { env, stdio: ["ignore", "pipe", "pipe"] });
+    children.push(child);
+    let stderr = "";
+    child.stderr?.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    inCluster = { url: `http://${NODE_IP}:${portalUrl.port}/`, child, stderr: () => stderr };
+
+    const port = await freePort();
+    const operator = sandbox.exposureSpawn(["portal", "--stack", "sandbox", "--listen", `127.0.0.1:${port}`]);
+    children.push(operator);
+    const view = (base: string) =>
+      waitFor(
+        `${base}/api/entries`,
+        async () => {
+          const res = await fetch(new URL("/api/entries", base));
+          return res.ok ? ((await res.json()) as View) : undefined;
+        },
+        60_000,
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; in-cluster stderr: ${stderr}`);
+      });
+    const [pod_, op] = await Promise.all([view(inCluster.url), view(`http://127.0.0.1:${port}/`)]);
+
+    expect(pod_.source).toBe(`in-cluster ServiceAccount (${cluster.server})`);
+    expect(comparable(pod_)).toEqual(comparable(op));
+    const byName = Object.fromEntries(pod_.entries.map((e) => [e.name, e]));
+    expect(byName.argocd).toMatchObject({ verdict: "MATCH", url: outputs.urls.argocd, group: "Delivery" });
+    expect(byName.argocd?.reachability).toMatchObject({ ok: true, status: 200, error: null, url: `${outputs.urls.argocd}/healthz` });
+    expect(byName.grafana?.reachability).toMatchObject({ ok: false, status: 500, error: "expected 2xx/3xx, got 500" });
+    expect(byName.portal?.url).toBe(outputs.urls.portal);
+    expect(byName.portal?.reachability).toMatchObject({ ok: true, status: 200 });
+    expect(byName.postgres?.verdict).toBe("NOT-EXPOSED");
+    for (const e of [byName.argocd, byName.grafana]) {
+      expect(Object.keys(e?.reachability ?? {})).toEqual(expect.arrayContaining(["ok", "status", "latencyMs", "error", "checkedAt"]));
+    }
+
+    const page = await (await fetch(inCluster.url)).text();
+    expect(page).toContain(`<a href="${outputs.urls.argocd}">`);
+    expect(/<tr id="entry-grafana"[^>]*data-reachable="false"/.test(page)).toBe(true);
+    expect(page).toContain('<span class="badge r-bad">NOT OK 500</span>');
+    expect(page).toContain('<th colspan="6" scope="rowgroup">Observability</th>');
+    const one = await fetch(new URL("/api/entries/grafana", inCluster.url));
+    expect(((await one.json()) as { entry: Entry }).entry.reachability?.status).toBe(500);
+    operator.kill("SIGTERM");
+  });
+
+  it("with the portal's token: Services, EndpointSlices and Nodes readable; Secrets, ConfigMaps and (no hostPort entry) Pods forbidden", async () => {
+    const role = await (() => {
+      const kc = new cluster.lib.KubeConfig();
+      kc.loadFromFile(cluster.kubeconfig);
+      return kc.makeApiClient(cluster.lib.RbacAuthorizationV1Api).listClusterRole({ labelSelector: PORTAL_LABEL });
+    })();
+    expect(role.items[0]?.rules?.map((r) => [r.apiGroups, r.resources, r.verbs])).toEqual([
+      [[""], ["services", "nodes"], ["get", "list"]],
+      [["discovery.k8s.io"], ["endpointslices"], ["get", "list"]],
+    ]);
+    const statuses = {
+      services: await asPortal("/api/v1/services", token, ca),
+      endpointslices: await asPortal("/apis/discovery.k8s.io/v1/endpointslices", token, ca),
+      nodes: await asPortal("/api/v1/nodes", token, ca),
+      secrets: await asPortal("/api/v1/secrets", token, ca),
+      secretsInNamespace: await asPortal(`/api/v1/namespaces/${PORTAL_NS}/secrets`, token, ca),
+      configmaps: await asPortal("/api/v1/configmaps", token, ca),
+      configmapsInNamespace: await asPortal(`/api/v1/namespaces/${PORTAL_NS}/configmaps`, token, ca),
+      pods: await asPortal("/api/v1/pods", token, ca),
+    };
+    expect(statuses).toEqual({
+      services: 200,
+      endpointslices: 200,
+      nodes: 200,
+      secrets: 403,
+      secretsInNamespace: 403,
+      configmaps: 403,
+      configmapsInNamespace: 403,
+      pods: 403,
+    });
+    // Stops like the pod on a rollout.
+    inCluster.child.kill("SIGTERM");
+    const code = await new Promise<number | null>((r) => inCluster.child.on("exit", (c) => r(c)));
+    expect(code, inCluster.stderr()).toBe(0);
+  });
+});
