@@ -16,6 +16,7 @@ import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { GenericObject, Service } from "../src/core/kube/types";
 import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/core/settings";
+import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
 import { render } from "../src/infra/render";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -668,23 +669,10 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
 });
 
 describe("the component under mocks", () => {
-  let registered: { type: string; name: string; inputs: Record<string, unknown> }[] = [];
-  const resolve = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
+  let registered: RegisteredResource[] = [];
 
   async function mocks(stack: string) {
-    registered = [];
-    await pulumi.runtime.setMocks(
-      {
-        newResource: (args) => {
-          registered.push({ type: args.type, name: args.name, inputs: args.inputs });
-          return { id: args.type === RELEASE_TYPE ? `${args.inputs.namespace}/${args.inputs.name}` : `${args.name}-id`, state: args.inputs };
-        },
-        call: () => ({}),
-      },
-      "ui-exposure",
-      stack,
-      false,
-    );
+    registered = (await useProgramMocks({ stack })).resources;
   }
   afterEach(() => pulumi.runtime.disconnect());
 

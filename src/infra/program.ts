@@ -57,7 +57,7 @@ export interface StackOutputs {
  * The whole stack. Everything is validated and observed before the first resource is
  * declared, so an invalid contract, a missing Service or a failed guard changes nothing.
  */
-export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
+export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs> {
   const { settings, contract, contractFile } = loadInputs(inputs);
   const selection = selectEntries(contract, settings.entries);
   if (selection.problems.length) throw userErrorFromProblems(`stack ${inputs.stack}`, selection.problems);
