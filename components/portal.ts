@@ -16,6 +16,7 @@ import {
   portalService,
 } from "../src/core/portal/spec";
 import type { PortalSettings, Settings } from "../src/core/settings";
+import { kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface PortalArgs {
   settings: PortalSettings;
@@ -56,6 +57,7 @@ export class Portal extends pulumi.ComponentResource {
     const { namespaceRefusal, serviceRefusal, hooks, ...recorded } = args;
     super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;
+    const provider = kubernetesProviderOf(opts, `Portal ${name}`);
     // Built here, not passed in: component args are recorded in the state, 0.5 MB of gzip has no place there.
     const bundle = bundlePortalServer();
     this.bundleSha256 = bundle.sha256;
@@ -79,6 +81,7 @@ export class Portal extends pulumi.ComponentResource {
           { metadata: { name: settings.namespace, labels: { ...PORTAL_LABELS } } },
           {
             parent: this,
+            provider,
             // Others may put objects in it once it exists: neither `destroy` nor turning
             // createNamespace off ever deletes it (and everything in it); remove it by hand once empty.
             retainOnDelete: true,
@@ -90,12 +93,12 @@ export class Portal extends pulumi.ComponentResource {
     this.namespace = ns ? ns.metadata.name : pulumi.output(settings.namespace);
     const namespace = this.namespace;
 
-    const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: { namespace, labels: { ...PORTAL_LABELS } } }, { parent: this });
+    const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: { namespace, labels: { ...PORTAL_LABELS } } }, { parent: this, provider });
 
     this.clusterRole = new k8s.rbac.v1.ClusterRole(
       `${name}-reader`,
       { metadata: { labels: { ...PORTAL_LABELS } }, rules: PORTAL_RBAC_RULES.map((r) => ({ ...r })) },
-      { parent: this },
+      { parent: this, provider },
     );
     const binding = new k8s.rbac.v1.ClusterRoleBinding(
       `${name}-reader`,
@@ -104,7 +107,7 @@ export class Portal extends pulumi.ComponentResource {
         roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: this.clusterRole.metadata.name },
         subjects: [{ kind: "ServiceAccount", name: account.metadata.name, namespace }],
       },
-      { parent: this },
+      { parent: this, provider },
     );
 
     // Auto-named: a new bundle or contract makes a new ConfigMap, hence a new pod template and a rollout.
@@ -115,7 +118,7 @@ export class Portal extends pulumi.ComponentResource {
         data: { [PORTAL_FILES.loader]: bundle.loader, [PORTAL_FILES.contract]: stringify(args.contract, { lineWidth: 0 }) },
         binaryData: { [PORTAL_FILES.bundle]: bundle.gzipped.toString("base64") },
       },
-      { parent: this },
+      { parent: this, provider },
     );
 
     const env = [
@@ -168,7 +171,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // The pod's API calls are refused until the binding exists.
-      { parent: this, dependsOn: [binding] },
+      { parent: this, provider, dependsOn: [binding] },
     );
 
     const spec = portalService(settings.namespace);
@@ -196,7 +199,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // Fixed name: a replacement must delete the old Service first.
-      { parent: this, deleteBeforeReplace: true, ...(refuseServiceTakeover ? { hooks: { beforeCreate: [refuseServiceTakeover] } } : {}) },
+      { parent: this, provider, deleteBeforeReplace: true, ...(refuseServiceTakeover ? { hooks: { beforeCreate: [refuseServiceTakeover] } } : {}) },
     );
 
     this.registerOutputs({

@@ -3,6 +3,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
@@ -682,23 +683,25 @@ describe("the component under mocks", () => {
       ...dirqualObservation,
       ciliumConfig: { metadata: { name: "cilium-config", namespace: "kube-system" }, data: { "kube-proxy-replacement": "true" } },
     }) as CiliumPlan;
-    const c = new Cilium("cilium", { plan });
+    const c = new Cilium("cilium", { plan }, { providers: [new k8s.Provider("kubernetes", { context: "dirqual" })] });
     expect(c.release).toBeUndefined();
     expect((await resolve(c.summary)).mode).toBe("cohabit");
     await pulumi.runtime.disconnect();
     // The recording works (the component itself went through the mocks), and nothing else did.
-    expect(registered.map((r) => `${r.type}::${r.name}`)).toEqual(["ui-exposure:cilium:Cilium::cilium"]);
+    expect(registered.map((r) => `${r.type}::${r.name}`)).toEqual(["pulumi:providers:kubernetes::kubernetes", "ui-exposure:cilium:Cilium::cilium"]);
   });
 
   it("l4: the Release has the URN and the name/namespace the documented import command adopts", async () => {
     await mocks("bench");
     const plan = planCilium(l4(), bench, nothing) as CiliumPlan;
-    const c = new Cilium("cilium", { plan });
+    const c = new Cilium("cilium", { plan }, { providers: [new k8s.Provider("kubernetes", { context: "bench" })] });
     const urn = await resolve(c.release?.urn as pulumi.Output<string>);
     expect(urn).toBe("urn:pulumi:bench::ui-exposure::ui-exposure:cilium:Cilium$kubernetes:helm.sh/v3:Release::cilium-release");
     await pulumi.runtime.disconnect();
     const release = registered.find((r) => r.type === RELEASE_TYPE);
     expect(release?.name).toBe(releaseResourceName("cilium"));
+    // Through the stack's provider, never the default one (the ambient kube context).
+    expect(release?.provider).toBe("kubernetes");
     expect(release?.inputs).toMatchObject({ name: "cilium", namespace: "kube-system", chart: "cilium", version: "1.18.12", createNamespace: false });
 
     // The command in docs/cilium.md is exactly the one the outputs give, and names this release.
@@ -708,6 +711,14 @@ describe("the component under mocks", () => {
     for (const d of documented) expect(d).toEqual({ type: RELEASE_TYPE, name: release?.name, id: `${release?.inputs.namespace}/${release?.inputs.name}` });
     expect(docs).toContain(importCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }));
     expect(ciliumSummary(plan, "cilium")).toMatchObject({ adopt: importCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }) });
+  });
+
+  it("refuses to build without a Kubernetes provider (no fallback to the ambient context)", async () => {
+    await mocks("bench");
+    const plan = planCilium(l4(), bench, nothing) as CiliumPlan;
+    expect(() => new Cilium("cilium", { plan })).toThrow(
+      "Cilium cilium: no Kubernetes provider given (opts.providers): it would deploy through the ambient kube context",
+    );
   });
 
   it("l4: what makes the first up after the import an in-place upgrade", async () => {

@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
@@ -130,6 +130,30 @@ describe("program under mocks", () => {
         "  - ui-exposure: unknown key 'entrys'",
       ].join("\n"),
     );
+    expect(registered).toEqual([]);
+  });
+
+  it("declares every Kubernetes resource through one explicit provider built from the stack's kube settings", async () => {
+    const config = stackConfig({ "kubernetes:kubeconfig": "/home/op/.kube/bench", "ui-exposure:portal": { enabled: true } });
+    const out = await declareStack({ projectDir, stack: "test", config, cluster: cluster() });
+    await resolve(out.urls);
+    await pulumi.runtime.disconnect();
+    const providers = registered.filter((r) => r.type.startsWith("pulumi:providers:"));
+    expect(providers).toEqual([{ type: "pulumi:providers:kubernetes", name: "kubernetes", inputs: { context: "test", kubeconfig: "/home/op/.kube/bench" } }]);
+    const kubernetes = registered.filter((r) => r.type.startsWith("kubernetes:"));
+    expect(kubernetes.length).toBeGreaterThan(3);
+    // None through the default provider (the ambient current context).
+    expect(kubernetes.filter((r) => r.provider !== "kubernetes").map((r) => `${r.type} ${r.name}`)).toEqual([]);
+  });
+
+  it("refuses a stack without kubernetes:context before reading the cluster or declaring anything", async () => {
+    const reader = cluster();
+    const listServices = vi.spyOn(reader, "listServices");
+    const config = stackConfig({ "kubernetes:context": undefined });
+    await expect(declareStack({ projectDir, stack: "test", config, cluster: reader })).rejects.toThrow(
+      "stack test: kubernetes:context is not set in Pulumi.test.yaml; set it (pulumi config set kubernetes:context <context> --stack test) so the stack never deploys to whatever context is current",
+    );
+    expect(listServices).not.toHaveBeenCalled();
     expect(registered).toEqual([]);
   });
 

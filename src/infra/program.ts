@@ -1,3 +1,4 @@
+import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { Cilium } from "../../components/cilium";
 import { NodePortExposure } from "../../components/node-port-exposure";
@@ -62,7 +63,8 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   const selection = selectEntries(contract, settings.entries);
   if (selection.problems.length) throw userErrorFromProblems(`stack ${inputs.stack}`, selection.problems);
 
-  const cluster = inputs.cluster ?? (await LiveClusterReader.connect(kubeTarget(inputs.config)));
+  const target = stackKubeTarget(inputs.stack, inputs.config);
+  const cluster = inputs.cluster ?? (await LiveClusterReader.connect(target));
   const needPods = selection.entries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   // One list call per kind, in parallel, whatever the number of entries.
@@ -99,7 +101,11 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   }
 
   const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
-  const cilium = new Cilium("cilium", { plan: ciliumPlan });
+  // Every Kubernetes resource goes through this provider: the stack's own cluster, never the
+  // default provider (which would follow whatever context is current where `pulumi up` runs).
+  const kubernetes = new k8s.Provider("kubernetes", target);
+  const withProvider = (opts?: pulumi.ComponentResourceOptions): pulumi.ComponentResourceOptions => ({ ...opts, providers: [kubernetes] });
+  const cilium = new Cilium("cilium", { plan: ciliumPlan }, withProvider());
   const portal = settings.portal.enabled
     ? new Portal("portal-server", {
         settings: settings.portal,
@@ -114,7 +120,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
             }
           : {}),
         hooks: underEngine(),
-      })
+      }, withProvider())
     : undefined;
   const mirrorsPortal = (plan: ExposurePlan) =>
     plan.kind === "nodePort" && plan.namespace === settings.portal.namespace && plan.mirrors === PORTAL_SERVICE_NAME;
@@ -135,7 +141,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
       stack: inputs.stack,
       existing: observedServices,
       ...(keepNodePort !== undefined ? { keepNodePort } : {}),
-      ...(portal && mirrorsPortal(plan) ? { opts: { dependsOn: [portal] } } : {}),
+      opts: withProvider(portal && mirrorsPortal(plan) ? { dependsOn: [portal] } : undefined),
     });
   });
 
@@ -221,6 +227,20 @@ function publish(
       url,
     })),
   };
+}
+
+/**
+ * The cluster the stack deploys to and reads: the stack's kubernetes:context (required) and
+ * kubernetes:kubeconfig (else $KUBECONFIG or ~/.kube/config), the keys the Kubernetes provider reads.
+ */
+export function stackKubeTarget(stack: string, config: Readonly<Record<string, string>>): { context: string; kubeconfig?: string } {
+  const { context, kubeconfig } = kubeTarget(config);
+  if (!context) {
+    throw new UserError(
+      `stack ${stack}: kubernetes:context is not set in Pulumi.${stack}.yaml; set it (pulumi config set kubernetes:context <context> --stack ${stack}) so the stack never deploys to whatever context is current`,
+    );
+  }
+  return { context, ...(kubeconfig ? { kubeconfig } : {}) };
 }
 
 /** Turns user errors into engine errors shown without a stack trace. */
