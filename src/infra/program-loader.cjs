@@ -11,9 +11,28 @@ const esbuild = require("esbuild");
 
 process.setSourceMapsEnabled(true);
 
+/** esbuild's first error as `file:line:col: message` (1-based column), shown by the engine without a stack trace. */
+function syntaxError(err, filename) {
+  const first = err && Array.isArray(err.errors) ? err.errors[0] : undefined;
+  if (!first) return err;
+  const where = first.location ? `${path.relative(process.cwd(), filename) || filename}:${first.location.line}:${first.location.column + 1}` : filename;
+  const { RunError } = require("@pulumi/pulumi");
+  return new RunError(`${where}: ${first.text}`);
+}
+
 Module._extensions[".ts"] = function transpile(module, filename) {
   const source = fs.readFileSync(filename, "utf8");
-  const { code } = esbuild.transformSync(source, {
+  let code;
+  try {
+    code = transform(source, filename);
+  } catch (err) {
+    throw syntaxError(err, filename);
+  }
+  module._compile(code, filename);
+};
+
+function transform(source, filename) {
+  return esbuild.transformSync(source, {
     loader: "ts",
     format: "cjs",
     platform: "node",
@@ -22,8 +41,7 @@ Module._extensions[".ts"] = function transpile(module, filename) {
     sourcemap: "inline",
     // What tsc does for target ES2022 (tsconfig.json), so classes behave the same as under typecheck.
     tsconfigRaw: { compilerOptions: { useDefineForClassFields: true } },
-  });
-  module._compile(code, filename);
-};
+  }).code;
+}
 
 module.exports = require(path.join(__dirname, "..", "..", "index.ts"));
