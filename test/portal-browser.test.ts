@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningPortal, startPortal } from "../src/portal/server";
-import { GRAFANA_DRIFT_REASON, MemoryCluster, NODE_IP, portalContract, recordedCluster, unreachable } from "./portal.fixtures";
+import { GRAFANA_DRIFT_REASON, MemoryCluster, NODE_IP, portalContract, recordedCluster, unreachable } from "./portal-fixtures";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
