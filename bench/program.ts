@@ -28,7 +28,7 @@ export interface ProgramSample {
   /** The bare SDK registering the same resources (bench/floor.ts), same mocks. */
   floorMs: number;
   floorCpuMs: number;
-  /** `exposure render`'s library function (src/render.ts) on the same input. */
+  /** `exposure render`'s library function (src/infra/render.ts) on the same input. */
   renderMs: number;
   renderCpuMs: number;
   /** Heap still held once the outputs are resolved, after a full GC (bytes). */
