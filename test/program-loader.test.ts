@@ -31,7 +31,7 @@ describe("program loader", () => {
     fs.copyFileSync(path.join(projectDir, LOADER), path.join(dir, LOADER));
     fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(dir, "node_modules"));
     fs.mkdirSync(path.join(dir, "src/lib"));
-    fs.writeFileSync(path.join(dir, "src/lib/greet.ts"), "export const greet = (who: string): string => `hello ${who}`;\n");
+    fs.writeFileSync(path.join(dir, "src/lib/greet.ts"), 'export const greet = (who: string): string => ["hello", who].join(" ");\n');
     const index = (who: string) =>
       `import * as path from "node:path";\nimport { greet } from "./src/lib/greet";\ninterface Out { text: string; dir: string }\nexport = async (): Promise<Out> => ({ text: greet("${who}"), dir: path.basename(__dirname) });\n`;
 
