@@ -81,7 +81,7 @@ export interface Timing {
  * project, so the difference is the program's own work) and, for reference, the same empty
  * program under the nodejs runtime's default (ts-node, type-checked at each run).
  */
-export interface StartupResults {
+export interface ProgramStartup {
   /** Entries of the bench-sized stack (as many UIs as the bench stack publishes). */
   entries: number;
   services: number;
@@ -96,7 +96,7 @@ export interface LiveResults {
   kubeControllerManager: boolean;
   /** Part 2, or why it could not run (the Pulumi half of the toolchain is missing). */
   up: UpRow[] | { skipped: string };
-  startup?: StartupResults | { skipped: string };
+  startup?: ProgramStartup | { skipped: string };
   status: StatusRow[];
 }
 
@@ -358,7 +358,7 @@ async function emptyProgram(sandbox: Sandbox, bin: string, sameStart: boolean): 
  * `pulumi preview` of the bench-sized stack next to an empty program's, same engine, same run,
  * interleaved. Both stacks exist (each was `up`ed first): what an operator's drift check costs.
  */
-async function measureStartup(c: Cluster, sandbox: Sandbox, bin: string, log: (m: string) => void): Promise<StartupResults> {
+async function measureStartup(c: Cluster, sandbox: Sandbox, bin: string, log: (m: string) => void): Promise<ProgramStartup> {
   const entries = generateEntries(BENCH_SIZED);
   useContract(sandbox, c, entries);
   log(`part 2: start-up, empty program vs the ${BENCH_SIZED}-entry stack (preview x${STARTUP_REPS}, interleaved)`);
@@ -366,7 +366,7 @@ async function measureStartup(c: Cluster, sandbox: Sandbox, bin: string, log: (m
   if (up.code !== 0) throw new Error(`pulumi up (${BENCH_SIZED} entries) failed: ${tail(up)}`);
   const loader = await emptyProgram(sandbox, bin, true);
   const tsNode = await emptyProgram(sandbox, bin, false);
-  const result: StartupResults = {
+  const result: ProgramStartup = {
     entries: BENCH_SIZED,
     services: exposedServiceEntries(entries).length,
     emptyProgram: [],
@@ -494,7 +494,7 @@ async function measureUpAll(
   bin: string,
   sizes: readonly number[],
   log: (m: string) => void,
-): Promise<{ up: UpRow[]; startup: StartupResults } | { skipped: string }> {
+): Promise<{ up: UpRow[]; startup: ProgramStartup } | { skipped: string }> {
   const missing = missingIn(bin, PULUMI_BINARIES);
   if (missing.length) return { skipped: `the Pulumi half of the e2e toolchain is not built yet (missing ${missing.join(", ")} in ${bin})` };
   // Only the kubernetes provider: the program uses no other (command cannot be built here).

@@ -1,6 +1,6 @@
 // Renders docs/benchmarks.md from one run's results. Verdicts are computed from the
 // numbers, so the prose next to a table cannot disagree with it.
-import type { LiveResults, StartupResults, Timing } from "./live";
+import type { LiveResults, ProgramStartup, Timing } from "./live";
 import type { ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
 import type { BenchResults, Skipped } from "./run";
@@ -212,7 +212,7 @@ function upSection(live: LiveResults): string {
   const out: string[] = [];
   if (live.startup) {
     out.push("### Start-up: the program next to an empty one", "");
-    out.push("skipped" in live.startup ? `Not measured: ${live.startup.skipped}` : startupSection(live.startup));
+    out.push("skipped" in live.startup ? `Not measured: ${live.startup.skipped}` : programStartupSection(live.startup));
     out.push("", "### `up`, `preview`, `destroy` by size", "");
   }
   out.push(
@@ -262,7 +262,7 @@ export const TARGETS = { previewOverFloor: 1.3, upOverSequential: 5, upEntries: 
 const medianOf = (ts: readonly Timing[], pick: (t: Timing) => number) => median(ts.map(pick));
 const met = (ok: boolean) => (ok ? "met" : "**not met**");
 
-function startupSection(st: StartupResults): string {
+function programStartupSection(st: ProgramStartup): string {
   const cols = (ts: readonly Timing[]) => [s(medianOf(ts, (t) => t.ms)), Number.isFinite(medianOf(ts, (t) => t.cpuMs)) ? s(medianOf(ts, (t) => t.cpuMs)) : "-"];
   const floorCpu = medianOf(st.emptyProgram, (t) => t.cpuMs);
   const floorWall = medianOf(st.emptyProgram, (t) => t.ms);
