@@ -107,20 +107,24 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   const withProvider = (opts?: pulumi.ComponentResourceOptions): pulumi.ComponentResourceOptions => ({ ...opts, providers: [kubernetes] });
   const cilium = new Cilium("cilium", { plan: ciliumPlan }, withProvider());
   const portal = settings.portal.enabled
-    ? new Portal("portal-server", {
-        settings: settings.portal,
-        contract,
-        entries: settings.entries,
-        stack: inputs.stack,
-        ...(settings.nodeAddress ? { nodeAddress: settings.nodeAddress } : {}),
-        ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
-        ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
-          ? {
-              serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:Service portal-server-svc ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
-            }
-          : {}),
-        hooks: underEngine(),
-      }, withProvider())
+    ? new Portal(
+        "portal-server",
+        {
+          settings: settings.portal,
+          contract,
+          entries: settings.entries,
+          stack: inputs.stack,
+          ...(settings.nodeAddress ? { nodeAddress: settings.nodeAddress } : {}),
+          ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
+          ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
+            ? {
+                serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:Service portal-server-svc ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
+              }
+            : {}),
+          hooks: underEngine(),
+        },
+        withProvider(),
+      )
     : undefined;
   const mirrorsPortal = (plan: ExposurePlan) =>
     plan.kind === "nodePort" && plan.namespace === settings.portal.namespace && plan.mirrors === PORTAL_SERVICE_NAME;
