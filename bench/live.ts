@@ -38,9 +38,9 @@ export interface UpRow {
   entries: number;
   /** NodePort Services the stack creates (exposed nodePort entries). */
   services: number;
-  /** PULUMI_NODEJS_TRANSPILE_ONLY=true (ts-node skips type checking). */
-  transpileOnly: boolean;
   upMs: number;
+  /** CPU time of the whole `pulumi up` process tree (CLI, language host, program, provider); NaN without /usr/bin/time. */
+  upCpuMs: number;
   /** `pulumi preview --expect-no-changes` right after the up (the stack refreshes first: `refresh: always`). */
   previewMs: number;
   /** What that preview proposed: "none", or e.g. "9 to update" (then --expect-no-changes failed). */
@@ -69,12 +69,34 @@ export interface StatusRow {
   undeclared: number;
 }
 
+/** One `pulumi preview`: wall and CPU time of the process tree (CPU NaN without /usr/bin/time). */
+export interface Timing {
+  ms: number;
+  cpuMs: number;
+}
+
+/**
+ * The program's start-up next to the engine's floor, previews interleaved so that machine load
+ * hits both alike: an empty TypeScript program (the same entry point and runtime options as this
+ * project, so the difference is the program's own work) and, for reference, the same empty
+ * program under the nodejs runtime's default (ts-node, type-checked at each run).
+ */
+export interface ProgramStartup {
+  /** Entries of the bench-sized stack (as many UIs as the bench stack publishes). */
+  entries: number;
+  services: number;
+  emptyProgram: Timing[];
+  emptyProgramTsNode: Timing[];
+  benchStack: Timing[];
+}
+
 export interface LiveResults {
   server: string;
   toolchain: string;
   kubeControllerManager: boolean;
   /** Part 2, or why it could not run (the Pulumi half of the toolchain is missing). */
   up: UpRow[] | { skipped: string };
+  startup?: ProgramStartup | { skipped: string };
   status: StatusRow[];
 }
 
@@ -227,15 +249,30 @@ function makeOpsProject(c: Cluster): OpsProject {
 
 const tail = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-2000)}\n${r.stderr.slice(-2000)}`;
 
+const TIME = "/usr/bin/time";
+const hasTime = fs.existsSync(TIME);
+
 /**
  * `sandbox.pulumi()` with the same arguments and environment, but asynchronous: a synchronous
  * spawn would block this process' event loop (its timers, its client connections) for minutes.
+ * Under /usr/bin/time when present: the CPU time of the whole process tree (the CLI waits for
+ * the language host, which waits for the program) is read from its last stderr line.
  */
-function pulumiAsync(sandbox: Sandbox, bin: string, args: string[]): Promise<ProcessResult> {
-  return runProcess(path.join(bin, "pulumi"), [...args, "--stack", "sandbox", "--non-interactive"], { cwd: sandbox.dir, env: sandbox.env });
+async function pulumiAsync(
+  sandbox: { dir: string; env: NodeJS.ProcessEnv },
+  bin: string,
+  args: string[],
+  stack = "sandbox",
+): Promise<ProcessResult & { cpuMs: number }> {
+  const pulumi = [path.join(bin, "pulumi"), ...args, "--stack", stack, "--non-interactive"];
+  const r = hasTime
+    ? await runProcess(TIME, ["-f", "cpu-seconds %U %S", ...pulumi], { cwd: sandbox.dir, env: sandbox.env })
+    : await runProcess(pulumi[0] as string, pulumi.slice(1), { cwd: sandbox.dir, env: sandbox.env });
+  const cpu = /cpu-seconds (\S+) (\S+)\s*$/.exec(r.stderr);
+  return { ...r, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : Number.NaN };
 }
 
-async function measureUp(c: Cluster, sandbox: Sandbox, bin: string, size: number, transpileOnly: boolean, log: (m: string) => void): Promise<UpRow> {
+async function measureUp(c: Cluster, sandbox: Sandbox, bin: string, size: number, log: (m: string) => void): Promise<UpRow> {
   const entries = generateEntries(size);
   const services = exposedServiceEntries(entries).length;
   useContract(sandbox, c, entries);
@@ -246,10 +283,8 @@ async function measureUp(c: Cluster, sandbox: Sandbox, bin: string, size: number
   const concurrent = await timed(() => createManaged(c, entries, CONCURRENCY));
   await deleteManaged(c);
 
-  if (transpileOnly) sandbox.env.PULUMI_NODEJS_TRANSPILE_ONLY = "true";
-  else delete sandbox.env.PULUMI_NODEJS_TRANSPILE_ONLY;
-  try {
-    log(`part 2: pulumi up, ${size} entries${transpileOnly ? ", transpile-only" : ""}`);
+  {
+    log(`part 2: pulumi up, ${size} entries`);
     const up = await pulumiAsync(sandbox, bin, ["up", "--yes", "--skip-preview"]);
     if (up.code !== 0) throw new Error(`pulumi up (${size} entries) failed: ${tail(up)}`);
     const made = await c.core.listServiceForAllNamespaces({ labelSelector: "app.kubernetes.io/managed-by=ui-exposure" });
@@ -261,24 +296,100 @@ async function measureUp(c: Cluster, sandbox: Sandbox, bin: string, size: number
     // Keep what the preview proposed: a change right after `up` is a finding in itself.
     if (preview.code === PULUMI_EXIT_CHANGES) {
       fs.mkdirSync(path.join(projectDir, "test-output"), { recursive: true });
-      fs.writeFileSync(path.join(projectDir, `test-output/bench-preview-${size}${transpileOnly ? "-transpile-only" : ""}.log`), preview.stdout);
+      fs.writeFileSync(path.join(projectDir, `test-output/bench-preview-${size}.log`), preview.stdout);
     }
     const destroy = await pulumiAsync(sandbox, bin, ["destroy", "--yes", "--skip-preview"]);
     if (destroy.code !== 0) throw new Error(`pulumi destroy (${size} entries) failed: ${tail(destroy)}`);
     return {
       entries: size,
       services,
-      transpileOnly,
       upMs: up.ms,
+      upCpuMs: up.cpuMs,
       previewMs: preview.ms,
       previewChanges: preview.code === PULUMI_EXIT_CHANGES ? `${proposed ?? "some"} to update` : "none",
       destroyMs: destroy.ms,
       clientSequentialMs: sequential.ms,
       clientConcurrentMs: concurrent.ms,
     };
-  } finally {
-    delete sandbox.env.PULUMI_NODEJS_TRANSPILE_ONLY;
   }
+}
+
+/** The bench stack publishes 3 UIs (Pulumi.bench.yaml): the size of the start-up comparison. */
+const BENCH_SIZED = 3;
+const STARTUP_REPS = 3;
+
+/**
+ * An empty TypeScript Pulumi program (what `pulumi new typescript` gives, before any resource),
+ * stack `empty` in the sandbox's backend. `sameStart`: with this project's entry point and
+ * runtime options; otherwise the nodejs runtime's default (ts-node with its type check).
+ */
+async function emptyProgram(sandbox: Sandbox, bin: string, sameStart: boolean): Promise<{ dir: string; env: NodeJS.ProcessEnv }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ui-exposure-bench-empty-${sameStart ? "loader" : "ts-node"}-`));
+  const name = sameStart ? "empty-loader" : "empty-ts-node";
+  fs.writeFileSync(
+    path.join(dir, "Pulumi.yaml"),
+    sameStart
+      ? `name: ${name}\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: src/infra/program-loader.cjs\n`
+      : `name: ${name}\nruntime: nodejs\n`,
+  );
+  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name, private: true, main: "index.ts" }));
+  fs.writeFileSync(
+    path.join(dir, "tsconfig.json"),
+    JSON.stringify({ compilerOptions: { strict: true, target: "ES2022", module: "node16", moduleResolution: "node16", skipLibCheck: true, types: ["node"] } }),
+  );
+  fs.writeFileSync(path.join(dir, "index.ts"), 'import * as pulumi from "@pulumi/pulumi";\n\nexport const stack = pulumi.getStack();\n');
+  if (sameStart) {
+    fs.mkdirSync(path.join(dir, "src/infra"), { recursive: true });
+    fs.copyFileSync(path.join(projectDir, "src/infra/program-loader.cjs"), path.join(dir, "src/infra/program-loader.cjs"));
+  }
+  fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(dir, "node_modules"));
+  const project = { dir, env: sandbox.env };
+  const init = await runProcess(path.join(bin, "pulumi"), ["stack", "init", "empty", "--secrets-provider", "passphrase", "--non-interactive"], {
+    cwd: dir,
+    env: sandbox.env,
+  });
+  if (init.code !== 0) throw new Error(`stack init (${name}) failed: ${tail(init)}`);
+  const up = await pulumiAsync(project, bin, ["up", "--yes", "--skip-preview"], "empty");
+  if (up.code !== 0) throw new Error(`pulumi up (${name}) failed: ${tail(up)}`);
+  return project;
+}
+
+/**
+ * `pulumi preview` of the bench-sized stack next to an empty program's, same engine, same run,
+ * interleaved. Both stacks exist (each was `up`ed first): what an operator's drift check costs.
+ */
+async function measureStartup(c: Cluster, sandbox: Sandbox, bin: string, log: (m: string) => void): Promise<ProgramStartup> {
+  const entries = generateEntries(BENCH_SIZED);
+  useContract(sandbox, c, entries);
+  log(`part 2: start-up, empty program vs the ${BENCH_SIZED}-entry stack (preview x${STARTUP_REPS}, interleaved)`);
+  const up = await pulumiAsync(sandbox, bin, ["up", "--yes", "--skip-preview"]);
+  if (up.code !== 0) throw new Error(`pulumi up (${BENCH_SIZED} entries) failed: ${tail(up)}`);
+  const loader = await emptyProgram(sandbox, bin, true);
+  const tsNode = await emptyProgram(sandbox, bin, false);
+  const result: ProgramStartup = {
+    entries: BENCH_SIZED,
+    services: exposedServiceEntries(entries).length,
+    emptyProgram: [],
+    emptyProgramTsNode: [],
+    benchStack: [],
+  };
+  const preview = async (project: { dir: string; env: NodeJS.ProcessEnv }, stack: string, into: Timing[]) => {
+    const r = await pulumiAsync(project, bin, ["preview", "--expect-no-changes"], stack);
+    if (r.code !== 0) throw new Error(`pulumi preview in ${project.dir} failed: ${tail(r)}`);
+    into.push({ ms: r.ms, cpuMs: r.cpuMs });
+  };
+  try {
+    for (let i = 0; i < STARTUP_REPS; i++) {
+      await preview(loader, "empty", result.emptyProgram);
+      await preview(sandbox, "sandbox", result.benchStack);
+      await preview(tsNode, "empty", result.emptyProgramTsNode);
+    }
+  } finally {
+    for (const p of [loader, tsNode]) fs.rmSync(p.dir, { recursive: true, force: true });
+  }
+  const destroy = await pulumiAsync(sandbox, bin, ["destroy", "--yes", "--skip-preview"]);
+  if (destroy.code !== 0) throw new Error(`pulumi destroy (${BENCH_SIZED} entries) failed: ${tail(destroy)}`);
+  return result;
 }
 
 /** Waits until the controller manager has built an EndpointSlice for each of our Services (status says MATCH only then). */
@@ -378,7 +489,12 @@ async function measureStatus(c: Cluster, ops: OpsProject, size: number, log: (m:
 
 const missingIn = (bin: string, names: readonly string[]) => names.filter((b) => !fs.existsSync(path.join(bin, b)));
 
-async function measureUpAll(cluster: Cluster, bin: string, sizes: readonly number[], log: (m: string) => void): Promise<UpRow[] | { skipped: string }> {
+async function measureUpAll(
+  cluster: Cluster,
+  bin: string,
+  sizes: readonly number[],
+  log: (m: string) => void,
+): Promise<{ up: UpRow[]; startup: ProgramStartup } | { skipped: string }> {
   const missing = missingIn(bin, PULUMI_BINARIES);
   if (missing.length) return { skipped: `the Pulumi half of the e2e toolchain is not built yet (missing ${missing.join(", ")} in ${bin})` };
   // Only the kubernetes provider: the program uses no other (command cannot be built here).
@@ -388,11 +504,10 @@ async function measureUpAll(cluster: Cluster, bin: string, sizes: readonly numbe
     // Warm-up (not measured): the first engine run pays cold caches for the CLI, plugins and node_modules.
     useContract(sandbox, cluster, generateEntries(9));
     await pulumiAsync(sandbox, bin, ["preview"]);
+    const startup = await measureStartup(cluster, sandbox, bin, log);
     const up: UpRow[] = [];
-    for (const size of sizes) up.push(await measureUp(cluster, sandbox, bin, size, false, log));
-    // The largest again without ts-node's type check of the program: how much of the fixed cost is compilation.
-    up.push(await measureUp(cluster, sandbox, bin, Math.max(...sizes), true, log));
-    return up;
+    for (const size of sizes) up.push(await measureUp(cluster, sandbox, bin, size, log));
+    return { up, startup };
   } finally {
     fs.rmSync(sandbox.dir, { recursive: true, force: true });
   }
@@ -419,11 +534,13 @@ export async function measureLive(opts: { upSizes: number[]; statusSizes: number
     opts.log(`parts 2-3: installing a platform of ${largest} UIs`);
     await installPlatform(cluster, generateEntries(largest));
 
-    const up = await measureUpAll(cluster, bin, opts.upSizes, opts.log);
-    if ("skipped" in up) opts.log(`part 2 not measured: ${up.skipped}`);
+    const part2 = await measureUpAll(cluster, bin, opts.upSizes, opts.log);
+    if ("skipped" in part2) opts.log(`part 2 not measured: ${part2.skipped}`);
+    const up = "skipped" in part2 ? part2 : part2.up;
+    const startup = "skipped" in part2 ? part2 : part2.startup;
     const status: StatusRow[] = [];
     for (const size of opts.statusSizes) status.push(await measureStatus(cluster, ops, size, opts.log));
-    return { server: cluster.server, toolchain: bin, kubeControllerManager: kcm, up, status };
+    return { server: cluster.server, toolchain: bin, kubeControllerManager: kcm, up, startup, status };
   } finally {
     cluster.stop();
     fs.rmSync(ops.dir, { recursive: true, force: true });

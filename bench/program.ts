@@ -13,21 +13,22 @@ import { SnapshotReader } from "../src/core/kube/cluster";
 import { observe } from "../src/core/observe";
 import { type NodePortPlan, resolveExposures, selectEntries } from "../src/core/plan";
 import { parseSettings } from "../src/core/settings";
-import { type StackOutputs, uiExposure } from "../src/infra/program";
+import { resolved, useProgramMocks } from "../src/infra/mocks";
+import { declareStack, type StackOutputs } from "../src/infra/program";
 import { render } from "../src/infra/render";
 import { registerFloor } from "./floor";
 import { afterUpObjects, contractYaml, generateEntries, snapshotObjects, stackConfig } from "./gen";
 import { median } from "./stats";
 
 export interface ProgramSample {
-  /** uiExposure() until every output is resolved and every registration is done (ms, wall clock). */
+  /** declareStack() until every output is resolved and every registration is done (ms, wall clock). */
   evalMs: number;
   /** The same, in CPU time of this process (all its threads: GC included), which other work on the machine barely moves (ms). */
   evalCpuMs: number;
   /** The bare SDK registering the same resources (bench/floor.ts), same mocks. */
   floorMs: number;
   floorCpuMs: number;
-  /** `exposure render`'s library function (src/render.ts) on the same input. */
+  /** `exposure render`'s library function (src/infra/render.ts) on the same input. */
   renderMs: number;
   renderCpuMs: number;
   /** Heap still held once the outputs are resolved, after a full GC (bytes). */
@@ -78,29 +79,8 @@ export interface PureResult extends PureSample {
 const projectDir = path.resolve(__dirname, "..");
 const gc = (globalThis as { gc?: () => void }).gc;
 
-/** The mocks `src/render.ts` and the unit tests use: a created NodePort Service gets a port, as from the API server. */
-async function useMocks(counter: { resources: number }) {
-  let nextPort = 30000;
-  await pulumi.runtime.setMocks(
-    {
-      newResource: (args) => {
-        counter.resources++;
-        const inputs = args.inputs as { metadata?: { namespace?: string; name?: string }; spec?: { ports?: { name?: string }[] } };
-        if (args.type === "kubernetes:core/v1:Service") {
-          const ports = (inputs.spec?.ports ?? []).map((p) => ({ ...p, nodePort: 30000 + (nextPort++ % 2768) }));
-          return { id: `${inputs.metadata?.namespace}/${inputs.metadata?.name}`, state: { ...args.inputs, spec: { ...inputs.spec, ports } } };
-        }
-        return { id: `${args.name}-id`, state: args.inputs };
-      },
-      call: () => ({}),
-    },
-    "ui-exposure",
-    "bench",
-    false,
-  );
-}
-
-const resolved = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
+/** The project's mocks (src/infra/mocks.ts), counting registrations instead of keeping them. */
+const useMocks = () => useProgramMocks({ stack: "bench", firstNodePort: 30000, record: false });
 
 /** CPU time used by this process so far (ms). */
 const cpuNow = () => {
@@ -143,10 +123,10 @@ export async function measurePeakRss(size: number): Promise<number> {
     const contractFile = path.join(dir, "endpoints.yaml");
     fs.writeFileSync(contractFile, contractYaml(entries));
     const objects = snapshotObjects(entries);
-    await useMocks({ resources: 0 });
+    await useMocks();
     gc?.();
     const before = process.memoryUsage().rss;
-    const outputs = await uiExposure({ projectDir, stack: "bench", config: stackConfig(entries, contractFile), cluster: new SnapshotReader(objects) });
+    const outputs = await declareStack({ projectDir, stack: "bench", config: stackConfig(entries, contractFile), cluster: new SnapshotReader(objects) });
     await resolved(outputs.endpoints);
     await pulumi.runtime.disconnect();
     return Math.max(0, process.resourceUsage().maxRSS * 1024 - before);
@@ -169,15 +149,14 @@ async function once(size: number, dir: string): Promise<ProgramSample & { resour
   if ("problems" in plan) throw new Error(`generated platform does not plan: ${plan.problems.slice(0, 3).join("; ")}`);
 
   // The whole program, as `pulumi up` runs it, minus the engine.
-  const counter = { resources: 0 };
   // Mocks first: setMocks drops the previous run's runtime state, which the GC can then reclaim.
-  await useMocks(counter);
+  const counter = await useMocks();
   gc?.();
   const heapBefore = process.memoryUsage().heapUsed;
   let outputs: StackOutputs | undefined;
   let urls: Record<string, string> = {};
   const evaluation = await timed(async () => {
-    outputs = await uiExposure({ projectDir, stack: "bench", config, cluster: new SnapshotReader(objects) });
+    outputs = await declareStack({ projectDir, stack: "bench", config, cluster: new SnapshotReader(objects) });
     urls = await resolved(outputs.urls);
     await resolved(outputs.endpoints);
     await pulumi.runtime.disconnect();
@@ -187,7 +166,7 @@ async function once(size: number, dir: string): Promise<ProgramSample & { resour
   const heapRetained = process.memoryUsage().heapUsed - heapBefore;
   if (!outputs || Object.keys(urls).length !== plan.plans.length) throw new Error(`expected ${plan.plans.length} URLs, got ${Object.keys(urls).length}`);
 
-  await useMocks({ resources: 0 });
+  await useMocks();
   const floor = await timed(async () => {
     await resolved(registerFloor(plan.plans.filter((p): p is NodePortPlan => p.kind === "nodePort")));
     await pulumi.runtime.disconnect();
@@ -202,7 +181,7 @@ async function once(size: number, dir: string): Promise<ProgramSample & { resour
     renderMs: rendering.wall,
     renderCpuMs: rendering.cpu,
     heapRetained,
-    resources: counter.resources,
+    resources: counter.count,
     exposed: selection.entries.length,
     plans: plan.plans.length,
   };

@@ -1,25 +1,23 @@
 // Renders docs/benchmarks.md from one run's results. Verdicts are computed from the
 // numbers, so the prose next to a table cannot disagree with it.
-import type { LiveResults } from "./live";
+import type { LiveResults, ProgramStartup, Timing } from "./live";
 import type { ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
 import type { BenchResults, Skipped } from "./run";
 import { type StartupResults, startupSection } from "./startup";
 
 /**
- * What the numbers mean, what was changed, and what was left to other owners. Qualitative on
- * purpose: the figures live in the tables, computed from the run, so they cannot drift apart.
+ * Prose that no figure can regenerate: what a commit changed. Each note names its commit, so
+ * it stays true of that commit whatever later runs measure; statements about the figures are
+ * computed from the run (the verdict columns, the targets) and never written here.
  */
-const FINDINGS = [
-  "### Findings",
+const NOTES = [
+  "### Notes, each tied to the commit it describes",
   "",
-  "- **The program is linear.** Its cost is almost all the Pulumi SDK registering two resources per exposed entry (a `NodePortExposure` component and its Service): the SDK floor column registers the same resources and nothing else. A CPU profile of 2,000 entries puts about a third of the time in the SDK capturing a stack trace for every internal promise and resource (`debuggablePromise`, `Resource.callsites`) and mapping it through source maps (tsx here, `source-map-support` under `pulumi up`), and a fifth in garbage collection. That is a fixed price per resource, the SDK's, not an O(n²).",
-  "- **Fixed (quadratic scans inside loops):** `selectEntries` (src/plan.ts) looked every stack-listed name up with `Array.find` and de-duplicated with `Array.includes`: O(n²) for a stack that lists its entries (the bench stack does); now one `Map` and one `Set`. The hostPort holder search (`resolveExposures`, `observe`) scanned every pod of the cluster for every hostPort entry; pods are now grouped by namespace once. `observe` copied a Service's EndpointSlice list on each slice (`[...(x ?? []), y]`); now it pushes. The drift audit (src/audit.ts) scanned every hostPort entry for every pod port; entries are now indexed by namespace/port. Behaviour is unchanged (first match in contract order, same messages); the unit tests pass unchanged.",
-  "- **Not quadratic, checked:** the contract loader (YAML parse + zod, duplicate checks already use a `Map`) is linear and dominated by the `yaml` library; the program issues one list call per kind whatever the size (`SnapshotReader.requests`), and so do `status` and the audit against the real API server.",
-  "- **`pulumi up` is start-up bound at these sizes** (section 2): the engine, the language host and ts-node's type check of the program cost seconds before the first resource, whatever the contract; `PULUMI_NODEJS_TRANSPILE_ONLY=true` removes most of the type check. Each further Service costs the engine and provider a few times one create call (check, diff, create through server-side apply, two resources per entry), linearly. The program, the engine and the provider share the machine's cores.",
-  "- **`pulumi preview --expect-no-changes` right after `up` proposes nothing** (section 2), as the drift check needs. An earlier run of this benchmark caught it proposing an update of every `NodePortExposure` component (`[diff: ~plan]`: the nodePort observed before `up` was part of the component's inputs); commit 505cb75 removed observed data from those inputs.",
-  "- **`pulumi destroy` costs more per Service than `up`** (section 2: the provider awaits each deletion): noticeable for hundreds of entries, outside this program's control.",
-  "- **Left to their owners (measured, negligible at these sizes, same pattern):** `src/render.ts` looks each registered Service up with `existing.find` (O(n²) in `exposure render`); `cli/commands/status.ts` and `cli/commands/access.ts` filter the contract with `opened.selected.includes` (O(n²)); `src/probe.ts` `probeTargets` uses `contract.endpoints.find` per URL (O(n²)). Each is a one-line `Map`/`Set` change.",
+  "- `b24298e` (issue 6): `selectEntries`, the hostPort holder search, `observe`'s slice grouping and the drift audit replaced scans inside loops by `Map`/`Set` indexes; section 1's before/after columns, when present, run that commit's parent against this tree.",
+  "- `1963bd3`: the lookups left after that review (`exposure render`, `probe`, `status`, `access`) use maps too.",
+  '- `505cb75`: observed data left the component inputs, so a `preview --expect-no-changes` right after `up` can propose nothing; the "preview proposed" column checks it on every run.',
+  "- Issue 10, commit \"Program start-up: Pulumi.yaml runs src/infra/program-loader.cjs\": `pulumi up` / `preview` stopped type-checking the program at each start (ts-node); the sources are transpiled by esbuild as Node.js loads them, type-checking is CI's (`npm run typecheck`). The start-up table of section 2 compares the program with an empty one under the same start-up, and with the nodejs runtime's default.",
 ].join("\n");
 
 import { fittedExponent, marginal, median, mib, round } from "./stats";
@@ -212,13 +210,18 @@ function upSection(live: LiveResults): string {
   if ("skipped" in live.up) return `Not measured: ${live.up.skipped}`;
   const rows = live.up;
   const out: string[] = [];
+  if (live.startup) {
+    out.push("### Start-up: the program next to an empty one", "");
+    out.push("skipped" in live.startup ? `Not measured: ${live.startup.skipped}` : programStartupSection(live.startup));
+    out.push("", "### `up`, `preview`, `destroy` by size", "");
+  }
   out.push(
     table(
       [
         "entries",
         "Services",
-        "ts-node",
         "`pulumi up` (s)",
+        "`pulumi up` CPU (s)",
         "`pulumi preview` (s)",
         "preview proposed",
         "`pulumi destroy` (s)",
@@ -230,8 +233,8 @@ function upSection(live: LiveResults): string {
       rows.map((r) => [
         r.entries,
         r.services,
-        r.transpileOnly ? "transpile-only (`PULUMI_NODEJS_TRANSPILE_ONLY=true`)" : "type-checked (default)",
         s(r.upMs),
+        Number.isFinite(r.upCpuMs) ? s(r.upCpuMs) : "-",
         s(r.previewMs),
         r.previewChanges,
         s(r.destroyMs),
@@ -242,16 +245,64 @@ function upSection(live: LiveResults): string {
       ]),
     ),
   );
-  const typed = rows.filter((r) => !r.transpileOnly);
-  const [small, big] = [typed[0], typed[typed.length - 1]];
+  const [small, big] = [rows[0], rows[rows.length - 1]];
   if (small && big && big.services > small.services) {
     const per = (a: number, b: number) => (b - a) / (big.services - small.services);
     out.push("");
     out.push(
-      `Marginal cost of one more Service (${small.entries}→${big.entries} entries): \`pulumi up\` ${ms(per(small.upMs, big.upMs))} ms, \`pulumi preview\` ${ms(per(small.previewMs, big.previewMs))} ms, client library sequential ${ms(per(small.clientSequentialMs, big.clientSequentialMs))} ms. The fixed part of \`pulumi up\` (≈ ${s(small.upMs - small.services * per(small.upMs, big.upMs))} s) is the engine, the language host and ts-node starting, not the entries.`,
+      `Marginal cost of one more Service (${small.entries}→${big.entries} entries): \`pulumi up\` ${ms(per(small.upMs, big.upMs))} ms, \`pulumi preview\` ${ms(per(small.previewMs, big.previewMs))} ms, client library sequential ${ms(per(small.clientSequentialMs, big.clientSequentialMs))} ms. The fixed part of \`pulumi up\` (≈ ${s(small.upMs - small.services * per(small.upMs, big.upMs))} s) is start-up (engine, language host, provider, program), not the entries.`,
     );
   }
   return out.join("\n");
+}
+
+/** Targets of issue 10 for the program's own start-up, checked against this run's figures. */
+export const TARGETS = { previewOverFloor: 1.3, upOverSequential: 5, upEntries: 100 } as const;
+
+const medianOf = (ts: readonly Timing[], pick: (t: Timing) => number) => median(ts.map(pick));
+const met = (ok: boolean) => (ok ? "met" : "**not met**");
+
+function programStartupSection(st: ProgramStartup): string {
+  const cols = (ts: readonly Timing[]) => [s(medianOf(ts, (t) => t.ms)), Number.isFinite(medianOf(ts, (t) => t.cpuMs)) ? s(medianOf(ts, (t) => t.cpuMs)) : "-"];
+  const floorCpu = medianOf(st.emptyProgram, (t) => t.cpuMs);
+  const floorWall = medianOf(st.emptyProgram, (t) => t.ms);
+  const ratio = (ts: readonly Timing[]) => [x(medianOf(ts, (t) => t.cpuMs) / floorCpu), x(medianOf(ts, (t) => t.ms) / floorWall)];
+  return [
+    table(
+      ["`pulumi preview` of", "wall (s)", "CPU (s)", "÷ floor, CPU", "÷ floor, wall"],
+      [
+        ["empty TypeScript program, this project's start-up (**the floor**)", ...cols(st.emptyProgram), "1.00×", "1.00×"],
+        [`the ${st.entries}-entry stack (${st.services} Services, refreshed first)`, ...cols(st.benchStack), ...ratio(st.benchStack)],
+        ["empty TypeScript program, nodejs runtime default (ts-node, type-checked)", ...cols(st.emptyProgramTsNode), ...ratio(st.emptyProgramTsNode)],
+      ],
+    ),
+    "",
+    `Medians of ${st.emptyProgram.length} previews each, interleaved (floor, stack, ts-node default, and again). CPU: the whole process tree of \`pulumi preview\` (CLI, language host, program, provider), from \`/usr/bin/time\`.`,
+  ].join("\n");
+}
+
+/** The two start-up targets, verdicts computed from this run. */
+function targetRows(live: LiveResults): string[][] {
+  const rows: string[][] = [];
+  const st = live.startup && !("skipped" in live.startup) ? live.startup : undefined;
+  if (st) {
+    const floor = medianOf(st.emptyProgram, (t) => t.cpuMs);
+    const stack = medianOf(st.benchStack, (t) => t.cpuMs);
+    rows.push([
+      `\`pulumi preview\`, ${st.entries}-entry stack ÷ empty program (CPU), target ≤ ${TARGETS.previewOverFloor}×`,
+      `${s(stack)} s ÷ ${s(floor)} s = ${x(stack / floor)} (wall ${s(medianOf(st.benchStack, (t) => t.ms))} s ÷ ${s(medianOf(st.emptyProgram, (t) => t.ms))} s); floor ${s(floor)} s CPU`,
+      met(stack / floor <= TARGETS.previewOverFloor),
+    ]);
+  }
+  const up = "skipped" in live.up ? undefined : live.up.find((u) => u.entries === TARGETS.upEntries);
+  if (up) {
+    rows.push([
+      `\`pulumi up\` of ${up.entries} entries ÷ sequential client creates (wall), target ≤ ${TARGETS.upOverSequential}×`,
+      `${s(up.upMs)} s ÷ ${s(up.clientSequentialMs)} s = ${x(up.upMs / up.clientSequentialMs)} (${up.services} Services)`,
+      met(up.upMs / up.clientSequentialMs <= TARGETS.upOverSequential),
+    ]);
+  }
+  return rows;
 }
 
 function statusSection(live: LiveResults): string {
@@ -380,8 +431,9 @@ function summarySection(r: BenchResults): string {
     }
   }
   const live = r.live && !isSkipped(r.live) ? r.live : undefined;
+  if (live) rows.push(...targetRows(live));
   if (live && !("skipped" in live.up)) {
-    const typed = live.up.filter((u) => !u.transpileOnly);
+    const typed = live.up;
     rows.push([
       "`pulumi up` vs client library (sequential)",
       typed.map((u) => `${u.entries} entries: ${s(u.upMs)} s vs ${s(u.clientSequentialMs)} s (${x(u.upMs / u.clientSequentialMs)})`).join("; "),
@@ -453,11 +505,11 @@ export function renderMarkdown(r: BenchResults): string {
     "",
     summarySection(r),
     "",
-    FINDINGS,
+    NOTES,
     "",
     "## 1. The program under Pulumi's mocks (no engine)",
     "",
-    "`uiExposure()` as `exposure render` runs it (mocks give each created NodePort Service a port), from reading the contract to every output resolved and every registration acknowledged. Also: `exposure render`'s own function (`src/render.ts`), and the pure stages on their own — contract parse, plan (`selectEntries` + `resolveExposures`), `observe()` (the verdicts of `status` and the portal) and `auditExposure()` (the audit of `drift`) on the cluster as `up` leaves it. SDK floor (`bench/floor.ts`): the bare Pulumi SDK registering the same resources (one component + one Service per exposed entry, same inputs, same mocks) and nothing else; what the program costs above it is its own. Heap retained: after a full GC with the outputs still referenced. Peak RSS: one evaluation in a fresh process, above the RSS once the modules are loaded.",
+    "`declareStack()` (src/infra/program.ts) as `exposure render` runs it (mocks give each created NodePort Service a port), from reading the contract to every output resolved and every registration acknowledged. Also: `exposure render`'s own function (`src/infra/render.ts`), and the pure stages on their own — contract parse, plan (`selectEntries` + `resolveExposures`), `observe()` (the verdicts of `status` and the portal) and `auditExposure()` (the audit of `drift`) on the cluster as `up` leaves it. SDK floor (`bench/floor.ts`): the bare Pulumi SDK registering the same resources (one component + one Service per exposed entry, same inputs, same mocks) and nothing else; what the program costs above it is its own. Heap retained: after a full GC with the outputs still referenced. Peak RSS: one evaluation in a fresh process, above the RSS once the modules are loaded.",
     "",
     r.program ? programSection(r.program) : "Not run in this invocation.",
     "",

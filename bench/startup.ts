@@ -15,7 +15,7 @@ import { createProbeCommand } from "../cli/commands/probe";
 import { createStatusCommand } from "../cli/commands/status";
 import type { Command, CommandContext } from "../cli/context";
 import { runProcess } from "../test/e2e/harness";
-import { PORTAL_TEST_CONTRACT, recordedCluster } from "../test/portal.fixtures";
+import { PORTAL_TEST_CONTRACT, recordedCluster } from "../test/portal-fixtures";
 import { median } from "./stats";
 
 const projectDir = path.resolve(__dirname, "..");

@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumPlan, type CiliumReleasePlan, type CiliumSummary, ciliumSummary } from "../src/core/cilium/plan";
+import { kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface CiliumArgs {
   plan: CiliumPlan;
@@ -31,8 +32,8 @@ export function releaseArgs(r: CiliumReleasePlan): k8s.helm.v3.ReleaseArgs {
  * place. `retainOnDelete`: removing the release from the program (switching the stack to
  * `cohabit`, `pulumi destroy`) forgets it instead of uninstalling the cluster's CNI.
  */
-export function releaseOptions(parent: pulumi.Resource): pulumi.CustomResourceOptions {
-  return { parent, aliases: [{ parent: pulumi.rootStackResource }], retainOnDelete: true };
+export function releaseOptions(parent: pulumi.Resource, provider?: k8s.Provider): pulumi.CustomResourceOptions {
+  return { parent, ...(provider ? { provider } : {}), aliases: [{ parent: pulumi.rootStackResource }], retainOnDelete: true };
 }
 
 /**
@@ -50,7 +51,8 @@ export class Cilium extends pulumi.ComponentResource {
     super("ui-exposure:cilium:Cilium", name, { mode: args.plan.mode, ...(args.plan.mode === "l4" ? { release: args.plan.release } : {}) }, opts);
     const { plan } = args;
     if (plan.mode === "l4") {
-      this.release = new k8s.helm.v3.Release(releaseResourceName(name), releaseArgs(plan.release), releaseOptions(this));
+      const provider = kubernetesProviderOf(opts, `Cilium ${name}`);
+      this.release = new k8s.helm.v3.Release(releaseResourceName(name), releaseArgs(plan.release), releaseOptions(this, provider));
     }
     this.summary = pulumi.output(ciliumSummary(plan, name));
     this.registerOutputs({ summary: this.summary });

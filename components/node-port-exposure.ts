@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION } from "../src/core/kube/types";
 import { buildUrl, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
+import { kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface NodePortExposureArgs {
   plan: NodePortPlan;
@@ -46,6 +47,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
     // the preview shows it), never what was observed about it (the port: see above).
     super("ui-exposure:exposure:NodePortExposure", name, { plan: args.plan, nodeAddress: args.nodeAddress }, opts);
     const { plan } = args;
+    const provider = kubernetesProviderOf(opts, `NodePortExposure ${name}`);
 
     // Runs only when the engine is about to create the Service, i.e. when it is not in this
     // stack's state: ownership is decided by the state, never by labels anyone can copy.
@@ -89,6 +91,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
       },
       {
         parent: this,
+        provider,
         // The name is fixed, so a replacement must delete the old Service first.
         deleteBeforeReplace: true,
         // `pulumi import` (the adoption command) imports at the stack's root; the next `up` moves it here.
@@ -119,7 +122,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
         },
         spec: { ports: [{ port: plan.port, protocol: plan.protocol, nodePort: wanted as pulumi.Input<number> }] },
       },
-      { parent: this, dependsOn: [this.service] },
+      { parent: this, provider, dependsOn: [this.service] },
     );
 
     this.nodePort = provisional

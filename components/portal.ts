@@ -17,6 +17,7 @@ import {
   selectsHostPort,
 } from "../src/core/portal/spec";
 import type { PortalSettings, Settings } from "../src/core/settings";
+import { kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface PortalArgs {
   /** The server bundle, built by the program before any resource is declared (it can fail). */
@@ -60,6 +61,7 @@ export class Portal extends pulumi.ComponentResource {
     const { namespaceRefusal, serviceRefusal, hooks, bundle, ...recorded } = args;
     super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;
+    const provider = kubernetesProviderOf(opts, `Portal ${name}`);
     this.bundleSha256 = bundle.sha256;
     // Only where `up` would otherwise wait on pods that can never start (no kubelet).
     const awaitAnnotations = settings.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;
@@ -81,6 +83,7 @@ export class Portal extends pulumi.ComponentResource {
           { metadata: { name: settings.namespace, labels: { ...PORTAL_LABELS } } },
           {
             parent: this,
+            provider,
             // Others may put objects in it once it exists: neither `destroy` nor turning
             // createNamespace off ever deletes it (and everything in it); remove it by hand once empty.
             retainOnDelete: true,
@@ -92,12 +95,12 @@ export class Portal extends pulumi.ComponentResource {
     this.namespace = ns ? ns.metadata.name : pulumi.output(settings.namespace);
     const namespace = this.namespace;
 
-    const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: { namespace, labels: { ...PORTAL_LABELS } } }, { parent: this });
+    const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: { namespace, labels: { ...PORTAL_LABELS } } }, { parent: this, provider });
 
     this.clusterRole = new k8s.rbac.v1.ClusterRole(
       `${name}-reader`,
       { metadata: { labels: { ...PORTAL_LABELS } }, rules: portalRbacRules({ hostPort: selectsHostPort(args.contract, args.entries) }) },
-      { parent: this },
+      { parent: this, provider },
     );
     const binding = new k8s.rbac.v1.ClusterRoleBinding(
       `${name}-reader`,
@@ -106,7 +109,7 @@ export class Portal extends pulumi.ComponentResource {
         roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: this.clusterRole.metadata.name },
         subjects: [{ kind: "ServiceAccount", name: account.metadata.name, namespace }],
       },
-      { parent: this },
+      { parent: this, provider },
     );
 
     // Auto-named: a new bundle or contract makes a new ConfigMap, hence a new pod template and a rollout.
@@ -117,7 +120,7 @@ export class Portal extends pulumi.ComponentResource {
         data: { [PORTAL_FILES.loader]: bundle.loader, [PORTAL_FILES.contract]: stringify(args.contract, { lineWidth: 0 }) },
         binaryData: { [PORTAL_FILES.bundle]: bundle.gzipped.toString("base64") },
       },
-      { parent: this },
+      { parent: this, provider },
     );
 
     const env = [
@@ -170,7 +173,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // The pod's API calls are refused until the binding exists.
-      { parent: this, dependsOn: [binding] },
+      { parent: this, provider, dependsOn: [binding] },
     );
 
     const spec = portalService(settings.namespace);
@@ -198,7 +201,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // Fixed name: a replacement must delete the old Service first.
-      { parent: this, deleteBeforeReplace: true, ...(refuseServiceTakeover ? { hooks: { beforeCreate: [refuseServiceTakeover] } } : {}) },
+      { parent: this, provider, deleteBeforeReplace: true, ...(refuseServiceTakeover ? { hooks: { beforeCreate: [refuseServiceTakeover] } } : {}) },
     );
 
     this.registerOutputs({

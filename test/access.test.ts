@@ -38,7 +38,7 @@ import {
   TEST_CONTRACT,
   type TestProject,
   vendoredServices,
-} from "./commands-helpers";
+} from "./command-helpers";
 
 // Secret values chosen to need quoting in a .env and URL-encoding in a push URL.
 const ARGOCD_PASSWORD = "argo-S3cret!";

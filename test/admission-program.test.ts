@@ -2,7 +2,7 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
 import { SnapshotReader } from "../src/core/kube/cluster";
-import { uiExposure } from "../src/infra/program";
+import { declareStack } from "../src/infra/program";
 import { benchServices, ciliumConfig, node, stackConfig } from "./fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -38,7 +38,7 @@ describe("program: the exposure guard at admission", () => {
 
   it("creates nothing with the default mode (off)", async () => {
     await useMocks(false);
-    const out = await uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: cluster() });
+    const out = await declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: cluster() });
     await resolve(out.urls);
     expect(registered.filter((r) => r.type.includes("admissionregistration"))).toEqual([]);
   });
@@ -46,7 +46,7 @@ describe("program: the exposure guard at admission", () => {
   it("creates the policy and its binding before our NodePort Services, which wait for it", async () => {
     await useMocks(false);
     const config = stackConfig({ "ui-exposure:admission": { mode: "deny" } });
-    const out = await uiExposure({ projectDir, stack: "test", config, cluster: cluster() });
+    const out = await declareStack({ projectDir, stack: "test", config, cluster: cluster() });
     await resolve(out.urls);
     const order = registered.map((r) => r.type.split(":").pop());
     expect(order.filter((t) => t !== "ComponentResource" && t?.startsWith("Validating"))).toEqual([
@@ -69,7 +69,7 @@ describe("program: the exposure guard at admission", () => {
   it("fails the preview, declaring nothing, on a cluster without the ValidatingAdmissionPolicy API", async () => {
     await useMocks(true);
     const config = stackConfig({ "ui-exposure:admission": { mode: "warn" } });
-    const run = uiExposure({ projectDir, stack: "test", config, cluster: cluster([discovery(["validatingwebhookconfigurations"])]) });
+    const run = declareStack({ projectDir, stack: "test", config, cluster: cluster([discovery(["validatingwebhookconfigurations"])]) });
     await expect(run).rejects.toThrow("does not serve validatingadmissionpolicies and validatingadmissionpolicybindings in admissionregistration.k8s.io/v1");
     expect(registered).toEqual([]);
   });
@@ -78,7 +78,7 @@ describe("program: the exposure guard at admission", () => {
     await useMocks(true);
     const config = stackConfig({ "ui-exposure:admission": { mode: "warn" } });
     const api = discovery(["validatingadmissionpolicies", "validatingadmissionpolicies/status", "validatingadmissionpolicybindings"]);
-    const out = await uiExposure({ projectDir, stack: "test", config, cluster: cluster([api]) });
+    const out = await declareStack({ projectDir, stack: "test", config, cluster: cluster([api]) });
     await resolve(out.urls);
     expect(registered.some((r) => r.type.endsWith("ValidatingAdmissionPolicyBinding"))).toBe(true);
   });

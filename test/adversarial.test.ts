@@ -12,8 +12,8 @@ import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import { type RunningPortal, startPortal } from "../src/portal/server";
 import { API_CASES, CONTRACT_CASES, FLAG_CASES, OUTPUTS_CASES, PORTAL_CASES, SNAPSHOT_CASES } from "./adversarial/cases";
 import { list, startFakeApi } from "./adversarial/fake-api";
-import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./commands-helpers";
-import { MemoryCluster, portalContract, recordedCluster } from "./portal.fixtures";
+import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./command-helpers";
+import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
 
 const CASE_TIMEOUT_MS = 15_000;
 /** Heap growth allowed for one case: far above what a clean refusal needs, far below a runaway. */

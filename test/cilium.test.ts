@@ -3,6 +3,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
@@ -16,6 +17,7 @@ import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { GenericObject, Service } from "../src/core/kube/types";
 import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/core/settings";
+import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
 import { render } from "../src/infra/render";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -670,23 +672,10 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
 });
 
 describe("the component under mocks", () => {
-  let registered: { type: string; name: string; inputs: Record<string, unknown> }[] = [];
-  const resolve = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
+  let registered: RegisteredResource[] = [];
 
   async function mocks(stack: string) {
-    registered = [];
-    await pulumi.runtime.setMocks(
-      {
-        newResource: (args) => {
-          registered.push({ type: args.type, name: args.name, inputs: args.inputs });
-          return { id: args.type === RELEASE_TYPE ? `${args.inputs.namespace}/${args.inputs.name}` : `${args.name}-id`, state: args.inputs };
-        },
-        call: () => ({}),
-      },
-      "ui-exposure",
-      stack,
-      false,
-    );
+    registered = (await useProgramMocks({ stack })).resources;
   }
   afterEach(() => pulumi.runtime.disconnect());
 
@@ -696,23 +685,25 @@ describe("the component under mocks", () => {
       ...dirqualObservation,
       ciliumConfig: { metadata: { name: "cilium-config", namespace: "kube-system" }, data: { "kube-proxy-replacement": "true" } },
     }) as CiliumPlan;
-    const c = new Cilium("cilium", { plan });
+    const c = new Cilium("cilium", { plan }, { providers: [new k8s.Provider("kubernetes", { context: "dirqual" })] });
     expect(c.release).toBeUndefined();
     expect((await resolve(c.summary)).mode).toBe("cohabit");
     await pulumi.runtime.disconnect();
     // The recording works (the component itself went through the mocks), and nothing else did.
-    expect(registered.map((r) => `${r.type}::${r.name}`)).toEqual(["ui-exposure:cilium:Cilium::cilium"]);
+    expect(registered.map((r) => `${r.type}::${r.name}`)).toEqual(["pulumi:providers:kubernetes::kubernetes", "ui-exposure:cilium:Cilium::cilium"]);
   });
 
   it("l4: the Release has the URN and the name/namespace the documented import command adopts", async () => {
     await mocks("bench");
     const plan = planCilium(l4(), bench, nothing) as CiliumPlan;
-    const c = new Cilium("cilium", { plan });
+    const c = new Cilium("cilium", { plan }, { providers: [new k8s.Provider("kubernetes", { context: "bench" })] });
     const urn = await resolve(c.release?.urn as pulumi.Output<string>);
     expect(urn).toBe("urn:pulumi:bench::ui-exposure::ui-exposure:cilium:Cilium$kubernetes:helm.sh/v3:Release::cilium-release");
     await pulumi.runtime.disconnect();
     const release = registered.find((r) => r.type === RELEASE_TYPE);
     expect(release?.name).toBe(releaseResourceName("cilium"));
+    // Through the stack's provider, never the default one (the ambient kube context).
+    expect(release?.provider).toBe("kubernetes");
     expect(release?.inputs).toMatchObject({ name: "cilium", namespace: "kube-system", chart: "cilium", version: "1.18.12", createNamespace: false });
 
     // The command in docs/cilium.md is exactly the one the outputs give, and names this release.
@@ -722,6 +713,14 @@ describe("the component under mocks", () => {
     for (const d of documented) expect(d).toEqual({ type: RELEASE_TYPE, name: release?.name, id: `${release?.inputs.namespace}/${release?.inputs.name}` });
     expect(docs).toContain(importCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }));
     expect(ciliumSummary(plan, "cilium")).toMatchObject({ adopt: importCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }) });
+  });
+
+  it("refuses to build without a Kubernetes provider (no fallback to the ambient context)", async () => {
+    await mocks("bench");
+    const plan = planCilium(l4(), bench, nothing) as CiliumPlan;
+    expect(() => new Cilium("cilium", { plan })).toThrow(
+      "Cilium cilium: no Kubernetes provider given (opts.providers): it would deploy through the ambient kube context",
+    );
   });
 
   it("l4: what makes the first up after the import an in-place upgrade", async () => {

@@ -24,8 +24,8 @@ import { buildUrl, chooseNode, resolveExposures } from "../src/core/plan";
 import { printable } from "../src/core/text";
 import { type RunningPortal, startPortal } from "../src/portal/server";
 import { type FakeAnswer, list, startFakeApi } from "./adversarial/fake-api";
-import { capture, healthyCluster, makeProject, node, runCommand, service, snapshot, stackFile, type TestProject } from "./commands-helpers";
-import { MemoryCluster, portalContract, recordedCluster } from "./portal.fixtures";
+import { capture, healthyCluster, makeProject, node, runCommand, service, snapshot, stackFile, type TestProject } from "./command-helpers";
+import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
 
 const contractError = (text: string): string => {
   try {

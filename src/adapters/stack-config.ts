@@ -1,40 +1,267 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseDocument } from "yaml";
-import { describeValue, YAML_MAX_ALIASES } from "../core/contract/parse";
-import { UserError } from "../core/errors";
+import { isMap, isScalar, LineCounter, type Node, type Pair, parseDocument } from "yaml";
+import { UserError, userErrorFromProblems } from "../core/errors";
 import { checkStackName } from "../core/inputs";
 import { PROJECT } from "../core/settings";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 /**
- * Reads a stack file's `config:` into the flat map the engine gives the program
- * (objects and arrays as JSON text). Encrypted (`secure:`) values cannot be read offline
- * and are left out; the program uses none of them.
+ * A stack's configuration as the engine hands it to the program (`pulumi.runtime.allConfig()`),
+ * read from the files alone: the project's `config:` in Pulumi.yaml (defaults and values),
+ * overridden by the stack's own `config:` in Pulumi.<stack>.yaml. Follows Pulumi 3.248's rules
+ * (sdk/go/common/workspace: RewriteShorthandConfigValues, Project.Validate, mergeConfig).
  */
-export function readStackConfig(projectDir: string, stack: string): Record<string, string> {
+export interface StackConfig {
+  /** Namespaced key -> value as text: strings as is, numbers and booleans as JSON, objects and arrays as JSON. */
+  values: Record<string, string>;
+  /**
+   * Keys whose value is encrypted (`secure:` in the stack file). They exist, but their value is
+   * never decrypted or shown here: it is absent from `values`.
+   */
+  secretKeys: string[];
+  /** The stack file, as shown in messages. */
+  file: string;
+}
+
+const STACK_FILE = /^Pulumi\.(.+)\.yaml$/;
+
+/** The stack's configuration (see StackConfig). Throws a UserError with file:line:col for a bad file. */
+export function loadStackConfig(projectDir: string, stack: string): StackConfig {
   checkStackName(stack);
-  const file = path.join(projectDir, `Pulumi.${stack}.yaml`);
-  if (!fs.existsSync(file)) {
-    const known = fs.readdirSync(projectDir).flatMap((f) => (/^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ? [/^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]] : []));
-    throw new UserError(`unknown stack '${stack}': no ${path.relative(process.cwd(), file) || file} (stacks: ${known.join(", ") || "none"})`);
+  const stackPath = path.join(projectDir, `Pulumi.${stack}.yaml`);
+  const stackFile = display(stackPath);
+  if (!fs.existsSync(stackPath)) {
+    const known = fs.readdirSync(projectDir).flatMap((f) => STACK_FILE.exec(f)?.slice(1, 2) ?? []);
+    throw new UserError(`unknown stack '${stack}': no ${stackFile} (stacks: ${known.join(", ") || "none"})`);
   }
-  const doc = parseDocument(readBoundedText(file, "stack file", FILE_LIMITS.stackFile));
-  if (doc.errors.length) throw new UserError(`${file}: invalid YAML: ${doc.errors[0]?.message.split("\n")[0]}`);
-  let parsed: unknown;
-  try {
-    parsed = doc.toJS({ maxAliasCount: YAML_MAX_ALIASES });
-  } catch (err) {
-    throw new UserError(`${file}: invalid YAML: ${(err as Error).message}`);
+  const projectPath = path.join(projectDir, "Pulumi.yaml");
+  const project = fs.existsSync(projectPath) ? projectConfig(readYaml(projectPath)) : { project: PROJECT, entries: [] };
+  const stackEntries = stackConfigEntries(readYaml(stackPath), project.project);
+
+  const values: Record<string, string> = {};
+  const secretKeys: string[] = [];
+  for (const e of stackEntries) {
+    if (e.secret) secretKeys.push(e.key);
+    else values[e.key] = e.text;
   }
-  const config = (parsed as { config?: unknown } | null)?.config ?? {};
-  if (config === null || typeof config !== "object" || Array.isArray(config))
-    throw new UserError(`${file}: config: expected a map, found ${describeValue(config)}`);
-  const flat: Record<string, string> = {};
-  for (const [rawKey, value] of Object.entries(config)) {
-    const key = rawKey.includes(":") ? rawKey : `${PROJECT}:${rawKey}`;
-    if (value !== null && typeof value === "object" && "secure" in (value as object)) continue;
-    flat[key] = typeof value === "string" ? value : JSON.stringify(value);
+  const onStack = new Set(stackEntries.map((e) => e.key));
+  const problems: string[] = [];
+  for (const d of project.entries) {
+    if (onStack.has(d.key)) {
+      const value = stackEntries.find((e) => e.key === d.key);
+      if (d.secret && value && !value.secret) problems.push(`${value.at}: ${d.key} is declared secret (${d.at}): set it with 'pulumi config set --secret'`);
+      // The engine checks the value's text (JSON parsed for objects and arrays): `3` and "3" are both an integer.
+      const content = value && typeof value.raw === "object" ? value.raw : value?.text;
+      if (d.type && value && !value.secret && !matchesType(d.type, d.items, content)) {
+        problems.push(`${value.at}: ${d.key} must be of type '${typeName(d.type, d.items)}' (declared at ${d.at})`);
+      }
+      continue;
+    }
+    if (d.value !== undefined) values[d.key] = configText(d.value);
+    else if (d.ownNamespace) problems.push(`${stackFile}: missing required configuration key '${d.key}' (declared without a default at ${d.at})`);
   }
-  return flat;
+  if (problems.length) throw userErrorFromProblems(`invalid stack configuration for stack '${stack}'`, problems);
+  return { values, secretKeys: secretKeys.sort(), file: stackFile };
+}
+
+/** The flat config map alone (what `pulumi.runtime.allConfig()` gives the program, secrets left out). */
+export function readStackConfig(projectDir: string, stack: string): Record<string, string> {
+  return loadStackConfig(projectDir, stack).values;
+}
+
+interface ParsedFile {
+  file: string;
+  contents: Node | null;
+  at(node: Node | Pair | null | undefined): string;
+}
+
+const display = (file: string) => path.relative(process.cwd(), file) || file;
+
+function readYaml(file: string): ParsedFile {
+  const shown = display(file);
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(readBoundedText(file, "stack file", FILE_LIMITS.stackFile), { lineCounter, uniqueKeys: true, prettyErrors: false });
+  const at = (offset: number | undefined) => {
+    const { line, col } = lineCounter.linePos(offset ?? 0);
+    return `${shown}:${line}:${col}`;
+  };
+  const first = doc.errors[0];
+  if (first) throw new UserError(`${at(first.pos[0])}: invalid YAML: ${first.message.split("\n")[0]}`);
+  return {
+    file: shown,
+    contents: doc.contents,
+    at: (node) => {
+      const n = node && "range" in node ? node : (node as Pair | null | undefined)?.key;
+      return at((n as Node | undefined)?.range?.[0]);
+    },
+  };
+}
+
+/** The `config:` mapping of a file, or undefined when there is none; a wrong shape is an error. */
+function configMap(parsed: ParsedFile) {
+  const root = parsed.contents;
+  if (root === null || (isScalar(root) && root.value === null)) return undefined;
+  if (!isMap(root)) throw new UserError(`${parsed.at(root)}: expected a mapping at the top of ${parsed.file}`);
+  const config = root.items.find((p) => isScalar(p.key) && p.key.value === "config");
+  if (!config || config.value === null || (isScalar(config.value) && config.value.value === null)) return undefined;
+  if (!isMap(config.value)) throw new UserError(`${parsed.at(config.value as Node)}: 'config' must be a mapping of keys to values`);
+  return config.value;
+}
+
+function keyOf(parsed: ParsedFile, pair: Pair): string {
+  if (!isScalar(pair.key) || typeof pair.key.value !== "string" || pair.key.value === "") {
+    throw new UserError(`${parsed.at(pair)}: configuration keys must be non-empty strings`);
+  }
+  return pair.key.value;
+}
+
+/** `name` -> `<project>:name`; `ns:name` stays; `ns:config:name` (the old form) -> `ns:name`. */
+function namespaced(parsed: ParsedFile, pair: Pair, raw: string, project: string): string {
+  const parts = raw.split(":");
+  if (parts.length === 1) return `${project}:${raw}`;
+  if (parts.length === 2 && parts[0] && parts[1]) return raw;
+  if (parts.length === 3 && parts[0] && parts[1] === "config" && parts[2]) return `${parts[0]}:${parts[2]}`;
+  throw new UserError(`${parsed.at(pair)}: configuration key '${raw}' must be 'name' or 'namespace:name'`);
+}
+
+interface StackEntry {
+  key: string;
+  secret: boolean;
+  text: string;
+  raw: unknown;
+  at: string;
+}
+
+function stackConfigEntries(parsed: ParsedFile, project: string): StackEntry[] {
+  const map = configMap(parsed);
+  if (!map) return [];
+  return map.items.map((pair) => {
+    const key = namespaced(parsed, pair, keyOf(parsed, pair), project);
+    const at = parsed.at(pair);
+    const node = pair.value as Node | null;
+    const raw: unknown = node && "toJSON" in node ? node.toJSON() : null;
+    if (raw === null || raw === undefined) throw new UserError(`${at}: ${key} has no value (remove the key or give it one)`);
+    if (isSecure(raw)) return { key, secret: true, text: "", raw: undefined, at };
+    if (containsSecure(raw)) return { key, secret: true, text: "", raw: undefined, at };
+    return { key, secret: false, text: configText(raw), raw, at };
+  });
+}
+
+const isSecure = (v: unknown): boolean => {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return false;
+  const keys = Object.keys(v);
+  return keys.length === 1 && keys[0] === "secure" && typeof (v as { secure: unknown }).secure === "string";
+};
+const containsSecure = (v: unknown): boolean =>
+  v !== null && typeof v === "object" && (isSecure(v) || Object.values(v as Record<string, unknown>).some(containsSecure));
+
+/** How the engine passes a value: strings as they are, everything else as JSON (object keys sorted, as Go's encoder does). */
+export function configText(value: unknown): string {
+  if (typeof value === "string") return value;
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v !== null && typeof v === "object") {
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+    );
+  }
+  return v;
+}
+
+interface ProjectEntry {
+  key: string;
+  /** In this project's namespace (`name` or `<project>:name`): may be required, may be typed. */
+  ownNamespace: boolean;
+  /** The default (own namespace) or value (other namespaces). */
+  value?: unknown;
+  type?: string;
+  items?: ItemsType;
+  secret?: boolean;
+  at: string;
+}
+
+interface ItemsType {
+  type: string;
+  items?: ItemsType;
+}
+
+const TYPES = new Set(["string", "integer", "boolean", "array", "object"]);
+const DECLARATION_KEYS = new Set(["type", "description", "items", "default", "value", "secret"]);
+
+/** Pulumi.yaml's `config:` block, validated as `pulumi` validates it. */
+function projectConfig(parsed: ParsedFile): { project: string; entries: ProjectEntry[] } {
+  const root = parsed.contents;
+  const nameNode = isMap(root) ? root.items.find((p) => isScalar(p.key) && p.key.value === "name")?.value : undefined;
+  const project = isScalar(nameNode) && typeof nameNode.value === "string" ? nameNode.value : PROJECT;
+  const map = configMap(parsed);
+  if (!map) return { project, entries: [] };
+  const entries = map.items.map((pair): ProjectEntry => {
+    const raw = keyOf(parsed, pair);
+    const key = namespaced(parsed, pair, raw, project);
+    const ownNamespace = key.startsWith(`${project}:`);
+    const at = parsed.at(pair);
+    const node = pair.value as Node | null;
+    const value: unknown = node && "toJSON" in node ? node.toJSON() : null;
+    // Shorthand: a plain value or a list is a default in the project's namespace, a value elsewhere.
+    if (value === null || typeof value !== "object" || Array.isArray(value)) {
+      if (value === null) throw new UserError(`${at}: ${raw} has no value (give it a default, or declare it with 'type:')`);
+      return { key, ownNamespace, value, at };
+    }
+    const decl = value as Record<string, unknown>;
+    const unknown = Object.keys(decl).filter((k) => !DECLARATION_KEYS.has(k));
+    if (unknown.length) throw new UserError(`${at}: ${raw}: unknown attribute${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => `'${k}'`).join(", ")}`);
+    if (decl.default !== undefined && decl.value !== undefined) throw new UserError(`${at}: ${raw} cannot have both a 'default' and a 'value' attribute`);
+    const type = decl.type;
+    if (type !== undefined && (typeof type !== "string" || !TYPES.has(type))) {
+      throw new UserError(`${at}: ${raw}: type must be one of ${[...TYPES].join(", ")}`);
+    }
+    const items = decl.items as ItemsType | undefined;
+    if (ownNamespace) {
+      if (type === "array" && !items) throw new UserError(`${at}: ${raw} declares an array but no 'items' type`);
+      if (type && decl.default !== undefined && !matchesType(type, items, decl.default)) {
+        throw new UserError(`${at}: the default of ${raw} is not of type '${typeName(type, items)}'`);
+      }
+      const value = decl.default !== undefined ? decl.default : decl.value;
+      return {
+        key,
+        ownNamespace,
+        ...(value !== undefined ? { value } : {}),
+        ...(type ? { type, ...(items ? { items } : {}) } : {}),
+        ...(decl.secret === true ? { secret: true } : {}),
+        at,
+      };
+    }
+    if (type !== undefined) throw new UserError(`${at}: ${raw} is not in the project's namespace and cannot declare a type`);
+    if (decl.default !== undefined) throw new UserError(`${at}: ${raw} is not in the project's namespace: use 'value', not 'default'`);
+    if (decl.value === undefined) throw new UserError(`${at}: ${raw} is namespaced and needs a 'value' attribute`);
+    return { key, ownNamespace, value: decl.value, at };
+  });
+  return { project, entries };
+}
+
+function matchesType(type: string, items: ItemsType | undefined, v: unknown): boolean {
+  switch (type) {
+    case "string":
+      return typeof v === "string";
+    case "integer":
+      return (typeof v === "number" && Number.isInteger(v)) || (typeof v === "string" && /^[+-]?\d+$/.test(v));
+    case "boolean":
+      return typeof v === "boolean" || v === "true" || v === "false";
+    case "object":
+      return v !== null && typeof v === "object" && !Array.isArray(v);
+    case "array":
+      return Array.isArray(v) && (!items || v.every((x) => matchesType(items.type, items.items, x)));
+    default:
+      return false;
+  }
+}
+
+function typeName(type: string, items: ItemsType | undefined): string {
+  return items ? `array<${typeName(items.type, items.items)}>` : type;
 }

@@ -1,3 +1,4 @@
+import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { Cilium } from "../../components/cilium";
 import { NodePortExposure } from "../../components/node-port-exposure";
@@ -60,12 +61,13 @@ export interface StackOutputs {
  * The whole stack. Everything is validated and observed before the first resource is
  * declared, so an invalid contract, a missing Service or a failed guard changes nothing.
  */
-export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
+export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs> {
   const { settings, contract, contractFile } = loadInputs(inputs);
   const selection = selectEntries(contract, settings.entries);
   if (selection.problems.length) throw userErrorFromProblems(`stack ${inputs.stack}`, selection.problems);
 
-  const cluster = inputs.cluster ?? (await LiveClusterReader.connect(kubeTarget(inputs.config)));
+  const target = stackKubeTarget(inputs.stack, inputs.config);
+  const cluster = inputs.cluster ?? (await LiveClusterReader.connect(target));
   const needPods = selection.entries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   // One list call per kind, in parallel, whatever the number of entries.
@@ -115,23 +117,31 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
   // must not leave the Cilium component (or anything) registered, i.e. `up` half-applied.
   const portalBundle = settings.portal.enabled ? bundlePortalServer() : undefined;
 
-  const cilium = new Cilium("cilium", { plan: ciliumPlan });
+  // Every Kubernetes resource goes through this provider: the stack's own cluster, never the
+  // default provider (which would follow whatever context is current where `pulumi up` runs).
+  const kubernetes = new k8s.Provider("kubernetes", target);
+  const withProvider = (opts?: pulumi.ComponentResourceOptions): pulumi.ComponentResourceOptions => ({ ...opts, providers: [kubernetes] });
+  const cilium = new Cilium("cilium", { plan: ciliumPlan }, withProvider());
   const portal = portalBundle
-    ? new Portal("portal-server", {
-        bundle: portalBundle,
-        settings: settings.portal,
-        contract,
-        entries: settings.entries,
-        stack: inputs.stack,
-        ...(settings.nodeAddress ? { nodeAddress: settings.nodeAddress } : {}),
-        ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
-        ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
-          ? {
-              serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:Service portal-server-svc ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
-            }
-          : {}),
-        hooks: underEngine(),
-      })
+    ? new Portal(
+        "portal-server",
+        {
+          bundle: portalBundle,
+          settings: settings.portal,
+          contract,
+          entries: settings.entries,
+          stack: inputs.stack,
+          ...(settings.nodeAddress ? { nodeAddress: settings.nodeAddress } : {}),
+          ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
+          ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
+            ? {
+                serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:Service portal-server-svc ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
+              }
+            : {}),
+          hooks: underEngine(),
+        },
+        withProvider(),
+      )
     : undefined;
   const mirrorsPortal = (plan: ExposurePlan) =>
     plan.kind === "nodePort" && plan.namespace === settings.portal.namespace && plan.mirrors === PORTAL_SERVICE_NAME;
@@ -147,6 +157,7 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
     cluster,
     resolution.plans,
     observedServices,
+    withProvider(),
   );
   // Our NodePort Services are created only once the guard that must admit them is in effect.
   const published = resolution.plans.map((plan) => {
@@ -161,7 +172,7 @@ export async function uiExposure(inputs: ProgramInputs): Promise<StackOutputs> {
       stack: inputs.stack,
       existing: observedServices,
       ...(keepNodePort !== undefined ? { keepNodePort } : {}),
-      ...(dependsOn.length ? { opts: { dependsOn } } : {}),
+      opts: withProvider(dependsOn.length ? { dependsOn } : undefined),
     });
   });
 
@@ -247,6 +258,20 @@ function publish(
       url,
     })),
   };
+}
+
+/**
+ * The cluster the stack deploys to and reads: the stack's kubernetes:context (required) and
+ * kubernetes:kubeconfig (else $KUBECONFIG or ~/.kube/config), the keys the Kubernetes provider reads.
+ */
+export function stackKubeTarget(stack: string, config: Readonly<Record<string, string>>): { context: string; kubeconfig?: string } {
+  const { context, kubeconfig } = kubeTarget(config);
+  if (!context) {
+    throw new UserError(
+      `stack ${stack}: kubernetes:context is not set in Pulumi.${stack}.yaml; set it (pulumi config set kubernetes:context <context> --stack ${stack}) so the stack never deploys to whatever context is current`,
+    );
+  }
+  return { context, ...(kubeconfig ? { kubeconfig } : {}) };
 }
 
 /** Turns user errors into engine errors shown without a stack trace. */

@@ -20,7 +20,7 @@ import {
   stackFile,
   type TestProject,
   vendoredServices,
-} from "./commands-helpers";
+} from "./command-helpers";
 
 let project: TestProject;
 beforeAll(() => {

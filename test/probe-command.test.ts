@@ -3,7 +3,7 @@ import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProbeCommand, type ProbeDeps } from "../cli/commands/probe";
 import { UserError } from "../src/core/errors";
-import { capture, closedPort, type LocalServer, makeProject, runCommand, stackFile, startServer, type TestProject } from "./commands-helpers";
+import { capture, closedPort, type LocalServer, makeProject, runCommand, stackFile, startServer, type TestProject } from "./command-helpers";
 
 let project: TestProject;
 let healthy: LocalServer;

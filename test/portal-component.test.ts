@@ -9,45 +9,18 @@ import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
 import { withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_SELECTOR, portalRbacRules, portalService, selectsHostPort } from "../src/core/portal/spec";
-import { uiExposure } from "../src/infra/program";
-import { readyNode } from "./portal.fixtures";
+import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
+import { declareStack } from "../src/infra/program";
+import { readyNode } from "./portal-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 const CONTRACT = path.join(projectDir, "contract", "endpoints.example.yaml");
 
-interface Registered {
-  type: string;
-  name: string;
-  inputs: Record<string, unknown>;
-  parent?: string;
-}
-let registered: Registered[] = [];
+let registered: RegisteredResource[] = [];
 
 async function useMocks() {
-  registered = [];
-  let nextPort = 31000;
-  await pulumi.runtime.setMocks(
-    {
-      newResource: (args) => {
-        registered.push({ type: args.type, name: args.name, inputs: args.inputs });
-        if (args.type === "kubernetes:core/v1:Service") {
-          const spec = args.inputs.spec as { type?: string; ports: { name: string }[] };
-          const ports = spec.type === "NodePort" ? spec.ports.map((p) => ({ ...p, nodePort: nextPort++ })) : spec.ports;
-          return { id: `${args.inputs.metadata.namespace}/${args.inputs.metadata.name}`, state: { ...args.inputs, spec: { ...spec, ports } } };
-        }
-        // Auto-naming, as the provider does it.
-        const meta = (args.inputs.metadata ?? {}) as { name?: string };
-        return { id: `${args.name}-id`, state: { ...args.inputs, metadata: { ...meta, name: meta.name ?? `${args.name}-abc123` } } };
-      },
-      call: () => ({}),
-    },
-    "ui-exposure",
-    "test",
-    false,
-  );
+  registered = (await useProgramMocks({ stack: "test" })).resources;
 }
-
-const resolve = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
 
 function config(portal: Record<string, unknown>, entries: string[] | "all" = ["argocd", "portal"]): Record<string, string> {
   return {
@@ -78,7 +51,7 @@ const ofType = (type: string) => registered.filter((r) => r.type === type);
 const one = (type: string, name?: string) => {
   const found = ofType(type).filter((r) => name === undefined || r.name === name);
   if (found.length !== 1) throw new Error(`expected one ${type} ${name ?? ""}, got ${found.map((r) => r.name).join(", ") || "none"}`);
-  return found[0] as Registered;
+  return found[0] as RegisteredResource;
 };
 
 describe("program with the portal enabled (mocks)", () => {
@@ -86,7 +59,7 @@ describe("program with the portal enabled (mocks)", () => {
   afterEach(() => pulumi.runtime.disconnect());
 
   it("deploys the portal and publishes its entry in the same up, although its Service does not exist yet", async () => {
-    const out = await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
+    const out = await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
     const urls = await resolve(out.urls);
     expect(urls).toEqual({ argocd: "http://127.0.0.2:31000", portal: "http://127.0.0.2:31001" });
     await pulumi.runtime.disconnect();
@@ -114,7 +87,7 @@ describe("program with the portal enabled (mocks)", () => {
   });
 
   it("gives the ServiceAccount read-only access (get, list) to exactly services, endpointslices and nodes: no pods without a hostPort entry", async () => {
-    await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
+    await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
     await pulumi.runtime.disconnect();
     const role = one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole").inputs;
     expect(role.rules).toEqual([
@@ -147,7 +120,7 @@ endpoints:
   });
 
   it("ships the server as plain JS (loader + gzipped bundle) and the validated contract in a ConfigMap", async () => {
-    await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
+    await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
     await pulumi.runtime.disconnect();
     const cm = one("kubernetes:core/v1:ConfigMap").inputs as {
       data: Record<string, string>;
@@ -167,7 +140,7 @@ endpoints:
   });
 
   it("runs `node /app/portal.js` on the stock image, probed on /healthz, non-root with a read-only root filesystem", async () => {
-    await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
+    await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
     await pulumi.runtime.disconnect();
     const deployment = one("kubernetes:apps/v1:Deployment").inputs as {
       metadata: { annotations?: Record<string, string> };
@@ -199,7 +172,7 @@ endpoints:
   });
 
   it("skips the awaits only when portal.skipAwait is set (the e2e harness has no kubelet)", async () => {
-    await uiExposure({ projectDir, stack: "test", config: config({ enabled: true, skipAwait: true, image: "node:20.19-alpine" }), cluster: freshCluster() });
+    await declareStack({ projectDir, stack: "test", config: config({ enabled: true, skipAwait: true, image: "node:20.19-alpine" }), cluster: freshCluster() });
     await pulumi.runtime.disconnect();
     const deployment = one("kubernetes:apps/v1:Deployment").inputs as { metadata: { annotations?: Record<string, string> } };
     expect(deployment.metadata.annotations).toEqual({ "pulumi.com/skipAwait": "true" });
@@ -209,7 +182,7 @@ endpoints:
 
   it("uses an existing namespace when createNamespace is false", async () => {
     // Only argocd selected: the contract's portal entry names platform-portal, not `tools`.
-    await uiExposure({
+    await declareStack({
       projectDir,
       stack: "test",
       config: config({ enabled: true, createNamespace: false, namespace: "tools" }, ["argocd"]),
@@ -222,7 +195,7 @@ endpoints:
   });
 
   it("creates nothing of the portal when it is not enabled, and then the entry needs the real Service", async () => {
-    await expect(uiExposure({ projectDir, stack: "test", config: config({ enabled: false }), cluster: freshCluster() })).rejects.toThrow(
+    await expect(declareStack({ projectDir, stack: "test", config: config({ enabled: false }), cluster: freshCluster() })).rejects.toThrow(
       "entry 'portal': Service platform-portal/portal not found",
     );
     await pulumi.runtime.disconnect();
@@ -232,7 +205,7 @@ endpoints:
   it("warns when the portal is deployed but no selected entry publishes it", async () => {
     const warn = vi.spyOn(pulumi.log, "warn");
     try {
-      await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }, ["argocd"]), cluster: freshCluster() });
+      await declareStack({ projectDir, stack: "test", config: config({ enabled: true }, ["argocd"]), cluster: freshCluster() });
       await pulumi.runtime.disconnect();
       expect(warn).toHaveBeenCalledWith(
         "the portal is deployed but not published: no selected contract entry mirrors Service platform-portal/portal port http (add it to the contract and ui-exposure:entries)",
@@ -250,7 +223,7 @@ endpoints:
       metadata: { name: "portal", namespace: "platform-portal" },
       spec: { type: "ClusterIP", selector: { app: "portal" }, ports: [{ name: "http", port: 80, targetPort: 8000 }] },
     };
-    await expect(uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster([oldPortal]) })).rejects.toThrow(
+    await expect(declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster([oldPortal]) })).rejects.toThrow(
       "stack test cannot be deployed (nothing was changed): portal: Service platform-portal/portal already exists and is not managed by ui-exposure; delete it (or import it into the stack) before the stack creates its own",
     );
     await pulumi.runtime.disconnect();
@@ -259,7 +232,7 @@ endpoints:
 
   it("re-plans from the component's spec on later ups, when its own Service is in the cluster", async () => {
     const deployed = { ...portalService("platform-portal"), spec: { ...portalService("platform-portal").spec, clusterIP: "10.96.0.50" } };
-    const out = await uiExposure({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster([deployed]) });
+    const out = await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster([deployed]) });
     expect((await resolve(out.endpoints)).portal).toMatchObject({ mirrors: "portal", service: "portal-nodeport", namespace: "platform-portal" });
   });
 });

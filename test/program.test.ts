@@ -1,46 +1,20 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
-import { uiExposure } from "../src/infra/program";
+import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
+import { declareStack } from "../src/infra/program";
 import { benchServices, ciliumConfig, node, stackConfig } from "./fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 
-interface Registered {
-  type: string;
-  name: string;
-  inputs: Record<string, unknown>;
-}
-let registered: Registered[] = [];
+let registered: RegisteredResource[] = [];
 
 /** Mocks that behave like the API server for what matters here: a created NodePort Service gets a port. */
 async function useMocks(preview = false) {
-  registered = [];
-  let nextPort = 31000;
-  await pulumi.runtime.setMocks(
-    {
-      newResource: (args) => {
-        registered.push({ type: args.type, name: args.name, inputs: args.inputs });
-        if (args.type === "kubernetes:core/v1:Service") {
-          const spec = args.inputs.spec as { ports: { name: string }[] };
-          return {
-            id: `${args.inputs.metadata.namespace}/${args.inputs.metadata.name}`,
-            state: { ...args.inputs, spec: { ...spec, ports: spec.ports.map((p) => ({ ...p, nodePort: nextPort++ })) } },
-          };
-        }
-        return { id: `${args.name}-id`, state: args.inputs };
-      },
-      call: () => ({}),
-    },
-    "ui-exposure",
-    "test",
-    preview,
-  );
+  registered = (await useProgramMocks({ stack: "test", preview })).resources;
 }
-
-const resolve = <T>(o: pulumi.Output<T>) => new Promise<T>((r) => o.apply(r));
 
 function cluster(extra: unknown[] = []) {
   return new SnapshotReader([
@@ -59,7 +33,7 @@ describe("program under mocks", () => {
 
   it("creates one separate NodePort Service per selected entry, with the vendored selector and target port", async () => {
     const reader = cluster();
-    const out = await uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: reader });
+    const out = await declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: reader });
     await resolve(out.urls);
     const services = registered.filter((r) => r.type === "kubernetes:core/v1:Service");
     expect(services.map((s) => s.name)).toEqual(["argocd-svc", "gitea-svc", "grafana-svc"]);
@@ -86,7 +60,7 @@ describe("program under mocks", () => {
   });
 
   it("outputs URLs built from the observed nodePort and the Ready node's InternalIP", async () => {
-    const out = await uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: cluster() });
+    const out = await declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: cluster() });
     expect(await resolve(out.urls)).toEqual({ argocd: "http://127.0.0.12:31000", gitea: "http://127.0.0.12:31001", grafana: "http://127.0.0.12:31002" });
     expect(out.node).toEqual({ name: "node-b", address: "127.0.0.12", pinned: false });
     expect((await resolve(out.endpoints)).grafana).toEqual({
@@ -107,7 +81,7 @@ describe("program under mocks", () => {
       metadata: { name: "argocd-nodeport", namespace: "argocd", labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "argocd" } },
       spec: { type: "NodePort", ports: [{ name: "http", port: 80, nodePort: 31000 }] },
     };
-    const out = await uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: cluster([ours]) });
+    const out = await declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: cluster([ours]) });
     expect(await resolve(out.urls)).toEqual({
       argocd: "http://127.0.0.12:31000",
       gitea: "http://127.0.0.12:<nodePort allocated on apply>",
@@ -116,17 +90,17 @@ describe("program under mocks", () => {
   });
 
   it("uses a pinned node address from the stack", async () => {
-    const out = await uiExposure({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:nodeAddress": "127.0.0.99" }), cluster: cluster() });
+    const out = await declareStack({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:nodeAddress": "127.0.0.99" }), cluster: cluster() });
     expect((await resolve(out.urls)).argocd).toBe("http://127.0.0.99:31000");
     expect(out.node).toEqual({ name: "(pinned)", address: "127.0.0.99", pinned: true });
   });
 
   it("reads the cluster with one list call per kind, whatever the number of entries", async () => {
     const reader = cluster();
-    await uiExposure({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:entries": ["argocd"] }), cluster: reader });
+    await declareStack({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:entries": ["argocd"] }), cluster: reader });
     const one = reader.requests;
     const reader3 = cluster();
-    await uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: reader3 });
+    await declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: reader3 });
     expect(reader3.requests).toBe(one);
     // services, nodes, cilium-config, LB pools, gateways (no pods: no hostPort entry selected)
     expect(one).toBe(5);
@@ -134,7 +108,7 @@ describe("program under mocks", () => {
 
   it("fails before declaring anything when a backing Service is missing", async () => {
     const reader = new SnapshotReader([node("node-b", "127.0.0.12"), ciliumConfig({ "kube-proxy-replacement": "true" }), ...benchServices.slice(0, 1)]);
-    const run = uiExposure({ projectDir, stack: "test", config: stackConfig(), cluster: reader });
+    const run = declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: reader });
     await expect(run).rejects.toBeInstanceOf(UserError);
     await expect(run).rejects.toThrow(
       [
@@ -148,7 +122,7 @@ describe("program under mocks", () => {
 
   it("rejects wrong stack configuration with the setting's name", async () => {
     const bad = stackConfig({ "ui-exposure:entrys": ["argocd"], "ui-exposure:nodeAddress": "not-an-ip", "ui-exposure:cilium": { mode: "gateway" } });
-    await expect(uiExposure({ projectDir, stack: "test", config: bad, cluster: cluster() })).rejects.toThrow(
+    await expect(declareStack({ projectDir, stack: "test", config: bad, cluster: cluster() })).rejects.toThrow(
       [
         "invalid stack configuration in Pulumi.test.yaml (3 problems):",
         "  - ui-exposure:nodeAddress: must be an IPv4 or IPv6 address",
@@ -159,15 +133,39 @@ describe("program under mocks", () => {
     expect(registered).toEqual([]);
   });
 
+  it("declares every Kubernetes resource through one explicit provider built from the stack's kube settings", async () => {
+    const config = stackConfig({ "kubernetes:kubeconfig": "/home/op/.kube/bench", "ui-exposure:portal": { enabled: true } });
+    const out = await declareStack({ projectDir, stack: "test", config, cluster: cluster() });
+    await resolve(out.urls);
+    await pulumi.runtime.disconnect();
+    const providers = registered.filter((r) => r.type.startsWith("pulumi:providers:"));
+    expect(providers).toEqual([{ type: "pulumi:providers:kubernetes", name: "kubernetes", inputs: { context: "test", kubeconfig: "/home/op/.kube/bench" } }]);
+    const kubernetes = registered.filter((r) => r.type.startsWith("kubernetes:"));
+    expect(kubernetes.length).toBeGreaterThan(3);
+    // None through the default provider (the ambient current context).
+    expect(kubernetes.filter((r) => r.provider !== "kubernetes").map((r) => `${r.type} ${r.name}`)).toEqual([]);
+  });
+
+  it("refuses a stack without kubernetes:context before reading the cluster or declaring anything", async () => {
+    const reader = cluster();
+    const listServices = vi.spyOn(reader, "listServices");
+    const config = stackConfig({ "kubernetes:context": undefined });
+    await expect(declareStack({ projectDir, stack: "test", config, cluster: reader })).rejects.toThrow(
+      "stack test: kubernetes:context is not set in Pulumi.test.yaml; set it (pulumi config set kubernetes:context <context> --stack test) so the stack never deploys to whatever context is current",
+    );
+    expect(listServices).not.toHaveBeenCalled();
+    expect(registered).toEqual([]);
+  });
+
   it("rejects entries the contract does not declare", async () => {
-    await expect(uiExposure({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:entries": ["argo"] }), cluster: cluster() })).rejects.toThrow(
+    await expect(declareStack({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:entries": ["argo"] }), cluster: cluster() })).rejects.toThrow(
       "stack test: ui-exposure:entries names 'argo', which the contract does not declare (declared: argocd, grafana, gitea, dagster, mlflow, marquez-web, k8s-dashboard, portal)",
     );
   });
 
   it("an invalid contract stops the run with the contract's message", async () => {
     const config = stackConfig({ "ui-exposure:contract": "test/data/legacy-contract.yaml" });
-    await expect(uiExposure({ projectDir, stack: "test", config, cluster: cluster() })).rejects.toThrow(
+    await expect(declareStack({ projectDir, stack: "test", config, cluster: cluster() })).rejects.toThrow(
       "invalid contract test/data/legacy-contract.yaml (1 problem):\ntest/data/legacy-contract.yaml:6:5: endpoints[0].ui_nodeport: legacy key: nodePorts are now allocated by Kubernetes and observed, never declared; remove it and set 'exposed: true'",
     );
     expect(registered).toEqual([]);

@@ -7,7 +7,7 @@ import { escapeHtml, renderPage } from "../src/core/portal/html";
 import { observePortal } from "../src/core/portal/view";
 import { parseEntries } from "../src/portal/main";
 import { parseListen, type RunningPortal, startPortal } from "../src/portal/server";
-import { GRAFANA_DRIFT_REASON, HOSTILE_DESCRIPTION, MemoryCluster, NODE_IP, portalContract, readyNode, recordedCluster, unreachable } from "./portal.fixtures";
+import { GRAFANA_DRIFT_REASON, HOSTILE_DESCRIPTION, MemoryCluster, NODE_IP, portalContract, readyNode, recordedCluster, unreachable } from "./portal-fixtures";
 
 const NOW = new Date("2026-06-23T10:00:00Z");
 

@@ -5,8 +5,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { describe, expect, it, vi } from "vitest";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
-import { uiExposure } from "../src/infra/program";
-import { readyNode } from "./portal.fixtures";
+import { declareStack } from "../src/infra/program";
+import { readyNode } from "./portal-fixtures";
 
 vi.mock("../src/adapters/portal-bundle", () => ({
   bundlePortalServer: () => {
@@ -42,7 +42,7 @@ describe("4. nothing is registered when the portal bundle fails", () => {
       { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cilium-config", namespace: "kube-system" }, data: { "kube-proxy-replacement": "true" } },
     ]);
     await expect(
-      uiExposure({
+      declareStack({
         projectDir,
         stack: "test",
         config: {

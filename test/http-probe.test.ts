@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpGet, httpGet, probeAll, probeOne, probeTargets } from "../src/adapters/http-probe";
 import { parseContract } from "../src/core/contract/parse";
-import { closedPort, HANG_PATH, type LocalServer, startServer, TEST_CONTRACT } from "./commands-helpers";
+import { closedPort, HANG_PATH, type LocalServer, startServer, TEST_CONTRACT } from "./command-helpers";
 
 let server: LocalServer;
 let refusedPort = 0;

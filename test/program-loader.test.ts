@@ -1,0 +1,56 @@
+// The entry point `pulumi up` runs (Pulumi.yaml `main:`): TypeScript transpiled as it is
+// loaded, nothing compiled ahead, so what runs is always the sources on disk.
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+
+const projectDir = path.resolve(__dirname, "..");
+const LOADER = "src/infra/program-loader.cjs";
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "program-loader-"));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** Loads the entry point as the nodejs language host does (require of `main`), prints what it exports. */
+function run(): { code: number | null; stdout: string; stderr: string } {
+  const probe = `const m = require(${JSON.stringify(path.join(dir, LOADER))}); Promise.resolve(typeof m === "function" ? m() : m).then((v) => console.log(JSON.stringify(v)));`;
+  const r = spawnSync(process.execPath, ["-e", probe], { cwd: dir, encoding: "utf8", timeout: 30_000 });
+  return { code: r.status, stdout: r.stdout.trim(), stderr: r.stderr };
+}
+
+describe("program loader", () => {
+  it("is what Pulumi.yaml runs, with the engine's ts-node (and its type check) off", () => {
+    const project = parse(fs.readFileSync(path.join(projectDir, "Pulumi.yaml"), "utf8"));
+    expect(project.main).toBe(LOADER);
+    expect(project.runtime).toMatchObject({ name: "nodejs", options: { typescript: false } });
+  });
+
+  it("runs the TypeScript on disk: an edit to index.ts is what the next run executes", () => {
+    fs.mkdirSync(path.join(dir, "src/infra"), { recursive: true });
+    fs.copyFileSync(path.join(projectDir, LOADER), path.join(dir, LOADER));
+    fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(dir, "node_modules"));
+    fs.mkdirSync(path.join(dir, "src/lib"));
+    fs.writeFileSync(path.join(dir, "src/lib/greet.ts"), 'export const greet = (who: string): string => ["hello", who].join(" ");\n');
+    const index = (who: string) =>
+      `import * as path from "node:path";\nimport { greet } from "./src/lib/greet";\ninterface Out { text: string; dir: string }\nexport = async (): Promise<Out> => ({ text: greet("${who}"), dir: path.basename(__dirname) });\n`;
+
+    fs.writeFileSync(path.join(dir, "index.ts"), index("first"));
+    const first = run();
+    expect(first.stderr).toBe("");
+    expect(JSON.parse(first.stdout)).toEqual({ text: "hello first", dir: path.basename(dir) });
+
+    fs.writeFileSync(path.join(dir, "index.ts"), index("edited"));
+    expect(JSON.parse(run().stdout)).toEqual({ text: "hello edited", dir: path.basename(dir) });
+  });
+
+  it("a type error does not stop the run (CI's typecheck does); a syntax error names file, line and column", () => {
+    fs.writeFileSync(path.join(dir, "index.ts"), "const n: number = 'not a number';\nexport = async () => n;\n");
+    expect(JSON.parse(run().stdout)).toBe("not a number");
+    fs.writeFileSync(path.join(dir, "index.ts"), "export = async () => {\n");
+    const broken = run();
+    expect(broken.code).not.toBe(0);
+    expect(broken.stderr).toContain(`${path.join("index.ts")}:2:1: Unexpected end of file`);
+    expect(broken.stderr).not.toContain("esbuild/lib");
+  });
+});

@@ -1,0 +1,157 @@
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadStackConfig, readStackConfig } from "../src/adapters/stack-config";
+
+const projectDir = path.resolve(__dirname, "..");
+const fixtureDir = path.join(__dirname, "data/stack-config");
+
+let dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  dirs = [];
+});
+
+/** A project folder with these two files (relative paths in messages: cwd is the folder). */
+function project(projectYaml: string | undefined, stackYaml: string, stack = "s"): { dir: string; load: () => ReturnType<typeof loadStackConfig> } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "stack-config-"));
+  dirs.push(dir);
+  if (projectYaml !== undefined) fs.writeFileSync(path.join(dir, "Pulumi.yaml"), projectYaml);
+  fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), stackYaml);
+  return {
+    dir,
+    load: () => {
+      const cwd = process.cwd();
+      process.chdir(dir);
+      try {
+        return loadStackConfig(dir, stack);
+      } finally {
+        process.chdir(cwd);
+      }
+    },
+  };
+}
+
+describe("stack configuration as the engine gives it", () => {
+  it("agrees with `pulumi config --json` of Pulumi 3.248 on the recorded fixture (defaults, overrides, namespaces, secret)", () => {
+    // test/data/stack-config: Pulumi.yaml and Pulumi.agree.yaml made with the real CLI
+    // (`pulumi config set [--secret|--path]`), pulumi-config.agree.json its `pulumi config --json --stack agree`.
+    const engine = JSON.parse(fs.readFileSync(path.join(fixtureDir, "pulumi-config.agree.json"), "utf8")) as Record<
+      string,
+      { value?: string; secret: boolean }
+    >;
+    const ours = loadStackConfig(fixtureDir, "agree");
+    const plain = Object.fromEntries(Object.entries(engine).flatMap(([k, v]) => (v.secret ? [] : [[k, v.value]])));
+    expect(ours.values).toEqual(plain);
+    expect(ours.secretKeys).toEqual(Object.keys(engine).filter((k) => engine[k]?.secret));
+    expect(ours.secretKeys).toEqual(["ui-exposure:token"]);
+  });
+
+  it("never decrypts nor carries a secure value: the key is known, the ciphertext appears nowhere", () => {
+    const ours = loadStackConfig(fixtureDir, "agree");
+    const ciphertext = /secure: (\S+)/.exec(fs.readFileSync(path.join(fixtureDir, "Pulumi.agree.yaml"), "utf8"))?.[1] as string;
+    expect(ciphertext).toMatch(/^v1:/);
+    expect(JSON.stringify(ours)).not.toContain(ciphertext);
+    expect(ours.values).not.toHaveProperty("ui-exposure:token");
+  });
+
+  it("a secure value nested in an object hides the whole key", () => {
+    const p = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  ui-exposure:portal:\n    image: x\n    token:\n      secure: v1:abc\n");
+    expect(p.load()).toMatchObject({ values: {}, secretKeys: ["ui-exposure:portal"] });
+  });
+
+  it("project defaults in both forms; the stack overrides them; other namespaces take `value`", () => {
+    const p = project(
+      [
+        "name: ui-exposure",
+        "runtime: nodejs",
+        "config:",
+        "  entries: [a, b]",
+        "  ui-exposure:production: false",
+        "  portal:",
+        "    default: { enabled: true }",
+        "  kubernetes:context:",
+        "    value: bench",
+        "  kubernetes:namespace: default",
+        "",
+      ].join("\n"),
+      "config:\n  ui-exposure:production: true\n  kubernetes:context: other\n",
+    );
+    expect(p.load().values).toEqual({
+      "ui-exposure:entries": '["a","b"]',
+      "ui-exposure:production": "true",
+      "ui-exposure:portal": '{"enabled":true}',
+      "kubernetes:context": "other",
+      "kubernetes:namespace": "default",
+    });
+  });
+
+  it("the shipped stacks read as before (every key namespaced, objects as JSON)", () => {
+    const bench = readStackConfig(projectDir, "bench");
+    expect(bench["kubernetes:context"]).toBeDefined();
+    expect(JSON.parse(bench["ui-exposure:cilium"] as string)).toMatchObject({ mode: "l4" });
+    for (const key of Object.keys(bench)) expect(key).toMatch(/^[a-z-]+:[A-Za-z0-9.-]+$/);
+  });
+
+  it("without Pulumi.yaml, the stack file alone", () => {
+    const p = project(undefined, "config:\n  label: x\n");
+    expect(p.load().values).toEqual({ "ui-exposure:label": "x" });
+  });
+});
+
+describe("positioned errors", () => {
+  it("invalid YAML: file:line:col", () => {
+    const p = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  ui-exposure:entries: [a, b\n");
+    expect(p.load).toThrow(/^Pulumi\.s\.yaml:\d+:\d+: invalid YAML: /);
+  });
+
+  it("a duplicated key is refused where it is", () => {
+    const p = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  ui-exposure:a: x\n  ui-exposure:a: y\n");
+    expect(p.load).toThrow(/^Pulumi\.s\.yaml:3:\d+: invalid YAML: Map keys must be unique/);
+  });
+
+  it("config that is not a mapping", () => {
+    const p = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  - a\n");
+    expect(p.load).toThrow("Pulumi.s.yaml:2:3: 'config' must be a mapping of keys to values");
+  });
+
+  it("a key without value, a malformed key", () => {
+    expect(project("name: ui-exposure\nruntime: nodejs\n", "config:\n  ui-exposure:entries:\n").load).toThrow(
+      "Pulumi.s.yaml:2:3: ui-exposure:entries has no value (remove the key or give it one)",
+    );
+    expect(project("name: ui-exposure\nruntime: nodejs\n", "config:\n  a:b:c: x\n").load).toThrow(
+      "Pulumi.s.yaml:2:3: configuration key 'a:b:c' must be 'name' or 'namespace:name'",
+    );
+  });
+
+  it("a required project key missing from the stack, a stack value of the wrong type, a secret set in clear", () => {
+    const p = project(
+      "name: ui-exposure\nruntime: nodejs\nconfig:\n  replicas:\n    type: integer\n  mode:\n    type: boolean\n    default: false\n  token:\n    type: string\n    secret: true\n",
+      "config:\n  ui-exposure:mode: maybe\n  ui-exposure:token: clear\n",
+    );
+    expect(p.load).toThrow(
+      [
+        "invalid stack configuration for stack 's' (3 problems):",
+        "  - Pulumi.s.yaml: missing required configuration key 'ui-exposure:replicas' (declared without a default at Pulumi.yaml:4:3)",
+        "  - Pulumi.s.yaml:2:3: ui-exposure:mode must be of type 'boolean' (declared at Pulumi.yaml:6:3)",
+        "  - Pulumi.s.yaml:3:3: ui-exposure:token is declared secret (Pulumi.yaml:9:3): set it with 'pulumi config set --secret'",
+      ].join("\n"),
+    );
+  });
+
+  it("project declarations Pulumi refuses", () => {
+    const refused = (config: string) => project(`name: ui-exposure\nruntime: nodejs\nconfig:\n${config}`, "config: {}\n").load;
+    expect(refused("  a:\n    default: 1\n    value: 2\n")).toThrow("Pulumi.yaml:4:3: a cannot have both a 'default' and a 'value' attribute");
+    expect(refused("  kubernetes:context:\n    default: x\n")).toThrow(
+      "Pulumi.yaml:4:3: kubernetes:context is not in the project's namespace: use 'value', not 'default'",
+    );
+    expect(refused("  a:\n    type: integer\n    default: x\n")).toThrow("Pulumi.yaml:4:3: the default of a is not of type 'integer'");
+    expect(refused("  a:\n    typo: 1\n")).toThrow("Pulumi.yaml:4:3: a: unknown attribute 'typo'");
+  });
+
+  it("an unknown stack names the known ones", () => {
+    const p = project("name: ui-exposure\nruntime: nodejs\n", "config: {}\n", "known");
+    expect(() => loadStackConfig(p.dir, "nope")).toThrow(/unknown stack 'nope': no .*Pulumi\.nope\.yaml \(stacks: known\)/);
+  });
+});
