@@ -31,7 +31,7 @@ export function helpText(): string {
     "`exposure <command> --help` (or `exposure help <command>`) describes every flag of a command.",
     "`exposure --version` prints the version. Every reporting command takes --json.",
     "",
-    "exit codes: 0 ok, 1 error, 2 invalid contract or usage, 3 drift/absent, 4 unreachable URL",
+    "exit codes: 0 ok, 1 error, 2 invalid contract or usage, 3 drift/absent, 4 unreachable URL, 5 credential unreadable (access)",
   ].join("\n");
 }
 
