@@ -16,6 +16,7 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   portal: async () => (await import("./commands/portal.js")).portalCommand,
   probe: async () => (await import("./commands/probe.js")).probe,
   render: async () => (await import("./commands/render.js")).renderCommand,
+  sandbox: async () => (await import("./commands/sandbox.js")).sandbox,
   schema: async () => (await import("./commands/schema.js")).schema,
   status: async () => (await import("./commands/status.js")).status,
 };
