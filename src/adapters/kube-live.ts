@@ -8,6 +8,8 @@ import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Servic
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
 type KubeConfig = InstanceType<ClientNode["KubeConfig"]>;
+/** Per-request options of the generated API clients (their middleware sets the abort signal). */
+type RequestOptions = NonNullable<Parameters<InstanceType<ClientNode["CoreV1Api"]>["listNode"]>[1]>;
 
 export interface KubeTarget {
   /** Path to a kubeconfig, or its content (as `kubernetes:kubeconfig` allows); default: $KUBECONFIG or ~/.kube/config. */
@@ -92,18 +94,36 @@ export class LiveClusterReader implements ClusterReader {
     return new LiveClusterReader(lib, kc, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 
-  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * One API call, bounded by the timeout. On timeout the request itself is aborted: a request
+   * left pending keeps the socket, and with it the process (the Pulumi program), alive forever.
+   */
+  private async call<T>(what: string, fn: (options: RequestOptions) => Promise<T>): Promise<T> {
     this.requests++;
+    const abort = new AbortController();
+    const { Observable } = this.lib;
+    const options: RequestOptions = {
+      middleware: [
+        {
+          pre: (request) => {
+            request.setSignal(abort.signal);
+            return new Observable(Promise.resolve(request));
+          },
+          post: (response) => new Observable(Promise.resolve(response)),
+        },
+      ],
+      middlewareMergeStrategy: "append",
+    };
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`)),
-        this.timeoutMs,
-      );
+      timer = setTimeout(() => {
+        abort.abort();
+        reject(new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`));
+      }, this.timeoutMs);
       timer.unref();
     });
     try {
-      return await Promise.race([fn(), timeout]);
+      return await Promise.race([fn(options), timeout]);
     } catch (err) {
       throw this.explain(what, err);
     } finally {
@@ -131,40 +151,40 @@ export class LiveClusterReader implements ClusterReader {
   }
 
   async listServices() {
-    const list = await this.call("services", () => this.core.listServiceForAllNamespaces());
+    const list = await this.call("services", (o) => this.core.listServiceForAllNamespaces({}, o));
     return list.items as unknown as Service[];
   }
   async listNodes() {
-    const list = await this.call("nodes", () => this.core.listNode());
+    const list = await this.call("nodes", (o) => this.core.listNode({}, o));
     return list.items as unknown as Node[];
   }
   async listPods() {
-    const list = await this.call("pods", () => this.core.listPodForAllNamespaces());
+    const list = await this.call("pods", (o) => this.core.listPodForAllNamespaces({}, o));
     return list.items as unknown as Pod[];
   }
   async listEndpointSlices() {
     const discovery = this.kc.makeApiClient(this.lib.DiscoveryV1Api);
-    const list = await this.call("endpointslices", () => discovery.listEndpointSliceForAllNamespaces());
+    const list = await this.call("endpointslices", (o) => discovery.listEndpointSliceForAllNamespaces({}, o));
     return list.items as unknown as EndpointSlice[];
   }
   async getConfigMap(namespace: string, name: string) {
     try {
-      return (await this.call(`configmap ${namespace}/${name}`, () => this.core.readNamespacedConfigMap({ namespace, name }))) as unknown as ConfigMap;
+      return (await this.call(`configmap ${namespace}/${name}`, (o) => this.core.readNamespacedConfigMap({ namespace, name }, o))) as unknown as ConfigMap;
     } catch (err) {
       if (err instanceof UserError && / HTTP 404$/.test(err.message)) return undefined;
       throw err;
     }
   }
   async listSecrets(namespace: string) {
-    const list = await this.call(`secrets in namespace ${namespace}`, () => this.core.listNamespacedSecret({ namespace }));
+    const list = await this.call(`secrets in namespace ${namespace}`, (o) => this.core.listNamespacedSecret({ namespace }, o));
     return list.items as unknown as Secret[];
   }
   async listCustom(kind: CustomKind) {
     const custom = this.kc.makeApiClient(this.lib.CustomObjectsApi);
     for (const version of kind.versions) {
       try {
-        const list = (await this.call(`${kind.plural}.${kind.group}`, () =>
-          custom.listClusterCustomObject({ group: kind.group, version, plural: kind.plural }),
+        const list = (await this.call(`${kind.plural}.${kind.group}`, (o) =>
+          custom.listClusterCustomObject({ group: kind.group, version, plural: kind.plural }, o),
         )) as { items?: GenericObject[] };
         return (list.items ?? []).map((o) => ({ ...o, kind: o.kind ?? kind.kind, apiVersion: o.apiVersion ?? `${kind.group}/${version}` }));
       } catch (err) {
