@@ -5,6 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
+import { main } from "../cli/main";
 import { isOurs, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
 import { answer } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
@@ -42,5 +43,31 @@ describe("sandbox", () => {
     expect(await stopRecorded([started])).toEqual([`sleeper (${started.pid})`]);
     expect(isOurs(started)).toBe(false);
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe("exposure sandbox (no sandbox running)", () => {
+  const run = async (argv: string[]) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cli-"));
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\n");
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await main(argv, { projectDir: dir, stdout: (t) => out.push(t), stderr: (t) => err.push(t), env: {} });
+    fs.rmSync(dir, { recursive: true, force: true });
+    return { code, out, err };
+  };
+
+  it("refuses a missing or unknown action with the usage (exit 2)", async () => {
+    expect(await run(["sandbox"])).toMatchObject({ code: 2, err: ["exposure sandbox: missing action\nusage: exposure sandbox up|status|down [--json]"] });
+    expect((await run(["sandbox", "start"])).code).toBe(2);
+  });
+
+  it("status says there is none (exit 1); down has nothing to stop (exit 0)", async () => {
+    const status = await run(["sandbox", "status"]);
+    expect(status.code).toBe(1);
+    expect(status.out[0]).toMatch(/^no sandbox in .*\.sandbox \(start one with: npm run sandbox\)$/);
+    const down = await run(["sandbox", "down"]);
+    expect(down.code).toBe(0);
+    expect(down.out[0]).toMatch(/^no sandbox in /);
   });
 });
