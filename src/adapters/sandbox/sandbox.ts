@@ -230,10 +230,13 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   };
   const standInsJson = path.join(folder, "stand-ins.json");
   fs.writeFileSync(standInsJson, JSON.stringify(standInFile, null, 2));
-  const tsx = require.resolve("tsx/cjs", { paths: [projectDir] });
+  // Compiled (dist/, .js) or run from the sources through tsx (.ts), like this module.
+  const extension = path.extname(__filename);
+  const script = path.join(__dirname, `stand-in-servers${extension}`);
+  const loader = extension === ".ts" ? ["--require", require.resolve("tsx/cjs", { paths: [projectDir] })] : [];
   const processes: RecordedProcess[] = [];
   processes.push(
-    startDetached("stand-in servers", process.execPath, ["--require", tsx, path.join(__dirname, "stand-in-servers.ts"), standInsJson], {
+    startDetached("stand-in servers", process.execPath, [...loader, script, standInsJson], {
       cwd: projectDir,
       env,
       logFile: path.join(folder, "stand-ins.log"),
