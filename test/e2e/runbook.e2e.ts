@@ -96,6 +96,8 @@ describe.sequential("e2e: README runbooks, as printed", () => {
     clone = path.join(work, "ui-exposure");
     execFileSync("git", ["clone", "-q", projectDir, clone]);
     fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(clone, "node_modules"));
+    // What `npm ci` does after installing (its `prepare` script): build the CLI into dist/.
+    execFileSync("npm", ["run", "build"], { cwd: clone, stdio: "ignore" });
 
     // The operator's kubeconfig: the stack files' contexts, on the loopback control plane.
     const kc = parse(fs.readFileSync(cluster.kubeconfig, "utf8")) as {
