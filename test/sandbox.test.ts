@@ -58,7 +58,12 @@ describe("exposure sandbox (no sandbox running)", () => {
   };
 
   it("refuses a missing or unknown action with the usage (exit 2)", async () => {
-    expect(await run(["sandbox"])).toMatchObject({ code: 2, err: ["exposure sandbox: name the action: up, status or down\nusage: exposure sandbox up|status|down [--json]\n(`exposure sandbox --help` describes every flag)"] });
+    expect(await run(["sandbox"])).toMatchObject({
+      code: 2,
+      err: [
+        "exposure sandbox: name the action: up, status or down\nusage: exposure sandbox up|status|down [--json]\n(`exposure sandbox --help` describes every flag)",
+      ],
+    });
     expect((await run(["sandbox", "start"])).code).toBe(2);
   });
 
