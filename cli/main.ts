@@ -17,6 +17,7 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   portal: async () => (await import("./commands/portal.js")).portalCommand,
   probe: async () => (await import("./commands/probe.js")).probe,
   render: async () => (await import("./commands/render.js")).renderCommand,
+  sandbox: async () => (await import("./commands/sandbox.js")).sandbox,
   schema: async () => (await import("./commands/schema.js")).schema,
   status: async () => (await import("./commands/status.js")).status,
 };
@@ -32,7 +33,7 @@ export function helpText(): string {
     "`exposure <command> --help` (or `exposure help <command>`) describes every flag of a command.",
     "`exposure --version` prints the version. Every reporting command takes --json.",
     "",
-    "exit codes: 0 ok, 1 error, 2 invalid contract or usage, 3 drift/absent, 4 unreachable URL",
+    "exit codes: 0 ok, 1 error, 2 invalid contract or usage, 3 drift/absent, 4 unreachable URL, 5 credential unreadable (access)",
   ].join("\n");
 }
 

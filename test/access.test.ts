@@ -404,6 +404,14 @@ describe("exposure access", () => {
     expect(cluster.requests).toBe(7);
   });
 
+  it("exits 5 when a declared credential could not be read, after showing everything else", async () => {
+    const withoutGitea = clusterSecrets.filter((s) => s.metadata.name !== "gitea-admin-secret");
+    const r = await runAccess(["--stack", "bench", "--no-dotenv"], snapshot(healthyCluster(withoutGitea)));
+    expect(r.code).toBe(5);
+    expect(r.out.join("\n")).toMatch(/Argo CD admin\s+admin\s+argo-S3cret!/);
+    expect(r.err).toEqual(["exposure access: 1 credential(s) could not be read: Gitea admin (gitea/gitea-admin-secret)"]);
+  });
+
   it("rewrites an existing .env with mode 0600 even when it was world-readable", async () => {
     const file = path.join(envDir, ".env.cluster.local");
     fs.writeFileSync(file, "STALE=1\n");

@@ -56,7 +56,8 @@ const HIDDEN = "(hidden)";
  * `exposure access`: everything a data developer needs on one screen (URLs, the contract's
  * credentials read from their Secrets), `.env.cluster.local` for the data repository, and on
  * the Lima bench SSH forwards to the UIs (`--forward`, ended by `--stop`).
- * Exit 0, or 1 on error (unreachable cluster, refused .env path, a forward that failed).
+ * Exit 0, 1 on error (unreachable cluster, refused .env path, a forward that failed), or 5 when
+ * a declared credential could not be read (everything else is still shown and written).
  */
 export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
   const connect = deps.connect ?? connectLiveCluster;
@@ -152,7 +153,14 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
       ctx.stdout(formatAccess({ stack, source: cluster.source, observation, endpoints: shown, credentials, env, forwards, retired, showSecrets }));
     }
     for (const failure of forwardFailures) ctx.stderr(`exposure access: ${failure}`);
-    return forwardFailures.length ? EXIT.ERROR : EXIT.OK;
+    if (forwardFailures.length) return EXIT.ERROR;
+    // Everything readable is shown; a script still learns that a credential is missing.
+    const unread = credentials.filter((c) => c.problem !== undefined);
+    if (unread.length) {
+      ctx.stderr(`exposure access: ${unread.length} credential(s) could not be read: ${unread.map((c) => `${c.label} (${c.secret})`).join(", ")}`);
+      return EXIT.INCOMPLETE;
+    }
+    return EXIT.OK;
   };
 }
 

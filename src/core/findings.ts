@@ -37,6 +37,8 @@ export const EXIT = {
   DRIFT: 3,
   /** At least one URL did not answer as expected (probe). */
   UNREACHABLE: 4,
+  /** Everything was shown, but at least one declared credential could not be read (access). */
+  INCOMPLETE: 5,
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 

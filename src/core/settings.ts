@@ -8,8 +8,20 @@ import { ipVersion } from "./ip";
 export const PROJECT = "ui-exposure";
 
 const chartSchema = z.strictObject({
-  /** Helm repository URL, or omit it and give a local chart path / OCI reference in `name`. */
-  repository: z.string().min(1).optional(),
+  /**
+   * Where the chart comes from: a Helm repository (`https://helm.cilium.io`, or an internal
+   * mirror serving index.yaml), or an OCI registry (`oci://registry.internal/charts`, the chart
+   * being `<repository>/<name>`). Omit it to give a local chart in `name` (a `.tgz` or a
+   * folder, relative to the project), for an air-gapped operator (docs/cilium.md).
+   */
+  repository: z
+    .string()
+    .regex(/^(https?|oci):\/\/[^\s/]+\S*$/, {
+      message:
+        "must be a Helm repository URL (https://... or http://...) or an OCI registry (oci://host/path); for a local chart omit it and give the .tgz or folder in name",
+    })
+    .optional(),
+  /** Chart name in the repository; without a repository, a local `.tgz`/folder or a full `oci://` reference. */
   name: z.string().min(1).default("cilium"),
   /** Exact chart version (e.g. 1.18.12): the values generated depend on it (src/cilium/versions.ts). */
   version: z.string().regex(/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/, { message: "must be an exact chart version such as 1.18.12" }),

@@ -49,6 +49,12 @@ export interface EndpointRecord {
   url: string;
 }
 
+/**
+ * Each cluster read of `preview`/`up` waits at most this long: with the start of the program,
+ * a stack whose cluster does not answer fails within about 10 s with one message.
+ */
+export const PROGRAM_READ_TIMEOUT_MS = 5_000;
+
 export interface StackOutputs {
   urls: pulumi.Output<Record<string, string>>;
   node: NodeChoice;
@@ -67,7 +73,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   if (selection.problems.length) throw userErrorFromProblems(`stack ${inputs.stack}`, selection.problems);
 
   const target = stackKubeTarget(inputs.stack, inputs.config);
-  const cluster = inputs.cluster ?? (await LiveClusterReader.connect(target));
+  const cluster = inputs.cluster ?? (await LiveClusterReader.connect({ ...target, timeoutMs: PROGRAM_READ_TIMEOUT_MS }));
   const needPods = selection.entries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   // One list call per kind, in parallel, whatever the number of entries.
@@ -274,8 +280,17 @@ export function stackKubeTarget(stack: string, config: Readonly<Record<string, s
   return { context, ...(kubeconfig ? { kubeconfig } : {}) };
 }
 
-/** Turns user errors into engine errors shown without a stack trace. */
+/**
+ * Turns user errors into engine errors shown without a stack trace. The stack is replaced by
+ * the message: the SDK's run loop still formats it (util.inspect, source maps of every frame)
+ * for its trace span, which took about a minute of blocked event loop before the message
+ * reached the engine.
+ */
 export function asRunError(err: unknown): never {
-  if (err instanceof UserError) throw new pulumi.RunError(err.message);
+  if (err instanceof UserError) {
+    const runError = new pulumi.RunError(err.message);
+    runError.stack = `RunError: ${err.message}`;
+    throw runError;
+  }
   throw err;
 }

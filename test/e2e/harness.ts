@@ -239,3 +239,10 @@ export function providerVersions(): { kubernetes: string; command: string } {
   const read = (p: string) => (JSON.parse(fs.readFileSync(path.join(projectDir, "node_modules", p, "package.json"), "utf8")) as { version: string }).version;
   return { kubernetes: read("@pulumi/kubernetes"), command: read("@pulumi/command") };
 }
+
+/** The README's shell block marked ```sh runbook=<name>, exactly as printed (the runbook e2e runs it). */
+export function runbookBlock(readme: string, name: string): string {
+  const blocks = [...readme.matchAll(/^```sh runbook=(\S+)\n([\s\S]*?)^```$/gm)].filter((m) => m[1] === name);
+  if (blocks.length !== 1) throw new Error(`README.md has ${blocks.length} blocks marked runbook=${name}`);
+  return blocks[0]?.[2] as string;
+}

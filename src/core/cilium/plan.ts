@@ -217,8 +217,7 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
     release: {
       releaseName: settings.chart.releaseName,
       namespace: settings.chart.namespace,
-      chart: settings.chart.name,
-      ...(settings.chart.repository ? { repository: settings.chart.repository } : {}),
+      ...chartSource(settings.chart.repository, settings.chart.name),
       version,
       values: values.values,
       skipAwait: settings.skipAwait,
@@ -233,6 +232,17 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
  * The Cilium part of the stack, decided before any resource is declared: the release to
  * manage (`l4`) or what was observed (`cohabit`), or every problem found, together.
  */
+/**
+ * Where Helm fetches the chart: a Helm repository (index.yaml) is passed as the repository; an
+ * OCI registry is part of the chart reference itself (Helm has no repository for it); a local
+ * `.tgz` or folder, or a full `oci://` reference, is the chart name as given.
+ */
+export function chartSource(repository: string | undefined, name: string): { chart: string; repository?: string } {
+  if (repository === undefined) return { chart: name };
+  if (repository.startsWith("oci://")) return { chart: `${repository.replace(/\/+$/, "")}/${name}` };
+  return { chart: name, repository };
+}
+
 export function planCilium(settings: CiliumSettings, ctx: CiliumContext, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
   return settings.mode === "cohabit" ? planCohabit(settings, observed) : planL4(settings, ctx, observed);
 }

@@ -1,0 +1,88 @@
+import * as path from "node:path";
+import { SANDBOX_STACK, sandboxDown, sandboxStatus, sandboxUp } from "../../src/adapters/sandbox/sandbox";
+import { UserError } from "../../src/core/errors";
+import type { Command } from "../context";
+import { EXIT } from "../exit";
+import { parseCommandLine, usageError } from "../flags";
+import { formatTable } from "../operator";
+import { SPECS } from "../specs";
+
+const SPEC = SPECS.sandbox;
+
+/**
+ * `exposure sandbox`: the main job on this machine with no cluster (src/adapters/sandbox).
+ * `up` returns once every URL and the portal answer, leaving them running; `down` stops exactly
+ * what `up` started and removes the folder. Exit 0, or 1 when something failed / is not running.
+ */
+export const sandbox: Command = async (argv, ctx) => {
+  const { values, positionals } = parseCommandLine(SPEC, argv);
+  const [action] = positionals;
+  if (positionals.length > 1) throw usageError(SPEC, `one action only, not '${positionals.join(" ")}'`);
+  const io = { projectDir: ctx.projectDir, env: ctx.env, say: (line: string) => ctx.stderr(line) };
+  const rel = (p: string) => path.relative(process.cwd(), p) || ".";
+  switch (action) {
+    case "up": {
+      let info: Awaited<ReturnType<typeof sandboxUp>>;
+      try {
+        info = await sandboxUp(io);
+      } catch (err) {
+        if (err instanceof UserError) throw err;
+        throw new UserError(`${(err as Error).message}\n(the sandbox is left as it is for inspection: exposure sandbox down removes it)`);
+      }
+      if (values.json) {
+        ctx.stdout(JSON.stringify({ urls: info.urls, portal: info.portal, folder: info.folder }, null, 2));
+        return EXIT.OK;
+      }
+      ctx.stdout(
+        [
+          "URLS (served on this machine as a node would serve them)",
+          formatTable(
+            ["ENTRY", "URL"],
+            Object.entries(info.urls).map(([name, url]) => [name, url]),
+          ),
+          "",
+          `portal: ${info.portal}`,
+          `folder: ${rel(info.folder)} (pulumi ${info.pulumi.version} from ${info.pulumi.source})`,
+          "",
+          "next, in this shell:",
+          `  . ${rel(info.envFile)}                                # kubeconfig, state, passphrase, pulumi on PATH`,
+          `  npx exposure status --stack ${SANDBOX_STACK}               # MATCH per entry`,
+          `  npx exposure probe --stack ${SANDBOX_STACK}                # every URL answers`,
+          `  npx exposure access --stack ${SANDBOX_STACK} --no-dotenv   # URLs and credentials on one screen`,
+          `  pulumi preview --stack ${SANDBOX_STACK}                    # no changes`,
+          "  npx exposure sandbox down                        # stop everything, remove the folder",
+        ].join("\n"),
+      );
+      return EXIT.OK;
+    }
+    case "status": {
+      const s = await sandboxStatus(io);
+      if (values.json) ctx.stdout(JSON.stringify(s, null, 2));
+      else if (!s.processes.length) ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
+      else {
+        ctx.stdout(
+          [
+            formatTable(
+              ["WHAT", "STATE"],
+              [
+                ...s.processes.map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
+                ...s.urls.map((u) => [`${u.entry} ${u.url}`, u.answers ? "answers" : "NO ANSWER"]),
+                ...(s.portal ? [[`portal ${s.portal.url}`, s.portal.answers ? "answers" : "NO ANSWER"]] : []),
+              ],
+            ),
+            s.up ? "sandbox up" : "sandbox incomplete: exposure sandbox down, then npm run sandbox",
+          ].join("\n"),
+        );
+      }
+      return s.up ? EXIT.OK : EXIT.ERROR;
+    }
+    case "down": {
+      const d = await sandboxDown(io);
+      if (values.json) ctx.stdout(JSON.stringify(d, null, 2));
+      else ctx.stdout(d.removed ? `stopped: ${d.stopped.join(", ") || "nothing was running"}; removed ${rel(d.folder)}` : `no sandbox in ${rel(d.folder)}`);
+      return EXIT.OK;
+    }
+    default:
+      throw usageError(SPEC, action ? `unknown sandbox action '${action}': up, status or down` : "name the action: up, status or down");
+  }
+};

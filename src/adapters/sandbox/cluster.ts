@@ -1,0 +1,170 @@
+// The sandbox's cluster: the e2e loopback control plane (scripts/e2e-cluster.sh) in the sandbox
+// folder, with what a real platform would have for the contract: Ready nodes on 127.0.0.x, each
+// exposed UI's vendored ClusterIP Service with one Ready pod (the controller manager builds its
+// EndpointSlice), the Secrets the contract names for `exposure access`, and cilium-config.
+import { spawnSync } from "node:child_process";
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { Contract, Endpoint } from "../../core/contract/schema";
+
+type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
+
+/** The node the stand-in pods run on; its InternalIP is the address of every sandbox URL. */
+export const SANDBOX_NODE = { name: "sandbox-node", ip: "127.0.0.11" };
+export const SANDBOX_CONTEXT = "sandbox";
+
+export interface ControlPlane {
+  dir: string;
+  /** Kubeconfig written in the sandbox folder, context `sandbox`. */
+  kubeconfig: string;
+  server: string;
+}
+
+/** Starts etcd + kube-apiserver + kube-controller-manager in `dir` (scripts/e2e-cluster.sh). */
+export function startControlPlane(projectDir: string, bin: string, dir: string, kubeconfigOut: string): ControlPlane {
+  const r = spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["start", dir], {
+    encoding: "utf8",
+    env: { ...process.env, E2E_BIN: bin },
+    timeout: 240_000,
+  });
+  if (r.status !== 0) throw new Error(`the loopback control plane did not start:\n${(r.stderr ?? "").trim().split("\n").slice(-15).join("\n")}`);
+  const vars = new Map(
+    r.stdout
+      .split("\n")
+      .filter((l) => l.includes("="))
+      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1).replace(/^['"]|['"]$/g, "")] as const),
+  );
+  const source = vars.get("KUBECONFIG");
+  if (!source) throw new Error("scripts/e2e-cluster.sh start printed no KUBECONFIG");
+  // Same cluster and credentials, under the context name the sandbox stack names.
+  const text = fs.readFileSync(source, "utf8").replace(/\b(name|cluster|current-context): e2e$/gm, `$1: ${SANDBOX_CONTEXT}`);
+  fs.writeFileSync(kubeconfigOut, text, { mode: 0o600 });
+  const server = /server:\s*(\S+)/.exec(text)?.[1] ?? "";
+  return { dir, kubeconfig: kubeconfigOut, server };
+}
+
+export function stopControlPlane(projectDir: string, bin: string, dir: string): void {
+  if (!fs.existsSync(path.join(dir, ".e2e-cluster"))) return;
+  spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["stop", dir], { encoding: "utf8", env: { ...process.env, E2E_BIN: bin }, timeout: 60_000 });
+}
+
+const conflictIsFine = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
+};
+
+/** Labels of an entry's stand-in pod (and its vendored Service's selector). */
+const podLabels = (e: Endpoint) => ({ "app.kubernetes.io/name": e.name, "app.kubernetes.io/part-of": "ui-exposure-sandbox" });
+
+/**
+ * Installs what the contract expects to find. Vendored Services for every entry that names one
+ * (exposed or not, so `exposure access` shows their in-cluster address), a Ready pod behind each
+ * exposed one, a Secret per declared credential with a random password.
+ */
+export async function seedCluster(kubeconfig: string, contract: Contract, exposedEntries: readonly Endpoint[]): Promise<void> {
+  const lib: ClientNode = await import("@kubernetes/client-node");
+  const kc = new lib.KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  const core = kc.makeApiClient(lib.CoreV1Api);
+
+  await conflictIsFine(core.createNode({ body: { metadata: { name: SANDBOX_NODE.name, labels: { "kubernetes.io/hostname": SANDBOX_NODE.name } } } }));
+  for (let attempt = 1; ; attempt++) {
+    const live = await core.readNode({ name: SANDBOX_NODE.name });
+    live.status = {
+      addresses: [
+        { type: "InternalIP", address: SANDBOX_NODE.ip },
+        { type: "Hostname", address: SANDBOX_NODE.name },
+      ],
+      conditions: [{ type: "Ready", status: "True", reason: "Sandbox", lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }],
+    };
+    try {
+      await core.replaceNodeStatus({ name: SANDBOX_NODE.name, body: live });
+      break;
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409 || attempt >= 10) throw err;
+    }
+  }
+
+  const namespaces = new Set<string>(["kube-system"]);
+  const ensureNamespace = async (ns: string) => {
+    if (namespaces.has(ns)) return;
+    namespaces.add(ns);
+    await conflictIsFine(core.createNamespace({ body: { metadata: { name: ns } } }));
+    await conflictIsFine(core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: "default" } } }));
+  };
+
+  const exposed = new Set(exposedEntries.map((e) => e.name));
+  let podIndex = 10;
+  for (const e of contract.endpoints) {
+    if (!e.service) continue;
+    await ensureNamespace(e.service.namespace);
+    const portName = typeof e.service.port === "string" ? e.service.port : e.scheme === "https" ? "https" : "http";
+    const port = typeof e.service.port === "number" ? e.service.port : e.scheme === "https" ? 443 : 80;
+    const targetPort = e.scheme === "https" ? 8443 : 8080;
+    await conflictIsFine(
+      core.createNamespacedService({
+        namespace: e.service.namespace,
+        body: {
+          metadata: { name: e.service.name, labels: { "app.kubernetes.io/managed-by": "Helm" } },
+          spec: { type: "ClusterIP", selector: podLabels(e), ports: [{ name: portName, port, targetPort, protocol: "TCP" }] },
+        },
+      }),
+    );
+    if (!exposed.has(e.name)) continue;
+    const podName = `${e.name}-0`;
+    await conflictIsFine(
+      core.createNamespacedPod({
+        namespace: e.service.namespace,
+        body: {
+          metadata: { name: podName, labels: podLabels(e) },
+          spec: {
+            nodeName: SANDBOX_NODE.name,
+            automountServiceAccountToken: false,
+            containers: [{ name: "ui", image: "sandbox.invalid/stand-in:1", ports: [{ containerPort: targetPort, name: portName }] }],
+          },
+        },
+      }),
+    );
+    const pod = await core.readNamespacedPod({ namespace: e.service.namespace, name: podName });
+    const podIP = `10.244.0.${podIndex++}`;
+    pod.status = {
+      phase: "Running",
+      podIP,
+      podIPs: [{ ip: podIP }],
+      hostIP: SANDBOX_NODE.ip,
+      conditions: [
+        { type: "Ready", status: "True", lastTransitionTime: new Date() },
+        { type: "ContainersReady", status: "True", lastTransitionTime: new Date() },
+      ],
+    };
+    await core.replaceNamespacedPodStatus({ namespace: e.service.namespace, name: podName, body: pod });
+  }
+
+  // One Secret per declared credential; several credentials may share a Secret (other keys).
+  const secrets = new Map<string, { namespace: string; name: string; data: Record<string, string> }>();
+  for (const e of contract.endpoints) {
+    for (const c of e.credentials ?? []) {
+      const key = `${c.secret.namespace}/${c.secret.name}`;
+      const s = secrets.get(key) ?? { namespace: c.secret.namespace, name: c.secret.name, data: {} };
+      if (c.usernameKey) s.data[c.usernameKey] = "sandbox-admin";
+      s.data[c.passwordKey] = crypto.randomBytes(12).toString("base64url");
+      secrets.set(key, s);
+    }
+  }
+  for (const s of secrets.values()) {
+    await ensureNamespace(s.namespace);
+    await conflictIsFine(core.createNamespacedSecret({ namespace: s.namespace, body: { metadata: { name: s.name }, type: "Opaque", stringData: s.data } }));
+  }
+
+  // The cohabit guard reads it: kube-proxy replacement is what serves NodePorts on a real node.
+  await conflictIsFine(
+    core.createNamespacedConfigMap({
+      namespace: "kube-system",
+      body: { metadata: { name: "cilium-config" }, data: { "kube-proxy-replacement": "true", "enable-lb-ipam": "false" } },
+    }),
+  );
+}

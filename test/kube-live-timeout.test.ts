@@ -1,0 +1,49 @@
+// An API server that accepts connections and never answers: each read fails after the timeout
+// with one message, and the request is aborted (its socket closed), so that no pending request
+// keeps the process alive (the Pulumi program used to hang there after its error).
+import * as net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LiveClusterReader } from "../src/adapters/kube-live";
+
+let server: net.Server;
+let port: number;
+const open = new Set<net.Socket>();
+
+beforeAll(async () => {
+  server = net.createServer((socket) => {
+    open.add(socket);
+    socket.resume(); // read (and drop) the TLS hello, so that a close by the client is seen
+    socket.on("close", () => open.delete(socket));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  port = (server.address() as net.AddressInfo).port;
+});
+
+afterAll(async () => {
+  for (const s of open) s.destroy();
+  await new Promise((r) => server.close(r));
+});
+
+const kubeconfig = () => `apiVersion: v1
+kind: Config
+clusters:
+- name: silent
+  cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: silent
+  context: {cluster: silent, user: u}
+current-context: silent
+`;
+
+describe("a cluster that never answers", () => {
+  it("fails each read after the timeout with one message, and closes the connection it opened", async () => {
+    const reader = await LiveClusterReader.connect({ kubeconfig: kubeconfig(), timeoutMs: 300 });
+    await expect(reader.listServices()).rejects.toThrow(`cluster unreachable: context silent (https://127.0.0.1:${port}) did not answer services within 0.3s`);
+    const end = Date.now() + 5000;
+    while (open.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    expect(open.size).toBe(0);
+  });
+});

@@ -1,0 +1,24 @@
+// The README's runbooks are what the runbook e2e executes: the marked blocks exist, and the
+// ones it runs never send anything to a pinned production address.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { runbookBlock } from "./e2e/harness";
+
+const readme = fs.readFileSync(path.resolve(__dirname, "../README.md"), "utf8");
+
+describe("README runbooks", () => {
+  it("marks the bench and dirqual phase-1 runbooks, with the air-gapped chart step as a commented line", () => {
+    const bench = runbookBlock(readme, "bench");
+    expect(bench).toContain("pulumi stack select --create bench\n");
+    expect(bench).toContain("# pulumi config set --path 'ui-exposure:cilium.chart.repository' https://charts.internal/cilium-mirror\n");
+    expect(runbookBlock(readme, "dirqual")).toContain("pulumi stack select --create dirqual\n");
+  });
+
+  it("keeps what needs the Lima VM or the 10.67.2.x network out of the executed blocks", () => {
+    expect(runbookBlock(readme, "bench")).not.toContain("--forward");
+    expect(runbookBlock(readme, "dirqual")).not.toContain("exposure probe");
+    expect(runbookBlock(readme, "dirqual-workstation")).toContain("npx exposure probe --stack dirqual");
+    expect(runbookBlock(readme, "bench-lima-ssh")).toContain("--forward");
+  });
+});
