@@ -167,7 +167,7 @@ describe("exposure drift", () => {
     expect(text).toMatch(/argocd\s+nodePort\s+argocd\/argocd-nodeport\s+1\s+31001\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
     expect(text).toContain("4 MATCH, 0 DRIFT, 0 ABSENT");
     // Services, Pods, EndpointSlices, Nodes, admission policies and bindings: one list call each, whatever the size of the cluster.
-    expect(cluster.requests).toBe(4);
+    expect(cluster.requests).toBe(6);
   });
 
   it("exits 3 and names the resources and fields when the preview proposes changes (recorded JSON, exit 7)", async () => {

@@ -78,7 +78,7 @@ export interface EndpointSlice {
   apiVersion?: string;
   kind?: string;
   metadata: ObjectMeta;
-  endpoints?: { addresses: string[]; conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean } }[];
+  endpoints?: { addresses: string[]; conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean } }[] | null;
   ports?: { name?: string; port?: number }[];
 }
 

@@ -67,6 +67,7 @@ const pod = z.looseObject({
 
 const endpointSlice = z.looseObject({
   metadata,
+  // The API server writes `endpoints: null` for a slice with no endpoints (a Go nil slice).
   endpoints: z
     .array(
       z.looseObject({
@@ -74,7 +75,7 @@ const endpointSlice = z.looseObject({
         conditions: z.looseObject({ ready: z.boolean().optional(), serving: z.boolean().optional(), terminating: z.boolean().optional() }).optional(),
       }),
     )
-    .optional(),
+    .nullish(),
 });
 
 const configMap = z.looseObject({ metadata, data: stringMap.optional() });
