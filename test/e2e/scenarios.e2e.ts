@@ -208,7 +208,7 @@ describe.sequential("e2e: real engine, real API server", () => {
     // Only the Argo CD Secret exists here: the other declared credentials cannot be read (exit 5,
     // documented), and everything readable is still shown and written.
     expect(r.code, summary(r)).toBe(5);
-    expect(r.stderr).toContain("Secret monitoring/kube-prometheus-stack-grafana");
+    expect(r.stderr).toContain("(monitoring/kube-prometheus-stack-grafana)");
     const doc = JSON.parse(r.stdout);
     expect(doc.credentials.find((c: { label: string }) => c.label === "Argo CD admin")?.password).toEqual({ secret: true, value: "e2e-argocd-password" });
     expect(r.stderr).not.toContain("e2e-argocd-password");
