@@ -149,6 +149,17 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     await cluster.core.createNamespace({ body: { metadata: { name: "tools" } } });
     // The ServiceAccount admission wants it before the first pod; the controller may be later.
     await outcome(cluster.core.createNamespacedServiceAccount({ namespace: "tools", body: { metadata: { name: "default" } } }));
+    // The brick behind the contract's hostPort entry: planning publishes the node of a scheduled pod
+    // that declares the port (no kubelet here, so the pod is bound to the node by spec.nodeName).
+    await cluster.core.createNamespacedPod({
+      namespace: "tools",
+      body: pod(
+        "lineage-api-node-b",
+        [{ containerPort: 8090, hostPort: 8090 }],
+        { "app.kubernetes.io/name": "lineage-api" },
+        { nodeName: "e2e-node-b" },
+      ) as never,
+    });
     await setCiliumConfig(cluster, "true");
     sandbox = makeSandbox(bin, cluster, providerVersions());
     writeContract([ARGOCD, LINEAGE]);
@@ -176,7 +187,8 @@ describe.sequential("e2e: the exposure guard at admission", () => {
   });
 
   it("with deny, refuses undeclared NodePort/LoadBalancer Services and hostPorts with the message, admits the rest", async () => {
-    const refusedService = `403: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Service tools/debug (type NodePort) is not in the ui-exposure contract of stack sandbox: publish the UI through an entry of contract/e2e.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.sandbox.yaml`;
+    // The API server wraps the policy's message in its Forbidden status ('<resource> "<name>" is forbidden: ').
+    const refusedService = `403: services "debug" is forbidden: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Service tools/debug (type NodePort) is not in the ui-exposure contract of stack sandbox: publish the UI through an entry of contract/e2e.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.sandbox.yaml`;
     const hostPortHelp =
       "which is not in the ui-exposure contract of stack sandbox: declare it as a hostPort entry (namespace, port, podSelector) of contract/e2e.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.sandbox.yaml as 'namespace/pod-prefix*:port'";
     const core = cluster.core;
@@ -204,7 +216,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     ).toContain("Service tools/plain (type NodePort) is not in the ui-exposure contract");
 
     expect(await createPod(pod("hp", [{ containerPort: 8080, hostPort: 9999 }]))).toBe(
-      `403: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Pod tools/hp declares hostPort 9999, ${hostPortHelp}`,
+      `403: pods "hp" is forbidden: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Pod tools/hp declares hostPort 9999, ${hostPortHelp}`,
     );
     expect(await createPod(pod("no-hostport", [{ containerPort: 8080 }]))).toBe("admitted");
     // hostNetwork: every containerPort is a hostPort.
