@@ -206,7 +206,7 @@ describe.sequential("e2e: README runbooks, as printed", () => {
     timings.benchMs = r.ms;
     expect(r.code, summary(r)).toBe(0);
     // `pulumi stack output urls`, then `exposure probe` (exit 0 under set -e) reached each of them.
-    for (const name of ["argocd", "gitea", "grafana"]) expect(r.stdout).toMatch(new RegExp(`"${name}": "http://127\\.0\\.0\\.11:3\\d{4}"`));
+    for (const name of ["argocd", "gitea", "grafana"]) expect(r.stdout).toMatch(new RegExp(`"${name}": ?"http://127\\.0\\.0\\.11:3\\d{4}"`));
     // The release was adopted and upgraded in place from the mirror with the l4 values.
     const values = await cluster.core.readNamespacedConfigMap({ namespace: "kube-system", name: "cilium-standin-values" });
     expect(values.data?.["kube-proxy-replacement"]).toBe("true");
@@ -227,10 +227,15 @@ describe.sequential("e2e: README runbooks, as printed", () => {
     const r = await runbook(script);
     timings.dirqualMs = r.ms;
     expect(r.code, summary(r)).toBe(0);
-    // The preview: the 8 Services and nothing else of Kubernetes.
+    // The preview, as the runbook says: the 8 Services + the exposure guard (warn), nothing else of Kubernetes.
     const planned = [...r.stdout.matchAll(/\+\s+kubernetes:(\S+)\s+(\S+)\s+create\s*$/gm)].map((m) => `${m[1]} ${m[2]}`);
-    expect(planned).toHaveLength(8);
-    for (const p of planned) expect(p).toMatch(/^core\/v1:Service \S+-nodeport$/);
-    expect(r.stdout).toMatch(/"argocd": "http:\/\/10\.67\.2\.11:3\d{4}"/);
+    const services = planned.filter((p) => p.startsWith("core/v1:Service "));
+    expect(services).toHaveLength(8);
+    for (const p of services) expect(p).toMatch(/^core\/v1:Service \S+-nodeport$/);
+    expect(planned.filter((p) => !services.includes(p)).sort()).toEqual([
+      "admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy admission-policy",
+      "admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding admission-binding",
+    ]);
+    expect(r.stdout).toMatch(/"argocd": ?"http:\/\/10\.67\.2\.11:3\d{4}"/);
   }, 900_000);
 });
