@@ -9,6 +9,7 @@ import * as net from "node:net";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { selectEntries } from "../../core/plan";
+import { httpGet } from "../http-probe";
 import { readStackConfig } from "../stack-config";
 import { loadInputs } from "../stack-inputs";
 import { SANDBOX_CONTEXT, seedCluster, startControlPlane, stopControlPlane } from "./cluster";
@@ -72,6 +73,20 @@ async function get(url: string): Promise<{ status: number; text: string } | unde
     return { status: res.status, text: await res.text() };
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Whether a published URL answers at all (any status), as `exposure probe` asks it: the
+ * certificate of an https entry is not verified (the stand-in serves the sandbox's self-signed
+ * pair, like the Kubernetes Dashboard serves its own); fetch() would refuse it.
+ */
+async function answers(url: string): Promise<boolean> {
+  try {
+    await httpGet(new URL(url), 2000);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -248,7 +263,7 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
     return info;
   };
   save("");
-  await waitUntil("the stand-in servers", async () => (await Promise.all(standIns.map((s) => get(s.url)))).every((r) => r !== undefined), 30_000);
+  await waitUntil("the stand-in servers", async () => (await Promise.all(standIns.map((s) => answers(s.url)))).every(Boolean), 30_000);
   say(`sandbox [5/6] ${standIns.length} stand-in servers answering on <node IP>:<nodePort> in ${seconds(t0)}`);
 
   // 6. The portal.
@@ -295,7 +310,7 @@ export async function sandboxStatus(io: SandboxIo): Promise<SandboxStatus> {
   const info = readSandboxInfo(folder);
   if (!info) return { folder, up: false, processes: [], urls: [] };
   const processes = info.processes.map((p) => ({ role: p.role, pid: p.pid, running: isOurs(p) }));
-  const urls = await Promise.all(Object.entries(info.urls).map(async ([entry, url]) => ({ entry, url, answers: (await get(url)) !== undefined })));
+  const urls = await Promise.all(Object.entries(info.urls).map(async ([entry, url]) => ({ entry, url, answers: await answers(url) })));
   const portal = info.portal ? { url: info.portal, answers: (await get(`${info.portal}api/entries`))?.status === 200 } : undefined;
   const up = processes.every((p) => p.running) && urls.every((u) => u.answers) && portal?.answers === true;
   return { folder, up, processes, urls, ...(portal ? { portal } : {}) };
