@@ -13,22 +13,32 @@ const { sourceStamp, builtStamp } = require("./source-stamp.cjs");
 
 const root = path.resolve(__dirname, "..");
 const built = builtStamp(root);
-let main;
 if (built !== undefined && built === sourceStamp(root)) {
-  ({ main } = require("../dist/cli/main.js"));
+  const { main } = require("../dist/cli/main.js");
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err) => {
+      process.stderr.write(`exposure: internal error: ${err?.stack ?? err}\n`);
+      process.exit(1);
+    },
+  );
 } else {
   if (process.stderr.isTTY) {
     process.stderr.write(
       `exposure: ${built === undefined ? "no build in dist/" : "dist/ is older than the sources"}: running the TypeScript sources (slow start); run \`npm run build\`\n`,
     );
   }
-  require("tsx/cjs");
-  ({ main } = require("../cli/main.ts"));
+  // The sources load each command with a lazy import(): tsx must hook both require and import,
+  // which only its --import loader does. A child process, signals passed on.
+  const { spawn } = require("node:child_process");
+  const { pathToFileURL } = require("node:url");
+  const child = spawn(
+    process.execPath,
+    ["--import", pathToFileURL(require.resolve("tsx")).href, path.join(__dirname, "run-sources.cjs"), ...process.argv.slice(2)],
+    {
+      stdio: "inherit",
+    },
+  );
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => child.kill(signal));
+  child.on("exit", (code, signal) => process.exit(code ?? (signal ? 128 + (require("node:os").constants.signals[signal] ?? 1) : 1)));
 }
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err) => {
-    process.stderr.write(`exposure: internal error: ${err?.stack ?? err}\n`);
-    process.exit(1);
-  },
-);
