@@ -224,15 +224,31 @@ describe.sequential("e2e: README runbooks, as printed", () => {
   it("dirqual phase 1: the runbook runs as printed; nothing is sent to the pinned node address", async () => {
     const script = runbookBlock(fs.readFileSync(path.join(clone, "README.md"), "utf8"), "dirqual");
     expect(script).not.toContain("exposure probe");
+    // bench and dirqual are two clusters; here both contexts point at the one loopback control
+    // plane, where the bench stack's argocd/gitea/grafana-nodeport Services still exist. The
+    // ownership hooks rightly refuse to take over another stack's Services, so the bench stack
+    // is destroyed first (its Cilium release is retained, as on a real destroy).
+    const destroy = await runProcess(path.join(toolchainBin(), "pulumi"), ["destroy", "--stack", "bench", "--yes", "--non-interactive"], {
+      cwd: clone,
+      // The passphrase the bench runbook, run as printed, exported (`export PULUMI_CONFIG_PASSPHRASE=...`).
+      env: { ...env, PULUMI_CONFIG_PASSPHRASE: "..." },
+    });
+    expect(destroy.code, summary(destroy)).toBe(0);
     const r = await runbook(script);
     timings.dirqualMs = r.ms;
     expect(r.code, summary(r)).toBe(0);
-    // The preview, as the runbook says: the 8 Services + the exposure guard (warn), nothing else of Kubernetes.
-    const planned = [...r.stdout.matchAll(/\+\s+kubernetes:(\S+)\s+(\S+)\s+create\s*$/gm)].map((m) => `${m[1]} ${m[2]}`);
+    // The preview, as the runbook says: the 8 Services, each with the ServicePatch that holds its
+    // nodePort, + the exposure guard (warn), nothing else of Kubernetes.
+    // (Without a terminal, the preview prints a resource's line again as its status changes: count each once.)
+    const planned = [...new Set([...r.stdout.matchAll(/\+\s+kubernetes:(\S+)\s+(\S+)\s+create\s*$/gm)].map((m) => `${m[1]} ${m[2]}`))];
     const services = planned.filter((p) => p.startsWith("core/v1:Service "));
     expect(services).toHaveLength(8);
-    for (const p of services) expect(p).toMatch(/^core\/v1:Service \S+-nodeport$/);
-    expect(planned.filter((p) => !services.includes(p)).sort()).toEqual([
+    for (const p of services) expect(p).toMatch(/^core\/v1:Service \S+-svc$/); // the Pulumi name; the Service itself is <entry>-nodeport
+    const holds = planned.filter((p) => p.startsWith("core/v1:ServicePatch "));
+    expect(holds.map((p) => p.replace(/-port$/, "")).sort()).toEqual(
+      services.map((p) => p.replace("core/v1:Service ", "core/v1:ServicePatch ").replace(/-svc$/, "")).sort(),
+    );
+    expect(planned.filter((p) => !services.includes(p) && !holds.includes(p)).sort()).toEqual([
       "admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy admission-policy",
       "admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding admission-binding",
     ]);
