@@ -1,6 +1,7 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import { type Contract, probePathProblem } from "../core/contract/schema";
+import type { ProbeResultJson } from "../core/json-api";
 import { PENDING_NODE_PORT } from "../core/plan";
 
 /** One URL to request, with what the contract expects of it. */
@@ -15,21 +16,8 @@ export interface ProbeTarget {
   timeoutMs: number;
 }
 
-export interface ProbeResult {
-  name: string;
-  /** The URL actually requested (published URL + probe path). */
-  url: string;
-  ok: boolean;
-  status?: number;
-  /** Time to the response headers (or to the failure), in milliseconds. */
-  latencyMs: number;
-  /** "200" or "2xx/3xx", for the report. */
-  expected: string;
-  /** Redirect target of a 3xx answer (shown, never followed). */
-  location?: string;
-  /** Why it failed: unexpected status, refused, timeout... */
-  error?: string;
-}
+/** One probe answer: the `--json` shape of `exposure probe` and the portal's reachability. */
+export type ProbeResult = ProbeResultJson;
 
 /** Sends one GET and resolves with the status once the headers arrive; rejects with a readable reason. */
 export type HttpGet = (url: URL, timeoutMs: number) => Promise<{ status: number; location?: string }>;

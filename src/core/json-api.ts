@@ -64,12 +64,17 @@ export interface DriftDocument extends Document<"Drift"> {
 
 export interface ProbeResultJson {
   name: string;
+  /** The URL actually requested (published URL + probe path). */
   url: string;
   ok: boolean;
   status?: number;
+  /** Time to the response headers (or to the failure), in milliseconds. */
   latencyMs: number;
+  /** "200" or "2xx/3xx", for the report. */
   expected: string;
+  /** Redirect target of a 3xx answer (shown, never followed). */
   location?: string;
+  /** Why it failed: unexpected status, refused, timeout... */
   error?: string;
 }
 
