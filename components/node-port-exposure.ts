@@ -118,7 +118,9 @@ export class NodePortExposure extends pulumi.ComponentResource {
           name: this.service.metadata.name,
           namespace: plan.namespace,
           // Takes the port back from whoever moved it by hand (`kubectl edit` owns what it changed).
-          annotations: { "pulumi.com/patchForce": "true" },
+          // No await: the provider's Service await on a patch waits ~10 s for endpoints it never
+          // checks here (readiness is `exposure status`'s), and the engine runs a few at a time.
+          annotations: { "pulumi.com/patchForce": "true", "pulumi.com/skipAwait": "true" },
         },
         spec: { ports: [{ port: plan.port, protocol: plan.protocol, nodePort: wanted as pulumi.Input<number> }] },
       },
