@@ -16,6 +16,8 @@ export interface FlagSpec {
   /** Shown in help; also the parsed value when the flag is absent (string flags). */
   default?: string;
   complete?: Completion;
+  /** A string flag that may be given several times; its value is the list, in order (empty when absent). */
+  multiple?: boolean;
 }
 
 export interface CommandSpec {
@@ -36,7 +38,13 @@ export interface CommandSpec {
 export const HELP_FLAG: FlagSpec = { type: "boolean", short: "h", description: "show this help and exit" };
 
 export type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
-  -readonly [K in keyof F]: F[K]["type"] extends "boolean" ? boolean : F[K] extends { default: string } ? string : string | undefined;
+  -readonly [K in keyof F]: F[K]["type"] extends "boolean"
+    ? boolean
+    : F[K] extends { multiple: true }
+      ? string[]
+      : F[K] extends { default: string }
+        ? string
+        : string | undefined;
 };
 
 export interface ParsedCommandLine<F extends Readonly<Record<string, FlagSpec>>> {
@@ -56,12 +64,18 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
     const unknown = unknownFlag(spec, arg);
     if (unknown) throw usageError(spec, unknown);
   }
-  const options: Record<string, { type: "string" | "boolean"; short?: string; default?: string | boolean }> = {};
+  const options: Record<string, { type: "string" | "boolean"; short?: string; multiple?: boolean; default?: string | boolean | string[] }> = {};
   for (const [name, flag] of Object.entries(spec.flags)) {
     options[name] = {
       type: flag.type,
       ...(flag.short ? { short: flag.short } : {}),
-      ...(flag.type === "boolean" ? { default: false } : flag.default !== undefined ? { default: flag.default } : {}),
+      ...(flag.type === "boolean"
+        ? { default: false }
+        : flag.multiple
+          ? { multiple: true, default: [] }
+          : flag.default !== undefined
+            ? { default: flag.default }
+            : {}),
     };
   }
   let parsed: { values: Record<string, unknown>; positionals: string[] };
@@ -135,7 +149,8 @@ export function commandHelp(spec: CommandSpec): string {
   if (spec.positional) rows.push(`  ${(labels.shift() as string).padEnd(width)}  ${spec.positional.description}`);
   flags.forEach(([, flag], i) => {
     const label = labels[i] as string;
-    rows.push(`  ${label.padEnd(width)}  ${flag.description}${flag.default !== undefined ? ` (default ${flag.default})` : ""}`);
+    const notes = [...(flag.multiple ? ["repeatable"] : []), ...(flag.default !== undefined ? [`default ${flag.default}`] : [])];
+    rows.push(`  ${label.padEnd(width)}  ${flag.description}${notes.length ? ` (${notes.join("; ")})` : ""}`);
   });
   return [
     `usage: exposure ${spec.name} ${spec.synopsis}`,

@@ -42,6 +42,18 @@ describe("parseCommandLine", () => {
     expect(usageMessage(["-x"]).split("\n")[0]).toBe("unknown flag '-x'");
   });
 
+  it("collects a repeatable flag into a list, in order, empty when absent; help says it repeats", () => {
+    const repeatable = {
+      ...spec,
+      synopsis: "[--entry NAME]...",
+      flags: { entry: { type: "string", value: "NAME", multiple: true, description: "one entry" } },
+    } as const satisfies CommandSpec;
+    const many: string[] = parseCommandLine(repeatable, ["--entry", "grafana", "--entry=argocd"]).values.entry;
+    expect(many).toEqual(["grafana", "argocd"]);
+    expect(parseCommandLine(repeatable, []).values.entry).toEqual([]);
+    expect(commandHelp(repeatable)).toContain("    --entry NAME  one entry (repeatable)");
+  });
+
   it("refuses a missing value and a stray argument", () => {
     expect(usageMessage(["--stack"]).split("\n")[0]).toContain("--stack");
     expect(usageMessage(["bench"]).split("\n")[0]).toBe("unexpected argument 'bench'");
