@@ -1,8 +1,10 @@
 // Helpers shared by the operator commands (status, drift, probe, access): flag values,
 // the cluster connection with a short timeout, and plain-text tables.
+import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
 import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import { type CommandSpec, usageError } from "./flags";
+import { printable } from "../src/core/text";
+import { type CommandSpec, closest, usageError } from "./flags";
 import { connectCluster, type OpenStack } from "./stack";
 
 /**
@@ -31,6 +33,46 @@ export function countFlag(value: string | undefined, flag: string, fallback: num
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw usageError(spec, `${flag} must be a positive integer, not '${value}'`);
   return n;
+}
+
+/** The entries a command can restrict its report to, and how to explain a name it cannot. */
+export interface EntryChoice {
+  /** The entries the command reports on (published by the stack, in the `urls` output...). */
+  available: readonly string[];
+  /** Every entry the contract declares, to tell a typo from an entry that is merely not available. */
+  declared: readonly string[];
+  /** Why a declared entry is not available: "not published by stack bench". */
+  unavailable: string;
+  /** Why a name is refused that the contract does not declare (default: "no such entry in the contract"). */
+  unknown?: string;
+}
+
+/** The longest part of a refused value shown back: an argument can be megabytes long. */
+const SHOWN_VALUE_MAX = 2 * ENTRY_NAME_MAX;
+
+/**
+ * The entries named by `--entry` (repeatable), each checked against `choice`; undefined when
+ * none is named (report every entry). A name that is not available is a usage error naming
+ * the value (escaped, truncated) with the nearest available name when it looks like a typo.
+ */
+export function entryFlag(
+  names: readonly string[],
+  choice: EntryChoice,
+  spec: Pick<CommandSpec, "name" | "synopsis">,
+  flag = "--entry",
+): ReadonlySet<string> | undefined {
+  if (names.length === 0) return undefined;
+  const available = new Set(choice.available);
+  for (const name of names) {
+    if (available.has(name)) continue;
+    const shown = name.length > SHOWN_VALUE_MAX ? `${printable(name.slice(0, SHOWN_VALUE_MAX))}... (${name.length} characters)` : printable(name);
+    if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `${flag} '${shown}': ${choice.unavailable}`);
+    // A name longer than any entry cannot be a typo of one (and the edit distance would cost length x length).
+    const guess = name !== "" && name.length <= SHOWN_VALUE_MAX ? closest(name, choice.available) : undefined;
+    const what = name === "" ? "an entry name cannot be empty" : (choice.unknown ?? "no such entry in the contract");
+    throw usageError(spec, `${flag} '${shown}': ${what}${guess ? `; did you mean '${guess}'?` : ""}`);
+  }
+  return new Set(names);
 }
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */

@@ -18,6 +18,13 @@ const outputs = {
   description: "read the stack outputs from this file (saved `pulumi stack output --json`) instead of the Pulumi CLI",
   complete: "file",
 } as const satisfies FlagSpec;
+const entry = {
+  type: "string",
+  value: "NAME",
+  multiple: true,
+  description: "report only this entry (one the stack publishes), and derive the exit code from it alone",
+  complete: "entry",
+} as const satisfies FlagSpec;
 const contract = { type: "string", value: "FILE", description: "the contract file (default: the project's)", complete: "file" } as const satisfies FlagSpec;
 
 export const SPECS = {
@@ -57,12 +64,12 @@ export const SPECS = {
   status: {
     name: "status",
     summary: "live verdict per entry: MATCH, DRIFT (with the reason) or ABSENT (exit 3 unless all MATCH)",
-    synopsis: "--stack NAME [--outputs FILE] [--timeout SECONDS] [--json]",
+    synopsis: "--stack NAME [--entry NAME]... [--outputs FILE] [--timeout SECONDS] [--json]",
     description: [
       "Re-observes the cluster and gives every published entry its verdict: MATCH, DRIFT (with every reason) or ABSENT.",
       "Compares with the outputs of the last `pulumi up` when they can be read (Pulumi CLI, or --outputs).",
     ],
-    flags: { stack, outputs, timeout, json },
+    flags: { stack, entry, outputs, timeout, json },
     exits: "0 every entry MATCH, 3 DRIFT or ABSENT, 1 error, 2 invalid contract or usage",
   },
   drift: {
@@ -83,7 +90,7 @@ export const SPECS = {
   probe: {
     name: "probe",
     summary: "HTTP(S) GET every published URL with the contract's expectations (exit 4 if one fails)",
-    synopsis: "(--stack NAME | --outputs FILE [--contract FILE]) [--timeout SECONDS] [--concurrency N] [--json]",
+    synopsis: "(--stack NAME | --outputs FILE [--contract FILE]) [--entry NAME]... [--timeout SECONDS] [--concurrency N] [--json]",
     description: [
       "One GET per URL of the stack's `urls` output, with the contract's probe path and expected statuses (default / and any 2xx/3xx). Redirects are not followed; https certificates are not verified.",
     ],
@@ -91,6 +98,7 @@ export const SPECS = {
       stack,
       outputs,
       contract: { ...contract, description: "the contract for probe paths and statuses, with --outputs (default: the project's)" },
+      entry: { ...entry, description: "probe only this entry's URL, and derive the exit code from it alone; it must be in the `urls` output" },
       timeout: { ...timeout, description: "per request (an entry's probe.timeoutSeconds wins)" },
       concurrency: { type: "string", value: "N", description: "requests in flight at once", default: "8" },
       json,

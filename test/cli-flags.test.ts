@@ -52,6 +52,8 @@ describe("parseCommandLine", () => {
     expect(many).toEqual(["grafana", "argocd"]);
     expect(parseCommandLine(repeatable, []).values.entry).toEqual([]);
     expect(commandHelp(repeatable)).toContain("    --entry NAME  one entry (repeatable)");
+    expect(commandHelp(SPECS.status)).toMatch(/--entry NAME +report only this entry .*\(repeatable\)/);
+    expect(commandHelp(SPECS.probe)).toMatch(/--entry NAME +probe only this entry's URL.*\(repeatable\)/);
   });
 
   it("refuses a missing value and a stray argument", () => {

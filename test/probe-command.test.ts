@@ -2,6 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProbeCommand, type ProbeDeps } from "../cli/commands/probe";
+import { httpGet } from "../src/adapters/http-probe";
 import { UserError } from "../src/core/errors";
 import { capture, closedPort, type LocalServer, makeProject, runCommand, stackFile, startServer, type TestProject } from "./command-helpers";
 
@@ -108,11 +109,67 @@ describe("exposure probe", () => {
     expect(wrongShape.err).toEqual([`exposure probe: ${bad}: the 'urls' output must map entry names to URLs`]);
   });
 
+  it("--entry probes only the named URLs, and the exit code comes from them alone", async () => {
+    const file = outputsFile({ argocd: healthy.url, gitea: failing.url });
+    const requested: string[] = [];
+    const get: ProbeDeps["get"] = (url, timeoutMs) => {
+      requested.push(url.href);
+      return httpGet(url, timeoutMs);
+    };
+    const ok = await probe(["--outputs", file, "--entry", "argocd", "--json"], { get });
+    expect(ok.code).toBe(0);
+    const json = JSON.parse(ok.out.join("\n")) as { apiVersion: string; kind: string; ok: boolean; results: { name: string; ok: boolean }[] };
+    expect(json).toMatchObject({ kind: "Probe", ok: true, tlsVerified: false });
+    expect(json.results.map((x) => x.name)).toEqual(["argocd"]);
+    expect(requested).toEqual([`${healthy.url}/healthz`]);
+    const both = await probe(["--outputs", file, "--entry", "gitea", "--entry", "argocd"]);
+    expect(both.code).toBe(4);
+    expect(both.out.join("\n")).toContain("1 ok, 1 failed");
+  });
+
+  it("--entry: a name that is not published is a usage error (exit 2) naming it, with a suggestion, and nothing is probed", async () => {
+    const file = outputsFile({ argocd: healthy.url, gitea: healthy.url });
+    const noContract = fs.mkdtempSync(path.join(project.dir, "elsewhere-"));
+    const cases: [string[], string][] = [
+      [["--outputs", file, "--entry", "argcd"], "--entry 'argcd': no such entry in the contract; did you mean 'argocd'?"],
+      [["--outputs", file, "--entry", "grafana"], `--entry 'grafana': not in the 'urls' output of ${file}`],
+      [["--outputs", file, "--entry", ""], "--entry '': an entry name cannot be empty"],
+      [["--outputs", file, "--entry", "git\u009bea"], "--entry 'git\\x9bea': no such entry in the contract; did you mean 'gitea'?"],
+      [["--stack", "bench", "--entry", "grafana"], "--entry 'grafana': not published by stack bench (not exposed, or not in its ui-exposure:entries)"],
+      [["--stack", "bench", "--entry", "gitee"], "--entry 'gitee': no such entry in the contract; did you mean 'gitea'?"],
+    ];
+    for (const [argv, message] of cases) {
+      let requests = 0;
+      let outputsRead = 0;
+      const r = await probe(argv, {
+        get: async () => {
+          requests++;
+          return { status: 200 };
+        },
+        readOutputs: async (_ctx, _stack, outputs) => {
+          outputsRead++;
+          return JSON.parse(fs.readFileSync(outputs ?? file, "utf8")) as Record<string, unknown>;
+        },
+      });
+      expect(r.code, argv.join(" ")).toBe(2);
+      expect(r.out).toEqual([]);
+      expect(r.err.join("\n").split("\n")[0]).toBe(`exposure probe: ${message}`);
+      expect(requests).toBe(0);
+      // A stack's own names are checked before its outputs are read.
+      if (argv[0] === "--stack") expect(outputsRead).toBe(0);
+    }
+    // Without a contract the outputs are all there is to name.
+    const c = capture(noContract);
+    const code = await runCommand("probe", createProbeCommand(), ["--outputs", file, "--entry", "gitae"], c);
+    expect(code).toBe(2);
+    expect(c.err.join("\n")).toContain(`\nexposure probe: --entry 'gitae': not in the 'urls' output of ${file}; did you mean 'gitea'?`);
+  });
+
   it("rejects bad usage with exit 2", async () => {
     const none = await probe([]);
     expect(none.code).toBe(2);
     expect(none.err.join("\n")).toBe(
-      "exposure probe: give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)\nusage: exposure probe (--stack NAME | --outputs FILE [--contract FILE]) [--timeout SECONDS] [--concurrency N] [--json]\n(`exposure probe --help` describes every flag)",
+      "exposure probe: give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)\nusage: exposure probe (--stack NAME | --outputs FILE [--contract FILE]) [--entry NAME]... [--timeout SECONDS] [--concurrency N] [--json]\n(`exposure probe --help` describes every flag)",
     );
     const zero = await probe(["--outputs", "x.json", "--concurrency", "0"]);
     expect(zero.code).toBe(2);

@@ -83,6 +83,73 @@ describe("exposure status", () => {
     expect(cluster.requests).toBe(3);
   });
 
+  it("--entry reports only the named entries, and reads only what they need", async () => {
+    const cluster = snapshot(healthyCluster());
+    const r = await status(["--stack", "bench", "--entry", "grafana", "--entry", "argocd", "--json"], cluster);
+    expect(r.code).toBe(0);
+    const json = parse(r.out);
+    // Contract order, no not-exposed entries, the documented document otherwise.
+    expect(json.entries.map((e) => e.name)).toEqual(["argocd", "grafana"]);
+    expect(json).toMatchObject({ apiVersion: expect.any(String), kind: "Status", stack: "bench", ok: true, problems: [] });
+    // No hostPort entry named: no pod list.
+    expect(cluster.requests).toBe(3);
+    const table = await status(["--stack", "bench", "--entry", "gitea"], snapshot(healthyCluster()));
+    expect(table.out.join("\n")).toMatch(/gitea .* MATCH/);
+    expect(table.out.join("\n")).not.toMatch(/argocd|grafana|lineage-agent|not exposed/);
+    expect(table.out.join("\n")).toContain("1 MATCH, 0 DRIFT, 0 ABSENT");
+  });
+
+  it("--entry: the exit code comes from the named entries alone", async () => {
+    // argocd has no ready endpoint and grafana's Service is gone; gitea is healthy.
+    const objects = healthyCluster().filter((o) => o !== readySlices[0] && o !== managedServices[2]);
+    objects.push(slice("argocd", "argocd-nodeport", [false]));
+    const healthyOne = await status(["--stack", "bench", "--entry", "gitea", "--json"], snapshot(objects));
+    expect(healthyOne.code).toBe(0);
+    expect(parse(healthyOne.out).ok).toBe(true);
+    const broken = await status(["--stack", "bench", "--entry", "gitea", "--entry", "grafana", "--json"], snapshot(objects));
+    expect(broken.code).toBe(3);
+    expect(parse(broken.out).entries.map((e) => [e.name, e.verdict])).toEqual([
+      ["gitea", "MATCH"],
+      ["grafana", "ABSENT"],
+    ]);
+  });
+
+  it("--entry: a name the stack does not publish is a usage error (exit 2) naming it, with a suggestion, before any read", async () => {
+    const cluster = snapshot(healthyCluster());
+    const cases: [string[], string][] = [
+      [["--stack", "bench", "--entry", "grafna"], "--entry 'grafna': no such entry in the contract; did you mean 'grafana'?"],
+      [["--stack", "bench", "--entry", "argocd", "--entry", "zzz"], "--entry 'zzz': no such entry in the contract"],
+      [["--stack", "bench", "--entry", "postgres"], "--entry 'postgres': not published by stack bench (not exposed, or not in its ui-exposure:entries)"],
+      [["--stack", "two", "--entry", "grafana"], "--entry 'grafana': not published by stack two (not exposed, or not in its ui-exposure:entries)"],
+      [["--stack", "bench", "--entry", ""], "--entry '': an entry name cannot be empty"],
+      [["--stack", "bench", "--entry", "graf\u001b[2Jana\u0007"], "--entry 'graf\\x1b[2Jana\\x07': no such entry in the contract"],
+      [["--stack", "bench", "--entry", "a".repeat(100_000)], `--entry '${"a".repeat(108)}... (100000 characters)': no such entry in the contract`],
+    ];
+    for (const [argv, message] of cases) {
+      let readOutputsCalls = 0;
+      const c = capture(project.dir);
+      const code = await runCommand(
+        "status",
+        createStatusCommand({
+          connect: async () => cluster,
+          readOutputs: async () => {
+            readOutputsCalls++;
+            return {};
+          },
+        }),
+        argv,
+        c,
+      );
+      expect(code, argv.join(" ")).toBe(2);
+      expect(c.out).toEqual([]);
+      const lines = c.err.join("\n").split("\n");
+      expect(lines[0]).toBe(`exposure status: ${message}`);
+      expect(lines.slice(1)).toEqual([expect.stringMatching(/^usage: exposure status /), "(`exposure status --help` describes every flag)"]);
+      expect(readOutputsCalls).toBe(0);
+    }
+    expect(cluster.requests).toBe(0);
+  });
+
   it("uses the pinned node address in URLs", async () => {
     const r = await status(["--stack", "pinned", "--json"], snapshot(healthyCluster()));
     const json = parse(r.out);
@@ -198,7 +265,7 @@ describe("exposure status", () => {
     const noStack = await status([], cluster);
     expect(noStack.code).toBe(2);
     expect(noStack.err.join("\n")).toBe(
-      "exposure status: --stack is required\nusage: exposure status --stack NAME [--outputs FILE] [--timeout SECONDS] [--json]\n(`exposure status --help` describes every flag)",
+      "exposure status: --stack is required\nusage: exposure status --stack NAME [--entry NAME]... [--outputs FILE] [--timeout SECONDS] [--json]\n(`exposure status --help` describes every flag)",
     );
     const badTimeout = await status(["--stack", "bench", "--timeout", "soon"], cluster);
     expect(badTimeout.code).toBe(2);

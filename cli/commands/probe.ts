@@ -9,7 +9,7 @@ import type { ProbeDocument } from "../../src/core/json-api";
 import type { Command, CommandContext } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { countFlag, formatTable, secondsFlag } from "../operator";
+import { countFlag, entryFlag, formatTable, secondsFlag } from "../operator";
 import { SPECS } from "../specs";
 import { openStack, readStackOutputs } from "../stack";
 
@@ -25,8 +25,8 @@ export interface ProbeDeps {
 }
 
 /**
- * `exposure probe`: GET every URL of the stack outputs (scenario "UI reachable"), concurrently,
- * with the contract's expectations. Exit 0 when all answer as expected, 4 when one does not,
+ * `exposure probe`: GET every URL of the stack outputs (scenario "UI reachable"), or those of
+ * the entries named by --entry, concurrently, with the contract's expectations. Exit 0 when all answer as expected, 4 when one does not,
  * 1 when there is nothing to probe.
  */
 export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
@@ -39,10 +39,24 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_PROBE_TIMEOUT_SECONDS, SPEC);
     const concurrency = countFlag(values.concurrency, "--concurrency", DEFAULT_CONCURRENCY, SPEC);
 
-    const contract = values.stack ? openStack(ctx, values.stack).contract : loadOptionalContract(ctx, values.contract);
-    const outputs = await readOutputs(ctx, values.stack ?? "", values.outputs);
-    const urls = urlsOutput(outputs, values.outputs ?? `stack ${values.stack}`);
-    const results = await probeAll(probeTargets(urls, contract, timeoutMs), { concurrency, get });
+    const opened = values.stack ? openStack(ctx, values.stack) : undefined;
+    const contract = opened ? opened.contract : loadOptionalContract(ctx, values.contract);
+    const declared = contract?.endpoints.map((e) => e.name);
+    // A stack's names are checked before its outputs are read: a typo must not wait for the Pulumi CLI.
+    if (opened) {
+      const unavailable = `not published by stack ${opened.stack} (not exposed, or not in its ui-exposure:entries)`;
+      entryFlag(values.entry, { available: opened.selected, declared: declared ?? [], unavailable }, SPEC);
+    }
+    const from = values.outputs ?? `stack ${values.stack}`;
+    const urls = urlsOutput(await readOutputs(ctx, values.stack ?? "", values.outputs), from);
+    const inOutputs = `not in the 'urls' output of ${from}`;
+    const only = entryFlag(
+      values.entry,
+      { available: Object.keys(urls), declared: declared ?? [], unavailable: inOutputs, ...(declared ? {} : { unknown: inOutputs }) },
+      SPEC,
+    );
+    const probed = only ? Object.fromEntries(Object.entries(urls).filter(([name]) => only.has(name))) : urls;
+    const results = await probeAll(probeTargets(probed, contract, timeoutMs), { concurrency, get });
 
     const failed = results.filter((r) => !r.ok);
     if (values.json) {

@@ -5,7 +5,7 @@ import { type Observation, type ObservedEntry, observe, type PublishedEndpoints,
 import type { Command, CommandContext } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag } from "../operator";
+import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, entryFlag, formatTable, secondsFlag } from "../operator";
 import { SPECS } from "../specs";
 import { openStack, publishedEndpoints, readStackOutputs } from "../stack";
 
@@ -21,7 +21,8 @@ export interface StatusDeps {
 export type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
 
 /**
- * `exposure status`: the live verdict of every entry the stack publishes, computed by the
+ * `exposure status`: the live verdict of every entry the stack publishes (or of those named
+ * by --entry, which alone decide the exit code), computed by the
  * same `observe()` as the portal. Exit 0 when every entry is MATCH, 3 when one is DRIFT or
  * ABSENT (or no node can serve the URLs), 1 on error.
  */
@@ -33,24 +34,37 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
     const opened = openStack(ctx, values.stack);
+    // Checked before anything is read: a mistyped name must not cost a cluster round trip.
+    const only = entryFlag(
+      values.entry,
+      {
+        available: opened.selected,
+        declared: opened.contract.endpoints.map((e) => e.name),
+        unavailable: `not published by stack ${values.stack} (not exposed, or not in its ui-exposure:entries)`,
+      },
+      SPEC,
+    );
+    const entries = only ? opened.selectedEntries.filter((e) => only.has(e.name)) : opened.selectedEntries;
 
     // Outputs and cluster are read concurrently: `pulumi stack output` alone takes a second or two.
     const [published, cluster] = await Promise.all([
       readPublished(ctx, values.stack, values.outputs, readOutputs),
       connect(opened, timeoutMs).then(async (reader) => ({
         source: reader.source,
-        observed: await readObservedCluster(reader, opened.selectedEntries),
+        observed: await readObservedCluster(reader, entries),
       })),
     ]);
     if (published.source.from === "unavailable") {
       ctx.stderr(`exposure status: published outputs unavailable (${published.source.reason}); the "changed since the last up" checks are skipped`);
     }
-    const observation = observe(opened.contract, cluster.observed, {
-      selected: opened.selected,
+    const observed = observe(opened.contract, cluster.observed, {
+      selected: entries.map((e) => e.name),
       ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
       // Without the outputs nothing proves which Services this stack created: only names are checked.
       ...(published.source.from === "unavailable" ? {} : { published: published.endpoints }),
     });
+    // observe() also lists the entries that are not exposed: with --entry, only the named ones are reported.
+    const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
     const exposed = observation.entries.filter((e) => e.exposure !== "none");
     const healthy = observation.problems.length === 0 && exposed.every((e) => e.verdict === "MATCH");
 
