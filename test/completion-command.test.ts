@@ -44,12 +44,35 @@ describe("exposure completion", () => {
   it("bash completes commands, each command's flags, stack names and fixed values", () => {
     expect(bashComplete("exposure ")).toEqual([...COMMAND_NAMES, "help", "--help", "--version"]);
     expect(bashComplete("exposure st")).toEqual(["status"]);
-    expect(bashComplete("exposure status --")).toEqual(["--stack", "--outputs", "--timeout", "--json", "--help"]);
+    expect(bashComplete("exposure status --")).toEqual(["--stack", "--entry", "--outputs", "--timeout", "--json", "--help"]);
     expect(bashComplete("exposure drift --stack ")).toEqual(["bench", "dirqual"]);
     expect(bashComplete("exposure status -s d")).toEqual(["dirqual"]);
     expect(bashComplete("exposure render --format j")).toEqual(["json"]);
     expect(bashComplete("exposure completion ")).toEqual(["bash", "zsh"]);
     expect(bashComplete("exposure help pr")).toEqual(["probe", "portal"].filter((c) => c.startsWith("pr")));
+  });
+
+  it("bash completes the contract's entry names after --entry of status and probe", () => {
+    expect(bashComplete("exposure status --stack bench --entry ")).toEqual(["argocd", "gitea"]);
+    expect(bashComplete("exposure status --entry argocd --entry g")).toEqual(["gitea"]);
+    expect(bashComplete("exposure probe --entry a")).toEqual(["argocd"]);
+    expect(bashComplete("exposure probe --ent")).toEqual(["--entry"]);
+    // Elsewhere a value after a flag is not an entry name.
+    expect(bashComplete("exposure drift --stack ")).toEqual(["bench", "dirqual"]);
+  });
+
+  it("zsh completes the contract's entry names after --entry of status and probe", () => {
+    const zsh = zshScript().split("\n");
+    for (const name of ["status", "probe"]) {
+      // The command's branch of `case "$cmd"`: from `    <name>)` to its `;;`.
+      const start = zsh.indexOf(`    ${name})`);
+      const end = zsh.indexOf("      ;;", start);
+      const branch = zsh.slice(start, end + 1);
+      expect(start, name).toBeGreaterThan(0);
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: zsh parameter expansion, not a template
+      expect(branch, name).toContain('        --entry) compadd -- ${(f)"$(${words[1]} completion --list entries 2>/dev/null)"}; return ;;');
+      expect(branch.at(-2), name).toMatch(/^ {6}compadd -- .*--entry /);
+    }
   });
 
   it("every flag of every command is in both scripts", () => {
