@@ -672,8 +672,10 @@ describe("exposure access against corrupt Secrets answers (issue 12, defect 12)"
         { metadata: { name: "gitea-admin-secret", namespace: "gitea" }, data: { username: "Z2l0ZWE=", password: `!!${fragment}` } },
       ]),
       "/api/v1/namespaces/data/secrets": list("SecretList", [
-        { metadata: { name: "postgres-atlas-role", namespace: "data" }, // A number longer than any port, so the fake server's random port can never contain it.
-        data: { username: 987654321, password: fragment } },
+        {
+          metadata: { name: "postgres-atlas-role", namespace: "data" }, // A number longer than any port, so the fake server's random port can never contain it.
+          data: { username: 987654321, password: fragment },
+        },
       ]),
     });
     try {
