@@ -11,24 +11,28 @@ const { sourceStamp, STAMP_FILE } = require("../bin/source-stamp.cjs");
 const root = path.resolve(__dirname, "..");
 
 /**
- * dist/vendor/client-node.cjs: runs the bundle through vm.Script with V8's code cache. A cache
- * that V8 rejects (another Node.js version) is ignored: the bundle is then compiled as usual.
+ * dist/vendor/code-cache.cjs: runs a bundle through vm.Script with V8's code cache (the
+ * compiled functions of an earlier run, written at build time). A cache V8 rejects (another
+ * Node.js version) is ignored: the bundle is then compiled as usual. Node.js 20 has no
+ * module.enableCompileCache(); this is the same saving for the files that matter.
  */
 const CODE_CACHE_LOADER = `"use strict";
 const fs = require("node:fs");
-const path = require("node:path");
 const vm = require("node:vm");
 const { createRequire, wrap } = require("node:module");
-const file = path.join(__dirname, "client-node.bundle.cjs");
-const cacheFile = path.join(__dirname, "client-node.v8cache");
-let cachedData;
-try { cachedData = fs.readFileSync(cacheFile); } catch {}
-const script = new vm.Script(wrap(fs.readFileSync(file, "utf8")), { filename: file, ...(cachedData ? { cachedData } : {}) });
-const bundle = { exports: {} };
-script.runInThisContext()(bundle.exports, createRequire(file), bundle, file, __dirname);
-module.exports = bundle.exports;
-Object.defineProperty(module.exports, "__writeCodeCache", { value: () => fs.writeFileSync(cacheFile, script.createCachedData()) });
+exports.load = (file, cacheFile) => {
+  let cachedData;
+  try { cachedData = fs.readFileSync(cacheFile); } catch {}
+  const script = new vm.Script(wrap(fs.readFileSync(file, "utf8")), { filename: file, ...(cachedData ? { cachedData } : {}) });
+  const bundle = { exports: {} };
+  script.runInThisContext()(bundle.exports, createRequire(file), bundle, file, require("node:path").dirname(file));
+  Object.defineProperty(bundle.exports, "__writeCodeCache", { value: () => fs.writeFileSync(cacheFile, script.createCachedData()) });
+  return bundle.exports;
+};
 `;
+/** A module that loads `<name>.bundle.cjs` next to it with its code cache `<name>.v8cache`. */
+const bundleLoader = (codeCacheModule, name) =>
+  `"use strict";\nconst path = require("node:path");\nmodule.exports = require(${JSON.stringify(codeCacheModule)}).load(path.join(__dirname, ${JSON.stringify(`${name}.bundle.cjs`)}), path.join(__dirname, ${JSON.stringify(`${name}.v8cache`)}));\n`;
 // Hashed before compiling: a file edited during the build makes the stamp stale, never the reverse.
 const stamp = sourceStamp(root);
 // A clean dist/: a deleted source must not leave its compiled module behind.
@@ -44,7 +48,9 @@ if (r.status !== 0) {
 // about a sixth. src/adapters/kube-live.ts loads dist/vendor/client-node.cjs when present.
 const vendor = path.join(root, "dist", "vendor");
 require("esbuild").buildSync({
-  stdin: { contents: 'module.exports = require("@kubernetes/client-node");', resolveDir: root, loader: "js" },
+  // Only its KubeConfig (what src/adapters/kube-live.ts uses: contexts, credentials, TLS
+  // options): without the generated API clients and models, a quarter of the code.
+  stdin: { contents: 'module.exports = require("@kubernetes/client-node/dist/config.js");', resolveDir: root, loader: "js" },
   bundle: true,
   platform: "node",
   target: "node20",
@@ -54,9 +60,80 @@ require("esbuild").buildSync({
   logLevel: "error",
   outfile: path.join(vendor, "client-node.bundle.cjs"),
 });
-fs.writeFileSync(path.join(vendor, "client-node.cjs"), CODE_CACHE_LOADER);
+fs.writeFileSync(path.join(vendor, "code-cache.cjs"), CODE_CACHE_LOADER);
+fs.writeFileSync(path.join(vendor, "client-node.cjs"), bundleLoader("./code-cache.cjs", "client-node"));
 // Run it once so the cache holds the functions a connection compiles, not only the top level.
 const loaded = require(path.join(vendor, "client-node.cjs"));
 new loaded.KubeConfig().loadFromString("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n");
 loaded.__writeCodeCache();
-fs.writeFileSync(path.join(root, STAMP_FILE), `${JSON.stringify({ sources: stamp }, null, 2)}\n`);
+
+// The operator commands, each as one file with what it loads (our modules, zod, yaml) and a
+// code cache: loading and compiling those modules was most of their start-up (docs/benchmarks.md,
+// CLI start-up). What dist/cli/main.js itself loads stays shared, not copied (one UserError
+// class, one EXIT table); client-node keeps its own bundle; render (the Pulumi SDK), portal and
+// sandbox (files found next to their modules) stay as tsc compiled them.
+const BUNDLED_COMMANDS = ["access", "check", "drift", "probe", "schema", "status"];
+const dist = path.join(root, "dist");
+const commandsDir = path.join(dist, "cli", "commands");
+require(path.join(dist, "cli", "main.js"));
+const sharedWithMain = new Set(Object.keys(require.cache).filter((file) => file.startsWith(dist + path.sep)));
+const shareWithMain = {
+  name: "share-with-main",
+  setup(build) {
+    build.onResolve({ filter: /^\./ }, (args) => {
+      let file;
+      try {
+        file = require.resolve(path.resolve(args.resolveDir, args.path));
+      } catch {
+        return undefined;
+      }
+      if (!sharedWithMain.has(file)) return undefined;
+      return { path: `./${path.relative(commandsDir, file).split(path.sep).join("/")}`, external: true };
+    });
+  },
+};
+async function bundleCommands() {
+  for (const name of BUNDLED_COMMANDS) {
+    const compiled = path.join(commandsDir, `${name}.js`);
+    // Plugins need esbuild's asynchronous API.
+    await require("esbuild").build({
+      entryPoints: [compiled],
+      bundle: true,
+      platform: "node",
+      target: "node20",
+      format: "cjs",
+      external: ["@pulumi/*", "@kubernetes/client-node"],
+      plugins: [shareWithMain],
+      legalComments: "none",
+      logLevel: "error",
+      outfile: path.join(commandsDir, `${name}.bundle.cjs`),
+    });
+    // The names it exports, spelled out: cli/main.js loads each command with import(), and
+    // Node.js finds a CommonJS module's named exports by reading its text, not by running it.
+    const names = Object.keys(require(compiled)).filter((key) => key !== "__esModule");
+    delete require.cache[compiled];
+    fs.writeFileSync(
+      compiled,
+      [
+        bundleLoader("../../vendor/code-cache.cjs", name).replace("module.exports = ", "const loaded = "),
+        'Object.defineProperty(exports, "__esModule", { value: true });',
+        ...names.map((key) => `exports.${key} = loaded.${key};`),
+        'Object.defineProperty(exports, "__writeCodeCache", { value: loaded.__writeCodeCache });',
+        "",
+      ].join("\n"),
+    );
+    fs.rmSync(`${compiled}.map`, { force: true });
+    // Loaded once here (module top levels only: nothing runs a command) to write its cache.
+    require(compiled).__writeCodeCache();
+  }
+}
+
+bundleCommands().then(
+  () => fs.writeFileSync(path.join(root, STAMP_FILE), `${JSON.stringify({ sources: stamp }, null, 2)}\n`),
+  (err) => {
+    process.stderr.write(
+      `build: bundling the commands failed: dist/ left without a stamp (bin/exposure.cjs will run the sources through tsx)\n${err?.message ?? err}\n`,
+    );
+    process.exit(1);
+  },
+);

@@ -31,3 +31,54 @@ describe("bin/exposure.cjs without a build", () => {
     expect(usage.stderr).not.toContain("    at ");
   });
 });
+
+// `npm ci` builds dist/ (scripts/build-cli.cjs): each operator command is one bundle run with
+// V8's code cache, sharing with cli/main.js what main loads. A copy of UserError inside a
+// bundle would turn every usage error into "internal error" (instanceof fails).
+describe("bin/exposure.cjs with the build npm ci makes", () => {
+  let built: string;
+  beforeAll(() => {
+    built = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-built-"));
+    for (const d of ["bin", "cli", "src", "components", "contract", "scripts"]) fs.cpSync(path.join(projectDir, d), path.join(built, d), { recursive: true });
+    for (const f of ["package.json", "tsconfig.json", "tsconfig.build.json", "index.ts", "Pulumi.yaml", "Pulumi.bench.yaml"])
+      fs.copyFileSync(path.join(projectDir, f), path.join(built, f));
+    fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(built, "node_modules"));
+    const build = spawnSync(process.execPath, [path.join(built, "scripts/build-cli.cjs")], { cwd: built, encoding: "utf8", timeout: 180_000 });
+    expect(build.stderr).toBe("");
+    expect(build.status).toBe(0);
+  }, 200_000);
+  afterAll(() => fs.rmSync(built, { recursive: true, force: true }));
+
+  const exposure = (...args: string[]) =>
+    spawnSync(process.execPath, [path.join(built, "bin/exposure.cjs"), ...args], { cwd: built, encoding: "utf8", timeout: 60_000 });
+
+  it("runs the bundled commands from dist/ with their code caches; usage errors stay usage errors", () => {
+    for (const name of ["access", "check", "drift", "probe", "schema", "status"]) {
+      expect(fs.existsSync(path.join(built, `dist/cli/commands/${name}.bundle.cjs`))).toBe(true);
+      expect(fs.statSync(path.join(built, `dist/cli/commands/${name}.v8cache`)).size).toBeGreaterThan(0);
+    }
+    const ok = exposure("check");
+    expect(ok.stderr).toBe("");
+    expect(ok.status).toBe(0);
+    expect(ok.stdout).toContain("contract/endpoints.example.yaml: valid");
+
+    for (const args of [
+      ["check", "--nope"],
+      ["status", "--stack", "bench", "--entry", "grafna"],
+      ["probe", "--json"],
+    ]) {
+      const r = exposure(...args);
+      expect(r.status, args.join(" ")).toBe(2);
+      expect(r.stderr).not.toContain("internal error");
+      expect(r.stderr).not.toContain("    at ");
+    }
+    expect(JSON.parse(exposure("schema").stdout)).toHaveProperty("$schema");
+  });
+
+  it("a stale cache (another Node.js, a corrupt file) is ignored: the bundle is compiled as usual", () => {
+    fs.writeFileSync(path.join(built, "dist/cli/commands/check.v8cache"), "not a V8 code cache");
+    const r = exposure("check");
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+  });
+});

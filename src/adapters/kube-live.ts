@@ -38,13 +38,13 @@ export const MAX_ANSWER_BYTES = 256 * 2 ** 20;
  * time of its hundreds of ES modules (docs/benchmarks.md, CLI start-up); the same bundling the
  * in-cluster portal runs on. From the TypeScript sources (tests, the program) it is the package.
  */
-async function loadClientNode(): Promise<ClientNode> {
+async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
   // From dist/ (the compiled CLI), or from the sources (the Pulumi program): the bundle `npm ci` built.
   for (const bundled of [
     path.join(__dirname, "..", "..", "vendor", "client-node.cjs"),
     path.join(__dirname, "..", "..", "dist", "vendor", "client-node.cjs"),
   ]) {
-    if (fs.existsSync(bundled)) return require(bundled) as ClientNode;
+    if (fs.existsSync(bundled)) return require(bundled) as Pick<ClientNode, "KubeConfig">;
   }
   // client-node is an ES module; a dynamic import keeps this file loadable from CommonJS.
   return import("@kubernetes/client-node");
