@@ -319,28 +319,30 @@ const BENCH_SIZED = 3;
 const STARTUP_REPS = 3;
 
 /**
- * An empty TypeScript Pulumi program (what `pulumi new typescript` gives, before any resource),
- * stack `empty` in the sandbox's backend. `sameStart`: with this project's entry point and
- * runtime options; otherwise the nodejs runtime's default (ts-node with its type check).
+ * An empty Pulumi program (what `pulumi new typescript` gives, before any resource), stack
+ * `empty` in the sandbox's backend. `sameStart`: as this project starts when `npm ci` has built
+ * dist/ (compiled JavaScript, nothing transpiled or type-checked at start: the cheapest start a
+ * Node.js program can have, so the floor); otherwise the nodejs runtime's default (ts-node with
+ * its type check).
  */
 async function emptyProgram(sandbox: Sandbox, bin: string, sameStart: boolean): Promise<{ dir: string; env: NodeJS.ProcessEnv }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ui-exposure-bench-empty-${sameStart ? "loader" : "ts-node"}-`));
-  const name = sameStart ? "empty-loader" : "empty-ts-node";
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ui-exposure-bench-empty-${sameStart ? "compiled" : "ts-node"}-`));
+  const name = sameStart ? "empty-compiled" : "empty-ts-node";
   fs.writeFileSync(
     path.join(dir, "Pulumi.yaml"),
-    sameStart
-      ? `name: ${name}\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: src/infra/program-loader.cjs\n`
-      : `name: ${name}\nruntime: nodejs\n`,
+    sameStart ? `name: ${name}\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: index.js\n` : `name: ${name}\nruntime: nodejs\n`,
   );
-  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name, private: true, main: "index.ts" }));
-  fs.writeFileSync(
-    path.join(dir, "tsconfig.json"),
-    JSON.stringify({ compilerOptions: { strict: true, target: "ES2022", module: "node16", moduleResolution: "node16", skipLibCheck: true, types: ["node"] } }),
-  );
-  fs.writeFileSync(path.join(dir, "index.ts"), 'import * as pulumi from "@pulumi/pulumi";\n\nexport const stack = pulumi.getStack();\n');
+  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name, private: true, main: sameStart ? "index.js" : "index.ts" }));
   if (sameStart) {
-    fs.mkdirSync(path.join(dir, "src/infra"), { recursive: true });
-    fs.copyFileSync(path.join(projectDir, "src/infra/program-loader.cjs"), path.join(dir, "src/infra/program-loader.cjs"));
+    fs.writeFileSync(path.join(dir, "index.js"), '"use strict";\nconst pulumi = require("@pulumi/pulumi");\n\nexports.stack = pulumi.getStack();\n');
+  } else {
+    fs.writeFileSync(
+      path.join(dir, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: { strict: true, target: "ES2022", module: "node16", moduleResolution: "node16", skipLibCheck: true, types: ["node"] },
+      }),
+    );
+    fs.writeFileSync(path.join(dir, "index.ts"), 'import * as pulumi from "@pulumi/pulumi";\n\nexport const stack = pulumi.getStack();\n');
   }
   fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(dir, "node_modules"));
   const project = { dir, env: sandbox.env };

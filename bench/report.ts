@@ -271,7 +271,7 @@ function programStartupSection(st: ProgramStartup): string {
     table(
       ["`pulumi preview` of", "wall (s)", "CPU (s)", "÷ floor, CPU", "÷ floor, wall"],
       [
-        ["empty TypeScript program, this project's start-up (**the floor**)", ...cols(st.emptyProgram), "1.00×", "1.00×"],
+        ["empty program, compiled JavaScript as this project starts after `npm ci` (**the floor**)", ...cols(st.emptyProgram), "1.00×", "1.00×"],
         [`the ${st.entries}-entry stack (${st.services} Services, refreshed first)`, ...cols(st.benchStack), ...ratio(st.benchStack)],
         ["empty TypeScript program, nodejs runtime default (ts-node, type-checked)", ...cols(st.emptyProgramTsNode), ...ratio(st.emptyProgramTsNode)],
       ],

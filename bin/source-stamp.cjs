@@ -1,5 +1,5 @@
 // The fingerprint of the sources dist/ is compiled from: a hash of every .ts file of cli/,
-// src/ and components/ (path and content) and of the build's tsconfig files. Content, not
+// src/ and components/ (path and content), of index.ts and of the build's tsconfig files. Content, not
 // mtimes: a copied or re-checked-out tree with the same sources still matches its build.
 // Measured at about 5 ms for the ~50 files (docs/benchmarks.md, start-up section).
 "use strict";
@@ -8,7 +8,8 @@ const fs = require("node:fs");
 const path = require("node:path");
 
 const SOURCE_DIRS = ["cli", "src", "components"];
-const CONFIG_FILES = ["tsconfig.json", "tsconfig.build.json"];
+// index.ts: the Pulumi program's entry, compiled to dist/index.js (src/infra/program-loader.cjs).
+const CONFIG_FILES = ["tsconfig.json", "tsconfig.build.json", "index.ts"];
 
 function sourceFiles(root, dir, out) {
   let entries;

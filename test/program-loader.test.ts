@@ -1,5 +1,6 @@
-// The entry point `pulumi up` runs (Pulumi.yaml `main:`): TypeScript transpiled as it is
-// loaded, nothing compiled ahead, so what runs is always the sources on disk.
+// The entry point `pulumi up` runs (Pulumi.yaml `main:`): the compiled program in dist/ when it
+// was built from the sources as they are, else TypeScript transpiled as it is loaded, so what
+// runs is always the sources on disk.
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -14,7 +15,7 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** Loads the entry point as the nodejs language host does (require of `main`), prints what it exports. */
 function run(): { code: number | null; stdout: string; stderr: string } {
-  const probe = `const m = require(${JSON.stringify(path.join(dir, LOADER))}); Promise.resolve(typeof m === "function" ? m() : m).then((v) => console.log(JSON.stringify(v)));`;
+  const probe = `const m = require(${JSON.stringify(path.join(dir, LOADER))}); Promise.resolve(typeof m === "function" ? m() : m).then((v) => console.log(JSON.stringify(v))); process.on("exit", () => console.error(Object.keys(require.cache).some((f) => f.includes("esbuild")) ? "esbuild loaded" : ""));`;
   const r = spawnSync(process.execPath, ["-e", probe], { cwd: dir, encoding: "utf8", timeout: 30_000 });
   return { code: r.status, stdout: r.stdout.trim(), stderr: r.stderr };
 }
@@ -37,7 +38,7 @@ describe("program loader", () => {
 
     fs.writeFileSync(path.join(dir, "index.ts"), index("first"));
     const first = run();
-    expect(first.stderr).toBe("");
+    expect(first.stderr.trim()).toBe("esbuild loaded");
     expect(JSON.parse(first.stdout)).toEqual({ text: "hello first", dir: path.basename(dir) });
 
     fs.writeFileSync(path.join(dir, "index.ts"), index("edited"));
@@ -52,5 +53,26 @@ describe("program loader", () => {
     expect(broken.code).not.toBe(0);
     expect(broken.stderr).toContain(`${path.join("index.ts")}:2:1: Unexpected end of file`);
     expect(broken.stderr).not.toContain("esbuild/lib");
+  });
+
+  it("runs dist/index.js when dist/ was built from these very sources (nothing transpiled); an edit since the build runs the sources", () => {
+    fs.mkdirSync(path.join(dir, "bin"), { recursive: true });
+    fs.copyFileSync(path.join(projectDir, "bin/source-stamp.cjs"), path.join(dir, "bin/source-stamp.cjs"));
+    const { sourceStamp, STAMP_FILE } = require(path.join(projectDir, "bin/source-stamp.cjs")) as { sourceStamp: (root: string) => string; STAMP_FILE: string };
+    fs.writeFileSync(path.join(dir, "index.ts"), 'export = async () => "from the sources";\n');
+    fs.mkdirSync(path.join(dir, "dist"), { recursive: true });
+    fs.writeFileSync(path.join(dir, "dist/index.js"), '"use strict";\nmodule.exports = async () => "compiled";\n');
+    fs.writeFileSync(path.join(dir, STAMP_FILE), JSON.stringify({ sources: sourceStamp(dir) }));
+    const compiled = run();
+    expect(JSON.parse(compiled.stdout)).toBe("compiled");
+    expect(compiled.stderr.trim()).toBe("");
+
+    // index.ts is part of the stamp: edited after the build, it is what runs.
+    fs.writeFileSync(path.join(dir, "index.ts"), 'export = async () => "edited since the build";\n');
+    expect(JSON.parse(run().stdout)).toBe("edited since the build");
+    // A stamp file that is not JSON (or any garbage) is no build: the sources run.
+    fs.writeFileSync(path.join(dir, STAMP_FILE), "\u0000not json");
+    expect(JSON.parse(run().stdout)).toBe("edited since the build");
+    fs.rmSync(path.join(dir, "dist"), { recursive: true });
   });
 });

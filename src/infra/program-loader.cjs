@@ -1,15 +1,29 @@
 "use strict";
 // Entry point `pulumi up` / `preview` run (Pulumi.yaml `main:`, `runtime.options.typescript: false`).
 // Type-checking belongs in CI (`npm run typecheck`), not in every run: the engine's default,
-// ts-node, type-checks the whole program at each start (about 5 s of CPU). Here each TypeScript
-// file is only transpiled, by esbuild (already a dependency), when Node.js first requires it:
-// always from the sources on disk, so an edited index.ts is what runs; nothing is cached.
+// ts-node, type-checks the whole program at each start (about 5 s of CPU).
+// - dist/ built from exactly these sources (`npm ci` builds it; bin/source-stamp.cjs compares
+//   the hashes): the compiled program runs, nothing is transpiled.
+// - Otherwise (a source edited since the build, no build): each TypeScript file is transpiled
+//   by esbuild when Node.js first requires it, from the sources on disk, so an edit is what runs.
 const fs = require("node:fs");
 const Module = require("node:module");
 const path = require("node:path");
-const esbuild = require("esbuild");
 
-process.setSourceMapsEnabled(true);
+const root = path.join(__dirname, "..", "..");
+
+/** dist/index.js when dist/ was built from the sources as they are now. */
+function compiledProgram() {
+  let stamps;
+  try {
+    stamps = require(path.join(root, "bin", "source-stamp.cjs"));
+  } catch {
+    return undefined;
+  }
+  const built = stamps.builtStamp(root);
+  const compiled = path.join(root, "dist", "index.js");
+  return built !== undefined && built === stamps.sourceStamp(root) && fs.existsSync(compiled) ? compiled : undefined;
+}
 
 /** esbuild's first error as `file:line:col: message` (1-based column), shown by the engine without a stack trace. */
 function syntaxError(err, filename) {
@@ -20,19 +34,24 @@ function syntaxError(err, filename) {
   return new RunError(`${where}: ${first.text}`);
 }
 
-Module._extensions[".ts"] = function transpile(module, filename) {
-  const source = fs.readFileSync(filename, "utf8");
-  let code;
-  try {
-    code = transform(source, filename);
-  } catch (err) {
-    throw syntaxError(err, filename);
-  }
-  module._compile(code, filename);
-};
+function transpileOnLoad() {
+  // Errors then point at the TypeScript lines (inline source maps). Not for dist/: Node.js would
+  // read the source map of every module that names one, the Pulumi SDK's included.
+  process.setSourceMapsEnabled(true);
+  Module._extensions[".ts"] = function transpile(module, filename) {
+    const source = fs.readFileSync(filename, "utf8");
+    let code;
+    try {
+      code = transform(source, filename);
+    } catch (err) {
+      throw syntaxError(err, filename);
+    }
+    module._compile(code, filename);
+  };
+}
 
 function transform(source, filename) {
-  return esbuild.transformSync(source, {
+  return require("esbuild").transformSync(source, {
     loader: "ts",
     format: "cjs",
     platform: "node",
@@ -44,4 +63,6 @@ function transform(source, filename) {
   }).code;
 }
 
-module.exports = require(path.join(__dirname, "..", "..", "index.ts"));
+const compiled = compiledProgram();
+if (compiled === undefined) transpileOnLoad();
+module.exports = require(compiled ?? path.join(root, "index.ts"));
