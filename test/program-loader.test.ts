@@ -66,10 +66,23 @@ describe("program loader", () => {
     const compiled = run();
     expect(JSON.parse(compiled.stdout)).toBe("compiled");
     expect(compiled.stderr.trim()).toBe("");
+    // The SDK's source-map-support hook (installed before the loader runs) is set aside: stacks
+    // then cost what V8 charges, not a source-map lookup per frame per resource.
+    const hooked = (file: string) =>
+      spawnSync(
+        process.execPath,
+        [
+          "-e",
+          `Error.prepareStackTrace = (e, frames) => "mapped"; require(${JSON.stringify(file)}); console.log(String(Error.prepareStackTrace === undefined));`,
+        ],
+        { cwd: dir, encoding: "utf8", timeout: 30_000 },
+      ).stdout.trim();
+    expect(hooked(path.join(dir, LOADER))).toBe("true");
 
     // index.ts is part of the stamp: edited after the build, it is what runs.
     fs.writeFileSync(path.join(dir, "index.ts"), 'export = async () => "edited since the build";\n');
     expect(JSON.parse(run().stdout)).toBe("edited since the build");
+    expect(hooked(path.join(dir, LOADER))).toBe("false");
     // A stamp file that is not JSON (or any garbage) is no build: the sources run.
     fs.writeFileSync(path.join(dir, STAMP_FILE), "\u0000not json");
     expect(JSON.parse(run().stdout)).toBe("edited since the build");
