@@ -50,6 +50,13 @@ export interface UpRow {
   clientSequentialMs: number;
   /** The same Services created with the client library, 16 calls in flight. */
   clientConcurrentMs: number;
+  /**
+   * The same `up` with PULUMI_SKIP_CHECKPOINTS=true (the engine then writes the state once, at
+   * the end, instead of the whole state after every step): what the file backend's checkpoints
+   * cost. A diagnosis, not a setting this project uses. Measured at the largest size only.
+   */
+  upNoCheckpointsMs?: number;
+  upNoCheckpointsCpuMs?: number;
 }
 
 export interface StatusRow {
@@ -272,7 +279,14 @@ async function pulumiAsync(
   return { ...r, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : Number.NaN };
 }
 
-async function measureUp(c: Cluster, sandbox: Sandbox, bin: string, size: number, log: (m: string) => void): Promise<UpRow> {
+async function measureUp(
+  c: Cluster,
+  sandbox: Sandbox,
+  bin: string,
+  size: number,
+  log: (m: string) => void,
+  opts: { checkpointsDiagnosis: boolean },
+): Promise<UpRow> {
   const entries = generateEntries(size);
   const services = exposedServiceEntries(entries).length;
   useContract(sandbox, c, entries);
@@ -300,7 +314,18 @@ async function measureUp(c: Cluster, sandbox: Sandbox, bin: string, size: number
     }
     const destroy = await pulumiAsync(sandbox, bin, ["destroy", "--yes", "--skip-preview"]);
     if (destroy.code !== 0) throw new Error(`pulumi destroy (${size} entries) failed: ${tail(destroy)}`);
+    let noCheckpoints: { ms: number; cpuMs: number } | undefined;
+    if (opts.checkpointsDiagnosis) {
+      log(`part 2: pulumi up, ${size} entries, checkpoints skipped (diagnosis)`);
+      const skipping = { dir: sandbox.dir, env: { ...sandbox.env, PULUMI_SKIP_CHECKPOINTS: "true" } };
+      const r = await pulumiAsync(skipping, bin, ["up", "--yes", "--skip-preview"]);
+      if (r.code !== 0) throw new Error(`pulumi up (${size} entries, PULUMI_SKIP_CHECKPOINTS) failed: ${tail(r)}`);
+      noCheckpoints = { ms: r.ms, cpuMs: r.cpuMs };
+      const again = await pulumiAsync(sandbox, bin, ["destroy", "--yes", "--skip-preview"]);
+      if (again.code !== 0) throw new Error(`pulumi destroy (${size} entries) failed: ${tail(again)}`);
+    }
     return {
+      ...(noCheckpoints ? { upNoCheckpointsMs: noCheckpoints.ms, upNoCheckpointsCpuMs: noCheckpoints.cpuMs } : {}),
       entries: size,
       services,
       upMs: up.ms,
@@ -508,7 +533,8 @@ async function measureUpAll(
     await pulumiAsync(sandbox, bin, ["preview"]);
     const startup = await measureStartup(cluster, sandbox, bin, log);
     const up: UpRow[] = [];
-    for (const size of sizes) up.push(await measureUp(cluster, sandbox, bin, size, log));
+    const largest = Math.max(...sizes);
+    for (const size of sizes) up.push(await measureUp(cluster, sandbox, bin, size, log, { checkpointsDiagnosis: size === largest }));
     return { up, startup };
   } finally {
     fs.rmSync(sandbox.dir, { recursive: true, force: true });

@@ -202,19 +202,20 @@ export function startupSection(r: StartupResults): string {
     "",
     `CPU time (user + system, reported by each process itself) of whole \`exposure\` processes, median of ${r.runs}, against \`node -e 0\` measured the same way in the same run (**${ms(r.floor.cpuMs)} ms**). dist/ was ${r.dist === "fresh" ? "fresh (the compiled CLI ran)" : "**stale or missing: the CLI ran the TypeScript sources through tsx, these are not the shipped figures**"}. Checking that dist/ matches the sources (hashing them, at every start) took ${r.stampMs.toFixed(1)} ms.`,
     "",
-    "| command | CPU ms | x floor | target | result | packages loaded (CommonJS) |",
+    "| command | CPU ms | x floor | target | result | packages loaded from node_modules |",
     "|---|---:|---:|---:|---|---|",
     ...r.cpu.map(
       (c) =>
         `| \`exposure ${c.command}\` | ${ms(c.cpuMs)} | ${c.ratio.toFixed(2)} | ${c.target ? `<= ${c.target}` : "-"} | ${c.target ? pass(c.ratio <= c.target) : "-"} | ${c.packages.length ? c.packages.join(", ") : "none"} |`,
     ),
     "",
-    `Operator commands against a loopback fake API server in another process (the recorded cluster of the portal tests): CPU time of the CLI process, against the same command run inside the benchmark process with its modules loaded (after a warm-up), median of ${r.runs} each. The difference is what starting the CLI costs (Node.js, our modules, zod and yaml, client-node); target <= ${OVERHEAD_TARGET_MS} ms. Exit codes 0 and 3 are both normal here (grafana is DRIFT and gitea ABSENT in the recorded cluster).`,
+    `Operator commands against a loopback fake API server in another process (the recorded cluster of the portal tests): CPU time of the CLI process, against the same command run inside the benchmark process with its modules loaded (after a warm-up), median of ${r.runs} each. The difference is what starting the CLI costs (Node.js itself, then our modules, zod and yaml, client-node's KubeConfig: each of these commands runs as one bundle with V8's code cache, \`scripts/build-cli.cjs\`); target <= ${OVERHEAD_TARGET_MS} ms. The last column leaves out what any Node.js process costs (\`node -e 0\` above). Exit codes 0 and 3 are both normal here (grafana is DRIFT and gitea ABSENT in the recorded cluster).`,
     "",
-    "| command | in-process CPU ms | CLI CPU ms | start-up CPU ms | result |",
-    "|---|---:|---:|---:|---|",
+    "| command | in-process CPU ms | CLI CPU ms | start-up CPU ms | result | start-up above `node -e 0` (ms) |",
+    "|---|---:|---:|---:|---|---:|",
     ...r.overhead.map(
-      (o) => `| \`exposure ${o.command}\` | ${ms(o.inProcessMs)} | ${ms(o.cliMs)} | ${ms(o.overheadMs)} | ${pass(o.overheadMs <= OVERHEAD_TARGET_MS)} |`,
+      (o) =>
+        `| \`exposure ${o.command}\` | ${ms(o.inProcessMs)} | ${ms(o.cliMs)} | ${ms(o.overheadMs)} | ${pass(o.overheadMs <= OVERHEAD_TARGET_MS)} | ${ms(o.overheadMs - r.floor.cpuMs)} |`,
     ),
   ];
   return lines.join("\n");

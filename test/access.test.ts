@@ -345,7 +345,8 @@ async function runAccess(argv: string[], cluster: ClusterReader, opts: { termina
     connect: async () => cluster,
     isTerminal: () => opts.terminal ?? true,
     forwardBasePort: basePort,
-    forwardSettleMs: 2000,
+    // Returns as soon as the fake ssh listens; the margin is for a loaded CI machine (node start).
+    forwardSettleMs: 15_000,
     ...opts.deps,
   });
   const code = await runCommand("access", command, argv, c);
