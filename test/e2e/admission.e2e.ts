@@ -6,30 +6,22 @@ import * as https from "node:https";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { addNodes, addVendoredUi, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "./harness";
+import {
+  addNodes,
+  addVendoredUi,
+  type Cluster,
+  EXAMPLE_UIS,
+  makeSandbox,
+  providerVersions,
+  type Sandbox,
+  setCiliumConfig,
+  startCluster,
+  toolchainBin,
+} from "./harness";
 
 type ClientNode = Cluster["lib"];
 const POLICY = "ui-exposure-guard-sandbox";
-const UIS = [
-  {
-    namespace: "argocd",
-    service: "argocd-server",
-    selector: { "app.kubernetes.io/name": "argocd-server" },
-    portName: "http",
-    port: 80,
-    targetPort: 8080,
-    podIP: "10.244.0.11",
-  },
-  {
-    namespace: "gitea",
-    service: "gitea-http",
-    selector: { "app.kubernetes.io/name": "gitea" },
-    portName: "http",
-    port: 3000,
-    targetPort: 3000,
-    podIP: "10.244.0.12",
-  },
-];
+const UIS = [EXAMPLE_UIS.argocd, EXAMPLE_UIS.gitea];
 const ARGOCD = { name: "argocd", exposed: true, scheme: "http", service: { namespace: "argocd", name: "argocd-server", port: "http" } };
 const GITEA = { name: "gitea", exposed: true, scheme: "http", service: { namespace: "gitea", name: "gitea-http", port: "http" } };
 const LINEAGE = {

@@ -1,41 +1,7 @@
-// Drift without blind spots, stable ports and ownership by state, with the real engine and
-// API server: every change that makes a published URL false shows in `pulumi preview
-// --expect-no-changes` and `exposure drift`, the next `up` makes the URLs true again (on the
-// same ports), the preview right after every `up` is clean, and nothing this stack did not
-// create is ever taken over or deleted.
-import * as fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addNodes, addVendoredUi, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "./harness";
+import { addNodes, type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, THREE_NODES } from "./harness";
 
-const UIS = [
-  {
-    namespace: "argocd",
-    service: "argocd-server",
-    selector: { "app.kubernetes.io/name": "argocd-server" },
-    portName: "http",
-    port: 80,
-    targetPort: 8080,
-    podIP: "10.244.0.11",
-  },
-  {
-    namespace: "gitea",
-    service: "gitea-http",
-    selector: { "app.kubernetes.io/name": "gitea" },
-    portName: "http",
-    port: 3000,
-    targetPort: 3000,
-    podIP: "10.244.0.12",
-  },
-  {
-    namespace: "monitoring",
-    service: "kube-prometheus-stack-grafana",
-    selector: { "app.kubernetes.io/name": "grafana" },
-    portName: "http-web",
-    port: 80,
-    targetPort: 3000,
-    podIP: "10.244.0.13",
-  },
-];
+const UIS = [EXAMPLE_UIS.argocd, EXAMPLE_UIS.gitea, EXAMPLE_UIS.grafana];
 const OUR_LABELS = { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "" };
 
 let cluster: Cluster;
@@ -111,23 +77,10 @@ const verdict = (d: DriftJson, entry: string) => d.status.entries.find((e) => e.
 
 describe.sequential("e2e: drift, stable ports and ownership (real engine, real API server)", () => {
   beforeAll(async () => {
-    const bin = toolchainBin();
-    cluster = await startCluster(bin);
-    await addNodes(cluster, [
-      { name: "e2e-node-a", ip: "127.0.0.10", ready: false },
-      { name: "e2e-node-b", ip: "127.0.0.11", ready: true },
-      { name: "e2e-node-c", ip: "127.0.0.12", ready: true },
-    ]);
-    for (const ui of UIS) await addVendoredUi(cluster, { ...ui, node: "e2e-node-b" });
-    await setCiliumConfig(cluster, "true");
-    sandbox = makeSandbox(bin, cluster, providerVersions());
-    sandbox.writeStack(stack());
+    ({ cluster, sandbox } = await startPlatform({ nodes: THREE_NODES, uis: UIS, stack: stack() }));
   }, 600_000);
 
-  afterAll(() => {
-    cluster?.stop();
-    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
-  });
+  afterAll(() => stopPlatform({ cluster, sandbox }));
 
   it("up refuses to take over a pre-existing <entry>-nodeport (even labelled as ours), changes nothing, and prints the exact adoption command, which works", async () => {
     // Someone made monitoring/grafana-nodeport by hand, copying our labels.

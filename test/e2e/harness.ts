@@ -88,11 +88,51 @@ export async function addNodes(c: Cluster, nodes: { name: string; ip: string; re
   }
 }
 
+/** A vendored UI as its chart installs it (the ClusterIP Service the contract's entry names). */
+export interface VendoredUi {
+  namespace: string;
+  service: string;
+  selector: Record<string, string>;
+  portName: string;
+  port: number;
+  targetPort: number;
+  /** Only written into the pod's status and its EndpointSlice; never contacted. */
+  podIP: string;
+}
+
+/** The vendored Services of contract/endpoints.example.yaml's argocd, gitea and grafana entries. */
+export const EXAMPLE_UIS = {
+  argocd: {
+    namespace: "argocd",
+    service: "argocd-server",
+    selector: { "app.kubernetes.io/name": "argocd-server" },
+    portName: "http",
+    port: 80,
+    targetPort: 8080,
+    podIP: "10.244.0.11",
+  },
+  gitea: {
+    namespace: "gitea",
+    service: "gitea-http",
+    selector: { "app.kubernetes.io/name": "gitea" },
+    portName: "http",
+    port: 3000,
+    targetPort: 3000,
+    podIP: "10.244.0.12",
+  },
+  grafana: {
+    namespace: "monitoring",
+    service: "kube-prometheus-stack-grafana",
+    selector: { "app.kubernetes.io/name": "grafana" },
+    portName: "http-web",
+    port: 80,
+    targetPort: 3000,
+    podIP: "10.244.0.13",
+  },
+} as const satisfies Record<string, VendoredUi>;
+
 /** Installs a vendored UI as its chart would: ClusterIP Service + one Ready pod on a node. */
-export async function addVendoredUi(
-  c: Cluster,
-  ui: { namespace: string; service: string; selector: Record<string, string>; portName: string; port: number; targetPort: number; node: string; podIP: string },
-) {
+export async function addVendoredUi(c: Cluster, ui: VendoredUi & { node: string }) {
   await ignoreConflict(c.core.createNamespace({ body: { metadata: { name: ui.namespace } } }));
   await ignoreConflict(c.core.createNamespacedServiceAccount({ namespace: ui.namespace, body: { metadata: { name: "default" } } }));
   await c.core.createNamespacedService({
@@ -245,4 +285,38 @@ export function runbookBlock(readme: string, name: string): string {
   const blocks = [...readme.matchAll(/^```sh runbook=(\S+)\n([\s\S]*?)^```$/gm)].filter((m) => m[1] === name);
   if (blocks.length !== 1) throw new Error(`README.md has ${blocks.length} blocks marked runbook=${name}`);
   return blocks[0]?.[2] as string;
+}
+
+/** Three fake Nodes: the first NotReady, so the URLs' node is the first Ready one (127.0.0.11). */
+export const THREE_NODES = [
+  { name: "e2e-node-a", ip: "127.0.0.10", ready: false },
+  { name: "e2e-node-b", ip: "127.0.0.11", ready: true },
+  { name: "e2e-node-c", ip: "127.0.0.12", ready: true },
+];
+
+/**
+ * The usual start of an e2e file: a local control plane with these Nodes, the vendored UIs (one
+ * Ready pod each, on the first Ready node), Cilium's config (kube-proxy replacement on) and a
+ * sandbox project whose stack file is `stack`. `stopPlatform` undoes it.
+ */
+export async function startPlatform(opts: {
+  nodes: { name: string; ip: string; ready: boolean }[];
+  uis: readonly VendoredUi[];
+  stack: Record<string, unknown>;
+}): Promise<{ cluster: Cluster; sandbox: Sandbox }> {
+  const bin = toolchainBin();
+  const cluster = await startCluster(bin);
+  await addNodes(cluster, opts.nodes);
+  const node = opts.nodes.find((n) => n.ready)?.name;
+  if (!node) throw new Error("startPlatform: no Ready node to run the vendored UIs on");
+  for (const ui of opts.uis) await addVendoredUi(cluster, { ...ui, node });
+  await setCiliumConfig(cluster, "true");
+  const sandbox = makeSandbox(bin, cluster, providerVersions());
+  sandbox.writeStack(opts.stack);
+  return { cluster, sandbox };
+}
+
+export function stopPlatform(platform: { cluster?: Cluster; sandbox?: Sandbox }): void {
+  platform.cluster?.stop();
+  if (platform.sandbox) fs.rmSync(platform.sandbox.dir, { recursive: true, force: true });
 }

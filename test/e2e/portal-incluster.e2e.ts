@@ -17,7 +17,18 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addNodes, addVendoredUi, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "./harness";
+import {
+  addNodes,
+  addVendoredUi,
+  type Cluster,
+  EXAMPLE_UIS,
+  makeSandbox,
+  providerVersions,
+  type Sandbox,
+  setCiliumConfig,
+  startCluster,
+  toolchainBin,
+} from "./harness";
 
 const NODE_IP = "127.0.0.41";
 const PORTAL_NS = "platform-portal";
@@ -137,26 +148,7 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
     const bin = toolchainBin();
     cluster = await startCluster(bin);
     await addNodes(cluster, [{ name: "e2e-node", ip: NODE_IP, ready: true }]);
-    await addVendoredUi(cluster, {
-      namespace: "argocd",
-      service: "argocd-server",
-      selector: { "app.kubernetes.io/name": "argocd-server" },
-      portName: "http",
-      port: 80,
-      targetPort: 8080,
-      node: "e2e-node",
-      podIP: "10.244.0.11",
-    });
-    await addVendoredUi(cluster, {
-      namespace: "monitoring",
-      service: "kube-prometheus-stack-grafana",
-      selector: { "app.kubernetes.io/name": "grafana" },
-      portName: "http-web",
-      port: 80,
-      targetPort: 3000,
-      node: "e2e-node",
-      podIP: "10.244.0.13",
-    });
+    for (const ui of [EXAMPLE_UIS.argocd, EXAMPLE_UIS.grafana]) await addVendoredUi(cluster, { ...ui, node: "e2e-node" });
     await setCiliumConfig(cluster, "true");
     sandbox = makeSandbox(bin, cluster, providerVersions());
     fs.writeFileSync(path.join(sandbox.dir, "contract", "portal-e2e.yaml"), CONTRACT);

@@ -6,38 +6,10 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addNodes, addVendoredUi, type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, toolchainBin } from "./harness";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, setCiliumConfig, startPlatform, stopPlatform, THREE_NODES } from "./harness";
 
 const MANAGED = "app.kubernetes.io/managed-by=ui-exposure";
-const UIS = [
-  {
-    namespace: "argocd",
-    service: "argocd-server",
-    selector: { "app.kubernetes.io/name": "argocd-server" },
-    portName: "http",
-    port: 80,
-    targetPort: 8080,
-    podIP: "10.244.0.11",
-  },
-  {
-    namespace: "gitea",
-    service: "gitea-http",
-    selector: { "app.kubernetes.io/name": "gitea" },
-    portName: "http",
-    port: 3000,
-    targetPort: 3000,
-    podIP: "10.244.0.12",
-  },
-  {
-    namespace: "monitoring",
-    service: "kube-prometheus-stack-grafana",
-    selector: { "app.kubernetes.io/name": "grafana" },
-    portName: "http-web",
-    port: 80,
-    targetPort: 3000,
-    podIP: "10.244.0.13",
-  },
-];
+const UIS = [EXAMPLE_UIS.argocd, EXAMPLE_UIS.gitea, EXAMPLE_UIS.grafana];
 
 let cluster: Cluster;
 let sandbox: Sandbox;
@@ -76,22 +48,11 @@ const summary = (r: { code: number | null; stdout: string; stderr: string }) => 
 
 describe.sequential("e2e: real engine, real API server", () => {
   beforeAll(async () => {
-    const bin = toolchainBin();
-    cluster = await startCluster(bin);
-    await addNodes(cluster, [
-      { name: "e2e-node-a", ip: "127.0.0.10", ready: false },
-      { name: "e2e-node-b", ip: "127.0.0.11", ready: true },
-      { name: "e2e-node-c", ip: "127.0.0.12", ready: true },
-    ]);
-    for (const ui of UIS) await addVendoredUi(cluster, { ...ui, node: "e2e-node-b" });
-    await setCiliumConfig(cluster, "true");
-    sandbox = makeSandbox(bin, cluster, providerVersions());
-    sandbox.writeStack(l4Stack());
+    ({ cluster, sandbox } = await startPlatform({ nodes: THREE_NODES, uis: UIS, stack: l4Stack() }));
   }, 600_000);
 
   afterAll(() => {
-    cluster?.stop();
-    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
+    stopPlatform({ cluster, sandbox });
     fs.mkdirSync(path.resolve(__dirname, "../../test-output"), { recursive: true });
     fs.writeFileSync(path.resolve(__dirname, "../../test-output/e2e-timings.json"), JSON.stringify(timings, null, 2));
   });
