@@ -94,6 +94,12 @@ export interface ProgramStartup {
   services: number;
   emptyProgram: Timing[];
   emptyProgramTsNode: Timing[];
+  /**
+   * The least any program managing these Services pays: the same NodePort Services as plain
+   * `k8s.core.v1.Service` resources (other names) through an explicit kubernetes provider, compiled
+   * JavaScript, no component, no cluster read, no contract. What the stack costs above it is its own.
+   */
+  plainServices: Timing[];
   benchStack: Timing[];
 }
 
@@ -350,16 +356,31 @@ const STARTUP_REPS = 3;
  * Node.js program can have, so the floor); otherwise the nodejs runtime's default (ts-node with
  * its type check).
  */
-async function emptyProgram(sandbox: Sandbox, bin: string, sameStart: boolean): Promise<{ dir: string; env: NodeJS.ProcessEnv }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ui-exposure-bench-empty-${sameStart ? "compiled" : "ts-node"}-`));
-  const name = sameStart ? "empty-compiled" : "empty-ts-node";
+async function emptyProgram(
+  sandbox: Sandbox,
+  bin: string,
+  sameStart: boolean,
+  plain?: { kubeconfig: string; services: readonly Record<string, unknown>[] },
+): Promise<{ dir: string; env: NodeJS.ProcessEnv }> {
+  const name = plain ? "plain-services" : sameStart ? "empty-compiled" : "empty-ts-node";
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ui-exposure-bench-${name}-`));
   fs.writeFileSync(
     path.join(dir, "Pulumi.yaml"),
     sameStart ? `name: ${name}\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: index.js\n` : `name: ${name}\nruntime: nodejs\n`,
   );
   fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name, private: true, main: sameStart ? "index.js" : "index.ts" }));
   if (sameStart) {
-    fs.writeFileSync(path.join(dir, "index.js"), '"use strict";\nconst pulumi = require("@pulumi/pulumi");\n\nexports.stack = pulumi.getStack();\n');
+    const body = plain
+      ? [
+          'const k8s = require("@pulumi/kubernetes");',
+          `const provider = new k8s.Provider("k8s", { kubeconfig: ${JSON.stringify(plain.kubeconfig)}, context: "e2e" });`,
+          `for (const svc of ${JSON.stringify(plain.services)}) new k8s.core.v1.Service(svc.metadata.name, svc, { provider });`,
+        ]
+      : [];
+    fs.writeFileSync(
+      path.join(dir, "index.js"),
+      ['"use strict";', 'const pulumi = require("@pulumi/pulumi");', ...body, "", "exports.stack = pulumi.getStack();", ""].join("\n"),
+    );
   } else {
     fs.writeFileSync(
       path.join(dir, "tsconfig.json"),
@@ -393,11 +414,17 @@ async function measureStartup(c: Cluster, sandbox: Sandbox, bin: string, log: (m
   if (up.code !== 0) throw new Error(`pulumi up (${BENCH_SIZED} entries) failed: ${tail(up)}`);
   const loader = await emptyProgram(sandbox, bin, true);
   const tsNode = await emptyProgram(sandbox, bin, false);
+  const plainServices = exposedServiceEntries(entries).map((e) => {
+    const svc = managedService(e);
+    return { ...svc, metadata: { ...svc.metadata, name: `${e.name}-plain`, labels: {}, annotations: { "pulumi.com/skipAwait": "true" } } };
+  });
+  const plain = await emptyProgram(sandbox, bin, true, { kubeconfig: c.kubeconfig, services: plainServices });
   const result: ProgramStartup = {
     entries: BENCH_SIZED,
     services: exposedServiceEntries(entries).length,
     emptyProgram: [],
     emptyProgramTsNode: [],
+    plainServices: [],
     benchStack: [],
   };
   const preview = async (project: { dir: string; env: NodeJS.ProcessEnv }, stack: string, into: Timing[]) => {
@@ -408,11 +435,14 @@ async function measureStartup(c: Cluster, sandbox: Sandbox, bin: string, log: (m
   try {
     for (let i = 0; i < STARTUP_REPS; i++) {
       await preview(loader, "empty", result.emptyProgram);
+      await preview(plain, "empty", result.plainServices);
       await preview(sandbox, "sandbox", result.benchStack);
       await preview(tsNode, "empty", result.emptyProgramTsNode);
     }
   } finally {
-    for (const p of [loader, tsNode]) fs.rmSync(p.dir, { recursive: true, force: true });
+    // The plain Services go with their stack, before the folder holding its state.
+    await pulumiAsync(plain, bin, ["destroy", "--yes", "--skip-preview"], "empty");
+    for (const p of [loader, tsNode, plain]) fs.rmSync(p.dir, { recursive: true, force: true });
   }
   const destroy = await pulumiAsync(sandbox, bin, ["destroy", "--yes", "--skip-preview"]);
   if (destroy.code !== 0) throw new Error(`pulumi destroy (${BENCH_SIZED} entries) failed: ${tail(destroy)}`);
