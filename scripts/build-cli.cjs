@@ -47,25 +47,54 @@ if (r.status !== 0) {
 // the bundle about a third of that, and with V8's code cache (parsed and compiled once, here)
 // about a sixth. src/adapters/kube-live.ts loads dist/vendor/client-node.cjs when present.
 const vendor = path.join(root, "dist", "vendor");
-require("esbuild").buildSync({
-  // Only its KubeConfig (what src/adapters/kube-live.ts uses: contexts, credentials, TLS
-  // options): without the generated API clients and models, a quarter of the code.
-  stdin: { contents: 'module.exports = require("@kubernetes/client-node/dist/config.js");', resolveDir: root, loader: "js" },
-  bundle: true,
-  platform: "node",
-  target: "node20",
-  format: "cjs",
-  minify: true,
-  legalComments: "none",
-  logLevel: "error",
-  outfile: path.join(vendor, "client-node.bundle.cjs"),
-});
-fs.writeFileSync(path.join(vendor, "code-cache.cjs"), CODE_CACHE_LOADER);
-fs.writeFileSync(path.join(vendor, "client-node.cjs"), bundleLoader("./code-cache.cjs", "client-node"));
-// Run it once so the cache holds the functions a connection compiles, not only the top level.
-const loaded = require(path.join(vendor, "client-node.cjs"));
-new loaded.KubeConfig().loadFromString("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n");
-loaded.__writeCodeCache();
+/**
+ * Only client-node's KubeConfig (what src/adapters/kube-live.ts uses: contexts, credentials, TLS
+ * options). Its fetch-based API clients (makeApiClient, applyToFetchOptions) are left out: kube-live
+ * speaks HTTP itself. They pulled in the generated API models and node-fetch's URL tables, two
+ * thirds of the bundle; here they are stand-ins that say so if anything ever calls them.
+ */
+const kubeConfigOnly = {
+  name: "kubeconfig-only",
+  setup(build) {
+    const fromClientNode = (importer) => importer.includes(`${path.sep}@kubernetes${path.sep}client-node${path.sep}dist${path.sep}config.js`);
+    build.onResolve({ filter: /^\.\/gen\/index\.js$/ }, (args) => (fromClientNode(args.importer) ? { path: "gen", namespace: "left-out" } : undefined));
+    build.onResolve({ filter: /^node-fetch$/ }, (args) => (fromClientNode(args.importer) ? { path: "node-fetch", namespace: "left-out" } : undefined));
+    build.onLoad({ filter: /.*/, namespace: "left-out" }, (args) => ({
+      loader: "js",
+      contents:
+        args.path === "node-fetch"
+          ? // Node.js's own Headers, looked up only when used: touching it loads undici (~40 ms).
+            "export class Headers { constructor(init) { return new globalThis.Headers(init); } }"
+          : 'const leftOut = () => { throw new Error("client-node API clients are not in this bundle (scripts/build-cli.cjs)"); };\n' +
+            "export const createConfiguration = leftOut;\nexport class ServerConfiguration { constructor() { leftOut(); } }\n",
+    }));
+  },
+};
+
+async function bundleClientNode() {
+  await require("esbuild").build({
+    stdin: { contents: 'module.exports = require("@kubernetes/client-node/dist/config.js");', resolveDir: root, loader: "js" },
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "cjs",
+    minify: true,
+    legalComments: "none",
+    logLevel: "error",
+    plugins: [kubeConfigOnly],
+    outfile: path.join(vendor, "client-node.bundle.cjs"),
+  });
+  fs.writeFileSync(path.join(vendor, "code-cache.cjs"), CODE_CACHE_LOADER);
+  fs.writeFileSync(path.join(vendor, "client-node.cjs"), bundleLoader("./code-cache.cjs", "client-node"));
+  // Run it once so the cache holds the functions a connection compiles, not only the top level.
+  const loaded = require(path.join(vendor, "client-node.cjs"));
+  const kc = new loaded.KubeConfig();
+  kc.loadFromString(
+    "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t}}]\ncurrent-context: x\n",
+  );
+  await kc.applyToHTTPSOptions({ headers: {} });
+  loaded.__writeCodeCache();
+}
 
 // The operator commands, each as one file with what it loads (our modules, zod, yaml) and a
 // code cache: loading and compiling those modules was most of their start-up (docs/benchmarks.md,
@@ -128,12 +157,14 @@ async function bundleCommands() {
   }
 }
 
-bundleCommands().then(
-  () => fs.writeFileSync(path.join(root, STAMP_FILE), `${JSON.stringify({ sources: stamp }, null, 2)}\n`),
-  (err) => {
-    process.stderr.write(
-      `build: bundling the commands failed: dist/ left without a stamp (bin/exposure.cjs will run the sources through tsx)\n${err?.message ?? err}\n`,
-    );
-    process.exit(1);
-  },
-);
+bundleClientNode()
+  .then(bundleCommands)
+  .then(
+    () => fs.writeFileSync(path.join(root, STAMP_FILE), `${JSON.stringify({ sources: stamp }, null, 2)}\n`),
+    (err) => {
+      process.stderr.write(
+        `build: bundling the commands failed: dist/ left without a stamp (bin/exposure.cjs will run the sources through tsx)\n${err?.message ?? err}\n`,
+      );
+      process.exit(1);
+    },
+  );
