@@ -43,4 +43,39 @@ describe("LiveClusterReader.connect", () => {
     );
     expect(Date.now() - t0).toBeLessThan(3000);
   });
+
+  // Found by an outside tester: each of these printed "internal error" and a stack trace, or a
+  // multi-line parser excerpt without the file's name.
+  it("a client certificate that is not PEM is the kubeconfig's fault, in one line", async () => {
+    const cert = kubeconfig("https://127.0.0.1:1").replace("user: { token: t }", "user: { client-certificate-data: Zm9v, client-key-data: YmFy }");
+    const reader = await LiveClusterReader.connect({ kubeconfig: cert, timeoutMs: 2000 });
+    const failure = await reader.listNodes().then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(failure?.constructor.name).toBe("UserError");
+    expect(failure?.message).toMatch(
+      /^cannot use the credentials of context bench \(https:\/\/127\.0\.0\.1:1\): .+; check the kubeconfig's certificate and key data$/,
+    );
+    expect(failure?.message).not.toContain("\n");
+  });
+
+  it("an empty, non-YAML or non-kubeconfig file is named, in one line", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kubeconfig-"));
+    for (const [name, content] of [
+      ["empty.yaml", ""],
+      ["broken.yaml", "clusters: [\n  - name: c\n   bad: indentation\n"],
+    ] as const) {
+      const file = path.join(dir, name);
+      fs.writeFileSync(file, content);
+      const failure = await LiveClusterReader.connect({ kubeconfig: file }).then(
+        () => undefined,
+        (err: Error) => err,
+      );
+      expect(failure?.constructor.name, name).toBe("UserError");
+      expect(failure?.message, name).toMatch(new RegExp(`^cannot load kubeconfig ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: .+`));
+      expect(failure?.message, name).not.toContain("\n");
+      expect(failure?.message, name).not.toContain("Cannot read properties");
+    }
+  });
 });

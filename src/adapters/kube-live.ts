@@ -50,6 +50,22 @@ async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
   return import("@kubernetes/client-node");
 }
 
+/** A kubeconfig given as text (settings may hold the file's content) rather than as a path. */
+const isFilePath = (cfg: string) => !(cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"));
+
+/**
+ * Why client-node could not load a kubeconfig, in one line: its YAML errors quote the source
+ * over several lines, and a file that is empty or not a mapping fails on a property read.
+ */
+function loadFailure(err: unknown): string {
+  const message = (err as Error)?.message ?? String(err);
+  if (err instanceof TypeError && /Cannot read properties of (undefined|null)/.test(message)) {
+    return "not a kubeconfig (empty, or no clusters/contexts/users mapping)";
+  }
+  const first = message.split("\n")[0]?.trim() || "unreadable";
+  return (err as { name?: string })?.name === "YAMLException" ? `not valid YAML: ${first}` : first;
+}
+
 /**
  * The live cluster through the API server. Every method is one list (or get) call;
  * `requests` counts them so benchmarks can check they do not grow with the contract.
@@ -67,15 +83,15 @@ export class LiveClusterReader implements ClusterReader {
   static async connect(target: KubeTarget): Promise<LiveClusterReader> {
     const lib = await loadClientNode();
     const kc = new lib.KubeConfig();
+    const cfg = target.kubeconfig?.trim();
     try {
-      const cfg = target.kubeconfig?.trim();
       if (target.inCluster) {
         // loadFromCluster() does not check anything: without these the client would call "https://undefined:undefined".
         if (!process.env.KUBERNETES_SERVICE_HOST || !process.env.KUBERNETES_SERVICE_PORT) {
           throw new Error("KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set: not running in a pod");
         }
         kc.loadFromCluster();
-      } else if (cfg && (cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"))) kc.loadFromString(cfg);
+      } else if (cfg && !isFilePath(cfg)) kc.loadFromString(cfg);
       else if (cfg) kc.loadFromFile(cfg);
       else {
         // Without any kubeconfig, client-node falls back to a made-up localhost context: say so instead.
@@ -87,8 +103,10 @@ export class LiveClusterReader implements ClusterReader {
       }
     } catch (err) {
       if (err instanceof UserError) throw err;
-      if (target.inCluster) throw new UserError(`cannot load the in-cluster configuration: ${(err as Error).message}`);
-      throw new UserError(`cannot load kubeconfig${target.kubeconfig ? ` ${target.kubeconfig}` : ""}: ${(err as Error).message}`);
+      if (target.inCluster) throw new UserError(`cannot load the in-cluster configuration: ${loadFailure(err)}`);
+      const inline = cfg !== undefined && cfg !== "" && !isFilePath(cfg);
+      const where = inline ? " (given inline)" : ` ${cfg || process.env.KUBECONFIG || path.join(os.homedir(), ".kube", "config")}`;
+      throw new UserError(`cannot load kubeconfig${where}: ${loadFailure(err)}`);
     }
     if (target.context && !target.inCluster) {
       if (!kc.getContexts().some((c) => c.name === target.context)) {
@@ -140,11 +158,22 @@ export class LiveClusterReader implements ClusterReader {
         clearTimeout(timer);
         fn();
       };
-      const req = (url.protocol === "http:" ? http : https).request(url, {
-        ...options,
-        method: send?.method ?? "GET",
-        headers: { ...options.headers, accept: "application/json", ...(send ? { "content-type": "application/json" } : {}) },
-      });
+      let req: http.ClientRequest;
+      try {
+        req = (url.protocol === "http:" ? http : https).request(url, {
+          ...options,
+          method: send?.method ?? "GET",
+          headers: { ...options.headers, accept: "application/json", ...(send ? { "content-type": "application/json" } : {}) },
+        });
+      } catch (err) {
+        // TLS material Node.js cannot use (a client certificate or CA that is not PEM) throws here,
+        // before any connection: the kubeconfig's fault, not the cluster's.
+        settled = true;
+        agent?.destroy();
+        const reason = ((err as Error).message ?? String(err)).split("\n")[0];
+        reject(new UserError(`cannot use the credentials of ${this.source}: ${reason}; check the kubeconfig's certificate and key data`));
+        return;
+      }
       const abort = () => {
         req.destroy();
         agent?.destroy();
