@@ -1,5 +1,5 @@
 import { UserError } from "../src/core/errors";
-import { printable } from "../src/core/text";
+import { printable, printableValue } from "../src/core/text";
 import { type Command, type CommandContext, findProjectDir, packageVersion } from "./context";
 import { EXIT } from "./exit";
 import { asksForHelp, closest, commandHelp, parseCommandLine } from "./flags";
@@ -22,6 +22,23 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   status: async () => (await import("./commands/status.js")).status,
 };
 
+/**
+ * A command's module. A damaged dist/ (a truncated or emptied bundle: the build's code-cache
+ * loader marks what it cannot load) is the operator's to rebuild, said in one line.
+ */
+const damagedDist = (err: unknown) => ((err as { code?: unknown })?.code === "EXPOSURE_DIST_DAMAGED" ? new UserError((err as Error).message) : undefined);
+
+async function loadCommand(name: CommandName): Promise<Command> {
+  let run: Command | undefined;
+  try {
+    run = await LOADERS[name]();
+  } catch (err) {
+    throw damagedDist(err) ?? err;
+  }
+  if (typeof run !== "function") throw new UserError(`the ${name} command's module exports no command: dist/ is damaged or stale; run \`npm run build\``);
+  return run;
+}
+
 export function helpText(): string {
   const width = Math.max(...COMMAND_NAMES.map((c) => c.length));
   return [
@@ -41,7 +58,7 @@ const isCommand = (name: string): name is CommandName => Object.hasOwn(SPECS, na
 
 function unknownCommand(name: string): string {
   const guess = closest(name, COMMAND_NAMES);
-  const what = name.startsWith("-") ? `unknown flag '${name}'` : `unknown command '${name}'`;
+  const what = name.startsWith("-") ? `unknown flag '${printableValue(name)}'` : `unknown command '${printableValue(name)}'`;
   return `exposure: ${what}${guess && !name.startsWith("-") ? `: did you mean '${guess}'?` : ""}\n(\`exposure --help\` lists the commands)`;
 }
 
@@ -94,9 +111,11 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
   try {
     // Flag mistakes are answered from the table, before the command's module is loaded.
     parseCommandLine(SPECS[name], rest);
-    const run = commands[name] ?? (await LOADERS[name]());
+    const run = commands[name] ?? (await loadCommand(name));
     return await run(rest, context);
-  } catch (err) {
+  } catch (caught) {
+    // A bundle loaded later by the command (client-node's) can be the damaged one too.
+    const err = damagedDist(caught) ?? caught;
     if (err instanceof UserError) {
       context.stderr(`exposure ${name}: ${err.message}`);
       return err.exitCode;

@@ -17,16 +17,36 @@ const root = path.resolve(__dirname, "..");
  * module.enableCompileCache(); this is the same saving for the files that matter.
  */
 const CODE_CACHE_LOADER = `"use strict";
+const crypto = require("node:crypto");
 const fs = require("node:fs");
+const path = require("node:path");
 const vm = require("node:vm");
 const { createRequire, wrap } = require("node:module");
+// V8 accepts a cache for any source of the same length: the cache file starts with the sha256
+// of the bundle it was made from, and is used only for that very text.
+const DIGEST_BYTES = 32;
 exports.load = (file, cacheFile) => {
-  let cachedData;
-  try { cachedData = fs.readFileSync(cacheFile); } catch {}
-  const script = new vm.Script(wrap(fs.readFileSync(file, "utf8")), { filename: file, ...(cachedData ? { cachedData } : {}) });
+  let script;
   const bundle = { exports: {} };
-  script.runInThisContext()(bundle.exports, createRequire(file), bundle, file, require("node:path").dirname(file));
-  Object.defineProperty(bundle.exports, "__writeCodeCache", { value: () => fs.writeFileSync(cacheFile, script.createCachedData()) });
+  let digest;
+  try {
+    const source = fs.readFileSync(file, "utf8");
+    digest = crypto.createHash("sha256").update(source).digest();
+    let cachedData;
+    try {
+      const raw = fs.readFileSync(cacheFile);
+      if (raw.length > DIGEST_BYTES && raw.subarray(0, DIGEST_BYTES).equals(digest)) cachedData = raw.subarray(DIGEST_BYTES);
+    } catch {}
+    script = new vm.Script(wrap(source), { filename: file, ...(cachedData ? { cachedData } : {}) });
+    script.runInThisContext()(bundle.exports, createRequire(file), bundle, file, path.dirname(file));
+  } catch (err) {
+    const damaged = new Error(\`\${path.relative(process.cwd(), file)} cannot be loaded (\${String(err && err.message).split("\\n")[0]}): dist/ is damaged; run \\\`npm run build\\\`\`);
+    damaged.code = "EXPOSURE_DIST_DAMAGED";
+    throw damaged;
+  }
+  Object.defineProperty(bundle.exports, "__writeCodeCache", {
+    value: () => fs.writeFileSync(cacheFile, Buffer.concat([digest, script.createCachedData()])),
+  });
   return bundle.exports;
 };
 `;

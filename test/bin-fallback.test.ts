@@ -81,4 +81,50 @@ describe("bin/exposure.cjs with the build npm ci makes", () => {
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
   });
+
+  // Found by an outside tester: V8 accepts a code cache for any source of the same length, so a
+  // same-length edit of a bundle ran the old code; a damaged bundle printed "internal error".
+  it("a bundle edited after the build runs as edited, even at the same length", () => {
+    const bundle = path.join(built, "dist/cli/commands/check.bundle.cjs");
+    const text = fs.readFileSync(bundle, "utf8");
+    const edited = text.replace("endpoints, ", "ENDPOINTS, ");
+    expect(edited.length).toBe(text.length);
+    expect(edited).not.toBe(text);
+    fs.writeFileSync(bundle, edited);
+    const r = exposure("check");
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain("ENDPOINTS, ");
+    fs.writeFileSync(bundle, text);
+  });
+
+  it("a truncated or emptied bundle is one line asking for npm run build (exit 1), never an internal error", () => {
+    const kubeconfig = path.join(built, "kubeconfig.yaml");
+    fs.writeFileSync(
+      kubeconfig,
+      "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: lima-bench, context: {cluster: c, user: u}}]\ncurrent-context: lima-bench\n",
+    );
+    for (const [file, damage] of [
+      ["dist/cli/commands/drift.bundle.cjs", (t: string) => t.slice(0, Math.floor(t.length / 2))],
+      ["dist/cli/commands/drift.bundle.cjs", () => ""],
+      ["dist/vendor/client-node.bundle.cjs", (t: string) => t.slice(0, Math.floor(t.length / 2))],
+    ] as const) {
+      const target = path.join(built, file);
+      const text = fs.readFileSync(target, "utf8");
+      fs.writeFileSync(target, damage(text));
+      // drift --skip-preview loads its bundle, then client-node's to connect (to a closed loopback port).
+      const r = spawnSync(process.execPath, [path.join(built, "bin/exposure.cjs"), "drift", "--stack", "bench", "--skip-preview"], {
+        cwd: built,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, KUBECONFIG: kubeconfig },
+      });
+      fs.writeFileSync(target, text);
+      expect(r.status, file).toBe(1);
+      expect(r.stderr.trim().split("\n"), file).toHaveLength(1);
+      expect(r.stderr, file).toContain("dist/ is damaged");
+      expect(r.stderr, file).toContain("npm run build");
+      expect(r.stderr, file).not.toContain("internal error");
+      expect(r.stderr, file).not.toContain("    at ");
+    }
+  });
 });
