@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import { UserError } from "../src/core/errors";
 import { EXIT } from "../src/core/findings";
+import { printableValue } from "../src/core/text";
 
 /** What the shell completes after a flag: a stack name, a contract entry, a file, or fixed words. */
 export type Completion = "stack" | "entry" | "file" | readonly string[];
@@ -52,9 +53,12 @@ export interface ParsedCommandLine<F extends Readonly<Record<string, FlagSpec>>>
   positionals: string[];
 }
 
+/** `usage: exposure <command> <synopsis>`, without a trailing space for a command that takes nothing. */
+const usageLine = (spec: Pick<CommandSpec, "name" | "synopsis">) => `usage: exposure ${spec.name} ${spec.synopsis}`.trimEnd();
+
 /** The usage error every command gives: the problem, the usage line, where the full help is. */
 export function usageError(spec: Pick<CommandSpec, "name" | "synopsis">, message: string): UserError {
-  return new UserError(`${message}\nusage: exposure ${spec.name} ${spec.synopsis}\n(\`exposure ${spec.name} --help\` describes every flag)`, EXIT.INVALID);
+  return new UserError(`${message}\n${usageLine(spec)}\n(\`exposure ${spec.name} --help\` describes every flag)`, EXIT.INVALID);
 }
 
 /** Parses `argv` against the command's flag table; unknown or malformed flags are usage errors (exit 2). */
@@ -84,7 +88,8 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
   } catch (err) {
     throw usageError(spec, (err as Error).message);
   }
-  if (spec.positional === undefined && parsed.positionals.length) throw usageError(spec, `unexpected argument '${parsed.positionals[0]}'`);
+  if (spec.positional === undefined && parsed.positionals.length)
+    throw usageError(spec, `unexpected argument '${printableValue(parsed.positionals[0] ?? "")}'`);
   return { values: parsed.values as FlagValues<S["flags"]>, positionals: parsed.positionals };
 }
 
@@ -94,7 +99,7 @@ function unknownFlag(spec: CommandSpec, arg: string): string | undefined {
     const name = arg.slice(2).split("=")[0] ?? "";
     if (name === "" || Object.hasOwn(spec.flags, name)) return undefined;
     const guess = closest(name, Object.keys(spec.flags));
-    return `unknown flag '--${name}'${guess ? `: did you mean '--${guess}'?` : ""}`;
+    return `unknown flag '--${printableValue(name)}'${guess ? `: did you mean '--${guess}'?` : ""}`;
   }
   if (/^-[^-]/.test(arg)) {
     // A group of short flags (-sx) or one with its value attached (-sbench): check the first letter.
@@ -153,7 +158,7 @@ export function commandHelp(spec: CommandSpec): string {
     rows.push(`  ${label.padEnd(width)}  ${flag.description}${notes.length ? ` (${notes.join("; ")})` : ""}`);
   });
   return [
-    `usage: exposure ${spec.name} ${spec.synopsis}`,
+    usageLine(spec),
     "",
     ...spec.description.flatMap((p) => [p, ""]),
     spec.positional ? "arguments and flags:" : "flags:",

@@ -123,6 +123,8 @@ describe("exposure status", () => {
       [["--stack", "two", "--entry", "grafana"], "--entry 'grafana': not published by stack two (not exposed, or not in its ui-exposure:entries)"],
       [["--stack", "bench", "--entry", ""], "--entry '': an entry name cannot be empty"],
       [["--stack", "bench", "--entry", "graf\u001b[2Jana\u0007"], "--entry 'graf\\x1b[2Jana\\x07': no such entry in the contract"],
+      // Found by an outside tester: a tab or a line break in the value split the message.
+      [["--stack", "bench", "--entry", "a\nusage: fake\tx"], "--entry 'a\\x0ausage: fake\\x09x': no such entry in the contract"],
       [["--stack", "bench", "--entry", "a".repeat(100_000)], `--entry '${"a".repeat(108)}... (100000 characters)': no such entry in the contract`],
     ];
     for (const [argv, message] of cases) {

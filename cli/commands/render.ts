@@ -2,6 +2,7 @@ import { stringify } from "yaml";
 import { readSnapshotFile } from "../../src/adapters/snapshot-file";
 import { JSON_API_VERSION } from "../../src/core/findings";
 import type { RenderDocument } from "../../src/core/json-api";
+import { printableValue } from "../../src/core/text";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
@@ -15,7 +16,7 @@ export const renderCommand: Command = async (argv, ctx) => {
   if (!values.stack) throw usageError(SPEC, "--stack is required");
   if (!values.cluster) throw usageError(SPEC, "--cluster is required (a `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml` List)");
   if (values.format !== undefined && values.format !== "yaml" && values.format !== "json") {
-    throw usageError(SPEC, `--format must be yaml or json, not '${values.format}'`);
+    throw usageError(SPEC, `--format must be yaml or json, not '${printableValue(String(values.format))}'`);
   }
   // --format json is the older spelling of --json (kept so existing scripts keep working).
   if (values.json && values.format === "yaml") throw usageError(SPEC, "--json and --format yaml contradict each other");

@@ -1,6 +1,7 @@
 import * as path from "node:path";
 import { SANDBOX_STACK, sandboxDown, sandboxStatus, sandboxUp } from "../../src/adapters/sandbox/sandbox";
 import { UserError } from "../../src/core/errors";
+import { printableValue } from "../../src/core/text";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
@@ -17,7 +18,7 @@ const SPEC = SPECS.sandbox;
 export const sandbox: Command = async (argv, ctx) => {
   const { values, positionals } = parseCommandLine(SPEC, argv);
   const [action] = positionals;
-  if (positionals.length > 1) throw usageError(SPEC, `one action only, not '${positionals.join(" ")}'`);
+  if (positionals.length > 1) throw usageError(SPEC, `one action only, not '${printableValue(positionals.join(" "))}'`);
   const io = { projectDir: ctx.projectDir, env: ctx.env, say: (line: string) => ctx.stderr(line) };
   const rel = (p: string) => path.relative(process.cwd(), p) || ".";
   switch (action) {
@@ -83,6 +84,6 @@ export const sandbox: Command = async (argv, ctx) => {
       return EXIT.OK;
     }
     default:
-      throw usageError(SPEC, action ? `unknown sandbox action '${action}': up, status or down` : "name the action: up, status or down");
+      throw usageError(SPEC, action ? `unknown sandbox action '${printableValue(action)}': up, status or down` : "name the action: up, status or down");
   }
 };

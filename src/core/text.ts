@@ -15,6 +15,14 @@ export function printable(text: string): string {
   });
 }
 
+/**
+ * A value quoted inside a one-line message (a flag's value, a name the user typed): `printable`,
+ * and tabs and line breaks escaped too, so the value cannot start a line of its own.
+ */
+export function printableValue(text: string): string {
+  return printable(text).replace(/[\t\n]/g, (c) => (c === "\t" ? "\\x09" : "\\x0a"));
+}
+
 /** Whether a value holds characters `printable` would escape (a .env value cannot carry them safely). */
 export function hasControlCharacters(text: string): boolean {
   UNPRINTABLE.lastIndex = 0;
