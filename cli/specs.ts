@@ -184,7 +184,7 @@ export const SPECS = {
       list: {
         type: "string",
         value: "stacks|entries",
-        description: "print the stack names (Pulumi.*.yaml) or the contract's entry names, one a line: what the script asks while completing",
+        description: "print the stack names (Pulumi.*.yaml) or the contract's exposed entry names, one a line: what the script asks while completing",
         complete: ["stacks", "entries"],
       },
     },

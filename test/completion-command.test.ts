@@ -87,9 +87,13 @@ describe("exposure completion", () => {
     }
   });
 
-  it("--list gives the project's stacks and the contract's entry names; a broken contract gives none", async () => {
+  it("--list gives the project's stacks and the contract's exposed entry names; a broken contract gives none", async () => {
     expect(stackNames(project.dir)).toEqual(["bench", "dirqual"]);
-    expect((await entryNames(project.dir)).length).toBeGreaterThan(0);
+    // Only exposed entries can be published: the in-cluster-only ones (postgres, registry, ...) are not offered.
+    const { loadContractFile, defaultContractPath } = await import("../src/adapters/contract-file.js");
+    const contract = loadContractFile(defaultContractPath(project.dir));
+    expect(contract.endpoints.some((e) => !e.exposed)).toBe(true);
+    expect(await entryNames(project.dir)).toEqual(contract.endpoints.filter((e) => e.exposed).map((e) => e.name));
     const broken = fs.mkdtempSync(path.join(os.tmpdir(), "exposure-broken-"));
     fs.mkdirSync(path.join(broken, "contract"));
     fs.writeFileSync(path.join(broken, "contract", "endpoints.yaml"), "version: [");

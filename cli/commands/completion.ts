@@ -1,5 +1,6 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are shell scripts, ${...} is shell syntax
 import * as fs from "node:fs";
+import { printableValue } from "../../src/core/text";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
 import { type CommandSpec, type Completion, HELP_FLAG, parseCommandLine, usageError } from "../flags";
@@ -18,7 +19,7 @@ export const completion: Command = async (argv, ctx) => {
     if (positionals.length) throw usageError(SPEC, "--list takes no shell");
     if (values.list === "stacks") for (const name of stackNames(ctx.projectDir)) ctx.stdout(name);
     else if (values.list === "entries") for (const name of await entryNames(ctx.projectDir)) ctx.stdout(name);
-    else throw usageError(SPEC, `--list must be stacks or entries, not '${values.list}'`);
+    else throw usageError(SPEC, `--list must be stacks or entries, not '${printableValue(String(values.list))}'`);
     return EXIT.OK;
   }
   const shell = positionals[0];
@@ -41,12 +42,17 @@ export function stackNames(projectDir: string): string[] {
     .sort();
 }
 
-/** Entry names of the project's contract; none when it is missing or invalid (completion must stay quiet). */
+/**
+ * The exposed entries of the project's contract (only those can be published, so only those are
+ * worth offering after --entry); none when it is missing or invalid (completion must stay quiet).
+ */
 export async function entryNames(projectDir: string): Promise<string[]> {
   // The contract reader (yaml, zod) loads only here: printing a script must stay instant.
   const { defaultContractPath, loadContractFile } = await import("../../src/adapters/contract-file.js");
   try {
-    return loadContractFile(defaultContractPath(projectDir)).endpoints.map((e) => e.name);
+    return loadContractFile(defaultContractPath(projectDir))
+      .endpoints.filter((e) => e.exposed)
+      .map((e) => e.name);
   } catch {
     return [];
   }
