@@ -27,7 +27,7 @@ describe("exposure (help, version, dispatch)", () => {
       const helpCommand = await exposure("help", name);
       expect(flagHelp.code, name).toBe(0);
       expect(helpCommand.out).toBe(flagHelp.out);
-      expect(flagHelp.out.split("\n")[0]).toBe(`usage: exposure ${name} ${SPECS[name].synopsis}`);
+      expect(flagHelp.out.split("\n")[0]).toBe(`usage: exposure ${name} ${SPECS[name].synopsis}`.trimEnd());
       for (const flag of Object.keys(SPECS[name].flags)) expect(flagHelp.out, `${name} --${flag}`).toMatch(new RegExp(`--${flag}\\b`));
       expect(flagHelp.out).toContain("-h, --help");
     }
