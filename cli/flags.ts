@@ -114,6 +114,8 @@ function unknownFlag(spec: CommandSpec, arg: string): string | undefined {
 export function closest(word: string, candidates: readonly string[]): string | undefined {
   let best: { candidate: string; distance: number } | undefined;
   for (const candidate of candidates) {
+    // The same letters in another case (ARGOCD, Grafana) is the closest guess there is.
+    if (candidate.toLowerCase() === word.toLowerCase()) return candidate;
     const distance = candidate.startsWith(word) && word.length >= 2 ? 1 : editDistance(word, candidate);
     if (!best || distance < best.distance) best = { candidate, distance };
   }

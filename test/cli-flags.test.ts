@@ -80,6 +80,9 @@ describe("did you mean", () => {
     expect(closest("stauts", ["status", "drift"])).toBe("status");
     expect(closest("rendr", ["render", "probe"])).toBe("render");
     expect(closest("acc", ["access", "check"])).toBe("access");
+    // Found by an outside tester: the same name in another case got no suggestion.
+    expect(closest("ARGOCD", ["grafana", "argocd"])).toBe("argocd");
+    expect(closest("Status", ["status", "drift"])).toBe("status");
     expect(closest("deploy", ["status", "drift", "probe"])).toBeUndefined();
   });
 });
