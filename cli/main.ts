@@ -23,18 +23,14 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
 };
 
 /**
- * A command's module. A damaged dist/ (a truncated or emptied bundle: the build's code-cache
- * loader marks what it cannot load) is the operator's to rebuild, said in one line.
+ * A damaged dist/ (a truncated or emptied bundle: the build's code-cache loader marks what it
+ * cannot load, a command's or client-node's) is the operator's to rebuild, said in one line.
  */
 const damagedDist = (err: unknown) => ((err as { code?: unknown })?.code === "EXPOSURE_DIST_DAMAGED" ? new UserError((err as Error).message) : undefined);
 
+/** A command's module; an emptied bundle loads but exports nothing. */
 async function loadCommand(name: CommandName): Promise<Command> {
-  let run: Command | undefined;
-  try {
-    run = await LOADERS[name]();
-  } catch (err) {
-    throw damagedDist(err) ?? err;
-  }
+  const run: Command | undefined = await LOADERS[name]();
   if (typeof run !== "function") throw new UserError(`the ${name} command's module exports no command: dist/ is damaged or stale; run \`npm run build\``);
   return run;
 }
@@ -114,7 +110,6 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
     const run = commands[name] ?? (await loadCommand(name));
     return await run(rest, context);
   } catch (caught) {
-    // A bundle loaded later by the command (client-node's) can be the damaged one too.
     const err = damagedDist(caught) ?? caught;
     if (err instanceof UserError) {
       context.stderr(`exposure ${name}: ${err.message}`);
