@@ -50,9 +50,27 @@ exports.load = (file, cacheFile) => {
   return bundle.exports;
 };
 `;
-/** A module that loads `<name>.bundle.cjs` next to it with its code cache `<name>.v8cache`. */
-const bundleLoader = (codeCacheModule, name) =>
-  `"use strict";\nconst path = require("node:path");\nmodule.exports = require(${JSON.stringify(codeCacheModule)}).load(path.join(__dirname, ${JSON.stringify(`${name}.bundle.cjs`)}), path.join(__dirname, ${JSON.stringify(`${name}.v8cache`)}));\n`;
+/**
+ * A module that loads `<name>.bundle.cjs` next to it with its code cache `<name>.v8cache`.
+ * `names`: its exports spelled out, for a module loaded with import(): Node.js finds a CommonJS
+ * module's named exports by reading its text, not by running it.
+ */
+function bundleLoader(codeCacheModule, name, names) {
+  const load = `require(${JSON.stringify(codeCacheModule)}).load(path.join(__dirname, ${JSON.stringify(`${name}.bundle.cjs`)}), path.join(__dirname, ${JSON.stringify(`${name}.v8cache`)}))`;
+  const head = ['"use strict";', 'const path = require("node:path");'];
+  if (!names) return [...head, `module.exports = ${load};`, ""].join("\n");
+  return [
+    ...head,
+    `const loaded = ${load};`,
+    'Object.defineProperty(exports, "__esModule", { value: true });',
+    ...names.map((key) => `exports.${key} = loaded.${key};`),
+    'Object.defineProperty(exports, "__writeCodeCache", { value: loaded.__writeCodeCache });',
+    "",
+  ].join("\n");
+}
+
+/** What every bundle of this build shares: one CommonJS file for the Node.js 20 the CLI runs on. */
+const BUNDLE = { bundle: true, platform: "node", target: "node20", format: "cjs", legalComments: "none", logLevel: "error" };
 // Hashed before compiling: a file edited during the build makes the stamp stale, never the reverse.
 const stamp = sourceStamp(root);
 // A clean dist/: a deleted source must not leave its compiled module behind.
@@ -63,13 +81,10 @@ if (r.status !== 0) {
   process.stderr.write("build: tsc failed: dist/ left without a stamp (bin/exposure.cjs will run the sources through tsx)\n");
   process.exit(r.status ?? 1);
 }
-// client-node as one minified CommonJS file: its ~900 ES modules cost about 1 s of CPU to load,
-// the bundle about a third of that, and with V8's code cache (parsed and compiled once, here)
-// about a sixth. src/adapters/kube-live.ts loads dist/vendor/client-node.cjs when present.
 const vendor = path.join(root, "dist", "vendor");
 /**
- * Only client-node's KubeConfig (what src/adapters/kube-live.ts uses: contexts, credentials, TLS
- * options). Its fetch-based API clients (makeApiClient, applyToFetchOptions) are left out: kube-live
+ * client-node as one minified file (its ~900 ES modules cost about 1 s of CPU to load), and only
+ * its KubeConfig (what src/adapters/kube-live.ts uses: contexts, credentials, TLS options). Its fetch-based API clients (makeApiClient, applyToFetchOptions) are left out: kube-live
  * speaks HTTP itself. They pulled in the generated API models and node-fetch's URL tables, two
  * thirds of the bundle; here they are stand-ins that say so if anything ever calls them.
  */
@@ -93,14 +108,9 @@ const kubeConfigOnly = {
 
 async function bundleClientNode() {
   await require("esbuild").build({
+    ...BUNDLE,
     stdin: { contents: 'module.exports = require("@kubernetes/client-node/dist/config.js");', resolveDir: root, loader: "js" },
-    bundle: true,
-    platform: "node",
-    target: "node20",
-    format: "cjs",
     minify: true,
-    legalComments: "none",
-    logLevel: "error",
     plugins: [kubeConfigOnly],
     outfile: path.join(vendor, "client-node.bundle.cjs"),
   });
@@ -146,31 +156,16 @@ async function bundleCommands() {
     const compiled = path.join(commandsDir, `${name}.js`);
     // Plugins need esbuild's asynchronous API.
     await require("esbuild").build({
+      ...BUNDLE,
       entryPoints: [compiled],
-      bundle: true,
-      platform: "node",
-      target: "node20",
-      format: "cjs",
       external: ["@pulumi/*", "@kubernetes/client-node"],
       plugins: [shareWithMain],
-      legalComments: "none",
-      logLevel: "error",
       outfile: path.join(commandsDir, `${name}.bundle.cjs`),
     });
-    // The names it exports, spelled out: cli/main.js loads each command with import(), and
-    // Node.js finds a CommonJS module's named exports by reading its text, not by running it.
+    // cli/main.js loads each command with import(): the loader spells out what it exports.
     const names = Object.keys(require(compiled)).filter((key) => key !== "__esModule");
     delete require.cache[compiled];
-    fs.writeFileSync(
-      compiled,
-      [
-        bundleLoader("../../vendor/code-cache.cjs", name).replace("module.exports = ", "const loaded = "),
-        'Object.defineProperty(exports, "__esModule", { value: true });',
-        ...names.map((key) => `exports.${key} = loaded.${key};`),
-        'Object.defineProperty(exports, "__writeCodeCache", { value: loaded.__writeCodeCache });',
-        "",
-      ].join("\n"),
-    );
+    fs.writeFileSync(compiled, bundleLoader("../../vendor/code-cache.cjs", name, names));
     fs.rmSync(`${compiled}.map`, { force: true });
     // Loaded once here (module top levels only: nothing runs a command) to write its cache.
     require(compiled).__writeCodeCache();

@@ -26,8 +26,8 @@ export interface ProbeDeps {
 
 /**
  * `exposure probe`: GET every URL of the stack outputs (scenario "UI reachable"), or those of
- * the entries named by --entry, concurrently, with the contract's expectations. Exit 0 when all answer as expected, 4 when one does not,
- * 1 when there is nothing to probe.
+ * the entries named by --entry, concurrently, with the contract's expectations. Exit 0 when
+ * all answer as expected, 4 when one does not, 1 when there is nothing to probe.
  */
 export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
   const readOutputs = deps.readOutputs ?? readStackOutputs;

@@ -33,10 +33,9 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 export const MAX_ANSWER_BYTES = 256 * 2 ** 20;
 
 /**
- * client-node, loaded when a command first connects. The CLI's build (`npm run build`) ships it
- * pre-bundled as one file, dist/vendor/client-node.cjs, which loads in about a third of the CPU
- * time of its hundreds of ES modules (docs/benchmarks.md, CLI start-up); the same bundling the
- * in-cluster portal runs on. From the TypeScript sources (tests, the program) it is the package.
+ * client-node's KubeConfig, loaded when a command first connects. The build (`npm run build`)
+ * ships it as one small file with a code cache, dist/vendor/client-node.cjs (scripts/build-cli.cjs;
+ * docs/benchmarks.md, CLI start-up); without a build it is the package itself.
  */
 async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
   // From dist/ (the compiled CLI), or from the sources (the Pulumi program): the bundle `npm ci` built.
