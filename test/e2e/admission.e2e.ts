@@ -6,18 +6,7 @@ import * as https from "node:https";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import {
-  addNodes,
-  addVendoredUi,
-  type Cluster,
-  EXAMPLE_UIS,
-  makeSandbox,
-  providerVersions,
-  type Sandbox,
-  setCiliumConfig,
-  startCluster,
-  toolchainBin,
-} from "./harness";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "./harness";
 
 type ClientNode = Cluster["lib"];
 const POLICY = "ui-exposure-guard-sandbox";
@@ -129,15 +118,12 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
 
 describe.sequential("e2e: the exposure guard at admission", () => {
   beforeAll(async () => {
-    const bin = toolchainBin();
-    cluster = await startCluster(bin);
+    ({ cluster, sandbox } = await startPlatform({ nodes: [{ name: "e2e-node-b", ip: "127.0.0.11", ready: true }], uis: UIS, stack: stack("deny") }));
     kc = new cluster.lib.KubeConfig();
     kc.loadFromFile(cluster.kubeconfig);
     apps = kc.makeApiClient(cluster.lib.AppsV1Api);
     batch = kc.makeApiClient(cluster.lib.BatchV1Api);
     admission = kc.makeApiClient(cluster.lib.AdmissionregistrationV1Api);
-    await addNodes(cluster, [{ name: "e2e-node-b", ip: "127.0.0.11", ready: true }]);
-    for (const ui of UIS) await addVendoredUi(cluster, { ...ui, node: "e2e-node-b" });
     await cluster.core.createNamespace({ body: { metadata: { name: "tools" } } });
     // The ServiceAccount admission wants it before the first pod; the controller may be later.
     await outcome(cluster.core.createNamespacedServiceAccount({ namespace: "tools", body: { metadata: { name: "default" } } }));
@@ -152,16 +138,10 @@ describe.sequential("e2e: the exposure guard at admission", () => {
         { nodeName: "e2e-node-b" },
       ) as never,
     });
-    await setCiliumConfig(cluster, "true");
-    sandbox = makeSandbox(bin, cluster, providerVersions());
     writeContract([ARGOCD, LINEAGE]);
-    sandbox.writeStack(stack("deny"));
   }, 600_000);
 
-  afterAll(() => {
-    cluster?.stop();
-    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
-  });
+  afterAll(() => stopPlatform({ cluster, sandbox }));
 
   it("with deny, the first up creates the guard and then our Service, which the guard admits", async () => {
     const up = sandbox.pulumi(["up", "--yes"]);

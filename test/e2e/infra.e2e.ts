@@ -5,18 +5,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  addNodes,
-  addVendoredUi,
-  type Cluster,
-  makeSandbox,
-  projectDir,
-  providerVersions,
-  type Sandbox,
-  setCiliumConfig,
-  startCluster,
-  toolchainBin,
-} from "./harness";
+import { type Cluster, projectDir, type Sandbox, startPlatform, stopPlatform } from "./harness";
 
 const UIS = [
   { namespace: "argocd", service: "argocd-server", selector: { app: "argocd" }, portName: "http", port: 80, targetPort: 8080, podIP: "10.244.0.11" },
@@ -89,29 +78,24 @@ async function uidsAndPorts() {
 
 describe.sequential("e2e: the program's plumbing with the real engine", () => {
   beforeAll(async () => {
-    const bin = toolchainBin();
-    cluster = await startCluster(bin);
-    await addNodes(cluster, [{ name: "e2e-node", ip: "127.0.0.11", ready: true }]);
-    for (const ui of UIS) await addVendoredUi(cluster, { ...ui, node: "e2e-node" });
-    await setCiliumConfig(cluster, "true");
-    sandbox = makeSandbox(bin, cluster, providerVersions());
-    sandbox.writeStack({
-      "kubernetes:context": "e2e",
-      "ui-exposure:entries": ["argocd", "gitea"],
-      "ui-exposure:cilium": {
-        mode: "l4",
-        chart: { name: path.join(__dirname, "charts/cilium"), version: "1.18.12" },
-        k8sServiceHost: "127.0.0.1",
-        k8sServicePort: 6443,
+    ({ cluster, sandbox } = await startPlatform({
+      nodes: [{ name: "e2e-node", ip: "127.0.0.11", ready: true }],
+      uis: UIS,
+      stack: {
+        "kubernetes:context": "e2e",
+        "ui-exposure:entries": ["argocd", "gitea"],
+        "ui-exposure:cilium": {
+          mode: "l4",
+          chart: { name: path.join(__dirname, "charts/cilium"), version: "1.18.12" },
+          k8sServiceHost: "127.0.0.1",
+          k8sServicePort: 6443,
+        },
+        "ui-exposure:portal": { enabled: true, skipAwait: true },
       },
-      "ui-exposure:portal": { enabled: true, skipAwait: true },
-    });
+    }));
   }, 600_000);
 
-  afterAll(() => {
-    cluster?.stop();
-    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
-  });
+  afterAll(() => stopPlatform({ cluster, sandbox }));
 
   it("a stack deployed through the default provider moves to the explicit one: nothing replaced, Services and nodePorts kept", async () => {
     useProgram(programBeforeProvider());

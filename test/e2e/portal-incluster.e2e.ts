@@ -17,18 +17,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  addNodes,
-  addVendoredUi,
-  type Cluster,
-  EXAMPLE_UIS,
-  makeSandbox,
-  providerVersions,
-  type Sandbox,
-  setCiliumConfig,
-  startCluster,
-  toolchainBin,
-} from "./harness";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "./harness";
 
 const NODE_IP = "127.0.0.41";
 const PORTAL_NS = "platform-portal";
@@ -145,28 +134,25 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
   let inCluster: { url: string; child: ChildProcess; stderr: () => string };
 
   beforeAll(async () => {
-    const bin = toolchainBin();
-    cluster = await startCluster(bin);
-    await addNodes(cluster, [{ name: "e2e-node", ip: NODE_IP, ready: true }]);
-    for (const ui of [EXAMPLE_UIS.argocd, EXAMPLE_UIS.grafana]) await addVendoredUi(cluster, { ...ui, node: "e2e-node" });
-    await setCiliumConfig(cluster, "true");
-    sandbox = makeSandbox(bin, cluster, providerVersions());
+    ({ cluster, sandbox } = await startPlatform({
+      nodes: [{ name: "e2e-node", ip: NODE_IP, ready: true }],
+      uis: [EXAMPLE_UIS.argocd, EXAMPLE_UIS.grafana],
+      stack: {
+        "kubernetes:context": "e2e",
+        "ui-exposure:contract": "contract/portal-e2e.yaml",
+        "ui-exposure:entries": ["argocd", "grafana", "portal"],
+        "ui-exposure:cilium": { mode: "cohabit" },
+        // No kubelet here: nothing would ever become Ready.
+        "ui-exposure:portal": { enabled: true, skipAwait: true },
+      },
+    }));
     fs.writeFileSync(path.join(sandbox.dir, "contract", "portal-e2e.yaml"), CONTRACT);
-    sandbox.writeStack({
-      "kubernetes:context": "e2e",
-      "ui-exposure:contract": "contract/portal-e2e.yaml",
-      "ui-exposure:entries": ["argocd", "grafana", "portal"],
-      "ui-exposure:cilium": { mode: "cohabit" },
-      // No kubelet here: nothing would ever become Ready.
-      "ui-exposure:portal": { enabled: true, skipAwait: true },
-    });
   }, 600_000);
 
   afterAll(async () => {
     for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-    cluster?.stop();
-    if (sandbox) fs.rmSync(sandbox.dir, { recursive: true, force: true });
+    stopPlatform({ cluster, sandbox });
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 
