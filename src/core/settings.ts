@@ -1,11 +1,15 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { formatPath } from "./contract/parse";
 import { entryName } from "./contract/schema";
 import { userErrorFromProblems } from "./errors";
 import { ipVersion } from "./ip";
+import "./zod-messages";
 
 /** Pulumi project name: also the namespace of the stack configuration keys. */
 export const PROJECT = "ui-exposure";
+
+const nonEmpty = (fallback: string) => z._default(z.string().check(z.minLength(1)), fallback);
+const flag = (fallback: boolean) => z._default(z.boolean(), fallback);
 
 const chartSchema = z.strictObject({
   /**
@@ -14,20 +18,21 @@ const chartSchema = z.strictObject({
    * being `<repository>/<name>`). Omit it to give a local chart in `name` (a `.tgz` or a
    * folder, relative to the project), for an air-gapped operator (docs/cilium.md).
    */
-  repository: z
-    .string()
-    .regex(/^(https?|oci):\/\/[^\s/]+\S*$/, {
-      message:
-        "must be a Helm repository URL (https://... or http://...) or an OCI registry (oci://host/path); for a local chart omit it and give the .tgz or folder in name",
-    })
-    .optional(),
+  repository: z.optional(
+    z.string().check(
+      z.regex(/^(https?|oci):\/\/[^\s/]+\S*$/, {
+        message:
+          "must be a Helm repository URL (https://... or http://...) or an OCI registry (oci://host/path); for a local chart omit it and give the .tgz or folder in name",
+      }),
+    ),
+  ),
   /** Chart name in the repository; without a repository, a local `.tgz`/folder or a full `oci://` reference. */
-  name: z.string().min(1).default("cilium"),
+  name: nonEmpty("cilium"),
   /** Exact chart version (e.g. 1.18.12): the values generated depend on it (src/cilium/versions.ts). */
-  version: z.string().regex(/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/, { message: "must be an exact chart version such as 1.18.12" }),
+  version: z.string().check(z.regex(/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/, { message: "must be an exact chart version such as 1.18.12" })),
   /** Namespace and name of the Helm release; to adopt a scripted install, those of that release. */
-  namespace: z.string().min(1).default("kube-system"),
-  releaseName: z.string().min(1).default("cilium"),
+  namespace: nonEmpty("kube-system"),
+  releaseName: nonEmpty("cilium"),
 });
 
 const l4Schema = z.strictObject({
@@ -37,28 +42,29 @@ const l4Schema = z.strictObject({
    * API server address the agents use once kube-proxy is gone. Optional here only so that
    * planning can say why it is needed (src/cilium/values.ts); mode `l4` requires both.
    */
-  k8sServiceHost: z.string().min(1).optional(),
-  k8sServicePort: z.number().int().min(1).max(65535).optional(),
+  k8sServiceHost: z.optional(z.string().check(z.minLength(1))),
+  k8sServicePort: z.optional(z.int().check(z.minimum(1), z.maximum(65535))),
   /** Extra chart values deep-merged over the generated ones; a value that contradicts the mode is rejected. */
-  values: z.record(z.string(), z.unknown()).default({}),
+  values: z._default(z.record(z.string(), z.unknown()), {}),
   /**
    * LoadBalancer Services whose LB-IPAM address the switch to `l4` may strip: "namespace/name"
    * or "namespace/prefix*". Anything with an address and not listed stops the preview.
    */
-  acknowledgeLoadBalancerLoss: z
-    .array(z.string().regex(/^[a-z0-9-]+\/[a-z0-9.-]*\*?$/, { message: "must be 'namespace/name' or 'namespace/prefix*'" }))
-    .default([]),
+  acknowledgeLoadBalancerLoss: z._default(
+    z.array(z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.-]*\*?$/, { message: "must be 'namespace/name' or 'namespace/prefix*'" }))),
+    [],
+  ),
   /** Production guard: a stack with `production: true` refuses `l4` unless phase 2 was decided. */
-  phase2Decided: z.boolean().default(false),
+  phase2Decided: flag(false),
   /** Skip Helm's --wait on install/upgrade (false: wait for the chart's workloads, up to 300 s). */
-  skipAwait: z.boolean().default(true),
+  skipAwait: flag(true),
 });
 
 const cohabitSchema = z.strictObject({
   mode: z.literal("cohabit"),
   /** Where the live Cilium configuration is read (the guard on kube-proxy replacement). */
-  namespace: z.string().min(1).default("kube-system"),
-  configMap: z.string().min(1).default("cilium-config"),
+  namespace: nonEmpty("kube-system"),
+  configMap: nonEmpty("cilium-config"),
 });
 
 export const ciliumSettingsSchema = z.discriminatedUnion("mode", [l4Schema, cohabitSchema], {
@@ -66,24 +72,24 @@ export const ciliumSettingsSchema = z.discriminatedUnion("mode", [l4Schema, coha
 });
 
 const portalSchema = z.strictObject({
-  enabled: z.boolean().default(false),
-  namespace: z.string().min(1).default("platform-portal"),
+  enabled: flag(false),
+  namespace: nonEmpty("platform-portal"),
   /** A stock Node.js image; the server code ships in a ConfigMap. */
-  image: z.string().min(1).default("node:20-alpine"),
+  image: nonEmpty("node:20-alpine"),
   /** false when the namespace already exists outside this stack (created by the platform's bootstrap). */
-  createNamespace: z.boolean().default(true),
+  createNamespace: flag(true),
   /**
    * Do not wait for the portal's pods and endpoints during `up`. Only for clusters without a
    * kubelet (the e2e harness): on a real cluster `up` must fail when the portal never gets Ready.
    */
-  skipAwait: z.boolean().default(false),
+  skipAwait: flag(false),
 });
 
 const allowlistSchema = z.strictObject({
   /** Services of type NodePort/LoadBalancer that may exist without a contract entry: "namespace/name". */
-  services: z.array(z.string().regex(/^[a-z0-9-]+\/[a-z0-9.*-]+$/, { message: "must be 'namespace/name' (name may end with '*')" })).default([]),
+  services: z._default(z.array(z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+$/, { message: "must be 'namespace/name' (name may end with '*')" }))), []),
   /** Pods allowed to hold a hostPort without a contract entry: "namespace/podPrefix*:port". */
-  hostPorts: z.array(z.string().regex(/^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, { message: "must be 'namespace/pod-name-or-prefix*:port'" })).default([]),
+  hostPorts: z._default(z.array(z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, { message: "must be 'namespace/pod-name-or-prefix*:port'" }))), []),
 });
 
 /**
@@ -92,32 +98,29 @@ const allowlistSchema = z.strictObject({
  * `deny` are the binding's validationActions.
  */
 const admissionSchema = z.strictObject({
-  mode: z.enum(["off", "warn", "audit", "deny"], { message: "mode must be 'off', 'warn', 'audit' or 'deny'" }).default("off"),
+  mode: z._default(z.enum(["off", "warn", "audit", "deny"], { message: "mode must be 'off', 'warn', 'audit' or 'deny'" }), "off"),
   /**
    * What the API server does when the policy cannot be evaluated (docs/commands.md): `Fail`
    * applies the mode's action (deny refuses, warn warns); `Ignore` lets the object through.
    */
-  failurePolicy: z.enum(["Fail", "Ignore"], { message: "failurePolicy must be 'Fail' or 'Ignore'" }).default("Fail"),
+  failurePolicy: z._default(z.enum(["Fail", "Ignore"], { message: "failurePolicy must be 'Fail' or 'Ignore'" }), "Fail"),
 });
 
 export const settingsSchema = z.strictObject({
   /** Contract file, relative to the project. Default: contract/endpoints.yaml, else the example. */
-  contract: z.string().min(1).optional(),
+  contract: z.optional(z.string().check(z.minLength(1))),
   /** Which exposed entries this stack publishes: a list of names, or "all". */
-  entries: z.union([z.literal("all"), z.array(entryName).min(1)]).default("all"),
+  entries: z._default(z.union([z.literal("all"), z.array(entryName).check(z.minLength(1))]), "all"),
   /** Pin the node address used in URLs (otherwise: InternalIP of the first Ready node by name). */
-  nodeAddress: z
-    .string()
-    .refine((s) => ipVersion(s) !== 0, { message: "must be an IPv4 or IPv6 address" })
-    .optional(),
+  nodeAddress: z.optional(z.string().check(z.refine((s) => ipVersion(s) !== 0, { message: "must be an IPv4 or IPv6 address" }))),
   cilium: ciliumSettingsSchema,
-  portal: portalSchema.default({ enabled: false, namespace: "platform-portal", image: "node:20-alpine", createNamespace: true, skipAwait: false }),
-  allowlist: allowlistSchema.default({ services: [], hostPorts: [] }),
-  admission: admissionSchema.default({ mode: "off", failurePolicy: "Fail" }),
+  portal: z._default(portalSchema, { enabled: false, namespace: "platform-portal", image: "node:20-alpine", createNamespace: true, skipAwait: false }),
+  allowlist: z._default(allowlistSchema, { services: [], hostPorts: [] }),
+  admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Fail" }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
-  production: z.boolean().default(false),
+  production: flag(false),
   /** Allow entries whose Service (or hostPort pod) is in kube-system; refused by default. */
-  allowKubeSystem: z.boolean().default(false),
+  allowKubeSystem: flag(false),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { contractSchema } from "./schema";
 
 /** Where the committed copy lives, relative to the project (the example contract points at it). */

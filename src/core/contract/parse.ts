@@ -1,5 +1,5 @@
 import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from "yaml";
-import type { z } from "zod";
+import type * as z from "zod/mini";
 import { UserError } from "../errors";
 import { EXIT } from "../findings";
 import { type Contract, contractSchema, FORBIDDEN_KEYS } from "./schema";

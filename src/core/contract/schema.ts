@@ -1,4 +1,5 @@
-import { z } from "zod";
+import * as z from "zod/mini";
+import "../zod-messages";
 
 /** RFC 1123 label: what Kubernetes accepts for a namespace name. */
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -13,22 +14,26 @@ export const ENTRY_NAME_MAX = 63 - "-nodeport".length;
 const dnsLabel = (what: string, max = 63) =>
   z
     .string()
-    .max(max, { message: `${what} must be at most ${max} characters` })
-    .regex(DNS_LABEL, { message: `${what} must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit` });
+    .check(
+      z.maxLength(max, { message: `${what} must be at most ${max} characters` }),
+      z.regex(DNS_LABEL, { message: `${what} must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit` }),
+    );
 
-export const entryName = z
-  .string()
-  .max(ENTRY_NAME_MAX, { message: `entry name must be at most ${ENTRY_NAME_MAX} characters (our Service is '<name>-nodeport')` })
-  .regex(DNS_1035_LABEL, {
+export const entryName = z.string().check(
+  z.maxLength(ENTRY_NAME_MAX, { message: `entry name must be at most ${ENTRY_NAME_MAX} characters (our Service is '<name>-nodeport')` }),
+  z.regex(DNS_1035_LABEL, {
     message: "entry name must be a DNS label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit",
-  });
+  }),
+);
 
 const portRef = z.union([
-  z.number().int().min(1, { message: "port number must be between 1 and 65535" }).max(65535, { message: "port number must be between 1 and 65535" }),
+  z.int().check(z.minimum(1, { message: "port number must be between 1 and 65535" }), z.maximum(65535, { message: "port number must be between 1 and 65535" })),
   z
     .string()
-    .max(15, { message: "port name must be at most 15 characters" })
-    .regex(PORT_NAME, { message: "port name must be a Service port name (lowercase letters, digits, '-')" }),
+    .check(
+      z.maxLength(15, { message: "port name must be at most 15 characters" }),
+      z.regex(PORT_NAME, { message: "port name must be a Service port name (lowercase letters, digits, '-')" }),
+    ),
 ]);
 
 /** The existing (vendored) ClusterIP Service an entry mirrors or points at. */
@@ -43,12 +48,10 @@ export const serviceRef = z.strictObject({
 export const hostPortExposure = z.strictObject({
   namespace: dnsLabel("namespace"),
   port: z
-    .number()
     .int({ message: "hostPort must be an integer" })
-    .min(1, { message: "hostPort must be between 1 and 65535" })
-    .max(65535, { message: "hostPort must be between 1 and 65535" }),
+    .check(z.minimum(1, { message: "hostPort must be between 1 and 65535" }), z.maximum(65535, { message: "hostPort must be between 1 and 65535" })),
   /** Labels that pick the pod holding the port (optional: any pod of the namespace holding it). */
-  podSelector: z.record(z.string(), z.string()).optional(),
+  podSelector: z.optional(z.record(z.string(), z.string())),
 });
 
 /** Longest probe path accepted (a path, not a document). */
@@ -70,26 +73,30 @@ export function probePathProblem(path: string): string | undefined {
   return undefined;
 }
 
+const nonEmpty = () => z.string().check(z.minLength(1));
+
 export const probeSpec = z.strictObject({
-  path: z
-    .string()
-    .superRefine((p, ctx) => {
-      const problem = probePathProblem(p);
-      if (problem) ctx.addIssue({ code: "custom", message: problem });
-    })
-    .default("/"),
+  path: z._default(
+    z.string().check(
+      z.superRefine((p, ctx) => {
+        const problem = probePathProblem(p);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      }),
+    ),
+    "/",
+  ),
   /** Expected HTTP statuses; default any 2xx or 3xx. */
-  expectStatus: z.array(z.number().int().min(100).max(599)).min(1).optional(),
-  timeoutSeconds: z.number().positive().max(120).optional(),
+  expectStatus: z.optional(z.array(z.int().check(z.minimum(100), z.maximum(599))).check(z.minLength(1))),
+  timeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(120))),
 });
 
 export const credentialSpec = z.strictObject({
-  label: z.string().min(1),
+  label: nonEmpty(),
   secret: z.strictObject({ namespace: dnsLabel("namespace"), name: dnsLabel("secret name", 253) }),
   /** A fixed user name (Argo CD's `admin`), or the Secret key holding it. */
-  username: z.string().min(1).optional(),
-  usernameKey: z.string().min(1).optional(),
-  passwordKey: z.string().min(1),
+  username: z.optional(nonEmpty()),
+  usernameKey: z.optional(nonEmpty()),
+  passwordKey: nonEmpty(),
 });
 
 const scheme = z.enum(["http", "https", "postgresql", "tcp"]);
@@ -97,71 +104,78 @@ const scheme = z.enum(["http", "https", "postgresql", "tcp"]);
 export const endpointSchema = z
   .strictObject({
     name: entryName,
-    description: z.string().optional(),
+    description: z.optional(z.string()),
     /** Heading the portal lists the entry under ("Observability", "Data"...); ungrouped entries come last. */
-    group: z
-      .string()
-      .trim()
-      .min(1, { message: "group must not be empty (omit it instead)" })
-      .max(63, { message: "group must be at most 63 characters" })
-      .optional(),
+    group: z.optional(
+      z
+        .string()
+        .check(
+          z.trim(),
+          z.minLength(1, { message: "group must not be empty (omit it instead)" }),
+          z.maxLength(63, { message: "group must be at most 63 characters" }),
+        ),
+    ),
     /** Publish at http(s)://<node IP>:<auto-allocated nodePort> (or the declared hostPort). */
-    exposed: z.boolean().default(false),
-    scheme: scheme.default("http"),
-    service: serviceRef.optional(),
-    hostPort: hostPortExposure.optional(),
-    probe: probeSpec.optional(),
-    credentials: z.array(credentialSpec).optional(),
+    exposed: z._default(z.boolean(), false),
+    scheme: z._default(scheme, "http"),
+    service: z.optional(serviceRef),
+    hostPort: z.optional(hostPortExposure),
+    probe: z.optional(probeSpec),
+    credentials: z.optional(z.array(credentialSpec)),
   })
-  .superRefine(
-    (e, ctx) => {
-      if (e.service && e.hostPort) {
-        ctx.addIssue({ code: "custom", path: ["hostPort"], message: "declare either 'service' (NodePort exposure) or 'hostPort', not both" });
-      }
-      if (!e.service && !e.hostPort) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["service"],
-          message: "missing: name the existing Service ({namespace, name, port}) or, for an in-house brick, a 'hostPort'",
-        });
-      }
-      if (e.hostPort && e.exposed !== true) {
-        ctx.addIssue({ code: "custom", path: ["hostPort"], message: "'hostPort' is an exposure: set 'exposed: true' or remove it" });
-      }
-      if (e.exposed === true && typeof e.scheme === "string" && e.scheme !== "http" && e.scheme !== "https") {
-        ctx.addIssue({ code: "custom", path: ["scheme"], message: `an exposed UI is served over http or https, not '${e.scheme}'` });
-      }
-    },
-    // Also when a field has the wrong type: a type error must not hide the entry's other problems.
-    // The fields may then hold anything, hence the defensive checks above.
-    { when: (payload) => payload.value !== null && typeof payload.value === "object" && !Array.isArray(payload.value) },
+  .check(
+    z.superRefine(
+      (e, ctx) => {
+        if (e.service && e.hostPort) {
+          ctx.addIssue({ code: "custom", path: ["hostPort"], message: "declare either 'service' (NodePort exposure) or 'hostPort', not both" });
+        }
+        if (!e.service && !e.hostPort) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["service"],
+            message: "missing: name the existing Service ({namespace, name, port}) or, for an in-house brick, a 'hostPort'",
+          });
+        }
+        if (e.hostPort && e.exposed !== true) {
+          ctx.addIssue({ code: "custom", path: ["hostPort"], message: "'hostPort' is an exposure: set 'exposed: true' or remove it" });
+        }
+        if (e.exposed === true && typeof e.scheme === "string" && e.scheme !== "http" && e.scheme !== "https") {
+          ctx.addIssue({ code: "custom", path: ["scheme"], message: `an exposed UI is served over http or https, not '${e.scheme}'` });
+        }
+      },
+      // Also when a field has the wrong type: a type error must not hide the entry's other problems.
+      // The fields may then hold anything, hence the defensive checks above.
+      { when: (payload) => payload.value !== null && typeof payload.value === "object" && !Array.isArray(payload.value) },
+    ),
   );
 
 export const contractSchema = z
   .strictObject({
     version: z.literal(1, { message: "version must be 1" }),
-    endpoints: z.array(endpointSchema).min(1, { message: "the contract declares no endpoint" }),
+    endpoints: z.array(endpointSchema).check(z.minLength(1, { message: "the contract declares no endpoint" })),
   })
-  .superRefine((c, ctx) => {
-    const seenNames = new Map<string, number>();
-    const seenHostPorts = new Map<number, number>();
-    c.endpoints.forEach((e, i) => {
-      const first = seenNames.get(e.name);
-      if (first !== undefined) {
-        ctx.addIssue({ code: "custom", path: ["endpoints", i, "name"], message: `duplicate name '${e.name}' (first at endpoints[${first}])` });
-      } else seenNames.set(e.name, i);
-      if (e.hostPort) {
-        const owner = seenHostPorts.get(e.hostPort.port);
-        if (owner !== undefined) {
-          ctx.addIssue({
-            code: "custom",
-            path: ["endpoints", i, "hostPort", "port"],
-            message: `hostPort ${e.hostPort.port} is already declared by '${c.endpoints[owner]?.name}': each hostPort may be declared once`,
-          });
-        } else seenHostPorts.set(e.hostPort.port, i);
-      }
-    });
-  });
+  .check(
+    z.superRefine((c, ctx) => {
+      const seenNames = new Map<string, number>();
+      const seenHostPorts = new Map<number, number>();
+      c.endpoints.forEach((e, i) => {
+        const first = seenNames.get(e.name);
+        if (first !== undefined) {
+          ctx.addIssue({ code: "custom", path: ["endpoints", i, "name"], message: `duplicate name '${e.name}' (first at endpoints[${first}])` });
+        } else seenNames.set(e.name, i);
+        if (e.hostPort) {
+          const owner = seenHostPorts.get(e.hostPort.port);
+          if (owner !== undefined) {
+            ctx.addIssue({
+              code: "custom",
+              path: ["endpoints", i, "hostPort", "port"],
+              message: `hostPort ${e.hostPort.port} is already declared by '${c.endpoints[owner]?.name}': each hostPort may be declared once`,
+            });
+          } else seenHostPorts.set(e.hostPort.port, i);
+        }
+      });
+    }),
+  );
 
 export type Contract = z.infer<typeof contractSchema>;
 export type Endpoint = z.infer<typeof endpointSchema>;

@@ -2,87 +2,88 @@
 // before any pure function sees it: an object without metadata, `ports: "80"`, a null item or
 // `addresses: "x"` is a clear problem naming where it is, never a TypeError deep in a verdict.
 // Only the fields the project reads are checked; everything else passes through untouched.
-import { z } from "zod";
+import * as z from "zod/mini";
 import { describeZodIssue, formatPath } from "../contract/parse";
+import "../zod-messages";
 
 const stringMap = z.record(z.string(), z.string());
-const int = z.number().int();
+const int = z.int();
 
 const metadata = z.looseObject({
-  name: z.string().min(1),
-  namespace: z.string().optional(),
-  labels: stringMap.optional(),
-  annotations: stringMap.optional(),
+  name: z.string().check(z.minLength(1)),
+  namespace: z.optional(z.string()),
+  labels: z.optional(stringMap),
+  annotations: z.optional(stringMap),
 });
 
 const servicePort = z.looseObject({
-  name: z.string().optional(),
+  name: z.optional(z.string()),
   port: int,
-  protocol: z.string().optional(),
-  targetPort: z.union([int, z.string()]).optional(),
-  nodePort: int.optional(),
+  protocol: z.optional(z.string()),
+  targetPort: z.optional(z.union([int, z.string()])),
+  nodePort: z.optional(int),
 });
 
 const service = z.looseObject({
   metadata,
-  spec: z
-    .looseObject({
-      type: z.string().optional(),
-      selector: stringMap.optional(),
-      ports: z.array(servicePort).optional(),
-      clusterIP: z.string().optional(),
-      externalTrafficPolicy: z.string().optional(),
-      externalName: z.string().optional(),
-    })
-    .optional(),
+  spec: z.optional(
+    z.looseObject({
+      type: z.optional(z.string()),
+      selector: z.optional(stringMap),
+      ports: z.optional(z.array(servicePort)),
+      clusterIP: z.optional(z.string()),
+      externalTrafficPolicy: z.optional(z.string()),
+      externalName: z.optional(z.string()),
+    }),
+  ),
 });
 
 const condition = z.looseObject({ type: z.string(), status: z.string() });
 
 const node = z.looseObject({
   metadata,
-  spec: z.looseObject({ unschedulable: z.boolean().optional() }).optional(),
-  status: z
-    .looseObject({
-      addresses: z.array(z.looseObject({ type: z.string(), address: z.string() })).optional(),
-      conditions: z.array(condition).optional(),
-    })
-    .optional(),
+  spec: z.optional(z.looseObject({ unschedulable: z.optional(z.boolean()) })),
+  status: z.optional(
+    z.looseObject({
+      addresses: z.optional(z.array(z.looseObject({ type: z.string(), address: z.string() }))),
+      conditions: z.optional(z.array(condition)),
+    }),
+  ),
 });
 
-const containerPort = z.looseObject({ containerPort: int, hostPort: int.optional(), name: z.string().optional(), protocol: z.string().optional() });
-const container = z.looseObject({ name: z.string(), ports: z.array(containerPort).optional() });
+const containerPort = z.looseObject({ containerPort: int, hostPort: z.optional(int), name: z.optional(z.string()), protocol: z.optional(z.string()) });
+const container = z.looseObject({ name: z.string(), ports: z.optional(z.array(containerPort)) });
 
 const pod = z.looseObject({
   metadata,
-  spec: z
-    .looseObject({
-      nodeName: z.string().optional(),
-      containers: z.array(container).optional(),
-      initContainers: z.array(container).optional(),
-    })
-    .optional(),
-  status: z.looseObject({ phase: z.string().optional(), conditions: z.array(condition).optional() }).optional(),
+  spec: z.optional(
+    z.looseObject({
+      nodeName: z.optional(z.string()),
+      containers: z.optional(z.array(container)),
+      initContainers: z.optional(z.array(container)),
+    }),
+  ),
+  status: z.optional(z.looseObject({ phase: z.optional(z.string()), conditions: z.optional(z.array(condition)) })),
 });
 
 const endpointSlice = z.looseObject({
   metadata,
   // The API server writes `endpoints: null` for a slice with no endpoints (a Go nil slice).
-  endpoints: z
-    .array(
+  endpoints: z.nullish(
+    z.array(
       z.looseObject({
         addresses: z.array(z.string()),
-        conditions: z.looseObject({ ready: z.boolean().optional(), serving: z.boolean().optional(), terminating: z.boolean().optional() }).optional(),
+        conditions: z.optional(z.looseObject({ ready: z.optional(z.boolean()), serving: z.optional(z.boolean()), terminating: z.optional(z.boolean()) })),
       }),
-    )
-    .nullish(),
+    ),
+  ),
 });
 
-const configMap = z.looseObject({ metadata, data: stringMap.optional() });
-const secret = z.looseObject({ metadata, data: stringMap.optional() });
+const configMap = z.looseObject({ metadata, data: z.optional(stringMap) });
+const secret = z.looseObject({ metadata, data: z.optional(stringMap) });
 const generic = z.looseObject({ metadata });
 
-const SCHEMAS: Readonly<Record<string, z.ZodType>> = {
+const SCHEMAS: Readonly<Record<string, z.ZodMiniType>> = {
   Service: service,
   Node: node,
   Pod: pod,
