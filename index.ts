@@ -5,7 +5,16 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { asRunError, declareStack } from "./src/infra/program";
 
-// Pulumi.yaml's folder: this file's, or its parent when it runs compiled, as dist/index.js.
-const projectDir = fs.existsSync(path.join(__dirname, "Pulumi.yaml")) ? __dirname : path.dirname(__dirname);
+/**
+ * Pulumi.yaml's folder: this file's when it runs from the sources, else the closest above it
+ * (compiled, it runs as dist/src/infra/stack-program.bundle.cjs; scripts/build-cli.cjs).
+ */
+function findProjectDir(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, "Pulumi.yaml"))) return dir;
+    if (path.dirname(dir) === dir) return __dirname;
+  }
+}
+const projectDir = findProjectDir();
 
 export = async () => declareStack({ projectDir, stack: pulumi.getStack(), config: pulumi.runtime.allConfig() }).catch(asRunError);

@@ -281,7 +281,7 @@ function programStartupSection(st: ProgramStartup): string {
       [
         ["empty program, compiled JavaScript as this project starts after `npm ci` (**the floor**)", ...cols(st.emptyProgram), "1.00×", "1.00×"],
         [
-          `the same ${st.services} NodePort Services as plain resources through an explicit kubernetes provider, compiled JavaScript (what managing them costs any program)`,
+          `the same ${st.services} NodePort Services as plain resources through an explicit kubernetes provider, compiled JavaScript, refreshed first like the stack (what managing them costs any program)`,
           ...cols(st.plainServices),
           ...ratio(st.plainServices),
         ],

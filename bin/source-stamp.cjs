@@ -8,7 +8,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 
 const SOURCE_DIRS = ["cli", "src", "components"];
-// index.ts: the Pulumi program's entry, compiled to dist/index.js (src/infra/program-loader.cjs).
+// index.ts: the Pulumi program's entry, bundled to dist/src/infra/stack-program.bundle.cjs (src/infra/program-loader.cjs).
 const CONFIG_FILES = ["tsconfig.json", "tsconfig.build.json", "index.ts"];
 
 function sourceFiles(root, dir, out) {

@@ -171,8 +171,32 @@ async function bundleCommands() {
   }
 }
 
+/**
+ * The Pulumi program (index.ts and what it imports) as one file with a code cache, which
+ * src/infra/program-loader.cjs runs when dist/ matches the sources: loading some 60 compiled
+ * modules, zod and yaml one by one was a tenth of a `pulumi preview`'s CPU. The Pulumi SDK and
+ * providers stay outside (one SDK instance, shared with @pulumi/kubernetes), and so do esbuild
+ * (a native binary: the portal's bundle is built at program time) and client-node (kube-live
+ * loads dist/vendor's bundle). Two folders deep in dist/, like the modules it holds, so their
+ * paths relative to __dirname (dist/vendor, the project folder) still hold.
+ */
+const PROGRAM_DIR = path.join(dist, "src", "infra");
+async function bundleProgram() {
+  await require("esbuild").build({
+    ...BUNDLE,
+    entryPoints: [path.join(root, "index.ts")],
+    external: ["@pulumi/*", "@kubernetes/client-node", "esbuild"],
+    outfile: path.join(PROGRAM_DIR, "stack-program.bundle.cjs"),
+  });
+  const loader = path.join(PROGRAM_DIR, "stack-program.cjs");
+  fs.writeFileSync(loader, bundleLoader("../../vendor/code-cache.cjs", "stack-program"));
+  // Module top levels only (declaring the stack needs the engine); enough to skip compiling them.
+  require(loader).__writeCodeCache();
+}
+
 bundleClientNode()
   .then(bundleCommands)
+  .then(bundleProgram)
   .then(
     () => fs.writeFileSync(path.join(root, STAMP_FILE), `${JSON.stringify({ sources: stamp }, null, 2)}\n`),
     (err) => {

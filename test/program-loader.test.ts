@@ -55,13 +55,13 @@ describe("program loader", () => {
     expect(broken.stderr).not.toContain("esbuild/lib");
   });
 
-  it("runs dist/index.js when dist/ was built from these very sources (nothing transpiled); an edit since the build runs the sources", () => {
+  it("runs dist/'s program bundle when dist/ was built from these very sources (nothing transpiled); an edit since the build runs the sources", () => {
     fs.mkdirSync(path.join(dir, "bin"), { recursive: true });
     fs.copyFileSync(path.join(projectDir, "bin/source-stamp.cjs"), path.join(dir, "bin/source-stamp.cjs"));
     const { sourceStamp, STAMP_FILE } = require(path.join(projectDir, "bin/source-stamp.cjs")) as { sourceStamp: (root: string) => string; STAMP_FILE: string };
     fs.writeFileSync(path.join(dir, "index.ts"), 'export = async () => "from the sources";\n');
-    fs.mkdirSync(path.join(dir, "dist"), { recursive: true });
-    fs.writeFileSync(path.join(dir, "dist/index.js"), '"use strict";\nmodule.exports = async () => "compiled";\n');
+    fs.mkdirSync(path.join(dir, "dist/src/infra"), { recursive: true });
+    fs.writeFileSync(path.join(dir, "dist/src/infra/stack-program.cjs"), '"use strict";\nmodule.exports = async () => "compiled";\n');
     fs.writeFileSync(path.join(dir, STAMP_FILE), JSON.stringify({ sources: sourceStamp(dir) }));
     const compiled = run();
     expect(JSON.parse(compiled.stdout)).toBe("compiled");
@@ -87,5 +87,14 @@ describe("program loader", () => {
     fs.writeFileSync(path.join(dir, STAMP_FILE), "\u0000not json");
     expect(JSON.parse(run().stdout)).toBe("edited since the build");
     fs.rmSync(path.join(dir, "dist"), { recursive: true });
+  });
+
+  it("the build's program bundle holds our code, zod and yaml, and leaves the Pulumi SDK and the providers outside (one SDK instance)", () => {
+    const bundle = path.join(projectDir, "dist/src/infra/stack-program.cjs");
+    if (!fs.existsSync(bundle)) return; // no build in this checkout (npm ci builds it: CI always has one)
+    const probe = `const m = require(${JSON.stringify(bundle)}); const loaded = Object.keys(require.cache); console.log(JSON.stringify({ type: typeof m, sdk: loaded.some((f) => f.includes("node_modules/@pulumi/pulumi/")), k8s: loaded.some((f) => f.includes("node_modules/@pulumi/kubernetes/")), zod: loaded.some((f) => f.includes("node_modules/zod/")), yaml: loaded.some((f) => f.includes("node_modules/yaml/")) }));`;
+    const r = spawnSync(process.execPath, ["-e", probe], { cwd: projectDir, encoding: "utf8", timeout: 30_000 });
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toEqual({ type: "function", sdk: true, k8s: true, zod: false, yaml: false });
   });
 });

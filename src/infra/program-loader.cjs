@@ -3,7 +3,7 @@
 // Type-checking belongs in CI (`npm run typecheck`), not in every run: the engine's default,
 // ts-node, type-checks the whole program at each start (about 5 s of CPU).
 // - dist/ built from exactly these sources (`npm ci` builds it; bin/source-stamp.cjs compares
-//   the hashes): the compiled program runs, nothing is transpiled.
+//   the hashes): the compiled program runs, one bundle with its code cache, nothing transpiled.
 // - Otherwise (a source edited since the build, no build): each TypeScript file is transpiled
 //   by esbuild when Node.js first requires it, from the sources on disk, so an edit is what runs.
 const fs = require("node:fs");
@@ -12,7 +12,7 @@ const path = require("node:path");
 
 const root = path.join(__dirname, "..", "..");
 
-/** dist/index.js when dist/ was built from the sources as they are now. */
+/** dist/'s bundle of the program (scripts/build-cli.cjs) when dist/ was built from the sources as they are now. */
 function compiledProgram() {
   let stamps;
   try {
@@ -21,7 +21,7 @@ function compiledProgram() {
     return undefined;
   }
   const built = stamps.builtStamp(root);
-  const compiled = path.join(root, "dist", "index.js");
+  const compiled = path.join(root, "dist", "src", "infra", "stack-program.cjs");
   return built !== undefined && built === stamps.sourceStamp(root) && fs.existsSync(compiled) ? compiled : undefined;
 }
 
@@ -67,7 +67,7 @@ const compiled = compiledProgram();
 if (compiled === undefined) transpileOnLoad();
 // The SDK maps every stack through source maps (source-map-support, installed before this file
 // runs), and every resource captures its whole stack at registration: about 7 ms of CPU each,
-// a fifth of the program's CPU in a 100-entry `up`. The compiled program's stacks name
-// dist/*.js lines instead (tsc keeps the code's shape); the sources' path keeps the mapping.
+// a fifth of the program's CPU in a 100-entry `up`. The compiled program's stacks name lines
+// of its bundle instead (unminified, named after the sources); the sources' path keeps the mapping.
 else Error.prepareStackTrace = undefined;
 module.exports = require(compiled ?? path.join(root, "index.ts"));
