@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
+import { parseSettings } from "../src/core/settings";
 import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
 import { declareStack } from "../src/infra/program";
 import { benchServices, ciliumConfig, node, stackConfig } from "./fixtures";
@@ -131,6 +132,21 @@ describe("program under mocks", () => {
       ].join("\n"),
     );
     expect(registered).toEqual([]);
+  });
+
+  it("says what a setting of the wrong type holds, never that it is missing (found by review)", () => {
+    const cilium = { mode: "l4", chart: { version: "1.18.12" }, k8sServiceHost: "192.168.104.2", k8sServicePort: "6443" };
+    const config = { "ui-exposure:cilium": JSON.stringify(cilium), "ui-exposure:production": "yes", "ui-exposure:portal": '{"enabled": 1.5}' };
+    expect(() => parseSettings(config, "Pulumi.test.yaml")).toThrow(
+      [
+        "invalid stack configuration in Pulumi.test.yaml (3 problems):",
+        '  - ui-exposure:cilium.k8sServicePort: expected a number, found a string ("6443")',
+        "  - ui-exposure:portal.enabled: expected a boolean, found a number (1.5)",
+        '  - ui-exposure:production: expected a boolean, found a string ("yes")',
+      ].join("\n"),
+    );
+    // Absent is still told as absent.
+    expect(() => parseSettings({}, "Pulumi.test.yaml")).toThrow("ui-exposure:cilium: required setting is missing");
   });
 
   it("declares every Kubernetes resource through one explicit provider built from the stack's kube settings", async () => {

@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { formatPath } from "./contract/parse";
+import { describeZodIssue, formatPath } from "./contract/parse";
 import { entryName } from "./contract/schema";
 import { userErrorFromProblems } from "./errors";
 import { ipVersion } from "./ip";
@@ -142,14 +142,15 @@ export function parseSettings(config: Readonly<Record<string, string>>, stackFil
     if (!key.startsWith(`${PROJECT}:`)) continue;
     raw[key.slice(PROJECT.length + 1)] = decodeConfigValue(value);
   }
-  const result = settingsSchema.safeParse(raw);
+  // reportInput: a setting of the wrong type is told apart from a missing one by what it holds
+  // (secure: values are never read, so nothing secret can be quoted).
+  const result = settingsSchema.safeParse(raw, { reportInput: true });
   if (!result.success) {
     const problems = result.error.issues.map((issue) => {
       if (issue.code === "unrecognized_keys") {
         return `${formatConfigPath(issue.path)}: unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
       }
-      const missing = issue.code === "invalid_type" && issue.input === undefined;
-      return `${formatConfigPath(issue.path)}: ${missing ? "required setting is missing" : issue.message}`;
+      return `${formatConfigPath(issue.path)}: ${describeZodIssue(issue, "required setting is missing")}`;
     });
     throw userErrorFromProblems(`invalid stack configuration in ${stackFile}`, problems);
   }
