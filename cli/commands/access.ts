@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { assertGitIgnores, defaultEnvFile, writePrivateFile } from "../../src/adapters/env-file";
+import { assertGitIgnores, assertReplaceable, defaultEnvFile, writePrivateFile } from "../../src/adapters/env-file";
 import {
   DEFAULT_FORWARD_BASE_PORT,
   ensureForwards,
@@ -175,7 +175,7 @@ async function checkEnvTarget(ctx: CommandContext, flag: string | undefined): Pr
     if (flag === undefined && ctx.env.EXPOSURE_ENV_FILE === undefined) return { skipped: `${dir} does not exist (pass --dotenv PATH)` };
     throw new UserError(`cannot write ${file}: folder ${dir} does not exist`);
   }
-  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new UserError(`cannot write ${file}: it is a folder`);
+  assertReplaceable(file);
   await assertGitIgnores(file, ctx.env);
   return { file };
 }
