@@ -45,10 +45,14 @@ export function assertReplaceable(file: string): void {
       fs.closeSync(fd);
     }
   } catch (err) {
-    throw new UserError(`refusing to write ${file}: it exists and cannot be read to check who wrote it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new UserError(
+      `refusing to write ${file}: it exists and cannot be read to check who wrote it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   if (head.subarray(0, read).toString("utf8") !== ENV_FILE_HEADER) {
-    throw new UserError(`refusing to overwrite ${file}: \`exposure access\` did not write it (it does not start with its header); move it away or pass another --dotenv`);
+    throw new UserError(
+      `refusing to overwrite ${file}: \`exposure access\` did not write it (it does not start with its header); move it away or pass another --dotenv`,
+    );
   }
 }
 
