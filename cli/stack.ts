@@ -8,7 +8,7 @@ import { checkStackName } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { selectEntries } from "../src/core/plan";
-import { kubeTarget, type Settings } from "../src/core/settings";
+import { type Settings, stackKubeTarget } from "../src/core/settings";
 import type { CommandContext } from "./context";
 
 export interface OpenStack {
@@ -39,7 +39,7 @@ export function openStack(ctx: CommandContext, stack: string, contractOverride?:
  * `KUBECONFIG` still applies when the stack does not set kubernetes:kubeconfig.
  */
 export function connectCluster(opened: OpenStack, timeoutMs?: number): Promise<ClusterReader> {
-  return LiveClusterReader.connect({ ...kubeTarget(opened.config), ...(timeoutMs ? { timeoutMs } : {}) });
+  return LiveClusterReader.connect({ ...stackKubeTarget(opened.stack, opened.config), ...(timeoutMs ? { timeoutMs } : {}) });
 }
 
 export function publishedEndpoints(outputs: Record<string, unknown>): PublishedEndpoints {

@@ -167,7 +167,7 @@ describe("program under mocks", () => {
     const listServices = vi.spyOn(reader, "listServices");
     const config = stackConfig({ "kubernetes:context": undefined });
     await expect(declareStack({ projectDir, stack: "test", config, cluster: reader })).rejects.toThrow(
-      "stack test: kubernetes:context is not set in Pulumi.test.yaml; set it (pulumi config set kubernetes:context <context> --stack test) so the stack never deploys to whatever context is current",
+      "stack test: kubernetes:context is not set in Pulumi.test.yaml; set it (pulumi config set kubernetes:context <context> --stack test) so the stack never deploys to (or reads) whatever context is current",
     );
     expect(listServices).not.toHaveBeenCalled();
     expect(registered).toEqual([]);

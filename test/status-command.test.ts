@@ -2,6 +2,7 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAccessCommand } from "../cli/commands/access";
 import { createStatusCommand, type StatusDeps } from "../cli/commands/status";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader, SnapshotReader } from "../src/core/kube/cluster";
@@ -333,6 +334,30 @@ describe("exposure status against an unreachable API server (real client, loopba
       p.remove();
     }
   }
+
+  it("refuses a stack without kubernetes:context before connecting: never whatever context is current (found by an outside tester)", async () => {
+    const before = sockets.length;
+    const file = kubeconfig(silentPort);
+    const p = makeProject({ nocontext: { "kubernetes:kubeconfig": file, "ui-exposure:cilium": { mode: "cohabit" }, "ui-exposure:entries": ["argocd"] } });
+    try {
+      for (const [name, command] of [
+        ["status", createStatusCommand({ readOutputs: noOutputs })],
+        ["access", createAccessCommand()],
+      ] as const) {
+        const c = capture(p.dir);
+        const code = await runCommand(name, command, ["--stack", "nocontext", ...(name === "access" ? ["--no-dotenv"] : [])], c);
+        expect(code).toBe(1);
+        expect(c.out).toEqual([]);
+        expect(c.err.filter((l) => !l.includes("published outputs unavailable"))).toEqual([
+          `exposure ${name}: stack nocontext: kubernetes:context is not set in Pulumi.nocontext.yaml; set it (pulumi config set kubernetes:context <context> --stack nocontext) so the stack never deploys to (or reads) whatever context is current`,
+        ]);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      expect(sockets.length).toBe(before);
+    } finally {
+      p.remove();
+    }
+  });
 
   it("says in one line that the cluster refused the connection", async () => {
     const r = await liveStatus(closedPort, []);

@@ -1,7 +1,7 @@
 import * as z from "zod/mini";
 import { describeZodIssue, formatPath } from "./contract/parse";
 import { entryName } from "./contract/schema";
-import { userErrorFromProblems } from "./errors";
+import { UserError, userErrorFromProblems } from "./errors";
 import { ipVersion } from "./ip";
 import "./zod-messages";
 
@@ -181,4 +181,19 @@ export function kubeTarget(config: Readonly<Record<string, string>>): { kubeconf
     ...(config["kubernetes:kubeconfig"] ? { kubeconfig: config["kubernetes:kubeconfig"] } : {}),
     ...(config["kubernetes:context"] ? { context: config["kubernetes:context"] } : {}),
   };
+}
+
+/**
+ * The cluster the stack deploys to and reads, for the program and every `exposure` command
+ * given a stack: the stack's kubernetes:context (required) and
+ * kubernetes:kubeconfig (else $KUBECONFIG or ~/.kube/config), the keys the Kubernetes provider reads.
+ */
+export function stackKubeTarget(stack: string, config: Readonly<Record<string, string>>): { context: string; kubeconfig?: string } {
+  const { context, kubeconfig } = kubeTarget(config);
+  if (!context) {
+    throw new UserError(
+      `stack ${stack}: kubernetes:context is not set in Pulumi.${stack}.yaml; set it (pulumi config set kubernetes:context <context> --stack ${stack}) so the stack never deploys to (or reads) whatever context is current`,
+    );
+  }
+  return { context, ...(kubeconfig ? { kubeconfig } : {}) };
 }

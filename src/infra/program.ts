@@ -13,7 +13,7 @@ import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../core/kube/cluster"
 import type { PublishedEndpoints } from "../core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, selectEntries, withStackServices } from "../core/plan";
 import { namespaceTakeoverRefusal, PORTAL_SERVICE_NAME, portalService } from "../core/portal/spec";
-import { kubeTarget } from "../core/settings";
+import { stackKubeTarget } from "../core/settings";
 import { guardAdmission } from "./admission";
 
 export interface ProgramInputs {
@@ -264,20 +264,6 @@ function publish(
       url,
     })),
   };
-}
-
-/**
- * The cluster the stack deploys to and reads: the stack's kubernetes:context (required) and
- * kubernetes:kubeconfig (else $KUBECONFIG or ~/.kube/config), the keys the Kubernetes provider reads.
- */
-export function stackKubeTarget(stack: string, config: Readonly<Record<string, string>>): { context: string; kubeconfig?: string } {
-  const { context, kubeconfig } = kubeTarget(config);
-  if (!context) {
-    throw new UserError(
-      `stack ${stack}: kubernetes:context is not set in Pulumi.${stack}.yaml; set it (pulumi config set kubernetes:context <context> --stack ${stack}) so the stack never deploys to whatever context is current`,
-    );
-  }
-  return { context, ...(kubeconfig ? { kubeconfig } : {}) };
 }
 
 /**
