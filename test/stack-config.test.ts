@@ -61,6 +61,21 @@ describe("stack configuration as the engine gives it", () => {
     expect(p.load()).toMatchObject({ values: {}, secretKeys: ["ui-exposure:portal"] });
   });
 
+  it("the exposure commands refuse an encrypted ui-exposure setting (it would read as unset: entries as 'all'); other namespaces' secrets are left out (found by an outside tester)", () => {
+    const p = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      "config:\n  kubernetes:kubeconfig:\n    secure: v1:kube\n  ui-exposure:entries:\n    secure: v1:abc\n",
+    );
+    expect(() => readStackConfig(p.dir, "s")).toThrow(
+      [
+        "invalid stack configuration for stack 's':",
+        `${path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"))}:4:3: ui-exposure:entries is encrypted (secure:), and the exposure commands never decrypt; ui-exposure settings hold nothing secret: set it in clear text (pulumi config set ui-exposure:entries VALUE --stack s, without --secret)`,
+      ].join(" "),
+    );
+    const clear = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  kubernetes:kubeconfig:\n    secure: v1:kube\n  ui-exposure:entries: all\n");
+    expect(readStackConfig(clear.dir, "s")).toEqual({ "ui-exposure:entries": "all" });
+  });
+
   it("project defaults in both forms; the stack overrides them; other namespaces take `value`", () => {
     const p = project(
       [

@@ -20,6 +20,8 @@ export interface StackConfig {
    * never decrypted or shown here: it is absent from `values`.
    */
   secretKeys: string[];
+  /** Where each encrypted key is set (`file:line:col`). */
+  secretAt: Record<string, string>;
   /** The stack file, as shown in messages. */
   file: string;
 }
@@ -41,9 +43,12 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
 
   const values: Record<string, string> = {};
   const secretKeys: string[] = [];
+  const secretAt: Record<string, string> = {};
   for (const e of stackEntries) {
-    if (e.secret) secretKeys.push(e.key);
-    else values[e.key] = e.text;
+    if (e.secret) {
+      secretKeys.push(e.key);
+      secretAt[e.key] = e.at;
+    } else values[e.key] = e.text;
   }
   const onStack = new Set(stackEntries.map((e) => e.key));
   const problems: string[] = [];
@@ -62,12 +67,27 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
     else if (d.ownNamespace) problems.push(`${stackFile}: missing required configuration key '${d.key}' (declared without a default at ${d.at})`);
   }
   if (problems.length) throw userErrorFromProblems(`invalid stack configuration for stack '${stack}'`, problems);
-  return { values, secretKeys: secretKeys.sort(), file: stackFile };
+  return { values, secretKeys: secretKeys.sort(), secretAt, file: stackFile };
 }
 
-/** The flat config map alone (what `pulumi.runtime.allConfig()` gives the program, secrets left out). */
+/**
+ * The flat config map alone (what `pulumi.runtime.allConfig()` gives the program, secrets left
+ * out), for the `exposure` commands. They never decrypt: an encrypted ui-exposure setting would
+ * silently read as unset (`entries` as "all"), so it is refused. Those settings hold nothing secret.
+ */
 export function readStackConfig(projectDir: string, stack: string): Record<string, string> {
-  return loadStackConfig(projectDir, stack).values;
+  const config = loadStackConfig(projectDir, stack);
+  const encrypted = config.secretKeys.filter((key) => key.startsWith(`${PROJECT}:`));
+  if (encrypted.length) {
+    throw userErrorFromProblems(
+      `invalid stack configuration for stack '${stack}'`,
+      encrypted.map(
+        (key) =>
+          `${config.secretAt[key]}: ${key} is encrypted (secure:), and the exposure commands never decrypt; ui-exposure settings hold nothing secret: set it in clear text (pulumi config set ${key} VALUE --stack ${stack}, without --secret)`,
+      ),
+    );
+  }
+  return config.values;
 }
 
 interface ParsedFile {
