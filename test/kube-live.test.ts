@@ -78,4 +78,13 @@ describe("LiveClusterReader.connect", () => {
       expect(failure?.message, name).not.toContain("Cannot read properties");
     }
   });
+
+  it("a kubeconfig path that is a folder says so, not EISDIR (found by an outside tester)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kubeconfig-dir-"));
+    const failure = await LiveClusterReader.connect({ kubeconfig: dir }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(failure?.message).toBe(`cannot load kubeconfig ${dir}: it is a folder, not a kubeconfig file`);
+  });
 });

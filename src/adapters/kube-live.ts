@@ -61,6 +61,10 @@ function loadFailure(err: unknown): string {
   if (err instanceof TypeError && /Cannot read properties of (undefined|null)/.test(message)) {
     return "not a kubeconfig (empty, or no clusters/contexts/users mapping)";
   }
+  const code = (err as NodeJS.ErrnoException)?.code;
+  if (code === "EISDIR") return "it is a folder, not a kubeconfig file";
+  if (code === "ENOENT") return "no such file";
+  if (code === "EACCES") return "permission denied";
   const first = message.split("\n")[0]?.trim() || "unreadable";
   return (err as { name?: string })?.name === "YAMLException" ? `not valid YAML: ${first}` : first;
 }
