@@ -392,6 +392,27 @@ describe("14. bounded input", () => {
     }
   });
 
+  it("refuses text that is not UTF-8 (a UTF-16 file, invalid bytes, NUL bytes), saying so (found by an outside tester)", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "encoding-"));
+    try {
+      const utf16 = path.join(dir, "utf16.yaml");
+      fs.writeFileSync(utf16, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("version: 1\n", "utf16le")]));
+      expect(() => readBoundedText(utf16, "contract", FILE_LIMITS.contract, 2)).toThrow(`contract ${utf16} is UTF-16 text: save it as UTF-8`);
+      const latin1 = path.join(dir, "latin1.yaml");
+      fs.writeFileSync(latin1, Buffer.from("version: 1\n# caf\xe9\n", "latin1"));
+      expect(() => readBoundedText(latin1, "contract", FILE_LIMITS.contract, 2)).toThrow(`contract ${latin1} is not UTF-8 text (line 2): save it as UTF-8`);
+      const nul = path.join(dir, "nul.yaml");
+      fs.writeFileSync(nul, "version: 1\n\u0000\n");
+      expect(() => readBoundedText(nul, "contract", FILE_LIMITS.contract, 2)).toThrow(`contract ${nul} holds a NUL byte (line 2): it is not a text file`);
+      // A UTF-8 byte order mark is still UTF-8 (and is not part of the text).
+      const bom = path.join(dir, "bom.yaml");
+      fs.writeFileSync(bom, "\ufeffversion: 1\n");
+      expect(readBoundedText(bom, "contract", FILE_LIMITS.contract, 2)).toBe("version: 1\n");
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses more entries than the limit in one problem", () => {
     const entries = Array.from({ length: MAX_CONTRACT_ENTRIES + 1 }, (_, i) => `  - {name: e${i}, service: {namespace: a, name: a, port: 1}}`).join("\n");
     const message = contractError(`version: 1\nendpoints:\n${entries}\n`);

@@ -54,8 +54,34 @@ export function readBoundedText(file: string, what: string, maxBytes: number, ex
       if (total > maxBytes) throw new UserError(`${what} ${shown} grew past the ${mib(maxBytes)} limit while being read`, exitCode);
       chunks.push(chunk.subarray(0, n));
     }
-    return Buffer.concat(chunks).toString("utf8");
+    return utf8Text(Buffer.concat(chunks), `${what} ${shown}`, exitCode);
   } finally {
     fs.closeSync(fd);
   }
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+const lineOf = (bytes: Buffer, offset: number) => bytes.subarray(0, offset).toString("latin1").split("\n").length;
+
+/**
+ * The text of `bytes`, which must be UTF-8: a UTF-16 file (Windows editors) or a Latin-1 one
+ * would otherwise reach the YAML parser as replacement characters and read as a string.
+ */
+function utf8Text(bytes: Buffer, named: string, exitCode: number): string {
+  if (bytes.length >= 2 && ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff))) {
+    throw new UserError(`${named} is UTF-16 text: save it as UTF-8`, exitCode);
+  }
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    // The first byte that does not decode: where the round trip through UTF-8 first differs.
+    const lossy = Buffer.from(bytes.toString("utf8"), "utf8");
+    let at = 0;
+    while (at < bytes.length && bytes[at] === lossy[at]) at++;
+    throw new UserError(`${named} is not UTF-8 text (line ${lineOf(bytes, at)}): save it as UTF-8`, exitCode);
+  }
+  const nul = bytes.indexOf(0);
+  if (nul !== -1) throw new UserError(`${named} holds a NUL byte (line ${lineOf(bytes, nul)}): it is not a text file`, exitCode);
+  return text;
 }
