@@ -121,7 +121,7 @@ export const CONTRACT_CASES: ContractCase[] = [
     exit: 2,
     fragment: "more problems (fix these first)",
   },
-  { name: "binary garbage", contract: "\u0000\u0001\u0002\u00ff\ufffe", exit: 2, fragment: "invalid contract" },
+  { name: "binary garbage", contract: "\u0000\u0001\u0002\u00ff\ufffe", exit: 2, fragment: "holds a NUL byte (line 1): it is not a text file" },
 ];
 
 /** `exposure status --stack bench` against this snapshot file (read by the snapshot adapter). */
