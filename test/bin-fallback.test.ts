@@ -1,7 +1,10 @@
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
+import { wrap } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
+import * as vm from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // bin/exposure.cjs runs the TypeScript sources when dist/ is missing or older than them (an
@@ -75,11 +78,31 @@ describe("bin/exposure.cjs with the build npm ci makes", () => {
     expect(JSON.parse(exposure("schema").stdout)).toHaveProperty("$schema");
   });
 
-  it("a stale cache (another Node.js, a corrupt file) is ignored: the bundle is compiled as usual", () => {
-    fs.writeFileSync(path.join(built, "dist/cli/commands/check.v8cache"), "not a V8 code cache");
+  it("a stale cache (another Node.js, a corrupt file) is ignored: the bundle is compiled as usual, and the cache made again", () => {
+    const cacheFile = path.join(built, "dist/cli/commands/check.v8cache");
+    fs.writeFileSync(cacheFile, "not a V8 code cache");
     const r = exposure("check");
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
+    // Found by an outside tester: the corrupt cache stayed until the next build, its saving lost.
+    const source = fs.readFileSync(path.join(built, "dist/cli/commands/check.bundle.cjs"), "utf8");
+    const raw = fs.readFileSync(cacheFile);
+    expect(raw.subarray(0, 32).equals(createHash("sha256").update(source).digest())).toBe(true);
+    expect(new vm.Script(wrap(source), { filename: "check.bundle.cjs", cachedData: raw.subarray(32) }).cachedDataRejected).toBe(false);
+    expect(fs.readdirSync(path.dirname(cacheFile)).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+    // A cache that cannot be written (a read-only install; here a folder in its place, which
+    // even root cannot rename a file onto) costs the saving, never the command.
+    fs.rmSync(cacheFile);
+    fs.mkdirSync(cacheFile);
+    try {
+      const unwritable = exposure("check");
+      expect(unwritable.stderr).toBe("");
+      expect(unwritable.status).toBe(0);
+      expect(fs.readdirSync(path.dirname(cacheFile)).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+    } finally {
+      fs.rmSync(cacheFile, { recursive: true });
+    }
+    expect(exposure("check").status).toBe(0);
   });
 
   // Found by an outside tester: V8 accepts a code cache for any source of the same length, so a
