@@ -33,6 +33,26 @@ describe("bin/exposure.cjs without a build", () => {
     expect(usage.status).toBe(2);
     expect(usage.stderr).not.toContain("    at ");
   });
+
+  // Found by an outside tester: a syntax error in an edited source printed tsx's "Transform
+  // failed" with ten esbuild frames.
+  it("a syntax error in an edited source is one line with file:line:col (exit 1), a source main loads or one a command loads", () => {
+    for (const [file, args] of [
+      ["src/core/plan.ts", ["status", "--stack", "sandbox"]],
+      ["cli/context.ts", ["check"]],
+    ] as const) {
+      const target = path.join(copy, file);
+      const text = fs.readFileSync(target, "utf8");
+      fs.writeFileSync(target, `${text}const = ;\n`);
+      const r = spawnSync(process.execPath, [path.join(copy, "bin/exposure.cjs"), ...args], { cwd: copy, encoding: "utf8", timeout: 60_000 });
+      fs.writeFileSync(target, text);
+      const line = text.split("\n").length;
+      expect(r.status, file).toBe(1);
+      expect(r.stderr.trim().split("\n"), file).toHaveLength(1);
+      expect(r.stderr, file).toContain(`${file}:${line}:7: Expected identifier but found "="; fix the source`);
+      expect(r.stderr, file).not.toContain("internal error");
+    }
+  });
 });
 
 // `npm ci` builds dist/ (scripts/build-cli.cjs): each operator command is one bundle run with
@@ -149,5 +169,33 @@ describe("bin/exposure.cjs with the build npm ci makes", () => {
       expect(r.stderr, file).not.toContain("internal error");
       expect(r.stderr, file).not.toContain("    at ");
     }
+  });
+
+  // Found by an outside tester: the files around the bundles (main.js, a command's loader, a
+  // module tsc compiled, the code-cache loader) printed Node.js's stack trace when damaged.
+  it("any damaged or missing module of dist/ is one line naming it, asking for npm run build (exit 1)", () => {
+    const truncate = (t: string) => t.slice(0, 500);
+    const cut = (t: string) => t.slice(0, 100);
+    for (const [file, damage, args] of [
+      ["dist/cli/main.js", truncate, ["check"]],
+      ["dist/cli/main.js", (t: string) => t.slice(0, t.indexOf("function helpText")), ["check"]],
+      ["dist/cli/context.js", (t: string) => t.slice(0, 300), ["check"]],
+      ["dist/cli/commands/status.js", cut, ["status", "--stack", "bench"]],
+      ["dist/cli/commands/render.js", undefined, ["render"]],
+      ["dist/vendor/code-cache.cjs", undefined, ["status", "--stack", "bench"]],
+    ] as const) {
+      const target = path.join(built, file);
+      const text = fs.readFileSync(target, "utf8");
+      if (damage === undefined) fs.rmSync(target);
+      else fs.writeFileSync(target, damage(text));
+      // From another folder: the message names the file from the project folder all the same.
+      const r = spawnSync(process.execPath, [path.join(built, "bin/exposure.cjs"), ...args], { cwd: os.tmpdir(), encoding: "utf8", timeout: 60_000 });
+      fs.writeFileSync(target, text);
+      const what = `${file} ${damage === undefined ? "deleted" : "damaged"}`;
+      expect(r.status, what).toBe(1);
+      expect(r.stderr.trim().split("\n"), what).toHaveLength(1);
+      expect(r.stderr, what).toMatch(new RegExp(`^exposure( ${args[0]})?: ${file} cannot be loaded \\(.+\\): dist/ is damaged; run \`npm run build\`\n$`));
+    }
+    expect(exposure("check").status).toBe(0);
   });
 });
