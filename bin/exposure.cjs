@@ -12,9 +12,33 @@ if (typeof enableCompileCache === "function") enableCompileCache();
 const { sourceStamp, builtStamp } = require("./source-stamp.cjs");
 
 const root = path.resolve(__dirname, "..");
+
+/** An error whose first stack frame is in dist/, as one line; else undefined. */
+function thrownByDist(err) {
+  const frame = /\n\s+at (?:.*? \()?(\/.*?):\d+:\d+\)?\n/.exec(String(err?.stack));
+  const file = frame?.[1];
+  if (file === undefined || !file.startsWith(path.join(root, "dist") + path.sep)) return undefined;
+  return `${path.relative(root, file)} cannot be loaded (${err.name}: ${String(err.message).split("\n")[0]}): dist/ is damaged; run \`npm run build\``;
+}
 const built = builtStamp(root);
 if (built !== undefined && built === sourceStamp(root)) {
-  const { main } = require("../dist/cli/main.js");
+  let main;
+  try {
+    ({ main } = require("../dist/cli/main.js"));
+  } catch (err) {
+    // A compiled file truncated or deleted since the build: one line, not Node.js's trace.
+    // Also an error thrown by a dist/ file's top level (cut short after a function it exports):
+    // the same code ran from the sources it matches, so this copy is what is broken.
+    const failure = require("./load-failure.cjs").loadFailure(err, root) ?? thrownByDist(err);
+    if (failure === undefined) throw err;
+    process.stderr.write(`exposure: ${failure}\n`);
+    process.exit(1);
+  }
+  if (typeof main !== "function") {
+    // Cut short where what is left still parses.
+    process.stderr.write("exposure: dist/cli/main.js cannot be loaded (it defines no main()): dist/ is damaged; run `npm run build`\n");
+    process.exit(1);
+  }
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err) => {

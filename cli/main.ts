@@ -1,6 +1,7 @@
+import * as path from "node:path";
 import { UserError } from "../src/core/errors";
 import { printable, printableValue } from "../src/core/text";
-import { type Command, type CommandContext, findProjectDir, packageVersion } from "./context";
+import { type Command, type CommandContext, findProjectDir, packageDir, packageVersion } from "./context";
 import { EXIT } from "./exit";
 import { asksForHelp, closest, commandHelp, parseCommandLine } from "./flags";
 import { COMMAND_NAMES, type CommandName, SPECS } from "./specs";
@@ -23,10 +24,23 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
 };
 
 /**
- * A damaged dist/ (a truncated or emptied bundle: the build's code-cache loader marks what it
- * cannot load, a command's or client-node's) is the operator's to rebuild, said in one line.
+ * A module that cannot be loaded, said in one line (bin/load-failure.cjs): a damaged dist/ (a
+ * truncated or emptied bundle the build's code-cache loader refused, a compiled file truncated
+ * or deleted) is the operator's to rebuild; a syntax error in an edited source names
+ * file:line:col. bin/ is outside dist/, so this works when dist/ is what is broken.
  */
-const damagedDist = (err: unknown) => ((err as { code?: unknown })?.code === "EXPOSURE_DIST_DAMAGED" ? new UserError((err as Error).message) : undefined);
+function unloadable(err: unknown): UserError | undefined {
+  let failure: string | undefined;
+  try {
+    const dir = packageDir();
+    const { loadFailure } = require(path.join(dir, "bin", "load-failure.cjs")) as { loadFailure: (err: unknown, root: string) => string | undefined };
+    failure = loadFailure(err, dir);
+  } catch {
+    // No bin/load-failure.cjs (a bare copy of the modules): at least the code-cache loader's own mark.
+    failure = (err as { code?: unknown })?.code === "EXPOSURE_DIST_DAMAGED" ? (err as Error).message : undefined;
+  }
+  return failure === undefined ? undefined : new UserError(failure);
+}
 
 /** A command's module; an emptied bundle loads but exports nothing. */
 async function loadCommand(name: CommandName): Promise<Command> {
@@ -110,7 +124,7 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
     const run = commands[name] ?? (await loadCommand(name));
     return await run(rest, context);
   } catch (caught) {
-    const err = damagedDist(caught) ?? caught;
+    const err = caught instanceof UserError ? caught : (unloadable(caught) ?? caught);
     if (err instanceof UserError) {
       context.stderr(`exposure ${name}: ${err.message}`);
       return err.exitCode;

@@ -13,7 +13,8 @@ const root = path.resolve(__dirname, "..");
 /**
  * dist/vendor/code-cache.cjs: runs a bundle through vm.Script with V8's code cache (the
  * compiled functions of an earlier run, written at build time). A cache V8 rejects (another
- * Node.js version) is ignored: the bundle is then compiled as usual. Node.js 20 has no
+ * Node.js version, a corrupt file) is ignored: the bundle is then compiled as usual, and the
+ * cache written again from that run (best effort). Node.js 20 has no
  * module.enableCompileCache(); this is the same saving for the files that matter.
  */
 const CODE_CACHE_LOADER = `"use strict";
@@ -25,14 +26,29 @@ const { createRequire, wrap } = require("node:module");
 // V8 accepts a cache for any source of the same length: the cache file starts with the sha256
 // of the bundle it was made from, and is used only for that very text.
 const DIGEST_BYTES = 32;
+// The project folder (dist/vendor/..): paths in messages are relative to it, wherever the command runs.
+const root = path.join(__dirname, "..", "..");
+/** Writes the cache whole or not at all (another run may be reading it): a temporary file, renamed. */
+function writeCache(cacheFile, digest, script) {
+  const temporary = \`\${cacheFile}.\${process.pid}.tmp\`;
+  try {
+    fs.writeFileSync(temporary, Buffer.concat([digest, script.createCachedData()]));
+    fs.renameSync(temporary, cacheFile);
+  } catch (err) {
+    try {
+      fs.rmSync(temporary, { force: true });
+    } catch {}
+    throw err;
+  }
+}
 exports.load = (file, cacheFile) => {
   let script;
   const bundle = { exports: {} };
   let digest;
+  let cachedData;
   try {
     const source = fs.readFileSync(file, "utf8");
     digest = crypto.createHash("sha256").update(source).digest();
-    let cachedData;
     try {
       const raw = fs.readFileSync(cacheFile);
       if (raw.length > DIGEST_BYTES && raw.subarray(0, DIGEST_BYTES).equals(digest)) cachedData = raw.subarray(DIGEST_BYTES);
@@ -40,13 +56,19 @@ exports.load = (file, cacheFile) => {
     script = new vm.Script(wrap(source), { filename: file, ...(cachedData ? { cachedData } : {}) });
     script.runInThisContext()(bundle.exports, createRequire(file), bundle, file, path.dirname(file));
   } catch (err) {
-    const damaged = new Error(\`\${path.relative(process.cwd(), file)} cannot be loaded (\${String(err && err.message).split("\\n")[0]}): dist/ is damaged; run \\\`npm run build\\\`\`);
+    const damaged = new Error(\`\${path.relative(root, file).split(path.sep).join("/")} cannot be loaded (\${String(err && err.message).split("\\n")[0]}): dist/ is damaged; run \\\`npm run build\\\`\`);
     damaged.code = "EXPOSURE_DIST_DAMAGED";
     throw damaged;
   }
-  Object.defineProperty(bundle.exports, "__writeCodeCache", {
-    value: () => fs.writeFileSync(cacheFile, Buffer.concat([digest, script.createCachedData()])),
-  });
+  // A cache that is missing, made from another text, or refused by V8 (another Node.js, a
+  // corrupt file) is made again from this run, so the next one starts fast without a rebuild.
+  // Best effort: a read-only install keeps working without it.
+  if (cachedData === undefined || script.cachedDataRejected) {
+    try {
+      writeCache(cacheFile, digest, script);
+    } catch {}
+  }
+  Object.defineProperty(bundle.exports, "__writeCodeCache", { value: () => writeCache(cacheFile, digest, script) });
   return bundle.exports;
 };
 `;

@@ -1,7 +1,10 @@
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
+import { wrap } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
+import * as vm from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // bin/exposure.cjs runs the TypeScript sources when dist/ is missing or older than them (an
@@ -29,6 +32,26 @@ describe("bin/exposure.cjs without a build", () => {
     const usage = spawnSync(process.execPath, [path.join(copy, "bin/exposure.cjs"), "check", "--nope"], { cwd: copy, encoding: "utf8", timeout: 60_000 });
     expect(usage.status).toBe(2);
     expect(usage.stderr).not.toContain("    at ");
+  });
+
+  // Found by an outside tester: a syntax error in an edited source printed tsx's "Transform
+  // failed" with ten esbuild frames.
+  it("a syntax error in an edited source is one line with file:line:col (exit 1), a source main loads or one a command loads", () => {
+    for (const [file, args] of [
+      ["src/core/plan.ts", ["status", "--stack", "sandbox"]],
+      ["cli/context.ts", ["check"]],
+    ] as const) {
+      const target = path.join(copy, file);
+      const text = fs.readFileSync(target, "utf8");
+      fs.writeFileSync(target, `${text}const = ;\n`);
+      const r = spawnSync(process.execPath, [path.join(copy, "bin/exposure.cjs"), ...args], { cwd: copy, encoding: "utf8", timeout: 60_000 });
+      fs.writeFileSync(target, text);
+      const line = text.split("\n").length;
+      expect(r.status, file).toBe(1);
+      expect(r.stderr.trim().split("\n"), file).toHaveLength(1);
+      expect(r.stderr, file).toContain(`${file}:${line}:7: Expected identifier but found "="; fix the source`);
+      expect(r.stderr, file).not.toContain("internal error");
+    }
   });
 });
 
@@ -75,11 +98,31 @@ describe("bin/exposure.cjs with the build npm ci makes", () => {
     expect(JSON.parse(exposure("schema").stdout)).toHaveProperty("$schema");
   });
 
-  it("a stale cache (another Node.js, a corrupt file) is ignored: the bundle is compiled as usual", () => {
-    fs.writeFileSync(path.join(built, "dist/cli/commands/check.v8cache"), "not a V8 code cache");
+  it("a stale cache (another Node.js, a corrupt file) is ignored: the bundle is compiled as usual, and the cache made again", () => {
+    const cacheFile = path.join(built, "dist/cli/commands/check.v8cache");
+    fs.writeFileSync(cacheFile, "not a V8 code cache");
     const r = exposure("check");
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
+    // Found by an outside tester: the corrupt cache stayed until the next build, its saving lost.
+    const source = fs.readFileSync(path.join(built, "dist/cli/commands/check.bundle.cjs"), "utf8");
+    const raw = fs.readFileSync(cacheFile);
+    expect(raw.subarray(0, 32).equals(createHash("sha256").update(source).digest())).toBe(true);
+    expect(new vm.Script(wrap(source), { filename: "check.bundle.cjs", cachedData: raw.subarray(32) }).cachedDataRejected).toBe(false);
+    expect(fs.readdirSync(path.dirname(cacheFile)).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+    // A cache that cannot be written (a read-only install; here a folder in its place, which
+    // even root cannot rename a file onto) costs the saving, never the command.
+    fs.rmSync(cacheFile);
+    fs.mkdirSync(cacheFile);
+    try {
+      const unwritable = exposure("check");
+      expect(unwritable.stderr).toBe("");
+      expect(unwritable.status).toBe(0);
+      expect(fs.readdirSync(path.dirname(cacheFile)).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+    } finally {
+      fs.rmSync(cacheFile, { recursive: true });
+    }
+    expect(exposure("check").status).toBe(0);
   });
 
   // Found by an outside tester: V8 accepts a code cache for any source of the same length, so a
@@ -126,5 +169,33 @@ describe("bin/exposure.cjs with the build npm ci makes", () => {
       expect(r.stderr, file).not.toContain("internal error");
       expect(r.stderr, file).not.toContain("    at ");
     }
+  });
+
+  // Found by an outside tester: the files around the bundles (main.js, a command's loader, a
+  // module tsc compiled, the code-cache loader) printed Node.js's stack trace when damaged.
+  it("any damaged or missing module of dist/ is one line naming it, asking for npm run build (exit 1)", () => {
+    const truncate = (t: string) => t.slice(0, 500);
+    const cut = (t: string) => t.slice(0, 100);
+    for (const [file, damage, args] of [
+      ["dist/cli/main.js", truncate, ["check"]],
+      ["dist/cli/main.js", (t: string) => t.slice(0, t.indexOf("function helpText")), ["check"]],
+      ["dist/cli/context.js", (t: string) => t.slice(0, 300), ["check"]],
+      ["dist/cli/commands/status.js", cut, ["status", "--stack", "bench"]],
+      ["dist/cli/commands/render.js", undefined, ["render"]],
+      ["dist/vendor/code-cache.cjs", undefined, ["status", "--stack", "bench"]],
+    ] as const) {
+      const target = path.join(built, file);
+      const text = fs.readFileSync(target, "utf8");
+      if (damage === undefined) fs.rmSync(target);
+      else fs.writeFileSync(target, damage(text));
+      // From another folder: the message names the file from the project folder all the same.
+      const r = spawnSync(process.execPath, [path.join(built, "bin/exposure.cjs"), ...args], { cwd: os.tmpdir(), encoding: "utf8", timeout: 60_000 });
+      fs.writeFileSync(target, text);
+      const what = `${file} ${damage === undefined ? "deleted" : "damaged"}`;
+      expect(r.status, what).toBe(1);
+      expect(r.stderr.trim().split("\n"), what).toHaveLength(1);
+      expect(r.stderr, what).toMatch(new RegExp(`^exposure( ${args[0]})?: ${file} cannot be loaded \\(.+\\): dist/ is damaged; run \`npm run build\`\n$`));
+    }
+    expect(exposure("check").status).toBe(0);
   });
 });

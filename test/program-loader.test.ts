@@ -14,9 +14,9 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), "program-loader-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** Loads the entry point as the nodejs language host does (require of `main`), prints what it exports. */
-function run(): { code: number | null; stdout: string; stderr: string } {
+function run(cwd = dir): { code: number | null; stdout: string; stderr: string } {
   const probe = `const m = require(${JSON.stringify(path.join(dir, LOADER))}); Promise.resolve(typeof m === "function" ? m() : m).then((v) => console.log(JSON.stringify(v))); process.on("exit", () => console.error(Object.keys(require.cache).some((f) => f.includes("esbuild")) ? "esbuild loaded" : ""));`;
-  const r = spawnSync(process.execPath, ["-e", probe], { cwd: dir, encoding: "utf8", timeout: 30_000 });
+  const r = spawnSync(process.execPath, ["-e", probe], { cwd, encoding: "utf8", timeout: 30_000 });
   return { code: r.status, stdout: r.stdout.trim(), stderr: r.stderr };
 }
 
@@ -53,6 +53,20 @@ describe("program loader", () => {
     expect(broken.code).not.toBe(0);
     expect(broken.stderr).toContain(`${path.join("index.ts")}:2:1: Unexpected end of file`);
     expect(broken.stderr).not.toContain("esbuild/lib");
+  });
+
+  // Found by an outside tester: the engine runs the program from src/infra/, so the file was
+  // named `../core/plan.ts`; the project folder is where the operator looks.
+  it("a syntax error in a source the program imports is named from the project folder, not from src/infra/", () => {
+    fs.writeFileSync(path.join(dir, "index.ts"), 'import { greet } from "./src/lib/greet";\nexport = async () => greet("x");\n');
+    const greet = path.join(dir, "src/lib/greet.ts");
+    const text = fs.readFileSync(greet, "utf8");
+    fs.writeFileSync(greet, `${text}const = ;\n`);
+    const broken = run(path.join(dir, "src/infra"));
+    fs.writeFileSync(greet, text);
+    expect(broken.code).not.toBe(0);
+    expect(broken.stderr).toContain('Error: src/lib/greet.ts:2:7: Expected identifier but found "="');
+    expect(broken.stderr).toContain("__pulumiRunError: true");
   });
 
   it("runs dist/'s program bundle when dist/ was built from these very sources (nothing transpiled); an edit since the build runs the sources", () => {
@@ -96,5 +110,39 @@ describe("program loader", () => {
     const r = spawnSync(process.execPath, ["-e", probe], { cwd: projectDir, encoding: "utf8", timeout: 30_000 });
     expect(r.stderr).toBe("");
     expect(JSON.parse(r.stdout)).toEqual({ type: "function", sdk: true, k8s: true, zod: false, yaml: false });
+  });
+
+  // Found by an outside tester: a truncated program bundle was the engine's "unhandled exception"
+  // with ten stack frames, and named the file from src/infra/.
+  it("a damaged dist/ program is one RunError (no stack trace from the engine) naming the file from the project folder", () => {
+    const built = path.join(projectDir, "dist");
+    if (!fs.existsSync(path.join(built, "src/infra/stack-program.cjs"))) return; // no build in this checkout
+    const copy = fs.mkdtempSync(path.join(os.tmpdir(), "program-loader-dist-"));
+    try {
+      for (const f of [LOADER, "bin/source-stamp.cjs", "bin/load-failure.cjs", "index.ts"]) fs.cpSync(path.join(projectDir, f), path.join(copy, f));
+      fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(copy, "node_modules"));
+      const program = "dist/src/infra";
+      for (const f of ["stack-program.cjs", "stack-program.bundle.cjs", "stack-program.v8cache"])
+        fs.cpSync(path.join(built, "src/infra", f), path.join(copy, program, f));
+      fs.cpSync(path.join(built, "vendor/code-cache.cjs"), path.join(copy, "dist/vendor/code-cache.cjs"));
+      const { sourceStamp, STAMP_FILE } = require(path.join(projectDir, "bin/source-stamp.cjs")) as {
+        sourceStamp: (root: string) => string;
+        STAMP_FILE: string;
+      };
+      fs.writeFileSync(path.join(copy, STAMP_FILE), JSON.stringify({ sources: sourceStamp(copy) }));
+      const load = () => {
+        const probe = `try { require(${JSON.stringify(path.join(copy, LOADER))}); console.log("loaded"); } catch (e) { console.log(e.constructor.name + ": " + e.message); }`;
+        return spawnSync(process.execPath, ["-e", probe], { cwd: path.join(copy, "src/infra"), encoding: "utf8", timeout: 30_000 }).stdout.trim();
+      };
+      const bundle = path.join(copy, program, "stack-program.bundle.cjs");
+      fs.writeFileSync(bundle, fs.readFileSync(bundle, "utf8").slice(0, 5000));
+      expect(load()).toMatch(/^RunError: dist\/src\/infra\/stack-program\.bundle\.cjs cannot be loaded \(.+\): dist\/ is damaged; run `npm run build`$/);
+      fs.rmSync(path.join(copy, "dist/vendor/code-cache.cjs"));
+      expect(load()).toBe("RunError: dist/vendor/code-cache.cjs cannot be loaded (no such file): dist/ is damaged; run `npm run build`");
+      fs.writeFileSync(path.join(copy, program, "stack-program.cjs"), '"use strict";\nconst x = require(');
+      expect(load()).toMatch(/^RunError: dist\/src\/infra\/stack-program\.cjs cannot be loaded \(.+\): dist\/ is damaged; run `npm run build`$/);
+    } finally {
+      fs.rmSync(copy, { recursive: true, force: true });
+    }
   });
 });

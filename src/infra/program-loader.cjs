@@ -25,13 +25,32 @@ function compiledProgram() {
   return built !== undefined && built === stamps.sourceStamp(root) && fs.existsSync(compiled) ? compiled : undefined;
 }
 
+/** `file` relative to the project folder (the engine runs the program from src/infra/). */
+const shown = (file) => path.relative(root, file).split(path.sep).join("/") || file;
+
 /** esbuild's first error as `file:line:col: message` (1-based column), shown by the engine without a stack trace. */
 function syntaxError(err, filename) {
   const first = err && Array.isArray(err.errors) ? err.errors[0] : undefined;
   if (!first) return err;
-  const where = first.location ? `${path.relative(process.cwd(), filename) || filename}:${first.location.line}:${first.location.column + 1}` : filename;
+  const where = first.location ? `${shown(filename)}:${first.location.line}:${first.location.column + 1}` : shown(filename);
   const { RunError } = require("@pulumi/pulumi");
   return new RunError(`${where}: ${first.text}`);
+}
+
+/**
+ * A damaged dist/ (a truncated bundle, a deleted file: bin/load-failure.cjs) as one line the
+ * engine shows without a stack trace; anything else unchanged.
+ */
+function unloadable(err) {
+  let failure;
+  try {
+    failure = require(path.join(root, "bin", "load-failure.cjs")).loadFailure(err, root);
+  } catch {
+    failure = err && err.code === "EXPOSURE_DIST_DAMAGED" ? err.message : undefined;
+  }
+  if (failure === undefined) return err;
+  const { RunError } = require("@pulumi/pulumi");
+  return new RunError(failure);
 }
 
 function transpileOnLoad() {
@@ -70,4 +89,8 @@ if (compiled === undefined) transpileOnLoad();
 // a fifth of the program's CPU in a 100-entry `up`. The compiled program's stacks name lines
 // of its bundle instead (unminified, named after the sources); the sources' path keeps the mapping.
 else Error.prepareStackTrace = undefined;
-module.exports = require(compiled ?? path.join(root, "index.ts"));
+try {
+  module.exports = require(compiled ?? path.join(root, "index.ts"));
+} catch (err) {
+  throw compiled === undefined ? err : unloadable(err);
+}
