@@ -182,6 +182,22 @@ describe("program under mocks", () => {
     );
   });
 
+  it("validates the portal's namespace (a DNS label) and image (no blank, no space) (found by a tester)", () => {
+    const portal = (p: Record<string, unknown>) => stackConfig({ "ui-exposure:portal": { enabled: true, ...p } });
+    expect(() => parseSettings(portal({ namespace: "Bad NS", image: "  " }), "Pulumi.test.yaml")).toThrow(
+      [
+        "invalid stack configuration in Pulumi.test.yaml (2 problems):",
+        `  - ui-exposure:portal.namespace: namespace must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit, found a string ("Bad NS")`,
+        `  - ui-exposure:portal.image: image must be an image reference without spaces (e.g. node:20-alpine), found a string ("  ")`,
+      ].join("\n"),
+    );
+    expect(() => parseSettings(portal({ image: "" }), "Pulumi.test.yaml")).toThrow("ui-exposure:portal.image: image must be an image reference");
+    expect(parseSettings(portal({ namespace: "tools", image: "registry.internal/node:20-alpine" }), "Pulumi.test.yaml").portal).toMatchObject({
+      namespace: "tools",
+      image: "registry.internal/node:20-alpine",
+    });
+  });
+
   it("declares every Kubernetes resource through one explicit provider built from the stack's kube settings", async () => {
     const config = stackConfig({ "kubernetes:kubeconfig": "/home/op/.kube/bench", "ui-exposure:portal": { enabled: true } });
     const out = await declareStack({ projectDir, stack: "test", config, cluster: cluster() });

@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import { describeValue, describeZodIssue, distinctIssues, formatPath } from "./contract/parse";
-import { entryName } from "./contract/schema";
+import { dnsLabel, entryName } from "./contract/schema";
 import { userErrorFromProblems } from "./errors";
 import { ipVersion } from "./ip";
 import "./zod-messages";
@@ -75,9 +75,9 @@ export const ciliumSettingsSchema = z.discriminatedUnion("mode", [l4Schema, coha
 
 const portalSchema = z.strictObject({
   enabled: flag(false),
-  namespace: nonEmpty("platform-portal"),
+  namespace: z._default(dnsLabel("namespace"), "platform-portal"),
   /** A stock Node.js image; the server code ships in a ConfigMap. */
-  image: nonEmpty("node:20-alpine"),
+  image: z._default(z.string().check(z.regex(/^\S+$/, { message: "image must be an image reference without spaces (e.g. node:20-alpine)" })), "node:20-alpine"),
   /** false when the namespace already exists outside this stack (created by the platform's bootstrap). */
   createNamespace: flag(true),
   /**

@@ -11,7 +11,8 @@ const PORT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** Our NodePort Service is named `<entry>-nodeport`; Service names stop at 63 characters. */
 export const ENTRY_NAME_MAX = 63 - "-nodeport".length;
 
-const dnsLabel = (what: string, max = 63) =>
+/** A Kubernetes name that must be a DNS label (a namespace...), `what` naming it in messages. */
+export const dnsLabel = (what: string, max = 63) =>
   z
     .string()
     .check(
