@@ -190,7 +190,8 @@ endpoints:
 
   it("reports YAML syntax errors and duplicate keys with their position", () => {
     expect(problemsOf("version: 1\nendpoints: [\n")[0]).toMatch(/^c\.yaml:\d+:\d+: \(yaml\): /);
-    expect(problemsOf("version: 1\nversion: 1\nendpoints: []\n")).toEqual(["c.yaml:2:1: (yaml): Map keys must be unique"]);
+    expect(problemsOf("version: 1\nversion: 1\nendpoints: []\n")).toEqual(["c.yaml:2:1: (yaml): duplicate key 'version': map keys must be unique"]);
+    expect(problemsOf(`${ok()}    exposed: false\n`)).toEqual(["c.yaml:6:5: (yaml): duplicate key 'exposed': map keys must be unique"]);
   });
 
   it("names a missing file and what to do", () => {

@@ -1,4 +1,4 @@
-import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from "yaml";
+import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit, type YAMLError } from "yaml";
 import type * as z from "zod/mini";
 import { UserError } from "../errors";
 import { EXIT } from "../findings";
@@ -59,7 +59,7 @@ export function parseContract(text: string, file: string): Contract {
   if (doc.errors.length > 0) {
     throw new ContractError(
       file,
-      doc.errors.map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: e.message.split("\n")[0] ?? e.message })),
+      doc.errors.map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: yamlErrorMessage(doc, e) })),
     );
   }
 
@@ -271,6 +271,32 @@ function* findForbiddenKeys(doc: Document, pos: (offset: number | undefined) => 
     }
   }
   yield* walk(doc.contents, []);
+}
+
+/**
+ * The first line of a YAML error; a duplicate key is named (yaml says only "Map keys must be
+ * unique", at the offset of the repeated key).
+ */
+export function yamlErrorMessage(doc: Document, error: YAMLError): string {
+  const message = error.message.split("\n")[0] ?? error.message;
+  if (error.code !== "DUPLICATE_KEY") return message;
+  let key: unknown;
+  visit(doc, {
+    Pair(_key, pair) {
+      if (isScalar(pair.key) && pair.key.range?.[0] === error.pos[0]) {
+        key = pair.key.value;
+        return visit.BREAK;
+      }
+      return undefined;
+    },
+  });
+  return key === undefined ? message : `duplicate key ${describeKey(key)}: map keys must be unique`;
+}
+
+/** `'version'`, or the bounded description of a key that is not a plain string. */
+function describeKey(key: unknown): string {
+  if (typeof key === "string" && key.length <= 40 && /^[\x20-\x7e]*$/.test(key) && !key.includes("'")) return `'${key}'`;
+  return describeValue(key);
 }
 
 /** Offset of the first alias (`*name`) of a document, where an alias bomb starts expanding. */
