@@ -130,13 +130,13 @@ describe("bin/exposure.cjs with the build npm ci makes", () => {
   it("a bundle edited after the build runs as edited, even at the same length", () => {
     const bundle = path.join(built, "dist/cli/commands/check.bundle.cjs");
     const text = fs.readFileSync(bundle, "utf8");
-    const edited = text.replace("endpoints, ", "ENDPOINTS, ");
+    const edited = text.replace(" NodePort, ", " NODEPORT, ");
     expect(edited.length).toBe(text.length);
     expect(edited).not.toBe(text);
     fs.writeFileSync(bundle, edited);
     const r = exposure("check");
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain("ENDPOINTS, ");
+    expect(r.stdout).toContain(" NODEPORT, ");
     fs.writeFileSync(bundle, text);
   });
 

@@ -83,3 +83,12 @@ describe("exposure check --json", () => {
     expect(r.err.split("\n")[0]).toMatch(/^exposure check: invalid contract .*bad\.yaml \(2 problems\):$/);
   });
 });
+
+describe("exposure check", () => {
+  it("one endpoint, none exposed: singular, and no list after the counts (found by a tester)", async () => {
+    const file = write("one.yaml", "version: 1\nendpoints:\n  - name: pg\n    service: { namespace: data, name: postgres, port: 5432 }\n");
+    const r = await check(file);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/one\.yaml: valid: 1 endpoint, 0 exposed \(0 NodePort, 0 hostPort\)$/);
+  });
+});

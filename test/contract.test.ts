@@ -84,19 +84,19 @@ describe("contract", () => {
 
   it("rejects names that are not DNS labels, and names too long for '<name>-nodeport'", () => {
     expect(problemsOf(ok("  - name: Grafana_UI\n    service: { namespace: monitoring, name: grafana, port: 80 }"))).toEqual([
-      "c.yaml:6:11: endpoints[1].name: entry name must be a DNS label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit",
+      "c.yaml:6:11: endpoints[1].name: entry name must be a DNS label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, found a string (\"Grafana_UI\")",
     ]);
     const long = "a".repeat(55);
     expect(problemsOf(ok(`  - name: ${long}\n    service: { namespace: x, name: y, port: 80 }`))).toEqual([
-      "c.yaml:6:11: endpoints[1].name: entry name must be at most 54 characters (our Service is '<name>-nodeport')",
+      "c.yaml:6:11: endpoints[1].name: entry name must be at most 54 characters (our Service is '<name>-nodeport'), found 55 characters",
     ]);
   });
 
   it("rejects bad namespaces and port numbers", () => {
     const text = "version: 1\nendpoints:\n  - name: a\n    service: { namespace: Data, name: pg, port: 70000 }\n";
     expect(problemsOf(text)).toEqual([
-      "c.yaml:4:27: endpoints[0].service.namespace: namespace must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit",
-      "c.yaml:4:49: endpoints[0].service.port: port number must be between 1 and 65535",
+      "c.yaml:4:27: endpoints[0].service.namespace: namespace must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit, found a string (\"Data\")",
+      "c.yaml:4:49: endpoints[0].service.port: port number must be between 1 and 65535, found a number (70000)",
     ]);
   });
 
@@ -113,7 +113,7 @@ describe("contract", () => {
 `;
     expect(problemsOf(text)).toEqual([
       "c.yaml:11:43: endpoints[2].hostPort.port: hostPort 8090 is already declared by 'agent-a': each hostPort may be declared once",
-      "c.yaml:14:43: endpoints[3].hostPort.port: hostPort must be between 1 and 65535",
+      "c.yaml:14:43: endpoints[3].hostPort.port: hostPort must be between 1 and 65535, found a number (0)",
     ]);
   });
 
@@ -138,13 +138,51 @@ endpoints:
     ]);
   });
 
+  it("says what was expected and what was found, never zod's own wording, one problem per field (found by a tester)", () => {
+    const entry = (extra: string, service = "    service: { namespace: a, name: b, port: http }\n") =>
+      `version: 1\nendpoints:\n  - name: argocd\n    exposed: true\n${service}${extra}`;
+    const cases: [string, string][] = [
+      [entry("    scheme: ftp\n"), `c.yaml:6:13: endpoints[0].scheme: expected 'http', 'https', 'postgresql' or 'tcp', found a string ("ftp")`],
+      [
+        entry("    probe: { expectStatus: [999] }\n"),
+        "c.yaml:6:29: endpoints[0].probe.expectStatus[0]: expected an HTTP status between 100 and 599, found a number (999)",
+      ],
+      [
+        entry("    probe: { expectStatus: [-1] }\n"),
+        "c.yaml:6:29: endpoints[0].probe.expectStatus[0]: expected an HTTP status between 100 and 599, found a number (-1)",
+      ],
+      [entry("    probe: { expectStatus: [] }\n"), "c.yaml:6:28: endpoints[0].probe.expectStatus: must list at least one status (omit it for any 2xx or 3xx)"],
+      [
+        entry("    probe: { timeoutSeconds: 0 }\n"),
+        "c.yaml:6:30: endpoints[0].probe.timeoutSeconds: expected a number of seconds above 0 and at most 120, found a number (0)",
+      ],
+      [
+        entry("    probe: { timeoutSeconds: 500 }\n"),
+        "c.yaml:6:30: endpoints[0].probe.timeoutSeconds: expected a number of seconds above 0 and at most 120, found a number (500)",
+      ],
+      [
+        entry("    credentials: [{ label: '', secret: { namespace: a, name: b }, passwordKey: p }]\n"),
+        "c.yaml:6:28: endpoints[0].credentials[0].label: must not be empty",
+      ],
+      [
+        entry("", "    service: { namespace: a, name: b, port: 99999999999999999999 }\n"),
+        "c.yaml:5:45: endpoints[0].service.port: port number must be between 1 and 65535, found a number (100000000000000000000)",
+      ],
+      [
+        entry("", "    hostPort: { namespace: a, port: 1e400 }\n"),
+        "c.yaml:5:37: endpoints[0].hostPort.port: expected a finite number, found a number out of range (Infinity)",
+      ],
+    ];
+    for (const [text, expected] of cases) expect(problemsOf(text)).toEqual([expected]);
+  });
+
   it("reports every problem at once, sorted by position, with a count", () => {
     const text = "version: 2\nendpoints:\n  - name: A\n    ui_hostname: x\n    service: { namespace: a, name: b, port: http }\n";
     expect(() => parseContract(text, "c.yaml")).toThrow(
       [
         "invalid contract c.yaml (3 problems):",
         "c.yaml:1:10: version: version must be 1, found a number (2)",
-        "c.yaml:3:11: endpoints[0].name: entry name must be a DNS label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit",
+        "c.yaml:3:11: endpoints[0].name: entry name must be a DNS label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, found a string (\"A\")",
         "c.yaml:4:5: endpoints[0].ui_hostname: legacy key: UIs are no longer published under a hostname; set 'exposed: true' (the URL becomes http://<node IP>:<nodePort>)",
       ].join("\n"),
     );
@@ -152,7 +190,8 @@ endpoints:
 
   it("reports YAML syntax errors and duplicate keys with their position", () => {
     expect(problemsOf("version: 1\nendpoints: [\n")[0]).toMatch(/^c\.yaml:\d+:\d+: \(yaml\): /);
-    expect(problemsOf("version: 1\nversion: 1\nendpoints: []\n")).toEqual(["c.yaml:2:1: (yaml): Map keys must be unique"]);
+    expect(problemsOf("version: 1\nversion: 1\nendpoints: []\n")).toEqual(["c.yaml:2:1: (yaml): duplicate key 'version': map keys must be unique"]);
+    expect(problemsOf(`${ok()}    exposed: false\n`)).toEqual(["c.yaml:6:5: (yaml): duplicate key 'exposed': map keys must be unique"]);
   });
 
   it("names a missing file and what to do", () => {

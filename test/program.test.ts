@@ -126,8 +126,8 @@ describe("program under mocks", () => {
     await expect(declareStack({ projectDir, stack: "test", config: bad, cluster: cluster() })).rejects.toThrow(
       [
         "invalid stack configuration in Pulumi.test.yaml (3 problems):",
-        "  - ui-exposure:nodeAddress: must be an IPv4 or IPv6 address",
-        "  - ui-exposure:cilium.mode: mode must be 'l4' or 'cohabit'",
+        `  - ui-exposure:nodeAddress: must be an IPv4 or IPv6 address, found a string ("not-an-ip")`,
+        `  - ui-exposure:cilium.mode: mode must be 'l4' or 'cohabit', found a string ("gateway")`,
         "  - ui-exposure: unknown key 'entrys'",
       ].join("\n"),
     );
@@ -147,6 +147,55 @@ describe("program under mocks", () => {
     );
     // Absent is still told as absent.
     expect(() => parseSettings({}, "Pulumi.test.yaml")).toThrow("ui-exposure:cilium: required setting is missing");
+  });
+
+  it("says what a setting holds and what was expected, never zod's own wording (found by a tester)", () => {
+    const problemOf = (key: string, value: unknown) => {
+      const config = stackConfig({ [`ui-exposure:${key}`]: value });
+      try {
+        parseSettings(config, "Pulumi.test.yaml");
+      } catch (err) {
+        return (err as Error).message.replace("invalid stack configuration in Pulumi.test.yaml: ", "");
+      }
+      return "accepted";
+    };
+    const l4 = { mode: "l4", chart: { version: "1.18.12" } };
+    expect(problemOf("entries", "grafana")).toBe(`ui-exposure:entries: expected 'all' or a list of entry names, found a string ("grafana")`);
+    expect(problemOf("entries", 5)).toBe("ui-exposure:entries: expected 'all' or a list of entry names, found a number (5)");
+    expect(problemOf("entries", { a: 1 })).toBe("ui-exposure:entries: expected 'all' or a list of entry names, found a map");
+    expect(problemOf("entries", [])).toBe("ui-exposure:entries: must list at least one entry (or be 'all')");
+    expect(problemOf("contract", "")).toBe("ui-exposure:contract: must not be empty");
+    expect(problemOf("cilium", { ...l4, k8sServicePort: 70000 })).toBe(
+      "ui-exposure:cilium.k8sServicePort: expected a port number between 1 and 65535, found a number (70000)",
+    );
+    expect(problemOf("cilium", { ...l4, k8sServicePort: 1e20 })).toBe(
+      "ui-exposure:cilium.k8sServicePort: expected a port number between 1 and 65535, found a number (100000000000000000000)",
+    );
+    expect(problemOf("nodeAddress", "999.1.1.1")).toBe(`ui-exposure:nodeAddress: must be an IPv4 or IPv6 address, found a string ("999.1.1.1")`);
+    expect(problemOf("cilium", { mode: "L4" })).toBe(`ui-exposure:cilium.mode: mode must be 'l4' or 'cohabit', found a string ("L4")`);
+    expect(problemOf("cilium", { mode: 5 })).toBe("ui-exposure:cilium.mode: mode must be 'l4' or 'cohabit', found a number (5)");
+    expect(problemOf("cilium", { mode: "l4", chart: { version: "latest" } })).toBe(
+      `ui-exposure:cilium.chart.version: must be an exact chart version such as 1.18.12, found a string ("latest")`,
+    );
+    expect(problemOf("allowlist", { services: ["Kube-System/x"] })).toBe(
+      `ui-exposure:allowlist.services[0]: must be 'namespace/name' (name may end with '*'), found a string ("Kube-System/x")`,
+    );
+  });
+
+  it("validates the portal's namespace (a DNS label) and image (no blank, no space) (found by a tester)", () => {
+    const portal = (p: Record<string, unknown>) => stackConfig({ "ui-exposure:portal": { enabled: true, ...p } });
+    expect(() => parseSettings(portal({ namespace: "Bad NS", image: "  " }), "Pulumi.test.yaml")).toThrow(
+      [
+        "invalid stack configuration in Pulumi.test.yaml (2 problems):",
+        `  - ui-exposure:portal.namespace: namespace must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit, found a string ("Bad NS")`,
+        `  - ui-exposure:portal.image: image must be an image reference without spaces (e.g. node:20-alpine), found a string ("  ")`,
+      ].join("\n"),
+    );
+    expect(() => parseSettings(portal({ image: "" }), "Pulumi.test.yaml")).toThrow("ui-exposure:portal.image: image must be an image reference");
+    expect(parseSettings(portal({ namespace: "tools", image: "registry.internal/node:20-alpine" }), "Pulumi.test.yaml").portal).toMatchObject({
+      namespace: "tools",
+      image: "registry.internal/node:20-alpine",
+    });
   });
 
   it("declares every Kubernetes resource through one explicit provider built from the stack's kube settings", async () => {

@@ -123,7 +123,7 @@ describe("positioned errors", () => {
 
   it("a duplicated key is refused where it is", () => {
     const p = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  ui-exposure:a: x\n  ui-exposure:a: y\n");
-    expect(p.load).toThrow(/^Pulumi\.s\.yaml:3:\d+: invalid YAML: Map keys must be unique/);
+    expect(p.load).toThrow(/^Pulumi\.s\.yaml:3:\d+: invalid YAML: duplicate key 'ui-exposure:a': map keys must be unique$/);
   });
 
   it("config that is not a mapping", () => {

@@ -43,8 +43,10 @@ export const check: Command = async (argv, ctx) => {
   } else {
     const nodePorts = exposed.filter(isNodePortEntry).length;
     const hostPorts = exposed.filter(isHostPortEntry).length;
+    const count = contract.endpoints.length;
+    const names = exposed.length > 0 ? `: ${exposed.map((e) => e.name).join(", ")}` : "";
     ctx.stdout(
-      `${shown}: valid: ${contract.endpoints.length} endpoints, ${exposed.length} exposed (${nodePorts} NodePort, ${hostPorts} hostPort): ${exposed.map((e) => e.name).join(", ")}`,
+      `${shown}: valid: ${count} ${count === 1 ? "endpoint" : "endpoints"}, ${exposed.length} exposed (${nodePorts} NodePort, ${hostPorts} hostPort)${names}`,
     );
   }
   return EXIT.OK;

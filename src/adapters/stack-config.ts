@@ -1,6 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { isMap, isScalar, LineCounter, type Node, type Pair, parseDocument } from "yaml";
+import { yamlErrorMessage } from "../core/contract/parse";
 import { UserError, userErrorFromProblems } from "../core/errors";
 import { checkStackName } from "../core/inputs";
 import { PROJECT } from "../core/settings";
@@ -107,7 +108,7 @@ function readYaml(file: string): ParsedFile {
     return `${shown}:${line}:${col}`;
   };
   const first = doc.errors[0];
-  if (first) throw new UserError(`${at(first.pos[0])}: invalid YAML: ${first.message.split("\n")[0]}`);
+  if (first) throw new UserError(`${at(first.pos[0])}: invalid YAML: ${yamlErrorMessage(doc, first)}`);
   return {
     file: shown,
     contents: doc.contents,

@@ -1,12 +1,14 @@
 import * as z from "zod/mini";
-import { describeZodIssue, formatPath } from "./contract/parse";
-import { entryName } from "./contract/schema";
+import { describeValue, describeZodIssue, distinctIssues, formatPath } from "./contract/parse";
+import { dnsLabel, entryName } from "./contract/schema";
 import { UserError, userErrorFromProblems } from "./errors";
 import { ipVersion } from "./ip";
 import "./zod-messages";
 
 /** Pulumi project name: also the namespace of the stack configuration keys. */
 export const PROJECT = "ui-exposure";
+
+const PORT_NUMBER = "expected a port number between 1 and 65535";
 
 const nonEmpty = (fallback: string) => z._default(z.string().check(z.minLength(1)), fallback);
 const flag = (fallback: boolean) => z._default(z.boolean(), fallback);
@@ -43,7 +45,7 @@ const l4Schema = z.strictObject({
    * planning can say why it is needed (src/cilium/values.ts); mode `l4` requires both.
    */
   k8sServiceHost: z.optional(z.string().check(z.minLength(1))),
-  k8sServicePort: z.optional(z.int().check(z.minimum(1), z.maximum(65535))),
+  k8sServicePort: z.optional(z.int().check(z.minimum(1, { message: PORT_NUMBER }), z.maximum(65535, { message: PORT_NUMBER }))),
   /** Extra chart values deep-merged over the generated ones; a value that contradicts the mode is rejected. */
   values: z._default(z.record(z.string(), z.unknown()), {}),
   /**
@@ -73,9 +75,9 @@ export const ciliumSettingsSchema = z.discriminatedUnion("mode", [l4Schema, coha
 
 const portalSchema = z.strictObject({
   enabled: flag(false),
-  namespace: nonEmpty("platform-portal"),
+  namespace: z._default(dnsLabel("namespace"), "platform-portal"),
   /** A stock Node.js image; the server code ships in a ConfigMap. */
-  image: nonEmpty("node:20-alpine"),
+  image: z._default(z.string().check(z.regex(/^\S+$/, { message: "image must be an image reference without spaces (e.g. node:20-alpine)" })), "node:20-alpine"),
   /** false when the namespace already exists outside this stack (created by the platform's bootstrap). */
   createNamespace: flag(true),
   /**
@@ -110,9 +112,16 @@ export const settingsSchema = z.strictObject({
   /** Contract file, relative to the project. Default: contract/endpoints.yaml, else the example. */
   contract: z.optional(z.string().check(z.minLength(1))),
   /** Which exposed entries this stack publishes: a list of names, or "all". */
-  entries: z._default(z.union([z.literal("all"), z.array(entryName).check(z.minLength(1))]), "all"),
+  entries: z._default(
+    z.union([z.literal("all"), z.array(entryName).check(z.minLength(1, { message: "must list at least one entry (or be 'all')" }))], {
+      error: (issue) => (issue.code === "invalid_union" ? "expected 'all' or a list of entry names" : undefined),
+    }),
+    "all",
+  ),
   /** Pin the node address used in URLs (otherwise: InternalIP of the first Ready node by name). */
-  nodeAddress: z.optional(z.string().check(z.refine((s) => ipVersion(s) !== 0, { message: "must be an IPv4 or IPv6 address" }))),
+  nodeAddress: z.optional(
+    z.string().check(z.refine((s) => ipVersion(s) !== 0, { error: (issue) => `must be an IPv4 or IPv6 address, found ${describeValue(issue.input)}` })),
+  ),
   cilium: ciliumSettingsSchema,
   portal: z._default(portalSchema, { enabled: false, namespace: "platform-portal", image: "node:20-alpine", createNamespace: true, skipAwait: false }),
   allowlist: z._default(allowlistSchema, { services: [], hostPorts: [] }),
@@ -146,7 +155,7 @@ export function parseSettings(config: Readonly<Record<string, string>>, stackFil
   // (secure: values are never read, so nothing secret can be quoted).
   const result = settingsSchema.safeParse(raw, { reportInput: true });
   if (!result.success) {
-    const problems = result.error.issues.map((issue) => {
+    const problems = distinctIssues(result.error.issues).map((issue) => {
       if (issue.code === "unrecognized_keys") {
         return `${formatConfigPath(issue.path)}: unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
       }

@@ -1,4 +1,4 @@
-import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from "yaml";
+import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit, type YAMLError } from "yaml";
 import type * as z from "zod/mini";
 import { UserError } from "../errors";
 import { EXIT } from "../findings";
@@ -59,7 +59,7 @@ export function parseContract(text: string, file: string): Contract {
   if (doc.errors.length > 0) {
     throw new ContractError(
       file,
-      doc.errors.map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: e.message.split("\n")[0] ?? e.message })),
+      doc.errors.map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: yamlErrorMessage(doc, e) })),
     );
   }
 
@@ -85,7 +85,7 @@ export function parseContract(text: string, file: string): Contract {
   // reportInput: a wrong type is told apart from a missing field by the value found.
   const result = contractSchema.safeParse(raw, { reportInput: true });
   if (!result.success) {
-    for (const issue of result.error.issues) {
+    for (const issue of distinctIssues(result.error.issues)) {
       const p = formatPath(issue.path);
       // A forbidden key is already reported with a better message than "unrecognized key".
       if (issue.code === "unrecognized_keys") {
@@ -124,26 +124,131 @@ export function describeValue(value: unknown): string {
     const text = JSON.stringify((value as string).length > 40 ? `${(value as string).slice(0, 40)}...` : value);
     return `a string (${text})`;
   }
+  if (type === "number" && Number.isNaN(value)) return "not a number (NaN)";
+  if (type === "number" && !Number.isFinite(value)) return `a number out of range (${String(value)})`;
   if (type === "number" || type === "boolean" || type === "bigint") return `a ${type} (${String(value)})`;
   if (type === "object") return "a map";
   return withArticle(type);
 }
 
+/** zod's own English wording ("Too big: ...", "Invalid input"...), never shown as is: our schemas' messages never start so. */
+const ZOD_WORDING = /^(Too big|Too small|Invalid (input|option|string|discriminator|value|key|element)|Expected)\b/;
+
+/** `'http', 'https' or 'tcp'`: the values a field accepts, as messages list them. */
+export function listValues(values: readonly unknown[]): string {
+  const quoted = values.map((v) => (typeof v === "string" ? `'${v}'` : String(v)));
+  return quoted.length > 1 ? `${quoted.slice(0, -1).join(", ")} or ${quoted[quoted.length - 1]}` : (quoted[0] ?? "nothing");
+}
+
+/** Whether the issue is zod's check that an integer is a safe one (|n| <= 2^53 - 1): the field's own range says more. */
+function isSafeIntegerBound(issue: z.core.$ZodIssue): boolean {
+  return (
+    (issue.code === "too_big" && Number(issue.maximum) === Number.MAX_SAFE_INTEGER) ||
+    (issue.code === "too_small" && Number(issue.minimum) === Number.MIN_SAFE_INTEGER)
+  );
+}
+
+/**
+ * Drops issues another one at the same path says better: zod's safe-integer bound next to
+ * the field's own range (`port: 99999999999999999999` is one problem, not two).
+ */
+export function distinctIssues<T extends z.core.$ZodIssue>(issues: readonly T[]): T[] {
+  const key = (i: z.core.$ZodIssue) => JSON.stringify(i.path.map(String));
+  const counts = new Map<string, number>();
+  for (const i of issues) counts.set(key(i), (counts.get(key(i)) ?? 0) + 1);
+  return issues.filter((i) => !(isSafeIntegerBound(i) && (counts.get(key(i)) ?? 0) > 1));
+}
+
+/** An empty string or list where one is required: nothing more to say of what was found. */
+const EMPTY = "must not be empty";
+
+/** Our wording for a bound zod reports as "Too big: expected number to be <=599". */
+function describeBound(issue: z.core.$ZodIssueTooBig | z.core.$ZodIssueTooSmall): string | undefined {
+  const big = issue.code === "too_big";
+  const bound = Number(issue.code === "too_big" ? issue.maximum : issue.minimum);
+  const inclusive = issue.inclusive !== false;
+  const relation = big ? (inclusive ? "at most" : "below") : inclusive ? "at least" : "above";
+  switch (issue.origin) {
+    case "string":
+      if (!big && bound === 1) return EMPTY;
+      return `expected ${relation} ${bound} characters`;
+    case "array":
+    case "set":
+      if (!big && bound === 1) return EMPTY;
+      return `expected ${relation} ${bound} items`;
+    case "number":
+    case "int":
+    case "bigint":
+      if (isSafeIntegerBound(issue)) return "expected an integer";
+      return `expected ${withArticle(issue.origin === "number" ? "number" : "int")} ${relation} ${bound}`;
+    default:
+      return undefined;
+  }
+}
+
+/** What a found value adds to a message: for a string or list out of bounds, its size (nothing for a list: its items are shown elsewhere). */
+function foundSuffix(issue: z.core.$ZodIssue, input: unknown): string {
+  if (input === undefined) return "";
+  if (issue.code === "too_big" || issue.code === "too_small") {
+    if (input !== null && typeof input === "object") return "";
+    if (typeof input === "string") return `, found ${input.length} characters`;
+  }
+  return `, found ${describeValue(input)}`;
+}
+
 /**
  * One line per zod issue saying what was expected and what was found. Needs a parse with
  * `reportInput: true`: without it zod 4 leaves `input` empty and every wrong type would read
- * as a missing field.
+ * as a missing field. zod's own wording ("Too big: ...", "Invalid input") is never shown: a
+ * check without a message of ours gets one from the issue (bounds, accepted values, union
+ * branches), and a message of ours gets the value found.
  */
 export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required field is missing"): string {
+  let input = "input" in issue ? issue.input : undefined;
+  // A discriminated union reports the whole object at the discriminator's path: the value found is the discriminator's.
+  if (issue.code === "invalid_union" && issue.discriminator && input !== null && typeof input === "object") {
+    input = (input as Record<string, unknown>)[issue.discriminator];
+  }
   if (issue.code === "invalid_type") {
-    if (!("input" in issue) || issue.input === undefined) return missing;
-    return `expected ${withArticle(issue.expected)}, found ${describeValue(issue.input)}`;
+    if (input === undefined) return missing;
+    if (typeof input === "number" && !Number.isFinite(input)) return `expected a finite number, found ${describeValue(input)}`;
+    return `expected ${withArticle(issue.expected)}, found ${describeValue(input)}`;
   }
-  if (issue.code === "invalid_value" && (!("input" in issue) || issue.input === undefined)) return missing;
-  if (issue.code === "invalid_value" && !/found/.test(issue.message)) {
-    return `${issue.message}, found ${describeValue(issue.input)}`;
+  if (issue.code === "invalid_value" && input === undefined) return missing;
+  const ours = !ZOD_WORDING.test(issue.message);
+  let message: string | undefined = ours ? issue.message : undefined;
+  if (!message) {
+    if (issue.code === "too_big" || issue.code === "too_small") message = describeBound(issue);
+    else if (issue.code === "invalid_value") message = `expected ${listValues(issue.values)}`;
+    else if (issue.code === "invalid_format")
+      message = issue.format === "regex" && issue.pattern ? `expected a string matching ${issue.pattern}` : `expected ${withArticle(issue.format)}`;
+    else if (issue.code === "invalid_union")
+      message = issue.errors.length === 0 && "options" in issue && issue.options ? `expected ${listValues(issue.options)}` : describeUnion(issue);
   }
-  return issue.message;
+  if (!message) return `invalid value${foundSuffix(issue, input)}`;
+  if (message === EMPTY || /\bfound\b/.test(message)) return message;
+  if (
+    issue.code === "too_big" ||
+    issue.code === "too_small" ||
+    issue.code === "invalid_format" ||
+    issue.code === "invalid_value" ||
+    issue.code === "invalid_union"
+  ) {
+    return `${message}${foundSuffix(issue, input)}`;
+  }
+  return message;
+}
+
+/** `expected 'all' or an array`: what each branch of a union accepts, when each says so at its root. */
+function describeUnion(issue: z.core.$ZodIssueInvalidUnion): string | undefined {
+  const accepted: string[] = [];
+  for (const branch of issue.errors) {
+    const first = branch.find((i) => i.path.length === 0);
+    if (first?.code === "invalid_type") accepted.push(withArticle(first.expected));
+    else if (first?.code === "invalid_value") accepted.push(listValues(first.values));
+    else return undefined;
+  }
+  return accepted.length > 0 ? `expected ${accepted.join(" or ")}` : undefined;
 }
 
 function* findForbiddenKeys(doc: Document, pos: (offset: number | undefined) => { line: number; col: number }): Generator<ContractProblem> {
@@ -166,6 +271,32 @@ function* findForbiddenKeys(doc: Document, pos: (offset: number | undefined) => 
     }
   }
   yield* walk(doc.contents, []);
+}
+
+/**
+ * The first line of a YAML error; a duplicate key is named (yaml says only "Map keys must be
+ * unique", at the offset of the repeated key).
+ */
+export function yamlErrorMessage(doc: Document, error: YAMLError): string {
+  const message = error.message.split("\n")[0] ?? error.message;
+  if (error.code !== "DUPLICATE_KEY") return message;
+  let key: unknown;
+  visit(doc, {
+    Pair(_key, pair) {
+      if (isScalar(pair.key) && pair.key.range?.[0] === error.pos[0]) {
+        key = pair.key.value;
+        return visit.BREAK;
+      }
+      return undefined;
+    },
+  });
+  return key === undefined ? message : `duplicate key ${describeKey(key)}: map keys must be unique`;
+}
+
+/** `'version'`, or the bounded description of a key that is not a plain string. */
+function describeKey(key: unknown): string {
+  if (typeof key === "string" && key.length <= 40 && /^[\x20-\x7e]*$/.test(key) && !key.includes("'")) return `'${key}'`;
+  return describeValue(key);
 }
 
 /** Offset of the first alias (`*name`) of a document, where an alias bomb starts expanding. */

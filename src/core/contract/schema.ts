@@ -11,7 +11,8 @@ const PORT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** Our NodePort Service is named `<entry>-nodeport`; Service names stop at 63 characters. */
 export const ENTRY_NAME_MAX = 63 - "-nodeport".length;
 
-const dnsLabel = (what: string, max = 63) =>
+/** A Kubernetes name that must be a DNS label (a namespace...), `what` naming it in messages. */
+export const dnsLabel = (what: string, max = 63) =>
   z
     .string()
     .check(
@@ -73,6 +74,9 @@ export function probePathProblem(path: string): string | undefined {
   return undefined;
 }
 
+const HTTP_STATUS = "expected an HTTP status between 100 and 599";
+const PROBE_TIMEOUT = "expected a number of seconds above 0 and at most 120";
+
 const nonEmpty = () => z.string().check(z.minLength(1));
 
 export const probeSpec = z.strictObject({
@@ -86,8 +90,12 @@ export const probeSpec = z.strictObject({
     "/",
   ),
   /** Expected HTTP statuses; default any 2xx or 3xx. */
-  expectStatus: z.optional(z.array(z.int().check(z.minimum(100), z.maximum(599))).check(z.minLength(1))),
-  timeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(120))),
+  expectStatus: z.optional(
+    z
+      .array(z.int().check(z.minimum(100, { message: HTTP_STATUS }), z.maximum(599, { message: HTTP_STATUS })))
+      .check(z.minLength(1, { message: "must list at least one status (omit it for any 2xx or 3xx)" })),
+  ),
+  timeoutSeconds: z.optional(z.number().check(z.positive({ message: PROBE_TIMEOUT }), z.maximum(120, { message: PROBE_TIMEOUT }))),
 });
 
 export const credentialSpec = z.strictObject({
@@ -139,7 +147,8 @@ export const endpointSchema = z
         if (e.hostPort && e.exposed !== true) {
           ctx.addIssue({ code: "custom", path: ["hostPort"], message: "'hostPort' is an exposure: set 'exposed: true' or remove it" });
         }
-        if (e.exposed === true && typeof e.scheme === "string" && e.scheme !== "http" && e.scheme !== "https") {
+        // A scheme that is none of the known ones is already reported by the enum (one problem per field).
+        if (e.exposed === true && (e.scheme === "postgresql" || e.scheme === "tcp")) {
           ctx.addIssue({ code: "custom", path: ["scheme"], message: `an exposed UI is served over http or https, not '${e.scheme}'` });
         }
       },

@@ -3,7 +3,7 @@
 // `addresses: "x"` is a clear problem naming where it is, never a TypeError deep in a verdict.
 // Only the fields the project reads are checked; everything else passes through untouched.
 import * as z from "zod/mini";
-import { describeZodIssue, formatPath } from "../contract/parse";
+import { describeZodIssue, distinctIssues, formatPath } from "../contract/parse";
 import "../zod-messages";
 
 const stringMap = z.record(z.string(), z.string());
@@ -112,7 +112,7 @@ export function checkObject(kind: string, value: unknown, at: (string | number)[
   const redact = kind === "Secret";
   const result = schema.safeParse(value, { reportInput: !redact });
   if (result.success) return [];
-  return result.error.issues.map((issue) => ({
+  return distinctIssues(result.error.issues).map((issue) => ({
     path: [...at, ...(issue.path as (string | number)[])],
     message: redact ? redactedMessage(issue) : describeZodIssue(issue, "required field is missing"),
   }));
