@@ -26,7 +26,7 @@ import { observe } from "../src/core/observe";
 import { list, startFakeApi } from "./adversarial/fake-api";
 import {
   capture,
-  closedPort,
+  freePortRange,
   healthyCluster,
   makeProject,
   managedService,
@@ -310,8 +310,8 @@ beforeAll(async () => {
     other: stackFile({ "kubernetes:context": "dirqual", "ui-exposure:entries": ["argocd"] }),
   });
   fs.writeFileSync(path.join(project.dir, "contract", "atlas.env.cluster.example"), TEST_TEMPLATE);
-  // A free range for the forwards' local ports (the first port is free; the next ones almost surely).
-  basePort = await closedPort();
+  // A free range for the forwards' local ports, out of the way of the ports other tests open.
+  basePort = await freePortRange(8);
 });
 
 let envDir = "";

@@ -4,7 +4,7 @@
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
-import type * as net from "node:net";
+import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { stringify } from "yaml";
@@ -247,6 +247,27 @@ export async function startServer(
 }
 
 /** A loopback port nothing listens on (it was free a moment ago). */
+/**
+ * The first of `count` consecutive ports free on 127.0.0.1, below Linux's ephemeral range
+ * (32768-60999): there, the connections other test files open in parallel cannot take one
+ * between this check and its use, as they did with a range next to an ephemeral port.
+ */
+export async function freePortRange(count: number): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once("error", () => resolve(false));
+      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+    });
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const base = 20000 + Math.floor(Math.random() * 12000);
+    let all = true;
+    for (let p = base; p < base + count && all; p++) all = await free(p);
+    if (all) return base;
+  }
+  throw new Error(`no ${count} consecutive free ports on 127.0.0.1 between 20000 and 32000`);
+}
+
 export async function closedPort(): Promise<number> {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
