@@ -22,18 +22,10 @@ function thrownByDist(err) {
 }
 const built = builtStamp(root);
 if (built !== undefined && built === sourceStamp(root)) {
-  let main;
-  try {
-    ({ main } = require("../dist/cli/main.js"));
-  } catch (err) {
-    // A compiled file truncated or deleted since the build: one line, not Node.js's trace.
-    // Also an error thrown by a dist/ file's top level (cut short after a function it exports):
-    // the same code ran from the sources it matches, so this copy is what is broken.
-    const failure = require("./load-failure.cjs").loadFailure(err, root) ?? thrownByDist(err);
-    if (failure === undefined) throw err;
-    process.stderr.write(`exposure: ${failure}\n`);
-    process.exit(1);
-  }
+  // A compiled file truncated or deleted since the build: one line, not Node.js's trace.
+  // Also an error thrown by a dist/ file's top level (cut short after a function it exports):
+  // the same code ran from the sources it matches, so this copy is what is broken.
+  const main = require("./load-failure.cjs").loadMainOrExit(() => require("../dist/cli/main.js"), root, thrownByDist);
   if (typeof main !== "function") {
     // Cut short where what is left still parses.
     process.stderr.write("exposure: dist/cli/main.js cannot be loaded (it defines no main()): dist/ is damaged; run `npm run build`\n");

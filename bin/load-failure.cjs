@@ -78,4 +78,19 @@ function loadFailure(err, root) {
   return undefined;
 }
 
-module.exports = { loadFailure };
+/**
+ * The `main` of the CLI module `load()` requires. One that cannot be loaded (or `explain(err)`
+ * says why) ends the process with one line, exit 1; any other error is thrown as is.
+ */
+function loadMainOrExit(load, root, explain = () => undefined) {
+  try {
+    return load().main;
+  } catch (err) {
+    const failure = loadFailure(err, root) ?? explain(err);
+    if (failure === undefined) throw err;
+    process.stderr.write(`exposure: ${failure}\n`);
+    process.exit(1);
+  }
+}
+
+module.exports = { loadFailure, loadMainOrExit };
