@@ -34,7 +34,8 @@ if (built !== undefined && built === sourceStamp(root)) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err) => {
-      process.stderr.write(`exposure: internal error: ${err?.stack ?? err}\n`);
+      const damaged = require("./load-failure.cjs").damagedDist(root);
+      process.stderr.write(damaged ? `exposure: ${damaged}\n` : `exposure: internal error: ${err?.stack ?? err}\n`);
       process.exit(1);
     },
   );

@@ -78,6 +78,55 @@ function loadFailure(err, root) {
   return undefined;
 }
 
+/** What the build wrote in dist/ (scripts/build-cli.cjs): each file's sha256, to tell a damaged copy. */
+const BUILD_FILES = path.join("dist", "build-files.json");
+/** Written at run time (code caches, their temporary files) or the records themselves: not compared. */
+const unrecorded = (rel) => /\.v8cache$|\.tmp$/.test(rel) || rel === "build-files.json" || rel === "build-stamp.json";
+
+/** sha256 of every file of dist/ the build wrote, by path relative to dist/ (with /). */
+function distDigests(root) {
+  const crypto = require("node:crypto");
+  const fs = require("node:fs");
+  const dist = path.join(root, "dist");
+  const out = {};
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name);
+      const rel = path.relative(dist, file).split(path.sep).join("/");
+      if (entry.isDirectory()) walk(file);
+      else if (!unrecorded(rel)) out[rel] = crypto.createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+    }
+  };
+  walk(dist);
+  return out;
+}
+
+/**
+ * One line when files of dist/ differ from what the build wrote, else undefined. Asked only
+ * after a failure: a compiled file cut short where what is left still parses loads without
+ * its exports and fails later, far from the cause.
+ */
+function damagedDist(root) {
+  let recorded;
+  try {
+    recorded = JSON.parse(require("node:fs").readFileSync(path.join(root, BUILD_FILES), "utf8"));
+  } catch {
+    return undefined;
+  }
+  if (recorded === null || typeof recorded !== "object") return undefined;
+  let now;
+  try {
+    now = distDigests(root);
+  } catch {
+    return undefined;
+  }
+  const differ = [...new Set([...Object.keys(recorded), ...Object.keys(now)])].filter((rel) => recorded[rel] !== now[rel]).sort();
+  if (differ.length === 0) return undefined;
+  const named = differ.slice(0, 3).map((rel) => `dist/${rel}`);
+  const more = differ.length > 3 ? ` and ${differ.length - 3} more` : "";
+  return `${named.join(", ")}${more} ${differ.length === 1 ? "differs" : "differ"} from what the build wrote: ${REBUILD}`;
+}
+
 /**
  * The `main` of the CLI module `load()` requires. One that cannot be loaded (or `explain(err)`
  * says why) ends the process with one line, exit 1; any other error is thrown as is.
@@ -93,4 +142,4 @@ function loadMainOrExit(load, root, explain = () => undefined) {
   }
 }
 
-module.exports = { loadFailure, loadMainOrExit };
+module.exports = { BUILD_FILES, damagedDist, distDigests, loadFailure, loadMainOrExit };

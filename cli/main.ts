@@ -33,8 +33,13 @@ function unloadable(err: unknown): UserError | undefined {
   let failure: string | undefined;
   try {
     const dir = packageDir();
-    const { loadFailure } = require(path.join(dir, "bin", "load-failure.cjs")) as { loadFailure: (err: unknown, root: string) => string | undefined };
-    failure = loadFailure(err, dir);
+    const { loadFailure, damagedDist } = require(path.join(dir, "bin", "load-failure.cjs")) as {
+      loadFailure: (err: unknown, root: string) => string | undefined;
+      damagedDist: (root: string) => string | undefined;
+    };
+    // Running from dist/, any other failure may come from a compiled file cut short where it
+    // still parses: the build's record of its files tells.
+    failure = loadFailure(err, dir) ?? (path.relative(path.join(dir, "dist"), __dirname).startsWith("..") ? undefined : damagedDist(dir));
   } catch {
     // No bin/load-failure.cjs (a bare copy of the modules): at least the code-cache loader's own mark.
     failure = (err as { code?: unknown })?.code === "EXPOSURE_DIST_DAMAGED" ? (err as Error).message : undefined;

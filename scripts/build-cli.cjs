@@ -220,7 +220,12 @@ bundleClientNode()
   .then(bundleCommands)
   .then(bundleProgram)
   .then(
-    () => fs.writeFileSync(path.join(root, STAMP_FILE), `${JSON.stringify({ sources: stamp }, null, 2)}\n`),
+    () => {
+      // Each file's digest, for bin/load-failure.cjs to name what was damaged after a failure.
+      const { BUILD_FILES, distDigests } = require("../bin/load-failure.cjs");
+      fs.writeFileSync(path.join(root, BUILD_FILES), `${JSON.stringify(distDigests(root), null, 2)}\n`);
+      fs.writeFileSync(path.join(root, STAMP_FILE), `${JSON.stringify({ sources: stamp }, null, 2)}\n`);
+    },
     (err) => {
       process.stderr.write(
         `build: bundling the commands failed: dist/ left without a stamp (bin/exposure.cjs will run the sources through tsx)\n${err?.message ?? err}\n`,

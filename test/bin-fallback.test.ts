@@ -198,4 +198,23 @@ describe("bin/exposure.cjs with the build npm ci makes", () => {
     }
     expect(exposure("check").status).toBe(0);
   });
+
+  it("a compiled file cut short where it still parses (it loads without its exports) is named as damaged, not an internal error (found by an outside tester)", () => {
+    for (const [file, args] of [
+      ["dist/cli/context.js", ["check"]],
+      ["dist/cli/flags.js", ["status", "--stack", "bench"]],
+    ] as const) {
+      const target = path.join(built, file);
+      const text = fs.readFileSync(target, "utf8");
+      fs.writeFileSync(target, '"use strict";\n');
+      const r = spawnSync(process.execPath, [path.join(built, "bin/exposure.cjs"), ...args], { cwd: os.tmpdir(), encoding: "utf8", timeout: 60_000 });
+      fs.writeFileSync(target, text);
+      expect(r.status, file).toBe(1);
+      expect(r.stderr.trim().split("\n"), file).toHaveLength(1);
+      expect(r.stderr, file).toContain(file);
+      expect(r.stderr, file).toContain("dist/ is damaged; run `npm run build`");
+      expect(r.stderr, file).not.toContain("internal error");
+    }
+    expect(exposure("check").status).toBe(0);
+  });
 });
