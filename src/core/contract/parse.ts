@@ -57,10 +57,15 @@ export function parseContract(text: string, file: string): Contract {
   };
 
   if (doc.errors.length > 0) {
-    throw new ContractError(
-      file,
-      doc.errors.map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: yamlErrorMessage(doc, e) })),
-    );
+    // Nesting deeper than the parser's stack: one problem, not the hundreds of unclosed
+    // brackets that follow from it.
+    const tooDeep = doc.errors.find((e) => /Maximum call stack size exceeded/.test(e.message));
+    if (tooDeep) throw new ContractError(file, [{ ...pos(tooDeep.pos[0]), path: "(yaml)", message: "nested too deeply for a contract: flatten the document" }]);
+    const seen = new Set<string>();
+    const problems = doc.errors
+      .map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: yamlErrorMessage(doc, e) }))
+      .filter((p) => !seen.has(`${p.line}:${p.col}:${p.message}`) && seen.add(`${p.line}:${p.col}:${p.message}`));
+    throw new ContractError(file, problems);
   }
 
   let raw: unknown;
