@@ -141,6 +141,25 @@ describe("program loader", () => {
       expect(load()).toBe("RunError: dist/vendor/code-cache.cjs cannot be loaded (no such file): dist/ is damaged; run `npm run build`");
       fs.writeFileSync(path.join(copy, program, "stack-program.cjs"), '"use strict";\nconst x = require(');
       expect(load()).toMatch(/^RunError: dist\/src\/infra\/stack-program\.cjs cannot be loaded \(.+\): dist\/ is damaged; run `npm run build`$/);
+
+      // Emptied, the bundle still loads: as a module exporting nothing, which the engine would
+      // take for a program declaring nothing, and preview would plan to delete everything.
+      // Found by an outside tester. Refused before running, by the build's record or without it.
+      fs.cpSync(path.join(built, "vendor/code-cache.cjs"), path.join(copy, "dist/vendor/code-cache.cjs"));
+      for (const f of ["stack-program.cjs", "stack-program.bundle.cjs"]) fs.cpSync(path.join(built, "src/infra", f), path.join(copy, program, f));
+      fs.writeFileSync(bundle, "");
+      expect(load()).toBe(
+        "RunError: dist/src/infra/stack-program.cjs exports no program (a function declaring the stack): dist/ is damaged; run `npm run build`; nothing was declared, so nothing is planned",
+      );
+      const { distDigests, BUILD_FILES } = require(path.join(projectDir, "bin/load-failure.cjs")) as {
+        distDigests: (root: string) => Record<string, string>;
+        BUILD_FILES: string;
+      };
+      fs.cpSync(path.join(built, "src/infra/stack-program.bundle.cjs"), bundle);
+      fs.writeFileSync(path.join(copy, BUILD_FILES), JSON.stringify(distDigests(copy)));
+      expect(load()).toBe("loaded");
+      fs.writeFileSync(bundle, "");
+      expect(load()).toBe("RunError: dist/src/infra/stack-program.bundle.cjs differs from what the build wrote: dist/ is damaged; run `npm run build`");
     } finally {
       fs.rmSync(copy, { recursive: true, force: true });
     }

@@ -89,8 +89,41 @@ if (compiled === undefined) transpileOnLoad();
 // a fifth of the program's CPU in a 100-entry `up`. The compiled program's stacks name lines
 // of its bundle instead (unminified, named after the sources); the sources' path keeps the mapping.
 else Error.prepareStackTrace = undefined;
+const runError = (message) => new (require("@pulumi/pulumi").RunError)(message);
+/** A damaged copy of dist/ (bin/load-failure.cjs: files that differ from what the build wrote), or undefined. */
+function damagedDist() {
+  try {
+    return require(path.join(root, "bin", "load-failure.cjs")).damagedDist(root);
+  } catch {
+    return undefined;
+  }
+}
+// Before anything runs: a damaged bundle may still load, as an empty module whose exports the
+// engine would take for a program declaring nothing, and a preview would then plan to delete
+// every resource (found by an outside tester). Hashing dist/ costs a few tens of ms per run.
+const damaged = compiled === undefined ? undefined : damagedDist();
+if (damaged !== undefined) throw runError(damaged);
+let program;
 try {
-  module.exports = require(compiled ?? path.join(root, "index.ts"));
+  program = require(compiled ?? path.join(root, "index.ts"));
 } catch (err) {
   throw compiled === undefined ? err : unloadable(err);
 }
+if (typeof program !== "function") {
+  throw runError(
+    `${shown(compiled ?? path.join(root, "index.ts"))} exports no program (a function declaring the stack): ${compiled ? "dist/ is damaged; run `npm run build`" : "restore index.ts"}; nothing was declared, so nothing is planned`,
+  );
+}
+// A module that fails to load while the program runs (client-node's bundle, loaded on first
+// use) is the same damage: one line, not a trace.
+module.exports = async (...args) => {
+  try {
+    return await program(...args);
+  } catch (err) {
+    if (compiled === undefined || err instanceof require("@pulumi/pulumi").RunError) throw err;
+    const failure = unloadable(err);
+    if (failure !== err) throw failure;
+    const damagedNow = damagedDist();
+    throw damagedNow === undefined ? err : runError(damagedNow);
+  }
+};
