@@ -6,7 +6,7 @@
 const { spawnSync } = require("node:child_process");
 const fs = require("node:fs");
 const path = require("node:path");
-const { sourceStamp, STAMP_FILE } = require("../bin/source-stamp.cjs");
+const { builtStamp, sourceStamp, STAMP_FILE } = require("../bin/source-stamp.cjs");
 
 const root = path.resolve(__dirname, "..");
 
@@ -95,6 +95,17 @@ function bundleLoader(codeCacheModule, name, names) {
 const BUNDLE = { bundle: true, platform: "node", target: "node20", format: "cjs", legalComments: "none", logLevel: "error" };
 // Hashed before compiling: a file edited during the build makes the stamp stale, never the reverse.
 const stamp = sourceStamp(root);
+// `prepare` (npm ci, npm install, and `npx exposure`, which links this folder as a package and
+// prepares it again) leaves a dist/ built from these very sources and intact as it is: rebuilding
+// deletes dist/ first, under any command already running from it (found by an outside tester:
+// `npx exposure` killed a running sandbox's stand-in servers). `npm run build` always rebuilds.
+if (process.argv.includes("--if-stale") && builtStamp(root) === stamp) {
+  const { BUILD_FILES, damagedDist } = require("../bin/load-failure.cjs");
+  if (fs.existsSync(path.join(root, BUILD_FILES)) && damagedDist(root) === undefined) {
+    process.stdout.write("build: dist/ is up to date with the sources (npm run build rebuilds it)\n");
+    process.exit(0);
+  }
+}
 // A clean dist/: a deleted source must not leave its compiled module behind.
 fs.rmSync(path.join(root, "dist"), { recursive: true, force: true });
 const tsc = require.resolve("typescript/bin/tsc", { paths: [root] });

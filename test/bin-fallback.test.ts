@@ -199,6 +199,23 @@ describe("bin/exposure.cjs with the build npm ci makes", () => {
     expect(exposure("check").status).toBe(0);
   });
 
+  it("prepare (npm ci, and npx exposure preparing this folder again) leaves an intact dist/ built from these sources alone (found by an outside tester)", () => {
+    const prepare = () =>
+      spawnSync(process.execPath, [path.join(built, "scripts/build-cli.cjs"), "--if-stale"], { cwd: built, encoding: "utf8", timeout: 180_000 });
+    const main = path.join(built, "dist/cli/main.js");
+    const before = fs.statSync(main).mtimeMs;
+    const kept = prepare();
+    expect(kept.status).toBe(0);
+    expect(kept.stdout).toContain("dist/ is up to date");
+    expect(fs.statSync(main).mtimeMs).toBe(before);
+    // A damaged copy is rebuilt.
+    fs.writeFileSync(main, '"use strict";\n');
+    const rebuilt = prepare();
+    expect(rebuilt.status).toBe(0);
+    expect(rebuilt.stdout).not.toContain("up to date");
+    expect(exposure("check").status).toBe(0);
+  });
+
   it("a compiled file cut short where it still parses (it loads without its exports) is named as damaged, not an internal error (found by an outside tester)", () => {
     for (const [file, args] of [
       ["dist/cli/context.js", ["check"]],
