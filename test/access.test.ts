@@ -512,6 +512,18 @@ describe("exposure access", () => {
     expect(notes.code).toBe(1);
     expect(fs.readFileSync(lookalike, "utf8")).toContain("important data");
 
+    // Nor a path inside .git, an empty --dotenv, or an empty $EXPOSURE_ENV_FILE taken as a path (same tester).
+    fs.mkdirSync(path.join(envDir, ".git"), { recursive: true });
+    const inGit = await runAccess(["--stack", "bench", "--dotenv", path.join(envDir, ".git", "x.env")], fullCluster());
+    expect(inGit.code).toBe(1);
+    expect(inGit.err).toEqual([`exposure access: refusing to write ${path.join(envDir, ".git", "x.env")}: it is inside a .git folder; pass another --dotenv`]);
+    expect(fs.existsSync(path.join(envDir, ".git", "x.env"))).toBe(false);
+    fs.rmSync(path.join(envDir, ".git"), { recursive: true });
+    expect((await runAccess(["--stack", "bench", "--dotenv", ""], fullCluster())).code).toBe(2);
+    const emptyVar = await runAccess(["--stack", "bench"], fullCluster(), { env: { EXPOSURE_ENV_FILE: "" } });
+    expect(emptyVar.code).toBe(0);
+    expect(emptyVar.out.join("\n")).toContain("does not exist (pass --dotenv PATH)");
+
     const own = path.join(envDir, "own.env");
     expect((await runAccess(["--stack", "bench", "--dotenv", own], fullCluster())).code).toBe(0);
     fs.appendFileSync(own, "# a line added by hand\n");

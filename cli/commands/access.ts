@@ -67,6 +67,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     if (values.forward && values.stop) throw usageError(SPEC, "--forward and --stop exclude each other");
     if (values.dotenv !== undefined && values["no-dotenv"]) throw usageError(SPEC, "--dotenv and --no-dotenv exclude each other");
+    if (values.dotenv !== undefined && values.dotenv.trim() === "") throw usageError(SPEC, "--dotenv needs a file path");
     if (values["lima-instance"] !== undefined && !values.forward) throw usageError(SPEC, "--lima-instance goes with --forward");
     const stack = values.stack;
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
@@ -171,9 +172,11 @@ async function checkEnvTarget(ctx: CommandContext, flag: string | undefined): Pr
   const dir = path.dirname(file);
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
     // The default assumes the data repository sits next to this one; without it, say so and go on.
-    if (flag === undefined && ctx.env.EXPOSURE_ENV_FILE === undefined) return { skipped: `${dir} does not exist (pass --dotenv PATH)` };
+    if (flag === undefined && !ctx.env.EXPOSURE_ENV_FILE) return { skipped: `${dir} does not exist (pass --dotenv PATH)` };
     throw new UserError(`cannot write ${file}: folder ${dir} does not exist`);
   }
+  // Git's own folder is not a work tree file git could ignore: credentials never go there.
+  if (file.split(path.sep).includes(".git")) throw new UserError(`refusing to write ${file}: it is inside a .git folder; pass another --dotenv`);
   assertReplaceable(file);
   await assertGitIgnores(file, ctx.env);
   return { file };
