@@ -398,6 +398,14 @@ describe("14. bounded input", () => {
       const utf16 = path.join(dir, "utf16.yaml");
       fs.writeFileSync(utf16, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("version: 1\n", "utf16le")]));
       expect(() => readBoundedText(utf16, "contract", FILE_LIMITS.contract, 2)).toThrow(`contract ${utf16} is UTF-16 text: save it as UTF-8`);
+      const utf32 = path.join(dir, "utf32.yaml");
+      fs.writeFileSync(utf32, Buffer.from([0xff, 0xfe, 0, 0, 0x76, 0, 0, 0]));
+      expect(() => readBoundedText(utf32, "contract", FILE_LIMITS.contract, 2)).toThrow(`contract ${utf32} is UTF-32 text: save it as UTF-8`);
+      const noBom = path.join(dir, "utf16-no-bom.yaml");
+      fs.writeFileSync(noBom, Buffer.from("version: 1\n", "utf16le"));
+      expect(() => readBoundedText(noBom, "contract", FILE_LIMITS.contract, 2)).toThrow(
+        `contract ${noBom} looks like UTF-16 text (a NUL byte every other byte): save it as UTF-8`,
+      );
       const latin1 = path.join(dir, "latin1.yaml");
       fs.writeFileSync(latin1, Buffer.from("version: 1\n# caf\xe9\n", "latin1"));
       expect(() => readBoundedText(latin1, "contract", FILE_LIMITS.contract, 2)).toThrow(`contract ${latin1} is not UTF-8 text (line 2): save it as UTF-8`);

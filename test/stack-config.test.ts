@@ -72,6 +72,10 @@ describe("stack configuration as the engine gives it", () => {
         `${path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"))}:4:3: ui-exposure:entries is encrypted (secure:), and the exposure commands never decrypt; ui-exposure settings hold nothing secret: set it in clear text (pulumi config set ui-exposure:entries VALUE --stack s, without --secret)`,
       ].join(" "),
     );
+    const context = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  kubernetes:context:\n    secure: v1:ctx\n");
+    expect(() => readStackConfig(context.dir, "s")).toThrow(
+      "kubernetes:context is encrypted (secure:), and the exposure commands never decrypt; a context name holds nothing secret",
+    );
     const clear = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  kubernetes:kubeconfig:\n    secure: v1:kube\n  ui-exposure:entries: all\n");
     expect(readStackConfig(clear.dir, "s")).toEqual({ "ui-exposure:entries": "all" });
   });

@@ -68,9 +68,13 @@ const lineOf = (bytes: Buffer, offset: number) => bytes.subarray(0, offset).toSt
  * would otherwise reach the YAML parser as replacement characters and read as a string.
  */
 function utf8Text(bytes: Buffer, named: string, exitCode: number): string {
-  if (bytes.length >= 2 && ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff))) {
-    throw new UserError(`${named} is UTF-16 text: save it as UTF-8`, exitCode);
-  }
+  const startsWith = (...marks: number[]) => bytes.length >= marks.length && marks.every((b, i) => bytes[i] === b);
+  if (startsWith(0xff, 0xfe, 0, 0) || startsWith(0, 0, 0xfe, 0xff)) throw new UserError(`${named} is UTF-32 text: save it as UTF-8`, exitCode);
+  if (startsWith(0xff, 0xfe) || startsWith(0xfe, 0xff)) throw new UserError(`${named} is UTF-16 text: save it as UTF-8`, exitCode);
+  // UTF-16 without a byte order mark: ASCII text with a NUL byte after (or before) every character.
+  const sample = bytes.subarray(0, 64);
+  const nulAt = (parity: number) => sample.length >= 4 && sample.every((b, i) => (i % 2 === parity ? b === 0 : b !== 0));
+  if (nulAt(0) || nulAt(1)) throw new UserError(`${named} looks like UTF-16 text (a NUL byte every other byte): save it as UTF-8`, exitCode);
   let text: string;
   try {
     text = strictUtf8.decode(bytes);

@@ -78,13 +78,14 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
  */
 export function readStackConfig(projectDir: string, stack: string): Record<string, string> {
   const config = loadStackConfig(projectDir, stack);
-  const encrypted = config.secretKeys.filter((key) => key.startsWith(`${PROJECT}:`));
+  // kubernetes:context too: encrypted, it would read as unset and be refused as missing.
+  const encrypted = config.secretKeys.filter((key) => key.startsWith(`${PROJECT}:`) || key === "kubernetes:context");
   if (encrypted.length) {
     throw userErrorFromProblems(
       `invalid stack configuration for stack '${stack}'`,
       encrypted.map(
         (key) =>
-          `${config.secretAt[key]}: ${key} is encrypted (secure:), and the exposure commands never decrypt; ui-exposure settings hold nothing secret: set it in clear text (pulumi config set ${key} VALUE --stack ${stack}, without --secret)`,
+          `${config.secretAt[key]}: ${key} is encrypted (secure:), and the exposure commands never decrypt; ${key === "kubernetes:context" ? "a context name holds" : "ui-exposure settings hold"} nothing secret: set it in clear text (pulumi config set ${key} VALUE --stack ${stack}, without --secret)`,
       ),
     );
   }
