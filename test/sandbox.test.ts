@@ -7,6 +7,7 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../cli/main";
 import { isOurs, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
+import { waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
 
@@ -26,6 +27,30 @@ describe("sandbox", () => {
     expect(atLeast([3, 248, 0], MIN_PULUMI)).toBe(true);
     expect(atLeast([3, 247, 9], MIN_PULUMI)).toBe(false);
     expect(atLeast([4, 0, 0], MIN_PULUMI)).toBe(true);
+  });
+
+  it("a process that dies while starting is said at once with its log's last line, not after the timeout (found by an outside tester)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-test-"));
+    try {
+      const logFile = path.join(dir, "stand-ins.log");
+      const started = startDetached(
+        "stand-in servers",
+        process.execPath,
+        ["-e", "console.error(\"Error: Cannot find module '/x/stand-in-servers.js'\"); process.exit(1)"],
+        {
+          cwd: dir,
+          env: process.env,
+          logFile,
+        },
+      );
+      const t0 = Date.now();
+      await expect(waitUntil("the stand-in servers", async () => false, 30_000, { process: started, logFile })).rejects.toThrow(
+        /^stand-in servers exited while starting: Error: Cannot find module '\/x\/stand-in-servers\.js'; see .*stand-ins\.log$/,
+      );
+      expect(Date.now() - t0).toBeLessThan(10_000);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("stops a recorded process, and never one whose command line differs from the record", async () => {

@@ -90,12 +90,42 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-async function waitUntil(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+export async function waitUntil(
+  what: string,
+  fn: () => Promise<boolean>,
+  timeoutMs: number,
+  started?: { process: RecordedProcess; logFile: string },
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await fn())) {
+    // A process that died at once is said at once, with its log's last line, not after the timeout.
+    if (started && !isOurs(started.process)) throw new Error(`${started.process.role} exited while starting: ${lastLine(started.logFile)}`);
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 300));
   }
+}
+
+/** The log's last non-empty line (bounded, control characters escaped) and where the rest is. */
+function lastLine(logFile: string): string {
+  let text = "";
+  try {
+    const fd = fs.openSync(logFile, "r");
+    try {
+      const size = fs.fstatSync(fd).size;
+      const buffer = Buffer.alloc(Math.min(size, 4096));
+      fs.readSync(fd, buffer, 0, buffer.length, size - buffer.length);
+      text = buffer.toString("utf8");
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {}
+  const line =
+    text
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l !== "" && !l.startsWith("at "))
+      .pop() ?? "(nothing logged)";
+  return `${JSON.stringify(line.slice(0, 200)).slice(1, -1)}; see ${path.relative(process.cwd(), logFile) || logFile}`;
 }
 
 /** Everything recorded still running, and the control plane still answering. */
@@ -250,20 +280,19 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   const script = path.join(__dirname, `stand-in-servers${extension}`);
   const loader = extension === ".ts" ? ["--require", require.resolve("tsx/cjs", { paths: [projectDir] })] : [];
   const processes: RecordedProcess[] = [];
-  processes.push(
-    startDetached("stand-in servers", process.execPath, [...loader, script, standInsJson], {
-      cwd: projectDir,
-      env,
-      logFile: path.join(folder, "stand-ins.log"),
-    }),
-  );
+  const standInsLog = path.join(folder, "stand-ins.log");
+  const standInProcess = startDetached("stand-in servers", process.execPath, [...loader, script, standInsJson], { cwd: projectDir, env, logFile: standInsLog });
+  processes.push(standInProcess);
   const save = (portal: string) => {
     const info: SandboxInfo = { folder, urls, portal, pulumi, envFile, processes, bin };
     fs.writeFileSync(infoFile(folder), JSON.stringify(info, null, 2), { mode: 0o600 });
     return info;
   };
   save("");
-  await waitUntil("the stand-in servers", async () => (await Promise.all(standIns.map((s) => answers(s.url)))).every(Boolean), 30_000);
+  await waitUntil("the stand-in servers", async () => (await Promise.all(standIns.map((s) => answers(s.url)))).every(Boolean), 30_000, {
+    process: standInProcess,
+    logFile: standInsLog,
+  });
   say(`sandbox [5/6] ${standIns.length} stand-in servers answering on <node IP>:<nodePort> in ${seconds(t0)}`);
 
   // 6. The portal.
