@@ -145,6 +145,10 @@ describe("program under mocks", () => {
         '  - ui-exposure:production: expected a boolean, found a string ("yes")',
       ].join("\n"),
     );
+    // A list where 'all' or a list is accepted: its bad items, at their index (found by a second outside tester).
+    expect(() => parseSettings({ "ui-exposure:cilium": '{"mode": "cohabit"}', "ui-exposure:entries": '["argocd", "", 5]' }, "Pulumi.test.yaml")).toThrow(
+      /ui-exposure:entries\[1\]: entry name must be a DNS label.*\n.*ui-exposure:entries\[2\]: expected a string, found a number \(5\)/,
+    );
     // Absent is still told as absent.
     expect(() => parseSettings({}, "Pulumi.test.yaml")).toThrow("ui-exposure:cilium: required setting is missing");
   });

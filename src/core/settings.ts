@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { describeValue, describeZodIssue, distinctIssues, formatPath } from "./contract/parse";
+import { describeValue, describeZodIssue, distinctIssues, expandUnions, formatPath } from "./contract/parse";
 import { dnsLabel, entryName } from "./contract/schema";
 import { UserError, userErrorFromProblems } from "./errors";
 import { ipVersion } from "./ip";
@@ -155,7 +155,7 @@ export function parseSettings(config: Readonly<Record<string, string>>, stackFil
   // (secure: values are never read, so nothing secret can be quoted).
   const result = settingsSchema.safeParse(raw, { reportInput: true });
   if (!result.success) {
-    const problems = distinctIssues(result.error.issues).map((issue) => {
+    const problems = distinctIssues(expandUnions(result.error.issues)).map((issue) => {
       if (issue.code === "unrecognized_keys") {
         return `${formatConfigPath(issue.path)}: unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
       }
