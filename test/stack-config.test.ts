@@ -3,6 +3,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadStackConfig, readStackConfig } from "../src/adapters/stack-config";
+import { loadInputs } from "../src/adapters/stack-inputs";
 
 const projectDir = path.resolve(__dirname, "..");
 const fixtureDir = path.join(__dirname, "data/stack-config");
@@ -78,6 +79,21 @@ describe("stack configuration as the engine gives it", () => {
     );
     const clear = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  kubernetes:kubeconfig:\n    secure: v1:kube\n  ui-exposure:entries: all\n");
     expect(readStackConfig(clear.dir, "s")).toEqual({ "ui-exposure:entries": "all" });
+  });
+
+  it("a settings problem starts with the position of its key in the stack file (found by a second outside tester)", () => {
+    const p = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      "config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:entries: some\n  ui-exposure:entrys: [a]\n",
+    );
+    const file = path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"));
+    expect(() => loadInputs({ projectDir: p.dir, stack: "s", config: readStackConfig(p.dir, "s") })).toThrow(
+      [
+        "invalid stack configuration in Pulumi.s.yaml (2 problems):",
+        `  - ${file}:4:3: ui-exposure:entries: expected 'all' or a list of entry names, found a string ("some")`,
+        `  - ${file}:5:3: ui-exposure: unknown key 'entrys'`,
+      ].join("\n"),
+    );
   });
 
   it("project defaults in both forms; the stack overrides them; other namespaces take `value`", () => {

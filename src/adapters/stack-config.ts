@@ -23,6 +23,8 @@ export interface StackConfig {
   secretKeys: string[];
   /** Where each encrypted key is set (`file:line:col`). */
   secretAt: Record<string, string>;
+  /** Where each key of the stack file is set (`file:line:col`), for messages about its value. */
+  at: Record<string, string>;
   /** The stack file, as shown in messages. */
   file: string;
 }
@@ -68,7 +70,8 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
     else if (d.ownNamespace) problems.push(`${stackFile}: missing required configuration key '${d.key}' (declared without a default at ${d.at})`);
   }
   if (problems.length) throw userErrorFromProblems(`invalid stack configuration for stack '${stack}'`, problems);
-  return { values, secretKeys: secretKeys.sort(), secretAt, file: stackFile };
+  const at = Object.fromEntries(stackEntries.map((e) => [e.key, e.at]));
+  return { values, secretKeys: secretKeys.sort(), secretAt, at, file: stackFile };
 }
 
 /**
@@ -90,6 +93,19 @@ export function readStackConfig(projectDir: string, stack: string): Record<strin
     );
   }
   return config.values;
+}
+
+/**
+ * Where each key of the stack file is set, best effort (nothing when the file cannot be read):
+ * a settings problem then starts with the position of its key, whoever read the values (the
+ * engine gives the program the same values, without positions).
+ */
+export function stackKeyPositions(projectDir: string, stack: string): Record<string, string> {
+  try {
+    return loadStackConfig(projectDir, stack).at;
+  } catch {
+    return {};
+  }
 }
 
 interface ParsedFile {

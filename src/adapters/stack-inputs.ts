@@ -2,6 +2,7 @@ import * as path from "node:path";
 import type { Contract } from "../core/contract/schema";
 import { parseSettings, type Settings } from "../core/settings";
 import { defaultContractPath, loadContractFile } from "./contract-file";
+import { stackKeyPositions } from "./stack-config";
 
 export interface StackInputs {
   settings: Settings;
@@ -12,7 +13,7 @@ export interface StackInputs {
 
 /** Reads the settings and the contract, the two inputs that need no cluster. */
 export function loadInputs(inputs: { projectDir: string; stack: string; config: Readonly<Record<string, string>> }): StackInputs {
-  const settings = parseSettings(inputs.config, `Pulumi.${inputs.stack}.yaml`);
+  const settings = parseSettings(inputs.config, `Pulumi.${inputs.stack}.yaml`, stackKeyPositions(inputs.projectDir, inputs.stack));
   const contractFile = settings.contract ? path.resolve(inputs.projectDir, settings.contract) : defaultContractPath(inputs.projectDir);
   const contractDisplay = path.relative(process.cwd(), contractFile) || contractFile;
   const contract = loadContractFile(contractFile, contractDisplay);

@@ -145,7 +145,7 @@ export type AdmissionSettings = z.infer<typeof admissionSchema>;
  * shape of `pulumi.runtime.allConfig()`); object and array values arrive as JSON text.
  * Keys of other namespaces (kubernetes:context...) are ignored here.
  */
-export function parseSettings(config: Readonly<Record<string, string>>, stackFile: string): Settings {
+export function parseSettings(config: Readonly<Record<string, string>>, stackFile: string, positions: Readonly<Record<string, string>> = {}): Settings {
   const raw: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(config)) {
     if (!key.startsWith(`${PROJECT}:`)) continue;
@@ -155,11 +155,16 @@ export function parseSettings(config: Readonly<Record<string, string>>, stackFil
   // (secure: values are never read, so nothing secret can be quoted).
   const result = settingsSchema.safeParse(raw, { reportInput: true });
   if (!result.success) {
+    // `Pulumi.bench.yaml:7:3: ui-exposure:cilium.mode: ...` when the key is in the stack file.
+    const at = (path: readonly PropertyKey[]) => {
+      const where = path.length ? positions[`${PROJECT}:${String(path[0])}`] : undefined;
+      return where ? `${where}: ` : "";
+    };
     const problems = distinctIssues(expandUnions(result.error.issues)).map((issue) => {
       if (issue.code === "unrecognized_keys") {
-        return `${formatConfigPath(issue.path)}: unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
+        return `${at([...issue.path, ...issue.keys.slice(0, 1)])}${formatConfigPath(issue.path)}: unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
       }
-      return `${formatConfigPath(issue.path)}: ${describeZodIssue(issue, "required setting is missing")}`;
+      return `${at(issue.path)}${formatConfigPath(issue.path)}: ${describeZodIssue(issue, "required setting is missing")}`;
     });
     throw userErrorFromProblems(`invalid stack configuration in ${stackFile}`, problems);
   }
