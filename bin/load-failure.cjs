@@ -102,9 +102,10 @@ function distDigests(root) {
 }
 
 /**
- * One line when files of dist/ differ from what the build wrote, else undefined. Asked only
- * after a failure: a compiled file cut short where what is left still parses loads without
- * its exports and fails later, far from the cause.
+ * One line when files of dist/ differ from what the build wrote, else undefined. The CLI asks
+ * only after a failure (a compiled file cut short where what is left still parses loads without
+ * its exports and fails later, far from the cause); the Pulumi program asks before it runs,
+ * since an emptied bundle would declare nothing and plan deleting everything.
  */
 function damagedDist(root) {
   let recorded;
