@@ -180,6 +180,11 @@ endpoints:
         entry("", "    hostPort: { namespace: a, port: 1e400 }\n"),
         "c.yaml:5:37: endpoints[0].hostPort.port: expected a finite number, found a number out of range (Infinity)",
       ],
+      [
+        // A boolean field holding an infinite number: the type it wants, not "a finite number" (a second outside tester).
+        "version: 1\nendpoints:\n  - name: argocd\n    exposed: 1e400\n    service: { namespace: a, name: b, port: http }\n",
+        "c.yaml:4:14: endpoints[0].exposed: expected a boolean, found a number out of range (Infinity)",
+      ],
     ];
     for (const [text, expected] of cases) expect(problemsOf(text)).toEqual([expected]);
   });

@@ -231,7 +231,9 @@ export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required fi
   }
   if (issue.code === "invalid_type") {
     if (input === undefined) return missing;
-    if (typeof input === "number" && !Number.isFinite(input)) return `expected a finite number, found ${describeValue(input)}`;
+    if (typeof input === "number" && !Number.isFinite(input) && (issue.expected === "number" || issue.expected === "int")) {
+      return `expected a finite number, found ${describeValue(input)}`;
+    }
     return `expected ${withArticle(issue.expected)}, found ${describeValue(input)}`;
   }
   if (issue.code === "invalid_value" && input === undefined) return missing;
