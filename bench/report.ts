@@ -361,7 +361,7 @@ function statusSection(live: LiveResults): string {
   const startup = median(live.status.map((r) => r.statusCliMs - r.statusMs));
   out.push(
     "",
-    `The CLI figures are mostly process start-up (Node.js, loading the command's modules; the dist/ build when it matches the sources, else tsx): about ${s(startup)} s above the in-process run, whatever the size.`,
+    `The CLI figures are mostly process start-up (Node.js, loading the command's modules; the dist/ build): about ${s(startup)} s above the in-process run, whatever the size.`,
     "",
     "`undeclared` is correct drift, not noise: the cluster holds the 500-UI platform throughout, so the hostPort pods of entries a smaller contract leaves out are reported by the audit.",
   );

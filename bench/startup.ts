@@ -48,7 +48,7 @@ export interface OverheadRow {
 
 export interface StartupResults {
   runs: number;
-  /** Whether dist/ matched the sources (else the CLI ran them through tsx, and the figures say so). */
+  /** Whether dist/ matched the sources (else the first run rebuilt it, and the figures say so). */
   dist: "fresh" | "stale or missing";
   /** Hashing the sources to check dist/ (done at every start), median (ms). */
   stampMs: number;
@@ -150,11 +150,11 @@ async function overheadOf(argv: string[], command: Command, cwd: string, runs: n
 }
 
 export async function measureStartup(opts: { runs: number; log: (m: string) => void }): Promise<StartupResults> {
-  const { sourceStamp, builtStamp } = require("../bin/source-stamp.cjs") as {
+  const { sourceStamp, staleBuild } = require("../scripts/build.cjs") as {
     sourceStamp: (root: string) => string;
-    builtStamp: (root: string) => string | undefined;
+    staleBuild: (root: string) => string | undefined;
   };
-  const dist = builtStamp(projectDir) === sourceStamp(projectDir) ? "fresh" : "stale or missing";
+  const dist = staleBuild(projectDir) === undefined ? "fresh" : "stale or missing";
   const stampSamples: number[] = [];
   for (let i = 0; i < 10; i++) {
     const t0 = performance.now();
@@ -200,7 +200,7 @@ export function startupSection(r: StartupResults): string {
   const lines = [
     "## CLI start-up (issue 10)",
     "",
-    `CPU time (user + system, reported by each process itself) of whole \`exposure\` processes, median of ${r.runs}, against \`node -e 0\` measured the same way in the same run (**${ms(r.floor.cpuMs)} ms**). dist/ was ${r.dist === "fresh" ? "fresh (the compiled CLI ran)" : "**stale or missing: the CLI ran the TypeScript sources through tsx, these are not the shipped figures**"}. Checking that dist/ matches the sources (hashing them, at every start) took ${r.stampMs.toFixed(1)} ms.`,
+    `CPU time (user + system, reported by each process itself) of whole \`exposure\` processes, median of ${r.runs}, against \`node -e 0\` measured the same way in the same run (**${ms(r.floor.cpuMs)} ms**). dist/ was ${r.dist === "fresh" ? "fresh (the compiled CLI ran)" : "**stale or missing: the first run rebuilt it, these are not the shipped figures**"}. Checking that dist/ matches the sources (hashing them, at every start) took ${r.stampMs.toFixed(1)} ms.`,
     "",
     "| command | CPU ms | x floor | target | result | packages loaded from node_modules |",
     "|---|---:|---:|---:|---|---|",
@@ -209,7 +209,7 @@ export function startupSection(r: StartupResults): string {
         `| \`exposure ${c.command}\` | ${ms(c.cpuMs)} | ${c.ratio.toFixed(2)} | ${c.target ? `<= ${c.target}` : "-"} | ${c.target ? pass(c.ratio <= c.target) : "-"} | ${c.packages.length ? c.packages.join(", ") : "none"} |`,
     ),
     "",
-    `Operator commands against a loopback fake API server in another process (the recorded cluster of the portal tests): CPU time of the CLI process, against the same command run inside the benchmark process with its modules loaded (after a warm-up), median of ${r.runs} each. The difference is what starting the CLI costs (Node.js itself, then our modules, zod and yaml, client-node's KubeConfig: each of these commands runs as one bundle with V8's code cache, \`scripts/build-cli.cjs\`); target <= ${OVERHEAD_TARGET_MS} ms. The last column leaves out what any Node.js process costs (\`node -e 0\` above). Exit codes 0 and 3 are both normal here (grafana is DRIFT and gitea ABSENT in the recorded cluster).`,
+    `Operator commands against a loopback fake API server in another process (the recorded cluster of the portal tests): CPU time of the CLI process, against the same command run inside the benchmark process with its modules loaded (after a warm-up), median of ${r.runs} each. The difference is what starting the CLI costs (Node.js itself, then our modules, zod and yaml, client-node's KubeConfig: each of these commands runs as one bundle, \`scripts/build.cjs\`, and Node.js 22+ keeps V8's compiled code between runs); target <= ${OVERHEAD_TARGET_MS} ms. The last column leaves out what any Node.js process costs (\`node -e 0\` above). Exit codes 0 and 3 are both normal here (grafana is DRIFT and gitea ABSENT in the recorded cluster).`,
     "",
     "| command | in-process CPU ms | CLI CPU ms | start-up CPU ms | result | start-up above `node -e 0` (ms) |",
     "|---|---:|---:|---:|---|---:|",
