@@ -288,3 +288,27 @@ export const OUTPUTS_CASES: OutputsCase[] = [
   { name: "a string", outputs: '"x"', exit: 1, fragment: "found a string" },
   { name: "not JSON", outputs: "{", exit: 1, fragment: "not JSON" },
 ];
+
+/**
+ * `.sandbox/sandbox.json` holding this (hand-edited, truncated, another version's): `sandbox
+ * status` exits 1 naming what it ignored, `sandbox down` exits 0 and signals no process.
+ */
+export interface SandboxStateCase {
+  name: string;
+  state: string;
+  fragment: string;
+}
+
+export const SANDBOX_STATE_CASES: SandboxStateCase[] = [
+  {
+    name: "pid -1 with no command line (kill(-1) is every process; issue 23)",
+    state: '{"processes":[{"role":"portal","pid":-1}]}',
+    fragment: "processes[0]: pid -1 is not a process id",
+  },
+  { name: "pid 0 (the process group)", state: '{"processes":[{"role":"portal","pid":0,"cmdline":"x","startTime":"1"}]}', fragment: "pid 0 is not" },
+  { name: "pid 1 (init)", state: '{"processes":[{"role":"portal","pid":1,"cmdline":"/sbin/init","startTime":"1"}]}', fragment: "pid 1 is not" },
+  { name: "no start time (an older version's file)", state: '{"processes":[{"role":"portal","pid":4242,"cmdline":"x"}]}', fragment: "no start time recorded" },
+  { name: "pid as a string", state: '{"processes":[{"role":"portal","pid":"4242","cmdline":"x","startTime":"1"}]}', fragment: 'pid "4242" is not' },
+  { name: "truncated JSON", state: '{"processes":[{"role":"portal","pid":42', fragment: "not JSON (truncated or hand-edited)" },
+  { name: "a portal URL off this machine", state: '{"processes":[],"portal":"http://192.0.2.1/"}', fragment: "portal: not a loopback" },
+];
