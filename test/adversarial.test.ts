@@ -10,7 +10,16 @@ import { main } from "../cli/main";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import { type RunningPortal, startPortal } from "../src/portal/server";
-import { API_CASES, CONTRACT_CASES, FLAG_CASES, OUTPUTS_CASES, PORTAL_CASES, SANDBOX_STATE_CASES, SNAPSHOT_CASES } from "./adversarial/cases";
+import {
+  API_CASES,
+  CONTRACT_CASES,
+  FLAG_CASES,
+  OUTPUTS_CASES,
+  PORTAL_CASES,
+  SANDBOX_STATE_CASES,
+  SNAPSHOT_CASES,
+  STACK_FILE_NAME_CASES,
+} from "./adversarial/cases";
 import { list, startFakeApi } from "./adversarial/fake-api";
 import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./command-helpers";
 import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
@@ -188,5 +197,17 @@ describe("adversarial corpus: sandbox state files (exposure sandbox status, then
     } finally {
       vi.restoreAllMocks();
     }
+  });
+});
+
+describe("adversarial corpus: stack file names (exposure completion --list stacks)", () => {
+  it.each(STACK_FILE_NAME_CASES)("$name is not offered", { timeout: CASE_TIMEOUT_MS }, async ({ file }) => {
+    const dir = fs.mkdtempSync(path.join(inputs, "stacks-"));
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\n");
+    fs.writeFileSync(path.join(dir, "Pulumi.bench.yaml"), "config: {}\n");
+    fs.writeFileSync(path.join(dir, file), "config: {}\n");
+    const c = capture(dir);
+    expect(await main(["completion", "--list", "stacks"], c.ctx)).toBe(0);
+    expect(c.out).toEqual(["bench"]);
   });
 });

@@ -312,3 +312,17 @@ export const SANDBOX_STATE_CASES: SandboxStateCase[] = [
   { name: "truncated JSON", state: '{"processes":[{"role":"portal","pid":42', fragment: "not JSON (truncated or hand-edited)" },
   { name: "a portal URL off this machine", state: '{"processes":[],"portal":"http://192.0.2.1/"}', fragment: "portal: not a loopback" },
 ];
+
+/**
+ * A `Pulumi.<name>.yaml` checked out in the project: `exposure completion --list stacks` (what the
+ * shell scripts ask on Tab) must not offer it, so no shell ever sees its name as a word.
+ */
+export const STACK_FILE_NAME_CASES: { name: string; file: string }[] = [
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell word, not a template
+  { name: "a command substitution (issue 23)", file: "Pulumi.$(touch${IFS}X).yaml" },
+  { name: "backticks", file: "Pulumi.`touch X`.yaml" },
+  { name: "a semicolon", file: "Pulumi.a;touch X.yaml" },
+  { name: "a glob", file: "Pulumi.*.yaml" },
+  { name: "a newline", file: "Pulumi.a\nb.yaml" },
+  { name: "a dot-dot name", file: "Pulumi....yaml" },
+];
