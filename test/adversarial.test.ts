@@ -9,10 +9,12 @@ import { createStatusCommand } from "../cli/commands/status";
 import { main } from "../cli/main";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
+import { renderEnvTemplate } from "../src/core/access";
 import { type RunningPortal, startPortal } from "../src/portal/server";
 import {
   API_CASES,
   CONTRACT_CASES,
+  ENV_TEMPLATE_CASES,
   FLAG_CASES,
   OUTPUTS_CASES,
   PORTAL_CASES,
@@ -209,5 +211,17 @@ describe("adversarial corpus: stack file names (exposure completion --list stack
     const c = capture(dir);
     expect(await main(["completion", "--list", "stacks"], c.ctx)).toBe(0);
     expect(c.out).toEqual(["bench"]);
+  });
+});
+
+describe("adversarial corpus: Secret values inside a .env template's quotes", () => {
+  it.each(ENV_TEMPLATE_CASES)("$name -> refused by name", ({ line, secret, fragment }) => {
+    const rendered = renderEnvTemplate(`${line}\n`, "t.env", () => ({ value: secret, source: "Secret data/pg" }), []);
+    const variable = line.slice(0, line.indexOf("="));
+    expect(rendered.unresolved).toHaveLength(1);
+    expect(rendered.unresolved[0]?.variable).toBe(variable);
+    expect(rendered.unresolved[0]?.reason).toContain(`the value of {{pg.password}} (Secret data/pg) ${fragment}`);
+    expect(rendered.text).not.toContain(secret);
+    expect(rendered.text).toMatch(new RegExp(`^# ${variable}= \\(not written: `, "m"));
   });
 });

@@ -326,3 +326,24 @@ export const STACK_FILE_NAME_CASES: { name: string; file: string }[] = [
   { name: "a newline", file: "Pulumi.a\nb.yaml" },
   { name: "a dot-dot name", file: "Pulumi....yaml" },
 ];
+
+/**
+ * A `.env` template line with a Secret value put inside the author's quotes: the value is either
+ * inert there or the line is refused by name (never showing the value).
+ */
+export interface EnvTemplateCase {
+  name: string;
+  line: string;
+  secret: string;
+  fragment: string;
+}
+
+export const ENV_TEMPLATE_CASES: EnvTemplateCase[] = [
+  { name: "a quote closing single quotes (issue 23)", line: "A='{{pg.password}}'", secret: "x'; touch PWNED; '", fragment: "holds a ' (it would end" },
+  { name: "a command substitution in double quotes", line: 'B="{{pg.password}}"', secret: "$(touch PWNED)", fragment: 'holds one of " \\ $ `' },
+  { name: "a backtick in double quotes", line: 'B="{{pg.password}}"', secret: "`touch PWNED`", fragment: 'holds one of " \\ $ `' },
+  { name: "a newline in single quotes", line: "A='{{pg.password}}'", secret: "a\ntouch PWNED", fragment: "holds a newline" },
+  { name: "a trailing backslash in single quotes", line: "A='x{{pg.password}}'", secret: "a\\", fragment: "holds a backslash before" },
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: python-dotenv's variable syntax, not a template
+  { name: "a ${VAR} in single quotes", line: "A='{{pg.password}}'", secret: "$" + "{HOME}", fragment: "holds '${'" },
+];
