@@ -183,6 +183,13 @@ export const SNAPSHOT_CASES: SnapshotCase[] = [
     exit: 3,
     fragment: "is not an IP address",
   },
+  {
+    name: "a Ready node whose InternalIP is not an IP, next to a good one (issue 23 #7)",
+    snapshot:
+      "kind: List\nitems:\n- kind: Node\n  metadata: {name: a}\n  status:\n    addresses: [{type: InternalIP, address: 10.0.0.5}]\n    conditions: [{type: Ready, status: 'True'}]\n- kind: Node\n  metadata: {name: z}\n  status:\n    addresses: [{type: InternalIP, address: 'evil.example/x?'}]\n    conditions: [{type: Ready, status: 'True'}]\n",
+    exit: 3,
+    fragment: 'node z is Ready but its InternalIP "evil.example/x?" is not an IP address',
+  },
   { name: "no node at all", snapshot: "kind: List\nitems: []\n", exit: 3, fragment: "no Ready node" },
 ];
 
