@@ -10,7 +10,7 @@ import { main } from "../cli/main";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import { type RunningPortal, startPortal } from "../src/portal/server";
-import { API_CASES, CONTRACT_CASES, FLAG_CASES, OUTPUTS_CASES, PORTAL_CASES, SNAPSHOT_CASES } from "./adversarial/cases";
+import { API_CASES, CONTRACT_CASES, FLAG_CASES, OUTPUTS_CASES, PORTAL_CASES, SETTINGS_CASES, SNAPSHOT_CASES } from "./adversarial/cases";
 import { list, startFakeApi } from "./adversarial/fake-api";
 import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./command-helpers";
 import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
@@ -22,7 +22,10 @@ const MAX_HEAP_GROWTH = 256 * 2 ** 20;
 let project: TestProject;
 let inputs: string;
 beforeAll(() => {
-  project = makeProject({ bench: stackFile({ "ui-exposure:entries": ["argocd"] }) });
+  project = makeProject({
+    bench: stackFile({ "ui-exposure:entries": ["argocd"] }),
+    ...Object.fromEntries(SETTINGS_CASES.map((c, i) => [`settings${i}`, stackFile({ "ui-exposure:entries": ["argocd"], ...c.config })])),
+  });
   inputs = fs.mkdtempSync(path.join(project.dir, "..", "adversarial-inputs-"));
 });
 afterAll(() => {
@@ -75,6 +78,19 @@ describe("adversarial corpus: contracts (exposure check FILE)", () => {
     expect(r.text).toContain(fragment);
     expect(r.code).toBe(exit);
   });
+});
+
+describe("adversarial corpus: stack settings (exposure status --stack on a stack file holding them)", () => {
+  it.each(SETTINGS_CASES.map((c, i) => ({ ...c, stack: `settings${i}` })))(
+    "$name -> exit $exit",
+    { timeout: CASE_TIMEOUT_MS },
+    async ({ stack, exit, fragment }) => {
+      const status = createStatusCommand({ connect: async () => snapshot(healthyCluster()), readOutputs: async () => ({}) });
+      const r = await invariant((c) => runCommand("status", status, ["--stack", stack], c));
+      expect(r.text).toContain(fragment);
+      expect(r.code).toBe(exit);
+    },
+  );
 });
 
 describe("adversarial corpus: cluster snapshots (exposure status with a snapshot file)", () => {
