@@ -230,14 +230,10 @@ describe("the .env template", () => {
 
   it("the versioned template renders against the example contract with no unknown placeholder", () => {
     const projectDir = path.resolve(__dirname, "..");
-    const opened = openStack(capture(projectDir).ctx, "dirqual");
+    const opened = openStack({ projectDir, stack: "dirqual" });
     const cluster = readSnapshotFile(path.join(projectDir, "examples", "dirqual-cluster.yaml"));
     return Promise.all([cluster.listServices(), cluster.listNodes()]).then(([services, nodes]) => {
-      const observation = observe(
-        opened.contract,
-        { services, nodes, endpointSlices: [], pods: [] },
-        { selected: opened.selected, pinnedAddress: "10.67.2.11" },
-      );
+      const observation = observe(opened.contract, { services, nodes, endpointSlices: [], pods: [] }, { selected: opened.selected, nodeAddress: "10.67.2.11" });
       const endpoints = accessEndpoints(opened.contract, observation, services);
       const credentials = readCredentials(accessEntries(opened.contract, observation), new Map());
       const template = fs.readFileSync(path.join(projectDir, "contract", "atlas.env.cluster.example"), "utf8");

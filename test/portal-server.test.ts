@@ -190,7 +190,7 @@ describe("portal view", () => {
       contract: portalContract(),
       cluster: new MemoryCluster(recordedCluster()),
       selected: ["argocd"],
-      pinnedAddress: "127.0.0.9",
+      nodeAddress: "127.0.0.9",
     });
     expect(view.entries.map((e) => e.name)).toEqual(["argocd", "postgres"]);
     expect(view.entries[0]?.url).toBe("http://127.0.0.9:31358");

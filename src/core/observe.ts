@@ -92,7 +92,7 @@ export function readyEndpointCount(slicesByService: ReadonlyMap<string, Endpoint
 export function observe(
   contract: Contract,
   cluster: ObservedCluster,
-  opts: { selected?: readonly string[] | "all"; pinnedAddress?: string; published?: PublishedEndpoints } = {},
+  opts: { selected?: readonly string[] | "all"; nodeAddress?: string; published?: PublishedEndpoints } = {},
 ): Observation {
   const services = new Map(cluster.services.map((s) => [key(s.metadata.namespace, s.metadata.name), s]));
   const slicesByService = new Map<string, EndpointSlice[]>();
@@ -105,7 +105,7 @@ export function observe(
     if (list) list.push(slice);
     else slicesByService.set(k, [slice]);
   }
-  const nodeChoice = chooseNode(cluster.nodes, opts.pinnedAddress);
+  const nodeChoice = chooseNode(cluster.nodes, opts.nodeAddress);
   const problems = "problem" in nodeChoice ? [nodeChoice.problem] : [];
   const node = "problem" in nodeChoice ? undefined : nodeChoice;
   const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));

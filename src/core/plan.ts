@@ -63,12 +63,12 @@ export const ourServiceName = (entry: string) => `${entry}-nodeport`;
  * InternalIP of the first Ready node in name order (schedulable nodes first), so every
  * run on the same cluster picks the same node.
  */
-export function chooseNode(nodes: readonly Node[], pinnedAddress?: string): NodeChoice | { problem: string } {
-  if (pinnedAddress) {
+export function chooseNode(nodes: readonly Node[], nodeAddress?: string): NodeChoice | { problem: string } {
+  if (nodeAddress) {
     // Validated by the stack settings; checked again for the other ways in (the portal's environment).
-    if (ipVersion(pinnedAddress) === 0) return { problem: `the pinned node address ${JSON.stringify(pinnedAddress).slice(0, 80)} is not an IP address` };
-    const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === pinnedAddress));
-    return { name: owner?.metadata.name ?? "(pinned)", address: pinnedAddress, pinned: true };
+    if (ipVersion(nodeAddress) === 0) return { problem: `the pinned node address ${JSON.stringify(nodeAddress).slice(0, 80)} is not an IP address` };
+    const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === nodeAddress));
+    return { name: owner?.metadata.name ?? "(pinned)", address: nodeAddress, pinned: true };
   }
   const candidates = nodes
     .filter((n) => isReadyNode(n) && internalIP(n))
@@ -277,14 +277,14 @@ export function withStackServices(observed: readonly Service[], created: readonl
   return { services: [...observed.filter((s) => !createdKeys.has(keyOf(s))), ...created], problems };
 }
 
-/** Resolves every selected entry against one view of the cluster; all problems at once. */
 /** The namespace of the cluster's own components: publishing from it needs the stack's explicit consent. */
 export const SYSTEM_NAMESPACE = "kube-system";
 
+/** Resolves every selected entry against one view of the cluster; all problems at once. */
 export function resolveExposures(
   entries: readonly Endpoint[],
   cluster: ClusterView,
-  pinnedAddress?: string,
+  nodeAddress?: string,
   opts: { allowKubeSystem?: boolean } = {},
 ): ExposureResolution | { problems: string[] } {
   const problems: string[] = [];
@@ -298,7 +298,7 @@ export function resolveExposures(
       }
     }
   }
-  const node = chooseNode(cluster.nodes, pinnedAddress);
+  const node = chooseNode(cluster.nodes, nodeAddress);
   if ("problem" in node) problems.push(node.problem);
   const services = indexServices(cluster.services);
   const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
