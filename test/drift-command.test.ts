@@ -204,6 +204,7 @@ describe("exposure drift", () => {
     expect(json.status.entries.find((e) => e.name === "gitea")).toMatchObject({
       verdict: "DRIFT",
       reasons: ["nodePort changed since the last up (30555 -> 31002)"],
+      findings: [{ code: "node-port-moved", severity: "drift", subject: "gitea", message: "nodePort changed since the last up (30555 -> 31002)" }],
     });
   });
 

@@ -1,5 +1,7 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { nodeProblem, ownershipProblem } from "../src/core/observe";
+import { DRIFT_CODES, nodeProblem, ownershipProblem } from "../src/core/observe";
 import { node } from "./fixtures";
 
 describe("nodeProblem: a published URL whose node is no longer the right one", () => {
@@ -35,5 +37,12 @@ describe("ownershipProblem: only what the last up published is ours", () => {
     expect(ownershipProblem("a/x-nodeport", "u2", { service: "x-nodeport", uid: "u1" })).toContain(
       "is not the Service this stack created (uid u2, created u1)",
     );
+  });
+});
+
+describe("DRIFT_CODES: every reason of a verdict has a stable code", () => {
+  it("each code is documented in docs/commands.md", () => {
+    const docs = fs.readFileSync(path.join(__dirname, "..", "docs", "commands.md"), "utf8");
+    for (const code of DRIFT_CODES) expect(docs, code).toContain(`\`${code}\``);
   });
 });
