@@ -87,11 +87,17 @@ describe("stack configuration as the engine gives it", () => {
 
   it("openStack: settings, contract and selection in one reading, and one error form for the CLI, the sandbox, render and the program alike", () => {
     const contract = path.join(projectDir, "contract/endpoints.example.yaml");
-    const p = project("name: ui-exposure\nruntime: nodejs\n", `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafana, argocd]\n`);
+    const p = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafana, argocd]\n`,
+    );
     const opened = openStack({ projectDir: p.dir, stack: "s" });
     expect(opened.selected).toEqual(["grafana", "argocd"]);
     expect(opened.config["ui-exposure:entries"]).toBe('["grafana","argocd"]');
-    const wrong = project("name: ui-exposure\nruntime: nodejs\n", `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafna]\n`);
+    const wrong = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafna]\n`,
+    );
     const message = "stack s: ui-exposure:entries names 'grafna', which the contract does not declare (declared: argocd, grafana,";
     expect(() => openStack({ projectDir: wrong.dir, stack: "s" })).toThrow(message);
     // The program's values come from the engine; the file still gives the positions.
