@@ -11,7 +11,7 @@ import {
 import { contractSchema } from "../src/core/contract/schema";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { parseSettings } from "../src/core/settings";
-import { service } from "./fixtures";
+import { service } from "./support/fixtures";
 
 const contract = contractSchema.parse({
   version: 1,

@@ -8,7 +8,7 @@ import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { PublishedEndpoints } from "../src/core/observe";
 import type { Allowlist } from "../src/core/settings";
-import { managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./command-helpers";
+import { managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./support/command-helpers";
 
 const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
 const allExposed = ["argocd", "gitea", "grafana", "lineage-agent"];

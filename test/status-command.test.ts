@@ -21,7 +21,7 @@ import {
   stackFile,
   type TestProject,
   vendoredServices,
-} from "./command-helpers";
+} from "./support/command-helpers";
 
 let project: TestProject;
 beforeAll(() => {
