@@ -1,20 +1,20 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { Cilium } from "../../components/cilium";
-import { NodePortExposure } from "../../components/node-port-exposure";
-import { Portal } from "../../components/portal";
-import { LiveClusterReader } from "../adapters/kube-live";
-import { bundlePortalServer } from "../adapters/portal-bundle";
-import { openStack } from "../adapters/stack-inputs";
-import { admissionApiProblem } from "../core/admission";
-import { type CiliumSummary, ciliumReads, planCilium } from "../core/cilium/plan";
-import { UserError, userErrorFromProblems } from "../core/errors";
-import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../core/kube/cluster";
-import type { PublishedEndpoints } from "../core/observe";
-import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../core/plan";
-import { namespaceTakeoverRefusal, PORTAL_SERVICE_NAME, portalService } from "../core/portal/spec";
-import { stackKubeTarget } from "../core/settings";
+import { LiveClusterReader } from "../src/adapters/kube-live";
+import { bundlePortalServer } from "../src/adapters/portal-bundle";
+import { openStack } from "../src/adapters/stack-inputs";
+import { admissionApiProblem } from "../src/core/admission";
+import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/plan";
+import { UserError, userErrorFromProblems } from "../src/core/errors";
+import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
+import type { PublishedEndpoints } from "../src/core/observe";
+import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
+import { namespaceTakeoverRefusal, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
+import { stackKubeTarget } from "../src/core/settings";
 import { guardAdmission } from "./admission";
+import { Cilium } from "./cilium";
+import { NodePortExposure } from "./node-port-exposure";
+import { Portal } from "./portal";
 
 export interface ProgramInputs {
   /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
