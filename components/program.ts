@@ -192,11 +192,6 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
 }
 
 /**
- * The `endpoints` output of this stack's last `up`, through a StackReference to the stack
- * itself (works on every backend, the file one included). A reference is read, never
- * changed: the preview counts it as a read, not a change. Empty before the first `up`.
- */
-/**
  * Whether the real engine runs the program (not Pulumi's unit-test mocks, which can neither
  * read a stack reference nor register resource hooks; `exposure render` runs under them).
  */
@@ -214,6 +209,11 @@ function organization(): string {
   }
 }
 
+/**
+ * The `endpoints` output of this stack's last `up`, through a StackReference to the stack
+ * itself (works on every backend, the file one included). A reference is read, never
+ * changed: the preview counts it as a read, not a change. Empty before the first `up`.
+ */
 async function readLastEndpoints(): Promise<PublishedEndpoints> {
   const self = new pulumi.StackReference("last-up", { name: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}` });
   const details = await self.getOutputDetails("endpoints");
