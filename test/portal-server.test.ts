@@ -1,7 +1,6 @@
 // The portal server against a recorded cluster: what a page load reads, what it shows, and
 // what it does when the cluster cannot be read.
 
-import * as net from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { UserError } from "../src/core/errors";
@@ -19,6 +18,7 @@ import {
   recordedCluster,
   unreachable,
 } from "./support/portal-fixtures";
+import { rawRequest } from "./support/raw-request";
 
 const NOW = new Date("2026-06-23T10:00:00Z");
 
@@ -289,22 +289,6 @@ function row(html: string, entry: string): string {
   return m[0];
 }
 
-/** Sends raw bytes to a server and resolves with everything it answers before closing. */
-function rawRequest(port: number, bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ port, host: "127.0.0.1" });
-    let answer = "";
-    socket.setEncoding("latin1");
-    socket.on("data", (d) => {
-      answer += d;
-    });
-    socket.on("error", reject);
-    socket.on("close", () => resolve(answer));
-    socket.write(bytes);
-    setTimeout(() => socket.end(), 500).unref();
-  });
-}
-
 describe("a malformed request never ends the portal", () => {
   let portal: RunningPortal;
   let port: number;
@@ -316,7 +300,11 @@ describe("a malformed request never ends the portal", () => {
 
   it("answers 400 to a request target that is not a URL, and keeps serving", async () => {
     for (const target of ["http://[zz]/", "http://[::1", "//[", "http://a b/"]) {
-      const answer = await rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const answer = await rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, {
+        closeAfterMs: 500,
+        close: "end",
+        onError: "reject",
+      });
       expect(answer).toMatch(/^HTTP\/1\.1 400 /);
       expect(answer).not.toContain("    at ");
     }
