@@ -289,7 +289,7 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   };
   const standInsJson = path.join(folder, "stand-ins.json");
   fs.writeFileSync(standInsJson, JSON.stringify(standInFile, null, 2));
-  // Compiled (dist/, .js) or run from the sources through tsx (.ts), like this module.
+  // Compiled (dist/, .js) or, under the test runner, from the sources through tsx (.ts), like this module.
   const extension = path.extname(__filename);
   const script = path.join(__dirname, `stand-in-servers${extension}`);
   const loader = extension === ".ts" ? ["--require", require.resolve("tsx/cjs", { paths: [projectDir] })] : [];
