@@ -2,6 +2,7 @@
 // (`exposure portal`) and bundled into a stock Node.js image in the cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
+import type { Duplex } from "node:stream";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
@@ -58,11 +59,12 @@ export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions,
   };
 }
 
-/** `?refresh=N` asks for a meta refresh every N seconds (5 to 3600); anything else: none. */
+/** `?refresh=N` asks for a meta refresh every N seconds, N clamped to 5-3600 (any number of digits); anything else: none. */
 export function refreshOf(search: URLSearchParams): PageOptions {
   const raw = search.get("refresh");
-  if (raw === null || !/^\d{1,4}$/.test(raw)) return {};
-  return { refreshSeconds: Math.min(3600, Math.max(5, Number(raw))) };
+  if (raw === null || !/^\d+$/.test(raw)) return {};
+  // Past 4 digits it is above 3600 whatever it is (and Number() of 400 digits is Infinity).
+  return { refreshSeconds: raw.length > 4 ? 3600 : Math.min(3600, Math.max(5, Number(raw))) };
 }
 
 /** The state page loads share: one cluster read per interval, one probe round at a time. */
@@ -243,6 +245,25 @@ function decodeURIComponentSafe(text: string): string | undefined {
 
 export function createPortalServer(opts: PortalOptions): http.Server {
   const server = http.createServer(portalHandler(opts));
+  // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered:
+  // answer it like any other method the portal does not serve.
+  server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
+    opts.log?.(`${req.method} -> 405`);
+    const body = "method not allowed\n";
+    socket.on("error", () => {});
+    socket.end(
+      [
+        "HTTP/1.1 405 Method Not Allowed",
+        "Allow: GET, HEAD",
+        "Content-Type: text/plain; charset=utf-8",
+        `Content-Length: ${body.length}`,
+        ...Object.entries(COMMON_HEADERS).map(([k, v]) => `${k}: ${v}`),
+        "Connection: close",
+        "",
+        body,
+      ].join("\r\n"),
+    );
+  });
   // A browser's idle keep-alive connection must not delay a clean stop.
   server.keepAliveTimeout = 5_000;
   return server;
