@@ -59,20 +59,33 @@ export const sandbox: Command = async (argv, ctx) => {
     case "status": {
       const s = await sandboxStatus(io);
       if (values.json) ctx.stdout(JSON.stringify(s, null, 2));
-      else if (!s.processes.length && !s.rejected.length) ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
+      else if (!s.processes.length && !s.rejected.length && !s.controlPlane) ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
       else {
         ctx.stdout(
           [
             formatTable(
               ["WHAT", "STATE"],
               [
+                ...(s.controlPlane?.processes ?? []).map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
+                ...(s.controlPlane
+                  ? [
+                      [
+                        `API server ${s.controlPlane.apiServer.url}`,
+                        s.controlPlane.apiServer.answers ? `answers (${s.controlPlane.apiServer.detail})` : `NO ANSWER (${s.controlPlane.apiServer.detail})`,
+                      ],
+                    ]
+                  : [["control plane", "NOT FOUND (no .sandbox/cluster)"]]),
                 ...s.processes.map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
                 ...s.urls.map((u) => [`${u.entry} ${u.url}`, u.answers ? "answers" : "NO ANSWER"]),
                 ...(s.portal ? [[`portal ${s.portal.url}`, s.portal.answers ? "answers" : "NO ANSWER"]] : []),
                 ...s.rejected.map((why) => [`sandbox.json ${why}`, "IGNORED"]),
               ],
             ),
-            s.up ? "sandbox up" : "sandbox incomplete: exposure sandbox down, then npm run sandbox",
+            s.up
+              ? "sandbox up"
+              : s.controlPlane?.apiServer.answers === false
+                ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); exposure sandbox down, then npm run sandbox"
+                : "sandbox incomplete: exposure sandbox down, then npm run sandbox",
           ].join("\n"),
         );
       }

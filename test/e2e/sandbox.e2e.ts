@@ -128,6 +128,9 @@ describe.sequential("e2e: exposure sandbox", () => {
     const status = await exposure(["sandbox", "status"]);
     expect(status.code, summary(status)).toBe(0);
     expect(status.stdout).toContain("sandbox up");
+    // The control plane is listed (issue 23, item 7): a dead API server is said as such.
+    expect(status.stdout).toMatch(/^kube-apiserver \(pid \d+\) +running$/m);
+    expect(status.stdout).toMatch(/^API server https:\/\/127\.0\.0\.1:\d+ +answers \(ready\)$/m);
   }, 120_000);
 
   it("sandbox down stops every process it started and removes the folder; a warm up from scratch takes under a minute", async () => {
