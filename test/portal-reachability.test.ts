@@ -249,7 +249,8 @@ describe("the page at a glance", () => {
     const error = await get("/?refresh=60");
     expect(error.status).toBe(503);
     expect(await error.text()).toContain('<meta http-equiv="refresh" content="60">');
-    expect(refreshOf(new URLSearchParams("refresh=99999"))).toEqual({});
+    // Clamped as documented, not ignored (issue 23, item 7).
+    expect(refreshOf(new URLSearchParams("refresh=99999"))).toEqual({ refreshSeconds: 3600 });
   });
 
   it("groups entries by the contract's group, in contract order, the ungrouped ones last under Other", async () => {
