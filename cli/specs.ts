@@ -158,7 +158,7 @@ export const SPECS = {
       "status: what is running and answering. down: stops exactly what up started and removes .sandbox/.",
     ],
     positional: { name: "ACTION", description: "up, status or down", complete: ["up", "status", "down"] },
-    flags: { json: { ...json, description: "print one JSON document: up gives {urls, portal, folder}" } },
+    flags: { json: { ...json, description: "print one JSON document (with apiVersion): up gives {urls, portal, folder}" } },
     exits: "0 ok, 1 error (or, for status, not everything answers), 2 usage",
   },
   schema: {

@@ -223,6 +223,7 @@ describe("the page at a glance", () => {
     const res = await get("/api/entries/argocd");
     expect(res.status).toBe(200);
     const body = (await res.json()) as { entry: PortalEntry; observedAt: string; source: string };
+    expect(body).toMatchObject({ apiVersion: "ui-exposure.io/v1", kind: "PortalEntry" });
     expect(body.entry).toMatchObject({ name: "argocd", verdict: "MATCH", url: `http://${NODE_IP}:31358` });
     expect(body.observedAt).toBe(NOW.toISOString());
     const unknown = await get("/api/entries/nope");

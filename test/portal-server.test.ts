@@ -109,7 +109,14 @@ describe("portal server (recorded cluster)", () => {
       contractLabel: "contract/endpoints.yaml",
       now: () => NOW,
     });
-    expect(body).toEqual({ ...direct, source: cluster.source, reachability: { enabled: false, cacheSeconds: 15 } });
+    // Versioned like every other JSON document of the project (issue 23, item 9).
+    expect(body).toEqual({
+      apiVersion: "ui-exposure.io/v1",
+      kind: "PortalEntries",
+      ...direct,
+      source: cluster.source,
+      reachability: { enabled: false, cacheSeconds: 15 },
+    });
     expect(body.summary).toEqual({ MATCH: 1, DRIFT: 1, ABSENT: 1, "NOT-EXPOSED": 1 });
     expect(body.entries.map((e) => [e.name, e.verdict, e.url])).toEqual([
       ["argocd", "MATCH", `http://${NODE_IP}:31358`],
@@ -137,7 +144,14 @@ describe("portal server (recorded cluster)", () => {
     cluster.failure = unreachable();
     const res = await get("/api/entries");
     expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ error: unreachable().message, generatedAt: NOW.toISOString(), source: cluster.source, stack: "bench" });
+    expect(await res.json()).toEqual({
+      apiVersion: "ui-exposure.io/v1",
+      kind: "PortalError",
+      error: unreachable().message,
+      generatedAt: NOW.toISOString(),
+      source: cluster.source,
+      stack: "bench",
+    });
   });
 
   it("escapes the cluster error too", async () => {

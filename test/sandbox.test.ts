@@ -232,7 +232,10 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
       expect(text).toContain("sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log)");
       const json: string[] = [];
       await main(["sandbox", "status", "--json"], { projectDir: dir, stdout: (t) => json.push(t), stderr: () => {}, env: {} });
-      expect(JSON.parse(json.join("\n")).controlPlane.apiServer).toMatchObject({ url: `https://127.0.0.1:${port}`, answers: false });
+      const doc = JSON.parse(json.join("\n"));
+      // Versioned like every other JSON document of the project (issue 23, item 9).
+      expect(doc).toMatchObject({ apiVersion: "ui-exposure.io/v1", kind: "SandboxStatus", up: false });
+      expect(doc.controlPlane.apiServer).toMatchObject({ url: `https://127.0.0.1:${port}`, answers: false });
     } finally {
       process.kill(apiserver.pid, "SIGKILL");
       fs.rmSync(dir, { recursive: true, force: true });
@@ -298,5 +301,7 @@ describe("exposure sandbox (no sandbox running)", () => {
     const down = await run(["sandbox", "down"]);
     expect(down.code).toBe(0);
     expect(down.out[0]).toMatch(/^no sandbox in /);
+    const json = await run(["sandbox", "down", "--json"]);
+    expect(JSON.parse(json.out.join("\n"))).toMatchObject({ apiVersion: "ui-exposure.io/v1", kind: "SandboxDown", removed: false, stopped: [] });
   });
 });

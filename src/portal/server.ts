@@ -6,7 +6,8 @@ import type { Duplex } from "node:stream";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
-import { EXIT } from "../core/findings";
+import { EXIT, JSON_API_VERSION } from "../core/findings";
+import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
 import type { ObservedCluster } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
@@ -209,10 +210,13 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
           if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
           else {
             const { entries: _all, summary: _summary, problems: _problems, ...context } = view;
-            send(req, res, 200, JSON_TYPE, `${JSON.stringify({ ...context, entry: found }, null, 2)}\n`);
+            const doc: PortalEntryDocument = { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found };
+            send(req, res, 200, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
           }
-        } else if (json) send(req, res, 200, JSON_TYPE, `${JSON.stringify(view, null, 2)}\n`);
-        else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
+        } else if (json) {
+          const doc: PortalEntriesDocument = { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view };
+          send(req, res, 200, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
+        } else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
       },
       (err: unknown) => {
         // A cluster error (UserError from the reader) is 503: the portal works, its data source does not.
@@ -227,8 +231,10 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
           source: opts.cluster.source,
           ...(opts.stack ? { stack: opts.stack } : {}),
         };
-        if (json) send(req, res, status, JSON_TYPE, `${JSON.stringify(error, null, 2)}\n`);
-        else send(req, res, status, HTML, renderErrorPage(error, page), { "Content-Security-Policy": HTML_CSP });
+        if (json) {
+          const doc: PortalErrorDocument = { apiVersion: JSON_API_VERSION, kind: "PortalError", ...error };
+          send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
+        } else send(req, res, status, HTML, renderErrorPage(error, page), { "Content-Security-Policy": HTML_CSP });
       },
     )
     // A failure while answering (the client went away) must not become an unhandled rejection.
