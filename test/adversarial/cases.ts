@@ -308,6 +308,12 @@ export const FLAG_CASES: FlagCase[] = [
   { name: "kubectl's -o json (issue 23)", argv: ["status", "--stack", "bench", "-o", "json"], exit: 2, fragment: "for JSON output, use --json" },
   { name: "completion for a shell it does not support (issue 23)", argv: ["completion", "fish"], exit: 2, fragment: "no completion for 'fish': bash or zsh" },
   { name: "version with an argument", argv: ["version", "--json"], exit: 2, fragment: "exposure version: takes nothing" },
+  {
+    name: "check on a path with ./ and .. (named as typed; issue 23)",
+    argv: ["check", "./nonexistent/../x.yaml"],
+    exit: 2,
+    fragment: "contract file not found: ./nonexistent/../x.yaml (",
+  },
 ];
 
 /** `exposure status --stack bench --outputs FILE` with this content (cluster healthy). */

@@ -204,7 +204,8 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   }
   if (fs.existsSync(folder)) {
     say("sandbox: a previous sandbox is incomplete or stopped: removing it first");
-    await sandboxDown(io);
+    const down = await sandboxDown(io);
+    for (const why of down.rejected) say(`sandbox: ignored sandbox.json ${why}: nothing signalled for it (check by hand with ps)`);
   }
   const tStart = Date.now();
 
