@@ -150,9 +150,10 @@ describe("adversarial corpus: HTTP requests to the portal", () => {
   });
   afterAll(() => portal.close());
 
-  it.each(PORTAL_CASES)("$name -> $status, and the portal keeps serving", { timeout: CASE_TIMEOUT_MS }, async ({ request, status }) => {
+  it.each(PORTAL_CASES)("$name -> $status, and the portal keeps serving", { timeout: CASE_TIMEOUT_MS }, async ({ request, status, fragment }) => {
     const answer = await rawRequest(port, request, { closeAfterMs: 3000, close: "destroy", onError: "resolve" });
     expect(answer.split("\r\n")[0]).toMatch(new RegExp(`^HTTP/1\\.[01] ${status} `));
+    if (fragment !== undefined) expect(answer).toContain(fragment);
     expect(answer).not.toMatch(/\n\s+at .+:\d+:\d+/);
     expect((await fetch(new URL("/healthz", portal.url))).status).toBe(200);
     expect(logged.filter((l) => l.includes("-> 500"))).toEqual([]);
