@@ -40,12 +40,21 @@ interface Dependency {
   drop?: string[];
 }
 
+/** A chart inside a Go module (served by the Go module proxy), e.g. Cilium's in github.com/cilium/cilium. */
+interface ModuleSource {
+  module: string;
+  version: string;
+  path: string;
+}
+
 interface ChartSpec {
   /** Output file name (without .yaml). */
   file: string;
   chart: string;
   version: string;
-  source: Source;
+  source: Source | ModuleSource;
+  /** Values given on top of the chart's defaults (as `-f`), when the platform sets some. */
+  values?: Record<string, unknown>;
   release: string;
   namespace: string;
   dependencies: Dependency[];
@@ -186,6 +195,32 @@ const CHARTS: ChartSpec[] = [
     ],
     drop: ["nginx", "ingress-nginx", "cert-manager", "metrics-server"],
   },
+  {
+    // Not a UI: the CNI's own agents on the host network (what `exposure drift` and the guard
+    // meet in kube-system), with the values the bench stack gives the release (mode l4).
+    file: "cilium",
+    chart: "cilium",
+    version: "1.18.11",
+    source: { module: "github.com/cilium/cilium", version: "v1.18.11", path: "install/kubernetes/cilium" },
+    values: {
+      kubeProxyReplacement: true,
+      k8sServiceHost: "192.0.2.10",
+      k8sServicePort: 6443,
+      gatewayAPI: { enabled: false },
+      l2announcements: { enabled: false },
+      enableLBIPAM: false,
+      nodePort: { enabled: true },
+    },
+    release: "cilium",
+    namespace: "kube-system",
+    dependencies: [],
+    drop: [],
+    notes: [
+      "The stacks pin 1.18.12, which the Go module proxy refuses (403); 1.18.11's values.yaml differs from",
+      "1.18.12's (shared/reference/cilium/1.18.12) only in image tags and digests. Values: the bench stack's l4",
+      "values (src/core/cilium/values.ts), with a documentation address (192.0.2.10) as k8sServiceHost.",
+    ],
+  },
 ];
 
 const KUBE_VERSION = "1.37.2";
@@ -305,8 +340,23 @@ function trim(obj: Obj, namespace: string): Obj | undefined {
   };
 }
 
-function describeSource(s: Source): string {
+function describeSource(s: Source | ModuleSource): string {
+  if ("module" in s) return `Go module ${s.module}@${s.version}, ${s.path} (through the Go module proxy)`;
   return `${s.repo}${s.path === "." ? "" : `/${s.path}`} @ ${s.tag} (${s.commit})`;
+}
+
+/** Copies a chart out of a Go module (downloaded by `go mod download`, checked against go.sum's hash). */
+function checkoutModule(source: ModuleSource, dest: string): void {
+  const info = JSON.parse(
+    execFileSync("go", ["mod", "download", "-json", `${source.module}@${source.version}`], { env: { ...process.env, GOFLAGS: "-mod=mod" } }).toString(),
+  ) as {
+    Dir?: string;
+    Error?: string;
+  };
+  if (!info.Dir) throw new Error(`go mod download ${source.module}@${source.version}: ${info.Error ?? "no directory"}`);
+  fs.cpSync(path.join(info.Dir, source.path), dest, { recursive: true });
+  // The module cache is read-only.
+  execFileSync("chmod", ["-R", "u+w", dest]);
 }
 
 function header(spec: ChartSpec, helmVersion: string): string {
@@ -314,7 +364,7 @@ function header(spec: ChartSpec, helmVersion: string): string {
     "Rendered by scripts/render-charts.sh: do not edit (run it again).",
     `chart: ${spec.chart} ${spec.version}`,
     `source: ${describeSource(spec.source)}`,
-    ...(spec.source.upstream ? [`upstream: ${spec.source.upstream}`] : []),
+    ...("upstream" in spec.source && spec.source.upstream ? [`upstream: ${spec.source.upstream}`] : []),
   ];
   const walk = (deps: readonly Dependency[], indent: string) => {
     for (const d of deps) {
@@ -327,7 +377,7 @@ function header(spec: ChartSpec, helmVersion: string): string {
   if (spec.drop.length) lines.push(`dependencies disabled by default, not rendered: ${spec.drop.join(", ")}`);
   if (spec.setVersion) lines.push(`Chart.yaml's version in git is a placeholder; set to ${spec.setVersion} as the release job does`);
   lines.push(
-    `command: helm template ${spec.release} <chart> --namespace ${spec.namespace} --kube-version ${KUBE_VERSION} (helm ${helmVersion}, default values)`,
+    `command: helm template ${spec.release} <chart> --namespace ${spec.namespace} --kube-version ${KUBE_VERSION} (helm ${helmVersion}, ${spec.values ? `default values and -f ${JSON.stringify(spec.values)}` : "default values"})`,
     "kept: Services, and Deployments/StatefulSets/DaemonSets trimmed to selector, replicas and pod template (labels, hostNetwork, container names and ports)",
     ...(spec.notes ?? []),
   );
@@ -338,10 +388,14 @@ function render(helm: string, root: string, out: string, spec: ChartSpec): void 
   const work = fs.mkdtempSync(path.join(os.tmpdir(), `render-${spec.file}-`));
   try {
     const dir = path.join(work, spec.chart);
-    checkout(root, spec.source, dir);
+    if ("module" in spec.source) checkoutModule(spec.source, dir);
+    else checkout(root, spec.source, dir);
     for (const dep of spec.dependencies) place(root, dir, dep);
     editChartYaml(dir, spec.drop, spec.dependencies, spec.setVersion);
-    const rendered = execFileSync(helm, ["template", spec.release, dir, "--namespace", spec.namespace, "--kube-version", KUBE_VERSION], {
+    const valuesFile = path.join(work, "values.json");
+    if (spec.values) fs.writeFileSync(valuesFile, JSON.stringify(spec.values));
+    const args = ["template", spec.release, dir, "--namespace", spec.namespace, "--kube-version", KUBE_VERSION, ...(spec.values ? ["-f", valuesFile] : [])];
+    const rendered = execFileSync(helm, args, {
       maxBuffer: 256 * 1024 * 1024,
       env: { ...process.env, HELM_CACHE_HOME: path.join(work, "cache"), HELM_CONFIG_HOME: path.join(work, "config"), HELM_DATA_HOME: path.join(work, "data") },
     }).toString();
