@@ -300,13 +300,11 @@ export function formatAdmission(mode: string, findings: readonly Finding[]): str
  * to declare) before switching a stack to `deny`, so that the platform's own pods are never refused.
  */
 export function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]; unread: readonly string[] }): string {
-  const title = `exposure guard in deny mode would refuse, of what exists now (each object created again):`;
+  const title = "exposure guard in deny mode would refuse, of what exists now (each object created again):";
   const partial = preview.unread.length ? [`  (not read, so not checked: ${preview.unread.join("; ")})`] : [];
   if (preview.refusals.length === 0) {
-    return [
-      `\n${title} nothing${mode === "deny" ? "" : ": deny is safe to switch on"}${preview.unread.length ? " among what could be read" : ""}`,
-      ...partial,
-    ].join("\n");
+    const verdict = preview.unread.length ? "nothing among what could be read" : mode === "deny" ? "nothing" : "nothing: deny is safe to switch on";
+    return [`\n${title} ${verdict}`, ...partial].join("\n");
   }
   return [
     `\n${title} ${preview.refusals.length}`,
