@@ -13,7 +13,7 @@ import type { Allowlist } from "./settings";
  * so that an operator sees it before switching a stack to `deny`.
  */
 
-/** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet; batch/v1 Job, CronJob). */
+/** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet; batch/v1 Job, CronJob): the shape expected, never trusted. */
 export interface WorkloadObject {
   kind?: string;
   metadata?: { name?: string; namespace?: string };
@@ -53,14 +53,26 @@ export interface PreviewInput {
 
 const pattern = (p: string) => (p.endsWith("*") ? { prefix: true, text: p.slice(0, -1) } : { prefix: false, text: p });
 
-/** Effective hostPorts of a pod spec: a host-network pod holds every containerPort. */
-function hostPorts(spec: PodSpecLike | undefined): { port: number; protocol: string }[] {
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const field = (v: unknown, key: string): unknown =>
+  v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
+const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535 ? v : 0);
+const stringMap = (v: unknown): Record<string, string> | undefined =>
+  v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
+
+/**
+ * Effective hostPorts of a pod spec: a host-network pod holds every containerPort. Workloads
+ * are read back unvalidated (any group's list call, or a snapshot file): what is not a list, a
+ * map or a port number is no port (the API server would not have stored it).
+ */
+function hostPorts(spec: unknown): { port: number; protocol: string }[] {
+  const hostNetwork = field(spec, "hostNetwork") === true;
   const seen = new Set<string>();
   const out: { port: number; protocol: string }[] = [];
-  for (const c of [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])]) {
-    for (const p of c.ports ?? []) {
-      const port = p.hostPort || (spec?.hostNetwork === true ? (p.containerPort ?? 0) : 0);
-      const protocol = p.protocol ?? "TCP";
+  for (const c of [...list(field(spec, "initContainers")), ...list(field(spec, "containers"))]) {
+    for (const p of list(field(c, "ports"))) {
+      const port = portNumber(field(p, "hostPort")) || (hostNetwork ? portNumber(field(p, "containerPort")) : 0);
+      const protocol = typeof field(p, "protocol") === "string" ? (field(p, "protocol") as string) : "TCP";
       if (!port || seen.has(`${port}/${protocol}`)) continue;
       seen.add(`${port}/${protocol}`);
       out.push({ port, protocol });
@@ -91,7 +103,7 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
   }
 
   // podKey is "<namespace>/<pod>" for a pod, "<namespace>/<workload>-" for a template (its pods' names start so).
-  const check = (kind: string, namespace: string, name: string, isPod: boolean, labels: Record<string, string> | undefined, spec: PodSpecLike | undefined) => {
+  const check = (kind: string, namespace: string, name: string, isPod: boolean, labels: Record<string, string> | undefined, spec: unknown) => {
     const podKey = `${namespace}/${name}${isPod ? "" : "-"}`;
     const refused = hostPorts(spec).filter(({ port }) => {
       const byContract = hostPortEntries.some(
@@ -106,13 +118,17 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
   for (const p of input.pods) {
     // A finished pod is not created again; its owner's next pod is (and is checked as the owner's template).
     if (p.status?.phase === "Succeeded" || p.status?.phase === "Failed") continue;
-    check("Pod", p.metadata.namespace ?? "default", p.metadata.name, true, p.metadata.labels, p.spec as PodSpecLike | undefined);
+    check("Pod", p.metadata.namespace ?? "default", p.metadata.name, true, p.metadata.labels, p.spec);
   }
   for (const w of input.workloads) {
-    const name = w.metadata?.name;
-    if (!name) continue;
-    const template = w.kind === "CronJob" ? w.spec?.jobTemplate?.spec?.template : w.spec?.template;
-    check(w.kind ?? "Workload", w.metadata?.namespace ?? "default", name, false, template?.metadata?.labels, template?.spec);
+    const meta = field(w, "metadata");
+    const name = field(meta, "name");
+    if (typeof name !== "string" || !name) continue;
+    const namespace = typeof field(meta, "namespace") === "string" ? (field(meta, "namespace") as string) : "default";
+    const kind = typeof field(w, "kind") === "string" ? (field(w, "kind") as string) : "Workload";
+    const spec = field(w, "spec");
+    const template = kind === "CronJob" ? field(field(field(spec, "jobTemplate"), "spec"), "template") : field(spec, "template");
+    check(kind, namespace, name, false, stringMap(field(field(template, "metadata"), "labels")), field(template, "spec"));
   }
   return refusals;
 }
