@@ -8,9 +8,9 @@ import { type WorkloadObject, wouldRefuse } from "../src/core/admission-preview"
 import type { Contract } from "../src/core/contract/schema";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { Allowlist } from "../src/core/settings";
-import { policyRefusals } from "./admission-eval";
-import { podsOf, readAllChartFixtures } from "./chart-fixtures";
-import { capture, pod, service } from "./command-helpers";
+import { policyRefusals } from "./support/admission-eval";
+import { podsOf, readAllChartFixtures } from "./support/chart-fixtures";
+import { capture, pod, service } from "./support/command-helpers";
 
 const projectDir = path.resolve(__dirname, "..");
 const nodes = ["node-a", "node-b"];
@@ -42,7 +42,7 @@ async function refusedByPolicy(stack: { stack: string; contract: Contract; selec
 
 describe("wouldRefuse: what deny would refuse today", () => {
   it.each(["bench", "dirqual"])("%s on a cluster running the real charts: only the real undeclared exposure, as the policy itself decides", async (name) => {
-    const opened = openStack(capture(projectDir).ctx, name);
+    const opened = openStack({ projectDir, stack: name });
     const stack = { stack: name, contract: opened.contract, selected: opened.selected, allowlist: opened.settings.allowlist };
     const refusals = wouldRefuse({ ...stack, ...cluster });
     expect(refusals).toEqual([
@@ -53,7 +53,7 @@ describe("wouldRefuse: what deny would refuse today", () => {
   });
 
   it("without the platform agents in the allowlist (the shipped stacks before), deny refuses the CNI's and the monitoring's pods and workloads", async () => {
-    const opened = openStack(capture(projectDir).ctx, "dirqual");
+    const opened = openStack({ projectDir, stack: "dirqual" });
     const stack = { stack: "dirqual", contract: opened.contract, selected: opened.selected, allowlist: { ...opened.settings.allowlist, hostPorts: [] } };
     const refusals = wouldRefuse({ ...stack, ...cluster }).map(
       (r) =>
@@ -73,7 +73,7 @@ describe("wouldRefuse: what deny would refuse today", () => {
   });
 
   it("follows the policy's rules on names: a prefix declares a workload's template, an exact pod name never does; a finished pod is not created again", async () => {
-    const opened = openStack(capture(projectDir).ctx, "bench");
+    const opened = openStack({ projectDir, stack: "bench" });
     const allowlist: Allowlist = { services: ["tenant/web"], hostPorts: ["tools/debug-0:2222", "tools/agent-*:7000"] };
     const tools = {
       services: [service("tenant", "web", { type: "LoadBalancer" }), service("tenant", "webx", { type: "NodePort" })],

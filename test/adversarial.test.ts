@@ -25,9 +25,9 @@ import {
   STACK_FILE_NAME_CASES,
   WORKLOAD_CASES,
 } from "./adversarial/cases";
-import { list, startFakeApi } from "./adversarial/fake-api";
-import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./command-helpers";
-import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
+import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./support/command-helpers";
+import { list, startFakeApi } from "./support/fake-api";
+import { MemoryCluster, portalContract, recordedCluster } from "./support/portal-fixtures";
 
 const CASE_TIMEOUT_MS = 15_000;
 /** Heap growth allowed for one case: far above what a clean refusal needs, far below a runaway. */

@@ -8,8 +8,8 @@ import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { type Allowlist, parseSettings } from "../src/core/settings";
-import { podsOf, readAllChartFixtures } from "./chart-fixtures";
-import { capture, managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./command-helpers";
+import { podsOf, readAllChartFixtures } from "./support/chart-fixtures";
+import { managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./support/command-helpers";
 
 const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
 const allExposed = ["argocd", "gitea", "grafana", "lineage-agent"];
@@ -240,7 +240,7 @@ describe("auditExposure: hostPorts", () => {
 describe("auditExposure on examples/dirqual-cluster.yaml with the dirqual stack's allowlist", () => {
   it("finds the eight Gateway LoadBalancer Services and the platform's host-network agents, all allowlisted: no drift", async () => {
     const projectDir = path.resolve(__dirname, "..");
-    const opened = openStack(capture(projectDir).ctx, "dirqual");
+    const opened = openStack({ projectDir, stack: "dirqual" });
     const cluster = readSnapshotFile(path.join(projectDir, "examples", "dirqual-cluster.yaml"));
     const result = auditExposure({
       contract: opened.contract,
@@ -322,7 +322,7 @@ describe("the shipped stacks on a cluster running the real charts (test/data/cha
   const pods = [...charts.flatMap((c) => c.workloads.flatMap((w) => podsOf(w, nodes))), debug];
 
   it.each(["bench", "dirqual"])("%s: drift's audit flags only the debug pod, and says why each platform agent is allowed", (stack) => {
-    const opened = openStack(capture(projectDir).ctx, stack);
+    const opened = openStack({ projectDir, stack });
     const result = auditExposure({ contract: opened.contract, selected: opened.selected, allowlist: opened.settings.allowlist, services, pods });
     expect(result.undeclared.map((u) => `${u.namespace}/${u.name} ${u.ports}`)).toEqual(["tenant/debug-shell 2222/TCP"]);
     const agents = result.declared.map((d) => `${d.namespace}/${d.name.replace(/-[a-z0-9]{10}-[a-z0-9]{5}$|-[a-z0-9]{5}$/, "-*")} ${d.ports}`);

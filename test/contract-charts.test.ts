@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { loadContractFile } from "../src/adapters/contract-file";
 import type { Endpoint, ServiceRef } from "../src/core/contract/schema";
 import { indexServices, planNodePort } from "../src/core/plan";
-import { type ChartFixture, readAllChartFixtures, readChartFixture, type Workload } from "./chart-fixtures";
+import { type ChartFixture, readAllChartFixtures, readChartFixture, type Workload } from "./support/chart-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 const contract = loadContractFile(path.join(projectDir, "contract/endpoints.example.yaml"));

@@ -14,9 +14,9 @@ import { SnapshotReader } from "../src/core/kube/cluster";
 import { observe } from "../src/core/observe";
 import { parseSettings } from "../src/core/settings";
 import { portalHandler, requestPath } from "../src/portal/server";
-import { celProblems } from "./cel-compile";
-import { TEST_CONTRACT } from "./command-helpers";
-import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
+import { celProblems } from "./support/cel-compile";
+import { TEST_CONTRACT } from "./support/command-helpers";
+import { MemoryCluster, portalContract, recordedCluster } from "./support/portal-fixtures";
 
 const RUNS = { numRuns: 150, interruptAfterTimeLimit: 8_000 } as const;
 const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");

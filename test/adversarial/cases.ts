@@ -2,7 +2,7 @@
 // of the one message the user must get. test/adversarial.test.ts runs every row and checks the
 // invariant on top: no crash, no stack trace, no hang, bounded memory, nothing changed on disk.
 // Add a row for every new defect found; keep inputs small and loopback-only.
-import type { FakeAnswer } from "./fake-api";
+import type { FakeAnswer } from "../support/fake-api";
 
 const VALID_ENTRY = "  - name: argocd\n    exposed: true\n    service: { namespace: argocd, name: argocd-server, port: http }\n";
 

@@ -3,9 +3,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
-import type { ContainerPort, Pod, Service } from "../src/core/kube/types";
+import type { ContainerPort, Pod, Service } from "../../src/core/kube/types";
 
-export const CHARTS_DIR = path.resolve(__dirname, "data", "charts");
+export const CHARTS_DIR = path.resolve(__dirname, "..", "data", "charts");
 
 export interface PodTemplate {
   metadata: { labels?: Record<string, string> };

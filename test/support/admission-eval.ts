@@ -1,7 +1,7 @@
 // Evaluates the exposure guard's generated policy on one admission request with a maintained CEL
 // implementation (@marcbachmann/cel-js), as the API server does: variables are evaluated lazily,
 // on first use, and the request is denied when a validation is false.
-import type { PolicySpec } from "../src/core/admission";
+import type { PolicySpec } from "../../src/core/admission";
 
 type CelJs = typeof import("@marcbachmann/cel-js", { with: { "resolution-mode": "import" }});
 let lib: CelJs | undefined;
