@@ -78,6 +78,7 @@ export const SPECS = {
     synopsis: "--stack NAME [--skip-preview] [--timeout SECONDS] [--json]",
     description: [
       "Runs `pulumi preview --refresh --expect-no-changes` and, concurrently, audits every NodePort/LoadBalancer Service and hostPort of the cluster against the contract and the stack's allowlist.",
+      "Also lists what the exposure guard in deny mode would refuse of what exists now (Services, Pods, workloads): switch a stack to deny only when that list is empty.",
     ],
     flags: {
       stack,

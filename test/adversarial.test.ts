@@ -4,6 +4,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createDriftCommand } from "../cli/commands/drift";
 import { createStatusCommand } from "../cli/commands/status";
 import { main } from "../cli/main";
 import { LiveClusterReader } from "../src/adapters/kube-live";
@@ -21,6 +22,7 @@ import {
   SETTINGS_CASES,
   SNAPSHOT_CASES,
   STACK_FILE_NAME_CASES,
+  WORKLOAD_CASES,
 } from "./adversarial/cases";
 import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./support/command-helpers";
 import { list, startFakeApi } from "./support/fake-api";
@@ -110,6 +112,19 @@ describe("adversarial corpus: cluster snapshots (exposure status with a snapshot
     const file = inputFile(text);
     const status = createStatusCommand({ connect: async () => readSnapshotFile(file), readOutputs: async () => ({}) });
     const r = await invariant((c) => runCommand("status", status, ["--stack", "bench"], c));
+    expect(r.text).toContain(fragment);
+    expect(r.code).toBe(exit);
+  });
+});
+
+describe("adversarial corpus: workloads read back for what deny would refuse (exposure drift --skip-preview)", () => {
+  it.each(WORKLOAD_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ objects, exit, fragment }) => {
+    const drift = createDriftCommand({
+      connect: async () => snapshot(healthyCluster(objects)),
+      runPulumi: async () => ({ notFound: true }),
+      readOutputs: async () => ({ endpoints: { argocd: { service: "argocd-nodeport", nodePort: 31001 } } }),
+    });
+    const r = await invariant((c) => runCommand("drift", drift, ["--stack", "bench", "--skip-preview"], c));
     expect(r.text).toContain(fragment);
     expect(r.code).toBe(exit);
   });

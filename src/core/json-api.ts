@@ -5,6 +5,7 @@
  * breaks this file breaks the build, not a script in production.
  */
 import type { AccessEndpoint, CredentialView } from "./access";
+import type { Refusal } from "./admission-preview";
 import type { AuditResult } from "./audit";
 import type { Finding, JSON_API_VERSION } from "./findings";
 import type { ObservedEntry } from "./observe";
@@ -61,6 +62,11 @@ export interface DriftDocument extends Document<"Drift"> {
   status: Pick<StatusDocument, "publishedOutputs" | "node" | "entries" | "problems">;
   /** The exposure guard at admission: admission-guard-* findings (docs/commands.md); empty when it matches. */
   admission: readonly Finding[];
+  /**
+   * What the guard in `deny` mode would refuse among the objects that exist now (each as if
+   * created again), whatever the stack's mode; `unread`: workload kinds that could not be listed.
+   */
+  denyPreview: { refusals: readonly Refusal[]; unread: readonly string[] };
 }
 
 export interface ProbeResultJson {

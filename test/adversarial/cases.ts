@@ -419,3 +419,99 @@ export const SETTINGS_CASES: SettingsCase[] = [
     fragment: "must end with a port number between 1 and 65535",
   },
 ];
+
+SETTINGS_CASES.push(
+  {
+    name: "an allowlist item { match, reason } with a bad pattern",
+    config: { "ui-exposure:allowlist": { hostPorts: [{ match: "cilium-envoy:9964", reason: "the CNI" }] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.hostPorts[0].match: must be 'namespace/pod-name-or-prefix*:port'",
+  },
+  {
+    name: "an allowlist item { match, reason } with an empty reason",
+    config: { "ui-exposure:allowlist": { services: [{ match: "argocd/cilium-gateway-*", reason: "" }] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.services[0].reason: must say why it is allowed",
+  },
+  {
+    name: "an allowlist item with an unknown key",
+    config: { "ui-exposure:allowlist": { hostPorts: [{ match: "kube-system/cilium-envoy-*:9964", reason: "the CNI", port: 9964 }] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.hostPorts[0]: unknown key 'port'",
+  },
+  {
+    name: "an allowlist item that is a list",
+    config: { "ui-exposure:allowlist": { hostPorts: [["kube-system/cilium-envoy-*:9964"]] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.hostPorts[0]: expected a pattern (a string) or { match, reason }, found an array",
+  },
+);
+
+/**
+ * `exposure drift --stack bench --skip-preview` on a healthy cluster holding these workloads too:
+ * they are read back unvalidated (any group's list call, or a snapshot) for what deny would refuse.
+ * The corpus's bench stack publishes argocd only, so the healthy cluster alone gives 3 refusals
+ * (exit 3): a malformed workload adds none, a real undeclared hostPort one.
+ */
+export interface WorkloadCase {
+  name: string;
+  objects: unknown[];
+  exit: number;
+  fragment: string;
+}
+
+const daemonSet = (spec: unknown) => ({ apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: "agent", namespace: "tools" }, spec });
+const REFUSE = "exposure guard in deny mode would refuse, of what exists now (each object created again):";
+
+export const WORKLOAD_CASES: WorkloadCase[] = [
+  { name: "containers as a number", objects: [daemonSet({ template: { spec: { containers: 5 } } })], exit: 3, fragment: `${REFUSE} 3\n` },
+  { name: "containers as a string", objects: [daemonSet({ template: { spec: { containers: "abc" } } })], exit: 3, fragment: `${REFUSE} 3\n` },
+  {
+    name: "a null container and null ports",
+    objects: [daemonSet({ template: { spec: { containers: [null, { ports: null }] } } })],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "no spec at all",
+    objects: [daemonSet(undefined), { apiVersion: "batch/v1", kind: "CronJob", metadata: { name: "c", namespace: "t" } }],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "a hostPort as a string, a float, 0, -1, beyond 65535",
+    objects: [
+      daemonSet({
+        template: { spec: { containers: [{ ports: [{ hostPort: "80" }, { hostPort: 80.5 }, { hostPort: 0 }, { hostPort: -1 }, { hostPort: 70000 }] }] } },
+      }),
+    ],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "hostNetwork as a string",
+    objects: [daemonSet({ template: { spec: { hostNetwork: "true", containers: [{ ports: [{ containerPort: 9100 }] }] } } })],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "labels that are not strings",
+    objects: [daemonSet({ template: { metadata: { labels: { a: { b: 1 } } }, spec: { containers: [{ ports: [{ containerPort: 1, hostPort: 7000 }] }] } } })],
+    exit: 3,
+    fragment: `${REFUSE} 4\n`,
+  },
+  {
+    name: "a name that is not a string",
+    objects: [
+      { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: 7 }, spec: { template: { spec: { containers: [{ ports: [{ hostPort: 1 }] }] } } } },
+    ],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "a real undeclared hostPort on a host-network template",
+    objects: [daemonSet({ template: { spec: { hostNetwork: true, containers: [{ name: "c", ports: [{ containerPort: 29653 }] }] } } })],
+    exit: 3,
+    fragment: `${REFUSE} 4\n`,
+  },
+];
