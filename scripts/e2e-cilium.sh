@@ -264,7 +264,10 @@ cmd_dbg() {
   local d=${1:?}; shift
   local bin=${E2E_BIN:-}; [[ -n "$bin" ]] || bin=$("$HERE/e2e-toolchain.sh" bin)
   local p; p=$(prefix "$d")
-  exec ip netns exec "$p-node" env CILIUM_SOCK="$d/run/cilium.sock" "$bin/cilium-dbg" -H "unix://$d/run/cilium.sock" "$@"
+  # `cilium-dbg bpf ...` reads the pinned maps at /sys/fs/bpf: there, in a mount namespace of
+  # its own, that is this agent's bpffs.
+  exec unshare --mount --propagation private sh -c 'b=$1; shift; mount --bind "$b" /sys/fs/bpf && exec nsenter --net="/run/netns/$0" "$@"' \
+    "$p-node" "$d/bpffs" env CILIUM_SOCK="$d/run/cilium.sock" "$bin/cilium-dbg" -H "unix://$d/run/cilium.sock" "$@"
 }
 
 case "${1:-}" in

@@ -283,9 +283,25 @@ describe.skipIf(skipReason !== undefined).sequential("e2e: Cilium's eBPF kube-pr
       expect(r.stdout).toMatch(new RegExp(`^${entry} pod `));
       proof[url] = r.stdout;
     }
-    // No kube-proxy: neither its nftables tables nor its iptables chains exist in the node.
+    // The load balancing is in the agent's BPF maps, and the connections just made are in its
+    // BPF conntrack table, from the client to the NodePort.
+    const lb = sh(["dbg", path.join(dir, "node"), "bpf", "lb", "list"], env, 30_000);
+    expect(lb.code, summary(lb)).toBe(0);
+    const ct = sh(["dbg", path.join(dir, "node"), "bpf", "ct", "list", "global"], env, 30_000);
+    expect(ct.code, summary(ct)).toBe(0);
+    for (const [entry, url] of Object.entries(out.urls)) {
+      const port = new URL(url).port;
+      expect(lb.stdout).toMatch(new RegExp(`${dots(NODE.ip)}:${port}/TCP \\(1\\)\\s+${dots(podIPs.get(entry) ?? "none")}:`));
+      expect(ct.stdout).toMatch(new RegExp(`${dots(CLIENT_IP)}:\\d+ -> ${dots(NODE.ip)}:${port}\\b`));
+    }
+    proof.bpfLbList = lb.stdout;
+    proof.bpfCtList = ct.stdout;
+    // No kube-proxy: neither its nftables tables nor its iptables chains exist in the node, and
+    // netfilter translates no destination (Cilium's own chains only mark, accept and SNAT).
     const nft = sh(["exec", path.join(dir, "node"), "node", "nft", "list", "ruleset"], env, 30_000);
+    expect(nft.code, summary(nft)).toBe(0);
     expect(nft.stdout).not.toMatch(/kube-proxy|KUBE-/);
+    expect(nft.stdout).not.toMatch(/\bdnat to\b/);
     proof.nftables = nft.stdout;
   });
 
