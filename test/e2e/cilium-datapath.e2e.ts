@@ -87,7 +87,8 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | u
   }
 }
 
-describe.skipIf(skipReason !== undefined).sequential("e2e: Cilium's eBPF kube-proxy replacement serves the published URLs", () => {
+const TITLE = "e2e: Cilium's eBPF kube-proxy replacement serves the published URLs";
+describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${skipReason}): ${TITLE}` : TITLE, () => {
   let bin: string;
   let cluster: Cluster;
   let sandbox: Sandbox;
