@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addNodes, type Cluster, makeSandbox, projectDir, providerVersions, type Sandbox, startCluster, toolchainBin } from "./harness";
+import { addNodes, type Cluster, makeSandbox, projectDir, providerVersions, type Sandbox, startCluster, toolchainBin } from "../support/harness";
 
 const SCRIPT = path.join(projectDir, "scripts/e2e-cilium.sh");
 const NODE = { name: "e2e-cilium-node", ip: "198.18.0.11", ready: true };
