@@ -12,6 +12,7 @@
 #   scripts/e2e-cilium.sh exec DIR WHAT CMD...  # run CMD in the node/client/pod-<NAME> namespace
 #   scripts/e2e-cilium.sh dbg DIR ARGS...       # cilium-dbg against this agent
 #   scripts/e2e-cilium.sh stop DIR              # stops what DIR records, removes namespaces, mounts
+#                                               # and DIR (E2E_KEEP=1 keeps DIR and its logs)
 #
 # Environment: KUBECONFIG (the loopback cluster), E2E_BIN (toolchain bin dir),
 #   E2E_NODE (Node name, default e2e-cilium-node), E2E_NODE_IP (default 198.18.0.11),
@@ -47,7 +48,9 @@ cmd_check() {
     [[ -d "$bin/../$b" ]] || { echo "$bin/../$b missing: the opt-in stage is not built (E2E_CILIUM=1 scripts/e2e-toolchain.sh)"; return 1; }
   done
   clang_bin >/dev/null || { echo "no clang on PATH (apt-get install clang-19): the agent compiles its BPF datapath with it"; return 1; }
-  for b in ip socat; do command -v "$b" >/dev/null || { echo "$b not found (apt-get install iproute2 socat)"; return 1; }; done
+  for b in ip socat nsenter unshare curl python3; do
+    command -v "$b" >/dev/null || { echo "$b not found (apt-get install iproute2 socat util-linux curl python3)"; return 1; }
+  done
   [[ -d "$CGROUP2_PARENT" ]] && [[ "$(stat -f -c %T "$CGROUP2_PARENT")" == cgroup2fs ]] ||
     { echo "no cgroup v2 hierarchy at $CGROUP2_PARENT (set E2E_CGROUP2_PARENT)"; return 1; }
   local t; t=$(mktemp -d)
@@ -57,6 +60,14 @@ cmd_check() {
 }
 
 rec() { echo "$2" >> "$1/$3"; }
+
+on_start_exit() {
+  local rc=$? d=$1 f
+  [[ $rc != 0 ]] || return 0
+  log "start failed; logs kept in $d/logs"
+  for f in "$d"/logs/*.log; do log "--- tail $f"; tail -n 20 "$f" >&2 || true; done
+  teardown "$d" || true
+}
 
 cmd_start() {
   local d=${1:?usage: start DIR CONFIG_DIR} cfg=${2:?usage: start DIR CONFIG_DIR}
@@ -72,7 +83,8 @@ cmd_start() {
   : > "$d/pids"; : > "$d/netns"; : > "$d/mounts"
   mkdir -p "$d/logs" "$d/run" "$d/path" "$d/config"
   cp -r "$cfg"/. "$d/config/"
-  trap 'rc=$?; if [[ $rc != 0 ]]; then log "start failed; logs in $d/logs"; for f in "$d"/logs/*.log; do log "--- tail $f"; tail -n 20 "$f" >&2 || true; done; fi' EXIT
+  # on any failure: show the log tails and undo what was set up (DIR and its logs stay)
+  trap "on_start_exit $(printf %q "$d")" EXIT
 
   local node=${E2E_NODE:-e2e-cilium-node} nip=${E2E_NODE_IP:-198.18.0.11} cip=${E2E_CLIENT_IP:-198.18.0.2}
   local ahost=${E2E_API_HOST:-127.0.0.1} aport=${E2E_API_PORT:-6443}
@@ -171,7 +183,8 @@ install_crds() {
   token=$(sed -n 's/^ *token: *//p' "$KUBECONFIG" | head -1)
   for f in "$bin"/../cilium-crds/v2/*.yaml "$bin"/../cilium-crds/v2alpha1/*.yaml; do
     code=$(curl -sk -o "$d/logs/crd.out" -w '%{http_code}' -X POST -H "Authorization: Bearer $token" \
-      -H 'Content-Type: application/yaml' --data-binary @"$f" "$server/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+      -H 'Content-Type: application/yaml' --data-binary @"$f" "$server/apis/apiextensions.k8s.io/v1/customresourcedefinitions" || true)
+    [[ "$code" != 000 ]] || die "cannot reach the API server at $server (KUBECONFIG=$KUBECONFIG)"
     [[ "$code" == 201 || "$code" == 409 ]] || die "creating CRD $(basename "$f"): HTTP $code $(head -c 300 "$d/logs/crd.out")"
   done
   log "CRDs installed from $(cd "$bin/../cilium-crds" && pwd)"
@@ -201,10 +214,10 @@ stop_pids() {
   : > "$d/pids"
 }
 
-cmd_stop() {
-  local d=${1:?usage: stop DIR}
-  [[ -f "$d/.e2e-cilium" ]] || die "$d is not an e2e-cilium dir"
-  d=$(cd "$d" && pwd)
+# Undoes what DIR records (processes, namespaces, mounts, the cgroup), trusting none of it
+# beyond what this script writes: names must carry the run's prefix, mounts lie inside DIR.
+teardown() {
+  local d=$1
   local p; p=$(prefix "$d")
   [[ "$p" =~ ^uxc[0-9a-f]{6}$ ]] || die "$d/prefix is not one this script writes"
   stop_pids "$d"
@@ -220,8 +233,15 @@ cmd_stop() {
   done
   local cg; cg=$(cat "$d/cgroup" 2>/dev/null || true)
   [[ "$cg" == "$CGROUP2_PARENT/$p" ]] && rmdir "$cg" 2>/dev/null || true
-  if [[ "${E2E_KEEP:-0}" != 1 ]]; then rm -rf "$d"; fi
   log "stopped $p"
+}
+
+cmd_stop() {
+  local d=${1:?usage: stop DIR}
+  [[ -f "$d/.e2e-cilium" ]] || die "$d is not an e2e-cilium dir"
+  d=$(cd "$d" && pwd)
+  teardown "$d"
+  if [[ "${E2E_KEEP:-0}" != 1 ]]; then rm -rf "$d"; fi
 }
 
 # The network configuration a container runtime hands the plugin: the conflist the agent
