@@ -1,9 +1,10 @@
 // Issue 21: Cilium's eBPF kube-proxy replacement serves the published URLs. The real chart
 // (the Go module's install/kubernetes/cilium, same version as the agent) is installed by
-// `pulumi up` of an l4 stack; the agent and operator, built from the same module, run as
-// processes on a node network namespace with the cilium-config that release put in the
-// cluster (scripts/e2e-cilium.sh); pods get their veth and endpoint from cilium-cni, as a
-// kubelet would have them. No kube-proxy runs anywhere. Needs root, BPF and the opt-in
+// `pulumi up` of an l4 stack; the agent, built from the same module, runs as a process on a
+// node network namespace with the cilium-config that release put in the cluster
+// (scripts/e2e-cilium.sh; cilium-operator cannot be built here, see docs/e2e.md); pods get
+// their veth and endpoint from cilium-cni, as a kubelet would have them. No kube-proxy runs
+// anywhere. Needs root, BPF and the opt-in
 // toolchain stage (E2E_CILIUM=1 scripts/e2e-toolchain.sh); otherwise the suite says why it
 // is skipped.
 import { spawn, spawnSync } from "node:child_process";
@@ -176,9 +177,21 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
     expect(data["enable-lb-ipam"]).toBe("false");
     expect(data["enable-gateway-api"] ?? "false").toBe("false");
     expect(data["enable-l2-announcements"] ?? "false").toBe("false");
+    // The agent reads it as the DaemonSet mounts it: one file per key (a key is a file name,
+    // and the API server allows no other kind, but this is read back: check it).
     const cfg = path.join(dir, "config");
     fs.mkdirSync(cfg);
-    for (const [k, v] of Object.entries(data)) fs.writeFileSync(path.join(cfg, k), v);
+    for (const [k, v] of Object.entries(data)) {
+      expect(k).toMatch(/^(?!\.\.?$)[-._a-zA-Z0-9]+$/);
+      fs.writeFileSync(path.join(cfg, k), v);
+    }
+    // Where the release tells the agents to reach the API server (the DaemonSet's env).
+    const apps = new cluster.lib.KubeConfig();
+    apps.loadFromFile(cluster.kubeconfig);
+    const ds = await apps.makeApiClient(cluster.lib.AppsV1Api).readNamespacedDaemonSet({ namespace: "kube-system", name: "cilium" });
+    const agentEnv = ds.spec?.template.spec?.containers.find((c) => c.name === "cilium-agent")?.env ?? [];
+    const envOf = (name: string) => agentEnv.find((e) => e.name === name)?.value;
+    expect({ host: envOf("KUBERNETES_SERVICE_HOST"), port: envOf("KUBERNETES_SERVICE_PORT") }).toEqual({ host: API.host, port: String(API.port) });
   });
 
   it("cilium-agent starts on the node namespace with that config and compiles and loads its BPF datapath", async () => {
