@@ -201,7 +201,8 @@ stop_pids() {
   [[ -f "$d/pids" ]] || return 0
   for line in $(tac "$d/pids"); do
     pid=${line#*=}
-    [[ "$pid" =~ ^[0-9]+$ ]] || continue
+    # never 0 (our process group) or 1, whatever the file says
+    [[ "$pid" =~ ^[1-9][0-9]*$ ]] && (( pid > 1 )) || continue
     if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' </proc/"$pid"/cmdline | grep -qF "$d"; then
       # its children (the agent's health responder) by id, taken before it goes
       local kids; kids=$(descendants "$pid")
