@@ -12,8 +12,9 @@
 # Environment:
 #   UI_EXPOSURE_TOOLS_CACHE  cache root (default $HOME/.cache/ui-exposure-e2e)
 #   E2E_ONLY                 space-separated subset of: pulumi langhost k8sprov
-#                            kube-apiserver kube-controller-manager etcd cilium (default: all
-#                            but cilium)
+#                            kube-apiserver kube-controller-manager etcd (default: all)
+#                            and the optional stages, built only when named here:
+#                            helm (used by scripts/render-charts.sh, not by the e2e), cilium
 #   E2E_CILIUM               1 also builds the opt-in cilium stage (cilium-agent, cilium-dbg,
 #                            cilium-cni, cilium-health-responder, and from the same module the
 #                            agent's BPF sources, the chart and the CRDs); E2E_ONLY
@@ -35,6 +36,9 @@ K8SPROV_MODVER=v4.0.0-20260115033456-f47bc2d6f199
 COMMAND_VERSION=1.2.1
 K8S_VERSION=1.37.2
 ETCD_VERSION=3.7.3          # what the k8s v1.37.2 module graph selects (checked at build)
+# helm renders the upstream charts into test/data/charts (scripts/render-charts.sh). It is
+# an optional stage: not part of KEY, never built unless E2E_ONLY names it.
+HELM_VERSION=3.22.0
 # Opt-in stage (not part of KEY: a new Cilium version rebuilds only this stage, see
 # CILIUM_STAMP). The module pins github.com/osrg/gobgp/v4 at a pseudo-version the proxy
 # refuses (403); v4.8.0 is served and builds.
@@ -67,6 +71,8 @@ exec 9>"$ROOT/.lock"
 flock 9 || die "cannot lock $ROOT/.lock"
 
 want() { [[ -z "${E2E_ONLY:-}" ]] || [[ " $E2E_ONLY " == *" $1 "* ]]; }
+# optional stages are built only when E2E_ONLY names them
+named() { [[ " ${E2E_ONLY:-} " == *" $1 "* ]]; }
 # opt-in stages: only when named in E2E_ONLY, or E2E_CILIUM=1
 want_optin() { [[ " ${E2E_ONLY:-} " == *" $1 "* ]] || [[ "${E2E_CILIUM:-}" == 1 ]]; }
 have() { [[ -x "$BIN/$1" ]]; }
@@ -656,6 +662,15 @@ build_etcd() {
   gobuild "$BIN/etcd" "" "" go.etcd.io/etcd/server/v3
 }
 
+# ---- helm (optional) ---------------------------------------------------------
+# Its own wrapper: helm's module graph (k8s.io/* v0.3x) must not move the control plane's.
+build_helm() {
+  wrapper helm
+  go get "helm.sh/helm/v3@v${HELM_VERSION}"
+  gobuild "$BIN/helm" "-X helm.sh/helm/v3/internal/version.version=v${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean" "" helm.sh/helm/v3/cmd/helm
+  local v; v=$("$BIN/helm" version --template '{{.Version}}')
+  [[ "$v" == "v${HELM_VERSION}" ]] || { rm -f "$BIN/helm"; die "helm: the built binary reports version $v"; }
+}
 # ---- cilium (opt-in) ------------------------------------------------------------
 # The agent compiles its datapath at run time with clang from the module's bpf/ sources,
 # which it reads from <lib-dir>/bpf: they are installed next to the binaries.
@@ -736,6 +751,7 @@ stage k8sprov prov/pulumi-resource-kubernetes build_k8sprov
 stage kube-apiserver kube-apiserver build_kube_apiserver
 stage etcd etcd build_etcd
 stage kube-controller-manager kube-controller-manager build_kcm
+if named helm; then stage helm helm build_helm; fi
 if want_optin cilium; then stage cilium cilium-agent build_cilium; fi
 for k in "${!TIMES[@]}"; do log "time $k: ${TIMES[$k]}s"; done
 log "total: $((SECONDS - T0))s; bin: $(du -sh "$BIN" | cut -f1)"

@@ -9,6 +9,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { Cilium, releaseArgs, releaseOptions } from "../components/cilium";
+import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../components/mocks";
+import { render } from "../components/render";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import { importCommand, RELEASE_TYPE, releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumObservation, type CiliumPlan, ciliumSummary, coexisting, planCilium, unacknowledgedLoss } from "../src/core/cilium/plan";
@@ -18,8 +20,6 @@ import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { GenericObject, Service } from "../src/core/kube/types";
 import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/core/settings";
-import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
-import { render } from "../src/infra/render";
 
 const projectDir = path.resolve(__dirname, "..");
 const VERSIONS = ["1.16.19", "1.17.18", "1.18.12", "1.19.6", "1.20.0"];
