@@ -18,12 +18,22 @@ if (stale !== undefined) {
     process.exit(1);
   }
 }
+// process.exit() drops what a pipe has not taken yet (a --json document read by `| jq` would be
+// cut at the pipe buffer): exit once stdout and stderr have handed everything over.
+// A reader that went away (`| head`: EPIPE) has taken all it wants: that is no error of ours.
+const flushed = (stream) =>
+  new Promise((resolve) => {
+    if (stream.writableLength === 0 || stream.destroyed) return resolve();
+    stream.once("error", () => resolve());
+    stream.write("", () => resolve());
+  });
+const exitAfterFlush = (code) => Promise.all([flushed(process.stdout), flushed(process.stderr)]).then(() => process.exit(code));
 require("../dist/cli/main.js")
   .main(process.argv.slice(2))
   .then(
-    (code) => process.exit(code),
+    (code) => exitAfterFlush(code),
     (err) => {
       process.stderr.write(`exposure: internal error: ${err?.stack ?? err}\n`);
-      process.exit(1);
+      return exitAfterFlush(1);
     },
   );
