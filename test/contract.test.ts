@@ -192,6 +192,15 @@ endpoints:
     for (const [text, expected] of cases) expect(problemsOf(text)).toEqual([expected]);
   });
 
+  it("never shows the text of a file that is not a contract (a passphrase, a token): only its type and size (found by an outside tester)", () => {
+    const secret = "q8Zt3LmW2ZPSRbE9uuYbYqdsQrnqS4GJ_q";
+    expect(problemsOf(`${secret}\n`)).toEqual([
+      `c.yaml:1:1: (document): expected a map (version, endpoints), found a string of ${secret.length} characters (not shown: is this the contract file?)`,
+    ]);
+    expect(problemsOf("PASSWORD=hunter2\nTOKEN=abc\n").join("\n")).not.toContain("hunter2");
+    expect(problemsOf("42\n")).toEqual(["c.yaml:1:1: (document): expected a map, found a number (42)"]);
+  });
+
   it("reports every problem at once, sorted by position, with a count", () => {
     const text = "version: 2\nendpoints:\n  - name: A\n    ui_hostname: x\n    service: { namespace: a, name: b, port: http }\n";
     expect(() => parseContract(text, "c.yaml")).toThrow(

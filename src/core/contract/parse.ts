@@ -113,6 +113,11 @@ export function parseContract(text: string, file: string): Contract {
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
+  // A whole document that is one string is some other file (a stack setting may name any path):
+  // its text may be a passphrase or a token, so only its size is said.
+  if (issue.path.length === 0 && issue.code === "invalid_type" && typeof issue.input === "string") {
+    return `expected a map (version, endpoints), found a string of ${issue.input.length} characters (not shown: is this the contract file?)`;
+  }
   if (issue.code === "invalid_union") return `must be a port name (string) or a port number (1-65535), found ${describeValue(issue.input)}`;
   return describeZodIssue(issue);
 }
