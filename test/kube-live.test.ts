@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -80,6 +81,22 @@ describe("LiveClusterReader.connect", () => {
       expect(failure?.message, name).not.toContain("Cannot read properties");
     }
   });
+
+  it("a kubeconfig that is a device or a FIFO is refused before it is read, from the stack or KUBECONFIG (found by an outside tester)", async () => {
+    const fifo = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "kubeconfig-fifo-")), "kc");
+    execFileSync("mkfifo", [fifo]);
+    const refused = (target: Parameters<typeof LiveClusterReader.connect>[0]) =>
+      LiveClusterReader.connect(target).then(
+        () => undefined,
+        (err: Error) => err,
+      );
+    expect((await refused({ kubeconfig: "/dev/zero", context: "x" }))?.message).toBe("cannot load kubeconfig /dev/zero: it is a device; give a regular file");
+    expect((await refused({ kubeconfig: fifo }))?.message).toBe(`cannot load kubeconfig ${fifo}: it is a pipe; give a regular file`);
+    process.env.KUBECONFIG = `${path.join(os.tmpdir(), "no-such-kubeconfig")}${path.delimiter}/dev/zero`;
+    const fromEnv = await refused({ context: "x" });
+    expect(fromEnv).toBeInstanceOf(UserError);
+    expect(fromEnv?.message).toBe("cannot load kubeconfig /dev/zero: it is a device; give a regular file");
+  }, 10_000);
 
   it("a kubeconfig path that is a folder says so, not EISDIR (found by an outside tester)", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kubeconfig-dir-"));

@@ -52,6 +52,31 @@ async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
 /** A kubeconfig given as text (settings may hold the file's content) rather than as a path. */
 const isFilePath = (cfg: string) => !(cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"));
 
+/** Largest kubeconfig read (docs/commands.md, "Limits"); client-node reads a file whole. */
+const MAX_KUBECONFIG_BYTES = 16 * 2 ** 20;
+
+/**
+ * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too
+ * large (`/dev/zero` grew the process until it died; a FIFO blocked for ever). A missing file
+ * or a folder is left to the loader, which names it. stat() opens nothing, so a FIFO cannot block.
+ */
+function checkKubeconfigFile(file: string): void {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch {
+    return;
+  }
+  if (stat.isDirectory()) return;
+  if (!stat.isFile()) {
+    const kind = stat.isFIFO() ? "a pipe" : stat.isCharacterDevice() || stat.isBlockDevice() ? "a device" : "not a regular file";
+    throw new UserError(`cannot load kubeconfig ${file}: it is ${kind}; give a regular file`);
+  }
+  if (stat.size > MAX_KUBECONFIG_BYTES) {
+    throw new UserError(`cannot load kubeconfig ${file}: it is ${(stat.size / 2 ** 20).toFixed(1)} MiB, larger than the ${MAX_KUBECONFIG_BYTES / 2 ** 20} MiB limit`);
+  }
+}
+
 /**
  * Why client-node could not load a kubeconfig, in one line: its YAML errors quote the source
  * over several lines, and a file that is empty or not a mapping fails on a property read.
@@ -95,13 +120,16 @@ export class LiveClusterReader implements ClusterReader {
         }
         kc.loadFromCluster();
       } else if (cfg && !isFilePath(cfg)) kc.loadFromString(cfg);
-      else if (cfg) kc.loadFromFile(cfg);
-      else {
+      else if (cfg) {
+        checkKubeconfigFile(cfg);
+        kc.loadFromFile(cfg);
+      } else {
         // Without any kubeconfig, client-node falls back to a made-up localhost context: say so instead.
         const defaultFile = path.join(os.homedir(), ".kube", "config");
         if (!process.env.KUBECONFIG && !fs.existsSync(defaultFile) && !process.env.KUBERNETES_SERVICE_HOST) {
           throw new UserError(`no kubeconfig: KUBECONFIG is not set and ${defaultFile} does not exist; point KUBECONFIG at the cluster's kubeconfig`);
         }
+        for (const file of (process.env.KUBECONFIG || defaultFile).split(path.delimiter)) if (file) checkKubeconfigFile(file);
         kc.loadFromDefault();
       }
     } catch (err) {
