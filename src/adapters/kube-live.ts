@@ -73,7 +73,9 @@ function checkKubeconfigFile(file: string): void {
     throw new UserError(`cannot load kubeconfig ${file}: it is ${kind}; give a regular file`);
   }
   if (stat.size > MAX_KUBECONFIG_BYTES) {
-    throw new UserError(`cannot load kubeconfig ${file}: it is ${(stat.size / 2 ** 20).toFixed(1)} MiB, larger than the ${MAX_KUBECONFIG_BYTES / 2 ** 20} MiB limit`);
+    throw new UserError(
+      `cannot load kubeconfig ${file}: it is ${(stat.size / 2 ** 20).toFixed(1)} MiB, larger than the ${MAX_KUBECONFIG_BYTES / 2 ** 20} MiB limit`,
+    );
   }
 }
 
