@@ -335,10 +335,16 @@ function env(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   };
 }
 
+// What the last `up` published: the Services this stack created (no uid: names only).
+const lastUp: AccessDeps["readOutputs"] = async () => ({
+  endpoints: { argocd: { service: "argocd-nodeport" }, gitea: { service: "gitea-nodeport" }, grafana: { service: "grafana-nodeport" } },
+});
+
 async function runAccess(argv: string[], cluster: ClusterReader, opts: { terminal?: boolean; env?: NodeJS.ProcessEnv; deps?: Partial<AccessDeps> } = {}) {
   const c = capture(project.dir, env(opts.env));
   const command = createAccessCommand({
     connect: async () => cluster,
+    readOutputs: lastUp,
     isTerminal: () => opts.terminal ?? true,
     forwardBasePort: basePort,
     // Returns as soon as the fake ssh listens; the margin is for a loaded CI machine (node start).
@@ -399,6 +405,32 @@ describe("exposure access", () => {
     expect(r.err).toEqual([]);
     // services, endpointslices, nodes, pods + one Secret list per namespace (argocd, data, gitea).
     expect(cluster.requests).toBe(7);
+  });
+
+  it("gives no URL, on screen or in the .env, for a <entry>-nodeport this stack did not create (found by an outside tester)", async () => {
+    const file = path.join(envDir, ".env.cluster.local");
+    const cluster = healthyCluster(clusterSecrets);
+    // gitea-nodeport was deleted and re-created by hand: same name, another uid than the last up's.
+    const replaced = cluster.map((item) => {
+      const o = item as { kind?: string; metadata: { name: string } };
+      return o.kind === "Service" && o.metadata.name === "gitea-nodeport" ? { ...o, metadata: { ...o.metadata, uid: "uid-made-by-hand" } } : item;
+    });
+    const readOutputs: AccessDeps["readOutputs"] = async () => ({
+      endpoints: {
+        argocd: { service: "argocd-nodeport" },
+        gitea: { service: "gitea-nodeport", uid: "uid-created-by-up" },
+        grafana: { service: "grafana-nodeport" },
+      },
+    });
+    const r = await runAccess(["--stack", "bench", "--dotenv", file], snapshot(replaced), { deps: { readOutputs } });
+    const screen = r.out.join("\n");
+    expect(screen).toMatch(/argocd\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
+    expect(screen).not.toContain("127.0.0.2:31002");
+    expect(screen).toContain("is not the Service this stack created");
+    const written = fs.readFileSync(file, "utf8");
+    expect(written).not.toContain("127.0.0.2:31002");
+    expect(written).not.toMatch(/^GITEA_PUSH_URL=/m);
+    expect(written).not.toContain("gi%23tea");
   });
 
   it("exits 5 when a declared credential could not be read, after showing everything else", async () => {

@@ -32,7 +32,8 @@ import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag } from "../operator";
 import { SPECS } from "../specs";
-import { type OpenStack, openStack } from "../stack";
+import { type OpenStack, openStack, readStackOutputs } from "../stack";
+import { readPublished, type StatusDeps } from "./status";
 
 const SPEC = SPECS.access;
 
@@ -41,6 +42,8 @@ export const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
 
 export interface AccessDeps {
   connect: ConnectCluster;
+  /** The last `up`'s outputs, which prove which `<entry>-nodeport` Services this stack created. */
+  readOutputs: StatusDeps["readOutputs"];
   /** Whether stdout is a terminal: passwords are shown only there (or with --show-secrets). */
   isTerminal: () => boolean;
   /** The ssh executable (looked up on PATH). */
@@ -61,6 +64,7 @@ const HIDDEN = "(hidden)";
  */
 export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
   const connect = deps.connect ?? connectLiveCluster;
+  const readOutputs = deps.readOutputs ?? readStackOutputs;
   const isTerminal = deps.isTerminal ?? (() => process.stdout.isTTY === true);
   return async (argv, ctx) => {
     const { values } = parseCommandLine(SPEC, argv);
@@ -89,10 +93,16 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
 
     const cluster = await connect(opened, timeoutMs);
     const { selectedEntries } = opened;
-    const observed = await readObservedCluster(cluster, selectedEntries);
+    // As in status: a URL (and the credentials put next to it in the .env) only for a Service
+    // this stack created, proven by the last up's outputs; a same-named replacement gets none.
+    const [observed, published] = await Promise.all([readObservedCluster(cluster, selectedEntries), readPublished(ctx, stack, undefined, readOutputs)]);
+    if (published.source.from === "unavailable") {
+      ctx.stderr(`exposure access: published outputs unavailable (${published.source.reason}); Services are matched by name only`);
+    }
     const observation = observe(opened.contract, observed, {
       selected: opened.selected,
       nodeAddress: opened.settings.nodeAddress,
+      ...(published.source.from === "unavailable" ? {} : { published: published.endpoints }),
     });
     const entries = accessEntries(opened.contract, observation);
     const secrets = await listSecretsByNamespace(cluster, credentialNamespaces(entries));
