@@ -135,6 +135,8 @@ export interface DataPathOptions {
   /** Processes outlive this one (`sandbox up` returns, the data path keeps serving). */
   detached?: boolean;
   say?: (line: string) => void;
+  /** Called once the nodes' addresses are known, before kube-proxy starts: register the Node objects there. */
+  onNodes?: (nodes: readonly NodePlan[]) => Promise<void>;
 }
 
 export interface PodNet {
@@ -165,12 +167,19 @@ interface RunResult {
   stderr: string;
 }
 
-function run(cmd: string, args: readonly string[], opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<RunResult> {
+interface RunOptions {
+  input?: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  timeoutMs?: number;
+}
+
+function run(cmd: string, args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve) => {
     const child = execFile(
       cmd,
       [...args],
-      { env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: 8 * 1024 * 1024 },
+      { env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: 8 * 1024 * 1024, ...(opts.cwd ? { cwd: opts.cwd } : {}) },
       (err, stdout, stderr) => {
         const code = err ? (typeof (err as { code?: unknown }).code === "number" ? ((err as { code: number }).code as number) : null) : 0;
         resolve({ code, stdout: String(stdout), stderr: String(stderr) });
@@ -345,7 +354,7 @@ export class DataPath {
   }
 
   /** Runs a command inside a namespace. */
-  exec(netns: string, cmd: string, args: readonly string[], opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}) {
+  exec(netns: string, cmd: string, args: readonly string[], opts: RunOptions = {}) {
     return run(this.opts.tools.ip, ["netns", "exec", netns, cmd, ...args], opts);
   }
 
@@ -389,6 +398,8 @@ export class DataPath {
       );
     }
 
+    // kube-proxy finds its node's addresses in the Node object: it must exist first.
+    await this.opts.onNodes?.(this.nodes);
     // kube-proxy, one per node, each programming its own namespace's nftables.
     const proxies = await Promise.all(
       this.nodes.map(async (n) => {
