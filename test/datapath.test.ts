@@ -7,6 +7,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { cleanupStaleRuns } from "../src/adapters/datapath/datapath";
 import { LAN_CIDR, newPrefix, operatorNetns, PREFIX_PATTERN, planNodes, podAddress, podNetns, SERVICE_CIDR } from "../src/adapters/datapath/plan";
 import { listenerArg, parseListener, podAnswer, servePod } from "../src/adapters/datapath/pod-server";
+import { startTimeOf } from "../src/adapters/own-process";
+import { commandLineOf } from "../src/adapters/sandbox/processes";
 
 const inTestNet = (ip: string) => {
   const [a, b] = ip.split(".").map(Number);
@@ -110,7 +112,7 @@ describe("cleanupStaleRuns", () => {
     return { ip, stateDir, calls: () => (fs.existsSync(calls) ? fs.readFileSync(calls, "utf8").trim().split("\n") : []) };
   }
 
-  const dead = { role: "owner", pid: 2 ** 22 + 17, cmdline: "node\0gone" };
+  const dead = { role: "owner", pid: 2 ** 22 - 17, cmdline: "node\0gone", startTime: "1" };
   const state = (prefix: string, over: Record<string, unknown> = {}) =>
     JSON.stringify({ version: 1, prefix, owner: dead, detached: false, namespaces: [`${prefix}-op`, `${prefix}-n1`], processes: [], ...over });
 
@@ -133,7 +135,7 @@ describe("cleanupStaleRuns", () => {
 
   it("leaves a live run alone, and files that are not a run's state", async () => {
     const f = fakeIp(["uxdp0000bbbb-op"]);
-    const me = { role: "owner", pid: process.pid, cmdline: fs.readFileSync(`/proc/${process.pid}/cmdline`, "utf8").replace(/\0$/, "") };
+    const me = { role: "owner", pid: process.pid, cmdline: commandLineOf(process.pid), startTime: startTimeOf(process.pid) };
     fs.writeFileSync(path.join(f.stateDir, "uxdp0000bbbb.json"), state("uxdp0000bbbb", { owner: me }));
     // The prefix inside differs from the file's name; a name that is no prefix; broken JSON.
     fs.writeFileSync(path.join(f.stateDir, "uxdp0000cccc.json"), state("uxdp0000dddd"));
@@ -146,7 +148,7 @@ describe("cleanupStaleRuns", () => {
 
   it("keeps a detached run (the sandbox's) while one of its processes still runs", async () => {
     const f = fakeIp(["uxdp0000ffff-op"]);
-    const me = { role: "kube-proxy", pid: process.pid, cmdline: fs.readFileSync(`/proc/${process.pid}/cmdline`, "utf8").replace(/\0$/, "") };
+    const me = { role: "kube-proxy", pid: process.pid, cmdline: commandLineOf(process.pid), startTime: startTimeOf(process.pid) };
     fs.writeFileSync(path.join(f.stateDir, "uxdp0000ffff.json"), state("uxdp0000ffff", { detached: true, processes: [me] }));
     expect(await cleanupStaleRuns({ ip: f.ip }, f.stateDir)).toEqual([]);
     fs.writeFileSync(path.join(f.stateDir, "uxdp0000ffff.json"), state("uxdp0000ffff", { detached: true, processes: [{ ...me, cmdline: "other" }] }));

@@ -1,6 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { parseContract } from "../src/core/contract/parse";
-import { buildUrl, chooseNode, planHostPort, planNodePort, portToKeep, resolveExposures, selectEntries, takeoverRefusal } from "../src/core/plan";
+import {
+  buildUrl,
+  chooseNode,
+  planHostPort,
+  planNodePort,
+  portToKeep,
+  resolveExposures,
+  selectEntries,
+  takeoverRefusal,
+  unusableNodes,
+} from "../src/core/plan";
 import { benchServices, node, pod, service } from "./fixtures";
 
 const contract = parseContract(
@@ -182,5 +192,22 @@ describe("buildUrl", () => {
     expect(buildUrl("http", "127.0.0.11", 31358)).toBe("http://127.0.0.11:31358");
     expect(buildUrl("https", "fd00::1", 30443)).toBe("https://[fd00::1]:30443");
     expect(buildUrl("http", "10.67.2.11", undefined)).toBe("http://10.67.2.11:<nodePort allocated on apply>");
+  });
+});
+
+describe("unusableNodes: a Ready node whose InternalIP is not an IP is said, never skipped in silence (issue 23 #7)", () => {
+  const nodes = [node("a", "10.0.0.5"), node("z", "evil.example/x?")];
+  it("names it, for status, the portal and up alike", () => {
+    expect(unusableNodes(nodes)).toEqual([
+      'node z is Ready but its InternalIP "evil.example/x?" is not an IP address: it is not used for URLs; fix its addresses, or pin ui-exposure:nodeAddress',
+    ]);
+  });
+  it("is silent for NotReady nodes, nodes without an InternalIP, and with a pinned address", () => {
+    expect(unusableNodes([node("a", "10.0.0.5"), node("b", "x", false), node("c", undefined)])).toEqual([]);
+    expect(unusableNodes(nodes, "10.0.0.9")).toEqual([]);
+  });
+  it("makes up fail: planning reports it with the chosen node", () => {
+    const result = resolveExposures([entry("argocd")], { services: benchServices, nodes, pods: [] });
+    expect(result).toEqual({ problems: [unusableNodes(nodes)[0]] });
   });
 });

@@ -185,6 +185,16 @@ describe("portal server (recorded cluster)", () => {
 });
 
 describe("portal view", () => {
+  it("lists a Ready node whose InternalIP is not an IP among its problems, as status does (issue 23 #7)", async () => {
+    const recorded = recordedCluster();
+    const view = await observePortal({
+      contract: portalContract(),
+      cluster: new MemoryCluster({ ...recorded, nodes: [...recorded.nodes, readyNode("zz-bad", "evil.example/x?")] }),
+    });
+    expect(view.node).toMatchObject({ address: NODE_IP });
+    expect(view.problems).toEqual([expect.stringContaining('node zz-bad is Ready but its InternalIP "evil.example/x?" is not an IP address')]);
+  });
+
   it("lists only the stack's selected entries (and the non-exposed ones) and uses the pinned address", async () => {
     const view = await observePortal({
       contract: portalContract(),

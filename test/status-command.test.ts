@@ -153,6 +153,14 @@ describe("exposure status", () => {
     expect(cluster.requests).toBe(0);
   });
 
+  it("a Ready node whose InternalIP is not an IP is a problem (exit 3), not skipped in silence (issue 23 #7)", async () => {
+    const r = await status(["--stack", "bench", "--json"], snapshot(healthyCluster([node("zz-bad", "evil.example/x?")])));
+    expect(r.code).toBe(3);
+    const json = parse(r.out);
+    expect(json.node).toMatchObject({ name: "bench", address: "127.0.0.2" });
+    expect(json.problems).toEqual([expect.stringContaining('node zz-bad is Ready but its InternalIP "evil.example/x?" is not an IP address')]);
+  });
+
   it("uses the pinned node address in URLs", async () => {
     const r = await status(["--stack", "pinned", "--json"], snapshot(healthyCluster()));
     const json = parse(r.out);

@@ -13,6 +13,7 @@ import {
   isReadyNode,
   type NodeChoice,
   ourServiceName,
+  unusableNodes,
 } from "./plan";
 
 export type Verdict = "MATCH" | "DRIFT" | "ABSENT" | "NOT-EXPOSED";
@@ -106,7 +107,7 @@ export function observe(
     else slicesByService.set(k, [slice]);
   }
   const nodeChoice = chooseNode(cluster.nodes, opts.pinnedAddress);
-  const problems = "problem" in nodeChoice ? [nodeChoice.problem] : [];
+  const problems = ["problem" in nodeChoice ? [nodeChoice.problem] : [], unusableNodes(cluster.nodes, opts.pinnedAddress)].flat();
   const node = "problem" in nodeChoice ? undefined : nodeChoice;
   const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
   const podsByNamespace = groupPodsByNamespace(cluster.pods);

@@ -83,6 +83,20 @@ export function chooseNode(nodes: readonly Node[], pinnedAddress?: string): Node
   return { name: chosen.metadata.name, address: internalIP(chosen) as string, pinned: false };
 }
 
+/**
+ * Ready nodes the URLs cannot use because their claimed InternalIP is not an IP literal. Said
+ * by status, the portal and `up` alike (never skipped in silence: the node may be the one the
+ * operator expects). Nothing to say when the address is pinned (nodes are not chosen then), or
+ * when no node qualifies at all (chooseNode's problem already lists every node).
+ */
+export function unusableNodes(nodes: readonly Node[], pinnedAddress?: string): string[] {
+  if (pinnedAddress) return [];
+  if (!nodes.some((n) => isReadyNode(n) && internalIP(n))) return [];
+  return nodes
+    .filter((n) => isReadyNode(n) && claimedInternalIP(n) !== undefined && !internalIP(n))
+    .map((n) => `node ${n.metadata.name} is Ready but its ${internalIPProblem(n)}: it is not used for URLs; fix its addresses, or pin ui-exposure:nodeAddress`);
+}
+
 /** Selects the exposed entries a stack publishes; unknown or non-exposed names are problems. */
 export function selectEntries(contract: Contract, selection: "all" | readonly string[]): { entries: Endpoint[]; problems: string[] } {
   const exposed = contract.endpoints.filter((e) => e.exposed);
@@ -300,6 +314,7 @@ export function resolveExposures(
   }
   const node = chooseNode(cluster.nodes, pinnedAddress);
   if ("problem" in node) problems.push(node.problem);
+  problems.push(...unusableNodes(cluster.nodes, pinnedAddress));
   const services = indexServices(cluster.services);
   const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
   const podsByNamespace = groupPodsByNamespace(cluster.pods);

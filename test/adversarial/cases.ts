@@ -121,6 +121,18 @@ export const CONTRACT_CASES: ContractCase[] = [
     exit: 2,
     fragment: "more problems (fix these first)",
   },
+  {
+    name: "a podSelector value holding a lone surrogate (issue 23 #4: no CEL literal holds it)",
+    contract: 'version: 1\nendpoints:\n  - name: agent\n    exposed: true\n    hostPort: {namespace: tools, port: 8090, podSelector: {app: "\\uD800"}}\n',
+    exit: 2,
+    fragment: 'label value "\\ud800" must be empty or at most 63 characters',
+  },
+  {
+    name: "a podSelector key the API server refuses (issue 23 #4)",
+    contract: 'version: 1\nendpoints:\n  - name: agent\n    exposed: true\n    hostPort: {namespace: tools, port: 8090, podSelector: {"a b": x}}\n',
+    exit: 2,
+    fragment: 'label key "a b": its name must be',
+  },
   { name: "binary garbage", contract: "\u0000\u0001\u0002\u00ff\ufffe", exit: 2, fragment: "holds a NUL byte (line 1): it is not a text file" },
 ];
 
@@ -182,6 +194,13 @@ export const SNAPSHOT_CASES: SnapshotCase[] = [
       "kind: Node\nmetadata: {name: n}\nstatus:\n  addresses: [{type: InternalIP, address: 'fe80::1%eth0'}]\n  conditions: [{type: Ready, status: 'True'}]\n",
     exit: 3,
     fragment: "is not an IP address",
+  },
+  {
+    name: "a Ready node whose InternalIP is not an IP, next to a good one (issue 23 #7)",
+    snapshot:
+      "kind: List\nitems:\n- kind: Node\n  metadata: {name: a}\n  status:\n    addresses: [{type: InternalIP, address: 10.0.0.5}]\n    conditions: [{type: Ready, status: 'True'}]\n- kind: Node\n  metadata: {name: z}\n  status:\n    addresses: [{type: InternalIP, address: 'evil.example/x?'}]\n    conditions: [{type: Ready, status: 'True'}]\n",
+    exit: 3,
+    fragment: 'node z is Ready but its InternalIP "evil.example/x?" is not an IP address',
   },
   { name: "no node at all", snapshot: "kind: List\nitems: []\n", exit: 3, fragment: "no Ready node" },
 ];
@@ -287,4 +306,93 @@ export const OUTPUTS_CASES: OutputsCase[] = [
   { name: "a list", outputs: "[]", exit: 1, fragment: "found an array" },
   { name: "a string", outputs: '"x"', exit: 1, fragment: "found a string" },
   { name: "not JSON", outputs: "{", exit: 1, fragment: "not JSON" },
+];
+
+/**
+ * `.sandbox/sandbox.json` holding this (hand-edited, truncated, another version's): `sandbox
+ * status` exits 1 naming what it ignored, `sandbox down` exits 0 and signals no process.
+ */
+export interface SandboxStateCase {
+  name: string;
+  state: string;
+  fragment: string;
+}
+
+export const SANDBOX_STATE_CASES: SandboxStateCase[] = [
+  {
+    name: "pid -1 with no command line (kill(-1) is every process; issue 23)",
+    state: '{"processes":[{"role":"portal","pid":-1}]}',
+    fragment: "processes[0]: pid -1 is not a process id",
+  },
+  { name: "pid 0 (the process group)", state: '{"processes":[{"role":"portal","pid":0,"cmdline":"x","startTime":"1"}]}', fragment: "pid 0 is not" },
+  { name: "pid 1 (init)", state: '{"processes":[{"role":"portal","pid":1,"cmdline":"/sbin/init","startTime":"1"}]}', fragment: "pid 1 is not" },
+  { name: "no start time (an older version's file)", state: '{"processes":[{"role":"portal","pid":4242,"cmdline":"x"}]}', fragment: "no start time recorded" },
+  { name: "pid as a string", state: '{"processes":[{"role":"portal","pid":"4242","cmdline":"x","startTime":"1"}]}', fragment: 'pid "4242" is not' },
+  { name: "truncated JSON", state: '{"processes":[{"role":"portal","pid":42', fragment: "not JSON (truncated or hand-edited)" },
+  { name: "a portal URL off this machine", state: '{"processes":[],"portal":"http://192.0.2.1/"}', fragment: "portal: not a loopback" },
+];
+
+/**
+ * A `Pulumi.<name>.yaml` checked out in the project: `exposure completion --list stacks` (what the
+ * shell scripts ask on Tab) must not offer it, so no shell ever sees its name as a word.
+ */
+export const STACK_FILE_NAME_CASES: { name: string; file: string }[] = [
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell word, not a template
+  { name: "a command substitution (issue 23)", file: "Pulumi.$(touch${IFS}X).yaml" },
+  { name: "backticks", file: "Pulumi.`touch X`.yaml" },
+  { name: "a semicolon", file: "Pulumi.a;touch X.yaml" },
+  { name: "a glob", file: "Pulumi.*.yaml" },
+  { name: "a newline", file: "Pulumi.a\nb.yaml" },
+  { name: "a dot-dot name", file: "Pulumi....yaml" },
+];
+
+/**
+ * A `.env` template line with a Secret value put inside the author's quotes: the value is either
+ * inert there or the line is refused by name (never showing the value).
+ */
+export interface EnvTemplateCase {
+  name: string;
+  line: string;
+  secret: string;
+  fragment: string;
+}
+
+export const ENV_TEMPLATE_CASES: EnvTemplateCase[] = [
+  { name: "a quote closing single quotes (issue 23)", line: "A='{{pg.password}}'", secret: "x'; touch PWNED; '", fragment: "holds a ' (it would end" },
+  { name: "a command substitution in double quotes", line: 'B="{{pg.password}}"', secret: "$(touch PWNED)", fragment: 'holds one of " \\ $ `' },
+  { name: "a backtick in double quotes", line: 'B="{{pg.password}}"', secret: "`touch PWNED`", fragment: 'holds one of " \\ $ `' },
+  { name: "a newline in single quotes", line: "A='{{pg.password}}'", secret: "a\ntouch PWNED", fragment: "holds a newline" },
+  { name: "a trailing backslash in single quotes", line: "A='x{{pg.password}}'", secret: "a\\", fragment: "holds a backslash before" },
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: python-dotenv's variable syntax, not a template
+  { name: "a ${VAR} in single quotes", line: "A='{{pg.password}}'", secret: "$" + "{HOME}", fragment: "holds '${'" },
+];
+
+/** `exposure status --stack <case>` where the stack file holds these settings (nothing is read from a cluster). */
+export interface SettingsCase {
+  name: string;
+  /** Stack config keys, merged over a valid stack file. */
+  config: Record<string, unknown>;
+  exit: number;
+  fragment: string;
+}
+
+export const SETTINGS_CASES: SettingsCase[] = [
+  {
+    name: "an allowlist hostPort beyond int64 (issue 23 #4: the policy would not compile)",
+    config: { "ui-exposure:allowlist": { hostPorts: ["kube-system/cilium-envoy-*:99999999999999999999"] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.hostPorts[0]: must end with a port number between 1 and 65535",
+  },
+  {
+    name: "an allowlist hostPort 0 (issue 23 #4)",
+    config: { "ui-exposure:allowlist": { hostPorts: ["tools/debug-pod:0"] } },
+    exit: 1,
+    fragment: "must end with a port number between 1 and 65535",
+  },
+  {
+    name: "an allowlist hostPort 65536 (issue 23 #4)",
+    config: { "ui-exposure:allowlist": { hostPorts: ["tools/debug-pod:65536"] } },
+    exit: 1,
+    fragment: "must end with a port number between 1 and 65535",
+  },
 ];

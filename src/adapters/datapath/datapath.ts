@@ -13,7 +13,8 @@ import { execFile, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { failed, finding, ok, type Result } from "../../core/findings";
-import { commandLineOf, isOurs, type RecordedProcess } from "../sandbox/processes";
+import { startTimeOf } from "../own-process";
+import { commandLineOf, isOurs, parseRecordedProcesses, type RecordedProcess } from "../sandbox/processes";
 import {
   LAN_CIDR,
   MAX_PODS_PER_NODE,
@@ -265,7 +266,7 @@ export class DataPath {
     this.state = {
       version: 1,
       prefix,
-      owner: { role: "owner", pid: process.pid, cmdline: commandLineOf(process.pid) ?? "" },
+      owner: { role: "owner", pid: process.pid, cmdline: commandLineOf(process.pid) ?? "", startTime: startTimeOf(process.pid) ?? "" },
       detached: opts.detached === true,
       namespaces: [],
       processes: [],
@@ -333,7 +334,10 @@ export class DataPath {
     fs.closeSync(fd);
     child.unref();
     if (child.pid === undefined) throw new Error(`data path: could not start ${role}`);
-    const rec: RecordedProcess = { role, pid: child.pid, cmdline: [cmd, ...args].join("\0") };
+    // The start time is the fork's: known before `ip netns exec` has exec'ed the command.
+    const startTime = startTimeOf(child.pid);
+    if (startTime === undefined) throw new Error(`data path: ${role} exited at once: ${tail(logFile)}`);
+    const rec: RecordedProcess = { role, pid: child.pid, cmdline: [cmd, ...args].join("\0"), startTime };
     this.state.processes.push(rec);
     this.save();
     let exited = false;
@@ -607,24 +611,15 @@ function parseState(text: string, prefix: string): RunState | undefined {
   } catch {
     return undefined;
   }
-  const isProc = (p: unknown): p is RecordedProcess => {
-    const x = p as RecordedProcess;
-    return (
-      typeof x === "object" &&
-      x !== null &&
-      typeof x.role === "string" &&
-      Number.isInteger(x.pid) &&
-      x.pid > 1 &&
-      typeof x.cmdline === "string" &&
-      x.cmdline !== ""
-    );
-  };
   const s = v as RunState;
   if (typeof s !== "object" || s === null || s.version !== 1 || s.prefix !== prefix || typeof s.detached !== "boolean") return undefined;
-  if (!isProc(s.owner) || !Array.isArray(s.processes) || !s.processes.every(isProc)) return undefined;
+  // The sandbox's own check of process records (integer pid > 1, start time, command line).
+  const owner = parseRecordedProcesses([s.owner]);
+  const processes = parseRecordedProcesses(s.processes);
+  if (owner.rejected.length || processes.rejected.length || !Array.isArray(s.processes)) return undefined;
   if (!Array.isArray(s.namespaces) || !s.namespaces.every((n) => typeof n === "string" && n.startsWith(`${prefix}-`) && /^[a-z0-9-]+$/.test(n)))
     return undefined;
-  return s;
+  return { ...s, owner: owner.processes[0] as RecordedProcess, processes: processes.processes };
 }
 
 /**
