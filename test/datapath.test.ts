@@ -5,7 +5,19 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanupStaleRuns } from "../src/adapters/datapath/datapath";
-import { LAN_CIDR, newPrefix, operatorNetns, PREFIX_PATTERN, planNodes, podAddress, podNetns, SERVICE_CIDR } from "../src/adapters/datapath/plan";
+import {
+  hostLink,
+  LAN_CIDR,
+  lanCidr,
+  newPrefix,
+  operatorIp,
+  operatorNetns,
+  PREFIX_PATTERN,
+  planNodes,
+  podAddress,
+  podNetns,
+  SERVICE_CIDR,
+} from "../src/adapters/datapath/plan";
 import { listenerArg, parseListener, podAnswer, servePod } from "../src/adapters/datapath/pod-server";
 import { startTimeOf } from "../src/adapters/own-process";
 import { commandLineOf } from "../src/adapters/sandbox/processes";
@@ -34,6 +46,15 @@ describe("data path plan", () => {
     const names = [operatorNetns(prefix), ...nodes.map((n) => n.netns), podNetns(prefix, 1, 1), podNetns(prefix, 1, 11), podNetns(prefix, 11, 1)];
     expect(new Set(names).size).toBe(names.length);
     for (const n of names) expect(n.startsWith(`${prefix}-`)).toBe(true);
+  });
+
+  it("puts the LAN of a run routed from the host on its own 198.18.<n>.0/24", () => {
+    const prefix = newPrefix();
+    expect(planNodes(prefix, ["a"], 42).map((n) => n.ip)).toEqual(["198.18.42.11"]);
+    expect(lanCidr(42)).toBe("198.18.42.0/24");
+    expect(operatorIp(42)).toBe("198.18.42.1");
+    expect(hostLink(prefix)).toHaveLength(13);
+    expect(() => planNodes(prefix, ["a"], 255)).toThrow("bad LAN number 255");
   });
 
   it("refuses a bad prefix, duplicate or too many nodes, and a pod beyond the node's range", () => {

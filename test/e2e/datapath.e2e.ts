@@ -4,14 +4,15 @@
 // the harness writes as a kubelet would, and every request leaves an operator namespace (the
 // workstation) for http(s)://<node IP>:<nodePort>. Each assertion names the pod that answered.
 // Needs root (network namespaces); without it every scenario is skipped with the reason.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dataPathSupport } from "../../src/adapters/datapath/datapath";
-import { writeNode } from "../../src/adapters/datapath/kubelet";
+import { DataPath, dataPathSupport } from "../../src/adapters/datapath/datapath";
+import { createPod, writeNode, writePodStatus } from "../../src/adapters/datapath/kubelet";
+import { hostLink, SERVICE_CIDR } from "../../src/adapters/datapath/plan";
 import { type DataPathPlatform, expectedAnswers, LINEAGE, podId, stack, startDataPathPlatform, summary, UIS, uiOf } from "./datapath-platform";
-import { toolchainBin } from "./harness";
+import { type Cluster, startCluster, toolchainBin } from "./harness";
 
 const bin = toolchainBin();
 const support = dataPathSupport(bin);
@@ -173,7 +174,9 @@ describe
     it("(7) the admission guard in deny mode: the declared entries' traffic keeps flowing", async () => {
       p.sandbox.writeStack(stack("deny"));
       const out = up("upDenyMs");
-      expect(await allAnswers(out.urls)).toEqual({ ...expectedAnswers(), grafana: podId("monitoring", "grafana-v2-0") });
+      // Grafana's new pod since (4).
+      const expected = { ...expectedAnswers(), grafana: podId("monitoring", "grafana-v2-0") };
+      expect(await allAnswers(out.urls, expected)).toEqual(expected);
       // An undeclared NodePort is refused meanwhile (the guard is on).
       const refused = await p.cluster.core
         .createNamespacedService({
@@ -236,6 +239,70 @@ describe
       expect(await p.who(`http://${giteaIP}:3000/`, client)).toBe("gitea/gitea-0");
     });
   });
+
+describe.skipIf(!support.ok).sequential("e2e: the host as the operator (the sandbox's topology)", () => {
+  let cluster: Cluster | undefined;
+  let dp: DataPath | undefined;
+  afterAll(async () => {
+    await dp?.stop();
+    cluster?.stop();
+  }, 120_000);
+
+  it("a URL answers to this machine's own client through a link and an on-link route that stop() removes", async () => {
+    if (!support.ok) return;
+    const c = await startCluster(bin, { E2E_SERVICE_CIDR: SERVICE_CIDR });
+    cluster = c;
+    const d = await DataPath.start({
+      nodes: ["host-node"],
+      operator: "host",
+      kubeconfig: c.kubeconfig,
+      apiPort: Number(new URL(c.server).port),
+      tools: support.value,
+      onNodes: async (nodes) => {
+        for (const n of nodes) await writeNode(c.core, { name: n.name, ip: n.ip, ready: true });
+      },
+    });
+    dp = d;
+    const link = hostLink(d.prefix);
+    const node = d.node("host-node");
+    expect(node.ip).toBe(`198.18.${d.lan}.11`);
+    // The host's only new route: the LAN on its link. No namespace has a default route out.
+    const routes = execFileSync("ip", ["-4", "route", "show", "dev", link], { encoding: "utf8" }).trim();
+    expect(routes.split("\n").map((l) => l.split(" ")[0])).toEqual([`198.18.${d.lan}.0/24`]);
+    for (const ns of [d.operator, node.netns]) expect(execFileSync("ip", ["-n", ns, "route", "show", "default"], { encoding: "utf8" }).trim()).toBe("");
+
+    await c.core.createNamespacedServiceAccount({ namespace: "default", body: { metadata: { name: "default" } } }).catch(() => undefined);
+    await createPod(c.core, {
+      namespace: "default",
+      name: "ui-0",
+      labels: { app: "ui" },
+      node: node.name,
+      containers: [{ name: "ui", ports: [{ name: "http", containerPort: 8080 }] }],
+    });
+    const pod = await d.addPod({ pod: "default/ui-0", node: node.name, listeners: [{ port: 8080, tls: false }] });
+    await writePodStatus(c.core, { namespace: "default", name: "ui-0" }, { podIP: pod.ip, hostIP: node.ip, ready: true });
+    const svc = await c.core.createNamespacedService({
+      namespace: "default",
+      body: { metadata: { name: "ui" }, spec: { type: "NodePort", selector: { app: "ui" }, ports: [{ name: "http", port: 80, targetPort: "http" as never }] } },
+    });
+    const url = `http://${node.ip}:${svc.spec?.ports?.[0]?.nodePort}/`;
+    let body = "";
+    for (let i = 0; i < 100 && body !== "default/ui-0"; i++) {
+      body = await fetch(url, { signal: AbortSignal.timeout(2000) }).then(
+        async (r) => (await r.text()).trim(),
+        (e: Error) => e.message,
+      );
+      if (body !== "default/ui-0") await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(body).toBe("default/ui-0");
+
+    await d.stop();
+    dp = undefined;
+    expect(spawnSync("ip", ["link", "show", link]).status).not.toBe(0);
+    expect(execFileSync("ip", ["-4", "route", "show"], { encoding: "utf8" })).not.toContain(`198.18.${d.lan}.`);
+    expect(execFileSync("ip", ["netns", "list"], { encoding: "utf8" })).not.toContain(d.prefix);
+  });
+});
 
 async function startPortal(port: number): Promise<{ stop(): Promise<void> }> {
   const d = p.dp;

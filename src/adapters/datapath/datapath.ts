@@ -16,11 +16,12 @@ import { failed, finding, ok, type Result } from "../../core/findings";
 import { startTimeOf } from "../own-process";
 import { commandLineOf, isOurs, parseRecordedProcesses, type RecordedProcess } from "../sandbox/processes";
 import {
-  LAN_CIDR,
+  hostLink,
+  lanCidr,
   MAX_PODS_PER_NODE,
   type NodePlan,
   newPrefix,
-  OPERATOR_IP,
+  operatorIp,
   operatorNetns,
   POD_CIDR,
   PREFIX_PATTERN,
@@ -118,6 +119,8 @@ interface RunState {
   owner: RecordedProcess;
   /** The run outlives its owner (the sandbox): stale only once none of its processes runs. */
   detached: boolean;
+  /** The host's end of the operator link, when the host is the operator (deleted with the namespace). */
+  hostLink?: string;
   namespaces: string[];
   processes: RecordedProcess[];
 }
@@ -136,6 +139,12 @@ export interface DataPathOptions {
   /** Processes outlive this one (`sandbox up` returns, the data path keeps serving). */
   detached?: boolean;
   say?: (line: string) => void;
+  /**
+   * "host": this machine's own namespace is the operator too (a browser on the host opens the
+   * URLs): one veth from it to the LAN, whose subnet is then one no route of the host uses yet,
+   * and only an on-link route to that /24. Default "namespace": nothing in the host changes.
+   */
+  operator?: "namespace" | "host";
   /** Called once the nodes' addresses are known, before kube-proxy starts: register the Node objects there. */
   onNodes?: (nodes: readonly NodePlan[]) => Promise<void>;
 }
@@ -259,9 +268,11 @@ export class DataPath {
     readonly dir: string,
     private readonly stateFile: string,
     private readonly opts: DataPathOptions,
+    /** Third octet of the LAN: 198.18.<lan>.0/24. */
+    readonly lan: number,
   ) {
     this.operator = operatorNetns(prefix);
-    this.nodes = planNodes(prefix, opts.nodes);
+    this.nodes = planNodes(prefix, opts.nodes, lan);
     this.say = opts.say ?? (() => {});
     this.state = {
       version: 1,
@@ -280,7 +291,8 @@ export class DataPath {
     const prefix = newPrefix();
     const dir = path.join(stateDir, prefix);
     fs.mkdirSync(dir, { mode: 0o700 });
-    const dp = new DataPath(prefix, dir, path.join(stateDir, `${prefix}.json`), opts);
+    const lan = opts.operator === "host" ? await freeLan(opts.tools.ip) : 0;
+    const dp = new DataPath(prefix, dir, path.join(stateDir, `${prefix}.json`), opts, lan);
     dp.save();
     try {
       await dp.build();
@@ -368,8 +380,20 @@ export class DataPath {
     // The operator's namespace holds the LAN: a bridge every node is plugged into.
     await this.addNetns(this.operator);
     await this.ip(["-n", this.operator, "link", "add", "br0", "type", "bridge"]);
-    await this.ip(["-n", this.operator, "addr", "add", `${OPERATOR_IP}/24`, "dev", "br0"]);
+    const host = this.opts.operator === "host";
+    // With the host as operator, its end of the link holds .1 and the namespace's bridge .2.
+    await this.ip(["-n", this.operator, "addr", "add", `${host ? `198.18.${this.lan}.2` : operatorIp(this.lan)}/24`, "dev", "br0"]);
     await this.ip(["-n", this.operator, "link", "set", "br0", "up"]);
+    if (host) {
+      const link = hostLink(this.prefix);
+      this.state.hostLink = link;
+      this.save();
+      await this.ip(["link", "add", link, "type", "veth", "peer", "name", "uplink", "netns", this.operator]);
+      await this.ip(["-n", this.operator, "link", "set", "uplink", "master", "br0", "up"]);
+      // An address on a /24 gives the host one on-link route to the LAN, and nothing else.
+      await this.ip(["addr", "add", `${operatorIp(this.lan)}/24`, "dev", link]);
+      await this.ip(["link", "set", link, "up"]);
+    }
     for (const n of this.nodes) {
       await this.addNetns(n.netns);
       // Both ends are created inside their namespaces: nothing ever appears in the host's.
@@ -419,7 +443,7 @@ export class DataPath {
             "--hostname-override",
             n.name,
             "--nodeport-addresses",
-            LAN_CIDR,
+            lanCidr(this.lan),
             "--cluster-cidr",
             POD_CIDR,
             // 0: leave the conntrack table size alone (a global setting, not the namespace's).
@@ -600,7 +624,27 @@ async function removeRun(state: RunState, ip: string): Promise<string[]> {
     await run(ip, ["netns", "del", ns]);
     removed.push(`netns ${ns}`);
   }
+  // Gone with its peer in the operator namespace; deleted here if that failed half-way.
+  if (state.hostLink === hostLink(state.prefix) && (await run(ip, ["link", "show", state.hostLink])).code === 0) {
+    await run(ip, ["link", "del", state.hostLink]);
+    removed.push(`link ${state.hostLink}`);
+  }
   return removed;
+}
+
+/** A LAN number (198.18.<n>.0/24, n in 1..254) no address or route of the host uses yet. */
+async function freeLan(ip: string): Promise<number> {
+  const used = new Set<number>();
+  for (const args of [
+    ["-4", "route", "show"],
+    ["-4", "addr", "show"],
+  ]) {
+    for (const m of (await run(ip, args)).stdout.matchAll(/\b198\.18\.(\d{1,3})\./g)) used.add(Number(m[1]));
+  }
+  const free = Array.from({ length: 254 }, (_, i) => i + 1).filter((n) => !used.has(n));
+  const pick = free[Math.floor(Math.random() * free.length)];
+  if (pick === undefined) throw new Error("data path: every 198.18.<n>.0/24 is in use on this host");
+  return pick;
 }
 
 /** A state file read back: untrusted, so every field is checked before anything is acted on. */

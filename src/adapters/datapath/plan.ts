@@ -2,16 +2,20 @@
 // 198.18.0.0/15, reserved for network tests (RFC 2544): nothing on a real network uses it, and
 // the namespaces that carry it have no route anywhere else.
 //
-//   operator ns   br0 198.18.0.1/24 ── vn<i> ═╗
-//   node i ns     lan0 198.18.0.(10+i)/24 ════╝   (the nodes' InternalIPs; nodePorts answer here)
+//   operator ns   br0 198.18.L.1/24 ── vn<i> ═╗      (L = 0; with the host as operator, a free L,
+//   node i ns     lan0 198.18.L.(10+i)/24 ════╝       the host's end 198.18.L.1, br0 198.18.L.2)
+//                 (the nodes' InternalIPs; nodePorts answer here)
 //                 vp<k> 198.19.i.1/32 ═══ pod k ns: eth0 198.19.i.(1+k)/32, default via 198.19.i.1
 //   Services      ClusterIPs from 198.19.128.0/20 (kube-apiserver --service-cluster-ip-range)
 import * as crypto from "node:crypto";
 
 export const TEST_NET = "198.18.0.0/15";
-/** The segment the nodes and the operator share (the "LAN" of a real cluster). */
-export const LAN_CIDR = "198.18.0.0/24";
-export const OPERATOR_IP = "198.18.0.1";
+/** The segment the nodes and the operator share (the "LAN" of a real cluster): 198.18.<lan>.0/24. */
+export const lanCidr = (lan = 0) => `198.18.${lan}.0/24`;
+export const LAN_CIDR = lanCidr(0);
+/** The operator's address on the LAN: the operator namespace's bridge, or the host's end of its link. */
+export const operatorIp = (lan = 0) => `198.18.${lan}.1`;
+export const OPERATOR_IP = operatorIp(0);
 /** Every pod address; node i owns 198.19.i.0/24. kube-proxy's --cluster-cidr. */
 export const POD_CIDR = "198.19.0.0/17";
 /** ClusterIPs (kube-apiserver --service-cluster-ip-range): inside the test range, outside the pods'. */
@@ -39,10 +43,14 @@ export interface NodePlan {
 }
 
 export const operatorNetns = (prefix: string) => `${prefix}-op`;
+/** The host's end of the operator link (an interface name: at most 15 characters). */
+export const hostLink = (prefix: string) => `${prefix}h`;
 export const nodeNetns = (prefix: string, index: number) => `${prefix}-n${index}`;
 export const podNetns = (prefix: string, node: number, pod: number) => `${prefix}-n${node}p${pod}`;
 
-export function planNodes(prefix: string, names: readonly string[]): NodePlan[] {
+/** `lan`: the third octet of the LAN (0..254), so that runs routed from the host never share one. */
+export function planNodes(prefix: string, names: readonly string[], lan = 0): NodePlan[] {
+  if (!Number.isInteger(lan) || lan < 0 || lan > 254) throw new Error(`data path: bad LAN number ${lan}`);
   if (!PREFIX_PATTERN.test(prefix)) throw new Error(`data path: bad run prefix '${prefix}'`);
   if (names.length === 0 || names.length > MAX_NODES) throw new Error(`data path: between 1 and ${MAX_NODES} nodes, not ${names.length}`);
   if (new Set(names).size !== names.length) throw new Error("data path: node names must be unique");
@@ -52,7 +60,7 @@ export function planNodes(prefix: string, names: readonly string[]): NodePlan[] 
       name,
       index,
       netns: nodeNetns(prefix, index),
-      ip: `198.18.0.${10 + index}`,
+      ip: `198.18.${lan}.${10 + index}`,
       gateway: `198.19.${index}.1`,
       podCidr: `198.19.${index}.0/24`,
     };
