@@ -44,7 +44,7 @@ export interface DataPathTools {
   portmap?: string;
 }
 
-function findTool(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function findTool(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const dirs = [...(env.PATH ?? "").split(path.delimiter), "/usr/sbin", "/sbin", "/usr/bin", "/bin"];
   for (const d of dirs) {
     if (!d) continue;
@@ -645,6 +645,27 @@ async function freeLan(ip: string): Promise<number> {
   const pick = free[Math.floor(Math.random() * free.length)];
   if (pick === undefined) throw new Error("data path: every 198.18.<n>.0/24 is in use on this host");
   return pick;
+}
+
+/**
+ * Stops the run `prefix` from another process than the one that started it (`sandbox down`):
+ * only what its state file names, checked as for a stale run.
+ */
+export async function stopRun(tools: Pick<DataPathTools, "ip">, prefix: string, stateDir = DEFAULT_STATE_DIR): Promise<string[]> {
+  if (!PREFIX_PATTERN.test(prefix)) return [];
+  const file = path.join(stateDir, `${prefix}.json`);
+  let state: RunState | undefined;
+  try {
+    const st = fs.lstatSync(file);
+    if (st.isFile() && st.uid === process.getuid?.()) state = parseState(fs.readFileSync(file, "utf8"), prefix);
+  } catch {
+    return [];
+  }
+  if (!state) return [];
+  const removed = await removeRun(state, tools.ip);
+  fs.rmSync(path.join(stateDir, prefix), { recursive: true, force: true });
+  fs.rmSync(file, { force: true });
+  return removed;
 }
 
 /** A state file read back: untrusted, so every field is checked before anything is acted on. */
