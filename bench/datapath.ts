@@ -1,9 +1,9 @@
 // Part 6: from `pulumi up` returning to the first answer through the real data path
-// (test/e2e/datapath-platform.ts: two nodes and their pods as network namespaces, kube-proxy in
+// (test/support/datapath-platform.ts: two nodes and their pods as network namespaces, kube-proxy in
 // nftables mode, EndpointSlices from the real controller). Needs root; says why when it cannot.
 import { dataPathSupport } from "../src/adapters/datapath/datapath";
-import { expectedAnswers, LINEAGE, startDataPathPlatform, summary, uiOf } from "../test/e2e/datapath-platform";
-import { toolchainBin } from "../test/e2e/harness";
+import { expectedAnswers, LINEAGE, startDataPathPlatform, summary, uiOf } from "../test/support/datapath-platform";
+import { toolchainBin } from "../test/support/harness";
 import { median } from "./stats";
 
 export interface DataPathRound {

@@ -25,7 +25,7 @@ import {
   setCiliumConfig,
   startCluster,
   toolchainBin,
-} from "../test/e2e/harness";
+} from "../test/support/harness";
 import { BENCH_NODES, contractYaml, type GeneratedEntry, generateEntries, hasService, managedService, selectorOf, vendoredService } from "./gen";
 import { median } from "./stats";
 

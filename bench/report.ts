@@ -5,7 +5,6 @@ import type { DataPathBench } from "./datapath";
 import type { LiveResults, ProgramStartup, Timing } from "./live";
 import type { ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
-import type { BenchResults, Skipped } from "./run";
 import { type StartupResults, startupSection } from "./startup";
 
 /**
@@ -26,6 +25,39 @@ const NOTES = [
 ].join("\n");
 
 import { fittedExponent, marginal, median, mib, round } from "./stats";
+
+export interface Skipped {
+  skipped: string;
+}
+
+/** What `npm run bench` measured (test-output/bench.json), as bench/run.ts collects it and this file reports it. */
+export interface BenchResults {
+  meta: {
+    date: string;
+    commit: string;
+    node: string;
+    cpus: number;
+    cpuModel: string;
+    memoryGiB: number;
+    /** 1-minute load average when the run started: other work on the machine skews timings. */
+    loadAverage: number;
+    /** 1-minute load average when each part started. */
+    loadAtPart: Record<string, number>;
+    durationS?: number;
+  };
+  program?:
+    | {
+        after: ProgramResult[];
+        before?: ProgramResult[];
+        pure: { after: PureResult[]; before?: PureResult[] };
+        baselineRev?: string;
+      }
+    | Skipped;
+  live?: LiveResults | Skipped;
+  probe?: ProbeBench | Skipped;
+  startup?: StartupResults;
+  datapath?: DataPathBench | Skipped;
+}
 
 const isSkipped = (v: object): v is Skipped => "skipped" in v;
 const ms = (v: number) => (Number.isFinite(v) ? (v >= 100 ? String(Math.round(v)) : v.toFixed(1)) : "-");
@@ -529,7 +561,7 @@ export function dataPathMarkdown(d: DataPathBench | { skipped: string }, m: Benc
     DATAPATH_BEGIN,
     "## 6. From `pulumi up` returning to the first answer through the data path",
     "",
-    "The e2e's data path (docs/e2e.md, `test/e2e/datapath-platform.ts`): two nodes and their pods as network namespaces, kube-proxy 1.37.2 in nftables mode in each node's namespace, EndpointSlices from the real controller, 7 entries (6 NodePort Services of the charts' shapes, 1 hostPort through portmap). After `pulumi up --skip-preview` returns, the URLs are built from the API server's view (our Services' nodePorts, the node's address; checked afterwards to equal the `urls` stack output, which the Pulumi CLI takes a second or two to print) and each is requested from the operator namespace every 50 ms until it answers from its pod; between rounds `pulumi destroy`.",
+    "The e2e's data path (docs/e2e.md, `test/support/datapath-platform.ts`): two nodes and their pods as network namespaces, kube-proxy 1.37.2 in nftables mode in each node's namespace, EndpointSlices from the real controller, 7 entries (6 NodePort Services of the charts' shapes, 1 hostPort through portmap). After `pulumi up --skip-preview` returns, the URLs are built from the API server's view (our Services' nodePorts, the node's address; checked afterwards to equal the `urls` stack output, which the Pulumi CLI takes a second or two to print) and each is requested from the operator namespace every 50 ms until it answers from its pod; between rounds `pulumi destroy`.",
     "",
     body,
     "",
@@ -571,7 +603,7 @@ export function renderMarkdown(r: BenchResults): string {
     "",
     "## 1. The program under Pulumi's mocks (no engine)",
     "",
-    "`declareStack()` (src/infra/program.ts) as `exposure render` runs it (mocks give each created NodePort Service a port), from reading the contract to every output resolved and every registration acknowledged. Also: `exposure render`'s own function (`src/infra/render.ts`), and the pure stages on their own — contract parse, plan (`selectEntries` + `resolveExposures`), `observe()` (the verdicts of `status` and the portal) and `auditExposure()` (the audit of `drift`) on the cluster as `up` leaves it. SDK floor (`bench/floor.ts`): the bare Pulumi SDK registering the same resources (one component + one Service per exposed entry, same inputs, same mocks) and nothing else; what the program costs above it is its own. Heap retained: after a full GC with the outputs still referenced. Peak RSS: one evaluation in a fresh process, above the RSS once the modules are loaded.",
+    "`declareStack()` (components/program.ts) as `exposure render` runs it (mocks give each created NodePort Service a port), from reading the contract to every output resolved and every registration acknowledged. Also: `exposure render`'s own function (`src/infra/render.ts`), and the pure stages on their own — contract parse, plan (`selectEntries` + `resolveExposures`), `observe()` (the verdicts of `status` and the portal) and `auditExposure()` (the audit of `drift`) on the cluster as `up` leaves it. SDK floor (`bench/floor.ts`): the bare Pulumi SDK registering the same resources (one component + one Service per exposed entry, same inputs, same mocks) and nothing else; what the program costs above it is its own. Heap retained: after a full GC with the outputs still referenced. Peak RSS: one evaluation in a fresh process, above the RSS once the modules are loaded.",
     "",
     r.program ? programSection(r.program) : "Not run in this invocation.",
     "",

@@ -18,12 +18,22 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { type DataPathBench, measureDataPath } from "./datapath";
+import { measureDataPath } from "./datapath";
 import { type LiveResults, measureLive } from "./live";
 import { benchPortalLoad } from "./portal-load";
 import { measureProbe, type ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
-import { DATAPATH_BEGIN, DATAPATH_END, dataPathMarkdown, renderMarkdown, replaceSection, STARTUP_BEGIN, STARTUP_END, startupMarkdown } from "./report";
+import {
+  type BenchResults,
+  DATAPATH_BEGIN,
+  DATAPATH_END,
+  dataPathMarkdown,
+  renderMarkdown,
+  replaceSection,
+  STARTUP_BEGIN,
+  STARTUP_END,
+  startupMarkdown,
+} from "./report";
 import { measureStartup, type StartupResults } from "./startup";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -37,38 +47,6 @@ export const PURE_SIZES = [9, 100, 500, 1000] as const;
 const PURE_REPS = 3;
 const LIVE_UP_SIZES = [9, 100] as const;
 const LIVE_STATUS_SIZES = [9, 100, 500] as const;
-
-export interface Skipped {
-  skipped: string;
-}
-
-export interface BenchResults {
-  meta: {
-    date: string;
-    commit: string;
-    node: string;
-    cpus: number;
-    cpuModel: string;
-    memoryGiB: number;
-    /** 1-minute load average when the run started: other work on the machine skews timings. */
-    loadAverage: number;
-    /** 1-minute load average when each part started. */
-    loadAtPart: Record<string, number>;
-    durationS?: number;
-  };
-  program?:
-    | {
-        after: ProgramResult[];
-        before?: ProgramResult[];
-        pure: { after: PureResult[]; before?: PureResult[] };
-        baselineRev?: string;
-      }
-    | Skipped;
-  live?: LiveResults | Skipped;
-  probe?: ProbeBench | Skipped;
-  startup?: StartupResults;
-  datapath?: DataPathBench | Skipped;
-}
 
 const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 

@@ -1,4 +1,4 @@
-// Entry point of the portal in the cluster: bundled by src/portal/bundle.ts into one plain JS
+// Entry point of the portal in the cluster: bundled by src/adapters/portal-bundle.ts into one plain JS
 // file that a stock Node.js image runs (`node /app/portal.js`). Configuration comes from the
 // environment set by components/portal.ts (names in PORTAL_ENV).
 import { loadContractFile } from "../adapters/contract-file";
@@ -26,14 +26,13 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
   const contractFile = env[PORTAL_ENV.contract] ?? "/app/contract.yaml";
   const contract = loadContractFile(contractFile);
   const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true } : {});
-  const pinned = env[PORTAL_ENV.nodeAddress];
   const stack = env[PORTAL_ENV.stack];
   const portal = await startPortal(
     {
       contract,
       cluster,
       selected: parseEntries(env[PORTAL_ENV.entries]),
-      ...(pinned ? { pinnedAddress: pinned } : {}),
+      nodeAddress: env[PORTAL_ENV.nodeAddress] || undefined,
       ...(stack ? { stack } : {}),
       contractLabel: contractFile,
       log: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),

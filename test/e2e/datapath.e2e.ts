@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DataPath, dataPathSupport } from "../../src/adapters/datapath/datapath";
 import { createPod, writeNode, writePodStatus } from "../../src/adapters/datapath/kubelet";
 import { hostLink, SERVICE_CIDR } from "../../src/adapters/datapath/plan";
-import { type DataPathPlatform, expectedAnswers, LINEAGE, podId, stack, startDataPathPlatform, summary, UIS, uiOf } from "./datapath-platform";
-import { type Cluster, startCluster, toolchainBin } from "./harness";
+import { type DataPathPlatform, expectedAnswers, LINEAGE, podId, stack, startDataPathPlatform, summary, UIS, uiOf } from "../support/datapath-platform";
+import { type Cluster, startCluster, toolchainBin } from "../support/harness";
 
 const bin = toolchainBin();
 const support = dataPathSupport(bin);
