@@ -7,7 +7,7 @@ import { toolchainBin } from "../test/support/harness";
 import { median } from "./stats";
 
 export interface DataPathRound {
-  /** `pulumi up --skip-preview` of the whole stack (7 entries: 6 NodePort Services, 1 hostPort). */
+  /** `pulumi up --skip-preview` of the whole stack (8 entries: 7 NodePort Services, 1 hostPort). */
   upMs: number;
   /** From `up` returning to the first published URL answering from its pod (operator namespace). */
   firstAnswerMs: number;

@@ -561,7 +561,7 @@ export function dataPathMarkdown(d: DataPathBench | { skipped: string }, m: Benc
     DATAPATH_BEGIN,
     "## 6. From `pulumi up` returning to the first answer through the data path",
     "",
-    "The e2e's data path (docs/e2e.md, `test/support/datapath-platform.ts`): two nodes and their pods as network namespaces, kube-proxy 1.37.2 in nftables mode in each node's namespace, EndpointSlices from the real controller, 7 entries (6 NodePort Services of the charts' shapes, 1 hostPort through portmap). After `pulumi up --skip-preview` returns, the URLs are built from the API server's view (our Services' nodePorts, the node's address; checked afterwards to equal the `urls` stack output, which the Pulumi CLI takes a second or two to print) and each is requested from the operator namespace every 50 ms until it answers from its pod; between rounds `pulumi destroy`.",
+    "The e2e's data path (docs/e2e.md, `test/support/datapath-platform.ts`): two nodes and their pods as network namespaces, kube-proxy 1.37.2 in nftables mode in each node's namespace, EndpointSlices from the real controller, 8 entries (7 NodePort Services, 6 of them with the rendered upstream charts' shapes, and 1 hostPort through portmap). After `pulumi up --skip-preview` returns, the URLs are built from the API server's view (our Services' nodePorts, the node's address; checked afterwards to equal the `urls` stack output, which the Pulumi CLI takes a second or two to print) and each is requested from the operator namespace every 50 ms until it answers from its pod; between rounds `pulumi destroy`.",
     "",
     body,
     "",

@@ -102,7 +102,7 @@ describe
         }
       }
       expect(moved).toBeGreaterThan(0);
-      const argocd = podId("argocd", "argocd-server-0");
+      const argocd = podId("argocd", uiOf("argocd").pod.name);
       const movedUrl = `http://${published.hostname}:${moved}/`;
       expect(await p.answers(movedUrl, argocd)).toBe(argocd);
       expect(await p.answers(published.href, "connection refused")).toBe("connection refused");
@@ -124,7 +124,7 @@ describe
       await p.cluster.core.replaceNamespacedService({ namespace: g.namespace, name: g.service, body: vendored });
       const url = p.outputs().urls.grafana as string;
       // Before up our Service still selects the old pod (DRIFT in status); the old pod still runs.
-      expect(await p.who(url)).toBe(podId(g.namespace, "grafana-0"));
+      expect(await p.who(url)).toBe(podId(g.namespace, g.pod.name));
       up("upNewSelectorMs");
       const fresh = podId(g.namespace, "grafana-v2-0");
       expect(await p.answers(url, fresh)).toBe(fresh);
@@ -202,7 +202,7 @@ describe
       expect(new URL(argocd).hostname).toBe(node2.ip);
       expect(new URL(argocd).port).toBe(new URL(before.urls.argocd as string).port);
       // argocd's pod runs on node 1: node 2 forwards to it (Cluster policy).
-      expect(await p.answers(argocd, podId("argocd", "argocd-server-0"))).toBe(podId("argocd", "argocd-server-0"));
+      expect(await p.answers(argocd, podId("argocd", uiOf("argocd").pod.name))).toBe(podId("argocd", uiOf("argocd").pod.name));
       expect(await p.answers(out.urls.dagster as string, podId("dagster", "dagster-webserver-0"))).toBe(podId("dagster", "dagster-webserver-0"));
     });
 
@@ -217,16 +217,18 @@ describe
       expect(Object.fromEntries(gone)).toEqual(Object.fromEntries(nodePortUrls.map(([e]) => [e, "connection refused"])));
       // In-cluster, from a pod's namespace: the vendored ClusterIPs (both of Argo CD's ports), and
       // the headless Gitea through its EndpointSlice's address.
-      const client = p.dp.pod(podId("mlflow", "mlflow-0")).netns;
+      const client = p.dp.pod(podId("mlflow", uiOf("mlflow").pod.name)).netns;
       const clusterIP = async (ns: string, name: string) => (await p.cluster.core.readNamespacedService({ namespace: ns, name })).spec?.clusterIP as string;
+      const id = (entry: string) => podId(uiOf(entry).namespace, uiOf(entry).pod.name);
+      const [argocdPod, dashPod, giteaPod] = [id("argocd"), id("k8s-dashboard"), id("gitea")];
       const argocdIP = await clusterIP("argocd", "argocd-server");
       expect(argocdIP.startsWith("198.19.")).toBe(true);
-      expect(await p.answers(`http://${argocdIP}:80/`, "argocd/argocd-server-0", { from: client })).toBe("argocd/argocd-server-0");
-      expect(await p.answers(`http://${argocdIP}:443/`, "argocd/argocd-server-0", { from: client })).toBe("argocd/argocd-server-0");
+      expect(await p.answers(`http://${argocdIP}:80/`, argocdPod, { from: client })).toBe(argocdPod);
+      expect(await p.answers(`http://${argocdIP}:443/`, argocdPod, { from: client })).toBe(argocdPod);
       const grafanaIP = await clusterIP("monitoring", "kube-prometheus-stack-grafana");
       expect(await p.answers(`http://${grafanaIP}:80/`, "monitoring/grafana-v2-0", { from: client })).toBe("monitoring/grafana-v2-0");
       const dashIP = await clusterIP("kubernetes-dashboard", "kubernetes-dashboard-kong-proxy");
-      expect(await p.answers(`https://${dashIP}:443/`, "kubernetes-dashboard/kong-0", { from: client })).toBe("kubernetes-dashboard/kong-0");
+      expect(await p.answers(`https://${dashIP}:443/`, dashPod, { from: client })).toBe(dashPod);
       const c = p.cluster;
       const kc = new c.lib.KubeConfig();
       kc.loadFromFile(c.kubeconfig);
@@ -236,7 +238,7 @@ describe
       const slice = slices.items[0];
       expect(slice?.ports?.map((x) => [x.name, x.port])).toEqual([["http", 3000]]);
       const giteaIP = slice?.endpoints[0]?.addresses[0];
-      expect(await p.who(`http://${giteaIP}:3000/`, client)).toBe("gitea/gitea-0");
+      expect(await p.who(`http://${giteaIP}:3000/`, client)).toBe(giteaPod);
     });
   });
 

@@ -8,6 +8,7 @@ import { cleanupStaleRuns, DataPath, type DataPathTools } from "../../src/adapte
 import { createPod, type PodPort, writeNode, writePodStatus } from "../../src/adapters/datapath/kubelet";
 import { SERVICE_CIDR } from "../../src/adapters/datapath/plan";
 import type { PodListener } from "../../src/adapters/datapath/pod-server";
+import { type ChartFixture, readAllChartFixtures } from "./chart-fixtures";
 import { type Cluster, makeSandbox, providerVersions, type Sandbox, setCiliumConfig, startCluster, stopPlatform } from "./harness";
 
 export const NODES = ["dp-node-1", "dp-node-2"] as const;
@@ -34,114 +35,97 @@ export interface Ui {
   selector: Record<string, string>;
   headless?: boolean;
   ports: { name: string; port: number; targetPort?: number | string }[];
+  /** The chart and version its shapes come from ("argo-cd 10.1.1"). */
+  chart?: string;
   pod: PodShape;
 }
 
-export const UIS: Ui[] = [
+/** Where each entry's vendored Service comes from: the rendered upstream chart (test/data/charts), and the node its pod runs on. */
+const FROM_CHARTS: readonly { entry: string; scheme: "http" | "https"; namespace: string; service: string; port: string; node: NodeName }[] = [
+  // Argo CD: `http` and `https` both to the server's 8080 (numeric).
+  { entry: "argocd", scheme: "http", namespace: "argocd", service: "argocd-server", port: "http", node: "dp-node-1" },
+  // Grafana of kube-prometheus-stack: a named targetPort (grafana -> 3000).
+  { entry: "grafana", scheme: "http", namespace: "monitoring", service: "kube-prometheus-stack-grafana", port: "http-web", node: "dp-node-2" },
+  // Gitea: headless (clusterIP None), targetPort unset.
+  { entry: "gitea", scheme: "http", namespace: "gitea", service: "gitea-http", port: "http", node: "dp-node-1" },
+  // MLflow and Marquez: named targetPorts.
+  { entry: "mlflow", scheme: "http", namespace: "mlflow", service: "mlflow", port: "http", node: "dp-node-1" },
+  { entry: "marquez-web", scheme: "http", namespace: "marquez", service: "marquez-web", port: "http", node: "dp-node-2" },
+  // The Kubernetes Dashboard's Kong proxy: https with a self-signed certificate.
   {
-    // Argo CD: `http` and `https` both to the server's 8080 (numeric).
-    entry: "argocd",
-    scheme: "http",
-    namespace: "argocd",
-    service: "argocd-server",
-    port: "http",
-    selector: { "app.kubernetes.io/name": "argocd-server" },
-    ports: [
-      { name: "http", port: 80, targetPort: 8080 },
-      { name: "https", port: 443, targetPort: 8080 },
-    ],
-    pod: {
-      name: "argocd-server-0",
-      node: "dp-node-1",
-      container: "server",
-      ports: [{ name: "server", containerPort: 8080 }],
-      listeners: [{ port: 8080, tls: false }],
-    },
-  },
-  {
-    // Grafana of kube-prometheus-stack: a named targetPort.
-    entry: "grafana",
-    scheme: "http",
-    namespace: "monitoring",
-    service: "kube-prometheus-stack-grafana",
-    port: "http-web",
-    selector: { "app.kubernetes.io/name": "grafana", "app.kubernetes.io/instance": "kube-prometheus-stack" },
-    ports: [{ name: "http-web", port: 80, targetPort: "grafana" }],
-    pod: {
-      name: "grafana-0",
-      node: "dp-node-2",
-      container: "grafana",
-      ports: [{ name: "grafana", containerPort: 3000 }],
-      listeners: [{ port: 3000, tls: false }],
-    },
-  },
-  {
-    // Gitea: headless (clusterIP None), targetPort unset.
-    entry: "gitea",
-    scheme: "http",
-    namespace: "gitea",
-    service: "gitea-http",
-    port: "http",
-    headless: true,
-    selector: { "app.kubernetes.io/name": "gitea", "app.kubernetes.io/instance": "gitea" },
-    ports: [{ name: "http", port: 3000 }],
-    pod: {
-      name: "gitea-0",
-      node: "dp-node-1",
-      container: "gitea",
-      ports: [
-        { name: "http", containerPort: 3000 },
-        { name: "ssh", containerPort: 2222 },
-      ],
-      listeners: [{ port: 3000, tls: false }],
-    },
-  },
-  {
-    // Dagster's webserver: targetPort unset on port 80.
-    entry: "dagster",
-    scheme: "http",
-    namespace: "dagster",
-    service: "dagster-dagster-webserver",
-    port: "http",
-    selector: { "app.kubernetes.io/name": "dagster", component: "dagster-webserver" },
-    ports: [{ name: "http", port: 80 }],
-    pod: {
-      name: "dagster-webserver-0",
-      node: "dp-node-2",
-      container: "dagster",
-      ports: [{ name: "http", containerPort: 80 }],
-      listeners: [{ port: 80, tls: false }],
-    },
-  },
-  {
-    // MLflow: a named targetPort.
-    entry: "mlflow",
-    scheme: "http",
-    namespace: "mlflow",
-    service: "mlflow",
-    port: "http",
-    selector: { "app.kubernetes.io/name": "mlflow" },
-    ports: [{ name: "http", port: 5000, targetPort: "mlflow" }],
-    pod: {
-      name: "mlflow-0",
-      node: "dp-node-1",
-      container: "mlflow",
-      ports: [{ name: "mlflow", containerPort: 5000 }],
-      listeners: [{ port: 5000, tls: false }],
-    },
-  },
-  {
-    // The Kubernetes Dashboard's Kong proxy: https with a self-signed certificate.
     entry: "k8s-dashboard",
     scheme: "https",
     namespace: "kubernetes-dashboard",
     service: "kubernetes-dashboard-kong-proxy",
     port: "kong-proxy-tls",
-    selector: { "app.kubernetes.io/name": "kong", "app.kubernetes.io/instance": "kubernetes-dashboard" },
-    ports: [{ name: "kong-proxy-tls", port: 443, targetPort: 8443 }],
-    pod: { name: "kong-0", node: "dp-node-2", container: "proxy", ports: [{ name: "proxy-tls", containerPort: 8443 }], listeners: [{ port: 8443, tls: true }] },
+    node: "dp-node-2",
   },
 ];
+
+/** A vendored UI from its chart's rendered Service and the pod template of the workload it selects. */
+function fromChart(f: (typeof FROM_CHARTS)[number], charts: readonly ChartFixture[]): Ui {
+  for (const chart of charts) {
+    const svc = chart.services.find((x) => x.metadata?.namespace === f.namespace && x.metadata?.name === f.service);
+    if (!svc) continue;
+    const selector = svc.spec?.selector ?? {};
+    const workload = chart.workloads.find((w) => Object.entries(selector).every(([k, v]) => w.spec.template.metadata.labels?.[k] === v));
+    const container = workload?.spec.template.spec.containers.find((c) => c.ports?.length);
+    if (!workload || !container?.ports) throw new Error(`${chart.chart}: no workload with ports behind ${f.namespace}/${f.service}`);
+    const ports = (svc.spec?.ports ?? []).map((p) => ({
+      name: p.name ?? "",
+      port: p.port,
+      ...(p.targetPort !== undefined ? { targetPort: p.targetPort } : {}),
+    }));
+    // The pod serves what the Service's ports resolve to: a number, a named containerPort, or the port itself.
+    const targets = new Set(
+      ports.map((p) => (typeof p.targetPort === "string" ? container.ports?.find((c) => c.name === p.targetPort)?.containerPort : (p.targetPort ?? p.port))),
+    );
+    return {
+      entry: f.entry,
+      scheme: f.scheme,
+      namespace: f.namespace,
+      service: f.service,
+      port: f.port,
+      selector,
+      ...(svc.spec?.clusterIP === "None" ? { headless: true } : {}),
+      ports,
+      chart: chart.chart,
+      pod: {
+        name: `${workload.metadata.name}-0`,
+        node: f.node,
+        container: container.name,
+        ports: container.ports
+          .filter((p) => (p.protocol ?? "TCP") === "TCP")
+          .map((p) => ({ ...(p.name ? { name: p.name } : {}), containerPort: p.containerPort })),
+        listeners: [...targets].filter((t): t is number => typeof t === "number").map((port) => ({ port, tls: f.scheme === "https" })),
+      },
+    };
+  }
+  throw new Error(`no rendered chart in test/data/charts holds the Service ${f.namespace}/${f.service}`);
+}
+
+/** Dagster's webserver (no rendered chart yet): targetPort unset on port 80, as its chart has it. */
+const DAGSTER: Ui = {
+  entry: "dagster",
+  scheme: "http",
+  namespace: "dagster",
+  service: "dagster-dagster-webserver",
+  port: "http",
+  selector: { "app.kubernetes.io/name": "dagster", component: "dagster-webserver" },
+  ports: [{ name: "http", port: 80 }],
+  pod: {
+    name: "dagster-webserver-0",
+    node: "dp-node-2",
+    container: "dagster",
+    ports: [{ name: "http", containerPort: 80 }],
+    listeners: [{ port: 80, tls: false }],
+  },
+};
+
+export const UIS: Ui[] = (() => {
+  const charts = readAllChartFixtures();
+  return [...FROM_CHARTS.map((f) => fromChart(f, charts)), DAGSTER];
+})();
 
 /** An in-house brick holding a hostPort on its node (through the portmap CNI plugin). */
 export const LINEAGE = { entry: "lineage-api", namespace: "tools", pod: "lineage-api-0", node: "dp-node-1" as NodeName, port: 8090 };
