@@ -191,9 +191,39 @@ describe.sequential("e2e: exposure sandbox", () => {
     expect(fs.existsSync(path.join(copy, "Pulumi.sandbox.yaml"))).toBe(false);
     expect(processesUnder(copy)).toEqual([]);
     // Warm: the toolchain is built; measured, reported in docs/e2e.md (not a timed assertion).
-    const warm = await exposure(["sandbox", "up", "--json"]);
+    // This one in forwarder mode (forced): what answers follows the live cluster there too.
+    const warm = await exposure(["sandbox", "up", "--json"], { EXPOSURE_SANDBOX_DATAPATH: "off" });
     timings.warmUpMs = warm.ms;
     expect(warm.code, summary(warm)).toBe(0);
+    expect(warm.stderr).toContain("sandbox: mode forwarder: EXPOSURE_SANDBOX_DATAPATH=off");
+    const fwd = JSON.parse(warm.stdout) as { urls: Record<string, string>; mode: string };
+    expect(fwd.mode).toBe("forwarder");
+    const lib = await import("@kubernetes/client-node");
+    const kc = new lib.KubeConfig();
+    kc.loadFromFile(path.join(copy, ".sandbox/kubeconfig"));
+    const core = kc.makeApiClient(lib.CoreV1Api);
+    const answersAt = (url: string) =>
+      fetch(url, { signal: AbortSignal.timeout(1000) }).then(
+        () => true,
+        () => false,
+      );
+    const until = async (fn: () => Promise<boolean>) => {
+      for (let i = 0; i < 60 && !(await fn()); i++) await new Promise((r) => setTimeout(r, 250));
+      return fn();
+    };
+    const argocd = await core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
+    const port = argocd.spec?.ports?.[0];
+    if (!port?.nodePort) throw new Error("argocd-nodeport has no nodePort");
+    const published = fwd.urls.argocd as string;
+    port.nodePort = port.nodePort === 32767 ? 32766 : port.nodePort + 1;
+    await core.replaceNamespacedService({ namespace: "argocd", name: "argocd-nodeport", body: argocd });
+    const movedUrl = `http://127.0.0.11:${port.nodePort}`;
+    expect(await until(async () => (await answersAt(movedUrl)) && !(await answersAt(published)))).toBe(true);
+    await core.deleteNamespacedService({ namespace: "gitea", name: "gitea-nodeport" });
+    expect(await until(async () => !(await answersAt(fwd.urls.gitea as string)))).toBe(true);
+    const fstatus = await exposure(["sandbox", "status"]);
+    expect(fstatus.code, summary(fstatus)).toBe(1);
+    expect(fstatus.stdout).toMatch(/^gitea \S+ +NO ANSWER$/m);
     const down2 = await exposure(["sandbox", "down"]);
     expect(down2.code, summary(down2)).toBe(0);
     expect(processesUnder(copy)).toEqual([]);

@@ -246,7 +246,9 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   // The data path, when this machine allows network namespaces: the URLs are then answered by
   // kube-proxy, reached from this machine through one link of its own (operator "host").
   t0 = Date.now();
-  const support = dataPathSupport(bin);
+  // EXPOSURE_SANDBOX_DATAPATH=off: the forwarder even where the data path could run (to compare, or to test it).
+  const support =
+    io.env.EXPOSURE_SANDBOX_DATAPATH === "off" ? { ok: false as const, problems: [{ message: "EXPOSURE_SANDBOX_DATAPATH=off" }] } : dataPathSupport(bin);
   let dp: DataPath | undefined;
   if (support.ok) {
     dp = await DataPath.start({
@@ -344,12 +346,15 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
     say(`sandbox [5/6] ${Object.keys(urls).length} URLs answered by kube-proxy on <node IP>:<nodePort> in ${seconds(t0)}`);
   } else {
     const standIns: StandIn[] = Object.entries(urls).map(([entry, url]) => {
-      const probe = contract.endpoints.find((e) => e.name === entry)?.probe;
-      return { entry, url, probePath: probe?.path ?? "/", probeStatus: probe?.expectStatus?.[0] ?? 200 };
+      const declared = contract.endpoints.find((e) => e.name === entry);
+      const probe = declared?.probe;
+      return { entry, url, probePath: probe?.path ?? "/", probeStatus: probe?.expectStatus?.[0] ?? 200, ...(declared?.hostPort ? { hostPort: true } : {}) };
     });
     const pki = path.join(cluster.dir, "pki");
     const standInFile: StandInFile = {
       standIns,
+      // What answers follows the live cluster, as kube-proxy would: moved ports, deleted Services, unready pods.
+      follow: { kubeconfig: cluster.kubeconfig },
       ...(fs.existsSync(path.join(pki, "apiserver.crt"))
         ? { tls: { keyFile: path.join(pki, "apiserver.key"), certFile: path.join(pki, "apiserver.crt") } }
         : {}),
