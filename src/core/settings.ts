@@ -201,6 +201,12 @@ export function parseSettings(config: Readonly<Record<string, string>>, stackFil
       }
       return `${at(issue.path)}${formatConfigPath(issue.path)}: ${describeZodIssue(issue, "required setting is missing")}`;
     });
+    // In the order of the stack file (zod reports in the schema's); unplaced problems last.
+    const line = (problem: string) => {
+      const m = /^[^\s]*:(\d+):(\d+): /.exec(problem);
+      return m ? Number(m[1]) * 1e6 + Number(m[2]) : Number.MAX_SAFE_INTEGER;
+    };
+    problems.sort((a, b) => line(a) - line(b));
     throw userErrorFromProblems(`invalid stack configuration in ${stackFile}`, problems);
   }
   return result.data;

@@ -246,6 +246,8 @@ export interface PortalCase {
   name: string;
   request: string;
   status: number;
+  /** A fragment the answer must hold, when the status alone does not tell. */
+  fragment?: string;
 }
 
 const get = (target: string, extra = "") => `GET ${target} HTTP/1.1\r\nHost: portal\r\n${extra}Connection: close\r\n\r\n`;
@@ -265,6 +267,18 @@ export const PORTAL_CASES: PortalCase[] = [
   { name: "a header with a control character", request: get("/", "X-A: a\u0001b\r\n"), status: 400 },
   { name: "garbage", request: "\u0000\u0001\u0002\r\n\r\n", status: 400 },
   { name: "a huge header", request: get("/", `X-Big: ${"a".repeat(20_000)}\r\n`), status: 431 },
+  {
+    name: "CONNECT (used to get no answer at all; issue 23)",
+    request: "CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n",
+    status: 405,
+    fragment: "\r\nAllow: GET, HEAD\r\n",
+  },
+  {
+    name: "a huge ?refresh= (clamped, not ignored)",
+    request: get(`/?refresh=${"9".repeat(40)}`),
+    status: 200,
+    fragment: '<meta http-equiv="refresh" content="3600">',
+  },
 ];
 
 /** `exposure ARGV...` in a project with a `bench` stack: flags and files named on the command line. */
@@ -291,6 +305,15 @@ export const FLAG_CASES: FlagCase[] = [
   { name: "check on /dev/zero", argv: ["check", "/dev/zero"], exit: 2, fragment: "it is a device" },
   { name: "check on a missing file", argv: ["check", "/nonexistent/contract.yaml"], exit: 2, fragment: "contract file not found" },
   { name: "access --stop with a path stack", argv: ["access", "--stack", "../x", "--stop"], exit: 2, fragment: "--stack must be a stack name" },
+  { name: "kubectl's -o json (issue 23)", argv: ["status", "--stack", "bench", "-o", "json"], exit: 2, fragment: "for JSON output, use --json" },
+  { name: "completion for a shell it does not support (issue 23)", argv: ["completion", "fish"], exit: 2, fragment: "no completion for 'fish': bash or zsh" },
+  { name: "version with an argument", argv: ["version", "--json"], exit: 2, fragment: "exposure version: takes nothing" },
+  {
+    name: "check on a path with ./ and .. (named as typed; issue 23)",
+    argv: ["check", "./nonexistent/../x.yaml"],
+    exit: 2,
+    fragment: "contract file not found: ./nonexistent/../x.yaml (",
+  },
 ];
 
 /** `exposure status --stack bench --outputs FILE` with this content (cluster healthy). */
