@@ -25,8 +25,8 @@ import {
   setCiliumConfig,
   startCluster,
   toolchainBin,
-} from "../test/e2e/harness";
-import { type Postgres, postgresBin, startPostgres } from "../test/e2e/postgres";
+} from "../test/support/harness";
+import { type Postgres, postgresBin, startPostgres } from "../test/support/postgres";
 import { BENCH_NODES, contractYaml, type GeneratedEntry, generateEntries, hasService, managedService, selectorOf, vendoredService } from "./gen";
 import { median } from "./stats";
 

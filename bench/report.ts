@@ -3,7 +3,6 @@
 import type { LiveResults, ProgramStartup, Timing } from "./live";
 import type { ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
-import type { BenchResults, Skipped } from "./run";
 import { type StartupResults, startupSection } from "./startup";
 
 /**
@@ -24,6 +23,38 @@ const NOTES = [
 ].join("\n");
 
 import { fittedExponent, marginal, median, mib, round } from "./stats";
+
+export interface Skipped {
+  skipped: string;
+}
+
+/** What `npm run bench` measured (test-output/bench.json), as bench/run.ts collects it and this file reports it. */
+export interface BenchResults {
+  meta: {
+    date: string;
+    commit: string;
+    node: string;
+    cpus: number;
+    cpuModel: string;
+    memoryGiB: number;
+    /** 1-minute load average when the run started: other work on the machine skews timings. */
+    loadAverage: number;
+    /** 1-minute load average when each part started. */
+    loadAtPart: Record<string, number>;
+    durationS?: number;
+  };
+  program?:
+    | {
+        after: ProgramResult[];
+        before?: ProgramResult[];
+        pure: { after: PureResult[]; before?: PureResult[] };
+        baselineRev?: string;
+      }
+    | Skipped;
+  live?: LiveResults | Skipped;
+  probe?: ProbeBench | Skipped;
+  startup?: StartupResults;
+}
 
 const isSkipped = (v: object): v is Skipped => "skipped" in v;
 const ms = (v: number) => (Number.isFinite(v) ? (v >= 100 ? String(Math.round(v)) : v.toFixed(1)) : "-");
@@ -272,11 +303,12 @@ function upSection(live: LiveResults): string {
           "PostgreSQL ÷ file",
           "`pulumi preview`, file (s)",
           "`pulumi preview`, PostgreSQL (s)",
+          "`pulumi destroy`, file (s)",
           "`pulumi destroy`, PostgreSQL (s)",
         ],
         shared.map((r) => {
           const p = r.postgres as { upMs: number; previewMs: number; destroyMs: number };
-          return [r.entries, s(r.upMs), s(p.upMs), x(p.upMs / r.upMs), s(r.previewMs), s(p.previewMs), s(p.destroyMs)];
+          return [r.entries, s(r.upMs), s(p.upMs), x(p.upMs / r.upMs), s(r.previewMs), s(p.previewMs), s(r.destroyMs), s(p.destroyMs)];
         }),
       ),
     );

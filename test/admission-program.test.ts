@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { declareStack } from "../src/infra/program";
-import { benchServices, ciliumConfig, node, stackConfig } from "./fixtures";
+import { benchServices, ciliumConfig, node, stackConfig } from "./support/fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 let registered: { type: string; name: string; inputs: Record<string, unknown> }[] = [];

@@ -8,10 +8,12 @@ import {
   holdsAll,
   untilGuardAdmits,
 } from "../src/core/admission";
+import { parseContract } from "../src/core/contract/parse";
 import { contractSchema } from "../src/core/contract/schema";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { parseSettings } from "../src/core/settings";
-import { service } from "./fixtures";
+import { celProblems } from "./support/cel-compile";
+import { service } from "./support/fixtures";
 
 const contract = contractSchema.parse({
   version: 1,
@@ -124,10 +126,85 @@ describe("admission policy generated from the contract", () => {
   });
 });
 
+describe("admission policy: every generated expression compiles (issue 23 #4)", () => {
+  const variants: [string, Partial<AdmissionInput>][] = [
+    ["the shipped shape (deny)", {}],
+    ["warn, Ignore", { mode: "warn", failurePolicy: "Ignore" }],
+    ["nothing declared", { selected: [], allowlist: { services: [], hostPorts: [] } }],
+    ["only the hostPort entry", { selected: ["lineage-api"] }],
+    ["a contract file name with quotes and backslashes", { contractFile: 'odd "dir"\\contract.yaml' }],
+    ["a contract file name with a lone surrogate (messages only)", { contractFile: "contract/\uD800.yaml" }],
+  ];
+  it.each(variants)("%s", async (_name, over) => {
+    expect(await celProblems(admissionManifests(input(over)).policy.spec)).toEqual([]);
+  });
+
+  it("the compile check itself sees what the API server refuses: a lone surrogate, an integer beyond int64", async () => {
+    const spec = admissionManifests(input()).policy.spec;
+    const broken = { ...spec, variables: [...spec.variables, { name: "x", expression: '"\\ud800" == "" || 99999999999999999999 == 1' }] };
+    expect(await celProblems(broken)).toEqual([
+      expect.stringContaining("integer literal 99999999999999999999 is beyond int64"),
+      expect.stringContaining("Invalid Unicode surrogate"),
+    ]);
+  });
+
+  it("never writes a string that is not well-formed Unicode into a CEL literal that matches (defence behind the contract's validation)", () => {
+    const unchecked = {
+      version: 1,
+      endpoints: [{ name: "lineage-api", exposed: true, scheme: "http", hostPort: { namespace: "data-lineage", port: 8090, podSelector: { app: "\uD800" } } }],
+    } as unknown as AdmissionInput["contract"];
+    expect(() => admissionManifests(input({ contract: unchecked, selected: ["lineage-api"] }))).toThrow(
+      'admission policy: "\\ud800" is not well-formed Unicode and cannot be matched in CEL',
+    );
+  });
+});
+
+describe("admission inputs are validated as Kubernetes validates them, with their position (issue 23 #4)", () => {
+  const hostPortContract = (selector: string) =>
+    `version: 1\nendpoints:\n  - name: agent\n    exposed: true\n    hostPort:\n      namespace: tools\n      port: 8090\n      podSelector: ${selector}\n`;
+  it.each([
+    ['{app: "\\uD800"}', 'c.yaml:8:26: endpoints[0].hostPort.podSelector.app: label value "\\ud800" must be empty or at most 63 characters'],
+    ["{app: -x}", 'c.yaml:8:26: endpoints[0].hostPort.podSelector.app: label value "-x" must be empty'],
+    [`{app: ${"a".repeat(64)}}`, "label value"],
+    ['{"a b": x}', 'label key "a b": its name must be at most 63 characters'],
+    ['{"Example.com/app": x}', 'label key "Example.com/app": its prefix must be a DNS subdomain'],
+    [`{"${"a".repeat(254)}/app": x}`, "its prefix must be a DNS subdomain of at most 253 characters"],
+    ['{"/app": x}', "its prefix must be a DNS subdomain"],
+  ])("podSelector %s is refused", (selector, fragment) => {
+    expect(() => parseContract(hostPortContract(selector), "c.yaml")).toThrow(fragment);
+  });
+
+  it("accepts what Kubernetes accepts: prefixed keys, dots and underscores, an empty value", () => {
+    const c = parseContract(hostPortContract('{"app.kubernetes.io/name": lineage_api.v1, tier: "", A_b.c: "Z"}'), "c.yaml");
+    expect(c.endpoints[0]?.hostPort?.podSelector).toEqual({ "app.kubernetes.io/name": "lineage_api.v1", tier: "", "A_b.c": "Z" });
+  });
+
+  const settingsWith = (hostPorts: string[]) =>
+    parseSettings({ "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }), "ui-exposure:allowlist": JSON.stringify({ hostPorts }) }, "Pulumi.x.yaml", {
+      "ui-exposure:allowlist": "Pulumi.x.yaml:4:3",
+    });
+  it.each(["kube-system/cilium-envoy-*:99999999999999999999", "tools/debug-pod:0", "tools/debug-pod:65536", "tools/debug-pod:08080"])(
+    "allowlist hostPort %s is refused: a port is an integer 1-65535",
+    (pattern) => {
+      expect(() => settingsWith(["tools/ok:2222", pattern])).toThrow(
+        `Pulumi.x.yaml:4:3: ui-exposure:allowlist.hostPorts[1]: must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found a string (`,
+      );
+    },
+  );
+  it("accepts ports 1 and 65535", () => {
+    expect(settingsWith(["tools/a:1", "tools/b-*:65535"]).allowlist.hostPorts).toEqual(["tools/a:1", "tools/b-*:65535"]);
+  });
+});
+
 describe("admission settings", () => {
-  it("defaults to off with failurePolicy Fail", () => {
+  it("defaults to off with failurePolicy Ignore: an evaluation error is our mistake, never a lock (invariant 6)", () => {
     const s = parseSettings({ "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }) }, "Pulumi.x.yaml");
-    expect(s.admission).toEqual({ mode: "off", failurePolicy: "Fail" });
+    expect(s.admission).toEqual({ mode: "off", failurePolicy: "Ignore" });
+    const deny = parseSettings(
+      { "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }), "ui-exposure:admission": JSON.stringify({ mode: "deny" }) },
+      "Pulumi.x.yaml",
+    );
+    expect(deny.admission).toEqual({ mode: "deny", failurePolicy: "Ignore" });
   });
 
   it("rejects an unknown mode with the setting's path", () => {

@@ -19,12 +19,13 @@ import {
   OUTPUTS_CASES,
   PORTAL_CASES,
   SANDBOX_STATE_CASES,
+  SETTINGS_CASES,
   SNAPSHOT_CASES,
   STACK_FILE_NAME_CASES,
 } from "./adversarial/cases";
-import { list, startFakeApi } from "./adversarial/fake-api";
-import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./command-helpers";
-import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
+import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./support/command-helpers";
+import { list, startFakeApi } from "./support/fake-api";
+import { MemoryCluster, portalContract, recordedCluster } from "./support/portal-fixtures";
 
 const CASE_TIMEOUT_MS = 15_000;
 /** Heap growth allowed for one case: far above what a clean refusal needs, far below a runaway. */
@@ -33,7 +34,10 @@ const MAX_HEAP_GROWTH = 256 * 2 ** 20;
 let project: TestProject;
 let inputs: string;
 beforeAll(() => {
-  project = makeProject({ bench: stackFile({ "ui-exposure:entries": ["argocd"] }) });
+  project = makeProject({
+    bench: stackFile({ "ui-exposure:entries": ["argocd"] }),
+    ...Object.fromEntries(SETTINGS_CASES.map((c, i) => [`settings${i}`, stackFile({ "ui-exposure:entries": ["argocd"], ...c.config })])),
+  });
   inputs = fs.mkdtempSync(path.join(project.dir, "..", "adversarial-inputs-"));
 });
 afterAll(() => {
@@ -86,6 +90,19 @@ describe("adversarial corpus: contracts (exposure check FILE)", () => {
     expect(r.text).toContain(fragment);
     expect(r.code).toBe(exit);
   });
+});
+
+describe("adversarial corpus: stack settings (exposure status --stack on a stack file holding them)", () => {
+  it.each(SETTINGS_CASES.map((c, i) => ({ ...c, stack: `settings${i}` })))(
+    "$name -> exit $exit",
+    { timeout: CASE_TIMEOUT_MS },
+    async ({ stack, exit, fragment }) => {
+      const status = createStatusCommand({ connect: async () => snapshot(healthyCluster()), readOutputs: async () => ({}) });
+      const r = await invariant((c) => runCommand("status", status, ["--stack", stack], c));
+      expect(r.text).toContain(fragment);
+      expect(r.code).toBe(exit);
+    },
+  );
 });
 
 describe("adversarial corpus: cluster snapshots (exposure status with a snapshot file)", () => {

@@ -8,7 +8,7 @@ import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { PublishedEndpoints } from "../src/core/observe";
 import type { Allowlist } from "../src/core/settings";
-import { capture, managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./command-helpers";
+import { managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./support/command-helpers";
 
 const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
 const allExposed = ["argocd", "gitea", "grafana", "lineage-agent"];
@@ -205,7 +205,7 @@ describe("auditExposure: hostPorts", () => {
 describe("auditExposure on examples/dirqual-cluster.yaml with the dirqual stack's allowlist", () => {
   it("finds the eight Gateway LoadBalancer Services, all allowlisted: no drift", async () => {
     const projectDir = path.resolve(__dirname, "..");
-    const opened = openStack(capture(projectDir).ctx, "dirqual");
+    const opened = openStack({ projectDir, stack: "dirqual" });
     const cluster = readSnapshotFile(path.join(projectDir, "examples", "dirqual-cluster.yaml"));
     const result = auditExposure({
       contract: opened.contract,

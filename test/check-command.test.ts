@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../cli/main";
 import { JSON_API_VERSION } from "../src/core/findings";
 import type { CheckDocument } from "../src/core/json-api";
-import { capture } from "./command-helpers";
+import { capture } from "./support/command-helpers";
 
 let dir: string;
 beforeAll(() => {

@@ -3,7 +3,7 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../cli/main";
 import { COMMAND_NAMES, SPECS } from "../cli/specs";
-import { capture } from "./command-helpers";
+import { capture } from "./support/command-helpers";
 
 const projectDir = path.resolve(__dirname, "..");
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bashScript, completion, entryNames, stackNames, zshScript } from "../cli/commands/completion";
 import { main } from "../cli/main";
 import { COMMAND_NAMES, SPECS } from "../cli/specs";
-import { capture, makeProject, stackFile, type TestProject } from "./command-helpers";
+import { capture, makeProject, stackFile, type TestProject } from "./support/command-helpers";
 
 let project: TestProject;
 let fakeBin: string;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDriftCommand, type PulumiRun, type PulumiRunner, summarisePreview } from "../cli/commands/drift";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import { capture, healthyCluster, makeProject, runCommand, service, snapshot, stackFile, type TestProject } from "./command-helpers";
+import { capture, healthyCluster, makeProject, runCommand, service, snapshot, stackFile, type TestProject } from "./support/command-helpers";
 
 let project: TestProject;
 beforeAll(() => {
@@ -215,6 +215,7 @@ describe("exposure drift", () => {
     expect(json.status.entries.find((e) => e.name === "gitea")).toMatchObject({
       verdict: "DRIFT",
       reasons: ["nodePort changed since the last up (30555 -> 31002)"],
+      findings: [{ code: "node-port-moved", severity: "drift", subject: "gitea", message: "nodePort changed since the last up (30555 -> 31002)" }],
     });
   });
 

@@ -1,18 +1,22 @@
-// Property-based fuzzing (fast-check) of the three inputs anyone can feed: the contract loader,
-// the snapshot reader (and the verdicts computed from what it accepts), and the portal's request
-// handling. Bounded in runs and time so `npm test` stays fast; a failure prints its seed and the
+// Property-based fuzzing (fast-check) of the inputs anyone can feed: the contract loader,
+// the snapshot reader (and the verdicts computed from what it accepts), the portal's request
+// handling, and the admission policy generated from what the contract and settings accept. Bounded in runs and time so `npm test` stays fast; a failure prints its seed and the
 // shrunk input: add it to test/adversarial/cases.ts once fixed.
 import type * as http from "node:http";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { admissionManifests } from "../src/core/admission";
 import { ContractError, parseContract } from "../src/core/contract/parse";
+import { contractSchema } from "../src/core/contract/schema";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { observe } from "../src/core/observe";
+import { parseSettings } from "../src/core/settings";
 import { portalHandler, requestPath } from "../src/portal/server";
-import { TEST_CONTRACT } from "./command-helpers";
-import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
+import { celProblems } from "./support/cel-compile";
+import { TEST_CONTRACT } from "./support/command-helpers";
+import { MemoryCluster, portalContract, recordedCluster } from "./support/portal-fixtures";
 
 const RUNS = { numRuns: 150, interruptAfterTimeLimit: 8_000 } as const;
 const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
@@ -182,6 +186,75 @@ describe("fuzz: portal request handling", () => {
         expect([200, 400, 404, 405, 503]).toContain(status);
       }),
       { numRuns: 100, interruptAfterTimeLimit: 8_000 },
+    );
+  });
+});
+
+describe("fuzz: the admission policy generated from whatever the contract and settings accept", () => {
+  // Any UTF-16 unit (lone surrogates included), and the characters label and name rules are about.
+  const unit = fc.oneof(
+    fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)),
+    fc.constantFrom("a", "Z", "0", "-", "_", ".", "/", "*", ":", '"', "\\", "'"),
+  );
+  const text = fc.string({ unit, maxLength: 20 });
+  const labels = fc.dictionary(
+    fc.oneof(text, fc.constantFrom("app", "app.kubernetes.io/name", "example.com/x")),
+    fc.oneof(text, fc.constantFrom("", "agent", "a.b_c-d")),
+    {
+      maxKeys: 3,
+    },
+  );
+  const port = fc.oneof(fc.integer({ min: -2, max: 70000 }), fc.constantFrom(1, 65535, 2 ** 53, 1e20));
+  const hostPortPattern = fc.oneof(
+    text,
+    fc
+      .tuple(
+        fc.constantFrom("kube-system", "tools", "a"),
+        fc.constantFrom("cilium-*", "pod", "x.y-*", "*"),
+        fc.oneof(port.map(String), fc.constantFrom("08", "99999999999999999999")),
+      )
+      .map(([ns, pod, p]) => `${ns}/${pod}:${p}`),
+  );
+
+  it("every expression of every policy it generates compiles", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        labels,
+        port,
+        fc.array(hostPortPattern, { maxLength: 3 }),
+        fc.array(text, { maxLength: 2 }),
+        async (podSelector, hostPort, hostPorts, services) => {
+          const contract = contractSchema.safeParse({
+            version: 1,
+            endpoints: [
+              { name: "ui", exposed: true, service: { namespace: "ns", name: "svc", port: "http" } },
+              { name: "agent", exposed: true, hostPort: { namespace: "tools", port: hostPort, podSelector } },
+            ],
+          });
+          let settings: ReturnType<typeof parseSettings>;
+          try {
+            settings = parseSettings(
+              { "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }), "ui-exposure:allowlist": JSON.stringify({ hostPorts, services }) },
+              "Pulumi.fuzz.yaml",
+            );
+          } catch (err) {
+            expect(err).toBeInstanceOf(UserError);
+            return;
+          }
+          if (!contract.success) return;
+          const m = admissionManifests({
+            stack: "fuzz",
+            contract: contract.data,
+            selected: ["ui", "agent"],
+            allowlist: settings.allowlist,
+            mode: "deny",
+            failurePolicy: "Ignore",
+            contractFile: "contract/endpoints.yaml",
+          });
+          expect(await celProblems(m.policy.spec)).toEqual([]);
+        },
+      ),
+      { numRuns: 120, interruptAfterTimeLimit: 10_000 },
     );
   });
 });

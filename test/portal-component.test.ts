@@ -11,7 +11,7 @@ import { withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_SELECTOR, portalRbacRules, portalService, selectsHostPort } from "../src/core/portal/spec";
 import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
 import { declareStack } from "../src/infra/program";
-import { readyNode } from "./portal-fixtures";
+import { readyNode } from "./support/portal-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 const CONTRACT = path.join(projectDir, "contract", "endpoints.example.yaml");

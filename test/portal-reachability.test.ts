@@ -11,7 +11,7 @@ import { buildPortalView, type PortalEntry, type PortalView, wantedEntries } fro
 import { ReachabilityCache, toReachability } from "../src/portal/reachability";
 import { portalTuningFromEnv, type RunningPortal, refreshOf, startPortal } from "../src/portal/server";
 import { SharedRead } from "../src/portal/shared-read";
-import { answerList, MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, portalContract, recordedCluster, unreachable } from "./portal-fixtures";
+import { answerList, MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, portalContract, recordedCluster, unreachable } from "./support/portal-fixtures";
 
 const NOW = new Date("2026-06-23T10:00:00Z");
 

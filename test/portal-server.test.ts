@@ -1,5 +1,7 @@
 // The portal server against a recorded cluster: what a page load reads, what it shows, and
 // what it does when the cluster cannot be read.
+
+import * as net from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { UserError } from "../src/core/errors";
@@ -7,7 +9,16 @@ import { escapeHtml, renderPage } from "../src/core/portal/html";
 import { observePortal } from "../src/core/portal/view";
 import { parseEntries } from "../src/portal/main";
 import { parseListen, type RunningPortal, startPortal } from "../src/portal/server";
-import { GRAFANA_DRIFT_REASON, HOSTILE_DESCRIPTION, MemoryCluster, NODE_IP, portalContract, readyNode, recordedCluster, unreachable } from "./portal-fixtures";
+import {
+  GRAFANA_DRIFT_REASON,
+  HOSTILE_DESCRIPTION,
+  MemoryCluster,
+  NODE_IP,
+  portalContract,
+  readyNode,
+  recordedCluster,
+  unreachable,
+} from "./support/portal-fixtures";
 
 const NOW = new Date("2026-06-23T10:00:00Z");
 
@@ -185,12 +196,22 @@ describe("portal server (recorded cluster)", () => {
 });
 
 describe("portal view", () => {
+  it("lists a Ready node whose InternalIP is not an IP among its problems, as status does (issue 23 #7)", async () => {
+    const recorded = recordedCluster();
+    const view = await observePortal({
+      contract: portalContract(),
+      cluster: new MemoryCluster({ ...recorded, nodes: [...recorded.nodes, readyNode("zz-bad", "evil.example/x?")] }),
+    });
+    expect(view.node).toMatchObject({ address: NODE_IP });
+    expect(view.problems).toEqual([expect.stringContaining('node zz-bad is Ready but its InternalIP "evil.example/x?" is not an IP address')]);
+  });
+
   it("lists only the stack's selected entries (and the non-exposed ones) and uses the pinned address", async () => {
     const view = await observePortal({
       contract: portalContract(),
       cluster: new MemoryCluster(recordedCluster()),
       selected: ["argocd"],
-      pinnedAddress: "127.0.0.9",
+      nodeAddress: "127.0.0.9",
     });
     expect(view.entries.map((e) => e.name)).toEqual(["argocd", "postgres"]);
     expect(view.entries[0]?.url).toBe("http://127.0.0.9:31358");
@@ -267,3 +288,39 @@ function row(html: string, entry: string): string {
   if (!m) throw new Error(`no row for ${entry}`);
   return m[0];
 }
+
+/** Sends raw bytes to a server and resolves with everything it answers before closing. */
+function rawRequest(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: "127.0.0.1" });
+    let answer = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (d) => {
+      answer += d;
+    });
+    socket.on("error", reject);
+    socket.on("close", () => resolve(answer));
+    socket.write(bytes);
+    setTimeout(() => socket.end(), 500).unref();
+  });
+}
+
+describe("a malformed request never ends the portal", () => {
+  let portal: RunningPortal;
+  let port: number;
+  beforeAll(async () => {
+    portal = await startPortal({ contract: portalContract(), cluster: new MemoryCluster(recordedCluster()), stack: "bench" }, { host: "127.0.0.1", port: 0 });
+    port = Number(new URL(portal.url).port);
+  });
+  afterAll(() => portal.close());
+
+  it("answers 400 to a request target that is not a URL, and keeps serving", async () => {
+    for (const target of ["http://[zz]/", "http://[::1", "//[", "http://a b/"]) {
+      const answer = await rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).not.toContain("    at ");
+    }
+    const health = await fetch(new URL("/healthz", portal.url));
+    expect(health.status).toBe(200);
+  });
+});

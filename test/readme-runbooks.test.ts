@@ -3,7 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { runbookBlock } from "./e2e/harness";
+import { runbookBlock } from "./support/harness";
 
 const readme = fs.readFileSync(path.resolve(__dirname, "../README.md"), "utf8");
 

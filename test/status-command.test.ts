@@ -21,7 +21,7 @@ import {
   stackFile,
   type TestProject,
   vendoredServices,
-} from "./command-helpers";
+} from "./support/command-helpers";
 
 let project: TestProject;
 beforeAll(() => {
@@ -53,7 +53,16 @@ interface StatusJson {
   ok: boolean;
   node?: { name: string; address: string; pinned: boolean };
   publishedOutputs: { from: string; reason?: string };
-  entries: { name: string; verdict: string; reasons: string[]; url?: string; nodePort?: number; hostPort?: number; readyEndpoints: number }[];
+  entries: {
+    name: string;
+    verdict: string;
+    reasons: string[];
+    findings: { code: string; severity: string; subject: string; message: string }[];
+    url?: string;
+    nodePort?: number;
+    hostPort?: number;
+    readyEndpoints: number;
+  }[];
   problems: string[];
 }
 const parse = (out: string[]) => JSON.parse(out.join("\n")) as StatusJson;
@@ -153,6 +162,14 @@ describe("exposure status", () => {
     expect(cluster.requests).toBe(0);
   });
 
+  it("a Ready node whose InternalIP is not an IP is a problem (exit 3), not skipped in silence (issue 23 #7)", async () => {
+    const r = await status(["--stack", "bench", "--json"], snapshot(healthyCluster([node("zz-bad", "evil.example/x?")])));
+    expect(r.code).toBe(3);
+    const json = parse(r.out);
+    expect(json.node).toMatchObject({ name: "bench", address: "127.0.0.2" });
+    expect(json.problems).toEqual([expect.stringContaining('node zz-bad is Ready but its InternalIP "evil.example/x?" is not an IP address')]);
+  });
+
   it("uses the pinned node address in URLs", async () => {
     const r = await status(["--stack", "pinned", "--json"], snapshot(healthyCluster()));
     const json = parse(r.out);
@@ -178,6 +195,7 @@ describe("exposure status", () => {
       ],
     });
     expect(gitea?.url).toBeUndefined();
+    expect(gitea?.findings.map((f) => f.code)).toEqual(["service-not-ours"]);
     const objects = healthyCluster().filter((o) => o !== managedServices[0]);
     objects.push({ ...managedServices[0], metadata: { ...(managedServices[0] as { metadata: object }).metadata, uid: "uid-of-a-look-alike" } } as never);
     const replaced = await status(
@@ -198,6 +216,7 @@ describe("exposure status", () => {
     objects.push(managedService("gitea", "gitea", 31002, { selector: { app: "something-else" }, targetPort: 3000 }));
     const json = parse((await status(["--stack", "bench", "--json"], snapshot(objects))).out);
     expect(entry(json, "gitea")).toMatchObject({ verdict: "DRIFT", reasons: ["selector differs from the vendored Service gitea/gitea-http"] });
+    expect(entry(json, "gitea")?.findings.map((f) => f.code)).toEqual(["selector-differs"]);
     expect(json.ok).toBe(false);
   });
 
@@ -209,6 +228,12 @@ describe("exposure status", () => {
     const json = parse(r.out);
     expect(entry(json, "argocd")).toMatchObject({ verdict: "DRIFT", readyEndpoints: 0, reasons: ["no ready endpoints"] });
     expect(entry(json, "grafana")).toMatchObject({ verdict: "ABSENT", reasons: ["Service monitoring/grafana-nodeport does not exist (run pulumi up)"] });
+    // Each reason is also a finding with a stable code, as every other report has.
+    expect(entry(json, "argocd")?.findings).toEqual([{ code: "no-ready-endpoints", severity: "drift", subject: "argocd", message: "no ready endpoints" }]);
+    expect(entry(json, "grafana")?.findings).toEqual([
+      { code: "service-absent", severity: "drift", subject: "grafana", message: "Service monitoring/grafana-nodeport does not exist (run pulumi up)" },
+    ]);
+    expect(entry(json, "gitea")?.findings).toEqual([]);
   });
 
   it("reports a hostPort pod that is not ready as DRIFT and a missing one as ABSENT", async () => {
@@ -218,6 +243,7 @@ describe("exposure status", () => {
       snapshot([...base, pod("lineage", "lineage-agent-0", "bench", { labels: { app: "lineage-agent" }, hostPort: 8090, ready: false })]),
     );
     expect(entry(parse(notReady.out), "lineage-agent")).toMatchObject({ verdict: "DRIFT", reasons: ["pod lineage/lineage-agent-0 is not ready"] });
+    expect(entry(parse(notReady.out), "lineage-agent")?.findings.map((f) => f.code)).toEqual(["pod-not-ready"]);
     const missing = await status(["--stack", "bench"], snapshot(base));
     expect(missing.code).toBe(3);
     expect(missing.out.join("\n")).toMatch(/lineage-agent .* ABSENT\s+no pod in lineage holds hostPort 8090/);

@@ -135,7 +135,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     const stack = values.stack;
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
-    const opened = openStack(ctx, stack);
+    const opened = openStack({ projectDir: ctx.projectDir, stack: stack });
 
     const previewArgs = ["preview", "--refresh", "--expect-no-changes", "--json", "--non-interactive", "--stack", stack];
     const stopPreview = new AbortController();
@@ -190,7 +190,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
     });
     const status = observe(opened.contract, observed, {
       selected: opened.selected,
-      ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
+      nodeAddress: opened.settings.nodeAddress,
       ...knownPublished,
     });
     const preview = await previewing;

@@ -28,16 +28,16 @@ export const portalCommand: Command = async (argv, ctx) => {
     throw usageError(SPEC, (err as Error).message);
   }
 
-  let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "pinnedAddress" | "stack">;
+  let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack">;
   let cluster: ClusterReader;
   if (values.stack) {
-    const opened = openStack(ctx, values.stack, values.contract ? path.resolve(values.contract) : undefined);
+    const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack, contract: values.contract });
     source = {
       contract: opened.contract,
       contractLabel: opened.contractFile,
       selected: opened.selected,
       stack: opened.stack,
-      ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
+      nodeAddress: opened.settings.nodeAddress,
     };
     cluster = await connectCluster(opened);
   } else {

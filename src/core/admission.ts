@@ -94,8 +94,22 @@ export interface AdmissionManifests {
   binding: Manifest<BindingSpec>;
 }
 
-/** A CEL string literal (JSON's escapes are CEL's: \", \\, \n, \uXXXX). */
-const cel = (s: string) => JSON.stringify(s);
+/** Unpaired UTF-16 surrogates: JSON escapes them as \uD800, which no CEL string literal may hold. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * A CEL string literal (JSON's escapes are CEL's: \", \\, \n, \uXXXX) for a value the policy
+ * matches. The contract and settings refuse what is not a Kubernetes name or label first; a value
+ * that still is not well-formed Unicode stops the program (a policy that does not compile would
+ * be refused by the API server, or worse fail every matched request).
+ */
+const cel = (s: string) => {
+  if (LONE_SURROGATE.test(s)) throw new Error(`admission policy: ${JSON.stringify(s).slice(0, 80)} is not well-formed Unicode and cannot be matched in CEL`);
+  return JSON.stringify(s);
+};
+/** Text of a message (a file name...): made well-formed rather than refused, since nothing matches on it. */
+const wellFormed = (s: string) => s.replace(new RegExp(LONE_SURROGATE.source, "g"), "\uFFFD");
+const celText = (s: string) => cel(wellFormed(s));
 const celList = (items: readonly string[]) => `[${items.map(cel).join(", ")}]`;
 const anyOf = (terms: readonly string[]) => (terms.length ? terms.map((t) => `(${t})`).join(" || ") : "false");
 
@@ -212,14 +226,14 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
       // An UPDATE that keeps the type is left alone: it is not new exposure (drift reports it).
       expression:
         "request.kind.kind != 'Service' || !(variables.serviceType in ['NodePort', 'LoadBalancer']) || variables.serviceType == variables.oldServiceType || variables.serviceDeclared || variables.previewOfOurs",
-      messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ') ' + ${cel(notInContract + serviceHelp)}`,
-      message: `a NodePort or LoadBalancer Service ${notInContract}${serviceHelp}`,
+      messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ') ' + ${celText(notInContract + serviceHelp)}`,
+      message: wellFormed(`a NodePort or LoadBalancer Service ${notInContract}${serviceHelp}`),
       reason: "Forbidden",
     },
     {
       expression: "request.kind.kind == 'Service' || !variables.undeclaredHostPorts.exists(l, size(l) > 0)",
-      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + variables.undeclaredHostPorts.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ') + ', which ' + ${cel(notInContract + hostPortHelp)}`,
-      message: `a hostPort ${notInContract}${hostPortHelp}`,
+      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + variables.undeclaredHostPorts.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ') + ', which ' + ${celText(notInContract + hostPortHelp)}`,
+      message: wellFormed(`a hostPort ${notInContract}${hostPortHelp}`),
       reason: "Forbidden",
     },
   ];

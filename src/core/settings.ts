@@ -10,6 +10,9 @@ export const PROJECT = "ui-exposure";
 
 const PORT_NUMBER = "expected a port number between 1 and 65535";
 
+/** The port of an allowlist pattern: an integer 1-65535, written without a leading zero. */
+const allowlistPortOk = (digits: string) => /^[1-9]\d{0,4}$/.test(digits) && Number(digits) <= 65535;
+
 const nonEmpty = (fallback: string) => z._default(z.string().check(z.minLength(1)), fallback);
 const flag = (fallback: boolean) => z._default(z.boolean(), fallback);
 
@@ -91,7 +94,18 @@ const allowlistSchema = z.strictObject({
   /** Services of type NodePort/LoadBalancer that may exist without a contract entry: "namespace/name". */
   services: z._default(z.array(z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+$/, { message: "must be 'namespace/name' (name may end with '*')" }))), []),
   /** Pods allowed to hold a hostPort without a contract entry: "namespace/podPrefix*:port". */
-  hostPorts: z._default(z.array(z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, { message: "must be 'namespace/pod-name-or-prefix*:port'" }))), []),
+  hostPorts: z._default(
+    z.array(
+      z.string().check(
+        z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, { message: "must be 'namespace/pod-name-or-prefix*:port'" }),
+        // A port as a port: the admission policy compares it as a CEL int (beyond int64 it does not compile).
+        z.refine((pattern) => !/:\d+$/.test(pattern) || allowlistPortOk(pattern.slice(pattern.lastIndexOf(":") + 1)), {
+          error: (issue) => `must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found ${describeValue(issue.input)}`,
+        }),
+      ),
+    ),
+    [],
+  ),
 });
 
 /**
@@ -102,10 +116,11 @@ const allowlistSchema = z.strictObject({
 const admissionSchema = z.strictObject({
   mode: z._default(z.enum(["off", "warn", "audit", "deny"], { message: "mode must be 'off', 'warn', 'audit' or 'deny'" }), "off"),
   /**
-   * What the API server does when the policy cannot be evaluated (docs/commands.md): `Fail`
-   * applies the mode's action (deny refuses, warn warns); `Ignore` lets the object through.
+   * What the API server does when the policy cannot be evaluated (docs/commands.md): `Ignore`
+   * (default) lets the object through, since an evaluation error is our mistake and must never
+   * lock the cluster (`exposure drift` still finds the object); `Fail` applies the mode's action.
    */
-  failurePolicy: z._default(z.enum(["Fail", "Ignore"], { message: "failurePolicy must be 'Fail' or 'Ignore'" }), "Fail"),
+  failurePolicy: z._default(z.enum(["Fail", "Ignore"], { message: "failurePolicy must be 'Fail' or 'Ignore'" }), "Ignore"),
 });
 
 export const settingsSchema = z.strictObject({
@@ -125,7 +140,7 @@ export const settingsSchema = z.strictObject({
   cilium: ciliumSettingsSchema,
   portal: z._default(portalSchema, { enabled: false, namespace: "platform-portal", image: "node:20-alpine", createNamespace: true, skipAwait: false }),
   allowlist: z._default(allowlistSchema, { services: [], hostPorts: [] }),
-  admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Fail" }),
+  admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore" }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
   production: flag(false),
   /** Allow entries whose Service (or hostPort pod) is in kube-system; refused by default. */

@@ -26,14 +26,13 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
   const contractFile = env[PORTAL_ENV.contract] ?? "/app/contract.yaml";
   const contract = loadContractFile(contractFile);
   const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true } : {});
-  const pinned = env[PORTAL_ENV.nodeAddress];
   const stack = env[PORTAL_ENV.stack];
   const portal = await startPortal(
     {
       contract,
       cluster,
       selected: parseEntries(env[PORTAL_ENV.entries]),
-      ...(pinned ? { pinnedAddress: pinned } : {}),
+      nodeAddress: env[PORTAL_ENV.nodeAddress] || undefined,
       ...(stack ? { stack } : {}),
       contractLabel: contractFile,
       log: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),

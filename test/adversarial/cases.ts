@@ -2,7 +2,7 @@
 // of the one message the user must get. test/adversarial.test.ts runs every row and checks the
 // invariant on top: no crash, no stack trace, no hang, bounded memory, nothing changed on disk.
 // Add a row for every new defect found; keep inputs small and loopback-only.
-import type { FakeAnswer } from "./fake-api";
+import type { FakeAnswer } from "../support/fake-api";
 
 const VALID_ENTRY = "  - name: argocd\n    exposed: true\n    service: { namespace: argocd, name: argocd-server, port: http }\n";
 
@@ -121,6 +121,18 @@ export const CONTRACT_CASES: ContractCase[] = [
     exit: 2,
     fragment: "more problems (fix these first)",
   },
+  {
+    name: "a podSelector value holding a lone surrogate (issue 23 #4: no CEL literal holds it)",
+    contract: 'version: 1\nendpoints:\n  - name: agent\n    exposed: true\n    hostPort: {namespace: tools, port: 8090, podSelector: {app: "\\uD800"}}\n',
+    exit: 2,
+    fragment: 'label value "\\ud800" must be empty or at most 63 characters',
+  },
+  {
+    name: "a podSelector key the API server refuses (issue 23 #4)",
+    contract: 'version: 1\nendpoints:\n  - name: agent\n    exposed: true\n    hostPort: {namespace: tools, port: 8090, podSelector: {"a b": x}}\n',
+    exit: 2,
+    fragment: 'label key "a b": its name must be',
+  },
   { name: "binary garbage", contract: "\u0000\u0001\u0002\u00ff\ufffe", exit: 2, fragment: "holds a NUL byte (line 1): it is not a text file" },
 ];
 
@@ -182,6 +194,13 @@ export const SNAPSHOT_CASES: SnapshotCase[] = [
       "kind: Node\nmetadata: {name: n}\nstatus:\n  addresses: [{type: InternalIP, address: 'fe80::1%eth0'}]\n  conditions: [{type: Ready, status: 'True'}]\n",
     exit: 3,
     fragment: "is not an IP address",
+  },
+  {
+    name: "a Ready node whose InternalIP is not an IP, next to a good one (issue 23 #7)",
+    snapshot:
+      "kind: List\nitems:\n- kind: Node\n  metadata: {name: a}\n  status:\n    addresses: [{type: InternalIP, address: 10.0.0.5}]\n    conditions: [{type: Ready, status: 'True'}]\n- kind: Node\n  metadata: {name: z}\n  status:\n    addresses: [{type: InternalIP, address: 'evil.example/x?'}]\n    conditions: [{type: Ready, status: 'True'}]\n",
+    exit: 3,
+    fragment: 'node z is Ready but its InternalIP "evil.example/x?" is not an IP address',
   },
   { name: "no node at all", snapshot: "kind: List\nitems: []\n", exit: 3, fragment: "no Ready node" },
 ];
@@ -346,4 +365,34 @@ export const ENV_TEMPLATE_CASES: EnvTemplateCase[] = [
   { name: "a trailing backslash in single quotes", line: "A='x{{pg.password}}'", secret: "a\\", fragment: "holds a backslash before" },
   // biome-ignore lint/suspicious/noTemplateCurlyInString: python-dotenv's variable syntax, not a template
   { name: "a ${VAR} in single quotes", line: "A='{{pg.password}}'", secret: "$" + "{HOME}", fragment: "holds '${'" },
+];
+
+/** `exposure status --stack <case>` where the stack file holds these settings (nothing is read from a cluster). */
+export interface SettingsCase {
+  name: string;
+  /** Stack config keys, merged over a valid stack file. */
+  config: Record<string, unknown>;
+  exit: number;
+  fragment: string;
+}
+
+export const SETTINGS_CASES: SettingsCase[] = [
+  {
+    name: "an allowlist hostPort beyond int64 (issue 23 #4: the policy would not compile)",
+    config: { "ui-exposure:allowlist": { hostPorts: ["kube-system/cilium-envoy-*:99999999999999999999"] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.hostPorts[0]: must end with a port number between 1 and 65535",
+  },
+  {
+    name: "an allowlist hostPort 0 (issue 23 #4)",
+    config: { "ui-exposure:allowlist": { hostPorts: ["tools/debug-pod:0"] } },
+    exit: 1,
+    fragment: "must end with a port number between 1 and 65535",
+  },
+  {
+    name: "an allowlist hostPort 65536 (issue 23 #4)",
+    config: { "ui-exposure:allowlist": { hostPorts: ["tools/debug-pod:65536"] } },
+    exit: 1,
+    fragment: "must end with a port number between 1 and 65535",
+  },
 ];

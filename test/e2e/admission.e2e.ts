@@ -6,7 +6,7 @@ import * as https from "node:https";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "./harness";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "../support/harness";
 
 type ClientNode = Cluster["lib"];
 const POLICY = "ui-exposure-guard-sandbox";

@@ -17,7 +17,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "./harness";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "../support/harness";
 
 const NODE_IP = "127.0.0.41";
 const PORTAL_NS = "platform-portal";

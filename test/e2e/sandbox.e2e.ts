@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { projectDir, runProcess, toolchainBin } from "./harness";
+import { projectDir, runProcess, toolchainBin } from "../support/harness";
 
 let copy: string;
 let env: NodeJS.ProcessEnv;

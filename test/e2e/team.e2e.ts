@@ -26,8 +26,8 @@ import {
   setCiliumConfig,
   startCluster,
   toolchainBin,
-} from "./harness";
-import { type Postgres, startPostgres } from "./postgres";
+} from "../support/harness";
+import { type Postgres, startPostgres } from "../support/postgres";
 
 const NODE = { name: "dirqual-node-1", ip: "127.0.0.11" };
 const DB = "ui_exposure_state";
@@ -439,23 +439,41 @@ describe.sequential("e2e: a team shares the dirqual state in PostgreSQL", () => 
 
   it("an up killed in the middle (SIGKILL): the README's recovery runbook as printed, then the stack converges with no duplicate or orphan", async () => {
     const before = await ourServices();
-    for (const [namespace, name] of [
-      ["monitoring", "grafana-nodeport"],
-      ["mlflow", "mlflow-nodeport"],
-      ["dagster", "dagster-nodeport"],
-    ] as const)
-      await cluster.core.deleteNamespacedService({ namespace, name });
-    // A's up, in its own process group (the CLI, its language host and providers die together, as on a crash).
-    const up = spawn(path.join(bin, "pulumi"), ["up", "--yes", "--non-interactive", "--stack", STACK], {
-      cwd: a.clone,
-      env: a.env,
-      detached: true,
-      stdio: "ignore",
-    });
-    const exited = new Promise((r) => up.once("exit", r));
-    await waitFor("a pending operation in the state", () => (pendingOperations() > 0 ? true : undefined), 300_000, 20);
-    process.kill(-(up.pid as number), "SIGKILL");
-    await exited;
+    // A's up, in its own process group (the CLI, its language host and providers die together,
+    // as on a crash), killed as soon as the state records an operation in flight. Should an up
+    // finish between two looks at the state, the Services are deleted again and it is retried.
+    let killed = false;
+    for (let attempt = 1; attempt <= 3 && !killed; attempt++) {
+      const live = await ourServices();
+      for (const key of ["monitoring/grafana-nodeport", "mlflow/mlflow-nodeport", "dagster/dagster-nodeport"]) {
+        const [namespace, name] = key.split("/") as [string, string];
+        if (live[key]) await cluster.core.deleteNamespacedService({ namespace, name });
+      }
+      const up = spawn(path.join(bin, "pulumi"), ["up", "--yes", "--non-interactive", "--stack", STACK], {
+        cwd: a.clone,
+        env: a.env,
+        detached: true,
+        stdio: "ignore",
+      });
+      let done = false;
+      const exited = new Promise((r) =>
+        up.once("exit", () => {
+          done = true;
+          r(undefined);
+        }),
+      );
+      await waitFor("a pending operation in the state, or the up's end", () => (done || pendingOperations() > 0 ? true : undefined), 300_000, 20);
+      if (!done) {
+        try {
+          process.kill(-(up.pid as number), "SIGKILL");
+          killed = true;
+        } catch {
+          // It ended on its own in between: try again.
+        }
+      }
+      await exited;
+    }
+    expect(killed, "the up was never caught with an operation in flight").toBe(true);
     expect(lockCount()).toBe(1);
     // The next operator is refused by the dead run's lock.
     const refused = await pulumi(b, ["up", "--yes", "--stack", STACK]);

@@ -8,10 +8,8 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { selectEntries } from "../../core/plan";
 import { httpGet } from "../http-probe";
-import { readStackConfig } from "../stack-config";
-import { loadInputs } from "../stack-inputs";
+import { openStack } from "../stack-inputs";
 import { SANDBOX_CONTEXT, seedCluster, startControlPlane, stopControlPlane } from "./cluster";
 import { isOurs, type RecordedProcess, readSandboxState, startDetached, stopRecorded } from "./processes";
 import type { StandIn, StandInFile } from "./stand-in-servers";
@@ -247,11 +245,9 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
       "",
     ].join("\n"),
   );
-  const config = readStackConfig(projectDir, SANDBOX_STACK);
-  const { contract, settings } = loadInputs({ projectDir, stack: SANDBOX_STACK, config });
-  const selection = selectEntries(contract, settings.entries);
-  await seedCluster(cluster.kubeconfig, contract, selection.entries);
-  say(`sandbox [3/6] ${selection.entries.length} stand-in UIs installed in ${seconds(t0)} (vendored Service, Ready pod, EndpointSlice; Secrets for access)`);
+  const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
+  await seedCluster(cluster.kubeconfig, contract, selectedEntries);
+  say(`sandbox [3/6] ${selectedEntries.length} stand-in UIs installed in ${seconds(t0)} (vendored Service, Ready pod, EndpointSlice; Secrets for access)`);
 
   // 4. The real pulumi up.
   t0 = Date.now();

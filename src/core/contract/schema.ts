@@ -1,4 +1,5 @@
 import * as z from "zod/mini";
+import { labelKeyProblem, labelValueProblem } from "../kube/labels";
 import "../zod-messages";
 
 /** RFC 1123 label: what Kubernetes accepts for a namespace name. */
@@ -52,7 +53,17 @@ export const hostPortExposure = z.strictObject({
     .int({ message: "hostPort must be an integer" })
     .check(z.minimum(1, { message: "hostPort must be between 1 and 65535" }), z.maximum(65535, { message: "hostPort must be between 1 and 65535" })),
   /** Labels that pick the pod holding the port (optional: any pod of the namespace holding it). */
-  podSelector: z.optional(z.record(z.string(), z.string())),
+  podSelector: z.optional(
+    z.record(z.string(), z.string()).check(
+      // As the API server validates labels: the admission policy matches these in CEL literals.
+      z.superRefine((selector, ctx) => {
+        for (const [key, value] of Object.entries(selector)) {
+          const problem = labelKeyProblem(key) ?? labelValueProblem(value);
+          if (problem) ctx.addIssue({ code: "custom", path: [key], message: problem, input: value });
+        }
+      }),
+    ),
+  ),
 });
 
 /** Longest probe path accepted (a path, not a document). */
