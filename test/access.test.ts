@@ -244,7 +244,8 @@ describe("the .env template", () => {
       );
       // Before the first up nothing is published and no Secret is read: only in-cluster addresses resolve.
       expect(rendered.text).toContain("POSTGRES_HOST=postgres.data.svc.cluster.local\nPOSTGRES_PORT=5432\n");
-      expect(rendered.text).toContain("OPENLINEAGE_URL=http://marquez.marquez.svc.cluster.local:5000\n");
+      // The example snapshot carries the real marquez chart's Service (port http 80 -> targetPort http, the pods' 5000).
+      expect(rendered.text).toContain("OPENLINEAGE_URL=http://marquez.marquez.svc.cluster.local:80\n");
       expect(rendered.text).toContain("REGISTRY=registry.registry.svc.cluster.local:5000\n");
       expect(rendered.unresolved.map((u) => u.variable)).toContain("GITEA_PUSH_URL");
     });

@@ -1,8 +1,8 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
+import { declareStack } from "../components/program";
 import { SnapshotReader } from "../src/core/kube/cluster";
-import { declareStack } from "../src/infra/program";
 import { benchServices, ciliumConfig, node, stackConfig } from "./support/fixtures";
 
 const projectDir = path.resolve(__dirname, "..");

@@ -177,8 +177,10 @@ describe("exposure drift", () => {
     expect(text).toContain("allowlist entries that matched nothing (stale?): kube-system/hubble-*");
     expect(text).toMatch(/argocd\s+nodePort\s+argocd\/argocd-nodeport\s+1\s+31001\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
     expect(text).toContain("4 MATCH, 0 DRIFT, 0 ABSENT");
-    // Services, Pods, EndpointSlices, Nodes, admission policies and bindings: one list call each, whatever the size of the cluster.
-    expect(cluster.requests).toBe(6);
+    // Services, Pods, EndpointSlices, Nodes, admission policies and bindings, and the five workload kinds the
+    // guard matches (for what deny would refuse): one list call each, whatever the size of the cluster.
+    expect(cluster.requests).toBe(11);
+    expect(text).toContain("exposure guard in deny mode would refuse, of what exists now (each object created again): nothing: deny is safe to switch on");
   });
 
   it("exits 3 and names the resources and fields when the preview proposes changes (recorded JSON, exit 7)", async () => {
@@ -283,5 +285,71 @@ describe("exposure drift", () => {
     const badTimeout = await drift(["--stack", "bench", "--timeout", "-1"], snapshot([]), pulumi);
     expect(badTimeout.code).toBe(2);
     expect(pulumi.calls).toEqual([]);
+  });
+});
+
+describe("exposure drift: the platform's agents and what deny would refuse", () => {
+  let agents: TestProject;
+  beforeAll(() => {
+    agents = makeProject({
+      bench: stackFile({
+        "ui-exposure:allowlist": {
+          hostPorts: [{ match: "monitoring/node-exporter-*:9100", reason: "node-exporter runs on the host network; 9100 is its metrics port" }],
+        },
+      }),
+    });
+  });
+  afterAll(() => agents.remove());
+
+  const exporterPod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "node-exporter-x7k2p", namespace: "monitoring" },
+    spec: { nodeName: "bench", hostNetwork: true, containers: [{ name: "node-exporter", ports: [{ containerPort: 9100, hostPort: 9100, protocol: "TCP" }] }] },
+    status: { phase: "Running" },
+  };
+  const agentDaemonSet = {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { name: "csi-node", namespace: "storage" },
+    spec: { template: { metadata: {}, spec: { hostNetwork: true, containers: [{ name: "plugin", ports: [{ name: "healthz", containerPort: 29653 }] }] } } },
+  };
+  const run = async (cluster: ClusterReader, argv: string[] = []) => {
+    const c = capture(agents.dir);
+    const cmd = createDriftCommand({
+      connect: async () => cluster,
+      runPulumi: fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }).runner,
+      readOutputs: async () => ({ endpoints: LAST_UP }),
+    });
+    const code = await runCommand("drift", cmd, ["--stack", "bench", ...argv], c);
+    return { code, text: c.out.join("\n") };
+  };
+
+  it("prints the allowlist item's reason next to what it declares, and lists the workloads deny would refuse", async () => {
+    const r = await run(snapshot(healthyCluster([exporterPod, agentDaemonSet])));
+    expect(r.text).toMatch(
+      /hostPort\s+monitoring\/node-exporter-x7k2p on bench\s+9100\/TCP\s+declared by allowlist 'monitoring\/node-exporter-\*:9100': node-exporter runs on the host network; 9100 is its metrics port/,
+    );
+    expect(r.text).toContain(
+      "exposure guard in deny mode would refuse, of what exists now (each object created again): 1\nKIND       WHERE             REFUSED\nDaemonSet  storage/csi-node  hostPort 29653/TCP",
+    );
+    const json = await run(snapshot(healthyCluster([exporterPod, agentDaemonSet])), ["--json"]);
+    const doc = JSON.parse(json.text) as { denyPreview: unknown; audit: { declared: { name: string; reason?: string }[] } };
+    expect(doc.denyPreview).toEqual({ refusals: [{ kind: "DaemonSet", namespace: "storage", name: "csi-node", what: "hostPort 29653/TCP" }], unread: [] });
+    expect(doc.audit.declared.find((d) => d.name === "node-exporter-x7k2p")?.reason).toBe("node-exporter runs on the host network; 9100 is its metrics port");
+  });
+
+  it("says the list is partial when a workload kind cannot be listed, instead of calling deny safe", async () => {
+    const base = snapshot(healthyCluster([exporterPod]));
+    const forbidden: ClusterReader = Object.assign(Object.create(base) as ClusterReader, {
+      listCustom: async (kind: { plural: string }) => {
+        if (kind.plural === "cronjobs") throw new UserError("context test: 403 Forbidden reading cronjobs.batch");
+        return base.listCustom(kind as Parameters<ClusterReader["listCustom"]>[0]);
+      },
+    });
+    const r = await run(forbidden);
+    expect(r.text).toContain(
+      "exposure guard in deny mode would refuse, of what exists now (each object created again): nothing among what could be read\n  (not read, so not checked: cronjobs.batch (context test: 403 Forbidden reading cronjobs.batch))",
+    );
   });
 });

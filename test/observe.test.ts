@@ -53,12 +53,7 @@ describe("zero nodes never gives MATCH", () => {
   it("an entry without a URL is never MATCH", () => {
     const objects = healthyCluster().filter((o) => (o as { kind?: string }).kind !== "Node");
     const contract = parseContract(
-      `version: 1
-endpoints:
-  - name: argocd
-    exposed: true
-    service: { namespace: argocd, name: argocd-server, port: http }
-`,
+      "version: 1\nendpoints:\n  - { name: argocd, exposed: true, service: { namespace: argocd, name: argocd-server, port: http } }\n",
       "c.yaml",
     );
     const s = snapshot(objects);

@@ -2,11 +2,11 @@ import * as path from "node:path";
 import * as util from "node:util";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../components/mocks";
+import { asRunError, declareStack, PROGRAM_READ_TIMEOUT_MS } from "../components/program";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { parseSettings } from "../src/core/settings";
-import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
-import { asRunError, declareStack, PROGRAM_READ_TIMEOUT_MS } from "../src/infra/program";
 import { benchServices, ciliumConfig, node, stackConfig } from "./support/fixtures";
 import { readyNode } from "./support/portal-fixtures";
 
@@ -258,7 +258,7 @@ describe("nothing is registered when the portal bundle fails", () => {
         throw new UserError("cannot bundle the portal server (src/portal/main.ts): test failure");
       },
     }));
-    const program = await import("../src/infra/program.js");
+    const program = await import("../components/program.js");
     const registered: string[] = [];
     await pulumi.runtime.setMocks(
       {

@@ -7,6 +7,16 @@ import { describe, expect, it } from "vitest";
 import { startTimeOf } from "../src/adapters/own-process";
 import { parseForwardRecord, stopForwards } from "../src/adapters/ssh-forward";
 
+/** Whether a process of this pid exists (signal 0 only asks). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 describe("the forwards' pid files are untrusted", () => {
   it("--stop deletes nothing outside the state folder and signals no process it did not start", async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "forwards-"));
@@ -18,14 +28,7 @@ describe("the forwards' pid files are untrusted", () => {
     const spec = "127.0.0.1:18080:127.0.0.2:31001";
     // A process whose command line holds our -L spec, but which is not our ssh.
     const decoy = spawn("bash", ["-c", "sleep 30", "decoy", "-N", "-L", spec, "lima-bench"], { stdio: "ignore" });
-    const alive = () => {
-      try {
-        process.kill(decoy.pid as number, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
+    const alive = () => isAlive(decoy.pid as number);
     try {
       const record = { pid: decoy.pid, localPort: 18080, remoteHost: "127.0.0.2", remotePort: 31001, scheme: "http", instance: "bench", startTime: "1" };
       fs.writeFileSync(path.join(stateDir, "a.pid.json"), JSON.stringify({ ...record, entry: "../../../victim" }));
@@ -51,14 +54,7 @@ describe("the forwards' pid files are untrusted", () => {
     // Our command line exactly (a script named ssh, run by its interpreter), started by the test.
     fs.writeFileSync(path.join(root, "ssh"), "setTimeout(() => {}, 30000)\n");
     const ssh = spawn(process.execPath, [path.join(root, "ssh"), "-N", "-L", spec, "lima-bench"], { stdio: "ignore" });
-    const alive = () => {
-      try {
-        process.kill(ssh.pid as number, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
+    const alive = () => isAlive(ssh.pid as number);
     try {
       await new Promise((r) => setTimeout(r, 200));
       const startTime = startTimeOf(ssh.pid as number) as string;

@@ -120,6 +120,27 @@ describe("stack configuration as the engine gives it", () => {
     );
   });
 
+  it("settings problems come in the order of their keys in the stack file, not the schema's (issue 23, item 9)", () => {
+    const p = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      "config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: bogus}\n  ui-exposure:nodeAddress: nowhere\n  ui-exposure:entries: some\n",
+    );
+    const file = path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"));
+    let message = "";
+    try {
+      openStack({ projectDir: p.dir, stack: "s" });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    const lines = message.split("\n").filter((l) => l.startsWith("  - "));
+    expect(lines.map((l) => /:(\d+):3: ui-exposure:(\w+)/.exec(l)?.slice(1))).toEqual([
+      ["3", "cilium"],
+      ["4", "nodeAddress"],
+      ["5", "entries"],
+    ]);
+    expect(lines[0]).toContain(`${file}:3:3:`);
+  });
+
   it("project defaults in both forms; the stack overrides them; other namespaces take `value`", () => {
     const p = project(
       [

@@ -406,3 +406,34 @@ describe("exposure status against an unreachable API server (real client, loopba
     expect(r.seconds).toBeLessThan(3);
   });
 });
+
+describe("exposure status in a folder where a sandbox runs, without its env file sourced (issue 23, item 9)", () => {
+  it("says to source .sandbox/env, not only that there is no kubeconfig or context", async () => {
+    const p = makeProject({ sandbox: stackFile({ "kubernetes:context": "sandbox" }) });
+    const saved = process.env.KUBECONFIG;
+    try {
+      fs.mkdirSync(path.join(p.dir, ".sandbox"));
+      fs.writeFileSync(path.join(p.dir, ".sandbox", "env"), "export KUBECONFIG=...\n");
+      // Some other kubeconfig of the user's, without the sandbox's context.
+      const other = path.join(p.dir, "other-kubeconfig");
+      fs.writeFileSync(other, "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n");
+      process.env.KUBECONFIG = other;
+      const c = capture(p.dir);
+      const status = createStatusCommand({ readOutputs: async () => ({}) });
+      expect(await runCommand("status", status, ["--stack", "sandbox"], c)).toBe(1);
+      const rel = path.relative(process.cwd(), path.join(p.dir, ".sandbox", "env"));
+      expect(c.err.join("\n")).toContain(`kube context 'sandbox' is not in the kubeconfig`);
+      expect(c.err.join("\n")).toContain(`(a sandbox runs in this folder: run \`. ${rel}\` in this shell first; it sets KUBECONFIG to the sandbox's)`);
+      // Sourced (KUBECONFIG is the sandbox's): no such hint.
+      process.env.KUBECONFIG = path.join(p.dir, ".sandbox", "kubeconfig");
+      fs.copyFileSync(other, process.env.KUBECONFIG);
+      const sourced = capture(p.dir);
+      await runCommand("status", status, ["--stack", "sandbox"], sourced);
+      expect(sourced.err.join("\n")).not.toContain("a sandbox runs in this folder");
+    } finally {
+      if (saved === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = saved;
+      p.remove();
+    }
+  });
+});

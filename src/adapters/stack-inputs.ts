@@ -8,6 +8,8 @@ import { loadStackConfig, refuseEncryptedSettings } from "./stack-config";
 
 /** A stack's inputs that need no cluster: what every command, the sandbox and the program start from. */
 export interface OpenStack {
+  /** The project folder the stack file was read from. */
+  projectDir: string;
   stack: string;
   /** Flat config, as `pulumi.runtime.allConfig()` gives it. */
   config: Record<string, string>;
@@ -49,5 +51,14 @@ export function openStack(opts: { projectDir: string; stack: string; contract?: 
   const contract = loadContractFile(contractPath, contractFile);
   const selection = selectEntries(contract, settings.entries);
   if (selection.problems.length) throw userErrorFromProblems(`stack ${opts.stack}`, selection.problems);
-  return { stack: opts.stack, config, settings, contract, contractFile, selected: selection.entries.map((e) => e.name), selectedEntries: selection.entries };
+  return {
+    projectDir: opts.projectDir,
+    stack: opts.stack,
+    config,
+    settings,
+    contract,
+    contractFile,
+    selected: selection.entries.map((e) => e.name),
+    selectedEntries: selection.entries,
+  };
 }

@@ -1,4 +1,4 @@
-// Entry point of the portal in the cluster: bundled by src/portal/bundle.ts into one plain JS
+// Entry point of the portal in the cluster: bundled by src/adapters/portal-bundle.ts into one plain JS
 // file that a stock Node.js image runs (`node /app/portal.js`). Configuration comes from the
 // environment set by components/portal.ts (names in PORTAL_ENV).
 import { loadContractFile } from "../adapters/contract-file";

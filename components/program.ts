@@ -1,20 +1,20 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { Cilium } from "../../components/cilium";
-import { NodePortExposure } from "../../components/node-port-exposure";
-import { Portal } from "../../components/portal";
-import { LiveClusterReader } from "../adapters/kube-live";
-import { bundlePortalServer } from "../adapters/portal-bundle";
-import { openStack } from "../adapters/stack-inputs";
-import { admissionApiProblem } from "../core/admission";
-import { type CiliumSummary, ciliumReads, planCilium } from "../core/cilium/plan";
-import { UserError, userErrorFromProblems } from "../core/errors";
-import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../core/kube/cluster";
-import type { PublishedEndpoints } from "../core/observe";
-import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../core/plan";
-import { namespaceTakeoverRefusal, PORTAL_SERVICE_NAME, portalService } from "../core/portal/spec";
-import { stackKubeTarget } from "../core/settings";
+import { LiveClusterReader } from "../src/adapters/kube-live";
+import { bundlePortalServer } from "../src/adapters/portal-bundle";
+import { openStack } from "../src/adapters/stack-inputs";
+import { admissionApiProblem } from "../src/core/admission";
+import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/plan";
+import { UserError, userErrorFromProblems } from "../src/core/errors";
+import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
+import type { PublishedEndpoints } from "../src/core/observe";
+import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
+import { namespaceTakeoverRefusal, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
+import { stackKubeTarget } from "../src/core/settings";
 import { guardAdmission } from "./admission";
+import { Cilium } from "./cilium";
+import { NodePortExposure } from "./node-port-exposure";
+import { Portal } from "./portal";
 
 export interface ProgramInputs {
   /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
@@ -192,11 +192,6 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
 }
 
 /**
- * The `endpoints` output of this stack's last `up`, through a StackReference to the stack
- * itself (works on every backend, the file one included). A reference is read, never
- * changed: the preview counts it as a read, not a change. Empty before the first `up`.
- */
-/**
  * Whether the real engine runs the program (not Pulumi's unit-test mocks, which can neither
  * read a stack reference nor register resource hooks; `exposure render` runs under them).
  */
@@ -214,6 +209,11 @@ function organization(): string {
   }
 }
 
+/**
+ * The `endpoints` output of this stack's last `up`, through a StackReference to the stack
+ * itself (works on every backend, the file one included). A reference is read, never
+ * changed: the preview counts it as a read, not a change. Empty before the first `up`.
+ */
 async function readLastEndpoints(): Promise<PublishedEndpoints> {
   const self = new pulumi.StackReference("last-up", { name: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}` });
   const details = await self.getOutputDetails("endpoints");

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { ClusterReader } from "../core/kube/cluster";
+import type { ClusterReader } from "../src/core/kube/cluster";
 import { manifestTypeOf, RELEASE_TYPE, resolved, useProgramMocks } from "./mocks";
 import { declareStack } from "./program";
 
