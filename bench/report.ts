@@ -290,6 +290,35 @@ function upSection(live: LiveResults): string {
       `Marginal cost of one more Service (${small.entries}→${big.entries} entries): \`pulumi up\` ${ms(per(small.upMs, big.upMs))} ms, \`pulumi preview\` ${ms(per(small.previewMs, big.previewMs))} ms, client library sequential ${ms(per(small.clientSequentialMs, big.clientSequentialMs))} ms. The fixed part of \`pulumi up\` (≈ ${s(small.upMs - small.services * per(small.upMs, big.upMs))} s) is start-up (engine, language host, provider, program), not the entries.`,
     );
   }
+  const shared = rows.filter((r) => r.postgres && !("skipped" in r.postgres));
+  if (shared.length) {
+    out.push("");
+    out.push(
+      'The same stack with its state in PostgreSQL (the team\'s shared backend, README "Share state with your team"; a throw-away server on loopback, the CLI connecting over TCP with a passfile):',
+    );
+    out.push("");
+    out.push(
+      table(
+        [
+          "entries",
+          "`pulumi up`, file (s)",
+          "`pulumi up`, PostgreSQL (s)",
+          "PostgreSQL ÷ file",
+          "`pulumi preview`, file (s)",
+          "`pulumi preview`, PostgreSQL (s)",
+          "`pulumi destroy`, file (s)",
+          "`pulumi destroy`, PostgreSQL (s)",
+        ],
+        shared.map((r) => {
+          const p = r.postgres as { upMs: number; previewMs: number; destroyMs: number };
+          return [r.entries, s(r.upMs), s(p.upMs), x(p.upMs / r.upMs), s(r.previewMs), s(p.previewMs), s(r.destroyMs), s(p.destroyMs)];
+        }),
+      ),
+    );
+  } else {
+    const skipped = rows.find((r) => r.postgres && "skipped" in r.postgres)?.postgres as { skipped: string } | undefined;
+    if (skipped) out.push("", `The PostgreSQL (shared backend) variant was not measured: ${skipped.skipped}.`);
+  }
   const diagnosed = rows.find((r) => r.upNoCheckpointsMs !== undefined);
   if (diagnosed?.upNoCheckpointsMs !== undefined) {
     const saved = diagnosed.upMs - diagnosed.upNoCheckpointsMs;
