@@ -177,16 +177,24 @@ describe
       // Grafana's new pod since (4).
       const expected = { ...expectedAnswers(), grafana: podId("monitoring", "grafana-v2-0") };
       expect(await allAnswers(out.urls, expected)).toEqual(expected);
-      // An undeclared NodePort is refused meanwhile (the guard is on).
-      const refused = await p.cluster.core
-        .createNamespacedService({
-          namespace: "tools",
-          body: { metadata: { name: "sneaky" }, spec: { type: "NodePort", selector: { a: "b" }, ports: [{ name: "http", port: 80 }] } },
-        })
-        .then(
-          () => "admitted",
-          (err: { code?: number }) => String(err.code),
-        );
+      // An undeclared NodePort is refused meanwhile (the guard is on). The API server applies a
+      // new policy a moment after it is created: asked as a server-side dry run until it does.
+      const tryCreate = () =>
+        p.cluster.core
+          .createNamespacedService({
+            namespace: "tools",
+            dryRun: "All",
+            body: { metadata: { name: "sneaky" }, spec: { type: "NodePort", selector: { a: "b" }, ports: [{ name: "http", port: 80 }] } },
+          })
+          .then(
+            () => "admitted",
+            (err: { code?: number }) => String(err.code),
+          );
+      let refused = await tryCreate();
+      for (let i = 0; i < 50 && refused !== "403"; i++) {
+        await new Promise((r) => setTimeout(r, 200));
+        refused = await tryCreate();
+      }
       expect(refused).toBe("403");
     });
 
