@@ -7,7 +7,7 @@ import { asRunError, declareStack } from "./src/infra/program";
 
 /**
  * Pulumi.yaml's folder: this file's when it runs from the sources, else the closest above it
- * (compiled, it runs as dist/src/infra/stack-program.bundle.cjs; scripts/build-cli.cjs).
+ * (compiled, it runs as dist/src/infra/stack-program.cjs; scripts/build.cjs).
  */
 function findProjectDir(): string {
   for (let dir = __dirname; ; dir = path.dirname(dir)) {

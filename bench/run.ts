@@ -5,7 +5,8 @@
 //
 //   npm run bench                           # every part; part 1 also against the pre-fix commit
 //   npm run bench -- --only program,probe   # a subset (program, live, probe, startup)
-//   npm run bench -- --only startup         # CLI start-up alone: replaces only its section of docs/benchmarks.md
+//   npm run bench -- --only startup         # CLI start-up alone (Node.js 20 and 24): replaces only its section of docs/benchmarks.md
+//   npm run bench -- --only startup --runs 5 --no-docs   # the same, printed instead (.ci/run)
 //   npm run bench -- --baseline none        # part 1 without the before/after comparison
 //   npm run bench -- --baseline <rev>       # compare part 1 with another commit
 //
@@ -149,7 +150,7 @@ function gitHead(): string {
 async function main() {
   const { values } = parseArgs({
     args: process.argv.slice(2),
-    options: { only: { type: "string" }, baseline: { type: "string", default: PRE_FIX_REV } },
+    options: { only: { type: "string" }, baseline: { type: "string", default: PRE_FIX_REV }, runs: { type: "string" }, "no-docs": { type: "boolean" } },
     strict: true,
   });
   const parts = new Set((values.only ?? "startup,program,live,probe").split(",").map((s) => s.trim()));
@@ -174,7 +175,7 @@ async function main() {
   if (parts.has("startup")) {
     load("startup");
     // 11: a process start varies by tens of ms on this shared VM; the median of 11 holds still.
-    results.startup = await measureStartup({ runs: 11, log });
+    results.startup = await measureStartup({ runs: Number(values.runs ?? 11), log });
   }
   if (parts.has("program")) {
     load("program");
@@ -199,6 +200,11 @@ async function main() {
   const outDir = path.join(projectDir, "test-output");
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, "bench.json"), `${JSON.stringify(results, null, 2)}\n`);
+  if (values["no-docs"]) {
+    // CI: the figures in its log, docs/benchmarks.md left as it is.
+    if (results.startup) process.stdout.write(`${startupMarkdown(results.startup, results.meta)}\n`);
+    return;
+  }
   fs.mkdirSync(path.join(projectDir, "docs"), { recursive: true });
   const report = path.join(projectDir, "docs/benchmarks.md");
   const previous = fs.existsSync(report) ? fs.readFileSync(report, "utf8") : "";

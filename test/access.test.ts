@@ -672,7 +672,16 @@ describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
     // Our own pid stands for "some unrelated process": its command line holds no -L spec.
     fs.writeFileSync(
       path.join(stateDir, "argocd.pid.json"),
-      JSON.stringify({ entry: "argocd", pid: process.pid, localPort: basePort, remoteHost: "127.0.0.2", remotePort: 31001, scheme: "http", instance: "bench" }),
+      JSON.stringify({
+        entry: "argocd",
+        pid: process.pid,
+        localPort: basePort,
+        remoteHost: "127.0.0.2",
+        remotePort: 31001,
+        scheme: "http",
+        instance: "bench",
+        startTime: "1",
+      }),
     );
     const r = await runAccess(["--stack", "bench", "--stop"], snapshot([]));
     expect(r.out.join("\n")).toMatch(/argocd\s+\d+\s+\d+\s+was not running \(stale pid file removed\)/);

@@ -4,13 +4,25 @@
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createStatusCommand } from "../cli/commands/status";
 import { main } from "../cli/main";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
+import { renderEnvTemplate } from "../src/core/access";
 import { type RunningPortal, startPortal } from "../src/portal/server";
-import { API_CASES, CONTRACT_CASES, FLAG_CASES, OUTPUTS_CASES, PORTAL_CASES, SETTINGS_CASES, SNAPSHOT_CASES } from "./adversarial/cases";
+import {
+  API_CASES,
+  CONTRACT_CASES,
+  ENV_TEMPLATE_CASES,
+  FLAG_CASES,
+  OUTPUTS_CASES,
+  PORTAL_CASES,
+  SANDBOX_STATE_CASES,
+  SETTINGS_CASES,
+  SNAPSHOT_CASES,
+  STACK_FILE_NAME_CASES,
+} from "./adversarial/cases";
 import { list, startFakeApi } from "./adversarial/fake-api";
 import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./command-helpers";
 import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
@@ -175,5 +187,58 @@ describe("adversarial corpus: flags and files on the command line", () => {
     const r = await invariant((c) => runCommand("status", status, ["--stack", "bench", "--outputs", file], c));
     expect(r.text).toContain(fragment);
     expect(r.code).toBe(exit);
+  });
+});
+
+describe("adversarial corpus: sandbox state files (exposure sandbox status, then down)", () => {
+  it.each(SANDBOX_STATE_CASES)("$name -> status exit 1, down signals nothing", { timeout: CASE_TIMEOUT_MS }, async ({ state, fragment }) => {
+    const dir = fs.mkdtempSync(path.join(inputs, "sandbox-"));
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\n");
+    fs.mkdirSync(path.join(dir, ".sandbox"));
+    fs.writeFileSync(path.join(dir, ".sandbox", "sandbox.json"), state);
+    const realKill = process.kill.bind(process);
+    const signals: number[] = [];
+    // Nothing but signal 0 (is it alive?) may reach a pid read from this file.
+    vi.spyOn(process, "kill").mockImplementation((pid: number, signal?: string | number) => {
+      if (signal === 0) return realKill(pid, 0);
+      signals.push(pid);
+      return true;
+    });
+    try {
+      const status = capture(dir);
+      expect(await main(["sandbox", "status"], status.ctx)).toBe(1);
+      expect(status.all()).toContain(fragment);
+      const down = capture(dir);
+      expect(await main(["sandbox", "down"], down.ctx)).toBe(0);
+      expect(down.all()).toContain(fragment);
+      expect(down.all()).not.toMatch(/internal error|\n\s+at .+:\d+:\d+/);
+      expect(signals).toEqual([]);
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+});
+
+describe("adversarial corpus: stack file names (exposure completion --list stacks)", () => {
+  it.each(STACK_FILE_NAME_CASES)("$name is not offered", { timeout: CASE_TIMEOUT_MS }, async ({ file }) => {
+    const dir = fs.mkdtempSync(path.join(inputs, "stacks-"));
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\n");
+    fs.writeFileSync(path.join(dir, "Pulumi.bench.yaml"), "config: {}\n");
+    fs.writeFileSync(path.join(dir, file), "config: {}\n");
+    const c = capture(dir);
+    expect(await main(["completion", "--list", "stacks"], c.ctx)).toBe(0);
+    expect(c.out).toEqual(["bench"]);
+  });
+});
+
+describe("adversarial corpus: Secret values inside a .env template's quotes", () => {
+  it.each(ENV_TEMPLATE_CASES)("$name -> refused by name", ({ line, secret, fragment }) => {
+    const rendered = renderEnvTemplate(`${line}\n`, "t.env", () => ({ value: secret, source: "Secret data/pg" }), []);
+    const variable = line.slice(0, line.indexOf("="));
+    expect(rendered.unresolved).toHaveLength(1);
+    expect(rendered.unresolved[0]?.variable).toBe(variable);
+    expect(rendered.unresolved[0]?.reason).toContain(`the value of {{pg.password}} (Secret data/pg) ${fragment}`);
+    expect(rendered.text).not.toContain(secret);
+    expect(rendered.text).toMatch(new RegExp(`^# ${variable}= \\(not written: `, "m"));
   });
 });

@@ -104,3 +104,89 @@ describe("the .env written by exposure access", () => {
     if (r.python) expect(r.python).toEqual(accepted);
   });
 });
+
+// Issue 23, defect 3: a value the template author quoted used to be written raw, so a Secret
+// holding a quote, $(...), a backtick, a backslash or a newline broke out when bash sourced it.
+describe("placeholders inside the template author's quotes", () => {
+  const HOSTILE = [
+    "x'; touch PWNED; '",
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    '"; touch PWNED; "',
+    "a\ntouch PWNED",
+    "a\\",
+    "a\\'; touch PWNED; '",
+    `$${"{"}HOME}`,
+    "$HOME",
+    "tab\there",
+  ];
+  const BENIGN = ["plain", "with space", "it's", 'double " quote', "$HOME", "back\\slash", "#hash", "semi;colon&pipe|"];
+  const TEMPLATE = [
+    "S='{{s.password}}'",
+    'D="{{s.password}}"',
+    "M='pre {{s.password}} post'",
+    'N="pre {{ s.password }} post"',
+    "export E='{{s.password}}'",
+    "",
+  ].join("\n");
+  const VARS = ["S", "D", "M", "N", "E"];
+  const expected = (v: string, variable: string) => (variable === "M" || variable === "N" ? `pre ${v} post` : v);
+
+  /** Renders the template for this Secret value, sources it with bash in a fresh folder, reads it with python-dotenv too. */
+  function renderAndSource(secret: string) {
+    const rendered = renderEnvTemplate(TEMPLATE, "t.env", () => ({ value: secret, source: "Secret data/pg" }), []);
+    const cwd = fs.mkdtempSync(path.join(dir, "src-"));
+    const file = path.join(cwd, "generated.env");
+    fs.writeFileSync(file, rendered.text);
+    const r = spawnSync("bash", ["-c", `set -a; source ./generated.env; for n in ${VARS.join(" ")}; do printf '%s=%s\\0' "$n" "\${!n-<unset>}"; done`], {
+      cwd,
+      encoding: "utf8",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/home/someone" },
+    });
+    const bash = Object.fromEntries(
+      r.stdout
+        .split("\0")
+        .slice(0, -1)
+        .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+    );
+    const python = hasDotenv
+      ? (JSON.parse(
+          execFileSync("python3", ["-c", "import dotenv, json, sys; print(json.dumps(dotenv.dotenv_values(sys.argv[1])))", file], { encoding: "utf8" }),
+        ) as Record<string, string | null>)
+      : undefined;
+    const ran = fs.readdirSync(cwd).filter((f) => f !== "generated.env");
+    return { rendered, bash, python, ran, stderr: r.stderr };
+  }
+
+  it.each(HOSTILE)("a Secret holding %j runs nothing when the file is sourced: refused by name, or written inert", (secret) => {
+    const { rendered, bash, python, ran, stderr } = renderAndSource(secret);
+    expect(ran).toEqual([]);
+    expect(stderr).toBe("");
+    for (const variable of VARS) {
+      const refused = rendered.unresolved.find((u) => u.variable === variable);
+      if (refused) {
+        // Named by the key and the Secret, never by the value.
+        expect(refused.reason).toMatch(/^the value of \{\{s\.password\}\} \(Secret data\/pg\) holds /);
+        expect(refused.reason).not.toContain(secret);
+        expect(rendered.text).toContain(`# ${variable}= (not written: the value of {{s.password}} (Secret data/pg) holds `);
+        expect(bash[variable]).toBe("<unset>");
+      } else {
+        expect(bash[variable], variable).toBe(expected(secret, variable));
+        if (python) expect(python[variable], variable).toBe(expected(secret, variable));
+      }
+    }
+  });
+
+  it.each(BENIGN)("a Secret holding %j is read back identically where the author's quotes carry it", (secret) => {
+    const { rendered, bash, python, ran } = renderAndSource(secret);
+    expect(ran).toEqual([]);
+    const written = VARS.filter((v) => !rendered.unresolved.some((u) => u.variable === v));
+    // Single quotes carry anything without ' ; double quotes anything without " \ $ `.
+    expect(written.length).toBeGreaterThan(0);
+    for (const variable of written) {
+      expect(bash[variable], variable).toBe(expected(secret, variable));
+      if (python) expect(python[variable], variable).toBe(expected(secret, variable));
+      expect(parseEnv(rendered.text)[variable], variable).toBe(expected(secret, variable));
+    }
+  });
+});

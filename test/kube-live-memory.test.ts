@@ -72,7 +72,9 @@ const tsxNode = (args: string[], env: NodeJS.ProcessEnv, cwd = root) =>
 
 describe("kube-live: one read budget shared by every answer in flight", () => {
   it("exposure status exits 1 against endless list answers, with a bounded peak RSS", { timeout: 120_000 }, async () => {
-    const child = tsxNode([path.join(root, "bin/run-sources.cjs"), "status", "--stack", "bench", "--timeout", "60"], { KUBECONFIG: kubeconfig }, project.dir);
+    // The command from its sources, in this process (no build step, no wrapper process to measure instead).
+    const run = `require(${JSON.stringify(path.join(root, "cli/main.ts"))}).main(process.argv.slice(1)).then((code) => process.exit(code))`;
+    const child = tsxNode(["-e", run, "status", "--stack", "bench", "--timeout", "60"], { KUBECONFIG: kubeconfig }, project.dir);
     const r = await watch(child);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/MiB/);

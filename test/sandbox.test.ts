@@ -4,10 +4,10 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { main } from "../cli/main";
 import { isOurs, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
-import { waitUntil } from "../src/adapters/sandbox/sandbox";
+import { sandboxDown, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
 
@@ -68,6 +68,122 @@ describe("sandbox", () => {
     expect(await stopRecorded([started])).toEqual([`sleeper (${started.pid})`]);
     expect(isOurs(started)).toBe(false);
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe("sandbox.json is untrusted: down and status signal nothing a record does not prove ours (issue 23, defect 1)", () => {
+  const realKill = process.kill.bind(process);
+  /** Every signal other than 0 sent through process.kill; sent for real only to `allowed` pids. */
+  const sent: [number, string | number | undefined][] = [];
+  const allowed = new Set<number>();
+  const guard = () =>
+    vi.spyOn(process, "kill").mockImplementation((pid: number, signal?: string | number) => {
+      if (signal === 0) return realKill(pid, 0);
+      sent.push([pid, signal]);
+      return allowed.has(pid) ? realKill(pid, signal) : true;
+    });
+  afterEach(() => {
+    vi.restoreAllMocks();
+    sent.length = 0;
+    allowed.clear();
+  });
+  const alive = (pid: number) => {
+    try {
+      realKill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it("stops nothing for pid -1, 0, 1, a foreign live pid, a recycled pid, truncated JSON or wrong types; stops a record that matches", async () => {
+    guard();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-state-"));
+    const folder = path.join(dir, ".sandbox");
+    const sleeper = startDetached("sleeper", process.execPath, ["-e", "setTimeout(() => {}, 60000)", dir], {
+      cwd: dir,
+      env: process.env,
+      logFile: path.join(dir, "log"),
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      expect(isOurs(sleeper)).toBe(true);
+      const io = { projectDir: dir, env: process.env, say: () => {} };
+      const foreign = fs.readFileSync(`/proc/${process.pid}/cmdline`, "utf8").replace(/\0$/, "");
+      const states: [string, string][] = [
+        ["pid -1, no command line", JSON.stringify({ processes: [{ role: "x", pid: -1 }] })],
+        ["pid -1 with a command line", JSON.stringify({ processes: [{ role: "x", pid: -1, cmdline: "", startTime: "1" }] })],
+        ["pid 0", JSON.stringify({ processes: [{ role: "x", pid: 0 }] })],
+        ["pid 1", JSON.stringify({ processes: [{ role: "x", pid: 1 }] })],
+        [
+          "pid 1 with init's command line",
+          JSON.stringify({ processes: [{ role: "x", pid: 1, cmdline: fs.readFileSync("/proc/1/cmdline", "utf8").replace(/\0$/, ""), startTime: "1" }] }),
+        ],
+        ["a foreign live pid with its own command line", JSON.stringify({ processes: [{ role: "x", pid: process.pid, cmdline: foreign }] })],
+        ["a foreign live pid, a wrong start time", JSON.stringify({ processes: [{ role: "x", pid: process.pid, cmdline: foreign, startTime: "1" }] })],
+        ["the sleeper's pid recycled (another start time)", JSON.stringify({ processes: [{ ...sleeper, startTime: String(Number(sleeper.startTime) + 1) }] })],
+        ["the sleeper's pid, another command line", JSON.stringify({ processes: [{ ...sleeper, cmdline: `${sleeper.cmdline}\0x` }] })],
+        ["the sleeper's pid, no start time (an older file)", JSON.stringify({ processes: [{ role: "x", pid: sleeper.pid, cmdline: sleeper.cmdline }] })],
+        ["truncated JSON", JSON.stringify({ processes: [sleeper] }).slice(0, 40)],
+        ["pid as a string", JSON.stringify({ processes: [{ ...sleeper, pid: String(sleeper.pid) }] })],
+        ["pid as a float", JSON.stringify({ processes: [{ ...sleeper, pid: sleeper.pid + 0.5 }] })],
+        ["processes as a map", JSON.stringify({ processes: { a: sleeper } })],
+        ["a null record", JSON.stringify({ processes: [null] })],
+        ["a JSON array", "[1,2]"],
+      ];
+      for (const [name, text] of states) {
+        const write = () => {
+          fs.mkdirSync(folder, { recursive: true });
+          fs.writeFileSync(path.join(folder, "sandbox.json"), text);
+        };
+        write();
+        const down = await sandboxDown(io);
+        expect(down.stopped, name).toEqual([]);
+        expect(sent, name).toEqual([]);
+        expect(alive(sleeper.pid), name).toBe(true);
+        write();
+        const status = await sandboxStatus(io);
+        expect(
+          status.processes.filter((p) => p.running),
+          name,
+        ).toEqual([]);
+        expect(status.up, name).toBe(false);
+        fs.rmSync(folder, { recursive: true, force: true });
+      }
+      // The record `up` writes: stopped, and only it.
+      allowed.add(sleeper.pid);
+      fs.mkdirSync(folder, { recursive: true });
+      fs.writeFileSync(path.join(folder, "sandbox.json"), JSON.stringify({ processes: [{ role: "y", pid: -1 }, sleeper] }));
+      const down = await sandboxDown(io);
+      expect(down.stopped).toEqual([`sleeper (${sleeper.pid})`]);
+      expect(down.rejected).toEqual(["processes[0]: pid -1 is not a process id (an integer above 1)"]);
+      expect(sent.map(([pid]) => pid)).toEqual([sleeper.pid]);
+    } finally {
+      if (alive(sleeper.pid)) realKill(sleeper.pid, "SIGKILL");
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("status and down say which records they ignored; status is not up", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cli-"));
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\n");
+    fs.mkdirSync(path.join(dir, ".sandbox"));
+    fs.writeFileSync(path.join(dir, ".sandbox", "sandbox.json"), JSON.stringify({ processes: [{ role: "portal", pid: 0 }], portal: "http://192.0.2.1:80/" }));
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = { projectDir: dir, stdout: (t: string) => out.push(t), stderr: (t: string) => err.push(t), env: {} };
+    try {
+      expect(await main(["sandbox", "status"], io)).toBe(1);
+      expect(out.join("\n")).toMatch(/^sandbox\.json processes\[0\]: pid 0 is not a process id \(an integer above 1\) +IGNORED$/m);
+      // A portal address that is not the sandbox's own is never asked.
+      expect(out.join("\n")).toMatch(/^sandbox\.json portal: not a loopback http:\/\/HOST:PORT\/ address +IGNORED$/m);
+      expect(await main(["sandbox", "down"], io)).toBe(0);
+      expect(err).toContain(
+        "exposure sandbox down: ignored sandbox.json processes[0]: pid 0 is not a process id (an integer above 1): nothing signalled for it",
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

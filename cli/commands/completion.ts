@@ -1,5 +1,6 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are shell scripts, ${...} is shell syntax
 import * as fs from "node:fs";
+import { isStackName } from "../../src/core/inputs";
 import { printableValue } from "../../src/core/text";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
@@ -23,12 +24,18 @@ export const completion: Command = async (argv, ctx) => {
     return EXIT.OK;
   }
   const shell = positionals[0];
-  if (positionals.length !== 1 || (shell !== "bash" && shell !== "zsh")) throw usageError(SPEC, "name the shell: bash or zsh");
+  if (positionals.length > 1) throw usageError(SPEC, `one shell only, not '${printableValue(positionals.join(" "))}'`);
+  if (shell === undefined) throw usageError(SPEC, "name the shell: bash or zsh");
+  if (shell !== "bash" && shell !== "zsh") throw usageError(SPEC, `no completion for '${printableValue(shell)}': bash or zsh`);
   ctx.stdout(shell === "bash" ? bashScript() : zshScript());
   return EXIT.OK;
 };
 
-/** Stacks of the project: the `<name>` of every Pulumi.<name>.yaml. */
+/**
+ * Stacks of the project: the `<name>` of every Pulumi.<name>.yaml that is a stack name (the rule
+ * --stack applies). File names come from whatever was checked out: `Pulumi.$(touch X).yaml` is
+ * not offered, so no shell ever sees it as a word.
+ */
 export function stackNames(projectDir: string): string[] {
   let files: string[];
   try {
@@ -38,7 +45,7 @@ export function stackNames(projectDir: string): string[] {
   }
   return files
     .map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1])
-    .filter((s): s is string => s !== undefined)
+    .filter((s): s is string => s !== undefined && isStackName(s))
     .sort();
 }
 
@@ -51,11 +58,20 @@ export async function entryNames(projectDir: string): Promise<string[]> {
   const { defaultContractPath, loadContractFile } = await import("../../src/adapters/contract-file.js");
   try {
     return loadContractFile(defaultContractPath(projectDir))
-      .endpoints.filter((e) => e.exposed)
+      .endpoints.filter((e) => e.exposed && SAFE_WORD.test(e.name))
       .map((e) => e.name);
   } catch {
     return [];
   }
+}
+
+/** What a completion word may hold: nothing a shell would expand, quote or split. */
+const SAFE_WORD = /^[A-Za-z0-9_.|-]+$/;
+
+/** Words written into a script: ours, checked anyway (compgen -W expands its list again). */
+function literal(words: readonly string[]): string {
+  for (const w of words) if (!SAFE_WORD.test(w)) throw new Error(`completion word ${JSON.stringify(w)} is not a plain word`);
+  return words.join(" ");
 }
 
 /** Every word a flag of this command may be written as. */
@@ -73,23 +89,41 @@ function valueFlags(spec: CommandSpec): { words: string[]; complete: Completion 
 
 function bashReply(complete: Completion | "none"): string {
   if (complete === "none") return "COMPREPLY=()";
-  if (complete === "file") return 'COMPREPLY=($(compgen -f -- "$cur"))';
-  if (complete === "stack") return 'COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" completion --list stacks 2>/dev/null)" -- "$cur"))';
-  if (complete === "entry") return 'COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" completion --list entries 2>/dev/null)" -- "$cur"))';
-  return `COMPREPLY=($(compgen -W "${complete.join(" ")}" -- "$cur"))`;
+  if (complete === "file") return '_exposure_lines < <(compgen -f -- "$cur")';
+  if (complete === "stack") return "_exposure_words < <(_exposure_run completion --list stacks)";
+  if (complete === "entry") return "_exposure_words < <(_exposure_run completion --list entries)";
+  return `COMPREPLY=($(compgen -W "${literal(complete)}" -- "$cur"))`;
 }
 
+/**
+ * The bash script. Names read from the project (stacks, entries) are never handed to
+ * `compgen -W`, which expands its word list again (a `$(...)` in a file name would run): they are
+ * read line by line, kept when they are plain words starting with what was typed, and put in
+ * COMPREPLY as they are. It completes `exposure` (on PATH, e.g. after `npm link`, or an alias
+ * of `npx exposure`) and `npx exposure`.
+ */
 export function bashScript(): string {
   const lines = [
-    "# bash completion for exposure: source <(exposure completion bash)",
-    "_exposure() {",
+    "# bash completion for exposure: source <(exposure completion bash) (or npx exposure completion bash)",
+    "_exposure_words() {",
+    "  local w",
+    "  COMPREPLY=()",
+    '  while IFS= read -r w; do [[ $w =~ ^[A-Za-z0-9_.-]+$ && $w == "$cur"* ]] && COMPREPLY+=("$w"); done',
+    "}",
+    "_exposure_lines() {",
+    "  local w",
+    "  COMPREPLY=()",
+    '  while IFS= read -r w; do COMPREPLY+=("$w"); done',
+    "}",
+    '_exposure_run() { "${_exposure_cmd[@]}" "$@" 2>/dev/null; }',
+    "_exposure_complete() {",
     '  local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" cmd="${COMP_WORDS[1]}"',
     '  if [ "$COMP_CWORD" -eq 1 ]; then',
-    `    COMPREPLY=($(compgen -W "${[...COMMAND_NAMES, "help", "--help", "--version"].join(" ")}" -- "$cur"))`,
+    `    COMPREPLY=($(compgen -W "${literal([...COMMAND_NAMES, "help", "--help", "--version"])}" -- "$cur"))`,
     "    return",
     "  fi",
     '  case "$cmd" in',
-    `    help) [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=($(compgen -W "${COMMAND_NAMES.join(" ")}" -- "$cur")); return ;;`,
+    `    help) [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=($(compgen -W "${literal(COMMAND_NAMES)}" -- "$cur")); return ;;`,
   ];
   for (const name of COMMAND_NAMES) {
     const spec: CommandSpec = SPECS[name];
@@ -100,32 +134,62 @@ export function bashScript(): string {
     if (positional) {
       lines.push(`      if [[ "$cur" != -* ]]; then ${bashReply(positional)}; return; fi`);
     }
-    lines.push(`      COMPREPLY=($(compgen -W "${flagWords(spec).join(" ")}" -- "$cur"))`, "      ;;");
+    lines.push(`      COMPREPLY=($(compgen -W "${literal(flagWords(spec))}" -- "$cur"))`, "      ;;");
   }
-  lines.push("  esac", "}", "complete -o default -F _exposure exposure");
+  lines.push(
+    "  esac",
+    "}",
+    // `exposure` itself when it is a program (PATH, a path); an alias of `npx exposure` is not one.
+    '_exposure() { local -a _exposure_cmd=("${COMP_WORDS[0]}"); type -P "${COMP_WORDS[0]}" >/dev/null || _exposure_cmd=(npx --no-install exposure); _exposure_complete; }',
+    // `npx exposure ...`: the same, one word later; other npx commands complete file names.
+    "_exposure_npx() {",
+    "  COMPREPLY=()",
+    '  if [ "$COMP_CWORD" -eq 1 ]; then [[ exposure == "${COMP_WORDS[1]}"* ]] && COMPREPLY=(exposure); return; fi',
+    '  [ "${COMP_WORDS[1]}" = exposure ] || return 0',
+    "  local -a _exposure_cmd=(npx --no-install exposure)",
+    '  COMP_WORDS=("${COMP_WORDS[@]:1}")',
+    "  COMP_CWORD=$((COMP_CWORD - 1))",
+    "  _exposure_complete",
+    "}",
+    "complete -o default -F _exposure exposure",
+    "complete -o default -F _exposure_npx npx",
+  );
   return lines.join("\n");
 }
 
 function zshReply(complete: Completion | "none"): string {
   if (complete === "none") return "_message 'value'";
   if (complete === "file") return "_files";
-  if (complete === "stack") return 'compadd -- ${(f)"$(${words[1]} completion --list stacks 2>/dev/null)"}';
-  if (complete === "entry") return 'compadd -- ${(f)"$(${words[1]} completion --list entries 2>/dev/null)"}';
-  return `compadd -- ${complete.join(" ")}`;
+  // zsh does not expand the words of ${(f)...} again, and compadd quotes what it inserts.
+  if (complete === "stack") return 'compadd -- ${(f)"$(_exposure_run completion --list stacks)"}';
+  if (complete === "entry") return 'compadd -- ${(f)"$(_exposure_run completion --list entries)"}';
+  return `compadd -- ${literal(complete)}`;
 }
 
 export function zshScript(): string {
   const lines = [
-    "#compdef exposure",
+    "#compdef exposure npx",
     "# zsh completion for exposure: source <(exposure completion zsh) after compinit, or save as _exposure on $fpath",
+    // `exposure` when it is a program; through npx (or an alias of `npx exposure`) otherwise.
+    "_exposure_run() {",
+    '  if [[ -z $_exposure_via_npx ]] && whence -p ${words[1]} >/dev/null; then ${words[1]} "$@" 2>/dev/null',
+    '  else npx --no-install exposure "$@" 2>/dev/null; fi',
+    "}",
+    "_exposure_npx() {",
+    "  if (( CURRENT == 2 )); then compadd exposure; return; fi",
+    "  [[ ${words[2]} == exposure ]] || { _files; return; }",
+    "  local _exposure_via_npx=1",
+    "  shift words; (( CURRENT-- ))",
+    "  _exposure",
+    "}",
     "_exposure() {",
     "  local cmd=${words[2]} prev=${words[CURRENT-1]}",
     "  if (( CURRENT == 2 )); then",
-    `    compadd -- ${[...COMMAND_NAMES, "help", "--help", "--version"].join(" ")}`,
+    `    compadd -- ${literal([...COMMAND_NAMES, "help", "--help", "--version"])}`,
     "    return",
     "  fi",
     '  case "$cmd" in',
-    `    help) (( CURRENT == 3 )) && compadd -- ${COMMAND_NAMES.join(" ")}; return ;;`,
+    `    help) (( CURRENT == 3 )) && compadd -- ${literal(COMMAND_NAMES)}; return ;;`,
   ];
   for (const name of COMMAND_NAMES) {
     const spec: CommandSpec = SPECS[name];
@@ -134,13 +198,14 @@ export function zshScript(): string {
     lines.push("      esac");
     const positional = spec.positional?.complete;
     if (positional) lines.push(`      if [[ $PREFIX != -* ]]; then ${zshReply(positional)}; return; fi`);
-    lines.push(`      compadd -- ${flagWords(spec).join(" ")}`, "      ;;");
+    lines.push(`      compadd -- ${literal(flagWords(spec))}`, "      ;;");
   }
   lines.push(
     "  esac",
     "}",
     // Autoloaded from $fpath, the file's body is the function; sourced, it registers itself.
-    'if [[ "${zsh_eval_context[-1]}" == loadautofunc ]]; then _exposure "$@"; else compdef _exposure exposure; fi',
+    'if [[ "${zsh_eval_context[-1]}" == loadautofunc ]]; then if [[ $service == npx ]]; then _exposure_npx; else _exposure "$@"; fi',
+    "else compdef _exposure exposure; compdef _exposure_npx npx; fi",
   );
   return lines.join("\n");
 }

@@ -59,7 +59,7 @@ export const sandbox: Command = async (argv, ctx) => {
     case "status": {
       const s = await sandboxStatus(io);
       if (values.json) ctx.stdout(JSON.stringify(s, null, 2));
-      else if (!s.processes.length) ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
+      else if (!s.processes.length && !s.rejected.length) ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
       else {
         ctx.stdout(
           [
@@ -69,6 +69,7 @@ export const sandbox: Command = async (argv, ctx) => {
                 ...s.processes.map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
                 ...s.urls.map((u) => [`${u.entry} ${u.url}`, u.answers ? "answers" : "NO ANSWER"]),
                 ...(s.portal ? [[`portal ${s.portal.url}`, s.portal.answers ? "answers" : "NO ANSWER"]] : []),
+                ...s.rejected.map((why) => [`sandbox.json ${why}`, "IGNORED"]),
               ],
             ),
             s.up ? "sandbox up" : "sandbox incomplete: exposure sandbox down, then npm run sandbox",
@@ -80,7 +81,11 @@ export const sandbox: Command = async (argv, ctx) => {
     case "down": {
       const d = await sandboxDown(io);
       if (values.json) ctx.stdout(JSON.stringify(d, null, 2));
-      else ctx.stdout(d.removed ? `stopped: ${d.stopped.join(", ") || "nothing was running"}; removed ${rel(d.folder)}` : `no sandbox in ${rel(d.folder)}`);
+      else {
+        ctx.stdout(d.removed ? `stopped: ${d.stopped.join(", ") || "nothing was running"}; removed ${rel(d.folder)}` : `no sandbox in ${rel(d.folder)}`);
+        // Never signalled: a record that does not prove the process is ours (check by hand with ps).
+        for (const why of d.rejected) ctx.stderr(`exposure sandbox down: ignored sandbox.json ${why}: nothing signalled for it`);
+      }
       return EXIT.OK;
     }
     default:

@@ -39,8 +39,8 @@ export const READ_BUDGET_BYTES = 64 * 2 ** 20;
 
 /**
  * client-node's KubeConfig, loaded when a command first connects. The build (`npm run build`)
- * ships it as one small file with a code cache, dist/vendor/client-node.cjs (scripts/build-cli.cjs;
- * docs/benchmarks.md, CLI start-up); without a build it is the package itself.
+ * ships it as one small file, dist/vendor/client-node.cjs (scripts/build.cjs; docs/benchmarks.md,
+ * CLI start-up); without a build it is the package itself.
  */
 async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
   // From dist/ (the compiled CLI), or from the sources (the Pulumi program): the bundle `npm ci` built.

@@ -1,7 +1,7 @@
 // SSH forwards for the Lima bench, whose VM network the host cannot route:
 // one `ssh -N -L 127.0.0.1:<local>:<node IP>:<nodePort> lima-<instance>` per UI, in the
 // background, remembered in a state folder so a second run reuses them and --stop ends them.
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { UserError } from "../core/errors";
 import { checkStackName } from "../core/inputs";
 import { ipVersion } from "../core/ip";
+import { isPid, isSameProcess, isStartTime, startTimeOf } from "./own-process";
 
 /** First local port tried; each UI keeps the port it got first, so bookmarks keep working. */
 export const DEFAULT_FORWARD_BASE_PORT = 18080;
@@ -31,6 +32,8 @@ export interface ForwardRecord {
   remotePort: number;
   scheme: string;
   instance: string;
+  /** When the ssh started (src/adapters/own-process.ts): a recycled pid has another. */
+  startTime: string;
 }
 
 export interface ForwardOutcome extends ForwardRecord {
@@ -126,8 +129,8 @@ export function parseForwardRecord(fileName: string, text: string): ForwardRecor
   if (r === null || typeof r !== "object") return undefined;
   const valid =
     r.entry === entry &&
-    Number.isInteger(r.pid) &&
-    (r.pid as number) > 1 &&
+    isPid(r.pid) &&
+    isStartTime(r.startTime) &&
     isPort(r.localPort) &&
     isPort(r.remotePort) &&
     typeof r.remoteHost === "string" &&
@@ -160,49 +163,25 @@ function readRecords(stateDir: string): ForwardRecord[] {
 }
 
 /**
- * The arguments of a live process of this user, or undefined when it is gone or another user's.
- * Linux: /proc/<pid>/cmdline (exact arguments); elsewhere `ps` (space-joined, split on spaces).
- */
-function processArgs(pid: number): string[] | undefined {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    // ESRCH: gone. EPERM: alive but another user's, hence not one of our forwards.
-    return undefined;
-  }
-  try {
-    const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-    if (args.at(-1) === "") args.pop();
-    return args.length ? args : undefined;
-  } catch {
-    try {
-      const cmd = execFileSync("ps", ["-o", "command=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-      return cmd && !cmd.includes("<defunct>") ? cmd.split(/\s+/) : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-}
-
-/**
- * Whether the pid of a record is still the ssh this tool started: alive, this user's, the
- * program is `ssh`, and its arguments are ours (`-N`, `-L <our spec>`, host `lima-<instance>`
- * last). The pid alone is not enough (after a reboot it may belong to anything), nor is a
- * command line that merely contains our spec: --stop must never signal an unrelated process.
+ * Whether the pid of a record is still the ssh this tool started: the same process (pid and start
+ * time, src/adapters/own-process.ts), the program is `ssh`, and its arguments are ours (`-N`,
+ * `-L <our spec>`, host `lima-<instance>` last). The pid alone is not enough (after a reboot it
+ * may belong to anything), nor is a command line that merely contains our spec: --stop must
+ * never signal an unrelated process.
  */
 export function isOurForward(record: ForwardRecord): boolean {
-  const all = processArgs(record.pid);
-  if (!all) return false;
-  // The program is ssh itself, or a script named ssh run by its interpreter (a wrapper on PATH).
-  const args = path.basename(all[0] ?? "") === "ssh" ? all : path.basename(all[1] ?? "") === "ssh" ? all.slice(1) : undefined;
-  if (!args) return false;
-  const spec = args.indexOf("-L");
-  return (
-    spec > 0 &&
-    args[spec + 1] === forwardSpec(record.localPort, record.remoteHost, record.remotePort) &&
-    args.includes("-N") &&
-    args.at(-1) === `lima-${record.instance}`
-  );
+  return isSameProcess(record, (all) => {
+    // The program is ssh itself, or a script named ssh run by its interpreter (a wrapper on PATH).
+    const args = path.basename(all[0] ?? "") === "ssh" ? all : path.basename(all[1] ?? "") === "ssh" ? all.slice(1) : undefined;
+    if (!args) return false;
+    const spec = args.indexOf("-L");
+    return (
+      spec > 0 &&
+      args[spec + 1] === forwardSpec(record.localPort, record.remoteHost, record.remotePort) &&
+      args.includes("-N") &&
+      args.at(-1) === `lima-${record.instance}`
+    );
+  });
 }
 
 function portIsFree(port: number): Promise<boolean> {
@@ -291,7 +270,9 @@ async function startForward(request: ForwardRequest, localPort: number, opts: Fo
     throw new UserError(`SSH forward for ${request.entry} (127.0.0.1:${localPort} -> ${request.remoteHost}:${request.remotePort}) failed: ${why}`);
   }
   child.unref();
-  const record: ForwardRecord = { ...request, pid: child.pid, localPort, instance: opts.instance };
+  const startTime = startTimeOf(child.pid);
+  if (startTime === undefined) throw new UserError(`SSH forward for ${request.entry} exited at once: ${lastLine(log) ?? "nothing logged"}`);
+  const record: ForwardRecord = { ...request, pid: child.pid, localPort, instance: opts.instance, startTime };
   fs.writeFileSync(recordFile(opts.stateDir, request.entry), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   return record;
 }

@@ -154,8 +154,11 @@ const ENDPOINT_FIELDS = new Set(["url", "scheme", "host", "port", "hostport"]);
 const urlencode = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 const FILTERS: Readonly<Record<string, (v: string) => string>> = { urlencode };
 
-/** A placeholder's value, or why it has none (never a secret in `reason`). */
-export type Resolved = { value: string } | { reason: string };
+/**
+ * A placeholder's value, or why it has none (never a secret in `reason`). `source` names where a
+ * secret value comes from (`Secret ns/name`), for a refusal that must not show the value.
+ */
+export type Resolved = { value: string; source?: string } | { reason: string };
 
 /** Resolves `entry.field` against the access view; throws on a malformed reference (a template bug). */
 export function resolveReference(
@@ -188,7 +191,7 @@ export function resolveReference(
   if (!credential) return { reason: `${entry} declares no credential #${n} in the contract` };
   const value = credential[wanted];
   if (value === undefined) return { reason: `${credential.label}: ${credential.problem ?? `no ${wanted}`}` };
-  return { value };
+  return { value, source: `Secret ${credential.secret}` };
 }
 
 /** Characters a .env value may hold unquoted, in every dotenv dialect (shell, docker compose, python-dotenv). */
@@ -220,6 +223,35 @@ export function quoteEnvValue(value: string): { text: string } | { refused: stri
     refused:
       "the value holds a single quote together with one of \" $ \\ ` (or a backslash before \\ or '), which bash, python-dotenv, docker compose and Node read back differently; change it or set it by hand",
   };
+}
+
+/** The quotes a template author put around a whole value, or undefined (then the generator quotes). */
+function authorQuotes(rawValue: string): "'" | '"' | undefined {
+  if (/^'[^']*'$/.test(rawValue)) return "'";
+  if (/^"(?:[^"\\]|\\.)*"$/.test(rawValue)) return '"';
+  return undefined;
+}
+
+/**
+ * Why a substituted value cannot go inside the author's quotes, or undefined when it is inert
+ * there for bash, python-dotenv, docker compose and Node alike (the unquoted path's guarantee):
+ * - single quotes: no `'` (it would end them), no `${` (python-dotenv and compose expand it even
+ *   there), no backslash before `\`, `'` or the end (python-dotenv decodes those);
+ * - double quotes: none of `"`, `\`, `$`, backtick (bash expands or unescapes each, and no escape
+ *   of them reads back the same in python-dotenv and Node);
+ * - never a newline or a control character.
+ * Values are refused, not escaped: Secrets may be written by someone else.
+ */
+function unsafeInQuotes(value: string, quote: "'" | '"'): string | undefined {
+  if (/[\n\r]/.test(value) || hasControlCharacters(value)) return "holds a newline or a control character";
+  if (quote === "'") {
+    if (value.includes("'")) return "holds a ' (it would end the template's single quotes)";
+    if (value.includes("${")) return "holds '${', which python-dotenv and docker compose expand even in single quotes";
+    if (/\\(\\|'|$)/.test(value)) return "holds a backslash before \\, ' or the end, which python-dotenv decodes in single quotes";
+    return undefined;
+  }
+  if (/["\\$`]/.test(value)) return "holds one of \" \\ $ ` (each is expanded or unescaped inside the template's double quotes)";
+  return undefined;
 }
 
 export interface RenderedEnv {
@@ -255,18 +287,26 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
     if (!m) throw new UserError(`${where}: expected KEY=VALUE, a comment or a blank line`);
     const [, variable = "", rawValue = ""] = m;
     const reasons: string[] = [];
+    const quotes = authorQuotes(rawValue);
+    const unsafe: string[] = [];
     let value: string;
     try {
-      value = rawValue.replace(PLACEHOLDER, (_match, reference: string, filter: string | undefined) => {
+      value = rawValue.replace(PLACEHOLDER, (match, reference: string, filter: string | undefined) => {
         const resolved = resolve(reference);
         if ("reason" in resolved) {
           reasons.push(resolved.reason);
           return "";
         }
-        if (filter === undefined) return resolved.value;
-        const apply = FILTERS[filter];
-        if (!apply) throw new Error(`unknown filter '|${filter}' (known: ${Object.keys(FILTERS).join(", ")})`);
-        return apply(resolved.value);
+        let text = resolved.value;
+        if (filter !== undefined) {
+          const apply = FILTERS[filter];
+          if (!apply) throw new Error(`unknown filter '|${filter}' (known: ${Object.keys(FILTERS).join(", ")})`);
+          text = apply(text);
+        }
+        // Inside the author's quotes, each value must be inert there: named, never shown.
+        const why = quotes && unsafeInQuotes(text, quotes);
+        if (why) unsafe.push(`the value of ${match.replace(/\s+/g, "")}${resolved.source ? ` (${resolved.source})` : ""} ${why}`);
+        return text;
       });
     } catch (err) {
       throw new UserError(`${where}: ${(err as Error).message}`);
@@ -278,8 +318,9 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
       out.push(`# ${variable}= (unresolved: ${reason})`);
       return;
     }
-    // A value the template author quoted is theirs; everything else is quoted as needed.
-    const quoted = /^(['"]).*\1$/.test(rawValue) ? { text: value } : quoteEnvValue(value);
+    // A value the template author quoted keeps their quotes, once every value put inside is inert
+    // there; everything else is quoted as needed.
+    const quoted = quotes ? (unsafe.length ? { refused: `${unsafe.join("; ")}; change it or set it by hand` } : { text: value }) : quoteEnvValue(value);
     if ("refused" in quoted) {
       unresolved.push({ variable, reason: quoted.refused });
       out.push(`# ${variable}= (not written: ${quoted.refused})`);

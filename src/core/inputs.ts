@@ -9,8 +9,13 @@ import { UserError } from "./errors";
  */
 export const STACK_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
 
+/** Whether `name` is a stack name (the rule --stack applies); completion lists only these. */
+export function isStackName(name: string): boolean {
+  return STACK_NAME.test(name) && !/^\.+$/.test(name);
+}
+
 export function checkStackName(name: string): string {
-  if (!STACK_NAME.test(name) || /^\.+$/.test(name)) {
+  if (!isStackName(name)) {
     throw new UserError(
       `--stack must be a stack name (letters, digits, '-', '_', '.', at most 100 characters, e.g. bench), not ${JSON.stringify(name.length > 60 ? `${name.slice(0, 60)}...` : name)}`,
       2,

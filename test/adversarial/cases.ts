@@ -341,3 +341,62 @@ export const SETTINGS_CASES: SettingsCase[] = [
     fragment: "must end with a port number between 1 and 65535",
   },
 ];
+
+/**
+ * `.sandbox/sandbox.json` holding this (hand-edited, truncated, another version's): `sandbox
+ * status` exits 1 naming what it ignored, `sandbox down` exits 0 and signals no process.
+ */
+export interface SandboxStateCase {
+  name: string;
+  state: string;
+  fragment: string;
+}
+
+export const SANDBOX_STATE_CASES: SandboxStateCase[] = [
+  {
+    name: "pid -1 with no command line (kill(-1) is every process; issue 23)",
+    state: '{"processes":[{"role":"portal","pid":-1}]}',
+    fragment: "processes[0]: pid -1 is not a process id",
+  },
+  { name: "pid 0 (the process group)", state: '{"processes":[{"role":"portal","pid":0,"cmdline":"x","startTime":"1"}]}', fragment: "pid 0 is not" },
+  { name: "pid 1 (init)", state: '{"processes":[{"role":"portal","pid":1,"cmdline":"/sbin/init","startTime":"1"}]}', fragment: "pid 1 is not" },
+  { name: "no start time (an older version's file)", state: '{"processes":[{"role":"portal","pid":4242,"cmdline":"x"}]}', fragment: "no start time recorded" },
+  { name: "pid as a string", state: '{"processes":[{"role":"portal","pid":"4242","cmdline":"x","startTime":"1"}]}', fragment: 'pid "4242" is not' },
+  { name: "truncated JSON", state: '{"processes":[{"role":"portal","pid":42', fragment: "not JSON (truncated or hand-edited)" },
+  { name: "a portal URL off this machine", state: '{"processes":[],"portal":"http://192.0.2.1/"}', fragment: "portal: not a loopback" },
+];
+
+/**
+ * A `Pulumi.<name>.yaml` checked out in the project: `exposure completion --list stacks` (what the
+ * shell scripts ask on Tab) must not offer it, so no shell ever sees its name as a word.
+ */
+export const STACK_FILE_NAME_CASES: { name: string; file: string }[] = [
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell word, not a template
+  { name: "a command substitution (issue 23)", file: "Pulumi.$(touch${IFS}X).yaml" },
+  { name: "backticks", file: "Pulumi.`touch X`.yaml" },
+  { name: "a semicolon", file: "Pulumi.a;touch X.yaml" },
+  { name: "a glob", file: "Pulumi.*.yaml" },
+  { name: "a newline", file: "Pulumi.a\nb.yaml" },
+  { name: "a dot-dot name", file: "Pulumi....yaml" },
+];
+
+/**
+ * A `.env` template line with a Secret value put inside the author's quotes: the value is either
+ * inert there or the line is refused by name (never showing the value).
+ */
+export interface EnvTemplateCase {
+  name: string;
+  line: string;
+  secret: string;
+  fragment: string;
+}
+
+export const ENV_TEMPLATE_CASES: EnvTemplateCase[] = [
+  { name: "a quote closing single quotes (issue 23)", line: "A='{{pg.password}}'", secret: "x'; touch PWNED; '", fragment: "holds a ' (it would end" },
+  { name: "a command substitution in double quotes", line: 'B="{{pg.password}}"', secret: "$(touch PWNED)", fragment: 'holds one of " \\ $ `' },
+  { name: "a backtick in double quotes", line: 'B="{{pg.password}}"', secret: "`touch PWNED`", fragment: 'holds one of " \\ $ `' },
+  { name: "a newline in single quotes", line: "A='{{pg.password}}'", secret: "a\ntouch PWNED", fragment: "holds a newline" },
+  { name: "a trailing backslash in single quotes", line: "A='x{{pg.password}}'", secret: "a\\", fragment: "holds a backslash before" },
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: python-dotenv's variable syntax, not a template
+  { name: "a ${VAR} in single quotes", line: "A='{{pg.password}}'", secret: "$" + "{HOME}", fragment: "holds '${'" },
+];

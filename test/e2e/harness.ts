@@ -223,11 +223,9 @@ export interface Sandbox {
 export function makeSandbox(bin: string, cluster: Cluster, versions: { kubernetes: string; command: string }): Sandbox {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-"));
   for (const f of ["Pulumi.yaml", "index.ts", "tsconfig.json", "package.json"]) fs.copyFileSync(path.join(projectDir, f), path.join(dir, f));
-  for (const d of ["src", "components", "contract", "cli", "bin"]) fs.cpSync(path.join(projectDir, d), path.join(dir, d), { recursive: true });
-  // The compiled CLI, as `npm ci` leaves it (bin/exposure.cjs checks it matches the copied sources).
+  for (const d of ["src", "components", "contract", "cli", "bin", "scripts"]) fs.cpSync(path.join(projectDir, d), path.join(dir, d), { recursive: true });
+  // The compiled CLI, as `npm ci` leaves it (bin/exposure.cjs rebuilds it if it does not match the copied sources).
   if (fs.existsSync(path.join(projectDir, "dist"))) fs.cpSync(path.join(projectDir, "dist"), path.join(dir, "dist"), { recursive: true });
-  if (fs.existsSync(path.join(projectDir, "tsconfig.build.json")))
-    fs.copyFileSync(path.join(projectDir, "tsconfig.build.json"), path.join(dir, "tsconfig.build.json"));
   fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(dir, "node_modules"));
   fs.mkdirSync(path.join(dir, ".home"));
   fs.mkdirSync(path.join(dir, ".state"));

@@ -52,10 +52,8 @@ describe.sequential("e2e: exposure sandbox", () => {
     copy = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-sandbox-e2e-"));
     for (const f of ["Pulumi.yaml", "index.ts", "tsconfig.json", "package.json"]) fs.copyFileSync(path.join(projectDir, f), path.join(copy, f));
     for (const d of ["src", "components", "contract", "cli", "bin", "scripts"]) fs.cpSync(path.join(projectDir, d), path.join(copy, d), { recursive: true });
-    // The compiled CLI, as `npm ci` leaves it (bin/exposure.cjs checks it matches the copied sources).
+    // The compiled CLI, as `npm ci` leaves it (bin/exposure.cjs rebuilds it if it does not match the copied sources).
     if (fs.existsSync(path.join(projectDir, "dist"))) fs.cpSync(path.join(projectDir, "dist"), path.join(copy, "dist"), { recursive: true });
-    if (fs.existsSync(path.join(projectDir, "tsconfig.build.json")))
-      fs.copyFileSync(path.join(projectDir, "tsconfig.build.json"), path.join(copy, "tsconfig.build.json"));
     fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(copy, "node_modules"));
     // A new user's shell: no pulumi on PATH (the toolchain's is used), no backend nor kube settings.
     env = { ...process.env };

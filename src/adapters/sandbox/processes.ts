@@ -1,32 +1,65 @@
-// Processes the sandbox starts and leaves running: recorded with their exact command line, so
-// that `sandbox down` stops them and nothing else (a recycled pid runs another command).
+// Processes the sandbox starts and leaves running: recorded with their pid, start time and exact
+// command line, so that `sandbox down` stops them and nothing else (a recycled pid runs another
+// command, or started later). The record is read back from .sandbox/sandbox.json, which anyone
+// running as the user may have edited: it is validated here, and every signal goes through
+// isSameProcess (src/adapters/own-process.ts), the check the SSH forwards use too.
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
+import { isPid, isSameProcess, isStartTime, liveProcess, startTimeOf } from "../own-process";
 
 export interface RecordedProcess {
   role: string;
   pid: number;
   /** argv as /proc/<pid>/cmdline shows it, joined with NUL. */
   cmdline: string;
+  /** When it started (/proc/<pid>/stat field 22): a recycled pid has another. */
+  startTime: string;
 }
 
 /** The command line of a live process, or undefined when it is gone (Linux /proc). */
 export function commandLineOf(pid: number): string | undefined {
-  try {
-    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0$/, "");
-  } catch {
-    return undefined;
-  }
+  return liveProcess(pid)?.args.join("\0");
 }
 
-/** Whether the recorded process is still the one we started. */
+/** Whether the recorded process is still the one we started (pid, start time and command line). */
 export function isOurs(p: RecordedProcess): boolean {
-  return commandLineOf(p.pid) === p.cmdline;
+  return typeof p.cmdline === "string" && p.cmdline !== "" && isSameProcess(p, (args) => args.join("\0") === p.cmdline);
+}
+
+const ROLE = /^[ -~]{1,80}$/;
+const MAX_CMDLINE = 128 * 1024;
+
+/**
+ * The process records of a sandbox.json, each checked (a role, an integer pid > 1, a command line
+ * and a start time); `rejected` says which were not, by index, never acting on them.
+ */
+export function parseRecordedProcesses(value: unknown): { processes: RecordedProcess[]; rejected: string[] } {
+  if (!Array.isArray(value)) return { processes: [], rejected: ["processes: not a list"] };
+  const processes: RecordedProcess[] = [];
+  const rejected: string[] = [];
+  value.forEach((r: unknown, i) => {
+    const p = (r ?? {}) as Partial<Record<keyof RecordedProcess, unknown>>;
+    const why =
+      r === null || typeof r !== "object" || Array.isArray(r)
+        ? "not a record"
+        : typeof p.role !== "string" || !ROLE.test(p.role)
+          ? "no role"
+          : !isPid(p.pid)
+            ? `pid ${JSON.stringify(p.pid ?? null)?.slice(0, 20)} is not a process id (an integer above 1)`
+            : typeof p.cmdline !== "string" || p.cmdline === "" || p.cmdline.length > MAX_CMDLINE
+              ? "no command line recorded"
+              : !isStartTime(p.startTime)
+                ? "no start time recorded"
+                : undefined;
+    if (why) rejected.push(`processes[${i}]: ${why}`);
+    else processes.push({ role: p.role as string, pid: p.pid as number, cmdline: p.cmdline as string, startTime: p.startTime as string });
+  });
+  return { processes, rejected };
 }
 
 /**
  * Starts a process that outlives this command: detached, its output appended to `logFile`.
- * Returns its record once /proc shows its command line.
+ * Returns its record (the start time is the fork's, so it is known before the program runs).
  */
 export function startDetached(role: string, command: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; logFile: string }): RecordedProcess {
   const log = fs.openSync(opts.logFile, "a", 0o600);
@@ -34,7 +67,9 @@ export function startDetached(role: string, command: string, args: string[], opt
   fs.closeSync(log);
   child.unref();
   if (child.pid === undefined) throw new Error(`could not start ${role}: ${command}`);
-  return { role, pid: child.pid, cmdline: [command, ...args].join("\0") };
+  const startTime = startTimeOf(child.pid);
+  if (startTime === undefined) throw new Error(`${role} exited at once: ${command} (see ${opts.logFile})`);
+  return { role, pid: child.pid, cmdline: [command, ...args].join("\0"), startTime };
 }
 
 /** Stops the recorded processes that are still ours: TERM, then KILL after `graceMs`. */
@@ -60,3 +95,80 @@ export async function stopRecorded(processes: readonly RecordedProcess[], graceM
   }
   return stopped;
 }
+
+/** Largest sandbox.json read (ours are a few kB). */
+const MAX_STATE_BYTES = 1024 * 1024;
+
+/** What `status` and `down` may act on from a sandbox.json: checked processes and addresses. */
+export interface SandboxState {
+  processes: RecordedProcess[];
+  /** entry -> URL, only http(s) URLs on loopback or the sandbox's own 198.18.0.0/15 addresses. */
+  urls: Record<string, string>;
+  /** The portal's http://127.0.0.1:<port>/, or "" when it was not started. */
+  portal: string;
+  /** What was ignored, by field (never acted on). */
+  rejected: string[];
+  /** The rest of the record as written (for display only). */
+  raw: Record<string, unknown>;
+}
+
+/** A host the sandbox's URLs may name: requests read from the file go nowhere else. */
+function isSandboxHost(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, "");
+  if (h === "::1") return true;
+  const octets = h.split(".").map(Number);
+  if (octets.length !== 4 || octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255) || !/^[\d.]+$/.test(h)) return false;
+  return octets[0] === 127 || (octets[0] === 198 && (octets[1] === 18 || octets[1] === 19));
+}
+
+function sandboxUrl(value: unknown, schemes: readonly string[]): string | undefined {
+  if (typeof value !== "string" || value.length > 200) return undefined;
+  try {
+    const u = new URL(value);
+    return schemes.includes(u.protocol) && isSandboxHost(u.hostname) && u.port !== "" && u.username === "" && u.password === "" ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads .sandbox/sandbox.json; undefined when there is none. A damaged file (truncated, not
+ * JSON, wrong types, too large) yields an empty state with the reason in `rejected`.
+ */
+export function readSandboxState(file: string): SandboxState | undefined {
+  let text: string;
+  try {
+    const stat = fs.lstatSync(file);
+    if (!stat.isFile() || stat.size > MAX_STATE_BYTES) return damaged(`${file}: not a regular file of at most ${MAX_STATE_BYTES} bytes`);
+    text = fs.readFileSync(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    return damaged(`${file}: ${(err as NodeJS.ErrnoException).code ?? "unreadable"}`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return damaged(`${file}: not JSON (truncated or hand-edited)`);
+  }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return damaged(`${file}: not a JSON object`);
+  const record = raw as Record<string, unknown>;
+  const { processes, rejected } = parseRecordedProcesses(record.processes);
+  const urls: Record<string, string> = {};
+  if (record.urls !== null && typeof record.urls === "object" && !Array.isArray(record.urls)) {
+    for (const [entry, url] of Object.entries(record.urls)) {
+      const ok = sandboxUrl(url, ["http:", "https:"]);
+      if (ok && /^[a-z][-a-z0-9]{0,62}$/.test(entry)) urls[entry] = ok;
+      else rejected.push(`urls.${entry.slice(0, 64)}: not a sandbox URL`);
+    }
+  } else if (record.urls !== undefined) rejected.push("urls: not a map");
+  let portal = "";
+  if (record.portal !== undefined && record.portal !== "") {
+    const ok = sandboxUrl(record.portal, ["http:"]);
+    if (ok && new URL(ok).pathname === "/") portal = ok;
+    else rejected.push("portal: not a loopback http://HOST:PORT/ address");
+  }
+  return { processes, urls, portal, rejected, raw: record };
+}
+
+const damaged = (why: string): SandboxState => ({ processes: [], urls: {}, portal: "", rejected: [why], raw: {} });

@@ -13,7 +13,7 @@ import { httpGet } from "../http-probe";
 import { readStackConfig } from "../stack-config";
 import { loadInputs } from "../stack-inputs";
 import { SANDBOX_CONTEXT, seedCluster, startControlPlane, stopControlPlane } from "./cluster";
-import { isOurs, type RecordedProcess, startDetached, stopRecorded } from "./processes";
+import { isOurs, type RecordedProcess, readSandboxState, startDetached, stopRecorded } from "./processes";
 import type { StandIn, StandInFile } from "./stand-in-servers";
 import { buildToolchain, missingStages, pulumiOnPath, STAGES, toolchainBinDir } from "./toolchain";
 
@@ -45,12 +45,26 @@ export const sandboxFolder = (projectDir: string) => path.join(projectDir, ".san
 const infoFile = (folder: string) => path.join(folder, "sandbox.json");
 const stackFile = (projectDir: string) => path.join(projectDir, `Pulumi.${SANDBOX_STACK}.yaml`);
 
-export function readSandboxInfo(folder: string): SandboxInfo | undefined {
-  try {
-    return JSON.parse(fs.readFileSync(infoFile(folder), "utf8")) as SandboxInfo;
-  } catch {
-    return undefined;
-  }
+/**
+ * The sandbox.json of `folder`, checked (src/adapters/sandbox/processes.ts): only validated
+ * process records and sandbox addresses are acted on; `rejected` says what was ignored.
+ */
+export function readSandboxInfo(folder: string): (SandboxInfo & { rejected: string[] }) | undefined {
+  const state = readSandboxState(infoFile(folder));
+  if (!state) return undefined;
+  const p = (state.raw.pulumi ?? {}) as Record<string, unknown>;
+  const text = (v: unknown) => (typeof v === "string" ? v.slice(0, 200) : "unknown");
+  return {
+    folder,
+    urls: state.urls,
+    portal: state.portal,
+    pulumi: { file: text(p.file), source: p.source === "PATH" ? "PATH" : "toolchain", version: text(p.version) },
+    envFile: path.join(folder, "env"),
+    processes: state.processes,
+    // Only handed to scripts/e2e-cluster.sh stop (which runs no binary from it).
+    bin: typeof state.raw.bin === "string" ? state.raw.bin : "",
+    rejected: state.rejected,
+  };
 }
 
 const seconds = (t0: number) => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
@@ -129,8 +143,8 @@ function lastLine(logFile: string): string {
 }
 
 /** Everything recorded still running, and the control plane still answering. */
-async function isRunning(info: SandboxInfo): Promise<boolean> {
-  if (!info.processes.every(isOurs)) return false;
+async function isRunning(info: SandboxInfo & { rejected: string[] }): Promise<boolean> {
+  if (info.rejected.length || !info.processes.every(isOurs)) return false;
   const portal = await get(`${info.portal}api/entries`);
   return portal?.status === 200;
 }
@@ -275,7 +289,7 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   };
   const standInsJson = path.join(folder, "stand-ins.json");
   fs.writeFileSync(standInsJson, JSON.stringify(standInFile, null, 2));
-  // Compiled (dist/, .js) or run from the sources through tsx (.ts), like this module.
+  // Compiled (dist/, .js) or, under the test runner, from the sources through tsx (.ts), like this module.
   const extension = path.extname(__filename);
   const script = path.join(__dirname, `stand-in-servers${extension}`);
   const loader = extension === ".ts" ? ["--require", require.resolve("tsx/cjs", { paths: [projectDir] })] : [];
@@ -332,32 +346,37 @@ export interface SandboxStatus {
   processes: { role: string; pid: number; running: boolean }[];
   urls: { entry: string; url: string; answers: boolean }[];
   portal?: { url: string; answers: boolean };
+  /** Records of sandbox.json that were ignored (damaged or not ours to act on). */
+  rejected: string[];
 }
 
 export async function sandboxStatus(io: SandboxIo): Promise<SandboxStatus> {
   const folder = sandboxFolder(io.projectDir);
   const info = readSandboxInfo(folder);
-  if (!info) return { folder, up: false, processes: [], urls: [] };
+  if (!info) return { folder, up: false, processes: [], urls: [], rejected: [] };
   const processes = info.processes.map((p) => ({ role: p.role, pid: p.pid, running: isOurs(p) }));
   const urls = await Promise.all(Object.entries(info.urls).map(async ([entry, url]) => ({ entry, url, answers: await answers(url) })));
   const portal = info.portal ? { url: info.portal, answers: (await get(`${info.portal}api/entries`))?.status === 200 } : undefined;
-  const up = processes.every((p) => p.running) && urls.every((u) => u.answers) && portal?.answers === true;
-  return { folder, up, processes, urls, ...(portal ? { portal } : {}) };
+  const up = info.rejected.length === 0 && processes.every((p) => p.running) && urls.every((u) => u.answers) && portal?.answers === true;
+  return { folder, up, processes, urls, ...(portal ? { portal } : {}), rejected: info.rejected };
 }
 
-/** Stops what `up` started (only processes whose command line is still the recorded one) and removes the folder. */
-export async function sandboxDown(io: SandboxIo): Promise<{ folder: string; stopped: string[]; removed: boolean }> {
+/**
+ * Stops what `up` started (only processes whose pid, start time and command line are still the
+ * recorded ones; a damaged record is left alone and listed in `rejected`) and removes the folder.
+ */
+export async function sandboxDown(io: SandboxIo): Promise<{ folder: string; stopped: string[]; removed: boolean; rejected: string[] }> {
   const folder = sandboxFolder(io.projectDir);
   const info = readSandboxInfo(folder);
   const stopped = info ? await stopRecorded(info.processes) : [];
   const clusterDir = path.join(folder, "cluster");
   if (fs.existsSync(clusterDir)) {
-    stopControlPlane(io.projectDir, info?.bin ?? toolchainBinDir(io.projectDir), clusterDir);
+    stopControlPlane(io.projectDir, info?.bin || toolchainBinDir(io.projectDir), clusterDir);
     stopped.push("control plane (etcd, kube-apiserver, kube-controller-manager)");
   }
   const file = stackFile(io.projectDir);
   if (fs.existsSync(file) && fs.readFileSync(file, "utf8").startsWith(STACK_HEADER)) fs.rmSync(file);
   const removed = fs.existsSync(folder);
   fs.rmSync(folder, { recursive: true, force: true });
-  return { folder, stopped, removed };
+  return { folder, stopped, removed, rejected: info?.rejected ?? [] };
 }

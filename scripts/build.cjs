@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+// `npm run build` (also `npm ci` through `prepare`, and bin/exposure.cjs or the Pulumi program
+// when dist/ is missing or older than the sources): the TypeScript sources to dist/ with esbuild
+// (type-checking is `npm run typecheck`), then the bundles that make start-up cheap. dist/ is
+// built aside and put in place whole, so a command running from the old one keeps its files.
+"use strict";
+const crypto = require("node:crypto");
+const fs = require("node:fs");
+const path = require("node:path");
+
+const SOURCE_DIRS = ["cli", "src", "components"];
+const STAMP = path.join("dist", "build-stamp.json");
+
+function sourceFiles(root, dir) {
+  let entries;
+  try {
+    entries = fs.readdirSync(path.join(root, dir), { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  return entries
+    .map((e) => ({ e, rel: `${dir}/${e.name}` }))
+    .sort((a, b) => (a.rel < b.rel ? -1 : 1))
+    .flatMap(({ e, rel }) => (e.isDirectory() ? sourceFiles(root, rel) : e.name.endsWith(".ts") ? [rel] : []));
+}
+
+/** sha256 of the sources (paths and content, not mtimes: a copied tree still matches its build) and of this script. */
+function sourceStamp(root) {
+  const hash = crypto.createHash("sha256");
+  for (const rel of ["index.ts", "scripts/build.cjs", ...SOURCE_DIRS.flatMap((d) => sourceFiles(root, d))]) {
+    let content;
+    try {
+      content = fs.readFileSync(path.join(root, rel));
+    } catch {
+      continue;
+    }
+    hash.update(`${rel}\0${content.length}\0`).update(content);
+  }
+  return hash.digest("hex");
+}
+
+/** Why dist/ cannot run as it is ("no build in dist/", "dist/ is older than the sources"), or undefined. */
+function staleBuild(root) {
+  let built;
+  try {
+    built = JSON.parse(fs.readFileSync(path.join(root, STAMP), "utf8")).sources;
+  } catch {
+    return "no build in dist/";
+  }
+  return built === sourceStamp(root) ? undefined : "dist/ is older than the sources";
+}
+
+/** What every bundle shares: one CommonJS file for Node.js 20 and later. */
+const BUNDLE = { bundle: true, platform: "node", target: "node20", format: "cjs", legalComments: "none", logLevel: "silent" };
+
+/**
+ * client-node's KubeConfig alone (what src/adapters/kube-live.ts uses): its ~900 ES modules cost
+ * about 1 s of CPU to load. Its fetch-based API clients (kube-live speaks HTTP itself), two
+ * thirds of it, are left out: stand-ins that say so if anything ever calls them.
+ */
+const kubeConfigOnly = {
+  name: "kubeconfig-only",
+  setup(build) {
+    const fromConfig = (importer) => importer.endsWith(path.join("@kubernetes", "client-node", "dist", "config.js"));
+    for (const filter of [/^\.\/gen\/index\.js$/, /^node-fetch$/]) {
+      build.onResolve({ filter }, (args) => (fromConfig(args.importer) ? { path: args.path, namespace: "left-out" } : undefined));
+    }
+    build.onLoad({ filter: /.*/, namespace: "left-out" }, (args) => ({
+      loader: "js",
+      contents:
+        args.path === "node-fetch"
+          ? // Node.js's own Headers, looked up only when used: touching it loads undici (~40 ms).
+            "export class Headers { constructor(init) { return new globalThis.Headers(init); } }"
+          : 'const leftOut = () => { throw new Error("client-node API clients are not in this bundle (scripts/build.cjs)"); };\n' +
+            "export const createConfiguration = leftOut;\nexport class ServerConfiguration { constructor() { leftOut(); } }\n",
+    }));
+  },
+};
+
+/**
+ * A module dist/cli/main.js loads stays its own file, required by the command bundles, not
+ * copied into them: one UserError class (a copy would turn usage errors into internal errors).
+ */
+const sharedWith = (out, shared) => ({
+  name: "share-with-main",
+  setup(build) {
+    build.onResolve({ filter: /^\./ }, (args) => {
+      const source = path.relative(build.initialOptions.absWorkingDir, path.resolve(args.resolveDir, args.path)).replace(/\.js$/, "");
+      const compiled = [`${source}.js`, path.join(source, "index.js")].map((f) => path.join(out, f)).find((f) => shared.has(f));
+      return (
+        compiled && {
+          path: `./${path
+            .relative(path.join(out, "cli", "commands"), compiled)
+            .split(path.sep)
+            .join("/")}`,
+          external: true,
+        }
+      );
+    });
+  },
+});
+
+/** The operator commands bundled with what they load (our modules, zod, yaml): loading those one by one was most of their start-up. render (the Pulumi SDK), portal, sandbox and completion stay as compiled. */
+const BUNDLED_COMMANDS = ["access", "check", "drift", "probe", "schema", "status"];
+
+async function buildInto(root, out) {
+  const esbuild = require("esbuild");
+  const base = { absWorkingDir: root, platform: "node", target: "node20", format: "cjs", logLevel: "silent" };
+  const sources = ["index.ts", ...SOURCE_DIRS.flatMap((d) => sourceFiles(root, d))];
+  const main = path.join("cli", "main.ts");
+  await esbuild.build({ ...base, entryPoints: sources.filter((f) => f !== main.split(path.sep).join("/")), outdir: out, outbase: root });
+  // main's import() of each command as require(): Node.js's import() of a CommonJS bundle first
+  // scans its whole text for export names (about 0.15 s for a command's bundle).
+  await esbuild.build({ ...base, entryPoints: [main], outdir: out, outbase: root, supported: { "dynamic-import": false } });
+  await esbuild.build({
+    ...BUNDLE,
+    absWorkingDir: root,
+    stdin: { contents: 'module.exports = require("@kubernetes/client-node/dist/config.js");', resolveDir: root, loader: "js" },
+    minify: true,
+    plugins: [kubeConfigOnly],
+    outfile: path.join(out, "vendor", "client-node.cjs"),
+  });
+  require(path.join(out, "cli", "main.js"));
+  const shared = new Set(Object.keys(require.cache).filter((f) => f.startsWith(out + path.sep)));
+  for (const name of BUNDLED_COMMANDS) {
+    await esbuild.build({
+      ...BUNDLE,
+      absWorkingDir: root,
+      entryPoints: [path.join(root, "cli", "commands", `${name}.ts`)],
+      external: ["@pulumi/*", "@kubernetes/client-node"],
+      plugins: [sharedWith(out, shared)],
+      outfile: path.join(out, "cli", "commands", `${name}.js`),
+      allowOverwrite: true,
+    });
+  }
+  // The Pulumi program (index.ts and what it imports) as one file: loading some 60 modules, zod
+  // and yaml one by one was a tenth of a `pulumi preview`'s CPU. The SDK and providers stay
+  // outside (one SDK instance, shared with @pulumi/kubernetes), esbuild too (a native binary).
+  // Two folders deep, like the modules it holds, so their paths from __dirname still hold.
+  await esbuild.build({
+    ...BUNDLE,
+    absWorkingDir: root,
+    entryPoints: [path.join(root, "index.ts")],
+    external: ["@pulumi/*", "@kubernetes/client-node", "esbuild"],
+    outfile: path.join(out, "src", "infra", "stack-program.cjs"),
+  });
+}
+
+/** esbuild's first error as `file:line:col: text` from the project folder (1-based column), else the message. */
+function firstError(err, root) {
+  const first = Array.isArray(err?.errors) ? err.errors[0] : undefined;
+  if (!first?.location) return String(err?.message ?? err).split("\n")[0];
+  const file = path.relative(root, path.resolve(root, first.location.file)).split(path.sep).join("/");
+  return `${file}:${first.location.line}:${first.location.column + 1}: ${first.text}; fix the source (or restore it: \`git checkout -- ${file}\`)`;
+}
+
+/** Builds dist/ for the sources of `root`: resolves, or rejects with one line. */
+async function build(root) {
+  const stamp = sourceStamp(root); // before compiling: a file edited meanwhile makes the stamp stale, never the reverse
+  const dist = path.join(root, "dist");
+  const out = `${dist}.${process.pid}.tmp`;
+  fs.rmSync(out, { recursive: true, force: true });
+  try {
+    await buildInto(root, out);
+    fs.writeFileSync(path.join(out, "build-stamp.json"), `${JSON.stringify({ sources: stamp })}\n`);
+    const old = `${dist}.${process.pid}.old`;
+    if (fs.existsSync(dist)) fs.renameSync(dist, old);
+    fs.renameSync(out, dist);
+    fs.rmSync(old, { recursive: true, force: true });
+  } catch (err) {
+    fs.rmSync(out, { recursive: true, force: true });
+    // Another process built the same sources meanwhile (two commands started at once).
+    if (staleBuild(root) === undefined && !err?.errors) return;
+    throw new Error(firstError(err, root));
+  }
+}
+
+/** Builds dist/ in a child process when it is stale (for code that cannot wait on a promise); the one line on failure. */
+function ensureBuilt(root) {
+  if (staleBuild(root) === undefined) return undefined;
+  const r = require("node:child_process").spawnSync(process.execPath, [__filename], { cwd: root, encoding: "utf8" });
+  return r.status === 0 ? undefined : r.stderr.trim().replace(/^build: /, "") || `the build failed (exit ${r.status})`;
+}
+
+module.exports = { build, ensureBuilt, sourceStamp, staleBuild };
+
+if (require.main === module) {
+  const root = path.resolve(__dirname, "..");
+  // `prepare` (npm ci, npm install, and `npx exposure` preparing this folder again) leaves alone
+  // a dist/ built from these sources: a command may be running from it. `npm run build` rebuilds.
+  if (process.argv.includes("--if-stale") && staleBuild(root) === undefined) {
+    process.stdout.write("build: dist/ is up to date with the sources (npm run build rebuilds it)\n");
+  } else {
+    build(root).catch((err) => {
+      process.stderr.write(`build: ${err.message}\n`);
+      process.exitCode = 1;
+    });
+  }
+}
