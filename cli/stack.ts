@@ -8,6 +8,7 @@ import { checkStackName } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { selectEntries } from "../src/core/plan";
+import { publishedFromOutputs } from "../src/core/published";
 import { type Settings, stackKubeTarget } from "../src/core/settings";
 import type { CommandContext } from "./context";
 
@@ -42,9 +43,9 @@ export function connectCluster(opened: OpenStack, timeoutMs?: number): Promise<C
   return LiveClusterReader.connect({ ...stackKubeTarget(opened.stack, opened.config), ...(timeoutMs ? { timeoutMs } : {}) });
 }
 
-export function publishedEndpoints(outputs: Record<string, unknown>): PublishedEndpoints {
-  const endpoints = outputs.endpoints;
-  return endpoints && typeof endpoints === "object" ? (endpoints as PublishedEndpoints) : {};
+/** The `endpoints` output, checked (src/core/published.ts): a malformed one is an error naming the field. */
+export function publishedEndpoints(outputs: Record<string, unknown>, source = "stack outputs"): PublishedEndpoints {
+  return publishedFromOutputs(outputs, source);
 }
 
 export { readStackOutputs };

@@ -2,7 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { Cilium } from "../../components/cilium";
 import { NodePortExposure } from "../../components/node-port-exposure";
-import { Portal } from "../../components/portal";
+import { Portal, portalPublished } from "../../components/portal";
 import { LiveClusterReader } from "../adapters/kube-live";
 import { bundlePortalServer } from "../adapters/portal-bundle";
 import { loadInputs } from "../adapters/stack-inputs";
@@ -12,7 +12,7 @@ import { UserError, userErrorFromProblems } from "../core/errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../core/kube/cluster";
 import type { PublishedEndpoints } from "../core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, selectEntries, withStackServices } from "../core/plan";
-import { namespaceTakeoverRefusal, PORTAL_SERVICE_NAME, portalService } from "../core/portal/spec";
+import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../core/portal/spec";
 import { stackKubeTarget } from "../core/settings";
 import { guardAdmission } from "./admission";
 
@@ -77,7 +77,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   const needPods = selection.entries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   // One list call per kind, in parallel, whatever the number of entries.
-  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints] = await Promise.all([
+  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap] = await Promise.all([
     cluster.listServices(),
     cluster.listNodes(),
     needPods ? cluster.listPods() : Promise.resolve([]),
@@ -85,6 +85,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     reads.customObjects ? cluster.listCustom(LB_IP_POOLS) : Promise.resolve([]),
     reads.customObjects ? cluster.listCustom(GATEWAYS) : Promise.resolve([]),
     inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
+    settings.portal.enabled ? cluster.getConfigMap(settings.portal.namespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
   ]);
 
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
@@ -144,6 +145,11 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
                 serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:Service portal-server-svc ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
               }
             : {}),
+          ...(publishedConfigMap
+            ? {
+                publishedRefusal: `portal: ConfigMap ${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:ConfigMap portal-server-published ${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
+              }
+            : {}),
           hooks: underEngine(),
         },
         withProvider(),
@@ -183,6 +189,8 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   });
 
   const records = pulumi.all(Object.fromEntries(published.map((p) => [p.entry, p.record])));
+  // The in-cluster portal judges against what this `up` published, as `exposure status` does.
+  if (portal) portalPublished("portal-server-published", { portal, endpoints: records }, { provider: kubernetes });
   return {
     urls: records.apply((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v.url]))),
     node: resolution.node,

@@ -310,6 +310,14 @@ export const OUTPUTS_CASES: OutputsCase[] = [
   { name: "a list", outputs: "[]", exit: 1, fragment: "found an array" },
   { name: "a string", outputs: '"x"', exit: 1, fragment: "found a string" },
   { name: "not JSON", outputs: "{", exit: 1, fragment: "not JSON" },
+  // Issue 23 #8: what the last up published decides verdicts (status and the portal alike): read back, so checked.
+  {
+    name: "a published nodePort that is not a port",
+    outputs: '{"endpoints":{"argocd":{"nodePort":"31000"}}}',
+    exit: 1,
+    fragment: "endpoints.argocd.nodePort: expected a number",
+  },
+  { name: "published endpoints as a list", outputs: '{"endpoints":[]}', exit: 1, fragment: "endpoints: expected a map" },
 ];
 
 /** `exposure status --stack <case>` where the stack file holds these settings (nothing is read from a cluster). */
