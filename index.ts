@@ -1,9 +1,10 @@
 // Entry point of the Pulumi program: settings and contract in, components built, outputs out.
-// Everything else lives in src/ (pure, tested without mocks) and components/.
+// The program itself is components/program.ts (declareStack); the pure parts it plans with
+// live in src/core and are tested without mocks.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { asRunError, declareStack } from "./src/infra/program";
+import { asRunError, declareStack } from "./components/program";
 
 /**
  * Pulumi.yaml's folder: this file's when it runs from the sources, else the closest above it

@@ -14,7 +14,7 @@ import * as path from "node:path";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import type { EndpointSlice, Service } from "../src/core/kube/types";
 import { PORTAL_FILES } from "../src/core/portal/spec";
-import { answerList, type RecordedCluster } from "../test/portal-fixtures";
+import { answerList, type RecordedCluster } from "../test/support/portal-fixtures";
 import { afterUpObjects, contractYaml, generateEntries } from "./gen";
 import { round } from "./stats";
 

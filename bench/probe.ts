@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { stringify } from "yaml";
 import { probeAll, probeTargets } from "../src/adapters/http-probe";
 import { parseContract } from "../src/core/contract/parse";
-import { type ProcessResult, runProcess } from "../test/e2e/harness";
+import { type ProcessResult, runProcess } from "../test/support/harness";
 
 export interface ProbeBench {
   urls: number;

@@ -7,15 +7,15 @@ import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { stringify } from "yaml";
+import { resolved, useProgramMocks } from "../components/mocks";
+import { declareStack, type StackOutputs } from "../components/program";
+import { render } from "../components/render";
 import { auditExposure } from "../src/core/audit";
 import { parseContract } from "../src/core/contract/parse";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { observe } from "../src/core/observe";
 import { type NodePortPlan, resolveExposures, selectEntries } from "../src/core/plan";
 import { parseSettings } from "../src/core/settings";
-import { resolved, useProgramMocks } from "../src/infra/mocks";
-import { declareStack, type StackOutputs } from "../src/infra/program";
-import { render } from "../src/infra/render";
 import { registerFloor } from "./floor";
 import { afterUpObjects, contractYaml, generateEntries, snapshotObjects, stackConfig } from "./gen";
 import { median } from "./stats";
@@ -28,7 +28,7 @@ export interface ProgramSample {
   /** The bare SDK registering the same resources (bench/floor.ts), same mocks. */
   floorMs: number;
   floorCpuMs: number;
-  /** `exposure render`'s library function (src/infra/render.ts) on the same input. */
+  /** `exposure render`'s library function (components/render.ts) on the same input. */
   renderMs: number;
   renderCpuMs: number;
   /** Heap still held once the outputs are resolved, after a full GC (bytes). */
@@ -79,7 +79,7 @@ export interface PureResult extends PureSample {
 const projectDir = path.resolve(__dirname, "..");
 const gc = (globalThis as { gc?: () => void }).gc;
 
-/** The project's mocks (src/infra/mocks.ts), counting registrations instead of keeping them. */
+/** The project's mocks (components/mocks.ts), counting registrations instead of keeping them. */
 const useMocks = () => useProgramMocks({ stack: "bench", firstNodePort: 30000, record: false });
 
 /** CPU time used by this process so far (ms). */

@@ -3,7 +3,6 @@
 import type { LiveResults, ProgramStartup, Timing } from "./live";
 import type { ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
-import type { BenchResults, Skipped } from "./run";
 import { type StartupResults, startupSection } from "./startup";
 
 /**
@@ -24,6 +23,38 @@ const NOTES = [
 ].join("\n");
 
 import { fittedExponent, marginal, median, mib, round } from "./stats";
+
+export interface Skipped {
+  skipped: string;
+}
+
+/** What `npm run bench` measured (test-output/bench.json), as bench/run.ts collects it and this file reports it. */
+export interface BenchResults {
+  meta: {
+    date: string;
+    commit: string;
+    node: string;
+    cpus: number;
+    cpuModel: string;
+    memoryGiB: number;
+    /** 1-minute load average when the run started: other work on the machine skews timings. */
+    loadAverage: number;
+    /** 1-minute load average when each part started. */
+    loadAtPart: Record<string, number>;
+    durationS?: number;
+  };
+  program?:
+    | {
+        after: ProgramResult[];
+        before?: ProgramResult[];
+        pure: { after: PureResult[]; before?: PureResult[] };
+        baselineRev?: string;
+      }
+    | Skipped;
+  live?: LiveResults | Skipped;
+  probe?: ProbeBench | Skipped;
+  startup?: StartupResults;
+}
 
 const isSkipped = (v: object): v is Skipped => "skipped" in v;
 const ms = (v: number) => (Number.isFinite(v) ? (v >= 100 ? String(Math.round(v)) : v.toFixed(1)) : "-");
@@ -255,6 +286,35 @@ function upSection(live: LiveResults): string {
     out.push(
       `Marginal cost of one more Service (${small.entries}→${big.entries} entries): \`pulumi up\` ${ms(per(small.upMs, big.upMs))} ms, \`pulumi preview\` ${ms(per(small.previewMs, big.previewMs))} ms, client library sequential ${ms(per(small.clientSequentialMs, big.clientSequentialMs))} ms. The fixed part of \`pulumi up\` (≈ ${s(small.upMs - small.services * per(small.upMs, big.upMs))} s) is start-up (engine, language host, provider, program), not the entries.`,
     );
+  }
+  const shared = rows.filter((r) => r.postgres && !("skipped" in r.postgres));
+  if (shared.length) {
+    out.push("");
+    out.push(
+      'The same stack with its state in PostgreSQL (the team\'s shared backend, README "Share state with your team"; a throw-away server on loopback, the CLI connecting over TCP with a passfile):',
+    );
+    out.push("");
+    out.push(
+      table(
+        [
+          "entries",
+          "`pulumi up`, file (s)",
+          "`pulumi up`, PostgreSQL (s)",
+          "PostgreSQL ÷ file",
+          "`pulumi preview`, file (s)",
+          "`pulumi preview`, PostgreSQL (s)",
+          "`pulumi destroy`, file (s)",
+          "`pulumi destroy`, PostgreSQL (s)",
+        ],
+        shared.map((r) => {
+          const p = r.postgres as { upMs: number; previewMs: number; destroyMs: number };
+          return [r.entries, s(r.upMs), s(p.upMs), x(p.upMs / r.upMs), s(r.previewMs), s(p.previewMs), s(r.destroyMs), s(p.destroyMs)];
+        }),
+      ),
+    );
+  } else {
+    const skipped = rows.find((r) => r.postgres && "skipped" in r.postgres)?.postgres as { skipped: string } | undefined;
+    if (skipped) out.push("", `The PostgreSQL (shared backend) variant was not measured: ${skipped.skipped}.`);
   }
   const diagnosed = rows.find((r) => r.upNoCheckpointsMs !== undefined);
   if (diagnosed?.upNoCheckpointsMs !== undefined) {
@@ -532,7 +592,7 @@ export function renderMarkdown(r: BenchResults): string {
     "",
     "## 1. The program under Pulumi's mocks (no engine)",
     "",
-    "`declareStack()` (src/infra/program.ts) as `exposure render` runs it (mocks give each created NodePort Service a port), from reading the contract to every output resolved and every registration acknowledged. Also: `exposure render`'s own function (`src/infra/render.ts`), and the pure stages on their own — contract parse, plan (`selectEntries` + `resolveExposures`), `observe()` (the verdicts of `status` and the portal) and `auditExposure()` (the audit of `drift`) on the cluster as `up` leaves it. SDK floor (`bench/floor.ts`): the bare Pulumi SDK registering the same resources (one component + one Service per exposed entry, same inputs, same mocks) and nothing else; what the program costs above it is its own. Heap retained: after a full GC with the outputs still referenced. Peak RSS: one evaluation in a fresh process, above the RSS once the modules are loaded.",
+    "`declareStack()` (components/program.ts) as `exposure render` runs it (mocks give each created NodePort Service a port), from reading the contract to every output resolved and every registration acknowledged. Also: `exposure render`'s own function (`src/infra/render.ts`), and the pure stages on their own — contract parse, plan (`selectEntries` + `resolveExposures`), `observe()` (the verdicts of `status` and the portal) and `auditExposure()` (the audit of `drift`) on the cluster as `up` leaves it. SDK floor (`bench/floor.ts`): the bare Pulumi SDK registering the same resources (one component + one Service per exposed entry, same inputs, same mocks) and nothing else; what the program costs above it is its own. Heap retained: after a full GC with the outputs still referenced. Peak RSS: one evaluation in a fresh process, above the RSS once the modules are loaded.",
     "",
     r.program ? programSection(r.program) : "Not run in this invocation.",
     "",

@@ -21,7 +21,7 @@ import { type LiveResults, measureLive } from "./live";
 import { benchPortalLoad } from "./portal-load";
 import { measureProbe, type ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
-import { renderMarkdown, STARTUP_BEGIN, STARTUP_END, startupMarkdown } from "./report";
+import { type BenchResults, renderMarkdown, STARTUP_BEGIN, STARTUP_END, startupMarkdown } from "./report";
 import { measureStartup, type StartupResults } from "./startup";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -35,37 +35,6 @@ export const PURE_SIZES = [9, 100, 500, 1000] as const;
 const PURE_REPS = 3;
 const LIVE_UP_SIZES = [9, 100] as const;
 const LIVE_STATUS_SIZES = [9, 100, 500] as const;
-
-export interface Skipped {
-  skipped: string;
-}
-
-export interface BenchResults {
-  meta: {
-    date: string;
-    commit: string;
-    node: string;
-    cpus: number;
-    cpuModel: string;
-    memoryGiB: number;
-    /** 1-minute load average when the run started: other work on the machine skews timings. */
-    loadAverage: number;
-    /** 1-minute load average when each part started. */
-    loadAtPart: Record<string, number>;
-    durationS?: number;
-  };
-  program?:
-    | {
-        after: ProgramResult[];
-        before?: ProgramResult[];
-        pure: { after: PureResult[]; before?: PureResult[] };
-        baselineRev?: string;
-      }
-    | Skipped;
-  live?: LiveResults | Skipped;
-  probe?: ProbeBench | Skipped;
-  startup?: StartupResults;
-}
 
 const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 

@@ -14,8 +14,8 @@ import { createDriftCommand } from "../cli/commands/drift";
 import { createProbeCommand } from "../cli/commands/probe";
 import { createStatusCommand } from "../cli/commands/status";
 import type { Command, CommandContext } from "../cli/context";
-import { runProcess } from "../test/e2e/harness";
-import { PORTAL_TEST_CONTRACT, recordedCluster } from "../test/portal-fixtures";
+import { runProcess } from "../test/support/harness";
+import { PORTAL_TEST_CONTRACT, recordedCluster } from "../test/support/portal-fixtures";
 import { median } from "./stats";
 
 const projectDir = path.resolve(__dirname, "..");

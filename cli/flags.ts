@@ -95,9 +95,12 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
 
 /** Why `arg` is not a flag of this command (with the closest one), or undefined. */
 function unknownFlag(spec: CommandSpec, arg: string): string | undefined {
+  // kubectl's `-o json` / `--output json`: this project spells it --json.
+  const jsonHint = Object.hasOwn(spec.flags, "json") ? ": for JSON output, use --json" : "";
   if (arg.startsWith("--")) {
     const name = arg.slice(2).split("=")[0] ?? "";
     if (name === "" || Object.hasOwn(spec.flags, name)) return undefined;
+    if (name === "output" && jsonHint) return `unknown flag '--output'${jsonHint}`;
     const guess = closest(name, Object.keys(spec.flags));
     return `unknown flag '--${printableValue(name)}'${guess ? `: did you mean '--${guess}'?` : ""}`;
   }
@@ -105,7 +108,7 @@ function unknownFlag(spec: CommandSpec, arg: string): string | undefined {
     // A group of short flags (-sx) or one with its value attached (-sbench): check the first letter.
     const letter = arg[1];
     if (Object.values(spec.flags).some((f) => f.short === letter)) return undefined;
-    return `unknown flag '-${letter}'`;
+    return `unknown flag '-${letter}'${letter === "o" ? jsonHint : ""}`;
   }
   return undefined;
 }

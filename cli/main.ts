@@ -38,7 +38,7 @@ export function helpText(): string {
     ...COMMAND_NAMES.map((name) => `  ${name.padEnd(width)}  ${SPECS[name].summary}`),
     "",
     "`exposure <command> --help` (or `exposure help <command>`) describes every flag of a command.",
-    "`exposure --version` prints the version. Every reporting command takes --json.",
+    "`exposure version` (or --version) prints the version. Every reporting command takes --json.",
     "",
     "exit codes: 0 ok, 1 error, 2 invalid contract or usage, 3 drift/absent, 4 unreachable URL, 5 credential unreadable (access)",
   ].join("\n");
@@ -76,7 +76,11 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
     context.stdout(helpText());
     return EXIT.OK;
   }
-  if (name === "--version" || name === "-V") {
+  if (name === "--version" || name === "-V" || name === "version") {
+    if (rest.length) {
+      context.stderr(`exposure version: takes nothing, not '${printableValue(rest.join(" "))}'\n(\`exposure --help\` lists the commands)`);
+      return EXIT.INVALID;
+    }
     context.stdout(`exposure ${packageVersion()}`);
     return EXIT.OK;
   }

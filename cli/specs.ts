@@ -78,6 +78,7 @@ export const SPECS = {
     synopsis: "--stack NAME [--skip-preview] [--timeout SECONDS] [--json]",
     description: [
       "Runs `pulumi preview --refresh --expect-no-changes` and, concurrently, audits every NodePort/LoadBalancer Service and hostPort of the cluster against the contract and the stack's allowlist.",
+      "Also lists what the exposure guard in deny mode would refuse of what exists now (Services, Pods, workloads): switch a stack to deny only when that list is empty.",
     ],
     flags: {
       stack,
@@ -110,14 +111,15 @@ export const SPECS = {
     summary: "developer access: URLs, credentials on one screen, .env.cluster.local, SSH forwards (--forward/--stop)",
     synopsis: "--stack NAME [--dotenv PATH | --no-dotenv] [--forward [--lima-instance NAME] | --stop] [--show-secrets] [--timeout SECONDS] [--json]",
     description: [
-      "Everything a data developer needs: the UIs' URLs (observed live), the contract's credentials read from their Secrets, a .env for the data repository (0600, refused unless git ignores it) and, on the Lima bench, SSH forwards.",
+      "Everything a data developer needs: the UIs' URLs (observed live), the contract's credentials read from their Secrets, a .env for the data repository (0600; inside a git work tree only where git ignores it, never inside a .git folder) and, on the Lima bench, SSH forwards.",
     ],
     flags: {
       stack,
       dotenv: {
         type: "string",
         value: "PATH",
-        description: "where to write the .env (default $EXPOSURE_ENV_FILE, else ../atlas/.env.cluster.local)",
+        description:
+          "where to write the .env (default $EXPOSURE_ENV_FILE, else ../atlas/.env.cluster.local): inside a git work tree only where git ignores it, never inside a .git folder",
         complete: "file",
       },
       "no-dotenv": { type: "boolean", description: "do not write the .env" },
@@ -132,7 +134,7 @@ export const SPECS = {
       timeout,
       json: { ...json, description: "print one JSON document (with apiVersion): it holds the passwords, marked as secrets" },
     },
-    exits: "0 ok, 1 error (cluster, .env path, a forward that failed), 2 invalid contract or usage",
+    exits: "0 ok, 1 error (cluster, .env path, a forward that failed), 2 invalid contract or usage, 5 a credential could not be read (the rest is shown)",
   },
   portal: {
     name: "portal",
@@ -163,7 +165,7 @@ export const SPECS = {
       "status: what is running and answering. down: stops exactly what up started and removes .sandbox/.",
     ],
     positional: { name: "ACTION", description: "up, status or down", complete: ["up", "status", "down"] },
-    flags: { json: { ...json, description: "print one JSON document: up gives {urls, portal, folder}" } },
+    flags: { json: { ...json, description: "print one JSON document (with apiVersion): up gives {urls, portal, folder}" } },
     exits: "0 ok, 1 error (or, for status, not everything answers), 2 usage",
   },
   schema: {

@@ -13,6 +13,12 @@
 #   UI_EXPOSURE_TOOLS_CACHE  cache root (default $HOME/.cache/ui-exposure-e2e)
 #   E2E_ONLY                 space-separated subset of: pulumi langhost k8sprov
 #                            kube-apiserver kube-controller-manager etcd (default: all)
+#                            and the optional stages, built only when named here:
+#                            helm (used by scripts/render-charts.sh, not by the e2e), cilium
+#   E2E_CILIUM               1 also builds the opt-in cilium stage (cilium-agent, cilium-dbg,
+#                            cilium-cni, cilium-health-responder, and from the same module the
+#                            agent's BPF sources, the chart and the CRDs); E2E_ONLY
+#                            naming `cilium` does the same
 #
 # Needs: Go >= 1.26 and the Go module proxy. No other downloads.
 # See docs/e2e-toolchain.md for versions, deviations and measured times.
@@ -30,6 +36,14 @@ K8SPROV_MODVER=v4.0.0-20260115033456-f47bc2d6f199
 COMMAND_VERSION=1.2.1
 K8S_VERSION=1.37.2
 ETCD_VERSION=3.7.3          # what the k8s v1.37.2 module graph selects (checked at build)
+# helm renders the upstream charts into test/data/charts (scripts/render-charts.sh). It is
+# an optional stage: not part of KEY, never built unless E2E_ONLY names it.
+HELM_VERSION=3.22.0
+# Opt-in stage (not part of KEY: a new Cilium version rebuilds only this stage, see
+# CILIUM_STAMP). The module pins github.com/osrg/gobgp/v4 at a pseudo-version the proxy
+# refuses (403); v4.8.0 is served and builds.
+CILIUM_VERSION=1.20.2
+CILIUM_GOBGP=v4.8.0
 # pulumi-language-nodejs is a separate module the proxy refuses (403); we build
 # a small language host of our own against sdk/v3 (see the langhost stage; it is
 # rebuilt whenever its source in this script changes).
@@ -57,6 +71,10 @@ exec 9>"$ROOT/.lock"
 flock 9 || die "cannot lock $ROOT/.lock"
 
 want() { [[ -z "${E2E_ONLY:-}" ]] || [[ " $E2E_ONLY " == *" $1 "* ]]; }
+# optional stages are built only when E2E_ONLY names them
+named() { [[ " ${E2E_ONLY:-} " == *" $1 "* ]]; }
+# opt-in stages: only when named in E2E_ONLY, or E2E_CILIUM=1
+want_optin() { [[ " ${E2E_ONLY:-} " == *" $1 "* ]] || [[ "${E2E_CILIUM:-}" == 1 ]]; }
 have() { [[ -x "$BIN/$1" ]]; }
 
 declare -A TIMES=()
@@ -70,7 +88,7 @@ stage() {
   "$fn"
   [[ -x "$BIN/$binary" ]] || die "$name: $BIN/$binary was not produced"
   TIMES[$name]=$((SECONDS - t0))
-  log "built $name in ${TIMES[$name]}s ($(du -h "$BIN/$binary" | cut -f1))"
+  log "built $name in ${TIMES[$name]}s ($(du -hL "$BIN/$binary" | cut -f1))"
 }
 
 # fresh wrapper module dir
@@ -644,6 +662,61 @@ build_etcd() {
   gobuild "$BIN/etcd" "" "" go.etcd.io/etcd/server/v3
 }
 
+# ---- helm (optional) ---------------------------------------------------------
+# Its own wrapper: helm's module graph (k8s.io/* v0.3x) must not move the control plane's.
+build_helm() {
+  wrapper helm
+  go get "helm.sh/helm/v3@v${HELM_VERSION}"
+  gobuild "$BIN/helm" "-X helm.sh/helm/v3/internal/version.version=v${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean" "" helm.sh/helm/v3/cmd/helm
+  local v; v=$("$BIN/helm" version --template '{{.Version}}')
+  [[ "$v" == "v${HELM_VERSION}" ]] || { rm -f "$BIN/helm"; die "helm: the built binary reports version $v"; }
+}
+# ---- cilium (opt-in) ------------------------------------------------------------
+# The agent compiles its datapath at run time with clang from the module's bpf/ sources,
+# which it reads from <lib-dir>/bpf: they are installed next to the binaries.
+CILIUM_DIR="$ROOT/cilium-$CILIUM_VERSION"
+CILIUM_STAMP="$CILIUM_VERSION gobgp-$CILIUM_GOBGP"
+build_cilium() {
+  local src="$WORK/cilium-$CILIUM_VERSION" mod
+  mod=$(go mod download -json "github.com/cilium/cilium@v${CILIUM_VERSION}" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
+  [[ -d "$mod" ]] || die "cannot download github.com/cilium/cilium@v${CILIUM_VERSION}"
+  # A writable copy of the module: its go.mod needs one replace (dependencies' replaces
+  # would be ignored in a wrapper, and the module has its own main packages).
+  rm -rf "$src"; cp -r "$mod" "$src"; chmod -R u+w "$src"; cd "$src"
+  go mod edit -replace="github.com/osrg/gobgp/v4=github.com/osrg/gobgp/v4@${CILIUM_GOBGP}"
+  local ldf="-X 'github.com/cilium/cilium/pkg/version.ciliumVersion=${CILIUM_VERSION} ui-exposure-e2e'"
+  gobuild "$CILIUM_DIR/bin/cilium-agent" "$ldf" osusergo ./daemon
+  gobuild "$CILIUM_DIR/bin/cilium-dbg" "$ldf" osusergo ./cilium-dbg
+  # No cilium-operator: ./operator imports sigs.k8s.io/mcs-api/controllers, which the module
+  # proxy refuses (403) at v0.5.2 and every other version. What the agent needs from it is
+  # done by the e2e harness instead: the CRDs (the module's own YAML, installed below) and
+  # pod CIDRs (ipam mode kubernetes: Node.spec.podCIDR). See docs/e2e.md, "Cilium agent".
+  # the CNI plugin a kubelet would call: it creates the pod's veth and its endpoint
+  gobuild "$CILIUM_DIR/bin/cilium-cni" "$ldf" osusergo ./plugins/cilium-cni
+  # the agent starts it (from PATH) in its health endpoint
+  gobuild "$CILIUM_DIR/bin/cilium-health-responder" "$ldf" osusergo ./cilium-health/responder
+  rm -rf "$CILIUM_DIR/lib.tmp"; mkdir -p "$CILIUM_DIR/lib.tmp"; cp -r "$src/bpf" "$CILIUM_DIR/lib.tmp/bpf"
+  # the release's own chart, from the same module (what `helm pull cilium/cilium --version` gives)
+  rm -rf "$CILIUM_DIR/chart"; cp -r "$src/install/kubernetes/cilium" "$CILIUM_DIR/chart"
+  ln -sfn "$CILIUM_DIR/chart" "$ROOT/cilium-chart"
+  # the CRDs the operator would register (the same files it embeds)
+  rm -rf "$CILIUM_DIR/crds"; cp -r "$src/pkg/k8s/apis/cilium.io/client/crds" "$CILIUM_DIR/crds"
+  ln -sfn "$CILIUM_DIR/crds" "$ROOT/cilium-crds"
+  rm -rf "$CILIUM_DIR/lib"; mv "$CILIUM_DIR/lib.tmp" "$CILIUM_DIR/lib"
+  ln -sfn "$CILIUM_DIR/lib" "$ROOT/cilium-lib"
+  echo "$CILIUM_STAMP" > "$CILIUM_DIR/.stamp"
+  # the marker the stage checks, written last
+  ln -sfn "$CILIUM_DIR/bin/cilium-agent" "$BIN/cilium-agent"
+  ln -sfn "$CILIUM_DIR/bin/cilium-dbg" "$BIN/cilium-dbg"
+  ln -sfn "$CILIUM_DIR/bin/cilium-cni" "$BIN/cilium-cni"
+  ln -sfn "$CILIUM_DIR/bin/cilium-health-responder" "$BIN/cilium-health-responder"
+  rm -rf "$src"
+}
+# a different CILIUM_VERSION or gobgp replace rebuilds the stage
+if [[ -e "$BIN/cilium-agent" && "$(cat "$CILIUM_DIR/.stamp" 2>/dev/null)" != "$CILIUM_STAMP" ]]; then
+  rm -f "$BIN/cilium-agent"
+fi
+
 # ---- plugins mode -------------------------------------------------------------
 # The npm SDK asks the engine for the plugin version of its own package.json
 # (@pulumi/kubernetes 4.32.0 -> kubernetes v4.32.0). Only the 4.25.0 provider can
@@ -678,6 +751,8 @@ stage k8sprov prov/pulumi-resource-kubernetes build_k8sprov
 stage kube-apiserver kube-apiserver build_kube_apiserver
 stage etcd etcd build_etcd
 stage kube-controller-manager kube-controller-manager build_kcm
+if named helm; then stage helm helm build_helm; fi
+if want_optin cilium; then stage cilium cilium-agent build_cilium; fi
 for k in "${!TIMES[@]}"; do log "time $k: ${TIMES[$k]}s"; done
 log "total: $((SECONDS - T0))s; bin: $(du -sh "$BIN" | cut -f1)"
 

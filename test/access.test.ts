@@ -21,9 +21,7 @@ import {
 import { parseContract } from "../src/core/contract/parse";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import { SnapshotReader } from "../src/core/kube/cluster";
 import { observe } from "../src/core/observe";
-import { list, startFakeApi } from "./adversarial/fake-api";
 import {
   capture,
   freePortRange,
@@ -38,7 +36,8 @@ import {
   TEST_CONTRACT,
   type TestProject,
   vendoredServices,
-} from "./command-helpers";
+} from "./support/command-helpers";
+import { list, startFakeApi } from "./support/fake-api";
 
 // Secret values chosen to need quoting in a .env and URL-encoding in a push URL.
 const ARGOCD_PASSWORD = "argo-S3cret!";
@@ -230,14 +229,10 @@ describe("the .env template", () => {
 
   it("the versioned template renders against the example contract with no unknown placeholder", () => {
     const projectDir = path.resolve(__dirname, "..");
-    const opened = openStack(capture(projectDir).ctx, "dirqual");
+    const opened = openStack({ projectDir, stack: "dirqual" });
     const cluster = readSnapshotFile(path.join(projectDir, "examples", "dirqual-cluster.yaml"));
     return Promise.all([cluster.listServices(), cluster.listNodes()]).then(([services, nodes]) => {
-      const observation = observe(
-        opened.contract,
-        { services, nodes, endpointSlices: [], pods: [] },
-        { selected: opened.selected, pinnedAddress: "10.67.2.11" },
-      );
+      const observation = observe(opened.contract, { services, nodes, endpointSlices: [], pods: [] }, { selected: opened.selected, nodeAddress: "10.67.2.11" });
       const endpoints = accessEndpoints(opened.contract, observation, services);
       const credentials = readCredentials(accessEntries(opened.contract, observation), new Map());
       const template = fs.readFileSync(path.join(projectDir, "contract", "atlas.env.cluster.example"), "utf8");
@@ -249,7 +244,8 @@ describe("the .env template", () => {
       );
       // Before the first up nothing is published and no Secret is read: only in-cluster addresses resolve.
       expect(rendered.text).toContain("POSTGRES_HOST=postgres.data.svc.cluster.local\nPOSTGRES_PORT=5432\n");
-      expect(rendered.text).toContain("OPENLINEAGE_URL=http://marquez.marquez.svc.cluster.local:5000\n");
+      // The example snapshot carries the real marquez chart's Service (port http 80 -> targetPort http, the pods' 5000).
+      expect(rendered.text).toContain("OPENLINEAGE_URL=http://marquez.marquez.svc.cluster.local:80\n");
       expect(rendered.text).toContain("REGISTRY=registry.registry.svc.cluster.local:5000\n");
       expect(rendered.unresolved.map((u) => u.variable)).toContain("GITEA_PUSH_URL");
     });
@@ -753,5 +749,32 @@ describe("exposure access against corrupt Secrets answers (issue 12, defect 12)"
     } finally {
       await api.close();
     }
+  });
+});
+
+describe("Secret values never appear in problems", () => {
+  it("says a key is not base64 without showing any of it", () => {
+    const entries = parseContract(
+      `version: 1
+endpoints:
+  - name: a
+    service: { namespace: a, name: a, port: http }
+    credentials:
+      - label: A
+        secret: { namespace: a, name: s }
+        usernameKey: user
+        passwordKey: password
+`,
+      "c.yaml",
+    ).endpoints;
+    const secrets = new Map([
+      ["a", [{ metadata: { name: "s", namespace: "a" }, data: { user: 12345 as unknown as string, password: "!!c3VwZXItc2VjcmV0LXZhbHVl" } }]],
+    ]);
+    const [view] = readCredentials(entries, secrets);
+    expect(view?.password).toBeUndefined();
+    expect(view?.problem).toBe(
+      "Secret a/s: key 'user' is not valid base64 (value not shown); Secret a/s: key 'password' is not valid base64 (value not shown)",
+    );
+    expect(JSON.stringify(view)).not.toMatch(/12345|c3VwZXI/);
   });
 });

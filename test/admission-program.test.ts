@@ -1,9 +1,9 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
+import { declareStack } from "../components/program";
 import { SnapshotReader } from "../src/core/kube/cluster";
-import { declareStack } from "../src/infra/program";
-import { benchServices, ciliumConfig, node, stackConfig } from "./fixtures";
+import { benchServices, ciliumConfig, node, stackConfig } from "./support/fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 let registered: { type: string; name: string; inputs: Record<string, unknown> }[] = [];

@@ -2,9 +2,9 @@
 // message fragment, plus the invariant: no crash, no stack trace, no hang (per-test timeout),
 // bounded memory, and nothing changed on disk (these commands exist to read, not to write).
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createDriftCommand } from "../cli/commands/drift";
 import { createStatusCommand } from "../cli/commands/status";
 import { main } from "../cli/main";
 import { LiveClusterReader } from "../src/adapters/kube-live";
@@ -22,10 +22,12 @@ import {
   SETTINGS_CASES,
   SNAPSHOT_CASES,
   STACK_FILE_NAME_CASES,
+  WORKLOAD_CASES,
 } from "./adversarial/cases";
-import { list, startFakeApi } from "./adversarial/fake-api";
-import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./command-helpers";
-import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
+import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./support/command-helpers";
+import { list, startFakeApi } from "./support/fake-api";
+import { MemoryCluster, portalContract, recordedCluster } from "./support/portal-fixtures";
+import { rawRequest } from "./support/raw-request";
 
 const CASE_TIMEOUT_MS = 15_000;
 /** Heap growth allowed for one case: far above what a clean refusal needs, far below a runaway. */
@@ -115,6 +117,19 @@ describe("adversarial corpus: cluster snapshots (exposure status with a snapshot
   });
 });
 
+describe("adversarial corpus: workloads read back for what deny would refuse (exposure drift --skip-preview)", () => {
+  it.each(WORKLOAD_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ objects, exit, fragment }) => {
+    const drift = createDriftCommand({
+      connect: async () => snapshot(healthyCluster(objects)),
+      runPulumi: async () => ({ notFound: true }),
+      readOutputs: async () => ({ endpoints: { argocd: { service: "argocd-nodeport", nodePort: 31001 } } }),
+    });
+    const r = await invariant((c) => runCommand("drift", drift, ["--stack", "bench", "--skip-preview"], c));
+    expect(r.text).toContain(fragment);
+    expect(r.code).toBe(exit);
+  });
+});
+
 describe("adversarial corpus: API answers (exposure status against a fake API server on loopback)", () => {
   it.each(API_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ services, timeoutSeconds, exit, fragment }) => {
     const api = await startFakeApi({
@@ -137,21 +152,6 @@ describe("adversarial corpus: API answers (exposure status against a fake API se
   });
 });
 
-function rawRequest(port: number, bytes: string): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: "127.0.0.1" });
-    let answer = "";
-    socket.setEncoding("latin1");
-    socket.on("data", (d) => {
-      answer += d;
-    });
-    socket.on("error", () => resolve(answer));
-    socket.on("close", () => resolve(answer));
-    socket.write(bytes);
-    setTimeout(() => socket.destroy(), 3000).unref();
-  });
-}
-
 describe("adversarial corpus: HTTP requests to the portal", () => {
   let portal: RunningPortal;
   let port: number;
@@ -165,9 +165,10 @@ describe("adversarial corpus: HTTP requests to the portal", () => {
   });
   afterAll(() => portal.close());
 
-  it.each(PORTAL_CASES)("$name -> $status, and the portal keeps serving", { timeout: CASE_TIMEOUT_MS }, async ({ request, status }) => {
-    const answer = await rawRequest(port, request);
+  it.each(PORTAL_CASES)("$name -> $status, and the portal keeps serving", { timeout: CASE_TIMEOUT_MS }, async ({ request, status, fragment }) => {
+    const answer = await rawRequest(port, request, { closeAfterMs: 3000, close: "destroy", onError: "resolve" });
     expect(answer.split("\r\n")[0]).toMatch(new RegExp(`^HTTP/1\\.[01] ${status} `));
+    if (fragment !== undefined) expect(answer).toContain(fragment);
     expect(answer).not.toMatch(/\n\s+at .+:\d+:\d+/);
     expect((await fetch(new URL("/healthz", portal.url))).status).toBe(200);
     expect(logged.filter((l) => l.includes("-> 500"))).toEqual([]);

@@ -7,8 +7,9 @@ import { parseContract } from "../src/core/contract/parse";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { PublishedEndpoints } from "../src/core/observe";
-import type { Allowlist } from "../src/core/settings";
-import { capture, managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./command-helpers";
+import { type Allowlist, parseSettings } from "../src/core/settings";
+import { podsOf, readAllChartFixtures } from "./support/chart-fixtures";
+import { managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./support/command-helpers";
 
 const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
 const allExposed = ["argocd", "gitea", "grafana", "lineage-agent"];
@@ -177,6 +178,40 @@ describe("auditExposure: hostPorts", () => {
     ]);
   });
 
+  it("gives the allowlist item's reason with what it declares", () => {
+    const envoy = pod("kube-system", "cilium-envoy-x7k2p", "bench", { hostPort: 9964, hostNetwork: true });
+    const allowlist: Allowlist = {
+      services: [],
+      hostPorts: ["kube-system/cilium-envoy-*:9964"],
+      reasons: { "kube-system/cilium-envoy-*:9964": "Cilium's Envoy metrics" },
+    };
+    expect(audit({ pods: [envoy], allowlist }).declared).toEqual([
+      {
+        kind: "hostPort",
+        namespace: "kube-system",
+        name: "cilium-envoy-x7k2p",
+        ports: "9964/TCP",
+        node: "bench",
+        declaredBy: "allowlist 'kube-system/cilium-envoy-*:9964'",
+        reason: "Cilium's Envoy metrics",
+      },
+    ]);
+  });
+
+  it("counts a host-network pod's containerPorts as hostPorts even when the object read back has no hostPort (as the guard does)", () => {
+    const exporter: Pod = {
+      kind: "Pod",
+      metadata: { name: "node-exporter-abcde", namespace: "monitoring" },
+      spec: {
+        nodeName: "n1",
+        hostNetwork: true,
+        containers: [{ name: "node-exporter", ports: [{ name: "http-metrics", containerPort: 9100 }] }],
+      } as Pod["spec"],
+      status: { phase: "Running" },
+    };
+    expect(audit({ pods: [exporter] }).undeclared.map((u) => `${u.name} ${u.ports}`)).toEqual(["node-exporter-abcde 9100/TCP"]);
+  });
+
   it("reads init containers, reports each port/protocol once per pod, and skips finished pods", () => {
     const multi: Pod = {
       kind: "Pod",
@@ -203,9 +238,9 @@ describe("auditExposure: hostPorts", () => {
 });
 
 describe("auditExposure on examples/dirqual-cluster.yaml with the dirqual stack's allowlist", () => {
-  it("finds the eight Gateway LoadBalancer Services, all allowlisted: no drift", async () => {
+  it("finds the eight Gateway LoadBalancer Services and the platform's host-network agents, all allowlisted: no drift", async () => {
     const projectDir = path.resolve(__dirname, "..");
-    const opened = openStack(capture(projectDir).ctx, "dirqual");
+    const opened = openStack({ projectDir, stack: "dirqual" });
     const cluster = readSnapshotFile(path.join(projectDir, "examples", "dirqual-cluster.yaml"));
     const result = auditExposure({
       contract: opened.contract,
@@ -216,7 +251,17 @@ describe("auditExposure on examples/dirqual-cluster.yaml with the dirqual stack'
     });
     expect(result.undeclared).toEqual([]);
     expect(result.unusedAllowlist).toEqual([]);
-    expect(result.declared.map((d) => `${d.kind} ${d.namespace}/${d.name} ${d.addresses?.join(",")}`)).toEqual([
+    expect(result.declared.filter((d) => d.kind === "hostPort").map((d) => `${d.namespace}/${d.name} ${d.ports} on ${d.node}: ${d.declaredBy}`)).toEqual([
+      "kube-system/cilium-envoy-npgwp 9964/TCP on dirqual-cp1: allowlist 'kube-system/cilium-envoy-*:9964'",
+      "kube-system/cilium-envoy-nwh9m 9964/TCP on dirqual-w1: allowlist 'kube-system/cilium-envoy-*:9964'",
+      "kube-system/cilium-envoy-r8bk6 9964/TCP on dirqual-w2: allowlist 'kube-system/cilium-envoy-*:9964'",
+      "kube-system/cilium-operator-psdrr7g2l7-jb469 9963/TCP on dirqual-cp1: allowlist 'kube-system/cilium-operator-*:9963'",
+      "kube-system/cilium-operator-psdrr7g2l7-8pnl5 9963/TCP on dirqual-w1: allowlist 'kube-system/cilium-operator-*:9963'",
+      "monitoring/kube-prometheus-stack-prometheus-node-exporter-8chsx 9100/TCP on dirqual-cp1: allowlist 'monitoring/kube-prometheus-stack-prometheus-node-exporter-*:9100'",
+      "monitoring/kube-prometheus-stack-prometheus-node-exporter-7fksp 9100/TCP on dirqual-w1: allowlist 'monitoring/kube-prometheus-stack-prometheus-node-exporter-*:9100'",
+      "monitoring/kube-prometheus-stack-prometheus-node-exporter-bqd57 9100/TCP on dirqual-w2: allowlist 'monitoring/kube-prometheus-stack-prometheus-node-exporter-*:9100'",
+    ]);
+    expect(result.declared.filter((d) => d.kind !== "hostPort").map((d) => `${d.kind} ${d.namespace}/${d.name} ${d.addresses?.join(",")}`)).toEqual([
       "LoadBalancer argocd/cilium-gateway-argocd 10.67.3.240",
       "LoadBalancer monitoring/cilium-gateway-grafana 10.67.3.241",
       "LoadBalancer gitea/cilium-gateway-gitea 10.67.3.242",
@@ -226,5 +271,66 @@ describe("auditExposure on examples/dirqual-cluster.yaml with the dirqual stack'
       "LoadBalancer kubernetes-dashboard/cilium-gateway-k8s-dashboard 10.67.3.246",
       "LoadBalancer platform-portal/cilium-gateway-portal 10.67.3.247",
     ]);
+  });
+});
+
+describe("ui-exposure:allowlist items: a pattern, or { match, reason }", () => {
+  const parse = (allowlist: unknown) =>
+    parseSettings({ "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }), "ui-exposure:allowlist": JSON.stringify(allowlist) }, "Pulumi.x.yaml").allowlist;
+
+  it("keeps the patterns in order and the reasons by pattern", () => {
+    expect(
+      parse({
+        services: ["argocd/cilium-gateway-*"],
+        hostPorts: ["kube-system/cilium-operator-*:9963", { match: "monitoring/node-exporter-*:9100", reason: "node-exporter on the host network" }],
+      }),
+    ).toEqual({
+      services: ["argocd/cilium-gateway-*"],
+      hostPorts: ["kube-system/cilium-operator-*:9963", "monitoring/node-exporter-*:9100"],
+      reasons: { "monitoring/node-exporter-*:9100": "node-exporter on the host network" },
+    });
+    expect(parseSettings({ "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }) }, "Pulumi.x.yaml").allowlist).toEqual({
+      services: [],
+      hostPorts: [],
+      reasons: {},
+    });
+  });
+
+  it("says which part of an item is wrong", () => {
+    expect(() => parse({ hostPorts: [{ match: "bad", reason: "x" }] })).toThrow(
+      "ui-exposure:allowlist.hostPorts[0].match: must be 'namespace/pod-name-or-prefix*:port', found a string (\"bad\")",
+    );
+    expect(() => parse({ hostPorts: ["bad"] })).toThrow(
+      "ui-exposure:allowlist.hostPorts[0]: must be 'namespace/pod-name-or-prefix*:port', found a string (\"bad\")",
+    );
+    expect(() => parse({ services: [{ match: "a/b", reason: "" }] })).toThrow("ui-exposure:allowlist.services[0].reason: must say why it is allowed");
+    expect(() => parse({ services: [{ match: "a/b" }] })).toThrow("ui-exposure:allowlist.services[0].reason: required setting is missing");
+    expect(() => parse({ services: [{ match: "a/b", reason: "x", why: "y" }] })).toThrow("ui-exposure:allowlist.services[0]: unknown key 'why'");
+    expect(() => parse({ hostPorts: [5] })).toThrow(
+      "ui-exposure:allowlist.hostPorts[0]: expected a pattern (a string) or { match, reason }, found a number (5)",
+    );
+  });
+});
+
+describe("the shipped stacks on a cluster running the real charts (test/data/charts)", () => {
+  const projectDir = path.resolve(__dirname, "..");
+  const nodes = ["node-a", "node-b"];
+  const charts = readAllChartFixtures();
+  // One real undeclared exposure next to the platform: a debug pod holding a hostPort.
+  const debug = pod("tenant", "debug-shell", "node-a", { hostPort: 2222 });
+  const services = charts.flatMap((c) => c.services);
+  const pods = [...charts.flatMap((c) => c.workloads.flatMap((w) => podsOf(w, nodes))), debug];
+
+  it.each(["bench", "dirqual"])("%s: drift's audit flags only the debug pod, and says why each platform agent is allowed", (stack) => {
+    const opened = openStack({ projectDir, stack });
+    const result = auditExposure({ contract: opened.contract, selected: opened.selected, allowlist: opened.settings.allowlist, services, pods });
+    expect(result.undeclared.map((u) => `${u.namespace}/${u.name} ${u.ports}`)).toEqual(["tenant/debug-shell 2222/TCP"]);
+    const agents = result.declared.map((d) => `${d.namespace}/${d.name.replace(/-[a-z0-9]{10}-[a-z0-9]{5}$|-[a-z0-9]{5}$/, "-*")} ${d.ports}`);
+    expect([...new Set(agents)].sort()).toEqual([
+      "kube-system/cilium-envoy-* 9964/TCP",
+      "kube-system/cilium-operator-* 9963/TCP",
+      "monitoring/kube-prometheus-stack-prometheus-node-exporter-* 9100/TCP",
+    ]);
+    for (const d of result.declared) expect(d.reason, `${d.name}: the stack file says why`).toMatch(/host network/);
   });
 });

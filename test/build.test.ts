@@ -1,4 +1,4 @@
-// scripts/build.cjs with its two users, bin/exposure.cjs and src/infra/program-loader.cjs: what
+// scripts/build.cjs with its two users, bin/exposure.cjs and components/program-loader.cjs: what
 // runs is dist/, built again first when it is missing or older than the sources.
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 
 const projectDir = path.resolve(__dirname, "..");
-const LOADER = "src/infra/program-loader.cjs";
+const LOADER = "components/program-loader.cjs";
 let copy: string;
 
 beforeAll(() => {
@@ -126,10 +126,10 @@ describe("bin/exposure.cjs", () => {
 });
 
 describe("program loader", () => {
-  /** Loads the entry point as the nodejs language host does (require of `main`, from src/infra/), prints what it exports or throws. */
+  /** Loads the entry point as the nodejs language host does (require of `main`, from components/), prints what it exports or throws. */
   function load(): string {
     const probe = `Error.prepareStackTrace = () => "mapped"; try { const m = require(${JSON.stringify(path.join(copy, LOADER))}); Promise.resolve(typeof m === "function" ? m() : m).then((v) => console.log(JSON.stringify({ value: v, mapped: Error.prepareStackTrace !== undefined }))); } catch (e) { console.log(e.constructor.name + ": " + e.message); }`;
-    return spawnSync(process.execPath, ["-e", probe], { cwd: path.join(copy, "src/infra"), encoding: "utf8", timeout: 120_000 }).stdout.trim();
+    return spawnSync(process.execPath, ["-e", probe], { cwd: path.join(copy, "components"), encoding: "utf8", timeout: 120_000 }).stdout.trim();
   }
 
   it("is what Pulumi.yaml runs, with the engine's ts-node (and its type check) off", () => {
@@ -152,7 +152,7 @@ describe("program loader", () => {
     expect(edited("index.ts", () => index("edited"), load)).toBe(JSON.stringify({ value: "edited", mapped: false }));
   }, 120_000);
 
-  // Found by an outside tester: the engine runs the program from src/infra/, so the file was
+  // Found by an outside tester: the engine runs the program from the folder of `main`, so the file was
   // named `../core/plan.ts`; the project folder is where the operator looks.
   it("a syntax error in the program or a source it imports is one RunError named from the project folder", () => {
     expect(edited("index.ts", () => "export = async () => {\n", load)).toMatch(/^RunError: index\.ts:2:1: Unexpected end of file; fix the source/);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../cli/main";
 import { JSON_API_VERSION } from "../src/core/findings";
 import type { CheckDocument } from "../src/core/json-api";
-import { capture } from "./command-helpers";
+import { capture } from "./support/command-helpers";
 
 let dir: string;
 beforeAll(() => {
@@ -46,7 +46,8 @@ describe("exposure check --json", () => {
     expect(r.code).toBe(2);
     expect(r.err).toBe("");
     const doc = JSON.parse(r.out) as CheckDocument;
-    const shown = path.relative(process.cwd(), file);
+    // As typed (issue 23, item 9): the absolute path given.
+    const shown = file;
     expect(doc).toEqual({
       apiVersion: JSON_API_VERSION,
       kind: "ContractCheck",
@@ -85,6 +86,24 @@ describe("exposure check --json", () => {
 });
 
 describe("exposure check", () => {
+  it("names the contract as it was typed, valid or not, with --json or not (issue 23, item 9)", async () => {
+    const ok = write("typed.yaml", "version: 1\nendpoints:\n  - name: pg\n    service: { namespace: data, name: postgres, port: 5432 }\n");
+    const bad = write("typed-bad.yaml", "version: 1\nendpoints:\n  - name: 5\n");
+    // An absolute path, and a relative one with ./ and .. in it (from the working directory).
+    const relative = (file: string) => `./${path.join(path.relative(process.cwd(), dir), "..", path.basename(dir), path.basename(file))}`;
+    for (const typed of [ok, relative(ok)]) {
+      expect((await check(typed)).out).toBe(`${typed}: valid: 1 endpoint, 0 exposed (0 NodePort, 0 hostPort)`);
+      expect((JSON.parse((await check(typed, "--json")).out) as CheckDocument).file).toBe(typed);
+    }
+    for (const typed of [bad, relative(bad)]) {
+      const r = await check(typed);
+      expect(r.err).toContain(`\n${typed}:3:11: endpoints[0].name: expected a string, found a number (5)`);
+      const doc = JSON.parse((await check(typed, "--json")).out) as CheckDocument;
+      expect(doc.file).toBe(typed);
+      expect(doc.findings.map((f) => f.subject)).toEqual([`${typed}:3:5`, `${typed}:3:11`]);
+    }
+  });
+
   it("one endpoint, none exposed: singular, and no list after the counts (found by a tester)", async () => {
     const file = write("one.yaml", "version: 1\nendpoints:\n  - name: pg\n    service: { namespace: data, name: postgres, port: 5432 }\n");
     const r = await check(file);

@@ -1,5 +1,6 @@
 // Cilium concern: version-aware values, every guard with its exact message, the rendered
 // stacks (no Gateway API / LB-IPAM object anywhere, nothing of Cilium in cohabit), adoption.
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -8,6 +9,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { Cilium, releaseArgs, releaseOptions } from "../components/cilium";
+import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../components/mocks";
+import { render } from "../components/render";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import { importCommand, RELEASE_TYPE, releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumObservation, type CiliumPlan, ciliumSummary, coexisting, planCilium, unacknowledgedLoss } from "../src/core/cilium/plan";
@@ -17,8 +20,6 @@ import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { GenericObject, Service } from "../src/core/kube/types";
 import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/core/settings";
-import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
-import { render } from "../src/infra/render";
 
 const projectDir = path.resolve(__dirname, "..");
 const VERSIONS = ["1.16.19", "1.17.18", "1.18.12", "1.19.6", "1.20.0"];
@@ -147,6 +148,39 @@ describe("chart version table", () => {
     },
   );
 
+  // 1.20.1 and 1.20.2 were checked against the charts the Go module github.com/cilium/cilium
+  // ships (install/kubernetes/cilium), the same source the e2e's agent is built from.
+  const moduleCache = (() => {
+    const r = spawnSync("go", ["env", "GOMODCACHE"], { encoding: "utf8" });
+    return r.status === 0 ? r.stdout.trim() : "";
+  })();
+  const moduleChart = (version: string) => path.join(moduleCache, `github.com/cilium/cilium@v${version}`, "install/kubernetes/cilium");
+  const MODULE_VERSIONS = ["1.20.1", "1.20.2"];
+  const haveModules = moduleCache !== "" && MODULE_VERSIONS.every((v) => fs.existsSync(path.join(moduleChart(v), "values.schema.json")));
+  it.skipIf(!haveModules).each(MODULE_VERSIONS)(
+    `${haveModules ? "" : "SKIPPED (github.com/cilium/cilium@v1.20.1/v1.20.2 not in the Go module cache; go mod download them): "}agrees with the Go module's chart %s`,
+    (version) => {
+      const schema = JSON.parse(fs.readFileSync(path.join(moduleChart(version), "values.schema.json"), "utf8"));
+      const values = parse(fs.readFileSync(path.join(moduleChart(version), "values.yaml"), "utf8")) as Record<string, unknown>;
+      const keys = chartKeysFor(version);
+      expect(keys).toBeDefined();
+      for (const [field, dotted] of Object.entries(TRACKED)) {
+        const inValues = dotted.split(".").reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], values) !== undefined;
+        expect({ field, schema: inSchema(schema, dotted), values: inValues }).toEqual({
+          field,
+          schema: keys?.[field as keyof ChartKeys],
+          values: keys?.[field as keyof ChartKeys],
+        });
+      }
+    },
+  );
+
+  it("accepts 1.20.1 and 1.20.2 with the 1.20.0 keys, and refuses 1.20.3", () => {
+    expect(chartKeysFor("1.20.1")).toEqual(chartKeysFor("1.20.0"));
+    expect(chartKeysFor("1.20.2")).toEqual(chartKeysFor("1.20.0"));
+    expect(chartKeysFor("1.20.3")).toBeUndefined();
+  });
+
   it("covers exactly the minors it claims", () => {
     expect(Object.keys(CHART_KEYS)).toEqual(VERSIONS.map((v) => chartMinor(v)));
   });
@@ -176,7 +210,7 @@ describe("l4 values per chart version", () => {
     for (const version of ["1.15.7", "1.21.0"]) {
       expect(l4Values(l4({}, version), "Pulumi.bench.yaml")).toEqual({
         problems: [
-          `cilium (l4): chart version ${version} is not supported: the values keys are known for Cilium 1.16.0 to 1.20.0 only (src/core/cilium/versions.ts); pin one of those in ui-exposure:cilium.chart.version, or check the new chart's values.yaml and add its minor to that table`,
+          `cilium (l4): chart version ${version} is not supported: the values keys are known for Cilium 1.16.0 to 1.20.2 only (src/core/cilium/versions.ts); pin one of those in ui-exposure:cilium.chart.version, or check the new chart's values.yaml and add its minor to that table`,
         ],
       });
     }

@@ -3,7 +3,7 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../cli/main";
 import { COMMAND_NAMES, SPECS } from "../cli/specs";
-import { capture } from "./command-helpers";
+import { capture } from "./support/command-helpers";
 
 const projectDir = path.resolve(__dirname, "..");
 
@@ -38,6 +38,33 @@ describe("exposure (help, version, dispatch)", () => {
   it("--version prints package.json's version", async () => {
     const { version } = JSON.parse(fs.readFileSync(path.join(projectDir, "package.json"), "utf8")) as { version: string };
     expect(await exposure("--version")).toEqual({ code: 0, out: `exposure ${version}`, err: "" });
+  });
+
+  it("`exposure version` prints the version too; `-V` as well (issue 23, item 9)", async () => {
+    const { version } = JSON.parse(fs.readFileSync(path.join(projectDir, "package.json"), "utf8")) as { version: string };
+    expect(await exposure("version")).toEqual({ code: 0, out: `exposure ${version}`, err: "" });
+    expect(await exposure("-V")).toEqual({ code: 0, out: `exposure ${version}`, err: "" });
+    expect((await exposure("version", "--bogus")).code).toBe(2);
+    expect((await exposure("--help")).out).toContain("`exposure version` (or --version) prints the version");
+  });
+
+  it("-o json and --output json (kubectl's habit) point at --json (issue 23, item 9)", async () => {
+    for (const argv of [["-o", "json"], ["-ojson"], ["--output", "json"], ["--output=json"], ["-o", "yaml"]]) {
+      const r = await exposure("status", "--stack", "bench", ...argv);
+      expect(r.code, argv.join(" ")).toBe(2);
+      expect(r.err.split("\n")[0], argv.join(" ")).toBe(
+        `exposure status: unknown flag '${argv[0]?.startsWith("--") ? "--output" : "-o"}': for JSON output, use --json`,
+      );
+    }
+    // A command without --json gets no such hint.
+    expect((await exposure("schema", "-o", "json")).err.split("\n")[0]).toBe("exposure schema: unknown flag '-o'");
+  });
+
+  it("access --help lists exit code 5, and says where the .env may go with git (issue 23, item 9)", async () => {
+    const help = (await exposure("access", "--help")).out;
+    expect(help).toMatch(/^exit codes: .*\b5 a credential could not be read/m);
+    expect(help).toContain("never inside a .git folder");
+    expect(help).toContain("inside a git work tree only where git ignores it");
   });
 
   it("a mistyped command gets the closest one, exit 2", async () => {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bashScript, completion, entryNames, stackNames, zshScript } from "../cli/commands/completion";
 import { main } from "../cli/main";
 import { COMMAND_NAMES, SPECS } from "../cli/specs";
-import { capture, makeProject, stackFile, type TestProject } from "./command-helpers";
+import { capture, makeProject, stackFile, type TestProject } from "./support/command-helpers";
 
 let project: TestProject;
 let fakeBin: string;
@@ -146,7 +146,7 @@ describe("completion never runs a command hidden in a file name or a listed word
 
 describe("exposure completion", () => {
   it("bash completes commands, each command's flags, stack names and fixed values", () => {
-    expect(bashComplete("exposure ")).toEqual([...COMMAND_NAMES, "help", "--help", "--version"]);
+    expect(bashComplete("exposure ")).toEqual([...COMMAND_NAMES, "help", "version", "--help", "--version"]);
     expect(bashComplete("exposure st")).toEqual(["status"]);
     expect(bashComplete("exposure status --")).toEqual(["--stack", "--entry", "--outputs", "--timeout", "--json", "--help"]);
     expect(bashComplete("exposure drift --stack ")).toEqual(["bench", "dirqual"]);

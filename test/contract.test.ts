@@ -4,7 +4,10 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../cli/main";
 import { loadContractFile } from "../src/adapters/contract-file";
+import { readStackOutputs } from "../src/adapters/pulumi-cli";
 import { ContractError, parseContract } from "../src/core/contract/parse";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import { contractError } from "./support/fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 
@@ -252,5 +255,87 @@ describe("exposure check", () => {
     expect(err).toEqual([
       "exposure check: check takes at most one contract file\nusage: exposure check [CONTRACT] [--json]\n(`exposure check --help` describes every flag)",
     ]);
+  });
+});
+
+describe("a wrong type says what was expected and what was found", () => {
+  it("names the expected and found types at the field's line, and still reports the entry's other problems", () => {
+    const message = contractError(`version: 1
+endpoints:
+  - name: 123
+    exposed: "true"
+    scheme: postgresql
+    probe: { timeoutSeconds: "5" }
+`);
+    expect(message).toContain("c.yaml:3:11: endpoints[0].name: expected a string, found a number (123)");
+    expect(message).toContain('c.yaml:4:14: endpoints[0].exposed: expected a boolean, found a string ("true")');
+    expect(message).toContain('endpoints[0].probe.timeoutSeconds: expected a number, found a string ("5")');
+    expect(message).not.toContain("required field is missing");
+    // The entry's other problem (no service nor hostPort) is not hidden by the type errors.
+    expect(message).toContain("endpoints[0].service: missing");
+  });
+
+  it("still says 'missing' for a field that is absent", () => {
+    expect(contractError("endpoints:\n  - name: a\n    service: { namespace: a, name: a, port: http }\n")).toContain("version: required field is missing");
+  });
+});
+
+const ALIAS_BOMB = `a: &a ["x","x","x","x","x","x","x","x","x"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+`;
+
+describe("hostile YAML and malformed snapshots are clean errors with a position", () => {
+  it("refuses an alias bomb in a contract with a position", () => {
+    const message = contractError(`version: 1\n${ALIAS_BOMB}endpoints: []\n`);
+    expect(message).toMatch(/^invalid contract c\.yaml \(1 problem\):\nc\.yaml:3:\d+: \(yaml\): Excessive alias count/);
+  });
+
+  it("refuses an alias bomb in a snapshot", () => {
+    expect(() => SnapshotReader.parse(`kind: List\nitems: []\n${ALIAS_BOMB}`, "snap.yaml")).toThrow(
+      /^snap\.yaml:1:1: cluster snapshot refused: Excessive alias count/,
+    );
+  });
+
+  it.each([
+    ["an object without metadata", "kind: Service\nspec: {}\n", "snap.yaml:1:1: metadata: required field is missing"],
+    [
+      "ports as a string",
+      "kind: Service\nmetadata: {name: a, namespace: b}\nspec:\n  ports: '80'\n",
+      'snap.yaml:4:10: spec.ports: expected an array, found a string ("80")',
+    ],
+    ["a null port", "kind: Service\nmetadata: {name: a}\nspec:\n  ports: [null]\n", "snap.yaml:4:11: spec.ports[0]: expected a map, found null"],
+    [
+      "addresses as a string",
+      "kind: Node\nmetadata: {name: n}\nstatus: {addresses: '1.2.3.4'}\n",
+      'snap.yaml:3:21: status.addresses: expected an array, found a string ("1.2.3.4")',
+    ],
+    ["items: null", "kind: List\nitems: null\n", "snap.yaml:2:8: items: expected an array, found null"],
+    ["a null item", "kind: ServiceList\nitems:\n  - null\n", "snap.yaml:3:5: items[0]: expected a Kubernetes object (a map), found null"],
+    ["a bare array", "- kind: Service\n  metadata: {name: a}\n", "snap.yaml:1:1: (object): expected a Kubernetes object or a List, found an array"],
+  ])("refuses a snapshot with %s", (_name, text, fragment) => {
+    expect(() => SnapshotReader.parse(text, "snap.yaml")).toThrow(fragment);
+  });
+
+  it("refuses --outputs holding null, a list or a number", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "outputs-"));
+    try {
+      const cases: [string, string][] = [
+        ["null", "null"],
+        ["[1]", "an array"],
+        ["3", "a number (3)"],
+      ];
+      for (const [text, found] of cases) {
+        const file = path.join(dir, "o.json");
+        fs.writeFileSync(file, text);
+        await expect(readStackOutputs({ projectDir: dir, env: {} }, "bench", file)).rejects.toThrow(`${file}: expected a map of stack outputs, found ${found}`);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDriftCommand, type PulumiRun, type PulumiRunner, summarisePreview } from "../cli/commands/drift";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import { capture, healthyCluster, makeProject, runCommand, service, snapshot, stackFile, type TestProject } from "./command-helpers";
+import { capture, healthyCluster, makeProject, runCommand, service, snapshot, stackFile, type TestProject } from "./support/command-helpers";
 
 let project: TestProject;
 beforeAll(() => {
@@ -121,6 +121,17 @@ describe("summarisePreview", () => {
       message: "pulumi preview exited with 1: error: no stack named 'bench' found",
     });
   });
+
+  it("never passes on a password the Pulumi CLI printed inside its backend URL", () => {
+    const stderr =
+      'error: unable to open bucket postgres://team:Hunter2-secret@127.0.0.1:5432/state?sslmode=disable: failed to ping PostgreSQL: pq: password authentication failed for user "team" (28P01)\n';
+    const summary = summarisePreview({ exitCode: 1, stdout: "", stderr });
+    expect(summary).toEqual({
+      state: "failed",
+      message:
+        'pulumi preview exited with 1: error: unable to open bucket postgres://team:****@127.0.0.1:5432/state?sslmode=disable: failed to ping PostgreSQL: pq: password authentication failed for user "team" (28P01)',
+    });
+  });
 });
 
 describe("exposure drift: the exposure guard at admission", () => {
@@ -166,8 +177,10 @@ describe("exposure drift", () => {
     expect(text).toContain("allowlist entries that matched nothing (stale?): kube-system/hubble-*");
     expect(text).toMatch(/argocd\s+nodePort\s+argocd\/argocd-nodeport\s+1\s+31001\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
     expect(text).toContain("4 MATCH, 0 DRIFT, 0 ABSENT");
-    // Services, Pods, EndpointSlices, Nodes, admission policies and bindings: one list call each, whatever the size of the cluster.
-    expect(cluster.requests).toBe(6);
+    // Services, Pods, EndpointSlices, Nodes, admission policies and bindings, and the five workload kinds the
+    // guard matches (for what deny would refuse): one list call each, whatever the size of the cluster.
+    expect(cluster.requests).toBe(11);
+    expect(text).toContain("exposure guard in deny mode would refuse, of what exists now (each object created again): nothing: deny is safe to switch on");
   });
 
   it("exits 3 and names the resources and fields when the preview proposes changes (recorded JSON, exit 7)", async () => {
@@ -204,6 +217,7 @@ describe("exposure drift", () => {
     expect(json.status.entries.find((e) => e.name === "gitea")).toMatchObject({
       verdict: "DRIFT",
       reasons: ["nodePort changed since the last up (30555 -> 31002)"],
+      findings: [{ code: "node-port-moved", severity: "drift", subject: "gitea", message: "nodePort changed since the last up (30555 -> 31002)" }],
     });
   });
 
@@ -271,5 +285,71 @@ describe("exposure drift", () => {
     const badTimeout = await drift(["--stack", "bench", "--timeout", "-1"], snapshot([]), pulumi);
     expect(badTimeout.code).toBe(2);
     expect(pulumi.calls).toEqual([]);
+  });
+});
+
+describe("exposure drift: the platform's agents and what deny would refuse", () => {
+  let agents: TestProject;
+  beforeAll(() => {
+    agents = makeProject({
+      bench: stackFile({
+        "ui-exposure:allowlist": {
+          hostPorts: [{ match: "monitoring/node-exporter-*:9100", reason: "node-exporter runs on the host network; 9100 is its metrics port" }],
+        },
+      }),
+    });
+  });
+  afterAll(() => agents.remove());
+
+  const exporterPod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "node-exporter-x7k2p", namespace: "monitoring" },
+    spec: { nodeName: "bench", hostNetwork: true, containers: [{ name: "node-exporter", ports: [{ containerPort: 9100, hostPort: 9100, protocol: "TCP" }] }] },
+    status: { phase: "Running" },
+  };
+  const agentDaemonSet = {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { name: "csi-node", namespace: "storage" },
+    spec: { template: { metadata: {}, spec: { hostNetwork: true, containers: [{ name: "plugin", ports: [{ name: "healthz", containerPort: 29653 }] }] } } },
+  };
+  const run = async (cluster: ClusterReader, argv: string[] = []) => {
+    const c = capture(agents.dir);
+    const cmd = createDriftCommand({
+      connect: async () => cluster,
+      runPulumi: fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }).runner,
+      readOutputs: async () => ({ endpoints: LAST_UP }),
+    });
+    const code = await runCommand("drift", cmd, ["--stack", "bench", ...argv], c);
+    return { code, text: c.out.join("\n") };
+  };
+
+  it("prints the allowlist item's reason next to what it declares, and lists the workloads deny would refuse", async () => {
+    const r = await run(snapshot(healthyCluster([exporterPod, agentDaemonSet])));
+    expect(r.text).toMatch(
+      /hostPort\s+monitoring\/node-exporter-x7k2p on bench\s+9100\/TCP\s+declared by allowlist 'monitoring\/node-exporter-\*:9100': node-exporter runs on the host network; 9100 is its metrics port/,
+    );
+    expect(r.text).toContain(
+      "exposure guard in deny mode would refuse, of what exists now (each object created again): 1\nKIND       WHERE             REFUSED\nDaemonSet  storage/csi-node  hostPort 29653/TCP",
+    );
+    const json = await run(snapshot(healthyCluster([exporterPod, agentDaemonSet])), ["--json"]);
+    const doc = JSON.parse(json.text) as { denyPreview: unknown; audit: { declared: { name: string; reason?: string }[] } };
+    expect(doc.denyPreview).toEqual({ refusals: [{ kind: "DaemonSet", namespace: "storage", name: "csi-node", what: "hostPort 29653/TCP" }], unread: [] });
+    expect(doc.audit.declared.find((d) => d.name === "node-exporter-x7k2p")?.reason).toBe("node-exporter runs on the host network; 9100 is its metrics port");
+  });
+
+  it("says the list is partial when a workload kind cannot be listed, instead of calling deny safe", async () => {
+    const base = snapshot(healthyCluster([exporterPod]));
+    const forbidden: ClusterReader = Object.assign(Object.create(base) as ClusterReader, {
+      listCustom: async (kind: { plural: string }) => {
+        if (kind.plural === "cronjobs") throw new UserError("context test: 403 Forbidden reading cronjobs.batch");
+        return base.listCustom(kind as Parameters<ClusterReader["listCustom"]>[0]);
+      },
+    });
+    const r = await run(forbidden);
+    expect(r.text).toContain(
+      "exposure guard in deny mode would refuse, of what exists now (each object created again): nothing among what could be read\n  (not read, so not checked: cronjobs.batch (context test: 403 Forbidden reading cronjobs.batch))",
+    );
   });
 });

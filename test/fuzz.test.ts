@@ -1,22 +1,30 @@
-// Property-based fuzzing (fast-check) of the inputs anyone can feed: the contract loader,
-// the snapshot reader (and the verdicts computed from what it accepts), the portal's request
-// handling, and the admission policy generated from what the contract and settings accept. Bounded in runs and time so `npm test` stays fast; a failure prints its seed and the
+// Property-based fuzzing (fast-check) of the inputs anyone can feed: the contract loader, the
+// snapshot reader (and the verdicts computed from what it accepts), the portal's request
+// handling, the admission policy generated from what the contract and settings accept, the file
+// names completion offers as words, and Secret values in the .env template. Bounded in runs and time so `npm test` stays fast; a failure prints its seed and the
 // shrunk input: add it to test/adversarial/cases.ts once fixed.
+import { execFileSync, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
 import type * as http from "node:http";
+import * as os from "node:os";
+import * as path from "node:path";
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { bashScript, stackNames } from "../cli/commands/completion";
+import { renderEnvTemplate } from "../src/core/access";
 import { admissionManifests } from "../src/core/admission";
 import { ContractError, parseContract } from "../src/core/contract/parse";
 import { contractSchema } from "../src/core/contract/schema";
 import { UserError } from "../src/core/errors";
+import { isStackName } from "../src/core/inputs";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { observe } from "../src/core/observe";
 import { parseSettings } from "../src/core/settings";
 import { portalHandler, requestPath } from "../src/portal/server";
-import { celProblems } from "./cel-compile";
-import { TEST_CONTRACT } from "./command-helpers";
-import { MemoryCluster, portalContract, recordedCluster } from "./portal-fixtures";
+import { celProblems } from "./support/cel-compile";
+import { TEST_CONTRACT } from "./support/command-helpers";
+import { MemoryCluster, portalContract, recordedCluster } from "./support/portal-fixtures";
 
 const RUNS = { numRuns: 150, interruptAfterTimeLimit: 8_000 } as const;
 const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
@@ -187,6 +195,125 @@ describe("fuzz: portal request handling", () => {
       }),
       { numRuns: 100, interruptAfterTimeLimit: 8_000 },
     );
+  });
+});
+
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "fuzz-"));
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
+
+/** Characters a shell treats specially, and some that are harmless. */
+const shellUnit = fc.constantFrom(
+  "a",
+  "B",
+  "1",
+  "-",
+  "_",
+  ".",
+  " ",
+  "$",
+  "(",
+  ")",
+  "{",
+  "}",
+  "`",
+  "'",
+  '"',
+  "\\",
+  ";",
+  "&",
+  "|",
+  "*",
+  "?",
+  "[",
+  "~",
+  "#",
+  "!",
+  "\t",
+  "\n",
+  "é",
+);
+
+describe("fuzz: completion word lists", () => {
+  it("--list stacks offers exactly the Pulumi.<name>.yaml whose name is a stack name, whatever the folder holds", () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.string({ unit: shellUnit, minLength: 1, maxLength: 10 }), { maxLength: 6 }), (names) => {
+        const dir = fs.mkdtempSync(path.join(scratch, "stacks-"));
+        try {
+          const created = names.filter((n) => {
+            try {
+              fs.writeFileSync(path.join(dir, `Pulumi.${n}.yaml`), "");
+              return true;
+            } catch {
+              return false; // a name the file system refuses
+            }
+          });
+          expect(stackNames(dir)).toEqual(created.filter(isStackName).sort());
+        } finally {
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
+      }),
+      { numRuns: 100, interruptAfterTimeLimit: 8_000 },
+    );
+  });
+
+  it("the bash script runs none of the words it is given and offers only plain words starting with what was typed", () => {
+    const words = fc.sample(fc.string({ unit: shellUnit, maxLength: 12 }), { numRuns: 200, seed: 23 }).filter((w) => !w.includes("\n"));
+    const dir = fs.mkdtempSync(path.join(scratch, "complete-"));
+    const bin = fs.mkdtempSync(path.join(scratch, "bin-"));
+    fs.writeFileSync(path.join(scratch, "words"), `${words.join("\n")}\n`);
+    fs.writeFileSync(path.join(bin, "exposure"), `#!/bin/sh\ncat '${path.join(scratch, "words")}'\n`, { mode: 0o755 });
+    for (const typed of ["", "a", "$", "'"]) {
+      const script = `${bashScript()}\nCOMP_WORDS=(exposure status --stack '${typed === "'" ? "'\\''" : typed}')\nCOMP_CWORD=3\n_exposure\nprintf '%s\\n' "\${COMPREPLY[@]}"`;
+      const r = spawnSync("bash", ["--norc", "-c", script], { cwd: dir, encoding: "utf8", env: { PATH: `${bin}:${process.env.PATH}` } });
+      expect(r.stderr).toBe("");
+      const offered = r.stdout.split("\n").filter(Boolean);
+      expect(offered).toEqual(words.filter((w) => /^[A-Za-z0-9_.-]+$/.test(w) && w.startsWith(typed)));
+      expect(fs.readdirSync(dir)).toEqual([]);
+    }
+  });
+});
+
+describe("fuzz: the .env renderer with quoted templates", () => {
+  it("any Secret value in any quoting is read back by bash (and python-dotenv) as written, or refused by name; sourcing runs nothing", () => {
+    const lines: string[] = [];
+    const expected = new Map<string, string>();
+    const literal = fc.string({ unit: fc.constantFrom("a", "Z", "0", "-", "_", ":", "/", "@", " "), maxLength: 4 });
+    let n = 0;
+    fc.assert(
+      fc.property(fc.constantFrom("'", '"', ""), literal, literal, fc.string({ unit: shellUnit, maxLength: 10 }), (quote, pre, post, secret) => {
+        // Unquoted, the author's literal text must be a bare word itself.
+        const [p, q] = quote === "" ? [pre.replace(/ /g, ""), post.replace(/ /g, "")] : [pre, post];
+        const variable = `V${n++}`;
+        const template = `${variable}=${quote}${p}{{s.password}}${q}${quote}\n`;
+        const rendered = renderEnvTemplate(template, "t.env", () => ({ value: secret, source: "Secret data/pg" }), []);
+        const refused = rendered.unresolved.find((u) => u.variable === variable);
+        if (refused) {
+          expect(refused.reason).toContain("Secret data/pg");
+          // Never shown (shorter strings may occur in the fixed wording by chance).
+          if (secret.length >= 6) expect(rendered.text).not.toContain(secret);
+        } else expected.set(variable, `${p}${secret}${q}`);
+        lines.push(rendered.text.trimEnd());
+      }),
+      { numRuns: 300 },
+    );
+    expect(expected.size).toBeGreaterThan(50);
+    const cwd = fs.mkdtempSync(path.join(scratch, "env-"));
+    const file = path.join(cwd, "generated.env");
+    fs.writeFileSync(file, `${lines.join("\n")}\n`);
+    const names = [...expected.keys()];
+    const out = execFileSync("bash", ["-c", `set -a; source ./generated.env; for v in ${names.join(" ")}; do printf '%s\\0' "\${!v}"; done`], {
+      cwd,
+      encoding: "utf8",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    });
+    expect(fs.readdirSync(cwd)).toEqual(["generated.env"]);
+    expect(out.split("\0").slice(0, -1)).toEqual([...expected.values()]);
+    if (spawnSync("python3", ["-c", "import dotenv"]).status === 0) {
+      const python = JSON.parse(
+        execFileSync("python3", ["-c", "import dotenv, json, sys; print(json.dumps(dotenv.dotenv_values(sys.argv[1])))", file], { encoding: "utf8" }),
+      ) as Record<string, string>;
+      expect(names.map((v) => python[v])).toEqual([...expected.values()]);
+    }
   });
 });
 

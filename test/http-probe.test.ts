@@ -5,7 +5,8 @@ import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpGet, httpGet, probeAll, probeOne, probeTargets } from "../src/adapters/http-probe";
 import { parseContract } from "../src/core/contract/parse";
-import { closedPort, HANG_PATH, type LocalServer, startServer, TEST_CONTRACT } from "./command-helpers";
+import { closedPort, HANG_PATH, type LocalServer, startServer, TEST_CONTRACT } from "./support/command-helpers";
+import { contractError } from "./support/fixtures";
 
 let server: LocalServer;
 let refusedPort = 0;
@@ -151,5 +152,35 @@ describe("probeTargets", () => {
       { name: "gitea", url: "http://127.0.0.2:31002", path: "/", timeoutMs: 5000 },
       { name: "extra", url: "http://127.0.0.2:31009", path: "/", timeoutMs: 5000 },
     ]);
+  });
+});
+
+describe("a probe path is a path", () => {
+  it.each([
+    ["//other-host:8080/x", "must not start with '//'"],
+    ["http://other-host/x", "must start with '/'"],
+    ["/a\\b", "backslash"],
+    ["/ok//x", "'//'"],
+  ])("refuses probe.path %s in the contract", (path, fragment) => {
+    const message = contractError(`version: 1
+endpoints:
+  - name: a
+    exposed: true
+    service: { namespace: a, name: a, port: http }
+    probe: { path: ${JSON.stringify(path)} }
+`);
+    expect(message).toContain("endpoints[0].probe.path");
+    expect(message).toContain(fragment);
+  });
+
+  it("never requests another host, whatever path it is given", async () => {
+    const requested: string[] = [];
+    const r = await probeOne({ name: "a", url: "http://127.0.0.2:31001", path: "//127.0.0.3:9/x", timeoutMs: 1000 }, async (url) => {
+      requested.push(url.href);
+      return { status: 200 };
+    });
+    expect(requested).toEqual([]);
+    expect(r.ok).toBe(false);
+    expect(r.error).toContain("probe path");
   });
 });

@@ -10,7 +10,7 @@ import { createStatusCommand } from "../cli/commands/status";
 import type { Command } from "../cli/context";
 import type { CommandName } from "../cli/specs";
 import { JSON_API_VERSION } from "../src/core/findings";
-import { capture, closedPort, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./command-helpers";
+import { capture, closedPort, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./support/command-helpers";
 
 let project: TestProject;
 let stateDir: string;

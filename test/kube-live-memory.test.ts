@@ -7,8 +7,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeApi, startFakeApi } from "./adversarial/fake-api";
-import { makeProject, stackFile, type TestProject } from "./command-helpers";
+import { makeProject, stackFile, type TestProject } from "./support/command-helpers";
+import { type FakeApi, startFakeApi } from "./support/fake-api";
 
 const root = path.resolve(__dirname, "..");
 /** Far under the portal's 256Mi limit, far above what a refusal needs (Node.js + tsx start at ~100 MiB). */

@@ -3,6 +3,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { LiveClusterReader } from "../src/adapters/kube-live";
+import { UserError } from "../src/core/errors";
+import { type FakeAnswer, list, startFakeApi } from "./support/fake-api";
 
 const saved = { HOME: process.env.HOME, KUBECONFIG: process.env.KUBECONFIG };
 afterEach(() => {
@@ -86,5 +88,81 @@ describe("LiveClusterReader.connect", () => {
       (err: Error) => err,
     );
     expect(failure?.message).toBe(`cannot load kubeconfig ${dir}: it is a folder, not a kubeconfig file`);
+  });
+});
+
+describe("the live reader against a fake API server on loopback", () => {
+  it("leaves no connection open after an API server that never answers (200 page loads)", async () => {
+    const api = await startFakeApi({ "/api/v1/services": "hang", "/api/v1/nodes": "hang", "/apis/discovery.k8s.io/v1/endpointslices": "hang" });
+    try {
+      const reader = await LiveClusterReader.connect({ kubeconfig: api.kubeconfig, timeoutMs: 300 });
+      const loads = Array.from({ length: 200 }, () =>
+        reader.listServices().then(
+          () => "answered",
+          (err: Error) => err.message,
+        ),
+      );
+      const results = await Promise.all(loads);
+      expect(new Set(results)).toEqual(new Set([`cluster unreachable: ${reader.source} did not answer services within 0.3s`]));
+      // Sockets still connecting when the timeout fired would show up later: give them time to.
+      await new Promise((r) => setTimeout(r, 1500));
+      const deadline = Date.now() + 3000;
+      while ((await api.openConnections()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(await api.openConnections()).toBe(0);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it.each([
+    ["items: null", list("ServiceList", null), "items: expected an array, found null"],
+    ["a bare array", { body: [1, 2] }, "expected a ServiceList (a map with items), found an array"],
+    ["an object without metadata", list("ServiceList", [{ spec: {} }]), "items[0].metadata: required field is missing"],
+    ["a null item", list("ServiceList", [null]), "items[0]: expected a Kubernetes object (a map), found null"],
+    [
+      "ports as a string",
+      list("ServiceList", [{ metadata: { name: "a", namespace: "b" }, spec: { ports: "80" } }]),
+      'items[0].spec.ports: expected an array, found a string ("80")',
+    ],
+    [
+      "a selector that is not a string map",
+      list("ServiceList", [{ metadata: { name: "a" }, spec: { selector: ["x"] } }]),
+      "items[0].spec.selector: expected a map, found an array",
+    ],
+    ["not JSON", { raw: true, body: "{nope" }, "with something that is not JSON"],
+  ] as const)("refuses an answer with %s, cleanly", async (_name, answer, fragment) => {
+    const api = await startFakeApi({ "/api/v1/services": answer as FakeAnswer });
+    try {
+      const reader = await LiveClusterReader.connect({ kubeconfig: api.kubeconfig, timeoutMs: 2000 });
+      const err = await reader.listServices().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(UserError);
+      expect((err as Error).message).toContain(fragment);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("never echoes a fragment of a corrupt Secrets answer", async () => {
+    const value = Buffer.from("super-secret-value").toString("base64");
+    const truncated = `{"kind":"SecretList","items":[{"metadata":{"name":"s"},"data":{"password":"${value}`;
+    const wrongType = { kind: "SecretList", items: [{ metadata: { name: "s" }, data: { password: value, other: 12345 } }] };
+    for (const answer of [{ raw: true, body: truncated } as const, { body: wrongType }]) {
+      const api = await startFakeApi({ "/api/v1/namespaces/argocd/secrets": answer });
+      try {
+        const reader = await LiveClusterReader.connect({ kubeconfig: api.kubeconfig, timeoutMs: 2000 });
+        const err = (await reader.listSecrets("argocd").then(
+          () => undefined,
+          (e: unknown) => e,
+        )) as Error;
+        expect(err).toBeInstanceOf(UserError);
+        expect(err.message).not.toContain(value.slice(0, 8));
+        expect(err.message).not.toContain("12345");
+      } finally {
+        await api.close();
+      }
+    }
   });
 });

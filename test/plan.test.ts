@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { parseContract } from "../src/core/contract/parse";
+import { UserError } from "../src/core/errors";
+import type { Service } from "../src/core/kube/types";
+import { observe } from "../src/core/observe";
 import {
   buildUrl,
   chooseNode,
@@ -11,7 +14,7 @@ import {
   takeoverRefusal,
   unusableNodes,
 } from "../src/core/plan";
-import { benchServices, node, pod, service } from "./fixtures";
+import { benchServices, node, pod, service } from "./support/fixtures";
 
 const contract = parseContract(
   `version: 1
@@ -209,5 +212,98 @@ describe("unusableNodes: a Ready node whose InternalIP is not an IP is said, nev
   it("makes up fail: planning reports it with the chosen node", () => {
     const result = resolveExposures([entry("argocd")], { services: benchServices, nodes, pods: [] });
     expect(result).toEqual({ problems: [unusableNodes(nodes)[0]] });
+  });
+});
+
+describe("only an IP address goes into a URL", () => {
+  it.each(["fe80::1%eth0", "1.2.3.4 x", "evil.example/x?", "127.0.0.1:80", " 127.0.0.1", "::ffff:1.2.3.4.5"])(
+    "a node whose InternalIP is %j is not chosen, and says why",
+    (address) => {
+      const choice = chooseNode([node("n1", address)]);
+      expect(choice).toHaveProperty("problem");
+      expect((choice as { problem: string }).problem).toContain("not an IP address");
+    },
+  );
+
+  it("refuses a pinned address that is not an IP (the portal reads it from its environment)", () => {
+    expect(chooseNode([], "evil.example/x?")).toEqual({ problem: 'the pinned node address "evil.example/x?" is not an IP address' });
+  });
+
+  it("brackets IPv6 and refuses anything else", () => {
+    expect(buildUrl("http", "fd00::1", 31000)).toBe("http://[fd00::1]:31000");
+    expect(() => buildUrl("http", "evil.example/x?", 31000)).toThrow(UserError);
+  });
+
+  it("a hostPort entry on a node with a bad address gets no URL", () => {
+    const contract = parseContract(
+      `version: 1
+endpoints:
+  - name: agent
+    exposed: true
+    hostPort: { namespace: lineage, port: 8090 }
+`,
+      "c.yaml",
+    );
+    const o = observe(contract, {
+      services: [],
+      endpointSlices: [],
+      nodes: [node("bench", "evil.example/x?")],
+      pods: [
+        {
+          metadata: { name: "agent-0", namespace: "lineage" },
+          spec: { nodeName: "bench", containers: [{ name: "c", ports: [{ containerPort: 8090, hostPort: 8090 }] }] },
+          status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+        },
+      ],
+    });
+    expect(o.entries[0]?.url).toBeUndefined();
+    expect(o.entries[0]?.verdict).toBe("DRIFT");
+  });
+});
+
+describe("what cannot be published", () => {
+  const contract = (namespace: string) =>
+    parseContract(
+      `version: 1
+endpoints:
+  - name: ui
+    exposed: true
+    service: { namespace: ${namespace}, name: ui, port: http }
+`,
+      "c.yaml",
+    );
+  const resolve = (svc: Service, opts: { allowKubeSystem?: boolean } = {}, namespace = "apps") =>
+    resolveExposures(contract(namespace).endpoints, { services: [svc], nodes: [node("n", "127.0.0.2")], pods: [] }, undefined, opts);
+  const problemsOf = (r: ReturnType<typeof resolveExposures>) => ("problems" in r ? r.problems.join("\n") : "");
+
+  it("refuses a Service in kube-system unless the stack allows it", () => {
+    const svc = service("kube-system", "ui", { selector: { app: "ui" } });
+    expect(problemsOf(resolve(svc, {}, "kube-system"))).toContain("unless the stack sets ui-exposure:allowKubeSystem: true");
+    expect(resolve(svc, { allowKubeSystem: true }, "kube-system")).toHaveProperty("plans");
+  });
+
+  it("refuses an ExternalName Service", () => {
+    const svc: Service = {
+      metadata: { name: "ui", namespace: "apps" },
+      spec: { type: "ExternalName", externalName: "example.invalid", ports: [{ name: "http", port: 80 }] } as never,
+    };
+    expect(problemsOf(resolve(svc))).toContain("is of type ExternalName");
+  });
+
+  it("never publishes a UDP port as an http URL", () => {
+    const svc = service("apps", "ui", { selector: { app: "ui" }, ports: [{ name: "http", port: 80, protocol: "UDP" }] });
+    expect(problemsOf(resolve(svc))).toContain("is UDP: only a TCP port is published as an http URL");
+  });
+
+  it("mirrors a headless Service like any other (same pods, same target port)", () => {
+    const svc = service("apps", "ui", { selector: { app: "ui" } });
+    (svc.spec as { clusterIP?: string }).clusterIP = "None";
+    const r = resolve(svc);
+    expect("plans" in r && r.plans[0]).toMatchObject({ kind: "nodePort", selector: { app: "ui" }, targetPort: 8080 });
+  });
+
+  it("refuses a selector that is not a map of strings", () => {
+    const svc = service("apps", "ui", { selector: { app: 3 as unknown as string } });
+    expect(problemsOf(resolve(svc))).toContain("has a selector that is not a map of strings");
   });
 });

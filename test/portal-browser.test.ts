@@ -11,7 +11,7 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseContract } from "../src/core/contract/parse";
 import { type RunningPortal, startPortal } from "../src/portal/server";
-import { GRAFANA_DRIFT_REASON, MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, recordedCluster, unreachable } from "./portal-fixtures";
+import { GRAFANA_DRIFT_REASON, MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, recordedCluster, unreachable } from "./support/portal-fixtures";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);

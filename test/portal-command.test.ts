@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../cli/main";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import { PORTAL_FILES } from "../src/core/portal/spec";
-import { answerList, GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, type RecordedCluster, recordedCluster } from "./portal-fixtures";
+import { answerList, GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, type RecordedCluster, recordedCluster } from "./support/portal-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 const bin = path.join(projectDir, "bin", "exposure.cjs");

@@ -4,14 +4,14 @@ import * as path from "node:path";
 import { gunzipSync } from "node:zlib";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../components/mocks";
+import { declareStack } from "../components/program";
 import { parseContract } from "../src/core/contract/parse";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
 import { withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_SELECTOR, portalRbacRules, portalService, selectsHostPort } from "../src/core/portal/spec";
-import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
-import { declareStack } from "../src/infra/program";
-import { readyNode } from "./portal-fixtures";
+import { readyNode } from "./support/portal-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 const CONTRACT = path.join(projectDir, "contract", "endpoints.example.yaml");

@@ -11,7 +11,7 @@ import { buildPortalView, type PortalEntry, type PortalView, wantedEntries } fro
 import { ReachabilityCache, toReachability } from "../src/portal/reachability";
 import { portalTuningFromEnv, type RunningPortal, refreshOf, startPortal } from "../src/portal/server";
 import { SharedRead } from "../src/portal/shared-read";
-import { answerList, MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, portalContract, recordedCluster, unreachable } from "./portal-fixtures";
+import { answerList, MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, portalContract, recordedCluster, unreachable } from "./support/portal-fixtures";
 
 const NOW = new Date("2026-06-23T10:00:00Z");
 
@@ -223,6 +223,7 @@ describe("the page at a glance", () => {
     const res = await get("/api/entries/argocd");
     expect(res.status).toBe(200);
     const body = (await res.json()) as { entry: PortalEntry; observedAt: string; source: string };
+    expect(body).toMatchObject({ apiVersion: "ui-exposure.io/v1", kind: "PortalEntry" });
     expect(body.entry).toMatchObject({ name: "argocd", verdict: "MATCH", url: `http://${NODE_IP}:31358` });
     expect(body.observedAt).toBe(NOW.toISOString());
     const unknown = await get("/api/entries/nope");
@@ -249,7 +250,8 @@ describe("the page at a glance", () => {
     const error = await get("/?refresh=60");
     expect(error.status).toBe(503);
     expect(await error.text()).toContain('<meta http-equiv="refresh" content="60">');
-    expect(refreshOf(new URLSearchParams("refresh=99999"))).toEqual({});
+    // Clamped as documented, not ignored (issue 23, item 7).
+    expect(refreshOf(new URLSearchParams("refresh=99999"))).toEqual({ refreshSeconds: 3600 });
   });
 
   it("groups entries by the contract's group, in contract order, the ungrouped ones last under Other", async () => {

@@ -1,13 +1,25 @@
 // The portal server against a recorded cluster: what a page load reads, what it shows, and
 // what it does when the cluster cannot be read.
+
+import * as net from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { UserError } from "../src/core/errors";
 import { escapeHtml, renderPage } from "../src/core/portal/html";
 import { observePortal } from "../src/core/portal/view";
 import { parseEntries } from "../src/portal/main";
-import { parseListen, type RunningPortal, startPortal } from "../src/portal/server";
-import { GRAFANA_DRIFT_REASON, HOSTILE_DESCRIPTION, MemoryCluster, NODE_IP, portalContract, readyNode, recordedCluster, unreachable } from "./portal-fixtures";
+import { parseListen, type RunningPortal, refreshOf, startPortal } from "../src/portal/server";
+import {
+  GRAFANA_DRIFT_REASON,
+  HOSTILE_DESCRIPTION,
+  MemoryCluster,
+  NODE_IP,
+  portalContract,
+  readyNode,
+  recordedCluster,
+  unreachable,
+} from "./support/portal-fixtures";
+import { rawRequest } from "./support/raw-request";
 
 const NOW = new Date("2026-06-23T10:00:00Z");
 
@@ -108,7 +120,14 @@ describe("portal server (recorded cluster)", () => {
       contractLabel: "contract/endpoints.yaml",
       now: () => NOW,
     });
-    expect(body).toEqual({ ...direct, source: cluster.source, reachability: { enabled: false, cacheSeconds: 15 } });
+    // Versioned like every other JSON document of the project (issue 23, item 9).
+    expect(body).toEqual({
+      apiVersion: "ui-exposure.io/v1",
+      kind: "PortalEntries",
+      ...direct,
+      source: cluster.source,
+      reachability: { enabled: false, cacheSeconds: 15 },
+    });
     expect(body.summary).toEqual({ MATCH: 1, DRIFT: 1, ABSENT: 1, "NOT-EXPOSED": 1 });
     expect(body.entries.map((e) => [e.name, e.verdict, e.url])).toEqual([
       ["argocd", "MATCH", `http://${NODE_IP}:31358`],
@@ -136,7 +155,14 @@ describe("portal server (recorded cluster)", () => {
     cluster.failure = unreachable();
     const res = await get("/api/entries");
     expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ error: unreachable().message, generatedAt: NOW.toISOString(), source: cluster.source, stack: "bench" });
+    expect(await res.json()).toEqual({
+      apiVersion: "ui-exposure.io/v1",
+      kind: "PortalError",
+      error: unreachable().message,
+      generatedAt: NOW.toISOString(),
+      source: cluster.source,
+      stack: "bench",
+    });
   });
 
   it("escapes the cluster error too", async () => {
@@ -172,6 +198,36 @@ describe("portal server (recorded cluster)", () => {
     expect(cluster.total).toBe(0);
   });
 
+  it("answers CONNECT with 405 and the Allow header, and keeps serving (issue 23, item 7)", async () => {
+    const answer = await new Promise<string>((resolve) => {
+      const socket = net.connect({ port: Number(new URL(portal.url).port), host: "127.0.0.1" });
+      let text = "";
+      socket.setEncoding("latin1");
+      socket.on("data", (d) => {
+        text += d;
+      });
+      socket.on("close", () => resolve(text));
+      socket.on("error", () => resolve(text));
+      socket.write("CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n");
+      setTimeout(() => socket.destroy(), 3000).unref();
+    });
+    expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 405 Method Not Allowed");
+    expect(answer).toMatch(/\r\nAllow: GET, HEAD\r\n/);
+    expect((await get("/healthz")).status).toBe(200);
+    expect(cluster.total).toBe(0);
+  });
+
+  it("clamps ?refresh= to 5-3600 seconds, however many digits it has (issue 23, item 7)", () => {
+    const refresh = (raw: string) => refreshOf(new URLSearchParams({ refresh: raw })).refreshSeconds;
+    expect(refresh("30")).toBe(30);
+    expect(refresh("1")).toBe(5);
+    expect(refresh("99999")).toBe(3600);
+    expect(refresh("9".repeat(400))).toBe(3600);
+    expect(refresh("-5")).toBeUndefined();
+    expect(refresh("1e9")).toBeUndefined();
+    expect(refresh("")).toBeUndefined();
+  });
+
   it("shows problems that concern the whole view (no Ready node) above the table", async () => {
     cluster.data.nodes = [readyNode("bench", NODE_IP, false)];
     const res = await get("/");
@@ -200,7 +256,7 @@ describe("portal view", () => {
       contract: portalContract(),
       cluster: new MemoryCluster(recordedCluster()),
       selected: ["argocd"],
-      pinnedAddress: "127.0.0.9",
+      nodeAddress: "127.0.0.9",
     });
     expect(view.entries.map((e) => e.name)).toEqual(["argocd", "postgres"]);
     expect(view.entries[0]?.url).toBe("http://127.0.0.9:31358");
@@ -277,3 +333,27 @@ function row(html: string, entry: string): string {
   if (!m) throw new Error(`no row for ${entry}`);
   return m[0];
 }
+
+describe("a malformed request never ends the portal", () => {
+  let portal: RunningPortal;
+  let port: number;
+  beforeAll(async () => {
+    portal = await startPortal({ contract: portalContract(), cluster: new MemoryCluster(recordedCluster()), stack: "bench" }, { host: "127.0.0.1", port: 0 });
+    port = Number(new URL(portal.url).port);
+  });
+  afterAll(() => portal.close());
+
+  it("answers 400 to a request target that is not a URL, and keeps serving", async () => {
+    for (const target of ["http://[zz]/", "http://[::1", "//[", "http://a b/"]) {
+      const answer = await rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, {
+        closeAfterMs: 500,
+        close: "end",
+        onError: "reject",
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).not.toContain("    at ");
+    }
+    const health = await fetch(new URL("/healthz", portal.url));
+    expect(health.status).toBe(200);
+  });
+});

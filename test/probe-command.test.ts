@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProbeCommand, type ProbeDeps } from "../cli/commands/probe";
 import { httpGet } from "../src/adapters/http-probe";
 import { UserError } from "../src/core/errors";
-import { capture, closedPort, type LocalServer, makeProject, runCommand, stackFile, startServer, type TestProject } from "./command-helpers";
+import { capture, closedPort, type LocalServer, makeProject, runCommand, stackFile, startServer, type TestProject } from "./support/command-helpers";
 
 let project: TestProject;
 let healthy: LocalServer;

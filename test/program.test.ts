@@ -1,12 +1,14 @@
 import * as path from "node:path";
+import * as util from "node:util";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../components/mocks";
+import { asRunError, declareStack, PROGRAM_READ_TIMEOUT_MS } from "../components/program";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { parseSettings } from "../src/core/settings";
-import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../src/infra/mocks";
-import { declareStack } from "../src/infra/program";
-import { benchServices, ciliumConfig, node, stackConfig } from "./fixtures";
+import { benchServices, ciliumConfig, node, stackConfig } from "./support/fixtures";
+import { readyNode } from "./support/portal-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
 
@@ -238,5 +240,86 @@ describe("program under mocks", () => {
       "invalid contract test/data/legacy-contract.yaml (1 problem):\ntest/data/legacy-contract.yaml:6:5: endpoints[0].ui_nodeport: legacy key: nodePorts are now allocated by Kubernetes and observed, never declared; remove it and set 'exposed: true'",
     );
     expect(registered).toEqual([]);
+  });
+});
+
+// `up` must fail before the first resource when the portal bundle cannot be built (everything
+// that can fail fails first), under Pulumi's mocks.
+describe("nothing is registered when the portal bundle fails", () => {
+  afterEach(() => {
+    vi.doUnmock("../src/adapters/portal-bundle");
+    vi.resetModules();
+  });
+
+  it("fails before the Cilium component (or anything else) is declared", async () => {
+    vi.resetModules();
+    vi.doMock("../src/adapters/portal-bundle", () => ({
+      bundlePortalServer: () => {
+        throw new UserError("cannot bundle the portal server (src/portal/main.ts): test failure");
+      },
+    }));
+    const program = await import("../components/program.js");
+    const registered: string[] = [];
+    await pulumi.runtime.setMocks(
+      {
+        newResource: (args) => {
+          registered.push(`${args.type} ${args.name}`);
+          return { id: `${args.name}-id`, state: args.inputs };
+        },
+        call: () => ({}),
+      },
+      "ui-exposure",
+      "test",
+      false,
+    );
+    const reader = new SnapshotReader([
+      readyNode("bench", "127.0.0.2"),
+      {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "argocd-server", namespace: "argocd" },
+        spec: { selector: { app: "argocd" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
+      },
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cilium-config", namespace: "kube-system" }, data: { "kube-proxy-replacement": "true" } },
+    ]);
+    await expect(
+      program.declareStack({
+        projectDir,
+        stack: "test",
+        config: {
+          "kubernetes:context": "test",
+          "ui-exposure:contract": path.join(projectDir, "contract", "endpoints.example.yaml"),
+          "ui-exposure:entries": JSON.stringify(["argocd"]),
+          "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }),
+          "ui-exposure:portal": JSON.stringify({ enabled: true }),
+        },
+        cluster: reader,
+      }),
+    ).rejects.toThrow("cannot bundle the portal server");
+    // Registrations are RPCs: wait until every one started by the program has reached the mocks.
+    await pulumi.runtime.disconnect();
+    expect(registered).toEqual([]);
+  });
+});
+
+// A stack whose cluster cannot be reached fails `preview`/`up` within seconds: bounded cluster
+// reads, and an error the SDK formats cheaply.
+describe("failing fast when the cluster does not answer", () => {
+  it("turns a user error into a RunError whose stack is its message alone (the SDK inspects it on the way out)", () => {
+    let thrown: unknown;
+    try {
+      asRunError(new UserError("cluster unreachable: context lima-bench (https://127.0.0.1:1): ECONNREFUSED while reading services"));
+    } catch (err) {
+      thrown = err;
+    }
+    const err = thrown as Error;
+    expect(err.constructor.name).toBe("RunError");
+    expect(err.message).toBe("cluster unreachable: context lima-bench (https://127.0.0.1:1): ECONNREFUSED while reading services");
+    expect(err.stack).toBe(`RunError: ${err.message}`);
+    expect(util.inspect(err)).not.toContain("    at ");
+  });
+
+  it("bounds each cluster read of the program", () => {
+    expect(PROGRAM_READ_TIMEOUT_MS).toBeLessThanOrEqual(5_000);
   });
 });

@@ -3,7 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { runbookBlock } from "./e2e/harness";
+import { runbookBlock } from "./support/harness";
 
 const readme = fs.readFileSync(path.resolve(__dirname, "../README.md"), "utf8");
 
@@ -20,5 +20,16 @@ describe("README runbooks", () => {
     expect(runbookBlock(readme, "dirqual")).not.toContain("exposure probe");
     expect(runbookBlock(readme, "dirqual-workstation")).toContain("npx exposure probe --stack dirqual");
     expect(runbookBlock(readme, "bench-lima-ssh")).toContain("--forward");
+  });
+
+  it("marks the team-state runbooks (README and docs/team-state.md), none with a password in the backend URL", () => {
+    const doc = fs.readFileSync(path.resolve(__dirname, "../docs/team-state.md"), "utf8");
+    const blocks = [
+      ...["team", "team-migrate", "team-recover"].map((n) => runbookBlock(readme, n)),
+      ...["team-backup", "team-restore"].map((n) => runbookBlock(doc, n)),
+    ];
+    expect(runbookBlock(doc, "team-db", "sql")).toContain("ALTER TABLE pulumi_state OWNER TO ui_exposure;");
+    for (const block of blocks) expect(block).not.toMatch(/postgres:\/\/[^@\s/]*:[^@\s]*@/);
+    expect(runbookBlock(readme, "team")).toMatch(/^export PGPASSFILE=/m);
   });
 });

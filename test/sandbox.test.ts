@@ -2,10 +2,12 @@
 // rule that `down` stops only a process whose command line is still the one recorded.
 
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { main } from "../cli/main";
+import { controlPlaneStatus } from "../src/adapters/sandbox/cluster";
 import { isOurs, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
 import { sandboxDown, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer } from "../src/adapters/sandbox/stand-in-servers";
@@ -187,6 +189,90 @@ describe("sandbox.json is untrusted: down and status signal nothing a record doe
   });
 });
 
+describe("sandbox status lists the control plane (issue 23, item 7)", () => {
+  /** A sandbox folder whose control plane is `apiserverPid` (etcd long gone) and whose kubeconfig names `server`. */
+  function sandboxWith(dir: string, apiserverPid: number, server: string) {
+    const cluster = path.join(dir, ".sandbox", "cluster");
+    fs.mkdirSync(cluster, { recursive: true });
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\n");
+    fs.writeFileSync(path.join(cluster, ".e2e-cluster"), "");
+    fs.writeFileSync(path.join(cluster, "pids"), `etcd=4194304\nkube-apiserver=${apiserverPid}\n`);
+    fs.writeFileSync(path.join(dir, ".sandbox", "kubeconfig"), `clusters:\n- cluster:\n    server: ${server}\n`);
+    fs.writeFileSync(path.join(dir, ".sandbox", "sandbox.json"), JSON.stringify({ processes: [], urls: {}, portal: "" }));
+    return cluster;
+  }
+  const closedPort = () =>
+    new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, "127.0.0.1", () => {
+        const { port } = s.address() as net.AddressInfo;
+        s.close(() => resolve(port));
+      });
+    });
+
+  it("a dead API server is reported as such, with its process, not as the portal not answering", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
+    const port = await closedPort();
+    // A stand-in for kube-apiserver: its command line names the cluster folder, as the real one's does.
+    const cluster = path.join(dir, ".sandbox", "cluster");
+    fs.mkdirSync(cluster, { recursive: true });
+    const apiserver = startDetached("kube-apiserver", process.execPath, ["-e", "setTimeout(() => {}, 60000)", path.join(cluster, "pki")], {
+      cwd: dir,
+      env: process.env,
+      logFile: path.join(dir, "log"),
+    });
+    try {
+      sandboxWith(dir, apiserver.pid, `https://127.0.0.1:${port}`);
+      const out: string[] = [];
+      const code = await main(["sandbox", "status"], { projectDir: dir, stdout: (t) => out.push(t), stderr: () => {}, env: {} });
+      const text = out.join("\n");
+      expect(code).toBe(1);
+      expect(text).toMatch(/^etcd \(pid 4194304\) +STOPPED$/m);
+      expect(text).toMatch(new RegExp(`^kube-apiserver \\(pid ${apiserver.pid}\\) +running$`, "m"));
+      expect(text).toMatch(new RegExp(`^API server https://127\\.0\\.0\\.1:${port} +NO ANSWER \\(connection refused`, "m"));
+      expect(text).toContain("sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log)");
+      const json: string[] = [];
+      await main(["sandbox", "status", "--json"], { projectDir: dir, stdout: (t) => json.push(t), stderr: () => {}, env: {} });
+      const doc = JSON.parse(json.join("\n"));
+      // Versioned like every other JSON document of the project (issue 23, item 9).
+      expect(doc).toMatchObject({ apiVersion: "ui-exposure.io/v1", kind: "SandboxStatus", up: false });
+      expect(doc.controlPlane.apiServer).toMatchObject({ url: `https://127.0.0.1:${port}`, answers: false });
+    } finally {
+      process.kill(apiserver.pid, "SIGKILL");
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a process is running only when its command line names the cluster folder; only a loopback API server is asked", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
+    try {
+      // Our own pid stands for an unrelated live process that reuses a recorded pid.
+      const cluster = sandboxWith(dir, process.pid, "https://127.0.0.1:6443");
+      const asked: string[] = [];
+      const ready = await controlPlaneStatus(cluster, path.join(dir, ".sandbox", "kubeconfig"), async (url) => {
+        asked.push(url.href);
+        return { status: 200 };
+      });
+      expect(ready).toEqual({
+        processes: [
+          { role: "etcd", pid: 4194304, running: false },
+          { role: "kube-apiserver", pid: process.pid, running: false },
+        ],
+        apiServer: { url: "https://127.0.0.1:6443", answers: true, detail: "ready" },
+      });
+      expect(asked).toEqual(["https://127.0.0.1:6443/readyz"]);
+      fs.writeFileSync(path.join(dir, ".sandbox", "kubeconfig"), "clusters:\n- cluster:\n    server: https://192.0.2.1:6443\n");
+      const elsewhere = await controlPlaneStatus(cluster, path.join(dir, ".sandbox", "kubeconfig"), async (url) => {
+        asked.push(url.href);
+        return { status: 200 };
+      });
+      expect(elsewhere?.apiServer).toMatchObject({ answers: false, detail: "no loopback https:// server in the sandbox kubeconfig" });
+      expect(asked).toHaveLength(1);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("exposure sandbox (no sandbox running)", () => {
   const run = async (argv: string[]) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cli-"));
@@ -215,5 +301,7 @@ describe("exposure sandbox (no sandbox running)", () => {
     const down = await run(["sandbox", "down"]);
     expect(down.code).toBe(0);
     expect(down.out[0]).toMatch(/^no sandbox in /);
+    const json = await run(["sandbox", "down", "--json"]);
+    expect(JSON.parse(json.out.join("\n"))).toMatchObject({ apiVersion: "ui-exposure.io/v1", kind: "SandboxDown", removed: false, stopped: [] });
   });
 });

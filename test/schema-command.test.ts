@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { main } from "../cli/main";
 import { loadContractFile } from "../src/adapters/contract-file";
 import { CONTRACT_SCHEMA_FILE, contractJsonSchema } from "../src/core/contract/json-schema";
-import { capture } from "./command-helpers";
+import { capture } from "./support/command-helpers";
 
 const projectDir = path.resolve(__dirname, "..");
 

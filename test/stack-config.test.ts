@@ -2,8 +2,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadStackConfig, readStackConfig } from "../src/adapters/stack-config";
-import { loadInputs } from "../src/adapters/stack-inputs";
+import { loadStackConfig, refuseEncryptedSettings } from "../src/adapters/stack-config";
+import { openStack } from "../src/adapters/stack-inputs";
 
 const projectDir = path.resolve(__dirname, "..");
 const fixtureDir = path.join(__dirname, "data/stack-config");
@@ -67,18 +67,42 @@ describe("stack configuration as the engine gives it", () => {
       "name: ui-exposure\nruntime: nodejs\n",
       "config:\n  kubernetes:kubeconfig:\n    secure: v1:kube\n  ui-exposure:entries:\n    secure: v1:abc\n",
     );
-    expect(() => readStackConfig(p.dir, "s")).toThrow(
+    // What every command opens a stack with: the refusal, then the settings, in one reading of the file.
+    const refused = (dir: string) => () => refuseEncryptedSettings(loadStackConfig(dir, "s"), "s");
+    expect(() => openStack({ projectDir: p.dir, stack: "s" })).toThrow("ui-exposure:entries is encrypted (secure:)");
+    expect(refused(p.dir)).toThrow(
       [
         "invalid stack configuration for stack 's':",
         `${path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"))}:4:3: ui-exposure:entries is encrypted (secure:), and the exposure commands never decrypt; ui-exposure settings hold nothing secret: set it in clear text (pulumi config set ui-exposure:entries VALUE --stack s, without --secret)`,
       ].join(" "),
     );
     const context = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  kubernetes:context:\n    secure: v1:ctx\n");
-    expect(() => readStackConfig(context.dir, "s")).toThrow(
+    expect(refused(context.dir)).toThrow(
       "kubernetes:context is encrypted (secure:), and the exposure commands never decrypt; a context name holds nothing secret",
     );
     const clear = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  kubernetes:kubeconfig:\n    secure: v1:kube\n  ui-exposure:entries: all\n");
-    expect(readStackConfig(clear.dir, "s")).toEqual({ "ui-exposure:entries": "all" });
+    expect(refused(clear.dir)).not.toThrow();
+    expect(loadStackConfig(clear.dir, "s").values).toEqual({ "ui-exposure:entries": "all" });
+  });
+
+  it("openStack: settings, contract and selection in one reading, and one error form for the CLI, the sandbox, render and the program alike", () => {
+    const contract = path.join(projectDir, "contract/endpoints.example.yaml");
+    const p = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafana, argocd]\n`,
+    );
+    const opened = openStack({ projectDir: p.dir, stack: "s" });
+    expect(opened.selected).toEqual(["grafana", "argocd"]);
+    expect(opened.config["ui-exposure:entries"]).toBe('["grafana","argocd"]');
+    const wrong = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafna]\n`,
+    );
+    const message = "stack s: ui-exposure:entries names 'grafna', which the contract does not declare (declared: argocd, grafana,";
+    expect(() => openStack({ projectDir: wrong.dir, stack: "s" })).toThrow(message);
+    // The program's values come from the engine; the file still gives the positions.
+    expect(() => openStack({ projectDir: wrong.dir, stack: "s", config: opened.config })).not.toThrow();
+    expect(() => openStack({ projectDir: p.dir, stack: "../s" })).toThrow("--stack must be a stack name");
   });
 
   it("a settings problem starts with the position of its key in the stack file (found by a second outside tester)", () => {
@@ -87,13 +111,34 @@ describe("stack configuration as the engine gives it", () => {
       "config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:entries: some\n  ui-exposure:entrys: [a]\n",
     );
     const file = path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"));
-    expect(() => loadInputs({ projectDir: p.dir, stack: "s", config: readStackConfig(p.dir, "s") })).toThrow(
+    expect(() => openStack({ projectDir: p.dir, stack: "s" })).toThrow(
       [
         "invalid stack configuration in Pulumi.s.yaml (2 problems):",
         `  - ${file}:4:3: ui-exposure:entries: expected 'all' or a list of entry names, found a string ("some")`,
         `  - ${file}:5:3: ui-exposure: unknown key 'entrys'`,
       ].join("\n"),
     );
+  });
+
+  it("settings problems come in the order of their keys in the stack file, not the schema's (issue 23, item 9)", () => {
+    const p = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      "config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: bogus}\n  ui-exposure:nodeAddress: nowhere\n  ui-exposure:entries: some\n",
+    );
+    const file = path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"));
+    let message = "";
+    try {
+      openStack({ projectDir: p.dir, stack: "s" });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    const lines = message.split("\n").filter((l) => l.startsWith("  - "));
+    expect(lines.map((l) => /:(\d+):3: ui-exposure:(\w+)/.exec(l)?.slice(1))).toEqual([
+      ["3", "cilium"],
+      ["4", "nodeAddress"],
+      ["5", "entries"],
+    ]);
+    expect(lines[0]).toContain(`${file}:3:3:`);
   });
 
   it("project defaults in both forms; the stack overrides them; other namespaces take `value`", () => {
@@ -123,7 +168,7 @@ describe("stack configuration as the engine gives it", () => {
   });
 
   it("the shipped stacks read as before (every key namespaced, objects as JSON)", () => {
-    const bench = readStackConfig(projectDir, "bench");
+    const bench = loadStackConfig(projectDir, "bench").values;
     expect(bench["kubernetes:context"]).toBeDefined();
     expect(JSON.parse(bench["ui-exposure:cilium"] as string)).toMatchObject({ mode: "l4" });
     for (const key of Object.keys(bench)) expect(key).toMatch(/^[a-z-]+:[A-Za-z0-9.-]+$/);

@@ -21,7 +21,7 @@ import {
   stackFile,
   type TestProject,
   vendoredServices,
-} from "./command-helpers";
+} from "./support/command-helpers";
 
 let project: TestProject;
 beforeAll(() => {
@@ -53,7 +53,16 @@ interface StatusJson {
   ok: boolean;
   node?: { name: string; address: string; pinned: boolean };
   publishedOutputs: { from: string; reason?: string };
-  entries: { name: string; verdict: string; reasons: string[]; url?: string; nodePort?: number; hostPort?: number; readyEndpoints: number }[];
+  entries: {
+    name: string;
+    verdict: string;
+    reasons: string[];
+    findings: { code: string; severity: string; subject: string; message: string }[];
+    url?: string;
+    nodePort?: number;
+    hostPort?: number;
+    readyEndpoints: number;
+  }[];
   problems: string[];
 }
 const parse = (out: string[]) => JSON.parse(out.join("\n")) as StatusJson;
@@ -186,6 +195,7 @@ describe("exposure status", () => {
       ],
     });
     expect(gitea?.url).toBeUndefined();
+    expect(gitea?.findings.map((f) => f.code)).toEqual(["service-not-ours"]);
     const objects = healthyCluster().filter((o) => o !== managedServices[0]);
     objects.push({ ...managedServices[0], metadata: { ...(managedServices[0] as { metadata: object }).metadata, uid: "uid-of-a-look-alike" } } as never);
     const replaced = await status(
@@ -206,6 +216,7 @@ describe("exposure status", () => {
     objects.push(managedService("gitea", "gitea", 31002, { selector: { app: "something-else" }, targetPort: 3000 }));
     const json = parse((await status(["--stack", "bench", "--json"], snapshot(objects))).out);
     expect(entry(json, "gitea")).toMatchObject({ verdict: "DRIFT", reasons: ["selector differs from the vendored Service gitea/gitea-http"] });
+    expect(entry(json, "gitea")?.findings.map((f) => f.code)).toEqual(["selector-differs"]);
     expect(json.ok).toBe(false);
   });
 
@@ -217,6 +228,12 @@ describe("exposure status", () => {
     const json = parse(r.out);
     expect(entry(json, "argocd")).toMatchObject({ verdict: "DRIFT", readyEndpoints: 0, reasons: ["no ready endpoints"] });
     expect(entry(json, "grafana")).toMatchObject({ verdict: "ABSENT", reasons: ["Service monitoring/grafana-nodeport does not exist (run pulumi up)"] });
+    // Each reason is also a finding with a stable code, as every other report has.
+    expect(entry(json, "argocd")?.findings).toEqual([{ code: "no-ready-endpoints", severity: "drift", subject: "argocd", message: "no ready endpoints" }]);
+    expect(entry(json, "grafana")?.findings).toEqual([
+      { code: "service-absent", severity: "drift", subject: "grafana", message: "Service monitoring/grafana-nodeport does not exist (run pulumi up)" },
+    ]);
+    expect(entry(json, "gitea")?.findings).toEqual([]);
   });
 
   it("reports a hostPort pod that is not ready as DRIFT and a missing one as ABSENT", async () => {
@@ -226,6 +243,7 @@ describe("exposure status", () => {
       snapshot([...base, pod("lineage", "lineage-agent-0", "bench", { labels: { app: "lineage-agent" }, hostPort: 8090, ready: false })]),
     );
     expect(entry(parse(notReady.out), "lineage-agent")).toMatchObject({ verdict: "DRIFT", reasons: ["pod lineage/lineage-agent-0 is not ready"] });
+    expect(entry(parse(notReady.out), "lineage-agent")?.findings.map((f) => f.code)).toEqual(["pod-not-ready"]);
     const missing = await status(["--stack", "bench"], snapshot(base));
     expect(missing.code).toBe(3);
     expect(missing.out.join("\n")).toMatch(/lineage-agent .* ABSENT\s+no pod in lineage holds hostPort 8090/);
@@ -386,5 +404,36 @@ describe("exposure status against an unreachable API server (real client, loopba
     expect(failure).toHaveLength(1);
     expect(failure[0]).toMatch(/^exposure status: cluster unreachable: context test \(https:\/\/127\.0\.0\.1:\d+\) did not answer \w+ within 0\.5s$/);
     expect(r.seconds).toBeLessThan(3);
+  });
+});
+
+describe("exposure status in a folder where a sandbox runs, without its env file sourced (issue 23, item 9)", () => {
+  it("says to source .sandbox/env, not only that there is no kubeconfig or context", async () => {
+    const p = makeProject({ sandbox: stackFile({ "kubernetes:context": "sandbox" }) });
+    const saved = process.env.KUBECONFIG;
+    try {
+      fs.mkdirSync(path.join(p.dir, ".sandbox"));
+      fs.writeFileSync(path.join(p.dir, ".sandbox", "env"), "export KUBECONFIG=...\n");
+      // Some other kubeconfig of the user's, without the sandbox's context.
+      const other = path.join(p.dir, "other-kubeconfig");
+      fs.writeFileSync(other, "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n");
+      process.env.KUBECONFIG = other;
+      const c = capture(p.dir);
+      const status = createStatusCommand({ readOutputs: async () => ({}) });
+      expect(await runCommand("status", status, ["--stack", "sandbox"], c)).toBe(1);
+      const rel = path.relative(process.cwd(), path.join(p.dir, ".sandbox", "env"));
+      expect(c.err.join("\n")).toContain(`kube context 'sandbox' is not in the kubeconfig`);
+      expect(c.err.join("\n")).toContain(`(a sandbox runs in this folder: run \`. ${rel}\` in this shell first; it sets KUBECONFIG to the sandbox's)`);
+      // Sourced (KUBECONFIG is the sandbox's): no such hint.
+      process.env.KUBECONFIG = path.join(p.dir, ".sandbox", "kubeconfig");
+      fs.copyFileSync(other, process.env.KUBECONFIG);
+      const sourced = capture(p.dir);
+      await runCommand("status", status, ["--stack", "sandbox"], sourced);
+      expect(sourced.err.join("\n")).not.toContain("a sandbox runs in this folder");
+    } finally {
+      if (saved === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = saved;
+      p.remove();
+    }
   });
 });

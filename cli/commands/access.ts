@@ -71,7 +71,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     if (values["lima-instance"] !== undefined && !values.forward) throw usageError(SPEC, "--lima-instance goes with --forward");
     const stack = values.stack;
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
-    const opened = openStack(ctx, stack);
+    const opened = openStack({ projectDir: ctx.projectDir, stack: stack });
     const stateDir = forwardStateDir(stack, ctx.env);
 
     if (values.stop) {
@@ -92,7 +92,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     const observed = await readObservedCluster(cluster, selectedEntries);
     const observation = observe(opened.contract, observed, {
       selected: opened.selected,
-      ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
+      nodeAddress: opened.settings.nodeAddress,
     });
     const entries = accessEntries(opened.contract, observation);
     const secrets = await listSecretsByNamespace(cluster, credentialNamespaces(entries));

@@ -16,7 +16,8 @@ export const check: Command = async (argv, ctx) => {
   const { values, positionals } = parseCommandLine(SPEC, argv);
   if (positionals.length > 1) throw usageError(SPEC, "check takes at most one contract file");
   const file = positionals[0] ?? defaultContractPath(ctx.projectDir);
-  const shown = path.relative(process.cwd(), file) || file;
+  // The path as typed (an absolute path stays absolute); the default relative to where we are.
+  const shown = positionals[0] ?? (path.relative(process.cwd(), file) || file);
   let contract: Contract;
   try {
     contract = loadContractFile(file, shown);

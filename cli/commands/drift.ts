@@ -1,10 +1,12 @@
 import { execFile } from "node:child_process";
 import * as path from "node:path";
 import { readAdmissionDrift } from "../../src/core/admission";
+import { type Refusal, readWorkloads, wouldRefuse } from "../../src/core/admission-preview";
 import { type AuditResult, auditExposure } from "../../src/core/audit";
 import { type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
 import { type Observation, observe } from "../../src/core/observe";
+import { redactUrlPasswords } from "../../src/core/text";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
@@ -115,7 +117,8 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
     .filter(Boolean)
     .pop();
   const message = (diagnostic ?? lastStderr ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "";
-  return { state: "failed", message: `pulumi preview exited with ${run.exitCode}: ${message}` };
+  // The CLI prints its backend URL whole in errors: never pass a password on.
+  return { state: "failed", message: `pulumi preview exited with ${run.exitCode}: ${redactUrlPasswords(message)}` };
 }
 
 /**
@@ -133,7 +136,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     const stack = values.stack;
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
-    const opened = openStack(ctx, stack);
+    const opened = openStack({ projectDir: ctx.projectDir, stack: stack });
 
     const previewArgs = ["preview", "--refresh", "--expect-no-changes", "--json", "--non-interactive", "--stack", stack];
     const stopPreview = new AbortController();
@@ -149,11 +152,13 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
       readPublished(ctx, stack, undefined, readOutputs),
       connect(opened, timeoutMs).then(async (cluster) => {
         const { contract, selected, settings } = opened;
-        const [services, pods, endpointSlices, nodes, admission] = await Promise.all([
+        const [services, pods, endpointSlices, nodes, workloads, admission] = await Promise.all([
           cluster.listServices(),
           cluster.listPods(),
           cluster.listEndpointSlices(),
           cluster.listNodes(),
+          // What `deny` would refuse is asked of the workloads too: their templates are checked on create.
+          readWorkloads(cluster),
           // The exposure guard at admission must be the one the contract generates now.
           readAdmissionDrift(cluster, {
             stack,
@@ -164,7 +169,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
             contractFile: path.relative(ctx.projectDir, path.resolve(opened.contractFile)),
           }),
         ]);
-        return { source: cluster.source, observed: { services, pods, endpointSlices, nodes }, admission };
+        return { source: cluster.source, observed: { services, pods, endpointSlices, nodes }, workloads, admission };
       }),
     ]);
     let read: Awaited<typeof reading>;
@@ -175,7 +180,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
       stopPreview.abort();
       throw err;
     }
-    const [published, { source, observed, admission }] = read;
+    const [published, { source, observed, workloads, admission }] = read;
     // Without the stack outputs nothing proves which Services this stack created: only names are checked.
     const knownPublished = published.source.from === "unavailable" ? {} : { published: published.endpoints };
     const audit = auditExposure({
@@ -186,9 +191,20 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
       pods: observed.pods,
       ...knownPublished,
     });
+    const denyPreview = {
+      refusals: wouldRefuse({
+        contract: opened.contract,
+        selected: opened.selected,
+        allowlist: opened.settings.allowlist,
+        services: observed.services,
+        pods: observed.pods,
+        workloads: workloads.workloads,
+      }),
+      unread: workloads.unread,
+    };
     const status = observe(opened.contract, observed, {
       selected: opened.selected,
-      ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
+      nodeAddress: opened.settings.nodeAddress,
       ...knownPublished,
     });
     const preview = await previewing;
@@ -205,12 +221,14 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
         preview,
         audit,
         admission,
+        denyPreview,
         status: { publishedOutputs: published.source, ...(status.node ? { node: status.node } : {}), entries: status.entries, problems: status.problems },
       };
       ctx.stdout(JSON.stringify(doc, null, 2));
     } else {
       ctx.stdout(formatDrift(stack, source, preview, audit, status));
       ctx.stdout(formatAdmission(opened.settings.admission.mode, admission));
+      ctx.stdout(formatDenyPreview(opened.settings.admission.mode, denyPreview));
       if (published.source.from === "unavailable") {
         ctx.stderr(
           `exposure drift: published outputs unavailable (${published.source.reason}); the "changed since the last up" and ownership checks are skipped`,
@@ -262,7 +280,7 @@ export function formatDrift(stack: string, source: string, preview: PreviewSumma
         ["KIND", "WHERE", "PORTS", "VERDICT"],
         [
           ...audit.undeclared.map((e) => [e.kind, where(e), ports(e), `UNDECLARED: ${e.reason}`]),
-          ...audit.declared.map((e) => [e.kind, where(e), ports(e), `declared by ${e.declaredBy}`]),
+          ...audit.declared.map((e) => [e.kind, where(e), ports(e), `declared by ${e.declaredBy}${e.reason ? `: ${e.reason}` : ""}`]),
         ],
       ),
     );
@@ -277,4 +295,25 @@ export function formatAdmission(mode: string, findings: readonly Finding[]): str
   const title = `exposure guard at admission (ui-exposure:admission.mode ${mode}):`;
   if (findings.length === 0) return `\n${title} ${mode === "off" ? "none in the cluster" : "matches the contract"}`;
   return [`\n${title} ${findings.length} DRIFT`, ...findings.map((f) => `  ${f.subject}: ${f.message} [${f.code}]`)].join("\n");
+}
+
+/**
+ * What the guard in `deny` mode would refuse today, whatever the mode: the list to empty (or
+ * to declare) before switching a stack to `deny`, so that the platform's own pods are never refused.
+ */
+export function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]; unread: readonly string[] }): string {
+  const title = "exposure guard in deny mode would refuse, of what exists now (each object created again):";
+  const partial = preview.unread.length ? [`  (not read, so not checked: ${preview.unread.join("; ")})`] : [];
+  if (preview.refusals.length === 0) {
+    const verdict = preview.unread.length ? "nothing among what could be read" : mode === "deny" ? "nothing" : "nothing: deny is safe to switch on";
+    return [`\n${title} ${verdict}`, ...partial].join("\n");
+  }
+  return [
+    `\n${title} ${preview.refusals.length}`,
+    formatTable(
+      ["KIND", "WHERE", "REFUSED"],
+      preview.refusals.map((r) => [r.kind, `${r.namespace}/${r.name}`, r.what]),
+    ),
+    ...partial,
+  ].join("\n");
 }

@@ -31,16 +31,16 @@ export const portalCommand: Command = async (argv, ctx) => {
   }
 
   if (values.outputs && !values.stack) throw usageError(SPEC, "--outputs needs --stack (the outputs are a stack's)");
-  let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "pinnedAddress" | "stack" | "readPublished">;
+  let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished">;
   let cluster: ClusterReader;
   if (values.stack) {
-    const opened = openStack(ctx, values.stack, values.contract ? path.resolve(values.contract) : undefined);
+    const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack, contract: values.contract });
     source = {
       contract: opened.contract,
       contractLabel: opened.contractFile,
       selected: opened.selected,
       stack: opened.stack,
-      ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
+      nodeAddress: opened.settings.nodeAddress,
       readPublished: await publishedReader(ctx, opened.stack, values.outputs),
     };
     cluster = await connectCluster(opened);

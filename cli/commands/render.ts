@@ -22,7 +22,7 @@ export const renderCommand: Command = async (argv, ctx) => {
   if (values.json && values.format === "yaml") throw usageError(SPEC, "--json and --format yaml contradict each other");
   const asJson = values.json || values.format === "json";
   // The only command that loads the Pulumi SDK, and only when it runs.
-  const { render } = require("../../src/infra/render") as typeof import("../../src/infra/render");
+  const { render } = require("../../components/render") as typeof import("../../components/render");
   const result = await render({
     projectDir: ctx.projectDir,
     stack: values.stack,

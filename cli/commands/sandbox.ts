@@ -1,6 +1,8 @@
 import * as path from "node:path";
 import { SANDBOX_STACK, sandboxDown, sandboxStatus, sandboxUp } from "../../src/adapters/sandbox/sandbox";
 import { UserError } from "../../src/core/errors";
+import { JSON_API_VERSION } from "../../src/core/findings";
+import type { SandboxDownDocument, SandboxStatusDocument, SandboxUpDocument } from "../../src/core/json-api";
 import { printableValue } from "../../src/core/text";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
@@ -31,7 +33,8 @@ export const sandbox: Command = async (argv, ctx) => {
         throw new UserError(`${(err as Error).message}\n(the sandbox is left as it is for inspection: exposure sandbox down removes it)`);
       }
       if (values.json) {
-        ctx.stdout(JSON.stringify({ urls: info.urls, portal: info.portal, folder: info.folder }, null, 2));
+        const doc: SandboxUpDocument = { apiVersion: JSON_API_VERSION, kind: "SandboxUp", urls: info.urls, portal: info.portal, folder: info.folder };
+        ctx.stdout(JSON.stringify(doc, null, 2));
         return EXIT.OK;
       }
       ctx.stdout(
@@ -58,21 +61,36 @@ export const sandbox: Command = async (argv, ctx) => {
     }
     case "status": {
       const s = await sandboxStatus(io);
-      if (values.json) ctx.stdout(JSON.stringify(s, null, 2));
-      else if (!s.processes.length && !s.rejected.length) ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
+      if (values.json) {
+        const doc: SandboxStatusDocument = { apiVersion: JSON_API_VERSION, kind: "SandboxStatus", ...s };
+        ctx.stdout(JSON.stringify(doc, null, 2));
+      } else if (!s.processes.length && !s.rejected.length && !s.controlPlane) ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
       else {
         ctx.stdout(
           [
             formatTable(
               ["WHAT", "STATE"],
               [
+                ...(s.controlPlane?.processes ?? []).map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
+                ...(s.controlPlane
+                  ? [
+                      [
+                        `API server ${s.controlPlane.apiServer.url}`,
+                        s.controlPlane.apiServer.answers ? `answers (${s.controlPlane.apiServer.detail})` : `NO ANSWER (${s.controlPlane.apiServer.detail})`,
+                      ],
+                    ]
+                  : [["control plane", "NOT FOUND (no .sandbox/cluster)"]]),
                 ...s.processes.map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
                 ...s.urls.map((u) => [`${u.entry} ${u.url}`, u.answers ? "answers" : "NO ANSWER"]),
                 ...(s.portal ? [[`portal ${s.portal.url}`, s.portal.answers ? "answers" : "NO ANSWER"]] : []),
                 ...s.rejected.map((why) => [`sandbox.json ${why}`, "IGNORED"]),
               ],
             ),
-            s.up ? "sandbox up" : "sandbox incomplete: exposure sandbox down, then npm run sandbox",
+            s.up
+              ? "sandbox up"
+              : s.controlPlane?.apiServer.answers === false
+                ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); exposure sandbox down, then npm run sandbox"
+                : "sandbox incomplete: exposure sandbox down, then npm run sandbox",
           ].join("\n"),
         );
       }
@@ -80,8 +98,10 @@ export const sandbox: Command = async (argv, ctx) => {
     }
     case "down": {
       const d = await sandboxDown(io);
-      if (values.json) ctx.stdout(JSON.stringify(d, null, 2));
-      else {
+      if (values.json) {
+        const doc: SandboxDownDocument = { apiVersion: JSON_API_VERSION, kind: "SandboxDown", ...d };
+        ctx.stdout(JSON.stringify(doc, null, 2));
+      } else {
         ctx.stdout(d.removed ? `stopped: ${d.stopped.join(", ") || "nothing was running"}; removed ${rel(d.folder)}` : `no sandbox in ${rel(d.folder)}`);
         // Never signalled: a record that does not prove the process is ours (check by hand with ps).
         for (const why of d.rejected) ctx.stderr(`exposure sandbox down: ignored sandbox.json ${why}: nothing signalled for it`);

@@ -33,7 +33,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     const { values } = parseCommandLine(SPEC, argv);
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
-    const opened = openStack(ctx, values.stack);
+    const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack });
     // Checked before anything is read: a mistyped name must not cost a cluster round trip.
     const only = entryFlag(
       values.entry,
@@ -59,7 +59,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     }
     const observed = observe(opened.contract, cluster.observed, {
       selected: entries.map((e) => e.name),
-      ...(opened.settings.nodeAddress ? { pinnedAddress: opened.settings.nodeAddress } : {}),
+      nodeAddress: opened.settings.nodeAddress,
       // Without the outputs nothing proves which Services this stack created: only names are checked.
       ...(published.source.from === "unavailable" ? {} : { published: published.endpoints }),
     });

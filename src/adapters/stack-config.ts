@@ -75,12 +75,10 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
 }
 
 /**
- * The flat config map alone (what `pulumi.runtime.allConfig()` gives the program, secrets left
- * out), for the `exposure` commands. They never decrypt: an encrypted ui-exposure setting would
- * silently read as unset (`entries` as "all"), so it is refused. Those settings hold nothing secret.
+ * The `exposure` commands never decrypt: an encrypted ui-exposure setting would silently read
+ * as unset (`entries` as "all"), so it is refused. Those settings hold nothing secret.
  */
-export function readStackConfig(projectDir: string, stack: string): Record<string, string> {
-  const config = loadStackConfig(projectDir, stack);
+export function refuseEncryptedSettings(config: StackConfig, stack: string): void {
   // kubernetes:context too: encrypted, it would read as unset and be refused as missing.
   const encrypted = config.secretKeys.filter((key) => key.startsWith(`${PROJECT}:`) || key === "kubernetes:context");
   if (encrypted.length) {
@@ -91,20 +89,6 @@ export function readStackConfig(projectDir: string, stack: string): Record<strin
           `${config.secretAt[key]}: ${key} is encrypted (secure:), and the exposure commands never decrypt; ${key === "kubernetes:context" ? "a context name holds" : "ui-exposure settings hold"} nothing secret: set it in clear text (pulumi config set ${key} VALUE --stack ${stack}, without --secret)`,
       ),
     );
-  }
-  return config.values;
-}
-
-/**
- * Where each key of the stack file is set, best effort (nothing when the file cannot be read):
- * a settings problem then starts with the position of its key, whoever read the values (the
- * engine gives the program the same values, without positions).
- */
-export function stackKeyPositions(projectDir: string, stack: string): Record<string, string> {
-  try {
-    return loadStackConfig(projectDir, stack).at;
-  } catch {
-    return {};
   }
 }
 

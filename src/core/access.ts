@@ -289,6 +289,7 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
     const reasons: string[] = [];
     const quotes = authorQuotes(rawValue);
     const unsafe: string[] = [];
+    const sources: string[] = [];
     let value: string;
     try {
       value = rawValue.replace(PLACEHOLDER, (match, reference: string, filter: string | undefined) => {
@@ -303,15 +304,19 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
           if (!apply) throw new Error(`unknown filter '|${filter}' (known: ${Object.keys(FILTERS).join(", ")})`);
           text = apply(text);
         }
+        const name = `${match.replace(/\s+/g, "")}${resolved.source ? ` (${resolved.source})` : ""}`;
+        sources.push(name);
         // Inside the author's quotes, each value must be inert there: named, never shown.
         const why = quotes && unsafeInQuotes(text, quotes);
-        if (why) unsafe.push(`the value of ${match.replace(/\s+/g, "")}${resolved.source ? ` (${resolved.source})` : ""} ${why}`);
+        if (why) unsafe.push(`the value of ${name} ${why}`);
         return text;
       });
     } catch (err) {
       throw new UserError(`${where}: ${(err as Error).message}`);
     }
-    if (value.includes("{{") || value.includes("}}")) throw new UserError(`${where}: malformed placeholder in ${variable}`);
+    // The template's own text, not a value put in it: a Secret may well hold "}}".
+    const text = rawValue.replace(PLACEHOLDER, "");
+    if (text.includes("{{") || text.includes("}}")) throw new UserError(`${where}: malformed placeholder in ${variable}`);
     if (reasons.length) {
       const reason = [...new Set(reasons)].join("; ");
       unresolved.push({ variable, reason });
@@ -322,8 +327,10 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
     // there; everything else is quoted as needed.
     const quoted = quotes ? (unsafe.length ? { refused: `${unsafe.join("; ")}; change it or set it by hand` } : { text: value }) : quoteEnvValue(value);
     if ("refused" in quoted) {
-      unresolved.push({ variable, reason: quoted.refused });
-      out.push(`# ${variable}= (not written: ${quoted.refused})`);
+      // Named by where the value came from, never shown.
+      const reason = quotes || !sources.length ? quoted.refused : `${quoted.refused} (value from ${sources.join(", ")})`;
+      unresolved.push({ variable, reason });
+      out.push(`# ${variable}= (not written: ${reason})`);
       return;
     }
     out.push(`${variable}=${quoted.text}`);

@@ -25,6 +25,8 @@ export interface Exposure {
 export interface DeclaredExposure extends Exposure {
   /** "contract entry 'argocd'" or "allowlist 'argocd/cilium-gateway-*'". */
   declaredBy: string;
+  /** Why the stack allows it: the allowlist item's `reason`, when it gives one. */
+  reason?: string;
 }
 
 export interface UndeclaredExposure extends Exposure {
@@ -68,6 +70,11 @@ export function matchesPattern(pattern: string, value: string): boolean {
 function parseHostPortPattern(pattern: string): { target: string; port: number } {
   const colon = pattern.lastIndexOf(":");
   return { target: pattern.slice(0, colon), port: Number(pattern.slice(colon + 1)) };
+}
+
+function allowlisted(allowlist: Allowlist, pattern: string): { declaredBy: string; reason?: string } {
+  const reason = allowlist.reasons?.[pattern];
+  return { declaredBy: `allowlist '${pattern}'`, ...(reason ? { reason } : {}) };
 }
 
 const labelsMatch = (labels: Record<string, string> | undefined, selector: Record<string, string> | undefined) =>
@@ -131,7 +138,7 @@ export function auditExposure(input: AuditInput): AuditResult {
     const pattern = input.allowlist.services.find((p) => matchesPattern(p, where));
     if (pattern) {
       usedPatterns.add(pattern);
-      declared.push({ ...exposure, declaredBy: `allowlist '${pattern}'` });
+      declared.push({ ...exposure, ...allowlisted(input.allowlist, pattern) });
       continue;
     }
     const managedFor = svc.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE ? svc.metadata.labels?.[ENTRY_LABEL] : undefined;
@@ -155,8 +162,12 @@ export function auditExposure(input: AuditInput): AuditResult {
     const hostNetwork = (pod.spec as { hostNetwork?: boolean } | undefined)?.hostNetwork === true;
     const seen = new Set<string>();
     for (const container of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
-      for (const port of container.ports ?? []) {
-        if (!port.hostPort) continue;
+      for (const containerPort of container.ports ?? []) {
+        // As the guard counts it: a pod read back without the API's defaulting (a snapshot
+        // written by hand or by a tool) holds its containerPorts all the same.
+        const hostPort = containerPort.hostPort || (hostNetwork ? containerPort.containerPort : 0);
+        if (!hostPort) continue;
+        const port = { ...containerPort, hostPort };
         const protocol = port.protocol ?? "TCP";
         const key = `${port.hostPort}/${protocol}`;
         if (seen.has(key)) continue;
@@ -179,7 +190,7 @@ export function auditExposure(input: AuditInput): AuditResult {
         });
         if (pattern) {
           usedPatterns.add(pattern);
-          declared.push({ ...exposure, declaredBy: `allowlist '${pattern}'` });
+          declared.push({ ...exposure, ...allowlisted(input.allowlist, pattern) });
           continue;
         }
         undeclared.push({

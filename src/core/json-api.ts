@@ -5,10 +5,12 @@
  * breaks this file breaks the build, not a script in production.
  */
 import type { AccessEndpoint, CredentialView } from "./access";
+import type { Refusal } from "./admission-preview";
 import type { AuditResult } from "./audit";
 import type { Finding, JSON_API_VERSION } from "./findings";
 import type { ObservedEntry } from "./observe";
 import type { NodeChoice } from "./plan";
+import type { PortalEntry, PortalError, PortalView } from "./portal/view";
 
 interface Document<K extends string> {
   apiVersion: typeof JSON_API_VERSION;
@@ -60,6 +62,11 @@ export interface DriftDocument extends Document<"Drift"> {
   status: Pick<StatusDocument, "publishedOutputs" | "node" | "entries" | "problems">;
   /** The exposure guard at admission: admission-guard-* findings (docs/commands.md); empty when it matches. */
   admission: readonly Finding[];
+  /**
+   * What the guard in `deny` mode would refuse among the objects that exist now (each as if
+   * created again), whatever the stack's mode; `unread`: workload kinds that could not be listed.
+   */
+  denyPreview: { refusals: readonly Refusal[]; unread: readonly string[] };
 }
 
 export interface ProbeResultJson {
@@ -122,6 +129,42 @@ export interface PortalDocument extends Document<"Portal"> {
   stack?: string;
 }
 
+/** The portal's `GET /api/entries`: the page's data. */
+export type PortalEntriesDocument = Document<"PortalEntries"> & PortalView;
+
+/** The portal's `GET /api/entries/<name>`: one entry with the view's context. */
+export type PortalEntryDocument = Document<"PortalEntry"> & Omit<PortalView, "entries" | "summary" | "problems"> & { entry: PortalEntry };
+
+/** The portal's 503 body (`/api/entries...`) when the cluster cannot be read. */
+export type PortalErrorDocument = Document<"PortalError"> & PortalError;
+
+/** `exposure sandbox up --json`. */
+export interface SandboxUpDocument extends Document<"SandboxUp"> {
+  urls: Record<string, string>;
+  portal: string;
+  folder: string;
+}
+
+/** `exposure sandbox status --json`. */
+export interface SandboxStatusDocument extends Document<"SandboxStatus"> {
+  folder: string;
+  up: boolean;
+  processes: readonly { role: string; pid: number; running: boolean }[];
+  urls: readonly { entry: string; url: string; answers: boolean }[];
+  portal?: { url: string; answers: boolean };
+  controlPlane?: { processes: readonly { role: string; pid: number; running: boolean }[]; apiServer: { url: string; answers: boolean; detail: string } };
+  /** Records of .sandbox/sandbox.json that were ignored (never acted on). */
+  rejected: readonly string[];
+}
+
+/** `exposure sandbox down --json`. */
+export interface SandboxDownDocument extends Document<"SandboxDown"> {
+  folder: string;
+  stopped: readonly string[];
+  removed: boolean;
+  rejected: readonly string[];
+}
+
 export type JsonDocument =
   | CheckDocument
   | RenderDocument
@@ -130,4 +173,10 @@ export type JsonDocument =
   | ProbeDocument
   | AccessDocument
   | AccessStopDocument
-  | PortalDocument;
+  | PortalDocument
+  | PortalEntriesDocument
+  | PortalEntryDocument
+  | PortalErrorDocument
+  | SandboxUpDocument
+  | SandboxStatusDocument
+  | SandboxDownDocument;

@@ -1,5 +1,6 @@
 import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
+import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
 import {
@@ -33,8 +34,40 @@ export interface ObservedEntry {
   hostPort?: number;
   url?: string;
   verdict: Verdict;
-  /** Why the verdict is DRIFT or ABSENT; empty for MATCH. */
+  /** Why the verdict is DRIFT or ABSENT, each with its stable code (DRIFT_CODES); empty for MATCH. */
+  findings: Finding[];
+  /** The same, messages only (`findings[].message`). */
   reasons: string[];
+}
+
+/** The stable code of every reason an entry is DRIFT or ABSENT (docs/commands.md, status). */
+export const DRIFT_CODES = [
+  "service-absent",
+  "service-not-ours",
+  "port-name-changed",
+  "service-type-changed",
+  "external-traffic-local",
+  "vendored-service-gone",
+  "selector-differs",
+  "vendored-port-gone",
+  "target-port-differs",
+  "node-port-moved",
+  "node-not-ready",
+  "url-node-moved",
+  "no-ready-endpoints",
+  "no-node-address",
+  "no-node-port",
+  "host-port-absent",
+  "pod-not-ready",
+  "node-without-address",
+  "pod-moved",
+] as const;
+export type DriftCode = (typeof DRIFT_CODES)[number];
+
+/** An entry's verdict from its findings: each one a DRIFT (or the one ABSENT) reason. */
+function verdictOf(entry: string, found: readonly [DriftCode, string][], absent = false): Pick<ObservedEntry, "verdict" | "findings" | "reasons"> {
+  const findings = found.map(([code, message]) => finding(code, "drift", entry, message));
+  return { verdict: absent ? "ABSENT" : findings.length ? "DRIFT" : "MATCH", findings, reasons: findings.map((f) => f.message) };
 }
 
 export interface Observation {
@@ -93,7 +126,7 @@ export function readyEndpointCount(slicesByService: ReadonlyMap<string, Endpoint
 export function observe(
   contract: Contract,
   cluster: ObservedCluster,
-  opts: { selected?: readonly string[] | "all"; pinnedAddress?: string; published?: PublishedEndpoints } = {},
+  opts: { selected?: readonly string[] | "all"; nodeAddress?: string; published?: PublishedEndpoints } = {},
 ): Observation {
   const services = new Map(cluster.services.map((s) => [key(s.metadata.namespace, s.metadata.name), s]));
   const slicesByService = new Map<string, EndpointSlice[]>();
@@ -106,8 +139,8 @@ export function observe(
     if (list) list.push(slice);
     else slicesByService.set(k, [slice]);
   }
-  const nodeChoice = chooseNode(cluster.nodes, opts.pinnedAddress);
-  const problems = ["problem" in nodeChoice ? [nodeChoice.problem] : [], unusableNodes(cluster.nodes, opts.pinnedAddress)].flat();
+  const nodeChoice = chooseNode(cluster.nodes, opts.nodeAddress);
+  const problems = ["problem" in nodeChoice ? [nodeChoice.problem] : [], unusableNodes(cluster.nodes, opts.nodeAddress)].flat();
   const node = "problem" in nodeChoice ? undefined : nodeChoice;
   const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
   const podsByNamespace = groupPodsByNamespace(cluster.pods);
@@ -127,7 +160,15 @@ export function observe(
           knowsPublished: opts.published !== undefined,
         });
       if (isHostPortEntry(e)) return observeHostPort(e, base, podsByNamespace.get(e.hostPort.namespace) ?? [], nodesByName, opts.published?.[e.name]);
-      return { ...base, exposure: "none", ...(e.service ? { namespace: e.service.namespace } : {}), readyEndpoints: 0, verdict: "NOT-EXPOSED", reasons: [] };
+      return {
+        ...base,
+        exposure: "none",
+        ...(e.service ? { namespace: e.service.namespace } : {}),
+        readyEndpoints: 0,
+        verdict: "NOT-EXPOSED",
+        findings: [],
+        reasons: [],
+      };
     });
   return { ...(node ? { node } : {}), entries, problems };
 }
@@ -156,8 +197,7 @@ function observeNodePort(
       exposure: "nodePort",
       namespace: ns,
       readyEndpoints: 0,
-      verdict: "ABSENT",
-      reasons: [`Service ${ns}/${ourServiceName(e.name)} does not exist (run pulumi up)`],
+      ...verdictOf(e.name, [["service-absent", `Service ${ns}/${ourServiceName(e.name)} does not exist (run pulumi up)`]], true),
     };
   }
   // Created by this stack: the last `up` published this very Service (same uid). Without the
@@ -170,38 +210,38 @@ function observeNodePort(
       namespace: ns,
       service: `${ns}/${ours.metadata.name}`,
       readyEndpoints: 0,
-      verdict: "DRIFT",
-      reasons: [notOurs],
+      ...verdictOf(e.name, [["service-not-ours", notOurs]]),
     };
   }
-  const reasons: string[] = [];
+  const reasons: [DriftCode, string][] = [];
+  const add = (code: DriftCode, message: string) => reasons.push([code, message]);
   const ourPort = ours.spec?.ports?.find((p) => p.name === portName) ?? ours.spec?.ports?.[0];
   const nodePort = ourPort?.nodePort;
-  if (ourPort && ourPort.name !== portName) reasons.push(`port name is ${ourPort.name ?? "(unnamed)"}, not ${portName}`);
-  if (ours.spec?.type !== "NodePort") reasons.push(`type is ${ours.spec?.type ?? "ClusterIP"}, not NodePort`);
-  if (ours.spec?.externalTrafficPolicy === "Local") reasons.push("externalTrafficPolicy is Local (only nodes running a pod answer)");
+  if (ourPort && ourPort.name !== portName) add("port-name-changed", `port name is ${ourPort.name ?? "(unnamed)"}, not ${portName}`);
+  if (ours.spec?.type !== "NodePort") add("service-type-changed", `type is ${ours.spec?.type ?? "ClusterIP"}, not NodePort`);
+  if (ours.spec?.externalTrafficPolicy === "Local") add("external-traffic-local", "externalTrafficPolicy is Local (only nodes running a pod answer)");
   const vendored = ctx.services.get(key(ns, e.service.name));
-  if (!vendored) reasons.push(`vendored Service ${ns}/${e.service.name} is gone`);
+  if (!vendored) add("vendored-service-gone", `vendored Service ${ns}/${e.service.name} is gone`);
   else {
-    if (!sameMap(vendored.spec?.selector, ours.spec?.selector)) reasons.push(`selector differs from the vendored Service ${ns}/${e.service.name}`);
+    if (!sameMap(vendored.spec?.selector, ours.spec?.selector)) add("selector-differs", `selector differs from the vendored Service ${ns}/${e.service.name}`);
     const vport = findServicePort(vendored, e.service.port);
     const vTarget = vport ? (vport.targetPort ?? vport.port) : undefined;
-    if (!vport) reasons.push(`vendored Service ${ns}/${e.service.name} has no port ${e.service.port}`);
+    if (!vport) add("vendored-port-gone", `vendored Service ${ns}/${e.service.name} has no port ${e.service.port}`);
     else if (String(vTarget) !== String(ourPort?.targetPort ?? ourPort?.port))
-      reasons.push(`target port ${ourPort?.targetPort} differs from the vendored ${vTarget}`);
+      add("target-port-differs", `target port ${ourPort?.targetPort} differs from the vendored ${vTarget}`);
   }
   const publishedPort = ctx.published?.nodePort;
   if (publishedPort !== undefined && nodePort !== undefined && publishedPort !== nodePort) {
-    reasons.push(`nodePort changed since the last up (${publishedPort} -> ${nodePort})`);
+    add("node-port-moved", `nodePort changed since the last up (${publishedPort} -> ${nodePort})`);
   }
   const url = ctx.node && nodePort !== undefined ? buildUrl(e.scheme, ctx.node.address, nodePort) : undefined;
   const nodeReason = nodeProblem(ctx.node, ctx.nodes, ctx.published?.url, url);
-  if (nodeReason) reasons.push(nodeReason);
+  if (nodeReason) add(ctx.node?.pinned ? "node-not-ready" : "url-node-moved", nodeReason);
   const ready = readyEndpointCount(ctx.slicesByService, ns, ours.metadata.name);
-  if (ready === 0) reasons.push("no ready endpoints");
+  if (ready === 0) add("no-ready-endpoints", "no ready endpoints");
   // An entry without a URL is never MATCH: there is nothing to open.
-  if (!ctx.node) reasons.push("no node address to build its URL (no Ready node with an InternalIP)");
-  else if (nodePort === undefined) reasons.push("no nodePort allocated on our Service");
+  if (!ctx.node) add("no-node-address", "no node address to build its URL (no Ready node with an InternalIP)");
+  else if (nodePort === undefined) add("no-node-port", "no nodePort allocated on our Service");
   return {
     ...base,
     exposure: "nodePort",
@@ -210,8 +250,7 @@ function observeNodePort(
     readyEndpoints: ready,
     ...(nodePort !== undefined ? { nodePort } : {}),
     ...(url ? { url } : {}),
-    verdict: reasons.length ? "DRIFT" : "MATCH",
-    reasons,
+    ...verdictOf(e.name, reasons),
   };
 }
 
@@ -231,18 +270,17 @@ function observeHostPort(
       namespace: hp.namespace,
       hostPort: hp.port,
       readyEndpoints: 0,
-      verdict: "ABSENT",
-      reasons: [`no pod in ${hp.namespace} holds hostPort ${hp.port}`],
+      ...verdictOf(e.name, [["host-port-absent", `no pod in ${hp.namespace} holds hostPort ${hp.port}`]], true),
     };
   }
   const node = nodesByName.get(holder.spec?.nodeName as string);
   const address = node ? internalIP(node) : undefined;
   const ready = holder.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? 1 : 0;
   const url = address ? buildUrl(e.scheme, address, hp.port) : undefined;
-  const reasons: string[] = [];
-  if (!ready) reasons.push(`pod ${hp.namespace}/${holder.metadata.name} is not ready`);
-  if (!address) reasons.push(`node ${holder.spec?.nodeName} has ${node ? internalIPProblem(node) : "no InternalIP (unknown node)"}`);
-  if (published?.url && url && published.url !== url) reasons.push(`pod moved since the last up (${published.url} -> ${url})`);
+  const reasons: [DriftCode, string][] = [];
+  if (!ready) reasons.push(["pod-not-ready", `pod ${hp.namespace}/${holder.metadata.name} is not ready`]);
+  if (!address) reasons.push(["node-without-address", `node ${holder.spec?.nodeName} has ${node ? internalIPProblem(node) : "no InternalIP (unknown node)"}`]);
+  if (published?.url && url && published.url !== url) reasons.push(["pod-moved", `pod moved since the last up (${published.url} -> ${url})`]);
   return {
     ...base,
     exposure: "hostPort",
@@ -250,8 +288,7 @@ function observeHostPort(
     readyEndpoints: ready,
     hostPort: hp.port,
     ...(url ? { url } : {}),
-    verdict: reasons.length ? "DRIFT" : "MATCH",
-    reasons,
+    ...verdictOf(e.name, reasons),
   };
 }
 

@@ -63,12 +63,12 @@ export const ourServiceName = (entry: string) => `${entry}-nodeport`;
  * InternalIP of the first Ready node in name order (schedulable nodes first), so every
  * run on the same cluster picks the same node.
  */
-export function chooseNode(nodes: readonly Node[], pinnedAddress?: string): NodeChoice | { problem: string } {
-  if (pinnedAddress) {
+export function chooseNode(nodes: readonly Node[], nodeAddress?: string): NodeChoice | { problem: string } {
+  if (nodeAddress) {
     // Validated by the stack settings; checked again for the other ways in (the portal's environment).
-    if (ipVersion(pinnedAddress) === 0) return { problem: `the pinned node address ${JSON.stringify(pinnedAddress).slice(0, 80)} is not an IP address` };
-    const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === pinnedAddress));
-    return { name: owner?.metadata.name ?? "(pinned)", address: pinnedAddress, pinned: true };
+    if (ipVersion(nodeAddress) === 0) return { problem: `the pinned node address ${JSON.stringify(nodeAddress).slice(0, 80)} is not an IP address` };
+    const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === nodeAddress));
+    return { name: owner?.metadata.name ?? "(pinned)", address: nodeAddress, pinned: true };
   }
   const candidates = nodes
     .filter((n) => isReadyNode(n) && internalIP(n))
@@ -89,8 +89,8 @@ export function chooseNode(nodes: readonly Node[], pinnedAddress?: string): Node
  * operator expects). Nothing to say when the address is pinned (nodes are not chosen then), or
  * when no node qualifies at all (chooseNode's problem already lists every node).
  */
-export function unusableNodes(nodes: readonly Node[], pinnedAddress?: string): string[] {
-  if (pinnedAddress) return [];
+export function unusableNodes(nodes: readonly Node[], nodeAddress?: string): string[] {
+  if (nodeAddress) return [];
   if (!nodes.some((n) => isReadyNode(n) && internalIP(n))) return [];
   return nodes
     .filter((n) => isReadyNode(n) && claimedInternalIP(n) !== undefined && !internalIP(n))
@@ -291,14 +291,14 @@ export function withStackServices(observed: readonly Service[], created: readonl
   return { services: [...observed.filter((s) => !createdKeys.has(keyOf(s))), ...created], problems };
 }
 
-/** Resolves every selected entry against one view of the cluster; all problems at once. */
 /** The namespace of the cluster's own components: publishing from it needs the stack's explicit consent. */
 export const SYSTEM_NAMESPACE = "kube-system";
 
+/** Resolves every selected entry against one view of the cluster; all problems at once. */
 export function resolveExposures(
   entries: readonly Endpoint[],
   cluster: ClusterView,
-  pinnedAddress?: string,
+  nodeAddress?: string,
   opts: { allowKubeSystem?: boolean } = {},
 ): ExposureResolution | { problems: string[] } {
   const problems: string[] = [];
@@ -312,9 +312,9 @@ export function resolveExposures(
       }
     }
   }
-  const node = chooseNode(cluster.nodes, pinnedAddress);
+  const node = chooseNode(cluster.nodes, nodeAddress);
   if ("problem" in node) problems.push(node.problem);
-  problems.push(...unusableNodes(cluster.nodes, pinnedAddress));
+  problems.push(...unusableNodes(cluster.nodes, nodeAddress));
   const services = indexServices(cluster.services);
   const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
   const podsByNamespace = groupPodsByNamespace(cluster.pods);

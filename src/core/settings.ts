@@ -90,23 +90,42 @@ const portalSchema = z.strictObject({
   skipAwait: flag(false),
 });
 
-const allowlistSchema = z.strictObject({
-  /** Services of type NodePort/LoadBalancer that may exist without a contract entry: "namespace/name". */
-  services: z._default(z.array(z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+$/, { message: "must be 'namespace/name' (name may end with '*')" }))), []),
-  /** Pods allowed to hold a hostPort without a contract entry: "namespace/podPrefix*:port". */
-  hostPorts: z._default(
-    z.array(
-      z.string().check(
-        z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, { message: "must be 'namespace/pod-name-or-prefix*:port'" }),
-        // A port as a port: the admission policy compares it as a CEL int (beyond int64 it does not compile).
-        z.refine((pattern) => !/:\d+$/.test(pattern) || allowlistPortOk(pattern.slice(pattern.lastIndexOf(":") + 1)), {
-          error: (issue) => `must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found ${describeValue(issue.input)}`,
-        }),
-      ),
-    ),
-    [],
-  ),
-});
+const servicePattern = z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+$/, { message: "must be 'namespace/name' (name may end with '*')" }));
+const hostPortPattern = z.string().check(
+  z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, { message: "must be 'namespace/pod-name-or-prefix*:port'" }),
+  // A port as a port: the admission policy compares it as a CEL int (beyond int64 it does not compile).
+  z.refine((pattern) => !/:\d+$/.test(pattern) || allowlistPortOk(pattern.slice(pattern.lastIndexOf(":") + 1)), {
+    error: (issue) => `must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found ${describeValue(issue.input)}`,
+  }),
+);
+
+/**
+ * One allowlist item: the pattern alone, or `{ match, reason }` when the stack says why it is
+ * allowed (the platform's own agents on the host network...): `exposure drift` prints the reason.
+ */
+function allowlistItem(match: typeof servicePattern) {
+  return z.union([match, z.strictObject({ match, reason: z.string().check(z.minLength(1, { message: "must say why it is allowed" })) })], {
+    error: (issue) => (issue.code === "invalid_union" ? "expected a pattern (a string) or { match, reason }" : undefined),
+  });
+}
+
+type AllowlistItem = string | { match: string; reason: string };
+const patternOf = (item: AllowlistItem) => (typeof item === "string" ? item : item.match);
+
+const allowlistSchema = z.pipe(
+  z.strictObject({
+    /** Services of type NodePort/LoadBalancer that may exist without a contract entry: "namespace/name". */
+    services: z._default(z.array(allowlistItem(servicePattern)), []),
+    /** Pods allowed to hold a hostPort without a contract entry: "namespace/podPrefix*:port". */
+    hostPorts: z._default(z.array(allowlistItem(hostPortPattern)), []),
+  }),
+  // The audit and the guard read patterns; the reasons are kept by pattern for the reports.
+  z.transform((a) => ({
+    services: a.services.map(patternOf),
+    hostPorts: a.hostPorts.map(patternOf),
+    reasons: Object.fromEntries([...a.services, ...a.hostPorts].flatMap((i) => (typeof i === "string" ? [] : [[i.match, i.reason]]))) as Record<string, string>,
+  })),
+);
 
 /**
  * The exposure guard at admission (src/core/admission.ts): a ValidatingAdmissionPolicy
@@ -139,7 +158,7 @@ export const settingsSchema = z.strictObject({
   ),
   cilium: ciliumSettingsSchema,
   portal: z._default(portalSchema, { enabled: false, namespace: "platform-portal", image: "node:20-alpine", createNamespace: true, skipAwait: false }),
-  allowlist: z._default(allowlistSchema, { services: [], hostPorts: [] }),
+  allowlist: z._default(allowlistSchema, { services: [], hostPorts: [], reasons: {} }),
   admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore" }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
   production: flag(false),
@@ -151,7 +170,8 @@ export type Settings = z.infer<typeof settingsSchema>;
 export type CiliumSettings = z.infer<typeof ciliumSettingsSchema>;
 export type L4CiliumSettings = z.infer<typeof l4Schema>;
 export type CohabitCiliumSettings = z.infer<typeof cohabitSchema>;
-export type Allowlist = z.infer<typeof allowlistSchema>;
+/** `reasons` may be left out where nothing is shown (the guard, tests): no pattern then has one. */
+export type Allowlist = Omit<z.output<typeof allowlistSchema>, "reasons"> & { reasons?: Record<string, string> };
 export type PortalSettings = z.infer<typeof portalSchema>;
 export type AdmissionSettings = z.infer<typeof admissionSchema>;
 
@@ -181,6 +201,12 @@ export function parseSettings(config: Readonly<Record<string, string>>, stackFil
       }
       return `${at(issue.path)}${formatConfigPath(issue.path)}: ${describeZodIssue(issue, "required setting is missing")}`;
     });
+    // In the order of the stack file (zod reports in the schema's); unplaced problems last.
+    const line = (problem: string) => {
+      const m = /^[^\s]*:(\d+):(\d+): /.exec(problem);
+      return m ? Number(m[1]) * 1e6 + Number(m[2]) : Number.MAX_SAFE_INTEGER;
+    };
+    problems.sort((a, b) => line(a) - line(b));
     throw userErrorFromProblems(`invalid stack configuration in ${stackFile}`, problems);
   }
   return result.data;

@@ -1,4 +1,4 @@
-// Entry point of the portal in the cluster: bundled by src/portal/bundle.ts into one plain JS
+// Entry point of the portal in the cluster: bundled by src/adapters/portal-bundle.ts into one plain JS
 // file that a stock Node.js image runs (`node /app/portal.js`). Configuration comes from the
 // environment set by components/portal.ts (names in PORTAL_ENV).
 import * as fs from "node:fs";
@@ -46,7 +46,6 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
   const contractFile = env[PORTAL_ENV.contract] ?? "/app/contract.yaml";
   const contract = loadContractFile(contractFile);
   const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true } : {});
-  const pinned = env[PORTAL_ENV.nodeAddress];
   const stack = env[PORTAL_ENV.stack];
   const publishedFile = env[PORTAL_ENV.published];
   const portal = await startPortal(
@@ -54,7 +53,7 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
       contract,
       cluster,
       selected: parseEntries(env[PORTAL_ENV.entries]),
-      ...(pinned ? { pinnedAddress: pinned } : {}),
+      nodeAddress: env[PORTAL_ENV.nodeAddress] || undefined,
       ...(stack ? { stack } : {}),
       ...(publishedFile ? { readPublished: async () => readPublishedFile(publishedFile) } : {}),
       contractLabel: contractFile,

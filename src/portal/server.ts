@@ -2,10 +2,12 @@
 // (`exposure portal`) and bundled into a stock Node.js image in the cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
+import type { Duplex } from "node:stream";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
-import { EXIT } from "../core/findings";
+import { EXIT, JSON_API_VERSION } from "../core/findings";
+import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
 import type { ObservedCluster, PublishedEndpoints } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
@@ -69,11 +71,12 @@ export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions,
   };
 }
 
-/** `?refresh=N` asks for a meta refresh every N seconds (5 to 3600); anything else: none. */
+/** `?refresh=N` asks for a meta refresh every N seconds, N clamped to 5-3600 (any number of digits); anything else: none. */
 export function refreshOf(search: URLSearchParams): PageOptions {
   const raw = search.get("refresh");
-  if (raw === null || !/^\d{1,4}$/.test(raw)) return {};
-  return { refreshSeconds: Math.min(3600, Math.max(5, Number(raw))) };
+  if (raw === null || !/^\d+$/.test(raw)) return {};
+  // Past 4 digits it is above 3600 whatever it is (and Number() of 400 digits is Infinity).
+  return { refreshSeconds: raw.length > 4 ? 3600 : Math.min(3600, Math.max(5, Number(raw))) };
 }
 
 /** The state page loads share: one cluster read per interval, one probe round at a time. */
@@ -223,10 +226,13 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
           if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
           else {
             const { entries: _all, summary: _summary, problems: _problems, ...context } = view;
-            send(req, res, 200, JSON_TYPE, `${JSON.stringify({ ...context, entry: found }, null, 2)}\n`);
+            const doc: PortalEntryDocument = { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found };
+            send(req, res, 200, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
           }
-        } else if (json) send(req, res, 200, JSON_TYPE, `${JSON.stringify(view, null, 2)}\n`);
-        else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
+        } else if (json) {
+          const doc: PortalEntriesDocument = { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view };
+          send(req, res, 200, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
+        } else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
       },
       (err: unknown) => {
         // A cluster error (UserError from the reader) is 503: the portal works, its data source does not.
@@ -241,8 +247,10 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
           source: opts.cluster.source,
           ...(opts.stack ? { stack: opts.stack } : {}),
         };
-        if (json) send(req, res, status, JSON_TYPE, `${JSON.stringify(error, null, 2)}\n`);
-        else send(req, res, status, HTML, renderErrorPage(error, page), { "Content-Security-Policy": HTML_CSP });
+        if (json) {
+          const doc: PortalErrorDocument = { apiVersion: JSON_API_VERSION, kind: "PortalError", ...error };
+          send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
+        } else send(req, res, status, HTML, renderErrorPage(error, page), { "Content-Security-Policy": HTML_CSP });
       },
     )
     // A failure while answering (the client went away) must not become an unhandled rejection.
@@ -259,6 +267,25 @@ function decodeURIComponentSafe(text: string): string | undefined {
 
 export function createPortalServer(opts: PortalOptions): http.Server {
   const server = http.createServer(portalHandler(opts));
+  // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered:
+  // answer it like any other method the portal does not serve.
+  server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
+    opts.log?.(`${req.method} -> 405`);
+    const body = "method not allowed\n";
+    socket.on("error", () => {});
+    socket.end(
+      [
+        "HTTP/1.1 405 Method Not Allowed",
+        "Allow: GET, HEAD",
+        "Content-Type: text/plain; charset=utf-8",
+        `Content-Length: ${body.length}`,
+        ...Object.entries(COMMON_HEADERS).map(([k, v]) => `${k}: ${v}`),
+        "Connection: close",
+        "",
+        body,
+      ].join("\r\n"),
+    );
+  });
   // A browser's idle keep-alive connection must not delay a clean stop.
   server.keepAliveTimeout = 5_000;
   return server;

@@ -2,7 +2,7 @@
 // of the one message the user must get. test/adversarial.test.ts runs every row and checks the
 // invariant on top: no crash, no stack trace, no hang, bounded memory, nothing changed on disk.
 // Add a row for every new defect found; keep inputs small and loopback-only.
-import type { FakeAnswer } from "./fake-api";
+import type { FakeAnswer } from "../support/fake-api";
 
 const VALID_ENTRY = "  - name: argocd\n    exposed: true\n    service: { namespace: argocd, name: argocd-server, port: http }\n";
 
@@ -250,6 +250,8 @@ export interface PortalCase {
   name: string;
   request: string;
   status: number;
+  /** A fragment the answer must hold, when the status alone does not tell. */
+  fragment?: string;
 }
 
 const get = (target: string, extra = "") => `GET ${target} HTTP/1.1\r\nHost: portal\r\n${extra}Connection: close\r\n\r\n`;
@@ -269,6 +271,18 @@ export const PORTAL_CASES: PortalCase[] = [
   { name: "a header with a control character", request: get("/", "X-A: a\u0001b\r\n"), status: 400 },
   { name: "garbage", request: "\u0000\u0001\u0002\r\n\r\n", status: 400 },
   { name: "a huge header", request: get("/", `X-Big: ${"a".repeat(20_000)}\r\n`), status: 431 },
+  {
+    name: "CONNECT (used to get no answer at all; issue 23)",
+    request: "CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n",
+    status: 405,
+    fragment: "\r\nAllow: GET, HEAD\r\n",
+  },
+  {
+    name: "a huge ?refresh= (clamped, not ignored)",
+    request: get(`/?refresh=${"9".repeat(40)}`),
+    status: 200,
+    fragment: '<meta http-equiv="refresh" content="3600">',
+  },
 ];
 
 /** `exposure ARGV...` in a project with a `bench` stack: flags and files named on the command line. */
@@ -295,6 +309,15 @@ export const FLAG_CASES: FlagCase[] = [
   { name: "check on /dev/zero", argv: ["check", "/dev/zero"], exit: 2, fragment: "it is a device" },
   { name: "check on a missing file", argv: ["check", "/nonexistent/contract.yaml"], exit: 2, fragment: "contract file not found" },
   { name: "access --stop with a path stack", argv: ["access", "--stack", "../x", "--stop"], exit: 2, fragment: "--stack must be a stack name" },
+  { name: "kubectl's -o json (issue 23)", argv: ["status", "--stack", "bench", "-o", "json"], exit: 2, fragment: "for JSON output, use --json" },
+  { name: "completion for a shell it does not support (issue 23)", argv: ["completion", "fish"], exit: 2, fragment: "no completion for 'fish': bash or zsh" },
+  { name: "version with an argument", argv: ["version", "--json"], exit: 2, fragment: "exposure version: takes nothing" },
+  {
+    name: "check on a path with ./ and .. (named as typed; issue 23)",
+    argv: ["check", "./nonexistent/../x.yaml"],
+    exit: 2,
+    fragment: "contract file not found: ./nonexistent/../x.yaml (",
+  },
 ];
 
 /** `exposure status --stack bench --outputs FILE` with this content (cluster healthy). */
@@ -318,36 +341,6 @@ export const OUTPUTS_CASES: OutputsCase[] = [
     fragment: "endpoints.argocd.nodePort: expected a number",
   },
   { name: "published endpoints as a list", outputs: '{"endpoints":[]}', exit: 1, fragment: "endpoints: expected a map" },
-];
-
-/** `exposure status --stack <case>` where the stack file holds these settings (nothing is read from a cluster). */
-export interface SettingsCase {
-  name: string;
-  /** Stack config keys, merged over a valid stack file. */
-  config: Record<string, unknown>;
-  exit: number;
-  fragment: string;
-}
-
-export const SETTINGS_CASES: SettingsCase[] = [
-  {
-    name: "an allowlist hostPort beyond int64 (issue 23 #4: the policy would not compile)",
-    config: { "ui-exposure:allowlist": { hostPorts: ["kube-system/cilium-envoy-*:99999999999999999999"] } },
-    exit: 1,
-    fragment: "ui-exposure:allowlist.hostPorts[0]: must end with a port number between 1 and 65535",
-  },
-  {
-    name: "an allowlist hostPort 0 (issue 23 #4)",
-    config: { "ui-exposure:allowlist": { hostPorts: ["tools/debug-pod:0"] } },
-    exit: 1,
-    fragment: "must end with a port number between 1 and 65535",
-  },
-  {
-    name: "an allowlist hostPort 65536 (issue 23 #4)",
-    config: { "ui-exposure:allowlist": { hostPorts: ["tools/debug-pod:65536"] } },
-    exit: 1,
-    fragment: "must end with a port number between 1 and 65535",
-  },
 ];
 
 /**
@@ -407,4 +400,130 @@ export const ENV_TEMPLATE_CASES: EnvTemplateCase[] = [
   { name: "a trailing backslash in single quotes", line: "A='x{{pg.password}}'", secret: "a\\", fragment: "holds a backslash before" },
   // biome-ignore lint/suspicious/noTemplateCurlyInString: python-dotenv's variable syntax, not a template
   { name: "a ${VAR} in single quotes", line: "A='{{pg.password}}'", secret: "$" + "{HOME}", fragment: "holds '${'" },
+];
+
+/** `exposure status --stack <case>` where the stack file holds these settings (nothing is read from a cluster). */
+export interface SettingsCase {
+  name: string;
+  /** Stack config keys, merged over a valid stack file. */
+  config: Record<string, unknown>;
+  exit: number;
+  fragment: string;
+}
+
+export const SETTINGS_CASES: SettingsCase[] = [
+  {
+    name: "an allowlist hostPort beyond int64 (issue 23 #4: the policy would not compile)",
+    config: { "ui-exposure:allowlist": { hostPorts: ["kube-system/cilium-envoy-*:99999999999999999999"] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.hostPorts[0]: must end with a port number between 1 and 65535",
+  },
+  {
+    name: "an allowlist hostPort 0 (issue 23 #4)",
+    config: { "ui-exposure:allowlist": { hostPorts: ["tools/debug-pod:0"] } },
+    exit: 1,
+    fragment: "must end with a port number between 1 and 65535",
+  },
+  {
+    name: "an allowlist hostPort 65536 (issue 23 #4)",
+    config: { "ui-exposure:allowlist": { hostPorts: ["tools/debug-pod:65536"] } },
+    exit: 1,
+    fragment: "must end with a port number between 1 and 65535",
+  },
+];
+
+SETTINGS_CASES.push(
+  {
+    name: "an allowlist item { match, reason } with a bad pattern",
+    config: { "ui-exposure:allowlist": { hostPorts: [{ match: "cilium-envoy:9964", reason: "the CNI" }] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.hostPorts[0].match: must be 'namespace/pod-name-or-prefix*:port'",
+  },
+  {
+    name: "an allowlist item { match, reason } with an empty reason",
+    config: { "ui-exposure:allowlist": { services: [{ match: "argocd/cilium-gateway-*", reason: "" }] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.services[0].reason: must say why it is allowed",
+  },
+  {
+    name: "an allowlist item with an unknown key",
+    config: { "ui-exposure:allowlist": { hostPorts: [{ match: "kube-system/cilium-envoy-*:9964", reason: "the CNI", port: 9964 }] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.hostPorts[0]: unknown key 'port'",
+  },
+  {
+    name: "an allowlist item that is a list",
+    config: { "ui-exposure:allowlist": { hostPorts: [["kube-system/cilium-envoy-*:9964"]] } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.hostPorts[0]: expected a pattern (a string) or { match, reason }, found an array",
+  },
+);
+
+/**
+ * `exposure drift --stack bench --skip-preview` on a healthy cluster holding these workloads too:
+ * they are read back unvalidated (any group's list call, or a snapshot) for what deny would refuse.
+ * The corpus's bench stack publishes argocd only, so the healthy cluster alone gives 3 refusals
+ * (exit 3): a malformed workload adds none, a real undeclared hostPort one.
+ */
+export interface WorkloadCase {
+  name: string;
+  objects: unknown[];
+  exit: number;
+  fragment: string;
+}
+
+const daemonSet = (spec: unknown) => ({ apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: "agent", namespace: "tools" }, spec });
+const REFUSE = "exposure guard in deny mode would refuse, of what exists now (each object created again):";
+
+export const WORKLOAD_CASES: WorkloadCase[] = [
+  { name: "containers as a number", objects: [daemonSet({ template: { spec: { containers: 5 } } })], exit: 3, fragment: `${REFUSE} 3\n` },
+  { name: "containers as a string", objects: [daemonSet({ template: { spec: { containers: "abc" } } })], exit: 3, fragment: `${REFUSE} 3\n` },
+  {
+    name: "a null container and null ports",
+    objects: [daemonSet({ template: { spec: { containers: [null, { ports: null }] } } })],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "no spec at all",
+    objects: [daemonSet(undefined), { apiVersion: "batch/v1", kind: "CronJob", metadata: { name: "c", namespace: "t" } }],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "a hostPort as a string, a float, 0, -1, beyond 65535",
+    objects: [
+      daemonSet({
+        template: { spec: { containers: [{ ports: [{ hostPort: "80" }, { hostPort: 80.5 }, { hostPort: 0 }, { hostPort: -1 }, { hostPort: 70000 }] }] } },
+      }),
+    ],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "hostNetwork as a string",
+    objects: [daemonSet({ template: { spec: { hostNetwork: "true", containers: [{ ports: [{ containerPort: 9100 }] }] } } })],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "labels that are not strings",
+    objects: [daemonSet({ template: { metadata: { labels: { a: { b: 1 } } }, spec: { containers: [{ ports: [{ containerPort: 1, hostPort: 7000 }] }] } } })],
+    exit: 3,
+    fragment: `${REFUSE} 4\n`,
+  },
+  {
+    name: "a name that is not a string",
+    objects: [
+      { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: 7 }, spec: { template: { spec: { containers: [{ ports: [{ hostPort: 1 }] }] } } } },
+    ],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "a real undeclared hostPort on a host-network template",
+    objects: [daemonSet({ template: { spec: { hostNetwork: true, containers: [{ name: "c", ports: [{ containerPort: 29653 }] }] } } })],
+    exit: 3,
+    fragment: `${REFUSE} 4\n`,
+  },
 ];

@@ -5,8 +5,9 @@ import * as fs from "node:fs";
 import * as https from "node:https";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stringify } from "yaml";
-import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "./harness";
+import { parse, stringify } from "yaml";
+import { readChartFixture, type Workload } from "../support/chart-fixtures";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "../support/harness";
 
 type ClientNode = Cluster["lib"];
 const POLICY = "ui-exposure-guard-sandbox";
@@ -33,13 +34,40 @@ function writeContract(endpoints: unknown[]) {
   fs.writeFileSync(path.join(sandbox.dir, "contract/e2e.yaml"), stringify({ version: 1, endpoints }));
 }
 
+/** The platform agents the shipped dirqual stack allows, as written there (items with their reason). */
+const SHIPPED_HOST_PORTS = (
+  parse(fs.readFileSync(path.resolve(__dirname, "../../Pulumi.dirqual.yaml"), "utf8")) as { config: Record<string, { hostPorts: unknown[] }> }
+).config["ui-exposure:allowlist"]?.hostPorts as unknown[];
+
 function stack(mode: string) {
   return {
     "kubernetes:context": "e2e",
     "ui-exposure:contract": "contract/e2e.yaml",
     "ui-exposure:cilium": { mode: "cohabit" },
-    "ui-exposure:allowlist": { services: ["tools/allowed-*"], hostPorts: ["tools/agent-*:9964", "tools/debug-pod:2222"] },
+    "ui-exposure:allowlist": { services: ["tools/allowed-*"], hostPorts: ["tools/agent-*:9964", "tools/debug-pod:2222", ...SHIPPED_HOST_PORTS] },
     "ui-exposure:admission": { mode },
+  };
+}
+
+/** A workload of a rendered upstream chart (test/data/charts) as an object to create: its real pod template, a stand-in image. */
+function chartWorkload(file: string, name: string, extraPort?: number) {
+  const w = readChartFixture(file).workloads.find((x) => x.metadata.name === name) as Workload;
+  const t = w.spec.template;
+  const containers = t.spec.containers.map((c, i) => ({
+    name: c.name,
+    image: "example.invalid/x:1",
+    ports: [...(c.ports ?? []), ...(i === 0 && extraPort ? [{ name: "extra", containerPort: extraPort, protocol: "TCP" }] : [])],
+  }));
+  return {
+    kind: w.kind,
+    namespace: w.metadata.namespace,
+    body: {
+      metadata: { name: w.metadata.name, namespace: w.metadata.namespace, labels: w.metadata.labels },
+      spec: {
+        selector: w.spec.selector,
+        template: { metadata: t.metadata, spec: { ...(t.spec.hostNetwork ? { hostNetwork: true } : {}), automountServiceAccountToken: false, containers } },
+      },
+    },
   };
 }
 
@@ -235,6 +263,57 @@ describe.sequential("e2e: the exposure guard at admission", () => {
       if (!relabel.startsWith("409")) break;
     }
     expect(relabel).toBe("admitted");
+  });
+
+  it("with deny, admits the platform's host-network agents the shipped stacks allow (the real charts' templates) and their pods; refuses one more port", async () => {
+    await outcome(cluster.core.createNamespace({ body: { metadata: { name: "monitoring" } } }));
+    for (const ns of ["kube-system", "monitoring"])
+      await outcome(cluster.core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: "default" } } }));
+    const agents = [
+      chartWorkload("cilium.yaml", "cilium-envoy"),
+      chartWorkload("cilium.yaml", "cilium-operator"),
+      chartWorkload("kube-prometheus-stack.yaml", "kube-prometheus-stack-prometheus-node-exporter"),
+    ];
+    const create = (w: ReturnType<typeof chartWorkload>) =>
+      outcome(
+        w.kind === "DaemonSet"
+          ? apps.createNamespacedDaemonSet({ namespace: w.namespace, body: w.body as never })
+          : apps.createNamespacedDeployment({ namespace: w.namespace, body: w.body as never }),
+      );
+    for (const w of agents) expect(await create(w), `${w.kind} ${w.body.metadata.name}`).toBe("admitted");
+    // Their pods, created as a DaemonSet or ReplicaSet controller creates them: from the template,
+    // named by generateName, bound to a node. (No kubelet here: the DaemonSet controller itself
+    // skips nodes whose heartbeat went stale, so the pods are created by the test.)
+    for (const w of agents) {
+      const template = w.body.spec.template;
+      const created = await cluster.core.createNamespacedPod({
+        namespace: w.namespace,
+        body: {
+          metadata: { generateName: `${w.body.metadata.name}-`, labels: template.metadata.labels },
+          spec: { ...template.spec, nodeName: "e2e-node-b" },
+        } as never,
+      });
+      expect(created.metadata?.name?.startsWith(`${w.body.metadata.name}-`)).toBe(true);
+      // The API server holds every containerPort of a host-network pod as a hostPort.
+      expect(created.spec?.containers.flatMap((c) => c.ports ?? []).every((port) => port.hostPort === port.containerPort)).toBe(true);
+    }
+    // One more port on the same agent is new exposure: refused, by name.
+    const more = chartWorkload("kube-prometheus-stack.yaml", "kube-prometheus-stack-prometheus-node-exporter", 9101);
+    // (Named under the allowlisted prefix: 9100 stays declared, only 9101 is new.)
+    more.body.metadata.name = "kube-prometheus-stack-prometheus-node-exporter-extra";
+    expect(await create(more)).toContain(
+      "DaemonSet monitoring/kube-prometheus-stack-prometheus-node-exporter-extra (pod template) declares hostPort 9101, which",
+    );
+    // drift agrees: nothing of theirs would be refused, and each is declared with its reason.
+    const d = sandbox.exposure(["drift", "--stack", "sandbox", "--skip-preview", "--json"]);
+    const doc = JSON.parse(d.stdout) as { denyPreview: { refusals: { namespace: string }[] }; audit: { declared: { namespace: string; reason?: string }[] } };
+    expect(
+      doc.denyPreview.refusals.filter((r) => r.namespace !== "tools"),
+      summary(d),
+    ).toEqual([]);
+    const agentsDeclared = doc.audit.declared.filter((x) => x.namespace === "kube-system" || x.namespace === "monitoring");
+    expect(agentsDeclared.length).toBeGreaterThan(0);
+    for (const x of agentsDeclared) expect(x.reason).toMatch(/host network/);
   });
 
   it("exposure drift finds the guard clean, then stale after a hand edit; up puts it back", async () => {

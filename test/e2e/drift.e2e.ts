@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addNodes, type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, THREE_NODES } from "./harness";
+import { addNodes, type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, THREE_NODES } from "../support/harness";
 
 const UIS = [EXAMPLE_UIS.argocd, EXAMPLE_UIS.gitea, EXAMPLE_UIS.grafana];
 const OUR_LABELS = { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "" };

@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Cluster, projectDir, type Sandbox, startPlatform, stopPlatform } from "./harness";
+import { type Cluster, projectDir, type Sandbox, startPlatform, stopPlatform } from "../support/harness";
 
 const UIS = [
   { namespace: "argocd", service: "argocd-server", selector: { app: "argocd" }, portName: "http", port: 80, targetPort: 8080, podIP: "10.244.0.11" },

@@ -23,7 +23,7 @@ import {
   setCiliumConfig,
   startCluster,
   toolchainBin,
-} from "./harness";
+} from "../support/harness";
 
 const AIR_GAPPED_LINE = "# pulumi config set --path 'ui-exposure:cilium.chart.repository' https://charts.internal/cilium-mirror";
 const NODE = { name: "lima-bench", ip: "127.0.0.11" };

@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { projectDir, runProcess, toolchainBin } from "./harness";
+import { projectDir, runProcess, toolchainBin } from "../support/harness";
 
 let copy: string;
 let env: NodeJS.ProcessEnv;
@@ -128,7 +128,24 @@ describe.sequential("e2e: exposure sandbox", () => {
     const status = await exposure(["sandbox", "status"]);
     expect(status.code, summary(status)).toBe(0);
     expect(status.stdout).toContain("sandbox up");
+    // The control plane is listed (issue 23, item 7): a dead API server is said as such.
+    expect(status.stdout).toMatch(/^kube-apiserver \(pid \d+\) +running$/m);
+    expect(status.stdout).toMatch(/^API server https:\/\/127\.0\.0\.1:\d+ +answers \(ready\)$/m);
   }, 120_000);
+
+  it("a dead API server is said as such by sandbox status, not as the portal not answering (issue 23, item 7)", async () => {
+    const pids = fs.readFileSync(path.join(copy, ".sandbox/cluster/pids"), "utf8");
+    const pid = Number(/^kube-apiserver=(\d+)$/m.exec(pids)?.[1]);
+    // Ours: its command line names the sandbox's cluster folder.
+    expect(fs.readFileSync(`/proc/${pid}/cmdline`, "utf8")).toContain(path.join(copy, ".sandbox/cluster"));
+    process.kill(pid, "SIGKILL");
+    for (let i = 0; i < 50 && fs.existsSync(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 100));
+    const status = await exposure(["sandbox", "status"]);
+    expect(status.code, summary(status)).toBe(1);
+    expect(status.stdout).toMatch(new RegExp(`^kube-apiserver \\(pid ${pid}\\) +STOPPED$`, "m"));
+    expect(status.stdout).toMatch(/^API server https:\/\/127\.0\.0\.1:\d+ +NO ANSWER \(connection refused/m);
+    expect(status.stdout).toContain("sandbox incomplete: the API server does not answer");
+  }, 60_000);
 
   it("sandbox down stops every process it started and removes the folder; a warm up from scratch takes under a minute", async () => {
     const down = await exposure(["sandbox", "down"]);

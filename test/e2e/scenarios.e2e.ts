@@ -6,7 +6,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Cluster, EXAMPLE_UIS, type Sandbox, setCiliumConfig, startPlatform, stopPlatform, THREE_NODES } from "./harness";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, setCiliumConfig, startPlatform, stopPlatform, THREE_NODES } from "../support/harness";
 
 const MANAGED = "app.kubernetes.io/managed-by=ui-exposure";
 const UIS = [EXAMPLE_UIS.argocd, EXAMPLE_UIS.gitea, EXAMPLE_UIS.grafana];

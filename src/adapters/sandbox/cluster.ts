@@ -7,6 +7,8 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Contract, Endpoint } from "../../core/contract/schema";
+import { type HttpGet, httpGet } from "../http-probe";
+import { isPid, liveProcess } from "../own-process";
 
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
 
@@ -47,6 +49,61 @@ export function startControlPlane(projectDir: string, bin: string, dir: string, 
 export function stopControlPlane(projectDir: string, bin: string, dir: string): void {
   if (!fs.existsSync(path.join(dir, ".e2e-cluster"))) return;
   spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["stop", dir], { encoding: "utf8", env: { ...process.env, E2E_BIN: bin }, timeout: 60_000 });
+}
+
+/** The control plane's processes and whether its API server answers, for `sandbox status`. */
+export interface ControlPlaneStatus {
+  processes: { role: string; pid: number; running: boolean }[];
+  /** GET <server>/readyz: answers with any HTTP status; `detail` says ready (200) or the status, or why nothing answered. */
+  apiServer: { url: string; answers: boolean; detail: string };
+}
+
+const CONTROL_PLANE_ROLES = ["etcd", "kube-apiserver", "kube-controller-manager"] as const;
+
+/**
+ * What scripts/e2e-cluster.sh started in `dir` (its `pids` file, untrusted: a process counts as
+ * running only when its command line names `dir`, the script's own rule) and whether the API
+ * server of `kubeconfig` answers /readyz. Undefined when `dir` holds no control plane. Reads
+ * only: nothing here signals a process.
+ */
+export async function controlPlaneStatus(dir: string, kubeconfig: string, get: HttpGet = httpGet): Promise<ControlPlaneStatus | undefined> {
+  if (!fs.existsSync(path.join(dir, ".e2e-cluster"))) return undefined;
+  const read = (file: string) => {
+    try {
+      return fs.statSync(file).size <= 64 * 1024 ? fs.readFileSync(file, "utf8") : "";
+    } catch {
+      return "";
+    }
+  };
+  const pids = new Map(
+    read(path.join(dir, "pids"))
+      .split("\n")
+      .map((l) => /^([a-z-]+)=(\d{1,8})$/.exec(l.trim()))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => [m[1] as string, Number(m[2])] as const),
+  );
+  const processes = CONTROL_PLANE_ROLES.filter((role) => pids.has(role)).map((role) => {
+    const pid = pids.get(role) as number;
+    const running = isPid(pid) && (liveProcess(pid)?.args.some((a) => a.includes(dir)) ?? false);
+    return { role, pid, running };
+  });
+  const server = /^\s*server:\s*(\S+)\s*$/m.exec(read(kubeconfig))?.[1] ?? "";
+  let url: URL | undefined;
+  try {
+    url = new URL("/readyz", server);
+  } catch {}
+  // Only the loopback API server the sandbox started is ever asked.
+  if (url?.protocol !== "https:" || !/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(url.hostname)) {
+    return { processes, apiServer: { url: server.slice(0, 100), answers: false, detail: "no loopback https:// server in the sandbox kubeconfig" } };
+  }
+  const base = `${url.protocol}//${url.host}`;
+  try {
+    const r = await get(url, 2000);
+    // Any HTTP answer means it is alive (a 401 or a 500 while starting too); only silence is "dead".
+    return { processes, apiServer: { url: base, answers: true, detail: r.status === 200 ? "ready" : `/readyz answered HTTP ${r.status}` } };
+  } catch (err) {
+    return { processes, apiServer: { url: base, answers: false, detail: (err as Error).message } };
+  }
 }
 
 const conflictIsFine = async (p: Promise<unknown>) => {

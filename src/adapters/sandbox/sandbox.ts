@@ -8,11 +8,9 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { selectEntries } from "../../core/plan";
 import { httpGet } from "../http-probe";
-import { readStackConfig } from "../stack-config";
-import { loadInputs } from "../stack-inputs";
-import { SANDBOX_CONTEXT, seedCluster, startControlPlane, stopControlPlane } from "./cluster";
+import { openStack } from "../stack-inputs";
+import { type ControlPlaneStatus, controlPlaneStatus, SANDBOX_CONTEXT, seedCluster, startControlPlane, stopControlPlane } from "./cluster";
 import { isOurs, type RecordedProcess, readSandboxState, startDetached, stopRecorded } from "./processes";
 import type { StandIn, StandInFile } from "./stand-in-servers";
 import { buildToolchain, missingStages, pulumiOnPath, STAGES, toolchainBinDir } from "./toolchain";
@@ -204,7 +202,8 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   }
   if (fs.existsSync(folder)) {
     say("sandbox: a previous sandbox is incomplete or stopped: removing it first");
-    await sandboxDown(io);
+    const down = await sandboxDown(io);
+    for (const why of down.rejected) say(`sandbox: ignored sandbox.json ${why}: nothing signalled for it (check by hand with ps)`);
   }
   const tStart = Date.now();
 
@@ -247,11 +246,9 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
       "",
     ].join("\n"),
   );
-  const config = readStackConfig(projectDir, SANDBOX_STACK);
-  const { contract, settings } = loadInputs({ projectDir, stack: SANDBOX_STACK, config });
-  const selection = selectEntries(contract, settings.entries);
-  await seedCluster(cluster.kubeconfig, contract, selection.entries);
-  say(`sandbox [3/6] ${selection.entries.length} stand-in UIs installed in ${seconds(t0)} (vendored Service, Ready pod, EndpointSlice; Secrets for access)`);
+  const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
+  await seedCluster(cluster.kubeconfig, contract, selectedEntries);
+  say(`sandbox [3/6] ${selectedEntries.length} stand-in UIs installed in ${seconds(t0)} (vendored Service, Ready pod, EndpointSlice; Secrets for access)`);
 
   // 4. The real pulumi up.
   t0 = Date.now();
@@ -346,6 +343,8 @@ export interface SandboxStatus {
   processes: { role: string; pid: number; running: boolean }[];
   urls: { entry: string; url: string; answers: boolean }[];
   portal?: { url: string; answers: boolean };
+  /** etcd, kube-apiserver, kube-controller-manager and whether the API server answers. */
+  controlPlane?: ControlPlaneStatus;
   /** Records of sandbox.json that were ignored (damaged or not ours to act on). */
   rejected: string[];
 }
@@ -357,8 +356,14 @@ export async function sandboxStatus(io: SandboxIo): Promise<SandboxStatus> {
   const processes = info.processes.map((p) => ({ role: p.role, pid: p.pid, running: isOurs(p) }));
   const urls = await Promise.all(Object.entries(info.urls).map(async ([entry, url]) => ({ entry, url, answers: await answers(url) })));
   const portal = info.portal ? { url: info.portal, answers: (await get(`${info.portal}api/entries`))?.status === 200 } : undefined;
-  const up = info.rejected.length === 0 && processes.every((p) => p.running) && urls.every((u) => u.answers) && portal?.answers === true;
-  return { folder, up, processes, urls, ...(portal ? { portal } : {}), rejected: info.rejected };
+  const controlPlane = await controlPlaneStatus(path.join(folder, "cluster"), path.join(folder, "kubeconfig"));
+  const up =
+    info.rejected.length === 0 &&
+    controlPlane?.apiServer.answers === true &&
+    [...processes, ...controlPlane.processes].every((p) => p.running) &&
+    urls.every((u) => u.answers) &&
+    portal?.answers === true;
+  return { folder, up, processes, urls, ...(portal ? { portal } : {}), ...(controlPlane ? { controlPlane } : {}), rejected: info.rejected };
 }
 
 /**

@@ -229,10 +229,6 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
 }
 
 /**
- * The Cilium part of the stack, decided before any resource is declared: the release to
- * manage (`l4`) or what was observed (`cohabit`), or every problem found, together.
- */
-/**
  * Where Helm fetches the chart: a Helm repository (index.yaml) is passed as the repository; an
  * OCI registry is part of the chart reference itself (Helm has no repository for it); a local
  * `.tgz` or folder, or a full `oci://` reference, is the chart name as given.
@@ -243,6 +239,10 @@ export function chartSource(repository: string | undefined, name: string): { cha
   return { chart: name, repository };
 }
 
+/**
+ * The Cilium part of the stack, decided before any resource is declared: the release to
+ * manage (`l4`) or what was observed (`cohabit`), or every problem found, together.
+ */
 export function planCilium(settings: CiliumSettings, ctx: CiliumContext, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
   return settings.mode === "cohabit" ? planCohabit(settings, observed) : planL4(settings, ctx, observed);
 }

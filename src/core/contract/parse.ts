@@ -154,10 +154,6 @@ function isSafeIntegerBound(issue: z.core.$ZodIssue): boolean {
 }
 
 /**
- * Drops issues another one at the same path says better: zod's safe-integer bound next to
- * the field's own range (`port: 99999999999999999999` is one problem, not two).
- */
-/**
  * A union whose value has the type of exactly one branch (a list where `'all'` or a list is
  * accepted) reports that branch's own problems, at their paths, instead of "expected A or B,
  * found a list".
@@ -172,6 +168,10 @@ export function expandUnions(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIs
   });
 }
 
+/**
+ * Drops issues another one at the same path says better: zod's safe-integer bound next to
+ * the field's own range (`port: 99999999999999999999` is one problem, not two).
+ */
 export function distinctIssues<T extends z.core.$ZodIssue>(issues: readonly T[]): T[] {
   const key = (i: z.core.$ZodIssue) => JSON.stringify(i.path.map(String));
   const counts = new Map<string, number>();

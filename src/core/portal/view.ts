@@ -64,7 +64,7 @@ export interface PortalSource {
   /** The exposed entries the stack publishes; default all (the portal without a stack). */
   selected?: readonly string[] | "all";
   /** The stack's pinned node address (`ui-exposure:nodeAddress`). */
-  pinnedAddress?: string;
+  nodeAddress?: string;
   /** Stack outputs of the last `up`, when known: a changed nodePort then shows as DRIFT. */
   published?: PublishedEndpoints;
   stack?: string;
@@ -92,7 +92,7 @@ export function buildPortalView(
   const selected = src.selected ?? "all";
   const observation = observe(src.contract, cluster, {
     selected,
-    ...(src.pinnedAddress ? { pinnedAddress: src.pinnedAddress } : {}),
+    nodeAddress: src.nodeAddress,
     ...(src.published ? { published: src.published } : {}),
   });
   const groups = new Map(src.contract.endpoints.map((e) => [e.name, e.group]));

@@ -1,27 +1,29 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { Cilium } from "../../components/cilium";
-import { NodePortExposure } from "../../components/node-port-exposure";
-import { Portal, portalPublished } from "../../components/portal";
-import { LiveClusterReader } from "../adapters/kube-live";
-import { bundlePortalServer } from "../adapters/portal-bundle";
-import { loadInputs } from "../adapters/stack-inputs";
-import { admissionApiProblem } from "../core/admission";
-import { type CiliumSummary, ciliumReads, planCilium } from "../core/cilium/plan";
-import { UserError, userErrorFromProblems } from "../core/errors";
-import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../core/kube/cluster";
-import type { PublishedEndpoints } from "../core/observe";
-import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, selectEntries, withStackServices } from "../core/plan";
-import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../core/portal/spec";
-import { stackKubeTarget } from "../core/settings";
+import { LiveClusterReader } from "../src/adapters/kube-live";
+import { bundlePortalServer } from "../src/adapters/portal-bundle";
+import { openStack } from "../src/adapters/stack-inputs";
+import { admissionApiProblem } from "../src/core/admission";
+import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/plan";
+import { UserError, userErrorFromProblems } from "../src/core/errors";
+import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
+import type { PublishedEndpoints } from "../src/core/observe";
+import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
+import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
+import { stackKubeTarget } from "../src/core/settings";
 import { guardAdmission } from "./admission";
+import { Cilium } from "./cilium";
+import { NodePortExposure } from "./node-port-exposure";
+import { Portal, portalPublished } from "./portal";
 
 export interface ProgramInputs {
   /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
   projectDir: string;
   stack: string;
-  /** Flat Pulumi config (`pulumi.runtime.allConfig()`). */
-  config: Readonly<Record<string, string>>;
+  /** Flat Pulumi config (`pulumi.runtime.allConfig()`); default: read from the stack file (`exposure render`). */
+  config?: Readonly<Record<string, string>>;
+  /** Replaces the stack's contract path (`exposure render --contract`). */
+  contract?: string;
   /** Where to read the cluster; default: the live API through the stack's kube context. */
   cluster?: ClusterReader;
   /**
@@ -68,13 +70,10 @@ export interface StackOutputs {
  * declared, so an invalid contract, a missing Service or a failed guard changes nothing.
  */
 export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs> {
-  const { settings, contract, contractFile } = loadInputs(inputs);
-  const selection = selectEntries(contract, settings.entries);
-  if (selection.problems.length) throw userErrorFromProblems(`stack ${inputs.stack}`, selection.problems);
-
-  const target = stackKubeTarget(inputs.stack, inputs.config);
+  const { config, settings, contract, contractFile, selected, selectedEntries } = openStack(inputs);
+  const target = stackKubeTarget(inputs.stack, config);
   const cluster = inputs.cluster ?? (await LiveClusterReader.connect({ ...target, timeoutMs: PROGRAM_READ_TIMEOUT_MS }));
-  const needPods = selection.entries.some((e) => e.hostPort);
+  const needPods = selectedEntries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   // One list call per kind, in parallel, whatever the number of entries.
   const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap] = await Promise.all([
@@ -94,7 +93,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   // publishing it takes one `up`. The component goes first in the dependency order (see publish).
   const planned = settings.portal.enabled ? withStackServices(services, [portalService(settings.portal.namespace)]) : { services: [...services], problems: [] };
   const portalIssues = settings.portal.enabled ? planned.problems.map((p) => `portal: ${p}`) : [];
-  const resolution = resolveExposures(selection.entries, { services: planned.services, nodes, pods }, settings.nodeAddress, {
+  const resolution = resolveExposures(selectedEntries, { services: planned.services, nodes, pods }, settings.nodeAddress, {
     allowKubeSystem: settings.allowKubeSystem,
   });
   const ciliumPlan = planCilium(
@@ -138,7 +137,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
           contract,
           entries: settings.entries,
           stack: inputs.stack,
-          ...(settings.nodeAddress ? { nodeAddress: settings.nodeAddress } : {}),
+          nodeAddress: settings.nodeAddress,
           ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
           ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
             ? {
@@ -165,7 +164,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   // The NodePort Service mirroring the portal waits for the portal: it must not outlive a failed portal Service.
   const guard = guardAdmission(
     settings,
-    { stack: inputs.stack, projectDir: inputs.projectDir, contract, contractFile, selected: selection.entries.map((e) => e.name) },
+    { stack: inputs.stack, projectDir: inputs.projectDir, contract, contractFile, selected },
     cluster,
     resolution.plans,
     observedServices,
@@ -201,11 +200,6 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
 }
 
 /**
- * The `endpoints` output of this stack's last `up`, through a StackReference to the stack
- * itself (works on every backend, the file one included). A reference is read, never
- * changed: the preview counts it as a read, not a change. Empty before the first `up`.
- */
-/**
  * Whether the real engine runs the program (not Pulumi's unit-test mocks, which can neither
  * read a stack reference nor register resource hooks; `exposure render` runs under them).
  */
@@ -223,6 +217,11 @@ function organization(): string {
   }
 }
 
+/**
+ * The `endpoints` output of this stack's last `up`, through a StackReference to the stack
+ * itself (works on every backend, the file one included). A reference is read, never
+ * changed: the preview counts it as a read, not a change. Empty before the first `up`.
+ */
 async function readLastEndpoints(): Promise<PublishedEndpoints> {
   const self = new pulumi.StackReference("last-up", { name: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}` });
   const details = await self.getOutputDetails("endpoints");

@@ -6,7 +6,7 @@ const path = require("node:path");
 const { enableCompileCache } = require("node:module");
 if (typeof enableCompileCache === "function") enableCompileCache();
 
-const root = path.join(__dirname, "..", "..");
+const root = path.join(__dirname, "..");
 const runError = (message) => new (require("@pulumi/pulumi").RunError)(message);
 const failed = require(path.join(root, "scripts", "build.cjs")).ensureBuilt(root);
 if (failed !== undefined) throw runError(failed);

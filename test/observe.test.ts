@@ -1,6 +1,10 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { nodeProblem, ownershipProblem } from "../src/core/observe";
-import { node } from "./fixtures";
+import { parseContract } from "../src/core/contract/parse";
+import { DRIFT_CODES, nodeProblem, observe, ownershipProblem } from "../src/core/observe";
+import { healthyCluster, snapshot } from "./support/command-helpers";
+import { node } from "./support/fixtures";
 
 describe("nodeProblem: a published URL whose node is no longer the right one", () => {
   const nodes = [node("w1", "10.0.0.5", false), node("w2", "10.0.0.6")];
@@ -35,5 +39,33 @@ describe("ownershipProblem: only what the last up published is ours", () => {
     expect(ownershipProblem("a/x-nodeport", "u2", { service: "x-nodeport", uid: "u1" })).toContain(
       "is not the Service this stack created (uid u2, created u1)",
     );
+  });
+});
+
+describe("DRIFT_CODES: every reason of a verdict has a stable code", () => {
+  it("each code is documented in docs/commands.md", () => {
+    const docs = fs.readFileSync(path.join(__dirname, "..", "docs", "commands.md"), "utf8");
+    for (const code of DRIFT_CODES) expect(docs, code).toContain(`\`${code}\``);
+  });
+});
+
+describe("zero nodes never gives MATCH", () => {
+  it("an entry without a URL is never MATCH", () => {
+    const objects = healthyCluster().filter((o) => (o as { kind?: string }).kind !== "Node");
+    const contract = parseContract(
+      "version: 1\nendpoints:\n  - { name: argocd, exposed: true, service: { namespace: argocd, name: argocd-server, port: http } }\n",
+      "c.yaml",
+    );
+    const s = snapshot(objects);
+    const o = observe(contract, {
+      services: objects.filter((x) => (x as { kind?: string }).kind === "Service") as never,
+      endpointSlices: objects.filter((x) => (x as { kind?: string }).kind === "EndpointSlice") as never,
+      nodes: [],
+      pods: [],
+    });
+    expect(s).toBeDefined();
+    expect(o.entries[0]?.url).toBeUndefined();
+    expect(o.entries[0]?.verdict).not.toBe("MATCH");
+    expect(o.entries[0]?.reasons.join(" ")).toContain("no node address");
   });
 });

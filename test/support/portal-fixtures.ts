@@ -1,11 +1,11 @@
 // Shared by the portal tests: a small contract, a recorded cluster (plain objects, as the API
 // returns them) and an in-memory ClusterReader that counts its list calls and can fail.
 // Fake nodes use 127.0.0.x InternalIPs: nothing here ever reaches a non-loopback address.
-import { parseContract } from "../src/core/contract/parse";
-import type { Contract } from "../src/core/contract/schema";
-import { UserError } from "../src/core/errors";
-import type { ClusterReader } from "../src/core/kube/cluster";
-import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service } from "../src/core/kube/types";
+import { parseContract } from "../../src/core/contract/parse";
+import type { Contract } from "../../src/core/contract/schema";
+import { UserError } from "../../src/core/errors";
+import type { ClusterReader } from "../../src/core/kube/cluster";
+import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service } from "../../src/core/kube/types";
 
 /** The description carries markup and quotes: the page must show it as text. */
 export const HOSTILE_DESCRIPTION = `Argo CD <script>alert("x")</script> & 'friends'`;

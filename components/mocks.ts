@@ -2,9 +2,9 @@
 // program against it. It answers like the API server where the program depends on the answer
 // (ids, auto-names, allocated nodePorts) and records every registration.
 import * as pulumi from "@pulumi/pulumi";
-import { UserError } from "../core/errors";
-import type { Service } from "../core/kube/types";
-import { PROJECT } from "../core/settings";
+import { UserError } from "../src/core/errors";
+import type { Service } from "../src/core/kube/types";
+import { PROJECT } from "../src/core/settings";
 
 export interface RegisteredResource {
   /** Type token, e.g. `kubernetes:core/v1:Service`. */

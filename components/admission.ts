@@ -1,12 +1,12 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { AdmissionGuard } from "../../components/admission-guard";
-import { admissionManifests, admissionPolicyName, untilGuardAdmits } from "../core/admission";
-import type { Contract } from "../core/contract/schema";
-import type { ClusterReader } from "../core/kube/cluster";
-import type { Service } from "../core/kube/types";
-import type { ExposurePlan } from "../core/plan";
-import type { Settings } from "../core/settings";
+import { admissionManifests, admissionPolicyName, untilGuardAdmits } from "../src/core/admission";
+import type { Contract } from "../src/core/contract/schema";
+import type { ClusterReader } from "../src/core/kube/cluster";
+import type { Service } from "../src/core/kube/types";
+import type { ExposurePlan } from "../src/core/plan";
+import type { Settings } from "../src/core/settings";
+import { AdmissionGuard } from "./admission-guard";
 
 /** The exposure guard at admission, when the stack's mode is not off (src/core/admission.ts). */
 export function guardAdmission(

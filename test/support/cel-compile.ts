@@ -5,7 +5,7 @@
 // each variable is typed from its own compiled expression, in order, as the API server does.
 // The library parses the strings extension's join() and the list macros we emit. It accepts an
 // integer literal beyond int64 (cel-go refuses it): checked here separately.
-import type { PolicySpec } from "../src/core/admission";
+import type { PolicySpec } from "../../src/core/admission";
 
 // An ES module: loaded by a dynamic import from this CommonJS test code.
 type CelJs = typeof import("@marcbachmann/cel-js", { with: { "resolution-mode": "import" }});

@@ -8,11 +8,11 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { stringify } from "yaml";
-import type { Command, CommandContext } from "../cli/context";
-import { main } from "../cli/main";
-import type { CommandName } from "../cli/specs";
-import { SnapshotReader } from "../src/core/kube/cluster";
-import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Secret, type Service } from "../src/core/kube/types";
+import type { Command, CommandContext } from "../../cli/context";
+import { main } from "../../cli/main";
+import type { CommandName } from "../../cli/specs";
+import { SnapshotReader } from "../../src/core/kube/cluster";
+import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Secret, type Service } from "../../src/core/kube/types";
 import { node, service, slice } from "./fixtures";
 
 /** A contract exercising every kind of entry the operator commands handle. */

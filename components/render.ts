@@ -1,8 +1,5 @@
-import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { readStackConfig } from "../adapters/stack-config";
-import type { ClusterReader } from "../core/kube/cluster";
-import { PROJECT } from "../core/settings";
+import type { ClusterReader } from "../src/core/kube/cluster";
 import { manifestTypeOf, RELEASE_TYPE, resolved, useProgramMocks } from "./mocks";
 import { declareStack } from "./program";
 
@@ -28,12 +25,10 @@ export interface Rendered {
  * nodePort; a new one shows the port as pending, never an invented number.
  */
 export async function render(opts: { projectDir: string; stack: string; cluster: ClusterReader; contract?: string }): Promise<Rendered> {
-  const config = readStackConfig(opts.projectDir, opts.stack);
-  if (opts.contract) config[`${PROJECT}:contract`] = path.resolve(opts.contract);
   const existing = new Map((await opts.cluster.listServices()).map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
   // A new Service shows its port as pending: render never invents a nodePort.
   const recording = await useProgramMocks({ stack: opts.stack, existing, nodePorts: "pending" });
-  const outputs = await declareStack({ projectDir: opts.projectDir, stack: opts.stack, config, cluster: opts.cluster });
+  const outputs = await declareStack({ projectDir: opts.projectDir, stack: opts.stack, cluster: opts.cluster, contract: opts.contract });
   const values = await resolved(pulumi.output(outputs));
   await pulumi.runtime.disconnect();
   const releases: RenderedRelease[] = [];

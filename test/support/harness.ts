@@ -278,10 +278,13 @@ export function providerVersions(): { kubernetes: string; command: string } {
   return { kubernetes: read("@pulumi/kubernetes"), command: read("@pulumi/command") };
 }
 
-/** The README's shell block marked ```sh runbook=<name>, exactly as printed (the runbook e2e runs it). */
-export function runbookBlock(readme: string, name: string): string {
-  const blocks = [...readme.matchAll(/^```sh runbook=(\S+)\n([\s\S]*?)^```$/gm)].filter((m) => m[1] === name);
-  if (blocks.length !== 1) throw new Error(`README.md has ${blocks.length} blocks marked runbook=${name}`);
+/**
+ * The README's (or a docs page's) block marked ```sh runbook=<name> (```sql for `lang` sql),
+ * exactly as printed (the runbook e2e runs it).
+ */
+export function runbookBlock(readme: string, name: string, lang: "sh" | "sql" = "sh"): string {
+  const blocks = [...readme.matchAll(new RegExp(`^\`\`\`${lang} runbook=(\\S+)\\n([\\s\\S]*?)^\`\`\`$`, "gm"))].filter((m) => m[1] === name);
+  if (blocks.length !== 1) throw new Error(`the text has ${blocks.length} ${lang} blocks marked runbook=${name}`);
   return blocks[0]?.[2] as string;
 }
 

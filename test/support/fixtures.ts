@@ -1,5 +1,6 @@
 // Cluster objects for tests. Fake nodes use 127.0.0.x addresses (never a routable one).
-import type { ConfigMap, EndpointSlice, Node, Pod, Service, ServicePort } from "../src/core/kube/types";
+import { parseContract } from "../../src/core/contract/parse";
+import type { ConfigMap, EndpointSlice, Node, Pod, Service, ServicePort } from "../../src/core/kube/types";
 
 export function node(name: string, ip: string | undefined, ready = true): Node {
   return {
@@ -90,4 +91,14 @@ export function stackConfig(overrides: Record<string, unknown> = {}): Record<str
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
   );
+}
+
+/** The message a contract text is refused with (the test fails if it is accepted). */
+export function contractError(text: string): string {
+  try {
+    parseContract(text, "c.yaml");
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error("the contract was accepted");
 }

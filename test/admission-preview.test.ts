@@ -1,0 +1,195 @@
+// What the exposure guard in deny mode would refuse of what exists now (src/core/admission-preview.ts),
+// checked against the generated policy itself, evaluated with a maintained CEL implementation.
+import * as path from "node:path";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { openStack } from "../cli/stack";
+import { admissionManifests } from "../src/core/admission";
+import { type WorkloadObject, wouldRefuse } from "../src/core/admission-preview";
+import { type Contract, contractSchema } from "../src/core/contract/schema";
+import type { Pod, Service } from "../src/core/kube/types";
+import type { Allowlist } from "../src/core/settings";
+import { policyRefusals } from "./support/admission-eval";
+import { podsOf, readAllChartFixtures } from "./support/chart-fixtures";
+import { pod, service } from "./support/command-helpers";
+
+const projectDir = path.resolve(__dirname, "..");
+const nodes = ["node-a", "node-b"];
+const charts = readAllChartFixtures();
+// Real undeclared exposure next to the platform: a debug pod's hostPort and a NodePort Service.
+const debug = pod("tenant", "debug-shell", "node-a", { hostPort: 2222 });
+const tenantNodePort = service("tenant", "web", { type: "NodePort" });
+const cluster = {
+  services: [...charts.flatMap((c) => c.services), tenantNodePort],
+  pods: [...charts.flatMap((c) => c.workloads.flatMap((w) => podsOf(w, nodes))), debug],
+  workloads: charts.flatMap((c) => c.workloads) as WorkloadObject[],
+};
+
+/** Every object of the cluster as the policy sees its CREATE: what the cluster meets again on a rollout or a new node. */
+async function refusedByPolicy(stack: { stack: string; contract: Contract; selected: string[]; allowlist: Allowlist }): Promise<string[]> {
+  const { policy } = admissionManifests({ ...stack, mode: "deny", failurePolicy: "Fail", contractFile: "contract/endpoints.yaml" });
+  const requests = [
+    ...cluster.services.map((s: Service) => ({ kind: "Service", namespace: s.metadata.namespace ?? "default", name: s.metadata.name, object: s })),
+    ...cluster.pods.map((p: Pod) => ({ kind: "Pod", namespace: p.metadata.namespace ?? "default", name: p.metadata.name, object: p })),
+    ...cluster.workloads.map((w) => ({ kind: w.kind ?? "", namespace: w.metadata?.namespace ?? "default", name: w.metadata?.name ?? "", object: w })),
+  ];
+  const refused: string[] = [];
+  for (const r of requests) {
+    const messages = await policyRefusals(policy.spec, { kind: r.kind, namespace: r.namespace, operation: "CREATE", object: r.object });
+    if (messages.length) refused.push(`${r.kind} ${r.namespace}/${r.name}`);
+  }
+  return refused;
+}
+
+describe("wouldRefuse: what deny would refuse today", () => {
+  it.each(["bench", "dirqual"])("%s on a cluster running the real charts: only the real undeclared exposure, as the policy itself decides", async (name) => {
+    const opened = openStack({ projectDir, stack: name });
+    const stack = { stack: name, contract: opened.contract, selected: opened.selected, allowlist: opened.settings.allowlist };
+    const refusals = wouldRefuse({ ...stack, ...cluster });
+    expect(refusals).toEqual([
+      { kind: "Service", namespace: "tenant", name: "web", what: "type NodePort" },
+      { kind: "Pod", namespace: "tenant", name: "debug-shell", what: "hostPort 2222/TCP" },
+    ]);
+    expect(await refusedByPolicy(stack)).toEqual(refusals.map((r) => `${r.kind} ${r.namespace}/${r.name}`));
+  });
+
+  it("without the platform agents in the allowlist (the shipped stacks before), deny refuses the CNI's and the monitoring's pods and workloads", async () => {
+    const opened = openStack({ projectDir, stack: "dirqual" });
+    const stack = { stack: "dirqual", contract: opened.contract, selected: opened.selected, allowlist: { ...opened.settings.allowlist, hostPorts: [] } };
+    const refusals = wouldRefuse({ ...stack, ...cluster }).map(
+      (r) =>
+        `${r.kind} ${r.namespace}/${r.kind === "Pod" ? r.name.replace(/-[b-df-hj-np-tv-xz2-9]{10}-[b-df-hj-np-tv-xz2-9]{5}$|-[b-df-hj-np-tv-xz2-9]{5}$/, "-*") : r.name} ${r.what}`,
+    );
+    expect([...new Set(refusals)]).toEqual([
+      "Service tenant/web type NodePort",
+      "Pod kube-system/cilium-envoy-* hostPort 9964/TCP",
+      "Pod kube-system/cilium-operator-* hostPort 9963/TCP",
+      "Pod monitoring/kube-prometheus-stack-prometheus-node-exporter-* hostPort 9100/TCP",
+      "Pod tenant/debug-shell hostPort 2222/TCP",
+      "DaemonSet kube-system/cilium-envoy hostPort 9964/TCP",
+      "Deployment kube-system/cilium-operator hostPort 9963/TCP",
+      "DaemonSet monitoring/kube-prometheus-stack-prometheus-node-exporter hostPort 9100/TCP",
+    ]);
+    expect((await refusedByPolicy(stack)).length).toBe(wouldRefuse({ ...stack, ...cluster }).length);
+  });
+
+  it("follows the policy's rules on names: a prefix declares a workload's template, an exact pod name never does; a finished pod is not created again", async () => {
+    const opened = openStack({ projectDir, stack: "bench" });
+    const allowlist: Allowlist = { services: ["tenant/web"], hostPorts: ["tools/debug-0:2222", "tools/agent-*:7000"] };
+    const tools = {
+      services: [service("tenant", "web", { type: "LoadBalancer" }), service("tenant", "webx", { type: "NodePort" })],
+      pods: [
+        pod("tools", "debug-0", "n", { hostPort: 2222 }),
+        pod("tools", "agent-x", "n", { hostPort: 7000 }),
+        pod("tools", "old", "n", { hostPort: 1, phase: "Succeeded" }),
+      ],
+      workloads: [
+        {
+          kind: "StatefulSet",
+          metadata: { name: "debug", namespace: "tools" },
+          spec: { template: { spec: { containers: [{ ports: [{ containerPort: 22, hostPort: 2222 }] }] } } },
+        },
+        {
+          kind: "DaemonSet",
+          metadata: { name: "agent", namespace: "tools" },
+          spec: { template: { spec: { hostNetwork: true, containers: [{ ports: [{ containerPort: 7000 }] }] } } },
+        },
+        {
+          kind: "CronJob",
+          metadata: { name: "scan", namespace: "tools" },
+          spec: { jobTemplate: { spec: { template: { spec: { containers: [{ ports: [{ containerPort: 80, hostPort: 8080 }] }] } } } } },
+        },
+      ],
+    };
+    const stack = { stack: "bench", contract: opened.contract, selected: opened.selected, allowlist };
+    expect(wouldRefuse({ ...stack, ...tools })).toEqual([
+      { kind: "Service", namespace: "tenant", name: "webx", what: "type NodePort" },
+      { kind: "StatefulSet", namespace: "tools", name: "debug", what: "hostPort 2222/TCP" },
+      { kind: "CronJob", namespace: "tools", name: "scan", what: "hostPort 8080/TCP" },
+    ]);
+    const { policy } = admissionManifests({ ...stack, mode: "deny", failurePolicy: "Fail", contractFile: "c.yaml" });
+    for (const w of tools.workloads) {
+      const refused = (await policyRefusals(policy.spec, { kind: w.kind, namespace: "tools", operation: "CREATE", object: w })).length > 0;
+      expect(refused, `${w.kind} ${w.metadata.name}`).toBe(w.metadata.name !== "agent");
+    }
+  });
+});
+
+describe("wouldRefuse is what the policy refuses (property, evaluated with cel-js)", () => {
+  // Small alphabets so that names, prefixes and ports collide often.
+  const ns = fc.constantFrom("tools", "kube-system");
+  const name = fc.constantFrom("agent", "agent-x", "agent-x-1", "debug", "debug-0", "web");
+  const port = fc.constantFrom(80, 2222, 7000, 9964);
+  const labels = fc.dictionary(fc.constantFrom("app", "tier"), fc.constantFrom("agent", "web"), { maxKeys: 2 });
+  const ports = fc.array(fc.record({ containerPort: port, hostPort: fc.option(port, { nil: undefined }) }, { requiredKeys: ["containerPort"] }), {
+    maxLength: 3,
+  });
+  const podSpec = fc.record({ hostNetwork: fc.boolean(), containers: fc.array(fc.record({ name: fc.constant("c"), ports }), { minLength: 1, maxLength: 2 }) });
+  const object = fc.oneof(
+    fc.record({ kind: fc.constant("Service"), namespace: ns, name, type: fc.constantFrom("ClusterIP", "NodePort", "LoadBalancer") }),
+    fc.record({ kind: fc.constant("Pod"), namespace: ns, name, labels, spec: podSpec }),
+    fc.record({ kind: fc.constantFrom("DaemonSet", "Deployment", "CronJob"), namespace: ns, name, labels, spec: podSpec }),
+  );
+  const pattern = fc
+    .tuple(ns, fc.constantFrom("agent", "agent-", "agent-x", "debug-0", "web"), fc.boolean())
+    .map(([n, t, star]) => `${n}/${t}${star ? "*" : ""}`);
+  const allowlist = fc.record({
+    services: fc.array(pattern, { maxLength: 2 }),
+    hostPorts: fc.array(
+      fc.tuple(pattern, port).map(([p, n]) => `${p}:${n}`),
+      { maxLength: 3 },
+    ),
+  });
+  const contract = contractSchema.parse({
+    version: 1,
+    endpoints: [
+      { name: "web", exposed: true, scheme: "http", service: { namespace: "tools", name: "web-ui", port: 80 } },
+      { name: "agent", exposed: true, scheme: "http", hostPort: { namespace: "tools", port: 7000, podSelector: { app: "agent" } } },
+    ],
+  });
+
+  it("on random Services, Pods and workloads, with random allowlists", async () => {
+    await fc.assert(
+      fc.asyncProperty(object, allowlist, fc.boolean(), async (o, list, publishAll) => {
+        const selected = publishAll ? ["web", "agent"] : [];
+        const stack = { stack: "p", contract, selected, allowlist: list };
+        const { policy } = admissionManifests({ ...stack, mode: "deny", failurePolicy: "Fail", contractFile: "c.yaml" });
+        const metadata = { name: o.name, namespace: o.namespace, ...("labels" in o ? { labels: o.labels } : {}) };
+        const template = "spec" in o ? { metadata: { labels: o.labels }, spec: o.spec } : undefined;
+        const obj =
+          o.kind === "Service"
+            ? { metadata, spec: { type: o.type } }
+            : o.kind === "Pod"
+              ? { metadata, spec: o.spec }
+              : o.kind === "CronJob"
+                ? { kind: o.kind, metadata, spec: { jobTemplate: { spec: { template } } } }
+                : { kind: o.kind, metadata, spec: { template } };
+        const refusals = wouldRefuse({
+          ...stack,
+          services: o.kind === "Service" ? [obj as Service] : [],
+          pods: o.kind === "Pod" ? [obj as Pod] : [],
+          workloads: o.kind !== "Service" && o.kind !== "Pod" ? [obj as WorkloadObject] : [],
+        });
+        const byPolicy = await policyRefusals(policy.spec, { kind: o.kind, namespace: o.namespace, operation: "CREATE", object: obj });
+        expect(refusals.length > 0, JSON.stringify({ o, list, selected, byPolicy })).toBe(byPolicy.length > 0);
+      }),
+      {
+        numRuns: 300,
+        // An exact pattern equal to a template's "<namespace>/<workload>-" still never declares it (the policy's rule).
+        examples: [
+          [
+            {
+              kind: "DaemonSet",
+              namespace: "tools",
+              name: "agent",
+              labels: {},
+              spec: { hostNetwork: false, containers: [{ name: "c", ports: [{ containerPort: 80, hostPort: 7000 }] }] },
+            },
+            { services: [], hostPorts: ["tools/agent-:7000"] },
+            false,
+          ],
+        ],
+      },
+    );
+  });
+});
