@@ -169,6 +169,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     resolution.plans,
     observedServices,
     withProvider(),
+    underEngine(),
   );
   // Our NodePort Services are created only once the guard that must admit them is in effect.
   const published = resolution.plans.map((plan) => {
