@@ -375,7 +375,7 @@ describe("the API server's type check of the policy gates the binding (issue 23 
   });
   it("gives one clear message on warnings, and when no verdict comes in time", async () => {
     expect(await untilPolicyTypeChecked(reader([[flagged]]), "ui-exposure-guard-dirqual", fast)).toBe(
-      "ValidatingAdmissionPolicy ui-exposure-guard-dirqual: the API server's type check of the generated expressions warns (spec.validations[2].expression: /v1, Kind=Pod: ERROR: <input>:1:12: undefined field 'nonexistentField'); its binding is not applied, so nothing is refused by it. This is a ui-exposure bug: report it, and set ui-exposure:admission.mode to warn or off meanwhile",
+      "ValidatingAdmissionPolicy ui-exposure-guard-dirqual: the API server's type check of the generated expressions warns (spec.validations[2].expression: /v1, Kind=Pod: ERROR: <input>:1:12: undefined field 'nonexistentField'); its binding refuses nothing until an up passes this check. This is a ui-exposure bug: report it, and set ui-exposure:admission.mode to warn or off meanwhile",
     );
     let t = 0;
     const never = await untilPolicyTypeChecked(reader([[]]), "ui-exposure-guard-dirqual", { ...fast, now: () => (t += 400) });

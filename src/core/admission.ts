@@ -452,10 +452,10 @@ export async function untilPolicyTypeChecked(
     const check: TypeCheck = live ? policyTypeCheck(live) : { state: "pending", why: "not found" };
     if (check.state === "clean") return undefined;
     if (check.state === "warnings") {
-      return `${what}: the API server's type check of the generated expressions warns (${check.warnings.join("; ")}); its binding is not applied, so nothing is refused by it. This is a ui-exposure bug: report it, and set ui-exposure:admission.mode to warn or off meanwhile`;
+      return `${what}: the API server's type check of the generated expressions warns (${check.warnings.join("; ")}); its binding refuses nothing until an up passes this check. This is a ui-exposure bug: report it, and set ui-exposure:admission.mode to warn or off meanwhile`;
     }
     if (now() >= end) {
-      return `${what}: the API server did not type-check it within ${opts.timeoutMs / 1000}s (${check.why}; the check is kube-controller-manager's ValidatingAdmissionPolicy status controller); its binding is not applied, so nothing is refused by it. Run pulumi up again once the controller manager runs`;
+      return `${what}: the API server did not type-check it within ${opts.timeoutMs / 1000}s (${check.why}; the check is kube-controller-manager's ValidatingAdmissionPolicy status controller); its binding refuses nothing until an up passes this check. Run pulumi up again once the controller manager runs`;
     }
     await sleep(opts.intervalMs);
   }

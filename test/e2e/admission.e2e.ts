@@ -208,7 +208,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
         `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[2].expression: `,
       );
       expect(problem).toContain("undefined field 'nonexistentField'");
-      expect(problem).toContain("its binding is not applied, so nothing is refused by it");
+      expect(problem).toContain("its binding refuses nothing until an up passes this check");
     } finally {
       await admission.deleteValidatingAdmissionPolicy({ name: flagged });
     }
