@@ -268,7 +268,7 @@ describe.sequential("e2e: a team shares the dirqual state in PostgreSQL", () => 
     execFileSync("git", ["-C", a.clone, "commit", "-qam", "dirqual: passphrase salt"]);
     execFileSync("git", ["-C", a.clone, "push", "-q", "origin", "HEAD"]);
 
-    const r = await runbook(a, teamBlock("team-migrate"));
+    const r = await runbook(a, teamBlock("team-migrate", teamDoc()));
     expect(r.code, summary(r)).toBe(0);
     expectNoPassword(r.stdout, r.stderr);
     // Same Services: same uid, same nodePort. The file backend no longer has the stack.
@@ -437,7 +437,7 @@ describe.sequential("e2e: a team shares the dirqual state in PostgreSQL", () => 
     expect(clean.code, summary(clean)).toBe(0);
   });
 
-  it("an up killed in the middle (SIGKILL): the README's recovery runbook as printed, then the stack converges with no duplicate or orphan", async () => {
+  it("an up killed in the middle (SIGKILL): docs/team-state.md's recovery runbook as printed, then the stack converges with no duplicate or orphan", async () => {
     const before = await ourServices();
     // A's up, in its own process group (the CLI, its language host and providers die together,
     // as on a crash), killed as soon as the state records an operation in flight. Should an up
@@ -480,7 +480,7 @@ describe.sequential("e2e: a team shares the dirqual state in PostgreSQL", () => 
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/the stack is currently locked by 1 lock\(s\)/);
 
-    const r = await runbook(b, teamBlock("team-recover"));
+    const r = await runbook(b, teamBlock("team-recover", teamDoc()));
     // Which of the two documented outcomes this run met (the kill's timing decides).
     console.info(`team e2e: recovery runbook exit ${r.code}${r.code === 0 ? "" : " (the killed run had created a Service: adoption branch)"}`);
     if (r.code !== 0) {

@@ -26,10 +26,11 @@ export function toolchainBin(): string {
   return execFileSync(path.join(projectDir, "scripts/e2e-toolchain.sh"), ["bin"], { encoding: "utf8" }).trim().split("\n").pop() as string;
 }
 
-export async function startCluster(bin: string): Promise<Cluster> {
+/** `env`: settings of scripts/e2e-cluster.sh (E2E_SERVICE_CIDR, ...). */
+export async function startCluster(bin: string, env: Record<string, string> = {}): Promise<Cluster> {
   const r = spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["start"], {
     encoding: "utf8",
-    env: { ...process.env, E2E_BIN: bin },
+    env: { ...process.env, ...env, E2E_BIN: bin },
     timeout: 240_000,
   });
   if (r.status !== 0) throw new Error(`e2e cluster did not start:\n${r.stderr}`);
