@@ -26,6 +26,7 @@ import {
   startCluster,
   toolchainBin,
 } from "../test/support/harness";
+import { type Postgres, postgresBin, startPostgres } from "../test/support/postgres";
 import { BENCH_NODES, contractYaml, type GeneratedEntry, generateEntries, hasService, managedService, selectorOf, vendoredService } from "./gen";
 import { median } from "./stats";
 
@@ -57,6 +58,11 @@ export interface UpRow {
    */
   upNoCheckpointsMs?: number;
   upNoCheckpointsCpuMs?: number;
+  /**
+   * The same up, preview and destroy with the state in PostgreSQL (the team's shared backend,
+   * README "Share state with your team"), on a throw-away server on loopback; or why not.
+   */
+  postgres?: { upMs: number; upCpuMs: number; previewMs: number; previewChanges: string; destroyMs: number } | { skipped: string };
 }
 
 export interface StatusRow {
@@ -291,7 +297,7 @@ async function measureUp(
   bin: string,
   size: number,
   log: (m: string) => void,
-  opts: { checkpointsDiagnosis: boolean },
+  opts: { checkpointsDiagnosis: boolean; shared?: SharedBackend | { skipped: string } },
 ): Promise<UpRow> {
   const entries = generateEntries(size);
   const services = exposedServiceEntries(entries).length;
@@ -330,7 +336,28 @@ async function measureUp(
       const again = await pulumiAsync(sandbox, bin, ["destroy", "--yes", "--skip-preview"]);
       if (again.code !== 0) throw new Error(`pulumi destroy (${size} entries) failed: ${tail(again)}`);
     }
+    let postgres: UpRow["postgres"];
+    if (opts.shared && "skipped" in opts.shared) postgres = opts.shared;
+    else if (opts.shared) {
+      log(`part 2: pulumi up, ${size} entries, state in PostgreSQL`);
+      const shared = { dir: sandbox.dir, env: opts.shared.env };
+      const pgUp = await pulumiAsync(shared, bin, ["up", "--yes", "--skip-preview"]);
+      if (pgUp.code !== 0) throw new Error(`pulumi up (${size} entries, PostgreSQL) failed: ${tail(pgUp)}`);
+      const pgPreview = await pulumiAsync(shared, bin, ["preview", "--expect-no-changes"]);
+      if (pgPreview.code !== 0 && pgPreview.code !== PULUMI_EXIT_CHANGES)
+        throw new Error(`pulumi preview (${size} entries, PostgreSQL) failed: ${tail(pgPreview)}`);
+      const pgDestroy = await pulumiAsync(shared, bin, ["destroy", "--yes", "--skip-preview"]);
+      if (pgDestroy.code !== 0) throw new Error(`pulumi destroy (${size} entries, PostgreSQL) failed: ${tail(pgDestroy)}`);
+      postgres = {
+        upMs: pgUp.ms,
+        upCpuMs: pgUp.cpuMs,
+        previewMs: pgPreview.ms,
+        previewChanges: pgPreview.code === PULUMI_EXIT_CHANGES ? "some" : "none",
+        destroyMs: pgDestroy.ms,
+      };
+    }
     return {
+      ...(postgres ? { postgres } : {}),
       ...(noCheckpoints ? { upNoCheckpointsMs: noCheckpoints.ms, upNoCheckpointsCpuMs: noCheckpoints.cpuMs } : {}),
       entries: size,
       services,
@@ -547,6 +574,34 @@ async function measureStatus(c: Cluster, ops: OpsProject, size: number, log: (m:
 
 const missingIn = (bin: string, names: readonly string[]) => names.filter((b) => !fs.existsSync(path.join(bin, b)));
 
+interface SharedBackend {
+  server: Postgres;
+  env: NodeJS.ProcessEnv;
+}
+
+/** The sandbox's stack, also in a throw-away PostgreSQL database (docs/team-state.md's set-up, a passfile, no password in the URL). */
+async function sharedBackend(sandbox: Sandbox, bin: string): Promise<SharedBackend | { skipped: string }> {
+  if (!postgresBin()) return { skipped: "PostgreSQL is not installed (apt-get install postgresql)" };
+  const server = await startPostgres();
+  const password = "bench-state-pw";
+  server.sql(`create role ui_exposure login password '${password}'`);
+  server.sql("create database ui_exposure_state owner ui_exposure");
+  const passfile = path.join(sandbox.dir, ".pgpass");
+  fs.writeFileSync(passfile, `127.0.0.1:${server.port}:ui_exposure_state:ui_exposure:${password}\n`, { mode: 0o600 });
+  const env = {
+    ...sandbox.env,
+    PGPASSFILE: passfile,
+    PULUMI_BACKEND_URL: `postgres://ui_exposure@127.0.0.1:${server.port}/ui_exposure_state?sslmode=disable&connect_timeout=10`,
+  };
+  // Same stack name and stack file (its passphrase salt): `stack init` on the second backend.
+  const init = await runProcess(path.join(bin, "pulumi"), ["stack", "init", "sandbox", "--non-interactive"], { cwd: sandbox.dir, env });
+  if (init.code !== 0) {
+    await server.stop();
+    throw new Error(`pulumi stack init on PostgreSQL failed: ${tail(init)}`);
+  }
+  return { server, env };
+}
+
 async function measureUpAll(
   cluster: Cluster,
   bin: string,
@@ -565,7 +620,12 @@ async function measureUpAll(
     const startup = await measureStartup(cluster, sandbox, bin, log);
     const up: UpRow[] = [];
     const largest = Math.max(...sizes);
-    for (const size of sizes) up.push(await measureUp(cluster, sandbox, bin, size, log, { checkpointsDiagnosis: size === largest }));
+    const shared = await sharedBackend(sandbox, bin);
+    try {
+      for (const size of sizes) up.push(await measureUp(cluster, sandbox, bin, size, log, { checkpointsDiagnosis: size === largest, shared }));
+    } finally {
+      if (!("skipped" in shared)) await shared.server.stop();
+    }
     return { up, startup };
   } finally {
     fs.rmSync(sandbox.dir, { recursive: true, force: true });

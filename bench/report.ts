@@ -1,5 +1,7 @@
 // Renders docs/benchmarks.md from one run's results. Verdicts are computed from the
 // numbers, so the prose next to a table cannot disagree with it.
+
+import type { DataPathBench } from "./datapath";
 import type { LiveResults, ProgramStartup, Timing } from "./live";
 import type { ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
@@ -54,6 +56,7 @@ export interface BenchResults {
   live?: LiveResults | Skipped;
   probe?: ProbeBench | Skipped;
   startup?: StartupResults;
+  datapath?: DataPathBench | Skipped;
 }
 
 const isSkipped = (v: object): v is Skipped => "skipped" in v;
@@ -286,6 +289,35 @@ function upSection(live: LiveResults): string {
     out.push(
       `Marginal cost of one more Service (${small.entries}→${big.entries} entries): \`pulumi up\` ${ms(per(small.upMs, big.upMs))} ms, \`pulumi preview\` ${ms(per(small.previewMs, big.previewMs))} ms, client library sequential ${ms(per(small.clientSequentialMs, big.clientSequentialMs))} ms. The fixed part of \`pulumi up\` (≈ ${s(small.upMs - small.services * per(small.upMs, big.upMs))} s) is start-up (engine, language host, provider, program), not the entries.`,
     );
+  }
+  const shared = rows.filter((r) => r.postgres && !("skipped" in r.postgres));
+  if (shared.length) {
+    out.push("");
+    out.push(
+      'The same stack with its state in PostgreSQL (the team\'s shared backend, README "Share state with your team"; a throw-away server on loopback, the CLI connecting over TCP with a passfile):',
+    );
+    out.push("");
+    out.push(
+      table(
+        [
+          "entries",
+          "`pulumi up`, file (s)",
+          "`pulumi up`, PostgreSQL (s)",
+          "PostgreSQL ÷ file",
+          "`pulumi preview`, file (s)",
+          "`pulumi preview`, PostgreSQL (s)",
+          "`pulumi destroy`, file (s)",
+          "`pulumi destroy`, PostgreSQL (s)",
+        ],
+        shared.map((r) => {
+          const p = r.postgres as { upMs: number; previewMs: number; destroyMs: number };
+          return [r.entries, s(r.upMs), s(p.upMs), x(p.upMs / r.upMs), s(r.previewMs), s(p.previewMs), s(r.destroyMs), s(p.destroyMs)];
+        }),
+      ),
+    );
+  } else {
+    const skipped = rows.find((r) => r.postgres && "skipped" in r.postgres)?.postgres as { skipped: string } | undefined;
+    if (skipped) out.push("", `The PostgreSQL (shared backend) variant was not measured: ${skipped.skipped}.`);
   }
   const diagnosed = rows.find((r) => r.upNoCheckpointsMs !== undefined);
   if (diagnosed?.upNoCheckpointsMs !== undefined) {
@@ -538,6 +570,43 @@ export function startupMarkdown(s: StartupResults, m: BenchResults["meta"]): str
   ].join("\n");
 }
 
+export const DATAPATH_BEGIN = "<!-- datapath:begin -->";
+export const DATAPATH_END = "<!-- datapath:end -->";
+
+/** Part 6, fenced so `npm run bench -- --only datapath` can refresh it alone. */
+export function dataPathMarkdown(d: DataPathBench | { skipped: string }, m: BenchResults["meta"]): string {
+  const body =
+    "skipped" in d
+      ? `Not measured: ${d.skipped}`
+      : [
+          table(
+            ["round", "`pulumi up` (ms)", "up returned → first answer (ms)", "up returned → every URL answers (ms)"],
+            d.rounds.map((r, i) => [String(i + 1), ms(r.upMs), ms(r.firstAnswerMs), ms(r.allAnswersMs)]),
+          ),
+          "",
+          `Median: **${ms(d.medianFirstAnswerMs)} ms** to the first answer, **${ms(d.medianAllAnswersMs)} ms** to every URL answering from its pod. Platform set-up before the first up (control plane, namespaces, kube-proxy, pods): ${ms(d.platformReadyMs)} ms.`,
+        ].join("\n");
+  return [
+    DATAPATH_BEGIN,
+    "## 6. From `pulumi up` returning to the first answer through the data path",
+    "",
+    "The e2e's data path (docs/e2e.md, `test/support/datapath-platform.ts`): two nodes and their pods as network namespaces, kube-proxy 1.37.2 in nftables mode in each node's namespace, EndpointSlices from the real controller, 8 entries (7 NodePort Services, 6 of them with the rendered upstream charts' shapes, and 1 hostPort through portmap). After `pulumi up --skip-preview` returns, the URLs are built from the API server's view (our Services' nodePorts, the node's address; checked afterwards to equal the `urls` stack output, which the Pulumi CLI takes a second or two to print) and each is requested from the operator namespace every 50 ms until it answers from its pod; between rounds `pulumi destroy`.",
+    "",
+    body,
+    "",
+    `Measured ${m.date.slice(0, 16).replace("T", " ")} UTC on commit ${m.commit}, Node ${m.node}, ${m.cpus} CPUs, load average ${round(m.loadAtPart.datapath ?? m.loadAverage, 1)}.`,
+    DATAPATH_END,
+  ].join("\n");
+}
+
+/** `previous` with the fenced section between begin and end replaced by `section` (appended when absent). */
+export function replaceSection(previous: string, begin: string, end: string, section: string): string {
+  const at = previous.indexOf(begin);
+  if (at < 0) return `${previous.trimEnd()}\n\n${section}\n`;
+  const stop = previous.indexOf(end, at);
+  return `${previous.slice(0, at)}${section}${stop < 0 ? "\n" : previous.slice(stop + end.length)}`;
+}
+
 export function renderMarkdown(r: BenchResults): string {
   const m = r.meta;
   const parts: string[] = [
@@ -586,6 +655,7 @@ export function renderMarkdown(r: BenchResults): string {
     r.probe ? (isSkipped(r.probe) ? `Not measured: ${r.probe.skipped}` : probeSection(r.probe)) : "Not run in this invocation.",
     "",
     ...(r.startup ? [startupMarkdown(r.startup, r.meta), ""] : []),
+    ...(r.datapath ? [dataPathMarkdown(r.datapath, r.meta), ""] : []),
   ];
   return `${parts.join("\n")}\n`;
 }

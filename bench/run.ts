@@ -4,9 +4,10 @@
 // table) and test-output/bench.json (every sample).
 //
 //   npm run bench                           # every part; part 1 also against the pre-fix commit
-//   npm run bench -- --only program,probe   # a subset (program, live, probe, startup)
+//   npm run bench -- --only program,probe   # a subset (program, live, probe, startup, datapath)
 //   npm run bench -- --only startup         # CLI start-up alone (Node.js 20 and 24): replaces only its section of docs/benchmarks.md
 //   npm run bench -- --only startup --runs 5 --no-docs   # the same, printed instead (.ci/run)
+//   npm run bench -- --only datapath        # part 6 alone (root: the data path's namespaces): replaces only its section
 //   npm run bench -- --baseline none        # part 1 without the before/after comparison
 //   npm run bench -- --baseline <rev>       # compare part 1 with another commit
 //
@@ -17,11 +18,22 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
+import { measureDataPath } from "./datapath";
 import { type LiveResults, measureLive } from "./live";
 import { benchPortalLoad } from "./portal-load";
 import { measureProbe, type ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
-import { type BenchResults, renderMarkdown, STARTUP_BEGIN, STARTUP_END, startupMarkdown } from "./report";
+import {
+  type BenchResults,
+  DATAPATH_BEGIN,
+  DATAPATH_END,
+  dataPathMarkdown,
+  renderMarkdown,
+  replaceSection,
+  STARTUP_BEGIN,
+  STARTUP_END,
+  startupMarkdown,
+} from "./report";
 import { measureStartup, type StartupResults } from "./startup";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -122,7 +134,7 @@ async function main() {
     options: { only: { type: "string" }, baseline: { type: "string", default: PRE_FIX_REV }, runs: { type: "string" }, "no-docs": { type: "boolean" } },
     strict: true,
   });
-  const parts = new Set((values.only ?? "startup,program,live,probe").split(",").map((s) => s.trim()));
+  const parts = new Set((values.only ?? "startup,program,live,probe,datapath").split(",").map((s) => s.trim()));
   const baseline = values.baseline === "none" ? undefined : values.baseline;
   const started = Date.now();
   const results: BenchResults = {
@@ -164,6 +176,15 @@ async function main() {
     log("part 4: probe, 50 URLs, one slow");
     results.probe = await measureProbe({ urls: 50, slowMs: 2000, fastMs: 25 });
   }
+  if (parts.has("datapath")) {
+    load("datapath");
+    try {
+      results.datapath = await measureDataPath({ rounds: 3, log });
+    } catch (err) {
+      log(`part 6 not measured: ${(err as Error).message}`);
+      results.datapath = { skipped: (err as Error).message.split("\n")[0] ?? String(err) };
+    }
+  }
   results.meta.durationS = Math.round((Date.now() - started) / 1000);
 
   const outDir = path.join(projectDir, "test-output");
@@ -182,6 +203,9 @@ async function main() {
     const before = previous.slice(0, previous.indexOf(STARTUP_BEGIN));
     const after = previous.includes(STARTUP_END) ? previous.slice(previous.indexOf(STARTUP_END) + STARTUP_END.length) : "\n";
     fs.writeFileSync(report, `${before}${startupMarkdown(results.startup, results.meta)}${after}`);
+  } else if (parts.size === 1 && results.datapath && previous) {
+    // The data path alone: refresh (or add) its section, keep the other parts' figures.
+    fs.writeFileSync(report, replaceSection(previous, DATAPATH_BEGIN, DATAPATH_END, dataPathMarkdown(results.datapath, results.meta)));
   } else if (parts.size === 1 && results.startup && previous) {
     fs.writeFileSync(report, `${previous.trimEnd()}\n\n${startupMarkdown(results.startup, results.meta)}\n`);
   } else {

@@ -139,12 +139,17 @@ export const SPECS = {
   portal: {
     name: "portal",
     summary: "serve the live portal page (URLs + MATCH/DRIFT) on this machine, until Ctrl-C",
-    synopsis: "[--stack NAME] [--listen HOST:PORT] [--contract FILE] [--json]",
+    synopsis: "[--stack NAME] [--outputs FILE] [--listen HOST:PORT] [--contract FILE] [--json]",
     description: [
       "Serves the portal page on this machine, reading the cluster through the stack's kube context (the current context without --stack), until Ctrl-C.",
+      "With --stack its verdicts are `exposure status`'s: it compares with the outputs of the last `pulumi up` (Pulumi CLI, read again every 30 s, or --outputs, read with every cluster read).",
     ],
     flags: {
       stack,
+      outputs: {
+        ...outputs,
+        description: "with --stack: read the stack outputs from this file (saved `pulumi stack output --json`) instead of the Pulumi CLI",
+      },
       listen: { type: "string", value: "HOST:PORT", description: "where to listen", default: "127.0.0.1:8080" },
       contract: { ...contract, description: "the contract to show (default: the stack's, else the project's)" },
       json: { type: "boolean", description: "announce the address as one JSON line (with apiVersion) instead of a sentence" },

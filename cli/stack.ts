@@ -6,6 +6,7 @@ import type { OpenStack } from "../src/adapters/stack-inputs";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
+import { publishedFromOutputs } from "../src/core/published";
 import { stackKubeTarget } from "../src/core/settings";
 
 /**
@@ -29,9 +30,9 @@ export async function connectCluster(opened: OpenStack, timeoutMs?: number, env:
   }
 }
 
-export function publishedEndpoints(outputs: Record<string, unknown>): PublishedEndpoints {
-  const endpoints = outputs.endpoints;
-  return endpoints && typeof endpoints === "object" ? (endpoints as PublishedEndpoints) : {};
+/** The `endpoints` output, checked (src/core/published.ts): a malformed one is an error naming the field. */
+export function publishedEndpoints(outputs: Record<string, unknown>, source = "stack outputs"): PublishedEndpoints {
+  return publishedFromOutputs(outputs, source);
 }
 
 export { type OpenStack, openStack } from "../src/adapters/stack-inputs";

@@ -10,6 +10,12 @@ export interface AdmissionGuardArgs {
    * moment after storing them). Called after every apply, never in a preview.
    */
   untilEffective?: () => Promise<void>;
+  /**
+   * Resolves once the API server has type-checked the policy just applied: undefined when clean,
+   * else why the binding must not be applied (it then fails the update before the binding).
+   * Called after every apply of the policy, never in a preview.
+   */
+  untilTypeChecked?: () => Promise<string | undefined>;
 }
 
 /**
@@ -38,14 +44,33 @@ export class AdmissionGuard extends pulumi.ComponentResource {
       // Cluster-scoped with a fixed name (drift reads it back): a replacement deletes first.
       { parent: this, deleteBeforeReplace: true },
     );
+    // The binding is applied only once the API server has type-checked the policy just applied, and
+    // denies only when that check is clean: when it is not, the binding is applied with [Warn] (an
+    // existing Deny binding is taken down to Warn, never kept) and the update fails (effective,
+    // below). Invariant: never lock the cluster on our own mistake.
+    const checked = pulumi.all([this.policy.metadata.name, this.policy.metadata.generation]).apply(async ([policyName]) => {
+      const problem = !pulumi.runtime.isDryRun() && args.untilTypeChecked ? await args.untilTypeChecked() : undefined;
+      return { policyName, problem };
+    });
     this.binding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
       `${name}-binding`,
-      { metadata: { ...binding.metadata, annotations }, spec: binding.spec },
+      {
+        metadata: { ...binding.metadata, annotations },
+        spec: {
+          ...binding.spec,
+          policyName: checked.policyName,
+          validationActions: checked.problem.apply((problem) => (problem ? ["Warn"] : binding.spec.validationActions)),
+        },
+      },
       { parent: this, deleteBeforeReplace: true, dependsOn: [this.policy] },
     );
 
     // URNs resolve once the engine has applied both (create or update).
-    this.effective = pulumi.all([this.policy.urn, this.binding.urn]).apply(async (): Promise<pulumi.Resource> => {
+    // Once the binding is applied (with [Warn] after a failed type check), the update fails with the
+    // one message: our Services, which depend on this, are not created (a ResourceError is printed
+    // without a stack trace; pulumi.log.error would not fail the update).
+    this.effective = pulumi.all([this.policy.urn, this.binding.urn, checked.problem]).apply(async ([, , problem]): Promise<pulumi.Resource> => {
+      if (problem) throw new pulumi.ResourceError(problem, this);
       if (!pulumi.runtime.isDryRun() && args.untilEffective) await args.untilEffective();
       return this;
     });

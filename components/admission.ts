@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { admissionManifests, admissionPolicyName, untilGuardAdmits } from "../src/core/admission";
+import { admissionManifests, admissionPolicyName, untilGuardAdmits, untilPolicyTypeChecked } from "../src/core/admission";
 import type { Contract } from "../src/core/contract/schema";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
@@ -16,6 +16,8 @@ export function guardAdmission(
   plans: readonly ExposurePlan[],
   existing: ReadonlySet<string>,
   opts?: pulumi.ComponentResourceOptions,
+  /** Under the real engine: wait for the API server's type check before the binding (not under mocks). */
+  typeCheck = false,
 ): AdmissionGuard | undefined {
   const { mode, failurePolicy } = settings.admission;
   if (mode === "off") return undefined;
@@ -42,5 +44,17 @@ export function guardAdmission(
           if (refused.length) pulumi.log.warn(`the exposure guard ${admissionPolicyName(stack.stack)} still refuses ${refused.join(", ")} after 30s`);
         }
       : undefined;
-  return new AdmissionGuard("admission", { manifests, ...(untilEffective ? { untilEffective } : {}) }, opts);
+  const policyName = manifests.policy.metadata.name;
+  const untilTypeChecked = typeCheck
+    ? async () => {
+        const problem = await untilPolicyTypeChecked(cluster, policyName, { timeoutMs: 60_000, intervalMs: 500 });
+        // Only `deny` refuses: warn and audit are applied anyway, and say it.
+        if (problem && mode !== "deny") {
+          pulumi.log.warn(problem);
+          return undefined;
+        }
+        return problem;
+      }
+    : undefined;
+  return new AdmissionGuard("admission", { manifests, ...(untilEffective ? { untilEffective } : {}), ...(untilTypeChecked ? { untilTypeChecked } : {}) }, opts);
 }

@@ -10,6 +10,7 @@ import {
   PORTAL_FILES,
   PORTAL_LABELS,
   PORTAL_PORT_NAME,
+  PORTAL_PUBLISHED,
   PORTAL_SELECTOR,
   PORTAL_UID,
   portalRbacRules,
@@ -37,6 +38,8 @@ export interface PortalArgs {
   namespaceRefusal?: string;
   /** Why creating the Service `portal` would take over one this stack did not create, if it exists. */
   serviceRefusal?: string;
+  /** Why creating the published-outputs ConfigMap would take over one this stack did not create, if it exists. */
+  publishedRefusal?: string;
   /** False under Pulumi's unit-test mocks, which cannot register resource hooks. */
   hooks: boolean;
 }
@@ -54,11 +57,13 @@ export class Portal extends pulumi.ComponentResource {
   public readonly clusterRole: k8s.rbac.v1.ClusterRole;
   /** sha256 of the server bundle running in the pod. */
   public readonly bundleSha256: string;
+  /** For portalPublished(): why its ConfigMap must not be created (one exists that is not ours). */
+  public readonly publishedRefusal: string | undefined;
 
   constructor(name: string, args: PortalArgs, opts?: pulumi.ComponentResourceOptions) {
     // Recorded inputs: what defines the portal, not what was observed (the refusal, the hooks switch).
     // The bundle is left out too: 0.5 MB of gzip has no place in the state.
-    const { namespaceRefusal, serviceRefusal, hooks, bundle, ...recorded } = args;
+    const { namespaceRefusal, serviceRefusal, publishedRefusal, hooks, bundle, ...recorded } = args;
     super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;
     const provider = kubernetesProviderOf(opts, `Portal ${name}`);
@@ -130,6 +135,7 @@ export class Portal extends pulumi.ComponentResource {
       { name: PORTAL_ENV.stack, value: args.stack },
       { name: PORTAL_ENV.inCluster, value: "1" },
       ...(args.nodeAddress ? [{ name: PORTAL_ENV.nodeAddress, value: args.nodeAddress }] : []),
+      { name: PORTAL_ENV.published, value: `${PORTAL_PUBLISHED.dir}/${PORTAL_PUBLISHED.file}` },
     ];
     const probe = { httpGet: { path: "/healthz", port: PORTAL_PORT_NAME }, timeoutSeconds: 2 };
 
@@ -164,10 +170,17 @@ export class Portal extends pulumi.ComponentResource {
                     allowPrivilegeEscalation: false,
                     capabilities: { drop: ["ALL"] },
                   },
-                  volumeMounts: [{ name: "code", mountPath: PORTAL_APP_DIR, readOnly: true }],
+                  volumeMounts: [
+                    { name: "code", mountPath: PORTAL_APP_DIR, readOnly: true },
+                    { name: "published", mountPath: PORTAL_PUBLISHED.dir, readOnly: true },
+                  ],
                 },
               ],
-              volumes: [{ name: "code", configMap: { name: code.metadata.name } }],
+              volumes: [
+                { name: "code", configMap: { name: code.metadata.name } },
+                // Written by publish() at the end of `up`; optional, so the pod starts before it exists.
+                { name: "published", configMap: { name: PORTAL_PUBLISHED.configMap, optional: true } },
+              ],
             },
           },
         },
@@ -204,6 +217,8 @@ export class Portal extends pulumi.ComponentResource {
       { parent: this, provider, deleteBeforeReplace: true, ...(refuseServiceTakeover ? { hooks: { beforeCreate: [refuseServiceTakeover] } } : {}) },
     );
 
+    this.publishedRefusal = hooks ? publishedRefusal : undefined;
+
     this.registerOutputs({
       namespace: this.namespace,
       service: this.service,
@@ -212,4 +227,36 @@ export class Portal extends pulumi.ComponentResource {
       bundleSha256: this.bundleSha256,
     });
   }
+}
+
+/**
+ * Writes what this `up` published (the stack's `endpoints` output) where the portal's pod reads
+ * it (PORTAL_PUBLISHED), so the portal judges like `exposure status`: a nodePort moved by hand
+ * since this `up` is DRIFT on the page too. Not a child of the Portal: it waits for the published
+ * Services, one of which (the portal's own NodePort Service) waits for the whole Portal.
+ */
+export function portalPublished(
+  name: string,
+  args: { portal: Portal; endpoints: pulumi.Input<Record<string, unknown>> },
+  opts?: pulumi.CustomResourceOptions,
+): k8s.core.v1.ConfigMap {
+  const refuse = args.portal.publishedRefusal;
+  const refuseTakeover = refuse
+    ? new pulumi.ResourceHook(
+        `${name}-refuse-takeover`,
+        () => {
+          throw new Error(refuse);
+        },
+        { onDryRun: true },
+      )
+    : undefined;
+  return new k8s.core.v1.ConfigMap(
+    name,
+    {
+      metadata: { name: PORTAL_PUBLISHED.configMap, namespace: args.portal.namespace, labels: { ...PORTAL_LABELS } },
+      data: { [PORTAL_PUBLISHED.file]: pulumi.output(args.endpoints).apply((e) => JSON.stringify(e)) },
+    },
+    // A fixed name (the Deployment names it): a replacement deletes first.
+    { ...opts, deleteBeforeReplace: true, ...(refuseTakeover ? { hooks: { beforeCreate: [refuseTakeover] } } : {}) },
+  );
 }

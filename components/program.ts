@@ -9,12 +9,12 @@ import { UserError, userErrorFromProblems } from "../src/core/errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
-import { namespaceTakeoverRefusal, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
+import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
 import { guardAdmission } from "./admission";
 import { Cilium } from "./cilium";
 import { NodePortExposure } from "./node-port-exposure";
-import { Portal } from "./portal";
+import { Portal, portalPublished } from "./portal";
 
 export interface ProgramInputs {
   /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
@@ -76,7 +76,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   const needPods = selectedEntries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   // One list call per kind, in parallel, whatever the number of entries.
-  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints] = await Promise.all([
+  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap] = await Promise.all([
     cluster.listServices(),
     cluster.listNodes(),
     needPods ? cluster.listPods() : Promise.resolve([]),
@@ -84,6 +84,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     reads.customObjects ? cluster.listCustom(LB_IP_POOLS) : Promise.resolve([]),
     reads.customObjects ? cluster.listCustom(GATEWAYS) : Promise.resolve([]),
     inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
+    settings.portal.enabled ? cluster.getConfigMap(settings.portal.namespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
   ]);
 
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
@@ -143,6 +144,11 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
                 serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:Service portal-server-svc ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
               }
             : {}),
+          ...(publishedConfigMap
+            ? {
+                publishedRefusal: `portal: ConfigMap ${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:ConfigMap portal-server-published ${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
+              }
+            : {}),
           hooks: underEngine(),
         },
         withProvider(),
@@ -163,6 +169,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     resolution.plans,
     observedServices,
     withProvider(),
+    underEngine(),
   );
   // Our NodePort Services are created only once the guard that must admit them is in effect.
   const published = resolution.plans.map((plan) => {
@@ -182,6 +189,8 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   });
 
   const records = pulumi.all(Object.fromEntries(published.map((p) => [p.entry, p.record])));
+  // The in-cluster portal judges against what this `up` published, as `exposure status` does.
+  if (portal) portalPublished("portal-server-published", { portal, endpoints: records }, { provider: kubernetes });
   return {
     urls: records.apply((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v.url]))),
     node: resolution.node,

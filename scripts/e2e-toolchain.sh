@@ -12,7 +12,7 @@
 # Environment:
 #   UI_EXPOSURE_TOOLS_CACHE  cache root (default $HOME/.cache/ui-exposure-e2e)
 #   E2E_ONLY                 space-separated subset of: pulumi langhost k8sprov
-#                            kube-apiserver kube-controller-manager etcd (default: all)
+#                            kube-apiserver kube-controller-manager etcd kube-proxy (default: all)
 #                            and the optional stages, built only when named here:
 #                            helm (used by scripts/render-charts.sh, not by the e2e), cilium
 #   E2E_CILIUM               1 also builds the opt-in cilium stage (cilium-agent, cilium-dbg,
@@ -641,7 +641,8 @@ k8s_wrapper() {
   go mod edit "${args[@]}"
   log "k8s wrapper: $n staging replaces"
   go get "k8s.io/kubernetes@v${K8S_VERSION}" "go.etcd.io/etcd/server/v3@v${ETCD_VERSION}"
-  go get -tool k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager go.etcd.io/etcd/server/v3
+  go get -tool k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-proxy go.etcd.io/etcd/server/v3
   local got
   got=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
   [[ "$got" == "v$K8S_VERSION" ]] || die "k8s wrapper selected k8s.io/kubernetes $got, expected v$K8S_VERSION"
@@ -656,6 +657,13 @@ build_kube_apiserver() {
 build_kcm() {
   k8s_wrapper
   gobuild "$BIN/kube-controller-manager" "$K8S_VER_LDF" "" k8s.io/kubernetes/cmd/kube-controller-manager
+}
+# kube-proxy, the data path of the e2e (test/e2e/datapath.e2e.ts): run in nftables mode inside
+# each node's network namespace. A wrapper made before this stage existed lacks its tool line;
+# -mod=mod lets go build add the few modules it needs (google/nftables, mdlayher/netlink, ...).
+build_kube_proxy() {
+  k8s_wrapper
+  gobuild "$BIN/kube-proxy" "$K8S_VER_LDF" "" k8s.io/kubernetes/cmd/kube-proxy
 }
 build_etcd() {
   k8s_wrapper
@@ -751,6 +759,7 @@ stage k8sprov prov/pulumi-resource-kubernetes build_k8sprov
 stage kube-apiserver kube-apiserver build_kube_apiserver
 stage etcd etcd build_etcd
 stage kube-controller-manager kube-controller-manager build_kcm
+stage kube-proxy kube-proxy build_kube_proxy
 if named helm; then stage helm helm build_helm; fi
 if want_optin cilium; then stage cilium cilium-agent build_cilium; fi
 for k in "${!TIMES[@]}"; do log "time $k: ${TIMES[$k]}s"; done

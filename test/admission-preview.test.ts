@@ -1,16 +1,17 @@
 // What the exposure guard in deny mode would refuse of what exists now (src/core/admission-preview.ts),
 // checked against the generated policy itself, evaluated with a maintained CEL implementation.
 import * as path from "node:path";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { openStack } from "../cli/stack";
 import { admissionManifests } from "../src/core/admission";
 import { type WorkloadObject, wouldRefuse } from "../src/core/admission-preview";
-import type { Contract } from "../src/core/contract/schema";
+import { type Contract, contractSchema } from "../src/core/contract/schema";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { Allowlist } from "../src/core/settings";
 import { policyRefusals } from "./support/admission-eval";
 import { podsOf, readAllChartFixtures } from "./support/chart-fixtures";
-import { capture, pod, service } from "./support/command-helpers";
+import { pod, service } from "./support/command-helpers";
 
 const projectDir = path.resolve(__dirname, "..");
 const nodes = ["node-a", "node-b"];
@@ -111,5 +112,84 @@ describe("wouldRefuse: what deny would refuse today", () => {
       const refused = (await policyRefusals(policy.spec, { kind: w.kind, namespace: "tools", operation: "CREATE", object: w })).length > 0;
       expect(refused, `${w.kind} ${w.metadata.name}`).toBe(w.metadata.name !== "agent");
     }
+  });
+});
+
+describe("wouldRefuse is what the policy refuses (property, evaluated with cel-js)", () => {
+  // Small alphabets so that names, prefixes and ports collide often.
+  const ns = fc.constantFrom("tools", "kube-system");
+  const name = fc.constantFrom("agent", "agent-x", "agent-x-1", "debug", "debug-0", "web");
+  const port = fc.constantFrom(80, 2222, 7000, 9964);
+  const labels = fc.dictionary(fc.constantFrom("app", "tier"), fc.constantFrom("agent", "web"), { maxKeys: 2 });
+  const ports = fc.array(fc.record({ containerPort: port, hostPort: fc.option(port, { nil: undefined }) }, { requiredKeys: ["containerPort"] }), {
+    maxLength: 3,
+  });
+  const podSpec = fc.record({ hostNetwork: fc.boolean(), containers: fc.array(fc.record({ name: fc.constant("c"), ports }), { minLength: 1, maxLength: 2 }) });
+  const object = fc.oneof(
+    fc.record({ kind: fc.constant("Service"), namespace: ns, name, type: fc.constantFrom("ClusterIP", "NodePort", "LoadBalancer") }),
+    fc.record({ kind: fc.constant("Pod"), namespace: ns, name, labels, spec: podSpec }),
+    fc.record({ kind: fc.constantFrom("DaemonSet", "Deployment", "CronJob"), namespace: ns, name, labels, spec: podSpec }),
+  );
+  const pattern = fc
+    .tuple(ns, fc.constantFrom("agent", "agent-", "agent-x", "debug-0", "web"), fc.boolean())
+    .map(([n, t, star]) => `${n}/${t}${star ? "*" : ""}`);
+  const allowlist = fc.record({
+    services: fc.array(pattern, { maxLength: 2 }),
+    hostPorts: fc.array(
+      fc.tuple(pattern, port).map(([p, n]) => `${p}:${n}`),
+      { maxLength: 3 },
+    ),
+  });
+  const contract = contractSchema.parse({
+    version: 1,
+    endpoints: [
+      { name: "web", exposed: true, scheme: "http", service: { namespace: "tools", name: "web-ui", port: 80 } },
+      { name: "agent", exposed: true, scheme: "http", hostPort: { namespace: "tools", port: 7000, podSelector: { app: "agent" } } },
+    ],
+  });
+
+  it("on random Services, Pods and workloads, with random allowlists", async () => {
+    await fc.assert(
+      fc.asyncProperty(object, allowlist, fc.boolean(), async (o, list, publishAll) => {
+        const selected = publishAll ? ["web", "agent"] : [];
+        const stack = { stack: "p", contract, selected, allowlist: list };
+        const { policy } = admissionManifests({ ...stack, mode: "deny", failurePolicy: "Fail", contractFile: "c.yaml" });
+        const metadata = { name: o.name, namespace: o.namespace, ...("labels" in o ? { labels: o.labels } : {}) };
+        const template = "spec" in o ? { metadata: { labels: o.labels }, spec: o.spec } : undefined;
+        const obj =
+          o.kind === "Service"
+            ? { metadata, spec: { type: o.type } }
+            : o.kind === "Pod"
+              ? { metadata, spec: o.spec }
+              : o.kind === "CronJob"
+                ? { kind: o.kind, metadata, spec: { jobTemplate: { spec: { template } } } }
+                : { kind: o.kind, metadata, spec: { template } };
+        const refusals = wouldRefuse({
+          ...stack,
+          services: o.kind === "Service" ? [obj as Service] : [],
+          pods: o.kind === "Pod" ? [obj as Pod] : [],
+          workloads: o.kind !== "Service" && o.kind !== "Pod" ? [obj as WorkloadObject] : [],
+        });
+        const byPolicy = await policyRefusals(policy.spec, { kind: o.kind, namespace: o.namespace, operation: "CREATE", object: obj });
+        expect(refusals.length > 0, JSON.stringify({ o, list, selected, byPolicy })).toBe(byPolicy.length > 0);
+      }),
+      {
+        numRuns: 300,
+        // An exact pattern equal to a template's "<namespace>/<workload>-" still never declares it (the policy's rule).
+        examples: [
+          [
+            {
+              kind: "DaemonSet",
+              namespace: "tools",
+              name: "agent",
+              labels: {},
+              spec: { hostNetwork: false, containers: [{ name: "c", ports: [{ containerPort: 80, hostPort: 7000 }] }] },
+            },
+            { services: [], hostPorts: ["tools/agent-:7000"] },
+            false,
+          ],
+        ],
+      },
+    );
   });
 });

@@ -1,7 +1,10 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
+import { AdmissionGuard } from "../components/admission-guard";
 import { declareStack } from "../components/program";
+import { admissionManifests } from "../src/core/admission";
+import { contractSchema } from "../src/core/contract/schema";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { benchServices, ciliumConfig, node, stackConfig } from "./support/fixtures";
 
@@ -81,5 +84,43 @@ describe("program: the exposure guard at admission", () => {
     const out = await declareStack({ projectDir, stack: "test", config, cluster: cluster([api]) });
     await resolve(out.urls);
     expect(registered.some((r) => r.type.endsWith("ValidatingAdmissionPolicyBinding"))).toBe(true);
+  });
+});
+
+describe("component: the binding waits for the API server's type check of the policy (issue 23 #4)", () => {
+  afterEach(() => pulumi.runtime.disconnect());
+  const manifests = admissionManifests({
+    stack: "test",
+    contract: contractSchema.parse({ version: 1, endpoints: [{ name: "ui", exposed: true, service: { namespace: "a", name: "b", port: "http" } }] }),
+    selected: ["ui"],
+    allowlist: { services: [], hostPorts: [] },
+    mode: "deny",
+    failurePolicy: "Ignore",
+    contractFile: "contract/endpoints.yaml",
+  });
+  const bindingType = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding";
+
+  it("registers the binding only once the check is clean", async () => {
+    await useMocks(false);
+    let release: (v: string | undefined) => void = () => {};
+    const check = new Promise<string | undefined>((r) => {
+      release = r;
+    });
+    let asked = 0;
+    const guard = new AdmissionGuard("admission", {
+      manifests,
+      untilTypeChecked: () => {
+        asked++;
+        return check;
+      },
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(asked).toBe(1);
+    expect(registered.filter((r) => r.type === bindingType)).toEqual([]);
+    release(undefined);
+    await resolve(guard.binding.urn);
+    expect(registered.filter((r) => r.type === bindingType).map((r) => r.inputs.spec)).toEqual([
+      { policyName: "ui-exposure-guard-test", validationActions: ["Deny"] },
+    ]);
   });
 });

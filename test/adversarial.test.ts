@@ -131,7 +131,7 @@ describe("adversarial corpus: workloads read back for what deny would refuse (ex
 });
 
 describe("adversarial corpus: API answers (exposure status against a fake API server on loopback)", () => {
-  it.each(API_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ services, exit, fragment }) => {
+  it.each(API_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ services, timeoutSeconds, exit, fragment }) => {
     const api = await startFakeApi({
       "/api/v1/services": services,
       "/api/v1/nodes": list("NodeList", []),
@@ -142,7 +142,7 @@ describe("adversarial corpus: API answers (exposure status against a fake API se
         connect: (_opened, timeoutMs) => LiveClusterReader.connect({ kubeconfig: api.kubeconfig, timeoutMs }),
         readOutputs: async () => ({}),
       });
-      const r = await invariant((c) => runCommand("status", status, ["--stack", "bench", "--timeout", "0.5"], c));
+      const r = await invariant((c) => runCommand("status", status, ["--stack", "bench", "--timeout", String(timeoutSeconds ?? 0.5)], c));
       expect(r.text).toContain(fragment);
       expect(r.text).not.toContain("secret-looking-body");
       expect(r.code).toBe(exit);

@@ -121,6 +121,17 @@ describe("summarisePreview", () => {
       message: "pulumi preview exited with 1: error: no stack named 'bench' found",
     });
   });
+
+  it("never passes on a password the Pulumi CLI printed inside its backend URL", () => {
+    const stderr =
+      'error: unable to open bucket postgres://team:Hunter2-secret@127.0.0.1:5432/state?sslmode=disable: failed to ping PostgreSQL: pq: password authentication failed for user "team" (28P01)\n';
+    const summary = summarisePreview({ exitCode: 1, stdout: "", stderr });
+    expect(summary).toEqual({
+      state: "failed",
+      message:
+        'pulumi preview exited with 1: error: unable to open bucket postgres://team:****@127.0.0.1:5432/state?sslmode=disable: failed to ping PostgreSQL: pq: password authentication failed for user "team" (28P01)',
+    });
+  });
 });
 
 describe("exposure drift: the exposure guard at admission", () => {

@@ -167,12 +167,64 @@ describe("exposure portal and the bundled server, against a fake API server", ()
     expect(await p.exit).toBe(0);
   });
 
+  it("with --stack: one verdict with `exposure status`, a hand-moved nodePort is DRIFT in both (issue 23 #8)", async () => {
+    const project = path.join(tmp, "project-moved");
+    fs.mkdirSync(project, { recursive: true });
+    fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: ui-exposure\nruntime: nodejs\n");
+    fs.copyFileSync(contractFile, path.join(project, "contract.yaml"));
+    fs.writeFileSync(
+      path.join(project, "Pulumi.fake.yaml"),
+      `config:\n  kubernetes:kubeconfig: ${kubeconfig}\n  kubernetes:context: fake\n  ui-exposure:contract: contract.yaml\n  ui-exposure:entries: [argocd]\n  ui-exposure:cilium: { mode: cohabit }\n`,
+    );
+    // The last up published argocd on 30999; someone moved it to 31358 since.
+    const outputs = path.join(project, "outputs.json");
+    fs.writeFileSync(outputs, JSON.stringify({ endpoints: { argocd: { nodePort: 30999, url: `http://${NODE_IP}:30999`, service: "argocd-nodeport" } } }));
+    const reason = "nodePort changed since the last up (30999 -> 31358)";
+
+    const out: string[] = [];
+    const code = await main(["status", "--stack", "fake", "--outputs", outputs, "--json"], {
+      projectDir: project,
+      stdout: (t) => out.push(t),
+      stderr: () => {},
+      env: {},
+    });
+    expect(code).toBe(3);
+    const fromStatus = (JSON.parse(out.join("\n")) as { entries: { name: string; verdict: string; reasons: string[] }[] }).entries.find(
+      (e) => e.name === "argocd",
+    );
+    expect(fromStatus).toMatchObject({ verdict: "DRIFT", reasons: [reason] });
+
+    const p = await startProcess([bin, "portal", "--stack", "fake", "--outputs", outputs, "--listen", "127.0.0.1:0"], {
+      cwd: project,
+      env: {},
+      announce: /^portal: (http:\/\/127\.0\.0\.1:\d+\/) \(cluster: context fake .*, stack fake\); Ctrl-C to stop$/m,
+    });
+    try {
+      const body = (await (await fetch(new URL("/api/entries", p.url))).json()) as { entries: { name: string; verdict: string; reasons: string[] }[] };
+      const fromPortal = body.entries.find((e) => e.name === "argocd");
+      expect(fromPortal).toMatchObject({ verdict: fromStatus?.verdict, reasons: fromStatus?.reasons });
+      const html = await (await fetch(p.url)).text();
+      expect(html).toContain('<span class="badge v-DRIFT">DRIFT</span>');
+      expect(html).toContain(reason.replace(">", "&gt;"));
+    } finally {
+      p.child.kill("SIGINT");
+    }
+    expect(await p.exit).toBe(0);
+  });
+
+  it("--outputs needs --stack, and a named outputs file that cannot be read stops the portal before it listens", async () => {
+    const err: string[] = [];
+    const ctx = { projectDir, stdout: () => {}, stderr: (t: string) => err.push(t), env: {} };
+    expect(await main(["portal", "--outputs", "x.json"], ctx)).toBe(2);
+    expect(err.join("\n")).toContain("--outputs needs --stack");
+  });
+
   it("refuses a bad --listen with the usage exit code (before touching the cluster)", async () => {
     const err: string[] = [];
     const code = await main(["portal", "--listen", "8080"], { projectDir, stdout: () => {}, stderr: (t) => err.push(t), env: {} });
     expect(code).toBe(2);
     expect(err).toEqual([
-      "exposure portal: --listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '8080'\nusage: exposure portal [--stack NAME] [--listen HOST:PORT] [--contract FILE] [--json]\n(`exposure portal --help` describes every flag)",
+      "exposure portal: --listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '8080'\nusage: exposure portal [--stack NAME] [--outputs FILE] [--listen HOST:PORT] [--contract FILE] [--json]\n(`exposure portal --help` describes every flag)",
     ]);
   });
 
@@ -183,6 +235,11 @@ describe("exposure portal and the bundled server, against a fake API server", ()
     fs.writeFileSync(path.join(app, PORTAL_FILES.loader), bundle.loader);
     fs.writeFileSync(path.join(app, PORTAL_FILES.bundle), bundle.gzipped);
     fs.writeFileSync(path.join(app, PORTAL_FILES.contract), PORTAL_TEST_CONTRACT);
+    const publishedFile = path.join(app, "endpoints.json");
+    fs.writeFileSync(
+      publishedFile,
+      JSON.stringify({ argocd: { nodePort: 30999, service: "argocd-nodeport" }, grafana: { nodePort: 31088, service: "grafana-nodeport" } }),
+    );
     const p = await startProcess([path.join(app, PORTAL_FILES.loader)], {
       cwd: app,
       env: {
@@ -191,6 +248,8 @@ describe("exposure portal and the bundled server, against a fake API server", ()
         PORTAL_CONTRACT: path.join(app, PORTAL_FILES.contract),
         PORTAL_ENTRIES: '["argocd","grafana"]',
         PORTAL_STACK: "bundle",
+        // What the last up published (the ConfigMap components/portal.ts mounts): argocd was on 30999.
+        PORTAL_PUBLISHED: publishedFile,
       },
       announce: /^portal listening on (http:\/\/127\.0\.0\.1:\d+\/) \(cluster: context fake/m,
     });
@@ -201,6 +260,8 @@ describe("exposure portal and the bundled server, against a fake API server", ()
       expect(html).toContain("Platform UIs · bundle");
       expect(html).toContain(`<a href="http://${NODE_IP}:31358">`);
       expect(html).toContain('<span class="badge v-DRIFT">DRIFT</span>');
+      // The in-cluster portal judges against the published ports too (issue 23 #8).
+      expect(html).toContain("nodePort changed since the last up (30999 -&gt; 31358)");
     } finally {
       p.child.kill("SIGTERM");
     }

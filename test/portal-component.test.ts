@@ -122,7 +122,7 @@ endpoints:
   it("ships the server as plain JS (loader + gzipped bundle) and the validated contract in a ConfigMap", async () => {
     await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
     await pulumi.runtime.disconnect();
-    const cm = one("kubernetes:core/v1:ConfigMap").inputs as {
+    const cm = one("kubernetes:core/v1:ConfigMap", "portal-server-code").inputs as {
       data: Record<string, string>;
       binaryData: Record<string, string>;
       metadata: { namespace: string };
@@ -150,7 +150,10 @@ endpoints:
     const pod = deployment.spec.template.spec;
     expect(pod.serviceAccountName).toBe("portal-server-sa-abc123");
     expect(pod.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } });
-    expect(pod.volumes).toEqual([{ name: "code", configMap: { name: "portal-server-code-abc123" } }]);
+    expect(pod.volumes).toEqual([
+      { name: "code", configMap: { name: "portal-server-code-abc123" } },
+      { name: "published", configMap: { name: "ui-exposure-published", optional: true } },
+    ]);
     const [container] = pod.containers;
     expect(container).toMatchObject({
       image: "node:20-alpine",
@@ -160,7 +163,10 @@ endpoints:
       livenessProbe: { httpGet: { path: "/healthz", port: "http" } },
       resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "256Mi" } },
       securityContext: { runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
-      volumeMounts: [{ name: "code", mountPath: "/app", readOnly: true }],
+      volumeMounts: [
+        { name: "code", mountPath: "/app", readOnly: true },
+        { name: "published", mountPath: "/published", readOnly: true },
+      ],
     });
     expect(container?.env).toEqual([
       { name: "PORTAL_LISTEN", value: "0.0.0.0:8080" },
@@ -168,7 +174,22 @@ endpoints:
       { name: "PORTAL_ENTRIES", value: '["argocd","portal"]' },
       { name: "PORTAL_STACK", value: "test" },
       { name: "PORTAL_IN_CLUSTER", value: "1" },
+      { name: "PORTAL_PUBLISHED", value: "/published/endpoints.json" },
     ]);
+  });
+
+  it("writes what the up published into the ConfigMap the portal reads, so it judges as `exposure status` does (issue 23 #8)", async () => {
+    const out = await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
+    const endpoints = await resolve(out.endpoints);
+    await pulumi.runtime.disconnect();
+    const published = one("kubernetes:core/v1:ConfigMap", "portal-server-published").inputs as {
+      metadata: Record<string, unknown>;
+      data: Record<string, string>;
+    };
+    expect(published.metadata).toMatchObject({ name: "ui-exposure-published", namespace: "platform-portal" });
+    const written = JSON.parse(published.data["endpoints.json"] as string);
+    expect(written).toEqual(JSON.parse(JSON.stringify(endpoints)));
+    expect(written.argocd).toMatchObject({ nodePort: 31000, url: "http://127.0.0.2:31000" });
   });
 
   it("skips the awaits only when portal.skipAwait is set (the e2e harness has no kubelet)", async () => {

@@ -21,4 +21,15 @@ describe("README runbooks", () => {
     expect(runbookBlock(readme, "dirqual-workstation")).toContain("npx exposure probe --stack dirqual");
     expect(runbookBlock(readme, "bench-lima-ssh")).toContain("--forward");
   });
+
+  it("marks the team-state runbooks (README and docs/team-state.md), none with a password in the backend URL", () => {
+    const doc = fs.readFileSync(path.resolve(__dirname, "../docs/team-state.md"), "utf8");
+    const blocks = [
+      ...["team"].map((n) => runbookBlock(readme, n)),
+      ...["team-migrate", "team-recover", "team-backup", "team-restore"].map((n) => runbookBlock(doc, n)),
+    ];
+    expect(runbookBlock(doc, "team-db", "sql")).toContain("ALTER TABLE pulumi_state OWNER TO ui_exposure;");
+    for (const block of blocks) expect(block).not.toMatch(/postgres:\/\/[^@\s/]*:[^@\s]*@/);
+    expect(runbookBlock(readme, "team")).toMatch(/^export PGPASSFILE=/m);
+  });
 });

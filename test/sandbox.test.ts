@@ -10,8 +10,9 @@ import { main } from "../cli/main";
 import { controlPlaneStatus } from "../src/adapters/sandbox/cluster";
 import { isOurs, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
 import { sandboxDown, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
-import { answer } from "../src/adapters/sandbox/stand-in-servers";
+import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
+import { type FakeAnswer, list, startFakeApi } from "./support/fake-api";
 
 describe("sandbox", () => {
   it("stand-in UIs answer the contract's probe path with the expected status, and a page elsewhere", () => {
@@ -303,5 +304,66 @@ describe("exposure sandbox (no sandbox running)", () => {
     expect(down.out[0]).toMatch(/^no sandbox in /);
     const json = await run(["sandbox", "down", "--json"]);
     expect(JSON.parse(json.out.join("\n"))).toMatchObject({ apiVersion: "ui-exposure.io/v1", kind: "SandboxDown", removed: false, stopped: [] });
+  });
+});
+
+describe("the forwarder follows the live cluster (stand-in-servers with follow)", () => {
+  it("livePorts: the live nodePort while an endpoint is ready, nothing once the Service is gone or unready", () => {
+    const live = [
+      { entry: "argocd", nodePort: 31001, readyEndpoints: 1 },
+      { entry: "grafana", nodePort: 31002, readyEndpoints: 0 },
+    ];
+    expect([...livePorts(["argocd", "grafana", "gitea"], live)]).toEqual([
+      ["argocd", 31001],
+      ["grafana", undefined],
+      ["gitea", undefined],
+    ]);
+  });
+
+  it("a moved nodePort answers on the new port and no longer on the old one; a deleted Service stops answering", async () => {
+    const free = () =>
+      new Promise<number>((resolve) => {
+        const s = net.createServer().listen(0, "127.0.0.1", () => {
+          const p = (s.address() as net.AddressInfo).port;
+          s.close(() => resolve(p));
+        });
+      });
+    // Loopback ports stand for nodePorts here: the follow loop takes any port the cluster says.
+    const [published, moved] = [await free(), await free()];
+    const svc = (nodePort: number) => ({
+      metadata: { name: "argocd-nodeport", namespace: "argocd", labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "argocd" } },
+      spec: { type: "NodePort", ports: [{ name: "http", port: 80, nodePort }] },
+    });
+    const slice = {
+      metadata: { name: "s", namespace: "argocd", labels: { "kubernetes.io/service-name": "argocd-nodeport" } },
+      endpoints: [{ addresses: ["10.0.0.1"], conditions: { ready: true } }],
+    };
+    const answers: Record<string, FakeAnswer> = {
+      "/api/v1/services": list("ServiceList", [svc(moved)]),
+      "/apis/discovery.k8s.io/v1/endpointslices": list("EndpointSliceList", [slice]),
+    };
+    const api = await startFakeApi(answers);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "standin-follow-"));
+    fs.writeFileSync(path.join(dir, "kubeconfig"), api.kubeconfig);
+    const standIn = { entry: "argocd", url: `http://127.0.0.1:${published}`, probePath: "/healthz", probeStatus: 200 };
+    const served = await serveStandIns({ standIns: [standIn], follow: { kubeconfig: path.join(dir, "kubeconfig"), intervalMs: 50 } });
+    const answersOn = (port: number) =>
+      fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
+        (r) => r.status,
+        () => 0,
+      );
+    const until = async (fn: () => Promise<boolean>) => {
+      for (let i = 0; i < 100 && !(await fn()); i++) await new Promise((r) => setTimeout(r, 50));
+      return fn();
+    };
+    try {
+      expect(await until(async () => (await answersOn(moved)) === 200 && (await answersOn(published)) === 0)).toBe(true);
+      answers["/api/v1/services"] = list("ServiceList", []);
+      expect(await until(async () => (await answersOn(moved)) === 0)).toBe(true);
+    } finally {
+      await served.stop();
+      await api.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

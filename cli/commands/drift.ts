@@ -6,6 +6,7 @@ import { type AuditResult, auditExposure } from "../../src/core/audit";
 import { type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
 import { type Observation, observe } from "../../src/core/observe";
+import { redactUrlPasswords } from "../../src/core/text";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
@@ -116,7 +117,8 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
     .filter(Boolean)
     .pop();
   const message = (diagnostic ?? lastStderr ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "";
-  return { state: "failed", message: `pulumi preview exited with ${run.exitCode}: ${message}` };
+  // The CLI prints its backend URL whole in errors: never pass a password on.
+  return { state: "failed", message: `pulumi preview exited with ${run.exitCode}: ${redactUrlPasswords(message)}` };
 }
 
 /**

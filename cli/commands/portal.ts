@@ -2,15 +2,17 @@ import * as path from "node:path";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
 import type { Contract } from "../../src/core/contract/schema";
+import { UserError } from "../../src/core/errors";
 import { JSON_API_VERSION } from "../../src/core/findings";
 import type { PortalDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
+import type { PublishedEndpoints } from "../../src/core/observe";
 import { type ListenAddress, type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
-import type { Command } from "../context";
+import type { Command, CommandContext } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { SPECS } from "../specs";
-import { connectCluster, openStack } from "../stack";
+import { connectCluster, openStack, publishedEndpoints, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.portal;
 export const DEFAULT_LISTEN = SPEC.flags.listen.default;
@@ -28,7 +30,8 @@ export const portalCommand: Command = async (argv, ctx) => {
     throw usageError(SPEC, (err as Error).message);
   }
 
-  let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack">;
+  if (values.outputs && !values.stack) throw usageError(SPEC, "--outputs needs --stack (the outputs are a stack's)");
+  let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished">;
   let cluster: ClusterReader;
   if (values.stack) {
     const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack, contract: values.contract });
@@ -38,6 +41,7 @@ export const portalCommand: Command = async (argv, ctx) => {
       selected: opened.selected,
       stack: opened.stack,
       nodeAddress: opened.settings.nodeAddress,
+      readPublished: await publishedReader(ctx, opened.stack, values.outputs),
     };
     cluster = await connectCluster(opened);
   } else {
@@ -84,4 +88,42 @@ export const portalCommand: Command = async (argv, ctx) => {
 
 function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
+
+/** How often the Pulumi CLI is asked again for the outputs (`pulumi stack output` takes a second or two). */
+export const OUTPUTS_REREAD_MS = 30_000;
+
+/**
+ * What the stack's last `up` published, for the portal's verdicts (the same as `status`'s).
+ * A file named by --outputs is read with every cluster read and must be readable now (as for
+ * `status`); the Pulumi CLI is asked at most every 30 s, and when it cannot answer the portal
+ * says so once and checks names only, as `status` does.
+ */
+export async function publishedReader(
+  ctx: CommandContext,
+  stack: string,
+  outputsFile: string | undefined,
+  readOutputs = readStackOutputs,
+): Promise<() => Promise<PublishedEndpoints | undefined>> {
+  if (outputsFile) {
+    const read = async () => publishedEndpoints(await readOutputs(ctx, stack, outputsFile), outputsFile);
+    await read();
+    return read;
+  }
+  let last: { at: number; value: Promise<PublishedEndpoints | undefined> } | undefined;
+  let said = false;
+  return () => {
+    const now = Date.now();
+    if (last && now - last.at < OUTPUTS_REREAD_MS) return last.value;
+    const value = readOutputs(ctx, stack)
+      .then((outputs): PublishedEndpoints | undefined => publishedEndpoints(outputs, `pulumi stack output --stack ${stack}`))
+      .catch((err: unknown) => {
+        if (!(err instanceof UserError)) throw err;
+        if (!said) ctx.stderr(`portal: published outputs unavailable (${err.message.split("\n")[0]}); the "changed since the last up" checks are skipped`);
+        said = true;
+        return undefined;
+      });
+    last = { at: now, value };
+    return value;
+  };
 }

@@ -33,13 +33,22 @@ export const sandbox: Command = async (argv, ctx) => {
         throw new UserError(`${(err as Error).message}\n(the sandbox is left as it is for inspection: exposure sandbox down removes it)`);
       }
       if (values.json) {
-        const doc: SandboxUpDocument = { apiVersion: JSON_API_VERSION, kind: "SandboxUp", urls: info.urls, portal: info.portal, folder: info.folder };
+        const doc: SandboxUpDocument = {
+          apiVersion: JSON_API_VERSION,
+          kind: "SandboxUp",
+          urls: info.urls,
+          portal: info.portal,
+          folder: info.folder,
+          mode: info.mode,
+        };
         ctx.stdout(JSON.stringify(doc, null, 2));
         return EXIT.OK;
       }
       ctx.stdout(
         [
-          "URLS (served on this machine as a node would serve them)",
+          info.mode === "kube-proxy"
+            ? "URLS (answered by kube-proxy in the sandbox node's network namespace, through the pods' servers)"
+            : "URLS (answered by the sandbox's own servers on the published ports: no network namespaces on this machine)",
           formatTable(
             ["ENTRY", "URL"],
             Object.entries(info.urls).map(([name, url]) => [name, url]),

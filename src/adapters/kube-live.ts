@@ -29,8 +29,13 @@ export interface KubeTarget {
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
-/** Largest API answer read (a list of every Pod of a big cluster fits); beyond it the read is refused. */
-export const MAX_ANSWER_BYTES = 256 * 2 ** 20;
+/**
+ * Bytes of API answers one reader holds at once, all answers in flight together (a command's or
+ * a portal page load's parallel list calls share it): a per-answer cap would multiply by the
+ * number of calls. Beyond it the read is refused and aborted. A list of 10,000 Services is about
+ * 20 MiB; the in-cluster portal (limit 256Mi) then shows its 503 page instead of being OOM-killed.
+ */
+export const READ_BUDGET_BYTES = 64 * 2 ** 20;
 
 /**
  * client-node's KubeConfig, loaded when a command first connects. The build (`npm run build`)
@@ -102,6 +107,8 @@ function loadFailure(err: unknown): string {
  */
 export class LiveClusterReader implements ClusterReader {
   requests = 0;
+  /** Answer bytes buffered right now, by every request in flight (READ_BUDGET_BYTES at most). */
+  private buffered = 0;
   private constructor(
     private readonly kc: KubeConfig,
     /** The API server's base URL. */
@@ -164,8 +171,9 @@ export class LiveClusterReader implements ClusterReader {
   /**
    * One GET, answered as parsed JSON. The request is aborted (socket and agent destroyed) when
    * `timeoutMs` passes: after an outage nothing stays open, however many page loads waited.
-   * The answer is read up to MAX_ANSWER_BYTES, and no part of its body ever goes into an
-   * error (a Secrets answer would leak into messages, .env comments and --json).
+   * The answer is read within READ_BUDGET_BYTES (shared with the other answers in flight), and
+   * no part of its body ever goes into an error (a Secrets answer would leak into messages,
+   * .env comments and --json).
    */
   private async get(
     what: string,
@@ -227,25 +235,47 @@ export class LiveClusterReader implements ClusterReader {
         }
         const chunks: Buffer[] = [];
         let size = 0;
+        let held = 0;
+        // Gives this answer's share of the budget back, once (end, error, refusal, timeout).
+        const release = () => {
+          this.buffered -= held;
+          held = 0;
+          chunks.length = 0;
+        };
         res.on("data", (chunk: Buffer) => {
+          if (settled) return;
           size += chunk.length;
-          if (size > MAX_ANSWER_BYTES) {
-            finish(() => reject(new UserError(`${this.source} answered ${what} with more than ${MAX_ANSWER_BYTES / 2 ** 20} MiB: refused`)));
+          held += chunk.length;
+          this.buffered += chunk.length;
+          if (this.buffered > READ_BUDGET_BYTES) {
+            release();
+            const together = size < READ_BUDGET_BYTES ? " together with the answers read at the same time" : "";
+            finish(() => reject(new UserError(`${this.source} answered ${what} with more than ${READ_BUDGET_BYTES / 2 ** 20} MiB${together}: refused`)));
             abort();
             return;
           }
           chunks.push(chunk);
         });
-        res.on("error", (err) => finish(() => reject(this.explain(what, err))));
+        res.on("error", (err) => {
+          release();
+          finish(() => reject(this.explain(what, err)));
+        });
+        res.on("close", release);
         res.on("end", () => {
+          if (settled) return release();
           let body: unknown;
           try {
-            body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+            // One copy at a time: the chunks go as soon as they are joined.
+            const joined = Buffer.concat(chunks);
+            chunks.length = 0;
+            body = JSON.parse(joined.toString("utf8"));
           } catch {
+            release();
             finish(() => reject(new UserError(`${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`)));
             abort();
             return;
           }
+          release();
           finish(() => resolve({ status, body }));
           agent?.destroy();
         });

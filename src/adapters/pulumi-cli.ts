@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describeValue } from "../core/contract/parse";
 import { UserError } from "../core/errors";
+import { redactUrlPasswords } from "../core/text";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 const run = promisify(execFile);
@@ -29,7 +30,8 @@ export async function readStackOutputs(
     } catch (err) {
       const e = err as NodeJS.ErrnoException & { stderr?: string };
       if (e.code === "ENOENT") throw new UserError("the pulumi CLI is not on PATH; install it or pass --outputs FILE (saved `pulumi stack output --json`)");
-      throw new UserError(`pulumi stack output --stack ${stack} failed: ${(e.stderr ?? e.message).trim().split("\n").pop()}`);
+      // The CLI's errors can carry the backend URL whole, password included.
+      throw new UserError(`pulumi stack output --stack ${stack} failed: ${redactUrlPasswords((e.stderr ?? e.message).trim().split("\n").pop() ?? "")}`);
     }
   }
   let outputs: unknown;

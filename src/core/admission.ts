@@ -403,3 +403,60 @@ export async function readAdmissionDrift(
     return [];
   }
 }
+
+/**
+ * Where the API server's own type check of the policy stands, from the live object: it checks
+ * every expression against the schemas of the kinds the policy matches, asynchronously, and
+ * writes `status.typeChecking.expressionWarnings` with `status.observedGeneration` once it has
+ * checked the generation stored (kube-controller-manager's ValidatingAdmissionPolicy status
+ * controller). A binding may deny only once this is `clean`.
+ */
+export type TypeCheck = { state: "clean" } | { state: "pending"; why: string } | { state: "warnings"; warnings: string[] };
+
+export function policyTypeCheck(live: unknown): TypeCheck {
+  const obj = (live ?? {}) as {
+    metadata?: { generation?: unknown };
+    status?: { observedGeneration?: unknown; typeChecking?: { expressionWarnings?: unknown } };
+  };
+  const generation = obj.metadata?.generation;
+  const observed = obj.status?.observedGeneration;
+  if (typeof generation !== "number" || typeof observed !== "number" || observed < generation) {
+    return { state: "pending", why: `generation ${String(generation)} not type-checked yet (observed ${String(observed ?? "none")})` };
+  }
+  const raw = obj.status?.typeChecking?.expressionWarnings;
+  const warnings = (Array.isArray(raw) ? raw : []).slice(0, 5).map((w) => {
+    const { fieldRef, warning } = (w ?? {}) as { fieldRef?: unknown; warning?: unknown };
+    // The API server's text names each kind with the compiler's error and a caret: its first line says it.
+    const first = typeof warning === "string" ? (warning.split("\n").find((l) => l.trim()) ?? "") : "";
+    return `${typeof fieldRef === "string" ? fieldRef : "(expression)"}: ${first.slice(0, 300)}`;
+  });
+  return warnings.length ? { state: "warnings", warnings } : { state: "clean" };
+}
+
+/**
+ * Waits until the API server has type-checked the policy `name` just applied, without warnings.
+ * Returns undefined when clean, else the one message `up` fails with (warnings, or no verdict
+ * within `timeoutMs`): the binding, which depends on this, is then neither created nor updated.
+ */
+export async function untilPolicyTypeChecked(
+  cluster: Pick<ClusterReader, "listCustom">,
+  name: string,
+  opts: { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number },
+): Promise<string | undefined> {
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const now = opts.now ?? Date.now;
+  const end = now() + opts.timeoutMs;
+  const what = `ValidatingAdmissionPolicy ${name}`;
+  for (;;) {
+    const live = (await cluster.listCustom(VALIDATING_ADMISSION_POLICIES)).find((p) => p.metadata?.name === name);
+    const check: TypeCheck = live ? policyTypeCheck(live) : { state: "pending", why: "not found" };
+    if (check.state === "clean") return undefined;
+    if (check.state === "warnings") {
+      return `${what}: the API server's type check of the generated expressions warns (${check.warnings.join("; ")}); its binding refuses nothing until an up passes this check. This is a ui-exposure bug: report it, and set ui-exposure:admission.mode to warn or off meanwhile`;
+    }
+    if (now() >= end) {
+      return `${what}: the API server did not type-check it within ${opts.timeoutMs / 1000}s (${check.why}; the check is kube-controller-manager's ValidatingAdmissionPolicy status controller); its binding refuses nothing until an up passes this check. Run pulumi up again once the controller manager runs`;
+    }
+    await sleep(opts.intervalMs);
+  }
+}

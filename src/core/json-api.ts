@@ -143,6 +143,8 @@ export interface SandboxUpDocument extends Document<"SandboxUp"> {
   urls: Record<string, string>;
   portal: string;
   folder: string;
+  /** What answers the URLs: kube-proxy (the data path) or the sandbox's own forwarder. */
+  mode: "kube-proxy" | "forwarder";
 }
 
 /** `exposure sandbox status --json`. */

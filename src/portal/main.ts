@@ -1,11 +1,15 @@
 // Entry point of the portal in the cluster: bundled by src/adapters/portal-bundle.ts into one plain JS
 // file that a stock Node.js image runs (`node /app/portal.js`). Configuration comes from the
 // environment set by components/portal.ts (names in PORTAL_ENV).
+import * as fs from "node:fs";
+import { FILE_LIMITS, readBoundedText } from "../adapters/bounded-file";
 import { loadContractFile } from "../adapters/contract-file";
 import { LiveClusterReader } from "../adapters/kube-live";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
+import type { PublishedEndpoints } from "../core/observe";
 import { PORTAL_CONTAINER_PORT, PORTAL_ENV } from "../core/portal/spec";
+import { parsePublishedEndpoints } from "../core/published";
 import { parseListen, startPortal } from "./server";
 
 export function parseEntries(raw: string | undefined): "all" | string[] {
@@ -22,11 +26,28 @@ export function parseEntries(raw: string | undefined): "all" | string[] {
   return value as string[];
 }
 
+/**
+ * What the last `up` published, from the file of the ConfigMap it writes (PORTAL_PUBLISHED);
+ * undefined while it does not exist (before the first `up` finishes): only names are checked.
+ */
+export function readPublishedFile(file: string): PublishedEndpoints | undefined {
+  if (!fs.existsSync(file)) return undefined;
+  const text = readBoundedText(file, "published outputs", FILE_LIMITS.outputs);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new UserError(`published outputs ${file}: not JSON`);
+  }
+  return parsePublishedEndpoints(value, `published outputs ${file}`);
+}
+
 export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const contractFile = env[PORTAL_ENV.contract] ?? "/app/contract.yaml";
   const contract = loadContractFile(contractFile);
   const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true } : {});
   const stack = env[PORTAL_ENV.stack];
+  const publishedFile = env[PORTAL_ENV.published];
   const portal = await startPortal(
     {
       contract,
@@ -34,6 +55,7 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
       selected: parseEntries(env[PORTAL_ENV.entries]),
       nodeAddress: env[PORTAL_ENV.nodeAddress] || undefined,
       ...(stack ? { stack } : {}),
+      ...(publishedFile ? { readPublished: async () => readPublishedFile(publishedFile) } : {}),
       contractLabel: contractFile,
       log: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),
     },

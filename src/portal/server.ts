@@ -8,7 +8,7 @@ import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
-import type { ObservedCluster } from "../core/observe";
+import type { ObservedCluster, PublishedEndpoints } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
 import { readPortalCluster } from "../core/portal/scoped-read";
@@ -26,6 +26,17 @@ export interface PortalOptions extends PortalSource {
   readIntervalMs?: number;
   /** The portal's own probes of the published URLs (default: on, 15 s cache; env PORTAL_PROBE=off). */
   reachability?: Partial<ReachabilityOptions>;
+  /**
+   * What the stack's last `up` published, read with each cluster read (undefined: not known, only
+   * names are checked), so that the portal's verdicts are `exposure status`'s: a nodePort moved
+   * by hand is DRIFT in both. Wins over `published`.
+   */
+  readPublished?: () => Promise<PublishedEndpoints | undefined>;
+}
+
+interface ObservedRead {
+  cluster: ObservedCluster;
+  published: PublishedEndpoints | undefined;
 }
 
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
@@ -70,13 +81,17 @@ export function refreshOf(search: URLSearchParams): PageOptions {
 
 /** The state page loads share: one cluster read per interval, one probe round at a time. */
 export class PortalObserver {
-  readonly clusterReads: SharedRead<ObservedCluster>;
+  readonly clusterReads: SharedRead<ObservedRead>;
   readonly reachability: ReachabilityCache;
   private readonly probing: ReachabilityOptions;
 
   constructor(private readonly opts: PortalOptions) {
     const wanted = wantedEntries(opts);
-    this.clusterReads = new SharedRead(() => readPortalCluster(opts.cluster, wanted), opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS);
+    const readPublished = opts.readPublished ?? (async () => opts.published);
+    this.clusterReads = new SharedRead(async (): Promise<ObservedRead> => {
+      const [cluster, published] = await Promise.all([readPortalCluster(opts.cluster, wanted), readPublished()]);
+      return { cluster, published };
+    }, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS);
     this.probing = { ...DEFAULT_REACHABILITY, ...opts.reachability };
     this.reachability = new ReachabilityCache(this.probing);
   }
@@ -86,13 +101,14 @@ export class PortalObserver {
 
   /** `waitForProbes: false` for a probe of the portal itself: waiting would wait on itself. */
   async view(opts: { waitForProbes?: boolean } = {}): Promise<PortalView> {
-    const { value: cluster, at } = await this.clusterReads.get();
+    const { value: read, at } = await this.clusterReads.get();
     const generatedAt = this.opts.now?.() ?? new Date();
-    if (this.lastBase?.cluster !== cluster) {
+    if (this.lastBase?.cluster !== read) {
       const reach = { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) };
+      const { published: _given, ...source } = this.opts;
       const view = buildPortalView(
-        { ...this.opts, source: this.opts.cluster.source },
-        cluster,
+        { ...source, ...(read.published ? { published: read.published } : {}), source: this.opts.cluster.source },
+        read.cluster,
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
         reach,
       );
@@ -100,7 +116,7 @@ export class PortalObserver {
       for (const e of view.entries) {
         if (e.exposed && e.url && /^https?:\/\//.test(e.url) && !e.url.includes(PENDING_NODE_PORT)) urls.set(e.name, e.url);
       }
-      this.lastBase = { cluster, view, urls };
+      this.lastBase = { cluster: read, view, urls };
     }
     const base = this.lastBase;
     const byEntry = await this.reachability.answers(portalProbeTargets(base.urls, this.opts.contract, this.probing), { wait: opts.waitForProbes !== false });

@@ -209,6 +209,8 @@ export const SNAPSHOT_CASES: SnapshotCase[] = [
 export interface ApiCase {
   name: string;
   services: FakeAnswer;
+  /** status --timeout (default 0.5 s). */
+  timeoutSeconds?: number;
   exit: number;
   fragment: string;
 }
@@ -239,6 +241,8 @@ export const API_CASES: ApiCase[] = [
   { name: "HTTP 401", services: { status: 401, body: {} }, exit: 1, fragment: "(401)" },
   { name: "HTTP 403", services: { status: 403, body: {} }, exit: 1, fragment: "(403)" },
   { name: "never answers", services: "hang", exit: 1, fragment: "did not answer services within 0.5s" },
+  // Issue 23 #6: the read is refused within one budget shared by every answer in flight (peak RSS: test/kube-live-memory.test.ts).
+  { name: "an endless JSON body", services: "endless", timeoutSeconds: 10, exit: 1, fragment: "answered services with more than 64 MiB" },
 ];
 
 /** A raw HTTP request to the portal, and the status line it must get (the server keeps serving). */
@@ -329,6 +333,14 @@ export const OUTPUTS_CASES: OutputsCase[] = [
   { name: "a list", outputs: "[]", exit: 1, fragment: "found an array" },
   { name: "a string", outputs: '"x"', exit: 1, fragment: "found a string" },
   { name: "not JSON", outputs: "{", exit: 1, fragment: "not JSON" },
+  // Issue 23 #8: what the last up published decides verdicts (status and the portal alike): read back, so checked.
+  {
+    name: "a published nodePort that is not a port",
+    outputs: '{"endpoints":{"argocd":{"nodePort":"31000"}}}',
+    exit: 1,
+    fragment: "endpoints.argocd.nodePort: expected a number",
+  },
+  { name: "published endpoints as a list", outputs: '{"endpoints":[]}', exit: 1, fragment: "endpoints: expected a map" },
 ];
 
 /**

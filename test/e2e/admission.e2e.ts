@@ -6,6 +6,8 @@ import * as https from "node:https";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
+import { LiveClusterReader } from "../../src/adapters/kube-live";
+import { untilPolicyTypeChecked } from "../../src/core/admission";
 import { readChartFixture, type Workload } from "../support/chart-fixtures";
 import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "../support/harness";
 
@@ -184,6 +186,39 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     // The guard is stable: nothing to change on the next preview.
     const again = sandbox.pulumi(["preview", "--expect-no-changes"]);
     expect(again.code, summary(again)).toBe(0);
+  });
+
+  it("up applied the binding only after the API server type-checked the policy clean; a policy it flags gets one clear refusal (issue 23 #4)", async () => {
+    const reader = await LiveClusterReader.connect({ kubeconfig: cluster.kubeconfig });
+    const policy = await admission.readValidatingAdmissionPolicy({ name: POLICY });
+    // What `up` waited for before the binding: this generation checked, no warning.
+    expect(policy.status?.observedGeneration).toBe(policy.metadata?.generation);
+    expect(policy.status?.typeChecking?.expressionWarnings ?? []).toEqual([]);
+    expect(await untilPolicyTypeChecked(reader, POLICY, { timeoutMs: 30_000, intervalMs: 250 })).toBeUndefined();
+
+    // A policy whose expression the API server's type check flags (a field no matched kind has):
+    // it is stored (it compiles untyped), then flagged in its status; the check says so, once.
+    const flagged = `${POLICY}-flagged`;
+    const spec = JSON.parse(JSON.stringify(policy.spec));
+    spec.validations.push({ expression: "object.spec.nonexistentField == 'x'", message: "m", reason: "Forbidden" });
+    await admission.createValidatingAdmissionPolicy({ body: { metadata: { name: flagged }, spec } as never });
+    try {
+      const problem = await untilPolicyTypeChecked(reader, flagged, { timeoutMs: 60_000, intervalMs: 250 });
+      expect(problem).toContain(
+        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[2].expression: `,
+      );
+      expect(problem).toContain("undefined field 'nonexistentField'");
+      expect(problem).toContain("its binding refuses nothing until an up passes this check");
+    } finally {
+      await admission.deleteValidatingAdmissionPolicy({ name: flagged });
+    }
+
+    // What the API server refuses outright (a lone surrogate in a literal) is never even stored.
+    const badLiteral = JSON.parse(JSON.stringify(policy.spec));
+    badLiteral.validations.push({ expression: "'\\ud800' == 'x'", message: "m", reason: "Forbidden" });
+    expect(
+      await outcome(admission.createValidatingAdmissionPolicy({ body: { metadata: { name: `${POLICY}-literal` }, spec: badLiteral } as never })),
+    ).toContain("invalid unicode code point");
   });
 
   it("with deny, refuses undeclared NodePort/LoadBalancer Services and hostPorts with the message, admits the rest", async () => {

@@ -128,7 +128,7 @@ const comparable = (v: View) =>
   }));
 
 describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", () => {
-  let outputs: { urls: Record<string, string> };
+  let outputs: { urls: Record<string, string>; endpoints: Record<string, unknown> };
   let token: string;
   let ca: Buffer;
   let inCluster: { url: string; child: ChildProcess; stderr: () => string };
@@ -171,8 +171,11 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
   it("runs the exact bundle from the ConfigMap with a minted ServiceAccount token, and serves the same verdicts, links and reachability as exposure portal", async () => {
     // The files `up` shipped, byte for byte.
     const maps = await cluster.core.listNamespacedConfigMap({ namespace: PORTAL_NS, labelSelector: PORTAL_LABEL });
-    expect(maps.items).toHaveLength(1);
-    const cm = maps.items[0];
+    // The code, and what this up published (the pod mounts it at PORTAL_PUBLISHED).
+    expect(maps.items).toHaveLength(2);
+    const cm = maps.items.find((m) => m.binaryData);
+    const publishedMap = maps.items.find((m) => m.metadata?.name === "ui-exposure-published");
+    expect(JSON.parse(publishedMap?.data?.["endpoints.json"] ?? "{}")).toEqual(JSON.parse(JSON.stringify(outputs.endpoints)));
     const app = path.join(tmp, "app");
     fs.mkdirSync(app);
     for (const [name, text] of Object.entries(cm?.data ?? {})) fs.writeFileSync(path.join(app, name), text);
@@ -212,6 +215,11 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
     expect(env.PORTAL_IN_CLUSTER).toBe("1");
     env.PORTAL_CONTRACT = path.join(app, "contract.yaml");
     env.PORTAL_LISTEN = `${NODE_IP}:${portalUrl.port}`;
+    // The ConfigMap's file where the kubelet would mount it.
+    expect(env.PORTAL_PUBLISHED).toBe("/published/endpoints.json");
+    fs.mkdirSync(path.join(tmp, "published"));
+    env.PORTAL_PUBLISHED = path.join(tmp, "published", "endpoints.json");
+    fs.writeFileSync(env.PORTAL_PUBLISHED, publishedMap?.data?.["endpoints.json"] ?? "");
     const script = [
       "mount -t tmpfs tmpfs /run",
       "mkdir -p /run/secrets/kubernetes.io/serviceaccount",
@@ -267,6 +275,29 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
     expect(page).toContain('<th colspan="6" scope="rowgroup">Observability</th>');
     const one = await fetch(new URL("/api/entries/grafana", inCluster.url));
     expect(((await one.json()) as { entry: Entry }).entry.reachability?.status).toBe(500);
+
+    // A nodePort moved by hand: both portals say DRIFT, as `exposure status` does (issue 23 #8).
+    const moved = await cluster.core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
+    const was = moved.spec?.ports?.[0]?.nodePort as number;
+    const to = was === 32767 ? 32766 : was + 1;
+    if (moved.spec?.ports?.[0]) moved.spec.ports[0].nodePort = to;
+    await cluster.core.replaceNamespacedService({ namespace: "argocd", name: "argocd-nodeport", body: moved });
+    const reason = `nodePort changed since the last up (${was} -> ${to})`;
+    for (const base of [inCluster.url, `http://127.0.0.1:${port}/`]) {
+      const drift = await waitFor(
+        `argocd DRIFT at ${base}`,
+        async () => {
+          const res = await fetch(new URL("/api/entries/argocd", base));
+          const entry = res.ok ? ((await res.json()) as { entry: Entry }).entry : undefined;
+          return entry?.verdict === "DRIFT" ? entry : undefined;
+        },
+        30_000,
+      );
+      expect(drift.reasons).toContain(reason);
+    }
+    const status = sandbox.exposure(["status", "--stack", "sandbox", "--entry", "argocd"]);
+    expect(status.code).toBe(3);
+    expect(status.stdout).toContain(reason);
     operator.kill("SIGTERM");
   });
 

@@ -1,6 +1,7 @@
 // `npm run sandbox` as a new user runs it, in a throw-away copy of the project: `sandbox up
 // --json`, every printed URL and the portal answer (MATCH, links), the operator commands work
 // against it, `up` again is safe, and `sandbox down` leaves no process and no folder.
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -76,15 +77,22 @@ describe.sequential("e2e: exposure sandbox", () => {
     timings.firstUpMs = up.ms;
     expect(up.code, summary(up)).toBe(0);
     expect(up.stderr).toContain("pulumi v3.248.0 from the toolchain");
-    const out = JSON.parse(up.stdout) as { urls: Record<string, string>; portal: string; folder: string };
+    const out = JSON.parse(up.stdout) as { urls: Record<string, string>; portal: string; folder: string; mode: string };
     expect(out.folder).toBe(path.join(copy, ".sandbox"));
+    // Root here: the data path (kube-proxy in the node's namespace), said as such; elsewhere the forwarder, said too.
+    const kubeProxy = out.mode === "kube-proxy";
+    expect(kubeProxy, up.stderr).toBe(process.getuid?.() === 0);
+    expect(up.stderr).toContain(kubeProxy ? "sandbox: mode kube-proxy: node sandbox-node at 198.18." : "sandbox: mode forwarder: ");
+    const node = kubeProxy ? String.raw`198\.18\.\d{1,3}\.11` : String.raw`127\.0\.0\.11`;
     // Every exposed entry of the example contract, at the sandbox node's address.
     expect(Object.keys(out.urls).sort()).toEqual(["argocd", "dagster", "gitea", "grafana", "k8s-dashboard", "marquez-web", "mlflow", "portal"]);
     for (const [name, url] of Object.entries(out.urls)) {
-      expect(url).toMatch(name === "k8s-dashboard" ? /^https:\/\/127\.0\.0\.11:3\d{4}$/ : /^http:\/\/127\.0\.0\.11:3\d{4}$/);
+      expect(url).toMatch(new RegExp(`^${name === "k8s-dashboard" ? "https" : "http"}://${node}:3\\d{4}$`));
       if (url.startsWith("https:")) continue; // self-signed: checked through exposure probe below
       const res = await fetch(url);
       expect(res.status, `${name} ${url}`).toBe(200);
+      // Through kube-proxy, the entry's own pod answers (its server says its name).
+      if (kubeProxy) expect((await res.text()).trim()).toMatch(new RegExp(`^[a-z-]+/${name}-0$`));
     }
     const view = (await (await fetch(`${out.portal}api/entries`)).json()) as { entries: { name: string; verdict: string; url?: string }[] };
     const exposed = view.entries.filter((e) => e.url);
@@ -133,6 +141,28 @@ describe.sequential("e2e: exposure sandbox", () => {
     expect(status.stdout).toMatch(/^API server https:\/\/127\.0\.0\.1:\d+ +answers \(ready\)$/m);
   }, 120_000);
 
+  it("with kube-proxy, what answers follows the live cluster: a deleted Service stops answering and sandbox status says so", async () => {
+    const info = JSON.parse(fs.readFileSync(path.join(copy, ".sandbox/sandbox.json"), "utf8")) as { urls: Record<string, string>; mode: string };
+    if (info.mode !== "kube-proxy") return;
+    const lib = await import("@kubernetes/client-node");
+    const kc = new lib.KubeConfig();
+    kc.loadFromFile(path.join(copy, ".sandbox/kubeconfig"));
+    await kc.makeApiClient(lib.CoreV1Api).deleteNamespacedService({ namespace: "marquez", name: "marquez-web-nodeport" });
+    const url = info.urls["marquez-web"] as string;
+    let gone = false;
+    for (let i = 0; i < 50 && !gone; i++) {
+      gone = await fetch(url, { signal: AbortSignal.timeout(1000) }).then(
+        () => false,
+        () => true,
+      );
+      if (!gone) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(gone).toBe(true);
+    const status = await exposure(["sandbox", "status"]);
+    expect(status.code, summary(status)).toBe(1);
+    expect(status.stdout).toMatch(new RegExp(`marquez-web ${url.replace(/[.]/g, "\\.")}\\s+NO ANSWER`));
+  }, 120_000);
+
   it("a dead API server is said as such by sandbox status, not as the portal not answering (issue 23, item 7)", async () => {
     const pids = fs.readFileSync(path.join(copy, ".sandbox/cluster/pids"), "utf8");
     const pid = Number(/^kube-apiserver=(\d+)$/m.exec(pids)?.[1]);
@@ -148,15 +178,52 @@ describe.sequential("e2e: exposure sandbox", () => {
   }, 60_000);
 
   it("sandbox down stops every process it started and removes the folder; a warm up from scratch takes under a minute", async () => {
+    const run = path.join(copy, ".sandbox/datapath-run");
+    const prefix = fs.existsSync(run) ? fs.readFileSync(run, "utf8").trim() : undefined;
     const down = await exposure(["sandbox", "down"]);
     expect(down.code, summary(down)).toBe(0);
     expect(fs.existsSync(path.join(copy, ".sandbox"))).toBe(false);
+    // The data path's namespaces and the host's link went with it.
+    if (prefix) {
+      expect(execFileSync("ip", ["netns", "list"], { encoding: "utf8" })).not.toContain(prefix);
+      expect(execFileSync("ip", ["link", "show"], { encoding: "utf8" })).not.toContain(prefix);
+    }
     expect(fs.existsSync(path.join(copy, "Pulumi.sandbox.yaml"))).toBe(false);
     expect(processesUnder(copy)).toEqual([]);
     // Warm: the toolchain is built; measured, reported in docs/e2e.md (not a timed assertion).
-    const warm = await exposure(["sandbox", "up", "--json"]);
+    // This one in forwarder mode (forced): what answers follows the live cluster there too.
+    const warm = await exposure(["sandbox", "up", "--json"], { EXPOSURE_SANDBOX_DATAPATH: "off" });
     timings.warmUpMs = warm.ms;
     expect(warm.code, summary(warm)).toBe(0);
+    expect(warm.stderr).toContain("sandbox: mode forwarder: EXPOSURE_SANDBOX_DATAPATH=off");
+    const fwd = JSON.parse(warm.stdout) as { urls: Record<string, string>; mode: string };
+    expect(fwd.mode).toBe("forwarder");
+    const lib = await import("@kubernetes/client-node");
+    const kc = new lib.KubeConfig();
+    kc.loadFromFile(path.join(copy, ".sandbox/kubeconfig"));
+    const core = kc.makeApiClient(lib.CoreV1Api);
+    const answersAt = (url: string) =>
+      fetch(url, { signal: AbortSignal.timeout(1000) }).then(
+        () => true,
+        () => false,
+      );
+    const until = async (fn: () => Promise<boolean>) => {
+      for (let i = 0; i < 60 && !(await fn()); i++) await new Promise((r) => setTimeout(r, 250));
+      return fn();
+    };
+    const argocd = await core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
+    const port = argocd.spec?.ports?.[0];
+    if (!port?.nodePort) throw new Error("argocd-nodeport has no nodePort");
+    const published = fwd.urls.argocd as string;
+    port.nodePort = port.nodePort === 32767 ? 32766 : port.nodePort + 1;
+    await core.replaceNamespacedService({ namespace: "argocd", name: "argocd-nodeport", body: argocd });
+    const movedUrl = `http://127.0.0.11:${port.nodePort}`;
+    expect(await until(async () => (await answersAt(movedUrl)) && !(await answersAt(published)))).toBe(true);
+    await core.deleteNamespacedService({ namespace: "gitea", name: "gitea-nodeport" });
+    expect(await until(async () => !(await answersAt(fwd.urls.gitea as string)))).toBe(true);
+    const fstatus = await exposure(["sandbox", "status"]);
+    expect(fstatus.code, summary(fstatus)).toBe(1);
+    expect(fstatus.stdout).toMatch(/^gitea \S+ +NO ANSWER$/m);
     const down2 = await exposure(["sandbox", "down"]);
     expect(down2.code, summary(down2)).toBe(0);
     expect(processesUnder(copy)).toEqual([]);

@@ -3,7 +3,26 @@
 import * as http from "node:http";
 import type * as net from "node:net";
 
-export type FakeAnswer = { status?: number; body: unknown; raw?: false } | { status?: number; body: string; raw: true } | "hang";
+/** "endless": a 200 whose JSON body never ends (a list whose items keep coming), sent as fast as the client reads. */
+export type FakeAnswer = { status?: number; body: unknown; raw?: false } | { status?: number; body: string; raw: true } | "hang" | "endless";
+
+/** Streams `{"kind":"List","items":[{...},{...},...` until the client goes away. */
+export function streamEndlessList(res: http.ServerResponse): void {
+  res.writeHead(200, { "content-type": "application/json" });
+  const item = Buffer.from(`${JSON.stringify({ metadata: { name: "x".repeat(200), namespace: "endless" }, spec: { ports: [{ port: 80 }] } })},`.repeat(256));
+  let open = true;
+  res.on("close", () => {
+    open = false;
+  });
+  res.write('{"kind":"List","apiVersion":"v1","metadata":{},"items":[');
+  const pump = () => {
+    while (open && res.write(item)) {
+      // until the socket's buffer is full
+    }
+    if (open) res.once("drain", pump);
+  };
+  pump();
+}
 
 export interface FakeApi {
   url: string;
@@ -15,15 +34,16 @@ export interface FakeApi {
   close(): Promise<void>;
 }
 
-/** `answers`: URL path (without query) -> answer; other paths answer 404 with a Status. */
-export async function startFakeApi(answers: Record<string, FakeAnswer>): Promise<FakeApi> {
+/** `answers`: URL path (without query) -> answer; other paths answer `otherwise`, by default 404 with a Status. */
+export async function startFakeApi(answers: Record<string, FakeAnswer>, opts: { otherwise?: FakeAnswer } = {}): Promise<FakeApi> {
   const requests: string[] = [];
   const sockets = new Set<net.Socket>();
   const server = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     requests.push(path);
-    const answer = answers[path];
+    const answer = answers[path] ?? opts.otherwise;
     if (answer === "hang") return; // accepted, never answered
+    if (answer === "endless") return streamEndlessList(res);
     if (!answer) {
       res.writeHead(404, { "content-type": "application/json" });
       res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", code: 404, reason: "NotFound" }));

@@ -26,10 +26,11 @@ export function toolchainBin(): string {
   return execFileSync(path.join(projectDir, "scripts/e2e-toolchain.sh"), ["bin"], { encoding: "utf8" }).trim().split("\n").pop() as string;
 }
 
-export async function startCluster(bin: string): Promise<Cluster> {
+/** `env`: settings of scripts/e2e-cluster.sh (E2E_SERVICE_CIDR, ...). */
+export async function startCluster(bin: string, env: Record<string, string> = {}): Promise<Cluster> {
   const r = spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["start"], {
     encoding: "utf8",
-    env: { ...process.env, E2E_BIN: bin },
+    env: { ...process.env, ...env, E2E_BIN: bin },
     timeout: 240_000,
   });
   if (r.status !== 0) throw new Error(`e2e cluster did not start:\n${r.stderr}`);
@@ -278,10 +279,13 @@ export function providerVersions(): { kubernetes: string; command: string } {
   return { kubernetes: read("@pulumi/kubernetes"), command: read("@pulumi/command") };
 }
 
-/** The README's shell block marked ```sh runbook=<name>, exactly as printed (the runbook e2e runs it). */
-export function runbookBlock(readme: string, name: string): string {
-  const blocks = [...readme.matchAll(/^```sh runbook=(\S+)\n([\s\S]*?)^```$/gm)].filter((m) => m[1] === name);
-  if (blocks.length !== 1) throw new Error(`README.md has ${blocks.length} blocks marked runbook=${name}`);
+/**
+ * The README's (or a docs page's) block marked ```sh runbook=<name> (```sql for `lang` sql),
+ * exactly as printed (the runbook e2e runs it).
+ */
+export function runbookBlock(readme: string, name: string, lang: "sh" | "sql" = "sh"): string {
+  const blocks = [...readme.matchAll(new RegExp(`^\`\`\`${lang} runbook=(\\S+)\\n([\\s\\S]*?)^\`\`\`$`, "gm"))].filter((m) => m[1] === name);
+  if (blocks.length !== 1) throw new Error(`the text has ${blocks.length} ${lang} blocks marked runbook=${name}`);
   return blocks[0]?.[2] as string;
 }
 

@@ -122,7 +122,18 @@ const podLabels = (e: Endpoint) => ({ "app.kubernetes.io/name": e.name, "app.kub
  * (exposed or not, so `exposure access` shows their in-cluster address), a Ready pod behind each
  * exposed one, a Secret per declared credential with a random password.
  */
-export async function seedCluster(kubeconfig: string, contract: Contract, exposedEntries: readonly Endpoint[]): Promise<void> {
+export interface SeedOptions {
+  /** The node's InternalIP (default SANDBOX_NODE.ip): the data path's node address when there is one. */
+  nodeIp?: string;
+  /**
+   * Runs the pod of an exposed entry for real (the data path: its own namespace and server) and
+   * gives its address; without it the pod gets an address nothing answers on.
+   */
+  runPod?: (pod: { namespace: string; name: string; port: number; tls: boolean }) => Promise<string>;
+}
+
+export async function seedCluster(kubeconfig: string, contract: Contract, exposedEntries: readonly Endpoint[], opts: SeedOptions = {}): Promise<void> {
+  const nodeIp = opts.nodeIp ?? SANDBOX_NODE.ip;
   const lib: ClientNode = await import("@kubernetes/client-node");
   const kc = new lib.KubeConfig();
   kc.loadFromFile(kubeconfig);
@@ -133,7 +144,7 @@ export async function seedCluster(kubeconfig: string, contract: Contract, expose
     const live = await core.readNode({ name: SANDBOX_NODE.name });
     live.status = {
       addresses: [
-        { type: "InternalIP", address: SANDBOX_NODE.ip },
+        { type: "InternalIP", address: nodeIp },
         { type: "Hostname", address: SANDBOX_NODE.name },
       ],
       conditions: [{ type: "Ready", status: "True", reason: "Sandbox", lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }],
@@ -187,12 +198,15 @@ export async function seedCluster(kubeconfig: string, contract: Contract, expose
       }),
     );
     const pod = await core.readNamespacedPod({ namespace: e.service.namespace, name: podName });
-    const podIP = `10.244.0.${podIndex++}`;
+    const index = podIndex++;
+    const podIP = opts.runPod
+      ? await opts.runPod({ namespace: e.service.namespace, name: podName, port: targetPort, tls: e.scheme === "https" })
+      : `10.244.0.${index}`;
     pod.status = {
       phase: "Running",
       podIP,
       podIPs: [{ ip: podIP }],
-      hostIP: SANDBOX_NODE.ip,
+      hostIP: nodeIp,
       conditions: [
         { type: "Ready", status: "True", lastTransitionTime: new Date() },
         { type: "ContainersReady", status: "True", lastTransitionTime: new Date() },

@@ -8,12 +8,15 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { promisify } from "node:util";
+import { DataPath, dataPathSupport, findTool, stopRun } from "../datapath/datapath";
+import { writeNode } from "../datapath/kubelet";
+import { PREFIX_PATTERN } from "../datapath/plan";
 import { httpGet } from "../http-probe";
 import { openStack } from "../stack-inputs";
-import { type ControlPlaneStatus, controlPlaneStatus, SANDBOX_CONTEXT, seedCluster, startControlPlane, stopControlPlane } from "./cluster";
+import { type ControlPlaneStatus, controlPlaneStatus, SANDBOX_CONTEXT, SANDBOX_NODE, seedCluster, startControlPlane, stopControlPlane } from "./cluster";
 import { isOurs, type RecordedProcess, readSandboxState, startDetached, stopRecorded } from "./processes";
 import type { StandIn, StandInFile } from "./stand-in-servers";
-import { buildToolchain, missingStages, pulumiOnPath, STAGES, toolchainBinDir } from "./toolchain";
+import { buildToolchain, KUBE_PROXY_STAGE, missingStages, pulumiOnPath, STAGES, toolchainBinDir } from "./toolchain";
 
 const run = promisify(execFile);
 
@@ -30,6 +33,12 @@ export interface SandboxInfo {
   envFile: string;
   processes: RecordedProcess[];
   bin: string;
+  /**
+   * What answers the URLs: "kube-proxy", the data path (network namespaces, kube-proxy in
+   * nftables mode, the pods' own servers), or "forwarder" where the machine allows no network
+   * namespaces (servers of the sandbox on the published ports).
+   */
+  mode: "kube-proxy" | "forwarder";
 }
 
 export interface SandboxIo {
@@ -41,6 +50,8 @@ export interface SandboxIo {
 
 export const sandboxFolder = (projectDir: string) => path.join(projectDir, ".sandbox");
 const infoFile = (folder: string) => path.join(folder, "sandbox.json");
+/** The data path run's prefix, written as soon as it exists (its own state file proves what it owns). */
+const dataPathFile = (folder: string) => path.join(folder, "datapath-run");
 const stackFile = (projectDir: string) => path.join(projectDir, `Pulumi.${SANDBOX_STACK}.yaml`);
 
 /**
@@ -61,6 +72,7 @@ export function readSandboxInfo(folder: string): (SandboxInfo & { rejected: stri
     processes: state.processes,
     // Only handed to scripts/e2e-cluster.sh stop (which runs no binary from it).
     bin: typeof state.raw.bin === "string" ? state.raw.bin : "",
+    mode: state.raw.mode === "kube-proxy" ? "kube-proxy" : "forwarder",
     rejected: state.rejected,
   };
 }
@@ -211,7 +223,11 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   let t0 = Date.now();
   const bin = toolchainBinDir(projectDir);
   const onPath = pulumiOnPath(io.env);
-  const needed = onPath ? STAGES.filter((s) => s.name !== "pulumi" && s.name !== "langhost") : STAGES;
+  const needed = [
+    ...(onPath ? STAGES.filter((s) => s.name !== "pulumi" && s.name !== "langhost") : STAGES),
+    // kube-proxy only where the data path can run (network namespaces need root).
+    ...(process.getuid?.() === 0 ? [KUBE_PROXY_STAGE] : []),
+  ];
   const missing = missingStages(bin, needed);
   fs.mkdirSync(folder, { recursive: true, mode: 0o700 });
   if (missing.length) await buildToolchain(projectDir, missing, say, path.join(folder, "toolchain-build.log"));
@@ -226,6 +242,37 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   t0 = Date.now();
   const cluster = startControlPlane(projectDir, bin, path.join(folder, "cluster"), path.join(folder, "kubeconfig"));
   say(`sandbox [2/6] control plane up in ${seconds(t0)}: ${cluster.server} (context ${SANDBOX_CONTEXT})`);
+
+  // The data path, when this machine allows network namespaces: the URLs are then answered by
+  // kube-proxy, reached from this machine through one link of its own (operator "host").
+  t0 = Date.now();
+  // EXPOSURE_SANDBOX_DATAPATH=off: the forwarder even where the data path could run (to compare, or to test it).
+  const support =
+    io.env.EXPOSURE_SANDBOX_DATAPATH === "off" ? { ok: false as const, problems: [{ message: "EXPOSURE_SANDBOX_DATAPATH=off" }] } : dataPathSupport(bin);
+  let dp: DataPath | undefined;
+  if (support.ok) {
+    dp = await DataPath.start({
+      nodes: [SANDBOX_NODE.name],
+      operator: "host",
+      detached: true,
+      kubeconfig: cluster.kubeconfig,
+      apiPort: Number(new URL(cluster.server).port),
+      tools: support.value,
+      tls: { certFile: path.join(cluster.dir, "pki/apiserver.crt"), keyFile: path.join(cluster.dir, "pki/apiserver.key") },
+      onNodes: async (nodes) => {
+        const lib = await import("@kubernetes/client-node");
+        const kc = new lib.KubeConfig();
+        kc.loadFromFile(cluster.kubeconfig);
+        for (const n of nodes) await writeNode(kc.makeApiClient(lib.CoreV1Api), { name: n.name, ip: n.ip, ready: true });
+      },
+    });
+    fs.writeFileSync(dataPathFile(folder), dp.prefix, { mode: 0o600 });
+    say(
+      `sandbox: mode kube-proxy: node ${SANDBOX_NODE.name} at ${dp.node(SANDBOX_NODE.name).ip}, kube-proxy (nftables) in its network namespace, in ${seconds(t0)}`,
+    );
+  } else {
+    say(`sandbox: mode forwarder: ${support.problems.map((p) => p.message).join("; ")}; the URLs are answered by the sandbox's own servers, not by Kubernetes`);
+  }
 
   // 3. The stack file and the stand-in platform.
   t0 = Date.now();
@@ -247,7 +294,18 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
     ].join("\n"),
   );
   const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
-  await seedCluster(cluster.kubeconfig, contract, selectedEntries);
+  const node = dp?.node(SANDBOX_NODE.name);
+  await seedCluster(
+    cluster.kubeconfig,
+    contract,
+    selectedEntries,
+    dp && node
+      ? {
+          nodeIp: node.ip,
+          runPod: async (pod) => (await dp.addPod({ pod: `${pod.namespace}/${pod.name}`, node: node.name, listeners: [{ port: pod.port, tls: pod.tls }] })).ip,
+        }
+      : {},
+  );
   say(`sandbox [3/6] ${selectedEntries.length} stand-in UIs installed in ${seconds(t0)} (vendored Service, Ready pod, EndpointSlice; Secrets for access)`);
 
   // 4. The real pulumi up.
@@ -273,38 +331,54 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   const urls = outputs.urls ?? {};
   say(`sandbox [4/6] pulumi up done in ${seconds(t0)}: ${Object.keys(urls).length} URLs published`);
 
-  // 5. The data path: one stand-in server per URL.
+  // 5. What answers the URLs: kube-proxy (the pods' own servers), or one stand-in server per URL.
   t0 = Date.now();
-  const standIns: StandIn[] = Object.entries(urls).map(([entry, url]) => {
-    const probe = contract.endpoints.find((e) => e.name === entry)?.probe;
-    return { entry, url, probePath: probe?.path ?? "/", probeStatus: probe?.expectStatus?.[0] ?? 200 };
-  });
-  const pki = path.join(cluster.dir, "pki");
-  const standInFile: StandInFile = {
-    standIns,
-    ...(fs.existsSync(path.join(pki, "apiserver.crt")) ? { tls: { keyFile: path.join(pki, "apiserver.key"), certFile: path.join(pki, "apiserver.crt") } } : {}),
-  };
-  const standInsJson = path.join(folder, "stand-ins.json");
-  fs.writeFileSync(standInsJson, JSON.stringify(standInFile, null, 2));
-  // Compiled (dist/, .js) or, under the test runner, from the sources through tsx (.ts), like this module.
-  const extension = path.extname(__filename);
-  const script = path.join(__dirname, `stand-in-servers${extension}`);
-  const loader = extension === ".ts" ? ["--require", require.resolve("tsx/cjs", { paths: [projectDir] })] : [];
   const processes: RecordedProcess[] = [];
-  const standInsLog = path.join(folder, "stand-ins.log");
-  const standInProcess = startDetached("stand-in servers", process.execPath, [...loader, script, standInsJson], { cwd: projectDir, env, logFile: standInsLog });
-  processes.push(standInProcess);
+  const mode: SandboxInfo["mode"] = dp ? "kube-proxy" : "forwarder";
   const save = (portal: string) => {
-    const info: SandboxInfo = { folder, urls, portal, pulumi, envFile, processes, bin };
+    const info: SandboxInfo = { folder, urls, portal, pulumi, envFile, processes, bin, mode };
     fs.writeFileSync(infoFile(folder), JSON.stringify(info, null, 2), { mode: 0o600 });
     return info;
   };
-  save("");
-  await waitUntil("the stand-in servers", async () => (await Promise.all(standIns.map((s) => answers(s.url)))).every(Boolean), 30_000, {
-    process: standInProcess,
-    logFile: standInsLog,
-  });
-  say(`sandbox [5/6] ${standIns.length} stand-in servers answering on <node IP>:<nodePort> in ${seconds(t0)}`);
+  if (dp) {
+    save("");
+    await waitUntil("every URL to answer through kube-proxy", async () => (await Promise.all(Object.values(urls).map(answers))).every(Boolean), 60_000);
+    say(`sandbox [5/6] ${Object.keys(urls).length} URLs answered by kube-proxy on <node IP>:<nodePort> in ${seconds(t0)}`);
+  } else {
+    const standIns: StandIn[] = Object.entries(urls).map(([entry, url]) => {
+      const declared = contract.endpoints.find((e) => e.name === entry);
+      const probe = declared?.probe;
+      return { entry, url, probePath: probe?.path ?? "/", probeStatus: probe?.expectStatus?.[0] ?? 200, ...(declared?.hostPort ? { hostPort: true } : {}) };
+    });
+    const pki = path.join(cluster.dir, "pki");
+    const standInFile: StandInFile = {
+      standIns,
+      // What answers follows the live cluster, as kube-proxy would: moved ports, deleted Services, unready pods.
+      follow: { kubeconfig: cluster.kubeconfig },
+      ...(fs.existsSync(path.join(pki, "apiserver.crt"))
+        ? { tls: { keyFile: path.join(pki, "apiserver.key"), certFile: path.join(pki, "apiserver.crt") } }
+        : {}),
+    };
+    const standInsJson = path.join(folder, "stand-ins.json");
+    fs.writeFileSync(standInsJson, JSON.stringify(standInFile, null, 2));
+    // Compiled (dist/, .js) or, under the test runner, from the sources through tsx (.ts), like this module.
+    const extension = path.extname(__filename);
+    const script = path.join(__dirname, `stand-in-servers${extension}`);
+    const loader = extension === ".ts" ? ["--require", require.resolve("tsx/cjs", { paths: [projectDir] })] : [];
+    const standInsLog = path.join(folder, "stand-ins.log");
+    const standInProcess = startDetached("stand-in servers", process.execPath, [...loader, script, standInsJson], {
+      cwd: projectDir,
+      env,
+      logFile: standInsLog,
+    });
+    processes.push(standInProcess);
+    save("");
+    await waitUntil("the stand-in servers", async () => (await Promise.all(standIns.map((s) => answers(s.url)))).every(Boolean), 30_000, {
+      process: standInProcess,
+      logFile: standInsLog,
+    });
+    say(`sandbox [5/6] ${standIns.length} stand-in servers answering on <node IP>:<nodePort> in ${seconds(t0)}`);
+  }
 
   // 6. The portal.
   t0 = Date.now();
@@ -374,6 +448,15 @@ export async function sandboxDown(io: SandboxIo): Promise<{ folder: string; stop
   const folder = sandboxFolder(io.projectDir);
   const info = readSandboxInfo(folder);
   const stopped = info ? await stopRecorded(info.processes) : [];
+  // The data path: only what its own state file names (stopRun checks it as for a stale run).
+  let prefix = "";
+  try {
+    prefix = fs.readFileSync(dataPathFile(folder), "utf8").trim();
+  } catch {}
+  if (PREFIX_PATTERN.test(prefix)) {
+    const removed = await stopRun({ ip: findTool("ip") ?? "ip" }, prefix);
+    if (removed.length) stopped.push(`data path ${prefix} (${removed.length} namespaces, processes and links)`);
+  }
   const clusterDir = path.join(folder, "cluster");
   if (fs.existsSync(clusterDir)) {
     stopControlPlane(io.projectDir, info?.bin || toolchainBinDir(io.projectDir), clusterDir);

@@ -46,7 +46,17 @@ export const PORTAL_ENV = {
   stack: "PORTAL_STACK",
   /** "1": use the pod's ServiceAccount; otherwise a kubeconfig ($KUBECONFIG), for running the bundle by hand. */
   inCluster: "PORTAL_IN_CLUSTER",
+  /** The file holding what the last `up` published (the stack's `endpoints` output), as JSON. */
+  published: "PORTAL_PUBLISHED",
 } as const;
+
+/**
+ * What the last `up` published, for the portal's verdicts (the same as `exposure status`'s): `up`
+ * writes the stack's `endpoints` output into this ConfigMap once the Services exist, and the pod
+ * mounts it (optional: absent before the first `up` finishes; kubelet refreshes the file after
+ * each `up` without a restart). A fixed name: the Deployment names it before it exists.
+ */
+export const PORTAL_PUBLISHED = { configMap: "ui-exposure-published", dir: "/published", file: "endpoints.json" } as const;
 
 export interface PolicyRule {
   apiGroups: string[];

@@ -1,0 +1,35 @@
+import * as z from "zod/mini";
+import { describeZodIssue, formatPath } from "./contract/parse";
+import { UserError } from "./errors";
+import type { PublishedEndpoints } from "./observe";
+import "./zod-messages";
+
+/**
+ * What the last `up` published (its `endpoints` output), read back by `status` and the portal
+ * from `pulumi stack output`, a saved outputs file or, in the cluster, the ConfigMap `up`
+ * writes for the portal. Untrusted: a field of the wrong type is an error naming it, never a
+ * verdict computed from it. Fields the verdicts do not use are left as they are.
+ */
+const port = z.int().check(z.minimum(1), z.maximum(65535));
+const record = z.looseObject({
+  nodePort: z.optional(port),
+  hostPort: z.optional(port),
+  url: z.optional(z.string()),
+  service: z.optional(z.string()),
+  uid: z.optional(z.string()),
+});
+const schema = z.record(z.string(), record);
+
+/** The published endpoints in `value` (`source` names where they come from, for the message). */
+export function parsePublishedEndpoints(value: unknown, source: string): PublishedEndpoints {
+  const result = schema.safeParse(value, { reportInput: true });
+  if (result.success) return result.data as PublishedEndpoints;
+  const issue = result.error.issues[0];
+  const where = issue ? formatPath(["endpoints", ...issue.path]) : "endpoints";
+  throw new UserError(`${source}: ${where}: ${issue ? describeZodIssue(issue) : "not a map of published endpoints"}`);
+}
+
+/** The `endpoints` output of a set of stack outputs ({} when the stack published none). */
+export function publishedFromOutputs(outputs: Readonly<Record<string, unknown>>, source: string): PublishedEndpoints {
+  return outputs.endpoints === undefined ? {} : parsePublishedEndpoints(outputs.endpoints, source);
+}

@@ -1,0 +1,27 @@
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readStackOutputs } from "../src/adapters/pulumi-cli";
+
+let dir: string;
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-cli-"));
+  // What the pinned CLI prints when its PostgreSQL backend refuses the password given in the URL.
+  fs.writeFileSync(
+    path.join(dir, "pulumi"),
+    "#!/bin/sh\necho 'error: unable to open bucket postgres://team:Hunter2-secret@127.0.0.1:5432/state: failed to ping PostgreSQL: pq: password authentication failed for user \"team\" (28P01)' >&2\nexit 1\n",
+    { mode: 0o755 },
+  );
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+describe("readStackOutputs", () => {
+  it("passes on the CLI's error line with the backend URL's password hidden", async () => {
+    const failure = readStackOutputs({ projectDir: dir, env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } }, "dirqual");
+    await expect(failure).rejects.toThrow(
+      'pulumi stack output --stack dirqual failed: error: unable to open bucket postgres://team:****@127.0.0.1:5432/state: failed to ping PostgreSQL: pq: password authentication failed for user "team" (28P01)',
+    );
+    await expect(failure).rejects.not.toThrow(/Hunter2/);
+  });
+});
