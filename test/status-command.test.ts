@@ -265,6 +265,16 @@ describe("exposure status", () => {
     ]);
   });
 
+  it("a stack Pulumi says does not exist created nothing: its Services are not MATCH (found by an outside tester)", async () => {
+    const noSuchStack: StatusDeps["readOutputs"] = async () => {
+      throw new UserError("pulumi stack output --stack bench failed: error: no stack named 'bench' found");
+    };
+    const r = await status(["--stack", "bench"], snapshot(healthyCluster()), noSuchStack);
+    expect(r.code).toBe(3);
+    expect(r.out.join("\n")).toContain("gitea/gitea-nodeport exists but this stack did not create it");
+    expect(r.out.join("\n")).toMatch(/^gitea\s+nodePort\s+\S+\s+\d+\s+-\s+-\s+DRIFT/m);
+  });
+
   it("reads the published outputs from --outputs FILE, and fails on an unreadable one", async () => {
     const file = path.join(project.dir, "outputs.json");
     fs.writeFileSync(file, JSON.stringify({ endpoints: { grafana: { nodePort: 30000 } } }));

@@ -103,6 +103,9 @@ export async function readPublished(
   try {
     return { endpoints: publishedEndpoints(await readOutputs(ctx, stack)), source: { from: "pulumi" } };
   } catch (err) {
+    // Pulumi's own answer that the stack does not exist: it created nothing, so nothing is ours
+    // (not "unknown", which would fall back to names and call another stack's Services MATCH).
+    if (err instanceof UserError && /\bno stack named '[^']*' found\b/.test(err.message)) return { endpoints: {}, source: { from: "pulumi" } };
     // status must work without Pulumi (no CLI, no state backend, no passphrase): it only loses one check.
     if (err instanceof UserError) return { endpoints: {}, source: { from: "unavailable", reason: firstLine(err.message) } };
     throw err;
