@@ -201,6 +201,19 @@ endpoints:
     expect(problemsOf("42\n")).toEqual(["c.yaml:1:1: (document): expected a map, found a number (42)"]);
   });
 
+  it("keeps each problem on one line when the file name holds a line break (found by an outside tester)", () => {
+    let message = "";
+    try {
+      parseContract("version: 1\nendpoints: [\n", "e\u001b]0;T\u0007\nnl.yaml");
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message.split("\n")).toEqual([
+      "invalid contract e\\x1b]0;T\\x07\\x0anl.yaml (1 problem):",
+      expect.stringMatching(/^e\\x1b\]0;T\\x07\\x0anl\.yaml:3:1: \(yaml\): /),
+    ]);
+  });
+
   it("reports every problem at once, sorted by position, with a count", () => {
     const text = "version: 2\nendpoints:\n  - name: A\n    ui_hostname: x\n    service: { namespace: a, name: b, port: http }\n";
     expect(() => parseContract(text, "c.yaml")).toThrow(

@@ -2,6 +2,7 @@ import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, 
 import type * as z from "zod/mini";
 import { UserError } from "../errors";
 import { EXIT } from "../findings";
+import { printableValue } from "../text";
 import { type Contract, contractSchema, FORBIDDEN_KEYS } from "./schema";
 
 /** Aliases a YAML document may expand (an alias bomb expands billions); beyond it the file is refused. */
@@ -26,13 +27,17 @@ export class ContractError extends UserError {
   ) {
     const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => formatProblem(file, p));
     if (problems.length > MAX_PROBLEMS_SHOWN) shown.push(`... and ${problems.length - MAX_PROBLEMS_SHOWN} more problems (fix these first)`);
-    super(`invalid contract ${file} (${problems.length} ${problems.length === 1 ? "problem" : "problems"}):\n${shown.join("\n")}`, EXIT.INVALID);
+    super(
+      `invalid contract ${printableValue(file)} (${problems.length} ${problems.length === 1 ? "problem" : "problems"}):\n${shown.join("\n")}`,
+      EXIT.INVALID,
+    );
     this.name = "ContractError";
   }
 }
 
 export function formatProblem(file: string, p: ContractProblem): string {
-  return `${file}:${p.line}:${p.col}: ${p.path || "(document)"}: ${p.message}`;
+  // The file name is the user's, possibly with a line break: one problem stays one line.
+  return `${printableValue(file)}:${p.line}:${p.col}: ${p.path || "(document)"}: ${p.message}`;
 }
 
 export function formatPath(segments: readonly PropertyKey[]): string {
