@@ -109,6 +109,20 @@ describe("exposure probe", () => {
     expect(wrongShape.err).toEqual([`exposure probe: ${bad}: the 'urls' output must map entry names to URLs`]);
   });
 
+  it("never prints the password of a URL that carries one, in the table or --json (found by an outside tester)", async () => {
+    const withPassword = healthy.url.replace("http://", "http://admin:S3cretPW@");
+    const file = outputsFile({ argocd: withPassword }, "with-password.json");
+    for (const argv of [
+      ["--outputs", file],
+      ["--outputs", file, "--json"],
+    ]) {
+      const r = await probe(argv);
+      const text = [...r.out, ...r.err].join("\n");
+      expect(text, argv.join(" ")).not.toContain("S3cretPW");
+      expect(text, argv.join(" ")).toContain("admin:****@");
+    }
+  });
+
   it("--entry probes only the named URLs, and the exit code comes from them alone", async () => {
     const file = outputsFile({ argocd: healthy.url, gitea: failing.url });
     const requested: string[] = [];

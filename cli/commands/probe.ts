@@ -6,6 +6,7 @@ import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
 import { JSON_API_VERSION } from "../../src/core/findings";
 import type { ProbeDocument } from "../../src/core/json-api";
+import { redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
@@ -61,7 +62,8 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
     const failed = results.filter((r) => !r.ok);
     if (values.json) {
       const doc: ProbeDocument = { apiVersion: JSON_API_VERSION, kind: "Probe", ok: failed.length === 0, tlsVerified: false, results };
-      ctx.stdout(JSON.stringify(doc, null, 2));
+      // A URL may carry a password (`http://user:pass@...` in the outputs): never printed.
+      ctx.stdout(redactUrlPasswords(JSON.stringify(doc, null, 2)));
     } else ctx.stdout(formatProbe(results));
     return failed.length ? EXIT.UNREACHABLE : EXIT.OK;
   };
@@ -97,10 +99,10 @@ function urlsOutput(outputs: Record<string, unknown>, from: string): Record<stri
 function formatProbe(results: readonly ProbeResult[]): string {
   const rows = results.map((r) => [
     r.name,
-    r.url,
+    redactUrlPasswords(r.url),
     r.status !== undefined ? String(r.status) : "-",
     `${r.latencyMs} ms`,
-    r.ok ? `ok${r.location ? ` (redirects to ${r.location}, not followed)` : ""}` : `FAIL: ${r.error}`,
+    redactUrlPasswords(r.ok ? `ok${r.location ? ` (redirects to ${r.location}, not followed)` : ""}` : `FAIL: ${r.error}`),
   ]);
   const lines = [formatTable(["ENTRY", "URL", "STATUS", "LATENCY", "RESULT"], rows)];
   const failed = results.filter((r) => !r.ok).length;
