@@ -115,8 +115,14 @@ describe.sequential("e2e: the program's plumbing with the real engine", () => {
     // Cilium: nothing replaced, whatever the reason.
     const replaced = steps.filter((s) => /replace|delete/.test(s.op) && !s.urn.includes("::pulumi:providers:"));
     expect(replaced.map(unexplainedReplace).filter((x) => x !== undefined)).toEqual([]);
-    // The new provider is the only creation.
-    expect(steps.filter((s) => s.op === "create").map((s) => s.urn.split("::").pop())).toEqual(["kubernetes"]);
+    // The new provider is the only creation the switch brings; the other one is the portal's
+    // published-outputs ConfigMap, which the older program version did not have.
+    expect(
+      steps
+        .filter((s) => s.op === "create")
+        .map((s) => s.urn.split("::").pop())
+        .sort(),
+    ).toEqual(["kubernetes", "portal-server-published"]);
 
     const second = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
     expect(second.code, summary(second)).toBe(0);
