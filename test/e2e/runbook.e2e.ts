@@ -16,6 +16,7 @@ import {
   addNodes,
   addVendoredUi,
   type Cluster,
+  exampleContractUis,
   projectDir,
   providerVersions,
   runbookBlock,
@@ -27,28 +28,6 @@ import {
 
 const AIR_GAPPED_LINE = "# pulumi config set --path 'ui-exposure:cilium.chart.repository' https://charts.internal/cilium-mirror";
 const NODE = { name: "lima-bench", ip: "127.0.0.11" };
-
-/** Every service-backed exposed entry of the example contract, as its chart would install it. */
-function vendoredUis() {
-  const contract = parse(fs.readFileSync(path.join(projectDir, "contract/endpoints.example.yaml"), "utf8")) as {
-    endpoints: { name: string; exposed?: boolean; service?: { namespace: string; name: string; port: string | number } }[];
-  };
-  return contract.endpoints
-    .filter((e) => e.exposed && e.service)
-    .map((e, i) => {
-      const service = e.service as { namespace: string; name: string; port: string | number };
-      return {
-        namespace: service.namespace,
-        service: service.name,
-        selector: { "app.kubernetes.io/name": e.name },
-        portName: typeof service.port === "string" ? service.port : "http",
-        port: typeof service.port === "number" ? service.port : 80,
-        targetPort: 8080,
-        node: NODE.name,
-        podIP: `10.244.0.${20 + i}`,
-      };
-    });
-}
 
 let cluster: Cluster;
 let clone: string;
@@ -88,7 +67,7 @@ describe.sequential("e2e: README runbooks, as printed", () => {
     const bin = toolchainBin();
     cluster = await startCluster(bin);
     await addNodes(cluster, [{ ...NODE, ready: true }]);
-    for (const ui of vendoredUis()) await addVendoredUi(cluster, ui);
+    for (const ui of exampleContractUis(NODE.name)) await addVendoredUi(cluster, ui);
     await setCiliumConfig(cluster, "true");
 
     work = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-runbook-"));

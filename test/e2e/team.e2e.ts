@@ -10,15 +10,16 @@
 // address. Everything else (the stack file, the contract, the commands) is as shipped.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
+import { freeLoopbackPort } from "../../src/adapters/free-port";
 import {
   addNodes,
   addVendoredUi,
   type Cluster,
+  exampleContractUis,
   projectDir,
   providerVersions,
   runbookBlock,
@@ -43,29 +44,6 @@ const readme = () => fs.readFileSync(path.join(projectDir, "README.md"), "utf8")
 const teamDoc = () => fs.readFileSync(path.join(projectDir, "docs/team-state.md"), "utf8");
 const summary = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-4000)}`;
 
-/** Every service-backed exposed entry of the example contract, as its chart would install it. */
-function vendoredUis() {
-  const contract = parse(fs.readFileSync(path.join(projectDir, "contract/endpoints.example.yaml"), "utf8")) as {
-    endpoints: { name: string; exposed?: boolean; service?: { namespace: string; name: string; port: string | number } }[];
-  };
-  return contract.endpoints
-    .filter((e) => e.exposed && e.service)
-    .map((e, i) => {
-      const service = e.service as { namespace: string; name: string; port: string | number };
-      return {
-        entry: e.name,
-        namespace: service.namespace,
-        service: service.name,
-        selector: { "app.kubernetes.io/name": e.name },
-        portName: typeof service.port === "string" ? service.port : "http",
-        port: typeof service.port === "number" ? service.port : 80,
-        targetPort: 8080,
-        node: NODE.name,
-        podIP: `10.244.0.${20 + i}`,
-      };
-    });
-}
-
 interface Operator {
   name: string;
   home: string;
@@ -81,7 +59,7 @@ let origin: string;
 let backendUrl: string;
 let a: Operator;
 let b: Operator;
-let uis: ReturnType<typeof vendoredUis>;
+let uis: ReturnType<typeof exampleContractUis>;
 
 /** The README's backend URL line, replaced by the one for the harness's server. */
 function teamBlock(name: string, text = readme()): string {
@@ -187,15 +165,6 @@ async function waitFor<T>(what: string, fn: () => T | undefined | Promise<T | un
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((r) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => r(p));
-    });
-  });
-}
-
 /** Lines a password could leak through. */
 function expectNoPassword(...texts: string[]) {
   for (const t of texts) expect(t).not.toContain(PASSWORD);
@@ -213,7 +182,7 @@ describe.sequential("e2e: a team shares the dirqual state in PostgreSQL", () => 
     bin = toolchainBin();
     cluster = await startCluster(bin);
     await addNodes(cluster, [{ ...NODE, ready: true }]);
-    uis = vendoredUis();
+    uis = exampleContractUis(NODE.name);
     for (const ui of uis) await addVendoredUi(cluster, ui);
     await setCiliumConfig(cluster, "true");
     pg = await startPostgres();
@@ -311,7 +280,7 @@ describe.sequential("e2e: a team shares the dirqual state in PostgreSQL", () => 
     expect(Object.fromEntries(accessDoc.endpoints.filter((e) => e.exposed).map((e) => [e.name, e.url]))).toEqual(published);
     expectNoPassword(status.stdout, status.stderr, drift.stdout, drift.stderr, access.stdout, access.stderr);
 
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     const portal: ChildProcess = spawn(
       process.execPath,
       [path.join(b.clone, "bin/exposure.cjs"), "portal", "--stack", STACK, "--listen", `127.0.0.1:${port}`],

@@ -5,7 +5,7 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_pr
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 
 export const projectDir = path.resolve(__dirname, "../..");
 
@@ -131,6 +131,32 @@ export const EXAMPLE_UIS = {
     podIP: "10.244.0.13",
   },
 } as const satisfies Record<string, VendoredUi>;
+
+/**
+ * Every service-backed exposed entry of contract/endpoints.example.yaml, as its chart would
+ * install it, with its pod on `node`.
+ */
+export function exampleContractUis(node: string): (VendoredUi & { entry: string; node: string })[] {
+  const contract = parse(fs.readFileSync(path.join(projectDir, "contract/endpoints.example.yaml"), "utf8")) as {
+    endpoints: { name: string; exposed?: boolean; service?: { namespace: string; name: string; port: string | number } }[];
+  };
+  return contract.endpoints
+    .filter((e) => e.exposed && e.service)
+    .map((e, i) => {
+      const service = e.service as { namespace: string; name: string; port: string | number };
+      return {
+        entry: e.name,
+        namespace: service.namespace,
+        service: service.name,
+        selector: { "app.kubernetes.io/name": e.name },
+        portName: typeof service.port === "string" ? service.port : "http",
+        port: typeof service.port === "number" ? service.port : 80,
+        targetPort: 8080,
+        node,
+        podIP: `10.244.0.${20 + i}`,
+      };
+    });
+}
 
 /** Installs a vendored UI as its chart would: ClusterIP Service + one Ready pod on a node. */
 export async function addVendoredUi(c: Cluster, ui: VendoredUi & { node: string }) {
@@ -271,6 +297,19 @@ export function makeSandbox(bin: string, cluster: Cluster, versions: { kubernete
     exposureSpawn: (args) => spawn(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] }),
     exposureAsync: (args) => runProcess(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env }),
   };
+}
+
+/** The runbook's second up after a destroy: adopt the Cilium release the destroy retained. */
+export function adoptRetainedCilium(sandbox: Sandbox): ReturnType<Sandbox["pulumi"]> {
+  return sandbox.pulumi([
+    "import",
+    "kubernetes:helm.sh/v3:Release",
+    "cilium-release",
+    "kube-system/cilium",
+    "--generate-code=false",
+    "--protect=false",
+    "--yes",
+  ]);
 }
 
 /** The versions of the npm provider SDKs: the plugins must match them exactly. */
