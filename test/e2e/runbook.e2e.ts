@@ -13,17 +13,14 @@ import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import {
-  addNodes,
-  addVendoredUi,
   type Cluster,
-  exampleContractUis,
+  installKubernetesPlugin,
   projectDir,
-  providerVersions,
   runbookBlock,
   runProcess,
-  setCiliumConfig,
-  startCluster,
+  startExampleCluster,
   toolchainBin,
+  writeOperatorKubeconfig,
 } from "../support/harness";
 
 const AIR_GAPPED_LINE = "# pulumi config set --path 'ui-exposure:cilium.chart.repository' https://charts.internal/cilium-mirror";
@@ -65,10 +62,7 @@ function runbook(script: string) {
 describe.sequential("e2e: README runbooks, as printed", () => {
   beforeAll(async () => {
     const bin = toolchainBin();
-    cluster = await startCluster(bin);
-    await addNodes(cluster, [{ ...NODE, ready: true }]);
-    for (const ui of exampleContractUis(NODE.name)) await addVendoredUi(cluster, ui);
-    await setCiliumConfig(cluster, "true");
+    ({ cluster } = await startExampleCluster(bin, NODE));
 
     work = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-runbook-"));
     // A fresh clone: what is committed, and nothing else (state, stack salts) ever lands in the repo.
@@ -79,18 +73,8 @@ describe.sequential("e2e: README runbooks, as printed", () => {
     execFileSync("npm", ["run", "build"], { cwd: clone, stdio: "ignore" });
 
     // The operator's kubeconfig: the stack files' contexts, on the loopback control plane.
-    const kc = parse(fs.readFileSync(cluster.kubeconfig, "utf8")) as {
-      contexts: { name: string; context: Record<string, string> }[];
-      "current-context": string;
-    };
-    const context = kc.contexts[0]?.context as Record<string, string>;
-    kc.contexts = [
-      { name: "lima-bench", context },
-      { name: "dirqual", context },
-    ];
-    kc["current-context"] = "dirqual";
     const kubeconfig = path.join(work, "kubeconfig");
-    fs.writeFileSync(kubeconfig, stringify(kc), { mode: 0o600 });
+    writeOperatorKubeconfig(cluster, kubeconfig, ["lima-bench", "dirqual"], "dirqual");
 
     // The air-gapped operator's chart mirror: a Helm repository (index.yaml + archive) on loopback.
     const archive = execFileSync("tar", ["-czf", "-", "-C", path.join(__dirname, "charts"), "cilium"]);
@@ -134,13 +118,7 @@ describe.sequential("e2e: README runbooks, as printed", () => {
       PULUMI_SKIP_CONFIRMATIONS: "true",
       KUBECONFIG: kubeconfig,
     });
-    const versions = providerVersions();
-    const install = await runProcess(
-      path.join(bin, "pulumi"),
-      ["plugin", "install", "resource", "kubernetes", versions.kubernetes, "--file", path.join(bin, "prov/pulumi-resource-kubernetes")],
-      { cwd: work, env },
-    );
-    if (install.code !== 0) throw new Error(`plugin install failed: ${install.stderr}`);
+    await installKubernetesPlugin(bin, { cwd: work, env });
 
     // What the bench's bootstrap script (cni.sh) leaves behind: a Helm release kube-system/cilium,
     // installed outside this project (a throw-away program whose state is then dropped).

@@ -13,20 +13,17 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse, stringify } from "yaml";
 import { freeLoopbackPort } from "../../src/adapters/free-port";
 import {
-  addNodes,
-  addVendoredUi,
   type Cluster,
-  exampleContractUis,
+  type exampleContractUis,
+  installKubernetesPlugin,
   projectDir,
-  providerVersions,
   runbookBlock,
   runProcess,
-  setCiliumConfig,
-  startCluster,
+  startExampleCluster,
   toolchainBin,
+  writeOperatorKubeconfig,
 } from "../support/harness";
 import { type Postgres, startPostgres } from "../support/postgres";
 
@@ -120,13 +117,7 @@ async function makeOperator(name: string, kubeconfig: string): Promise<Operator>
   fs.mkdirSync(path.dirname(passphrase), { recursive: true });
   fs.writeFileSync(passphrase, `${PASSPHRASE}\n`, { mode: 0o600 });
   Object.assign(op.env, vars);
-  const versions = providerVersions();
-  const install = await runProcess(
-    path.join(bin, "pulumi"),
-    ["plugin", "install", "resource", "kubernetes", versions.kubernetes, "--file", path.join(bin, "prov/pulumi-resource-kubernetes")],
-    { cwd: clone, env: op.env },
-  );
-  if (install.code !== 0) throw new Error(`plugin install failed: ${install.stderr}`);
+  await installKubernetesPlugin(bin, { cwd: clone, env: op.env });
   return op;
 }
 
@@ -180,25 +171,15 @@ function createDatabase() {
 describe.sequential("e2e: a team shares the dirqual state in PostgreSQL", () => {
   beforeAll(async () => {
     bin = toolchainBin();
-    cluster = await startCluster(bin);
-    await addNodes(cluster, [{ ...NODE, ready: true }]);
-    uis = exampleContractUis(NODE.name);
-    for (const ui of uis) await addVendoredUi(cluster, ui);
-    await setCiliumConfig(cluster, "true");
+    ({ cluster, uis } = await startExampleCluster(bin, NODE));
     pg = await startPostgres();
     createDatabase();
     backendUrl = `postgres://${ROLE}@127.0.0.1:${pg.port}/${DB}?sslmode=disable&connect_timeout=10`;
 
     work = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-team-"));
     // The operators' kubeconfig: the shipped stack's context, on the loopback control plane.
-    const kc = parse(fs.readFileSync(cluster.kubeconfig, "utf8")) as {
-      contexts: { name: string; context: Record<string, string> }[];
-      "current-context": string;
-    };
-    kc.contexts = [{ name: "dirqual", context: kc.contexts[0]?.context as Record<string, string> }];
-    kc["current-context"] = "dirqual";
     const kubeconfig = path.join(work, "kubeconfig");
-    fs.writeFileSync(kubeconfig, stringify(kc), { mode: 0o600 });
+    writeOperatorKubeconfig(cluster, kubeconfig, ["dirqual"], "dirqual");
 
     // The team's repository: what is committed here, with the one substitution (see the top).
     origin = path.join(work, "origin.git");

@@ -299,6 +299,45 @@ export function makeSandbox(bin: string, cluster: Cluster, versions: { kubernete
   };
 }
 
+/**
+ * The runbooks' start: a local control plane with one Ready node, the example contract's vendored
+ * UIs on it (exampleContractUis) and Cilium's config (kube-proxy replacement on).
+ */
+export async function startExampleCluster(bin: string, node: { name: string; ip: string }) {
+  const cluster = await startCluster(bin);
+  await addNodes(cluster, [{ ...node, ready: true }]);
+  const uis = exampleContractUis(node.name);
+  for (const ui of uis) await addVendoredUi(cluster, ui);
+  await setCiliumConfig(cluster, "true");
+  return { cluster, uis };
+}
+
+/**
+ * An operator's kubeconfig at `file` (0600): the contexts named, each on the loopback control
+ * plane, and `current` selected.
+ */
+export function writeOperatorKubeconfig(cluster: Cluster, file: string, contexts: string[], current: string): void {
+  const kc = parse(fs.readFileSync(cluster.kubeconfig, "utf8")) as {
+    contexts: { name: string; context: Record<string, string> }[];
+    "current-context": string;
+  };
+  const context = kc.contexts[0]?.context as Record<string, string>;
+  kc.contexts = contexts.map((name) => ({ name, context }));
+  kc["current-context"] = current;
+  fs.writeFileSync(file, stringify(kc), { mode: 0o600 });
+}
+
+/** Installs the toolchain's kubernetes provider plugin, at the npm SDK's version, into env's PULUMI_HOME. */
+export async function installKubernetesPlugin(bin: string, opts: { cwd: string; env: NodeJS.ProcessEnv }): Promise<void> {
+  const versions = providerVersions();
+  const install = await runProcess(
+    path.join(bin, "pulumi"),
+    ["plugin", "install", "resource", "kubernetes", versions.kubernetes, "--file", path.join(bin, "prov/pulumi-resource-kubernetes")],
+    opts,
+  );
+  if (install.code !== 0) throw new Error(`plugin install failed: ${install.stderr}`);
+}
+
 /** The runbook's second up after a destroy: adopt the Cilium release the destroy retained. */
 export function adoptRetainedCilium(sandbox: Sandbox): ReturnType<Sandbox["pulumi"]> {
   return sandbox.pulumi([
