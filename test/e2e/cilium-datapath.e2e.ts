@@ -95,6 +95,20 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
     return pid !== undefined && fs.existsSync(`/proc/${pid}`);
   };
 
+  /** What `url` answers to curl in the client namespace (retried until it answers): `entry`'s pod. */
+  async function entryAnswers(entry: string, url: string, what: string): Promise<string> {
+    const r = await waitFor(
+      what,
+      () => {
+        const c = sh(["exec", path.join(dir, "node"), "client", "curl", "-sS", "-m", "5", url], env, 30_000);
+        return c.code === 0 ? c : undefined;
+      },
+      60_000,
+    );
+    expect(r.stdout).toMatch(new RegExp(`^${entry} pod `));
+    return r.stdout;
+  }
+
   function l4Stack(mode: "l4" | "cohabit" = "l4") {
     return {
       "kubernetes:context": "e2e",
@@ -273,16 +287,7 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
     proof.serviceList = list.stdout;
     for (const [entry, url] of Object.entries(out.urls)) {
       expect(new URL(url).hostname).toBe(NODE.ip);
-      const r = await waitFor(
-        `${url} to answer from the client namespace`,
-        () => {
-          const c = sh(["exec", path.join(dir, "node"), "client", "curl", "-sS", "-m", "5", url], env, 30_000);
-          return c.code === 0 ? c : undefined;
-        },
-        60_000,
-      );
-      expect(r.stdout).toMatch(new RegExp(`^${entry} pod `));
-      proof[url] = r.stdout;
+      proof[url] = await entryAnswers(entry, url, `${url} to answer from the client namespace`);
     }
     // The load balancing is in the agent's BPF maps, and the connections just made are in its
     // BPF conntrack table, from the client to the NodePort.
@@ -311,16 +316,7 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
     const answers = async (urls: Record<string, string>) => {
       const seen: Record<string, string> = {};
       for (const [entry, url] of Object.entries(urls)) {
-        const c = await waitFor(
-          `${url} to answer`,
-          () => {
-            const r = sh(["exec", path.join(dir, "node"), "client", "curl", "-sS", "-m", "5", url], env, 30_000);
-            return r.code === 0 ? r : undefined;
-          },
-          60_000,
-        );
-        expect(c.stdout).toMatch(new RegExp(`^${entry} pod `));
-        seen[entry] = c.stdout;
+        seen[entry] = await entryAnswers(entry, url, `${url} to answer`);
       }
       return seen;
     };
