@@ -5,7 +5,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeProject, stackFile, type TestProject } from "./support/command-helpers";
 import { type FakeApi, startFakeApi } from "./support/fake-api";
@@ -63,8 +62,9 @@ async function watch(child: ChildProcess, until?: Promise<unknown>): Promise<{ p
   return { peak, code, stdout, stderr };
 }
 
-const tsxNode = (args: string[], env: NodeJS.ProcessEnv, cwd = root) =>
-  spawn(process.execPath, ["--import", pathToFileURL(path.join(root, "node_modules/tsx/dist/loader.mjs")).href, ...args], {
+/** What users run: the built command and portal (dist/, built by npm ci), not the sources through tsx, whose compiler's own memory is no part of the bound. */
+const builtNode = (args: string[], env: NodeJS.ProcessEnv, cwd = root) =>
+  spawn(process.execPath, args, {
     cwd,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -73,8 +73,7 @@ const tsxNode = (args: string[], env: NodeJS.ProcessEnv, cwd = root) =>
 describe("kube-live: one read budget shared by every answer in flight", () => {
   it("exposure status exits 1 against endless list answers, with a bounded peak RSS", { timeout: 120_000 }, async () => {
     // The command from its sources, in this process (no build step, no wrapper process to measure instead).
-    const run = `require(${JSON.stringify(path.join(root, "cli/main.ts"))}).main(process.argv.slice(1)).then((code) => process.exit(code))`;
-    const child = tsxNode(["-e", run, "status", "--stack", "bench", "--timeout", "60"], { KUBECONFIG: kubeconfig }, project.dir);
+    const child = builtNode([path.join(root, "bin/exposure.cjs"), "status", "--stack", "bench", "--timeout", "60"], { KUBECONFIG: kubeconfig }, project.dir);
     const r = await watch(child);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/MiB/);
@@ -83,7 +82,7 @@ describe("kube-live: one read budget shared by every answer in flight", () => {
   });
 
   it("the portal answers its 503 page against endless list answers, with a bounded peak RSS", { timeout: 120_000 }, async () => {
-    const child = tsxNode([path.join(root, "src/portal/main.ts")], {
+    const child = builtNode([path.join(root, "dist/src/portal/main.js")], {
       KUBECONFIG: kubeconfig,
       PORTAL_CONTRACT: path.join(project.dir, "contract/endpoints.yaml"),
       PORTAL_LISTEN: "127.0.0.1:0",
