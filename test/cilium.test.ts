@@ -120,21 +120,30 @@ describe("chart version table", () => {
     k8sServiceHostRef: "k8sServiceHostRef",
   };
 
+  /**
+   * The chart in `chartDir` (its values.schema.json and values.yaml) declares exactly the tracked
+   * keys chartKeysFor(version) says it does; returns the schema and those keys.
+   */
+  function expectTrackedKeys(chartDir: string, version: string) {
+    const schema = JSON.parse(fs.readFileSync(path.join(chartDir, "values.schema.json"), "utf8"));
+    const values = parse(fs.readFileSync(path.join(chartDir, "values.yaml"), "utf8")) as Record<string, unknown>;
+    const keys = chartKeysFor(version);
+    expect(keys).toBeDefined();
+    for (const [field, dotted] of Object.entries(TRACKED)) {
+      const inValues = dotted.split(".").reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], values) !== undefined;
+      expect({ field, schema: inSchema(schema, dotted), values: inValues }).toEqual({
+        field,
+        schema: keys?.[field as keyof ChartKeys],
+        values: keys?.[field as keyof ChartKeys],
+      });
+    }
+    return { schema, keys };
+  }
+
   it.skipIf(!haveReference).each(VERSIONS)(
     `${haveReference ? "" : "SKIPPED (no reference files): "}agrees with the published chart %s (values.schema.json and values.yaml)`,
     (version) => {
-      const schema = JSON.parse(fs.readFileSync(path.join(referenceDir, version, "values.schema.json"), "utf8"));
-      const values = parse(fs.readFileSync(path.join(referenceDir, version, "values.yaml"), "utf8")) as Record<string, unknown>;
-      const keys = chartKeysFor(version);
-      expect(keys).toBeDefined();
-      for (const [field, dotted] of Object.entries(TRACKED)) {
-        const inValues = dotted.split(".").reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], values) !== undefined;
-        expect({ field, schema: inSchema(schema, dotted), values: inValues }).toEqual({
-          field,
-          schema: keys?.[field as keyof ChartKeys],
-          values: keys?.[field as keyof ChartKeys],
-        });
-      }
+      const { schema, keys } = expectTrackedKeys(path.join(referenceDir, version), version);
       // Every generated key is declared by that chart, except kubeProxyReplacement on 1.16/1.17
       // (commented out in values.yaml, still read by the templates).
       const generated = l4Values(l4({}, version), "Pulumi.bench.yaml");
@@ -160,18 +169,7 @@ describe("chart version table", () => {
   it.skipIf(!haveModules).each(MODULE_VERSIONS)(
     `${haveModules ? "" : "SKIPPED (github.com/cilium/cilium@v1.20.1/v1.20.2 not in the Go module cache; go mod download them): "}agrees with the Go module's chart %s`,
     (version) => {
-      const schema = JSON.parse(fs.readFileSync(path.join(moduleChart(version), "values.schema.json"), "utf8"));
-      const values = parse(fs.readFileSync(path.join(moduleChart(version), "values.yaml"), "utf8")) as Record<string, unknown>;
-      const keys = chartKeysFor(version);
-      expect(keys).toBeDefined();
-      for (const [field, dotted] of Object.entries(TRACKED)) {
-        const inValues = dotted.split(".").reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], values) !== undefined;
-        expect({ field, schema: inSchema(schema, dotted), values: inValues }).toEqual({
-          field,
-          schema: keys?.[field as keyof ChartKeys],
-          values: keys?.[field as keyof ChartKeys],
-        });
-      }
+      expectTrackedKeys(moduleChart(version), version);
     },
   );
 

@@ -103,6 +103,16 @@ describe("exposure portal and the bundled server, against a fake API server", ()
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 
+  /** A project folder `name` under tmp: Pulumi.yaml, the test contract and `stackFile` as Pulumi.fake.yaml. */
+  function fakeProject(name: string, stackFile: string): string {
+    const project = path.join(tmp, name);
+    fs.mkdirSync(project, { recursive: true });
+    fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: ui-exposure\nruntime: nodejs\n");
+    fs.copyFileSync(contractFile, path.join(project, "contract.yaml"));
+    fs.writeFileSync(path.join(project, "Pulumi.fake.yaml"), stackFile);
+    return project;
+  }
+
   it("serves the page through the current kube context, then stops cleanly on SIGTERM", async () => {
     const p = await startProcess([bin, "portal", "--listen", "127.0.0.1:0", "--contract", contractFile], {
       cwd: projectDir,
@@ -134,12 +144,8 @@ describe("exposure portal and the bundled server, against a fake API server", ()
   });
 
   it("with --stack: the stack's kube context, selected entries and pinned node address", async () => {
-    const project = path.join(tmp, "project");
-    fs.mkdirSync(project, { recursive: true });
-    fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: ui-exposure\nruntime: nodejs\n");
-    fs.copyFileSync(contractFile, path.join(project, "contract.yaml"));
-    fs.writeFileSync(
-      path.join(project, "Pulumi.fake.yaml"),
+    const project = fakeProject(
+      "project",
       `config:
   kubernetes:kubeconfig: ${kubeconfig}
   kubernetes:context: fake
@@ -168,12 +174,8 @@ describe("exposure portal and the bundled server, against a fake API server", ()
   });
 
   it("with --stack: one verdict with `exposure status`, a hand-moved nodePort is DRIFT in both (issue 23 #8)", async () => {
-    const project = path.join(tmp, "project-moved");
-    fs.mkdirSync(project, { recursive: true });
-    fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: ui-exposure\nruntime: nodejs\n");
-    fs.copyFileSync(contractFile, path.join(project, "contract.yaml"));
-    fs.writeFileSync(
-      path.join(project, "Pulumi.fake.yaml"),
+    const project = fakeProject(
+      "project-moved",
       `config:\n  kubernetes:kubeconfig: ${kubeconfig}\n  kubernetes:context: fake\n  ui-exposure:contract: contract.yaml\n  ui-exposure:entries: [argocd]\n  ui-exposure:cilium: { mode: cohabit }\n`,
     );
     // The last up published argocd on 30999; someone moved it to 31358 since.

@@ -12,7 +12,18 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addNodes, type Cluster, makeSandbox, projectDir, providerVersions, type Sandbox, startCluster, toolchainBin } from "../support/harness";
+import {
+  addNodes,
+  adoptRetainedCilium,
+  type Cluster,
+  EXAMPLE_UIS,
+  makeSandbox,
+  projectDir,
+  providerVersions,
+  type Sandbox,
+  startCluster,
+  toolchainBin,
+} from "../support/harness";
 
 const SCRIPT = path.join(projectDir, "scripts/e2e-cilium.sh");
 const NODE = { name: "e2e-cilium-node", ip: "198.18.0.11", ready: true };
@@ -25,35 +36,11 @@ const podIPs = new Map<string, string>();
 const proof: Record<string, string> = {};
 /** Where the agent reaches the API server inside the node namespace (a relay; see the script). */
 const API = { host: "127.0.0.1", port: 6443 };
-const UIS = [
-  {
-    entry: "argocd",
-    namespace: "argocd",
-    service: "argocd-server",
-    selector: { "app.kubernetes.io/name": "argocd-server" },
-    portName: "http",
-    port: 80,
-    targetPort: 8080,
-  },
-  {
-    entry: "gitea",
-    namespace: "gitea",
-    service: "gitea-http",
-    selector: { "app.kubernetes.io/name": "gitea" },
-    portName: "http",
-    port: 3000,
-    targetPort: 3000,
-  },
-  {
-    entry: "grafana",
-    namespace: "monitoring",
-    service: "kube-prometheus-stack-grafana",
-    selector: { "app.kubernetes.io/name": "grafana" },
-    portName: "http-web",
-    port: 80,
-    targetPort: 3000,
-  },
-] as const;
+// Their pod IPs are cilium-cni's, not EXAMPLE_UIS' (set when each pod gets its endpoint).
+const UIS = (["argocd", "gitea", "grafana"] as const).map((entry) => {
+  const { podIP: _podIP, ...ui } = EXAMPLE_UIS[entry];
+  return { entry, ...ui };
+});
 
 function why(): string | undefined {
   let bin: string;
@@ -107,6 +94,20 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
     const pid = /^agent=(\d+)$/m.exec(fs.readFileSync(path.join(dir, "node/pids"), "utf8"))?.[1];
     return pid !== undefined && fs.existsSync(`/proc/${pid}`);
   };
+
+  /** What `url` answers to curl in the client namespace (retried until it answers): `entry`'s pod. */
+  async function entryAnswers(entry: string, url: string, what: string): Promise<string> {
+    const r = await waitFor(
+      what,
+      () => {
+        const c = sh(["exec", path.join(dir, "node"), "client", "curl", "-sS", "-m", "5", url], env, 30_000);
+        return c.code === 0 ? c : undefined;
+      },
+      60_000,
+    );
+    expect(r.stdout).toMatch(new RegExp(`^${entry} pod `));
+    return r.stdout;
+  }
 
   function l4Stack(mode: "l4" | "cohabit" = "l4") {
     return {
@@ -286,16 +287,7 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
     proof.serviceList = list.stdout;
     for (const [entry, url] of Object.entries(out.urls)) {
       expect(new URL(url).hostname).toBe(NODE.ip);
-      const r = await waitFor(
-        `${url} to answer from the client namespace`,
-        () => {
-          const c = sh(["exec", path.join(dir, "node"), "client", "curl", "-sS", "-m", "5", url], env, 30_000);
-          return c.code === 0 ? c : undefined;
-        },
-        60_000,
-      );
-      expect(r.stdout).toMatch(new RegExp(`^${entry} pod `));
-      proof[url] = r.stdout;
+      proof[url] = await entryAnswers(entry, url, `${url} to answer from the client namespace`);
     }
     // The load balancing is in the agent's BPF maps, and the connections just made are in its
     // BPF conntrack table, from the client to the NodePort.
@@ -324,16 +316,7 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
     const answers = async (urls: Record<string, string>) => {
       const seen: Record<string, string> = {};
       for (const [entry, url] of Object.entries(urls)) {
-        const c = await waitFor(
-          `${url} to answer`,
-          () => {
-            const r = sh(["exec", path.join(dir, "node"), "client", "curl", "-sS", "-m", "5", url], env, 30_000);
-            return r.code === 0 ? r : undefined;
-          },
-          60_000,
-        );
-        expect(c.stdout).toMatch(new RegExp(`^${entry} pod `));
-        seen[entry] = c.stdout;
+        seen[entry] = await entryAnswers(entry, url, `${url} to answer`);
       }
       return seen;
     };
@@ -348,15 +331,7 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
     proof.cohabit = JSON.stringify(await answers(before));
     // back to l4: adopt the retained release as the runbook says, then up
     sandbox.writeStack(l4Stack());
-    const adopt = sandbox.pulumi([
-      "import",
-      "kubernetes:helm.sh/v3:Release",
-      "cilium-release",
-      "kube-system/cilium",
-      "--generate-code=false",
-      "--protect=false",
-      "--yes",
-    ]);
+    const adopt = adoptRetainedCilium(sandbox);
     expect(adopt.code, summary(adopt)).toBe(0);
     const toL4 = sandbox.pulumi(["up", "--yes"], { timeoutMs: 900_000 });
     expect(toL4.code, summary(toL4)).toBe(0);

@@ -13,42 +13,18 @@ import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import {
-  addNodes,
-  addVendoredUi,
   type Cluster,
+  installKubernetesPlugin,
   projectDir,
-  providerVersions,
   runbookBlock,
   runProcess,
-  setCiliumConfig,
-  startCluster,
+  startExampleCluster,
   toolchainBin,
+  writeOperatorKubeconfig,
 } from "../support/harness";
 
 const AIR_GAPPED_LINE = "# pulumi config set --path 'ui-exposure:cilium.chart.repository' https://charts.internal/cilium-mirror";
 const NODE = { name: "lima-bench", ip: "127.0.0.11" };
-
-/** Every service-backed exposed entry of the example contract, as its chart would install it. */
-function vendoredUis() {
-  const contract = parse(fs.readFileSync(path.join(projectDir, "contract/endpoints.example.yaml"), "utf8")) as {
-    endpoints: { name: string; exposed?: boolean; service?: { namespace: string; name: string; port: string | number } }[];
-  };
-  return contract.endpoints
-    .filter((e) => e.exposed && e.service)
-    .map((e, i) => {
-      const service = e.service as { namespace: string; name: string; port: string | number };
-      return {
-        namespace: service.namespace,
-        service: service.name,
-        selector: { "app.kubernetes.io/name": e.name },
-        portName: typeof service.port === "string" ? service.port : "http",
-        port: typeof service.port === "number" ? service.port : 80,
-        targetPort: 8080,
-        node: NODE.name,
-        podIP: `10.244.0.${20 + i}`,
-      };
-    });
-}
 
 let cluster: Cluster;
 let clone: string;
@@ -86,10 +62,7 @@ function runbook(script: string) {
 describe.sequential("e2e: README runbooks, as printed", () => {
   beforeAll(async () => {
     const bin = toolchainBin();
-    cluster = await startCluster(bin);
-    await addNodes(cluster, [{ ...NODE, ready: true }]);
-    for (const ui of vendoredUis()) await addVendoredUi(cluster, ui);
-    await setCiliumConfig(cluster, "true");
+    ({ cluster } = await startExampleCluster(bin, NODE));
 
     work = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-runbook-"));
     // A fresh clone: what is committed, and nothing else (state, stack salts) ever lands in the repo.
@@ -100,18 +73,8 @@ describe.sequential("e2e: README runbooks, as printed", () => {
     execFileSync("npm", ["run", "build"], { cwd: clone, stdio: "ignore" });
 
     // The operator's kubeconfig: the stack files' contexts, on the loopback control plane.
-    const kc = parse(fs.readFileSync(cluster.kubeconfig, "utf8")) as {
-      contexts: { name: string; context: Record<string, string> }[];
-      "current-context": string;
-    };
-    const context = kc.contexts[0]?.context as Record<string, string>;
-    kc.contexts = [
-      { name: "lima-bench", context },
-      { name: "dirqual", context },
-    ];
-    kc["current-context"] = "dirqual";
     const kubeconfig = path.join(work, "kubeconfig");
-    fs.writeFileSync(kubeconfig, stringify(kc), { mode: 0o600 });
+    writeOperatorKubeconfig(cluster, kubeconfig, ["lima-bench", "dirqual"], "dirqual");
 
     // The air-gapped operator's chart mirror: a Helm repository (index.yaml + archive) on loopback.
     const archive = execFileSync("tar", ["-czf", "-", "-C", path.join(__dirname, "charts"), "cilium"]);
@@ -155,13 +118,7 @@ describe.sequential("e2e: README runbooks, as printed", () => {
       PULUMI_SKIP_CONFIRMATIONS: "true",
       KUBECONFIG: kubeconfig,
     });
-    const versions = providerVersions();
-    const install = await runProcess(
-      path.join(bin, "pulumi"),
-      ["plugin", "install", "resource", "kubernetes", versions.kubernetes, "--file", path.join(bin, "prov/pulumi-resource-kubernetes")],
-      { cwd: work, env },
-    );
-    if (install.code !== 0) throw new Error(`plugin install failed: ${install.stderr}`);
+    await installKubernetesPlugin(bin, { cwd: work, env });
 
     // What the bench's bootstrap script (cni.sh) leaves behind: a Helm release kube-system/cilium,
     // installed outside this project (a throw-away program whose state is then dropped).

@@ -6,7 +6,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Cluster, EXAMPLE_UIS, type Sandbox, setCiliumConfig, startPlatform, stopPlatform, THREE_NODES } from "../support/harness";
+import { adoptRetainedCilium, type Cluster, EXAMPLE_UIS, type Sandbox, setCiliumConfig, startPlatform, stopPlatform, THREE_NODES } from "../support/harness";
 
 const MANAGED = "app.kubernetes.io/managed-by=ui-exposure";
 const UIS = [EXAMPLE_UIS.argocd, EXAMPLE_UIS.gitea, EXAMPLE_UIS.grafana];
@@ -254,15 +254,7 @@ describe.sequential("e2e: real engine, real API server", () => {
   });
 
   it("a second up after destroy works, adopting the retained Cilium release as the runbook says", async () => {
-    const adopt = sandbox.pulumi([
-      "import",
-      "kubernetes:helm.sh/v3:Release",
-      "cilium-release",
-      "kube-system/cilium",
-      "--generate-code=false",
-      "--protect=false",
-      "--yes",
-    ]);
+    const adopt = adoptRetainedCilium(sandbox);
     expect(adopt.code, summary(adopt)).toBe(0);
     const up = sandbox.pulumi(["up", "--yes"]);
     timings.secondUpMs = up.ms;

@@ -10,22 +10,20 @@
 // address. Everything else (the stack file, the contract, the commands) is as shipped.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse, stringify } from "yaml";
+import { freeLoopbackPort } from "../../src/adapters/free-port";
 import {
-  addNodes,
-  addVendoredUi,
   type Cluster,
+  type exampleContractUis,
+  installKubernetesPlugin,
   projectDir,
-  providerVersions,
   runbookBlock,
   runProcess,
-  setCiliumConfig,
-  startCluster,
+  startExampleCluster,
   toolchainBin,
+  writeOperatorKubeconfig,
 } from "../support/harness";
 import { type Postgres, startPostgres } from "../support/postgres";
 
@@ -43,29 +41,6 @@ const readme = () => fs.readFileSync(path.join(projectDir, "README.md"), "utf8")
 const teamDoc = () => fs.readFileSync(path.join(projectDir, "docs/team-state.md"), "utf8");
 const summary = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-4000)}`;
 
-/** Every service-backed exposed entry of the example contract, as its chart would install it. */
-function vendoredUis() {
-  const contract = parse(fs.readFileSync(path.join(projectDir, "contract/endpoints.example.yaml"), "utf8")) as {
-    endpoints: { name: string; exposed?: boolean; service?: { namespace: string; name: string; port: string | number } }[];
-  };
-  return contract.endpoints
-    .filter((e) => e.exposed && e.service)
-    .map((e, i) => {
-      const service = e.service as { namespace: string; name: string; port: string | number };
-      return {
-        entry: e.name,
-        namespace: service.namespace,
-        service: service.name,
-        selector: { "app.kubernetes.io/name": e.name },
-        portName: typeof service.port === "string" ? service.port : "http",
-        port: typeof service.port === "number" ? service.port : 80,
-        targetPort: 8080,
-        node: NODE.name,
-        podIP: `10.244.0.${20 + i}`,
-      };
-    });
-}
-
 interface Operator {
   name: string;
   home: string;
@@ -81,7 +56,7 @@ let origin: string;
 let backendUrl: string;
 let a: Operator;
 let b: Operator;
-let uis: ReturnType<typeof vendoredUis>;
+let uis: ReturnType<typeof exampleContractUis>;
 
 /** The README's backend URL line, replaced by the one for the harness's server. */
 function teamBlock(name: string, text = readme()): string {
@@ -142,13 +117,7 @@ async function makeOperator(name: string, kubeconfig: string): Promise<Operator>
   fs.mkdirSync(path.dirname(passphrase), { recursive: true });
   fs.writeFileSync(passphrase, `${PASSPHRASE}\n`, { mode: 0o600 });
   Object.assign(op.env, vars);
-  const versions = providerVersions();
-  const install = await runProcess(
-    path.join(bin, "pulumi"),
-    ["plugin", "install", "resource", "kubernetes", versions.kubernetes, "--file", path.join(bin, "prov/pulumi-resource-kubernetes")],
-    { cwd: clone, env: op.env },
-  );
-  if (install.code !== 0) throw new Error(`plugin install failed: ${install.stderr}`);
+  await installKubernetesPlugin(bin, { cwd: clone, env: op.env });
   return op;
 }
 
@@ -187,15 +156,6 @@ async function waitFor<T>(what: string, fn: () => T | undefined | Promise<T | un
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((r) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => r(p));
-    });
-  });
-}
-
 /** Lines a password could leak through. */
 function expectNoPassword(...texts: string[]) {
   for (const t of texts) expect(t).not.toContain(PASSWORD);
@@ -211,25 +171,15 @@ function createDatabase() {
 describe.sequential("e2e: a team shares the dirqual state in PostgreSQL", () => {
   beforeAll(async () => {
     bin = toolchainBin();
-    cluster = await startCluster(bin);
-    await addNodes(cluster, [{ ...NODE, ready: true }]);
-    uis = vendoredUis();
-    for (const ui of uis) await addVendoredUi(cluster, ui);
-    await setCiliumConfig(cluster, "true");
+    ({ cluster, uis } = await startExampleCluster(bin, NODE));
     pg = await startPostgres();
     createDatabase();
     backendUrl = `postgres://${ROLE}@127.0.0.1:${pg.port}/${DB}?sslmode=disable&connect_timeout=10`;
 
     work = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-team-"));
     // The operators' kubeconfig: the shipped stack's context, on the loopback control plane.
-    const kc = parse(fs.readFileSync(cluster.kubeconfig, "utf8")) as {
-      contexts: { name: string; context: Record<string, string> }[];
-      "current-context": string;
-    };
-    kc.contexts = [{ name: "dirqual", context: kc.contexts[0]?.context as Record<string, string> }];
-    kc["current-context"] = "dirqual";
     const kubeconfig = path.join(work, "kubeconfig");
-    fs.writeFileSync(kubeconfig, stringify(kc), { mode: 0o600 });
+    writeOperatorKubeconfig(cluster, kubeconfig, ["dirqual"], "dirqual");
 
     // The team's repository: what is committed here, with the one substitution (see the top).
     origin = path.join(work, "origin.git");
@@ -311,7 +261,7 @@ describe.sequential("e2e: a team shares the dirqual state in PostgreSQL", () => 
     expect(Object.fromEntries(accessDoc.endpoints.filter((e) => e.exposed).map((e) => [e.name, e.url]))).toEqual(published);
     expectNoPassword(status.stdout, status.stderr, drift.stdout, drift.stderr, access.stdout, access.stderr);
 
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     const portal: ChildProcess = spawn(
       process.execPath,
       [path.join(b.clone, "bin/exposure.cjs"), "portal", "--stack", STACK, "--listen", `127.0.0.1:${port}`],

@@ -5,7 +5,7 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_pr
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 
 export const projectDir = path.resolve(__dirname, "../..");
 
@@ -131,6 +131,32 @@ export const EXAMPLE_UIS = {
     podIP: "10.244.0.13",
   },
 } as const satisfies Record<string, VendoredUi>;
+
+/**
+ * Every service-backed exposed entry of contract/endpoints.example.yaml, as its chart would
+ * install it, with its pod on `node`.
+ */
+export function exampleContractUis(node: string): (VendoredUi & { entry: string; node: string })[] {
+  const contract = parse(fs.readFileSync(path.join(projectDir, "contract/endpoints.example.yaml"), "utf8")) as {
+    endpoints: { name: string; exposed?: boolean; service?: { namespace: string; name: string; port: string | number } }[];
+  };
+  return contract.endpoints
+    .filter((e) => e.exposed && e.service)
+    .map((e, i) => {
+      const service = e.service as { namespace: string; name: string; port: string | number };
+      return {
+        entry: e.name,
+        namespace: service.namespace,
+        service: service.name,
+        selector: { "app.kubernetes.io/name": e.name },
+        portName: typeof service.port === "string" ? service.port : "http",
+        port: typeof service.port === "number" ? service.port : 80,
+        targetPort: 8080,
+        node,
+        podIP: `10.244.0.${20 + i}`,
+      };
+    });
+}
 
 /** Installs a vendored UI as its chart would: ClusterIP Service + one Ready pod on a node. */
 export async function addVendoredUi(c: Cluster, ui: VendoredUi & { node: string }) {
@@ -271,6 +297,58 @@ export function makeSandbox(bin: string, cluster: Cluster, versions: { kubernete
     exposureSpawn: (args) => spawn(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] }),
     exposureAsync: (args) => runProcess(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env }),
   };
+}
+
+/**
+ * The runbooks' start: a local control plane with one Ready node, the example contract's vendored
+ * UIs on it (exampleContractUis) and Cilium's config (kube-proxy replacement on).
+ */
+export async function startExampleCluster(bin: string, node: { name: string; ip: string }) {
+  const cluster = await startCluster(bin);
+  await addNodes(cluster, [{ ...node, ready: true }]);
+  const uis = exampleContractUis(node.name);
+  for (const ui of uis) await addVendoredUi(cluster, ui);
+  await setCiliumConfig(cluster, "true");
+  return { cluster, uis };
+}
+
+/**
+ * An operator's kubeconfig at `file` (0600): the contexts named, each on the loopback control
+ * plane, and `current` selected.
+ */
+export function writeOperatorKubeconfig(cluster: Cluster, file: string, contexts: string[], current: string): void {
+  const kc = parse(fs.readFileSync(cluster.kubeconfig, "utf8")) as {
+    contexts: { name: string; context: Record<string, string> }[];
+    "current-context": string;
+  };
+  const context = kc.contexts[0]?.context as Record<string, string>;
+  kc.contexts = contexts.map((name) => ({ name, context }));
+  kc["current-context"] = current;
+  fs.writeFileSync(file, stringify(kc), { mode: 0o600 });
+}
+
+/** Installs the toolchain's kubernetes provider plugin, at the npm SDK's version, into env's PULUMI_HOME. */
+export async function installKubernetesPlugin(bin: string, opts: { cwd: string; env: NodeJS.ProcessEnv }): Promise<void> {
+  const versions = providerVersions();
+  const install = await runProcess(
+    path.join(bin, "pulumi"),
+    ["plugin", "install", "resource", "kubernetes", versions.kubernetes, "--file", path.join(bin, "prov/pulumi-resource-kubernetes")],
+    opts,
+  );
+  if (install.code !== 0) throw new Error(`plugin install failed: ${install.stderr}`);
+}
+
+/** The runbook's second up after a destroy: adopt the Cilium release the destroy retained. */
+export function adoptRetainedCilium(sandbox: Sandbox): ReturnType<Sandbox["pulumi"]> {
+  return sandbox.pulumi([
+    "import",
+    "kubernetes:helm.sh/v3:Release",
+    "cilium-release",
+    "kube-system/cilium",
+    "--generate-code=false",
+    "--protect=false",
+    "--yes",
+  ]);
 }
 
 /** The versions of the npm provider SDKs: the plugins must match them exactly. */

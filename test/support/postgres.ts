@@ -5,9 +5,9 @@
 // process exit handler stops the server if a test dies before its afterAll.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
+import { freeLoopbackPort } from "../../src/adapters/free-port";
 
 export interface Postgres {
   dir: string;
@@ -54,17 +54,6 @@ function serverUser(): { uid: number; gid: number } {
   return serverUser();
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 const live = new Set<ChildProcess>();
 const folders = new Set<string>();
 // A test that dies before its afterAll still leaves no server and no folder behind.
@@ -95,7 +84,7 @@ export async function startPostgres(): Promise<Postgres> {
     fs.rmSync(dir, { recursive: true, force: true });
     throw new Error(`initdb failed: ${init.stderr}`);
   }
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   let server: ChildProcess | undefined;
 
   const psql = (statement: string, database = "postgres", how: "-c" | "-f" = "-c", env: NodeJS.ProcessEnv = process.env) =>

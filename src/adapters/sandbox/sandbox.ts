@@ -5,12 +5,12 @@
 import { execFile } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { DataPath, dataPathSupport, findTool, stopRun } from "../datapath/datapath";
 import { writeNode } from "../datapath/kubelet";
 import { PREFIX_PATTERN } from "../datapath/plan";
+import { freeLoopbackPort } from "../free-port";
 import { httpGet } from "../http-probe";
 import { openStack } from "../stack-inputs";
 import { type ControlPlaneStatus, controlPlaneStatus, SANDBOX_CONTEXT, SANDBOX_NODE, seedCluster, startControlPlane, stopControlPlane } from "./cluster";
@@ -78,17 +78,6 @@ export function readSandboxInfo(folder: string): (SandboxInfo & { rejected: stri
 }
 
 const seconds = (t0: number) => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 /** GET with a short timeout; undefined when nothing answers. */
 async function get(url: string): Promise<{ status: number; text: string } | undefined> {
@@ -382,7 +371,7 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
 
   // 6. The portal.
   t0 = Date.now();
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const portal = `http://127.0.0.1:${port}/`;
   processes.push(
     startDetached(

@@ -1,0 +1,15 @@
+// A port the kernel just gave out on 127.0.0.1, for a server started next (the sandbox's control
+// plane, the tests' throw-away servers). Another process may take it in between; callers that
+// cannot retry say so.
+import * as net from "node:net";
+
+export function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
