@@ -64,7 +64,7 @@ describe("auditExposure: look-alikes of our Services", () => {
     });
     expect(result.declared.map((d) => d.name)).toEqual(["argocd-nodeport"]);
     expect(result.undeclared.map((u) => u.reason)).toEqual([
-      "named like contract entry 'gitea', but gitea/gitea-nodeport is not the Service this stack created (uid someone-else, created ours): it was replaced by hand; remove it and run pulumi up",
+      "named like contract entry 'gitea', but gitea/gitea-nodeport is not the Service this stack created (its uid someone-else; this stack created ours): it was replaced by hand; remove it and run pulumi up",
     ]);
   });
 });

@@ -37,7 +37,7 @@ describe("ownershipProblem: only what the last up published is ours", () => {
   it("refuses one the last up did not publish, or one with another uid", () => {
     expect(ownershipProblem("a/x-nodeport", "u1", undefined)).toContain("exists but this stack did not create it");
     expect(ownershipProblem("a/x-nodeport", "u2", { service: "x-nodeport", uid: "u1" })).toContain(
-      "is not the Service this stack created (uid u2, created u1)",
+      "is not the Service this stack created (its uid u2; this stack created u1)",
     );
   });
 });

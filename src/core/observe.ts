@@ -302,7 +302,7 @@ export function ownershipProblem(where: string, uid: string | undefined, publish
     return `${where} exists but this stack did not create it (the last up published no Service for this entry): remove it, or adopt it on purpose (see pulumi up)`;
   }
   if (published.uid !== undefined && uid !== undefined && published.uid !== uid) {
-    return `${where} is not the Service this stack created (uid ${uid}, created ${published.uid}): it was replaced by hand; remove it and run pulumi up`;
+    return `${where} is not the Service this stack created (its uid ${uid}; this stack created ${published.uid}): it was replaced by hand; remove it and run pulumi up`;
   }
   return undefined;
 }
