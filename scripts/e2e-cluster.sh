@@ -38,14 +38,24 @@ free_port() {
   fi
 }
 
-# kill the processes recorded in DIR/pids (only if their command line mentions DIR)
+# A process's start time (field 22 of /proc/PID/stat), which a reused pid does not share.
+start_time() { sed -n 's/^.*) [A-Za-z] \([^ ]* \)\{18\}\([0-9]*\) .*$/\2/p' "/proc/$1/stat" 2>/dev/null; }
+
+# record NAME PID: the pid and its start time, so that stop signals only that very process
+record() { echo "$1=$2" >> "$d/pids"; echo "$1=$(start_time "$2")" >> "$d/starts"; }
+
+# kill the processes recorded in DIR/pids, each only if it is the one recorded: exactly one
+# line for its role, an integer pid > 1, the recorded start time and a command line naming DIR
 stop_dir() {
-  local d=$1 name pid
+  local d=$1 name pid start
   [[ -f "$d/pids" ]] || return 0
   # reverse start order: controller-manager, apiserver, etcd
   for name in kube-controller-manager kube-apiserver etcd; do
+    [[ $(grep -c "^$name=" "$d/pids") == 1 ]] || continue
     pid=$(sed -n "s/^$name=//p" "$d/pids")
-    [[ -n "$pid" ]] || continue
+    start=$(sed -n "s/^$name=//p" "$d/starts" 2>/dev/null | head -n 1)
+    [[ "$pid" =~ ^[0-9]{1,8}$ && "$pid" -gt 1 && -n "$start" ]] || continue
+    [[ "$(start_time "$pid")" == "$start" ]] || continue
     if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' </proc/"$pid"/cmdline | grep -qF "$d"; then
       kill -TERM "$pid" 2>/dev/null || true
       for _ in $(seq 1 50); do [[ -e /proc/$pid ]] || break; sleep 0.2; done
@@ -53,7 +63,7 @@ stop_dir() {
       log "stopped $name ($pid)"
     fi
   done
-  rm -f "$d/pids"
+  rm -f "$d/pids" "$d/starts"
 }
 
 cmd_stop() {
@@ -98,7 +108,7 @@ cmd_start() {
       f.writeFileSync(process.argv[2],k.publicKey.export({type:"spki",format:"pem"}))' "$d/pki/sa.key" "$d/pki/sa.pub"
   fi
   echo "$TOKEN,e2e-admin,e2e-admin,system:masters" > "$d/pki/tokens.csv"
-  : > "$d/pids"
+  : > "$d/pids"; : > "$d/starts"
 
   "$bin/etcd" --name e2e --data-dir "$d/etcd" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
@@ -106,7 +116,7 @@ cmd_start() {
     --initial-cluster "e2e=http://127.0.0.1:$etcd_peer" --initial-cluster-state new \
     --unsafe-no-fsync --log-level warn \
     </dev/null >"$d/logs/etcd.log" 2>&1 &
-  echo "etcd=$!" >> "$d/pids"
+  record etcd $!
 
   local extra=()
   if [[ "$kcm" != 1 ]]; then
@@ -125,7 +135,7 @@ cmd_start() {
     --endpoint-reconciler-type none \
     "${extra[@]}" \
     </dev/null >"$d/logs/kube-apiserver.log" 2>&1 &
-  echo "kube-apiserver=$!" >> "$d/pids"
+  record kube-apiserver $!
 
   local server="https://127.0.0.1:$api_port"
   cat > "$d/kubeconfig" <<EOF
@@ -171,7 +181,7 @@ EOF
       --use-service-account-credentials=false --leader-elect=false \
       --cluster-name e2e --controllers "${E2E_KCM_CONTROLLERS:-*,-node-lifecycle-controller}" \
       </dev/null >"$d/logs/kube-controller-manager.log" 2>&1 &
-    echo "kube-controller-manager=$!" >> "$d/pids"
+    record kube-controller-manager $!
     # ready when the service-account controller made the default ServiceAccount
     t0=$SECONDS; ok=0
     while (( SECONDS - t0 < timeout )); do

@@ -1,18 +1,21 @@
 // The sandbox's pieces that need no cluster: stand-in answers, the pulumi version gate, and the
 // rule that `down` stops only a process whose command line is still the one recorded.
 
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { main } from "../cli/main";
+import { liveProcess } from "../src/adapters/own-process";
 import { controlPlaneStatus } from "../src/adapters/sandbox/cluster";
 import { isOurs, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
 import { sandboxDown, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
 import { type FakeAnswer, list, startFakeApi } from "./support/fake-api";
+import { isAlive } from "./support/processes";
 
 describe("sandbox", () => {
   it("stand-in UIs answer the contract's probe path with the expected status, and a page elsewhere", () => {
@@ -198,6 +201,7 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
     fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\n");
     fs.writeFileSync(path.join(cluster, ".e2e-cluster"), "");
     fs.writeFileSync(path.join(cluster, "pids"), `etcd=4194304\nkube-apiserver=${apiserverPid}\n`);
+    fs.writeFileSync(path.join(cluster, "starts"), `etcd=1\nkube-apiserver=${liveProcess(apiserverPid)?.startTime ?? ""}\n`);
     fs.writeFileSync(path.join(dir, ".sandbox", "kubeconfig"), `clusters:\n- cluster:\n    server: ${server}\n`);
     fs.writeFileSync(path.join(dir, ".sandbox", "sandbox.json"), JSON.stringify({ processes: [], urls: {}, portal: "" }));
     return cluster;
@@ -239,6 +243,35 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
       expect(doc.controlPlane.apiServer).toMatchObject({ url: `https://127.0.0.1:${port}`, answers: false });
     } finally {
       process.kill(apiserver.pid, "SIGKILL");
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a decoy naming the cluster folder is not the control plane: status says STOPPED and the script's stop never signals it (found by an outside tester)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
+    const cluster = path.join(dir, ".sandbox", "cluster");
+    fs.mkdirSync(cluster, { recursive: true });
+    // Like `tail -f .sandbox/cluster/logs/etcd.log`: its command line names the folder.
+    const decoy = startDetached("decoy", process.execPath, ["-e", "setTimeout(() => {}, 60000)", path.join(cluster, "logs")], {
+      cwd: dir,
+      env: process.env,
+      logFile: path.join(dir, "log"),
+    });
+    try {
+      sandboxWith(dir, decoy.pid, "https://127.0.0.1:6443");
+      // Its pid written in place of the controller manager's, with another start time; and as a second apiserver line.
+      fs.appendFileSync(path.join(cluster, "pids"), `kube-controller-manager=${decoy.pid}\n`);
+      fs.appendFileSync(path.join(cluster, "starts"), "kube-controller-manager=1\n");
+      const forged = await controlPlaneStatus(cluster, path.join(dir, ".sandbox", "kubeconfig"), async () => ({ status: 200 }));
+      expect(forged?.processes.find((p) => p.role === "kube-controller-manager")).toEqual({ role: "kube-controller-manager", pid: decoy.pid, running: false });
+      fs.appendFileSync(path.join(cluster, "pids"), `kube-apiserver=${decoy.pid}\n`);
+      const twice = await controlPlaneStatus(cluster, path.join(dir, ".sandbox", "kubeconfig"), async () => ({ status: 200 }));
+      expect(twice?.processes.find((p) => p.role === "kube-apiserver")?.running).toBe(false);
+      const stop = spawnSync(path.join(__dirname, "../scripts/e2e-cluster.sh"), ["stop", cluster], { encoding: "utf8", env: { ...process.env, E2E_BIN: dir } });
+      expect(stop.status, stop.stderr).toBe(0);
+      expect(isAlive(decoy.pid)).toBe(true);
+    } finally {
+      process.kill(decoy.pid, "SIGKILL");
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -6,16 +6,7 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { startTimeOf } from "../src/adapters/own-process";
 import { parseForwardRecord, stopForwards } from "../src/adapters/ssh-forward";
-
-/** Whether a process of this pid exists (signal 0 only asks). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { isAlive } from "./support/processes";
 
 describe("the forwards' pid files are untrusted", () => {
   it("--stop deletes nothing outside the state folder and signals no process it did not start", async () => {

@@ -61,8 +61,9 @@ export interface ControlPlaneStatus {
 const CONTROL_PLANE_ROLES = ["etcd", "kube-apiserver", "kube-controller-manager"] as const;
 
 /**
- * What scripts/e2e-cluster.sh started in `dir` (its `pids` file, untrusted: a process counts as
- * running only when its command line names `dir`, the script's own rule) and whether the API
+ * What scripts/e2e-cluster.sh started in `dir` (its `pids` and `starts` files, untrusted: a
+ * process counts as running only when it is the one recorded, by the script's own rule: one line
+ * for its role, the recorded start time, a command line naming `dir`) and whether the API
  * server of `kubeconfig` answers /readyz. Undefined when `dir` holds no control plane. Reads
  * only: nothing here signals a process.
  */
@@ -75,16 +76,25 @@ export async function controlPlaneStatus(dir: string, kubeconfig: string, get: H
       return "";
     }
   };
-  const pids = new Map(
-    read(path.join(dir, "pids"))
+  // name=value lines; a role given twice is nobody's (the script then signals neither).
+  const records = (file: string) => {
+    const lines = read(path.join(dir, file))
       .split("\n")
-      .map((l) => /^([a-z-]+)=(\d{1,8})$/.exec(l.trim()))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => [m[1] as string, Number(m[2])] as const),
-  );
+      .map((l) => /^([a-z-]+)=(\d{1,20})$/.exec(l.trim()))
+      .filter((m): m is RegExpExecArray => m !== null);
+    const seen = new Map<string, string[]>();
+    for (const m of lines) seen.set(m[1] as string, [...(seen.get(m[1] as string) ?? []), m[2] as string]);
+    return seen;
+  };
+  const pids = records("pids");
+  const starts = records("starts");
   const processes = CONTROL_PLANE_ROLES.filter((role) => pids.has(role)).map((role) => {
-    const pid = pids.get(role) as number;
-    const running = isPid(pid) && (liveProcess(pid)?.args.some((a) => a.includes(dir)) ?? false);
+    const [pidText, twice] = pids.get(role) as string[];
+    const pid = Number(pidText);
+    const start = starts.get(role);
+    const live = isPid(pid) && twice === undefined && start?.length === 1 ? liveProcess(pid) : undefined;
+    // The one recorded: its start time (a reused pid differs) and a command line naming `dir`.
+    const running = live !== undefined && live.startTime === start?.[0] && live.args.some((a) => a.includes(dir));
     return { role, pid, running };
   });
   const server = /^\s*server:\s*(\S+)\s*$/m.exec(read(kubeconfig))?.[1] ?? "";
