@@ -206,6 +206,16 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
     fs.writeFileSync(path.join(dir, ".sandbox", "sandbox.json"), JSON.stringify({ processes: [], urls: {}, portal: "" }));
     return cluster;
   }
+  /** A live process whose command line names a file of the sandbox's cluster folder. */
+  function sleeperNamingCluster(dir: string, role: string, file: string) {
+    const cluster = path.join(dir, ".sandbox", "cluster");
+    fs.mkdirSync(cluster, { recursive: true });
+    return startDetached(role, process.execPath, ["-e", "setTimeout(() => {}, 60000)", path.join(cluster, file)], {
+      cwd: dir,
+      env: process.env,
+      logFile: path.join(dir, "log"),
+    });
+  }
   const closedPort = () =>
     new Promise<number>((resolve) => {
       const s = net.createServer().listen(0, "127.0.0.1", () => {
@@ -218,13 +228,7 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
     const port = await closedPort();
     // A stand-in for kube-apiserver: its command line names the cluster folder, as the real one's does.
-    const cluster = path.join(dir, ".sandbox", "cluster");
-    fs.mkdirSync(cluster, { recursive: true });
-    const apiserver = startDetached("kube-apiserver", process.execPath, ["-e", "setTimeout(() => {}, 60000)", path.join(cluster, "pki")], {
-      cwd: dir,
-      env: process.env,
-      logFile: path.join(dir, "log"),
-    });
+    const apiserver = sleeperNamingCluster(dir, "kube-apiserver", "pki");
     try {
       sandboxWith(dir, apiserver.pid, `https://127.0.0.1:${port}`);
       const out: string[] = [];
@@ -249,16 +253,10 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
 
   it("a decoy naming the cluster folder is not the control plane: status says STOPPED and the script's stop never signals it (found by an outside tester)", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
-    const cluster = path.join(dir, ".sandbox", "cluster");
-    fs.mkdirSync(cluster, { recursive: true });
     // Like `tail -f .sandbox/cluster/logs/etcd.log`: its command line names the folder.
-    const decoy = startDetached("decoy", process.execPath, ["-e", "setTimeout(() => {}, 60000)", path.join(cluster, "logs")], {
-      cwd: dir,
-      env: process.env,
-      logFile: path.join(dir, "log"),
-    });
+    const decoy = sleeperNamingCluster(dir, "decoy", "logs");
     try {
-      sandboxWith(dir, decoy.pid, "https://127.0.0.1:6443");
+      const cluster = sandboxWith(dir, decoy.pid, "https://127.0.0.1:6443");
       // Its pid written in place of the controller manager's, with another start time; and as a second apiserver line.
       fs.appendFileSync(path.join(cluster, "pids"), `kube-controller-manager=${decoy.pid}\n`);
       fs.appendFileSync(path.join(cluster, "starts"), "kube-controller-manager=1\n");
