@@ -242,7 +242,7 @@ export const API_CASES: ApiCase[] = [
   { name: "HTTP 403", services: { status: 403, body: {} }, exit: 1, fragment: "(403)" },
   { name: "never answers", services: "hang", exit: 1, fragment: "did not answer services within 0.5s" },
   // Issue 23 #6: the read is refused within one budget shared by every answer in flight (peak RSS: test/kube-live-memory.test.ts).
-  { name: "an endless JSON body", services: "endless", timeoutSeconds: 10, exit: 1, fragment: "answered services with more than 64 MiB" },
+  { name: "an endless JSON body", services: "endless", timeoutSeconds: 10, exit: 1, fragment: "answered services with more than 32 MiB" },
 ];
 
 /** A raw HTTP request to the portal, and the status line it must get (the server keeps serving). */
