@@ -1,7 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION } from "../src/core/kube/types";
-import { buildUrl, type NodePortPlan, replacedServiceProblem, takeoverRefusal } from "../src/core/plan";
+import { buildUrl, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
 import { kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface NodePortExposureArgs {
@@ -18,8 +18,6 @@ export interface NodePortExposureArgs {
   existsInCluster: boolean;
   /** The nodePort published by the last `up` and still free: asked for again (stable ports). */
   keepNodePort?: number;
-  /** The uid of the Service the last `up` published for this entry, if it published one. */
-  publishedUid?: string;
   /** False under Pulumi's unit-test mocks, which cannot register resource hooks. */
   hooks: boolean;
 }
@@ -62,22 +60,6 @@ export class NodePortExposure extends pulumi.ComponentResource {
           { onDryRun: true },
         )
       : undefined;
-    // Runs only when the engine is about to update the Service of this stack's state. The
-    // refresh reads it by name, so a Service deleted and re-created by someone else since the
-    // last up looks like ours there; the uid that up published says it is not.
-    const publishedUid = args.publishedUid;
-    const refuseReplaced =
-      args.hooks && publishedUid !== undefined
-        ? new pulumi.ResourceHook(
-            `${name}-refuse-replaced`,
-            (hook) => {
-              const uid = (hook.oldOutputs as { metadata?: { uid?: unknown } } | undefined)?.metadata?.uid;
-              const problem = replacedServiceProblem(plan, typeof uid === "string" ? uid : undefined, publishedUid);
-              if (problem) throw new Error(problem);
-            },
-            { onDryRun: true },
-          )
-        : undefined;
 
     this.service = new k8s.core.v1.Service(
       `${name}-svc`,
@@ -118,9 +100,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
         // sets it, and the provider replaces a Service whose clusterIP input goes away: adopting
         // would delete and re-create the Service (new uid, new port). Never set by this program.
         ignoreChanges: ["spec.clusterIP"],
-        ...(refuseTakeover || refuseReplaced
-          ? { hooks: { ...(refuseTakeover ? { beforeCreate: [refuseTakeover] } : {}), ...(refuseReplaced ? { beforeUpdate: [refuseReplaced] } : {}) } }
-          : {}),
+        ...(refuseTakeover ? { hooks: { beforeCreate: [refuseTakeover] } } : {}),
       },
     );
 

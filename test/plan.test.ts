@@ -9,7 +9,6 @@ import {
   planHostPort,
   planNodePort,
   portToKeep,
-  replacedServiceProblem,
   resolveExposures,
   selectEntries,
   takeoverRefusal,
@@ -306,18 +305,5 @@ endpoints:
   it("refuses a selector that is not a map of strings", () => {
     const svc = service("apps", "ui", { selector: { app: 3 as unknown as string } });
     expect(problemsOf(resolve(svc))).toContain("has a selector that is not a map of strings");
-  });
-});
-
-describe("replacedServiceProblem: a Service of ours re-created by someone else is never updated (found by an outside tester)", () => {
-  const plan = { namespace: "gitea", serviceName: "gitea-nodeport" };
-  it("refuses another uid than the one the last up published, saying whose is whose", () => {
-    expect(replacedServiceProblem(plan, "uid-of-the-replacement", "uid-this-stack-created")).toBe(
-      "gitea/gitea-nodeport is not the Service this stack created (its uid uid-of-the-replacement; this stack created uid-this-stack-created): it was replaced by hand, and up does not take it over; remove it (up then re-creates this stack's own on its port) and run pulumi up",
-    );
-  });
-  it("lets the published one (or one whose uid is unknown) be updated", () => {
-    expect(replacedServiceProblem(plan, "u1", "u1")).toBeUndefined();
-    expect(replacedServiceProblem(plan, undefined, "u1")).toBeUndefined();
   });
 });

@@ -371,19 +371,6 @@ export function adoptServiceCommand(plan: Pick<NodePortPlan, "entry" | "namespac
   return `pulumi import kubernetes:core/v1:Service ${plan.entry}-svc ${plan.namespace}/${plan.serviceName} --stack ${stack} --generate-code=false --protect=false --yes`;
 }
 
-/**
- * Why `up` must not update the Service named `<entry>-nodeport`: its uid is not the one the last
- * `up` published, i.e. it was deleted and re-created by someone else. Undefined when it is ours.
- */
-export function replacedServiceProblem(
-  plan: Pick<NodePortPlan, "namespace" | "serviceName">,
-  uid: string | undefined,
-  publishedUid: string,
-): string | undefined {
-  if (uid === undefined || uid === publishedUid) return undefined;
-  return `${plan.namespace}/${plan.serviceName} is not the Service this stack created (its uid ${uid}; this stack created ${publishedUid}): it was replaced by hand, and up does not take it over; remove it (up then re-creates this stack's own on its port) and run pulumi up`;
-}
-
 /** Why `up` refuses to create a Service that already exists without being in the stack's state. */
 export function takeoverRefusal(plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">, stack: string): string {
   return (

@@ -122,33 +122,6 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     }
   });
 
-  it("up never updates a Service of ours that someone deleted and re-created (another uid): it refuses, touches nothing, and re-creates ours once that one is removed (found by an outside tester)", async () => {
-    const ours = await svc("gitea", "gitea-nodeport");
-    const port = await nodePortOf("gitea", "gitea-nodeport");
-    await cluster.core.deleteNamespacedService({ namespace: "gitea", name: "gitea-nodeport" });
-    await cluster.core.createNamespacedService({
-      namespace: "gitea",
-      body: {
-        metadata: { name: "gitea-nodeport", labels: { ...OUR_LABELS, "ui-exposure.io/entry": "gitea" } },
-        spec: { type: "NodePort", selector: { app: "attacker" }, ports: [{ name: "http", port: 80, targetPort: 3000 }] },
-      },
-    });
-    const replacement = await svc("gitea", "gitea-nodeport");
-    const refused = sandbox.pulumi(["up", "--yes"]);
-    expect(refused.code, summary(refused)).not.toBe(0);
-    expect(refused.stdout + refused.stderr).toContain(
-      `gitea/gitea-nodeport is not the Service this stack created (its uid ${replacement?.metadata?.uid}; this stack created ${ours?.metadata?.uid}): it was replaced by hand, and up does not take it over`,
-    );
-    const after = await svc("gitea", "gitea-nodeport");
-    expect(after?.metadata?.uid).toBe(replacement?.metadata?.uid);
-    expect(after?.spec?.selector).toEqual({ app: "attacker" });
-
-    await cluster.core.deleteNamespacedService({ namespace: "gitea", name: "gitea-nodeport" });
-    upThenCleanPreview("up after the replacement was removed");
-    expect(await nodePortOf("gitea", "gitea-nodeport")).toBe(port);
-    expect(outputs().endpoints.gitea?.uid).toBe((await svc("gitea", "gitea-nodeport"))?.metadata?.uid);
-  });
-
   it("a look-alike in another namespace is never taken for the entry: the audit reports it as impersonation", async () => {
     await cluster.core.createNamespace({ body: { metadata: { name: "tenant" } } });
     await cluster.core.createNamespacedService({
