@@ -7,7 +7,7 @@ import { admissionApiProblem } from "../src/core/admission";
 import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
-import { ownershipProblem, type PublishedEndpoints } from "../src/core/observe";
+import type { PublishedEndpoints } from "../src/core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
@@ -108,25 +108,13 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   );
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
   const admissionIssue = settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.admissionApiResources?.(), cluster.source);
-  // A Service of ours deleted and re-created by someone else since the last up: the refresh
-  // reads it by name, so the update would take it over. The last up's uid proves what is ours.
-  const replaced =
-    "plans" in resolution
-      ? resolution.plans.flatMap((plan) => {
-          if (plan.kind !== "nodePort" || lastEndpoints[plan.entry]?.uid === undefined) return [];
-          const live = services.find((s) => s.metadata.namespace === plan.namespace && s.metadata.name === plan.serviceName);
-          const problem = live && ownershipProblem(`${plan.namespace}/${plan.serviceName}`, live.metadata.uid, lastEndpoints[plan.entry]);
-          return problem ? [problem] : [];
-        })
-      : [];
   const problems = [
     ...("problems" in resolution ? resolution.problems : []),
-    ...replaced,
     ...("problems" in ciliumPlan ? ciliumPlan.problems : []),
     ...portalIssues,
     ...(admissionIssue ? [admissionIssue] : []),
   ];
-  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0 || admissionIssue || replaced.length > 0) {
+  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0 || admissionIssue) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 

@@ -25,7 +25,6 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-TOKEN=e2e-token
 
 log() { printf '[e2e-cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -88,6 +87,8 @@ cmd_start() {
   local d=${1:-}
   if [[ -z "$d" ]]; then d=$(mktemp -d "${TMPDIR:-/tmp}/e2e-cluster.XXXXXX"); else mkdir -p "$d"; fi
   d=$(cd "$d" && pwd)
+  # The folder holds the admin token, the keys and etcd's data: its owner's alone.
+  chmod 700 "$d"
   touch "$d/.e2e-cluster"
   mkdir -p "$d/etcd" "$d/pki" "$d/logs"
   chmod 700 "$d/etcd"
@@ -107,6 +108,8 @@ cmd_start() {
       f.writeFileSync(process.argv[1],k.privateKey.export({type:"pkcs1",format:"pem"}));
       f.writeFileSync(process.argv[2],k.publicKey.export({type:"spki",format:"pem"}))' "$d/pki/sa.key" "$d/pki/sa.pub"
   fi
+  # a fresh admin token per cluster (cluster-admin: never a fixed, guessable one)
+  local TOKEN; TOKEN=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
   echo "$TOKEN,e2e-admin,e2e-admin,system:masters" > "$d/pki/tokens.csv"
   : > "$d/pids"; : > "$d/starts"
 
