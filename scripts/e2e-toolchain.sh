@@ -12,7 +12,8 @@
 # Environment:
 #   UI_EXPOSURE_TOOLS_CACHE  cache root (default $HOME/.cache/ui-exposure-e2e)
 #   E2E_ONLY                 space-separated subset of: pulumi langhost k8sprov
-#                            kube-apiserver kube-controller-manager etcd kube-proxy (default: all)
+#                            kube-apiserver kube-controller-manager etcd kube-proxy
+#                            kube-scheduler prometheus (default: all)
 #                            and the optional stages, built only when named here:
 #                            helm (used by scripts/render-charts.sh, not by the e2e), cilium
 #   E2E_CILIUM               1 also builds the opt-in cilium stage (cilium-agent, cilium-dbg,
@@ -67,8 +68,12 @@ export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
 # Provider plugins go to bin/prov/, so that putting bin/ on PATH never makes them
 # "ambient" plugins (those win over PULUMI_HOME whatever version is asked for).
 mkdir -p "$BIN/prov" "$WORK"
-exec 9>"$ROOT/.lock"
-flock 9 || die "cannot lock $ROOT/.lock"
+# The Prometheus stage has a lock of its own (taken in build_prometheus), so that building it
+# alone (E2E_ONLY=prometheus) can run beside a build of the base toolchain.
+if [[ "${E2E_ONLY:-}" != "prometheus" ]]; then
+  exec 9>"$ROOT/.lock"
+  flock 9 || die "cannot lock $ROOT/.lock"
+fi
 
 want() { [[ -z "${E2E_ONLY:-}" ]] || [[ " $E2E_ONLY " == *" $1 "* ]]; }
 # optional stages are built only when E2E_ONLY names them
@@ -665,6 +670,11 @@ build_kube_proxy() {
   k8s_wrapper
   gobuild "$BIN/kube-proxy" "$K8S_VER_LDF" "" k8s.io/kubernetes/cmd/kube-proxy
 }
+# kube-scheduler binds the sandbox's and the e2e harness's pods to their nodes
+build_kube_scheduler() {
+  k8s_wrapper
+  gobuild "$BIN/kube-scheduler" "$K8S_VER_LDF" "" k8s.io/kubernetes/cmd/kube-scheduler
+}
 build_etcd() {
   k8s_wrapper
   gobuild "$BIN/etcd" "" "" go.etcd.io/etcd/server/v3
@@ -679,6 +689,33 @@ build_helm() {
   local v; v=$("$BIN/helm" version --template '{{.Version}}')
   [[ "$v" == "v${HELM_VERSION}" ]] || { rm -f "$BIN/helm"; die "helm: the built binary reports version $v"; }
 }
+# ---- prometheus -----------------------------------------------------------------
+# promtool checks the portal's metrics and the generated rules (npm test, .ci/run); the server
+# scrapes the in-cluster portal in the monitoring e2e. Both from one wrapper module, so they
+# share the module cache. Not part of KEY: a new version rebuilds this stage only (PROM_STAMP).
+# Built with plain `go build`: the server serves its API without the web UI's assets.
+PROMETHEUS_VERSION=0.316.0
+PROM_DIR="$CACHE_ROOT/prometheus-v$PROMETHEUS_VERSION"
+PROM_STAMP="prometheus-v$PROMETHEUS_VERSION"
+build_prometheus() {
+  mkdir -p "$PROM_DIR/bin"
+  exec 8>"$PROM_DIR/.lock"
+  flock 8 || die "cannot lock $PROM_DIR/.lock"
+  have promtool && have prometheus && return 0
+  wrapper prometheus
+  go get "github.com/prometheus/prometheus@v${PROMETHEUS_VERSION}"
+  local ldf="-X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#0.}"
+  gobuild "$PROM_DIR/bin/promtool" "$ldf" "" github.com/prometheus/prometheus/cmd/promtool
+  gobuild "$PROM_DIR/bin/prometheus" "$ldf" "" github.com/prometheus/prometheus/cmd/prometheus
+  echo "$PROM_STAMP" > "$PROM_DIR/.stamp"
+  ln -sfn "$PROM_DIR/bin/prometheus" "$BIN/prometheus"
+  ln -sfn "$PROM_DIR/bin/promtool" "$BIN/promtool"
+  rm -rf "$WORK/prometheus"
+}
+if [[ -e "$BIN/promtool" && "$(cat "$PROM_DIR/.stamp" 2>/dev/null)" != "$PROM_STAMP" ]]; then
+  rm -f "$BIN/promtool" "$BIN/prometheus"
+fi
+
 # ---- cilium (opt-in) ------------------------------------------------------------
 # The agent compiles its datapath at run time with clang from the module's bpf/ sources,
 # which it reads from <lib-dir>/bpf: they are installed next to the binaries.
@@ -760,6 +797,8 @@ stage kube-apiserver kube-apiserver build_kube_apiserver
 stage etcd etcd build_etcd
 stage kube-controller-manager kube-controller-manager build_kcm
 stage kube-proxy kube-proxy build_kube_proxy
+stage kube-scheduler kube-scheduler build_kube_scheduler
+stage prometheus promtool build_prometheus
 if named helm; then stage helm helm build_helm; fi
 if want_optin cilium; then stage cilium cilium-agent build_cilium; fi
 for k in "${!TIMES[@]}"; do log "time $k: ${TIMES[$k]}s"; done
