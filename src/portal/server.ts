@@ -4,15 +4,20 @@ import * as http from "node:http";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
+import { auditExposure } from "../core/audit";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
+import type { Pod, Service } from "../core/kube/types";
+import { METRICS_PATH, metricFamilies } from "../core/monitoring";
 import type { ObservedCluster, PublishedEndpoints } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
 import { readPortalCluster } from "../core/portal/scoped-read";
 import { buildPortalView, type PortalError, type PortalSource, type PortalView, wantedEntries } from "../core/portal/view";
+import type { Allowlist } from "../core/settings";
+import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics";
 import { DEFAULT_REACHABILITY, portalProbeTargets, ReachabilityCache, type ReachabilityOptions } from "./reachability";
 import { SharedRead } from "./shared-read";
 
@@ -32,6 +37,13 @@ export interface PortalOptions extends PortalSource {
    * by hand is DRIFT in both. Wins over `published`.
    */
   readPublished?: () => Promise<PublishedEndpoints | undefined>;
+  /**
+   * The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service
+   * and Pod of the cluster, read at most once per AUDIT_INTERVAL_MS) for /metrics' undeclared count.
+   */
+  audit?: { allowlist: Allowlist };
+  /** Shown in /metrics' build info. */
+  version?: string;
 }
 
 interface ObservedRead {
@@ -40,6 +52,8 @@ interface ObservedRead {
 }
 
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
+/** The audit lists every Service and Pod of the cluster: at most once per 30 s (or the read interval, if longer). */
+export const AUDIT_INTERVAL_MS = 30_000;
 
 /** Environment knobs shared by `exposure portal` and the in-cluster portal. */
 export const PORTAL_TUNING_ENV = {
@@ -83,10 +97,25 @@ export function refreshOf(search: URLSearchParams): PageOptions {
 export class PortalObserver {
   readonly clusterReads: SharedRead<ObservedRead>;
   readonly reachability: ReachabilityCache;
+  /** Present when the portal knows the allowlist (PortalOptions.audit). */
+  readonly auditReads: SharedRead<{ services: Service[]; pods: Pod[] }> | undefined;
   private readonly probing: ReachabilityOptions;
+  /** The last view computed from a successful read, for /metrics while reads fail. */
+  private lastGood: { view: PortalView; observedAt: Date } | undefined;
+  private lastUndeclared: number | undefined;
 
   constructor(private readonly opts: PortalOptions) {
     const wanted = wantedEntries(opts);
+    const cluster = opts.cluster;
+    this.auditReads = opts.audit
+      ? new SharedRead(
+          async () => {
+            const [services, pods] = await Promise.all([cluster.listServices(), cluster.listPods()]);
+            return { services, pods };
+          },
+          Math.max(AUDIT_INTERVAL_MS, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS),
+        )
+      : undefined;
     const readPublished = opts.readPublished ?? (async () => opts.published);
     this.clusterReads = new SharedRead(async (): Promise<ObservedRead> => {
       const [cluster, published] = await Promise.all([readPortalCluster(opts.cluster, wanted), readPublished()]);
@@ -120,7 +149,7 @@ export class PortalObserver {
     }
     const base = this.lastBase;
     const byEntry = await this.reachability.answers(portalProbeTargets(base.urls, this.opts.contract, this.probing), { wait: opts.waitForProbes !== false });
-    return {
+    const view: PortalView = {
       ...base.view,
       generatedAt: generatedAt.toISOString(),
       entries: base.view.entries.map((e) => {
@@ -128,6 +157,43 @@ export class PortalObserver {
         return reachability ? { ...e, reachability } : e;
       }),
     };
+    this.lastGood = { view, observedAt: at };
+    return view;
+  }
+
+  /**
+   * The /metrics text: the samples of the shared observation (a scrape joins the page loads'
+   * read, it never adds one). While reads fail, the last good values are served with their
+   * old timestamp, which is what the stale alert watches.
+   */
+  async metrics(): Promise<string> {
+    let view: PortalView | undefined;
+    let observedAt: Date | undefined;
+    try {
+      view = await this.view();
+      observedAt = this.lastGood?.observedAt;
+    } catch {
+      view = this.lastGood?.view;
+      observedAt = this.lastGood?.observedAt;
+    }
+    let undeclared = this.lastUndeclared;
+    if (this.auditReads && this.opts.audit) {
+      try {
+        const [{ value }, { value: read }] = await Promise.all([this.auditReads.get(), this.clusterReads.get()]);
+        undeclared = auditExposure({
+          contract: this.opts.contract,
+          selected: wantedEntries(this.opts).map((e) => e.name),
+          allowlist: this.opts.audit.allowlist,
+          services: value.services,
+          pods: value.pods,
+          ...(read.published ? { published: read.published } : {}),
+        }).undeclared.length;
+        this.lastUndeclared = undeclared;
+      } catch {
+        // The last count stays; the freshness gauge tells how old the observation is.
+      }
+    }
+    return renderMetrics(metricFamilies({ view, observedAt, undeclared, version: this.opts.version ?? "unknown", stack: this.opts.stack ?? "" }));
   }
 }
 
@@ -152,6 +218,7 @@ const JSON_TYPE = "application/json; charset=utf-8";
 /**
  * GET /            the page (HTML, server-side)
  * GET /api/entries the same data as JSON
+ * GET /metrics     the same observation for Prometheus (text format; no cluster read of its own)
  * GET /healthz     "ok" for probes, without touching the cluster (a cluster outage must not
  *                  restart the portal: it is exactly when the portal should say so)
  */
@@ -204,6 +271,16 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
     send(req, res, 200, "text/plain; charset=utf-8", "ok\n");
     return;
   }
+  if (path === METRICS_PATH) {
+    observer
+      .metrics()
+      .then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text))
+      .catch((err: unknown) => {
+        opts.log?.(`${req.method} ${path} -> 500: ${(err as Error).stack ?? String(err)}`);
+        if (!res.headersSent) send(req, res, 500, "text/plain; charset=utf-8", "internal error\n");
+      });
+    return;
+  }
   // /api/entries/<name>: one entry (the page links each row to it).
   const one = /^\/api\/entries\/([^/]+)$/.exec(path);
   const entry = one ? decodeURIComponentSafe(one[1] as string) : undefined;
@@ -212,7 +289,7 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
     return;
   }
   if (path !== "/" && path !== "/api/entries" && !one) {
-    send(req, res, 404, "text/plain; charset=utf-8", "not found: the portal serves /, /api/entries, /api/entries/<name> and /healthz\n");
+    send(req, res, 404, "text/plain; charset=utf-8", "not found: the portal serves /, /api/entries, /api/entries/<name>, /metrics and /healthz\n");
     return;
   }
   const json = path !== "/";

@@ -1,0 +1,336 @@
+// The platform's own Prometheus watching the exposure: the metrics the portal serves on
+// /metrics (from the same observation as its page), and the objects a stack with
+// `ui-exposure:monitoring` enabled adds for kube-prometheus-stack: a ServiceMonitor for the
+// in-cluster portal, a PrometheusRule and a Grafana dashboard ConfigMap. Pure: the portal
+// renders the samples with prom-client, components/monitoring.ts creates the objects.
+
+import { PORTAL_PORT_NAME, PORTAL_SELECTOR } from "./portal/spec";
+import type { PortalView } from "./portal/view";
+
+/** The metric names: an interface users build on (docs/monitoring.md). */
+export const METRICS = {
+  entryUp: "ui_exposure_entry_up",
+  entryVerdict: "ui_exposure_entry_verdict",
+  readyEndpoints: "ui_exposure_entry_ready_endpoints",
+  nodePort: "ui_exposure_entry_node_port",
+  probeDuration: "ui_exposure_entry_probe_duration_seconds",
+  undeclared: "ui_exposure_undeclared_exposures",
+  lastObservation: "ui_exposure_last_observation_timestamp_seconds",
+  buildInfo: "ui_exposure_build_info",
+} as const;
+
+/** Verdict label values: one series each per entry, 1 for the current one. */
+export const VERDICT_VALUES = ["match", "drift", "absent"] as const;
+
+export interface Sample {
+  labels: Record<string, string>;
+  value: number;
+}
+
+export interface MetricFamily {
+  name: string;
+  help: string;
+  samples: Sample[];
+}
+
+export interface MetricsInput {
+  /** The last view the portal computed; undefined when no cluster read has succeeded yet. */
+  view: PortalView | undefined;
+  /** When that view's cluster read finished (the freshness gauge; 0 when never). */
+  observedAt: Date | undefined;
+  /** The audit's undeclared count, when the portal runs the audit (it knows the allowlist). */
+  undeclared: number | undefined;
+  version: string;
+  stack: string;
+}
+
+/**
+ * The samples of one scrape. Label values come from the contract (entry names) and fixed sets
+ * only: never a URL, an address or a reason. Entries the stack does not publish have none.
+ */
+export function metricFamilies(input: MetricsInput): MetricFamily[] {
+  const published = (input.view?.entries ?? []).filter((e) => e.exposed && e.verdict !== "NOT-EXPOSED");
+  const up: Sample[] = [];
+  const verdict: Sample[] = [];
+  const ready: Sample[] = [];
+  const port: Sample[] = [];
+  const duration: Sample[] = [];
+  for (const e of published) {
+    const entry = { entry: e.name };
+    // Probing off (PORTAL_PROBE=off): nothing was checked, so no series. On: an entry without
+    // an answer (no URL to probe: its Service is gone, no node address...) did not answer.
+    if (input.view?.reachability.enabled) up.push({ labels: entry, value: e.reachability?.ok ? 1 : 0 });
+    const current = e.verdict.toLowerCase();
+    for (const v of VERDICT_VALUES) verdict.push({ labels: { ...entry, verdict: v }, value: v === current ? 1 : 0 });
+    ready.push({ labels: entry, value: e.readyEndpoints });
+    const observed = e.nodePort ?? e.hostPort;
+    if (observed !== undefined) port.push({ labels: entry, value: observed });
+    if (e.reachability?.latencyMs != null) duration.push({ labels: entry, value: e.reachability.latencyMs / 1000 });
+  }
+  return [
+    { name: METRICS.entryUp, help: "1 when the entry's published URL answered as the contract expects at the portal's last probe, 0 otherwise.", samples: up },
+    { name: METRICS.entryVerdict, help: "The entry's verdict (as exposure status gives it): 1 for the current one of match, drift, absent.", samples: verdict },
+    { name: METRICS.readyEndpoints, help: "Ready endpoints behind the entry's published Service (1 or 0 for a hostPort pod).", samples: ready },
+    { name: METRICS.nodePort, help: "The port observed in the cluster for the entry (nodePort, or hostPort).", samples: port },
+    { name: METRICS.probeDuration, help: "How long the portal's last probe of the entry's URL took, in seconds.", samples: duration },
+    ...(input.undeclared !== undefined
+      ? [
+          {
+            name: METRICS.undeclared,
+            help: "Exposures (NodePort or LoadBalancer Services, hostPorts) that neither the contract nor the allowlist declares, as exposure drift reports them.",
+            samples: [{ labels: {}, value: input.undeclared }],
+          },
+        ]
+      : []),
+    {
+      name: METRICS.lastObservation,
+      help: "Unix time of the portal's last successful cluster read (0 before the first).",
+      samples: [{ labels: {}, value: input.observedAt ? input.observedAt.getTime() / 1000 : 0 }],
+    },
+    {
+      name: METRICS.buildInfo,
+      help: "The portal's version and the stack it watches; always 1.",
+      samples: [{ labels: { version: input.version, stack: input.stack }, value: 1 }],
+    },
+  ];
+}
+
+// ---- monitoring objects --------------------------------------------------------------------
+
+/** The `job` label of the portal's scrape target: the Service label the ServiceMonitor names as jobLabel. */
+export const PORTAL_JOB_LABEL = "app.kubernetes.io/name";
+export const PORTAL_JOB = PORTAL_SELECTOR[PORTAL_JOB_LABEL] as string;
+export const METRICS_PATH = "/metrics";
+export const SCRAPE_INTERVAL = "30s";
+
+export interface MonitoringTarget {
+  /** The in-cluster portal's namespace (where the objects go too). */
+  namespace: string;
+  /** The kube-prometheus-stack release: its Prometheus selects by `release: <release>`. */
+  release: string;
+  stack: string;
+}
+
+export interface AlertRule {
+  alert: string;
+  expr: string;
+  for: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface RuleGroup {
+  name: string;
+  rules: AlertRule[];
+}
+
+/** The series selector of this stack's portal, as its scrape config labels them. */
+export function portalSelector(t: Pick<MonitoringTarget, "namespace">): string {
+  return `job="${PORTAL_JOB}",namespace="${t.namespace}"`;
+}
+
+/** The five alerts, each naming the command that explains it. */
+export function alertRules(t: MonitoringTarget): RuleGroup[] {
+  const sel = portalSelector(t);
+  const labels = { severity: "warning" };
+  return [
+    {
+      name: "ui-exposure",
+      rules: [
+        {
+          alert: "UIExposureUnreachable",
+          expr: `${METRICS.entryUp}{${sel}} == 0`,
+          for: "5m",
+          labels,
+          annotations: {
+            summary: "The published URL of {{ $labels.entry }} does not answer as the contract expects.",
+            description:
+              "The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run `exposure status --entry {{ $labels.entry }}` (and `exposure probe`) to see the verdict and the answer.",
+          },
+        },
+        {
+          alert: "UIExposureDrift",
+          expr: `${METRICS.entryVerdict}{${sel},verdict=~"drift|absent"} == 1`,
+          for: "10m",
+          labels,
+          annotations: {
+            summary: "{{ $labels.entry }} is {{ $labels.verdict }}: its published URL may be false.",
+            description:
+              "The cluster no longer matches what the last `up` published for {{ $labels.entry }} (a port moved by hand, its Service gone, no ready endpoints...) for 10 minutes. Run `exposure status --entry {{ $labels.entry }}` for the reasons; `pulumi up` puts a moved port back.",
+          },
+        },
+        {
+          alert: "UIExposureUndeclared",
+          expr: `${METRICS.undeclared}{${sel}} > 0`,
+          for: "15m",
+          labels,
+          annotations: {
+            summary: "{{ $value }} exposure(s) in the cluster that neither the contract nor the allowlist declares.",
+            description:
+              "A NodePort or LoadBalancer Service or a hostPort has been open for 15 minutes without a contract entry or an allowlist item. Run `exposure drift` to list them, then remove each one or declare it.",
+          },
+        },
+        {
+          alert: "UIExposureStale",
+          expr: `time() - ${METRICS.lastObservation}{${sel}} > 60`,
+          for: "10m",
+          labels,
+          annotations: {
+            summary: "The portal has not read the cluster for more than 10 minutes.",
+            description:
+              "The portal answers but its cluster reads fail (API server unreachable, its ServiceAccount's permissions...): the other alerts see old values. Its log says why; `exposure status` reads the cluster with your own credentials.",
+          },
+        },
+        {
+          alert: "UIExposurePortalDown",
+          expr: `up{${sel}} == 0 or absent(up{${sel}})`,
+          for: "5m",
+          labels,
+          annotations: {
+            summary: "Prometheus cannot scrape the ui-exposure portal in {{ $labels.namespace }}.",
+            description:
+              "No ui-exposure alert can fire while the portal is down. Check its pod (`kubectl -n " +
+              t.namespace +
+              " get pods -l app.kubernetes.io/name=ui-exposure-portal`) and run `exposure status` meanwhile.",
+          },
+        },
+      ],
+    },
+  ];
+}
+
+const objectLabels = (t: MonitoringTarget) => ({
+  release: t.release,
+  "app.kubernetes.io/part-of": "ui-exposure",
+  "app.kubernetes.io/managed-by": "ui-exposure",
+});
+
+/** The ServiceMonitor of the in-cluster portal: its Service `portal`, port `http`, /metrics. */
+export function serviceMonitorSpec(t: MonitoringTarget) {
+  return {
+    jobLabel: PORTAL_JOB_LABEL,
+    selector: { matchLabels: { ...PORTAL_SELECTOR, "app.kubernetes.io/part-of": "ui-exposure" } },
+    namespaceSelector: { matchNames: [t.namespace] },
+    endpoints: [{ port: PORTAL_PORT_NAME, path: METRICS_PATH, interval: SCRAPE_INTERVAL, scrapeTimeout: "10s" }],
+  };
+}
+
+export interface DashboardQuery {
+  title: string;
+  expr: string;
+}
+
+/** Every query of the dashboard (the promtool check wraps each as a recording rule). */
+export function dashboardQueries(t: MonitoringTarget): DashboardQuery[] {
+  const sel = `${portalSelector(t)},entry=~"$entry"`;
+  return [
+    { title: "Undeclared exposures", expr: `${METRICS.undeclared}{${portalSelector(t)}}` },
+    { title: "Observation age", expr: `time() - ${METRICS.lastObservation}{${portalSelector(t)}}` },
+    { title: "Up", expr: `${METRICS.entryUp}{${sel}}` },
+    { title: "Verdict", expr: `${METRICS.entryVerdict}{${sel}} == 1` },
+    { title: "Probe latency", expr: `${METRICS.probeDuration}{${sel}}` },
+    { title: "Port", expr: `${METRICS.nodePort}{${sel}}` },
+    { title: "Ready endpoints", expr: `${METRICS.readyEndpoints}{${sel}}` },
+  ];
+}
+
+/** The Grafana dashboard: the undeclared count and freshness on top, then one repeated row per entry. */
+export function dashboard(t: MonitoringTarget): Record<string, unknown> {
+  const q = Object.fromEntries(dashboardQueries(t).map((d) => [d.title, d.expr]));
+  // Grafana's own variable syntax (the `datasource` variable below), not a template literal.
+  const ds = { type: "prometheus", uid: ["$", "{datasource}"].join("") };
+  let id = 0;
+  const stat = (title: string, x: number, y: number, w: number, extra: Record<string, unknown> = {}) => ({
+    id: ++id,
+    type: "stat",
+    title,
+    datasource: ds,
+    gridPos: { x, y, w, h: 4 },
+    targets: [{ refId: "A", datasource: ds, expr: q[title], instant: true, legendFormat: title === "Verdict" ? "{{verdict}}" : "" }],
+    ...extra,
+  });
+  const mapping = (options: Record<string, { text: string; color: string }>) => [{ type: "value", options }];
+  return {
+    title: `UI exposure (${t.stack})`,
+    uid: `ui-exposure-${t.stack}`.slice(0, 40),
+    tags: ["ui-exposure"],
+    schemaVersion: 39,
+    editable: false,
+    time: { from: "now-6h", to: "now" },
+    refresh: "30s",
+    templating: {
+      list: [
+        { name: "datasource", type: "datasource", query: "prometheus", current: {}, hide: 0 },
+        {
+          name: "entry",
+          type: "query",
+          datasource: ds,
+          query: { query: `label_values(${METRICS.entryVerdict}{${portalSelector(t)}}, entry)`, refId: "entry" },
+          refresh: 2,
+          includeAll: true,
+          multi: true,
+          current: { text: "All", value: "$__all" },
+        },
+      ],
+    },
+    panels: [
+      stat("Undeclared exposures", 0, 0, 12, {
+        fieldConfig: {
+          defaults: {
+            thresholds: {
+              mode: "absolute",
+              steps: [
+                { color: "green", value: null },
+                { color: "red", value: 1 },
+              ],
+            },
+          },
+          overrides: [],
+        },
+      }),
+      stat("Observation age", 12, 0, 12, { fieldConfig: { defaults: { unit: "s" }, overrides: [] } }),
+      { id: ++id, type: "row", title: "$entry", repeat: "entry", collapsed: false, gridPos: { x: 0, y: 4, w: 24, h: 1 }, panels: [] },
+      stat("Up", 0, 5, 6, {
+        fieldConfig: { defaults: { mappings: mapping({ "1": { text: "UP", color: "green" }, "0": { text: "DOWN", color: "red" } }) }, overrides: [] },
+      }),
+      stat("Verdict", 6, 5, 6, { options: { textMode: "name", colorMode: "background" } }),
+      stat("Probe latency", 12, 5, 6, { fieldConfig: { defaults: { unit: "s" }, overrides: [] } }),
+      stat("Port", 18, 5, 6, { fieldConfig: { defaults: { decimals: 0, unit: "none" }, overrides: [] } }),
+    ],
+  };
+}
+
+/** The three objects, as plain manifests (components/monitoring.ts creates them; render shows them). */
+export function monitoringObjects(t: MonitoringTarget) {
+  const labels = objectLabels(t);
+  return {
+    serviceMonitor: {
+      apiVersion: "monitoring.coreos.com/v1",
+      kind: "ServiceMonitor",
+      metadata: { name: "ui-exposure-portal", namespace: t.namespace, labels },
+      spec: serviceMonitorSpec(t),
+    },
+    prometheusRule: {
+      apiVersion: "monitoring.coreos.com/v1",
+      kind: "PrometheusRule",
+      metadata: { name: "ui-exposure", namespace: t.namespace, labels },
+      spec: { groups: alertRules(t) },
+    },
+    dashboard: {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "ui-exposure-dashboard", namespace: t.namespace, labels: { ...labels, grafana_dashboard: "1" } },
+      data: { "ui-exposure.json": JSON.stringify(dashboard(t), null, 2) },
+    },
+  };
+}
+
+/** The CRDs the ServiceMonitor and PrometheusRule need (the Prometheus Operator's). */
+export const MONITORING_CRDS = ["servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"] as const;
+
+/** Why the stack cannot create its monitoring objects, from the CRDs the cluster serves; undefined when it can. */
+export function missingCrdsProblem(served: readonly string[]): string | undefined {
+  const missing = MONITORING_CRDS.filter((c) => !served.includes(c));
+  if (missing.length === 0) return undefined;
+  return `monitoring: the cluster has no ${missing.join(" and ")} (the Prometheus Operator's CRDs, installed by kube-prometheus-stack); install kube-prometheus-stack first, or set ui-exposure:monitoring.enabled: false`;
+}

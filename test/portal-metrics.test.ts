@@ -1,0 +1,175 @@
+// The portal's /metrics: the samples of the shared observation (no cluster read of its own),
+// label values from the contract only, what it serves while the cluster cannot be read, and
+// the real promtool's `check metrics` on the real output.
+import { afterEach, describe, expect, it } from "vitest";
+import type { HttpGet } from "../src/adapters/http-probe";
+import type { Service } from "../src/core/kube/types";
+import { renderMetrics } from "../src/portal/metrics";
+import { type PortalOptions, type RunningPortal, startPortal } from "../src/portal/server";
+import { MemoryCluster, NODE_IP, portalContract, recordedCluster, unreachable } from "./support/portal-fixtures";
+import { findPromtool, promtool } from "./support/promtool";
+
+/** argocd (31358) answers 200 in 20 ms, grafana (31088) 500. */
+const get: HttpGet = async (url) => {
+  await new Promise((r) => setTimeout(r, 20));
+  return { status: url.port === "31358" ? 200 : 500 };
+};
+
+const undeclaredService: Service = {
+  apiVersion: "v1",
+  kind: "Service",
+  metadata: { name: "debug-ui", namespace: "tools" },
+  spec: { type: "NodePort", selector: { app: "debug" }, ports: [{ name: "http", port: 80, nodePort: 30999, protocol: "TCP" }] },
+};
+
+const portals: RunningPortal[] = [];
+afterEach(async () => {
+  await Promise.all(portals.splice(0).map((p) => p.close()));
+});
+
+async function portalWith(opts: Partial<PortalOptions> = {}) {
+  const data = recordedCluster();
+  data.services.push(undeclaredService);
+  const cluster = new MemoryCluster(data);
+  const portal = await startPortal(
+    {
+      contract: portalContract(),
+      cluster,
+      stack: "bench",
+      version: "0.1.0",
+      audit: { allowlist: { services: [], hostPorts: [] } },
+      reachability: { get },
+      readIntervalMs: 60_000,
+      ...opts,
+    },
+    { host: "127.0.0.1", port: 0 },
+  );
+  portals.push(portal);
+  const fetchPath = (p: string) => fetch(new URL(p, portal.url));
+  return { cluster, portal, get: fetchPath };
+}
+
+/** The sample lines (no comments), without the timestamp gauge's value. */
+const samples = (text: string) =>
+  text
+    .split("\n")
+    .filter((l) => l && !l.startsWith("#"))
+    .map((l) => (l.startsWith("ui_exposure_last_observation_timestamp_seconds ") ? "ui_exposure_last_observation_timestamp_seconds <t>" : l));
+
+describe("portal /metrics", () => {
+  it("serves each published entry's up, verdict, ready endpoints, port and probe time, the undeclared count, freshness and build info", async () => {
+    const { get: fetchPath } = await portalWith();
+    const before = Date.now() / 1000;
+    const res = await fetchPath("/metrics");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const text = await res.text();
+    const lines = samples(text);
+    expect(lines.filter((l) => !l.startsWith("ui_exposure_entry_probe_duration_seconds"))).toEqual([
+      'ui_exposure_entry_up{entry="argocd"} 1',
+      'ui_exposure_entry_up{entry="grafana"} 0',
+      'ui_exposure_entry_up{entry="gitea"} 0',
+      'ui_exposure_entry_verdict{entry="argocd",verdict="match"} 1',
+      'ui_exposure_entry_verdict{entry="argocd",verdict="drift"} 0',
+      'ui_exposure_entry_verdict{entry="argocd",verdict="absent"} 0',
+      'ui_exposure_entry_verdict{entry="grafana",verdict="match"} 0',
+      'ui_exposure_entry_verdict{entry="grafana",verdict="drift"} 1',
+      'ui_exposure_entry_verdict{entry="grafana",verdict="absent"} 0',
+      'ui_exposure_entry_verdict{entry="gitea",verdict="match"} 0',
+      'ui_exposure_entry_verdict{entry="gitea",verdict="drift"} 0',
+      'ui_exposure_entry_verdict{entry="gitea",verdict="absent"} 1',
+      'ui_exposure_entry_ready_endpoints{entry="argocd"} 2',
+      'ui_exposure_entry_ready_endpoints{entry="grafana"} 1',
+      'ui_exposure_entry_ready_endpoints{entry="gitea"} 0',
+      'ui_exposure_entry_node_port{entry="argocd"} 31358',
+      'ui_exposure_entry_node_port{entry="grafana"} 31088',
+      "ui_exposure_undeclared_exposures 1",
+      "ui_exposure_last_observation_timestamp_seconds <t>",
+      'ui_exposure_build_info{version="0.1.0",stack="bench"} 1',
+    ]);
+    // Probe times in seconds, only for the entries probed (gitea has no URL).
+    const durations = lines.filter((l) => l.startsWith("ui_exposure_entry_probe_duration_seconds"));
+    expect(durations.map((l) => l.split(" ")[0])).toEqual([
+      'ui_exposure_entry_probe_duration_seconds{entry="argocd"}',
+      'ui_exposure_entry_probe_duration_seconds{entry="grafana"}',
+    ]);
+    for (const l of durations) expect(Number(l.split(" ")[1])).toBeGreaterThan(0.01);
+    const observed = Number(/^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(text)?.[1]);
+    expect(observed).toBeGreaterThanOrEqual(before - 1);
+    expect(observed).toBeLessThanOrEqual(Date.now() / 1000 + 1);
+    // Label values from the contract only: no URL, no address, no reason.
+    expect(text).not.toContain(NODE_IP);
+    expect(text).not.toContain("http://");
+    expect(text).not.toContain("selector differs");
+    expect(text).not.toContain("postgres");
+    expect(text).toContain("# TYPE ui_exposure_entry_up gauge");
+  });
+
+  it("a scrape joins the page's cluster read: pages and scrapes within the interval read the cluster once, the audit once", async () => {
+    const { cluster, get: fetchPath } = await portalWith();
+    expect((await fetchPath("/")).status).toBe(200);
+    const afterPage = { ...cluster.calls };
+    expect(afterPage).toEqual({ services: 1, endpointSlices: 1, nodes: 1, pods: 0, other: 0 });
+    const scrapes = await Promise.all(Array.from({ length: 20 }, () => fetchPath("/metrics")));
+    expect(scrapes.map((r) => r.status)).toEqual(Array(20).fill(200));
+    // The page's read is reused; the audit (every Service and Pod) is read once for all 20 scrapes.
+    expect(cluster.calls).toEqual({ services: 2, endpointSlices: 1, nodes: 1, pods: 1, other: 0 });
+    expect((await fetchPath("/api/entries")).status).toBe(200);
+    expect(cluster.calls).toEqual({ services: 2, endpointSlices: 1, nodes: 1, pods: 1, other: 0 });
+  });
+
+  it("without the allowlist (no audit) there is no undeclared gauge and no cluster-wide read; probing off: no up series", async () => {
+    const { cluster, get: fetchPath } = await portalWith({ audit: undefined, reachability: { enabled: false } });
+    const text = await (await fetchPath("/metrics")).text();
+    expect(text).not.toContain("ui_exposure_undeclared_exposures");
+    expect(text).not.toContain("ui_exposure_entry_up");
+    expect(text).not.toContain("ui_exposure_entry_probe_duration_seconds");
+    expect(text).toContain('ui_exposure_entry_verdict{entry="argocd",verdict="match"} 1');
+    expect(cluster.calls.pods).toBe(0);
+  });
+
+  it("while the cluster cannot be read: 200 with the last values and their old timestamp (the stale alert's input); 0 before any read", async () => {
+    const { cluster, get: fetchPath } = await portalWith({ readIntervalMs: 0 });
+    const first = await (await fetchPath("/metrics")).text();
+    const at = /^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(first)?.[1];
+    cluster.failure = unreachable();
+    await new Promise((r) => setTimeout(r, 20));
+    const res = await fetchPath("/metrics");
+    expect(res.status).toBe(200);
+    const during = await res.text();
+    expect(/^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(during)?.[1]).toBe(at);
+    expect(during).toContain('ui_exposure_entry_verdict{entry="argocd",verdict="match"} 1');
+
+    const never = await portalWith({ readIntervalMs: 0 });
+    never.cluster.failure = unreachable();
+    const text = await (await never.get("/metrics")).text();
+    expect(samples(text)).toEqual(["ui_exposure_last_observation_timestamp_seconds <t>", 'ui_exposure_build_info{version="0.1.0",stack="bench"} 1']);
+    expect(text).toContain("ui_exposure_last_observation_timestamp_seconds 0");
+  });
+
+  it("HEAD /metrics has the headers and no body; other methods 405", async () => {
+    const { portal } = await portalWith();
+    const head = await fetch(new URL("/metrics", portal.url), { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(await head.text()).toBe("");
+    expect((await fetch(new URL("/metrics", portal.url), { method: "POST" })).status).toBe(405);
+  });
+});
+
+const tool = findPromtool();
+describe.skipIf("missing" in tool)(`promtool check metrics${"missing" in tool ? ` (skipped: ${tool.missing})` : ""}`, () => {
+  it("accepts the portal's real /metrics output, with no lint finding", async () => {
+    const { get: fetchPath } = await portalWith();
+    const text = await (await fetchPath("/metrics")).text();
+    const r = promtool((tool as { bin: string }).bin, ["check", "metrics"], text);
+    expect(r, `${r.stdout}\n${r.stderr}`).toMatchObject({ code: 0, stdout: "", stderr: "" });
+  });
+
+  it("finds what it should in a broken exposition (the check is not a no-op)", async () => {
+    const text = await renderMetrics([{ name: "ui_exposure_probe_ms", help: "x", samples: [{ labels: {}, value: 1 }] }]);
+    const r = promtool((tool as { bin: string }).bin, ["check", "metrics"], text);
+    expect(r.code).not.toBe(0);
+    expect(`${r.stdout}${r.stderr}`).toContain("ui_exposure_probe_ms");
+  });
+});
