@@ -17,7 +17,7 @@ import {
   portalService,
   selectsHostPort,
 } from "../src/core/portal/spec";
-import type { PortalSettings, Settings } from "../src/core/settings";
+import type { Allowlist, PortalSettings, Settings } from "../src/core/settings";
 import { kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface PortalArgs {
@@ -42,6 +42,8 @@ export interface PortalArgs {
   publishedRefusal?: string;
   /** False under Pulumi's unit-test mocks, which cannot register resource hooks. */
   hooks: boolean;
+  /** Monitoring on: the stack's allowlist, so the portal runs the audit for /metrics (and may list Pods). */
+  audit?: Allowlist;
 }
 
 /**
@@ -104,7 +106,10 @@ export class Portal extends pulumi.ComponentResource {
 
     this.clusterRole = new k8s.rbac.v1.ClusterRole(
       `${name}-reader`,
-      { metadata: { labels: { ...PORTAL_LABELS } }, rules: portalRbacRules({ hostPort: selectsHostPort(args.contract, args.entries) }) },
+      {
+        metadata: { labels: { ...PORTAL_LABELS } },
+        rules: portalRbacRules({ hostPort: selectsHostPort(args.contract, args.entries), audit: args.audit !== undefined }),
+      },
       { parent: this, provider },
     );
     const binding = new k8s.rbac.v1.ClusterRoleBinding(
@@ -136,6 +141,8 @@ export class Portal extends pulumi.ComponentResource {
       { name: PORTAL_ENV.inCluster, value: "1" },
       ...(args.nodeAddress ? [{ name: PORTAL_ENV.nodeAddress, value: args.nodeAddress }] : []),
       { name: PORTAL_ENV.published, value: `${PORTAL_PUBLISHED.dir}/${PORTAL_PUBLISHED.file}` },
+      { name: PORTAL_ENV.version, value: bundle.version },
+      ...(args.audit ? [{ name: PORTAL_ENV.allowlist, value: JSON.stringify({ services: args.audit.services, hostPorts: args.audit.hostPorts }) }] : []),
     ];
     const probe = { httpGet: { path: "/healthz", port: PORTAL_PORT_NAME }, timeoutSeconds: 2 };
 

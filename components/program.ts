@@ -7,12 +7,14 @@ import { admissionApiProblem } from "../src/core/admission";
 import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
+import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "../src/core/monitoring";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
 import { guardAdmission } from "./admission";
 import { Cilium } from "./cilium";
+import { Monitoring } from "./monitoring";
 import { NodePortExposure } from "./node-port-exposure";
 import { Portal, portalPublished } from "./portal";
 
@@ -108,13 +110,18 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   );
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
   const admissionIssue = settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.admissionApiResources?.(), cluster.source);
+  // The ServiceMonitor and PrometheusRule need the Prometheus Operator's CRDs: a preview says so.
+  const monitoringIssue = settings.monitoring.enabled
+    ? monitoringApiProblem(await cluster.servedResources?.(MONITORING_GROUP_VERSION), cluster.source)
+    : undefined;
   const problems = [
     ...("problems" in resolution ? resolution.problems : []),
     ...("problems" in ciliumPlan ? ciliumPlan.problems : []),
     ...portalIssues,
     ...(admissionIssue ? [admissionIssue] : []),
+    ...(monitoringIssue ? [monitoringIssue] : []),
   ];
-  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0 || admissionIssue) {
+  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0 || admissionIssue || monitoringIssue) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
@@ -138,6 +145,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
           entries: settings.entries,
           stack: inputs.stack,
           nodeAddress: settings.nodeAddress,
+          ...(settings.monitoring.enabled ? { audit: settings.allowlist } : {}),
           ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
           ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
             ? {
@@ -154,6 +162,14 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
         withProvider(),
       )
     : undefined;
+  // Monitoring needs the portal (settings refuse it otherwise): Prometheus scrapes its /metrics.
+  if (portal && settings.monitoring.enabled) {
+    new Monitoring(
+      "monitoring",
+      { target: { namespace: settings.portal.namespace, release: settings.monitoring.release, stack: inputs.stack }, namespace: portal.namespace },
+      withProvider({ dependsOn: [portal] }),
+    );
+  }
   const mirrorsPortal = (plan: ExposurePlan) =>
     plan.kind === "nodePort" && plan.namespace === settings.portal.namespace && plan.mirrors === PORTAL_SERVICE_NAME;
   if (portal && !resolution.plans.some(mirrorsPortal)) {

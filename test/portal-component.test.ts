@@ -175,6 +175,7 @@ endpoints:
       { name: "PORTAL_STACK", value: "test" },
       { name: "PORTAL_IN_CLUSTER", value: "1" },
       { name: "PORTAL_PUBLISHED", value: "/published/endpoints.json" },
+      { name: "PORTAL_VERSION", value: "0.1.0" },
     ]);
   });
 

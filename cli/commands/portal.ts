@@ -8,7 +8,7 @@ import type { PortalDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../../src/core/observe";
 import { type ListenAddress, type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
-import type { Command, CommandContext } from "../context";
+import { type Command, type CommandContext, packageVersion } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { SPECS } from "../specs";
@@ -31,7 +31,7 @@ export const portalCommand: Command = async (argv, ctx) => {
   }
 
   if (values.outputs && !values.stack) throw usageError(SPEC, "--outputs needs --stack (the outputs are a stack's)");
-  let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished">;
+  let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished" | "audit">;
   let cluster: ClusterReader;
   if (values.stack) {
     const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack, contract: values.contract });
@@ -42,6 +42,8 @@ export const portalCommand: Command = async (argv, ctx) => {
       stack: opened.stack,
       nodeAddress: opened.settings.nodeAddress,
       readPublished: await publishedReader(ctx, opened.stack, values.outputs),
+      // The stack's allowlist: /metrics then carries the audit's undeclared count, as `exposure drift` gives it.
+      audit: { allowlist: opened.settings.allowlist },
     };
     cluster = await connectCluster(opened);
   } else {
@@ -53,7 +55,7 @@ export const portalCommand: Command = async (argv, ctx) => {
     cluster = await LiveClusterReader.connect({});
   }
 
-  const portal = await startPortal({ ...source, cluster, log: (line) => ctx.stderr(`portal: ${line}`) }, listen);
+  const portal = await startPortal({ ...source, cluster, version: packageVersion(), log: (line) => ctx.stderr(`portal: ${line}`) }, listen);
   if (values.json) {
     const doc: PortalDocument = {
       apiVersion: JSON_API_VERSION,

@@ -362,8 +362,11 @@ export class LiveClusterReader implements ClusterReader {
     return this.list<Secret>(`secrets in namespace ${namespace}`, "Secret", `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`);
   }
   async admissionApiResources() {
-    const what = "API discovery of admissionregistration.k8s.io/v1";
-    const answer = await this.get(what, "/apis/admissionregistration.k8s.io/v1");
+    return this.servedResources("admissionregistration.k8s.io/v1");
+  }
+  async servedResources(groupVersion: string) {
+    const what = `API discovery of ${groupVersion}`;
+    const answer = await this.get(what, groupVersion.includes("/") ? `/apis/${groupVersion}` : `/api/${groupVersion}`);
     if (answer.status === 404) return [];
     if (answer.status !== 200) throw this.statusError(what, answer.status);
     const resources = (answer.body as { resources?: unknown } | undefined)?.resources;

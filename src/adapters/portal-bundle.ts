@@ -21,6 +21,8 @@ export interface PortalBundle {
   rawBytes: number;
   /** sha256 of the uncompressed bundle: shown in outputs/annotations to tell builds apart. */
   sha256: string;
+  /** This project's version (package.json), for the portal's /metrics build info. */
+  version: string;
 }
 
 /**
@@ -82,6 +84,13 @@ export function bundlePortalServer(): PortalBundle {
   if (gzipped.length + LOADER.length > CONFIGMAP_LIMIT * 0.9) {
     throw new UserError(`the portal bundle is ${gzipped.length} bytes gzipped: too close to the 1 MiB ConfigMap limit`);
   }
-  cached = { loader: LOADER, gzipped, rawBytes: code.length, sha256: createHash("sha256").update(code).digest("hex") };
+  const version = (JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as { version?: unknown }).version;
+  cached = {
+    loader: LOADER,
+    gzipped,
+    rawBytes: code.length,
+    sha256: createHash("sha256").update(code).digest("hex"),
+    version: typeof version === "string" ? version : "unknown",
+  };
   return cached;
 }

@@ -300,37 +300,42 @@ export function dashboard(t: MonitoringTarget): Record<string, unknown> {
   };
 }
 
-/** The three objects, as plain manifests (components/monitoring.ts creates them; render shows them). */
+/**
+ * The three objects, as plain manifests without names: components/monitoring.ts creates them
+ * auto-named (a fixed name could take over an object this stack did not create).
+ */
 export function monitoringObjects(t: MonitoringTarget) {
   const labels = objectLabels(t);
   return {
     serviceMonitor: {
       apiVersion: "monitoring.coreos.com/v1",
       kind: "ServiceMonitor",
-      metadata: { name: "ui-exposure-portal", namespace: t.namespace, labels },
+      metadata: { namespace: t.namespace, labels },
       spec: serviceMonitorSpec(t),
     },
     prometheusRule: {
       apiVersion: "monitoring.coreos.com/v1",
       kind: "PrometheusRule",
-      metadata: { name: "ui-exposure", namespace: t.namespace, labels },
+      metadata: { namespace: t.namespace, labels },
       spec: { groups: alertRules(t) },
     },
     dashboard: {
       apiVersion: "v1",
       kind: "ConfigMap",
-      metadata: { name: "ui-exposure-dashboard", namespace: t.namespace, labels: { ...labels, grafana_dashboard: "1" } },
+      metadata: { namespace: t.namespace, labels: { ...labels, grafana_dashboard: "1" } },
       data: { "ui-exposure.json": JSON.stringify(dashboard(t), null, 2) },
     },
   };
 }
 
-/** The CRDs the ServiceMonitor and PrometheusRule need (the Prometheus Operator's). */
-export const MONITORING_CRDS = ["servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"] as const;
+export const MONITORING_GROUP_VERSION = "monitoring.coreos.com/v1";
+/** The Prometheus Operator's resources the stack creates (CRDs installed by kube-prometheus-stack). */
+export const MONITORING_RESOURCES = ["servicemonitors", "prometheusrules"] as const;
 
-/** Why the stack cannot create its monitoring objects, from the CRDs the cluster serves; undefined when it can. */
-export function missingCrdsProblem(served: readonly string[]): string | undefined {
-  const missing = MONITORING_CRDS.filter((c) => !served.includes(c));
+/** Why the stack cannot create its monitoring objects, from what the API serves; undefined when it can (or cannot tell). */
+export function monitoringApiProblem(served: readonly string[] | undefined, source: string): string | undefined {
+  if (served === undefined) return undefined;
+  const missing = MONITORING_RESOURCES.filter((r) => !served.includes(r));
   if (missing.length === 0) return undefined;
-  return `monitoring: the cluster has no ${missing.join(" and ")} (the Prometheus Operator's CRDs, installed by kube-prometheus-stack); install kube-prometheus-stack first, or set ui-exposure:monitoring.enabled: false`;
+  return `ui-exposure:monitoring: ${source} does not serve ${missing.join(" and ")} in ${MONITORING_GROUP_VERSION} (the Prometheus Operator's CRDs, installed by kube-prometheus-stack): install kube-prometheus-stack first, or set ui-exposure:monitoring.enabled to false`;
 }

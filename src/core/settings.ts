@@ -142,6 +142,25 @@ const admissionSchema = z.strictObject({
   failurePolicy: z._default(z.enum(["Fail", "Ignore"], { message: "failurePolicy must be 'Fail' or 'Ignore'" }), "Ignore"),
 });
 
+/**
+ * The platform's Prometheus (kube-prometheus-stack) watching the exposure (docs/monitoring.md):
+ * a ServiceMonitor for the in-cluster portal, a PrometheusRule and a Grafana dashboard ConfigMap,
+ * each labelled `release: <release>`, the label the chart's Prometheus selects by default.
+ */
+const monitoringSchema = z.strictObject({
+  enabled: flag(false),
+  /** The kube-prometheus-stack Helm release name. */
+  release: z._default(
+    z
+      .string()
+      .check(
+        z.regex(/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/, { message: "must be a label value (the Helm release name, e.g. kube-prometheus-stack)" }),
+        z.maxLength(63),
+      ),
+    "kube-prometheus-stack",
+  ),
+});
+
 export const settingsSchema = z.strictObject({
   /** Contract file, relative to the project. Default: contract/endpoints.yaml, else the example. */
   contract: z.optional(z.string().check(z.minLength(1))),
@@ -160,6 +179,7 @@ export const settingsSchema = z.strictObject({
   portal: z._default(portalSchema, { enabled: false, namespace: "platform-portal", image: "node:20-alpine", createNamespace: true, skipAwait: false }),
   allowlist: z._default(allowlistSchema, { services: [], hostPorts: [], reasons: {} }),
   admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore" }),
+  monitoring: z._default(monitoringSchema, { enabled: false, release: "kube-prometheus-stack" }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
   production: flag(false),
   /** Allow entries whose Service (or hostPort pod) is in kube-system; refused by default. */
@@ -174,6 +194,14 @@ export type CohabitCiliumSettings = z.infer<typeof cohabitSchema>;
 export type Allowlist = Omit<z.output<typeof allowlistSchema>, "reasons"> & { reasons?: Record<string, string> };
 export type PortalSettings = z.infer<typeof portalSchema>;
 export type AdmissionSettings = z.infer<typeof admissionSchema>;
+export type MonitoringSettings = z.infer<typeof monitoringSchema>;
+
+/** The allowlist as the in-cluster portal receives it (JSON in PORTAL_ALLOWLIST), checked like the stack's. */
+export function parseAllowlist(value: unknown, where: string): Allowlist {
+  const result = allowlistSchema.safeParse(value);
+  if (!result.success) throw new UserError(`${where}: not an allowlist (${result.error.issues[0]?.message ?? "invalid"})`);
+  return result.data;
+}
 
 /**
  * Builds settings from the flat Pulumi config map (`{"ui-exposure:entries": "[...]"}`, the
@@ -208,6 +236,12 @@ export function parseSettings(config: Readonly<Record<string, string>>, stackFil
     };
     problems.sort((a, b) => line(a) - line(b));
     throw userErrorFromProblems(`invalid stack configuration in ${stackFile}`, problems);
+  }
+  if (result.data.monitoring.enabled && !result.data.portal.enabled) {
+    const where = positions[`${PROJECT}:monitoring`];
+    throw userErrorFromProblems(`invalid stack configuration in ${stackFile}`, [
+      `${where ? `${where}: ` : ""}${PROJECT}:monitoring.enabled: needs ${PROJECT}:portal.enabled: true (Prometheus scrapes the in-cluster portal's /metrics)`,
+    ]);
   }
   return result.data;
 }

@@ -10,6 +10,7 @@ import { UserError } from "../core/errors";
 import type { PublishedEndpoints } from "../core/observe";
 import { PORTAL_CONTAINER_PORT, PORTAL_ENV } from "../core/portal/spec";
 import { parsePublishedEndpoints } from "../core/published";
+import { parseAllowlist } from "../core/settings";
 import { parseListen, startPortal } from "./server";
 
 export function parseEntries(raw: string | undefined): "all" | string[] {
@@ -42,12 +43,26 @@ export function readPublishedFile(file: string): PublishedEndpoints | undefined 
   return parsePublishedEndpoints(value, `published outputs ${file}`);
 }
 
+/** PORTAL_ALLOWLIST: the stack's allowlist as JSON (monitoring on: the portal audits for /metrics); unset: no audit. */
+export function parseAllowlistEnv(raw: string | undefined) {
+  if (!raw) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new UserError(`${PORTAL_ENV.allowlist} must be the stack's allowlist as JSON ({"services": [...], "hostPorts": [...]})`);
+  }
+  return { allowlist: parseAllowlist(value, PORTAL_ENV.allowlist) };
+}
+
 export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const contractFile = env[PORTAL_ENV.contract] ?? "/app/contract.yaml";
   const contract = loadContractFile(contractFile);
   const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true } : {});
   const stack = env[PORTAL_ENV.stack];
   const publishedFile = env[PORTAL_ENV.published];
+  const audit = parseAllowlistEnv(env[PORTAL_ENV.allowlist]);
+  const version = env[PORTAL_ENV.version];
   const portal = await startPortal(
     {
       contract,
@@ -57,6 +72,8 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
       ...(stack ? { stack } : {}),
       ...(publishedFile ? { readPublished: async () => readPublishedFile(publishedFile) } : {}),
       contractLabel: contractFile,
+      ...(audit ? { audit } : {}),
+      ...(version ? { version } : {}),
       log: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),
     },
     parseListen(env[PORTAL_ENV.listen] ?? `0.0.0.0:${PORTAL_CONTAINER_PORT}`),

@@ -49,6 +49,11 @@ export interface ClusterReader {
    */
   admissionApiResources?(): Promise<string[] | undefined>;
   /**
+   * The resources the API serves under a group version (API discovery; empty when it is not
+   * served), or undefined when the source cannot tell. Optional, like admissionApiResources.
+   */
+  servedResources?(groupVersion: string): Promise<string[] | undefined>;
+  /**
    * Server-side dry run of creating this Service: runs admission (the exposure guard
    * included) and stores nothing. Only the live API has it; used to wait until a freshly
    * updated guard is in effect before `up` creates the Services it admits.
@@ -136,10 +141,13 @@ export class SnapshotReader implements ClusterReader {
     return this.ofKind<Secret>("Secret").filter((s) => s.metadata.namespace === namespace);
   }
   async admissionApiResources() {
+    return this.servedResources("admissionregistration.k8s.io/v1");
+  }
+  async servedResources(groupVersion: string) {
     this.requests++;
-    const list = this.objects.find(
-      (o) => o.kind === "APIResourceList" && (o as { groupVersion?: string }).groupVersion === "admissionregistration.k8s.io/v1",
-    ) as { resources?: { name?: string }[] } | undefined;
+    const list = this.objects.find((o) => o.kind === "APIResourceList" && (o as { groupVersion?: string }).groupVersion === groupVersion) as
+      | { resources?: { name?: string }[] }
+      | undefined;
     return list ? (list.resources ?? []).flatMap((r) => (typeof r.name === "string" ? [r.name] : [])) : undefined;
   }
   async listCustom(kind: CustomKind) {

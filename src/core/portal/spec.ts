@@ -48,6 +48,10 @@ export const PORTAL_ENV = {
   inCluster: "PORTAL_IN_CLUSTER",
   /** The file holding what the last `up` published (the stack's `endpoints` output), as JSON. */
   published: "PORTAL_PUBLISHED",
+  /** JSON: the stack's allowlist, set when monitoring is on (the portal then audits for /metrics). */
+  allowlist: "PORTAL_ALLOWLIST",
+  /** This project's version, for /metrics' build info. */
+  version: "PORTAL_VERSION",
 } as const;
 
 /**
@@ -66,12 +70,13 @@ export interface PolicyRule {
 
 /**
  * Exactly what one page load reads (readObservedCluster: one list call per kind), read-only.
- * Pods only when a selected entry uses a hostPort (the only case where the portal lists them).
+ * Pods only when a selected entry uses a hostPort, or when the portal runs the audit for
+ * /metrics (`audit`: every Pod's hostPorts), the only cases where the portal lists them.
  * No Secrets, no ConfigMaps: the portal shows URLs and verdicts, never credentials.
  */
-export function portalRbacRules(opts: { hostPort: boolean }): PolicyRule[] {
+export function portalRbacRules(opts: { hostPort: boolean; audit?: boolean }): PolicyRule[] {
   return [
-    { apiGroups: [""], resources: ["services", "nodes", ...(opts.hostPort ? ["pods"] : [])], verbs: ["get", "list"] },
+    { apiGroups: [""], resources: ["services", "nodes", ...(opts.hostPort || opts.audit ? ["pods"] : [])], verbs: ["get", "list"] },
     { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list"] },
   ];
 }

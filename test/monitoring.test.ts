@@ -1,0 +1,239 @@
+// src/core/monitoring.ts and components/monitoring.ts: the settings, the objects a stack with
+// monitoring enabled creates (under Pulumi's mocks), what the preview says without the
+// Prometheus Operator's CRDs, and that the ServiceMonitor selects exactly the portal's Service.
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { type RegisteredResource, useProgramMocks } from "../components/mocks";
+import { declareStack } from "../components/program";
+import { SnapshotReader } from "../src/core/kube/cluster";
+import type { Service } from "../src/core/kube/types";
+import {
+  alertRules,
+  dashboard,
+  dashboardQueries,
+  METRICS,
+  metricFamilies,
+  monitoringApiProblem,
+  monitoringObjects,
+  serviceMonitorSpec,
+} from "../src/core/monitoring";
+import { PORTAL_PORT_NAME, portalService } from "../src/core/portal/spec";
+import { parseSettings } from "../src/core/settings";
+import { readyNode } from "./support/portal-fixtures";
+
+const projectDir = path.resolve(__dirname, "..");
+const CONTRACT = path.join(projectDir, "contract", "endpoints.example.yaml");
+const TARGET = { namespace: "platform-portal", release: "kube-prometheus-stack", stack: "bench" };
+
+const config = (monitoring: Record<string, unknown> | undefined, portal: Record<string, unknown> = { enabled: true }): Record<string, string> => ({
+  "kubernetes:context": "test",
+  "ui-exposure:contract": CONTRACT,
+  "ui-exposure:entries": JSON.stringify(["argocd", "portal"]),
+  "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }),
+  "ui-exposure:portal": JSON.stringify(portal),
+  "ui-exposure:allowlist": JSON.stringify({ services: ["kube-system/hubble-*"], hostPorts: [] }),
+  ...(monitoring ? { "ui-exposure:monitoring": JSON.stringify(monitoring) } : {}),
+});
+
+const argocdServer: Service = {
+  apiVersion: "v1",
+  kind: "Service",
+  metadata: { name: "argocd-server", namespace: "argocd" },
+  spec: { type: "ClusterIP", selector: { "app.kubernetes.io/name": "argocd-server" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
+};
+const ciliumConfig = {
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name: "cilium-config", namespace: "kube-system" },
+  data: { "kube-proxy-replacement": "true" },
+};
+/** What API discovery of monitoring.coreos.com/v1 answers once kube-prometheus-stack's CRDs are installed. */
+const operatorApi = (resources = ["alertmanagers", "podmonitors", "probes", "prometheuses", "prometheusrules", "servicemonitors", "thanosrulers"]) => ({
+  kind: "APIResourceList",
+  apiVersion: "v1",
+  groupVersion: "monitoring.coreos.com/v1",
+  resources: resources.map((name) => ({ name, namespaced: true })),
+});
+const cluster = (extra: unknown[] = []) => new SnapshotReader([readyNode("bench", "127.0.0.2"), argocdServer, ciliumConfig, ...extra]);
+
+describe("monitoring settings", () => {
+  it("is off by default; release defaults to kube-prometheus-stack", () => {
+    expect(parseSettings(config(undefined), "Pulumi.test.yaml").monitoring).toEqual({ enabled: false, release: "kube-prometheus-stack" });
+    expect(parseSettings(config({ enabled: true, release: "kps" }), "Pulumi.test.yaml").monitoring).toEqual({ enabled: true, release: "kps" });
+  });
+
+  it("refuses monitoring without the in-cluster portal, a release that is not a label value, and unknown keys", () => {
+    expect(() => parseSettings(config({ enabled: true }, { enabled: false }), "Pulumi.test.yaml")).toThrow(
+      "ui-exposure:monitoring.enabled: needs ui-exposure:portal.enabled: true (Prometheus scrapes the in-cluster portal's /metrics)",
+    );
+    expect(() => parseSettings(config({ enabled: true, release: "my release" }), "Pulumi.test.yaml")).toThrow(
+      "ui-exposure:monitoring.release: must be a label value (the Helm release name, e.g. kube-prometheus-stack)",
+    );
+    expect(() => parseSettings(config({ enabled: true, relase: "x" }), "Pulumi.test.yaml")).toThrow("ui-exposure:monitoring: unknown key 'relase'");
+  });
+});
+
+describe("monitoring objects (pure)", () => {
+  it("the ServiceMonitor selects the portal's ClusterIP Service (its labels, its port name) in its namespace, and nothing else we create", () => {
+    const spec = serviceMonitorSpec(TARGET);
+    const svc = portalService("platform-portal");
+    for (const [k, v] of Object.entries(spec.selector.matchLabels)) expect(svc.metadata.labels?.[k]).toBe(v);
+    expect(spec.namespaceSelector).toEqual({ matchNames: ["platform-portal"] });
+    expect(spec.endpoints).toEqual([{ port: PORTAL_PORT_NAME, path: "/metrics", interval: "30s", scrapeTimeout: "10s" }]);
+    expect(svc.spec?.ports?.map((p) => p.name)).toEqual([PORTAL_PORT_NAME]);
+    // Our NodePort Services carry other labels: the portal is scraped once, not once per Service.
+    expect(spec.selector.matchLabels).not.toHaveProperty("ui-exposure.io/entry");
+    expect(spec.jobLabel).toBe("app.kubernetes.io/name");
+  });
+
+  it("five alerts with their for, each naming the command that explains it; entry-level ones keep the entry label", () => {
+    const rules = alertRules(TARGET).flatMap((g) => g.rules);
+    expect(rules.map((r) => [r.alert, r.for])).toEqual([
+      ["UIExposureUnreachable", "5m"],
+      ["UIExposureDrift", "10m"],
+      ["UIExposureUndeclared", "15m"],
+      ["UIExposureStale", "10m"],
+      ["UIExposurePortalDown", "5m"],
+    ]);
+    const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
+    expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure status --entry {{ $labels.entry }}`");
+    expect(byName.UIExposureDrift?.annotations.description).toContain("`exposure status --entry {{ $labels.entry }}`");
+    expect(byName.UIExposureUndeclared?.annotations.description).toContain("`exposure drift`");
+    expect(byName.UIExposureUnreachable?.expr).toBe('ui_exposure_entry_up{job="ui-exposure-portal",namespace="platform-portal"} == 0');
+    for (const r of rules) expect(r.labels).toEqual({ severity: "warning" });
+  });
+
+  it("the dashboard: the undeclared count, then one row per entry (up, verdict, latency, port), every query from dashboardQueries", () => {
+    const d = dashboard(TARGET) as { panels: { type: string; title: string; repeat?: string; targets?: { expr: string }[] }[] };
+    expect(d.panels.map((p) => [p.type, p.title])).toEqual([
+      ["stat", "Undeclared exposures"],
+      ["stat", "Observation age"],
+      ["row", "$entry"],
+      ["stat", "Up"],
+      ["stat", "Verdict"],
+      ["stat", "Probe latency"],
+      ["stat", "Port"],
+    ]);
+    expect(d.panels.find((p) => p.type === "row")?.repeat).toBe("entry");
+    const queries = new Set(dashboardQueries(TARGET).map((q) => q.expr));
+    for (const p of d.panels) for (const t of p.targets ?? []) expect(queries.has(t.expr)).toBe(true);
+  });
+
+  it('every object carries release: <release>; the dashboard ConfigMap the sidecar\'s grafana_dashboard: "1"', () => {
+    const o = monitoringObjects(TARGET);
+    for (const obj of [o.serviceMonitor, o.prometheusRule, o.dashboard]) expect(obj.metadata.labels.release).toBe("kube-prometheus-stack");
+    expect(o.dashboard.metadata.labels.grafana_dashboard).toBe("1");
+    expect(JSON.parse(o.dashboard.data["ui-exposure.json"] as string)).toEqual(dashboard(TARGET));
+  });
+
+  it("without the operator's CRDs: one line naming what is missing and what to do; undefined where the source cannot tell", () => {
+    expect(monitoringApiProblem([], "context bench")).toBe(
+      "ui-exposure:monitoring: context bench does not serve servicemonitors and prometheusrules in monitoring.coreos.com/v1 (the Prometheus Operator's CRDs, installed by kube-prometheus-stack): install kube-prometheus-stack first, or set ui-exposure:monitoring.enabled to false",
+    );
+    expect(monitoringApiProblem(["servicemonitors", "prometheusrules"], "x")).toBeUndefined();
+    expect(monitoringApiProblem(undefined, "x")).toBeUndefined();
+  });
+
+  it("metric families: no series for entries not published; every name is one of METRICS", () => {
+    const names = metricFamilies({ view: undefined, observedAt: undefined, undeclared: 2, version: "1", stack: "s" }).map((f) => f.name);
+    expect(names.every((n) => Object.values(METRICS).includes(n as never))).toBe(true);
+    expect(names).toContain(METRICS.undeclared);
+  });
+});
+
+describe("program with monitoring enabled (mocks)", () => {
+  let registered: RegisteredResource[] = [];
+  beforeEach(async () => {
+    registered = (await useProgramMocks({ stack: "test" })).resources;
+  });
+  afterEach(() => pulumi.runtime.disconnect());
+
+  it("creates a ServiceMonitor, a PrometheusRule and a dashboard ConfigMap in the portal's namespace, through the stack's provider, as children of one component", async () => {
+    await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: cluster([operatorApi()]) });
+    await pulumi.runtime.disconnect();
+    const component = registered.filter((r) => r.type === "ui-exposure:monitoring:Monitoring");
+    expect(component.map((r) => r.name)).toEqual(["monitoring"]);
+    const sm = registered.find((r) => r.type === "kubernetes:monitoring.coreos.com/v1:ServiceMonitor");
+    const rule = registered.find((r) => r.type === "kubernetes:monitoring.coreos.com/v1:PrometheusRule");
+    const cm = registered.find((r) => r.name === "monitoring-dashboard");
+    const expected = monitoringObjects({ ...TARGET, stack: "test" });
+    expect(sm?.inputs).toMatchObject({
+      metadata: { namespace: "platform-portal", labels: { release: "kube-prometheus-stack" } },
+      spec: expected.serviceMonitor.spec,
+    });
+    expect(rule?.inputs).toMatchObject({ spec: expected.prometheusRule.spec });
+    expect(cm?.inputs).toMatchObject({ metadata: { labels: { grafana_dashboard: "1", release: "kube-prometheus-stack" } } });
+    for (const r of [sm, rule, cm]) expect(r?.provider).toBe("kubernetes");
+    // The portal audits for /metrics: it gets the allowlist's patterns and may list Pods.
+    const deployment = registered.find((r) => r.type === "kubernetes:apps/v1:Deployment");
+    const env = (deployment?.inputs as { spec: { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } } }).spec.template.spec
+      .containers[0]?.env;
+    expect(env?.find((e) => e.name === "PORTAL_ALLOWLIST")?.value).toBe('{"services":["kube-system/hubble-*"],"hostPorts":[]}');
+    const role = registered.find((r) => r.type === "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole");
+    expect((role?.inputs as { rules: { resources: string[] }[] }).rules[0]?.resources).toEqual(["services", "nodes", "pods"]);
+  });
+
+  it("off (the default): no monitoring object, no allowlist in the portal, no Pods in its role", async () => {
+    await declareStack({ projectDir, stack: "test", config: config(undefined), cluster: cluster() });
+    await pulumi.runtime.disconnect();
+    expect(registered.filter((r) => r.type.includes("monitoring"))).toEqual([]);
+    const deployment = registered.find((r) => r.type === "kubernetes:apps/v1:Deployment");
+    expect(JSON.stringify(deployment?.inputs)).not.toContain("PORTAL_ALLOWLIST");
+  });
+
+  it("enabled on a cluster without the Prometheus Operator's CRDs: one line, nothing declared", async () => {
+    await expect(
+      declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: cluster([operatorApi(["alertmanagers"])]) }),
+    ).rejects.toThrow(
+      "stack test cannot be deployed (nothing was changed): ui-exposure:monitoring: snapshot does not serve servicemonitors and prometheusrules in monitoring.coreos.com/v1 (the Prometheus Operator's CRDs, installed by kube-prometheus-stack): install kube-prometheus-stack first, or set ui-exposure:monitoring.enabled to false",
+    );
+    expect(registered).toEqual([]);
+  });
+});
+
+describe("exposure render with monitoring enabled", () => {
+  it("shows the ServiceMonitor, the PrometheusRule and the dashboard ConfigMap with the portal", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "render-monitoring-"));
+    try {
+      fs.copyFileSync(path.join(projectDir, "Pulumi.yaml"), path.join(dir, "Pulumi.yaml"));
+      fs.mkdirSync(path.join(dir, "contract"));
+      fs.copyFileSync(CONTRACT, path.join(dir, "contract", "endpoints.yaml"));
+      fs.writeFileSync(
+        path.join(dir, "Pulumi.mon.yaml"),
+        stringify({
+          config: {
+            "kubernetes:context": "bench",
+            "ui-exposure:entries": ["argocd", "portal"],
+            "ui-exposure:cilium": { mode: "cohabit" },
+            "ui-exposure:portal": { enabled: true },
+            "ui-exposure:monitoring": { enabled: true, release: "kube-prometheus-stack" },
+          },
+        }),
+      );
+      const r = spawnSync(
+        process.execPath,
+        [path.join(projectDir, "bin/exposure.cjs"), "render", "--stack", "mon", "--cluster", path.join(projectDir, "examples/bench-cluster.yaml"), "--json"],
+        {
+          cwd: dir,
+          encoding: "utf8",
+          timeout: 120_000,
+        },
+      );
+      expect(r.stderr).toBe("");
+      expect(r.status).toBe(0);
+      const out = JSON.parse(r.stdout) as { objects: { kind: string; metadata: { namespace?: string; labels?: Record<string, string> } }[] };
+      const kinds = out.objects.map((o) => o.kind);
+      expect(kinds).toEqual(expect.arrayContaining(["ServiceMonitor", "PrometheusRule", "ConfigMap", "Deployment"]));
+      const sm = out.objects.find((o) => o.kind === "ServiceMonitor");
+      expect(sm?.metadata).toMatchObject({ namespace: "platform-portal", labels: { release: "kube-prometheus-stack" } });
+      expect(out.objects.some((o) => o.kind === "ConfigMap" && o.metadata.labels?.grafana_dashboard === "1")).toBe(true);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
