@@ -171,11 +171,11 @@ describe("program with monitoring enabled (mocks)", () => {
     for (const r of [sm, rule, cm]) expect(r?.provider).toBe("kubernetes");
     // The portal audits for /metrics: it gets the allowlist's patterns and may list Pods.
     const deployment = registered.find((r) => r.type === "kubernetes:apps/v1:Deployment");
-    const env = (deployment?.inputs as { spec: { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } } }).spec.template.spec
-      .containers[0]?.env;
+    type DeploymentInputs = { spec: { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } } };
+    const env = (deployment?.inputs as DeploymentInputs | undefined)?.spec.template.spec.containers[0]?.env;
     expect(env?.find((e) => e.name === "PORTAL_ALLOWLIST")?.value).toBe('{"services":["kube-system/hubble-*"],"hostPorts":[]}');
     const role = registered.find((r) => r.type === "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole");
-    expect((role?.inputs as { rules: { resources: string[] }[] }).rules[0]?.resources).toEqual(["services", "nodes", "pods"]);
+    expect((role?.inputs as { rules: { resources: string[] }[] } | undefined)?.rules[0]?.resources).toEqual(["services", "nodes", "pods"]);
   });
 
   it("off (the default): no monitoring object, no allowlist in the portal, no Pods in its role", async () => {

@@ -1,0 +1,164 @@
+// The generated rules and dashboard, checked by the real promtool (built from the Prometheus Go
+// module by the toolchain's `prometheus` stage): `check rules` on the PrometheusRule's groups
+// and on every dashboard query wrapped as a recording rule, and `test rules` with a unit test
+// per alert on recorded series: it fires, it does not fire where it should not, it resolves.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { type AlertRule, alertRules, dashboardQueries, type MonitoringTarget } from "../src/core/monitoring";
+import { findPromtool, promtool } from "./support/promtool";
+
+const TARGET: MonitoringTarget = { namespace: "platform-portal", release: "kube-prometheus-stack", stack: "bench" };
+const tool = findPromtool();
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-promtool-"));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const rules = alertRules(TARGET);
+const byName = Object.fromEntries(rules.flatMap((g) => g.rules).map((r) => [r.alert, r])) as Record<string, AlertRule>;
+
+/** What Prometheus renders from an annotation template, for the few fields ours use. */
+function rendered(rule: AlertRule, labels: Record<string, string>, value: string): Record<string, string> {
+  const fill = (text: string) => text.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, k: string) => labels[k] ?? "").replace(/\{\{ \$value \}\}/g, value);
+  return Object.fromEntries(Object.entries(rule.annotations).map(([k, v]) => [k, fill(v)]));
+}
+
+const portal = { job: "ui-exposure-portal", namespace: "platform-portal" };
+const series = (name: string, labels: Record<string, string>) =>
+  `${name}{${Object.entries({ ...portal, ...labels })
+    .map(([k, v]) => `${k}="${v}"`)
+    .join(",")}}`;
+
+/** One expected firing alert: the rule's labels, the series' labels, the rendered annotations. */
+function firing(alert: string, labels: Record<string, string>, value: string) {
+  const rule = byName[alert] as AlertRule;
+  const all = { ...rule.labels, ...portal, ...labels };
+  return { exp_labels: all, exp_annotations: rendered(rule, all, value) };
+}
+
+/** Per alert: input series at a 1m interval, and what must hold at which minute. */
+const unitTests = [
+  {
+    name: "UIExposureUnreachable: argocd down for 5m fires, gitea up never, resolves once argocd answers",
+    interval: "1m",
+    input_series: [
+      { series: series("ui_exposure_entry_up", { entry: "argocd" }), values: "1 1 0x10 1x5" },
+      { series: series("ui_exposure_entry_up", { entry: "gitea" }), values: "1x18" },
+    ],
+    alert_rule_test: [
+      { eval_time: "4m", alertname: "UIExposureUnreachable", exp_alerts: [] },
+      { eval_time: "8m", alertname: "UIExposureUnreachable", exp_alerts: [firing("UIExposureUnreachable", { entry: "argocd" }, "1")] },
+      { eval_time: "14m", alertname: "UIExposureUnreachable", exp_alerts: [] },
+    ],
+  },
+  {
+    name: "UIExposureDrift: grafana drift for 10m fires, gitea absent too, argocd match never; resolves",
+    interval: "1m",
+    input_series: [
+      { series: series("ui_exposure_entry_verdict", { entry: "grafana", verdict: "drift" }), values: "0 0 1x15 0x5" },
+      { series: series("ui_exposure_entry_verdict", { entry: "grafana", verdict: "match" }), values: "1 1 0x15 1x5" },
+      { series: series("ui_exposure_entry_verdict", { entry: "gitea", verdict: "absent" }), values: "1x23" },
+      { series: series("ui_exposure_entry_verdict", { entry: "argocd", verdict: "match" }), values: "1x23" },
+      { series: series("ui_exposure_entry_verdict", { entry: "argocd", verdict: "drift" }), values: "0x23" },
+    ],
+    alert_rule_test: [
+      { eval_time: "6m", alertname: "UIExposureDrift", exp_alerts: [] },
+      {
+        eval_time: "13m",
+        alertname: "UIExposureDrift",
+        exp_alerts: [firing("UIExposureDrift", { entry: "gitea", verdict: "absent" }, "1"), firing("UIExposureDrift", { entry: "grafana", verdict: "drift" }, "1")],
+      },
+      { eval_time: "19m", alertname: "UIExposureDrift", exp_alerts: [firing("UIExposureDrift", { entry: "gitea", verdict: "absent" }, "1")] },
+    ],
+  },
+  {
+    name: "UIExposureUndeclared: 2 undeclared for 15m fires, 0 does not, resolves",
+    interval: "1m",
+    input_series: [{ series: series("ui_exposure_undeclared_exposures", {}), values: "0 2x20 0x3" }],
+    alert_rule_test: [
+      { eval_time: "10m", alertname: "UIExposureUndeclared", exp_alerts: [] },
+      { eval_time: "17m", alertname: "UIExposureUndeclared", exp_alerts: [firing("UIExposureUndeclared", {}, "2")] },
+      { eval_time: "23m", alertname: "UIExposureUndeclared", exp_alerts: [] },
+    ],
+  },
+  {
+    name: "UIExposureStale: fresh observations do not fire; frozen from 5m it fires after 10m more; fresh again resolves",
+    interval: "1m",
+    input_series: [{ series: series("ui_exposure_last_observation_timestamp_seconds", {}), values: "0+60x5 300x15 1260+60x5" }],
+    alert_rule_test: [
+      { eval_time: "5m", alertname: "UIExposureStale", exp_alerts: [] },
+      { eval_time: "10m", alertname: "UIExposureStale", exp_alerts: [] },
+      { eval_time: "18m", alertname: "UIExposureStale", exp_alerts: [firing("UIExposureStale", {}, "780")] },
+      { eval_time: "22m", alertname: "UIExposureStale", exp_alerts: [] },
+    ],
+  },
+  {
+    name: "UIExposurePortalDown: the target down for 5m fires, up does not, back up resolves",
+    interval: "1m",
+    input_series: [{ series: series("up", {}), values: "1 1 0x10 1x5" }],
+    alert_rule_test: [
+      { eval_time: "4m", alertname: "UIExposurePortalDown", exp_alerts: [] },
+      { eval_time: "8m", alertname: "UIExposurePortalDown", exp_alerts: [firing("UIExposurePortalDown", {}, "0")] },
+      { eval_time: "14m", alertname: "UIExposurePortalDown", exp_alerts: [] },
+    ],
+  },
+  {
+    name: "UIExposurePortalDown: no target at all (the ServiceMonitor selects nothing) fires too, and resolves once scraped",
+    interval: "1m",
+    input_series: [
+      { series: series("up", {}), values: "_x7 1x5" },
+      // Another portal's target does not count.
+      { series: 'up{job="ui-exposure-portal",namespace="other"}', values: "1x12" },
+    ],
+    alert_rule_test: [
+      { eval_time: "3m", alertname: "UIExposurePortalDown", exp_alerts: [] },
+      { eval_time: "6m", alertname: "UIExposurePortalDown", exp_alerts: [firing("UIExposurePortalDown", {}, "1")] },
+      { eval_time: "10m", alertname: "UIExposurePortalDown", exp_alerts: [] },
+    ],
+  },
+];
+
+describe.skipIf("missing" in tool)(`promtool on the generated rules${"missing" in tool ? ` (skipped: ${tool.missing})` : ""}`, () => {
+  const bin = (tool as { bin: string }).bin;
+
+  it("check rules: the PrometheusRule's groups, exactly as the component creates them", () => {
+    const file = path.join(dir, "rules.yaml");
+    fs.writeFileSync(file, stringify({ groups: rules }));
+    const r = promtool(bin, ["check", "rules", file]);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toContain("SUCCESS: 5 rules found");
+  });
+
+  it("check rules: every dashboard query, wrapped as a recording rule", () => {
+    const file = path.join(dir, "dashboard.yaml");
+    const queries = dashboardQueries(TARGET);
+    fs.writeFileSync(file, stringify({ groups: [{ name: "dashboard", rules: queries.map((q, i) => ({ record: `ui_exposure:dashboard_query_${i}`, expr: q.expr })) }] }));
+    const r = promtool(bin, ["check", "rules", file]);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toContain(`SUCCESS: ${queries.length} rules found`);
+  });
+
+  it("check rules finds a broken expression (the check is not a no-op)", () => {
+    const file = path.join(dir, "broken.yaml");
+    fs.writeFileSync(file, stringify({ groups: [{ name: "x", rules: [{ alert: "X", expr: "ui_exposure_entry_up{entry=~}" }] }] }));
+    expect(promtool(bin, ["check", "rules", file]).code).not.toBe(0);
+  });
+
+  it("test rules: each alert fires, does not fire, and resolves on recorded series", () => {
+    fs.writeFileSync(path.join(dir, "rules.yaml"), stringify({ groups: rules }));
+    fs.writeFileSync(path.join(dir, "tests.yaml"), stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1m", tests: unitTests }));
+    const r = promtool(bin, ["test", "rules", "tests.yaml"], undefined, dir);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toContain("SUCCESS");
+    // Every alert is covered.
+    const covered = new Set(unitTests.flatMap((t) => t.alert_rule_test.map((a) => a.alertname)));
+    expect([...covered].sort()).toEqual(Object.keys(byName).sort());
+  });
+
+  it("test rules fails when an expectation is wrong (the test is not a no-op)", () => {
+    const wrong = [{ ...unitTests[0], alert_rule_test: [{ eval_time: "4m", alertname: "UIExposureUnreachable", exp_alerts: [firing("UIExposureUnreachable", { entry: "argocd" }, "1")] }] }];
+    fs.writeFileSync(path.join(dir, "wrong.yaml"), stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1m", tests: wrong }));
+    expect(promtool(bin, ["test", "rules", "wrong.yaml"], undefined, dir).code).not.toBe(0);
+  });
+});
