@@ -1,0 +1,352 @@
+// The platform's Prometheus watching the exposure, end to end: a stack with monitoring enabled
+// stops its preview in one line while the cluster lacks the Prometheus Operator's CRDs; once
+// they are installed (the operator module's own YAML), `pulumi up` creates the ServiceMonitor,
+// PrometheusRule and dashboard ConfigMap. The exact portal bundle `up` shipped runs the way its
+// pod does, at the pod IP the pod's status gives; the real EndpointSlice controller puts it
+// behind the Service `portal`. A real Prometheus (built from the Prometheus module) discovers it
+// through the API server with the scrape job the operator generates from that ServiceMonitor
+// (selector, named port, jobLabel), evaluates the PrometheusRule `up` created (each `for:`
+// shortened to 10 s in a test-only copy: the only change), and UIExposureUnreachable fires
+// when a stand-in UI stops answering, then resolves once it answers again.
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, toolchainBin } from "../support/harness";
+import { operatorCrds, operatorScrapeConfig, type RunningPrometheus, type ServiceMonitor, startPrometheus } from "../support/prometheus";
+
+const NODE = "e2e-node";
+const NODE_IP = "127.0.0.51";
+/** The portal pod's IP, as its status will say: the bundle listens there. */
+const POD_IP = "127.0.0.52";
+const PORTAL_NS = "platform-portal";
+const PORTAL_LABEL = "app.kubernetes.io/name=ui-exposure-portal";
+const RELEASE = "kube-prometheus-stack";
+
+const CONTRACT = `version: 1
+endpoints:
+  - name: argocd
+    description: Argo CD
+    exposed: true
+    service: { namespace: argocd, name: argocd-server, port: http }
+    probe: { path: /healthz, expectStatus: [200] }
+  - name: grafana
+    description: Grafana
+    exposed: true
+    service: { namespace: monitoring, name: kube-prometheus-stack-grafana, port: http-web }
+    probe: { path: /api/health }
+  - name: portal
+    description: Platform portal
+    exposed: true
+    service: { namespace: platform-portal, name: portal, port: http }
+    probe: { path: /healthz, expectStatus: [200] }
+`;
+
+let cluster: Cluster;
+let sandbox: Sandbox;
+let prometheus: RunningPrometheus | undefined;
+const children: ChildProcess[] = [];
+const servers = new Map<number, http.Server>();
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-monitoring-"));
+const summary = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`;
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000, detail: () => string = () => ""): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${detail()}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+
+/** A stand-in UI on <node IP>:<nodePort>, as the node's data path would serve it. */
+function standIn(port: number): Promise<void> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.end("ok\n");
+  });
+  servers.set(port, server);
+  return new Promise((resolve) => server.listen(port, NODE_IP, () => resolve()));
+}
+function stopStandIn(port: number): Promise<void> {
+  const server = servers.get(port);
+  servers.delete(port);
+  return new Promise((resolve) => {
+    if (!server) return resolve();
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/** The portal's own published URL, forwarded to its pod as the node's data path would. */
+function forward(port: number, to: { host: string; port: number }): Promise<void> {
+  const server = net.createServer((client) => {
+    const upstream = net.connect(to.port, to.host);
+    client.pipe(upstream).pipe(client);
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+  });
+  forwarders.push(server);
+  return new Promise((resolve) => server.listen(port, NODE_IP, () => resolve()));
+}
+const forwarders: net.Server[] = [];
+
+const customObjects = () => {
+  const kc = new cluster.lib.KubeConfig();
+  kc.loadFromFile(cluster.kubeconfig);
+  return kc.makeApiClient(cluster.lib.CustomObjectsApi);
+};
+
+interface Alert {
+  labels: Record<string, string>;
+  state: string;
+}
+
+describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fires the generated alerts", () => {
+  let outputs: { urls: Record<string, string> };
+  let serviceMonitor: ServiceMonitor;
+  let rule: { spec: { groups: { name: string; rules: Record<string, unknown>[] }[] } };
+
+  beforeAll(async () => {
+    ({ cluster, sandbox } = await startPlatform({
+      nodes: [{ name: NODE, ip: NODE_IP, ready: true }],
+      uis: [EXAMPLE_UIS.argocd, EXAMPLE_UIS.grafana],
+      stack: {
+        "kubernetes:context": "e2e",
+        "ui-exposure:contract": "contract/monitoring-e2e.yaml",
+        "ui-exposure:entries": ["argocd", "grafana", "portal"],
+        "ui-exposure:cilium": { mode: "cohabit" },
+        // No kubelet here: nothing would ever become Ready during `up`.
+        "ui-exposure:portal": { enabled: true, skipAwait: true },
+        "ui-exposure:monitoring": { enabled: true, release: RELEASE },
+      },
+    }));
+    fs.writeFileSync(path.join(sandbox.dir, "contract", "monitoring-e2e.yaml"), CONTRACT);
+  }, 600_000);
+
+  afterAll(async () => {
+    await prometheus?.stop();
+    for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+    await Promise.all([...servers.keys()].map(stopStandIn));
+    for (const f of forwarders) f.close();
+    stopPlatform({ cluster, sandbox });
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it("without the Prometheus Operator's CRDs, the preview stops in one line and nothing is created", async () => {
+    const preview = sandbox.pulumi(["preview"]);
+    expect(preview.code, summary(preview)).not.toBe(0);
+    const out = `${preview.stdout}${preview.stderr}`;
+    expect(out).toContain("ui-exposure:monitoring: context e2e");
+    expect(out).toContain("does not serve servicemonitors and prometheusrules in monitoring.coreos.com/v1");
+    expect(out).not.toMatch(/\n\s+at /);
+    const namespaces = await cluster.core.listNamespace();
+    expect(namespaces.items.map((n) => n.metadata?.name)).not.toContain(PORTAL_NS);
+  });
+
+  it("with the operator module's CRDs installed, pulumi up creates the ServiceMonitor, the PrometheusRule and the dashboard, labelled for the release", async () => {
+    const kc = new cluster.lib.KubeConfig();
+    kc.loadFromFile(cluster.kubeconfig);
+    const ext = kc.makeApiClient(cluster.lib.ApiextensionsV1Api);
+    for (const crd of operatorCrds()) await ext.createCustomResourceDefinition({ body: crd as never });
+    await waitFor("the CRDs to be established", async () => {
+      const list = await ext.listCustomResourceDefinition();
+      const established = list.items.filter((c) => c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True"));
+      return established.length >= 2 ? true : undefined;
+    });
+
+    const up = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+    expect(up.code, summary(up)).toBe(0);
+    const out = sandbox.pulumi(["stack", "output", "--json"]);
+    outputs = JSON.parse(out.stdout);
+
+    const co = customObjects();
+    const sms = (await co.listNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: PORTAL_NS, plural: "servicemonitors" })) as {
+      items: ServiceMonitor[];
+    };
+    expect(sms.items).toHaveLength(1);
+    serviceMonitor = sms.items[0] as ServiceMonitor;
+    expect((serviceMonitor.metadata as { labels?: Record<string, string> }).labels?.release).toBe(RELEASE);
+    const rules = (await co.listNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: PORTAL_NS, plural: "prometheusrules" })) as {
+      items: (typeof rule & { metadata: { labels?: Record<string, string> } })[];
+    };
+    expect(rules.items).toHaveLength(1);
+    rule = rules.items[0] as typeof rule;
+    expect(rules.items[0]?.metadata.labels?.release).toBe(RELEASE);
+    const maps = await cluster.core.listNamespacedConfigMap({ namespace: PORTAL_NS, labelSelector: "grafana_dashboard=1" });
+    expect(maps.items).toHaveLength(1);
+    expect(maps.items[0]?.metadata?.labels?.release).toBe(RELEASE);
+  });
+
+  it("Prometheus finds the portal through the ServiceMonitor and its EndpointSlice, and UIExposureUnreachable fires when argocd stops answering, then resolves", async () => {
+    // The stand-in UIs on their published URLs.
+    const argocdPort = Number(new URL(outputs.urls.argocd as string).port);
+    await standIn(argocdPort);
+    await standIn(Number(new URL(outputs.urls.grafana as string).port));
+    await forward(Number(new URL(outputs.urls.portal as string).port), { host: POD_IP, port: 8080 });
+
+    // The files `up` shipped, byte for byte, and the Deployment's environment.
+    const maps = await cluster.core.listNamespacedConfigMap({ namespace: PORTAL_NS, labelSelector: PORTAL_LABEL });
+    const code = maps.items.find((m) => m.binaryData);
+    const app = path.join(tmp, "app");
+    fs.mkdirSync(app);
+    for (const [name, text] of Object.entries(code?.data ?? {})) fs.writeFileSync(path.join(app, name), text);
+    for (const [name, b64] of Object.entries(code?.binaryData ?? {})) fs.writeFileSync(path.join(app, name), Buffer.from(b64, "base64"));
+    const kc = new cluster.lib.KubeConfig();
+    kc.loadFromFile(cluster.kubeconfig);
+    const apps = kc.makeApiClient(cluster.lib.AppsV1Api);
+    const deployment = (await apps.listNamespacedDeployment({ namespace: PORTAL_NS, labelSelector: PORTAL_LABEL })).items[0];
+    const container = deployment?.spec?.template.spec?.containers[0];
+    const account = deployment?.spec?.template.spec?.serviceAccountName as string;
+
+    // The pod the ReplicaSet controller made: bound to the node as a scheduler would, Running
+    // at POD_IP and Ready as a kubelet would report it. The EndpointSlice controller does the rest.
+    const pod = await waitFor(
+      "the portal's pod",
+      async () => (await cluster.core.listNamespacedPod({ namespace: PORTAL_NS, labelSelector: PORTAL_LABEL })).items[0],
+    );
+    const podName = pod.metadata?.name as string;
+    if (!pod.spec?.nodeName) {
+      await cluster.core.createNamespacedBinding({
+        namespace: PORTAL_NS,
+        body: { metadata: { name: podName }, target: { apiVersion: "v1", kind: "Node", name: NODE } },
+      });
+    }
+    const bound = await cluster.core.readNamespacedPod({ namespace: PORTAL_NS, name: podName });
+    const now = new Date();
+    bound.status = {
+      phase: "Running",
+      podIP: POD_IP,
+      podIPs: [{ ip: POD_IP }],
+      hostIP: NODE_IP,
+      conditions: [
+        { type: "Ready", status: "True", lastTransitionTime: now },
+        { type: "ContainersReady", status: "True", lastTransitionTime: now },
+      ],
+    };
+    await cluster.core.replaceNamespacedPodStatus({ namespace: PORTAL_NS, name: podName, body: bound });
+    const discovery = kc.makeApiClient(cluster.lib.DiscoveryV1Api);
+    await waitFor("the portal's ready endpoint in its EndpointSlice", async () => {
+      const slices = await discovery.listNamespacedEndpointSlice({ namespace: PORTAL_NS, labelSelector: "kubernetes.io/service-name=portal" });
+      return slices.items.some((s) => s.endpoints?.some((e) => e.addresses.includes(POD_IP) && e.conditions?.ready)) ? true : undefined;
+    });
+
+    // The bundle as the pod runs it: its ServiceAccount's token and the CA at the in-pod paths.
+    const minted = await cluster.core.createNamespacedServiceAccountToken({
+      namespace: PORTAL_NS,
+      name: account,
+      body: { spec: { audiences: ["https://kubernetes.default.svc"], expirationSeconds: 3600 } },
+    });
+    const sa = path.join(tmp, "serviceaccount");
+    fs.mkdirSync(sa);
+    fs.writeFileSync(path.join(sa, "token"), minted.status?.token as string, { mode: 0o600 });
+    fs.copyFileSync(path.join(cluster.dir, "pki", "apiserver.crt"), path.join(sa, "ca.crt"));
+    fs.writeFileSync(path.join(sa, "namespace"), PORTAL_NS);
+    const api = new URL(cluster.server);
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: tmp, KUBERNETES_SERVICE_HOST: api.hostname, KUBERNETES_SERVICE_PORT: api.port, SA_DIR: sa };
+    for (const v of container?.env ?? []) if (v.value !== undefined) env[v.name] = v.value;
+    expect(env.PORTAL_ALLOWLIST).toBe('{"services":[],"hostPorts":[]}');
+    env.PORTAL_CONTRACT = path.join(app, "contract.yaml");
+    env.PORTAL_LISTEN = `${POD_IP}:8080`;
+    env.PORTAL_PUBLISHED = path.join(tmp, "endpoints.json");
+    // Probe answers reused 1 s instead of 15 s: the e2e waits for the change, not for the cache.
+    env.PORTAL_PROBE_CACHE_SECONDS = "1";
+    const script = [
+      "mount -t tmpfs tmpfs /run",
+      "mkdir -p /run/secrets/kubernetes.io/serviceaccount",
+      'cp "$SA_DIR"/token "$SA_DIR"/ca.crt "$SA_DIR"/namespace /run/secrets/kubernetes.io/serviceaccount/',
+      `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(app, "portal.js"))}`,
+    ].join(" && ");
+    const check = spawnSync("unshare", ["--mount", "--propagation", "private", "true"]);
+    if (check.status !== 0) throw new Error(`this e2e needs root and unshare(1) for a private mount namespace: ${check.stderr}`);
+    const portal = spawn("unshare", ["--mount", "--propagation", "private", "sh", "-c", script], { env, stdio: ["ignore", "pipe", "pipe"] });
+    children.push(portal);
+    let portalLog = "";
+    portal.stderr?.on("data", (d: Buffer) => {
+      portalLog += d.toString();
+    });
+
+    // Prometheus: the operator's scrape job for this ServiceMonitor (interval shortened), and the
+    // PrometheusRule `up` created with every `for:` at 10 s.
+    const bin = path.join(toolchainBin(), "prometheus");
+    if (!fs.existsSync(bin)) throw new Error(`no prometheus at ${bin}: build it with E2E_ONLY=prometheus scripts/e2e-toolchain.sh`);
+    const shortened = { groups: rule.spec.groups.map((g) => ({ ...g, rules: g.rules.map((r) => ({ ...r, for: "10s" })) })) };
+    fs.writeFileSync(path.join(tmp, "rules.yaml"), stringify(shortened));
+    fs.writeFileSync(
+      path.join(tmp, "prometheus.yaml"),
+      stringify({
+        global: { scrape_interval: "2s", evaluation_interval: "2s" },
+        rule_files: [path.join(tmp, "rules.yaml")],
+        scrape_configs: [operatorScrapeConfig(serviceMonitor, 0, cluster.kubeconfig, "2s")],
+      }),
+    );
+    prometheus = await startPrometheus(bin, path.join(tmp, "prometheus.yaml"), tmp, await freePort());
+    const p = prometheus;
+    const detail = () => `\nprometheus log:\n${p.log().slice(-2500)}\nportal log:\n${portalLog.slice(-1500)}`;
+    const query = async (q: string) =>
+      (await p.api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(`query?query=${encodeURIComponent(q)}`)).result;
+
+    // The target: discovered from the EndpointSlice, labelled as the operator's job labels it.
+    const upSeries = await waitFor(
+      "the portal's target to be up",
+      async () => {
+        const r = await query('up{job="ui-exposure-portal"}');
+        return r.length === 1 && r[0]?.value[1] === "1" ? r[0] : undefined;
+      },
+      90_000,
+      detail,
+    );
+    expect(upSeries.metric).toMatchObject({
+      job: "ui-exposure-portal",
+      namespace: PORTAL_NS,
+      service: "portal",
+      pod: podName,
+      endpoint: "http",
+      instance: `${POD_IP}:8080`,
+    });
+    const entryUp = await waitFor(
+      "argocd up in Prometheus",
+      async () => {
+        const r = await query('ui_exposure_entry_up{entry="argocd"}');
+        return r[0]?.value[1] === "1" ? r[0] : undefined;
+      },
+      60_000,
+      detail,
+    );
+    expect(entryUp.metric).toMatchObject({ job: "ui-exposure-portal", namespace: PORTAL_NS, entry: "argocd" });
+    expect((await query('ui_exposure_entry_verdict{entry="argocd",verdict="match"}'))[0]?.value[1]).toBe("1");
+    expect((await query("ui_exposure_undeclared_exposures"))[0]?.value[1]).toBe("0");
+
+    const alerts = async () => (await p.api<{ alerts: Alert[] }>("alerts")).alerts.filter((a) => a.labels.alertname === "UIExposureUnreachable");
+    expect(await alerts()).toEqual([]);
+
+    // argocd stops answering: the portal's probe fails, the gauge goes to 0, the alert fires.
+    await stopStandIn(argocdPort);
+    const fired = await waitFor(
+      "UIExposureUnreachable to fire for argocd",
+      async () => (await alerts()).find((a) => a.labels.entry === "argocd" && a.state === "firing"),
+      120_000,
+      detail,
+    );
+    expect(fired.labels).toMatchObject({ severity: "warning", entry: "argocd", namespace: PORTAL_NS, job: "ui-exposure-portal" });
+    expect((await alerts()).map((a) => a.labels.entry)).toEqual(["argocd"]);
+
+    // Back: the alert resolves (no longer pending or firing).
+    await standIn(argocdPort);
+    await waitFor("UIExposureUnreachable to resolve", async () => ((await alerts()).length === 0 ? true : undefined), 120_000, detail);
+    expect((await query('ui_exposure_entry_up{entry="argocd"}'))[0]?.value[1]).toBe("1");
+  });
+});
