@@ -102,7 +102,7 @@ function fillerSlice(s: Service, i: number): EndpointSlice {
   };
 }
 
-async function fakeApiServer(services: number) {
+export async function fakeApiServer(services: number) {
   const bytes = { sent: 0 };
   const entries = generateEntries(9, { hostPorts: false });
   const platform = afterUpObjects(entries);
@@ -137,14 +137,14 @@ async function fakeApiServer(services: number) {
 }
 
 /** The files of the ConfigMap `up` creates: the loader and the gzipped bundle, run with plain `node`. */
-function writeBundle(dir: string): string {
+export function writeBundle(dir: string): string {
   const bundle = bundlePortalServer();
   fs.writeFileSync(path.join(dir, PORTAL_FILES.loader), bundle.loader);
   fs.writeFileSync(path.join(dir, PORTAL_FILES.bundle), bundle.gzipped);
   return path.join(dir, PORTAL_FILES.loader);
 }
 
-function startPortalProcess(loader: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
+export function startPortalProcess(loader: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, [loader], {
     cwd: projectDir,
     env,
@@ -170,7 +170,7 @@ function startPortalProcess(loader: string, env: NodeJS.ProcessEnv): Promise<{ c
 }
 
 /** KiB figures of /proc/<pid>/status (Linux): VmRSS now, VmHWM the peak. */
-function rssOf(pid: number): { rss: number; peak: number } {
+export function rssOf(pid: number): { rss: number; peak: number } {
   const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
   const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
   return { rss: kib("VmRSS") * 1024, peak: kib("VmHWM") * 1024 };
@@ -178,7 +178,7 @@ function rssOf(pid: number): { rss: number; peak: number } {
 
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 
-async function load(url: string, requests: number, concurrency: number, counts: Record<string, number>): Promise<LoadRun> {
+export async function load(url: string, requests: number, concurrency: number, counts: Record<string, number>): Promise<LoadRun> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const before = { ...counts };
   const latencies: number[] = [];

@@ -20,6 +20,7 @@ import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { measureDataPath } from "./datapath";
 import { type LiveResults, measureLive } from "./live";
+import { benchMetricsScrape } from "./metrics-scrape";
 import { benchPortalLoad } from "./portal-load";
 import { measureProbe, type ProbeBench } from "./probe";
 import type { ProgramResult, PureResult } from "./program";
@@ -212,6 +213,7 @@ async function main() {
     fs.writeFileSync(report, renderMarkdown(results));
   }
   await benchPortalLoad(values.only, log);
+  await benchMetricsScrape(values.only, log);
   log(`done in ${results.meta.durationS}s: docs/benchmarks.md, test-output/bench.json`);
 }
 

@@ -9,7 +9,6 @@ import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
-import type { Pod, Service } from "../core/kube/types";
 import { METRICS_PATH, metricFamilies } from "../core/monitoring";
 import type { ObservedCluster, PublishedEndpoints } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
@@ -44,6 +43,8 @@ export interface PortalOptions extends PortalSource {
   audit?: { allowlist: Allowlist };
   /** Shown in /metrics' build info. */
   version?: string;
+  /** How long the audit's cluster-wide lists are reused (default 5 min). Env: PORTAL_AUDIT_INTERVAL_SECONDS. */
+  auditIntervalMs?: number;
 }
 
 interface ObservedRead {
@@ -52,14 +53,18 @@ interface ObservedRead {
 }
 
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
-/** The audit lists every Service and Pod of the cluster: at most once per 30 s (or the read interval, if longer). */
-export const AUDIT_INTERVAL_MS = 30_000;
+/**
+ * The audit lists every Service and Pod of the cluster (tens of MiB on a large one): at most once
+ * per 5 min by default (or the read interval, if longer). UIExposureUndeclared waits 15 min anyway.
+ */
+export const DEFAULT_AUDIT_INTERVAL_MS = 300_000;
 
 /** Environment knobs shared by `exposure portal` and the in-cluster portal. */
 export const PORTAL_TUNING_ENV = {
   probe: "PORTAL_PROBE",
   probeCacheSeconds: "PORTAL_PROBE_CACHE_SECONDS",
   readIntervalSeconds: "PORTAL_READ_INTERVAL_SECONDS",
+  auditIntervalSeconds: "PORTAL_AUDIT_INTERVAL_SECONDS",
 } as const;
 
 function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
@@ -71,16 +76,18 @@ function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | un
   return value * 1000;
 }
 
-/** Reads PORTAL_PROBE (on/off), PORTAL_PROBE_CACHE_SECONDS and PORTAL_READ_INTERVAL_SECONDS. */
-export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions, "readIntervalMs" | "reachability"> {
+/** Reads PORTAL_PROBE (on/off), PORTAL_PROBE_CACHE_SECONDS, PORTAL_READ_INTERVAL_SECONDS and PORTAL_AUDIT_INTERVAL_SECONDS. */
+export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions, "readIntervalMs" | "reachability" | "auditIntervalMs"> {
   const probe = env[PORTAL_TUNING_ENV.probe];
   if (probe !== undefined && probe !== "" && probe !== "on" && probe !== "off") {
     throw new UserError(`${PORTAL_TUNING_ENV.probe} must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
   }
   const cacheMs = seconds(env, PORTAL_TUNING_ENV.probeCacheSeconds, 3600);
   const readIntervalMs = seconds(env, PORTAL_TUNING_ENV.readIntervalSeconds, 300);
+  const auditIntervalMs = seconds(env, PORTAL_TUNING_ENV.auditIntervalSeconds, 3600);
   return {
     ...(readIntervalMs !== undefined ? { readIntervalMs } : {}),
+    ...(auditIntervalMs !== undefined ? { auditIntervalMs } : {}),
     reachability: { enabled: probe !== "off", ...(cacheMs !== undefined ? { cacheMs } : {}) },
   };
 }
@@ -97,8 +104,8 @@ export function refreshOf(search: URLSearchParams): PageOptions {
 export class PortalObserver {
   readonly clusterReads: SharedRead<ObservedRead>;
   readonly reachability: ReachabilityCache;
-  /** Present when the portal knows the allowlist (PortalOptions.audit). */
-  readonly auditReads: SharedRead<{ services: Service[]; pods: Pod[] }> | undefined;
+  /** The audit's undeclared count; present when the portal knows the allowlist (PortalOptions.audit). */
+  readonly auditReads: SharedRead<number> | undefined;
   private readonly probing: ReachabilityOptions;
   /** The last view computed from a successful read, for /metrics while reads fail. */
   private lastGood: { view: PortalView; observedAt: Date } | undefined;
@@ -106,17 +113,25 @@ export class PortalObserver {
 
   constructor(private readonly opts: PortalOptions) {
     const wanted = wantedEntries(opts);
-    const cluster = opts.cluster;
-    this.auditReads = opts.audit
+    const readPublished = opts.readPublished ?? (async () => opts.published);
+    const { audit, cluster } = opts;
+    // Only the count is kept: the cluster-wide lists are garbage as soon as it is computed.
+    this.auditReads = audit
       ? new SharedRead(
           async () => {
-            const [services, pods] = await Promise.all([cluster.listServices(), cluster.listPods()]);
-            return { services, pods };
+            const [services, pods, published] = await Promise.all([cluster.listServices(), cluster.listPods(), readPublished()]);
+            return auditExposure({
+              contract: opts.contract,
+              selected: wanted.map((e) => e.name),
+              allowlist: audit.allowlist,
+              services,
+              pods,
+              ...(published ? { published } : {}),
+            }).undeclared.length;
           },
-          Math.max(AUDIT_INTERVAL_MS, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS),
+          Math.max(opts.auditIntervalMs ?? DEFAULT_AUDIT_INTERVAL_MS, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS),
         )
       : undefined;
-    const readPublished = opts.readPublished ?? (async () => opts.published);
     this.clusterReads = new SharedRead(async (): Promise<ObservedRead> => {
       const [cluster, published] = await Promise.all([readPortalCluster(opts.cluster, wanted), readPublished()]);
       return { cluster, published };
@@ -177,17 +192,9 @@ export class PortalObserver {
       observedAt = this.lastGood?.observedAt;
     }
     let undeclared = this.lastUndeclared;
-    if (this.auditReads && this.opts.audit) {
+    if (this.auditReads) {
       try {
-        const [{ value }, { value: read }] = await Promise.all([this.auditReads.get(), this.clusterReads.get()]);
-        undeclared = auditExposure({
-          contract: this.opts.contract,
-          selected: wantedEntries(this.opts).map((e) => e.name),
-          allowlist: this.opts.audit.allowlist,
-          services: value.services,
-          pods: value.pods,
-          ...(read.published ? { published: read.published } : {}),
-        }).undeclared.length;
+        undeclared = (await this.auditReads.get()).value;
         this.lastUndeclared = undeclared;
       } catch {
         // The last count stays; the freshness gauge tells how old the observation is.
