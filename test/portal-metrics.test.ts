@@ -4,8 +4,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { HttpGet } from "../src/adapters/http-probe";
 import type { Service } from "../src/core/kube/types";
+import { parseAllowlistEnv } from "../src/portal/main";
 import { renderMetrics } from "../src/portal/metrics";
-import { type PortalOptions, type RunningPortal, startPortal } from "../src/portal/server";
+import { type PortalOptions, portalTuningFromEnv, type RunningPortal, startPortal } from "../src/portal/server";
 import { MemoryCluster, NODE_IP, portalContract, recordedCluster, unreachable } from "./support/portal-fixtures";
 import { findPromtool, promtool } from "./support/promtool";
 
@@ -171,5 +172,24 @@ describe.skipIf("missing" in tool)(`promtool check metrics${"missing" in tool ? 
     const r = promtool((tool as { bin: string }).bin, ["check", "metrics"], text);
     expect(r.code).not.toBe(0);
     expect(`${r.stdout}${r.stderr}`).toContain("ui_exposure_probe_ms");
+  });
+});
+
+describe("the in-cluster portal's monitoring environment", () => {
+  it("PORTAL_ALLOWLIST: the stack's allowlist as JSON turns the audit on; unset, off; anything else one message", () => {
+    expect(parseAllowlistEnv(undefined)).toBeUndefined();
+    expect(parseAllowlistEnv('{"services":["kube-system/hubble-*"],"hostPorts":["monitoring/node-exporter-*:9100"]}')).toEqual({
+      allowlist: { services: ["kube-system/hubble-*"], hostPorts: ["monitoring/node-exporter-*:9100"], reasons: {} },
+    });
+    expect(() => parseAllowlistEnv("{")).toThrow('PORTAL_ALLOWLIST must be the stack\'s allowlist as JSON ({"services": [...], "hostPorts": [...]})');
+    expect(() => parseAllowlistEnv('{"services":["no slash"]}')).toThrow("PORTAL_ALLOWLIST: not an allowlist");
+  });
+
+  it("PORTAL_AUDIT_INTERVAL_SECONDS: seconds between 0 and 3600", () => {
+    expect(portalTuningFromEnv({ PORTAL_AUDIT_INTERVAL_SECONDS: "60" }).auditIntervalMs).toBe(60_000);
+    expect(portalTuningFromEnv({}).auditIntervalMs).toBeUndefined();
+    expect(() => portalTuningFromEnv({ PORTAL_AUDIT_INTERVAL_SECONDS: "-1" })).toThrow(
+      "PORTAL_AUDIT_INTERVAL_SECONDS must be a number of seconds between 0 and 3600, not '-1'",
+    );
   });
 });
