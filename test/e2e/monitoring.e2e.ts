@@ -167,6 +167,12 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
       const established = list.items.filter((c) => c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True"));
       return established.length >= 2 ? true : undefined;
     });
+    // Served (API discovery), which is what the program checks.
+    await waitFor("monitoring.coreos.com/v1 to be served", async () => {
+      for (const plural of ["servicemonitors", "prometheusrules"])
+        await customObjects().listClusterCustomObject({ group: "monitoring.coreos.com", version: "v1", plural });
+      return true;
+    });
 
     const up = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
     expect(up.code, summary(up)).toBe(0);
