@@ -7,7 +7,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { type RegisteredResource, useProgramMocks } from "../components/mocks";
 import { declareStack } from "../components/program";
 import { SnapshotReader } from "../src/core/kube/cluster";
@@ -75,6 +75,23 @@ describe("monitoring settings", () => {
       "ui-exposure:monitoring.release: must be a label value (the Helm release name, e.g. kube-prometheus-stack)",
     );
     expect(() => parseSettings(config({ enabled: true, relase: "x" }), "Pulumi.test.yaml")).toThrow("ui-exposure:monitoring: unknown key 'relase'");
+  });
+});
+
+describe("monitoring against kube-prometheus-stack 88.5.3 (test/data/charts, rendered with helm's default values)", () => {
+  const chart = parse(fs.readFileSync(path.join(projectDir, "test/data/charts/kube-prometheus-stack.yaml"), "utf8")) as {
+    items: {
+      kind: string;
+      metadata: { name: string; labels?: Record<string, string> };
+      spec?: { template?: { spec?: { containers?: { name: string }[] } } };
+    }[];
+  };
+  it("the default release is the label the chart's own objects carry (its Prometheus selects by it), and its Grafana runs the dashboard sidecar", () => {
+    const defaults = parseSettings(config({ enabled: true }), "Pulumi.test.yaml").monitoring;
+    const prometheus = chart.items.find((o) => o.kind === "Service" && o.metadata.name === "kube-prometheus-stack-prometheus");
+    expect(prometheus?.metadata.labels?.release).toBe(defaults.release);
+    const grafana = chart.items.find((o) => o.kind === "Deployment" && o.metadata.name === "kube-prometheus-stack-grafana");
+    expect(grafana?.spec?.template?.spec?.containers?.map((c) => c.name)).toContain("grafana-sc-dashboard");
   });
 });
 
