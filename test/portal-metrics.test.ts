@@ -149,6 +149,22 @@ describe("portal /metrics", () => {
     expect(text).toContain("ui_exposure_last_observation_timestamp_seconds 0");
   });
 
+  it("an API server that does not answer: the scrape answers after metricsWaitMs with the last values, never past Prometheus's timeout", async () => {
+    const { cluster, get: fetchPath } = await portalWith({ readIntervalMs: 0, metricsWaitMs: 200 });
+    const first = await (await fetchPath("/metrics")).text();
+    const at = /^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(first)?.[1];
+    const hang = new Promise<never>(() => undefined);
+    cluster.listServices = () => hang;
+    cluster.listNodes = () => hang;
+    const t0 = Date.now();
+    const res = await fetchPath("/metrics");
+    expect(res.status).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    const during = await res.text();
+    expect(/^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(during)?.[1]).toBe(at);
+    expect(during).toContain("ui_exposure_undeclared_exposures 1");
+  });
+
   it("HEAD /metrics has the headers and no body; other methods 405", async () => {
     const { portal } = await portalWith();
     const head = await fetch(new URL("/metrics", portal.url), { method: "HEAD" });

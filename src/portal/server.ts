@@ -38,13 +38,19 @@ export interface PortalOptions extends PortalSource {
   readPublished?: () => Promise<PublishedEndpoints | undefined>;
   /**
    * The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service
-   * and Pod of the cluster, read at most once per AUDIT_INTERVAL_MS) for /metrics' undeclared count.
+   * and Pod of the cluster, read at most once per `auditIntervalMs`) for /metrics' undeclared count.
    */
   audit?: { allowlist: Allowlist };
   /** Shown in /metrics' build info. */
   version?: string;
   /** How long the audit's cluster-wide lists are reused (default 5 min). Env: PORTAL_AUDIT_INTERVAL_SECONDS. */
   auditIntervalMs?: number;
+  /**
+   * How long a scrape waits for a read in flight before it answers with the last values (default
+   * 5 s, under Prometheus's 10 s scrape timeout): a slow API server makes the data stale, the
+   * stale alert says so, and the scrape itself never times out (which would read as portal down).
+   */
+  metricsWaitMs?: number;
 }
 
 interface ObservedRead {
@@ -53,6 +59,7 @@ interface ObservedRead {
 }
 
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
+export const DEFAULT_METRICS_WAIT_MS = 5_000;
 /**
  * The audit lists every Service and Pod of the cluster (tens of MiB on a large one): at most once
  * per 5 min by default (or the read interval, if longer). UIExposureUndeclared waits 15 min anyway.
@@ -182,24 +189,23 @@ export class PortalObserver {
    * old timestamp, which is what the stale alert watches.
    */
   async metrics(): Promise<string> {
-    let view: PortalView | undefined;
-    let observedAt: Date | undefined;
+    const waitMs = this.opts.metricsWaitMs ?? DEFAULT_METRICS_WAIT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), waitMs);
+    });
+    const within = <T>(p: Promise<T>) => Promise.race([p.catch(() => undefined), deadline]);
     try {
-      view = await this.view();
-      observedAt = this.lastGood?.observedAt;
-    } catch {
-      view = this.lastGood?.view;
-      observedAt = this.lastGood?.observedAt;
+      // A failed or late read leaves the last good values (and their old timestamp) in place.
+      await within(this.view());
+      const undeclared = this.auditReads ? await within(this.auditReads.get()) : undefined;
+      if (undeclared) this.lastUndeclared = undeclared.value;
+    } finally {
+      clearTimeout(timer);
     }
-    let undeclared = this.lastUndeclared;
-    if (this.auditReads) {
-      try {
-        undeclared = (await this.auditReads.get()).value;
-        this.lastUndeclared = undeclared;
-      } catch {
-        // The last count stays; the freshness gauge tells how old the observation is.
-      }
-    }
+    const view = this.lastGood?.view;
+    const observedAt = this.lastGood?.observedAt;
+    const undeclared = this.lastUndeclared;
     return renderMetrics(metricFamilies({ view, observedAt, undeclared, version: this.opts.version ?? "unknown", stack: this.opts.stack ?? "" }));
   }
 }
