@@ -145,7 +145,7 @@ export function alertRules(t: MonitoringTarget): RuleGroup[] {
           annotations: {
             summary: "The published URL of {{ $labels.entry }} does not answer as the contract expects.",
             description:
-              "The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run `exposure status --entry {{ $labels.entry }}` (and `exposure probe`) to see the verdict and the answer.",
+              "The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run `exposure probe --entry {{ $labels.entry }}` for the answer, `exposure status --entry {{ $labels.entry }}` for the verdict.",
           },
         },
         {

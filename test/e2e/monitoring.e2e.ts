@@ -405,10 +405,16 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     );
     expect(fired.labels).toMatchObject({ severity: "warning", entry: "argocd", namespace: PORTAL_NS, job: "ui-exposure-portal" });
     expect((await alerts()).map((a) => a.labels.entry)).toEqual(["argocd"]);
+    // The command its description names says the same, from the operator's side (exit 4:
+    // unreachable). Not blocking: the stand-ins answer from this process.
+    const probe = await sandbox.exposureAsync(["probe", "--stack", "sandbox", "--entry", "argocd"]);
+    expect(probe.code, summary(probe)).toBe(4);
 
     // Back: the alert resolves (no longer pending or firing).
     await standIn(argocdPort);
     await waitFor("UIExposureUnreachable to resolve", async () => ((await alerts()).length === 0 ? true : undefined), 120_000, detail);
     expect((await query('ui_exposure_entry_up{entry="argocd"}'))[0]?.value[1]).toBe("1");
+    const back = await sandbox.exposureAsync(["probe", "--stack", "sandbox", "--entry", "argocd"]);
+    expect(back.code, summary(back)).toBe(0);
   });
 });
