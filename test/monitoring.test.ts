@@ -118,10 +118,10 @@ describe("monitoring objects (pure)", () => {
       ["UIExposurePortalDown", "5m"],
     ]);
     const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
-    expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure status --entry {{ $labels.entry }}`");
-    expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure probe --entry {{ $labels.entry }}`");
-    expect(byName.UIExposureDrift?.annotations.description).toContain("`exposure status --entry {{ $labels.entry }}`");
-    expect(byName.UIExposureUndeclared?.annotations.description).toContain("`exposure drift`");
+    expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure status --stack bench --entry {{ $labels.entry }}`");
+    expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure probe --stack bench --entry {{ $labels.entry }}`");
+    expect(byName.UIExposureDrift?.annotations.description).toContain("`exposure status --stack bench --entry {{ $labels.entry }}`");
+    expect(byName.UIExposureUndeclared?.annotations.description).toContain("`exposure drift --stack bench`");
     expect(byName.UIExposureUnreachable?.expr).toBe('ui_exposure_entry_up{job="ui-exposure-portal",namespace="platform-portal"} == 0');
     for (const r of rules) expect(r.labels).toEqual({ severity: "warning" });
   });

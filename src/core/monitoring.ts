@@ -145,7 +145,11 @@ export function alertRules(t: MonitoringTarget): RuleGroup[] {
           annotations: {
             summary: "The published URL of {{ $labels.entry }} does not answer as the contract expects.",
             description:
-              "The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run `exposure probe --entry {{ $labels.entry }}` for the answer, `exposure status --entry {{ $labels.entry }}` for the verdict.",
+              "The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run `exposure probe --stack " +
+              t.stack +
+              " --entry {{ $labels.entry }}` for the answer, `exposure status --stack " +
+              t.stack +
+              " --entry {{ $labels.entry }}` for the verdict.",
           },
         },
         {
@@ -156,7 +160,9 @@ export function alertRules(t: MonitoringTarget): RuleGroup[] {
           annotations: {
             summary: "{{ $labels.entry }} is {{ $labels.verdict }}: its published URL may be false.",
             description:
-              "The cluster no longer matches what the last `up` published for {{ $labels.entry }} (a port moved by hand, its Service gone, no ready endpoints...) for 10 minutes. Run `exposure status --entry {{ $labels.entry }}` for the reasons; `pulumi up` puts a moved port back.",
+              "The cluster no longer matches what the last `up` published for {{ $labels.entry }} (a port moved by hand, its Service gone, no ready endpoints...) for 10 minutes. Run `exposure status --stack " +
+              t.stack +
+              " --entry {{ $labels.entry }}` for the reasons; `pulumi up` puts a moved port back.",
           },
         },
         {
@@ -167,7 +173,9 @@ export function alertRules(t: MonitoringTarget): RuleGroup[] {
           annotations: {
             summary: "{{ $value }} exposure(s) in the cluster that neither the contract nor the allowlist declares.",
             description:
-              "A NodePort or LoadBalancer Service or a hostPort has been open for 15 minutes without a contract entry or an allowlist item. Run `exposure drift` to list them, then remove each one or declare it.",
+              "A NodePort or LoadBalancer Service or a hostPort has been open for 15 minutes without a contract entry or an allowlist item. Run `exposure drift --stack " +
+              t.stack +
+              "` to list them, then remove each one or declare it.",
           },
         },
         {
@@ -178,7 +186,9 @@ export function alertRules(t: MonitoringTarget): RuleGroup[] {
           annotations: {
             summary: "The portal has not read the cluster for more than 10 minutes.",
             description:
-              "The portal answers but its cluster reads fail (API server unreachable, its ServiceAccount's permissions...): the other alerts see old values. Its log says why; `exposure status` reads the cluster with your own credentials.",
+              "The portal answers but its cluster reads fail (API server unreachable, its ServiceAccount's permissions...): the other alerts see old values. Its log says why; `exposure status --stack " +
+              t.stack +
+              "` reads the cluster with your own credentials.",
           },
         },
         {
@@ -191,7 +201,9 @@ export function alertRules(t: MonitoringTarget): RuleGroup[] {
             description:
               "No ui-exposure alert can fire while the portal is down. Check its pod (`kubectl -n " +
               t.namespace +
-              " get pods -l app.kubernetes.io/name=ui-exposure-portal`) and run `exposure status` meanwhile.",
+              " get pods -l app.kubernetes.io/name=ui-exposure-portal`) and run `exposure status --stack " +
+              t.stack +
+              "` meanwhile.",
           },
         },
       ],
