@@ -7,7 +7,8 @@
 // through the API server with the scrape job the operator generates from that ServiceMonitor
 // (selector, named port, jobLabel), evaluates the PrometheusRule `up` created (each `for:`
 // shortened to 10 s in a test-only copy: the only change), and UIExposureUnreachable fires
-// when a stand-in UI stops answering, then resolves once it answers again.
+// when a stand-in UI stops answering, then resolves once it answers again; with the portal
+// stopped, UIExposurePortalDown fires.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
@@ -235,7 +236,7 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     expect(maps.items[0]?.metadata?.labels?.release).toBe(RELEASE);
   });
 
-  it("Prometheus finds the portal through the ServiceMonitor and its EndpointSlice, and UIExposureUnreachable fires when argocd stops answering, then resolves", async () => {
+  it("Prometheus finds the portal through the ServiceMonitor and its EndpointSlice; UIExposureUnreachable fires when argocd stops answering, then resolves; UIExposurePortalDown fires when the portal stops", async () => {
     // The stand-in UIs on their published URLs.
     const argocdPort = Number(new URL(outputs.urls.argocd as string).port);
     await standIn(argocdPort);
@@ -416,5 +417,12 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     expect((await query('ui_exposure_entry_up{entry="argocd"}'))[0]?.value[1]).toBe("1");
     const back = await sandbox.exposureAsync(["probe", "--stack", "sandbox", "--entry", "argocd"]);
     expect(back.code, summary(back)).toBe(0);
+
+    // The portal stops (as on a crash): its target goes down and UIExposurePortalDown fires.
+    const portalDown = async () => (await p.api<{ alerts: Alert[] }>("alerts")).alerts.filter((a) => a.labels.alertname === "UIExposurePortalDown");
+    expect(await portalDown()).toEqual([]);
+    portal.kill("SIGTERM");
+    const down = await waitFor("UIExposurePortalDown to fire", async () => (await portalDown()).find((a) => a.state === "firing"), 120_000, detail);
+    expect(down.labels).toMatchObject({ severity: "warning", job: "ui-exposure-portal", namespace: PORTAL_NS, service: "portal", pod: podName });
   });
 });
