@@ -67,7 +67,10 @@ const unitTests = [
       {
         eval_time: "13m",
         alertname: "UIExposureDrift",
-        exp_alerts: [firing("UIExposureDrift", { entry: "gitea", verdict: "absent" }, "1"), firing("UIExposureDrift", { entry: "grafana", verdict: "drift" }, "1")],
+        exp_alerts: [
+          firing("UIExposureDrift", { entry: "gitea", verdict: "absent" }, "1"),
+          firing("UIExposureDrift", { entry: "grafana", verdict: "drift" }, "1"),
+        ],
       },
       { eval_time: "19m", alertname: "UIExposureDrift", exp_alerts: [firing("UIExposureDrift", { entry: "gitea", verdict: "absent" }, "1")] },
     ],
@@ -133,7 +136,10 @@ describe.skipIf("missing" in tool)(`promtool on the generated rules${"missing" i
   it("check rules: every dashboard query, wrapped as a recording rule", () => {
     const file = path.join(dir, "dashboard.yaml");
     const queries = dashboardQueries(TARGET);
-    fs.writeFileSync(file, stringify({ groups: [{ name: "dashboard", rules: queries.map((q, i) => ({ record: `ui_exposure:dashboard_query_${i}`, expr: q.expr })) }] }));
+    fs.writeFileSync(
+      file,
+      stringify({ groups: [{ name: "dashboard", rules: queries.map((q, i) => ({ record: `ui_exposure:dashboard_query_${i}`, expr: q.expr })) }] }),
+    );
     const r = promtool(bin, ["check", "rules", file]);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(r.stdout).toContain(`SUCCESS: ${queries.length} rules found`);
@@ -157,7 +163,12 @@ describe.skipIf("missing" in tool)(`promtool on the generated rules${"missing" i
   });
 
   it("test rules fails when an expectation is wrong (the test is not a no-op)", () => {
-    const wrong = [{ ...unitTests[0], alert_rule_test: [{ eval_time: "4m", alertname: "UIExposureUnreachable", exp_alerts: [firing("UIExposureUnreachable", { entry: "argocd" }, "1")] }] }];
+    const wrong = [
+      {
+        ...unitTests[0],
+        alert_rule_test: [{ eval_time: "4m", alertname: "UIExposureUnreachable", exp_alerts: [firing("UIExposureUnreachable", { entry: "argocd" }, "1")] }],
+      },
+    ];
     fs.writeFileSync(path.join(dir, "wrong.yaml"), stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1m", tests: wrong }));
     expect(promtool(bin, ["test", "rules", "wrong.yaml"], undefined, dir).code).not.toBe(0);
   });
