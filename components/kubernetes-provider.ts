@@ -1,5 +1,5 @@
 import * as k8s from "@pulumi/kubernetes";
-import type * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "@pulumi/pulumi";
 
 /**
  * The Kubernetes provider a component was given (`opts.providers`, or `opts.provider`), for its
@@ -11,4 +11,22 @@ export function kubernetesProviderOf(opts: pulumi.ComponentResourceOptions | und
   const provider = given.find((p): p is k8s.Provider => p instanceof k8s.Provider);
   if (!provider) throw new Error(`${component}: no Kubernetes provider given (opts.providers): it would deploy through the ambient kube context`);
   return provider;
+}
+
+/**
+ * The one takeover guard: a hook that runs only when the engine is about to create the resource,
+ * i.e. when it is not in this stack's state, and fails with `refusal` (an object of that name
+ * exists and the state does not hold it). Ownership is the state's, never labels anyone can copy.
+ * Nothing to add when nothing exists there, or under Pulumi's unit-test mocks (no hooks).
+ */
+export function refuseTakeover(name: string, refusal: string | undefined, hooks: boolean): Pick<pulumi.CustomResourceOptions, "hooks"> {
+  if (!hooks || refusal === undefined) return {};
+  const hook = new pulumi.ResourceHook(
+    `${name}-refuse-takeover`,
+    () => {
+      throw new Error(refusal);
+    },
+    { onDryRun: true },
+  );
+  return { hooks: { beforeCreate: [hook] } };
 }

@@ -8,7 +8,7 @@ import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/
 import { UserError, userErrorFromProblems } from "../src/core/errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
-import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
+import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
 import { guardAdmission } from "./admission";
@@ -91,9 +91,8 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   // before anything exists: the contract entry mirroring it is planned from the spec the Portal
   // component will create (the same pure function builds both), so enabling the portal and
   // publishing it takes one `up`. The component goes first in the dependency order (see publish).
-  const planned = settings.portal.enabled ? withStackServices(services, [portalService(settings.portal.namespace)]) : { services: [...services], problems: [] };
-  const portalIssues = settings.portal.enabled ? planned.problems.map((p) => `portal: ${p}`) : [];
-  const resolution = resolveExposures(selectedEntries, { services: planned.services, nodes, pods }, settings.nodeAddress, {
+  const planned = settings.portal.enabled ? withStackServices(services, [portalService(settings.portal.namespace)]) : services;
+  const resolution = resolveExposures(selectedEntries, { services: planned, nodes, pods }, settings.nodeAddress, {
     allowKubeSystem: settings.allowKubeSystem,
   });
   const ciliumPlan = planCilium(
@@ -111,10 +110,9 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   const problems = [
     ...("problems" in resolution ? resolution.problems : []),
     ...("problems" in ciliumPlan ? ciliumPlan.problems : []),
-    ...portalIssues,
     ...(admissionIssue ? [admissionIssue] : []),
   ];
-  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0 || admissionIssue) {
+  if ("problems" in resolution || "problems" in ciliumPlan || admissionIssue) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
@@ -141,12 +139,18 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
           ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
           ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
             ? {
-                serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:Service portal-server-svc ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
+                serviceRefusal: takeoverRefusal(
+                  { what: "portal", kind: "Service", resourceName: "portal-server-svc", namespace: settings.portal.namespace, name: PORTAL_SERVICE_NAME },
+                  inputs.stack,
+                ),
               }
             : {}),
           ...(publishedConfigMap
             ? {
-                publishedRefusal: `portal: ConfigMap ${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:ConfigMap portal-server-published ${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
+                publishedRefusal: takeoverRefusal(
+                  { what: "portal", kind: "ConfigMap", resourceName: "portal-server-published", namespace: settings.portal.namespace, name: PORTAL_PUBLISHED.configMap },
+                  inputs.stack,
+                ),
               }
             : {}),
           hooks: underEngine(),

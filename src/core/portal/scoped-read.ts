@@ -7,7 +7,7 @@ import type { Endpoint } from "../contract/schema";
 import type { ClusterReader } from "../kube/cluster";
 import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "../kube/types";
 import { type ObservedCluster, readObservedCluster } from "../observe";
-import { ourServiceName } from "../plan";
+import { ourServiceName } from "../exposure-model";
 
 /** A reader that lets the API server filter (LiveClusterReader implements it). */
 export interface ScopedClusterReader extends ClusterReader {
