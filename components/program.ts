@@ -148,7 +148,13 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
           ...(publishedConfigMap
             ? {
                 publishedRefusal: takeoverRefusal(
-                  { what: "portal", kind: "ConfigMap", resourceName: "portal-server-published", namespace: settings.portal.namespace, name: PORTAL_PUBLISHED.configMap },
+                  {
+                    what: "portal",
+                    kind: "ConfigMap",
+                    resourceName: "portal-server-published",
+                    namespace: settings.portal.namespace,
+                    name: PORTAL_PUBLISHED.configMap,
+                  },
                   inputs.stack,
                 ),
               }

@@ -64,7 +64,7 @@ describe("admission policy generated from the contract", () => {
 
   it("admits our <entry>-nodeport Service of each published entry (names with dashes) and the allowlisted Services", () => {
     expect(variable(admissionManifests(input()), "serviceDeclared")).toBe(
-      "variables.serviceKey in [\"argo-cd/argo-cd-nodeport\"] ? variables.serviceType == 'NodePort' && size(variables.servicePorts) <= 1 && size(variables.externalIPs) == 0 : ((variables.serviceKey in [\"kube-system/hubble-ui\"]) || ([\"argocd/cilium-gateway-\"].exists(p, variables.serviceKey.startsWith(p))))",
+      'variables.serviceKey in ["argo-cd/argo-cd-nodeport"] ? variables.serviceType == \'NodePort\' && size(variables.servicePorts) <= 1 && size(variables.externalIPs) == 0 : ((variables.serviceKey in ["kube-system/hubble-ui"]) || (["argocd/cilium-gateway-"].exists(p, variables.serviceKey.startsWith(p))))',
     );
   });
 

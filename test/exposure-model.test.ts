@@ -51,14 +51,19 @@ const service = fc
           selector: { app: "web" },
           ports: s.ports,
           ...(s.externalIPs ? { externalIPs: s.externalIPs } : {}),
-          ...(s.type === "LoadBalancer" && s.allocateLoadBalancerNodePorts !== undefined ? { allocateLoadBalancerNodePorts: s.allocateLoadBalancerNodePorts } : {}),
+          ...(s.type === "LoadBalancer" && s.allocateLoadBalancerNodePorts !== undefined
+            ? { allocateLoadBalancerNodePorts: s.allocateLoadBalancerNodePorts }
+            : {}),
         },
       }) as Service,
   );
 const containerPorts = fc.array(
-  fc.record({ containerPort: port, hostPort: fc.option(fc.constantFrom(0, 80, 7000, 9964), { nil: undefined }), protocol: fc.constantFrom("TCP", "UDP") }, {
-    requiredKeys: ["containerPort"],
-  }),
+  fc.record(
+    { containerPort: port, hostPort: fc.option(fc.constantFrom(0, 80, 7000, 9964), { nil: undefined }), protocol: fc.constantFrom("TCP", "UDP") },
+    {
+      requiredKeys: ["containerPort"],
+    },
+  ),
   { maxLength: 3 },
 );
 const containers = fc.array(fc.record({ name: fc.constant("c"), ports: containerPorts }), { maxLength: 2 });
@@ -102,44 +107,57 @@ const key = (o: { metadata: { namespace?: string; name: string } }) => `${o.meta
 describe("one model of exposure: every reader gives the same answer (property, policy evaluated with cel-js)", () => {
   it("on drawn clusters: Services of every type, multi-port, externalIPs; pods with host ports anywhere; allowlists with wildcards", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(service, { maxLength: 3, selector: key }), fc.uniqueArray(pod, { maxLength: 3, selector: key }), allowlist, selected, async (services, pods, list, chosen) => {
-        const stack = { contract, selected: chosen, allowlist: list };
-        const audit = auditExposure({ ...stack, services, pods });
-        const refusals = wouldRefuse({ ...stack, services, pods, workloads: [] });
-        const { policy } = admissionManifests({ ...stack, stack: "p", mode: "deny", failurePolicy: "Fail", contractFile: "c.yaml" });
-        const undeclared = new Set(audit.undeclared.map((u) => `${u.namespace}/${u.name}`));
-        const refused = new Set(refusals.map((r) => `${r.namespace}/${r.name}`));
-        const context = JSON.stringify({ services, pods, list, chosen, audit, refusals });
+      fc.asyncProperty(
+        fc.uniqueArray(service, { maxLength: 3, selector: key }),
+        fc.uniqueArray(pod, { maxLength: 3, selector: key }),
+        allowlist,
+        selected,
+        async (services, pods, list, chosen) => {
+          const stack = { contract, selected: chosen, allowlist: list };
+          const audit = auditExposure({ ...stack, services, pods });
+          const refusals = wouldRefuse({ ...stack, services, pods, workloads: [] });
+          const { policy } = admissionManifests({ ...stack, stack: "p", mode: "deny", failurePolicy: "Fail", contractFile: "c.yaml" });
+          const undeclared = new Set(audit.undeclared.map((u) => `${u.namespace}/${u.name}`));
+          const refused = new Set(refusals.map((r) => `${r.namespace}/${r.name}`));
+          const context = JSON.stringify({ services, pods, list, chosen, audit, refusals });
 
-        for (const svc of services) {
-          const byPolicy = await policyRefusals(policy.spec, { kind: "Service", namespace: svc.metadata.namespace as string, operation: "CREATE", object: svc });
-          // Service and pod names never collide in these alphabets.
-          expect(undeclared.has(key(svc)), `audit, ${key(svc)}: ${context}`).toBe(byPolicy.length > 0);
-          expect(refused.has(key(svc)), `pre-deny report, ${key(svc)}: ${context}`).toBe(byPolicy.length > 0);
-          // The live verdict of our Service: an opening the entry does not declare is drift there too.
-          if (chosen.includes("web") && key(svc) === "tools/web-nodeport" && isExposingService(svc)) {
-            const verdict = observe(contract, { services, endpointSlices: [], nodes: [node], pods: [] }, { selected: chosen }).entries.find((e) => e.name === "web");
-            const opensMore = verdict?.findings.some((f) => f.code === "extra-exposure" || f.code === "service-type-changed") ?? false;
-            expect(opensMore, `status, ${context}`).toBe(byPolicy.length > 0);
+          for (const svc of services) {
+            const byPolicy = await policyRefusals(policy.spec, {
+              kind: "Service",
+              namespace: svc.metadata.namespace as string,
+              operation: "CREATE",
+              object: svc,
+            });
+            // Service and pod names never collide in these alphabets.
+            expect(undeclared.has(key(svc)), `audit, ${key(svc)}: ${context}`).toBe(byPolicy.length > 0);
+            expect(refused.has(key(svc)), `pre-deny report, ${key(svc)}: ${context}`).toBe(byPolicy.length > 0);
+            // The live verdict of our Service: an opening the entry does not declare is drift there too.
+            if (chosen.includes("web") && key(svc) === "tools/web-nodeport" && isExposingService(svc)) {
+              const verdict = observe(contract, { services, endpointSlices: [], nodes: [node], pods: [] }, { selected: chosen }).entries.find(
+                (e) => e.name === "web",
+              );
+              const opensMore = verdict?.findings.some((f) => f.code === "extra-exposure" || f.code === "service-type-changed") ?? false;
+              expect(opensMore, `status, ${context}`).toBe(byPolicy.length > 0);
+            }
           }
-        }
-        for (const p of pods) {
-          if (isFinishedPod(p)) {
-            expect(undeclared.has(key(p)) || refused.has(key(p)), `a finished pod holds nothing: ${context}`).toBe(false);
-            continue;
+          for (const p of pods) {
+            if (isFinishedPod(p)) {
+              expect(undeclared.has(key(p)) || refused.has(key(p)), `a finished pod holds nothing: ${context}`).toBe(false);
+              continue;
+            }
+            const byPolicy = await policyRefusals(policy.spec, { kind: "Pod", namespace: p.metadata.namespace as string, operation: "CREATE", object: p });
+            expect(undeclared.has(key(p)), `audit, ${key(p)}: ${context}`).toBe(byPolicy.length > 0);
+            expect(refused.has(key(p)), `pre-deny report, ${key(p)}: ${context}`).toBe(byPolicy.length > 0);
           }
-          const byPolicy = await policyRefusals(policy.spec, { kind: "Pod", namespace: p.metadata.namespace as string, operation: "CREATE", object: p });
-          expect(undeclared.has(key(p)), `audit, ${key(p)}: ${context}`).toBe(byPolicy.length > 0);
-          expect(refused.has(key(p)), `pre-deny report, ${key(p)}: ${context}`).toBe(byPolicy.length > 0);
-        }
-        // The planner finds the hostPort entry's pod exactly when the audit declares a scheduled pod's port by that entry.
-        if (chosen.includes("agent")) {
-          const entry = contract.endpoints.find((e) => e.name === "agent") as never;
-          const plan = planHostPort(entry, pods, new Map([["n1", node]]));
-          const holders = audit.declared.filter((d) => d.declaredBy === "contract entry 'agent'" && d.node);
-          expect("problem" in plan, `planner: ${context}`).toBe(holders.length === 0);
-        }
-      }),
+          // The planner finds the hostPort entry's pod exactly when the audit declares a scheduled pod's port by that entry.
+          if (chosen.includes("agent")) {
+            const entry = contract.endpoints.find((e) => e.name === "agent") as never;
+            const plan = planHostPort(entry, pods, new Map([["n1", node]]));
+            const holders = audit.declared.filter((d) => d.declaredBy === "contract entry 'agent'" && d.node);
+            expect("problem" in plan, `planner: ${context}`).toBe(holders.length === 0);
+          }
+        },
+      ),
       { numRuns: 250 },
     );
   });
@@ -161,12 +179,18 @@ describe("exposure model: what each reader missed before", () => {
     ]);
     const web = observe(
       contract,
-      { services: [patched, { metadata: { name: "web-ui", namespace: "tools" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }] } }], endpointSlices: [], nodes: [node], pods: [] },
+      {
+        services: [patched, { metadata: { name: "web-ui", namespace: "tools" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }] } }],
+        endpointSlices: [],
+        nodes: [node],
+        pods: [],
+      },
       { selected: ["web"] },
     ).entries[0];
     expect(web?.findings.map((f) => f.code)).toContain("extra-exposure");
     const { policy } = admissionManifests({ ...stack, stack: "p", mode: "deny", failurePolicy: "Ignore", contractFile: "c.yaml" });
-    const update = (object: Service, oldObject: Service) => policyRefusals(policy.spec, { kind: "Service", namespace: "tools", operation: "UPDATE", object, oldObject });
+    const update = (object: Service, oldObject: Service) =>
+      policyRefusals(policy.spec, { kind: "Service", namespace: "tools", operation: "UPDATE", object, oldObject });
     expect(await update(patched, ours({ type: "NodePort", ports: [one] }))).toEqual([
       "Service tools/web-nodeport (type NodePort, 2 ports where the contract declares one) is not in the ui-exposure contract of stack p: publish the UI through an entry of c.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.p.yaml",
     ]);
@@ -175,7 +199,10 @@ describe("exposure model: what each reader missed before", () => {
   });
 
   it("externalIPs make any Service reachable from outside: ClusterIP with externalIPs counts in the audit, the report and the policy", async () => {
-    const svc: Service = { metadata: { name: "debug", namespace: "tools" }, spec: { type: "ClusterIP", ports: [{ port: 80 }], externalIPs: ["198.18.0.2"] } } as Service;
+    const svc: Service = {
+      metadata: { name: "debug", namespace: "tools" },
+      spec: { type: "ClusterIP", ports: [{ port: 80 }], externalIPs: ["198.18.0.2"] },
+    } as Service;
     const stack = { contract, selected: [], allowlist: { services: [], hostPorts: [] } };
     expect(auditExposure({ ...stack, services: [svc], pods: [] }).undeclared).toEqual([
       {
@@ -217,18 +244,28 @@ describe("exposure model: what each reader missed before", () => {
   it("counts init and ephemeral containers' ports; a hostPort of 0 is none", () => {
     expect(
       effectiveHostPorts({
-        initContainers: [{ ports: [{ containerPort: 1, hostPort: 0 }, { containerPort: 2, hostPort: 9000 }] }],
+        initContainers: [
+          {
+            ports: [
+              { containerPort: 1, hostPort: 0 },
+              { containerPort: 2, hostPort: 9000 },
+            ],
+          },
+        ],
         ephemeralContainers: [{ ports: [{ containerPort: 3, hostPort: 9001, protocol: "UDP" }] }],
       }),
     ).toEqual([
-      { port: 9000, protocol: "TCP" },
-      { port: 9001, protocol: "UDP" },
+      { port: 9000, protocol: "TCP", hostNetwork: false },
+      { port: 9001, protocol: "UDP", hostNetwork: false },
     ]);
   });
 
   it("a pod too large to check is refused by the report and the policy alike, before any port is read (bounded work)", async () => {
     const many = Array.from({ length: CHECK_LIMITS.portsPerContainer + 1 }, (_, i) => ({ containerPort: 20000 + i }));
-    const big: Pod = { metadata: { name: "agent-x", namespace: "tools", labels: { app: "agent" } }, spec: { hostNetwork: true, containers: [{ name: "c", ports: many }] } } as Pod;
+    const big: Pod = {
+      metadata: { name: "agent-x", namespace: "tools", labels: { app: "agent" } },
+      spec: { hostNetwork: true, containers: [{ name: "c", ports: many }] },
+    } as Pod;
     const stack = { contract, selected: ["agent"], allowlist: { services: [], hostPorts: ["tools/agent-*:20000"] } };
     expect(wouldRefuse({ ...stack, services: [], pods: [big], workloads: [] })).toEqual([
       { kind: "Pod", namespace: "tools", name: "agent-x", what: "too large to check (more than 32 containers in a list or 32 ports in a container)" },
@@ -244,7 +281,11 @@ describe("exposure model: what each reader missed before", () => {
   });
 
   it("allowlist items keep their place for messages", () => {
-    const r = exposureRules(contract, [], { services: ["tools/gw-*"], hostPorts: ["kube-system/cilium-*:4244"], reasons: { "kube-system/cilium-*:4244": "agent" } });
+    const r = exposureRules(contract, [], {
+      services: ["tools/gw-*"],
+      hostPorts: ["kube-system/cilium-*:4244"],
+      reasons: { "kube-system/cilium-*:4244": "agent" },
+    });
     expect(r.services[0]).toMatchObject({ source: "tools/gw-*", where: "ui-exposure:allowlist.services[0]", prefix: true, text: "tools/gw-" });
     expect(r.hostPorts[0]).toMatchObject({ where: "ui-exposure:allowlist.hostPorts[0]", text: "kube-system/cilium-", port: 4244, reason: "agent" });
   });

@@ -6,12 +6,12 @@ import { observe } from "../src/core/observe";
 import {
   buildUrl,
   chooseNode,
+  entryService,
   planHostPort,
   planNodePort,
   portToKeep,
   resolveExposures,
   selectEntries,
-  entryService,
   takeoverRefusal,
   unusableNodes,
 } from "../src/core/plan";

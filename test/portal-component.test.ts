@@ -246,9 +246,7 @@ endpoints:
     };
     const out = await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster([oldPortal]) });
     expect((await resolve(out.endpoints)).portal).toMatchObject({ mirrors: "portal", service: "portal-nodeport" });
-    expect(
-      takeoverRefusal({ what: "portal", kind: "Service", resourceName: "portal-server-svc", namespace: "platform-portal", name: "portal" }, "test"),
-    ).toBe(
+    expect(takeoverRefusal({ what: "portal", kind: "Service", resourceName: "portal-server-svc", namespace: "platform-portal", name: "portal" }, "test")).toBe(
       "portal: Service platform-portal/portal already exists and this stack did not create it; ui-exposure never takes over a Service it did not create. Remove it (kubectl -n platform-portal delete service portal), or adopt it on purpose: pulumi import kubernetes:core/v1:Service portal-server-svc platform-portal/portal --stack test --generate-code=false --protect=false --yes, then pulumi up",
     );
   });

@@ -1,5 +1,15 @@
 import type { Contract } from "./contract/schema";
-import { CHECK_LIMITS, effectiveHostPorts, exposureRules, hostPortDeclaration, isExposingService, isFinishedPod, type PodIdentity, podTooLargeToCheck, serviceVerdict } from "./exposure-model";
+import {
+  CHECK_LIMITS,
+  effectiveHostPorts,
+  exposureRules,
+  hostPortDeclaration,
+  isExposingService,
+  isFinishedPod,
+  type PodIdentity,
+  podTooLargeToCheck,
+  serviceVerdict,
+} from "./exposure-model";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 import type { Pod, Service } from "./kube/types";
 import type { Allowlist } from "./settings";
@@ -24,13 +34,8 @@ export interface WorkloadObject {
 
 interface PodTemplateLike {
   metadata?: { labels?: Record<string, string> };
-  spec?: PodSpecLike;
-}
-
-interface PodSpecLike {
-  hostNetwork?: boolean;
-  containers?: { ports?: { containerPort?: number; hostPort?: number; protocol?: string }[] }[];
-  initContainers?: { ports?: { containerPort?: number; hostPort?: number; protocol?: string }[] }[];
+  /** Read by the exposure model, which trusts no field of it. */
+  spec?: unknown;
 }
 
 export interface Refusal {
@@ -62,17 +67,24 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
   for (const svc of input.services) {
     if (!isExposingService(svc)) continue;
     const verdict = serviceVerdict(rules, svc);
-    if ("undeclared" in verdict) refusals.push({ kind: "Service", namespace: svc.metadata.namespace ?? "default", name: svc.metadata.name, what: verdict.undeclared });
+    if ("undeclared" in verdict)
+      refusals.push({ kind: "Service", namespace: svc.metadata.namespace ?? "default", name: svc.metadata.name, what: verdict.undeclared });
   }
 
   const check = (kind: string, pod: PodIdentity, spec: unknown) => {
     if (podTooLargeToCheck(spec)) {
       const L = CHECK_LIMITS;
-      refusals.push({ kind, namespace: pod.namespace, name: pod.name, what: `too large to check (more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container)` });
+      refusals.push({
+        kind,
+        namespace: pod.namespace,
+        name: pod.name,
+        what: `too large to check (more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container)`,
+      });
       return;
     }
     const refused = effectiveHostPorts(spec).filter(({ port }) => !hostPortDeclaration(rules, pod, port));
-    if (refused.length) refusals.push({ kind, namespace: pod.namespace, name: pod.name, what: `hostPort ${refused.map((r) => `${r.port}/${r.protocol}`).join(", ")}` });
+    if (refused.length)
+      refusals.push({ kind, namespace: pod.namespace, name: pod.name, what: `hostPort ${refused.map((r) => `${r.port}/${r.protocol}`).join(", ")}` });
   };
   for (const p of input.pods) {
     // A finished pod is not created again; its owner's next pod is (and is checked as the owner's template).

@@ -237,7 +237,9 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
     {
       expression: "variables.isService || !variables.podTooLarge",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + ${celText(` has more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container: ${tooLarge}split it or declare fewer ports`)}`,
-      message: wellFormed(`a pod with more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container is ${tooLarge}split it or declare fewer ports`),
+      message: wellFormed(
+        `a pod with more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container is ${tooLarge}split it or declare fewer ports`,
+      ),
       reason: "Forbidden",
     },
     {

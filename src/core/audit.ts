@@ -3,9 +3,9 @@ import {
   describeDeclaration,
   effectiveHostPorts,
   exposureRules,
+  hostPortDeclaration,
   isExposingService,
   isFinishedPod,
-  hostPortDeclaration,
   ownershipProblem,
   type PublishedRecord,
   serviceOpenings,
@@ -91,11 +91,14 @@ export function auditExposure(input: AuditInput): AuditResult {
     const namespace = svc.metadata.namespace ?? "default";
     const where = `${namespace}/${svc.metadata.name}`;
     const openings = serviceOpenings(svc);
-    const addresses = [
-      ...(svc.status?.loadBalancer?.ingress ?? []).flatMap((i) => (i.ip ? [i.ip] : i.hostname ? [i.hostname] : [])),
-      ...openings.externalIPs,
-    ];
-    const exposure: Exposure = { kind: openings.type, namespace, name: svc.metadata.name, ports: describeServicePorts(svc), ...(addresses.length ? { addresses } : {}) };
+    const addresses = [...(svc.status?.loadBalancer?.ingress ?? []).flatMap((i) => (i.ip ? [i.ip] : i.hostname ? [i.hostname] : [])), ...openings.externalIPs];
+    const exposure: Exposure = {
+      kind: openings.type,
+      namespace,
+      name: svc.metadata.name,
+      ports: describeServicePorts(svc),
+      ...(addresses.length ? { addresses } : {}),
+    };
     const ours = rules.ourServices.get(where);
     const notOurs = ours && input.published ? ownershipProblem(where, svc.metadata.uid, input.published[ours.entry]) : undefined;
     if (notOurs) {
@@ -108,7 +111,10 @@ export function auditExposure(input: AuditInput): AuditResult {
       continue;
     }
     if (verdict.entry) {
-      undeclared.push({ ...exposure, reason: `our Service of contract entry '${verdict.entry}' opens more than the entry declares (${verdict.undeclared}): undeclared exposure; remove what was added` });
+      undeclared.push({
+        ...exposure,
+        reason: `our Service of contract entry '${verdict.entry}' opens more than the entry declares (${verdict.undeclared}): undeclared exposure; remove what was added`,
+      });
       continue;
     }
     const managedFor = svc.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE ? svc.metadata.labels?.[ENTRY_LABEL] : undefined;
@@ -127,9 +133,10 @@ export function auditExposure(input: AuditInput): AuditResult {
   for (const pod of input.pods) {
     if (isFinishedPod(pod)) continue;
     const namespace = pod.metadata.namespace ?? "default";
-    const hostNetwork = (pod.spec as { hostNetwork?: unknown } | undefined)?.hostNetwork === true;
     const identity = { namespace, name: pod.metadata.name, isPod: true, labels: pod.metadata.labels };
-    for (const { port, protocol } of effectiveHostPorts(pod.spec)) {
+    const uses = effectiveHostPorts(pod.spec);
+    const hostNetwork = uses.some((u) => u.hostNetwork);
+    for (const { port, protocol } of uses) {
       const exposure: Exposure = {
         kind: "hostPort",
         namespace,

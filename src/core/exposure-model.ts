@@ -13,8 +13,8 @@ import type { Allowlist } from "./settings";
 /** Our Service of a NodePort entry: `<entry>-nodeport`, in the namespace of the Service it mirrors. */
 export const NODE_PORT_SUFFIX = "-nodeport";
 export const ourServiceName = (entry: string) => `${entry}${NODE_PORT_SUFFIX}`;
-/** The name of the one port of our Service (Kubernetes keeps an allocated nodePort by port name). */
-export const entryPortName = (scheme: string) => (scheme === "https" ? "https" : "http");
+/** An exposed UI's scheme (http or https), also the name of our Service's one port (Kubernetes keeps an allocated nodePort by port name). */
+export const webScheme = (scheme: string): "http" | "https" => (scheme === "https" ? "https" : "http");
 
 /** Every key of `selector` has its value in `labels`. */
 export const matchesLabels = (labels: Readonly<Record<string, string>> | undefined, selector: Readonly<Record<string, string>> | undefined) =>
@@ -56,8 +56,11 @@ export const matchesPattern = (p: Pick<Pattern, "prefix" | "text">, value: strin
 /** `name` is the part matched against "namespace/name" (a hostPort item's, before its ":port"). */
 function parsePattern(source: string, name: string, where: string, reasons: Allowlist["reasons"]): Pattern {
   const reason = reasons?.[source];
-  return { source, where, prefix: name.endsWith("*"), text: name.endsWith("*") ? name.slice(0, -1) : name, ...(reason ? { reason } : {}) };
+  return { source, where, ...namePattern(name), ...(reason ? { reason } : {}) };
 }
+
+/** "namespace/name" matches itself; "namespace/prefix*" every name starting with prefix ('*' is only a suffix). */
+export const namePattern = (name: string) => ({ prefix: name.endsWith("*"), text: name.endsWith("*") ? name.slice(0, -1) : name });
 
 /** The rules of a stack: the exposed entries it publishes (`selected`) and its allowlist, parsed once. */
 export function exposureRules(contract: Contract, selected: readonly string[], allowlist: Allowlist): ExposureRules {
@@ -65,7 +68,7 @@ export function exposureRules(contract: Contract, selected: readonly string[], a
   const entries = contract.endpoints.filter((e) => chosen.has(e.name));
   return {
     ourServices: new Map(
-      entries.filter(isNodePortEntry).map((e) => [`${e.service.namespace}/${ourServiceName(e.name)}`, { entry: e.name, portName: entryPortName(e.scheme) }]),
+      entries.filter(isNodePortEntry).map((e) => [`${e.service.namespace}/${ourServiceName(e.name)}`, { entry: e.name, portName: webScheme(e.scheme) }]),
     ),
     hostPortEntries: entries
       .filter(isHostPortEntry)
@@ -100,6 +103,8 @@ export const POD_CONTAINER_LISTS = ["initContainers", "containers", "ephemeralCo
 export interface HostPortUse {
   port: number;
   protocol: string;
+  /** The pod is on the host network (every containerPort is a hostPort). */
+  hostNetwork: boolean;
 }
 
 /**
@@ -117,7 +122,7 @@ export function effectiveHostPorts(spec: unknown): HostPortUse[] {
       const protocol = typeof field(p, "protocol") === "string" ? (field(p, "protocol") as string) : "TCP";
       if (!port || seen.has(`${port}/${protocol}`)) continue;
       seen.add(`${port}/${protocol}`);
-      out.push({ port, protocol });
+      out.push({ port, protocol, hostNetwork });
     }
   }
   return out;
@@ -216,7 +221,9 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): ServiceVerdi
   }
   const pattern = rules.services.find((p) => matchesPattern(p, key));
   if (pattern) return { declared: { by: "allowlist", pattern } };
-  return { undeclared: [...(o.nodeOrBalancer ? [`type ${o.type}`] : []), ...(o.externalIPs.length ? [`externalIPs ${o.externalIPs.join(", ")}`] : [])].join("; ") };
+  return {
+    undeclared: [...(o.nodeOrBalancer ? [`type ${o.type}`] : []), ...(o.externalIPs.length ? [`externalIPs ${o.externalIPs.join(", ")}`] : [])].join("; "),
+  };
 }
 
 // ---- Ownership -------------------------------------------------------------------------------

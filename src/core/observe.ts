@@ -1,8 +1,8 @@
 import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
+import { ourServiceName, ownershipProblem, type PublishedRecord, serviceOpenings, webScheme } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
-import { entryPortName, ourServiceName, ownershipProblem, type PublishedRecord, serviceOpenings } from "./exposure-model";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
 import {
   buildUrl,
@@ -188,7 +188,7 @@ function observeNodePort(
   },
 ): ObservedEntry {
   const ns = e.service.namespace;
-  const portName = entryPortName(e.scheme);
+  const portName = webScheme(e.scheme);
   // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere
   // carrying our labels is a look-alike (anyone can copy labels), reported by the audit.
   const ours = ctx.services.get(key(ns, ourServiceName(e.name)));
@@ -222,7 +222,11 @@ function observeNodePort(
   if (ours.spec?.type !== "NodePort") add("service-type-changed", `type is ${ours.spec?.type ?? "ClusterIP"}, not NodePort`);
   // The contract declares one port on the nodes' addresses: anything more is undeclared exposure.
   const extraPorts = (ours.spec?.ports ?? []).filter((p) => p !== ourPort);
-  if (extraPorts.length) add("extra-exposure", `undeclared port ${extraPorts.map((p) => `${p.name ?? "(unnamed)"} ${p.port}->${p.nodePort ?? "no nodePort"}`).join(", ")} added to our Service: undeclared exposure, remove it`);
+  if (extraPorts.length)
+    add(
+      "extra-exposure",
+      `undeclared port ${extraPorts.map((p) => `${p.name ?? "(unnamed)"} ${p.port}->${p.nodePort ?? "no nodePort"}`).join(", ")} added to our Service: undeclared exposure, remove it`,
+    );
   const externalIPs = serviceOpenings(ours).externalIPs;
   if (externalIPs.length) add("extra-exposure", `undeclared externalIPs ${externalIPs.join(", ")} on our Service: undeclared exposure, remove them`);
   if (ours.spec?.externalTrafficPolicy === "Local") add("external-traffic-local", "externalTrafficPolicy is Local (only nodes running a pod answer)");

@@ -1,7 +1,7 @@
 import { type Contract, type Endpoint, type HostPortExposure, isHostPortEntry, isNodePortEntry, type ServiceRef } from "./contract/schema";
 import { UserError } from "./errors";
+import { effectiveHostPorts, isFinishedPod, matchesLabels, ourServiceName, webScheme } from "./exposure-model";
 import { ipVersion, urlHost } from "./ip";
-import { effectiveHostPorts, entryPortName, isFinishedPod, matchesLabels, ourServiceName } from "./exposure-model";
 import type { Node, Pod, Service, ServicePort } from "./kube/types";
 
 /** The node whose address goes into every NodePort URL. */
@@ -170,7 +170,7 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
   }
   // A headless Service (clusterIP: None) is mirrored like any other: our NodePort Service selects the same pods.
   const serviceName = ourServiceName(entry.name);
-  const scheme = entry.scheme === "https" ? "https" : "http";
+  const scheme = webScheme(entry.scheme);
   return {
     kind: "nodePort",
     entry: entry.name,
@@ -179,7 +179,7 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
     mirrors: ref.name,
     serviceName,
     selector: { ...selector },
-    portName: entryPortName(scheme),
+    portName: scheme,
     port: port.port,
     targetPort: port.targetPort ?? port.port,
     protocol: port.protocol ?? "TCP",
@@ -251,7 +251,7 @@ export function planHostPort(
   return {
     kind: "hostPort",
     entry: entry.name,
-    scheme: entry.scheme === "https" ? "https" : "http",
+    scheme: webScheme(entry.scheme),
     namespace: hp.namespace,
     hostPort: hp.port,
     pod: pod.metadata.name,
@@ -372,9 +372,12 @@ export interface FixedNameObject {
   name: string;
 }
 
-/** The exact command that adopts an existing object into the stack on purpose. */
-export function adoptCommand(o: FixedNameObject, stack: string): string {
-  return `pulumi import kubernetes:core/v1:${o.kind} ${o.resourceName} ${o.namespace}/${o.name} --stack ${stack} --generate-code=false --protect=false --yes`;
+/**
+ * The one form of `pulumi import` printed for adopting on purpose: it imports at the stack's root
+ * (the component declares an alias for it); without these flags it stops at a prompt and protects.
+ */
+export function importCommand(type: string, resourceName: string, id: string, stack?: string): string {
+  return `pulumi import ${type} ${resourceName} ${id}${stack ? ` --stack ${stack}` : ""} --generate-code=false --protect=false --yes`;
 }
 
 /** Our Service of a NodePort entry, as a fixed-name object. */
@@ -391,6 +394,6 @@ export function takeoverRefusal(o: FixedNameObject, stack: string): string {
   return (
     `${o.what}: ${o.kind} ${o.namespace}/${o.name} already exists and this stack did not create it; ` +
     `ui-exposure never takes over a ${o.kind} it did not create. Remove it (kubectl -n ${o.namespace} delete ${o.kind.toLowerCase()} ${o.name}), ` +
-    `or adopt it on purpose: ${adoptCommand(o, stack)}, then pulumi up`
+    `or adopt it on purpose: ${importCommand(`kubernetes:core/v1:${o.kind}`, o.resourceName, `${o.namespace}/${o.name}`, stack)}, then pulumi up`
   );
 }
