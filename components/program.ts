@@ -6,6 +6,7 @@ import { openStack } from "../src/adapters/stack-inputs";
 import { admissionApiProblem } from "../src/core/admission";
 import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
+import { recreatedProblem, stateServiceUids } from "../src/core/exposure-model";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
@@ -31,6 +32,12 @@ export interface ProgramInputs {
    * StackReference to this same stack. Render and the unit tests pass their own.
    */
   lastEndpoints?: () => Promise<PublishedEndpoints>;
+  /**
+   * The uid of each Service this stack's state held when `up` started, by "namespace/name";
+   * default: read from the engine before any resource is declared (so before the refresh
+   * re-reads them by name). Render and the unit tests pass their own.
+   */
+  stateUids?: () => Promise<ReadonlyMap<string, string>>;
 }
 
 /** One record per published entry, as stack output. */
@@ -76,7 +83,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   const needPods = selectedEntries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   // One list call per kind, in parallel, whatever the number of entries.
-  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap] = await Promise.all([
+  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap, stateUids] = await Promise.all([
     cluster.listServices(),
     cluster.listNodes(),
     needPods ? cluster.listPods() : Promise.resolve([]),
@@ -85,6 +92,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     reads.customObjects ? cluster.listCustom(GATEWAYS) : Promise.resolve([]),
     inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
     settings.portal.enabled ? cluster.getConfigMap(settings.portal.namespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
+    inputs.stateUids ? inputs.stateUids() : underEngine() ? readStateUids() : Promise.resolve(new Map<string, string>()),
   ]);
 
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
@@ -107,12 +115,23 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   );
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
   const admissionIssue = settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.admissionApiResources?.(), cluster.source);
+  // Ownership by state: a Service of ours the state holds, re-created by hand since, is refused
+  // before anything is declared (the refresh would read it by name and the update take it over).
+  const live = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+  const fixedNames: [string, string][] = [
+    ...("plans" in resolution
+      ? resolution.plans.flatMap((p): [string, string][] => (p.kind === "nodePort" ? [[`entry '${p.entry}'`, `${p.namespace}/${p.serviceName}`]] : []))
+      : []),
+    ...(settings.portal.enabled ? [["portal", `${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`] as [string, string]] : []),
+  ];
+  const recreated = fixedNames.flatMap(([what, key]) => recreatedProblem(what, live.get(key), stateUids.get(key)) ?? []);
   const problems = [
+    ...recreated,
     ...("problems" in resolution ? resolution.problems : []),
     ...("problems" in ciliumPlan ? ciliumPlan.problems : []),
     ...(admissionIssue ? [admissionIssue] : []),
   ];
-  if ("problems" in resolution || "problems" in ciliumPlan || admissionIssue) {
+  if (recreated.length > 0 || "problems" in resolution || "problems" in ciliumPlan || admissionIssue) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
@@ -226,6 +245,17 @@ function organization(): string {
   } catch {
     return "organization";
   }
+}
+
+/**
+ * The uid of each Service in this stack's state, from the engine's own record of the stack
+ * (the latest checkpoint, read before any resource of this `up` is registered, hence refreshed).
+ */
+async function readStateUids(): Promise<ReadonlyMap<string, string>> {
+  const result = await pulumi.runtime.invoke("pulumi:pulumi:readStackResourceOutputs", {
+    stackName: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}`,
+  });
+  return stateServiceUids((result as { outputs?: unknown } | undefined)?.outputs);
 }
 
 /**

@@ -7,7 +7,15 @@ import { admissionManifests } from "../src/core/admission";
 import { wouldRefuse } from "../src/core/admission-preview";
 import { auditExposure } from "../src/core/audit";
 import { contractSchema } from "../src/core/contract/schema";
-import { CHECK_LIMITS, effectiveHostPorts, exposureRules, isExposingService, isFinishedPod, serviceVerdict } from "../src/core/exposure-model";
+import {
+  CHECK_LIMITS,
+  effectiveHostPorts,
+  exposureRules,
+  isExposingService,
+  isFinishedPod,
+  serviceVerdict,
+  stateServiceUids,
+} from "../src/core/exposure-model";
 import type { Node, Pod, Service } from "../src/core/kube/types";
 import { observe } from "../src/core/observe";
 import { planHostPort } from "../src/core/plan";
@@ -288,5 +296,16 @@ describe("exposure model: what each reader missed before", () => {
     });
     expect(r.services[0]).toMatchObject({ source: "tools/gw-*", where: "ui-exposure:allowlist.services[0]", prefix: true, text: "tools/gw-" });
     expect(r.hostPorts[0]).toMatchObject({ where: "ui-exposure:allowlist.hostPorts[0]", text: "kube-system/cilium-", port: 4244, reason: "agent" });
+  });
+
+  it("reads the uids of the Services a state holds, trusting nothing else it holds", () => {
+    const uids = stateServiceUids({
+      "urn:a": { type: "kubernetes:core/v1:Service", outputs: { metadata: { namespace: "argocd", name: "argocd-nodeport", uid: "u1" } } },
+      "urn:b": { type: "kubernetes:core/v1:ServicePatch", outputs: { metadata: { namespace: "argocd", name: "argocd-nodeport", uid: "u1" } } },
+      "urn:c": { type: "kubernetes:core/v1:Service", outputs: { metadata: { namespace: "x", name: "y", uid: 7 } } },
+      "urn:d": null,
+    });
+    expect([...uids]).toEqual([["argocd/argocd-nodeport", "u1"]]);
+    expect(stateServiceUids("garbage").size).toBe(0);
   });
 });

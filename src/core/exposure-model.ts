@@ -251,3 +251,33 @@ export function ownershipProblem(where: string, uid: string | undefined, publish
   }
   return undefined;
 }
+
+/**
+ * Why `up` must not touch a Service of a fixed name that its state holds: since the state
+ * recorded it (uid `stateUid`, read before the refresh re-reads the Service by name), it was
+ * deleted and re-created outside the stack. Undefined when it is the one the state holds, when
+ * the state holds none (creating it is the takeover hook's to refuse), or when none exists.
+ */
+export function recreatedProblem(what: string, live: Service | undefined, stateUid: string | undefined): string | undefined {
+  const uid = live?.metadata.uid;
+  if (!live || !uid || !stateUid || uid === stateUid) return undefined;
+  const { namespace, name } = live.metadata;
+  return `${what}: Service ${namespace}/${name} was deleted and re-created outside this stack (its uid ${uid}; this stack created ${stateUid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n ${namespace} delete service ${name}), then pulumi up recreates this stack's own`;
+}
+
+/**
+ * The uid of every Service a stack's state holds, by "namespace/name", from the resource outputs
+ * the engine returns for the stack (`pulumi:pulumi:readStackResourceOutputs`). Read back, so
+ * untrusted: anything that is not a Service with a string uid is left out.
+ */
+export function stateServiceUids(resources: unknown): Map<string, string> {
+  const uids = new Map<string, string>();
+  if (resources === null || typeof resources !== "object") return uids;
+  for (const r of Object.values(resources as Record<string, unknown>)) {
+    if (field(r, "type") !== "kubernetes:core/v1:Service") continue;
+    const meta = field(field(r, "outputs"), "metadata");
+    const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
+    if (typeof namespace === "string" && typeof name === "string" && typeof uid === "string") uids.set(`${namespace}/${name}`, uid);
+  }
+  return uids;
+}
