@@ -30,3 +30,14 @@ export function refuseTakeover(name: string, refusal: string | undefined, hooks:
   );
   return { hooks: { beforeCreate: [hook] } };
 }
+
+/**
+ * Options of a fixed-name Service that `pulumi import` may adopt on purpose: the import puts it
+ * at the stack's root, and the next `up` moves it under its component (alias); an import records
+ * every live field as an input, clusterIP included, which the program never sets: without
+ * ignoring it the provider would replace the Service (delete and re-create: new uid, new port).
+ */
+export const importableService = (): Pick<pulumi.CustomResourceOptions, "aliases" | "ignoreChanges"> => ({
+  aliases: [{ parent: pulumi.rootStackResource }],
+  ignoreChanges: ["spec.clusterIP"],
+});

@@ -2,7 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION } from "../src/core/kube/types";
 import { buildUrl, entryService, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
-import { kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
+import { importableService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
 
 export interface NodePortExposureArgs {
   plan: NodePortPlan;
@@ -82,12 +82,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
         provider,
         // The name is fixed, so a replacement must delete the old Service first.
         deleteBeforeReplace: true,
-        // `pulumi import` (the adoption command) imports at the stack's root; the next `up` moves it here.
-        aliases: [{ parent: pulumi.rootStackResource }],
-        // An import records every live field as an input, clusterIP included; the program never
-        // sets it, and the provider replaces a Service whose clusterIP input goes away: adopting
-        // would delete and re-create the Service (new uid, new port). Never set by this program.
-        ignoreChanges: ["spec.clusterIP"],
+        ...importableService(),
         ...refuseTakeover(name, args.existsInCluster ? takeoverRefusal(entryService(plan), args.stack) : undefined, args.hooks),
       },
     );

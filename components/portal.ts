@@ -18,7 +18,7 @@ import {
   selectsHostPort,
 } from "../src/core/portal/spec";
 import type { PortalSettings, Settings } from "../src/core/settings";
-import { kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
+import { importableService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
 
 export interface PortalArgs {
   /** The server bundle, built by the program before any resource is declared (it can fail). */
@@ -193,7 +193,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // Fixed name: a replacement must delete the old Service first.
-      { parent: this, provider, deleteBeforeReplace: true, ...refuseTakeover(`${name}-svc`, serviceRefusal, hooks) },
+      { parent: this, provider, deleteBeforeReplace: true, ...importableService(), ...refuseTakeover(`${name}-svc`, serviceRefusal, hooks) },
     );
 
     this.publishedRefusal = hooks ? publishedRefusal : undefined;
