@@ -304,7 +304,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     const createPod = (body: unknown) => outcome(cluster.core.createNamespacedPod({ namespace: "tools", body: body as never }));
     // 30,000 containerPorts on the host network (22 and 80 among them): the check's cost would pass the
     // API server's limit, and failurePolicy Ignore would admit it. It is refused before any port is read.
-    const huge = Array.from({ length: 30_000 }, (_, i) => ({ containerPort: i < 2 ? [22, 80][i] : 20_000 + i }));
+    const huge = Array.from({ length: 30_000 }, (_, i) => ({ containerPort: i === 0 ? 22 : i === 1 ? 80 : 20_000 + i }));
     expect(await createPod(pod("huge", huge, {}, { hostNetwork: true }))).toBe(
       `403: pods "huge" is forbidden: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Pod tools/huge has more than 32 containers in a list or 32 ports in a container: too large for the exposure guard to check (ui-exposure refuses what it cannot check): split it or declare fewer ports`,
     );
