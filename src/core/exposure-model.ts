@@ -22,9 +22,8 @@ export const matchesLabels = (labels: Readonly<Record<string, string>> | undefin
 
 /** One allowlist item, parsed once: "namespace/name", or "namespace/prefix*" (a suffix wildcard only). */
 export interface Pattern {
-  /** The item as written, and its place in the list: `ui-exposure:allowlist.hostPorts[2]`. */
+  /** The item as written. */
   source: string;
-  where: string;
   prefix: boolean;
   /** The name (or prefix) matched against "namespace/name". */
   text: string;
@@ -54,9 +53,9 @@ export interface ExposureRules {
 export const matchesPattern = (p: Pick<Pattern, "prefix" | "text">, value: string) => (p.prefix ? value.startsWith(p.text) : value === p.text);
 
 /** `name` is the part matched against "namespace/name" (a hostPort item's, before its ":port"). */
-function parsePattern(source: string, name: string, where: string, reasons: Allowlist["reasons"]): Pattern {
+function parsePattern(source: string, name: string, reasons: Allowlist["reasons"]): Pattern {
   const reason = reasons?.[source];
-  return { source, where, ...namePattern(name), ...(reason ? { reason } : {}) };
+  return { source, ...namePattern(name), ...(reason ? { reason } : {}) };
 }
 
 /** "namespace/name" matches itself; "namespace/prefix*" every name starting with prefix ('*' is only a suffix). */
@@ -73,10 +72,10 @@ export function exposureRules(contract: Contract, selected: readonly string[], a
     hostPortEntries: entries
       .filter(isHostPortEntry)
       .map((e) => ({ entry: e.name, namespace: e.hostPort.namespace, port: e.hostPort.port, podSelector: e.hostPort.podSelector ?? {} })),
-    services: allowlist.services.map((p, i) => parsePattern(p, p, `ui-exposure:allowlist.services[${i}]`, allowlist.reasons)),
-    hostPorts: allowlist.hostPorts.map((p, i) => {
+    services: allowlist.services.map((p) => parsePattern(p, p, allowlist.reasons)),
+    hostPorts: allowlist.hostPorts.map((p) => {
       const colon = p.lastIndexOf(":");
-      return { ...parsePattern(p, p.slice(0, colon), `ui-exposure:allowlist.hostPorts[${i}]`, allowlist.reasons), port: Number(p.slice(colon + 1)) };
+      return { ...parsePattern(p, p.slice(0, colon), allowlist.reasons), port: Number(p.slice(colon + 1)) };
     }),
   };
 }
