@@ -83,7 +83,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   const needPods = selectedEntries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   // One list call per kind, in parallel, whatever the number of entries.
-  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap, stateUids] = await Promise.all([
+  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap] = await Promise.all([
     cluster.listServices(),
     cluster.listNodes(),
     needPods ? cluster.listPods() : Promise.resolve([]),
@@ -92,8 +92,13 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     reads.customObjects ? cluster.listCustom(GATEWAYS) : Promise.resolve([]),
     inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
     settings.portal.enabled ? cluster.getConfigMap(settings.portal.namespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
-    inputs.stateUids ? inputs.stateUids() : underEngine() ? readStateUids() : Promise.resolve(new Map<string, string>()),
   ]);
+  // Only once an up has completed: the engine cannot read the state of a stack that has none yet.
+  const stateUids = inputs.stateUids
+    ? await inputs.stateUids()
+    : underEngine() && Object.keys(lastEndpoints).length > 0
+      ? await readStateUids()
+      : new Map<string, string>();
 
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
   // before anything exists: the contract entry mirroring it is planned from the spec the Portal
