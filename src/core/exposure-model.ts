@@ -44,7 +44,7 @@ export interface HostPortRule {
 
 export interface ExposureRules {
   /** Our Service of each published NodePort entry, by "namespace/name". */
-  ourServices: ReadonlyMap<string, { entry: string; portName: string }>;
+  ourServices: ReadonlyMap<string, { entry: string }>;
   hostPortEntries: readonly HostPortRule[];
   services: readonly Pattern[];
   hostPorts: readonly HostPortPattern[];
@@ -66,9 +66,7 @@ export function exposureRules(contract: Contract, selected: readonly string[], a
   const chosen = new Set(selected);
   const entries = contract.endpoints.filter((e) => chosen.has(e.name));
   return {
-    ourServices: new Map(
-      entries.filter(isNodePortEntry).map((e) => [`${e.service.namespace}/${ourServiceName(e.name)}`, { entry: e.name, portName: webScheme(e.scheme) }]),
-    ),
+    ourServices: new Map(entries.filter(isNodePortEntry).map((e) => [`${e.service.namespace}/${ourServiceName(e.name)}`, { entry: e.name }])),
     hostPortEntries: entries
       .filter(isHostPortEntry)
       .map((e) => ({ entry: e.name, namespace: e.hostPort.namespace, port: e.hostPort.port, podSelector: e.hostPort.podSelector ?? {} })),
