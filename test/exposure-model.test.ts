@@ -263,8 +263,8 @@ describe("exposure model: what each reader missed before", () => {
         ephemeralContainers: [{ ports: [{ containerPort: 3, hostPort: 9001, protocol: "UDP" }] }],
       }),
     ).toEqual([
-      { port: 9000, protocol: "TCP", hostNetwork: false },
-      { port: 9001, protocol: "UDP", hostNetwork: false },
+      { port: 9000, protocol: "TCP", onHostNetwork: false },
+      { port: 9001, protocol: "UDP", onHostNetwork: false },
     ]);
   });
 

@@ -135,7 +135,7 @@ export function auditExposure(input: AuditInput): AuditResult {
     const namespace = pod.metadata.namespace ?? "default";
     const identity = { namespace, name: pod.metadata.name, isPod: true, labels: pod.metadata.labels };
     const uses = effectiveHostPorts(pod.spec);
-    const hostNetwork = uses.some((u) => u.hostNetwork);
+    const hostNetwork = uses.some((u) => u.onHostNetwork);
     for (const { port, protocol } of uses) {
       const exposure: Exposure = {
         kind: "hostPort",

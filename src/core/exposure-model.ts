@@ -101,7 +101,7 @@ export interface HostPortUse {
   port: number;
   protocol: string;
   /** The pod is on the host network (every containerPort is a hostPort). */
-  hostNetwork: boolean;
+  onHostNetwork: boolean;
 }
 
 /**
@@ -119,7 +119,7 @@ export function effectiveHostPorts(spec: unknown): HostPortUse[] {
       const protocol = typeof field(p, "protocol") === "string" ? (field(p, "protocol") as string) : "TCP";
       if (!port || seen.has(`${port}/${protocol}`)) continue;
       seen.add(`${port}/${protocol}`);
-      out.push({ port, protocol, hostNetwork });
+      out.push({ port, protocol, onHostNetwork: hostNetwork });
     }
   }
   return out;
