@@ -3,12 +3,9 @@ import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import type { Service } from "./kube/types";
 import type { Allowlist } from "./settings";
 
-/**
- * The one model of exposure: what the stack declares (its contract entries and its allowlist),
- * what a pod or a Service opens to the outside of the cluster, which rule declares each opening,
- * and which Service is this stack's. The planner, the live verdicts, drift's audit, the pre-deny
- * report and the admission policy's generator all ask here; none keeps a rule of its own.
- */
+// The one model of exposure: what a stack declares, what a pod or a Service opens to the outside,
+// which rule declares it, which Service is this stack's. Planner, verdicts, audit, pre-deny report
+// and the policy's generator all ask here (test/exposure-model.test.ts holds them to one answer).
 
 /** Our Service of a NodePort entry: `<entry>-nodeport`, in the namespace of the Service it mirrors. */
 export const NODE_PORT_SUFFIX = "-nodeport";
@@ -20,12 +17,10 @@ export const webScheme = (scheme: string): "http" | "https" => (scheme === "http
 export const matchesLabels = (labels: Readonly<Record<string, string>> | undefined, selector: Readonly<Record<string, string>> | undefined) =>
   Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
 
-/** One allowlist item, parsed once: "namespace/name", or "namespace/prefix*" (a suffix wildcard only). */
+/** One allowlist item as written (`source`), parsed once: the name or prefix matched against "namespace/name". */
 export interface Pattern {
-  /** The item as written. */
   source: string;
   prefix: boolean;
-  /** The name (or prefix) matched against "namespace/name". */
   text: string;
   reason?: string;
 }
@@ -34,7 +29,6 @@ export interface HostPortPattern extends Pattern {
   port: number;
 }
 
-/** A contract hostPort entry of this stack. */
 export interface HostPortRule {
   entry: string;
   namespace: string;
@@ -78,17 +72,12 @@ export function exposureRules(contract: Contract, selected: readonly string[], a
   };
 }
 
-/** Which rule declares an opening. */
 export type Declaration = { by: "contract"; entry: string } | { by: "allowlist"; pattern: Pattern };
 
 export const describeDeclaration = (d: Declaration) => (d.by === "contract" ? `contract entry '${d.entry}'` : `allowlist '${d.pattern.source}'`);
 
-// ---- Pods ------------------------------------------------------------------------------------
-
-/**
- * Objects are read back unvalidated (any list call, a snapshot file): what is not a list, a map or
- * a port number is no port (the API server would not have stored it).
- */
+// Objects are read back unvalidated (any list call, a snapshot file): what is not a list, a map or
+// a port number is no port (the API server would not have stored it).
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const field = (v: unknown, key: string): unknown =>
   v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
@@ -104,11 +93,7 @@ export interface HostPortUse {
   onHostNetwork: boolean;
 }
 
-/**
- * The host ports a pod spec (or a pod template's spec) holds, as the API server defaults them:
- * a hostPort of 0 is none, and on the host network every containerPort is a hostPort.
- * Each port/protocol once.
- */
+/** A pod (template) spec's host ports as the API server defaults them: hostPort 0 is none; on the host network every containerPort is one. */
 export function effectiveHostPorts(spec: unknown): HostPortUse[] {
   const hostNetwork = field(spec, "hostNetwork") === true;
   const seen = new Set<string>();
@@ -126,10 +111,9 @@ export function effectiveHostPorts(spec: unknown): HostPortUse[] {
 }
 
 /**
- * Bounds on the work of checking one object: the admission policy's CEL has a cost limit per
- * evaluation, and an error there would admit the object (failurePolicy Ignore). A pod past these
- * sizes is refused as too large to check (the platform's pods hold a few ports each); a Service
- * past them is refused unless its name declares it.
+ * Bounds on the work of checking one object: the policy's CEL has a cost limit, and an error would
+ * admit the object (failurePolicy Ignore). A pod past them is refused as too large to check (the
+ * platform's pods hold a few ports each); an undeclared Service past them is refused unread.
  */
 export const CHECK_LIMITS = { containers: 32, portsPerContainer: 32, servicePorts: 128, externalIPs: 32 } as const;
 
@@ -151,10 +135,9 @@ export interface PodIdentity {
 }
 
 /**
- * Which rule declares host port `port` of a pod: a contract hostPort entry of this stack
- * (namespace, port, podSelector), else an allowlist item "namespace/pod-prefix*:port". A
- * template has no pod name yet: a prefix item declares it when it is a prefix of
- * "<namespace>/<workload>-"; an exact pod name never does.
+ * Which rule declares host port `port` of a pod: a contract hostPort entry (namespace, port,
+ * podSelector), else an allowlist item "namespace/pod-prefix*:port"; a template's pods are named
+ * "<workload>-...": a prefix item declares it when it prefixes "<namespace>/<workload>-".
  */
 export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port: number): Declaration | undefined {
   const entry = rules.hostPortEntries.find((e) => e.namespace === pod.namespace && e.port === port && matchesLabels(pod.labels, e.podSelector));
@@ -163,8 +146,6 @@ export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port
   const pattern = rules.hostPorts.find((p) => p.port === port && (p.prefix ? key.startsWith(p.text) : pod.isPod && key === p.text));
   return pattern ? { by: "allowlist", pattern } : undefined;
 }
-
-// ---- Services --------------------------------------------------------------------------------
 
 /**
  * How a Service is reachable from outside the cluster, field by field of the Service API:
@@ -177,14 +158,7 @@ export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port
  *   only. `loadBalancerSourceRanges`, `externalTrafficPolicy`, `sessionAffinity`,
  *   `internalTrafficPolicy`, `ipFamilies` narrow or route what is open; they open nothing.
  */
-export interface ServiceOpenings {
-  type: string;
-  /** NodePort or LoadBalancer. */
-  nodeOrBalancer: boolean;
-  externalIPs: string[];
-}
-
-export function serviceOpenings(svc: Service): ServiceOpenings {
+export function serviceOpenings(svc: Service): { type: string; nodeOrBalancer: boolean; externalIPs: string[] } {
   const type = typeof svc.spec?.type === "string" ? svc.spec.type : "ClusterIP";
   const externalIPs = list(field(svc.spec, "externalIPs")).filter((ip): ip is string => typeof ip === "string");
   return { type, nodeOrBalancer: type === "NodePort" || type === "LoadBalancer", externalIPs };
@@ -196,14 +170,11 @@ export const isExposingService = (svc: Service) => {
 };
 
 /**
- * The verdict on a Service that opens something: declared by a rule, or undeclared with what
- * makes it so. Our `<entry>-nodeport` is judged by its contract entry alone: exactly one port
- * on type NodePort, no externalIPs (a port added by hand, an address or a load balancer is
- * undeclared exposure). Any other Service is declared whole by an allowlist item.
+ * A Service that opens something is declared by a rule, or undeclared with what makes it so. Our
+ * `<entry>-nodeport` is judged by its entry alone: type NodePort, one port, no externalIPs. Any
+ * other Service is declared whole by an allowlist item.
  */
-export type ServiceVerdict = { declared: Declaration } | { undeclared: string; entry?: string };
-
-export function serviceVerdict(rules: ExposureRules, svc: Service): ServiceVerdict {
+export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: Declaration } | { undeclared: string; entry?: string } {
   const key = `${svc.metadata.namespace ?? "default"}/${svc.metadata.name}`;
   const o = serviceOpenings(svc);
   const ours = rules.ourServices.get(key);
@@ -223,8 +194,6 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): ServiceVerdi
   };
 }
 
-// ---- Ownership -------------------------------------------------------------------------------
-
 /** What the last `up` published for an entry (the `endpoints` output). */
 export interface PublishedRecord {
   nodePort?: number;
@@ -234,11 +203,7 @@ export interface PublishedRecord {
   uid?: string;
 }
 
-/**
- * Why a Service named like ours is not the one this stack created, from the last `up`'s
- * outputs: the entry was not published, or it was with another uid (deleted and re-created
- * by someone else). Undefined when it is ours, or when the outputs predate uids.
- */
+/** Why a Service named like ours is not the one the last `up` published (none, or another uid); undefined when it is. */
 export function ownershipProblem(where: string, uid: string | undefined, published: PublishedRecord | undefined): string | undefined {
   if (!published || (published.nodePort === undefined && published.service === undefined && published.url === undefined)) {
     return `${where} exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)`;
@@ -250,10 +215,9 @@ export function ownershipProblem(where: string, uid: string | undefined, publish
 }
 
 /**
- * Why `up` must not touch a Service of a fixed name that its state holds: since the state
- * recorded it (uid `stateUid`, read before the refresh re-reads the Service by name), it was
- * deleted and re-created outside the stack. Undefined when it is the one the state holds, when
- * the state holds none (creating it is the takeover hook's to refuse), or when none exists.
+ * Why `up` must not touch a fixed-name Service its state holds (uid `stateUid`, read before the
+ * refresh re-reads it by name): it was re-created outside the stack since. A Service the state
+ * does not hold is the takeover hook's to refuse.
  */
 export function recreatedProblem(what: string, live: Service | undefined, stateUid: string | undefined): string | undefined {
   const uid = live?.metadata.uid;
@@ -262,11 +226,7 @@ export function recreatedProblem(what: string, live: Service | undefined, stateU
   return `${what}: Service ${namespace}/${name} was deleted and re-created outside this stack (its uid ${uid}; this stack created ${stateUid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n ${namespace} delete service ${name}), then pulumi up recreates this stack's own`;
 }
 
-/**
- * The uid of every Service a stack's state holds, by "namespace/name", from the resource outputs
- * the engine returns for the stack (`pulumi:pulumi:readStackResourceOutputs`). Read back, so
- * untrusted: anything that is not a Service with a string uid is left out.
- */
+/** The uid of each Service a state holds, by "namespace/name", from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
 export function stateServiceUids(resources: unknown): Map<string, string> {
   const uids = new Map<string, string>();
   if (resources === null || typeof resources !== "object") return uids;
