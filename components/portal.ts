@@ -185,7 +185,14 @@ export class Portal extends pulumi.ComponentResource {
       {
         // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, and the
         // planner read this same spec before it existed (withStackServices in src/core/plan.ts).
-        metadata: { name: spec.metadata.name, namespace, labels: spec.metadata.labels ?? {}, ...(awaitAnnotations ? { annotations: awaitAnnotations } : {}) },
+        // patchForce: this Service belongs to this stack alone; once adopted (pulumi import), or after a
+        // hand edit, `up` takes its fields back instead of failing on a server-side apply conflict.
+        metadata: {
+          name: spec.metadata.name,
+          namespace,
+          labels: spec.metadata.labels ?? {},
+          annotations: { ...awaitAnnotations, "pulumi.com/patchForce": "true" },
+        },
         spec: {
           type: "ClusterIP",
           selector: spec.spec?.selector ?? {},

@@ -257,10 +257,20 @@ function organization(): string {
  * (the latest checkpoint, read before any resource of this `up` is registered, hence refreshed).
  */
 async function readStateUids(): Promise<ReadonlyMap<string, string>> {
-  const result = await pulumi.runtime.invoke("pulumi:pulumi:readStackResourceOutputs", {
-    stackName: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}`,
-  });
-  return stateServiceUids((result as { outputs?: unknown } | undefined)?.outputs);
+  // The outputs hold references to resources (a component's children), which the SDK would turn
+  // back into resources by asking the engine for them, and this deployment has none yet: the
+  // references are asked for as plain URNs instead (the SDK reads this flag when it invokes).
+  const sdk = require("@pulumi/pulumi/utils") as { disableResourceReferences: boolean };
+  const before = sdk.disableResourceReferences;
+  sdk.disableResourceReferences = true;
+  try {
+    const result = await pulumi.runtime.invoke("pulumi:pulumi:readStackResourceOutputs", {
+      stackName: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}`,
+    });
+    return stateServiceUids((result as { outputs?: unknown } | undefined)?.outputs);
+  } finally {
+    sdk.disableResourceReferences = before;
+  }
 }
 
 /**
