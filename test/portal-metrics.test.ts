@@ -165,6 +165,22 @@ describe("portal /metrics", () => {
     expect(during).toContain("ui_exposure_undeclared_exposures 1");
   });
 
+  it("an audit that cannot read the cluster is logged once per round; the gauge keeps its last value", async () => {
+    const logged: string[] = [];
+    const { cluster, get: fetchPath } = await portalWith({ auditIntervalMs: 0, readIntervalMs: 0, log: (l) => logged.push(l) });
+    expect(await (await fetchPath("/metrics")).text()).toContain("ui_exposure_undeclared_exposures 1");
+    const failure = new Error("pods: 403 Forbidden");
+    const listPods = cluster.listPods.bind(cluster);
+    cluster.listPods = async () => {
+      throw failure;
+    };
+    const during = await (await fetchPath("/metrics")).text();
+    expect(during).toContain("ui_exposure_undeclared_exposures 1");
+    await new Promise((r) => setTimeout(r, 10));
+    expect(logged).toEqual(["/metrics: the audit could not read the cluster (pods: 403 Forbidden); ui_exposure_undeclared_exposures keeps its last value"]);
+    cluster.listPods = listPods;
+  });
+
   it("HEAD /metrics has the headers and no body; other methods 405", async () => {
     const { portal } = await portalWith();
     const head = await fetch(new URL("/metrics", portal.url), { method: "HEAD" });

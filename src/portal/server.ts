@@ -117,6 +117,7 @@ export class PortalObserver {
   /** The last view computed from a successful read, for /metrics while reads fail. */
   private lastGood: { view: PortalView; observedAt: Date } | undefined;
   private lastUndeclared: number | undefined;
+  private auditFailureLogged: Promise<unknown> | undefined;
 
   constructor(private readonly opts: PortalOptions) {
     const wanted = wantedEntries(opts);
@@ -198,7 +199,14 @@ export class PortalObserver {
     try {
       // A failed or late read leaves the last good values (and their old timestamp) in place.
       await within(this.view());
-      const undeclared = this.auditReads ? await within(this.auditReads.get()) : undefined;
+      const audit = this.auditReads?.get();
+      // Said once per failed round (a round's failure is shared for the audit interval).
+      audit?.catch((err: unknown) => {
+        if (this.auditFailureLogged === audit) return;
+        this.auditFailureLogged = audit;
+        this.opts.log?.(`/metrics: the audit could not read the cluster (${(err as Error).message}); ui_exposure_undeclared_exposures keeps its last value`);
+      });
+      const undeclared = audit ? await within(audit) : undefined;
       if (undeclared) this.lastUndeclared = undeclared.value;
     } finally {
       clearTimeout(timer);
