@@ -288,6 +288,26 @@ describe("exposure model: what each reader missed before", () => {
     expect(wouldRefuse({ ...stack, services: [], pods: [wide], workloads: [] })).toHaveLength(1);
   });
 
+  it("the widest pod within the bounds is judged port by port, its message cut below the API server's 5 KiB", async () => {
+    const containers = Array.from({ length: CHECK_LIMITS.containers }, (_, c) => ({
+      name: `c${c}`,
+      ports: Array.from({ length: CHECK_LIMITS.portsPerContainer }, (_, p) => ({ containerPort: 30_000 + c * 32 + p })),
+    }));
+    const widest = { metadata: { name: "widest", namespace: "tools" }, spec: { hostNetwork: true, containers } };
+    const { policy } = admissionManifests({
+      contract,
+      selected: [],
+      allowlist: { services: [], hostPorts: [] },
+      stack: "p",
+      mode: "deny",
+      failurePolicy: "Ignore",
+      contractFile: "c.yaml",
+    });
+    const [message] = await policyRefusals(policy.spec, { kind: "Pod", namespace: "tools", operation: "CREATE", object: widest });
+    expect(message).toMatch(/^Pod tools\/widest declares hostPort 30000, 30001, .*\.\.\., which is not in the ui-exposure contract/);
+    expect(message?.length).toBeLessThan(5 * 1024);
+  });
+
   it("allowlist items are parsed once: wildcard, port, reason", () => {
     const r = exposureRules(contract, [], {
       services: ["tools/gw-*"],
