@@ -79,7 +79,7 @@ export const describeDeclaration = (d: Declaration) => (d.by === "contract" ? `c
 // Objects are read back unvalidated (any list call, a snapshot file): what is not a list, a map or
 // a port number is no port (the API server would not have stored it).
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const field = (v: unknown, key: string): unknown =>
+export const field = (v: unknown, key: string): unknown =>
   v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
 const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535 ? v : 0);
 
