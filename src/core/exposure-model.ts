@@ -227,15 +227,25 @@ export function recreatedProblem(what: string, live: Service | undefined, stateU
   return `${what}: Service ${namespace}/${name} was deleted and re-created outside this stack (its uid ${uid}; this stack created ${stateUid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n ${namespace} delete service ${name}), then pulumi up recreates this stack's own`;
 }
 
-/** The uid of each Service a state holds, by "namespace/name", from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
-export function stateServiceUids(resources: unknown): Map<string, string> {
-  const uids = new Map<string, string>();
-  if (resources === null || typeof resources !== "object") return uids;
+/** The uids of the objects a state holds that `up` creates under fixed names, by "namespace/name". */
+export interface StateUids {
+  services: ReadonlyMap<string, string>;
+  configMaps: ReadonlyMap<string, string>;
+}
+
+/** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
+export function stateUids(resources: unknown): StateUids {
+  const services = new Map<string, string>();
+  const configMaps = new Map<string, string>();
+  const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };
+  if (resources === null || typeof resources !== "object") return { services, configMaps };
   for (const r of Object.values(resources as Record<string, unknown>)) {
-    if (field(r, "type") !== "kubernetes:core/v1:Service") continue;
+    const type = field(r, "type");
+    const into = typeof type === "string" && Object.hasOwn(byType, type) ? byType[type] : undefined;
+    if (!into) continue;
     const meta = field(field(r, "outputs"), "metadata");
     const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
-    if (typeof namespace === "string" && typeof name === "string" && typeof uid === "string") uids.set(`${namespace}/${name}`, uid);
+    if (typeof namespace === "string" && typeof name === "string" && typeof uid === "string") into.set(`${namespace}/${name}`, uid);
   }
-  return uids;
+  return { services, configMaps };
 }
