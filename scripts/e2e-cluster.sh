@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throw-away Kubernetes control plane on loopback for e2e tests:
-# etcd + kube-apiserver (+ kube-controller-manager), built by scripts/e2e-toolchain.sh.
-# No kubelet, no nodes: Services get real ClusterIPs/NodePorts, nothing runs.
+# etcd + kube-apiserver (+ kube-controller-manager, + kube-scheduler), built by
+# scripts/e2e-toolchain.sh. No kubelet: Services get real ClusterIPs/NodePorts; a pod runs only
+# where a node agent of the caller plays the kubelet's part (src/adapters/datapath/kubelet.ts).
 #
 #   scripts/e2e-cluster.sh start [DIR]   # prints KEY=VALUE lines (KUBECONFIG, E2E_DIR, ...)
 #   scripts/e2e-cluster.sh stop DIR      # stops the processes started in DIR and deletes DIR
@@ -17,6 +18,8 @@
 #                      --enable-garbage-collector=false and the ServiceAccount admission off
 #   E2E_KCM_CONTROLLERS  controllers to run (default: all but node-lifecycle-controller, which
 #                      would mark the harness's kubelet-less Nodes NotReady after ~40 s)
+#   E2E_SCHEDULER      1 also runs kube-scheduler (binds the pods of Deployments to the Nodes
+#                      the caller registers); 0 (default): pods are bound by spec.nodeName
 #   E2E_READY_TIMEOUT  seconds to wait for /readyz (default 120)
 #   E2E_KEEP           1 keeps DIR on stop (logs)
 #   E2E_SERVICE_CIDR   Service ClusterIP range (default 10.96.0.0/24: 253 Services; the
@@ -48,8 +51,8 @@ record() { echo "$1=$2" >> "$d/pids"; echo "$1=$(start_time "$2")" >> "$d/starts
 stop_dir() {
   local d=$1 name pid start
   [[ -f "$d/pids" ]] || return 0
-  # reverse start order: controller-manager, apiserver, etcd
-  for name in kube-controller-manager kube-apiserver etcd; do
+  # reverse start order: scheduler, controller-manager, apiserver, etcd
+  for name in kube-scheduler kube-controller-manager kube-apiserver etcd; do
     [[ $(grep -c "^$name=" "$d/pids") == 1 ]] || continue
     pid=$(sed -n "s/^$name=//p" "$d/pids")
     start=$(sed -n "s/^$name=//p" "$d/starts" 2>/dev/null | head -n 1)
@@ -82,6 +85,10 @@ cmd_start() {
   if [[ "$kcm" == 1 && ! -x "$bin/kube-controller-manager" ]]; then
     die "$bin/kube-controller-manager missing (or set E2E_KCM=0)"
   fi
+  local scheduler=${E2E_SCHEDULER:-0}
+  if [[ "$scheduler" == 1 && ! -x "$bin/kube-scheduler" ]]; then
+    die "$bin/kube-scheduler missing: scripts/e2e-toolchain.sh builds it (stage kube-scheduler)"
+  fi
   command -v curl >/dev/null || die "curl is needed"
 
   local d=${1:-}
@@ -96,8 +103,8 @@ cmd_start() {
   trap 'rc=$?; if [[ $rc != 0 ]]; then log "start failed; logs kept in $d/logs";
     for f in "$d"/logs/*.log; do log "--- tail $f"; tail -n 15 "$f" >&2 || true; done; stop_dir "$d"; fi' EXIT
 
-  local etcd_port etcd_peer api_port kcm_port
-  etcd_port=$(free_port); etcd_peer=$(free_port); api_port=$(free_port); kcm_port=$(free_port)
+  local etcd_port etcd_peer api_port kcm_port sched_port
+  etcd_port=$(free_port); etcd_peer=$(free_port); api_port=$(free_port); kcm_port=$(free_port); sched_port=$(free_port)
 
   # service-account signing key and a static token for the admin user
   if command -v openssl >/dev/null; then
@@ -196,6 +203,24 @@ EOF
     done
     [[ $ok == 1 ]] || die "kube-controller-manager: no default ServiceAccount after ${timeout}s (see $d/logs)"
     log "kube-controller-manager ready in $((SECONDS - t0))s"
+  fi
+  if [[ "$scheduler" == 1 ]]; then
+    "$bin/kube-scheduler" \
+      --kubeconfig "$d/kubeconfig" \
+      --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" \
+      --bind-address 127.0.0.1 --secure-port "$sched_port" --leader-elect=false \
+      </dev/null >"$d/logs/kube-scheduler.log" 2>&1 &
+    record kube-scheduler $!
+    # ready when its health endpoint answers
+    t0=$SECONDS; ok=0
+    while (( SECONDS - t0 < timeout )); do
+      if curl -skf -m 2 "https://127.0.0.1:$sched_port/healthz" >/dev/null 2>&1; then ok=1; break; fi
+      local p; p=$(sed -n 's/^kube-scheduler=//p' "$d/pids")
+      [[ -e /proc/$p ]] || die "kube-scheduler exited during start-up (see $d/logs)"
+      sleep 0.5
+    done
+    [[ $ok == 1 ]] || die "kube-scheduler not healthy after ${timeout}s (see $d/logs)"
+    log "kube-scheduler ready in $((SECONDS - t0))s"
   fi
   trap - EXIT
 

@@ -72,11 +72,47 @@ export function startDetached(role: string, command: string, args: string[], opt
   return { role, pid: child.pid, cmdline: [command, ...args].join("\0"), startTime };
 }
 
-/** Stops the recorded processes that are still ours: TERM, then KILL after `graceMs`. */
-export async function stopRecorded(processes: readonly RecordedProcess[], graceMs = 5000): Promise<string[]> {
+/**
+ * The environment of a live process of this user (/proc/<pid>/environ, at most 1 MiB), or
+ * undefined where it cannot be read (gone, another user's, no /proc).
+ */
+export function environOf(pid: number): string[] | undefined {
+  try {
+    const fd = fs.openSync(`/proc/${pid}/environ`, "r");
+    try {
+      const buffer = Buffer.alloc(1024 * 1024);
+      const n = fs.readSync(fd, buffer, 0, buffer.length, 0);
+      return buffer.subarray(0, n).toString("utf8").split("\0");
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** The variable every process a sandbox starts carries (inherited by what those start): the sandbox's random id. */
+export const SANDBOX_ID_VARIABLE = "EXPOSURE_SANDBOX_ID";
+
+/**
+ * Whether a recorded process is this sandbox's: still the recorded one (pid, start time, command
+ * line), and started by this sandbox: its environment carries the sandbox's id (a record copying
+ * a foreign process's command line and start time cannot give it that), or, where no environment
+ * can be read (no /proc), its command line names `folder`.
+ */
+export function isSandboxProcess(p: RecordedProcess, sandbox: { id: string; folder: string }): boolean {
+  if (!isOurs(p) || !/^[0-9a-f]{32}$/.test(sandbox.id)) return false;
+  const environ = environOf(p.pid);
+  if (environ) return environ.includes(`${SANDBOX_ID_VARIABLE}=${sandbox.id}`);
+  if (fs.existsSync("/proc/self/environ")) return false;
+  return p.cmdline.split("\0").some((a) => a.includes(sandbox.folder));
+}
+
+/** Stops the recorded processes that are still ours (and pass `proven`): TERM, then KILL after `graceMs`. */
+export async function stopRecorded(processes: readonly RecordedProcess[], graceMs = 5000, proven: (p: RecordedProcess) => boolean = isOurs): Promise<string[]> {
   const stopped: string[] = [];
   for (const p of processes) {
-    if (!isOurs(p)) continue;
+    if (!isOurs(p) || !proven(p)) continue;
     try {
       process.kill(p.pid, "SIGTERM");
     } catch {
