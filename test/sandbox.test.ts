@@ -8,9 +8,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { main } from "../cli/main";
+import { DEFAULT_STATE_DIR } from "../src/adapters/datapath/datapath";
 import { liveProcess } from "../src/adapters/own-process";
 import { controlPlaneStatus } from "../src/adapters/sandbox/cluster";
-import { DEFAULT_STATE_DIR } from "../src/adapters/datapath/datapath";
 import { isOurs, SANDBOX_ID_VARIABLE, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
 import { outsideRecordFile, sandboxDown, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
@@ -460,7 +460,14 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       fs.mkdirSync(DEFAULT_STATE_DIR, { recursive: true, mode: 0o700 });
       fs.writeFileSync(
         stateFile,
-        JSON.stringify({ version: 1, prefix, owner: { ...other, role: "owner" }, detached: true, namespaces: [`${prefix}-n1`], processes: [{ ...other, role: "kube-proxy" }] }),
+        JSON.stringify({
+          version: 1,
+          prefix,
+          owner: { ...other, role: "owner" },
+          detached: true,
+          namespaces: [`${prefix}-n1`],
+          processes: [{ ...other, role: "kube-proxy" }],
+        }),
       );
       fs.mkdirSync(p.folder);
       fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [] }));

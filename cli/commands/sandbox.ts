@@ -73,7 +73,8 @@ export const sandbox: Command = async (argv, ctx) => {
       if (values.json) {
         const doc: SandboxStatusDocument = { apiVersion: JSON_API_VERSION, kind: "SandboxStatus", ...s };
         ctx.stdout(JSON.stringify(doc, null, 2));
-      } else if (!s.processes.length && !s.rejected.length && !s.controlPlane && !s.outsideRecord) ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
+      } else if (!s.processes.length && !s.rejected.length && !s.controlPlane && !s.outsideRecord)
+        ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
       else {
         ctx.stdout(
           [

@@ -15,6 +15,7 @@ import * as path from "node:path";
 import { failed, finding, ok, type Result } from "../../core/findings";
 import { startTimeOf } from "../own-process";
 import { commandLineOf, isOurs, parseRecordedProcesses, type RecordedProcess } from "../sandbox/processes";
+import type { PodRuntime } from "./kubelet";
 import {
   hostLink,
   lanCidr,
@@ -29,7 +30,6 @@ import {
   podAddress,
   podNetns,
 } from "./plan";
-import type { PodRuntime } from "./kubelet";
 import { listenerArg, type PodListener } from "./pod-server";
 
 export const DEFAULT_STATE_DIR = "/run/ui-exposure-datapath";

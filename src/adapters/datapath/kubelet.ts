@@ -9,7 +9,7 @@ import { listenerArg, type PodListener, parseListener } from "./pod-server";
 
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
 export type CoreApi = InstanceType<ClientNode["CoreV1Api"]>;
-type V1Pod = import("@kubernetes/client-node", { with: { "resolution-mode": "import" } }).V1Pod;
+type V1Pod = import("@kubernetes/client-node", { with: { "resolution-mode": "import" }}).V1Pod;
 
 const codeOf = (err: unknown) => (err as { code?: number }).code;
 
@@ -357,7 +357,11 @@ export class NodeAgent {
     }
     this.running.set(id, { uid, ip });
     try {
-      await writePodStatus(this.core, { namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "" }, { podIP: ip, hostIP: node.ip, ready: true });
+      await writePodStatus(
+        this.core,
+        { namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "" },
+        { podIP: ip, hostIP: node.ip, ready: true },
+      );
       this.say(`node agent: running ${id} at ${ip}`);
     } catch (err) {
       // Deleted meanwhile: the next pass stops it.

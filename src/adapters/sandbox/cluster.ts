@@ -199,8 +199,6 @@ export async function seedCluster(kubeconfig: string, contract: Contract, expose
               metadata: { labels: podLabels(e) },
               spec: {
                 automountServiceAccountToken: false,
-                // The node agent stops a pod at once: no grace period to wait for.
-                terminationGracePeriodSeconds: 0,
                 containers: [
                   {
                     name: "ui",

@@ -274,7 +274,6 @@ async function runPulumi(pulumi: string, args: string[], cwd: string, env: NodeJ
   }
 }
 
-
 /** The control plane's processes as scripts/e2e-cluster.sh recorded them, with their command lines (for the record outside the work tree). */
 function controlPlaneRecords(clusterDir: string): RecordedProcess[] {
   const read = (file: string) => {
@@ -467,9 +466,7 @@ async function repair(io: SandboxIo, info: SandboxInfo): Promise<SandboxInfo> {
     await new Promise((r) => setTimeout(r, 1000));
   }
   if (after.length) {
-    throw new Error(
-      ["the sandbox runs, but after repairing it:", ...after.map((p) => `  ${p.entry} ${p.url}: ${p.problem}\n    fix: ${p.remedy}`)].join("\n"),
-    );
+    throw new Error(["the sandbox runs, but after repairing it:", ...after.map((p) => `  ${p.entry} ${p.url}: ${p.problem}\n    fix: ${p.remedy}`)].join("\n"));
   }
   say(`sandbox: repaired: ${before.map((p) => p.entry).join(", ")} ${before.length === 1 ? "answers" : "answer"} again`);
   return repaired;
@@ -570,9 +567,7 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
   }
   const ready = JSON.parse(fs.readFileSync(agentConfig.readyFile, "utf8")) as NodeAgentReady;
   if (support.ok) {
-    say(
-      `sandbox: mode kube-proxy: node ${SANDBOX_NODE.name} at ${ready.nodeIp}, kube-proxy (nftables) in its network namespace, in ${seconds(t0)}`,
-    );
+    say(`sandbox: mode kube-proxy: node ${SANDBOX_NODE.name} at ${ready.nodeIp}, kube-proxy (nftables) in its network namespace, in ${seconds(t0)}`);
   } else {
     say(`sandbox: mode forwarder: ${support.problems.map((p) => p.message).join("; ")}; the URLs are answered by the sandbox's own servers, not by Kubernetes`);
   }
@@ -730,7 +725,10 @@ export async function sandboxStatus(io: SandboxIo): Promise<SandboxStatus> {
   const urls = await Promise.all(Object.entries(info.urls).map(async ([entry, url]) => ({ entry, url, answers: await answers(url) })));
   const portal = info.portal ? { url: info.portal, answers: (await get(`${info.portal}api/entries`))?.status === 200 } : undefined;
   const controlPlane = info.outside
-    ? { processes: info.controlPlane.map((p) => ({ role: p.role, pid: p.pid, running: proven(p) })), apiServer: { url: "", answers: false, detail: "no .sandbox/cluster" } }
+    ? {
+        processes: info.controlPlane.map((p) => ({ role: p.role, pid: p.pid, running: proven(p) })),
+        apiServer: { url: "", answers: false, detail: "no .sandbox/cluster" },
+      }
     : await controlPlaneStatus(path.join(folder, "cluster"), path.join(folder, "kubeconfig"));
   const run = info.dataPathPrefix ? runProcesses(info.dataPathPrefix, info.id) : undefined;
   const dataPath = info.dataPathPrefix && run ? { prefix: info.dataPathPrefix, processes: run } : undefined;
@@ -820,7 +818,8 @@ export async function sandboxDown(io: SandboxIo): Promise<SandboxDown> {
   if (info) stopped.push(...(await stopRecorded(info.controlPlane, 5000, proven)));
   const others = otherStacks(folder);
   const kept: string[] = [];
-  for (const stack of others) if (fs.existsSync(stackFile(io.projectDir).replace(`.${SANDBOX_STACK}.`, `.${stack}.`))) kept.push(`Pulumi.${stack}.yaml (not written by the sandbox)`);
+  for (const stack of others)
+    if (fs.existsSync(stackFile(io.projectDir).replace(`.${SANDBOX_STACK}.`, `.${stack}.`))) kept.push(`Pulumi.${stack}.yaml (not written by the sandbox)`);
   const file = stackFile(io.projectDir);
   if (fs.existsSync(file)) {
     if (info?.stackFileSha256 && sha256(file) === info.stackFileSha256) fs.rmSync(file);
