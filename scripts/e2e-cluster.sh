@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throw-away Kubernetes control plane on loopback for e2e tests:
 # etcd + kube-apiserver (+ kube-controller-manager, + kube-scheduler), built by
-# scripts/e2e-toolchain.sh. No kubelet: Services get real ClusterIPs/NodePorts; a pod runs only
+# scripts/e2e-toolchain.sh. etcd speaks TLS only, to clients holding the API server's
+# certificate (DIR is 0700). No kubelet: Services get real ClusterIPs/NodePorts; a pod runs only
 # where a node agent of the caller plays the kubelet's part (src/adapters/datapath/kubelet.ts).
 #
 #   scripts/e2e-cluster.sh start [DIR]   # prints KEY=VALUE lines (KUBECONFIG, E2E_DIR, ...)
@@ -90,6 +91,7 @@ cmd_start() {
     die "$bin/kube-scheduler missing: scripts/e2e-toolchain.sh builds it (stage kube-scheduler)"
   fi
   command -v curl >/dev/null || die "curl is needed"
+  command -v openssl >/dev/null || die "openssl is needed (apt-get install openssl)"
 
   local d=${1:-}
   if [[ -z "$d" ]]; then d=$(mktemp -d "${TMPDIR:-/tmp}/e2e-cluster.XXXXXX"); else mkdir -p "$d"; fi
@@ -107,23 +109,31 @@ cmd_start() {
   etcd_port=$(free_port); etcd_peer=$(free_port); api_port=$(free_port); kcm_port=$(free_port); sched_port=$(free_port)
 
   # service-account signing key and a static token for the admin user
-  if command -v openssl >/dev/null; then
-    openssl genrsa -out "$d/pki/sa.key" 2048 2>/dev/null
-    openssl rsa -in "$d/pki/sa.key" -pubout -out "$d/pki/sa.pub" 2>/dev/null
-  else
-    node -e 'const c=require("crypto"),f=require("fs"),k=c.generateKeyPairSync("rsa",{modulusLength:2048});
-      f.writeFileSync(process.argv[1],k.privateKey.export({type:"pkcs1",format:"pem"}));
-      f.writeFileSync(process.argv[2],k.publicKey.export({type:"spki",format:"pem"}))' "$d/pki/sa.key" "$d/pki/sa.pub"
-  fi
+  openssl genrsa -out "$d/pki/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$d/pki/sa.key" -pubout -out "$d/pki/sa.pub" 2>/dev/null
+  # etcd speaks TLS only and asks for a client certificate (the API server's): a local user who
+  # finds its port on the command line reads nothing (the keys stay in this 0700 folder)
+  local e=$d/pki/etcd
+  mkdir -p "$e"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+    -subj /CN=e2e-etcd-ca -keyout "$e/ca.key" -out "$e/ca.crt" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=e2e-etcd \
+    -keyout "$e/etcd.key" -out "$e/etcd.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=digitalSignature\n' > "$e/ext.cnf"
+  openssl x509 -req -in "$e/etcd.csr" -CA "$e/ca.crt" -CAkey "$e/ca.key" -CAcreateserial -days 30 \
+    -extfile "$e/ext.cnf" -out "$e/etcd.crt" 2>/dev/null
+  rm -f "$e/etcd.csr" "$e/ca.key"
   # a fresh admin token per cluster (cluster-admin: never a fixed, guessable one)
   local TOKEN; TOKEN=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
   echo "$TOKEN,e2e-admin,e2e-admin,system:masters" > "$d/pki/tokens.csv"
   : > "$d/pids"; : > "$d/starts"
 
   "$bin/etcd" --name e2e --data-dir "$d/etcd" \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
-    --initial-cluster "e2e=http://127.0.0.1:$etcd_peer" --initial-cluster-state new \
+    --listen-client-urls "https://127.0.0.1:$etcd_port" --advertise-client-urls "https://127.0.0.1:$etcd_port" \
+    --cert-file "$e/etcd.crt" --key-file "$e/etcd.key" --client-cert-auth --trusted-ca-file "$e/ca.crt" \
+    --listen-peer-urls "https://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "https://127.0.0.1:$etcd_peer" \
+    --peer-cert-file "$e/etcd.crt" --peer-key-file "$e/etcd.key" --peer-client-cert-auth --peer-trusted-ca-file "$e/ca.crt" \
+    --initial-cluster "e2e=https://127.0.0.1:$etcd_peer" --initial-cluster-state new \
     --unsafe-no-fsync --log-level warn \
     </dev/null >"$d/logs/etcd.log" 2>&1 &
   record etcd $!
@@ -135,7 +145,8 @@ cmd_start() {
     extra+=(--enable-garbage-collector=false --disable-admission-plugins=ServiceAccount)
   fi
   "$bin/kube-apiserver" \
-    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --etcd-servers "https://127.0.0.1:$etcd_port" \
+    --etcd-cafile "$e/ca.crt" --etcd-certfile "$e/etcd.crt" --etcd-keyfile "$e/etcd.key" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --cert-dir "$d/pki" --token-auth-file "$d/pki/tokens.csv" \
     --authorization-mode RBAC --allow-privileged=true \

@@ -179,6 +179,18 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
         .sort(),
     );
     expect(fs.existsSync(path.join(clone, "Pulumi.sandbox.yaml"))).toBe(true);
+    // etcd's port is on its command line for anyone to see: without the API server's client
+    // certificate (in the 0700 cluster folder) nothing is read from it, over http or https.
+    const etcdPid = Number(/^etcd=(\d+)$/m.exec(fs.readFileSync(path.join(folder(), "cluster/pids"), "utf8"))?.[1]);
+    const etcdArgs = fs.readFileSync(`/proc/${etcdPid}/cmdline`, "utf8").split("\0");
+    const clientUrl = etcdArgs[etcdArgs.indexOf("--listen-client-urls") + 1] as string;
+    expect(clientUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const range = '{"key":"AA==","range_end":"AA=="}';
+    for (const scheme of ["http", "https"]) {
+      const read = await runProcess("curl", ["-sk", "-m", "5", "-d", range, `${clientUrl.replace("https:", `${scheme}:`)}/v3/kv/range`], { cwd: root });
+      expect(read.code, `${scheme}: ${summary(read)}`).not.toBe(0);
+      expect(read.stdout).not.toContain('"kvs"');
+    }
 
     // The second command, with the sandbox running and its files in the working folder.
     const test = await shell(second as string);
