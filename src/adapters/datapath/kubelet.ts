@@ -229,7 +229,8 @@ export class NodeAgent {
     await this.reconcile();
     this.timer = setInterval(() => this.kick(), this.opts.resyncMs ?? 5000);
     this.timer.unref?.();
-    await this.follow();
+    // Not awaited: a watch that is slow to connect must not hold the start (the resync covers it).
+    void this.follow();
   }
 
   /** The ids (`namespace/name`) of the Pods running now. */
