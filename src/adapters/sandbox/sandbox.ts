@@ -480,6 +480,14 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
   // Every process started from here on carries the id (inherited by what those start).
   const baseEnv: NodeJS.ProcessEnv = { ...io.env, [SANDBOX_ID_VARIABLE]: id };
 
+  // The sandbox writes its own stack file, and removes it only while it is still exactly that.
+  const file = stackFile(projectDir);
+  if (fs.existsSync(file)) {
+    throw new Error(
+      `${path.basename(file)} exists and nothing proves this sandbox wrote it (an edited one, a stack of yours, or an older sandbox's): move it away or remove it, then npm run sandbox again`,
+    );
+  }
+
   // 1. Binaries.
   let t0 = Date.now();
   const bin = toolchainBinDir(projectDir);
@@ -574,10 +582,6 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
 
   // 3. The stack file and the stand-in platform.
   t0 = Date.now();
-  const file = stackFile(projectDir);
-  if (fs.existsSync(file)) {
-    throw new Error(`${file} exists and was not written by this sandbox: move it away (the sandbox writes its own stack file)`);
-  }
   fs.writeFileSync(
     file,
     [
@@ -592,6 +596,8 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
     ].join("\n"),
     { flag: "wx" },
   );
+  info.stackFileSha256 = sha256(file);
+  save();
   const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
   await seedCluster(cluster.kubeconfig, contract, selectedEntries);
   say(
