@@ -351,14 +351,24 @@ type PortalEntryJson = { name: string; verdict: string; url?: string; readyEndpo
  * every entry is MATCH.
  */
 async function diagnose(projectDir: string, info: SandboxInfo): Promise<SandboxProblem[]> {
-  const r = info.portal ? await get(`${info.portal}api/entries`) : undefined;
-  let entries: PortalEntryJson[] = [];
-  try {
-    entries = r?.status === 200 ? (JSON.parse(r.text) as { entries: PortalEntryJson[] }).entries : [];
-  } catch {}
+  const read = async (): Promise<PortalEntryJson[]> => {
+    const r = info.portal ? await get(`${info.portal}api/entries`) : undefined;
+    try {
+      return r?.status === 200 ? (JSON.parse(r.text) as { entries: PortalEntryJson[] }).entries : [];
+    } catch {
+      return [];
+    }
+  };
+  const reached = await Promise.all(Object.entries(info.urls).map(async ([entry, url]) => ({ entry, url, ok: await answers(url) })));
+  let entries = await read();
+  // The portal reads the cluster every few seconds: a URL that stopped answering a moment ago may
+  // still be MATCH in its last read. One more read after its interval says why.
+  if (reached.some((r) => !r.ok && entries.find((e) => e.name === r.entry)?.verdict === "MATCH")) {
+    await new Promise((r) => setTimeout(r, 2500));
+    entries = await read();
+  }
   const problems: SandboxProblem[] = [];
-  for (const [entry, url] of Object.entries(info.urls)) {
-    const ok = await answers(url);
+  for (const { entry, url, ok } of reached) {
     const e = entries.find((x) => x.name === entry);
     if (ok && (e?.verdict === "MATCH" || !info.portal)) continue;
     const codes = new Set((e?.findings ?? []).map((f) => f.code));
