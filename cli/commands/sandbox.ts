@@ -103,10 +103,10 @@ export const sandbox: Command = async (argv, ctx) => {
               : s.outsideRecord
                 ? `sandbox folder gone, its processes still recorded in ${s.outsideRecord}: exposure sandbox down stops them`
                 : s.controlPlane?.apiServer.answers === false
-                  ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); exposure sandbox down, then npm run sandbox"
+                  ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); npm run sandbox starts it anew (it removes this one first)"
                   : s.problems.length && [...s.processes, ...(s.controlPlane?.processes ?? []), ...(s.dataPath?.processes ?? [])].every((p) => p.running)
                     ? `sandbox running, ${s.problems.length} ${s.problems.length === 1 ? "entry needs" : "entries need"} the fix above`
-                    : "sandbox incomplete: exposure sandbox down, then npm run sandbox",
+                    : "sandbox incomplete: npm run sandbox starts it anew (it removes this one first)",
           ].join("\n"),
         );
       }
