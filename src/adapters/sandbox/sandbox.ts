@@ -311,7 +311,21 @@ const sha256 = (file: string) => {
 
 /** Writes the record in the folder and outside the work tree (0600 both). */
 function saveRecord(projectDir: string, env: NodeJS.ProcessEnv, info: SandboxInfo): void {
-  const text = JSON.stringify(info, null, 2);
+  const record: SandboxInfo = {
+    folder: info.folder,
+    urls: info.urls,
+    portal: info.portal,
+    pulumi: info.pulumi,
+    envFile: info.envFile,
+    processes: info.processes,
+    bin: info.bin,
+    mode: info.mode,
+    id: info.id,
+    controlPlane: info.controlPlane,
+    ...(info.dataPathPrefix ? { dataPathPrefix: info.dataPathPrefix } : {}),
+    ...(info.stackFileSha256 ? { stackFileSha256: info.stackFileSha256 } : {}),
+  };
+  const text = JSON.stringify(record, null, 2);
   fs.writeFileSync(infoFile(info.folder), text, { mode: 0o600 });
   const outside = outsideRecordFile(projectDir, env);
   fs.mkdirSync(path.dirname(outside), { recursive: true, mode: 0o700 });
