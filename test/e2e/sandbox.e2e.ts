@@ -217,7 +217,10 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
       "grafana: DRIFT: no ready endpoints\n  fix: its stand-in Deployment is scaled to 0: kubectl scale -n monitoring deployment/grafana --replicas=1",
     );
     expect(status.stdout).toContain("sandbox running, 1 entry needs the fix above");
+    // The portal's row (it reads the cluster every 2 s): DRIFT, no ready endpoint, the URL kept.
+    await until("the portal's grafana row to say DRIFT", async () => (await portalRow("grafana"))?.verdict === "DRIFT", 15_000);
     expect(await portalRow("grafana")).toMatchObject({ verdict: "DRIFT", readyEndpoints: 0, url });
+    expect((await portalRow("grafana"))?.reasons).toContain("no ready endpoints");
     // probe says the cause, not "nothing listens".
     const probe = await exposure(["probe", "--stack", "sandbox", "--entry", "grafana", "--json"], sandboxEnv());
     expect(probe.code, summary(probe)).toBe(4);
@@ -260,7 +263,7 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     expect(status.code, summary(status)).toBe(1);
     expect(status.stdout).toMatch(new RegExp(`^marquez-web ${url.replace(/\./g, "\\.")} +NO ANSWER$`, "m"));
     expect(status.stdout).toMatch(/^marquez-web: ABSENT: .*\n {2}fix: \. \.sandbox\/env && pulumi up --stack sandbox \(or npm run sandbox\)$/m);
-    expect((await portalRow("marquez-web"))?.verdict).toBe("ABSENT");
+    await until("the portal's marquez-web row to say ABSENT", async () => (await portalRow("marquez-web"))?.verdict === "ABSENT", 15_000);
 
     const again = await shell("npm run sandbox");
     expect(again.code, summary(again)).toBe(0);
@@ -268,7 +271,7 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     expect(again.stderr).toContain("sandbox: repaired: marquez-web answers again");
     const repaired = info().urls["marquez-web"] as string;
     expect(await who(repaired)).toMatch(/^200 marquez\/marquez-web-/);
-    expect((await portalRow("marquez-web"))?.verdict).toBe("MATCH");
+    await until("the portal's marquez-web row to say MATCH", async () => (await portalRow("marquez-web"))?.verdict === "MATCH", 15_000);
     const ok = await exposure(["sandbox", "status"]);
     expect(ok.code, summary(ok)).toBe(0);
   }, 600_000);
