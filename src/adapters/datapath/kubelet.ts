@@ -62,6 +62,19 @@ export async function writeNode(core: CoreApi, node: { name: string; ip: string;
     };
     await core.replaceNodeStatus({ name: node.name, body: live });
   });
+  // The API server taints a new Node not-ready (NoSchedule); the node lifecycle controller lifts
+  // it once the Node is Ready. That controller does not run here (it would mark these nodes
+  // NotReady for want of a kubelet's lease), so its part is done here: the scheduler then binds pods.
+  const taint = node.ready ? "node.kubernetes.io/not-ready" : "";
+  await retryOnConflict(async () => {
+    const live = await core.readNode({ name: node.name });
+    const taints = live.spec?.taints ?? [];
+    const kept = taints.filter((t) => t.key !== taint);
+    if (!node.ready && !taints.some((t) => t.key === "node.kubernetes.io/not-ready")) kept.push({ key: "node.kubernetes.io/not-ready", effect: "NoSchedule" });
+    if (kept.length === taints.length && kept.every((t, i) => t === taints[i])) return;
+    live.spec = { ...live.spec, taints: kept };
+    await core.replaceNode({ name: node.name, body: live });
+  });
 }
 
 export interface PodPort {
