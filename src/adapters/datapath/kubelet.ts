@@ -219,6 +219,7 @@ export class NodeAgent {
   /** uids that could not start: said once, not retried (a new Pod gets a new uid). */
   private readonly failed = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
   private watch: AbortController | undefined;
   private pass: Promise<void> = Promise.resolve();
   private again = false;
@@ -240,8 +241,9 @@ export class NodeAgent {
   /** Runs the first pass (every Pod already bound), then keeps following. */
   async start(): Promise<void> {
     await this.reconcile();
+    // Kept referenced: while the API server is away (no watch connection) this timer is what keeps
+    // the agent's process alive and retrying. stop() clears it.
     this.timer = setInterval(() => this.kick(), this.opts.resyncMs ?? 5000);
-    this.timer.unref?.();
     // Not awaited: a watch that is slow to connect must not hold the start (the resync covers it).
     void this.follow();
   }
@@ -293,11 +295,11 @@ export class NodeAgent {
           // Closed by the server or failed: a pass catches up, then a new watch.
           if (this.stopped) return;
           this.kick();
-          setTimeout(() => void this.follow(), 1000).unref?.();
+          this.retry = setTimeout(() => void this.follow(), 1000);
         },
       );
     } catch {
-      if (!this.stopped) setTimeout(() => void this.follow(), 1000).unref?.();
+      if (!this.stopped) this.retry = setTimeout(() => void this.follow(), 1000);
     }
   }
 
@@ -387,6 +389,7 @@ export class NodeAgent {
   async stop(opts: { stopPods?: boolean } = {}): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.retry) clearTimeout(this.retry);
     this.watch?.abort();
     await this.pass;
     if (opts.stopPods) for (const id of [...this.running.keys()]) await this.stopPod(id, "agent stopped");
