@@ -247,13 +247,14 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     // As kubectl delete pod does: the default grace period, and it waits until the pod is gone.
     await core.deleteNamespacedPod({ namespace: "argocd", name: pod.name });
     await until(`pod ${pod.name} to be gone`, async () => !(await standInPods("argocd", "argocd")).some((p) => p.name === pod.name), 30_000);
-    await until("the new pod to answer", async () => {
-      const got = await who(url);
-      return /^200 argocd\/argocd-/.test(got) && got !== `200 argocd/${pod.name}`;
+    // The ReplicaSet's new pod: READY 1/1 as kubectl counts it, and the one answering the URL.
+    await until("the new pod to be Ready and answer", async () => {
+      const pods = await standInPods("argocd", "argocd");
+      return pods.length === 1 && pods[0]?.ready === "1/1" && (await who(url)) === `200 argocd/${pods[0]?.name}`;
     });
     const pods = await standInPods("argocd", "argocd");
     expect(pods.map((p) => [p.ready, p.terminating])).toEqual([["1/1", false]]);
-    expect(await who(url)).toBe(`200 argocd/${pods[0]?.name}`);
+    expect(pods[0]?.name).not.toBe(pod.name);
     expect((await exposure(["sandbox", "status"])).code).toBe(0);
   }, 180_000);
 

@@ -266,8 +266,10 @@ export class DataPath {
   readonly operator: string;
   readonly nodes: readonly NodePlan[];
   private readonly pods = new Map<string, PodNet>();
-  /** The pod numbers in use per node (a pod's namespace, veth and address): freed ones are reused. */
+  /** The pod numbers in use per node (a pod's namespace, veth and address). */
   private readonly podNumbers = new Map<string, Set<number>>();
+  /** The last number given per node: the next pod gets the next free one after it, wrapping (as CNI's host-local IPAM does), so a pod just deleted does not hand its address at once to the next. */
+  private readonly lastPodNumber = new Map<string, number>();
   private readonly state: RunState;
   private readonly say: (line: string) => void;
   private stopped = false;
@@ -509,10 +511,12 @@ export class DataPath {
     const node = this.node(spec.node);
     const used = this.podNumbers.get(node.name) ?? new Set<number>();
     this.podNumbers.set(node.name, used);
-    let k = 1;
-    while (used.has(k)) k++;
-    if (k > MAX_PODS_PER_NODE) throw new Error(`data path: node ${node.name} holds at most ${MAX_PODS_PER_NODE} pods`);
+    if (used.size >= MAX_PODS_PER_NODE) throw new Error(`data path: node ${node.name} holds at most ${MAX_PODS_PER_NODE} pods`);
+    let k = this.lastPodNumber.get(node.name) ?? 0;
+    do k = (k % MAX_PODS_PER_NODE) + 1;
+    while (used.has(k));
     used.add(k);
+    this.lastPodNumber.set(node.name, k);
     const netns = podNetns(this.prefix, node.index, k);
     const ip = podAddress(node, k);
     let rec: RecordedProcess | undefined;
