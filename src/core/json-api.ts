@@ -158,7 +158,7 @@ export interface SandboxStatusDocument extends Document<"SandboxStatus"> {
   /** The data path's processes (kube-proxy, relays, the pods' servers). */
   dataPath?: { prefix: string; processes: readonly { role: string; pid: number; running: boolean }[] };
   /** Each entry that is not MATCH or does not answer: what is wrong and the command that fixes it. */
-  problems: readonly { entry: string; url: string; answers: boolean; problem: string; remedy: string }[];
+  problems: readonly { entry: string; url: string; answers: boolean; problem: string; remedy: string; repairable: boolean }[];
   /** Set when .sandbox/ is gone but its processes are recorded outside the work tree (`exposure sandbox down` stops them). */
   outsideRecord?: string;
   /** Records of .sandbox/sandbox.json that were ignored (never acted on). */

@@ -228,6 +228,12 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
       "connection refused: no ready endpoint behind Service monitoring/grafana-nodeport (its pods are gone or not Ready)",
     );
 
+    // npm run sandbox cannot undo a scale done by hand: it says so at once, with the fix, changing nothing.
+    const again = await shell("npm run sandbox");
+    expect(again.code, summary(again)).toBe(1);
+    expect(again.stderr).toContain("the sandbox runs, but (nothing changed):");
+    expect(again.stderr).toContain("fix: its stand-in Deployment is scaled to 0: kubectl scale -n monitoring deployment/grafana --replicas=1");
+
     await scale(1);
     await until("grafana's URL to answer again", () => answers(url));
     const after = await who(url);

@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
+import { UserError } from "../../core/errors";
 import { dataPathSupport, findTool, runProcesses, stopRun } from "../datapath/datapath";
 import { PREFIX_PATTERN } from "../datapath/plan";
 import { freeLoopbackPort } from "../free-port";
@@ -339,6 +340,8 @@ export interface SandboxProblem {
   answers: boolean;
   problem: string;
   remedy: string;
+  /** Whether `npm run sandbox` fixes it (our Service put back by pulumi up, a stand-in put back); else the remedy is the user's to run. */
+  repairable: boolean;
 }
 
 /** Verdict codes whose fix is the stack's own `pulumi up` (it puts our Services back as declared). */
@@ -387,35 +390,37 @@ async function diagnose(projectDir: string, info: SandboxInfo): Promise<SandboxP
     if (ok && (e?.verdict === "MATCH" || !info.portal)) continue;
     const codes = new Set((e?.findings ?? []).map((f) => f.code));
     const problem = e ? `${e.verdict}: ${(e.reasons ?? []).join("; ") || (ok ? "answers" : "does not answer")}` : "the portal does not show it";
-    problems.push({ entry, url, answers: ok, problem: problem.slice(0, 500), remedy: await remedyFor(projectDir, info, entry, codes) });
+    problems.push({ entry, url, answers: ok, problem: problem.slice(0, 500), ...(await remedyFor(projectDir, info, entry, codes)) });
   }
   return problems;
 }
 
-async function remedyFor(projectDir: string, info: SandboxInfo, entry: string, codes: ReadonlySet<string>): Promise<string> {
-  if ([...codes].some((c) => FIXED_BY_UP.has(c))) return PULUMI_UP_REMEDY;
-  if (codes.has("vendored-service-gone")) return "npm run sandbox (puts the stand-in's Service back, then runs pulumi up)";
+async function remedyFor(projectDir: string, info: SandboxInfo, entry: string, codes: ReadonlySet<string>): Promise<{ remedy: string; repairable: boolean }> {
+  const repair = (remedy: string) => ({ remedy, repairable: true });
+  const yours = (remedy: string) => ({ remedy, repairable: false });
+  if ([...codes].some((c) => FIXED_BY_UP.has(c))) return repair(PULUMI_UP_REMEDY);
+  if (codes.has("vendored-service-gone")) return repair("npm run sandbox (puts the stand-in's Service back, then runs pulumi up)");
   if (codes.has("no-ready-endpoints")) {
     let declared: ReturnType<typeof standInDeployment>;
     try {
       declared = standInDeployment(openStack({ projectDir, stack: SANDBOX_STACK }).contract.endpoints.find((e) => e.name === entry) ?? ({} as never));
     } catch {}
-    if (!declared) return `kubectl get pods -A (the stand-in of ${entry} has no ready pod)`;
+    if (!declared) return yours(`kubectl get pods -A (the stand-in of ${entry} has no ready pod)`);
     const where = `-n ${declared.namespace} deployment/${declared.name}`;
     try {
       const lib = await import("@kubernetes/client-node");
       const kc = new lib.KubeConfig();
       kc.loadFromFile(path.join(info.folder, "kubeconfig"));
       const d = await kc.makeApiClient(lib.AppsV1Api).readNamespacedDeployment({ namespace: declared.namespace, name: declared.name });
-      if (d.spec?.replicas === 0) return `its stand-in Deployment is scaled to 0: kubectl scale ${where} --replicas=1`;
-      return `its stand-in pod is not ready yet: kubectl get pods -n ${declared.namespace} (kubectl describe ${where})`;
+      if (d.spec?.replicas === 0) return yours(`its stand-in Deployment is scaled to 0: kubectl scale ${where} --replicas=1`);
+      return yours(`its stand-in pod is not ready yet: kubectl get pods -n ${declared.namespace} (kubectl describe ${where})`);
     } catch (err) {
-      if ((err as { code?: number }).code === 404) return "its stand-in Deployment was deleted: npm run sandbox (puts it back)";
-      return `kubectl get ${where}`;
+      if ((err as { code?: number }).code === 404) return repair("its stand-in Deployment was deleted: npm run sandbox (puts it back)");
+      return yours(`kubectl get ${where}`);
     }
   }
-  if (codes.size === 0) return `exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env) says more`;
-  return `exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env): ${[...codes].join(", ")}`;
+  if (codes.size === 0) return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env) says more`);
+  return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env): ${[...codes].join(", ")}`);
 }
 
 /** Why the sandbox's processes are not all running (each one named), or [] when they are. */
@@ -468,6 +473,11 @@ async function repair(io: SandboxIo, info: SandboxInfo): Promise<SandboxInfo> {
     say(`sandbox: already up in ${info.folder}`);
     return info;
   }
+  const failWith = (problems: readonly SandboxProblem[], intro: string) =>
+    // A UserError: the message says all (the sandbox itself runs on).
+    new UserError([intro, ...problems.map((p) => `  ${p.entry} ${p.url}: ${p.problem}\n    fix: ${p.remedy}`)].join("\n"));
+  // Nothing this command can put back (a stand-in scaled to 0 by hand): said at once, nothing changed.
+  if (!before.some((p) => p.repairable)) throw failWith(before, "the sandbox runs, but (nothing changed):");
   say(`sandbox: up in ${info.folder}, but ${before.map((p) => `${p.entry}: ${p.problem}`).join("; ")}: repairing (missing stand-ins, then pulumi up)`);
   const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
   const created = await seedCluster(path.join(info.folder, "kubeconfig"), contract, selectedEntries);
@@ -489,9 +499,7 @@ async function repair(io: SandboxIo, info: SandboxInfo): Promise<SandboxInfo> {
     if (after.length === 0) break;
     await new Promise((r) => setTimeout(r, 1000));
   }
-  if (after.length) {
-    throw new Error(["the sandbox runs, but after repairing it:", ...after.map((p) => `  ${p.entry} ${p.url}: ${p.problem}\n    fix: ${p.remedy}`)].join("\n"));
-  }
+  if (after.length) throw failWith(after, "the sandbox runs, but after repairing it:");
   say(`sandbox: repaired: ${before.map((p) => p.entry).join(", ")} ${before.length === 1 ? "answers" : "answer"} again`);
   return repaired;
 }
