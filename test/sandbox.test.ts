@@ -515,6 +515,27 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
     }
   });
 
+  it("a record naming another folder is not this sandbox's: nothing of it is signalled", async () => {
+    const p = project();
+    const ours = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      // Another project's record (copied here, or its outside-the-tree file) names its own folder.
+      fs.mkdirSync(p.folder);
+      fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: "/elsewhere/.sandbox", processes: [{ ...ours, role: "portal" }] }));
+      spy();
+      const status = await sandboxStatus(p.io);
+      expect(status.rejected).toEqual([`${path.join(p.folder, "sandbox.json")}: the record of another folder (/elsewhere/.sandbox)`]);
+      const down = await sandboxDown(p.io);
+      expect(down.stopped).toEqual([]);
+      expect(sent).toEqual([]);
+      expect(isAlive(ours.pid)).toBe(true);
+    } finally {
+      realKill(ours.pid, "SIGKILL");
+      fs.rmSync(p.dir, { recursive: true, force: true });
+    }
+  });
+
   it("down names the other stacks whose state goes with the sandbox's backend, and removes only the stack file it wrote", async () => {
     const p = project();
     try {
