@@ -515,6 +515,27 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
     }
   });
 
+  it("down also stops what a killed command of the sandbox left (a provider reparented to init): any process carrying its id", async () => {
+    const p = project();
+    // Not in any record: as the provider of a pulumi up killed half-way.
+    const stray = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
+    const other = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: "00000000000000000000000000000000" });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      fs.mkdirSync(p.folder);
+      fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [] }));
+      const down = await sandboxDown(p.io);
+      expect(down.stopped).toEqual([`${path.basename(process.execPath)} (${stray.pid})`]);
+      for (let i = 0; i < 50 && isAlive(stray.pid); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(isAlive(stray.pid)).toBe(false);
+      // Another sandbox's process is left alone.
+      expect(isAlive(other.pid)).toBe(true);
+    } finally {
+      for (const pid of [stray.pid, other.pid]) if (isAlive(pid)) realKill(pid, "SIGKILL");
+      fs.rmSync(p.dir, { recursive: true, force: true });
+    }
+  });
+
   it("a record naming another folder is not this sandbox's: nothing of it is signalled", async () => {
     const p = project();
     const ours = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });

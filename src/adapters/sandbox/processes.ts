@@ -208,3 +208,40 @@ export function readSandboxState(file: string): SandboxState | undefined {
 }
 
 const damaged = (why: string): SandboxState => ({ processes: [], urls: {}, portal: "", rejected: [why], raw: {} });
+
+/** The parent pid of a live process (/proc/<pid>/stat), or undefined. */
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Stops every other process that carries the sandbox's id in its environment (what a process the
+ * sandbox started left behind: the provider of a `pulumi up` killed half-way, reparented to init).
+ * The id proves them this sandbox's; this process and its ancestors are never signalled. Linux
+ * only (/proc); elsewhere nothing is found. Returns `name (pid)` of each one stopped.
+ */
+export async function stopCarriersOf(id: string, graceMs = 3000): Promise<string[]> {
+  if (!/^[0-9a-f]{32}$/.test(id)) return [];
+  const marker = `${SANDBOX_ID_VARIABLE}=${id}`;
+  const spared = new Set<number>();
+  for (let p: number | undefined = process.pid; p !== undefined && p > 1 && !spared.has(p); p = parentOf(p)) spared.add(p);
+  let entries: string[] = [];
+  try {
+    entries = fs.readdirSync("/proc").filter((e) => /^\d+$/.test(e));
+  } catch {
+    return [];
+  }
+  const found: RecordedProcess[] = [];
+  for (const e of entries) {
+    const pid = Number(e);
+    if (spared.has(pid) || pid <= 1 || !environOf(pid)?.includes(marker)) continue;
+    const live = liveProcess(pid);
+    if (live) found.push({ role: live.args[0]?.split("/").pop()?.slice(0, 80) || "process", pid, cmdline: live.args.join("\0"), startTime: live.startTime });
+  }
+  return stopRecorded(found, graceMs);
+}

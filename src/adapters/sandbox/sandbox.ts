@@ -35,6 +35,7 @@ import {
   readSandboxState,
   SANDBOX_ID_VARIABLE,
   startDetached,
+  stopCarriersOf,
   stopRecorded,
 } from "./processes";
 import type { StandIn, StandInFile } from "./stand-in-servers";
@@ -485,7 +486,8 @@ async function repair(io: SandboxIo, info: SandboxInfo): Promise<SandboxInfo> {
   const bin = toolchainBinDir(projectDir);
   const onPath = pulumiOnPath(io.env);
   const pulumi = onPath ? onPath.file : path.join(bin, "pulumi");
-  const env = pulumiEnv(info.folder, path.dirname(pulumi), io.env);
+  // With the sandbox's id, as every process it starts: `down` finds what a killed up leaves.
+  const env = pulumiEnv(info.folder, path.dirname(pulumi), { ...io.env, [SANDBOX_ID_VARIABLE]: info.id });
   await runPulumi(pulumi, ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", SANDBOX_STACK], projectDir, env);
   const outputs = JSON.parse(await runPulumi(pulumi, ["stack", "output", "--json", "--stack", SANDBOX_STACK], projectDir, env)) as {
     urls?: Record<string, string>;
@@ -854,6 +856,8 @@ export async function sandboxDown(io: SandboxIo): Promise<SandboxDown> {
   }
   // Without the folder (or if the script left one): the control plane's processes as recorded.
   if (info) stopped.push(...(await stopRecorded(info.controlPlane, 5000, proven)));
+  // Anything else still carrying the sandbox's id (a provider left by a killed pulumi up, say).
+  if (info?.id) stopped.push(...(await stopCarriersOf(info.id)));
   const others = otherStacks(folder);
   const kept: string[] = [];
   for (const stack of others)
