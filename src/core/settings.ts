@@ -2,6 +2,7 @@ import * as z from "zod/mini";
 import { describeValue, describeZodIssue, distinctIssues, expandUnions, formatPath } from "./contract/parse";
 import { dnsLabel, entryName } from "./contract/schema";
 import { UserError, userErrorFromProblems } from "./errors";
+import { CHECK_LIMITS } from "./exposure-model";
 import { ipVersion } from "./ip";
 import "./zod-messages";
 
@@ -109,15 +110,23 @@ function allowlistItem(match: typeof servicePattern) {
   });
 }
 
+/**
+ * The exposure guard checks each object with bounded work (CHECK_LIMITS): past this many items
+ * in a list, the generated policy would near CEL's size and cost limits, where an error admits.
+ */
+const allowlistBound = z.maxLength(CHECK_LIMITS.allowlistItems, {
+  message: `holds more than ${CHECK_LIMITS.allowlistItems} items, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`,
+});
+
 type AllowlistItem = string | { match: string; reason: string };
 const patternOf = (item: AllowlistItem) => (typeof item === "string" ? item : item.match);
 
 const allowlistSchema = z.pipe(
   z.strictObject({
     /** Services of type NodePort/LoadBalancer that may exist without a contract entry: "namespace/name". */
-    services: z._default(z.array(allowlistItem(servicePattern)), []),
+    services: z._default(z.array(allowlistItem(servicePattern)).check(allowlistBound), []),
     /** Pods allowed to hold a hostPort without a contract entry: "namespace/podPrefix*:port". */
-    hostPorts: z._default(z.array(allowlistItem(hostPortPattern)), []),
+    hostPorts: z._default(z.array(allowlistItem(hostPortPattern)).check(allowlistBound), []),
   }),
   // The audit and the guard read patterns; the reasons are kept by pattern for the reports.
   z.transform((a) => ({
