@@ -49,6 +49,7 @@ const service = fc
     ports: fc.array(servicePort, { minLength: 1, maxLength: 3 }),
     externalIPs: fc.option(fc.array(fc.constantFrom("198.18.0.2", "198.18.0.9"), { minLength: 1, maxLength: 2 }), { nil: undefined }),
     allocateLoadBalancerNodePorts: fc.option(fc.boolean(), { nil: undefined }),
+    headless: fc.boolean(),
   })
   .map(
     (s): Service =>
@@ -56,6 +57,8 @@ const service = fc
         metadata: { name: s.name, namespace: s.namespace, uid: `uid-${s.name}` },
         spec: {
           ...(s.type ? { type: s.type } : {}),
+          // Headless (where the API server allows it): Kubernetes then ignores externalIPs.
+          ...(s.headless && (s.type === undefined || s.type === "ClusterIP") ? { clusterIP: "None" } : {}),
           selector: { app: "web" },
           ports: s.ports,
           ...(s.externalIPs ? { externalIPs: s.externalIPs } : {}),
