@@ -245,7 +245,8 @@ export function ownershipProblem(where: string, uid: string | undefined, publish
     return `${where} exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)`;
   }
   if (published.uid !== undefined && uid !== undefined && published.uid !== uid) {
-    return `${where} is not the Service this stack created (its uid ${uid}; this stack created ${published.uid}): it was replaced by hand; remove it and run pulumi up`;
+    // The outputs lag the state after an interrupted up; up reads the state, and refuses only a Service re-created by hand.
+    return `${where} is not the Service the last up published (its uid ${uid}; the last up published ${published.uid}): it was replaced by hand, or re-created by an up that was interrupted; run pulumi up, which refuses one re-created outside this stack and says what to do`;
   }
   return undefined;
 }
