@@ -182,8 +182,9 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
   // The exposure model's holdsNoHostPort and podTooLargeToCheck: counts first, then one pass over the ports.
   const holdsNoHostPort = (template: string) =>
     `!${hostNetworkOf(template)} && !(${containersOf(template)}).exists(c, has(c.ports) && c.ports.exists(p, has(p.hostPort) && p.hostPort != 0))`;
-  const podTooLarge = (template: string) =>
-    `${POD_CONTAINER_LISTS.map((l) => `size(${containerList(template, l)}) > ${L.containers}`).join(" || ")} || (${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.plainPortsPerContainer}) || ((${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.portsPerContainer}) && !(${holdsNoHostPort(template)}))`;
+  // (Each pass over the ports is a variable of its own: the API server limits each expression's cost.)
+  const podTooLarge = (template: string, holdsNone: string) =>
+    `${POD_CONTAINER_LISTS.map((l) => `size(${containerList(template, l)}) > ${L.containers}`).join(" || ")} || (${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.plainPortsPerContainer}) || ((${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.portsPerContainer}) && !${holdsNone})`;
   // One list per container (CEL has no flatten before 1.31) of the host ports no rule declares, then as one string.
   const undeclaredOf = (template: string) =>
     `(${containersOf(template)}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", hostNetworkOf(template))}).filter(h, h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])) : [])`;
@@ -228,8 +229,8 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
     },
     { name: "isPod", expression: "request.kind.kind == 'Pod'" },
     { name: "template", expression: `variables.isPod ? object : (${templateOf("object")})` },
-    { name: "holdsNoHostPort", expression: holdsNoHostPort("variables.template") },
-    { name: "podTooLarge", expression: podTooLarge("variables.template") },
+    { name: "holdsNoHostPort", expression: `!variables.isService && ${holdsNoHostPort("variables.template")}` },
+    { name: "podTooLarge", expression: `!variables.isService && (${podTooLarge("variables.template", "variables.holdsNoHostPort")})` },
     {
       name: "labels",
       expression: "has(variables.template.metadata) && has(variables.template.metadata.labels) ? variables.template.metadata.labels : {}",
@@ -237,6 +238,9 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
     { name: "podKey", expression: "request.namespace + '/' + variables.name + (variables.isPod ? '' : '-')" },
     { name: "declaredPorts", expression: declaredPortsMap(rules) },
     { name: "oldTemplate", expression: templateOf("oldObject") },
+    { name: "isWorkloadUpdate", expression: "variables.isUpdate && !variables.isPod && !variables.isService" },
+    { name: "oldHoldsNoHostPort", expression: `!variables.isWorkloadUpdate || ${holdsNoHostPort(oldTemplate)}` },
+    { name: "oldPodTooLarge", expression: `variables.isWorkloadUpdate && !variables.oldHoldsNoHostPort && (${podTooLarge(oldTemplate, "false")})` },
     {
       name: "undeclaredHostPorts",
       expression: `variables.isService || variables.podTooLarge || variables.holdsNoHostPort ? [] : ${undeclaredOf("variables.template")}`,
@@ -246,7 +250,7 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
       // What the workload held before this UPDATE, by the same rules: not new exposure, and
       // refusing it would block every later change (scaling, image bumps) of that workload.
       name: "oldUndeclaredHostPortList",
-      expression: `!variables.isUpdate || variables.isPod || variables.isService || ${podTooLarge(oldTemplate)} || ${holdsNoHostPort(oldTemplate)} ? '' : ${joined(undeclaredOf(oldTemplate))}`,
+      expression: `!variables.isWorkloadUpdate || variables.oldHoldsNoHostPort || variables.oldPodTooLarge ? '' : ${joined(undeclaredOf(oldTemplate))}`,
     },
     {
       // The undeclared host ports this request adds. Bounded work: the same list as before is

@@ -329,14 +329,14 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(widest).toContain("denied request: Pod tools/widest declares hostPort 30000, 30001,");
     // At the bound in both lists a pod can fill (2,048 ports), with the largest allowlist accepted:
     // each port is one lookup, so the check stays within the cost limit and refuses by port.
-    const atBound = (lists: string[], hostNetwork: boolean) => {
+    const atBound = (lists: string[], hostNetwork: boolean, portsPerContainer = 32) => {
       let next = 20_000;
       const spec: Record<string, unknown> = { automountServiceAccountToken: false, hostNetwork };
       for (const l of lists) {
         spec[l] = Array.from({ length: 32 }, (_, c) => ({
           name: `${l.slice(0, 4).toLowerCase()}${c}`,
           image: "example.invalid/x:1",
-          ports: Array.from({ length: 32 }, () => ({ containerPort: next++ })),
+          ports: Array.from({ length: portsPerContainer }, () => ({ containerPort: next++ })),
         }));
       }
       return spec;
@@ -369,6 +369,32 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(await createPod(pod("many-ports-one-host", [...many, { containerPort: 9000, hostPort: 9000 }]))).toContain(
       "Pod tools/many-ports-one-host has more than 32 containers in a list or 32 ports in a container: too large",
     );
+    // The cheap pass at its own bound (2 lists x 32 containers x 256 ports): admitted without a
+    // host port; one hostPort in the last container read is refused as too large, not admitted by a cost error.
+    const plainBound = atBound(["initContainers", "containers"], false, 256);
+    expect(await createPod({ metadata: { name: "plain-bound" }, spec: plainBound })).toBe("admitted");
+    const lastPorts = (plainBound.containers as { ports: { containerPort: number; hostPort?: number }[] }[])[31]?.ports as { hostPort?: number }[];
+    (lastPorts[255] as { hostPort?: number }).hostPort = 9001;
+    expect(await createPod({ metadata: { name: "plain-bound-one-host" }, spec: plainBound })).toContain(
+      "denied request: Pod tools/plain-bound-one-host has more than 32 containers in a list or 32 ports in a container: too large",
+    );
+    // The same as a workload UPDATE: both templates read in full, old and new.
+    (lastPorts[255] as { hostPort?: number }).hostPort = undefined;
+    const wide = {
+      metadata: { name: "wide" },
+      spec: { replicas: 0, selector: { matchLabels: { app: "wide" } }, template: { metadata: { labels: { app: "wide" } }, spec: plainBound } },
+    };
+    expect(await outcome(apps.createNamespacedDeployment({ namespace: "tools", body: wide as never }))).toBe("admitted");
+    // (The Deployment controller writes its status meanwhile: retry on a version conflict.)
+    let widened = "";
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const current = await apps.readNamespacedDeployment({ namespace: "tools", name: "wide" });
+      const lastNow = current.spec?.template.spec?.containers?.[31]?.ports?.[255];
+      if (lastNow) lastNow.hostPort = 9001;
+      widened = await outcome(apps.replaceNamespacedDeployment({ namespace: "tools", name: "wide", body: current }));
+      if (!widened.startsWith("409")) break;
+    }
+    expect(widened).toContain("denied request: Deployment tools/wide has more than 32 containers in a list or 32 ports in a container: too large");
   });
 
   it("with deny, a second port or an externalIP added to our Service, and externalIPs on any Service, are refused", async () => {
