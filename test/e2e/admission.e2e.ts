@@ -532,6 +532,10 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect((await createWithWarnings("tools", lb)).status).toBe(201);
     const local = { metadata: { name: "lb-local" }, spec: { type: "LoadBalancer", selector: { app: "x" }, ports: [{ port: 8082 }] } };
     expect((await createWithWarnings("tools", local)).status).toBe(201);
+    const manyPorts = Array.from({ length: 128 }, (_, i) => ({ name: `p${i}`, port: 1000 + i }));
+    expect(
+      (await createWithWarnings("tools", { metadata: { name: "lb-wide" }, spec: { type: "LoadBalancer", selector: { app: "x" }, ports: manyPorts } })).status,
+    ).toBe(201);
     sandbox.writeStack(stack("deny"));
     const up = sandbox.pulumi(["up", "--yes"]);
     expect(up.code, summary(up)).toBe(0);
@@ -555,6 +559,20 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect((await core.readNamespacedService({ namespace: "tools", name: "lb-local" })).spec?.healthCheckNodePort).toBeUndefined();
     // What opens nothing new stays possible: a label.
     expect(await patch("lb-local", { metadata: { labels: { touched: "yes" } } })).toBe("admitted");
+    // At the Service bound (128 ports): every port found in the old list but in reverse order,
+    // the last one read with a moved nodePort. Refused within the cost limit, not admitted by an error.
+    const widePorts = await (async () => {
+      const all = await core.listServiceForAllNamespaces();
+      const used = new Set(all.items.flatMap((x) => [...(x.spec?.ports ?? []).map((q) => q.nodePort), x.spec?.healthCheckNodePort]));
+      const free = Array.from({ length: 2768 }, (_, i) => 30000 + i).find((n) => !used.has(n));
+      const wide = await core.readNamespacedService({ namespace: "tools", name: "lb-wide" });
+      const reversed = [...(wide.spec?.ports ?? [])].reverse();
+      const last = reversed[reversed.length - 1];
+      if (last) last.nodePort = free;
+      return reversed;
+    })();
+    expect(widePorts).toHaveLength(128);
+    expect(await patch("lb-wide", { spec: { ports: widePorts } })).toContain("denied request: Service tools/lb-wide (type LoadBalancer)");
   });
 
   it("destroy removes the policy and its binding", async () => {
