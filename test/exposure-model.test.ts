@@ -368,6 +368,21 @@ describe("exposure model: bounded work, node ports opened by an UPDATE, ignored 
     expect(variableOf(large, "refusedHostPorts")).not.toMatch(/exists\(l, h in l\)/);
   });
 
+  it("at the allowlist's bound (items and characters), every generated expression stays below CEL's default size limit (100,000 code points)", () => {
+    const per = Math.floor(CHECK_LIMITS.allowlistCharacters / CHECK_LIMITS.allowlistItems);
+    const item = (i: number, suffix: string) => {
+      const head = `n${i}/`;
+      return `${head}${"p".repeat(per - head.length - suffix.length - 1)}*${suffix}`;
+    };
+    const spec = manifests({
+      services: Array.from({ length: CHECK_LIMITS.allowlistItems }, (_, i) => item(i, "")),
+      hostPorts: Array.from({ length: CHECK_LIMITS.allowlistItems }, (_, i) => item(i, `:${1000 + i}`)),
+    });
+    const longest = Math.max(...[...spec.variables.map((v) => v.expression), ...spec.validations.map((v) => v.messageExpression)].map((e) => [...e].length));
+    expect(longest).toBeGreaterThan(40_000);
+    expect(longest).toBeLessThan(100_000);
+  });
+
   it("with the largest allowlist accepted, a pod at the bound (containers and init containers) is refused port by port", async () => {
     const widest = { metadata: { name: "widest", namespace: "tester" }, spec: atBound(["containers", "initContainers"]) };
     const [message] = await policyRefusals(manifests(largestAllowlist), { kind: "Pod", namespace: "tester", operation: "CREATE", object: widest });

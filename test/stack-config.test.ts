@@ -140,8 +140,15 @@ describe("stack configuration as the engine gives it", () => {
     const past = project("name: ui-exposure\nruntime: nodejs\n", stackFile(501));
     const file = path.relative(process.cwd(), path.join(past.dir, "Pulumi.s.yaml"));
     expect(() => openStack({ projectDir: past.dir, stack: "s" })).toThrow(
-      `${file}:4:5: ui-exposure:allowlist.hostPorts: holds more than 500 items, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`,
+      `${file}:4:5: ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`,
     );
+    // Fewer items, longer patterns: the characters count too.
+    const long = Array.from({ length: 130 }, (_, i) => `      - ${"n".repeat(60)}/${"p".repeat(240)}-${i}-*:${1000 + i}\n`).join("");
+    const wordy = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n${long}`,
+    );
+    expect(() => openStack({ projectDir: wordy.dir, stack: "s" })).toThrow("ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters");
   });
 
   it("settings problems come in the order of their keys in the stack file, not the schema's (issue 23, item 9)", () => {

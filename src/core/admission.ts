@@ -255,7 +255,7 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
     {
       // The undeclared host ports this request adds. Bounded work: the same list as before is
       // nothing new; else each port is looked up in the old list (as text, at most
-      // ${OLD_LIST_LOOKUP} characters); past that, every undeclared port is judged anew.
+      // OLD_LIST_LOOKUP characters); past that, every undeclared port is judged anew.
       name: "refusedHostPorts",
       expression: `variables.oldUndeclaredHostPortList == '' ? variables.undeclaredHostPorts : variables.undeclaredHostPortList == variables.oldUndeclaredHostPortList ? [] : size(variables.oldUndeclaredHostPortList) > ${OLD_LIST_LOOKUP} ? variables.undeclaredHostPorts : variables.undeclaredHostPorts.map(l, l.filter(h, !(', ' + variables.oldUndeclaredHostPortList + ',').contains(', ' + string(h) + ',')))`,
     },

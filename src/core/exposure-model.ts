@@ -128,8 +128,10 @@ export function effectiveHostPorts(spec: unknown): HostPortUse[] {
  *   within that, each port costs the same whatever the allowlist's size (one map lookup);
  * - an undeclared Service with more than `servicePorts` ports or `externalIPs` addresses is
  *   refused unread;
- * - the allowlist holds at most `allowlistItems` items in each list (refused when the stack's
- *   settings are read), which keeps each generated expression well within CEL's size limit.
+ * - each list of the allowlist holds at most `allowlistItems` items and `allowlistCharacters`
+ *   characters of patterns (refused when the stack's settings are read): the map of declared
+ *   ports is then built within the cost limit, and each generated expression stays below CEL's
+ *   default size limit of 100,000 code points (about 55,000 at this bound).
  */
 export const CHECK_LIMITS = {
   containers: 32,
@@ -138,6 +140,7 @@ export const CHECK_LIMITS = {
   servicePorts: 128,
   externalIPs: 32,
   allowlistItems: 500,
+  allowlistCharacters: 40_000,
 } as const;
 
 /** Whether a pod spec holds no host port: not on the host network and no hostPort other than 0 (one cheap pass, as the policy does). */

@@ -112,11 +112,16 @@ function allowlistItem(match: typeof servicePattern) {
 
 /**
  * The exposure guard checks each object with bounded work (CHECK_LIMITS): past this many items
- * in a list, the generated policy would near CEL's size and cost limits, where an error admits.
+ * (or characters of patterns) in a list, the generated policy would near CEL's size and cost
+ * limits, where an error admits.
  */
-const allowlistBound = z.maxLength(CHECK_LIMITS.allowlistItems, {
-  message: `holds more than ${CHECK_LIMITS.allowlistItems} items, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`,
-});
+const allowlistBoundMessage = `holds more than ${CHECK_LIMITS.allowlistItems} items or ${CHECK_LIMITS.allowlistCharacters.toLocaleString("en-US")} characters, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`;
+const allowlistBound = z.refine<AllowlistItem[]>(
+  (items) =>
+    items.length <= CHECK_LIMITS.allowlistItems &&
+    items.reduce((n, i) => n + (typeof i === "string" ? i.length : typeof i?.match === "string" ? i.match.length : 0), 0) <= CHECK_LIMITS.allowlistCharacters,
+  { message: allowlistBoundMessage },
+);
 
 type AllowlistItem = string | { match: string; reason: string };
 const patternOf = (item: AllowlistItem) => (typeof item === "string" ? item : item.match);

@@ -461,7 +461,7 @@ SETTINGS_CASES.push(
     name: "an allowlist of 501 hostPort items (past the guard's bounded work: a cost error would admit)",
     config: { "ui-exposure:allowlist": { hostPorts: Array.from({ length: 501 }, (_, i) => `other-${i}/agent-${i}-*:${1000 + i}`) } },
     exit: 1,
-    fragment: "ui-exposure:allowlist.hostPorts: holds more than 500 items, the most the exposure guard checks within its bounded work",
+    fragment: "ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters, the most the exposure guard checks within its bounded work",
   },
 );
 
