@@ -7,6 +7,9 @@ import { UserError } from "../core/errors";
 import type { ClusterReader, CustomKind } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
+import { printableValue } from "../core/text";
+import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
+import { readBoundedText } from "./bounded-file";
 
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
@@ -84,6 +87,18 @@ function checkKubeconfigFile(file: string): void {
       `cannot load kubeconfig ${file}: it is ${(stat.size / 2 ** 20).toFixed(1)} MiB, larger than the ${MAX_KUBECONFIG_BYTES / 2 ** 20} MiB limit`,
     );
   }
+  checkKubeconfigText(readBoundedText(file, "kubeconfig", MAX_KUBECONFIG_BYTES), file);
+}
+
+/**
+ * Refuses a kubeconfig nested too deeply or holding too many values, through the same bounded
+ * reader as every other YAML file, before client-node parses it (its parser has no value limit).
+ */
+function checkKubeconfigText(text: string, shown: string): void {
+  const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES });
+  if (!parsed.refused) return;
+  const { line, col } = parsed.lineCounter.linePos(parsed.refused.offset);
+  throw new UserError(`${printableValue(shown)}:${line}:${col}: kubeconfig refused: ${parsed.refused.message}`);
 }
 
 /**
@@ -130,8 +145,10 @@ export class LiveClusterReader implements ClusterReader {
           throw new Error("KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set: not running in a pod");
         }
         kc.loadFromCluster();
-      } else if (cfg && !isFilePath(cfg)) kc.loadFromString(cfg);
-      else if (cfg) {
+      } else if (cfg && !isFilePath(cfg)) {
+        checkKubeconfigText(cfg, "(kubeconfig given inline)");
+        kc.loadFromString(cfg);
+      } else if (cfg) {
         checkKubeconfigFile(cfg);
         kc.loadFromFile(cfg);
       } else {

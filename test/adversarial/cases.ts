@@ -134,6 +134,24 @@ export const CONTRACT_CASES: ContractCase[] = [
     fragment: 'label key "a b": its name must be',
   },
   { name: "binary garbage", contract: "\u0000\u0001\u0002\u00ff\ufffe", exit: 2, fragment: "holds a NUL byte (line 1): it is not a text file" },
+  {
+    name: "1 MiB of unclosed brackets (issue 28 #6: the parser peaked near 1 GB)",
+    contract: `version: 1\nendpoints: ${"[".repeat(2 ** 20 - 64)}`,
+    exit: 2,
+    fragment: ":2:112: (yaml): nested more than 100 levels deep: flatten the document",
+  },
+  {
+    name: "blocks nested 150 deep",
+    contract: `version: 1\nendpoints:\n${Array.from({ length: 150 }, (_, i) => `${" ".repeat(i + 1)}k:`).join("\n")}\n`,
+    exit: 2,
+    fragment: "(yaml): nested more than 100 levels deep",
+  },
+  {
+    name: "200,000 tiny values",
+    contract: `version: 1\nx: [${"1,".repeat(200_000)}]\n`,
+    exit: 2,
+    fragment: "(yaml): more than 100000 values: too large to read",
+  },
 ];
 
 /** `exposure status --stack bench` against this snapshot file (read by the snapshot adapter). */
@@ -146,6 +164,18 @@ export interface SnapshotCase {
 
 export const SNAPSHOT_CASES: SnapshotCase[] = [
   { name: "alias bomb", snapshot: `kind: List\nitems: []\n${bomb(6)}`, exit: 1, fragment: "Excessive alias count" },
+  {
+    name: "6 MiB of unclosed brackets (issue 28 #6: 4.3 GB, then V8 aborted)",
+    snapshot: `kind: List\nitems: ${"[".repeat(6 * 2 ** 20)}`,
+    exit: 1,
+    fragment: ":2:108: cluster snapshot refused: nested more than 100 levels deep: flatten the document",
+  },
+  {
+    name: "a second document of 1.1 million tiny values",
+    snapshot: `kind: List\nitems: []\n---\n- [${"1,".repeat(1_100_000)}]\n`,
+    exit: 1,
+    fragment: "cluster snapshot refused: more than 1000000 values: too large to read",
+  },
   { name: "YAML syntax error", snapshot: "kind: List\nitems: [\n", exit: 1, fragment: "is not valid YAML" },
   { name: "a Service without metadata", snapshot: "kind: Service\nspec: {}\n", exit: 1, fragment: "metadata: required field is missing" },
   {
@@ -526,4 +556,26 @@ export const WORKLOAD_CASES: WorkloadCase[] = [
     exit: 3,
     fragment: `${REFUSE} 4\n`,
   },
+];
+
+/** A `Pulumi.<stack>.yaml` holding this text: `exposure status --stack <it>` (issue 28 #6). */
+export const STACK_FILE_TEXT_CASES: { name: string; text: string; exit: number; fragment: string }[] = [
+  {
+    name: "1 MiB of unclosed brackets",
+    text: `config:\n  ui-exposure:entries: ${"[".repeat(2 ** 20 - 64)}`,
+    exit: 1,
+    fragment: ":2:124: stack file refused: nested more than 100 levels deep: flatten the document",
+  },
+  { name: "200,000 tiny values", text: `config:\n  x: [${"1,".repeat(200_000)}]\n`, exit: 1, fragment: "stack file refused: more than 100000 values" },
+];
+
+/** A kubeconfig holding this text, read for `exposure status` (issue 28 #6). */
+export const KUBECONFIG_CASES: { name: string; text: string; exit: number; fragment: string }[] = [
+  {
+    name: "6 MiB of unclosed brackets",
+    text: `apiVersion: v1\nclusters: ${"[".repeat(6 * 2 ** 20)}`,
+    exit: 1,
+    fragment: ":2:111: kubeconfig refused: nested more than 100 levels deep: flatten the document",
+  },
+  { name: "2.2 million tiny values", text: `apiVersion: v1\nclusters: [${"1,".repeat(2_200_000)}]\n`, exit: 1, fragment: "kubeconfig refused: more than" },
 ];
