@@ -7,7 +7,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../core/errors";
-import { checkStackName } from "../core/inputs";
+import { checkLimaInstanceName, checkStackName } from "../core/inputs";
 import { ipVersion } from "../core/ip";
 import { isPid, isSameProcess, isStartTime, startTimeOf } from "./own-process";
 
@@ -66,6 +66,7 @@ export function forwardStateDir(stack: string, env: NodeJS.ProcessEnv): string {
 
 /** Lima writes an OpenSSH config per instance: $LIMA_HOME/<instance>/ssh.config (default ~/.lima). */
 export function limaSshConfig(instance: string, env: NodeJS.ProcessEnv): string {
+  checkLimaInstanceName(instance, "the Lima instance");
   const limaHome = env.LIMA_HOME ?? path.join(env.HOME ?? os.homedir(), ".lima");
   const file = path.join(limaHome, instance, "ssh.config");
   if (!fs.existsSync(file)) {

@@ -339,6 +339,12 @@ export const FLAG_CASES: FlagCase[] = [
   { name: "check on /dev/zero", argv: ["check", "/dev/zero"], exit: 2, fragment: "it is a device" },
   { name: "check on a missing file", argv: ["check", "/nonexistent/contract.yaml"], exit: 2, fragment: "contract file not found" },
   { name: "access --stop with a path stack", argv: ["access", "--stack", "../x", "--stop"], exit: 2, fragment: "--stack must be a stack name" },
+  {
+    name: "access --forward with a path as the Lima instance (issue 28 #10: ssh -F read that folder's config)",
+    argv: ["access", "--stack", "bench", "--forward", "--no-dotenv", "--lima-instance", "../../evil"],
+    exit: 2,
+    fragment: "--lima-instance must be a Lima instance name",
+  },
   { name: "kubectl's -o json (issue 23)", argv: ["status", "--stack", "bench", "-o", "json"], exit: 2, fragment: "for JSON output, use --json" },
   { name: "completion for a shell it does not support (issue 23)", argv: ["completion", "fish"], exit: 2, fragment: "no completion for 'fish': bash or zsh" },
   { name: "version with an argument", argv: ["version", "--json"], exit: 2, fragment: "exposure version: takes nothing" },
