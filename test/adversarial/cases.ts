@@ -360,6 +360,8 @@ export const FLAG_CASES: FlagCase[] = [
 export interface OutputsCase {
   name: string;
   outputs: string;
+  /** The uid of the live argocd-nodeport Service (none by default). */
+  liveUid?: string;
   exit: number;
   fragment: string;
 }
@@ -377,6 +379,23 @@ export const OUTPUTS_CASES: OutputsCase[] = [
     fragment: "endpoints.argocd.nodePort: expected a number",
   },
   { name: "published endpoints as a list", outputs: '{"endpoints":[]}', exit: 1, fragment: "endpoints: expected a map" },
+  {
+    name: "a line break in a published url (issue 28 #11: it forged a table row)",
+    outputs: JSON.stringify({
+      endpoints: {
+        argocd: { service: "argocd-nodeport", nodePort: 31001, url: "http://127.0.0.9:31001\nforged    nodePort  x  1  31001  http://evil/  MATCH" },
+      },
+    }),
+    exit: 3,
+    fragment: "http://127.0.0.9:31001\\x0aforged",
+  },
+  {
+    name: "a 15 MiB published uid (issue 28 #11: it became a 15 MiB line)",
+    outputs: JSON.stringify({ endpoints: { argocd: { service: "argocd-nodeport", nodePort: 31001, uid: `u${"x".repeat(15 * 2 ** 20)}` } } }),
+    liveUid: "0d1b8f9e-1111-2222-3333-000000000001",
+    exit: 3,
+    fragment: "... (15728641 characters)",
+  },
 ];
 
 /**
