@@ -270,6 +270,12 @@ export const API_CASES: ApiCase[] = [
   { name: "HTTP 500 with a body", services: { status: 500, raw: true, body: "secret-looking-body" }, exit: 1, fragment: "failed with HTTP 500" },
   { name: "HTTP 401", services: { status: 401, body: {} }, exit: 1, fragment: "(401)" },
   { name: "HTTP 403", services: { status: 403, body: {} }, exit: 1, fragment: "(403)" },
+  {
+    name: "HTTP 429 on every try (tried again within the timeout, then one line)",
+    services: { status: 429, headers: { "retry-after": "0" }, body: {} },
+    exit: 1,
+    fragment: "answered services with HTTP 429 (too many requests)",
+  },
   { name: "never answers", services: "hang", exit: 1, fragment: "did not answer services within 0.5s" },
   // Issue 23 #6: the read is refused within one budget shared by every answer in flight (peak RSS: test/kube-live-memory.test.ts).
   { name: "an endless JSON body", services: "endless", timeoutSeconds: 10, exit: 1, fragment: "answered services with more than 32 MiB" },
