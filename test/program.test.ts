@@ -222,7 +222,7 @@ describe("program under mocks", () => {
     const listServices = vi.spyOn(reader, "listServices");
     const config = stackConfig({ "kubernetes:context": undefined });
     await expect(declareStack({ projectDir, stack: "test", config, cluster: reader })).rejects.toThrow(
-      "stack test: kubernetes:context is not set in Pulumi.test.yaml; set it (pulumi config set kubernetes:context <context> --stack test) so the stack never deploys to (or reads) whatever context is current",
+      `invalid stack configuration in Pulumi.test.yaml: kubernetes:context is not set; set it (pulumi config set kubernetes:context <context> --stack test) so the stack never deploys to (or reads) whatever context is current${"\nadd under 'config:' in Pulumi.test.yaml:\n  kubernetes:context: <context>        # the cluster's, from: kubectl config get-contexts -o name"}`,
     );
     expect(listServices).not.toHaveBeenCalled();
     expect(registered).toEqual([]);
@@ -230,7 +230,7 @@ describe("program under mocks", () => {
 
   it("rejects entries the contract does not declare", async () => {
     await expect(declareStack({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:entries": ["argo"] }), cluster: cluster() })).rejects.toThrow(
-      "stack test: ui-exposure:entries names 'argo', which the contract does not declare (declared: argocd, grafana, gitea, dagster, mlflow, marquez-web, k8s-dashboard, portal)",
+      "invalid stack configuration in Pulumi.test.yaml: ui-exposure:entries names 'argo', which the contract does not declare (declared: argocd, grafana, gitea, dagster, mlflow, marquez-web, k8s-dashboard, portal)",
     );
   });
 
