@@ -1,7 +1,8 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION } from "../src/core/kube/types";
+import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION, STACK_LABEL } from "../src/core/kube/types";
 import { buildUrl, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
+import { publishedByAnotherStack } from "../src/core/stack-label";
 import { kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface NodePortExposureArgs {
@@ -16,6 +17,8 @@ export interface NodePortExposureArgs {
    * create is refused. It also says whether a preview's port is real or a dry-run allocation.
    */
   existsInCluster: boolean;
+  /** The stack the existing Service is labelled as published by (STACK_LABEL), named in the refusal. */
+  heldBy?: string;
   /** The nodePort published by the last `up` and still free: asked for again (stable ports). */
   keepNodePort?: number;
   /** False under Pulumi's unit-test mocks, which cannot register resource hooks. */
@@ -55,7 +58,9 @@ export class NodePortExposure extends pulumi.ComponentResource {
       ? new pulumi.ResourceHook(
           `${name}-refuse-takeover`,
           () => {
-            if (args.existsInCluster) throw new Error(takeoverRefusal(plan, args.stack));
+            if (!args.existsInCluster) return;
+            const other = args.heldBy !== undefined && args.heldBy !== args.stack;
+            throw new Error(other ? publishedByAnotherStack(plan, args.stack, args.heldBy as string) : takeoverRefusal(plan, args.stack));
           },
           { onDryRun: true },
         )
@@ -71,6 +76,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
           labels: {
             [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
             [ENTRY_LABEL]: plan.entry,
+            [STACK_LABEL]: args.stack,
           },
           annotations: {
             [MIRRORS_ANNOTATION]: `${plan.namespace}/${plan.mirrors}`,

@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { stringify } from "yaml";
 import type { PortalBundle } from "../src/adapters/portal-bundle";
 import type { Contract } from "../src/core/contract/schema";
+import { STACK_LABEL } from "../src/core/kube/types";
 import {
   PORTAL_APP_DIR,
   PORTAL_CONTAINER_PORT,
@@ -206,7 +207,12 @@ export class Portal extends pulumi.ComponentResource {
       {
         // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, and the
         // planner read this same spec before it existed (withStackServices in src/core/plan.ts).
-        metadata: { name: spec.metadata.name, namespace, labels: spec.metadata.labels ?? {}, ...(awaitAnnotations ? { annotations: awaitAnnotations } : {}) },
+        metadata: {
+          name: spec.metadata.name,
+          namespace,
+          labels: { ...spec.metadata.labels, [STACK_LABEL]: args.stack },
+          ...(awaitAnnotations ? { annotations: awaitAnnotations } : {}),
+        },
         spec: {
           type: "ClusterIP",
           selector: spec.spec?.selector ?? {},

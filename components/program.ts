@@ -11,6 +11,7 @@ import type { PublishedEndpoints } from "../src/core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
+import { labelledStack } from "../src/core/stack-label";
 import { guardAdmission } from "./admission";
 import { Cilium } from "./cilium";
 import { NodePortExposure } from "./node-port-exposure";
@@ -119,6 +120,10 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   }
 
   const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
+  // Only to name, in a refusal, the stack a Service is labelled as published by.
+  const labelledStacks = new Map(
+    services.flatMap((s) => (labelledStack(s) ? [[`${s.metadata.namespace}/${s.metadata.name}`, labelledStack(s) as string] as const] : [])),
+  );
   // The last thing that can fail, built before the first resource is declared: a failed bundle
   // must not leave the Cilium component (or anything) registered, i.e. `up` half-applied.
   const portalBundle = settings.portal.enabled ? bundlePortalServer() : undefined;
@@ -183,6 +188,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     return publish(plan, resolution.node, {
       stack: inputs.stack,
       existing: observedServices,
+      heldBy: labelledStacks,
       ...(keepNodePort !== undefined ? { keepNodePort } : {}),
       opts: withProvider(dependsOn.length ? { dependsOn } : undefined),
     });
@@ -237,6 +243,8 @@ function publish(
     stack: string;
     /** "namespace/name" of every Service observed in the cluster. */
     existing: ReadonlySet<string>;
+    /** "namespace/name" -> the stack a Service is labelled as published by (labelledStack). */
+    heldBy?: ReadonlyMap<string, string>;
     keepNodePort?: number;
     opts?: pulumi.ComponentResourceOptions;
   },
@@ -255,6 +263,7 @@ function publish(
       nodeAddress: node.address,
       stack: how.stack,
       existsInCluster: how.existing.has(`${plan.namespace}/${plan.serviceName}`),
+      ...(how.heldBy?.has(`${plan.namespace}/${plan.serviceName}`) ? { heldBy: how.heldBy.get(`${plan.namespace}/${plan.serviceName}`) } : {}),
       hooks: underEngine(),
       ...(how.keepNodePort !== undefined ? { keepNodePort: how.keepNodePort } : {}),
     },

@@ -46,7 +46,7 @@ describe("program under mocks", () => {
       metadata: {
         name: "grafana-nodeport",
         namespace: "monitoring",
-        labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "grafana" },
+        labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "grafana", "ui-exposure.io/stack": "test" },
         annotations: { "ui-exposure.io/mirrors": "monitoring/kube-prometheus-stack-grafana", "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true" },
       },
       spec: {
