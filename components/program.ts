@@ -9,7 +9,7 @@ import { UserError, userErrorFromProblems } from "../src/core/errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
-import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
+import { isPortalService, namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
 import { labelledStack } from "../src/core/stack-label";
 import { guardAdmission } from "./admission";
@@ -160,7 +160,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
       )
     : undefined;
   const mirrorsPortal = (plan: ExposurePlan) =>
-    plan.kind === "nodePort" && plan.namespace === settings.portal.namespace && plan.mirrors === PORTAL_SERVICE_NAME;
+    plan.kind === "nodePort" && isPortalService({ namespace: plan.namespace, name: plan.mirrors }, settings.portal.namespace);
   if (portal && !resolution.plans.some(mirrorsPortal)) {
     pulumi.log.warn(
       `the portal is deployed but not published: no selected contract entry mirrors Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} port http (add it to the contract and ui-exposure:entries)`,

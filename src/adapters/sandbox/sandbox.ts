@@ -7,6 +7,9 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { promisify } from "node:util";
+import { entriesWithoutPortal } from "../../core/portal/spec";
+import { DEFAULT_PORTAL_NAMESPACE } from "../../core/settings";
+import { defaultContractPath, loadContractFile } from "../contract-file";
 import { DataPath, dataPathSupport, findTool, stopRun } from "../datapath/datapath";
 import { writeNode } from "../datapath/kubelet";
 import { PREFIX_PATTERN } from "../datapath/plan";
@@ -192,6 +195,30 @@ async function runPulumi(pulumi: string, args: string[], cwd: string, env: NodeJ
   }
 }
 
+/**
+ * The sandbox stack: every exposed entry of the contract but the one mirroring the in-cluster
+ * portal's Service. The sandbox runs no in-cluster portal (its portal is the local `exposure
+ * portal` it prints), so only a stand-in would answer that URL, with a stand-in's text.
+ */
+export function sandboxStackFile(projectDir: string): string {
+  const contractPath = defaultContractPath(projectDir);
+  const contract = loadContractFile(contractPath, path.relative(process.cwd(), contractPath) || contractPath);
+  const entries = entriesWithoutPortal(contract, DEFAULT_PORTAL_NAMESPACE);
+  if (entries.length === 0) throw new Error(`${contractPath} exposes no entry but the portal: the sandbox has nothing to publish`);
+  return [
+    STACK_HEADER,
+    "# The sandbox stack: every exposed entry of the contract, Cilium left as it is (cohabit).",
+    "# Not the portal's entry: the sandbox's portal is the local one it prints, not an in-cluster pod.",
+    "config:",
+    `  kubernetes:context: ${SANDBOX_CONTEXT}`,
+    "  ui-exposure:entries:",
+    ...entries.map((e) => `    - ${e}`),
+    "  ui-exposure:cilium:",
+    "    mode: cohabit",
+    "",
+  ].join("\n");
+}
+
 /** Starts the sandbox, or reports the one already running. */
 export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   const { projectDir, say } = io;
@@ -269,19 +296,7 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   if (fs.existsSync(file) && !fs.readFileSync(file, "utf8").startsWith(STACK_HEADER)) {
     throw new Error(`${file} exists and was not written by exposure sandbox: move it away (the sandbox writes its own stack file)`);
   }
-  fs.writeFileSync(
-    file,
-    [
-      STACK_HEADER,
-      "# The sandbox stack: every exposed entry of the contract, Cilium left as it is (cohabit).",
-      "config:",
-      `  kubernetes:context: ${SANDBOX_CONTEXT}`,
-      "  ui-exposure:entries: all",
-      "  ui-exposure:cilium:",
-      "    mode: cohabit",
-      "",
-    ].join("\n"),
-  );
+  fs.writeFileSync(file, sandboxStackFile(projectDir));
   const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
   const node = dp?.node(SANDBOX_NODE.name);
   await seedCluster(
