@@ -15,7 +15,7 @@ export interface YamlBounds {
 
 /** Values a contract or a stack file may hold (a contract of 1000 entries holds about 20,000). */
 export const SMALL_YAML_VALUES = 100_000;
-/** Values a cluster snapshot may hold: about 9 MiB of `kubectl get pods -o yaml`, under 1 GiB of memory to parse. */
+/** Values a cluster snapshot may hold: about 9 MiB of `kubectl get pods -o yaml`; parsing the worst text within it (`[1,1,...]`) peaks near 1 GiB. */
 export const SNAPSHOT_YAML_VALUES = 1_000_000;
 
 /** A text refused before it was parsed: where, and why (one line). */
