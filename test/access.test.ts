@@ -741,7 +741,9 @@ describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
     expect(fromEnv.err[0]).toMatch(/^exposure access: \$LIMA_INSTANCE must be a Lima instance name .*, not '\.\.\/evil'$/);
     const fromContext = await runAccess(["--stack", "evilctx", "--forward", "--no-dotenv"], fullCluster());
     expect(fromContext.code).toBe(1);
-    expect(fromContext.err[0]).toMatch(/^exposure access: the Lima instance of kube context 'lima-\.\.\.' \(stack evilctx; pass --lima-instance NAME\) must be a Lima instance name .*, not '\.\.\/evil'$/);
+    expect(fromContext.err[0]).toMatch(
+      /^exposure access: the Lima instance of kube context 'lima-\.\.\.' \(stack evilctx; pass --lima-instance NAME\) must be a Lima instance name .*, not '\.\.\/evil'$/,
+    );
     const newline = await runAccess(["--stack", "bench", "--forward", "--no-dotenv", "--lima-instance", "a\nb"], fullCluster());
     expect(newline.err).toHaveLength(1);
     expect(newline.err[0]).toContain("not 'a\\x0ab'");
