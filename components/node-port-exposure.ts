@@ -1,9 +1,9 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION, STACK_LABEL } from "../src/core/kube/types";
-import { buildUrl, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
+import { buildUrl, entryService, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
 import { publishedByAnotherStack } from "../src/core/stack-label";
-import { kubernetesProviderOf } from "./kubernetes-provider";
+import { importableService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
 
 export interface NodePortExposureArgs {
   plan: NodePortPlan;
@@ -52,20 +52,6 @@ export class NodePortExposure extends pulumi.ComponentResource {
     const { plan } = args;
     const provider = kubernetesProviderOf(opts, `NodePortExposure ${name}`);
 
-    // Runs only when the engine is about to create the Service, i.e. when it is not in this
-    // stack's state: ownership is decided by the state, never by labels anyone can copy.
-    const refuseTakeover = args.hooks
-      ? new pulumi.ResourceHook(
-          `${name}-refuse-takeover`,
-          () => {
-            if (!args.existsInCluster) return;
-            const other = args.heldBy !== undefined && args.heldBy !== args.stack;
-            throw new Error(other ? publishedByAnotherStack(plan, args.stack, args.heldBy as string) : takeoverRefusal(plan, args.stack));
-          },
-          { onDryRun: true },
-        )
-      : undefined;
-
     this.service = new k8s.core.v1.Service(
       `${name}-svc`,
       {
@@ -100,13 +86,8 @@ export class NodePortExposure extends pulumi.ComponentResource {
         provider,
         // The name is fixed, so a replacement must delete the old Service first.
         deleteBeforeReplace: true,
-        // `pulumi import` (the adoption command) imports at the stack's root; the next `up` moves it here.
-        aliases: [{ parent: pulumi.rootStackResource }],
-        // An import records every live field as an input, clusterIP included; the program never
-        // sets it, and the provider replaces a Service whose clusterIP input goes away: adopting
-        // would delete and re-create the Service (new uid, new port). Never set by this program.
-        ignoreChanges: ["spec.clusterIP"],
-        ...(refuseTakeover ? { hooks: { beforeCreate: [refuseTakeover] } } : {}),
+        ...importableService(),
+        ...refuseTakeover(name, args.existsInCluster ? existingServiceRefusal(plan, args) : undefined, args.hooks),
       },
     );
 
@@ -140,4 +121,11 @@ export class NodePortExposure extends pulumi.ComponentResource {
 
     this.registerOutputs({ service: this.service, portHold: this.portHold, nodePort: this.nodePort, url: this.url });
   }
+}
+
+/** Why an existing `<entry>-nodeport` is not created over: another stack's (by its label), or nobody's we know. */
+function existingServiceRefusal(plan: NodePortPlan, args: Pick<NodePortExposureArgs, "stack" | "heldBy">): string {
+  return args.heldBy !== undefined && args.heldBy !== args.stack
+    ? publishedByAnotherStack(plan, args.stack, args.heldBy)
+    : takeoverRefusal(entryService(plan), args.stack);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { takeoverRefusal } from "../src/core/plan";
+import { entryService, takeoverRefusal } from "../src/core/plan";
 import { labelledStack, publishedByAnotherStack } from "../src/core/stack-label";
 
 const service = (labels: Record<string, string>) => ({ metadata: { name: "argocd-nodeport", namespace: "argocd", labels } });
@@ -22,6 +22,6 @@ describe("publishedByAnotherStack (issue 27 #4)", () => {
       "entry 'argocd': Service argocd/argocd-nodeport is labelled as published by ui-exposure stack 'bench', and stack 'new' did not create it; one stack publishes an entry in a cluster. Drop 'argocd' from ui-exposure:entries of stack 'new', or first drop it from stack 'bench' (its ui-exposure:entries, then pulumi up --stack bench); never delete another stack's Service by hand",
     );
     expect(text).not.toContain("kubectl");
-    expect(takeoverRefusal(plan, "new")).toContain("kubectl -n argocd delete service argocd-nodeport");
+    expect(takeoverRefusal(entryService(plan), "new")).toContain("kubectl -n argocd delete service argocd-nodeport");
   });
 });

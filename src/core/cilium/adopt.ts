@@ -15,6 +15,8 @@
  * first `up` after the import is an in-place upgrade.
  */
 
+import { importCommand } from "../plan";
+
 /** Resource type of the Release, as `pulumi import` wants it. */
 export const RELEASE_TYPE = "kubernetes:helm.sh/v3:Release";
 
@@ -28,7 +30,6 @@ export function releaseResourceName(component: string): string {
  * cannot create the component parent); the component declares an alias for that root URN,
  * so the next `up` moves it under the component instead of deleting and re-creating it.
  */
-export function importCommand(component: string, release: { namespace: string; releaseName: string }): string {
-  // Exactly docs/cilium.md's command: without these flags it stops at a prompt and protects the release.
-  return `pulumi import ${RELEASE_TYPE} ${releaseResourceName(component)} ${release.namespace}/${release.releaseName} --generate-code=false --protect=false --yes`;
+export function releaseImportCommand(component: string, release: { namespace: string; releaseName: string }): string {
+  return importCommand(RELEASE_TYPE, releaseResourceName(component), `${release.namespace}/${release.releaseName}`);
 }

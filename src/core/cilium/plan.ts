@@ -1,6 +1,7 @@
+import { matchesPattern, namePattern } from "../exposure-model";
 import type { ConfigMap, GenericObject, Service } from "../kube/types";
 import type { CiliumSettings, CohabitCiliumSettings, L4CiliumSettings } from "../settings";
-import { importCommand } from "./adopt";
+import { releaseImportCommand } from "./adopt";
 import { l4Values } from "./values";
 import { chartKeysFor } from "./versions";
 
@@ -131,7 +132,7 @@ function servedByLbIpam(s: LoadBalancerService): boolean {
 
 /** "ns/name" matches itself; "ns/prefix*" matches every name starting with prefix in ns. */
 export function acknowledges(pattern: string, service: string): boolean {
-  return pattern.endsWith("*") ? service.startsWith(pattern.slice(0, -1)) : pattern === service;
+  return matchesPattern(namePattern(pattern), service);
 }
 
 /**
@@ -256,7 +257,7 @@ export function ciliumSummary(plan: CiliumPlan, component: string): CiliumSummar
     chartVersion: r.version,
     release: `${r.namespace}/${r.releaseName}`,
     lbIpam: plan.lbIpam,
-    adopt: importCommand(component, r),
+    adopt: releaseImportCommand(component, r),
     acknowledgedLoss: plan.acknowledgedLoss,
     coexisting: plan.coexisting,
   };
