@@ -117,7 +117,7 @@ describe("stack configuration as the engine gives it", () => {
     expect(() => openStack({ projectDir: p.dir, stack: "new" })).toThrow(
       [
         "invalid stack configuration in Pulumi.new.yaml (4 problems):",
-        `  - ${file}:4:3: ui-exposure:portal.enabled: expected a boolean, found a string ("yes")`,
+        `  - ${file}:4:24: ui-exposure:portal.enabled: expected a boolean, found a string ("yes")`,
         "  - ui-exposure:cilium: required setting is missing",
         "  - kubernetes:context is not set; set it (pulumi config set kubernetes:context <context> --stack new) so the stack never deploys to (or reads) whatever context is current",
         "  - ui-exposure:entries names 'nosuch', which the contract does not declare (declared: argocd, grafana, gitea, dagster, mlflow, marquez-web, k8s-dashboard, portal)",
