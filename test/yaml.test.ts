@@ -1,4 +1,6 @@
+import * as fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { type Document, parseAllDocuments, stringify } from "yaml";
 import { parseYamlBounded, SMALL_YAML_VALUES, YAML_MAX_DEPTH } from "../src/core/yaml";
 
 const MiB = 2 ** 20;
@@ -48,5 +50,29 @@ describe("parseYamlBounded", () => {
     const r = parseYamlBounded(`[${"1,".repeat(3 * MiB)}]`, { maxValues: SMALL_YAML_VALUES });
     expect(r.refused?.message).toBe(`more than ${SMALL_YAML_VALUES} values: too large to read`);
     expect(process.memoryUsage().heapUsed - heap).toBeLessThan(64 * MiB);
+  });
+
+  it("gives what parseAllDocuments gives, values and errors, on any text within the limits", () => {
+    const same = (text: string) => {
+      const bounded = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES });
+      if (bounded.refused) return;
+      const plain = parseAllDocuments(text);
+      const js = (d: Document.Parsed) => {
+        try {
+          return d.toJS({ maxAliasCount: -1 }) as unknown;
+        } catch (err) {
+          return `threw: ${(err as Error).message}`;
+        }
+      };
+      const shape = (docs: readonly Document.Parsed[]) => docs.map((d) => [js(d), d.errors.map((e) => [e.code, e.pos])]);
+      expect(shape(bounded.docs)).toEqual(shape(Array.isArray(plain) ? plain : []));
+    };
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 6 }), (v) => same(stringify(v))),
+      { numRuns: 200 },
+    );
+    fc.assert(fc.property(fc.string({ unit: fc.constantFrom("[", "]", "{", "}", ":", "-", " ", "\n", "a", "'", '"', "#", ",", "&x", "*x", "---\n") }), same), {
+      numRuns: 500,
+    });
   });
 });
