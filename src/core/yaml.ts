@@ -1,5 +1,5 @@
 // The one way this project parses YAML that came from outside (contract, cluster snapshot, stack
-// file): nesting depth and the number of values are bounded while the text is tokenised, before
+// file; a kubeconfig is checked with it before client-node reads it): nesting depth and the number of values are bounded while the text is tokenised, before
 // anything is built from it. The parser builds nodes recursively and holds about 1 KB per value,
 // so 6 MiB of `[` or of `1,` would otherwise grow the process past its heap and abort it.
 import { Composer, CST, type Document, Lexer, LineCounter, Parser, YAMLParseError } from "yaml";
