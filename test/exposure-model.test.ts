@@ -7,15 +7,7 @@ import { admissionManifests } from "../src/core/admission";
 import { wouldRefuse } from "../src/core/admission-preview";
 import { auditExposure } from "../src/core/audit";
 import { contractSchema } from "../src/core/contract/schema";
-import {
-  CHECK_LIMITS,
-  effectiveHostPorts,
-  exposureRules,
-  isExposingService,
-  isFinishedPod,
-  serviceVerdict,
-  stateServiceUids,
-} from "../src/core/exposure-model";
+import { CHECK_LIMITS, effectiveHostPorts, exposureRules, isExposingService, isFinishedPod, serviceVerdict, stateUids } from "../src/core/exposure-model";
 import type { Node, Pod, Service } from "../src/core/kube/types";
 import { observe } from "../src/core/observe";
 import { planHostPort } from "../src/core/plan";
@@ -288,6 +280,26 @@ describe("exposure model: what each reader missed before", () => {
     expect(wouldRefuse({ ...stack, services: [], pods: [wide], workloads: [] })).toHaveLength(1);
   });
 
+  it("the widest pod within the bounds is judged port by port, its message cut below the API server's 5 KiB", async () => {
+    const containers = Array.from({ length: CHECK_LIMITS.containers }, (_, c) => ({
+      name: `c${c}`,
+      ports: Array.from({ length: CHECK_LIMITS.portsPerContainer }, (_, p) => ({ containerPort: 30_000 + c * 32 + p })),
+    }));
+    const widest = { metadata: { name: "widest", namespace: "tools" }, spec: { hostNetwork: true, containers } };
+    const { policy } = admissionManifests({
+      contract,
+      selected: [],
+      allowlist: { services: [], hostPorts: [] },
+      stack: "p",
+      mode: "deny",
+      failurePolicy: "Ignore",
+      contractFile: "c.yaml",
+    });
+    const [message] = await policyRefusals(policy.spec, { kind: "Pod", namespace: "tools", operation: "CREATE", object: widest });
+    expect(message).toMatch(/^Pod tools\/widest declares hostPort 30000, 30001, .*\.\.\., which is not in the ui-exposure contract/);
+    expect(message?.length).toBeLessThan(5 * 1024);
+  });
+
   it("allowlist items are parsed once: wildcard, port, reason", () => {
     const r = exposureRules(contract, [], {
       services: ["tools/gw-*"],
@@ -298,14 +310,16 @@ describe("exposure model: what each reader missed before", () => {
     expect(r.hostPorts[0]).toEqual({ source: "kube-system/cilium-*:4244", prefix: true, text: "kube-system/cilium-", port: 4244, reason: "agent" });
   });
 
-  it("reads the uids of the Services a state holds, trusting nothing else it holds", () => {
-    const uids = stateServiceUids({
+  it("reads the uids of the Services and ConfigMaps a state holds, trusting nothing else it holds", () => {
+    const uids = stateUids({
       "urn:a": { type: "kubernetes:core/v1:Service", outputs: { metadata: { namespace: "argocd", name: "argocd-nodeport", uid: "u1" } } },
       "urn:b": { type: "kubernetes:core/v1:ServicePatch", outputs: { metadata: { namespace: "argocd", name: "argocd-nodeport", uid: "u1" } } },
       "urn:c": { type: "kubernetes:core/v1:Service", outputs: { metadata: { namespace: "x", name: "y", uid: 7 } } },
       "urn:d": null,
+      "urn:e": { type: "kubernetes:core/v1:ConfigMap", outputs: { metadata: { namespace: "platform-portal", name: "ui-exposure-published", uid: "u2" } } },
     });
-    expect([...uids]).toEqual([["argocd/argocd-nodeport", "u1"]]);
-    expect(stateServiceUids("garbage").size).toBe(0);
+    expect([...uids.services]).toEqual([["argocd/argocd-nodeport", "u1"]]);
+    expect([...uids.configMaps]).toEqual([["platform-portal/ui-exposure-published", "u2"]]);
+    expect(stateUids("garbage").services.size).toBe(0);
   });
 });

@@ -221,6 +221,7 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
       name: "undeclaredHostPorts",
       expression: `(${containersOf("variables.template")}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", "variables.hostNetwork")}).filter(h, h != 0 && !(${hostPortDeclared(rules, "h")}) && !variables.oldHostPorts.exists(l, h in l)) : [])`,
     },
+    { name: "undeclaredHostPortList", expression: "variables.undeclaredHostPorts.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ')" },
   ];
 
   const tooLarge = `too large for the exposure guard to check (ui-exposure refuses what it cannot check): `;
@@ -243,8 +244,9 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
       reason: "Forbidden",
     },
     {
+      // The list of ports is cut in the message: the API server drops one past 5 KiB for `message`.
       expression: "variables.isService || variables.podTooLarge || !variables.undeclaredHostPorts.exists(l, size(l) > 0)",
-      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + variables.undeclaredHostPorts.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ') + ', which ' + ${celText(notInContract + hostPortHelp)}`,
+      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + (size(variables.undeclaredHostPortList) > 1000 ? variables.undeclaredHostPortList.substring(0, 1000) + '...' : variables.undeclaredHostPortList) + ', which ' + ${celText(notInContract + hostPortHelp)}`,
       message: wellFormed(`a hostPort ${notInContract}${hostPortHelp}`),
       reason: "Forbidden",
     },

@@ -79,7 +79,7 @@ export const describeDeclaration = (d: Declaration) => (d.by === "contract" ? `c
 // Objects are read back unvalidated (any list call, a snapshot file): what is not a list, a map or
 // a port number is no port (the API server would not have stored it).
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const field = (v: unknown, key: string): unknown =>
+export const field = (v: unknown, key: string): unknown =>
   v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
 const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535 ? v : 0);
 
@@ -209,7 +209,8 @@ export function ownershipProblem(where: string, uid: string | undefined, publish
     return `${where} exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)`;
   }
   if (published.uid !== undefined && uid !== undefined && published.uid !== uid) {
-    return `${where} is not the Service this stack created (its uid ${uid}; this stack created ${published.uid}): it was replaced by hand; remove it and run pulumi up`;
+    // The outputs lag the state after an interrupted up; up reads the state, and refuses only a Service re-created by hand.
+    return `${where} is not the Service the last up published (its uid ${uid}; the last up published ${published.uid}): it was replaced by hand, or re-created by an up that was interrupted; run pulumi up, which refuses one re-created outside this stack and says what to do`;
   }
   return undefined;
 }
@@ -226,15 +227,25 @@ export function recreatedProblem(what: string, live: Service | undefined, stateU
   return `${what}: Service ${namespace}/${name} was deleted and re-created outside this stack (its uid ${uid}; this stack created ${stateUid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n ${namespace} delete service ${name}), then pulumi up recreates this stack's own`;
 }
 
-/** The uid of each Service a state holds, by "namespace/name", from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
-export function stateServiceUids(resources: unknown): Map<string, string> {
-  const uids = new Map<string, string>();
-  if (resources === null || typeof resources !== "object") return uids;
+/** The uids of the objects a state holds that `up` creates under fixed names, by "namespace/name". */
+export interface StateUids {
+  services: ReadonlyMap<string, string>;
+  configMaps: ReadonlyMap<string, string>;
+}
+
+/** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
+export function stateUids(resources: unknown): StateUids {
+  const services = new Map<string, string>();
+  const configMaps = new Map<string, string>();
+  const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };
+  if (resources === null || typeof resources !== "object") return { services, configMaps };
   for (const r of Object.values(resources as Record<string, unknown>)) {
-    if (field(r, "type") !== "kubernetes:core/v1:Service") continue;
+    const type = field(r, "type");
+    const into = typeof type === "string" && Object.hasOwn(byType, type) ? byType[type] : undefined;
+    if (!into) continue;
     const meta = field(field(r, "outputs"), "metadata");
     const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
-    if (typeof namespace === "string" && typeof name === "string" && typeof uid === "string") uids.set(`${namespace}/${name}`, uid);
+    if (typeof namespace === "string" && typeof name === "string" && typeof uid === "string") into.set(`${namespace}/${name}`, uid);
   }
-  return uids;
+  return { services, configMaps };
 }

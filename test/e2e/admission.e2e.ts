@@ -178,7 +178,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(up.code, summary(up)).toBe(0);
     const policy = await admission.readValidatingAdmissionPolicy({ name: POLICY });
     // The API server compiled every expression: no type-checking warning on the kinds it matches.
-    expect(policy.spec?.validations?.length).toBe(2);
+    expect(policy.spec?.validations?.length).toBe(3);
     const binding = await admission.readValidatingAdmissionPolicyBinding({ name: POLICY });
     expect(binding.spec?.validationActions).toEqual(["Deny"]);
     const ours = await cluster.core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
@@ -205,7 +205,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     try {
       const problem = await untilPolicyTypeChecked(reader, flagged, { timeoutMs: 60_000, intervalMs: 250 });
       expect(problem).toContain(
-        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[2].expression: `,
+        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[3].expression: `,
       );
       expect(problem).toContain("undefined field 'nonexistentField'");
       expect(problem).toContain("its binding refuses nothing until an up passes this check");
