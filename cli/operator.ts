@@ -27,11 +27,13 @@ export function secondsFlag(value: string | undefined, flag: string, fallbackSec
   }
 }
 
-/** A positive integer from a flag. */
-export function countFlag(value: string | undefined, flag: string, fallback: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
+/** A positive integer from a flag, in decimal, at most `max`. */
+export function countFlag(value: string | undefined, flag: string, fallback: number, max: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
   if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw usageError(spec, `${flag} must be a positive integer, not '${printableValue(value)}'`);
+  const shown = printableValue(value.length > 20 ? `${value.slice(0, 20)}...` : value);
+  const n = /^\d{1,15}$/.test(value) ? Number(value) : 0;
+  if (n < 1) throw usageError(spec, `${flag} must be a positive integer, not '${shown}'`);
+  if (n > max) throw usageError(spec, `${flag} must be at most ${max}, not '${shown}'`);
   return n;
 }
 

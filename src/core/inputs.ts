@@ -29,10 +29,13 @@ export const MAX_TIMEOUT_SECONDS = 600;
 /** Shortest: below it no API server nor UI can answer. */
 export const MIN_TIMEOUT_SECONDS = 0.1;
 
+const DECIMAL = /^(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
 /** A number of seconds from a flag, in milliseconds, within [MIN, MAX]; a UserError (exit 2) otherwise. */
 export function parseTimeoutSeconds(value: string, flag: string): number {
-  const seconds = Number(value);
-  if (value.trim() === "" || !Number.isFinite(seconds) || seconds <= 0) {
+  // Decimal only: Number() would also read "0x10" as 16 and "0b1" as 1.
+  const seconds = DECIMAL.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isFinite(seconds) || seconds <= 0) {
     throw new UserError(`${flag} must be a positive number of seconds, not '${value}'`, 2);
   }
   if (seconds > MAX_TIMEOUT_SECONDS) throw new UserError(`${flag} must be at most ${MAX_TIMEOUT_SECONDS} seconds, not '${value}'`, 2);
