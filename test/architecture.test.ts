@@ -93,3 +93,14 @@ describe("layers", () => {
     expect(LAYERS.core.may).not.toContain("adapters");
   });
 });
+
+describe("commands", () => {
+  it("share code through cli/ modules, never by importing another command", () => {
+    const crossing = sourceFiles("cli/commands").flatMap((file) =>
+      importsOf(file)
+        .filter(({ spec }) => spec.startsWith("./"))
+        .map(({ spec }) => `${file} imports ${spec}`),
+    );
+    expect(crossing).toEqual([]);
+  });
+});

@@ -30,10 +30,9 @@ import { type Observation, observe, readObservedCluster } from "../../src/core/o
 import type { Command, CommandContext } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag } from "../operator";
+import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag, stackHeader } from "../operator";
 import { SPECS } from "../specs";
-import { type OpenStack, openStack, readStackOutputs } from "../stack";
-import { readPublished, type StatusDeps } from "./status";
+import { type OpenStack, openStack, provenOwnership, type ReadOutputs, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.access;
 
@@ -43,7 +42,7 @@ export const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
 export interface AccessDeps {
   connect: ConnectCluster;
   /** The last `up`'s outputs, which prove which `<entry>-nodeport` Services this stack created. */
-  readOutputs: StatusDeps["readOutputs"];
+  readOutputs: ReadOutputs;
   /** Whether stdout is a terminal: passwords are shown only there (or with --show-secrets). */
   isTerminal: () => boolean;
   /** The ssh executable (looked up on PATH). */
@@ -102,7 +101,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     const observation = observe(opened.contract, observed, {
       selected: opened.selected,
       nodeAddress: opened.settings.nodeAddress,
-      ...(published.source.from === "unavailable" ? {} : { published: published.endpoints }),
+      ...provenOwnership(published),
     });
     const entries = accessEntries(opened.contract, observation);
     const secrets = await listSecretsByNamespace(cluster, credentialNamespaces(entries));
@@ -225,11 +224,6 @@ async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets"
   return new Map(lists);
 }
 
-function header(stack: string, source: string, observation: Observation): string {
-  const node = observation.node;
-  return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
-}
-
 interface Screen {
   stack: string;
   source: string;
@@ -245,7 +239,7 @@ interface Screen {
 
 /** The one screen: UIs, in-cluster endpoints, credentials, what was written and started. */
 export function formatAccess(s: Screen): string {
-  const lines = [header(s.stack, s.source, s.observation), ""];
+  const lines = [stackHeader(s.stack, s.source, s.observation), ""];
   const uis = s.endpoints.filter((e) => e.exposed && e.reach !== "in-cluster");
   lines.push(
     "UIS",

@@ -2,7 +2,6 @@ import * as path from "node:path";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
 import type { Contract } from "../../src/core/contract/schema";
-import { UserError } from "../../src/core/errors";
 import { JSON_API_VERSION } from "../../src/core/findings";
 import type { PortalDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
@@ -12,7 +11,7 @@ import type { Command, CommandContext } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { SPECS } from "../specs";
-import { connectCluster, openStack, publishedEndpoints, readStackOutputs } from "../stack";
+import { connectCluster, openStack, publishedEndpoints, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.portal;
 export const DEFAULT_LISTEN = SPEC.flags.listen.default;
@@ -115,14 +114,12 @@ export async function publishedReader(
   return () => {
     const now = Date.now();
     if (last && now - last.at < OUTPUTS_REREAD_MS) return last.value;
-    const value = readOutputs(ctx, stack)
-      .then((outputs): PublishedEndpoints | undefined => publishedEndpoints(outputs, `pulumi stack output --stack ${stack}`))
-      .catch((err: unknown) => {
-        if (!(err instanceof UserError)) throw err;
-        if (!said) ctx.stderr(`portal: published outputs unavailable (${err.message.split("\n")[0]}); the "changed since the last up" checks are skipped`);
-        said = true;
-        return undefined;
-      });
+    const value = readPublished(ctx, stack, undefined, readOutputs).then((published) => {
+      if (published.source.from !== "unavailable") return published.endpoints;
+      if (!said) ctx.stderr(`portal: published outputs unavailable (${published.source.reason}); the "changed since the last up" checks are skipped`);
+      said = true;
+      return undefined;
+    });
     last = { at: now, value };
     return value;
   };

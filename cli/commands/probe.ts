@@ -12,7 +12,7 @@ import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { countFlag, entryFlag, formatTable, secondsFlag } from "../operator";
 import { SPECS } from "../specs";
-import { openStack, readStackOutputs } from "../stack";
+import { openStack, type ReadOutputs, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.probe;
 
@@ -23,7 +23,7 @@ const DEFAULT_CONCURRENCY = 8;
 const MAX_CONCURRENCY = 64;
 
 export interface ProbeDeps {
-  readOutputs: (ctx: CommandContext, stack: string, outputsFile?: string) => Promise<Record<string, unknown>>;
+  readOutputs: ReadOutputs;
   get: HttpGet;
 }
 
