@@ -104,3 +104,20 @@ describe("commands", () => {
     expect(crossing).toEqual([]);
   });
 });
+
+describe("exit codes", () => {
+  it("every exit code in product code is a constant of EXIT (src/core/findings.ts), never a number", () => {
+    const files = [...sourceFiles("src"), ...sourceFiles("components"), ...sourceFiles("cli"), "index.ts"];
+    const numeric = [
+      /new UserError\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*,\s*\d+\s*,?\s*\)/g,
+      /userErrorFromProblems\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*,\s*\d+\s*,?\s*\)/g,
+      /\bexitCode\s*(?:=|:)\s*\d/g,
+      /^\s*return \d+;/gm,
+    ];
+    const found = files.flatMap((file) => {
+      const text = fs.readFileSync(path.join(projectDir, file), "utf8");
+      return numeric.flatMap((re) => [...text.matchAll(re)].map((m) => `${file}: ${m[0].slice(-60)}`));
+    });
+    expect(found).toEqual([]);
+  });
+});

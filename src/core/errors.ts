@@ -1,3 +1,5 @@
+import { EXIT, type ExitCode } from "./findings";
+
 /**
  * A problem the operator can fix (bad contract, missing Service, wrong stack config,
  * unreachable cluster). The CLI prints `message` alone and exits non-zero; the Pulumi
@@ -6,7 +8,7 @@
 export class UserError extends Error {
   constructor(
     message: string,
-    readonly exitCode = 1,
+    readonly exitCode: ExitCode = EXIT.ERROR,
   ) {
     super(message);
     this.name = "UserError";
@@ -14,7 +16,7 @@ export class UserError extends Error {
 }
 
 /** Several independent problems, reported together so one run shows them all. */
-export function userErrorFromProblems(header: string, problems: readonly string[], exitCode = 1): UserError {
+export function userErrorFromProblems(header: string, problems: readonly string[], exitCode: ExitCode = EXIT.ERROR): UserError {
   if (problems.length === 1) return new UserError(`${header}: ${problems[0]}`, exitCode);
   return new UserError(`${header} (${problems.length} problems):\n${problems.map((p) => `  - ${p}`).join("\n")}`, exitCode);
 }

@@ -1,6 +1,7 @@
 // Values given on the command line, checked before anything uses them (pure: the commands
 // call these whatever parses their flags).
 import { UserError } from "./errors";
+import { EXIT } from "./findings";
 
 /**
  * A stack name as Pulumi allows it (letters, digits, `-`, `_`, `.`; at most 100 characters),
@@ -18,7 +19,7 @@ export function checkStackName(name: string): string {
   if (!isStackName(name)) {
     throw new UserError(
       `--stack must be a stack name (letters, digits, '-', '_', '.', at most 100 characters, e.g. bench), not ${JSON.stringify(name.length > 60 ? `${name.slice(0, 60)}...` : name)}`,
-      2,
+      EXIT.INVALID,
     );
   }
   return name;
@@ -36,9 +37,9 @@ export function parseTimeoutSeconds(value: string, flag: string): number {
   // Decimal only: Number() would also read "0x10" as 16 and "0b1" as 1.
   const seconds = DECIMAL.test(value) ? Number(value) : Number.NaN;
   if (!Number.isFinite(seconds) || seconds <= 0) {
-    throw new UserError(`${flag} must be a positive number of seconds, not '${value}'`, 2);
+    throw new UserError(`${flag} must be a positive number of seconds, not '${value}'`, EXIT.INVALID);
   }
-  if (seconds > MAX_TIMEOUT_SECONDS) throw new UserError(`${flag} must be at most ${MAX_TIMEOUT_SECONDS} seconds, not '${value}'`, 2);
-  if (seconds < MIN_TIMEOUT_SECONDS) throw new UserError(`${flag} must be at least ${MIN_TIMEOUT_SECONDS} seconds, not '${value}'`, 2);
+  if (seconds > MAX_TIMEOUT_SECONDS) throw new UserError(`${flag} must be at most ${MAX_TIMEOUT_SECONDS} seconds, not '${value}'`, EXIT.INVALID);
+  if (seconds < MIN_TIMEOUT_SECONDS) throw new UserError(`${flag} must be at least ${MIN_TIMEOUT_SECONDS} seconds, not '${value}'`, EXIT.INVALID);
   return Math.round(seconds * 1000);
 }
