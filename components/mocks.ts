@@ -4,6 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { UserError } from "../src/core/errors";
 import type { Service } from "../src/core/kube/types";
+import { RELEASE_TYPE } from "../src/core/naming";
 import { PROJECT } from "../src/core/settings";
 
 export interface RegisteredResource {
@@ -41,7 +42,6 @@ export interface MockRecording {
   count: number;
 }
 
-export const RELEASE_TYPE = "kubernetes:helm.sh/v3:Release";
 const NODE_PORT_MIN = 30000;
 const NODE_PORT_RANGE = 2768;
 

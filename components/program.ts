@@ -7,6 +7,7 @@ import { admissionApiProblem } from "../src/core/admission";
 import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
+import { CONFIG_MAP_TYPE, importCommand, SERVICE_TYPE } from "../src/core/naming";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
@@ -141,12 +142,12 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
           ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
           ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
             ? {
-                serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:Service portal-server-svc ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
+                serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (${importCommand(SERVICE_TYPE, "portal-server-svc", `${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`, inputs.stack)}, then pulumi up)`,
               }
             : {}),
           ...(publishedConfigMap
             ? {
-                publishedRefusal: `portal: ConfigMap ${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap} already exists and this stack did not create it; delete it, or adopt it on purpose (pulumi import kubernetes:core/v1:ConfigMap portal-server-published ${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap} --stack ${inputs.stack} --generate-code=false --protect=false --yes, then pulumi up)`,
+                publishedRefusal: `portal: ConfigMap ${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap} already exists and this stack did not create it; delete it, or adopt it on purpose (${importCommand(CONFIG_MAP_TYPE, "portal-server-published", `${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap}`, inputs.stack)}, then pulumi up)`,
               }
             : {}),
           hooks: underEngine(),

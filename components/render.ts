@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import { manifestTypeOf, RELEASE_TYPE, resolved, useProgramMocks } from "./mocks";
+import { RELEASE_TYPE } from "../src/core/naming";
+import { manifestTypeOf, resolved, useProgramMocks } from "./mocks";
 import { declareStack } from "./program";
 
 export interface RenderedRelease {

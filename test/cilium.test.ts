@@ -12,13 +12,14 @@ import { Cilium, releaseArgs, releaseOptions } from "../components/cilium";
 import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../components/mocks";
 import { render } from "../components/render";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
-import { importCommand, RELEASE_TYPE, releaseResourceName } from "../src/core/cilium/adopt";
+import { importCommand, releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumObservation, type CiliumPlan, ciliumSummary, coexisting, planCilium, unacknowledgedLoss } from "../src/core/cilium/plan";
 import { deepMerge, extraValuesProblems, l4Values } from "../src/core/cilium/values";
 import { CHART_KEYS, type ChartKeys, chartKeysFor, chartMinor, SUPPORTED_MINORS } from "../src/core/cilium/versions";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { GenericObject, Service } from "../src/core/kube/types";
+import { RELEASE_TYPE } from "../src/core/naming";
 import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/core/settings";
 
 const projectDir = path.resolve(__dirname, "..");

@@ -1,3 +1,5 @@
+import { importCommand as adoptCommand, RELEASE_TYPE } from "../naming";
+
 /**
  * Adopting a Cilium release that a script installed with `helm install` (bench built by
  * cni.sh, dirqual phase 2). Without adoption the first `up` tries `helm install` again and
@@ -15,9 +17,6 @@
  * first `up` after the import is an in-place upgrade.
  */
 
-/** Resource type of the Release, as `pulumi import` wants it. */
-export const RELEASE_TYPE = "kubernetes:helm.sh/v3:Release";
-
 /** The Pulumi name of the Release inside the Cilium component named `component`. */
 export function releaseResourceName(component: string): string {
   return `${component}-release`;
@@ -29,6 +28,6 @@ export function releaseResourceName(component: string): string {
  * so the next `up` moves it under the component instead of deleting and re-creating it.
  */
 export function importCommand(component: string, release: { namespace: string; releaseName: string }): string {
-  // Exactly docs/cilium.md's command: without these flags it stops at a prompt and protects the release.
-  return `pulumi import ${RELEASE_TYPE} ${releaseResourceName(component)} ${release.namespace}/${release.releaseName} --generate-code=false --protect=false --yes`;
+  // Exactly docs/cilium.md's command.
+  return adoptCommand(RELEASE_TYPE, releaseResourceName(component), `${release.namespace}/${release.releaseName}`);
 }
