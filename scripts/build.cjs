@@ -10,6 +10,11 @@ const path = require("node:path");
 
 const SOURCE_DIRS = ["cli", "src", "components"];
 const STAMP = path.join("dist", "build-stamp.json");
+/**
+ * The Pulumi program as one file (components/program-loader.cjs runs it). Two folders deep, like
+ * the compiled modules it holds, so their paths from __dirname (dist/vendor...) still hold.
+ */
+const PROGRAM_BUNDLE = "dist/bundles/program/stack-program.cjs";
 
 function sourceFiles(root, dir) {
   let entries;
@@ -136,13 +141,12 @@ async function buildInto(root, out) {
   // The Pulumi program (index.ts and what it imports) as one file: loading some 60 modules, zod
   // and yaml one by one was a tenth of a `pulumi preview`'s CPU. The SDK and providers stay
   // outside (one SDK instance, shared with @pulumi/kubernetes), esbuild too (a native binary).
-  // Two folders deep, like the modules it holds, so their paths from __dirname still hold.
   await esbuild.build({
     ...BUNDLE,
     absWorkingDir: root,
     entryPoints: [path.join(root, "index.ts")],
     external: ["@pulumi/*", "@kubernetes/client-node", "esbuild"],
-    outfile: path.join(out, "src", "infra", "stack-program.cjs"),
+    outfile: path.join(out, path.relative("dist", PROGRAM_BUNDLE)),
   });
 }
 
@@ -182,7 +186,7 @@ function ensureBuilt(root) {
   return r.status === 0 ? undefined : r.stderr.trim().replace(/^build: /, "") || `the build failed (exit ${r.status})`;
 }
 
-module.exports = { build, ensureBuilt, sourceStamp, staleBuild };
+module.exports = { build, ensureBuilt, PROGRAM_BUNDLE, sourceStamp, staleBuild };
 
 if (require.main === module) {
   const root = path.resolve(__dirname, "..");

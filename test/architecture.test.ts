@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 
 const projectDir = path.resolve(__dirname, "..");
 
-type Layer = "core" | "adapters" | "infra" | "portal" | "cli";
+type Layer = "core" | "adapters" | "components" | "portal" | "cli";
 
 /**
  * The layers, one line each: where they live, and what they may import. Arrows run one way,
@@ -13,9 +13,9 @@ type Layer = "core" | "adapters" | "infra" | "portal" | "cli";
 const LAYERS: Record<Layer, { in: readonly string[]; may: readonly Layer[] }> = {
   core: { in: ["src/core/"], may: ["core"] }, // pure: contract, settings, planning, verdicts (zod and yaml only)
   adapters: { in: ["src/adapters/"], may: ["core", "adapters"] }, // I/O: files, cluster readers, probes, ssh, pulumi CLI
-  infra: { in: ["components/", "index.ts"], may: ["core", "adapters", "infra"] }, // the only @pulumi/* code: program, components, render
+  components: { in: ["components/", "index.ts"], may: ["core", "adapters", "components"] }, // the only @pulumi/* code: program, components, render
   portal: { in: ["src/portal/"], may: ["core", "adapters", "portal"] }, // the portal server (in the cluster or local)
-  cli: { in: ["cli/"], may: ["core", "adapters", "portal", "cli", "infra"] }, // the exposure command; infra only through render
+  cli: { in: ["cli/"], may: ["core", "adapters", "portal", "cli", "components"] }, // the exposure command; components only through render
 };
 
 function layerOf(file: string): Layer | undefined {
@@ -70,14 +70,14 @@ function violations(): string[] {
         if (!targetLayer) found.push(`${file}: imports ${spec}, outside every layer`);
         else if (file.startsWith("src/") && !target.startsWith("src/")) found.push(`${file}: imports ${spec}, outside src/ (an arrow running back up)`);
         else if (!LAYERS[layer].may.includes(targetLayer)) found.push(`${file} (${layer}) imports ${spec} (${targetLayer})`);
-        // The CLI reaches infra (the Pulumi SDK) only from `render`, and only when it runs.
-        else if (layer === "cli" && targetLayer === "infra" && !(file === "cli/commands/render.ts" && dynamic))
-          found.push(`${file}: only cli/commands/render.ts may load infra, through import()`);
+        // The CLI reaches components (the Pulumi SDK) only from `render`, and only when it runs.
+        else if (layer === "cli" && targetLayer === "components" && !(file === "cli/commands/render.ts" && dynamic))
+          found.push(`${file}: only cli/commands/render.ts may load components, through import()`);
         continue;
       }
       const pkg = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] ?? spec);
       if (layer === "core" && !CORE_PACKAGES.has(pkg)) found.push(`${file}: the pure core imports ${spec}`);
-      if (pkg.startsWith("@pulumi/") && layer !== "infra") found.push(`${file}: only infra may import ${spec}`);
+      if (pkg.startsWith("@pulumi/") && layer !== "components") found.push(`${file}: only components may import ${spec}`);
     }
   }
   return found;

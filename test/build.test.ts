@@ -139,7 +139,7 @@ describe("program loader", () => {
   });
 
   it("the build's program bundle holds our code, zod and yaml, and leaves the Pulumi SDK and the providers outside (one SDK instance)", () => {
-    const bundle = path.join(copy, "dist/src/infra/stack-program.cjs");
+    const bundle = path.join(copy, "dist/bundles/program/stack-program.cjs");
     const probe = `const m = require(${JSON.stringify(bundle)}); const loaded = Object.keys(require.cache); console.log(JSON.stringify({ type: typeof m, sdk: loaded.some((f) => f.includes("node_modules/@pulumi/pulumi/")), k8s: loaded.some((f) => f.includes("node_modules/@pulumi/kubernetes/")), zod: loaded.some((f) => f.includes("node_modules/zod/")), yaml: loaded.some((f) => f.includes("node_modules/yaml/")) }));`;
     const r = spawnSync(process.execPath, ["-e", probe], { cwd: copy, encoding: "utf8", timeout: 30_000 });
     expect(r.stderr).toBe("");
@@ -164,7 +164,7 @@ describe("program loader", () => {
   // An empty module would be taken for a program declaring nothing: preview would plan deleting everything.
   it("a program bundle that exports no program is refused before anything is declared", () => {
     expect(edited("index.ts", () => "export const nothing = 1;\n", load)).toBe(
-      "RunError: dist/src/infra/stack-program.cjs exports no program (a function declaring the stack): run `npm run build`; nothing was declared, so nothing is planned",
+      "RunError: dist/bundles/program/stack-program.cjs exports no program (a function declaring the stack): run `npm run build`; nothing was declared, so nothing is planned",
     );
   }, 120_000);
 });

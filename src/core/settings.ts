@@ -33,7 +33,7 @@ const chartSchema = z.strictObject({
   ),
   /** Chart name in the repository; without a repository, a local `.tgz`/folder or a full `oci://` reference. */
   name: nonEmpty("cilium"),
-  /** Exact chart version (e.g. 1.18.12): the values generated depend on it (src/cilium/versions.ts). */
+  /** Exact chart version (e.g. 1.18.12): the values generated depend on it (src/core/cilium/versions.ts). */
   version: z.string().check(z.regex(/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/, { message: "must be an exact chart version such as 1.18.12" })),
   /** Namespace and name of the Helm release; to adopt a scripted install, those of that release. */
   namespace: nonEmpty("kube-system"),
@@ -45,7 +45,7 @@ const l4Schema = z.strictObject({
   chart: chartSchema,
   /**
    * API server address the agents use once kube-proxy is gone. Optional here only so that
-   * planning can say why it is needed (src/cilium/values.ts); mode `l4` requires both.
+   * planning can say why it is needed (src/core/cilium/values.ts); mode `l4` requires both.
    */
   k8sServiceHost: z.optional(z.string().check(z.minLength(1))),
   k8sServicePort: z.optional(z.int().check(z.minimum(1, { message: PORT_NUMBER }), z.maximum(65535, { message: PORT_NUMBER }))),
