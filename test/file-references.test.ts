@@ -47,6 +47,8 @@ describe("file references", () => {
   it("finds a path that does not exist, and only those", () => {
     const text = "// planned by src/core/plan.ts (was src/plan.ts); see `docs/cilium.md` and src/cilium/\nhttps://example.org/src/x.ts and $HOME/bin/x.sh";
     expect(missingPaths("a.ts", text, onDisk)).toEqual(["a.ts:1: src/plan.ts", "a.ts:1: src/cilium/"]);
-    expect(missingPaths("docs/a.md", "[plan](../src/core/plan.ts#L1), [old](../src/plan.ts), [web](https://x/y.md)", onDisk)).toEqual(["docs/a.md:1: src/plan.ts"]);
+    expect(missingPaths("docs/a.md", "[plan](../src/core/plan.ts#L1), [old](../src/plan.ts), [web](https://x/y.md)", onDisk)).toEqual([
+      "docs/a.md:1: src/plan.ts",
+    ]);
   });
 });
