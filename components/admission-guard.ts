@@ -1,6 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { AdmissionManifests } from "../src/core/admission";
+import { kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface AdmissionGuardArgs {
   /** The policy and binding generated from the contract (src/core/admission.ts). */
@@ -34,6 +35,7 @@ export class AdmissionGuard extends pulumi.ComponentResource {
 
   constructor(name: string, args: AdmissionGuardArgs, opts?: pulumi.ComponentResourceOptions) {
     super("ui-exposure:admission:AdmissionGuard", name, { manifests: args.manifests }, opts);
+    const provider = kubernetesProviderOf(opts, `AdmissionGuard ${name}`);
     const { policy, binding } = args.manifests;
     // Both are ui-exposure's alone: after a hand edit, `up` takes the fields back.
     const annotations = { "pulumi.com/patchForce": "true" };
@@ -42,7 +44,7 @@ export class AdmissionGuard extends pulumi.ComponentResource {
       `${name}-policy`,
       { metadata: { ...policy.metadata, annotations }, spec: policy.spec },
       // Cluster-scoped with a fixed name (drift reads it back): a replacement deletes first.
-      { parent: this, deleteBeforeReplace: true },
+      { parent: this, provider, deleteBeforeReplace: true },
     );
     // The binding is applied only once the API server has type-checked the policy just applied, and
     // denies only when that check is clean: when it is not, the binding is applied with [Warn] (an
@@ -62,7 +64,7 @@ export class AdmissionGuard extends pulumi.ComponentResource {
           validationActions: checked.problem.apply((problem) => (problem ? ["Warn"] : binding.spec.validationActions)),
         },
       },
-      { parent: this, deleteBeforeReplace: true, dependsOn: [this.policy] },
+      { parent: this, provider, deleteBeforeReplace: true, dependsOn: [this.policy] },
     );
 
     // URNs resolve once the engine has applied both (create or update).
