@@ -80,7 +80,7 @@ const portalSchema = z.strictObject({
   enabled: flag(false),
   namespace: z._default(dnsLabel("namespace"), "platform-portal"),
   /** A stock Node.js image; the server code ships in a ConfigMap. */
-  image: z._default(z.string().check(z.regex(/^\S+$/, { message: "image must be an image reference without spaces (e.g. node:20-alpine)" })), "node:20-alpine"),
+  image: z._default(z.string().check(z.regex(/^\S+$/, { message: "image must be an image reference without spaces (e.g. node:24-alpine)" })), "node:24-alpine"),
   /** false when the namespace already exists outside this stack (created by the platform's bootstrap). */
   createNamespace: flag(true),
   /**
@@ -157,7 +157,7 @@ export const settingsSchema = z.strictObject({
     z.string().check(z.refine((s) => ipVersion(s) !== 0, { error: (issue) => `must be an IPv4 or IPv6 address, found ${describeValue(issue.input)}` })),
   ),
   cilium: ciliumSettingsSchema,
-  portal: z._default(portalSchema, { enabled: false, namespace: "platform-portal", image: "node:20-alpine", createNamespace: true, skipAwait: false }),
+  portal: z._default(portalSchema, { enabled: false, namespace: "platform-portal", image: "node:24-alpine", createNamespace: true, skipAwait: false }),
   allowlist: z._default(allowlistSchema, { services: [], hostPorts: [], reasons: {} }),
   admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore" }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
