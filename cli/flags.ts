@@ -38,7 +38,7 @@ export interface CommandSpec {
 /** Every command accepts these; they are answered before the command's module is loaded. */
 export const HELP_FLAG: FlagSpec = { type: "boolean", short: "h", description: "show this help and exit" };
 
-export type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
+type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
   -readonly [K in keyof F]: F[K]["type"] extends "boolean"
     ? boolean
     : F[K] extends { multiple: true }
@@ -48,7 +48,7 @@ export type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
         : string | undefined;
 };
 
-export interface ParsedCommandLine<F extends Readonly<Record<string, FlagSpec>>> {
+interface ParsedCommandLine<F extends Readonly<Record<string, FlagSpec>>> {
   values: FlagValues<F>;
   positionals: string[];
 }
@@ -154,7 +154,7 @@ export function editDistance(a: string, b: string): number {
 }
 
 /** `-s, --stack NAME` */
-export function flagLabel(name: string, flag: FlagSpec): string {
+function flagLabel(name: string, flag: FlagSpec): string {
   const long = `--${name}${flag.type === "string" ? ` ${flag.value ?? "VALUE"}` : ""}`;
   return flag.short ? `-${flag.short}, ${long}` : `    ${long}`;
 }

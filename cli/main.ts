@@ -29,7 +29,7 @@ async function loadCommand(name: CommandName): Promise<Command> {
   return run;
 }
 
-export function helpText(): string {
+function helpText(): string {
   const width = Math.max(...COMMAND_NAMES.map((c) => c.length));
   return [
     "usage: exposure <command> [flags]",

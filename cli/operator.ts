@@ -39,7 +39,7 @@ export function countFlag(value: string | undefined, flag: string, fallback: num
 }
 
 /** The entries a command can restrict its report to, and how to explain a name it cannot. */
-export interface EntryChoice {
+interface EntryChoice {
   /** The entries the command reports on (published by the stack, in the `urls` output...). */
   available: readonly string[];
   /** Every entry the contract declares, to tell a typo from an entry that is merely not available. */

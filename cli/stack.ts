@@ -39,7 +39,7 @@ export { type OpenStack, openStack } from "../src/adapters/stack-inputs";
 export { type ReadOutputs, readStackOutputs };
 
 /** Where the "published at the last up" values came from, for the reader of the report. */
-export type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
+type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
 
 /**
  * What the last `up` published (which Services it created, their ports and URLs), read from

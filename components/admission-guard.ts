@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { AdmissionManifests } from "../src/core/admission";
 import { kubernetesProviderOf } from "./kubernetes-provider";
 
-export interface AdmissionGuardArgs {
+interface AdmissionGuardArgs {
   /** The policy and binding generated from the contract (src/core/admission.ts). */
   manifests: AdmissionManifests;
   /**

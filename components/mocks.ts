@@ -17,7 +17,7 @@ export interface RegisteredResource {
   provider?: string;
 }
 
-export interface MockOptions {
+interface MockOptions {
   stack: string;
   /** Run as a preview (`pulumi.runtime.isDryRun()`). */
   preview?: boolean;
@@ -37,7 +37,7 @@ export interface MockOptions {
   record?: boolean;
 }
 
-export interface MockRecording {
+interface MockRecording {
   resources: RegisteredResource[];
   count: number;
 }

@@ -17,7 +17,7 @@ import { Cilium } from "./cilium";
 import { NodePortExposure } from "./node-port-exposure";
 import { Portal, portalPublished } from "./portal";
 
-export interface ProgramInputs {
+interface ProgramInputs {
   /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
   projectDir: string;
   stack: string;
@@ -35,7 +35,7 @@ export interface ProgramInputs {
 }
 
 /** One record per published entry, as stack output. */
-export interface EndpointRecord {
+interface EndpointRecord {
   exposure: "nodePort" | "hostPort";
   namespace: string;
   /** The vendored Service mirrored (nodePort entries). */
@@ -205,7 +205,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
  * Whether the real engine runs the program (not Pulumi's unit-test mocks, which can neither
  * read a stack reference nor register resource hooks; `exposure render` runs under them).
  */
-export function underEngine(): boolean {
+function underEngine(): boolean {
   const monitor = pulumi.runtime.getMonitor() as { registerResourceHook?: unknown } | undefined;
   return typeof monitor?.registerResourceHook === "function";
 }

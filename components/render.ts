@@ -4,7 +4,7 @@ import { RELEASE_TYPE } from "../src/core/naming";
 import { manifestTypeOf, resolved, useProgramMocks } from "./mocks";
 import { declareStack } from "./program";
 
-export interface RenderedRelease {
+interface RenderedRelease {
   chart: string;
   version: string;
   namespace: string;

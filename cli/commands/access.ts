@@ -37,7 +37,7 @@ import { type OpenStack, openStack, provenOwnership, type ReadOutputs, readPubli
 const SPEC = SPECS.access;
 
 /** The versioned template of the data repository's .env (no secret in it). */
-export const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
+const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
 
 export interface AccessDeps {
   connect: ConnectCluster;
@@ -238,7 +238,7 @@ interface Screen {
 }
 
 /** The one screen: UIs, in-cluster endpoints, credentials, what was written and started. */
-export function formatAccess(s: Screen): string {
+function formatAccess(s: Screen): string {
   const lines = [stackHeader(s.stack, s.source, s.observation), ""];
   const uis = s.endpoints.filter((e) => e.exposed && e.reach !== "in-cluster");
   lines.push(

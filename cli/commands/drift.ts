@@ -15,7 +15,7 @@ import { openStack, provenOwnership, readPublished, readStackOutputs } from "../
 
 const SPEC = SPECS.drift;
 
-export interface DriftDeps {
+interface DriftDeps {
   connect: ConnectCluster;
   runPulumi: PulumiRunner;
   /** The outputs of the last `up`: which Services this stack created, the ports and URLs it published. */
@@ -25,7 +25,7 @@ export interface DriftDeps {
 /** `pulumi preview --expect-no-changes` exits 7 when the preview proposes changes (CLI >= 3.227). */
 export const PULUMI_EXIT_CHANGES = 7;
 /** One resource the preview would change. */
-export interface PreviewChange {
+interface PreviewChange {
   op: string;
   type: string;
   name: string;
@@ -34,11 +34,7 @@ export interface PreviewChange {
   fields: string[];
 }
 
-export type PreviewSummary =
-  | { state: "no-changes" }
-  | { state: "changes"; changes: PreviewChange[] }
-  | { state: "failed"; message: string }
-  | { state: "skipped" };
+type PreviewSummary = { state: "no-changes" } | { state: "changes"; changes: PreviewChange[] } | { state: "failed"; message: string } | { state: "skipped" };
 
 /** Steps that change nothing: reads of `.get()` resources, refresh steps, unchanged resources. */
 const NO_CHANGE_OPS = new Set(["same", "read", "refresh", "discard", "read-discard", "read-replacement", "remove-pending-replace"]);
@@ -227,7 +223,7 @@ function formatPreview(preview: PreviewSummary): string[] {
 }
 
 /** The human report: preview first, then every exposure found, undeclared first. */
-export function formatDrift(stack: string, source: string, preview: PreviewSummary, audit: AuditResult, status: Observation): string {
+function formatDrift(stack: string, source: string, preview: PreviewSummary, audit: AuditResult, status: Observation): string {
   const lines = [`stack ${stack}, ${source}`, "", ...formatPreview(preview), ""];
   const total = audit.declared.length + audit.undeclared.length;
   lines.push(`exposure audit (NodePort/LoadBalancer Services and hostPorts, cluster-wide): ${total} found, ${audit.undeclared.length} UNDECLARED`);
@@ -250,7 +246,7 @@ export function formatDrift(stack: string, source: string, preview: PreviewSumma
 }
 
 /** The exposure guard's line(s): its mode, and whether the live policy is the contract's. */
-export function formatAdmission(mode: string, findings: readonly Finding[]): string {
+function formatAdmission(mode: string, findings: readonly Finding[]): string {
   const title = `exposure guard at admission (ui-exposure:admission.mode ${mode}):`;
   if (findings.length === 0) return `\n${title} ${mode === "off" ? "none in the cluster" : "matches the contract"}`;
   return [`\n${title} ${findings.length} DRIFT`, ...findings.map((f) => `  ${f.subject}: ${f.message} [${f.code}]`)].join("\n");
@@ -260,7 +256,7 @@ export function formatAdmission(mode: string, findings: readonly Finding[]): str
  * What the guard in `deny` mode would refuse today, whatever the mode: the list to empty (or
  * to declare) before switching a stack to `deny`, so that the platform's own pods are never refused.
  */
-export function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]; unread: readonly string[] }): string {
+function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]; unread: readonly string[] }): string {
   const title = "exposure guard in deny mode would refuse, of what exists now (each object created again):";
   const partial = preview.unread.length ? [`  (not read, so not checked: ${preview.unread.join("; ")})`] : [];
   if (preview.refusals.length === 0) {

@@ -14,8 +14,6 @@ import { SPECS } from "../specs";
 import { connectCluster, openStack, publishedEndpoints, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.portal;
-export const DEFAULT_LISTEN = SPEC.flags.listen.default;
-
 /**
  * Serves the portal on the operator's machine: the page the cluster serves, read through the
  * stack's kube context (or the current context without --stack). Runs until SIGINT/SIGTERM.

@@ -8,7 +8,7 @@ import { EXIT } from "./findings";
  * and never `.`/`..`: it names `Pulumi.<stack>.yaml` and the SSH forwards' state folder, so a
  * path (`/../../x`) would read or write elsewhere.
  */
-export const STACK_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
+const STACK_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
 
 /** Whether `name` is a stack name (the rule --stack applies); completion lists only these. */
 export function isStackName(name: string): boolean {
@@ -26,9 +26,9 @@ export function checkStackName(name: string): string {
 }
 
 /** Longest wait a command accepts per call or per URL: beyond it a timer would overflow (2^31 ms) long before anyone waits. */
-export const MAX_TIMEOUT_SECONDS = 600;
+const MAX_TIMEOUT_SECONDS = 600;
 /** Shortest: below it no API server nor UI can answer. */
-export const MIN_TIMEOUT_SECONDS = 0.1;
+const MIN_TIMEOUT_SECONDS = 0.1;
 
 const DECIMAL = /^(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 

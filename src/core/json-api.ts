@@ -43,7 +43,7 @@ export interface StatusDocument extends Document<"Status"> {
   problems: readonly string[];
 }
 
-export interface PreviewChangeJson {
+interface PreviewChangeJson {
   op: string;
   type: string;
   name: string;
@@ -93,7 +93,7 @@ export interface ProbeDocument extends Document<"Probe"> {
   results: readonly ProbeResultJson[];
 }
 
-export interface StoppedForwardJson {
+interface StoppedForwardJson {
   entry: string;
   pid: number;
   localPort: number;
@@ -166,19 +166,3 @@ export interface SandboxDownDocument extends Document<"SandboxDown"> {
   removed: boolean;
   rejected: readonly string[];
 }
-
-export type JsonDocument =
-  | CheckDocument
-  | RenderDocument
-  | StatusDocument
-  | DriftDocument
-  | ProbeDocument
-  | AccessDocument
-  | AccessStopDocument
-  | PortalDocument
-  | PortalEntriesDocument
-  | PortalEntryDocument
-  | PortalErrorDocument
-  | SandboxUpDocument
-  | SandboxStatusDocument
-  | SandboxDownDocument;

@@ -23,26 +23,26 @@ export interface CiliumReleasePlan {
 }
 
 /** A LoadBalancer Service and its addresses, as phase 2 will find it. */
-export interface LoadBalancerService {
+interface LoadBalancerService {
   service: string;
   addresses: string[];
   loadBalancerClass?: string;
 }
 
-export interface LbIpPool {
+interface LbIpPool {
   name: string;
   blocks: string[];
   disabled?: boolean;
 }
 
-export interface GatewayRef {
+interface GatewayRef {
   gateway: string;
   addresses: string[];
   hostnames: string[];
 }
 
 /** What still belongs to the Gateway / LB-IPAM era, reported so the operator sees what phase 2 removes. */
-export interface Coexisting {
+interface Coexisting {
   lbIpPools: LbIpPool[];
   gateways: GatewayRef[];
   loadBalancerServices: LoadBalancerService[];
@@ -66,7 +66,7 @@ export type CiliumSummary =
     }
   | { mode: "cohabit"; observed: Record<string, string>; coexisting: Coexisting };
 
-export interface CiliumContext {
+interface CiliumContext {
   stack: string;
   production: boolean;
 }
@@ -130,7 +130,7 @@ function servedByLbIpam(s: LoadBalancerService): boolean {
 }
 
 /** "ns/name" matches itself; "ns/prefix*" matches every name starting with prefix in ns. */
-export function acknowledges(pattern: string, service: string): boolean {
+function acknowledges(pattern: string, service: string): boolean {
   return pattern.endsWith("*") ? service.startsWith(pattern.slice(0, -1)) : pattern === service;
 }
 
