@@ -1,4 +1,4 @@
-import { UserError } from "../src/core/errors";
+import { isUserError, UserError } from "../src/core/errors";
 import { printable, printableValue } from "../src/core/text";
 import { type Command, type CommandContext, findProjectDir, packageVersion } from "./context";
 import { EXIT } from "./exit";
@@ -108,7 +108,7 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
     const run = commands[name] ?? (await loadCommand(name));
     return await run(rest, context);
   } catch (err) {
-    if (err instanceof UserError) {
+    if (isUserError(err)) {
       context.stderr(`exposure ${name}: ${err.message}`);
       return err.exitCode;
     }
