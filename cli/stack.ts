@@ -30,11 +30,6 @@ export async function connectCluster(opened: OpenStack, timeoutMs?: number, env:
   }
 }
 
-/** The `endpoints` output, checked (src/core/published.ts): a malformed one is an error naming the field. */
-export function publishedEndpoints(outputs: Record<string, unknown>, source = "stack outputs"): PublishedEndpoints {
-  return publishedFromOutputs(outputs, source);
-}
-
 export { type OpenStack, openStack } from "../src/adapters/stack-inputs";
 export { type ReadOutputs, readStackOutputs };
 
@@ -54,10 +49,10 @@ export async function readPublished(
 ): Promise<{ endpoints: PublishedEndpoints; source: PublishedSource }> {
   if (outputsFile) {
     // A file named on the command line is an input the operator chose: failing to read it is an error.
-    return { endpoints: publishedEndpoints(await readOutputs(ctx, stack, outputsFile)), source: { from: "file", file: outputsFile } };
+    return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack, outputsFile), "stack outputs"), source: { from: "file", file: outputsFile } };
   }
   try {
-    return { endpoints: publishedEndpoints(await readOutputs(ctx, stack)), source: { from: "pulumi" } };
+    return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack), "stack outputs"), source: { from: "pulumi" } };
   } catch (err) {
     // Pulumi's own answer that the stack does not exist: it created nothing, so nothing is ours
     // (not "unknown", which would fall back to names and call another stack's Services MATCH).

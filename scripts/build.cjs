@@ -16,18 +16,8 @@ const STAMP = path.join("dist", "build-stamp.json");
  */
 const PROGRAM_BUNDLE = "dist/bundles/program/stack-program.cjs";
 
-function sourceFiles(root, dir) {
-  let entries;
-  try {
-    entries = fs.readdirSync(path.join(root, dir), { withFileTypes: true });
-  } catch {
-    return [];
-  }
-  return entries
-    .map((e) => ({ e, rel: `${dir}/${e.name}` }))
-    .sort((a, b) => (a.rel < b.rel ? -1 : 1))
-    .flatMap(({ e, rel }) => (e.isDirectory() ? sourceFiles(root, rel) : e.name.endsWith(".ts") ? [rel] : []));
-}
+/** The TypeScript sources under `dir`, sorted. */
+const sourceFiles = (root, dir) => filesUnder(root, dir).filter((f) => f.endsWith(".ts"));
 
 /** sha256 of files (paths and content, not mtimes: a copied tree still matches its build). */
 function filesHash(root, files) {

@@ -24,17 +24,8 @@ interface DriftDeps {
 
 /** `pulumi preview --expect-no-changes` exits 7 when the preview proposes changes (CLI >= 3.227). */
 export const PULUMI_EXIT_CHANGES = 7;
-/** One resource the preview would change. */
-interface PreviewChange {
-  op: string;
-  type: string;
-  name: string;
-  urn: string;
-  /** "spec.ports[0].targetPort (update)"...; empty when Pulumi gave no detail. */
-  fields: string[];
-}
-
-type PreviewSummary = { state: "no-changes" } | { state: "changes"; changes: PreviewChange[] } | { state: "failed"; message: string } | { state: "skipped" };
+/** What the preview proposed, as `drift --json` prints it. */
+type PreviewSummary = DriftDocument["preview"];
 
 /** Steps that change nothing: reads of `.get()` resources, refresh steps, unchanged resources. */
 const NO_CHANGE_OPS = new Set(["same", "read", "refresh", "discard", "read-discard", "read-replacement", "remove-pending-replace"]);
@@ -67,7 +58,7 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
   if (run.exitCode === PULUMI_EXIT_CHANGES) {
     const changes = (digest?.steps ?? [])
       .filter((s) => s.op && !NO_CHANGE_OPS.has(s.op))
-      .map((s): PreviewChange => {
+      .map((s) => {
         const urn = s.urn ?? "";
         const detailed = Object.entries(s.detailedDiff ?? {}).map(([field, d]) => `${field} (${d.kind ?? "update"})`);
         return { op: s.op as string, ...splitUrn(urn), urn, fields: detailed.length ? detailed : (s.diffReasons ?? []) };

@@ -6,12 +6,13 @@ import { JSON_API_VERSION } from "../../src/core/findings";
 import type { PortalDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../../src/core/observe";
+import { publishedFromOutputs } from "../../src/core/published";
 import { type ListenAddress, type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
 import type { Command, CommandContext } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { SPECS } from "../specs";
-import { connectCluster, openStack, publishedEndpoints, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, openStack, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.portal;
 /**
@@ -103,7 +104,7 @@ export async function publishedReader(
   readOutputs = readStackOutputs,
 ): Promise<() => Promise<PublishedEndpoints | undefined>> {
   if (outputsFile) {
-    const read = async () => publishedEndpoints(await readOutputs(ctx, stack, outputsFile), outputsFile);
+    const read = async () => publishedFromOutputs(await readOutputs(ctx, stack, outputsFile), outputsFile);
     await read();
     return read;
   }

@@ -43,6 +43,7 @@ export interface StatusDocument extends Document<"Status"> {
   problems: readonly string[];
 }
 
+/** One resource the preview would change; `fields` is empty when Pulumi gave no detail. */
 interface PreviewChangeJson {
   op: string;
   type: string;
