@@ -24,6 +24,17 @@ afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
 const exposure = (...args: string[]) =>
   spawnSync(process.execPath, [path.join(copy, "bin/exposure.cjs"), ...args], { cwd: copy, encoding: "utf8", timeout: 120_000 });
 
+/** Runs `command` in the copy mounted read-only (as root, permissions would not stop a write: a read-only bind mount does). */
+const inReadOnlyCopy = (command: string[], cwd = ".") =>
+  spawnSync(
+    "unshare",
+    ["--mount", "sh", "-c", 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && cd "$0/$1" && shift && exec "$@"', copy, cwd, ...command],
+    {
+      encoding: "utf8",
+      timeout: 120_000,
+    },
+  );
+
 /** Edits `file` of the copy, runs `during`, puts the file back. */
 function edited<T>(file: string, edit: (text: string) => string, during: () => T): T {
   const target = path.join(copy, file);
@@ -129,22 +140,7 @@ describe("bin/exposure.cjs", () => {
   }, 120_000);
 
   it("in a checkout it cannot write: a stale build runs with one warning saying why; a changed one is refused with one line", () => {
-    // As root, permissions do not stop a write: a read-only bind mount of the copy does.
-    const readOnly = (...args: string[]) =>
-      spawnSync(
-        "unshare",
-        [
-          "--mount",
-          "sh",
-          "-c",
-          'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && cd "$0" && exec "$@"',
-          copy,
-          process.execPath,
-          "bin/exposure.cjs",
-          ...args,
-        ],
-        { encoding: "utf8", timeout: 120_000 },
-      );
+    const readOnly = (...args: string[]) => inReadOnlyCopy([process.execPath, "bin/exposure.cjs", ...args]);
     expect(exposure("check").status).toBe(0);
     const stale = edited(
       "cli/flags.ts",
@@ -231,6 +227,20 @@ describe("program loader", () => {
     expect(edited("src/core/plan.ts", (t) => `const = ;\n${t}`, load)).toMatch(
       /^RunError: src\/core\/plan\.ts:1:7: Expected identifier but found "="; fix the source/,
     );
+  }, 120_000);
+
+  it("in a checkout it cannot write, runs the old program bundle with one warning when the sources changed", () => {
+    const index = (value: string) => `export = async () => ${JSON.stringify(value)};\n`;
+    edited("index.ts", () => index("built"), load);
+    const probe = `const m = require(${JSON.stringify(path.join(copy, LOADER))}); m().then((v) => console.log(JSON.stringify(v)));`;
+    const r = edited(
+      "index.ts",
+      () => index("edited"),
+      () => inReadOnlyCopy([process.execPath, "-e", probe], "components"),
+    );
+    expect(r.stdout.trim()).toBe('"built"');
+    expect(r.stderr).toContain("dist/ is older than the sources and cannot write dist/ in");
+    expect(r.stderr).toContain("running the old build");
   }, 120_000);
 
   // An empty module would be taken for a program declaring nothing: preview would plan deleting everything.
