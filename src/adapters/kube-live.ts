@@ -11,8 +11,6 @@ import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, 
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
 type KubeConfig = InstanceType<ClientNode["KubeConfig"]>;
-/** Per-request options of the generated API clients (their middleware sets the abort signal). */
-type RequestOptions = NonNullable<Parameters<InstanceType<ClientNode["CoreV1Api"]>["listNode"]>[1]>;
 
 interface KubeTarget {
   /** Path to a kubeconfig, or its content (as `kubernetes:kubeconfig` allows); default: $KUBECONFIG or ~/.kube/config. */
