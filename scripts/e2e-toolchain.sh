@@ -704,7 +704,9 @@ build_prometheus() {
   have promtool && have prometheus && return 0
   wrapper prometheus
   go get "github.com/prometheus/prometheus@v${PROMETHEUS_VERSION}"
-  local ldf="-X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#0.}"
+  # Go tag v0.3yy.z is Prometheus 3.yy.z
+  local minor=${PROMETHEUS_VERSION#0.3}
+  local ldf="-X github.com/prometheus/common/version.Version=3.${minor}"
   gobuild "$PROM_DIR/bin/promtool" "$ldf" "" github.com/prometheus/prometheus/cmd/promtool
   gobuild "$PROM_DIR/bin/prometheus" "$ldf" "" github.com/prometheus/prometheus/cmd/prometheus
   echo "$PROM_STAMP" > "$PROM_DIR/.stamp"
