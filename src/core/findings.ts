@@ -6,7 +6,7 @@
  */
 
 /** What a finding means for the exit code, from the most to the least severe. */
-type Severity = "error" | "invalid" | "drift" | "unreachable" | "warning" | "info";
+export type Severity = "error" | "invalid" | "drift" | "unreachable" | "warning" | "info";
 
 export interface Finding {
   /** Stable, kebab-case, documented in docs/commands.md (e.g. `node-port-moved`). */
