@@ -69,8 +69,9 @@ export class AdmissionGuard extends pulumi.ComponentResource {
 
     // URNs resolve once the engine has applied both (create or update).
     // Once the binding is applied (with [Warn] after a failed type check), the update fails with the
-    // one message: our Services, which depend on this, are not created (a ResourceError is printed
-    // without a stack trace; pulumi.log.error would not fail the update).
+    // one message: our Services, which depend on this, are not created. The SDK fails an update only
+    // on an unhandled error (pulumi.log.error does not: pulumi/pulumi#6090), and an after-hook's error
+    // is a warning; a ResourceError is printed without a stack trace.
     this.effective = pulumi.all([this.policy.urn, this.binding.urn, checked.problem]).apply(async ([, , problem]): Promise<pulumi.Resource> => {
       if (problem) throw new pulumi.ResourceError(problem, this);
       if (!pulumi.runtime.isDryRun() && args.untilEffective) await args.untilEffective();
