@@ -175,7 +175,10 @@ async function emptyProgram(sandbox: Sandbox, bin: string): Promise<{ dir: strin
   fs.writeFileSync(path.join(dir, "index.js"), '"use strict";\nconst pulumi = require("@pulumi/pulumi");\nexports.stack = pulumi.getStack();\n');
   fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(dir, "node_modules"));
   const project = { dir, env: sandbox.env };
-  const init = await runProcess(path.join(bin, "pulumi"), ["stack", "init", "empty", "--non-interactive"], { cwd: dir, env: sandbox.env });
+  const init = await runProcess(path.join(bin, "pulumi"), ["stack", "init", "empty", "--secrets-provider", "passphrase", "--non-interactive"], {
+    cwd: dir,
+    env: sandbox.env,
+  });
   if (init.code !== 0) throw new Error(`stack init (empty) failed: ${tail(init)}`);
   const up = await pulumiAsync(project, bin, ["up", "--yes", "--skip-preview"], "empty");
   if (up.code !== 0) throw new Error(`pulumi up (empty) failed: ${tail(up)}`);
@@ -239,6 +242,8 @@ export async function measureLive(opts: { sizes: readonly number[]; log: (m: str
   const missing = BINARIES.filter((b) => !fs.existsSync(path.join(bin, b)));
   if (missing.length) return { skipped: `the e2e toolchain is not built (missing ${missing.join(", ")} in ${bin}; scripts/e2e-toolchain.sh)` };
   if (!fs.existsSync(path.join(bin, "kube-controller-manager"))) process.env.E2E_KCM = "0";
+  // About 2 Services per UI: more room than the default /24 of ClusterIPs.
+  process.env.E2E_SERVICE_CIDR = "10.96.0.0/20";
   opts.log("live: starting the local API server");
   const cluster = await startCluster(bin);
   const sandbox = makeSandbox(bin, cluster, { kubernetes: providerVersions().kubernetes } as Parameters<typeof makeSandbox>[2]);
