@@ -148,10 +148,8 @@ const TIME = "/usr/bin/time";
 const hasTime = fs.existsSync(TIME);
 
 /**
- * `sandbox.pulumi()` with the same arguments and environment, but asynchronous: a synchronous
- * spawn would block this process' event loop (its timers, its client connections) for minutes.
- * Under /usr/bin/time when present: the CPU time of the whole process tree (the CLI waits for
- * the language host, which waits for the program) is read from its last stderr line.
+ * `sandbox.pulumi()`, asynchronous (a synchronous spawn would block this process for minutes), under
+ * /usr/bin/time when present: the CPU time of the whole process tree, from its last stderr line.
  */
 async function pulumiAsync(
   sandbox: { dir: string; env: NodeJS.ProcessEnv },
