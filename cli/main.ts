@@ -1,4 +1,5 @@
 import { isUserError, UserError } from "../src/core/errors";
+import { EXIT_MEANINGS } from "../src/core/findings";
 import { printable, printableValue } from "../src/core/text";
 import { type Command, type CommandContext, findProjectDir, packageVersion } from "./context";
 import { EXIT } from "./exit";
@@ -40,7 +41,9 @@ function helpText(): string {
     "`exposure <command> --help` (or `exposure help <command>`) describes every flag of a command.",
     "`exposure version` (or --version) prints the version. Every reporting command takes --json.",
     "",
-    "exit codes: 0 ok, 1 error, 2 invalid contract or usage, 3 drift/absent, 4 unreachable URL, 5 credential unreadable (access)",
+    `exit codes: ${Object.entries(EXIT_MEANINGS)
+      .map(([code, meaning]) => `${code} ${meaning}`)
+      .join(", ")}`,
   ].join("\n");
 }
 

@@ -43,6 +43,16 @@ export const EXIT = {
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
+/** What each exit code means, in `exposure --help`. */
+export const EXIT_MEANINGS: Readonly<Record<ExitCode, string>> = {
+  0: "ok",
+  1: "error",
+  2: "invalid contract or usage",
+  3: "drift/absent",
+  4: "unreachable URL",
+  5: "credential unreadable (access)",
+};
+
 const EXIT_OF: Record<Severity, ExitCode> = {
   error: EXIT.ERROR,
   invalid: EXIT.INVALID,
