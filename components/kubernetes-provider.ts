@@ -1,5 +1,5 @@
 import * as k8s from "@pulumi/kubernetes";
-import type * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "@pulumi/pulumi";
 
 /**
  * The Kubernetes provider a component was given (`opts.providers`, or `opts.provider`), for its
@@ -12,3 +12,32 @@ export function kubernetesProviderOf(opts: pulumi.ComponentResourceOptions | und
   if (!provider) throw new Error(`${component}: no Kubernetes provider given (opts.providers): it would deploy through the ambient kube context`);
   return provider;
 }
+
+/**
+ * The one takeover guard: a hook that runs only when the engine is about to create the resource,
+ * i.e. when it is not in this stack's state, and fails with `refusal` (an object of that name
+ * exists and the state does not hold it). Ownership is the state's, never labels anyone can copy.
+ * Nothing to add when nothing exists there, or under Pulumi's unit-test mocks (no hooks).
+ */
+export function refuseTakeover(name: string, refusal: string | undefined, hooks: boolean): Pick<pulumi.CustomResourceOptions, "hooks"> {
+  if (!hooks || refusal === undefined) return {};
+  const hook = new pulumi.ResourceHook(
+    `${name}-refuse-takeover`,
+    () => {
+      throw new Error(refusal);
+    },
+    { onDryRun: true },
+  );
+  return { hooks: { beforeCreate: [hook] } };
+}
+
+/**
+ * Options of a fixed-name Service that `pulumi import` may adopt on purpose: the import puts it
+ * at the stack's root, and the next `up` moves it under its component (alias); an import records
+ * every live field as an input, clusterIP included, which the program never sets: without
+ * ignoring it the provider would replace the Service (delete and re-create: new uid, new port).
+ */
+export const importableService = (): Pick<pulumi.CustomResourceOptions, "aliases" | "ignoreChanges"> => ({
+  aliases: [{ parent: pulumi.rootStackResource }],
+  ignoreChanges: ["spec.clusterIP"],
+});

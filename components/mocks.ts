@@ -2,9 +2,9 @@
 // program against it. It answers like the API server where the program depends on the answer
 // (ids, auto-names, allocated nodePorts) and records every registration.
 import * as pulumi from "@pulumi/pulumi";
+import { RELEASE_TYPE } from "../src/core/cilium/adopt";
 import { UserError } from "../src/core/errors";
 import type { Service } from "../src/core/kube/types";
-import { RELEASE_TYPE } from "../src/core/naming";
 import { PROJECT } from "../src/core/settings";
 
 export interface RegisteredResource {

@@ -1,8 +1,8 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION } from "../src/core/kube/types";
-import { buildUrl, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
-import { kubernetesProviderOf } from "./kubernetes-provider";
+import { buildUrl, entryService, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
+import { importableService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
 
 export interface NodePortExposureArgs {
   plan: NodePortPlan;
@@ -49,18 +49,6 @@ export class NodePortExposure extends pulumi.ComponentResource {
     const { plan } = args;
     const provider = kubernetesProviderOf(opts, `NodePortExposure ${name}`);
 
-    // Runs only when the engine is about to create the Service, i.e. when it is not in this
-    // stack's state: ownership is decided by the state, never by labels anyone can copy.
-    const refuseTakeover = args.hooks
-      ? new pulumi.ResourceHook(
-          `${name}-refuse-takeover`,
-          () => {
-            if (args.existsInCluster) throw new Error(takeoverRefusal(plan, args.stack));
-          },
-          { onDryRun: true },
-        )
-      : undefined;
-
     this.service = new k8s.core.v1.Service(
       `${name}-svc`,
       {
@@ -94,13 +82,8 @@ export class NodePortExposure extends pulumi.ComponentResource {
         provider,
         // The name is fixed, so a replacement must delete the old Service first.
         deleteBeforeReplace: true,
-        // `pulumi import` (the adoption command) imports at the stack's root; the next `up` moves it here.
-        aliases: [{ parent: pulumi.rootStackResource }],
-        // An import records every live field as an input, clusterIP included; the program never
-        // sets it, and the provider replaces a Service whose clusterIP input goes away: adopting
-        // would delete and re-create the Service (new uid, new port). Never set by this program.
-        ignoreChanges: ["spec.clusterIP"],
-        ...(refuseTakeover ? { hooks: { beforeCreate: [refuseTakeover] } } : {}),
+        ...importableService(),
+        ...refuseTakeover(name, args.existsInCluster ? takeoverRefusal(entryService(plan), args.stack) : undefined, args.hooks),
       },
     );
 

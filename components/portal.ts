@@ -18,7 +18,7 @@ import {
   selectsHostPort,
 } from "../src/core/portal/spec";
 import type { PortalSettings, Settings } from "../src/core/settings";
-import { kubernetesProviderOf } from "./kubernetes-provider";
+import { importableService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
 
 export interface PortalArgs {
   /** The server bundle, built by the program before any resource is declared (it can fail). */
@@ -71,16 +71,6 @@ export class Portal extends pulumi.ComponentResource {
     // Only where `up` would otherwise wait on pods that can never start (no kubelet).
     const awaitAnnotations = settings.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;
 
-    const refuseTakeover =
-      hooks && namespaceRefusal
-        ? new pulumi.ResourceHook(
-            `${name}-ns-refuse-takeover`,
-            () => {
-              throw new Error(namespaceRefusal);
-            },
-            { onDryRun: true },
-          )
-        : undefined;
     const ns = settings.createNamespace
       ? new k8s.core.v1.Namespace(
           `${name}-ns`,
@@ -92,7 +82,7 @@ export class Portal extends pulumi.ComponentResource {
             // Others may put objects in it once it exists: neither `destroy` nor turning
             // createNamespace off ever deletes it (and everything in it); remove it by hand once empty.
             retainOnDelete: true,
-            ...(refuseTakeover ? { hooks: { beforeCreate: [refuseTakeover] } } : {}),
+            ...refuseTakeover(`${name}-ns`, namespaceRefusal, hooks),
           },
         )
       : undefined;
@@ -190,23 +180,19 @@ export class Portal extends pulumi.ComponentResource {
     );
 
     const spec = portalService(settings.namespace);
-    // Same rule as the namespace: checked only when the Service is not in the state (labels prove nothing).
-    const refuseServiceTakeover =
-      hooks && serviceRefusal
-        ? new pulumi.ResourceHook(
-            `${name}-svc-refuse-takeover`,
-            () => {
-              throw new Error(serviceRefusal);
-            },
-            { onDryRun: true },
-          )
-        : undefined;
     this.service = new k8s.core.v1.Service(
       `${name}-svc`,
       {
         // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, and the
         // planner read this same spec before it existed (withStackServices in src/core/plan.ts).
-        metadata: { name: spec.metadata.name, namespace, labels: spec.metadata.labels ?? {}, ...(awaitAnnotations ? { annotations: awaitAnnotations } : {}) },
+        // patchForce: this Service belongs to this stack alone; once adopted (pulumi import), or after a
+        // hand edit, `up` takes its fields back instead of failing on a server-side apply conflict.
+        metadata: {
+          name: spec.metadata.name,
+          namespace,
+          labels: spec.metadata.labels ?? {},
+          annotations: { ...awaitAnnotations, "pulumi.com/patchForce": "true" },
+        },
         spec: {
           type: "ClusterIP",
           selector: spec.spec?.selector ?? {},
@@ -214,7 +200,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // Fixed name: a replacement must delete the old Service first.
-      { parent: this, provider, deleteBeforeReplace: true, ...(refuseServiceTakeover ? { hooks: { beforeCreate: [refuseServiceTakeover] } } : {}) },
+      { parent: this, provider, deleteBeforeReplace: true, ...importableService(), ...refuseTakeover(`${name}-svc`, serviceRefusal, hooks) },
     );
 
     this.publishedRefusal = hooks ? publishedRefusal : undefined;
@@ -240,16 +226,6 @@ export function portalPublished(
   args: { portal: Portal; endpoints: pulumi.Input<Record<string, unknown>> },
   opts?: pulumi.CustomResourceOptions,
 ): k8s.core.v1.ConfigMap {
-  const refuse = args.portal.publishedRefusal;
-  const refuseTakeover = refuse
-    ? new pulumi.ResourceHook(
-        `${name}-refuse-takeover`,
-        () => {
-          throw new Error(refuse);
-        },
-        { onDryRun: true },
-      )
-    : undefined;
   return new k8s.core.v1.ConfigMap(
     name,
     {
@@ -257,6 +233,6 @@ export function portalPublished(
       data: { [PORTAL_PUBLISHED.file]: pulumi.output(args.endpoints).apply((e) => JSON.stringify(e)) },
     },
     // A fixed name (the Deployment names it): a replacement deletes first.
-    { ...opts, deleteBeforeReplace: true, ...(refuseTakeover ? { hooks: { beforeCreate: [refuseTakeover] } } : {}) },
+    { ...opts, deleteBeforeReplace: true, ...refuseTakeover(name, args.portal.publishedRefusal, true) },
   );
 }

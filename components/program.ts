@@ -6,10 +6,10 @@ import { openStack } from "../src/adapters/stack-inputs";
 import { admissionApiProblem } from "../src/core/admission";
 import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
+import { recreatedProblem, stateServiceUids } from "../src/core/exposure-model";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
-import { CONFIG_MAP_TYPE, importCommand, SERVICE_TYPE } from "../src/core/naming";
 import type { PublishedEndpoints } from "../src/core/observe";
-import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
+import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
 import { guardAdmission } from "./admission";
@@ -17,7 +17,7 @@ import { Cilium } from "./cilium";
 import { NodePortExposure } from "./node-port-exposure";
 import { Portal, portalPublished } from "./portal";
 
-interface ProgramInputs {
+export interface ProgramInputs {
   /** Folder holding Pulumi.yaml; relative contract paths resolve against it. */
   projectDir: string;
   stack: string;
@@ -32,10 +32,16 @@ interface ProgramInputs {
    * StackReference to this same stack. Render and the unit tests pass their own.
    */
   lastEndpoints?: () => Promise<PublishedEndpoints>;
+  /**
+   * The uid of each Service this stack's state held when `up` started, by "namespace/name";
+   * default: read from the engine before any resource is declared (so before the refresh
+   * re-reads them by name). Render and the unit tests pass their own.
+   */
+  stateUids?: () => Promise<ReadonlyMap<string, string>>;
 }
 
 /** One record per published entry, as stack output. */
-interface EndpointRecord {
+export interface EndpointRecord {
   exposure: "nodePort" | "hostPort";
   namespace: string;
   /** The vendored Service mirrored (nodePort entries). */
@@ -87,14 +93,19 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
     settings.portal.enabled ? cluster.getConfigMap(settings.portal.namespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
   ]);
+  // Only once an up has completed: the engine cannot read the state of a stack that has none yet.
+  const stateUids = inputs.stateUids
+    ? await inputs.stateUids()
+    : underEngine() && Object.keys(lastEndpoints).length > 0
+      ? await readStateUids()
+      : new Map<string, string>();
 
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
   // before anything exists: the contract entry mirroring it is planned from the spec the Portal
   // component will create (the same pure function builds both), so enabling the portal and
   // publishing it takes one `up`. The component goes first in the dependency order (see publish).
-  const planned = settings.portal.enabled ? withStackServices(services, [portalService(settings.portal.namespace)]) : { services: [...services], problems: [] };
-  const portalIssues = settings.portal.enabled ? planned.problems.map((p) => `portal: ${p}`) : [];
-  const resolution = resolveExposures(selectedEntries, { services: planned.services, nodes, pods }, settings.nodeAddress, {
+  const planned = settings.portal.enabled ? withStackServices(services, [portalService(settings.portal.namespace)]) : services;
+  const resolution = resolveExposures(selectedEntries, { services: planned, nodes, pods }, settings.nodeAddress, {
     allowKubeSystem: settings.allowKubeSystem,
   });
   const ciliumPlan = planCilium(
@@ -109,13 +120,23 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   );
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
   const admissionIssue = settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.admissionApiResources?.(), cluster.source);
+  // Ownership by state: a Service of ours the state holds, re-created by hand since, is refused
+  // before anything is declared (the refresh would read it by name and the update take it over).
+  const live = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+  const fixedNames: [string, string][] = [
+    ...("plans" in resolution
+      ? resolution.plans.flatMap((p): [string, string][] => (p.kind === "nodePort" ? [[`entry '${p.entry}'`, `${p.namespace}/${p.serviceName}`]] : []))
+      : []),
+    ...(settings.portal.enabled ? [["portal", `${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`] as [string, string]] : []),
+  ];
+  const recreated = fixedNames.flatMap(([what, key]) => recreatedProblem(what, live.get(key), stateUids.get(key)) ?? []);
   const problems = [
+    ...recreated,
     ...("problems" in resolution ? resolution.problems : []),
     ...("problems" in ciliumPlan ? ciliumPlan.problems : []),
-    ...portalIssues,
     ...(admissionIssue ? [admissionIssue] : []),
   ];
-  if ("problems" in resolution || "problems" in ciliumPlan || portalIssues.length > 0 || admissionIssue) {
+  if (recreated.length > 0 || "problems" in resolution || "problems" in ciliumPlan || admissionIssue) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
@@ -142,12 +163,24 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
           ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
           ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
             ? {
-                serviceRefusal: `portal: Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} already exists and this stack did not create it; delete it, or adopt it on purpose (${importCommand(SERVICE_TYPE, "portal-server-svc", `${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`, inputs.stack)}, then pulumi up)`,
+                serviceRefusal: takeoverRefusal(
+                  { what: "portal", kind: "Service", resourceName: "portal-server-svc", namespace: settings.portal.namespace, name: PORTAL_SERVICE_NAME },
+                  inputs.stack,
+                ),
               }
             : {}),
           ...(publishedConfigMap
             ? {
-                publishedRefusal: `portal: ConfigMap ${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap} already exists and this stack did not create it; delete it, or adopt it on purpose (${importCommand(CONFIG_MAP_TYPE, "portal-server-published", `${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap}`, inputs.stack)}, then pulumi up)`,
+                publishedRefusal: takeoverRefusal(
+                  {
+                    what: "portal",
+                    kind: "ConfigMap",
+                    resourceName: "portal-server-published",
+                    namespace: settings.portal.namespace,
+                    name: PORTAL_PUBLISHED.configMap,
+                  },
+                  inputs.stack,
+                ),
               }
             : {}),
           hooks: underEngine(),
@@ -205,7 +238,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
  * Whether the real engine runs the program (not Pulumi's unit-test mocks, which can neither
  * read a stack reference nor register resource hooks; `exposure render` runs under them).
  */
-function underEngine(): boolean {
+export function underEngine(): boolean {
   const monitor = pulumi.runtime.getMonitor() as { registerResourceHook?: unknown } | undefined;
   return typeof monitor?.registerResourceHook === "function";
 }
@@ -216,6 +249,27 @@ function organization(): string {
     return pulumi.getOrganization();
   } catch {
     return "organization";
+  }
+}
+
+/**
+ * The uid of each Service in this stack's state, from the engine's own record of the stack
+ * (the latest checkpoint, read before any resource of this `up` is registered, hence refreshed).
+ */
+async function readStateUids(): Promise<ReadonlyMap<string, string>> {
+  // The outputs hold references to resources (a component's children), which the SDK would turn
+  // back into resources by asking the engine for them, and this deployment has none yet: the
+  // references are asked for as plain URNs instead (the SDK reads this flag when it invokes).
+  const sdk = require("@pulumi/pulumi/utils") as { disableResourceReferences: boolean };
+  const before = sdk.disableResourceReferences;
+  sdk.disableResourceReferences = true;
+  try {
+    const result = await pulumi.runtime.invoke("pulumi:pulumi:readStackResourceOutputs", {
+      stackName: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}`,
+    });
+    return stateServiceUids((result as { outputs?: unknown } | undefined)?.outputs);
+  } finally {
+    sdk.disableResourceReferences = before;
   }
 }
 

@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
+import { RELEASE_TYPE } from "../src/core/cilium/adopt";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import { RELEASE_TYPE } from "../src/core/naming";
 import { manifestTypeOf, resolved, useProgramMocks } from "./mocks";
 import { declareStack } from "./program";
 

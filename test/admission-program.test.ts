@@ -65,7 +65,7 @@ describe("program: the exposure guard at admission", () => {
     expect((policy.inputs.metadata as { name: string }).name).toBe("ui-exposure-guard-test");
     const variables = (policy.inputs.spec as { variables: { name: string; expression: string }[] }).variables;
     expect(variables.find((v) => v.name === "serviceDeclared")?.expression).toBe(
-      '(variables.serviceKey in ["argocd/argocd-nodeport", "gitea/gitea-nodeport", "monitoring/grafana-nodeport"])',
+      'variables.serviceKey in ["argocd/argocd-nodeport", "gitea/gitea-nodeport", "monitoring/grafana-nodeport"] ? variables.serviceType == \'NodePort\' && size(variables.servicePorts) <= 1 && size(variables.externalIPs) == 0 : false',
     );
     const binding = registered.find((r) => r.type === "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding");
     expect(binding?.inputs.spec).toEqual({ policyName: "ui-exposure-guard-test", validationActions: ["Deny"] });

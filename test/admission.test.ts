@@ -64,7 +64,7 @@ describe("admission policy generated from the contract", () => {
 
   it("admits our <entry>-nodeport Service of each published entry (names with dashes) and the allowlisted Services", () => {
     expect(variable(admissionManifests(input()), "serviceDeclared")).toBe(
-      '(variables.serviceKey in ["argo-cd/argo-cd-nodeport", "kube-system/hubble-ui"]) || (["argocd/cilium-gateway-"].exists(p, variables.serviceKey.startsWith(p)))',
+      'variables.serviceKey in ["argo-cd/argo-cd-nodeport"] ? variables.serviceType == \'NodePort\' && size(variables.servicePorts) <= 1 && size(variables.externalIPs) == 0 : ((variables.serviceKey in ["kube-system/hubble-ui"]) || (["argocd/cilium-gateway-"].exists(p, variables.serviceKey.startsWith(p))))',
     );
   });
 
@@ -113,9 +113,12 @@ describe("admission policy generated from the contract", () => {
   });
 
   it("says in its messages that the object is not in the contract and where to declare it", () => {
-    const [svc, hostPort] = admissionManifests(input()).policy.spec.validations;
+    const [svc, tooLarge, hostPort] = admissionManifests(input()).policy.spec.validations;
+    expect(tooLarge?.message).toBe(
+      "a pod with more than 32 containers in a list or 32 ports in a container is too large for the exposure guard to check (ui-exposure refuses what it cannot check): split it or declare fewer ports",
+    );
     expect(svc?.messageExpression).toBe(
-      "'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ') ' + \"is not in the ui-exposure contract of stack dirqual: publish the UI through an entry of contract/endpoints.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.dirqual.yaml\"",
+      "'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + (size(variables.externalIPs) == 0 ? '' : size(variables.externalIPs) <= 32 ? ', externalIPs ' + variables.externalIPs.join(', ') : ', ' + string(size(variables.externalIPs)) + ' externalIPs') + (variables.serviceKey in [\"argo-cd/argo-cd-nodeport\"] && size(variables.servicePorts) > 1 ? ', ' + string(size(variables.servicePorts)) + ' ports where the contract declares one' : '') + ') ' + (variables.serviceTooLarge ? \"has more than 128 ports or 32 externalIPs: too large for the exposure guard to check (ui-exposure refuses what it cannot check): \" : '') + \"is not in the ui-exposure contract of stack dirqual: publish the UI through an entry of contract/endpoints.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.dirqual.yaml\"",
     );
     expect(hostPort?.message).toBe(
       "a hostPort is not in the ui-exposure contract of stack dirqual: declare it as a hostPort entry (namespace, port, podSelector) of contract/endpoints.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.dirqual.yaml as 'namespace/pod-prefix*:port'",

@@ -121,3 +121,38 @@ describe("exit codes", () => {
     expect(found).toEqual([]);
   });
 });
+
+describe("one model of exposure", () => {
+  // src/core/exposure-model.ts alone holds the rules: which host ports a pod holds, what a Service
+  // opens, which rule declares it, which Service is ours, how allowlist patterns and labels match.
+  const READERS = ["src/core/plan.ts", "src/core/observe.ts", "src/core/audit.ts", "src/core/admission-preview.ts", "src/core/admission.ts"];
+  /** Signs of a rule written again: a pod's ports, the host network's default, a wildcard, the port name, our Service's name, label matching. */
+  const REIMPLEMENTED = [
+    /\.hostNetwork\b|"hostNetwork"/,
+    /\.containerPort\b|"containerPort"/,
+    /endsWith\("\*"\)/,
+    /"https" \? "https"/,
+    /\}-nodeport/,
+    /\[k\] === v/,
+  ];
+  /** The model; the CEL generator, which writes the model in CEL (held to it by test/exposure-model.test.ts); the object schemas. */
+  const EXEMPT = ["src/core/exposure-model.ts", "src/core/admission.ts", "src/core/kube/types.ts", "src/core/kube/validate.ts"];
+
+  it("every reader imports the model", () => {
+    for (const file of READERS)
+      expect(
+        importsOf(file).map((s) => s.spec),
+        file,
+      ).toContain("./exposure-model");
+  });
+
+  it("no other core file re-implements what the model decides", () => {
+    const offenders = sourceFiles("src/core")
+      .filter((f) => !EXEMPT.includes(f))
+      .flatMap((f) => {
+        const text = fs.readFileSync(path.join(projectDir, f), "utf8");
+        return REIMPLEMENTED.filter((r) => r.test(text)).map((r) => `${f}: ${r}`);
+      });
+    expect(offenders).toEqual([]);
+  });
+});

@@ -2,8 +2,9 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { openStack } from "../cli/stack";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
-import { auditExposure, matchesPattern } from "../src/core/audit";
+import { auditExposure } from "../src/core/audit";
 import { parseContract } from "../src/core/contract/parse";
+import { matchesPattern as matchesParsed } from "../src/core/exposure-model";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { PublishedEndpoints } from "../src/core/observe";
@@ -25,6 +26,8 @@ function audit(opts: { services?: Service[]; pods?: Pod[]; selected?: string[]; 
     ...(opts.published ? { published: opts.published } : {}),
   });
 }
+
+const matchesPattern = (p: string, value: string) => matchesParsed({ prefix: p.endsWith("*"), text: p.endsWith("*") ? p.slice(0, -1) : p }, value);
 
 describe("matchesPattern", () => {
   it("matches exactly, or by prefix when the pattern ends with '*'", () => {

@@ -12,14 +12,13 @@ import { Cilium, releaseArgs, releaseOptions } from "../components/cilium";
 import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../components/mocks";
 import { render } from "../components/render";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
-import { importCommand, releaseResourceName } from "../src/core/cilium/adopt";
+import { RELEASE_TYPE, releaseImportCommand, releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumObservation, type CiliumPlan, ciliumSummary, coexisting, planCilium, unacknowledgedLoss } from "../src/core/cilium/plan";
 import { deepMerge, extraValuesProblems, l4Values } from "../src/core/cilium/values";
 import { CHART_KEYS, type ChartKeys, chartKeysFor, chartMinor, SUPPORTED_MINORS } from "../src/core/cilium/versions";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { GenericObject, Service } from "../src/core/kube/types";
-import { RELEASE_TYPE } from "../src/core/naming";
 import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/core/settings";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -744,8 +743,8 @@ describe("the component under mocks", () => {
     const documented = [...docs.matchAll(/pulumi import ([a-z]+:\S+) (\S+) (\S+)/g)].map((m) => ({ type: m[1], name: m[2], id: m[3] }));
     expect(documented.length).toBeGreaterThan(0);
     for (const d of documented) expect(d).toEqual({ type: RELEASE_TYPE, name: release?.name, id: `${release?.inputs.namespace}/${release?.inputs.name}` });
-    expect(docs).toContain(importCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }));
-    expect(ciliumSummary(plan, "cilium")).toMatchObject({ adopt: importCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }) });
+    expect(docs).toContain(releaseImportCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }));
+    expect(ciliumSummary(plan, "cilium")).toMatchObject({ adopt: releaseImportCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }) });
   });
 
   it("refuses to build without a Kubernetes provider (no fallback to the ambient context)", async () => {

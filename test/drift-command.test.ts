@@ -173,7 +173,7 @@ describe("exposure drift", () => {
     ]);
     const text = r.out.join("\n");
     expect(text).toContain("pulumi preview --refresh --expect-no-changes: no changes");
-    expect(text).toContain("exposure audit (NodePort/LoadBalancer Services and hostPorts, cluster-wide): 4 found, 0 UNDECLARED");
+    expect(text).toContain("exposure audit (NodePort/LoadBalancer Services, externalIPs and hostPorts, cluster-wide): 4 found, 0 UNDECLARED");
     expect(text).toMatch(/hostPort\s+lineage\/lineage-agent-0 on bench\s+8090\/TCP\s+declared by contract entry 'lineage-agent'/);
     expect(text).toContain("allowlist entries that matched nothing (stale?): kube-system/hubble-*");
     expect(text).toMatch(/argocd\s+nodePort\s+argocd\/argocd-nodeport\s+1\s+31001\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);

@@ -2,7 +2,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseContract } from "../src/core/contract/parse";
-import { DRIFT_CODES, nodeProblem, observe, ownershipProblem } from "../src/core/observe";
+import { ownershipProblem } from "../src/core/exposure-model";
+import { DRIFT_CODES, nodeProblem, observe } from "../src/core/observe";
 import { healthyCluster, snapshot } from "./support/command-helpers";
 import { node } from "./support/fixtures";
 
@@ -35,7 +36,9 @@ describe("ownershipProblem: only what the last up published is ours", () => {
     expect(ownershipProblem("a/x-nodeport", "u1", { nodePort: 31000, url: "http://h:31000" })).toBeUndefined();
   });
   it("refuses one the last up did not publish, or one with another uid", () => {
-    expect(ownershipProblem("a/x-nodeport", "u1", undefined)).toContain("exists but this stack did not create it");
+    expect(ownershipProblem("a/x-nodeport", "u1", undefined)).toBe(
+      "a/x-nodeport exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)",
+    );
     expect(ownershipProblem("a/x-nodeport", "u2", { service: "x-nodeport", uid: "u1" })).toContain(
       "is not the Service this stack created (its uid u2; this stack created u1)",
     );

@@ -6,6 +6,7 @@ import { observe } from "../src/core/observe";
 import {
   buildUrl,
   chooseNode,
+  entryService,
   planHostPort,
   planNodePort,
   portToKeep,
@@ -118,7 +119,7 @@ describe("planNodePort", () => {
   it("never decides ownership by labels: an existing <entry>-nodeport is planned, the state decides (refused at create)", () => {
     const taken = new Map([...services, ["argocd/argocd-nodeport", service("argocd", "argocd-nodeport", { type: "NodePort" })]]);
     expect(planNodePort(entry("argocd") as never, taken)).toMatchObject({ kind: "nodePort", serviceName: "argocd-nodeport" });
-    expect(takeoverRefusal({ entry: "argocd", namespace: "argocd", serviceName: "argocd-nodeport" }, "bench")).toBe(
+    expect(takeoverRefusal(entryService({ entry: "argocd", namespace: "argocd", serviceName: "argocd-nodeport" }), "bench")).toBe(
       "entry 'argocd': Service argocd/argocd-nodeport already exists and this stack did not create it; ui-exposure never takes over a Service it did not create. Remove it (kubectl -n argocd delete service argocd-nodeport), or adopt it on purpose: pulumi import kubernetes:core/v1:Service argocd-svc argocd/argocd-nodeport --stack bench --generate-code=false --protect=false --yes, then pulumi up",
     );
   });

@@ -9,7 +9,7 @@ import { declareStack } from "../components/program";
 import { parseContract } from "../src/core/contract/parse";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
-import { withStackServices } from "../src/core/plan";
+import { takeoverRefusal, withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_SELECTOR, portalRbacRules, portalService, selectsHostPort } from "../src/core/portal/spec";
 import { readyNode } from "./support/portal-fixtures";
 
@@ -237,18 +237,18 @@ endpoints:
     }
   });
 
-  it("refuses, before creating anything, a Service `portal` that exists outside the stack", async () => {
+  it("plans a Service `portal` that exists outside the stack, whatever its labels: the state-based takeover hook refuses its creation (never a label check, which refused an imported Service)", async () => {
     const oldPortal: Service = {
       apiVersion: "v1",
       kind: "Service",
       metadata: { name: "portal", namespace: "platform-portal" },
       spec: { type: "ClusterIP", selector: { app: "portal" }, ports: [{ name: "http", port: 80, targetPort: 8000 }] },
     };
-    await expect(declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster([oldPortal]) })).rejects.toThrow(
-      "stack test cannot be deployed (nothing was changed): portal: Service platform-portal/portal already exists and is not managed by ui-exposure; delete it (or import it into the stack) before the stack creates its own",
+    const out = await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster([oldPortal]) });
+    expect((await resolve(out.endpoints)).portal).toMatchObject({ mirrors: "portal", service: "portal-nodeport" });
+    expect(takeoverRefusal({ what: "portal", kind: "Service", resourceName: "portal-server-svc", namespace: "platform-portal", name: "portal" }, "test")).toBe(
+      "portal: Service platform-portal/portal already exists and this stack did not create it; ui-exposure never takes over a Service it did not create. Remove it (kubectl -n platform-portal delete service portal), or adopt it on purpose: pulumi import kubernetes:core/v1:Service portal-server-svc platform-portal/portal --stack test --generate-code=false --protect=false --yes, then pulumi up",
     );
-    await pulumi.runtime.disconnect();
-    expect(registered).toEqual([]);
   });
 
   it("re-plans from the component's spec on later ups, when its own Service is in the cluster", async () => {
@@ -267,19 +267,17 @@ describe("withStackServices (pure)", () => {
   it("adds the Services the stack creates to the observed ones", () => {
     const observed = [svc("argocd", "argocd-server")];
     const created = portalService("platform-portal");
-    expect(withStackServices(observed, [created])).toEqual({ services: [observed[0], created], problems: [] });
+    expect(withStackServices(observed, [created])).toEqual([observed[0], created]);
   });
 
   it("prefers the created spec over our own observed copy (it is what the cluster holds after up)", () => {
     const stale = { ...portalService("platform-portal"), spec: { type: "ClusterIP", selector: { old: "1" }, ports: [] } };
     const created = portalService("platform-portal");
-    expect(withStackServices([stale], [created])).toEqual({ services: [created], problems: [] });
+    expect(withStackServices([stale], [created])).toEqual([created]);
   });
 
-  it("reports an observed Service of the same name that is not ours", () => {
-    expect(withStackServices([svc("platform-portal", "portal")], [portalService("platform-portal")]).problems).toEqual([
-      "Service platform-portal/portal already exists and is not managed by ui-exposure; delete it (or import it into the stack) before the stack creates its own",
-    ]);
+  it("plans from the created spec over an observed Service of the same name, whatever its labels (ownership is the state's: the takeover hook)", () => {
+    expect(withStackServices([svc("platform-portal", "portal")], [portalService("platform-portal")])).toEqual([portalService("platform-portal")]);
   });
 
   it("does not touch the observed list", () => {

@@ -123,6 +123,34 @@ describe("program under mocks", () => {
     expect(registered).toEqual([]);
   });
 
+  it("refuses, touching nothing, a Service of ours the state holds that was re-created by hand since (another uid); the one the state holds goes on", async () => {
+    const ours = (uid: string) => ({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name: "argocd-nodeport",
+        namespace: "argocd",
+        uid,
+        labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "argocd" },
+      },
+      spec: {
+        type: "NodePort",
+        selector: { "app.kubernetes.io/name": "argocd-server" },
+        ports: [{ name: "http", port: 80, targetPort: 8080, nodePort: 31001 }],
+      },
+    });
+    const stateUids = async () => new Map([["argocd/argocd-nodeport", "uid-created-by-up"]]);
+    const run = declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: cluster([ours("uid-of-the-copy")]), stateUids });
+    await expect(run).rejects.toThrow(
+      "stack test cannot be deployed (nothing was changed): entry 'argocd': Service argocd/argocd-nodeport was deleted and re-created outside this stack (its uid uid-of-the-copy; this stack created uid-created-by-up); ui-exposure never takes over a Service it did not create: remove it (kubectl -n argocd delete service argocd-nodeport), then pulumi up recreates this stack's own",
+    );
+    expect(registered).toEqual([]);
+    // After an up killed once the Service was created and recorded (outputs not yet written), the state holds its uid: no refusal.
+    await expect(
+      declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: cluster([ours("uid-created-by-up")]), stateUids }),
+    ).resolves.toBeDefined();
+  });
+
   it("rejects wrong stack configuration with the setting's name", async () => {
     const bad = stackConfig({ "ui-exposure:entrys": ["argocd"], "ui-exposure:nodeAddress": "not-an-ip", "ui-exposure:cilium": { mode: "gateway" } });
     await expect(declareStack({ projectDir, stack: "test", config: bad, cluster: cluster() })).rejects.toThrow(

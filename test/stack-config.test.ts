@@ -120,6 +120,17 @@ describe("stack configuration as the engine gives it", () => {
     );
   });
 
+  it("an allowlist problem points at the item, not at the setting's key", () => {
+    const p = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      "config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n      - kube-system/cilium-*:4244\n      - match: tools/debug-*:99999\n        reason: debugging\n",
+    );
+    const file = path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"));
+    expect(() => openStack({ projectDir: p.dir, stack: "s" })).toThrow(
+      `${file}:6:9: ui-exposure:allowlist.hostPorts[1].match: must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found a string ("tools/debug-*:99999")`,
+    );
+  });
+
   it("settings problems come in the order of their keys in the stack file, not the schema's (issue 23, item 9)", () => {
     const p = project(
       "name: ui-exposure\nruntime: nodejs\n",
@@ -133,12 +144,13 @@ describe("stack configuration as the engine gives it", () => {
       message = (err as Error).message;
     }
     const lines = message.split("\n").filter((l) => l.startsWith("  - "));
-    expect(lines.map((l) => /:(\d+):3: ui-exposure:(\w+)/.exec(l)?.slice(1))).toEqual([
-      ["3", "cilium"],
-      ["4", "nodeAddress"],
-      ["5", "entries"],
+    expect(lines.map((l) => /:(\d+:\d+): ui-exposure:(\w+)/.exec(l)?.slice(1))).toEqual([
+      ["3:24", "cilium"],
+      ["4:3", "nodeAddress"],
+      ["5:3", "entries"],
     ]);
-    expect(lines[0]).toContain(`${file}:3:3:`);
+    // The wrong value inside the setting is pointed at (`mode: bogus`), not the setting's key.
+    expect(lines[0]).toContain(`${file}:3:24: ui-exposure:cilium.mode:`);
   });
 
   it("project defaults in both forms; the stack overrides them; other namespaces take `value`", () => {

@@ -191,7 +191,7 @@ describe("exposure status", () => {
     expect(gitea).toMatchObject({
       verdict: "DRIFT",
       reasons: [
-        "gitea/gitea-nodeport exists but this stack did not create it (the last up published no Service for this entry): remove it, or adopt it on purpose (see pulumi up)",
+        "gitea/gitea-nodeport exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)",
       ],
     });
     expect(gitea?.url).toBeUndefined();
@@ -271,7 +271,7 @@ describe("exposure status", () => {
     };
     const r = await status(["--stack", "bench"], snapshot(healthyCluster()), noSuchStack);
     expect(r.code).toBe(3);
-    expect(r.out.join("\n")).toContain("gitea/gitea-nodeport exists but this stack did not create it");
+    expect(r.out.join("\n")).toContain("gitea/gitea-nodeport exists but the last up published no Service for this entry");
     expect(r.out.join("\n")).toMatch(/^gitea\s+nodePort\s+\S+\s+\d+\s+-\s+-\s+DRIFT/m);
   });
 

@@ -217,7 +217,7 @@ function formatPreview(preview: PreviewSummary): string[] {
 function formatDrift(stack: string, source: string, preview: PreviewSummary, audit: AuditResult, status: Observation): string {
   const lines = [`stack ${stack}, ${source}`, "", ...formatPreview(preview), ""];
   const total = audit.declared.length + audit.undeclared.length;
-  lines.push(`exposure audit (NodePort/LoadBalancer Services and hostPorts, cluster-wide): ${total} found, ${audit.undeclared.length} UNDECLARED`);
+  lines.push(`exposure audit (NodePort/LoadBalancer Services, externalIPs and hostPorts, cluster-wide): ${total} found, ${audit.undeclared.length} UNDECLARED`);
   if (total > 0) {
     const where = (e: { namespace: string; name: string; node?: string }) => `${e.namespace}/${e.name}${e.node ? ` on ${e.node}` : ""}`;
     const ports = (e: { ports: string; addresses?: string[] }) => `${e.ports}${e.addresses ? ` at ${e.addresses.join(", ")}` : ""}`;

@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { isMap, isScalar, LineCounter, type Node, type Pair, parseDocument } from "yaml";
+import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair, parseDocument } from "yaml";
 import { yamlErrorMessage } from "../core/contract/parse";
 import { UserError, userErrorFromProblems } from "../core/errors";
 import { checkStackName } from "../core/inputs";
@@ -70,7 +70,7 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
     else if (d.ownNamespace) problems.push(`${stackFile}: missing required configuration key '${d.key}' (declared without a default at ${d.at})`);
   }
   if (problems.length) throw userErrorFromProblems(`invalid stack configuration for stack '${stack}'`, problems);
-  const at = Object.fromEntries(stackEntries.map((e) => [e.key, e.at]));
+  const at = Object.fromEntries(stackEntries.flatMap((e) => [[e.key, e.at], ...e.inner]));
   return { values, secretKeys: secretKeys.sort(), secretAt, at, file: stackFile };
 }
 
@@ -153,6 +153,28 @@ interface StackEntry {
   text: string;
   raw: unknown;
   at: string;
+  /** Where each item inside the value is (`ui-exposure:allowlist.hostPorts[2]`), for messages about one item. */
+  inner: [string, string][];
+}
+
+/** The place of every map value and list item under `node`, named as settings messages name them. */
+function innerPositions(parsed: ParsedFile, node: unknown, prefix: string, out: [string, string][] = [], depth = 0): [string, string][] {
+  // The stack file is bounded in size; the depth bound keeps a hostile nesting from recursing far.
+  if (depth > 16) return out;
+  if (isMap(node)) {
+    for (const item of node.items) {
+      if (!isScalar(item.key)) continue;
+      const where = `${prefix}.${String(item.key.value)}`;
+      out.push([where, parsed.at(item)]);
+      innerPositions(parsed, item.value, where, out, depth + 1);
+    }
+  } else if (isSeq(node)) {
+    node.items.forEach((item, i) => {
+      out.push([`${prefix}[${i}]`, parsed.at(item as Node)]);
+      innerPositions(parsed, item, `${prefix}[${i}]`, out, depth + 1);
+    });
+  }
+  return out;
 }
 
 function stackConfigEntries(parsed: ParsedFile, project: string): StackEntry[] {
@@ -164,9 +186,9 @@ function stackConfigEntries(parsed: ParsedFile, project: string): StackEntry[] {
     const node = pair.value as Node | null;
     const raw: unknown = node && "toJSON" in node ? node.toJSON() : null;
     if (raw === null || raw === undefined) throw new UserError(`${at}: ${key} has no value (remove the key or give it one)`);
-    if (isSecure(raw)) return { key, secret: true, text: "", raw: undefined, at };
-    if (containsSecure(raw)) return { key, secret: true, text: "", raw: undefined, at };
-    return { key, secret: false, text: configText(raw), raw, at };
+    if (isSecure(raw)) return { key, secret: true, text: "", raw: undefined, at, inner: [] };
+    if (containsSecure(raw)) return { key, secret: true, text: "", raw: undefined, at, inner: [] };
+    return { key, secret: false, text: configText(raw), raw, at, inner: innerPositions(parsed, node, key) };
   });
 }
 

@@ -1,8 +1,17 @@
 import type { Contract } from "./contract/schema";
-import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
+import {
+  CHECK_LIMITS,
+  effectiveHostPorts,
+  exposureRules,
+  hostPortDeclaration,
+  isExposingService,
+  isFinishedPod,
+  type PodIdentity,
+  podTooLargeToCheck,
+  serviceVerdict,
+} from "./exposure-model";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 import type { Pod, Service } from "./kube/types";
-import { ourServiceName } from "./plan";
 import type { Allowlist } from "./settings";
 
 /**
@@ -10,7 +19,7 @@ import type { Allowlist } from "./settings";
  * objects that exist now: each one as if it were created again. That is what the cluster meets
  * on the next rollout, node or restore: a DaemonSet's pod on a new node, a workload re-applied
  * by its chart. Pure, with the policy's own rules (same namespace, name, port and label tests),
- * so that an operator sees it before switching a stack to `deny`.
+ * so that an operator sees it before switching a stack to `deny`: the exposure model's verdicts.
  */
 
 /** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet; batch/v1 Job, CronJob): the shape expected, never trusted. */
@@ -25,13 +34,8 @@ export interface WorkloadObject {
 
 interface PodTemplateLike {
   metadata?: { labels?: Record<string, string> };
-  spec?: PodSpecLike;
-}
-
-interface PodSpecLike {
-  hostNetwork?: boolean;
-  containers?: { ports?: { containerPort?: number; hostPort?: number; protocol?: string }[] }[];
-  initContainers?: { ports?: { containerPort?: number; hostPort?: number; protocol?: string }[] }[];
+  /** Read by the exposure model, which trusts no field of it. */
+  spec?: unknown;
 }
 
 export interface Refusal {
@@ -51,74 +55,41 @@ export interface PreviewInput {
   workloads: readonly WorkloadObject[];
 }
 
-const pattern = (p: string) => (p.endsWith("*") ? { prefix: true, text: p.slice(0, -1) } : { prefix: false, text: p });
-
-const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const field = (v: unknown, key: string): unknown =>
   v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
-const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535 ? v : 0);
 const stringMap = (v: unknown): Record<string, string> | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
 
-/**
- * Effective hostPorts of a pod spec: a host-network pod holds every containerPort. Workloads
- * are read back unvalidated (any group's list call, or a snapshot file): what is not a list, a
- * map or a port number is no port (the API server would not have stored it).
- */
-function hostPorts(spec: unknown): { port: number; protocol: string }[] {
-  const hostNetwork = field(spec, "hostNetwork") === true;
-  const seen = new Set<string>();
-  const out: { port: number; protocol: string }[] = [];
-  for (const c of [...list(field(spec, "initContainers")), ...list(field(spec, "containers"))]) {
-    for (const p of list(field(c, "ports"))) {
-      const port = portNumber(field(p, "hostPort")) || (hostNetwork ? portNumber(field(p, "containerPort")) : 0);
-      const protocol = typeof field(p, "protocol") === "string" ? (field(p, "protocol") as string) : "TCP";
-      if (!port || seen.has(`${port}/${protocol}`)) continue;
-      seen.add(`${port}/${protocol}`);
-      out.push({ port, protocol });
-    }
-  }
-  return out;
-}
-
 export function wouldRefuse(input: PreviewInput): Refusal[] {
-  const selected = new Set(input.selected);
-  const entries = input.contract.endpoints.filter((e) => selected.has(e.name));
-  const ours = new Set(entries.filter(isNodePortEntry).map((e) => `${e.service.namespace}/${ourServiceName(e.name)}`));
-  const servicePatterns = input.allowlist.services.map(pattern);
-  const hostPortEntries = entries.filter(isHostPortEntry);
-  const hostPortPatterns = input.allowlist.hostPorts.map((p) => {
-    const colon = p.lastIndexOf(":");
-    return { port: Number(p.slice(colon + 1)), ...pattern(p.slice(0, colon)) };
-  });
+  const rules = exposureRules(input.contract, input.selected, input.allowlist);
   const refusals: Refusal[] = [];
 
   for (const svc of input.services) {
-    const type = svc.spec?.type ?? "ClusterIP";
-    if (type !== "NodePort" && type !== "LoadBalancer") continue;
-    const namespace = svc.metadata.namespace ?? "default";
-    const key = `${namespace}/${svc.metadata.name}`;
-    const declared = ours.has(key) || servicePatterns.some((p) => (p.prefix ? key.startsWith(p.text) : key === p.text));
-    if (!declared) refusals.push({ kind: "Service", namespace, name: svc.metadata.name, what: `type ${type}` });
+    if (!isExposingService(svc)) continue;
+    const verdict = serviceVerdict(rules, svc);
+    if ("undeclared" in verdict)
+      refusals.push({ kind: "Service", namespace: svc.metadata.namespace ?? "default", name: svc.metadata.name, what: verdict.undeclared });
   }
 
-  // podKey is "<namespace>/<pod>" for a pod, "<namespace>/<workload>-" for a template (its pods' names start so).
-  const check = (kind: string, namespace: string, name: string, isPod: boolean, labels: Record<string, string> | undefined, spec: unknown) => {
-    const podKey = `${namespace}/${name}${isPod ? "" : "-"}`;
-    const refused = hostPorts(spec).filter(({ port }) => {
-      const byContract = hostPortEntries.some(
-        (e) =>
-          e.hostPort.namespace === namespace && e.hostPort.port === port && Object.entries(e.hostPort.podSelector ?? {}).every(([k, v]) => labels?.[k] === v),
-      );
-      const byAllowlist = hostPortPatterns.some((p) => p.port === port && (p.prefix ? podKey.startsWith(p.text) : isPod && podKey === p.text));
-      return !byContract && !byAllowlist;
-    });
-    if (refused.length) refusals.push({ kind, namespace, name, what: `hostPort ${refused.map((r) => `${r.port}/${r.protocol}`).join(", ")}` });
+  const check = (kind: string, pod: PodIdentity, spec: unknown) => {
+    if (podTooLargeToCheck(spec)) {
+      const L = CHECK_LIMITS;
+      refusals.push({
+        kind,
+        namespace: pod.namespace,
+        name: pod.name,
+        what: `too large to check (more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container)`,
+      });
+      return;
+    }
+    const refused = effectiveHostPorts(spec).filter(({ port }) => !hostPortDeclaration(rules, pod, port));
+    if (refused.length)
+      refusals.push({ kind, namespace: pod.namespace, name: pod.name, what: `hostPort ${refused.map((r) => `${r.port}/${r.protocol}`).join(", ")}` });
   };
   for (const p of input.pods) {
     // A finished pod is not created again; its owner's next pod is (and is checked as the owner's template).
-    if (p.status?.phase === "Succeeded" || p.status?.phase === "Failed") continue;
-    check("Pod", p.metadata.namespace ?? "default", p.metadata.name, true, p.metadata.labels, p.spec);
+    if (isFinishedPod(p)) continue;
+    check("Pod", { namespace: p.metadata.namespace ?? "default", name: p.metadata.name, isPod: true, labels: p.metadata.labels }, p.spec);
   }
   for (const w of input.workloads) {
     const meta = field(w, "metadata");
@@ -128,7 +99,7 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
     const kind = typeof field(w, "kind") === "string" ? (field(w, "kind") as string) : "Workload";
     const spec = field(w, "spec");
     const template = kind === "CronJob" ? field(field(field(spec, "jobTemplate"), "spec"), "template") : field(spec, "template");
-    check(kind, namespace, name, false, stringMap(field(field(template, "metadata"), "labels")), field(template, "spec"));
+    check(kind, { namespace, name, isPod: false, labels: stringMap(field(field(template, "metadata"), "labels")) }, field(template, "spec"));
   }
   return refusals;
 }

@@ -1,9 +1,8 @@
 import type { Contract } from "./contract/schema";
-import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
+import { CHECK_LIMITS, type ExposureRules, exposureRules, NODE_PORT_SUFFIX, POD_CONTAINER_LISTS } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
-import { ourServiceName } from "./plan";
 import type { AdmissionSettings, Allowlist } from "./settings";
 
 /**
@@ -33,9 +32,6 @@ export const VALIDATING_ADMISSION_POLICY_BINDINGS: CustomKind = {
 
 export type AdmissionMode = AdmissionSettings["mode"];
 export type EnforcedMode = Exclude<AdmissionMode, "off">;
-
-/** ourServiceName(entry) is entry + this. */
-const NODE_PORT_SUFFIX = ourServiceName("");
 
 const VALIDATION_ACTIONS: Record<EnforcedMode, string[]> = { deny: ["Deny"], warn: ["Warn"], audit: ["Audit"] };
 
@@ -113,55 +109,41 @@ const celText = (s: string) => cel(wellFormed(s));
 const celList = (items: readonly string[]) => `[${items.map(cel).join(", ")}]`;
 const anyOf = (terms: readonly string[]) => (terms.length ? terms.map((t) => `(${t})`).join(" || ") : "false");
 
-/** Whether an allowlist pattern is a prefix ("namespace/prefix*") and the text it matches. */
-function splitPattern(pattern: string): { prefix: boolean; text: string } {
-  return pattern.endsWith("*") ? { prefix: true, text: pattern.slice(0, -1) } : { prefix: false, text: pattern };
-}
-
 /** Effective hostPort of a container port `p`: a hostNetwork pod holds every containerPort (API defaulting). */
 const effectiveHostPort = (p: string, hostNetwork: string) =>
   `has(${p}.hostPort) && ${p}.hostPort != 0 ? ${p}.hostPort : (${hostNetwork} && has(${p}.containerPort) ? ${p}.containerPort : 0)`;
 
-const containersOf = (template: string) =>
-  `(has(${template}.spec.initContainers) ? ${template}.spec.initContainers : []) + (has(${template}.spec.containers) ? ${template}.spec.containers : [])`;
+const containerList = (template: string, list: string) => `(has(${template}.spec.${list}) ? ${template}.spec.${list} : [])`;
+const containersOf = (template: string) => POD_CONTAINER_LISTS.map((l) => containerList(template, l)).join(" + ");
 
 /**
- * The CEL condition "hostPort `h` of this pod (or pod template) is declared": by a contract
- * hostPort entry of this stack (namespace, port, podSelector against the pod's labels), or
- * by an allowlist entry "namespace/pod-prefix*:port". A pod template has no pod name yet: its
- * pods are named "<workload>-...", so a prefix pattern declares them all when it is a prefix
- * of "<namespace>/<workload>-" (variables.podKey); an exact pod name never matches a template.
+ * The exposure model's hostPortDeclaration in CEL: hostPort `h` of this pod (or pod template) is
+ * declared by a contract hostPort entry of this stack (namespace, port, podSelector against the
+ * pod's labels), or by an allowlist item "namespace/pod-prefix*:port" (a template's pods are
+ * named "<workload>-...": variables.podKey; an exact pod name never declares a template).
  */
-function hostPortDeclared(input: AdmissionInput, h: string): string {
-  const selected = new Set(input.selected);
+function hostPortDeclared(rules: ExposureRules, h: string): string {
   const terms: string[] = [];
-  for (const e of input.contract.endpoints.filter((x) => selected.has(x.name)).filter(isHostPortEntry)) {
-    const selector = Object.entries(e.hostPort.podSelector ?? {}).map(([k, v]) => `${cel(k)} in variables.labels && variables.labels[${cel(k)}] == ${cel(v)}`);
-    terms.push([`request.namespace == ${cel(e.hostPort.namespace)}`, `${h} == ${e.hostPort.port}`, ...selector].join(" && "));
+  for (const e of rules.hostPortEntries) {
+    const selector = Object.entries(e.podSelector).map(([k, v]) => `${cel(k)} in variables.labels && variables.labels[${cel(k)}] == ${cel(v)}`);
+    terms.push([`request.namespace == ${cel(e.namespace)}`, `${h} == ${e.port}`, ...selector].join(" && "));
   }
-  for (const pattern of input.allowlist.hostPorts) {
-    const colon = pattern.lastIndexOf(":");
-    const port = Number(pattern.slice(colon + 1));
-    const { prefix, text } = splitPattern(pattern.slice(0, colon));
-    terms.push(`${h} == ${port} && ${prefix ? `variables.podKey.startsWith(${cel(text)})` : `variables.isPod && variables.podKey == ${cel(text)}`}`);
+  for (const p of rules.hostPorts) {
+    terms.push(`${h} == ${p.port} && ${p.prefix ? `variables.podKey.startsWith(${cel(p.text)})` : `variables.isPod && variables.podKey == ${cel(p.text)}`}`);
   }
   return anyOf(terms);
 }
 
-function serviceDeclared(input: AdmissionInput): string {
-  const selected = new Set(input.selected);
-  const ours = input.contract.endpoints
-    .filter((e) => selected.has(e.name))
-    .filter(isNodePortEntry)
-    .map((e) => `${e.service.namespace}/${ourServiceName(e.name)}`);
-  const patterns = input.allowlist.services.map(splitPattern);
-  const exact = [...ours, ...patterns.filter((p) => !p.prefix).map((p) => p.text)];
-  const prefixes = patterns.filter((p) => p.prefix).map((p) => p.text);
-  const terms = [
+/** The exposure model's serviceVerdict in CEL: our Service by its entry's shape, any other by the allowlist. */
+function serviceDeclared(rules: ExposureRules): string {
+  const exact = rules.services.filter((p) => !p.prefix).map((p) => p.text);
+  const prefixes = rules.services.filter((p) => p.prefix).map((p) => p.text);
+  const allowlisted = anyOf([
     ...(exact.length ? [`variables.serviceKey in ${celList([...new Set(exact)].sort())}`] : []),
     ...(prefixes.length ? [`${celList(prefixes)}.exists(p, variables.serviceKey.startsWith(p))`] : []),
-  ];
-  return anyOf(terms);
+  ]);
+  if (rules.ourServices.size === 0) return allowlisted;
+  return `variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} ? variables.serviceType == 'NodePort' && size(variables.servicePorts) <= 1 && size(variables.externalIPs) == 0 : ${allowlisted === "false" ? "false" : `(${allowlisted})`}`;
 }
 
 /** Kinds whose pods (or pod templates) may hold a hostPort; a CronJob's is in its jobTemplate. */
@@ -177,6 +159,13 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
   const hostPortHelp = `: declare it as a hostPort entry (namespace, port, podSelector) of ${input.contractFile}, or in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:port'`;
   const oldTemplate = "variables.oldTemplate";
 
+  const rules = exposureRules(input.contract, input.selected, input.allowlist);
+  const L = CHECK_LIMITS;
+  const exposingTypes = "['NodePort', 'LoadBalancer']";
+  const protocol = (p: string) => `(has(${p}.protocol) ? ${p}.protocol : 'TCP')`;
+  const podTooLarge = (template: string) =>
+    `${POD_CONTAINER_LISTS.map((l) => `size(${containerList(template, l)}) > ${L.containers}`).join(" || ")} || (${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.portsPerContainer})`;
+
   const variables = [
     {
       name: "name",
@@ -184,12 +173,13 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
         "has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : '')",
     },
     { name: "serviceKey", expression: "request.namespace + '/' + variables.name" },
-    { name: "serviceType", expression: "request.kind.kind == 'Service' && has(object.spec.type) ? object.spec.type : 'ClusterIP'" },
-    {
-      name: "oldServiceType",
-      expression: "request.operation == 'UPDATE' && oldObject != null && has(oldObject.spec.type) ? oldObject.spec.type : ''",
-    },
-    { name: "serviceDeclared", expression: serviceDeclared(input) },
+    { name: "isService", expression: "request.kind.kind == 'Service'" },
+    { name: "serviceType", expression: "variables.isService && has(object.spec.type) ? object.spec.type : 'ClusterIP'" },
+    { name: "servicePorts", expression: "variables.isService && has(object.spec.ports) ? object.spec.ports : []" },
+    { name: "externalIPs", expression: "variables.isService && has(object.spec.externalIPs) ? object.spec.externalIPs : []" },
+    // The exposure model's serviceOpenings: node ports, a load balancer, or externalIPs (any type).
+    { name: "exposingService", expression: `variables.serviceType in ${exposingTypes} || size(variables.externalIPs) > 0` },
+    { name: "serviceDeclared", expression: serviceDeclared(rules) },
     {
       // `pulumi preview` (and the preview `up` starts with) dry-runs the create of a Service the
       // contract just gained, against the guard still in place: a dry run of a Service that
@@ -198,8 +188,21 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
       name: "previewOfOurs",
       expression: `has(request.dryRun) && request.dryRun && has(object.metadata.labels) && ${cel(MANAGED_BY_LABEL)} in object.metadata.labels && object.metadata.labels[${cel(MANAGED_BY_LABEL)}] == ${cel(MANAGED_BY_VALUE)} && ${cel(ENTRY_LABEL)} in object.metadata.labels && variables.name == object.metadata.labels[${cel(ENTRY_LABEL)}] + ${cel(NODE_PORT_SUFFIX)}`,
     },
+    // Bounded work: an object past these sizes is refused unread, never left to exceed the cost limit.
+    { name: "serviceTooLarge", expression: `size(variables.servicePorts) > ${L.servicePorts} || size(variables.externalIPs) > ${L.externalIPs}` },
+    { name: "isUpdate", expression: "request.operation == 'UPDATE' && oldObject != null" },
+    { name: "oldServiceType", expression: "variables.isUpdate && has(oldObject.spec.type) ? oldObject.spec.type : ''" },
+    { name: "oldServicePorts", expression: "variables.isUpdate && has(oldObject.spec.ports) ? oldObject.spec.ports : []" },
+    { name: "oldExternalIPs", expression: "variables.isUpdate && has(oldObject.spec.externalIPs) ? oldObject.spec.externalIPs : []" },
+    {
+      // An UPDATE that opens nothing the Service did not open before is not new exposure (drift
+      // reports the old): no new load balancer, node port (by port and protocol) or externalIP.
+      name: "newServiceExposure",
+      expression: `!variables.isUpdate || size(variables.oldServicePorts) > ${L.servicePorts} || size(variables.oldExternalIPs) > ${L.externalIPs} || (variables.serviceType == 'LoadBalancer' && variables.oldServiceType != 'LoadBalancer') || (variables.serviceType in ${exposingTypes} && (!(variables.oldServiceType in ${exposingTypes}) || variables.servicePorts.exists(p, !variables.oldServicePorts.exists(o, o.port == p.port && ${protocol("o")} == ${protocol("p")})))) || variables.externalIPs.exists(ip, !(ip in variables.oldExternalIPs))`,
+    },
     { name: "isPod", expression: "request.kind.kind == 'Pod'" },
     { name: "template", expression: `variables.isPod ? object : (${templateOf("object")})` },
+    { name: "podTooLarge", expression: podTooLarge("variables.template") },
     {
       name: "labels",
       expression: "has(variables.template.metadata) && has(variables.template.metadata.labels) ? variables.template.metadata.labels : {}",
@@ -211,27 +214,36 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
       // hostPorts the workload already held before this UPDATE: not new exposure, and refusing
       // them would block every later change (scaling, image bumps) of that workload.
       name: "oldHostPorts",
-      expression: `request.operation != 'UPDATE' || variables.isPod || oldObject == null ? [] : (${containersOf(oldTemplate)}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", `(has(${oldTemplate}.spec.hostNetwork) && ${oldTemplate}.spec.hostNetwork)`)}) : [])`,
+      expression: `!variables.isUpdate || variables.isPod || ${podTooLarge(oldTemplate)} ? [] : (${containersOf(oldTemplate)}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", `(has(${oldTemplate}.spec.hostNetwork) && ${oldTemplate}.spec.hostNetwork)`)}) : [])`,
     },
     {
       // One list per container (CEL has no flatten before 1.31): the undeclared hostPorts.
       name: "undeclaredHostPorts",
-      expression: `(${containersOf("variables.template")}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", "variables.hostNetwork")}).filter(h, h != 0 && !(${hostPortDeclared(input, "h")}) && !variables.oldHostPorts.exists(l, h in l)) : [])`,
+      expression: `(${containersOf("variables.template")}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", "variables.hostNetwork")}).filter(h, h != 0 && !(${hostPortDeclared(rules, "h")}) && !variables.oldHostPorts.exists(l, h in l)) : [])`,
     },
   ];
 
+  const tooLarge = `too large for the exposure guard to check (ui-exposure refuses what it cannot check): `;
   const validations = [
     {
-      // Any NodePort/LoadBalancer Service, created or changed to that type, must be declared.
-      // An UPDATE that keeps the type is left alone: it is not new exposure (drift reports it).
+      // A Service that opens something (node ports, a load balancer, externalIPs), created or
+      // changed to open more, must be declared: the cheap tests first, the port lists last.
       expression:
-        "request.kind.kind != 'Service' || !(variables.serviceType in ['NodePort', 'LoadBalancer']) || variables.serviceType == variables.oldServiceType || variables.serviceDeclared || variables.previewOfOurs",
-      messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ') ' + ${celText(notInContract + serviceHelp)}`,
-      message: wellFormed(`a NodePort or LoadBalancer Service ${notInContract}${serviceHelp}`),
+        "!variables.isService || !variables.exposingService || variables.serviceDeclared || variables.previewOfOurs || (!variables.serviceTooLarge && !variables.newServiceExposure)",
+      messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + (size(variables.externalIPs) == 0 ? '' : size(variables.externalIPs) <= ${L.externalIPs} ? ', externalIPs ' + variables.externalIPs.join(', ') : ', ' + string(size(variables.externalIPs)) + ' externalIPs') + (variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} && size(variables.servicePorts) > 1 ? ', ' + string(size(variables.servicePorts)) + ' ports where the contract declares one' : '') + ') ' + (variables.serviceTooLarge ? ${celText(`has more than ${L.servicePorts} ports or ${L.externalIPs} externalIPs: ${tooLarge}`)} : '') + ${celText(notInContract + serviceHelp)}`,
+      message: wellFormed(`a Service reachable from outside the cluster (NodePort, LoadBalancer, externalIPs) ${notInContract}${serviceHelp}`),
       reason: "Forbidden",
     },
     {
-      expression: "request.kind.kind == 'Service' || !variables.undeclaredHostPorts.exists(l, size(l) > 0)",
+      expression: "variables.isService || !variables.podTooLarge",
+      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + ${celText(` has more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container: ${tooLarge}split it or declare fewer ports`)}`,
+      message: wellFormed(
+        `a pod with more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container is ${tooLarge}split it or declare fewer ports`,
+      ),
+      reason: "Forbidden",
+    },
+    {
+      expression: "variables.isService || variables.podTooLarge || !variables.undeclaredHostPorts.exists(l, size(l) > 0)",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + variables.undeclaredHostPorts.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ') + ', which ' + ${celText(notInContract + hostPortHelp)}`,
       message: wellFormed(`a hostPort ${notInContract}${hostPortHelp}`),
       reason: "Forbidden",

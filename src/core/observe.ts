@@ -1,5 +1,6 @@
 import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
+import { ourServiceName, ownershipProblem, type PublishedRecord, serviceOpenings, webScheme } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
@@ -13,7 +14,6 @@ import {
   internalIPProblem,
   isReadyNode,
   type NodeChoice,
-  ourServiceName,
   unusableNodes,
 } from "./plan";
 
@@ -45,6 +45,7 @@ export const DRIFT_CODES = [
   "service-absent",
   "service-not-ours",
   "port-name-changed",
+  "extra-exposure",
   "service-type-changed",
   "external-traffic-local",
   "vendored-service-gone",
@@ -78,7 +79,7 @@ export interface Observation {
 }
 
 /** What the last `up` published, from the stack outputs (`endpoints` output). */
-export type PublishedEndpoints = Record<string, { nodePort?: number; hostPort?: number; url?: string; service?: string; uid?: string }>;
+export type PublishedEndpoints = Record<string, PublishedRecord>;
 
 export interface ObservedCluster {
   services: readonly Service[];
@@ -187,7 +188,7 @@ function observeNodePort(
   },
 ): ObservedEntry {
   const ns = e.service.namespace;
-  const portName = e.scheme === "https" ? "https" : "http";
+  const portName = webScheme(e.scheme);
   // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere
   // carrying our labels is a look-alike (anyone can copy labels), reported by the audit.
   const ours = ctx.services.get(key(ns, ourServiceName(e.name)));
@@ -219,6 +220,15 @@ function observeNodePort(
   const nodePort = ourPort?.nodePort;
   if (ourPort && ourPort.name !== portName) add("port-name-changed", `port name is ${ourPort.name ?? "(unnamed)"}, not ${portName}`);
   if (ours.spec?.type !== "NodePort") add("service-type-changed", `type is ${ours.spec?.type ?? "ClusterIP"}, not NodePort`);
+  // The contract declares one port on the nodes' addresses: anything more is undeclared exposure.
+  const extraPorts = (ours.spec?.ports ?? []).filter((p) => p !== ourPort);
+  if (extraPorts.length)
+    add(
+      "extra-exposure",
+      `undeclared port ${extraPorts.map((p) => `${p.name ?? "(unnamed)"} ${p.port}->${p.nodePort ?? "no nodePort"}`).join(", ")} added to our Service: undeclared exposure, remove it`,
+    );
+  const externalIPs = serviceOpenings(ours).externalIPs;
+  if (externalIPs.length) add("extra-exposure", `undeclared externalIPs ${externalIPs.join(", ")} on our Service: undeclared exposure, remove them`);
   if (ours.spec?.externalTrafficPolicy === "Local") add("external-traffic-local", "externalTrafficPolicy is Local (only nodes running a pod answer)");
   const vendored = ctx.services.get(key(ns, e.service.name));
   if (!vendored) add("vendored-service-gone", `vendored Service ${ns}/${e.service.name} is gone`);
@@ -290,21 +300,6 @@ function observeHostPort(
     ...(url ? { url } : {}),
     ...verdictOf(e.name, reasons),
   };
-}
-
-/**
- * Why a Service named like ours is not the one this stack created, from the last `up`'s
- * outputs: the entry was not published, or it was with another uid (deleted and re-created
- * by someone else). Undefined when it is ours, or when the outputs predate uids.
- */
-export function ownershipProblem(where: string, uid: string | undefined, published: PublishedEndpoints[string] | undefined): string | undefined {
-  if (!published || (published.nodePort === undefined && published.service === undefined && published.url === undefined)) {
-    return `${where} exists but this stack did not create it (the last up published no Service for this entry): remove it, or adopt it on purpose (see pulumi up)`;
-  }
-  if (published.uid !== undefined && uid !== undefined && published.uid !== uid) {
-    return `${where} is not the Service this stack created (its uid ${uid}; this stack created ${published.uid}): it was replaced by hand; remove it and run pulumi up`;
-  }
-  return undefined;
 }
 
 /**

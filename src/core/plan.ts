@@ -1,7 +1,8 @@
 import { type Contract, type Endpoint, type HostPortExposure, isHostPortEntry, isNodePortEntry, type ServiceRef } from "./contract/schema";
 import { UserError } from "./errors";
+import { effectiveHostPorts, isFinishedPod, matchesLabels, ourServiceName, webScheme } from "./exposure-model";
 import { ipVersion, urlHost } from "./ip";
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service, type ServicePort } from "./kube/types";
+import type { Node, Pod, Service, ServicePort } from "./kube/types";
 
 /** The node whose address goes into every NodePort URL. */
 export interface NodeChoice {
@@ -55,8 +56,6 @@ export function internalIPProblem(n: Node): string {
   if (claimed === undefined) return "no InternalIP";
   return `InternalIP ${JSON.stringify(String(claimed)).slice(0, 80)} is not an IP address`;
 }
-
-export const ourServiceName = (entry: string) => `${entry}-nodeport`;
 
 /**
  * Picks the node for URLs: the pinned address when the stack sets one, otherwise the
@@ -171,7 +170,7 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
   }
   // A headless Service (clusterIP: None) is mirrored like any other: our NodePort Service selects the same pods.
   const serviceName = ourServiceName(entry.name);
-  const scheme = entry.scheme === "https" ? "https" : "http";
+  const scheme = webScheme(entry.scheme);
   return {
     kind: "nodePort",
     entry: entry.name,
@@ -185,14 +184,6 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
     targetPort: port.targetPort ?? port.port,
     protocol: port.protocol ?? "TCP",
   };
-}
-
-const matchesLabels = (labels: Record<string, string> | undefined, selector: Record<string, string> | undefined) =>
-  Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
-
-export function podHostPorts(pod: Pod): number[] {
-  const containers = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
-  return containers.flatMap((c) => (c.ports ?? []).flatMap((p) => (p.hostPort ? [p.hostPort] : [])));
 }
 
 /**
@@ -210,10 +201,19 @@ export function groupPodsByNamespace(pods: readonly Pod[]): Map<string | undefin
   return byNamespace;
 }
 
-/** The pod holding a declared hostPort: a running pod wins over a pending one, then name order. */
+/**
+ * The pod holding a declared hostPort (its host ports as the exposure model counts them; a
+ * finished pod holds none): a running pod wins over a pending one, then name order.
+ */
 export function findHostPortHolder(pods: readonly Pod[], hp: HostPortExposure): Pod | undefined {
   return pods
-    .filter((p) => p.metadata.namespace === hp.namespace && matchesLabels(p.metadata.labels, hp.podSelector) && podHostPorts(p).includes(hp.port))
+    .filter(
+      (p) =>
+        p.metadata.namespace === hp.namespace &&
+        !isFinishedPod(p) &&
+        matchesLabels(p.metadata.labels, hp.podSelector) &&
+        effectiveHostPorts(p.spec).some((h) => h.port === hp.port),
+    )
     .filter((p) => p.spec?.nodeName)
     .sort((a, b) => Number(b.status?.phase === "Running") - Number(a.status?.phase === "Running") || a.metadata.name.localeCompare(b.metadata.name))[0];
 }
@@ -251,7 +251,7 @@ export function planHostPort(
   return {
     kind: "hostPort",
     entry: entry.name,
-    scheme: entry.scheme === "https" ? "https" : "http",
+    scheme: webScheme(entry.scheme),
     namespace: hp.namespace,
     hostPort: hp.port,
     pod: pod.metadata.name,
@@ -276,19 +276,14 @@ export interface ExposureResolution {
  * The Services the planner reads: the observed ones, overlaid with the Services this stack
  * itself creates in the same `up` (the in-cluster portal's ClusterIP Service). Without it,
  * the contract entry mirroring such a Service could never be planned on the first `up`,
- * since planning reads the cluster before any resource exists. A created Service replaces
- * an observed one of the same name (it is what the cluster will hold after the update), unless
- * the observed one is not ours: creating it would fail half-way, so that is a problem.
+ * since planning reads the cluster before any resource exists. A created Service replaces an
+ * observed one of the same name: it is what the cluster holds after the update. Whether the
+ * observed one may be updated is the state's to say (the takeover hook), never its labels.
  */
-export function withStackServices(observed: readonly Service[], created: readonly Service[]): { services: Service[]; problems: string[] } {
+export function withStackServices(observed: readonly Service[], created: readonly Service[]): Service[] {
   const keyOf = (s: Service) => `${s.metadata.namespace}/${s.metadata.name}`;
   const createdKeys = new Set(created.map(keyOf));
-  const problems = observed
-    .filter((s) => createdKeys.has(keyOf(s)) && s.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE)
-    .map(
-      (s) => `Service ${keyOf(s)} already exists and is not managed by ui-exposure; delete it (or import it into the stack) before the stack creates its own`,
-    );
-  return { services: [...observed.filter((s) => !createdKeys.has(keyOf(s))), ...created], problems };
+  return [...observed.filter((s) => !createdKeys.has(keyOf(s))), ...created];
 }
 
 /** The namespace of the cluster's own components: publishing from it needs the stack's explicit consent. */
@@ -366,16 +361,39 @@ export function portToKeep(
   };
 }
 
-/** The exact command that adopts an existing `<entry>-nodeport` into the stack on purpose. */
-export function adoptServiceCommand(plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">, stack: string): string {
-  return `pulumi import kubernetes:core/v1:Service ${plan.entry}-svc ${plan.namespace}/${plan.serviceName} --stack ${stack} --generate-code=false --protect=false --yes`;
+/** An object `up` creates under a fixed name: what the takeover refusal and the adoption command name. */
+export interface FixedNameObject {
+  /** Who asks ("entry 'argocd'", "portal"). */
+  what: string;
+  kind: "Service" | "ConfigMap";
+  /** The resource's name in the program (the URN's last part): `pulumi import` recreates it at the stack's root. */
+  resourceName: string;
+  namespace: string;
+  name: string;
 }
 
-/** Why `up` refuses to create a Service that already exists without being in the stack's state. */
-export function takeoverRefusal(plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">, stack: string): string {
+/**
+ * The one form of `pulumi import` printed for adopting on purpose: it imports at the stack's root
+ * (the component declares an alias for it); without these flags it stops at a prompt and protects.
+ */
+export function importCommand(type: string, resourceName: string, id: string, stack?: string): string {
+  return `pulumi import ${type} ${resourceName} ${id}${stack ? ` --stack ${stack}` : ""} --generate-code=false --protect=false --yes`;
+}
+
+/** Our Service of a NodePort entry, as a fixed-name object. */
+export const entryService = (plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">): FixedNameObject => ({
+  what: `entry '${plan.entry}'`,
+  kind: "Service",
+  resourceName: `${plan.entry}-svc`,
+  namespace: plan.namespace,
+  name: plan.serviceName,
+});
+
+/** Why `up` refuses to create an object that already exists without being in the stack's state. */
+export function takeoverRefusal(o: FixedNameObject, stack: string): string {
   return (
-    `entry '${plan.entry}': Service ${plan.namespace}/${plan.serviceName} already exists and this stack did not create it; ` +
-    `ui-exposure never takes over a Service it did not create. Remove it (kubectl -n ${plan.namespace} delete service ${plan.serviceName}), ` +
-    `or adopt it on purpose: ${adoptServiceCommand(plan, stack)}, then pulumi up`
+    `${o.what}: ${o.kind} ${o.namespace}/${o.name} already exists and this stack did not create it; ` +
+    `ui-exposure never takes over a ${o.kind} it did not create. Remove it (kubectl -n ${o.namespace} delete ${o.kind.toLowerCase()} ${o.name}), ` +
+    `or adopt it on purpose: ${importCommand(`kubernetes:core/v1:${o.kind}`, o.resourceName, `${o.namespace}/${o.name}`, stack)}, then pulumi up`
   );
 }

@@ -190,10 +190,14 @@ export function parseSettings(config: Readonly<Record<string, string>>, stackFil
   // (secure: values are never read, so nothing secret can be quoted).
   const result = settingsSchema.safeParse(raw, { reportInput: true });
   if (!result.success) {
-    // `Pulumi.bench.yaml:7:3: ui-exposure:cilium.mode: ...` when the key is in the stack file.
+    // `Pulumi.bench.yaml:7:3: ui-exposure:cilium.mode: ...` when the key is in the stack file: the
+    // place of the item itself (`allowlist.hostPorts[2]`) when known, else of the nearest key above it.
     const at = (path: readonly PropertyKey[]) => {
-      const where = path.length ? positions[`${PROJECT}:${String(path[0])}`] : undefined;
-      return where ? `${where}: ` : "";
+      for (let n = path.length; n > 0; n--) {
+        const where = positions[formatConfigPath(path.slice(0, n))];
+        if (where) return `${where}: `;
+      }
+      return "";
     };
     const problems = distinctIssues(expandUnions(result.error.issues)).map((issue) => {
       if (issue.code === "unrecognized_keys") {

@@ -300,6 +300,45 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(relabel).toBe("admitted");
   });
 
+  it("with deny (failurePolicy Ignore), a pod near the object size limit cannot outspend the guard: refused as too large, while the largest pod it checks is judged port by port", async () => {
+    const createPod = (body: unknown) => outcome(cluster.core.createNamespacedPod({ namespace: "tools", body: body as never }));
+    // 30,000 containerPorts on the host network (22 and 80 among them): the check's cost would pass the
+    // API server's limit, and failurePolicy Ignore would admit it. It is refused before any port is read.
+    const huge = Array.from({ length: 30_000 }, (_, i) => ({ containerPort: i === 0 ? 22 : i === 1 ? 80 : 20_000 + i }));
+    expect(await createPod(pod("huge", huge, {}, { hostNetwork: true }))).toBe(
+      `403: pods "huge" is forbidden: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Pod tools/huge has more than 32 containers in a list or 32 ports in a container: too large for the exposure guard to check (ui-exposure refuses what it cannot check): split it or declare fewer ports`,
+    );
+    // At the bound (32 containers of 32 ports, every one undeclared), the policy still answers within its cost: refused by port.
+    const containers = Array.from({ length: 32 }, (_, c) => ({
+      name: `c${c}`,
+      image: "example.invalid/x:1",
+      ports: Array.from({ length: 32 }, (_, p) => ({ containerPort: 30_000 + c * 32 + p })),
+    }));
+    const widest = await createPod({ metadata: { name: "widest" }, spec: { automountServiceAccountToken: false, hostNetwork: true, containers } });
+    expect(widest).toContain("denied request: Pod tools/widest declares hostPort 30000, 30001,");
+  });
+
+  it("with deny, a second port or an externalIP added to our Service, and externalIPs on any Service, are refused", async () => {
+    const ours = await cluster.core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
+    const ports = [...(ours.spec?.ports ?? []), { name: "ssh", port: 22, targetPort: 22, protocol: "TCP" }];
+    expect(
+      await outcome(cluster.core.replaceNamespacedService({ namespace: "argocd", name: "argocd-nodeport", body: { ...ours, spec: { ...ours.spec, ports } } })),
+    ).toContain("denied request: Service argocd/argocd-nodeport (type NodePort, 2 ports where the contract declares one) is not in the ui-exposure contract");
+    expect(
+      await outcome(
+        cluster.core.replaceNamespacedService({
+          namespace: "argocd",
+          name: "argocd-nodeport",
+          body: { ...ours, spec: { ...ours.spec, externalIPs: ["198.18.0.9"] } },
+        }),
+      ),
+    ).toContain("denied request: Service argocd/argocd-nodeport (type NodePort, externalIPs 198.18.0.9) is not in the ui-exposure contract");
+    const external = { ...svc("external", "ClusterIP"), spec: { ...svc("external", "ClusterIP").spec, externalIPs: ["198.18.0.9"] } };
+    expect(await outcome(cluster.core.createNamespacedService({ namespace: "tools", body: external as never }))).toContain(
+      "denied request: Service tools/external (type ClusterIP, externalIPs 198.18.0.9) is not in the ui-exposure contract",
+    );
+  });
+
   it("with deny, admits the platform's host-network agents the shipped stacks allow (the real charts' templates) and their pods; refuses one more port", async () => {
     await outcome(cluster.core.createNamespace({ body: { metadata: { name: "monitoring" } } }));
     for (const ns of ["kube-system", "monitoring"])

@@ -141,6 +141,62 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     expect(d.json.preview.state).toBe("no-changes");
   });
 
+  it("a Service of ours deleted and re-created by hand (labels copied, one selector key added) is refused by up, touching nothing; removing it lets up recreate ours", async () => {
+    const original = await svc("gitea", "gitea-nodeport");
+    if (!original?.spec) throw new Error("gitea-nodeport missing");
+    await cluster.core.deleteNamespacedService({ namespace: "gitea", name: "gitea-nodeport" });
+    await cluster.core.createNamespacedService({
+      namespace: "gitea",
+      body: {
+        metadata: { name: "gitea-nodeport", labels: original.metadata?.labels ?? {} },
+        spec: {
+          type: "NodePort",
+          selector: { ...original.spec.selector, intruder: "yes" },
+          ports: [{ name: "http", port: 80, targetPort: original.spec.ports?.[0]?.targetPort ?? 3000 }],
+        },
+      },
+    });
+    const copy = await svc("gitea", "gitea-nodeport");
+    const refused = sandbox.pulumi(["up", "--yes"]);
+    expect(refused.code, summary(refused)).not.toBe(0);
+    expect(refused.stdout + refused.stderr).toContain(
+      `entry 'gitea': Service gitea/gitea-nodeport was deleted and re-created outside this stack (its uid ${copy?.metadata?.uid}; this stack created ${original.metadata?.uid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n gitea delete service gitea-nodeport), then pulumi up recreates this stack's own`,
+    );
+    // Touching nothing: the copy keeps its selector, the intruder's key included.
+    expect((await svc("gitea", "gitea-nodeport"))?.spec?.selector).toMatchObject({ intruder: "yes" });
+    expect((await svc("gitea", "gitea-nodeport"))?.metadata?.uid).toBe(copy?.metadata?.uid);
+    const d = drift();
+    expect(verdict(d.json, "gitea")?.reasons.join(" ")).toContain("it was replaced by hand");
+
+    // The remedy as printed.
+    await cluster.core.deleteNamespacedService({ namespace: "gitea", name: "gitea-nodeport" });
+    upThenCleanPreview("up after removing the copy");
+    expect((await svc("gitea", "gitea-nodeport"))?.spec?.selector).toEqual(original.spec.selector);
+  });
+
+  it("a port or an externalIP added to our Service is undeclared exposure for status and drift's audit", async () => {
+    await edit("argocd", "argocd-nodeport", (s) => {
+      s.spec?.ports?.push({ name: "ssh", port: 22, targetPort: 22, protocol: "TCP" });
+      if (s.spec) s.spec.externalIPs = ["198.18.0.9"];
+    });
+    try {
+      const d = drift();
+      expect(d.code, d.raw).toBe(3);
+      expect(verdict(d.json, "argocd")?.reasons.join(" ")).toContain("undeclared port ssh 22->");
+      expect(verdict(d.json, "argocd")?.reasons.join(" ")).toContain("undeclared externalIPs 198.18.0.9 on our Service");
+      expect(d.json.audit.undeclared).toContainEqual(
+        expect.objectContaining({ namespace: "argocd", name: "argocd-nodeport", reason: expect.stringContaining("opens more than the entry declares") }),
+      );
+    } finally {
+      await edit("argocd", "argocd-nodeport", (s) => {
+        if (s.spec) {
+          s.spec.ports = s.spec.ports?.filter((p) => p.name !== "ssh");
+          s.spec.externalIPs = undefined;
+        }
+      });
+    }
+  });
+
   it("a moved port, a deleted Service, a renamed port and a chart's selector change all show in the preview and in drift; up puts every URL back on its port", async () => {
     const before = outputs();
     const moved = await freePort();
@@ -220,5 +276,34 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     ] as const)
       expect(await svc(ns, `${entry}-nodeport`)).toBeUndefined();
     for (const ui of UIS) expect(await svc(ui.namespace, ui.service)).toBeDefined();
+  });
+
+  it("the portal's Service made by hand is refused with an import command that works end to end (adopted, never replaced)", async () => {
+    await cluster.core.createNamespace({ body: { metadata: { name: "portal-b" } } });
+    await cluster.core.createNamespacedService({
+      namespace: "portal-b",
+      body: {
+        metadata: { name: "portal" },
+        spec: { type: "ClusterIP", selector: { app: "old-portal" }, ports: [{ name: "http", port: 80, targetPort: 8000 }] },
+      },
+    });
+    const foreign = await svc("portal-b", "portal");
+    sandbox.writeStack(stack({ "ui-exposure:portal": { enabled: true, skipAwait: true, namespace: "portal-b", createNamespace: false } }));
+    const refused = sandbox.pulumi(["up", "--yes"]);
+    expect(refused.code, summary(refused)).not.toBe(0);
+    const adopt = "pulumi import kubernetes:core/v1:Service portal-server-svc portal-b/portal --stack sandbox --generate-code=false --protect=false --yes";
+    expect(refused.stdout + refused.stderr).toContain(`portal: Service portal-b/portal already exists and this stack did not create it`);
+    expect(refused.stdout + refused.stderr).toContain(adopt);
+    const imported = sandbox.pulumi(
+      adopt
+        .split(" ")
+        .slice(1)
+        .filter((a) => a !== "--stack" && a !== "sandbox"),
+    );
+    expect(imported.code, summary(imported)).toBe(0);
+    upThenCleanPreview("up after importing the portal's Service");
+    const adopted = await svc("portal-b", "portal");
+    expect(adopted?.metadata?.uid).toBe(foreign?.metadata?.uid);
+    expect(adopted?.spec?.selector).not.toEqual({ app: "old-portal" });
   });
 });

@@ -1,5 +1,3 @@
-import { importCommand as adoptCommand, RELEASE_TYPE } from "../naming";
-
 /**
  * Adopting a Cilium release that a script installed with `helm install` (bench built by
  * cni.sh, dirqual phase 2). Without adoption the first `up` tries `helm install` again and
@@ -17,6 +15,11 @@ import { importCommand as adoptCommand, RELEASE_TYPE } from "../naming";
  * first `up` after the import is an in-place upgrade.
  */
 
+import { importCommand } from "../plan";
+
+/** Resource type of the Release, as `pulumi import` wants it. */
+export const RELEASE_TYPE = "kubernetes:helm.sh/v3:Release";
+
 /** The Pulumi name of the Release inside the Cilium component named `component`. */
 export function releaseResourceName(component: string): string {
   return `${component}-release`;
@@ -27,7 +30,6 @@ export function releaseResourceName(component: string): string {
  * cannot create the component parent); the component declares an alias for that root URN,
  * so the next `up` moves it under the component instead of deleting and re-creating it.
  */
-export function importCommand(component: string, release: { namespace: string; releaseName: string }): string {
-  // Exactly docs/cilium.md's command.
-  return adoptCommand(RELEASE_TYPE, releaseResourceName(component), `${release.namespace}/${release.releaseName}`);
+export function releaseImportCommand(component: string, release: { namespace: string; releaseName: string }): string {
+  return importCommand(RELEASE_TYPE, releaseResourceName(component), `${release.namespace}/${release.releaseName}`);
 }

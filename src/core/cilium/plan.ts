@@ -1,6 +1,7 @@
+import { matchesPattern, namePattern } from "../exposure-model";
 import type { ConfigMap, GenericObject, Service } from "../kube/types";
 import type { CiliumSettings, CohabitCiliumSettings, L4CiliumSettings } from "../settings";
-import { importCommand } from "./adopt";
+import { releaseImportCommand } from "./adopt";
 import { l4Values } from "./values";
 import { chartKeysFor } from "./versions";
 
@@ -23,26 +24,26 @@ export interface CiliumReleasePlan {
 }
 
 /** A LoadBalancer Service and its addresses, as phase 2 will find it. */
-interface LoadBalancerService {
+export interface LoadBalancerService {
   service: string;
   addresses: string[];
   loadBalancerClass?: string;
 }
 
-interface LbIpPool {
+export interface LbIpPool {
   name: string;
   blocks: string[];
   disabled?: boolean;
 }
 
-interface GatewayRef {
+export interface GatewayRef {
   gateway: string;
   addresses: string[];
   hostnames: string[];
 }
 
 /** What still belongs to the Gateway / LB-IPAM era, reported so the operator sees what phase 2 removes. */
-interface Coexisting {
+export interface Coexisting {
   lbIpPools: LbIpPool[];
   gateways: GatewayRef[];
   loadBalancerServices: LoadBalancerService[];
@@ -66,7 +67,7 @@ export type CiliumSummary =
     }
   | { mode: "cohabit"; observed: Record<string, string>; coexisting: Coexisting };
 
-interface CiliumContext {
+export interface CiliumContext {
   stack: string;
   production: boolean;
 }
@@ -130,8 +131,8 @@ function servedByLbIpam(s: LoadBalancerService): boolean {
 }
 
 /** "ns/name" matches itself; "ns/prefix*" matches every name starting with prefix in ns. */
-function acknowledges(pattern: string, service: string): boolean {
-  return pattern.endsWith("*") ? service.startsWith(pattern.slice(0, -1)) : pattern === service;
+export function acknowledges(pattern: string, service: string): boolean {
+  return matchesPattern(namePattern(pattern), service);
 }
 
 /**
@@ -256,7 +257,7 @@ export function ciliumSummary(plan: CiliumPlan, component: string): CiliumSummar
     chartVersion: r.version,
     release: `${r.namespace}/${r.releaseName}`,
     lbIpam: plan.lbIpam,
-    adopt: importCommand(component, r),
+    adopt: releaseImportCommand(component, r),
     acknowledgedLoss: plan.acknowledgedLoss,
     coexisting: plan.coexisting,
   };

@@ -4,10 +4,10 @@
 // cluster of 5,000 Services the API server then sends kilobytes instead of 10 MB, and the
 // verdicts are those a full read gives (observe() only looks at these objects).
 import type { Endpoint } from "../contract/schema";
+import { ourServiceName } from "../exposure-model";
 import type { ClusterReader } from "../kube/cluster";
 import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "../kube/types";
 import { type ObservedCluster, readObservedCluster } from "../observe";
-import { ourServiceName } from "../plan";
 
 /** A reader that lets the API server filter (LiveClusterReader implements it). */
 export interface ScopedClusterReader extends ClusterReader {

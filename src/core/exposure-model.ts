@@ -1,0 +1,240 @@
+import type { Contract } from "./contract/schema";
+import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
+import type { Service } from "./kube/types";
+import type { Allowlist } from "./settings";
+
+// The one model of exposure: what a stack declares, what a pod or a Service opens to the outside,
+// which rule declares it, which Service is this stack's. Planner, verdicts, audit, pre-deny report
+// and the policy's generator all ask here (test/exposure-model.test.ts holds them to one answer).
+
+/** Our Service of a NodePort entry: `<entry>-nodeport`, in the namespace of the Service it mirrors. */
+export const NODE_PORT_SUFFIX = "-nodeport";
+export const ourServiceName = (entry: string) => `${entry}${NODE_PORT_SUFFIX}`;
+/** An exposed UI's scheme (http or https), also the name of our Service's one port (Kubernetes keeps an allocated nodePort by port name). */
+export const webScheme = (scheme: string): "http" | "https" => (scheme === "https" ? "https" : "http");
+
+/** Every key of `selector` has its value in `labels`. */
+export const matchesLabels = (labels: Readonly<Record<string, string>> | undefined, selector: Readonly<Record<string, string>> | undefined) =>
+  Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
+
+/** One allowlist item as written (`source`), parsed once: the name or prefix matched against "namespace/name". */
+export interface Pattern {
+  source: string;
+  prefix: boolean;
+  text: string;
+  reason?: string;
+}
+
+export interface HostPortPattern extends Pattern {
+  port: number;
+}
+
+export interface HostPortRule {
+  entry: string;
+  namespace: string;
+  port: number;
+  podSelector: Readonly<Record<string, string>>;
+}
+
+export interface ExposureRules {
+  /** Our Service of each published NodePort entry, by "namespace/name". */
+  ourServices: ReadonlyMap<string, { entry: string }>;
+  hostPortEntries: readonly HostPortRule[];
+  services: readonly Pattern[];
+  hostPorts: readonly HostPortPattern[];
+}
+
+export const matchesPattern = (p: Pick<Pattern, "prefix" | "text">, value: string) => (p.prefix ? value.startsWith(p.text) : value === p.text);
+
+/** `name` is the part matched against "namespace/name" (a hostPort item's, before its ":port"). */
+function parsePattern(source: string, name: string, reasons: Allowlist["reasons"]): Pattern {
+  const reason = reasons?.[source];
+  return { source, ...namePattern(name), ...(reason ? { reason } : {}) };
+}
+
+/** "namespace/name" matches itself; "namespace/prefix*" every name starting with prefix ('*' is only a suffix). */
+export const namePattern = (name: string) => ({ prefix: name.endsWith("*"), text: name.endsWith("*") ? name.slice(0, -1) : name });
+
+/** The rules of a stack: the exposed entries it publishes (`selected`) and its allowlist, parsed once. */
+export function exposureRules(contract: Contract, selected: readonly string[], allowlist: Allowlist): ExposureRules {
+  const chosen = new Set(selected);
+  const entries = contract.endpoints.filter((e) => chosen.has(e.name));
+  return {
+    ourServices: new Map(entries.filter(isNodePortEntry).map((e) => [`${e.service.namespace}/${ourServiceName(e.name)}`, { entry: e.name }])),
+    hostPortEntries: entries
+      .filter(isHostPortEntry)
+      .map((e) => ({ entry: e.name, namespace: e.hostPort.namespace, port: e.hostPort.port, podSelector: e.hostPort.podSelector ?? {} })),
+    services: allowlist.services.map((p) => parsePattern(p, p, allowlist.reasons)),
+    hostPorts: allowlist.hostPorts.map((p) => {
+      const colon = p.lastIndexOf(":");
+      return { ...parsePattern(p, p.slice(0, colon), allowlist.reasons), port: Number(p.slice(colon + 1)) };
+    }),
+  };
+}
+
+export type Declaration = { by: "contract"; entry: string } | { by: "allowlist"; pattern: Pattern };
+
+export const describeDeclaration = (d: Declaration) => (d.by === "contract" ? `contract entry '${d.entry}'` : `allowlist '${d.pattern.source}'`);
+
+// Objects are read back unvalidated (any list call, a snapshot file): what is not a list, a map or
+// a port number is no port (the API server would not have stored it).
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const field = (v: unknown, key: string): unknown =>
+  v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
+const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535 ? v : 0);
+
+/** The containers whose ports a pod spec lists (ephemeral ones may not hold ports; counted if a snapshot says so). */
+export const POD_CONTAINER_LISTS = ["initContainers", "containers", "ephemeralContainers"] as const;
+
+export interface HostPortUse {
+  port: number;
+  protocol: string;
+  /** The pod is on the host network (every containerPort is a hostPort). */
+  onHostNetwork: boolean;
+}
+
+/** A pod (template) spec's host ports as the API server defaults them: hostPort 0 is none; on the host network every containerPort is one. */
+export function effectiveHostPorts(spec: unknown): HostPortUse[] {
+  const hostNetwork = field(spec, "hostNetwork") === true;
+  const seen = new Set<string>();
+  const out: HostPortUse[] = [];
+  for (const c of POD_CONTAINER_LISTS.flatMap((k) => list(field(spec, k)))) {
+    for (const p of list(field(c, "ports"))) {
+      const port = portNumber(field(p, "hostPort")) || (hostNetwork ? portNumber(field(p, "containerPort")) : 0);
+      const protocol = typeof field(p, "protocol") === "string" ? (field(p, "protocol") as string) : "TCP";
+      if (!port || seen.has(`${port}/${protocol}`)) continue;
+      seen.add(`${port}/${protocol}`);
+      out.push({ port, protocol, onHostNetwork: hostNetwork });
+    }
+  }
+  return out;
+}
+
+/**
+ * Bounds on the work of checking one object: the policy's CEL has a cost limit, and an error would
+ * admit the object (failurePolicy Ignore). A pod past them is refused as too large to check (the
+ * platform's pods hold a few ports each); an undeclared Service past them is refused unread.
+ */
+export const CHECK_LIMITS = { containers: 32, portsPerContainer: 32, servicePorts: 128, externalIPs: 32 } as const;
+
+/** Whether a pod spec is past CHECK_LIMITS (counted as the policy counts: per container list, per container). */
+export function podTooLargeToCheck(spec: unknown): boolean {
+  const lists = POD_CONTAINER_LISTS.map((k) => list(field(spec, k)));
+  return lists.some((l) => l.length > CHECK_LIMITS.containers) || lists.flat().some((c) => list(field(c, "ports")).length > CHECK_LIMITS.portsPerContainer);
+}
+
+/** A pod whose containers have stopped for good holds no port; it is never created again (its owner's next pod is). */
+export const isFinishedPod = (pod: { status?: { phase?: string } }) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
+
+/** A pod, or a workload's pod template (its pods are named "<workload>-..."). */
+export interface PodIdentity {
+  namespace: string;
+  name: string;
+  isPod: boolean;
+  labels: Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * Which rule declares host port `port` of a pod: a contract hostPort entry (namespace, port,
+ * podSelector), else an allowlist item "namespace/pod-prefix*:port"; a template's pods are named
+ * "<workload>-...": a prefix item declares it when it prefixes "<namespace>/<workload>-".
+ */
+export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port: number): Declaration | undefined {
+  const entry = rules.hostPortEntries.find((e) => e.namespace === pod.namespace && e.port === port && matchesLabels(pod.labels, e.podSelector));
+  if (entry) return { by: "contract", entry: entry.entry };
+  const key = `${pod.namespace}/${pod.name}${pod.isPod ? "" : "-"}`;
+  const pattern = rules.hostPorts.find((p) => p.port === port && (p.prefix ? key.startsWith(p.text) : pod.isPod && key === p.text));
+  return pattern ? { by: "allowlist", pattern } : undefined;
+}
+
+/**
+ * How a Service is reachable from outside the cluster, field by field of the Service API:
+ * - `type: NodePort`: every port, on every node (`nodePort`);
+ * - `type: LoadBalancer`: the same, plus the load balancer's addresses (also when
+ *   `allocateLoadBalancerNodePorts: false` leaves it without node ports);
+ * - `externalIPs`: every port on each listed address, whatever the type (kube-proxy and Cilium
+ *   answer there; the type does not limit it);
+ * - `ExternalName`, `ClusterIP` without externalIPs, headless: a name or an in-cluster address
+ *   only. `loadBalancerSourceRanges`, `externalTrafficPolicy`, `sessionAffinity`,
+ *   `internalTrafficPolicy`, `ipFamilies` narrow or route what is open; they open nothing.
+ */
+export function serviceOpenings(svc: Service): { type: string; nodeOrBalancer: boolean; externalIPs: string[] } {
+  const type = typeof svc.spec?.type === "string" ? svc.spec.type : "ClusterIP";
+  const externalIPs = list(field(svc.spec, "externalIPs")).filter((ip): ip is string => typeof ip === "string");
+  return { type, nodeOrBalancer: type === "NodePort" || type === "LoadBalancer", externalIPs };
+}
+
+export const isExposingService = (svc: Service) => {
+  const o = serviceOpenings(svc);
+  return o.nodeOrBalancer || o.externalIPs.length > 0;
+};
+
+/**
+ * A Service that opens something is declared by a rule, or undeclared with what makes it so. Our
+ * `<entry>-nodeport` is judged by its entry alone: type NodePort, one port, no externalIPs. Any
+ * other Service is declared whole by an allowlist item.
+ */
+export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: Declaration } | { undeclared: string; entry?: string } {
+  const key = `${svc.metadata.namespace ?? "default"}/${svc.metadata.name}`;
+  const o = serviceOpenings(svc);
+  const ours = rules.ourServices.get(key);
+  if (ours) {
+    const ports = svc.spec?.ports ?? [];
+    const extra = [
+      ...(o.type !== "NodePort" ? [`type ${o.type} (the contract declares NodePort)`] : []),
+      ...(ports.length > 1 ? [`${ports.length} ports (the contract declares one)`] : []),
+      ...(o.externalIPs.length ? [`externalIPs ${o.externalIPs.join(", ")}`] : []),
+    ];
+    return extra.length ? { undeclared: extra.join("; "), entry: ours.entry } : { declared: { by: "contract", entry: ours.entry } };
+  }
+  const pattern = rules.services.find((p) => matchesPattern(p, key));
+  if (pattern) return { declared: { by: "allowlist", pattern } };
+  return {
+    undeclared: [...(o.nodeOrBalancer ? [`type ${o.type}`] : []), ...(o.externalIPs.length ? [`externalIPs ${o.externalIPs.join(", ")}`] : [])].join("; "),
+  };
+}
+
+/** What the last `up` published for an entry (the `endpoints` output). */
+export interface PublishedRecord {
+  nodePort?: number;
+  hostPort?: number;
+  url?: string;
+  service?: string;
+  uid?: string;
+}
+
+/** Why a Service named like ours is not the one the last `up` published (none, or another uid); undefined when it is. */
+export function ownershipProblem(where: string, uid: string | undefined, published: PublishedRecord | undefined): string | undefined {
+  if (!published || (published.nodePort === undefined && published.service === undefined && published.url === undefined)) {
+    return `${where} exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)`;
+  }
+  if (published.uid !== undefined && uid !== undefined && published.uid !== uid) {
+    return `${where} is not the Service this stack created (its uid ${uid}; this stack created ${published.uid}): it was replaced by hand; remove it and run pulumi up`;
+  }
+  return undefined;
+}
+
+/**
+ * Why `up` must not touch a fixed-name Service its state holds (uid `stateUid`, read before the
+ * refresh re-reads it by name): it was re-created outside the stack since. A Service the state
+ * does not hold is the takeover hook's to refuse.
+ */
+export function recreatedProblem(what: string, live: Service | undefined, stateUid: string | undefined): string | undefined {
+  const uid = live?.metadata.uid;
+  if (!live || !uid || !stateUid || uid === stateUid) return undefined;
+  const { namespace, name } = live.metadata;
+  return `${what}: Service ${namespace}/${name} was deleted and re-created outside this stack (its uid ${uid}; this stack created ${stateUid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n ${namespace} delete service ${name}), then pulumi up recreates this stack's own`;
+}
+
+/** The uid of each Service a state holds, by "namespace/name", from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
+export function stateServiceUids(resources: unknown): Map<string, string> {
+  const uids = new Map<string, string>();
+  if (resources === null || typeof resources !== "object") return uids;
+  for (const r of Object.values(resources as Record<string, unknown>)) {
+    if (field(r, "type") !== "kubernetes:core/v1:Service") continue;
+    const meta = field(field(r, "outputs"), "metadata");
+    const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
+    if (typeof namespace === "string" && typeof name === "string" && typeof uid === "string") uids.set(`${namespace}/${name}`, uid);
+  }
+  return uids;
+}
