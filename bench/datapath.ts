@@ -1,6 +1,5 @@
-// From `pulumi up` returning to the first answer through the real data path
-// (test/support/datapath-platform.ts: two nodes and their pods as network namespaces, kube-proxy in
-// nftables mode, EndpointSlices from the real controller). Needs root; says why when it cannot.
+// From `pulumi up` returning to the first answer through the real data path (test/support/datapath-platform.ts:
+// nodes and pods as network namespaces, kube-proxy, the real controller). Needs root; says why when it cannot.
 import { dataPathSupport } from "../src/adapters/datapath/datapath";
 import { expectedAnswers, LINEAGE, startDataPathPlatform, summary, uiOf } from "../test/support/datapath-platform";
 import { toolchainBin } from "../test/support/harness";

@@ -7,6 +7,7 @@
 //   npm run bench                                         # every part
 //   npm run bench -- --only startup,portal                # some parts (startup, live, datapath, portal)
 //   npm run bench -- --only startup --runs 5 --no-docs    # printed, docs/ left alone (.ci/run)
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -63,7 +64,7 @@ async function main() {
   const head = [
     "# Benchmarks",
     "",
-    `The figures of one run: \`${command}\`, ${started.toISOString().slice(0, 16).replace("T", " ")} UTC, Node.js ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, load average ${(os.loadavg()[0] ?? 0).toFixed(1)} at the start (other work may share the CPUs: read each figure against its floor). Parts not in this run: ${PARTS.filter((p) => !parts.has(p)).join(", ") || "none"}.`,
+    `The figures of one run: \`${command}\` on commit ${execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: projectDir, encoding: "utf8" }).trim()}, ${started.toISOString().slice(0, 16).replace("T", " ")} UTC, Node.js ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, load average ${(os.loadavg()[0] ?? 0).toFixed(1)} at the start (other work may share the CPUs: read each figure against its floor). Parts not in this run: ${PARTS.filter((p) => !parts.has(p)).join(", ") || "none"}.`,
   ];
   fs.writeFileSync(path.join(projectDir, "docs/benchmarks.md"), `${[...head, "", sections.join("\n\n")].join("\n")}\n`);
   log("done: docs/benchmarks.md, test-output/bench.json");
