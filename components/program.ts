@@ -6,7 +6,7 @@ import { openStack } from "../src/adapters/stack-inputs";
 import { admissionApiProblem } from "../src/core/admission";
 import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
-import { recreatedProblem, stateServiceUids } from "../src/core/exposure-model";
+import { recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
@@ -33,11 +33,11 @@ export interface ProgramInputs {
    */
   lastEndpoints?: () => Promise<PublishedEndpoints>;
   /**
-   * The uid of each Service this stack's state held when `up` started, by "namespace/name";
+   * The uid of each Service and ConfigMap this stack's state held when `up` started;
    * default: read from the engine before any resource is declared (so before the refresh
    * re-reads them by name). Render and the unit tests pass their own.
    */
-  stateUids?: () => Promise<ReadonlyMap<string, string>>;
+  stateUids?: () => Promise<StateUids>;
 }
 
 /** One record per published entry, as stack output. */
@@ -98,7 +98,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     ? await inputs.stateUids()
     : underEngine() && Object.keys(lastEndpoints).length > 0
       ? await readStateUids()
-      : new Map<string, string>();
+      : { services: new Map<string, string>(), configMaps: new Map<string, string>() };
 
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
   // before anything exists: the contract entry mirroring it is planned from the spec the Portal
@@ -129,7 +129,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
       : []),
     ...(settings.portal.enabled ? [["portal", `${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`] as [string, string]] : []),
   ];
-  const recreated = fixedNames.flatMap(([what, key]) => recreatedProblem(what, live.get(key), stateUids.get(key)) ?? []);
+  const recreated = fixedNames.flatMap(([what, key]) => recreatedProblem(what, live.get(key), stateUids.services.get(key)) ?? []);
   const problems = [
     ...recreated,
     ...("problems" in resolution ? resolution.problems : []),
@@ -161,7 +161,10 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
           stack: inputs.stack,
           nodeAddress: settings.nodeAddress,
           ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
-          ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
+          // A takeover is refused only for an object the state does not hold: the engine also runs the
+          // create hook when it replaces one of ours (a ConfigMap whose data changed is replaced).
+          ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`) &&
+          !stateUids.services.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
             ? {
                 serviceRefusal: takeoverRefusal(
                   { what: "portal", kind: "Service", resourceName: "portal-server-svc", namespace: settings.portal.namespace, name: PORTAL_SERVICE_NAME },
@@ -169,7 +172,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
                 ),
               }
             : {}),
-          ...(publishedConfigMap
+          ...(publishedConfigMap && !stateUids.configMaps.has(`${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap}`)
             ? {
                 publishedRefusal: takeoverRefusal(
                   {
@@ -256,7 +259,7 @@ function organization(): string {
  * The uid of each Service in this stack's state, from the engine's own record of the stack
  * (the latest checkpoint, read before any resource of this `up` is registered, hence refreshed).
  */
-async function readStateUids(): Promise<ReadonlyMap<string, string>> {
+async function readStateUids(): Promise<StateUids> {
   // The outputs hold references to resources (a component's children), which the SDK would turn
   // back into resources by asking the engine for them, and this deployment has none yet: the
   // references are asked for as plain URNs instead (the SDK reads this flag when it invokes).
@@ -267,7 +270,7 @@ async function readStateUids(): Promise<ReadonlyMap<string, string>> {
     const result = await pulumi.runtime.invoke("pulumi:pulumi:readStackResourceOutputs", {
       stackName: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}`,
     });
-    return stateServiceUids((result as { outputs?: unknown } | undefined)?.outputs);
+    return stateUidsOf((result as { outputs?: unknown } | undefined)?.outputs);
   } finally {
     sdk.disableResourceReferences = before;
   }

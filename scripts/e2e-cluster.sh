@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A throw-away Kubernetes control plane on loopback for e2e tests:
-# etcd + kube-apiserver (+ kube-controller-manager), built by scripts/e2e-toolchain.sh.
-# No kubelet, no nodes: Services get real ClusterIPs/NodePorts, nothing runs.
+# etcd + kube-apiserver (+ kube-controller-manager, + kube-scheduler), built by
+# scripts/e2e-toolchain.sh. etcd speaks TLS only, to clients holding the API server's
+# certificate (DIR is 0700). No kubelet: Services get real ClusterIPs/NodePorts; a pod runs only
+# where a node agent of the caller plays the kubelet's part (src/adapters/datapath/kubelet.ts).
 #
 #   scripts/e2e-cluster.sh start [DIR]   # prints KEY=VALUE lines (KUBECONFIG, E2E_DIR, ...)
 #   scripts/e2e-cluster.sh stop DIR      # stops the processes started in DIR and deletes DIR
@@ -17,6 +19,8 @@
 #                      --enable-garbage-collector=false and the ServiceAccount admission off
 #   E2E_KCM_CONTROLLERS  controllers to run (default: all but node-lifecycle-controller, which
 #                      would mark the harness's kubelet-less Nodes NotReady after ~40 s)
+#   E2E_SCHEDULER      1 also runs kube-scheduler (binds the pods of Deployments to the Nodes
+#                      the caller registers); 0 (default): pods are bound by spec.nodeName
 #   E2E_READY_TIMEOUT  seconds to wait for /readyz (default 120)
 #   E2E_KEEP           1 keeps DIR on stop (logs)
 #   E2E_SERVICE_CIDR   Service ClusterIP range (default 10.96.0.0/24: 253 Services; the
@@ -48,8 +52,8 @@ record() { echo "$1=$2" >> "$d/pids"; echo "$1=$(start_time "$2")" >> "$d/starts
 stop_dir() {
   local d=$1 name pid start
   [[ -f "$d/pids" ]] || return 0
-  # reverse start order: controller-manager, apiserver, etcd
-  for name in kube-controller-manager kube-apiserver etcd; do
+  # reverse start order: scheduler, controller-manager, apiserver, etcd
+  for name in kube-scheduler kube-controller-manager kube-apiserver etcd; do
     [[ $(grep -c "^$name=" "$d/pids") == 1 ]] || continue
     pid=$(sed -n "s/^$name=//p" "$d/pids")
     start=$(sed -n "s/^$name=//p" "$d/starts" 2>/dev/null | head -n 1)
@@ -82,7 +86,12 @@ cmd_start() {
   if [[ "$kcm" == 1 && ! -x "$bin/kube-controller-manager" ]]; then
     die "$bin/kube-controller-manager missing (or set E2E_KCM=0)"
   fi
+  local scheduler=${E2E_SCHEDULER:-0}
+  if [[ "$scheduler" == 1 && ! -x "$bin/kube-scheduler" ]]; then
+    die "$bin/kube-scheduler missing: scripts/e2e-toolchain.sh builds it (stage kube-scheduler)"
+  fi
   command -v curl >/dev/null || die "curl is needed"
+  command -v openssl >/dev/null || die "openssl is needed (apt-get install openssl)"
 
   local d=${1:-}
   if [[ -z "$d" ]]; then d=$(mktemp -d "${TMPDIR:-/tmp}/e2e-cluster.XXXXXX"); else mkdir -p "$d"; fi
@@ -96,27 +105,35 @@ cmd_start() {
   trap 'rc=$?; if [[ $rc != 0 ]]; then log "start failed; logs kept in $d/logs";
     for f in "$d"/logs/*.log; do log "--- tail $f"; tail -n 15 "$f" >&2 || true; done; stop_dir "$d"; fi' EXIT
 
-  local etcd_port etcd_peer api_port kcm_port
-  etcd_port=$(free_port); etcd_peer=$(free_port); api_port=$(free_port); kcm_port=$(free_port)
+  local etcd_port etcd_peer api_port kcm_port sched_port
+  etcd_port=$(free_port); etcd_peer=$(free_port); api_port=$(free_port); kcm_port=$(free_port); sched_port=$(free_port)
 
   # service-account signing key and a static token for the admin user
-  if command -v openssl >/dev/null; then
-    openssl genrsa -out "$d/pki/sa.key" 2048 2>/dev/null
-    openssl rsa -in "$d/pki/sa.key" -pubout -out "$d/pki/sa.pub" 2>/dev/null
-  else
-    node -e 'const c=require("crypto"),f=require("fs"),k=c.generateKeyPairSync("rsa",{modulusLength:2048});
-      f.writeFileSync(process.argv[1],k.privateKey.export({type:"pkcs1",format:"pem"}));
-      f.writeFileSync(process.argv[2],k.publicKey.export({type:"spki",format:"pem"}))' "$d/pki/sa.key" "$d/pki/sa.pub"
-  fi
+  openssl genrsa -out "$d/pki/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$d/pki/sa.key" -pubout -out "$d/pki/sa.pub" 2>/dev/null
+  # etcd speaks TLS only and asks for a client certificate (the API server's): a local user who
+  # finds its port on the command line reads nothing (the keys stay in this 0700 folder)
+  local e=$d/pki/etcd
+  mkdir -p "$e"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+    -subj /CN=e2e-etcd-ca -keyout "$e/ca.key" -out "$e/ca.crt" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=e2e-etcd \
+    -keyout "$e/etcd.key" -out "$e/etcd.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=digitalSignature\n' > "$e/ext.cnf"
+  openssl x509 -req -in "$e/etcd.csr" -CA "$e/ca.crt" -CAkey "$e/ca.key" -CAcreateserial -days 30 \
+    -extfile "$e/ext.cnf" -out "$e/etcd.crt" 2>/dev/null
+  rm -f "$e/etcd.csr" "$e/ca.key"
   # a fresh admin token per cluster (cluster-admin: never a fixed, guessable one)
   local TOKEN; TOKEN=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
   echo "$TOKEN,e2e-admin,e2e-admin,system:masters" > "$d/pki/tokens.csv"
   : > "$d/pids"; : > "$d/starts"
 
   "$bin/etcd" --name e2e --data-dir "$d/etcd" \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
-    --initial-cluster "e2e=http://127.0.0.1:$etcd_peer" --initial-cluster-state new \
+    --listen-client-urls "https://127.0.0.1:$etcd_port" --advertise-client-urls "https://127.0.0.1:$etcd_port" \
+    --cert-file "$e/etcd.crt" --key-file "$e/etcd.key" --client-cert-auth --trusted-ca-file "$e/ca.crt" \
+    --listen-peer-urls "https://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "https://127.0.0.1:$etcd_peer" \
+    --peer-cert-file "$e/etcd.crt" --peer-key-file "$e/etcd.key" --peer-client-cert-auth --peer-trusted-ca-file "$e/ca.crt" \
+    --initial-cluster "e2e=https://127.0.0.1:$etcd_peer" --initial-cluster-state new \
     --unsafe-no-fsync --log-level warn \
     </dev/null >"$d/logs/etcd.log" 2>&1 &
   record etcd $!
@@ -128,7 +145,8 @@ cmd_start() {
     extra+=(--enable-garbage-collector=false --disable-admission-plugins=ServiceAccount)
   fi
   "$bin/kube-apiserver" \
-    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --etcd-servers "https://127.0.0.1:$etcd_port" \
+    --etcd-cafile "$e/ca.crt" --etcd-certfile "$e/etcd.crt" --etcd-keyfile "$e/etcd.key" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --cert-dir "$d/pki" --token-auth-file "$d/pki/tokens.csv" \
     --authorization-mode RBAC --allow-privileged=true \
@@ -196,6 +214,24 @@ EOF
     done
     [[ $ok == 1 ]] || die "kube-controller-manager: no default ServiceAccount after ${timeout}s (see $d/logs)"
     log "kube-controller-manager ready in $((SECONDS - t0))s"
+  fi
+  if [[ "$scheduler" == 1 ]]; then
+    "$bin/kube-scheduler" \
+      --kubeconfig "$d/kubeconfig" \
+      --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" \
+      --bind-address 127.0.0.1 --secure-port "$sched_port" --leader-elect=false \
+      </dev/null >"$d/logs/kube-scheduler.log" 2>&1 &
+    record kube-scheduler $!
+    # ready when its health endpoint answers
+    t0=$SECONDS; ok=0
+    while (( SECONDS - t0 < timeout )); do
+      if curl -skf -m 2 "https://127.0.0.1:$sched_port/healthz" >/dev/null 2>&1; then ok=1; break; fi
+      local p; p=$(sed -n 's/^kube-scheduler=//p' "$d/pids")
+      [[ -e /proc/$p ]] || die "kube-scheduler exited during start-up (see $d/logs)"
+      sleep 0.5
+    done
+    [[ $ok == 1 ]] || die "kube-scheduler not healthy after ${timeout}s (see $d/logs)"
+    log "kube-scheduler ready in $((SECONDS - t0))s"
   fi
   trap - EXIT
 

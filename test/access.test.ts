@@ -426,7 +426,7 @@ describe("exposure access", () => {
     const screen = r.out.join("\n");
     expect(screen).toMatch(/argocd\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
     expect(screen).not.toContain("127.0.0.2:31002");
-    expect(screen).toContain("is not the Service this stack created");
+    expect(screen).toContain("is not the Service the last up published");
     const written = fs.readFileSync(file, "utf8");
     expect(written).not.toContain("127.0.0.2:31002");
     expect(written).not.toMatch(/^GITEA_PUSH_URL=/m);

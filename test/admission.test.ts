@@ -79,17 +79,18 @@ describe("admission policy generated from the contract", () => {
   it("declares nothing when neither the contract nor the allowlist does", () => {
     const m = admissionManifests(input({ selected: [], allowlist: { services: [], hostPorts: [] } }));
     expect(variable(m, "serviceDeclared")).toBe("false");
-    expect(variable(m, "undeclaredHostPorts")).toContain("h != 0 && !(false)");
+    expect(variable(m, "declaredPorts")).toBe("{}");
+    expect(variable(m, "undeclaredHostPorts")).toContain("h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])");
   });
 
-  it("declares contract hostPorts by namespace, port and podSelector, allowlisted ones by pod name or prefix", () => {
-    const hostPorts = variable(admissionManifests(input()), "undeclaredHostPorts");
-    expect(hostPorts).toContain(
-      '(request.namespace == "data-lineage" && h == 8090 && "app.kubernetes.io/name" in variables.labels && variables.labels["app.kubernetes.io/name"] == "lineage-api")',
+  it("declares contract hostPorts by namespace, port and podSelector, allowlisted ones by pod name or prefix, in one map keyed by port", () => {
+    const declared = variable(admissionManifests(input()), "declaredPorts");
+    expect(declared).toContain(
+      '8090: (request.namespace == "data-lineage" && "app.kubernetes.io/name" in variables.labels && variables.labels["app.kubernetes.io/name"] == "lineage-api")',
     );
-    expect(hostPorts).toContain('(h == 9964 && variables.podKey.startsWith("kube-system/cilium-envoy-"))');
+    expect(declared).toContain('9964: (variables.podKey.startsWith("kube-system/cilium-envoy-"))');
     // An exact pod name never declares a pod template (its pods get generated names).
-    expect(hostPorts).toContain('(h == 2222 && variables.isPod && variables.podKey == "tools/debug-pod")');
+    expect(declared).toContain('2222: (variables.isPod && variables.podKey == "tools/debug-pod")');
   });
 
   it("leaves out the entries this stack does not publish", () => {

@@ -7,15 +7,7 @@ import { admissionManifests } from "../src/core/admission";
 import { wouldRefuse } from "../src/core/admission-preview";
 import { auditExposure } from "../src/core/audit";
 import { contractSchema } from "../src/core/contract/schema";
-import {
-  CHECK_LIMITS,
-  effectiveHostPorts,
-  exposureRules,
-  isExposingService,
-  isFinishedPod,
-  serviceVerdict,
-  stateServiceUids,
-} from "../src/core/exposure-model";
+import { CHECK_LIMITS, effectiveHostPorts, exposureRules, isExposingService, isFinishedPod, serviceVerdict, stateUids } from "../src/core/exposure-model";
 import type { Node, Pod, Service } from "../src/core/kube/types";
 import { observe } from "../src/core/observe";
 import { planHostPort } from "../src/core/plan";
@@ -49,6 +41,7 @@ const service = fc
     ports: fc.array(servicePort, { minLength: 1, maxLength: 3 }),
     externalIPs: fc.option(fc.array(fc.constantFrom("198.18.0.2", "198.18.0.9"), { minLength: 1, maxLength: 2 }), { nil: undefined }),
     allocateLoadBalancerNodePorts: fc.option(fc.boolean(), { nil: undefined }),
+    headless: fc.boolean(),
   })
   .map(
     (s): Service =>
@@ -56,6 +49,8 @@ const service = fc
         metadata: { name: s.name, namespace: s.namespace, uid: `uid-${s.name}` },
         spec: {
           ...(s.type ? { type: s.type } : {}),
+          // Headless (where the API server allows it): Kubernetes then ignores externalIPs.
+          ...(s.headless && (s.type === undefined || s.type === "ClusterIP") ? { clusterIP: "None" } : {}),
           selector: { app: "web" },
           ports: s.ports,
           ...(s.externalIPs ? { externalIPs: s.externalIPs } : {}),
@@ -161,7 +156,9 @@ describe("one model of exposure: every reader gives the same answer (property, p
           if (chosen.includes("agent")) {
             const entry = contract.endpoints.find((e) => e.name === "agent") as never;
             const plan = planHostPort(entry, pods, new Map([["n1", node]]));
-            const holders = audit.declared.filter((d) => d.declaredBy === "contract entry 'agent'" && d.node);
+            // (Of a port a regular container holds: an init container's is counted, never published.)
+            const serving = new Set(pods.filter((p) => effectiveHostPorts(p.spec).some((h) => h.port === 7000 && h.serves)).map(key));
+            const holders = audit.declared.filter((d) => d.declaredBy === "contract entry 'agent'" && d.node && serving.has(`${d.namespace}/${d.name}`));
             expect("problem" in plan, `planner: ${context}`).toBe(holders.length === 0);
           }
         },
@@ -263,8 +260,8 @@ describe("exposure model: what each reader missed before", () => {
         ephemeralContainers: [{ ports: [{ containerPort: 3, hostPort: 9001, protocol: "UDP" }] }],
       }),
     ).toEqual([
-      { port: 9000, protocol: "TCP", onHostNetwork: false },
-      { port: 9001, protocol: "UDP", onHostNetwork: false },
+      { port: 9000, protocol: "TCP", onHostNetwork: false, serves: false },
+      { port: 9001, protocol: "UDP", onHostNetwork: false, serves: false },
     ]);
   });
 
@@ -288,6 +285,26 @@ describe("exposure model: what each reader missed before", () => {
     expect(wouldRefuse({ ...stack, services: [], pods: [wide], workloads: [] })).toHaveLength(1);
   });
 
+  it("the widest pod within the bounds is judged port by port, its message cut below the API server's 5 KiB", async () => {
+    const containers = Array.from({ length: CHECK_LIMITS.containers }, (_, c) => ({
+      name: `c${c}`,
+      ports: Array.from({ length: CHECK_LIMITS.portsPerContainer }, (_, p) => ({ containerPort: 30_000 + c * 32 + p })),
+    }));
+    const widest = { metadata: { name: "widest", namespace: "tools" }, spec: { hostNetwork: true, containers } };
+    const { policy } = admissionManifests({
+      contract,
+      selected: [],
+      allowlist: { services: [], hostPorts: [] },
+      stack: "p",
+      mode: "deny",
+      failurePolicy: "Ignore",
+      contractFile: "c.yaml",
+    });
+    const [message] = await policyRefusals(policy.spec, { kind: "Pod", namespace: "tools", operation: "CREATE", object: widest });
+    expect(message).toMatch(/^Pod tools\/widest declares hostPort 30000, 30001, .*\.\.\., which is not in the ui-exposure contract/);
+    expect(message?.length).toBeLessThan(5 * 1024);
+  });
+
   it("allowlist items are parsed once: wildcard, port, reason", () => {
     const r = exposureRules(contract, [], {
       services: ["tools/gw-*"],
@@ -298,14 +315,183 @@ describe("exposure model: what each reader missed before", () => {
     expect(r.hostPorts[0]).toEqual({ source: "kube-system/cilium-*:4244", prefix: true, text: "kube-system/cilium-", port: 4244, reason: "agent" });
   });
 
-  it("reads the uids of the Services a state holds, trusting nothing else it holds", () => {
-    const uids = stateServiceUids({
+  it("reads the uids of the Services and ConfigMaps a state holds, trusting nothing else it holds", () => {
+    const uids = stateUids({
       "urn:a": { type: "kubernetes:core/v1:Service", outputs: { metadata: { namespace: "argocd", name: "argocd-nodeport", uid: "u1" } } },
       "urn:b": { type: "kubernetes:core/v1:ServicePatch", outputs: { metadata: { namespace: "argocd", name: "argocd-nodeport", uid: "u1" } } },
       "urn:c": { type: "kubernetes:core/v1:Service", outputs: { metadata: { namespace: "x", name: "y", uid: 7 } } },
       "urn:d": null,
+      "urn:e": { type: "kubernetes:core/v1:ConfigMap", outputs: { metadata: { namespace: "platform-portal", name: "ui-exposure-published", uid: "u2" } } },
     });
-    expect([...uids]).toEqual([["argocd/argocd-nodeport", "u1"]]);
-    expect(stateServiceUids("garbage").size).toBe(0);
+    expect([...uids.services]).toEqual([["argocd/argocd-nodeport", "u1"]]);
+    expect([...uids.configMaps]).toEqual([["platform-portal/ui-exposure-published", "u2"]]);
+    expect(stateUids("garbage").services.size).toBe(0);
+  });
+});
+
+describe("exposure model: bounded work, node ports opened by an UPDATE, ignored externalIPs, init containers' ports", () => {
+  const none = { services: [], hostPorts: [] };
+  const manifests = (allowlist: Allowlist, selected: string[] = []) =>
+    admissionManifests({ contract, selected, allowlist, stack: "p", mode: "deny", failurePolicy: "Ignore", contractFile: "c.yaml" }).policy.spec;
+  const variableOf = (spec: ReturnType<typeof manifests>, name: string) => spec.variables.find((v) => v.name === name)?.expression;
+  /** The tester's shape: 32 containers x 32 ports in each list given, on the host network unless said. */
+  const atBound = (lists: string[], hostNetwork = true) => {
+    let next = 20_000;
+    const spec: Record<string, unknown> = { hostNetwork };
+    for (const l of lists) {
+      spec[l] = Array.from({ length: CHECK_LIMITS.containers }, (_, c) => ({
+        name: `${l.slice(0, 4)}${c}`,
+        ports: Array.from({ length: CHECK_LIMITS.portsPerContainer }, () => ({ containerPort: next++ })),
+      }));
+    }
+    return spec;
+  };
+  const largestAllowlist: Allowlist = {
+    services: [],
+    hostPorts: Array.from({ length: CHECK_LIMITS.allowlistItems }, (_, i) => `other-${i}/agent-${i}-*:${1000 + i}`),
+  };
+
+  it("the work per port does not grow with the allowlist: one map lookup, the map built once per request", () => {
+    const small = manifests({ services: [], hostPorts: ["other-0/agent-0-*:1000"] });
+    const large = manifests(largestAllowlist);
+    for (const name of ["undeclaredHostPorts", "oldUndeclaredHostPortList", "refusedHostPorts"]) {
+      expect(variableOf(large, name), name).toBe(variableOf(small, name));
+    }
+    expect(variableOf(large, "declaredPorts")?.startsWith("{1000: (variables.podKey.startsWith(")).toBe(true);
+    // An UPDATE never compares each port with each old container's list (that grew with the product).
+    expect(variableOf(large, "refusedHostPorts")).not.toMatch(/exists\(l, h in l\)/);
+  });
+
+  it("at the allowlist's bound (items and characters), every generated expression stays below CEL's default size limit (100,000 code points)", () => {
+    const per = Math.floor(CHECK_LIMITS.allowlistCharacters / CHECK_LIMITS.allowlistItems);
+    const item = (i: number, suffix: string) => {
+      const head = `n${i}/`;
+      return `${head}${"p".repeat(per - head.length - suffix.length - 1)}*${suffix}`;
+    };
+    const spec = manifests({
+      services: Array.from({ length: CHECK_LIMITS.allowlistItems }, (_, i) => item(i, "")),
+      hostPorts: Array.from({ length: CHECK_LIMITS.allowlistItems }, (_, i) => item(i, `:${1000 + i}`)),
+    });
+    const longest = Math.max(...[...spec.variables.map((v) => v.expression), ...spec.validations.map((v) => v.messageExpression)].map((e) => [...e].length));
+    expect(longest).toBeGreaterThan(40_000);
+    expect(longest).toBeLessThan(100_000);
+  });
+
+  it("with the largest allowlist accepted, a pod at the bound (containers and init containers) is refused port by port", async () => {
+    const widest = { metadata: { name: "widest", namespace: "tester" }, spec: atBound(["containers", "initContainers"]) };
+    const [message] = await policyRefusals(manifests(largestAllowlist), { kind: "Pod", namespace: "tester", operation: "CREATE", object: widest });
+    expect(message).toMatch(/^Pod tester\/widest declares hostPort 21024, 21025, .*\.\.\., which is not in/);
+  });
+
+  it("a workload UPDATE to hostNetwork at the bound is refused; keeping what it held is admitted, and so is dropping a port", async () => {
+    const deploy = (spec: unknown) => ({
+      metadata: { name: "sneaky", namespace: "tester" },
+      spec: { replicas: 0, template: { metadata: { labels: { app: "sneaky" } }, spec } },
+    });
+    const spec = manifests(none);
+    const update = (object: unknown, oldObject: unknown) =>
+      policyRefusals(spec, { kind: "Deployment", namespace: "tester", operation: "UPDATE", object, oldObject });
+    const plain = deploy(atBound(["initContainers", "containers"], false));
+    const hostNet = deploy(atBound(["initContainers", "containers"], true));
+    expect(await update(plain, plain)).toEqual([]);
+    expect((await update(hostNet, plain))[0]).toMatch(/^Deployment tester\/sneaky \(pod template\) declares hostPort 20000, 20001, /);
+    // Already held before this UPDATE (created before deny): not new exposure, whatever its size.
+    expect(await update(hostNet, hostNet)).toEqual([]);
+    const held = deploy({
+      containers: [
+        {
+          name: "c",
+          ports: [
+            { containerPort: 80, hostPort: 8080 },
+            { containerPort: 81, hostPort: 8081 },
+          ],
+        },
+      ],
+    });
+    const fewer = deploy({ containers: [{ name: "c", ports: [{ containerPort: 80, hostPort: 8080 }] }] });
+    const more = deploy({
+      containers: [
+        {
+          name: "c",
+          ports: [
+            { containerPort: 80, hostPort: 8080 },
+            { containerPort: 82, hostPort: 8082 },
+          ],
+        },
+      ],
+    });
+    expect(await update(fewer, held)).toEqual([]);
+    expect((await update(more, held))[0]).toMatch(/^Deployment tester\/sneaky \(pod template\) declares hostPort 8082, which/);
+  });
+
+  it("a pod that holds no host port is admitted with many containerPorts (one cheap pass); with one hostPort it is too large", async () => {
+    const ports = Array.from({ length: 40 }, (_, i) => ({ containerPort: 8000 + i }));
+    const plain: Pod = { metadata: { name: "many", namespace: "tools" }, spec: { containers: [{ name: "c", ports }] } } as Pod;
+    const withHostPort: Pod = {
+      ...plain,
+      spec: { containers: [{ name: "c", ports: [...ports.slice(1), { containerPort: 8000, hostPort: 8000 }] }] },
+    } as Pod;
+    const spec = manifests(none);
+    const create = (object: Pod) => policyRefusals(spec, { kind: "Pod", namespace: "tools", operation: "CREATE", object });
+    const stack = { contract, selected: [], allowlist: none };
+    expect(await create(plain)).toEqual([]);
+    expect(wouldRefuse({ ...stack, services: [], pods: [plain], workloads: [] })).toEqual([]);
+    expect((await create(withHostPort))[0]).toContain("too large for the exposure guard to check");
+    expect(wouldRefuse({ ...stack, services: [], pods: [withHostPort], workloads: [] })).toHaveLength(1);
+    const tooMany = { ...plain, spec: { containers: [{ name: "c", ports: Array.from({ length: 257 }, (_, i) => ({ containerPort: 1000 + i })) }] } } as Pod;
+    expect((await create(tooMany))[0]).toContain("too large for the exposure guard to check");
+    expect(wouldRefuse({ ...stack, services: [], pods: [tooMany], workloads: [] })).toHaveLength(1);
+  });
+
+  it("an UPDATE that opens a node port on an undeclared Service is refused: node ports allocated, a nodePort moved, a health check node port", async () => {
+    const lb = (spec: Record<string, unknown>): Service =>
+      ({ metadata: { name: "lb", namespace: "tools" }, spec: { type: "LoadBalancer", ports: [{ port: 8081, protocol: "TCP" }], ...spec } }) as Service;
+    const spec = manifests(none);
+    const update = (object: Service, oldObject: Service) =>
+      policyRefusals(spec, { kind: "Service", namespace: "tools", operation: "UPDATE", object, oldObject });
+    const without = lb({ allocateLoadBalancerNodePorts: false });
+    const allocated = lb({ allocateLoadBalancerNodePorts: true, ports: [{ port: 8081, protocol: "TCP", nodePort: 30461 }] });
+    const moved = lb({ allocateLoadBalancerNodePorts: true, ports: [{ port: 8081, protocol: "TCP", nodePort: 30462 }] });
+    const local = lb({ ...allocated.spec, externalTrafficPolicy: "Local", healthCheckNodePort: 31034 });
+    expect(await update(without, without)).toEqual([]);
+    expect(await update(allocated, allocated)).toEqual([]);
+    expect(await update(local, local)).toEqual([]);
+    expect(await update(allocated, without)).toHaveLength(1);
+    // (The same before the API server has allocated: the switch itself opens them.)
+    expect(await update(lb({ allocateLoadBalancerNodePorts: true }), without)).toHaveLength(1);
+    expect(await update(moved, allocated)).toHaveLength(1);
+    expect(await update(local, allocated)).toHaveLength(1);
+    // The audit names the health check node port with the others.
+    expect(auditExposure({ contract, selected: [], allowlist: none, services: [local], pods: [] }).undeclared[0]?.ports).toBe(
+      "8081->30461, health check ->31034",
+    );
+  });
+
+  it("externalIPs on an ExternalName or headless Service open nothing (Kubernetes ignores them): not counted, not refused", async () => {
+    const withIPs = (name: string, spec: Record<string, unknown>): Service =>
+      ({ metadata: { name, namespace: "tools" }, spec: { externalIPs: ["198.18.99.99"], ports: [{ port: 8080 }], ...spec } }) as Service;
+    const ignored = [withIPs("extname", { type: "ExternalName", externalName: "example.invalid" }), withIPs("headless", { clusterIP: "None" })];
+    const counted = withIPs("cip", { type: "ClusterIP" });
+    const stack = { contract, selected: [], allowlist: none };
+    expect(auditExposure({ ...stack, services: [...ignored, counted], pods: [] }).undeclared.map((u) => u.name)).toEqual(["cip"]);
+    expect(wouldRefuse({ ...stack, services: [...ignored, counted], pods: [], workloads: [] }).map((r) => r.name)).toEqual(["cip"]);
+    const spec = manifests(none);
+    for (const svc of ignored) expect(await policyRefusals(spec, { kind: "Service", namespace: "tools", operation: "CREATE", object: svc })).toEqual([]);
+    expect(await policyRefusals(spec, { kind: "Service", namespace: "tools", operation: "CREATE", object: counted })).toHaveLength(1);
+  });
+
+  it("a host port only an init container declares is counted by the audit and the guard, never published by the planner", async () => {
+    const initOnly: Pod = {
+      metadata: { name: "init-ui-0", namespace: "tools", labels: { app: "agent" } },
+      spec: { nodeName: "n1", initContainers: [{ name: "i", ports: [{ containerPort: 80, hostPort: 7000 }] }], containers: [{ name: "c" }] },
+      status: { phase: "Running" },
+    } as Pod;
+    const entry = contract.endpoints.find((e) => e.name === "agent") as never;
+    expect(planHostPort(entry, [initOnly], new Map([["n1", node]]))).toHaveProperty("problem");
+    expect(auditExposure({ contract, selected: [], allowlist: none, services: [], pods: [initOnly] }).undeclared.map((u) => u.ports)).toEqual(["7000/TCP"]);
+    expect(await policyRefusals(manifests(none), { kind: "Pod", namespace: "tools", operation: "CREATE", object: initOnly })).toHaveLength(1);
+    // The same port in a regular container is published.
+    const served = { ...initOnly, spec: { nodeName: "n1", containers: [{ name: "c", ports: [{ containerPort: 80, hostPort: 7000 }] }] } } as Pod;
+    expect(planHostPort(entry, [served], new Map([["n1", node]]))).toMatchObject({ kind: "hostPort", hostPort: 7000 });
   });
 });

@@ -40,7 +40,7 @@ describe("ownershipProblem: only what the last up published is ours", () => {
       "a/x-nodeport exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)",
     );
     expect(ownershipProblem("a/x-nodeport", "u2", { service: "x-nodeport", uid: "u1" })).toContain(
-      "is not the Service this stack created (its uid u2; this stack created u1)",
+      "is not the Service the last up published (its uid u2; the last up published u1): it was replaced by hand, or re-created by an up that was interrupted",
     );
   });
 });

@@ -4,7 +4,19 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProbeCommand, type ProbeDeps } from "../cli/commands/probe";
 import { httpGet } from "../src/adapters/http-probe";
 import { UserError } from "../src/core/errors";
-import { capture, closedPort, type LocalServer, makeProject, runCommand, stackFile, startServer, type TestProject } from "./support/command-helpers";
+import {
+  capture,
+  closedPort,
+  healthyCluster,
+  type LocalServer,
+  makeProject,
+  runCommand,
+  snapshot,
+  stackFile,
+  startServer,
+  type TestProject,
+} from "./support/command-helpers";
+import { slice } from "./support/fixtures";
 
 let project: TestProject;
 let healthy: LocalServer;
@@ -62,6 +74,32 @@ describe("exposure probe", () => {
       ["argocd", false, 500, "expected 200, got 500"],
       ["gitea", false, undefined, "connection refused (nothing listens on that port)"],
     ]);
+  });
+
+  it("a refused URL whose Service has no ready endpoint says so, not that nothing listens (found by a new user)", async () => {
+    const urls = { argocd: healthy.url, gitea: `http://127.0.0.1:${refused}` };
+    const readOutputs: ProbeDeps["readOutputs"] = async () => ({ urls });
+    const result = async (objects: unknown[] | "unreadable") => {
+      const r = await probe(["--stack", "bench", "--json"], {
+        readOutputs,
+        connect: async () => {
+          if (objects === "unreadable") throw new UserError("no kubeconfig");
+          return snapshot(objects);
+        },
+      });
+      expect(r.code).toBe(4);
+      return (JSON.parse(r.out.join("\n")) as { results: { name: string; error?: string }[] }).results.find((x) => x.name === "gitea")?.error;
+    };
+    // gitea's pods are all unready: its slice holds one endpoint, not ready.
+    expect(await result([...healthyCluster().filter((o) => !isSliceOf(o, "gitea-nodeport")), slice("gitea", "gitea-nodeport", [false])])).toBe(
+      "connection refused: no ready endpoint behind Service gitea/gitea-nodeport (its pods are gone or not Ready)",
+    );
+    expect(await result(healthyCluster().filter((o) => (o as { metadata?: { name?: string } }).metadata?.name !== "gitea-nodeport"))).toBe(
+      "connection refused: no Service of this stack serves gitea any more (exposure status --stack bench)",
+    );
+    // Ready endpoints, or a cluster that cannot be read: the plain reason stays.
+    expect(await result(healthyCluster())).toBe("connection refused (nothing listens on that port)");
+    expect(await result("unreadable")).toBe("connection refused (nothing listens on that port)");
   });
 
   it("exits 4 on a URL that does not answer within --timeout", async () => {
@@ -192,3 +230,8 @@ describe("exposure probe", () => {
     expect(both.code).toBe(2);
   });
 });
+
+function isSliceOf(o: unknown, service: string): boolean {
+  const x = o as { kind?: string; metadata?: { labels?: Record<string, string> } };
+  return x.kind === "EndpointSlice" && x.metadata?.labels?.["kubernetes.io/service-name"] === service;
+}

@@ -2,16 +2,28 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { JSON_API_VERSION } from "../src/core/findings";
 
 const projectDir = path.resolve(__dirname, "..");
 const bin = path.join(projectDir, "bin/exposure.cjs");
 
-/** Runs the real `exposure` command line in a child process (as an operator would). */
+/**
+ * The project as a clone has it, in a folder of its own: the stacks, the contract and the
+ * examples, and nothing the working folder may also hold (the sandbox's generated stack file).
+ */
+const cleanProject = (() => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "render-project-"));
+  for (const f of ["Pulumi.yaml", "Pulumi.bench.yaml", "Pulumi.dirqual.yaml"]) fs.copyFileSync(path.join(projectDir, f), path.join(dir, f));
+  for (const d of ["contract", "examples", "test/data"]) fs.cpSync(path.join(projectDir, d), path.join(dir, d), { recursive: true });
+  return dir;
+})();
+afterAll(() => fs.rmSync(cleanProject, { recursive: true, force: true }));
+
+/** Runs the real `exposure` command line in a child process (as an operator would), in the clean project. */
 function exposure(...args: string[]) {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: projectDir, encoding: "utf8", timeout: 60_000 });
+  const r = spawnSync(process.execPath, [bin, ...args], { cwd: cleanProject, encoding: "utf8", timeout: 60_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -8,10 +8,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { main } from "../cli/main";
+import { DEFAULT_STATE_DIR } from "../src/adapters/datapath/datapath";
 import { liveProcess } from "../src/adapters/own-process";
 import { controlPlaneStatus } from "../src/adapters/sandbox/cluster";
-import { isOurs, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
-import { sandboxDown, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
+import { isOurs, SANDBOX_ID_VARIABLE, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
+import { outsideRecordFile, sandboxDown, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
 import { type FakeAnswer, list, startFakeApi } from "./support/fake-api";
@@ -106,15 +107,17 @@ describe("sandbox.json is untrusted: down and status signal nothing a record doe
     guard();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-state-"));
     const folder = path.join(dir, ".sandbox");
+    const id = "0123456789abcdef0123456789abcdef";
+    // Started as `up` starts its processes: the sandbox's id in its environment.
     const sleeper = startDetached("sleeper", process.execPath, ["-e", "setTimeout(() => {}, 60000)", dir], {
       cwd: dir,
-      env: process.env,
+      env: { ...process.env, [SANDBOX_ID_VARIABLE]: id },
       logFile: path.join(dir, "log"),
     });
     try {
       await new Promise((r) => setTimeout(r, 300));
       expect(isOurs(sleeper)).toBe(true);
-      const io = { projectDir: dir, env: process.env, say: () => {} };
+      const io = { projectDir: dir, env: { ...process.env, EXPOSURE_SANDBOX_RECORDS: path.join(dir, "records") }, say: () => {} };
       const foreign = fs.readFileSync(`/proc/${process.pid}/cmdline`, "utf8").replace(/\0$/, "");
       const states: [string, string][] = [
         ["pid -1, no command line", JSON.stringify({ processes: [{ role: "x", pid: -1 }] })],
@@ -159,7 +162,7 @@ describe("sandbox.json is untrusted: down and status signal nothing a record doe
       // The record `up` writes: stopped, and only it.
       allowed.add(sleeper.pid);
       fs.mkdirSync(folder, { recursive: true });
-      fs.writeFileSync(path.join(folder, "sandbox.json"), JSON.stringify({ processes: [{ role: "y", pid: -1 }, sleeper] }));
+      fs.writeFileSync(path.join(folder, "sandbox.json"), JSON.stringify({ id, folder, processes: [{ role: "y", pid: -1 }, sleeper] }));
       const down = await sandboxDown(io);
       expect(down.stopped).toEqual([`sleeper (${sleeper.pid})`]);
       expect(down.rejected).toEqual(["processes[0]: pid -1 is not a process id (an integer above 1)"]);
@@ -395,6 +398,197 @@ describe("the forwarder follows the live cluster (stand-in-servers with follow)"
       await served.stop();
       await api.close();
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("sandbox down proves what a record names is this sandbox's, and finds it without .sandbox/", () => {
+  const realKill = process.kill.bind(process);
+  const sent: number[] = [];
+  afterEach(() => {
+    vi.restoreAllMocks();
+    sent.length = 0;
+  });
+  /** Signals are recorded and sent for real (the sleepers are the test's own). */
+  const spy = () =>
+    vi.spyOn(process, "kill").mockImplementation((pid: number, signal?: string | number) => {
+      if (signal !== 0) sent.push(pid);
+      return realKill(pid, signal);
+    });
+  const id = "fedcba9876543210fedcba9876543210";
+  const sleeperIn = (dir: string, env: NodeJS.ProcessEnv) =>
+    startDetached("sleeper", process.execPath, ["-e", "setTimeout(() => {}, 60000)", dir], { cwd: dir, env, logFile: path.join(dir, "log") });
+  const project = () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-proof-"));
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\n");
+    const env = { ...process.env, EXPOSURE_SANDBOX_RECORDS: path.join(dir, "records") };
+    return { dir, folder: path.join(dir, ".sandbox"), env, io: { projectDir: dir, env, say: () => {} } };
+  };
+
+  it("a record copying a foreign process's command line and start time signals nothing (found by an outside tester)", async () => {
+    const p = project();
+    // Another program of this user, started without the sandbox's id: its pid, start time and
+    // command line copied into a well-formed record.
+    const foreign = sleeperIn(p.dir, process.env);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      fs.mkdirSync(p.folder);
+      fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [{ ...foreign, role: "portal" }] }));
+      spy();
+      const status = await sandboxStatus(p.io);
+      expect(status.processes).toEqual([{ role: "portal", pid: foreign.pid, running: false }]);
+      const down = await sandboxDown(p.io);
+      expect(down.stopped).toEqual([]);
+      expect(sent).toEqual([]);
+      expect(isAlive(foreign.pid)).toBe(true);
+    } finally {
+      realKill(foreign.pid, "SIGKILL");
+      fs.rmSync(p.dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a datapath-run naming another run (not this sandbox's) stops none of that run's processes (found by an outside tester)", async () => {
+    const p = project();
+    const other = sleeperIn(p.dir, process.env);
+    const prefix = `uxdp${Math.floor(Math.random() * 0xffffffff)
+      .toString(16)
+      .padStart(8, "0")}`;
+    const stateFile = path.join(DEFAULT_STATE_DIR, `${prefix}.json`);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      // Another run's state, as a test's data path writes it (no owner tag of this sandbox).
+      fs.mkdirSync(DEFAULT_STATE_DIR, { recursive: true, mode: 0o700 });
+      fs.writeFileSync(
+        stateFile,
+        JSON.stringify({
+          version: 1,
+          prefix,
+          owner: { ...other, role: "owner" },
+          detached: true,
+          namespaces: [`${prefix}-n1`],
+          processes: [{ ...other, role: "kube-proxy" }],
+        }),
+      );
+      fs.mkdirSync(p.folder);
+      fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [] }));
+      fs.writeFileSync(path.join(p.folder, "datapath-run"), prefix);
+      spy();
+      const down = await sandboxDown(p.io);
+      expect(down.stopped).toEqual([]);
+      expect(sent).toEqual([]);
+      expect(isAlive(other.pid)).toBe(true);
+      expect(fs.existsSync(stateFile)).toBe(true);
+    } finally {
+      realKill(other.pid, "SIGKILL");
+      fs.rmSync(stateFile, { force: true });
+      fs.rmSync(p.dir, { recursive: true, force: true });
+    }
+  });
+
+  it("after rm -rf .sandbox, status points at the record kept outside the work tree and down stops what it names (found by an outside tester)", async () => {
+    const p = project();
+    const ours = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      // What `up` writes: the same record in the folder and outside the work tree.
+      const record = JSON.stringify({ id, folder: p.folder, processes: [{ ...ours, role: "portal" }], controlPlane: [] });
+      const outside = outsideRecordFile(p.dir, p.env);
+      expect(outside.startsWith(path.join(p.dir, "records"))).toBe(true);
+      fs.mkdirSync(path.dirname(outside), { recursive: true });
+      fs.writeFileSync(outside, record);
+      fs.mkdirSync(p.folder);
+      fs.writeFileSync(path.join(p.folder, "sandbox.json"), record);
+      fs.rmSync(p.folder, { recursive: true, force: true });
+      const out: string[] = [];
+      const ctx = { projectDir: p.dir, stdout: (t: string) => out.push(t), stderr: () => {}, env: p.env };
+      expect(await main(["sandbox", "status"], ctx)).toBe(1);
+      expect(out.join("\n")).toContain(`sandbox folder gone, its processes still recorded in ${outside}: exposure sandbox down stops them`);
+      out.length = 0;
+      expect(await main(["sandbox", "down"], ctx)).toBe(0);
+      expect(out.join("\n")).toContain(`portal (${ours.pid})`);
+      for (let i = 0; i < 50 && isAlive(ours.pid); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(isAlive(ours.pid)).toBe(false);
+      expect(fs.existsSync(outside)).toBe(false);
+    } finally {
+      if (isAlive(ours.pid)) realKill(ours.pid, "SIGKILL");
+      fs.rmSync(p.dir, { recursive: true, force: true });
+    }
+  });
+
+  it("down also stops what a killed command of the sandbox left (a provider reparented to init): any process carrying its id", async () => {
+    const p = project();
+    // Not in any record: as the provider of a pulumi up killed half-way.
+    const stray = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
+    const other = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: "00000000000000000000000000000000" });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      fs.mkdirSync(p.folder);
+      fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [] }));
+      const down = await sandboxDown(p.io);
+      expect(down.stopped).toEqual([`${path.basename(process.execPath)} (${stray.pid})`]);
+      for (let i = 0; i < 50 && isAlive(stray.pid); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(isAlive(stray.pid)).toBe(false);
+      // Another sandbox's process is left alone.
+      expect(isAlive(other.pid)).toBe(true);
+    } finally {
+      for (const pid of [stray.pid, other.pid]) if (isAlive(pid)) realKill(pid, "SIGKILL");
+      fs.rmSync(p.dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a record naming another folder is not this sandbox's: nothing of it is signalled", async () => {
+    const p = project();
+    const ours = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      // Another project's record (copied here, or its outside-the-tree file) names its own folder.
+      fs.mkdirSync(p.folder);
+      fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: "/elsewhere/.sandbox", processes: [{ ...ours, role: "portal" }] }));
+      spy();
+      const status = await sandboxStatus(p.io);
+      expect(status.rejected).toEqual([`${path.join(p.folder, "sandbox.json")}: the record of another folder (/elsewhere/.sandbox)`]);
+      const down = await sandboxDown(p.io);
+      expect(down.stopped).toEqual([]);
+      expect(sent).toEqual([]);
+      expect(isAlive(ours.pid)).toBe(true);
+    } finally {
+      realKill(ours.pid, "SIGKILL");
+      fs.rmSync(p.dir, { recursive: true, force: true });
+    }
+  });
+
+  it("down names the other stacks whose state goes with the sandbox's backend, and removes only the stack file it wrote", async () => {
+    const p = project();
+    try {
+      fs.mkdirSync(path.join(p.folder, "state/.pulumi/stacks/ui-exposure"), { recursive: true });
+      for (const s of ["sandbox", "mine"]) fs.writeFileSync(path.join(p.folder, `state/.pulumi/stacks/ui-exposure/${s}.json`), "{}");
+      fs.writeFileSync(path.join(p.dir, "Pulumi.mine.yaml"), "config: {}\n");
+      const written = "# Generated by `exposure sandbox up` (git-ignored); removed by `exposure sandbox down`.\nconfig: {}\n";
+      fs.writeFileSync(path.join(p.dir, "Pulumi.sandbox.yaml"), written);
+      const sha = (await import("node:crypto")).createHash("sha256").update(written).digest("hex");
+      const write = (text: string) => {
+        fs.mkdirSync(p.folder, { recursive: true });
+        fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [], stackFileSha256: sha }));
+        fs.writeFileSync(path.join(p.dir, "Pulumi.sandbox.yaml"), text);
+      };
+      // Edited since: the user's now, left in place (and said).
+      write(`${written}# mine\n`);
+      const out: string[] = [];
+      const ctx = { projectDir: p.dir, stdout: (t: string) => out.push(t), stderr: () => {}, env: p.env };
+      expect(await main(["sandbox", "down"], ctx)).toBe(0);
+      expect(out.join("\n").replace(/\([^()]*\.sandbox\/state\)/, "(.sandbox/state)")).toContain(
+        "also removed with the sandbox's backend (.sandbox/state): the state of stack mine",
+      );
+      expect(out.join("\n")).toContain("left in place: Pulumi.mine.yaml (not written by the sandbox)");
+      expect(out.join("\n")).toContain("left in place: Pulumi.sandbox.yaml (changed since the sandbox wrote it)");
+      expect(fs.existsSync(path.join(p.dir, "Pulumi.mine.yaml"))).toBe(true);
+      expect(fs.existsSync(path.join(p.dir, "Pulumi.sandbox.yaml"))).toBe(true);
+      // Exactly as written: removed.
+      write(written);
+      expect(await main(["sandbox", "down"], ctx)).toBe(0);
+      expect(fs.existsSync(path.join(p.dir, "Pulumi.sandbox.yaml"))).toBe(false);
+    } finally {
+      fs.rmSync(p.dir, { recursive: true, force: true });
     }
   });
 });

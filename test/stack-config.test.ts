@@ -131,6 +131,26 @@ describe("stack configuration as the engine gives it", () => {
     );
   });
 
+  it("an allowlist past the guard's bound on the work per object is refused with one line naming the limit", () => {
+    const items = (n: number) => Array.from({ length: n }, (_, i) => `      - other-${i}/agent-${i}-*:${1000 + i}\n`).join("");
+    const stackFile = (n: number) => `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n${items(n)}`;
+    // At the bound the settings are read (what stops here is the missing contract of this bare project).
+    const atBound = project("name: ui-exposure\nruntime: nodejs\n", stackFile(500));
+    expect(() => openStack({ projectDir: atBound.dir, stack: "s" })).toThrow(/^contract file not found/);
+    const past = project("name: ui-exposure\nruntime: nodejs\n", stackFile(501));
+    const file = path.relative(process.cwd(), path.join(past.dir, "Pulumi.s.yaml"));
+    expect(() => openStack({ projectDir: past.dir, stack: "s" })).toThrow(
+      `${file}:4:5: ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`,
+    );
+    // Fewer items, longer patterns: the characters count too.
+    const long = Array.from({ length: 130 }, (_, i) => `      - ${"n".repeat(60)}/${"p".repeat(240)}-${i}-*:${1000 + i}\n`).join("");
+    const wordy = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n${long}`,
+    );
+    expect(() => openStack({ projectDir: wordy.dir, stack: "s" })).toThrow("ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters");
+  });
+
   it("settings problems come in the order of their keys in the stack file, not the schema's (issue 23, item 9)", () => {
     const p = project(
       "name: ui-exposure\nruntime: nodejs\n",

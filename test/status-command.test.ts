@@ -206,7 +206,7 @@ describe("exposure status", () => {
     expect(entry(parse(replaced.out), "argocd")).toMatchObject({
       verdict: "DRIFT",
       reasons: [
-        "argocd/argocd-nodeport is not the Service this stack created (its uid uid-of-a-look-alike; this stack created uid-we-created): it was replaced by hand; remove it and run pulumi up",
+        "argocd/argocd-nodeport is not the Service the last up published (its uid uid-of-a-look-alike; the last up published uid-we-created): it was replaced by hand, or re-created by an up that was interrupted; run pulumi up, which refuses one re-created outside this stack and says what to do",
       ],
     });
   });

@@ -6,13 +6,14 @@ import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
 import { JSON_API_VERSION } from "../../src/core/findings";
 import type { ProbeDocument } from "../../src/core/json-api";
+import { observe, readObservedCluster } from "../../src/core/observe";
 import { redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { countFlag, entryFlag, formatTable, secondsFlag } from "../operator";
+import { type ConnectCluster, connectLiveCluster, countFlag, entryFlag, formatTable, secondsFlag } from "../operator";
 import { SPECS } from "../specs";
-import { openStack, type ReadOutputs, readStackOutputs } from "../stack";
+import { type OpenStack, openStack, type ReadOutputs, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.probe;
 
@@ -25,6 +26,8 @@ const MAX_CONCURRENCY = 64;
 export interface ProbeDeps {
   readOutputs: ReadOutputs;
   get: HttpGet;
+  /** The live cluster, read only to explain a refused connection (with --stack). */
+  connect: ConnectCluster;
 }
 
 /**
@@ -35,6 +38,7 @@ export interface ProbeDeps {
 export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   const get = deps.get ?? httpGet;
+  const connect = deps.connect ?? connectLiveCluster;
   return async (argv, ctx) => {
     const { values } = parseCommandLine(SPEC, argv);
     if (!values.stack && !values.outputs) throw usageError(SPEC, "give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)");
@@ -59,7 +63,8 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
       SPEC,
     );
     const probed = only ? Object.fromEntries(Object.entries(urls).filter(([name]) => only.has(name))) : urls;
-    const results = await probeAll(probeTargets(probed, contract, timeoutMs), { concurrency, get });
+    const probedResults = await probeAll(probeTargets(probed, contract, timeoutMs), { concurrency, get });
+    const results = opened ? await explainRefusals(probedResults, opened, connect, timeoutMs) : probedResults;
 
     const failed = results.filter((r) => !r.ok);
     if (values.json) {
@@ -72,6 +77,39 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
 }
 
 export const probe = createProbeCommand();
+
+/**
+ * A refused connection to a NodePort URL says little by itself: kube-proxy refuses one whose
+ * Service has no ready endpoint as it refuses one no Service holds. For those entries only, the
+ * live cluster is read (the same observation as `exposure status`) and the cause said; when it
+ * cannot be read, the result stays as it was.
+ */
+async function explainRefusals(results: ProbeResult[], opened: OpenStack, connect: ConnectCluster, timeoutMs: number): Promise<ProbeResult[]> {
+  const refused = new Set(results.filter((r) => !r.ok && r.error?.startsWith("connection refused")).map((r) => r.name));
+  if (refused.size === 0) return results;
+  let causes: Map<string, string>;
+  try {
+    const entries = opened.selectedEntries.filter((e) => refused.has(e.name));
+    const observed = observe(opened.contract, await readObservedCluster(await connect(opened, timeoutMs), entries), {
+      selected: entries.map((e) => e.name),
+      nodeAddress: opened.settings.nodeAddress,
+    });
+    causes = new Map(
+      observed.entries
+        .filter((e) => refused.has(e.name) && e.exposure === "nodePort")
+        .flatMap((e): [string, string][] =>
+          e.service === undefined
+            ? [[e.name, `connection refused: no Service of this stack serves ${e.name} any more (exposure status --stack ${opened.stack})`]]
+            : e.readyEndpoints === 0
+              ? [[e.name, `connection refused: no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)`]]
+              : [],
+        ),
+    );
+  } catch {
+    return results;
+  }
+  return results.map((r) => (causes.has(r.name) ? { ...r, error: causes.get(r.name) as string } : r));
+}
 
 /**
  * Without a stack, the contract is only needed for probe paths and statuses: use the one

@@ -73,7 +73,8 @@ export const sandbox: Command = async (argv, ctx) => {
       if (values.json) {
         const doc: SandboxStatusDocument = { apiVersion: JSON_API_VERSION, kind: "SandboxStatus", ...s };
         ctx.stdout(JSON.stringify(doc, null, 2));
-      } else if (!s.processes.length && !s.rejected.length && !s.controlPlane) ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
+      } else if (!s.processes.length && !s.rejected.length && !s.controlPlane && !s.outsideRecord)
+        ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
       else {
         ctx.stdout(
           [
@@ -90,16 +91,22 @@ export const sandbox: Command = async (argv, ctx) => {
                     ]
                   : [["control plane", "NOT FOUND (no .sandbox/cluster)"]]),
                 ...s.processes.map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
+                ...(s.dataPath?.processes.filter((p) => !p.running).map((p) => [`${p.role} (pid ${p.pid})`, "STOPPED"]) ?? []),
                 ...s.urls.map((u) => [`${u.entry} ${u.url}`, u.answers ? "answers" : "NO ANSWER"]),
                 ...(s.portal ? [[`portal ${s.portal.url}`, s.portal.answers ? "answers" : "NO ANSWER"]] : []),
                 ...s.rejected.map((why) => [`sandbox.json ${why}`, "IGNORED"]),
               ],
             ),
+            ...s.problems.map((p) => `${p.entry}: ${p.problem}\n  fix: ${p.remedy}`),
             s.up
               ? "sandbox up"
-              : s.controlPlane?.apiServer.answers === false
-                ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); exposure sandbox down, then npm run sandbox"
-                : "sandbox incomplete: exposure sandbox down, then npm run sandbox",
+              : s.outsideRecord
+                ? `sandbox folder gone, its processes still recorded in ${s.outsideRecord}: exposure sandbox down stops them`
+                : s.controlPlane?.apiServer.answers === false
+                  ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); npm run sandbox starts it anew (it removes this one first)"
+                  : s.problems.length && [...s.processes, ...(s.controlPlane?.processes ?? []), ...(s.dataPath?.processes ?? [])].every((p) => p.running)
+                    ? `sandbox running, ${s.problems.length} ${s.problems.length === 1 ? "entry needs" : "entries need"} the fix above`
+                    : "sandbox incomplete: npm run sandbox starts it anew (it removes this one first)",
           ].join("\n"),
         );
       }
@@ -112,6 +119,12 @@ export const sandbox: Command = async (argv, ctx) => {
         ctx.stdout(JSON.stringify(doc, null, 2));
       } else {
         ctx.stdout(d.removed ? `stopped: ${d.stopped.join(", ") || "nothing was running"}; removed ${rel(d.folder)}` : `no sandbox in ${rel(d.folder)}`);
+        if (d.otherStacks.length) {
+          ctx.stdout(
+            `also removed with the sandbox's backend (${rel(d.folder)}/state): the state of stack${d.otherStacks.length === 1 ? "" : "s"} ${d.otherStacks.join(", ")}`,
+          );
+        }
+        for (const k of d.kept) ctx.stdout(`left in place: ${k}`);
         // Never signalled: a record that does not prove the process is ours (check by hand with ps).
         for (const why of d.rejected) ctx.stderr(`exposure sandbox down: ignored sandbox.json ${why}: nothing signalled for it`);
       }

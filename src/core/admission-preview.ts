@@ -3,6 +3,7 @@ import {
   CHECK_LIMITS,
   effectiveHostPorts,
   exposureRules,
+  field,
   hostPortDeclaration,
   isExposingService,
   isFinishedPod,
@@ -55,8 +56,6 @@ export interface PreviewInput {
   workloads: readonly WorkloadObject[];
 }
 
-const field = (v: unknown, key: string): unknown =>
-  v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
 const stringMap = (v: unknown): Record<string, string> | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
 

@@ -117,21 +117,26 @@ const containerList = (template: string, list: string) => `(has(${template}.spec
 const containersOf = (template: string) => POD_CONTAINER_LISTS.map((l) => containerList(template, l)).join(" + ");
 
 /**
- * The exposure model's hostPortDeclaration in CEL: hostPort `h` of this pod (or pod template) is
- * declared by a contract hostPort entry of this stack (namespace, port, podSelector against the
- * pod's labels), or by an allowlist item "namespace/pod-prefix*:port" (a template's pods are
- * named "<workload>-...": variables.podKey; an exact pod name never declares a template).
+ * The exposure model's hostPortDeclaration in CEL, as a map from each port some rule names to
+ * whether a rule declares it for this pod (or pod template): a contract hostPort entry of this
+ * stack (namespace, port, podSelector against the pod's labels), or an allowlist item
+ * "namespace/pod-prefix*:port" (a template's pods are named "<workload>-...": variables.podKey;
+ * an exact pod name never declares a template). The map is built once per request, so checking
+ * a port is one lookup whatever the number of rules: the work per object does not grow with the
+ * allowlist (an expression past the API server's cost limit would admit it under Ignore).
  */
-function hostPortDeclared(rules: ExposureRules, h: string): string {
-  const terms: string[] = [];
+function declaredPortsMap(rules: ExposureRules): string {
+  const byPort = new Map<number, string[]>();
+  const add = (port: number, term: string) => byPort.set(port, [...(byPort.get(port) ?? []), term]);
   for (const e of rules.hostPortEntries) {
     const selector = Object.entries(e.podSelector).map(([k, v]) => `${cel(k)} in variables.labels && variables.labels[${cel(k)}] == ${cel(v)}`);
-    terms.push([`request.namespace == ${cel(e.namespace)}`, `${h} == ${e.port}`, ...selector].join(" && "));
+    add(e.port, [`request.namespace == ${cel(e.namespace)}`, ...selector].join(" && "));
   }
   for (const p of rules.hostPorts) {
-    terms.push(`${h} == ${p.port} && ${p.prefix ? `variables.podKey.startsWith(${cel(p.text)})` : `variables.isPod && variables.podKey == ${cel(p.text)}`}`);
+    add(p.port, p.prefix ? `variables.podKey.startsWith(${cel(p.text)})` : `variables.isPod && variables.podKey == ${cel(p.text)}`);
   }
-  return anyOf(terms);
+  const entries = [...byPort].sort(([a], [b]) => a - b).map(([port, terms]) => `${port}: ${anyOf(terms)}`);
+  return `{${entries.join(", ")}}`;
 }
 
 /** The exposure model's serviceVerdict in CEL: our Service by its entry's shape, any other by the allowlist. */
@@ -145,6 +150,16 @@ function serviceDeclared(rules: ExposureRules): string {
   if (rules.ourServices.size === 0) return allowlisted;
   return `variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} ? variables.serviceType == 'NodePort' && size(variables.servicePorts) <= 1 && size(variables.externalIPs) == 0 : ${allowlisted === "false" ? "false" : `(${allowlisted})`}`;
 }
+
+/** A Service's externalIPs as Kubernetes honours them: none on an ExternalName or headless Service. */
+const externalIPsOf = (obj: string, when: string) =>
+  `${when} && has(${obj}.spec.externalIPs) && !(has(${obj}.spec.type) && ${obj}.spec.type == 'ExternalName') && !(has(${obj}.spec.clusterIP) && ${obj}.spec.clusterIP == 'None') ? ${obj}.spec.externalIPs : []`;
+/** A LoadBalancer allocates node ports unless allocateLoadBalancerNodePorts is false. */
+const allocatesNodePorts = (obj: string) => `!(has(${obj}.spec.allocateLoadBalancerNodePorts) && !${obj}.spec.allocateLoadBalancerNodePorts)`;
+const healthCheckPort = (obj: string) => `(has(${obj}.spec.healthCheckNodePort) ? ${obj}.spec.healthCheckNodePort : 0)`;
+const localTraffic = (obj: string) => `(has(${obj}.spec.externalTrafficPolicy) && ${obj}.spec.externalTrafficPolicy == 'Local')`;
+/** Past this many characters, the old list of a workload's undeclared host ports is not searched port by port (bounded work). */
+const OLD_LIST_LOOKUP = 400;
 
 /** Kinds whose pods (or pod templates) may hold a hostPort; a CronJob's is in its jobTemplate. */
 const templateOf = (obj: string) => `request.kind.kind == 'CronJob' ? ${obj}.spec.jobTemplate.spec.template : ${obj}.spec.template`;
@@ -163,8 +178,17 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
   const L = CHECK_LIMITS;
   const exposingTypes = "['NodePort', 'LoadBalancer']";
   const protocol = (p: string) => `(has(${p}.protocol) ? ${p}.protocol : 'TCP')`;
-  const podTooLarge = (template: string) =>
-    `${POD_CONTAINER_LISTS.map((l) => `size(${containerList(template, l)}) > ${L.containers}`).join(" || ")} || (${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.portsPerContainer})`;
+  const hostNetworkOf = (template: string) => `(has(${template}.spec.hostNetwork) && ${template}.spec.hostNetwork)`;
+  // The exposure model's holdsNoHostPort and podTooLargeToCheck: counts first, then one pass over the ports.
+  const holdsNoHostPort = (template: string) =>
+    `!${hostNetworkOf(template)} && !(${containersOf(template)}).exists(c, has(c.ports) && c.ports.exists(p, has(p.hostPort) && p.hostPort != 0))`;
+  // (Each pass over the ports is a variable of its own: the API server limits each expression's cost.)
+  const podTooLarge = (template: string, holdsNone: string) =>
+    `${POD_CONTAINER_LISTS.map((l) => `size(${containerList(template, l)}) > ${L.containers}`).join(" || ")} || (${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.plainPortsPerContainer}) || ((${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.portsPerContainer}) && !${holdsNone})`;
+  // One list per container (CEL has no flatten before 1.31) of the host ports no rule declares, then as one string.
+  const undeclaredOf = (template: string) =>
+    `(${containersOf(template)}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", hostNetworkOf(template))}).filter(h, h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])) : [])`;
+  const joined = (lists: string) => `${lists}.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ')`;
 
   const variables = [
     {
@@ -176,7 +200,8 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
     { name: "isService", expression: "request.kind.kind == 'Service'" },
     { name: "serviceType", expression: "variables.isService && has(object.spec.type) ? object.spec.type : 'ClusterIP'" },
     { name: "servicePorts", expression: "variables.isService && has(object.spec.ports) ? object.spec.ports : []" },
-    { name: "externalIPs", expression: "variables.isService && has(object.spec.externalIPs) ? object.spec.externalIPs : []" },
+    // Kubernetes ignores externalIPs on an ExternalName or headless Service (the exposure model's serviceOpenings).
+    { name: "externalIPs", expression: externalIPsOf("object", "variables.isService") },
     // The exposure model's serviceOpenings: node ports, a load balancer, or externalIPs (any type).
     { name: "exposingService", expression: `variables.serviceType in ${exposingTypes} || size(variables.externalIPs) > 0` },
     { name: "serviceDeclared", expression: serviceDeclared(rules) },
@@ -193,34 +218,48 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
     { name: "isUpdate", expression: "request.operation == 'UPDATE' && oldObject != null" },
     { name: "oldServiceType", expression: "variables.isUpdate && has(oldObject.spec.type) ? oldObject.spec.type : ''" },
     { name: "oldServicePorts", expression: "variables.isUpdate && has(oldObject.spec.ports) ? oldObject.spec.ports : []" },
-    { name: "oldExternalIPs", expression: "variables.isUpdate && has(oldObject.spec.externalIPs) ? oldObject.spec.externalIPs : []" },
+    { name: "oldExternalIPs", expression: externalIPsOf("oldObject", "variables.isUpdate") },
     {
       // An UPDATE that opens nothing the Service did not open before is not new exposure (drift
-      // reports the old): no new load balancer, node port (by port and protocol) or externalIP.
+      // reports the old): no new load balancer, port (by port and protocol), node port (a nodePort
+      // moved, or allocated by allocateLoadBalancerNodePorts false -> true), health check node
+      // port (externalTrafficPolicy Local) or externalIP.
       name: "newServiceExposure",
-      expression: `!variables.isUpdate || size(variables.oldServicePorts) > ${L.servicePorts} || size(variables.oldExternalIPs) > ${L.externalIPs} || (variables.serviceType == 'LoadBalancer' && variables.oldServiceType != 'LoadBalancer') || (variables.serviceType in ${exposingTypes} && (!(variables.oldServiceType in ${exposingTypes}) || variables.servicePorts.exists(p, !variables.oldServicePorts.exists(o, o.port == p.port && ${protocol("o")} == ${protocol("p")})))) || variables.externalIPs.exists(ip, !(ip in variables.oldExternalIPs))`,
+      expression: `!variables.isUpdate || size(variables.oldServicePorts) > ${L.servicePorts} || size(variables.oldExternalIPs) > ${L.externalIPs} || (variables.serviceType == 'LoadBalancer' && variables.oldServiceType != 'LoadBalancer') || (variables.serviceType in ${exposingTypes} && (!(variables.oldServiceType in ${exposingTypes}) || variables.servicePorts.exists(p, !variables.oldServicePorts.exists(o, o.port == p.port && ${protocol("o")} == ${protocol("p")})) || variables.servicePorts.exists(p, has(p.nodePort) && p.nodePort != 0 && !variables.oldServicePorts.exists(o, has(o.nodePort) && o.nodePort == p.nodePort && ${protocol("o")} == ${protocol("p")})))) || (variables.serviceType == 'LoadBalancer' && ${allocatesNodePorts("object")} && !${allocatesNodePorts("oldObject")}) || (variables.serviceType == 'LoadBalancer' && ${healthCheckPort("object")} != 0 && ${healthCheckPort("object")} != ${healthCheckPort("oldObject")}) || (variables.serviceType == 'LoadBalancer' && ${localTraffic("object")} && !${localTraffic("oldObject")}) || variables.externalIPs.exists(ip, !(ip in variables.oldExternalIPs))`,
     },
     { name: "isPod", expression: "request.kind.kind == 'Pod'" },
     { name: "template", expression: `variables.isPod ? object : (${templateOf("object")})` },
-    { name: "podTooLarge", expression: podTooLarge("variables.template") },
+    { name: "holdsNoHostPort", expression: `!variables.isService && ${holdsNoHostPort("variables.template")}` },
+    { name: "podTooLarge", expression: `!variables.isService && (${podTooLarge("variables.template", "variables.holdsNoHostPort")})` },
     {
       name: "labels",
       expression: "has(variables.template.metadata) && has(variables.template.metadata.labels) ? variables.template.metadata.labels : {}",
     },
     { name: "podKey", expression: "request.namespace + '/' + variables.name + (variables.isPod ? '' : '-')" },
-    { name: "hostNetwork", expression: "has(variables.template.spec.hostNetwork) && variables.template.spec.hostNetwork" },
+    { name: "declaredPorts", expression: declaredPortsMap(rules) },
     { name: "oldTemplate", expression: templateOf("oldObject") },
+    { name: "isWorkloadUpdate", expression: "variables.isUpdate && !variables.isPod && !variables.isService" },
+    { name: "oldHoldsNoHostPort", expression: `!variables.isWorkloadUpdate || ${holdsNoHostPort(oldTemplate)}` },
+    { name: "oldPodTooLarge", expression: `variables.isWorkloadUpdate && !variables.oldHoldsNoHostPort && (${podTooLarge(oldTemplate, "false")})` },
     {
-      // hostPorts the workload already held before this UPDATE: not new exposure, and refusing
-      // them would block every later change (scaling, image bumps) of that workload.
-      name: "oldHostPorts",
-      expression: `!variables.isUpdate || variables.isPod || ${podTooLarge(oldTemplate)} ? [] : (${containersOf(oldTemplate)}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", `(has(${oldTemplate}.spec.hostNetwork) && ${oldTemplate}.spec.hostNetwork)`)}) : [])`,
-    },
-    {
-      // One list per container (CEL has no flatten before 1.31): the undeclared hostPorts.
       name: "undeclaredHostPorts",
-      expression: `(${containersOf("variables.template")}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", "variables.hostNetwork")}).filter(h, h != 0 && !(${hostPortDeclared(rules, "h")}) && !variables.oldHostPorts.exists(l, h in l)) : [])`,
+      expression: `variables.isService || variables.podTooLarge || variables.holdsNoHostPort ? [] : ${undeclaredOf("variables.template")}`,
     },
+    { name: "undeclaredHostPortList", expression: joined("variables.undeclaredHostPorts") },
+    {
+      // What the workload held before this UPDATE, by the same rules: not new exposure, and
+      // refusing it would block every later change (scaling, image bumps) of that workload.
+      name: "oldUndeclaredHostPortList",
+      expression: `!variables.isWorkloadUpdate || variables.oldHoldsNoHostPort || variables.oldPodTooLarge ? '' : ${joined(undeclaredOf(oldTemplate))}`,
+    },
+    {
+      // The undeclared host ports this request adds. Bounded work: the same list as before is
+      // nothing new; else each port is looked up in the old list (as text, at most
+      // OLD_LIST_LOOKUP characters); past that, every undeclared port is judged anew.
+      name: "refusedHostPorts",
+      expression: `variables.oldUndeclaredHostPortList == '' ? variables.undeclaredHostPorts : variables.undeclaredHostPortList == variables.oldUndeclaredHostPortList ? [] : size(variables.oldUndeclaredHostPortList) > ${OLD_LIST_LOOKUP} ? variables.undeclaredHostPorts : variables.undeclaredHostPorts.map(l, l.filter(h, !(', ' + variables.oldUndeclaredHostPortList + ',').contains(', ' + string(h) + ',')))`,
+    },
+    { name: "refusedHostPortList", expression: joined("variables.refusedHostPorts") },
   ];
 
   const tooLarge = `too large for the exposure guard to check (ui-exposure refuses what it cannot check): `;
@@ -243,8 +282,9 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
       reason: "Forbidden",
     },
     {
-      expression: "variables.isService || variables.podTooLarge || !variables.undeclaredHostPorts.exists(l, size(l) > 0)",
-      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + variables.undeclaredHostPorts.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ') + ', which ' + ${celText(notInContract + hostPortHelp)}`,
+      // The list of ports is cut in the message: the API server drops one past 5 KiB for `message`.
+      expression: "variables.isService || variables.podTooLarge || variables.refusedHostPortList == ''",
+      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + (size(variables.refusedHostPortList) > 1000 ? variables.refusedHostPortList.substring(0, 1000) + '...' : variables.refusedHostPortList) + ', which ' + ${celText(notInContract + hostPortHelp)}`,
       message: wellFormed(`a hostPort ${notInContract}${hostPortHelp}`),
       reason: "Forbidden",
     },

@@ -66,7 +66,9 @@ export interface AuditInput {
 }
 
 function describeServicePorts(svc: Service): string {
-  return (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}->${p.nodePort ?? "no nodePort"}`).join(", ") || "no ports";
+  const ports = (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}->${p.nodePort ?? "no nodePort"}`);
+  const health = serviceOpenings(svc).healthCheckNodePort;
+  return [...ports, ...(health ? [`health check ->${health}`] : [])].join(", ") || "no ports";
 }
 
 /**

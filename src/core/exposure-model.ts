@@ -79,7 +79,7 @@ export const describeDeclaration = (d: Declaration) => (d.by === "contract" ? `c
 // Objects are read back unvalidated (any list call, a snapshot file): what is not a list, a map or
 // a port number is no port (the API server would not have stored it).
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const field = (v: unknown, key: string): unknown =>
+export const field = (v: unknown, key: string): unknown =>
   v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
 const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535 ? v : 0);
 
@@ -91,36 +91,71 @@ export interface HostPortUse {
   protocol: string;
   /** The pod is on the host network (every containerPort is a hostPort). */
   onHostNetwork: boolean;
+  /**
+   * A UI may be published at this port: a port of `spec.containers`. The kubelet maps host ports
+   * only from those; an init container's port is held (counted by the guard and the audit) but
+   * nothing is known to answer there once the pod runs.
+   */
+  serves: boolean;
 }
 
 /** A pod (template) spec's host ports as the API server defaults them: hostPort 0 is none; on the host network every containerPort is one. */
 export function effectiveHostPorts(spec: unknown): HostPortUse[] {
   const hostNetwork = field(spec, "hostNetwork") === true;
-  const seen = new Set<string>();
-  const out: HostPortUse[] = [];
-  for (const c of POD_CONTAINER_LISTS.flatMap((k) => list(field(spec, k)))) {
-    for (const p of list(field(c, "ports"))) {
-      const port = portNumber(field(p, "hostPort")) || (hostNetwork ? portNumber(field(p, "containerPort")) : 0);
-      const protocol = typeof field(p, "protocol") === "string" ? (field(p, "protocol") as string) : "TCP";
-      if (!port || seen.has(`${port}/${protocol}`)) continue;
-      seen.add(`${port}/${protocol}`);
-      out.push({ port, protocol, onHostNetwork: hostNetwork });
+  const byKey = new Map<string, HostPortUse>();
+  for (const k of POD_CONTAINER_LISTS) {
+    for (const c of list(field(spec, k))) {
+      for (const p of list(field(c, "ports"))) {
+        const port = portNumber(field(p, "hostPort")) || (hostNetwork ? portNumber(field(p, "containerPort")) : 0);
+        const protocol = typeof field(p, "protocol") === "string" ? (field(p, "protocol") as string) : "TCP";
+        if (!port) continue;
+        const seen = byKey.get(`${port}/${protocol}`);
+        if (seen) seen.serves ||= k === "containers";
+        else byKey.set(`${port}/${protocol}`, { port, protocol, onHostNetwork: hostNetwork, serves: k === "containers" });
+      }
     }
   }
-  return out;
+  return [...byKey.values()];
 }
 
 /**
- * Bounds on the work of checking one object: the policy's CEL has a cost limit, and an error would
- * admit the object (failurePolicy Ignore). A pod past them is refused as too large to check (the
- * platform's pods hold a few ports each); an undeclared Service past them is refused unread.
+ * Bounds on the work of checking one object, so that the policy's CEL stays far below the API
+ * server's cost limit (an error would admit the object under failurePolicy Ignore):
+ * - a pod (template) with more than `containers` containers in a list is refused as too large;
+ * - one that holds no host port at all (not on the host network, no hostPort set) is admitted
+ *   after one cheap pass, with up to `plainPortsPerContainer` ports in a container;
+ * - any other with more than `portsPerContainer` ports in a container is refused as too large;
+ *   within that, each port costs the same whatever the allowlist's size (one map lookup);
+ * - an undeclared Service with more than `servicePorts` ports or `externalIPs` addresses is
+ *   refused unread;
+ * - each list of the allowlist holds at most `allowlistItems` items and `allowlistCharacters`
+ *   characters of patterns (refused when the stack's settings are read): the map of declared
+ *   ports is then built within the cost limit, and each generated expression stays below CEL's
+ *   default size limit of 100,000 code points (about 55,000 at this bound).
  */
-export const CHECK_LIMITS = { containers: 32, portsPerContainer: 32, servicePorts: 128, externalIPs: 32 } as const;
+export const CHECK_LIMITS = {
+  containers: 32,
+  portsPerContainer: 32,
+  plainPortsPerContainer: 256,
+  servicePorts: 128,
+  externalIPs: 32,
+  allowlistItems: 500,
+  allowlistCharacters: 40_000,
+} as const;
+
+/** Whether a pod spec holds no host port: not on the host network and no hostPort other than 0 (one cheap pass, as the policy does). */
+export function holdsNoHostPort(spec: unknown): boolean {
+  if (field(spec, "hostNetwork") === true) return false;
+  return POD_CONTAINER_LISTS.every((k) => list(field(spec, k)).every((c) => list(field(c, "ports")).every((p) => !field(p, "hostPort"))));
+}
 
 /** Whether a pod spec is past CHECK_LIMITS (counted as the policy counts: per container list, per container). */
 export function podTooLargeToCheck(spec: unknown): boolean {
   const lists = POD_CONTAINER_LISTS.map((k) => list(field(spec, k)));
-  return lists.some((l) => l.length > CHECK_LIMITS.containers) || lists.flat().some((c) => list(field(c, "ports")).length > CHECK_LIMITS.portsPerContainer);
+  if (lists.some((l) => l.length > CHECK_LIMITS.containers)) return true;
+  const most = Math.max(0, ...lists.flat().map((c) => list(field(c, "ports")).length));
+  if (most > CHECK_LIMITS.plainPortsPerContainer) return true;
+  return most > CHECK_LIMITS.portsPerContainer && !holdsNoHostPort(spec);
 }
 
 /** A pod whose containers have stopped for good holds no port; it is never created again (its owner's next pod is). */
@@ -151,17 +186,21 @@ export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port
  * How a Service is reachable from outside the cluster, field by field of the Service API:
  * - `type: NodePort`: every port, on every node (`nodePort`);
  * - `type: LoadBalancer`: the same, plus the load balancer's addresses (also when
- *   `allocateLoadBalancerNodePorts: false` leaves it without node ports);
- * - `externalIPs`: every port on each listed address, whatever the type (kube-proxy and Cilium
- *   answer there; the type does not limit it);
+ *   `allocateLoadBalancerNodePorts: false` leaves it without node ports), plus
+ *   `healthCheckNodePort` on every node with `externalTrafficPolicy: Local`;
+ * - `externalIPs`: every port on each listed address, whatever the type, except where
+ *   Kubernetes ignores them: an `ExternalName` or a headless (`clusterIP: None`) Service, for
+ *   which kube-proxy programs nothing (the API server warns that they are ignored);
  * - `ExternalName`, `ClusterIP` without externalIPs, headless: a name or an in-cluster address
- *   only. `loadBalancerSourceRanges`, `externalTrafficPolicy`, `sessionAffinity`,
- *   `internalTrafficPolicy`, `ipFamilies` narrow or route what is open; they open nothing.
+ *   only. `loadBalancerSourceRanges`, `sessionAffinity`, `internalTrafficPolicy`, `ipFamilies`
+ *   narrow or route what is open; they open nothing.
  */
-export function serviceOpenings(svc: Service): { type: string; nodeOrBalancer: boolean; externalIPs: string[] } {
+export function serviceOpenings(svc: Service): { type: string; nodeOrBalancer: boolean; externalIPs: string[]; healthCheckNodePort?: number } {
   const type = typeof svc.spec?.type === "string" ? svc.spec.type : "ClusterIP";
-  const externalIPs = list(field(svc.spec, "externalIPs")).filter((ip): ip is string => typeof ip === "string");
-  return { type, nodeOrBalancer: type === "NodePort" || type === "LoadBalancer", externalIPs };
+  const headless = field(svc.spec, "clusterIP") === "None";
+  const externalIPs = type === "ExternalName" || headless ? [] : list(field(svc.spec, "externalIPs")).filter((ip): ip is string => typeof ip === "string");
+  const health = type === "LoadBalancer" ? portNumber(field(svc.spec, "healthCheckNodePort")) : 0;
+  return { type, nodeOrBalancer: type === "NodePort" || type === "LoadBalancer", externalIPs, ...(health ? { healthCheckNodePort: health } : {}) };
 }
 
 export const isExposingService = (svc: Service) => {
@@ -209,7 +248,8 @@ export function ownershipProblem(where: string, uid: string | undefined, publish
     return `${where} exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)`;
   }
   if (published.uid !== undefined && uid !== undefined && published.uid !== uid) {
-    return `${where} is not the Service this stack created (its uid ${uid}; this stack created ${published.uid}): it was replaced by hand; remove it and run pulumi up`;
+    // The outputs lag the state after an interrupted up; up reads the state, and refuses only a Service re-created by hand.
+    return `${where} is not the Service the last up published (its uid ${uid}; the last up published ${published.uid}): it was replaced by hand, or re-created by an up that was interrupted; run pulumi up, which refuses one re-created outside this stack and says what to do`;
   }
   return undefined;
 }
@@ -226,15 +266,25 @@ export function recreatedProblem(what: string, live: Service | undefined, stateU
   return `${what}: Service ${namespace}/${name} was deleted and re-created outside this stack (its uid ${uid}; this stack created ${stateUid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n ${namespace} delete service ${name}), then pulumi up recreates this stack's own`;
 }
 
-/** The uid of each Service a state holds, by "namespace/name", from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
-export function stateServiceUids(resources: unknown): Map<string, string> {
-  const uids = new Map<string, string>();
-  if (resources === null || typeof resources !== "object") return uids;
+/** The uids of the objects a state holds that `up` creates under fixed names, by "namespace/name". */
+export interface StateUids {
+  services: ReadonlyMap<string, string>;
+  configMaps: ReadonlyMap<string, string>;
+}
+
+/** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
+export function stateUids(resources: unknown): StateUids {
+  const services = new Map<string, string>();
+  const configMaps = new Map<string, string>();
+  const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };
+  if (resources === null || typeof resources !== "object") return { services, configMaps };
   for (const r of Object.values(resources as Record<string, unknown>)) {
-    if (field(r, "type") !== "kubernetes:core/v1:Service") continue;
+    const type = field(r, "type");
+    const into = typeof type === "string" && Object.hasOwn(byType, type) ? byType[type] : undefined;
+    if (!into) continue;
     const meta = field(field(r, "outputs"), "metadata");
     const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
-    if (typeof namespace === "string" && typeof name === "string" && typeof uid === "string") uids.set(`${namespace}/${name}`, uid);
+    if (typeof namespace === "string" && typeof name === "string" && typeof uid === "string") into.set(`${namespace}/${name}`, uid);
   }
-  return uids;
+  return { services, configMaps };
 }

@@ -156,6 +156,12 @@ export interface SandboxStatusDocument extends Document<"SandboxStatus"> {
   urls: readonly { entry: string; url: string; answers: boolean }[];
   portal?: { url: string; answers: boolean };
   controlPlane?: { processes: readonly { role: string; pid: number; running: boolean }[]; apiServer: { url: string; answers: boolean; detail: string } };
+  /** The data path's processes (kube-proxy, relays, the pods' servers). */
+  dataPath?: { prefix: string; processes: readonly { role: string; pid: number; running: boolean }[] };
+  /** Each entry that is not MATCH or does not answer: what is wrong and the command that fixes it. */
+  problems: readonly { entry: string; url: string; answers: boolean; problem: string; remedy: string; repairable: boolean }[];
+  /** Set when .sandbox/ is gone but its processes are recorded outside the work tree (`exposure sandbox down` stops them). */
+  outsideRecord?: string;
   /** Records of .sandbox/sandbox.json that were ignored (never acted on). */
   rejected: readonly string[];
 }
@@ -165,5 +171,9 @@ export interface SandboxDownDocument extends Document<"SandboxDown"> {
   folder: string;
   stopped: readonly string[];
   removed: boolean;
+  /** Other stacks whose state was in the sandbox's backend (removed with it). */
+  otherStacks: readonly string[];
+  /** Files left in place, and why (not proven the sandbox's). */
+  kept: readonly string[];
   rejected: readonly string[];
 }

@@ -212,7 +212,8 @@ export function findHostPortHolder(pods: readonly Pod[], hp: HostPortExposure): 
         p.metadata.namespace === hp.namespace &&
         !isFinishedPod(p) &&
         matchesLabels(p.metadata.labels, hp.podSelector) &&
-        effectiveHostPorts(p.spec).some((h) => h.port === hp.port),
+        // Only a port the kubelet maps (spec.containers) serves a URL; an init container's does not.
+        effectiveHostPorts(p.spec).some((h) => h.port === hp.port && h.serves),
     )
     .filter((p) => p.spec?.nodeName)
     .sort((a, b) => Number(b.status?.phase === "Running") - Number(a.status?.phase === "Running") || a.metadata.name.localeCompare(b.metadata.name))[0];

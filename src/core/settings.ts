@@ -2,6 +2,7 @@ import * as z from "zod/mini";
 import { describeValue, describeZodIssue, distinctIssues, expandUnions, formatPath } from "./contract/parse";
 import { dnsLabel, entryName } from "./contract/schema";
 import { UserError, userErrorFromProblems } from "./errors";
+import { CHECK_LIMITS } from "./exposure-model";
 import { ipVersion } from "./ip";
 import "./zod-messages";
 
@@ -109,15 +110,28 @@ function allowlistItem(match: typeof servicePattern) {
   });
 }
 
+/**
+ * The exposure guard checks each object with bounded work (CHECK_LIMITS): past this many items
+ * (or characters of patterns) in a list, the generated policy would near CEL's size and cost
+ * limits, where an error admits.
+ */
+const allowlistBoundMessage = `holds more than ${CHECK_LIMITS.allowlistItems} items or ${CHECK_LIMITS.allowlistCharacters.toLocaleString("en-US")} characters, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`;
+const allowlistBound = z.refine<AllowlistItem[]>(
+  (items) =>
+    items.length <= CHECK_LIMITS.allowlistItems &&
+    items.reduce((n, i) => n + (typeof i === "string" ? i.length : typeof i?.match === "string" ? i.match.length : 0), 0) <= CHECK_LIMITS.allowlistCharacters,
+  { message: allowlistBoundMessage },
+);
+
 type AllowlistItem = string | { match: string; reason: string };
 const patternOf = (item: AllowlistItem) => (typeof item === "string" ? item : item.match);
 
 const allowlistSchema = z.pipe(
   z.strictObject({
     /** Services of type NodePort/LoadBalancer that may exist without a contract entry: "namespace/name". */
-    services: z._default(z.array(allowlistItem(servicePattern)), []),
+    services: z._default(z.array(allowlistItem(servicePattern)).check(allowlistBound), []),
     /** Pods allowed to hold a hostPort without a contract entry: "namespace/podPrefix*:port". */
-    hostPorts: z._default(z.array(allowlistItem(hostPortPattern)), []),
+    hostPorts: z._default(z.array(allowlistItem(hostPortPattern)).check(allowlistBound), []),
   }),
   // The audit and the guard read patterns; the reasons are kept by pattern for the reports.
   z.transform((a) => ({

@@ -468,6 +468,12 @@ SETTINGS_CASES.push(
     exit: 1,
     fragment: "ui-exposure:allowlist.hostPorts[0]: expected a pattern (a string) or { match, reason }, found an array",
   },
+  {
+    name: "an allowlist of 501 hostPort items (past the guard's bounded work: a cost error would admit)",
+    config: { "ui-exposure:allowlist": { hostPorts: Array.from({ length: 501 }, (_, i) => `other-${i}/agent-${i}-*:${1000 + i}`) } },
+    exit: 1,
+    fragment: "ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters, the most the exposure guard checks within its bounded work",
+  },
 );
 
 /**
@@ -530,6 +536,30 @@ export const WORKLOAD_CASES: WorkloadCase[] = [
     ],
     exit: 3,
     fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "40 containerPorts and no host port: opens nothing, checked in one cheap pass",
+    objects: [daemonSet({ template: { spec: { containers: [{ name: "c", ports: Array.from({ length: 40 }, (_, i) => ({ containerPort: 8000 + i })) }] } } })],
+    exit: 3,
+    fragment: `${REFUSE} 3\n`,
+  },
+  {
+    name: "33 containerPorts on the host network: too large to check",
+    objects: [
+      daemonSet({
+        template: { spec: { hostNetwork: true, containers: [{ name: "c", ports: Array.from({ length: 33 }, (_, i) => ({ containerPort: 8000 + i })) }] } },
+      }),
+    ],
+    exit: 3,
+    fragment: `${REFUSE} 4\n`,
+  },
+  {
+    name: "a hostPort only an init container declares (counted: the guard refuses it)",
+    objects: [
+      daemonSet({ template: { spec: { initContainers: [{ name: "i", ports: [{ containerPort: 80, hostPort: 29654 }] }], containers: [{ name: "c" }] } } }),
+    ],
+    exit: 3,
+    fragment: `${REFUSE} 4\n`,
   },
   {
     name: "a real undeclared hostPort on a host-network template",

@@ -41,12 +41,23 @@ const SHIPPED_HOST_PORTS = (
   parse(fs.readFileSync(path.resolve(__dirname, "../../Pulumi.dirqual.yaml"), "utf8")) as { config: Record<string, { hostPorts: unknown[] }> }
 ).config["ui-exposure:allowlist"]?.hostPorts as unknown[];
 
+/** The most items an allowlist list may hold (the guard's bound on the work per object). */
+const ALLOWLIST_LIMIT = 500;
+/** Items that match nothing here, filling a list up to the limit: every case runs with the largest allowlist the guard accepts. */
+const filledTo = (items: unknown[], filler: (i: number) => string) => [
+  ...items,
+  ...Array.from({ length: ALLOWLIST_LIMIT - items.length }, (_, i) => filler(i)),
+];
+
 function stack(mode: string) {
   return {
     "kubernetes:context": "e2e",
     "ui-exposure:contract": "contract/e2e.yaml",
     "ui-exposure:cilium": { mode: "cohabit" },
-    "ui-exposure:allowlist": { services: ["tools/allowed-*"], hostPorts: ["tools/agent-*:9964", "tools/debug-pod:2222", ...SHIPPED_HOST_PORTS] },
+    "ui-exposure:allowlist": {
+      services: filledTo(["tools/allowed-*"], (i) => `other-${i}/ui-${i}-*`),
+      hostPorts: filledTo(["tools/agent-*:9964", "tools/debug-pod:2222", ...SHIPPED_HOST_PORTS], (i) => `other-${i}/agent-${i}-*:${1000 + i}`),
+    },
     "ui-exposure:admission": { mode },
   };
 }
@@ -113,13 +124,13 @@ const workload = (name: string, ports: { containerPort: number; hostPort?: numbe
 });
 
 /** Creates a Service by a raw request and returns the API server's Warning headers (kubectl shows them the same way). */
-async function createWithWarnings(namespace: string, body: unknown): Promise<{ status: number; warnings: string[] }> {
+async function createWithWarnings(namespace: string, body: unknown, dryRun = false): Promise<{ status: number; warnings: string[] }> {
   const server = new URL(cluster.server);
   const opts: https.RequestOptions = {
     method: "POST",
     hostname: server.hostname,
     port: server.port,
-    path: `/api/v1/namespaces/${namespace}/services`,
+    path: `/api/v1/namespaces/${namespace}/services${dryRun ? "?dryRun=All" : ""}`,
     headers: { "content-type": "application/json" },
   };
   await kc.applyToHTTPSOptions(opts);
@@ -178,7 +189,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(up.code, summary(up)).toBe(0);
     const policy = await admission.readValidatingAdmissionPolicy({ name: POLICY });
     // The API server compiled every expression: no type-checking warning on the kinds it matches.
-    expect(policy.spec?.validations?.length).toBe(2);
+    expect(policy.spec?.validations?.length).toBe(3);
     const binding = await admission.readValidatingAdmissionPolicyBinding({ name: POLICY });
     expect(binding.spec?.validationActions).toEqual(["Deny"]);
     const ours = await cluster.core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
@@ -205,7 +216,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     try {
       const problem = await untilPolicyTypeChecked(reader, flagged, { timeoutMs: 60_000, intervalMs: 250 });
       expect(problem).toContain(
-        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[2].expression: `,
+        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[3].expression: `,
       );
       expect(problem).toContain("undefined field 'nonexistentField'");
       expect(problem).toContain("its binding refuses nothing until an up passes this check");
@@ -316,6 +327,74 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     }));
     const widest = await createPod({ metadata: { name: "widest" }, spec: { automountServiceAccountToken: false, hostNetwork: true, containers } });
     expect(widest).toContain("denied request: Pod tools/widest declares hostPort 30000, 30001,");
+    // At the bound in both lists a pod can fill (2,048 ports), with the largest allowlist accepted:
+    // each port is one lookup, so the check stays within the cost limit and refuses by port.
+    const atBound = (lists: string[], hostNetwork: boolean, portsPerContainer = 32) => {
+      let next = 20_000;
+      const spec: Record<string, unknown> = { automountServiceAccountToken: false, hostNetwork };
+      for (const l of lists) {
+        spec[l] = Array.from({ length: 32 }, (_, c) => ({
+          name: `${l.slice(0, 4).toLowerCase()}${c}`,
+          image: "example.invalid/x:1",
+          ports: Array.from({ length: portsPerContainer }, () => ({ containerPort: next++ })),
+        }));
+      }
+      return spec;
+    };
+    expect(await createPod({ metadata: { name: "widest2" }, spec: atBound(["containers", "initContainers"], true) })).toContain(
+      "denied request: Pod tools/widest2 declares hostPort 21024, 21025,",
+    );
+    // A workload at the bound that holds no host port is admitted; its UPDATE to the host network
+    // (2,048 new host ports, compared with what it held as one list) is refused.
+    const sneaky = {
+      metadata: { name: "sneaky" },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: "sneaky" } },
+        template: { metadata: { labels: { app: "sneaky" } }, spec: atBound(["initContainers", "containers"], false) },
+      },
+    };
+    expect(await outcome(apps.createNamespacedDeployment({ namespace: "tools", body: sneaky as never }))).toBe("admitted");
+    const patched = await outcome(
+      apps.patchNamespacedDeployment(
+        { namespace: "tools", name: "sneaky", body: { spec: { template: { spec: { hostNetwork: true } } } } },
+        cluster.lib.setHeaderOptions("Content-Type", cluster.lib.PatchStrategy.MergePatch),
+      ),
+    );
+    expect(patched).toContain("denied request: Deployment tools/sneaky (pod template) declares hostPort 20000, 20001,");
+    expect((await apps.readNamespacedDeployment({ namespace: "tools", name: "sneaky" })).spec?.template.spec?.hostNetwork).not.toBe(true);
+    // A pod with many containerPorts and no host port opens nothing: admitted after one cheap pass.
+    const many = Array.from({ length: 40 }, (_, i) => ({ containerPort: 8000 + i }));
+    expect(await createPod(pod("many-ports", many))).toBe("admitted");
+    expect(await createPod(pod("many-ports-one-host", [...many, { containerPort: 9000, hostPort: 9000 }]))).toContain(
+      "Pod tools/many-ports-one-host has more than 32 containers in a list or 32 ports in a container: too large",
+    );
+    // The cheap pass at its own bound (2 lists x 32 containers x 256 ports): admitted without a
+    // host port; one hostPort in the last container read is refused as too large, not admitted by a cost error.
+    const plainBound = atBound(["initContainers", "containers"], false, 256);
+    expect(await createPod({ metadata: { name: "plain-bound" }, spec: plainBound })).toBe("admitted");
+    const lastPorts = (plainBound.containers as { ports: { containerPort: number; hostPort?: number }[] }[])[31]?.ports as { hostPort?: number }[];
+    (lastPorts[255] as { hostPort?: number }).hostPort = 9001;
+    expect(await createPod({ metadata: { name: "plain-bound-one-host" }, spec: plainBound })).toContain(
+      "denied request: Pod tools/plain-bound-one-host has more than 32 containers in a list or 32 ports in a container: too large",
+    );
+    // The same as a workload UPDATE: both templates read in full, old and new.
+    (lastPorts[255] as { hostPort?: number }).hostPort = undefined;
+    const wide = {
+      metadata: { name: "wide" },
+      spec: { replicas: 0, selector: { matchLabels: { app: "wide" } }, template: { metadata: { labels: { app: "wide" } }, spec: plainBound } },
+    };
+    expect(await outcome(apps.createNamespacedDeployment({ namespace: "tools", body: wide as never }))).toBe("admitted");
+    // (The Deployment controller writes its status meanwhile: retry on a version conflict.)
+    let widened = "";
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const current = await apps.readNamespacedDeployment({ namespace: "tools", name: "wide" });
+      const lastNow = current.spec?.template.spec?.containers?.[31]?.ports?.[255];
+      if (lastNow) lastNow.hostPort = 9001;
+      widened = await outcome(apps.replaceNamespacedDeployment({ namespace: "tools", name: "wide", body: current }));
+      if (!widened.startsWith("409")) break;
+    }
+    expect(widened).toContain("denied request: Deployment tools/wide has more than 32 containers in a list or 32 ports in a container: too large");
   });
 
   it("with deny, a second port or an externalIP added to our Service, and externalIPs on any Service, are refused", async () => {
@@ -337,6 +416,14 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(await outcome(cluster.core.createNamespacedService({ namespace: "tools", body: external as never }))).toContain(
       "denied request: Service tools/external (type ClusterIP, externalIPs 198.18.0.9) is not in the ui-exposure contract",
     );
+    // Where Kubernetes ignores externalIPs (it warns so), nothing opens: admitted.
+    const headless = {
+      metadata: { name: "headless-extip" },
+      spec: { clusterIP: "None", selector: { app: "x" }, ports: [{ port: 80 }], externalIPs: ["198.18.0.9"] },
+    };
+    expect(await outcome(cluster.core.createNamespacedService({ namespace: "tools", body: headless as never }))).toBe("admitted");
+    const extname = { metadata: { name: "extname-extip" }, spec: { type: "ExternalName", externalName: "example.invalid", externalIPs: ["198.18.0.9"] } };
+    expect(await outcome(cluster.core.createNamespacedService({ namespace: "tools", body: extname as never }))).toBe("admitted");
   });
 
   it("with deny, admits the platform's host-network agents the shipped stacks allow (the real charts' templates) and their pods; refuses one more port", async () => {
@@ -434,6 +521,58 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(created.warnings.join("\n")).toContain(
       `Validation failed for ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}': Service tools/debug (type NodePort) is not in the ui-exposure contract of stack sandbox`,
     );
+  });
+
+  it("with deny again, an UPDATE opening node ports on a Service admitted before is refused: allocated, moved, a health check node port", async () => {
+    // Created while the guard only warned: a LoadBalancer without node ports.
+    const lb = {
+      metadata: { name: "lb-nonodeports" },
+      spec: { type: "LoadBalancer", allocateLoadBalancerNodePorts: false, selector: { app: "x" }, ports: [{ port: 8081 }] },
+    };
+    expect((await createWithWarnings("tools", lb)).status).toBe(201);
+    const local = { metadata: { name: "lb-local" }, spec: { type: "LoadBalancer", selector: { app: "x" }, ports: [{ port: 8082 }] } };
+    expect((await createWithWarnings("tools", local)).status).toBe(201);
+    const manyPorts = Array.from({ length: 128 }, (_, i) => ({ name: `p${i}`, port: 1000 + i }));
+    expect(
+      (await createWithWarnings("tools", { metadata: { name: "lb-wide" }, spec: { type: "LoadBalancer", selector: { app: "x" }, ports: manyPorts } })).status,
+    ).toBe(201);
+    sandbox.writeStack(stack("deny"));
+    const up = sandbox.pulumi(["up", "--yes"]);
+    expect(up.code, summary(up)).toBe(0);
+    const core = cluster.core;
+    await waitFor("deny in force", async () => ((await createWithWarnings("tools", svc("probe", "NodePort"), true)).status === 403 ? true : undefined));
+    const patch = (name: string, body: unknown) =>
+      outcome(
+        core.patchNamespacedService({ namespace: "tools", name, body }, cluster.lib.setHeaderOptions("Content-Type", cluster.lib.PatchStrategy.MergePatch)),
+      );
+    expect(await patch("lb-nonodeports", { spec: { allocateLoadBalancerNodePorts: true } })).toContain(
+      "denied request: Service tools/lb-nonodeports (type LoadBalancer) is not in the ui-exposure contract",
+    );
+    expect((await core.readNamespacedService({ namespace: "tools", name: "lb-nonodeports" })).spec?.ports?.[0]?.nodePort).toBeUndefined();
+    const held = (await core.readNamespacedService({ namespace: "tools", name: "lb-local" })).spec?.ports?.[0];
+    expect(held?.nodePort).toBeGreaterThan(0);
+    const moved = (held?.nodePort ?? 30000) === 32000 ? 32001 : 32000;
+    expect(await patch("lb-local", { spec: { ports: [{ ...held, nodePort: moved }] } })).toContain(
+      "denied request: Service tools/lb-local (type LoadBalancer)",
+    );
+    expect(await patch("lb-local", { spec: { externalTrafficPolicy: "Local" } })).toContain("denied request: Service tools/lb-local (type LoadBalancer)");
+    expect((await core.readNamespacedService({ namespace: "tools", name: "lb-local" })).spec?.healthCheckNodePort).toBeUndefined();
+    // What opens nothing new stays possible: a label.
+    expect(await patch("lb-local", { metadata: { labels: { touched: "yes" } } })).toBe("admitted");
+    // At the Service bound (128 ports): every port found in the old list but in reverse order,
+    // the last one read with a moved nodePort. Refused within the cost limit, not admitted by an error.
+    const widePorts = await (async () => {
+      const all = await core.listServiceForAllNamespaces();
+      const used = new Set(all.items.flatMap((x) => [...(x.spec?.ports ?? []).map((q) => q.nodePort), x.spec?.healthCheckNodePort]));
+      const free = Array.from({ length: 2768 }, (_, i) => 30000 + i).find((n) => !used.has(n));
+      const wide = await core.readNamespacedService({ namespace: "tools", name: "lb-wide" });
+      const reversed = [...(wide.spec?.ports ?? [])].reverse();
+      const last = reversed[reversed.length - 1];
+      if (last) last.nodePort = free;
+      return reversed;
+    })();
+    expect(widePorts).toHaveLength(128);
+    expect(await patch("lb-wide", { spec: { ports: widePorts } })).toContain("denied request: Service tools/lb-wide (type LoadBalancer)");
   });
 
   it("destroy removes the policy and its binding", async () => {

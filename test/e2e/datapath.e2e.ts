@@ -148,7 +148,10 @@ describe
         const probe = await exposureInOperator(["probe", "--stack", "sandbox", "--json"]);
         expect(probe.code, summary(probe)).toBe(4);
         const results = JSON.parse(probe.stdout).results as { name: string; ok: boolean; error?: string }[];
-        expect(results.filter((r) => !r.ok).map((r) => [r.name, r.error])).toEqual([["dagster", "connection refused (nothing listens on that port)"]]);
+        // The cause, read from the cluster: the Service has no ready endpoint (kube-proxy refuses for that reason).
+        expect(results.filter((r) => !r.ok).map((r) => [r.name, r.error])).toEqual([
+          ["dagster", "connection refused: no ready endpoint behind Service dagster/dagster-nodeport (its pods are gone or not Ready)"],
+        ]);
 
         // The portal, from the workstation too: same verdict, same reachability.
         const port = 18080 + Math.floor(Math.random() * 1000);

@@ -174,6 +174,60 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     expect((await svc("gitea", "gitea-nodeport"))?.spec?.selector).toEqual(original.spec.selector);
   });
 
+  it("an up stopped after re-creating our Service but before writing its outputs (deterministically: the API server refuses the port hold) converges on the next up: the state proves the Service is ours, not the stale outputs", async () => {
+    const kc = new cluster.lib.KubeConfig();
+    kc.loadFromFile(cluster.kubeconfig);
+    const admission = kc.makeApiClient(cluster.lib.AdmissionregistrationV1Api);
+    const stop = "e2e-stop-after-create";
+    const refusesUpdates = async () => {
+      const live = await svc("gitea", "gitea-nodeport");
+      try {
+        await cluster.core.replaceNamespacedService({ namespace: "gitea", name: "gitea-nodeport", body: live as never, dryRun: "All" });
+        return false;
+      } catch {
+        return true;
+      }
+    };
+    const until = async (want: boolean) => {
+      for (let i = 0; i < 100 && (await refusesUpdates()) !== want; i++) await new Promise((r) => setTimeout(r, 200));
+      expect(await refusesUpdates()).toBe(want);
+    };
+    const published = outputs().endpoints.gitea?.uid;
+    await admission.createValidatingAdmissionPolicy({
+      body: {
+        metadata: { name: stop },
+        spec: {
+          failurePolicy: "Fail",
+          matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["services"] }] },
+          validations: [{ expression: "object.metadata.name != 'gitea-nodeport'", message: "stopped here by the test" }],
+        },
+      } as never,
+    });
+    await admission.createValidatingAdmissionPolicyBinding({
+      body: { metadata: { name: stop }, spec: { policyName: stop, validationActions: ["Deny"] } } as never,
+    });
+    try {
+      await until(true);
+      await cluster.core.deleteNamespacedService({ namespace: "gitea", name: "gitea-nodeport" });
+      const stopped = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+      expect(stopped.code, summary(stopped)).not.toBe(0);
+      expect(stopped.stdout + stopped.stderr).toContain("stopped here by the test");
+      // The Service exists again (created and recorded by the stopped up); the outputs still name the old one.
+      const recreated = await svc("gitea", "gitea-nodeport");
+      expect(recreated?.metadata?.uid).toBeDefined();
+      expect(recreated?.metadata?.uid).not.toBe(published);
+      expect(outputs().endpoints.gitea?.uid).toBe(published);
+    } finally {
+      await admission.deleteValidatingAdmissionPolicyBinding({ name: stop });
+      await admission.deleteValidatingAdmissionPolicy({ name: stop });
+    }
+    await until(false);
+    const uid = (await svc("gitea", "gitea-nodeport"))?.metadata?.uid;
+    upThenCleanPreview("the up after the stopped one");
+    expect((await svc("gitea", "gitea-nodeport"))?.metadata?.uid).toBe(uid);
+    expect(outputs().endpoints.gitea?.uid).toBe(uid);
+  });
+
   it("a port or an externalIP added to our Service is undeclared exposure for status and drift's audit", async () => {
     await edit("argocd", "argocd-nodeport", (s) => {
       s.spec?.ports?.push({ name: "ssh", port: 22, targetPort: 22, protocol: "TCP" });

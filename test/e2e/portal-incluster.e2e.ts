@@ -336,4 +336,17 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
     const code = await new Promise<number | null>((r) => inCluster.child.on("exit", (c) => r(c)));
     expect(code, inCluster.stderr()).toBe(0);
   });
+
+  it("a later up that changes what is published (our Service deleted by hand, re-created on its port) replaces the published ConfigMap it created", async () => {
+    const port = new URL(outputs.urls.argocd as string).port;
+    await cluster.core.deleteNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
+    const up = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+    expect(up.code, summary(up)).toBe(0);
+    const out = sandbox.pulumi(["stack", "output", "--json"]);
+    const now = JSON.parse(out.stdout) as typeof outputs;
+    expect(new URL(now.urls.argocd as string).port).toBe(port);
+    expect(now.endpoints).not.toEqual(outputs.endpoints);
+    const published = await cluster.core.readNamespacedConfigMap({ namespace: PORTAL_NS, name: "ui-exposure-published" });
+    expect(JSON.parse(published.data?.["endpoints.json"] ?? "{}")).toEqual(JSON.parse(JSON.stringify(now.endpoints)));
+  });
 });

@@ -1,11 +1,13 @@
 // The platform of test/e2e/datapath.e2e.ts (and of the data-path bench): a loopback control
-// plane, two nodes and their pods as network namespaces with kube-proxy (src/adapters/datapath),
-// the vendored UIs with their upstream charts' Service and pod shapes, and a sandbox project.
+// plane (with kube-scheduler), two nodes and their pods as network namespaces with kube-proxy
+// (src/adapters/datapath), the node agent that runs every pod bound to those nodes (the same one
+// as the sandbox's), the vendored UIs with their upstream charts' Service and pod shapes, and a
+// sandbox project.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { stringify } from "yaml";
 import { cleanupStaleRuns, DataPath, type DataPathTools } from "../../src/adapters/datapath/datapath";
-import { createPod, type PodPort, writeNode, writePodStatus } from "../../src/adapters/datapath/kubelet";
+import { createPod, NodeAgent, type PodPort, writeNode, writePodStatus } from "../../src/adapters/datapath/kubelet";
 import { SERVICE_CIDR } from "../../src/adapters/datapath/plan";
 import type { PodListener } from "../../src/adapters/datapath/pod-server";
 import { type ChartFixture, readAllChartFixtures } from "./chart-fixtures";
@@ -168,6 +170,8 @@ export const summary = (r: { code: number | null; stdout: string; stderr: string
 export interface DataPathPlatform {
   cluster: Cluster;
   dp: DataPath;
+  /** Runs every pod bound to the data path's nodes (by spec.nodeName or by the scheduler: Deployments work too). */
+  agent: NodeAgent;
   sandbox: Sandbox;
   timings: Record<string, number>;
   /** Who answered a URL (from the operator's namespace unless `from`): the pod's name, or what went wrong. */
@@ -175,7 +179,10 @@ export interface DataPathPlatform {
   /** Polls until the URL's answer is `expected` (kube-proxy applies a change within a second or so); returns the last answer. */
   answers(url: string, expected: string, opts?: { from?: string; timeoutMs?: number }): Promise<string>;
   outputs(): { urls: Record<string, string>; node: { name: string; address: string } };
+  /** Creates the Pod bound to its node and waits until the node agent runs it (Ready). */
   startPod(shape: PodShape & { namespace: string; labels: Record<string, string> }): Promise<void>;
+  /** Waits until the node agent runs the pod `namespace/name` (a Deployment's, say); its network. */
+  running(namespace: string, name: string, timeoutMs?: number): Promise<void>;
   markReady(namespace: string, name: string, ready: boolean): Promise<void>;
   stop(): Promise<void>;
 }
@@ -195,8 +202,9 @@ export async function startDataPathPlatform(bin: string, tools: DataPathTools): 
   const t0 = Date.now();
   const stale = await cleanupStaleRuns(tools);
   if (stale.length) console.warn(`data path: removed what earlier runs left: ${stale.join(", ")}`);
-  const cluster = await startCluster(bin, { E2E_SERVICE_CIDR: SERVICE_CIDR });
+  const cluster = await startCluster(bin, { E2E_SERVICE_CIDR: SERVICE_CIDR, E2E_SCHEDULER: "1" });
   let dp: DataPath | undefined;
+  let agent: NodeAgent | undefined;
   let sandbox: Sandbox | undefined;
   try {
     const c = cluster;
@@ -213,6 +221,24 @@ export async function startDataPathPlatform(bin: string, tools: DataPathTools): 
     });
     const d = dp;
     timings.dataPathStartMs = Date.now() - t0;
+    const kc = new c.lib.KubeConfig();
+    kc.loadFromFile(c.kubeconfig);
+    const a = new NodeAgent(
+      c.lib,
+      kc,
+      d.nodes.map((n) => ({ name: n.name, ip: n.ip })),
+      d.runtime(),
+      { say: (l) => console.log(l), resyncMs: 2000 },
+    );
+    agent = a;
+    await a.start();
+    const running = async (namespace: string, name: string, timeoutMs = 60_000) => {
+      const end = Date.now() + timeoutMs;
+      while (!a.runningPods().includes(podId(namespace, name))) {
+        if (Date.now() > end) throw new Error(`the node agent did not run ${podId(namespace, name)} within ${timeoutMs / 1000} s`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
 
     const who = async (url: string, from?: string) => {
       const a = await d.request(url, { ...(from ? { from } : {}), timeoutMs: 2000 });
@@ -225,9 +251,10 @@ export async function startDataPathPlatform(bin: string, tools: DataPathTools): 
         name: shape.name,
         labels: shape.labels,
         node: shape.node,
-        containers: [{ name: shape.container, ports: shape.ports }],
+        containers: [{ name: shape.container, ports: shape.ports, listeners: shape.listeners }],
       });
-      await d.addPod({ pod: podId(shape.namespace, shape.name), node: shape.node, listeners: shape.listeners });
+      a.kick();
+      await running(shape.namespace, shape.name);
     };
     const markReady = async (namespace: string, name: string, ready: boolean) => {
       const net = d.pod(podId(namespace, name));
@@ -270,7 +297,6 @@ export async function startDataPathPlatform(bin: string, tools: DataPathTools): 
       ports: [{ name: "http", containerPort: LINEAGE.port, hostPort: LINEAGE.port }],
       listeners: [{ port: LINEAGE.port, tls: false }],
     });
-    await d.addHostPorts(podId(LINEAGE.namespace, LINEAGE.pod), [{ hostPort: LINEAGE.port, containerPort: LINEAGE.port }]);
     await markReady(LINEAGE.namespace, LINEAGE.pod, true);
     await setCiliumConfig(c, "true");
     timings.platformReadyMs = Date.now() - t0;
@@ -282,6 +308,8 @@ export async function startDataPathPlatform(bin: string, tools: DataPathTools): 
     return {
       cluster: c,
       dp: d,
+      agent: a,
+      running,
       sandbox: s,
       timings,
       who,
@@ -301,11 +329,13 @@ export async function startDataPathPlatform(bin: string, tools: DataPathTools): 
       startPod,
       markReady,
       stop: async () => {
+        await a.stop();
         await d.stop();
         stopPlatform({ cluster: c, sandbox: s });
       },
     };
   } catch (err) {
+    await agent?.stop();
     await dp?.stop();
     stopPlatform({ cluster, ...(sandbox ? { sandbox } : {}) });
     throw err;

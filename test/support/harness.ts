@@ -400,3 +400,36 @@ export function stopPlatform(platform: { cluster?: Cluster; sandbox?: Sandbox })
   platform.cluster?.stop();
   if (platform.sandbox) fs.rmSync(platform.sandbox.dir, { recursive: true, force: true });
 }
+
+/**
+ * Provider plugins (`pulumi-resource-*`) left running by a pulumi process that was killed: now
+ * children of init (or of a subreaper), working in `dir` or started with `dir` in their
+ * environment. Each is stopped (KILL); their pids are returned. What a test started, it cleans up.
+ */
+export function reapStrayProviders(dir: string): number[] {
+  const reaped: number[] = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      if (!comm.startsWith("pulumi-resourc")) continue;
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const parent = ppid > 1 ? fs.readFileSync(`/proc/${ppid}/stat`, "utf8") : "";
+      // Still the child of a live pulumi: not stray.
+      if (/\((pulumi|pulumi-language-)/.test(parent)) continue;
+      let cwd = "";
+      try {
+        cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
+      } catch {}
+      const environ = fs.readFileSync(`/proc/${pid}/environ`, "utf8");
+      if (!cwd.startsWith(dir) && !environ.includes(dir)) continue;
+      process.kill(pid, "SIGKILL");
+      reaped.push(pid);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return reaped;
+}

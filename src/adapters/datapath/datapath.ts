@@ -15,6 +15,7 @@ import * as path from "node:path";
 import { failed, finding, ok, type Result } from "../../core/findings";
 import { startTimeOf } from "../own-process";
 import { commandLineOf, isOurs, parseRecordedProcesses, type RecordedProcess } from "../sandbox/processes";
+import type { PodRuntime } from "./kubelet";
 import {
   hostLink,
   lanCidr,
@@ -119,6 +120,8 @@ interface RunState {
   owner: RecordedProcess;
   /** The run outlives its owner (the sandbox): stale only once none of its processes runs. */
   detached: boolean;
+  /** Who the run is for (the sandbox's id): stopRun acts only for that very owner. */
+  tag?: string;
   /** The host's end of the operator link, when the host is the operator (deleted with the namespace). */
   hostLink?: string;
   namespaces: string[];
@@ -138,6 +141,8 @@ export interface DataPathOptions {
   stateDir?: string;
   /** Processes outlive this one (`sandbox up` returns, the data path keeps serving). */
   detached?: boolean;
+  /** Recorded in the run's state: who it is for (stopRun checks it). */
+  tag?: string;
   say?: (line: string) => void;
   /**
    * "host": this machine's own namespace is the operator too (a browser on the host opens the
@@ -145,6 +150,8 @@ export interface DataPathOptions {
    * and only an on-link route to that /24. Default "namespace": nothing in the host changes.
    */
   operator?: "namespace" | "host";
+  /** Called with the run's prefix as soon as its state file exists (before anything is created): record it where the caller's cleanup finds it. */
+  onStart?: (prefix: string) => void;
   /** Called once the nodes' addresses are known, before kube-proxy starts: register the Node objects there. */
   onNodes?: (nodes: readonly NodePlan[]) => Promise<void>;
 }
@@ -157,6 +164,8 @@ export interface PodNet {
   ip: string;
   listeners: PodListener[];
   process: RecordedProcess;
+  /** Its number on its node (namespace, veth and address); reused once it is removed. */
+  number: number;
 }
 
 /** What a request got: the status and body, or why nothing answered. */
@@ -257,7 +266,10 @@ export class DataPath {
   readonly operator: string;
   readonly nodes: readonly NodePlan[];
   private readonly pods = new Map<string, PodNet>();
-  private readonly podCount = new Map<string, number>();
+  /** The pod numbers in use per node (a pod's namespace, veth and address). */
+  private readonly podNumbers = new Map<string, Set<number>>();
+  /** The last number given per node: the next pod gets the next free one after it, wrapping (as CNI's host-local IPAM does), so a pod just deleted does not hand its address at once to the next. */
+  private readonly lastPodNumber = new Map<string, number>();
   private readonly state: RunState;
   private readonly say: (line: string) => void;
   private stopped = false;
@@ -279,6 +291,7 @@ export class DataPath {
       prefix,
       owner: { role: "owner", pid: process.pid, cmdline: commandLineOf(process.pid) ?? "", startTime: startTimeOf(process.pid) ?? "" },
       detached: opts.detached === true,
+      ...(opts.tag ? { tag: opts.tag } : {}),
       namespaces: [],
       processes: [],
     };
@@ -295,6 +308,7 @@ export class DataPath {
     const dp = new DataPath(prefix, dir, path.join(stateDir, `${prefix}.json`), opts, lan);
     dp.save();
     try {
+      opts.onStart?.(prefix);
       await dp.build();
     } catch (err) {
       await dp.stop();
@@ -495,11 +509,42 @@ export class DataPath {
   async addPod(spec: { pod: string; node: string; listeners: readonly PodListener[] }): Promise<PodNet> {
     if (this.pods.has(spec.pod)) throw new Error(`data path: pod ${spec.pod} exists`);
     const node = this.node(spec.node);
-    const k = (this.podCount.get(node.name) ?? 0) + 1;
-    if (k > MAX_PODS_PER_NODE) throw new Error(`data path: node ${node.name} holds at most ${MAX_PODS_PER_NODE} pods`);
-    this.podCount.set(node.name, k);
+    const used = this.podNumbers.get(node.name) ?? new Set<number>();
+    this.podNumbers.set(node.name, used);
+    if (used.size >= MAX_PODS_PER_NODE) throw new Error(`data path: node ${node.name} holds at most ${MAX_PODS_PER_NODE} pods`);
+    let k = this.lastPodNumber.get(node.name) ?? 0;
+    do k = (k % MAX_PODS_PER_NODE) + 1;
+    while (used.has(k));
+    used.add(k);
+    this.lastPodNumber.set(node.name, k);
     const netns = podNetns(this.prefix, node.index, k);
     const ip = podAddress(node, k);
+    let rec: RecordedProcess | undefined;
+    try {
+      return await this.buildPod(spec, node, k, netns, ip, (r) => {
+        rec = r;
+      });
+    } catch (err) {
+      // Nothing half-made stays: its server, its namespace (the veth goes with it), its number.
+      this.pods.delete(spec.pod);
+      if (rec) await stopProcess(rec);
+      if (this.state.namespaces.includes(netns)) await run(this.opts.tools.ip, ["netns", "del", netns]);
+      this.state.namespaces = this.state.namespaces.filter((n) => n !== netns);
+      this.state.processes = this.state.processes.filter((x) => x !== rec);
+      this.save();
+      used.delete(k);
+      throw err;
+    }
+  }
+
+  private async buildPod(
+    spec: { pod: string; listeners: readonly PodListener[] },
+    node: NodePlan,
+    k: number,
+    netns: string,
+    ip: string,
+    started: (rec: RecordedProcess) => void,
+  ): Promise<PodNet> {
     await this.addNetns(netns);
     await this.ip(["link", "add", `vp${k}`, "netns", node.netns, "type", "veth", "peer", "name", "eth0", "netns", netns]);
     await this.ip(["-n", node.netns, "addr", "add", `${node.gateway}/32`, "dev", `vp${k}`]);
@@ -519,7 +564,8 @@ export class DataPath {
       [...pre, spec.pod, tls?.certFile ?? "-", tls?.keyFile ?? "-", ...spec.listeners.map(listenerArg)],
       log,
     );
-    const pod: PodNet = { pod: spec.pod, node, netns, ip, listeners: [...spec.listeners], process: rec };
+    started(rec);
+    const pod: PodNet = { pod: spec.pod, node, netns, ip, listeners: [...spec.listeners], process: rec, number: k };
     this.pods.set(spec.pod, pod);
     // Ready when its node reaches every listener over the veth (what a readiness probe sees).
     await Promise.all(
@@ -547,6 +593,21 @@ export class DataPath {
     this.state.processes = this.state.processes.filter((x) => x !== p.process);
     this.save();
     this.pods.delete(name);
+    this.podNumbers.get(p.node.name)?.delete(p.number);
+  }
+
+  /** The node agent's runtime (src/adapters/datapath/kubelet.ts): a pod is a namespace, a server and its hostPorts. */
+  runtime(): PodRuntime {
+    return {
+      start: async (pod) => {
+        const net = await this.addPod({ pod: pod.id, node: pod.node, listeners: pod.listeners });
+        if (pod.hostPorts.length) await this.addHostPorts(pod.id, pod.hostPorts);
+        return { ip: net.ip };
+      },
+      stop: async (id) => {
+        if (this.pods.has(id)) await this.removePod(id);
+      },
+    };
   }
 
   /**
@@ -651,21 +712,32 @@ async function freeLan(ip: string): Promise<number> {
  * Stops the run `prefix` from another process than the one that started it (`sandbox down`):
  * only what its state file names, checked as for a stale run.
  */
-export async function stopRun(tools: Pick<DataPathTools, "ip">, prefix: string, stateDir = DEFAULT_STATE_DIR): Promise<string[]> {
-  if (!PREFIX_PATTERN.test(prefix)) return [];
-  const file = path.join(stateDir, `${prefix}.json`);
-  let state: RunState | undefined;
-  try {
-    const st = fs.lstatSync(file);
-    if (st.isFile() && st.uid === process.getuid?.()) state = parseState(fs.readFileSync(file, "utf8"), prefix);
-  } catch {
-    return [];
-  }
-  if (!state) return [];
+export async function stopRun(tools: Pick<DataPathTools, "ip">, prefix: string, tag: string, stateDir = DEFAULT_STATE_DIR): Promise<string[]> {
+  const state = readRun(prefix, stateDir);
+  // Another owner's run (a record naming someone else's prefix) is never touched.
+  if (!state || state.tag !== tag) return [];
   const removed = await removeRun(state, tools.ip);
   fs.rmSync(path.join(stateDir, prefix), { recursive: true, force: true });
-  fs.rmSync(file, { force: true });
+  fs.rmSync(path.join(stateDir, `${prefix}.json`), { force: true });
   return removed;
+}
+
+/** The state of run `prefix`: a plain file of this user, checked; undefined otherwise. */
+function readRun(prefix: string, stateDir: string): RunState | undefined {
+  if (!PREFIX_PATTERN.test(prefix)) return undefined;
+  const file = path.join(stateDir, `${prefix}.json`);
+  try {
+    const st = fs.lstatSync(file);
+    if (st.isFile() && st.uid === process.getuid?.() && st.size <= 4 * 1024 * 1024) return parseState(fs.readFileSync(file, "utf8"), prefix);
+  } catch {}
+  return undefined;
+}
+
+/** The processes of run `prefix` (for `tag` only) and whether each still runs; undefined when there is no such run. */
+export function runProcesses(prefix: string, tag: string, stateDir = DEFAULT_STATE_DIR): { role: string; pid: number; running: boolean }[] | undefined {
+  const state = readRun(prefix, stateDir);
+  if (!state || state.tag !== tag) return undefined;
+  return state.processes.map((p) => ({ role: p.role, pid: p.pid, running: isOurs(p) }));
 }
 
 /** A state file read back: untrusted, so every field is checked before anything is acted on. */
@@ -678,6 +750,7 @@ function parseState(text: string, prefix: string): RunState | undefined {
   }
   const s = v as RunState;
   if (typeof s !== "object" || s === null || s.version !== 1 || s.prefix !== prefix || typeof s.detached !== "boolean") return undefined;
+  if (s.tag !== undefined && (typeof s.tag !== "string" || !/^[0-9a-f]{32}$/.test(s.tag))) return undefined;
   // The sandbox's own check of process records (integer pid > 1, start time, command line).
   const owner = parseRecordedProcesses([s.owner]);
   const processes = parseRecordedProcesses(s.processes);

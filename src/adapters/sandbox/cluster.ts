@@ -1,7 +1,8 @@
 // The sandbox's cluster: the e2e loopback control plane (scripts/e2e-cluster.sh) in the sandbox
-// folder, with what a real platform would have for the contract: Ready nodes on 127.0.0.x, each
-// exposed UI's vendored ClusterIP Service with one Ready pod (the controller manager builds its
-// EndpointSlice), the Secrets the contract names for `exposure access`, and cilium-config.
+// folder (with kube-scheduler), with what a real platform would have for the contract: each
+// exposed UI's vendored ClusterIP Service and a one-replica Deployment behind it (the scheduler
+// binds its pod, the node agent runs it, the controller manager builds its EndpointSlice), the
+// Secrets the contract names for `exposure access`, and cilium-config.
 import { spawnSync } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
@@ -23,11 +24,11 @@ export interface ControlPlane {
   server: string;
 }
 
-/** Starts etcd + kube-apiserver + kube-controller-manager in `dir` (scripts/e2e-cluster.sh). */
-export function startControlPlane(projectDir: string, bin: string, dir: string, kubeconfigOut: string): ControlPlane {
+/** Starts etcd + kube-apiserver + kube-controller-manager + kube-scheduler in `dir` (scripts/e2e-cluster.sh). */
+export function startControlPlane(projectDir: string, bin: string, dir: string, kubeconfigOut: string, env: NodeJS.ProcessEnv = process.env): ControlPlane {
   const r = spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["start", dir], {
     encoding: "utf8",
-    env: { ...process.env, E2E_BIN: bin },
+    env: { ...env, E2E_BIN: bin, E2E_SCHEDULER: "1" },
     timeout: 240_000,
   });
   if (r.status !== 0) throw new Error(`the loopback control plane did not start:\n${(r.stderr ?? "").trim().split("\n").slice(-15).join("\n")}`);
@@ -58,7 +59,7 @@ export interface ControlPlaneStatus {
   apiServer: { url: string; answers: boolean; detail: string };
 }
 
-const CONTROL_PLANE_ROLES = ["etcd", "kube-apiserver", "kube-controller-manager"] as const;
+export const CONTROL_PLANE_ROLES = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
 
 /**
  * What scripts/e2e-cluster.sh started in `dir` (its `pids` and `starts` files, untrusted: a
@@ -124,48 +125,39 @@ const conflictIsFine = async (p: Promise<unknown>) => {
   }
 };
 
-/** Labels of an entry's stand-in pod (and its vendored Service's selector). */
+/** Labels of an entry's stand-in pods (and its vendored Service's selector). */
 const podLabels = (e: Endpoint) => ({ "app.kubernetes.io/name": e.name, "app.kubernetes.io/part-of": "ui-exposure-sandbox" });
 
-/**
- * Installs what the contract expects to find. Vendored Services for every entry that names one
- * (exposed or not, so `exposure access` shows their in-cluster address), a Ready pod behind each
- * exposed one, a Secret per declared credential with a random password.
- */
-export interface SeedOptions {
-  /** The node's InternalIP (default SANDBOX_NODE.ip): the data path's node address when there is one. */
-  nodeIp?: string;
-  /**
-   * Runs the pod of an exposed entry for real (the data path: its own namespace and server) and
-   * gives its address; without it the pod gets an address nothing answers on.
-   */
-  runPod?: (pod: { namespace: string; name: string; port: number; tls: boolean }) => Promise<string>;
+/** The image of every stand-in: the data path's pod server (src/adapters/datapath/pod-server.ts), its args the listeners. */
+export const STAND_IN_IMAGE = "sandbox.invalid/pod-server:1";
+
+/** Where an entry's stand-in runs: the Deployment (named after the entry) in its Service's namespace. */
+export function standInDeployment(e: Endpoint): { namespace: string; name: string } | undefined {
+  return e.service ? { namespace: e.service.namespace, name: e.name } : undefined;
 }
 
-export async function seedCluster(kubeconfig: string, contract: Contract, exposedEntries: readonly Endpoint[], opts: SeedOptions = {}): Promise<void> {
-  const nodeIp = opts.nodeIp ?? SANDBOX_NODE.ip;
+/**
+ * Installs what the contract expects to find, creating only what is missing (a second run after
+ * a hand deletion puts the stand-in back, and changes nothing else). Vendored Services for every
+ * entry that names one (exposed or not, so `exposure access` shows their in-cluster address), a
+ * one-replica Deployment behind each exposed one, a Secret per declared credential with a random
+ * password. Returns what it created.
+ */
+export async function seedCluster(kubeconfig: string, contract: Contract, exposedEntries: readonly Endpoint[]): Promise<string[]> {
   const lib: ClientNode = await import("@kubernetes/client-node");
   const kc = new lib.KubeConfig();
   kc.loadFromFile(kubeconfig);
   const core = kc.makeApiClient(lib.CoreV1Api);
-
-  await conflictIsFine(core.createNode({ body: { metadata: { name: SANDBOX_NODE.name, labels: { "kubernetes.io/hostname": SANDBOX_NODE.name } } } }));
-  for (let attempt = 1; ; attempt++) {
-    const live = await core.readNode({ name: SANDBOX_NODE.name });
-    live.status = {
-      addresses: [
-        { type: "InternalIP", address: nodeIp },
-        { type: "Hostname", address: SANDBOX_NODE.name },
-      ],
-      conditions: [{ type: "Ready", status: "True", reason: "Sandbox", lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }],
-    };
+  const apps = kc.makeApiClient(lib.AppsV1Api);
+  const created: string[] = [];
+  const create = async (what: string, p: Promise<unknown>) => {
     try {
-      await core.replaceNodeStatus({ name: SANDBOX_NODE.name, body: live });
-      break;
+      await p;
+      created.push(what);
     } catch (err) {
-      if ((err as { code?: number }).code !== 409 || attempt >= 10) throw err;
+      if ((err as { code?: number }).code !== 409) throw err;
     }
-  }
+  };
 
   const namespaces = new Set<string>(["kube-system"]);
   const ensureNamespace = async (ns: string) => {
@@ -176,14 +168,14 @@ export async function seedCluster(kubeconfig: string, contract: Contract, expose
   };
 
   const exposed = new Set(exposedEntries.map((e) => e.name));
-  let podIndex = 10;
   for (const e of contract.endpoints) {
     if (!e.service) continue;
     await ensureNamespace(e.service.namespace);
     const portName = typeof e.service.port === "string" ? e.service.port : e.scheme === "https" ? "https" : "http";
     const port = typeof e.service.port === "number" ? e.service.port : e.scheme === "https" ? 443 : 80;
     const targetPort = e.scheme === "https" ? 8443 : 8080;
-    await conflictIsFine(
+    await create(
+      `Service ${e.service.namespace}/${e.service.name}`,
       core.createNamespacedService({
         namespace: e.service.namespace,
         body: {
@@ -192,37 +184,35 @@ export async function seedCluster(kubeconfig: string, contract: Contract, expose
         },
       }),
     );
-    if (!exposed.has(e.name)) continue;
-    const podName = `${e.name}-0`;
-    await conflictIsFine(
-      core.createNamespacedPod({
-        namespace: e.service.namespace,
+    const deployment = standInDeployment(e);
+    if (!exposed.has(e.name) || !deployment) continue;
+    await create(
+      `Deployment ${deployment.namespace}/${deployment.name}`,
+      apps.createNamespacedDeployment({
+        namespace: deployment.namespace,
         body: {
-          metadata: { name: podName, labels: podLabels(e) },
+          metadata: { name: deployment.name, labels: podLabels(e) },
           spec: {
-            nodeName: SANDBOX_NODE.name,
-            automountServiceAccountToken: false,
-            containers: [{ name: "ui", image: "sandbox.invalid/stand-in:1", ports: [{ containerPort: targetPort, name: portName }] }],
+            replicas: 1,
+            selector: { matchLabels: podLabels(e) },
+            template: {
+              metadata: { labels: podLabels(e) },
+              spec: {
+                automountServiceAccountToken: false,
+                containers: [
+                  {
+                    name: "ui",
+                    image: STAND_IN_IMAGE,
+                    args: [`${targetPort}${e.scheme === "https" ? "/tls" : ""}`],
+                    ports: [{ containerPort: targetPort, name: portName, protocol: "TCP" }],
+                  },
+                ],
+              },
+            },
           },
         },
       }),
     );
-    const pod = await core.readNamespacedPod({ namespace: e.service.namespace, name: podName });
-    const index = podIndex++;
-    const podIP = opts.runPod
-      ? await opts.runPod({ namespace: e.service.namespace, name: podName, port: targetPort, tls: e.scheme === "https" })
-      : `10.244.0.${index}`;
-    pod.status = {
-      phase: "Running",
-      podIP,
-      podIPs: [{ ip: podIP }],
-      hostIP: nodeIp,
-      conditions: [
-        { type: "Ready", status: "True", lastTransitionTime: new Date() },
-        { type: "ContainersReady", status: "True", lastTransitionTime: new Date() },
-      ],
-    };
-    await core.replaceNamespacedPodStatus({ namespace: e.service.namespace, name: podName, body: pod });
   }
 
   // One Secret per declared credential; several credentials may share a Secret (other keys).
@@ -238,7 +228,10 @@ export async function seedCluster(kubeconfig: string, contract: Contract, expose
   }
   for (const s of secrets.values()) {
     await ensureNamespace(s.namespace);
-    await conflictIsFine(core.createNamespacedSecret({ namespace: s.namespace, body: { metadata: { name: s.name }, type: "Opaque", stringData: s.data } }));
+    await create(
+      `Secret ${s.namespace}/${s.name}`,
+      core.createNamespacedSecret({ namespace: s.namespace, body: { metadata: { name: s.name }, type: "Opaque", stringData: s.data } }),
+    );
   }
 
   // The cohabit guard reads it: kube-proxy replacement is what serves NodePorts on a real node.
@@ -248,4 +241,5 @@ export async function seedCluster(kubeconfig: string, contract: Contract, expose
       body: { metadata: { name: "cilium-config" }, data: { "kube-proxy-replacement": "true", "enable-lb-ipam": "false" } },
     }),
   );
+  return created;
 }

@@ -72,11 +72,47 @@ export function startDetached(role: string, command: string, args: string[], opt
   return { role, pid: child.pid, cmdline: [command, ...args].join("\0"), startTime };
 }
 
-/** Stops the recorded processes that are still ours: TERM, then KILL after `graceMs`. */
-export async function stopRecorded(processes: readonly RecordedProcess[], graceMs = 5000): Promise<string[]> {
+/**
+ * The environment of a live process of this user (/proc/<pid>/environ, at most 1 MiB), or
+ * undefined where it cannot be read (gone, another user's, no /proc).
+ */
+export function environOf(pid: number): string[] | undefined {
+  try {
+    const fd = fs.openSync(`/proc/${pid}/environ`, "r");
+    try {
+      const buffer = Buffer.alloc(1024 * 1024);
+      const n = fs.readSync(fd, buffer, 0, buffer.length, 0);
+      return buffer.subarray(0, n).toString("utf8").split("\0");
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** The variable every process a sandbox starts carries (inherited by what those start): the sandbox's random id. */
+export const SANDBOX_ID_VARIABLE = "EXPOSURE_SANDBOX_ID";
+
+/**
+ * Whether a recorded process is this sandbox's: still the recorded one (pid, start time, command
+ * line), and started by this sandbox: its environment carries the sandbox's id (a record copying
+ * a foreign process's command line and start time cannot give it that), or, where no environment
+ * can be read (no /proc), its command line names `folder`.
+ */
+export function isSandboxProcess(p: RecordedProcess, sandbox: { id: string; folder: string }): boolean {
+  if (!isOurs(p) || !/^[0-9a-f]{32}$/.test(sandbox.id)) return false;
+  const environ = environOf(p.pid);
+  if (environ) return environ.includes(`${SANDBOX_ID_VARIABLE}=${sandbox.id}`);
+  if (fs.existsSync("/proc/self/environ")) return false;
+  return p.cmdline.split("\0").some((a) => a.includes(sandbox.folder));
+}
+
+/** Stops the recorded processes that are still ours (and pass `proven`): TERM, then KILL after `graceMs`. */
+export async function stopRecorded(processes: readonly RecordedProcess[], graceMs = 5000, proven: (p: RecordedProcess) => boolean = isOurs): Promise<string[]> {
   const stopped: string[] = [];
   for (const p of processes) {
-    if (!isOurs(p)) continue;
+    if (!isOurs(p) || !proven(p)) continue;
     try {
       process.kill(p.pid, "SIGTERM");
     } catch {
@@ -172,3 +208,40 @@ export function readSandboxState(file: string): SandboxState | undefined {
 }
 
 const damaged = (why: string): SandboxState => ({ processes: [], urls: {}, portal: "", rejected: [why], raw: {} });
+
+/** The parent pid of a live process (/proc/<pid>/stat), or undefined. */
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Stops every other process that carries the sandbox's id in its environment (what a process the
+ * sandbox started left behind: the provider of a `pulumi up` killed half-way, reparented to init).
+ * The id proves them this sandbox's; this process and its ancestors are never signalled. Linux
+ * only (/proc); elsewhere nothing is found. Returns `name (pid)` of each one stopped.
+ */
+export async function stopCarriersOf(id: string, graceMs = 3000): Promise<string[]> {
+  if (!/^[0-9a-f]{32}$/.test(id)) return [];
+  const marker = `${SANDBOX_ID_VARIABLE}=${id}`;
+  const spared = new Set<number>();
+  for (let p: number | undefined = process.pid; p !== undefined && p > 1 && !spared.has(p); p = parentOf(p)) spared.add(p);
+  let entries: string[] = [];
+  try {
+    entries = fs.readdirSync("/proc").filter((e) => /^\d+$/.test(e));
+  } catch {
+    return [];
+  }
+  const found: RecordedProcess[] = [];
+  for (const e of entries) {
+    const pid = Number(e);
+    if (spared.has(pid) || pid <= 1 || !environOf(pid)?.includes(marker)) continue;
+    const live = liveProcess(pid);
+    if (live) found.push({ role: live.args[0]?.split("/").pop()?.slice(0, 80) || "process", pid, cmdline: live.args.join("\0"), startTime: live.startTime });
+  }
+  return stopRecorded(found, graceMs);
+}

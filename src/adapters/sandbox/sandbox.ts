@@ -5,16 +5,39 @@
 import { execFile } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { DataPath, dataPathSupport, findTool, stopRun } from "../datapath/datapath";
-import { writeNode } from "../datapath/kubelet";
+import { UserError } from "../../core/errors";
+import { dataPathSupport, findTool, runProcesses, stopRun } from "../datapath/datapath";
 import { PREFIX_PATTERN } from "../datapath/plan";
 import { freeLoopbackPort } from "../free-port";
 import { httpGet } from "../http-probe";
+import { liveProcess } from "../own-process";
 import { openStack } from "../stack-inputs";
-import { type ControlPlaneStatus, controlPlaneStatus, SANDBOX_CONTEXT, SANDBOX_NODE, seedCluster, startControlPlane, stopControlPlane } from "./cluster";
-import { isOurs, type RecordedProcess, readSandboxState, startDetached, stopRecorded } from "./processes";
+import {
+  CONTROL_PLANE_ROLES,
+  type ControlPlaneStatus,
+  controlPlaneStatus,
+  SANDBOX_CONTEXT,
+  SANDBOX_NODE,
+  seedCluster,
+  standInDeployment,
+  startControlPlane,
+  stopControlPlane,
+} from "./cluster";
+import type { NodeAgentConfig, NodeAgentReady } from "./node-agent";
+import {
+  isOurs,
+  isSandboxProcess,
+  parseRecordedProcesses,
+  type RecordedProcess,
+  readSandboxState,
+  SANDBOX_ID_VARIABLE,
+  startDetached,
+  stopCarriersOf,
+  stopRecorded,
+} from "./processes";
 import type { StandIn, StandInFile } from "./stand-in-servers";
 import { buildToolchain, KUBE_PROXY_STAGE, missingStages, pulumiOnPath, STAGES, toolchainBinDir } from "./toolchain";
 
@@ -39,6 +62,14 @@ export interface SandboxInfo {
    * namespaces (servers of the sandbox on the published ports).
    */
   mode: "kube-proxy" | "forwarder";
+  /** A random id every process of this sandbox carries in its environment (SANDBOX_ID_VARIABLE): the proof a process is this sandbox's. */
+  id: string;
+  /** The control plane's processes (scripts/e2e-cluster.sh's records, copied here so that they are found without .sandbox/cluster). */
+  controlPlane: RecordedProcess[];
+  /** The data path run's prefix, when there is one. */
+  dataPathPrefix?: string;
+  /** sha256 of the Pulumi.sandbox.yaml this sandbox wrote: `down` removes that file only while it is still exactly that. */
+  stackFileSha256?: string;
 }
 
 export interface SandboxIo {
@@ -55,12 +86,53 @@ const dataPathFile = (folder: string) => path.join(folder, "datapath-run");
 const stackFile = (projectDir: string) => path.join(projectDir, `Pulumi.${SANDBOX_STACK}.yaml`);
 
 /**
- * The sandbox.json of `folder`, checked (src/adapters/sandbox/processes.ts): only validated
- * process records and sandbox addresses are acted on; `rejected` says what was ignored.
+ * Where the sandbox of a project folder is also recorded, outside the work tree (so that `down`
+ * finds everything after `rm -rf .sandbox` or `git clean -fdX`): one file per project folder,
+ * named after its path, in /run/ui-exposure-sandbox for root (gone at reboot, like the processes),
+ * else in $XDG_RUNTIME_DIR or ~/.cache. EXPOSURE_SANDBOX_RECORDS overrides the folder (tests).
  */
-export function readSandboxInfo(folder: string): (SandboxInfo & { rejected: string[] }) | undefined {
-  const state = readSandboxState(infoFile(folder));
+export function outsideRecordFile(projectDir: string, env: NodeJS.ProcessEnv): string {
+  const dir =
+    env.EXPOSURE_SANDBOX_RECORDS ||
+    (process.getuid?.() === 0 ? "/run/ui-exposure-sandbox" : path.join(env.XDG_RUNTIME_DIR || path.join(os.homedir(), ".cache"), "ui-exposure-sandbox"));
+  let real = path.resolve(projectDir);
+  try {
+    real = fs.realpathSync(projectDir);
+  } catch {}
+  return path.join(dir, `${crypto.createHash("sha256").update(real).digest("hex").slice(0, 32)}.json`);
+}
+
+/**
+ * The sandbox's record: .sandbox/sandbox.json, or, when that folder is gone, the copy outside the
+ * work tree (only when it names this very folder). Checked (src/adapters/sandbox/processes.ts):
+ * only validated process records and sandbox addresses are acted on; `rejected` says what was ignored.
+ */
+export function readSandboxRecord(projectDir: string, env: NodeJS.ProcessEnv): (SandboxInfo & { rejected: string[]; outside: boolean }) | undefined {
+  const folder = sandboxFolder(projectDir);
+  const inside = readSandboxInfo(folder);
+  if (inside) return { ...inside, outside: false };
+  const outside = readSandboxInfo(folder, outsideRecordFile(projectDir, env));
+  if (!outside) return undefined;
+  return { ...outside, outside: true };
+}
+
+/**
+ * The sandbox.json of `folder` (or `file`), checked (src/adapters/sandbox/processes.ts): only
+ * validated process records and sandbox addresses are acted on; `rejected` says what was ignored.
+ * A record naming another folder is not this sandbox's: nothing of it is acted on.
+ */
+export function readSandboxInfo(folder: string, file = infoFile(folder)): (SandboxInfo & { rejected: string[] }) | undefined {
+  const state = readSandboxState(file);
   if (!state) return undefined;
+  if (state.raw.folder !== undefined && state.raw.folder !== folder) {
+    return { ...emptyInfo(folder), rejected: [`${file}: the record of another folder (${String(state.raw.folder).slice(0, 200)})`] };
+  }
+  const controlPlane = parseRecordedProcesses(state.raw.controlPlane ?? []);
+  const id = typeof state.raw.id === "string" && /^[0-9a-f]{32}$/.test(state.raw.id) ? state.raw.id : "";
+  const rejected = [...state.rejected, ...controlPlane.rejected.map((r) => `controlPlane ${r}`)];
+  if (!id && (state.processes.length || controlPlane.processes.length)) rejected.push("id: missing or malformed (no process can be proven this sandbox's)");
+  const prefix = typeof state.raw.dataPathPrefix === "string" && PREFIX_PATTERN.test(state.raw.dataPathPrefix) ? state.raw.dataPathPrefix : undefined;
+  const sha = typeof state.raw.stackFileSha256 === "string" && /^[0-9a-f]{64}$/.test(state.raw.stackFileSha256) ? state.raw.stackFileSha256 : undefined;
   const p = (state.raw.pulumi ?? {}) as Record<string, unknown>;
   const text = (v: unknown) => (typeof v === "string" ? v.slice(0, 200) : "unknown");
   return {
@@ -73,7 +145,26 @@ export function readSandboxInfo(folder: string): (SandboxInfo & { rejected: stri
     // Only handed to scripts/e2e-cluster.sh stop (which runs no binary from it).
     bin: typeof state.raw.bin === "string" ? state.raw.bin : "",
     mode: state.raw.mode === "kube-proxy" ? "kube-proxy" : "forwarder",
-    rejected: state.rejected,
+    id,
+    controlPlane: controlPlane.processes,
+    ...(prefix ? { dataPathPrefix: prefix } : {}),
+    ...(sha ? { stackFileSha256: sha } : {}),
+    rejected,
+  };
+}
+
+function emptyInfo(folder: string): SandboxInfo {
+  return {
+    folder,
+    urls: {},
+    portal: "",
+    pulumi: { file: "", source: "toolchain", version: "unknown" },
+    envFile: path.join(folder, "env"),
+    processes: [],
+    bin: "",
+    mode: "forwarder",
+    id: "",
+    controlPlane: [],
   };
 }
 
@@ -141,13 +232,6 @@ function lastLine(logFile: string): string {
   return `${JSON.stringify(line.slice(0, 200)).slice(1, -1)}; see ${path.relative(process.cwd(), logFile) || logFile}`;
 }
 
-/** Everything recorded still running, and the control plane still answering. */
-async function isRunning(info: SandboxInfo & { rejected: string[] }): Promise<boolean> {
-  if (info.rejected.length || !info.processes.every(isOurs)) return false;
-  const portal = await get(`${info.portal}api/entries`);
-  return portal?.status === 200;
-}
-
 export function pulumiEnv(folder: string, pulumiDir: string, base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return {
     ...base,
@@ -192,21 +276,251 @@ async function runPulumi(pulumi: string, args: string[], cwd: string, env: NodeJ
   }
 }
 
-/** Starts the sandbox, or reports the one already running. */
+/** The control plane's processes as scripts/e2e-cluster.sh recorded them, with their command lines (for the record outside the work tree). */
+function controlPlaneRecords(clusterDir: string): RecordedProcess[] {
+  const read = (file: string) => {
+    try {
+      return fs.readFileSync(path.join(clusterDir, file), "utf8");
+    } catch {
+      return "";
+    }
+  };
+  const pids = read("pids");
+  const records: RecordedProcess[] = [];
+  for (const role of CONTROL_PLANE_ROLES) {
+    const pid = Number(new RegExp(`^${role}=(\\d{1,10})$`, "m").exec(pids)?.[1]);
+    const live = liveProcess(pid);
+    if (live) records.push({ role, pid, cmdline: live.args.join("\0"), startTime: live.startTime });
+  }
+  return records;
+}
+
+/** How to run a module of this folder as its own process: compiled (dist/, .js) or, under the test runner, from the sources through tsx (.ts). */
+function moduleCommand(projectDir: string, name: string): string[] {
+  const extension = path.extname(__filename);
+  const script = path.join(__dirname, `${name}${extension}`);
+  const loader = extension === ".ts" ? ["--require", require.resolve("tsx/cjs", { paths: [projectDir] })] : [];
+  return [...loader, script];
+}
+
+const sha256 = (file: string) => {
+  try {
+    return crypto.createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+  } catch {
+    return undefined;
+  }
+};
+
+/** Writes the record in the folder and outside the work tree (0600 both). */
+function saveRecord(projectDir: string, env: NodeJS.ProcessEnv, info: SandboxInfo): void {
+  const record: SandboxInfo = {
+    folder: info.folder,
+    urls: info.urls,
+    portal: info.portal,
+    pulumi: info.pulumi,
+    envFile: info.envFile,
+    processes: info.processes,
+    bin: info.bin,
+    mode: info.mode,
+    id: info.id,
+    controlPlane: info.controlPlane,
+    ...(info.dataPathPrefix ? { dataPathPrefix: info.dataPathPrefix } : {}),
+    ...(info.stackFileSha256 ? { stackFileSha256: info.stackFileSha256 } : {}),
+  };
+  const text = JSON.stringify(record, null, 2);
+  fs.writeFileSync(infoFile(info.folder), text, { mode: 0o600 });
+  const outside = outsideRecordFile(projectDir, env);
+  fs.mkdirSync(path.dirname(outside), { recursive: true, mode: 0o700 });
+  fs.writeFileSync(outside, text, { mode: 0o600 });
+}
+
+/** One thing wrong with an entry of a running sandbox, what the user sees, and the command that fixes it. */
+export interface SandboxProblem {
+  entry: string;
+  url: string;
+  answers: boolean;
+  problem: string;
+  remedy: string;
+  /** Whether `npm run sandbox` fixes it (our Service put back by pulumi up, a stand-in put back); else the remedy is the user's to run. */
+  repairable: boolean;
+}
+
+/** Verdict codes whose fix is the stack's own `pulumi up` (it puts our Services back as declared). */
+const FIXED_BY_UP = new Set([
+  "service-absent",
+  "node-port-moved",
+  "service-type-changed",
+  "port-name-changed",
+  "selector-differs",
+  "target-port-differs",
+  "external-traffic-local",
+  "url-node-moved",
+  "vendored-port-gone",
+]);
+
+export const PULUMI_UP_REMEDY = `. .sandbox/env && pulumi up --stack ${SANDBOX_STACK} (or npm run sandbox)`;
+
+type PortalEntryJson = { name: string; verdict: string; url?: string; readyEndpoints?: number; reasons?: string[]; findings?: { code: string }[] };
+
+/**
+ * What is wrong with each published entry, read from the user's side (does its URL answer?) and
+ * from the portal's observation (the verdict and its reasons, the same `observe()` as
+ * `exposure status`), each with the command that fixes it. Empty when every URL answers and
+ * every entry is MATCH.
+ */
+async function diagnose(projectDir: string, info: SandboxInfo): Promise<SandboxProblem[]> {
+  const read = async (): Promise<PortalEntryJson[]> => {
+    const r = info.portal ? await get(`${info.portal}api/entries`) : undefined;
+    try {
+      return r?.status === 200 ? (JSON.parse(r.text) as { entries: PortalEntryJson[] }).entries : [];
+    } catch {
+      return [];
+    }
+  };
+  const reached = await Promise.all(Object.entries(info.urls).map(async ([entry, url]) => ({ entry, url, ok: await answers(url) })));
+  let entries = await read();
+  // The portal reads the cluster every few seconds: a URL that stopped answering a moment ago may
+  // still be MATCH in its last read. One more read after its interval says why.
+  if (reached.some((r) => !r.ok && entries.find((e) => e.name === r.entry)?.verdict === "MATCH")) {
+    await new Promise((r) => setTimeout(r, 2500));
+    entries = await read();
+  }
+  const problems: SandboxProblem[] = [];
+  for (const { entry, url, ok } of reached) {
+    const e = entries.find((x) => x.name === entry);
+    if (ok && (e?.verdict === "MATCH" || !info.portal)) continue;
+    const codes = new Set((e?.findings ?? []).map((f) => f.code));
+    const problem = e ? `${e.verdict}: ${(e.reasons ?? []).join("; ") || (ok ? "answers" : "does not answer")}` : "the portal does not show it";
+    problems.push({ entry, url, answers: ok, problem: problem.slice(0, 500), ...(await remedyFor(projectDir, info, entry, codes)) });
+  }
+  return problems;
+}
+
+async function remedyFor(projectDir: string, info: SandboxInfo, entry: string, codes: ReadonlySet<string>): Promise<{ remedy: string; repairable: boolean }> {
+  const repair = (remedy: string) => ({ remedy, repairable: true });
+  const yours = (remedy: string) => ({ remedy, repairable: false });
+  if ([...codes].some((c) => FIXED_BY_UP.has(c))) return repair(PULUMI_UP_REMEDY);
+  if (codes.has("vendored-service-gone")) return repair("npm run sandbox (puts the stand-in's Service back, then runs pulumi up)");
+  if (codes.has("no-ready-endpoints")) {
+    let declared: ReturnType<typeof standInDeployment>;
+    try {
+      declared = standInDeployment(openStack({ projectDir, stack: SANDBOX_STACK }).contract.endpoints.find((e) => e.name === entry) ?? ({} as never));
+    } catch {}
+    if (!declared) return yours(`kubectl get pods -A (the stand-in of ${entry} has no ready pod)`);
+    const where = `-n ${declared.namespace} deployment/${declared.name}`;
+    try {
+      const lib = await import("@kubernetes/client-node");
+      const kc = new lib.KubeConfig();
+      kc.loadFromFile(path.join(info.folder, "kubeconfig"));
+      const d = await kc.makeApiClient(lib.AppsV1Api).readNamespacedDeployment({ namespace: declared.namespace, name: declared.name });
+      if (d.spec?.replicas === 0) return yours(`its stand-in Deployment is scaled to 0: kubectl scale ${where} --replicas=1`);
+      return yours(`its stand-in pod is not ready yet: kubectl get pods -n ${declared.namespace} (kubectl describe ${where})`);
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return repair("its stand-in Deployment was deleted: npm run sandbox (puts it back)");
+      return yours(`kubectl get ${where}`);
+    }
+  }
+  if (codes.size === 0) return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env) says more`);
+  return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env): ${[...codes].join(", ")}`);
+}
+
+/** Why the sandbox's processes are not all running (each one named), or [] when they are. */
+async function deadParts(info: SandboxInfo & { rejected: string[] }): Promise<string[]> {
+  const dead: string[] = [...info.rejected.map((r) => `sandbox.json ${r}`)];
+  const proven = (p: RecordedProcess) => isSandboxProcess(p, info);
+  for (const p of info.processes) if (!proven(p)) dead.push(`${p.role} (pid ${p.pid}) stopped`);
+  const cluster = await controlPlaneStatus(path.join(info.folder, "cluster"), path.join(info.folder, "kubeconfig"));
+  if (!cluster) dead.push("no control plane in .sandbox/cluster");
+  else {
+    for (const p of cluster.processes) if (!p.running) dead.push(`${p.role} (pid ${p.pid}) stopped`);
+    if (!cluster.apiServer.answers) dead.push(`the API server does not answer (${cluster.apiServer.detail})`);
+  }
+  if (info.mode === "kube-proxy") {
+    const run = info.dataPathPrefix ? runProcesses(info.dataPathPrefix, info.id) : undefined;
+    if (!run) dead.push("the data path's run is gone");
+    else for (const p of run) if (!p.running) dead.push(`${p.role} (pid ${p.pid}) stopped`);
+  }
+  if (info.portal && (await get(`${info.portal}api/entries`))?.status !== 200) dead.push("the portal does not answer");
+  return dead;
+}
+
+/**
+ * Starts the sandbox. When one runs already: nothing is restarted; if an entry is broken (its
+ * Service deleted or changed, its stand-in gone), the missing stand-ins are put back and the
+ * stack's `pulumi up` runs, and what still is wrong after that fails the command with its remedy.
+ * A sandbox whose processes are not all running is removed and started anew.
+ */
 export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
   const { projectDir, say } = io;
   const folder = sandboxFolder(projectDir);
-  const existing = readSandboxInfo(folder);
-  if (existing && (await isRunning(existing))) {
-    say(`sandbox: already up in ${folder}`);
-    return existing;
-  }
-  if (fs.existsSync(folder)) {
-    say("sandbox: a previous sandbox is incomplete or stopped: removing it first");
+  const existing = readSandboxRecord(projectDir, io.env);
+  if (existing && !existing.outside) {
+    const dead = await deadParts(existing);
+    if (dead.length === 0) return repair(io, existing);
+    say(`sandbox: the sandbox in ${folder} is not whole (${dead.slice(0, 5).join("; ")}): removing it first`);
+  } else if (existing) say(`sandbox: ${folder} is gone but its processes are recorded in ${outsideRecordFile(projectDir, io.env)}: removing them first`);
+  if (existing || fs.existsSync(folder)) {
     const down = await sandboxDown(io);
-    for (const why of down.rejected) say(`sandbox: ignored sandbox.json ${why}: nothing signalled for it (check by hand with ps)`);
+    for (const why of down.rejected) say(`sandbox: ignored ${why}: nothing signalled for it (check by hand with ps)`);
   }
+  return startSandbox(io);
+}
+
+/** The sandbox runs: puts back what is broken, or says what is wrong and how to fix it. */
+async function repair(io: SandboxIo, info: SandboxInfo): Promise<SandboxInfo> {
+  const { projectDir, say } = io;
+  const before = await diagnose(projectDir, info);
+  if (before.length === 0) {
+    say(`sandbox: already up in ${info.folder}`);
+    return info;
+  }
+  const failWith = (problems: readonly SandboxProblem[], intro: string) =>
+    // A UserError: the message says all (the sandbox itself runs on).
+    new UserError([intro, ...problems.map((p) => `  ${p.entry} ${p.url}: ${p.problem}\n    fix: ${p.remedy}`)].join("\n"));
+  // Nothing this command can put back (a stand-in scaled to 0 by hand): said at once, nothing changed.
+  if (!before.some((p) => p.repairable)) throw failWith(before, "the sandbox runs, but (nothing changed):");
+  say(`sandbox: up in ${info.folder}, but ${before.map((p) => `${p.entry}: ${p.problem}`).join("; ")}: repairing (missing stand-ins, then pulumi up)`);
+  const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
+  const created = await seedCluster(path.join(info.folder, "kubeconfig"), contract, selectedEntries);
+  if (created.length) say(`sandbox: put back ${created.join(", ")}`);
+  const bin = toolchainBinDir(projectDir);
+  const onPath = pulumiOnPath(io.env);
+  const pulumi = onPath ? onPath.file : path.join(bin, "pulumi");
+  // With the sandbox's id, as every process it starts: `down` finds what a killed up leaves.
+  const env = pulumiEnv(info.folder, path.dirname(pulumi), { ...io.env, [SANDBOX_ID_VARIABLE]: info.id });
+  await runPulumi(pulumi, ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", SANDBOX_STACK], projectDir, env);
+  const outputs = JSON.parse(await runPulumi(pulumi, ["stack", "output", "--json", "--stack", SANDBOX_STACK], projectDir, env)) as {
+    urls?: Record<string, string>;
+  };
+  const repaired: SandboxInfo = { ...info, urls: outputs.urls ?? info.urls };
+  saveRecord(projectDir, io.env, repaired);
+  let after = before;
+  const end = Date.now() + 30_000;
+  while (Date.now() < end) {
+    after = await diagnose(projectDir, repaired);
+    if (after.length === 0) break;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  if (after.length) throw failWith(after, "the sandbox runs, but after repairing it:");
+  say(`sandbox: repaired: ${before.map((p) => p.entry).join(", ")} ${before.length === 1 ? "answers" : "answer"} again`);
+  return repaired;
+}
+
+async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
+  const { projectDir, say } = io;
+  const folder = sandboxFolder(projectDir);
   const tStart = Date.now();
+  const id = crypto.randomBytes(16).toString("hex");
+  // Every process started from here on carries the id (inherited by what those start).
+  const baseEnv: NodeJS.ProcessEnv = { ...io.env, [SANDBOX_ID_VARIABLE]: id };
+
+  // The sandbox writes its own stack file, and removes it only while it is still exactly that.
+  const file = stackFile(projectDir);
+  if (fs.existsSync(file)) {
+    throw new Error(
+      `${path.basename(file)} exists and nothing proves this sandbox wrote it (an edited one, a stack of yours, or an older sandbox's): move it away or remove it, then npm run sandbox again`,
+    );
+  }
 
   // 1. Binaries.
   let t0 = Date.now();
@@ -227,48 +541,81 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
     `sandbox [1/6] toolchain ready in ${seconds(t0)}: ${bin}; pulumi ${pulumi.version} from ${pulumi.source === "PATH" ? `PATH (${pulumi.file})` : "the toolchain"}`,
   );
 
-  // 2. Control plane.
+  const processes: RecordedProcess[] = [];
+  const info: SandboxInfo = {
+    folder,
+    urls: {},
+    portal: "",
+    pulumi,
+    envFile: path.join(folder, "env"),
+    processes,
+    bin,
+    mode: "forwarder",
+    id,
+    controlPlane: [],
+  };
+  const save = () => saveRecord(projectDir, io.env, info);
+  // Recorded before anything starts: `down` finds it even if this command dies half-way.
+  save();
+
+  // 2. Control plane (with the scheduler).
   t0 = Date.now();
-  const cluster = startControlPlane(projectDir, bin, path.join(folder, "cluster"), path.join(folder, "kubeconfig"));
+  let cluster: ReturnType<typeof startControlPlane>;
+  try {
+    cluster = startControlPlane(projectDir, bin, path.join(folder, "cluster"), path.join(folder, "kubeconfig"), baseEnv);
+  } finally {
+    info.controlPlane = controlPlaneRecords(path.join(folder, "cluster"));
+    save();
+  }
   say(`sandbox [2/6] control plane up in ${seconds(t0)}: ${cluster.server} (context ${SANDBOX_CONTEXT})`);
 
-  // The data path, when this machine allows network namespaces: the URLs are then answered by
-  // kube-proxy, reached from this machine through one link of its own (operator "host").
+  // The node: the node agent runs the pods the scheduler binds to it. With the data path (this
+  // machine allows network namespaces) the URLs are answered by kube-proxy, reached from this
+  // machine through one link of its own; else the sandbox's own servers answer them.
   t0 = Date.now();
   // EXPOSURE_SANDBOX_DATAPATH=off: the forwarder even where the data path could run (to compare, or to test it).
   const support =
     io.env.EXPOSURE_SANDBOX_DATAPATH === "off" ? { ok: false as const, problems: [{ message: "EXPOSURE_SANDBOX_DATAPATH=off" }] } : dataPathSupport(bin);
-  let dp: DataPath | undefined;
+  info.mode = support.ok ? "kube-proxy" : "forwarder";
+  const agentConfig: NodeAgentConfig = {
+    kubeconfig: cluster.kubeconfig,
+    mode: info.mode,
+    bin,
+    apiPort: Number(new URL(cluster.server).port),
+    tls: { certFile: path.join(cluster.dir, "pki/apiserver.crt"), keyFile: path.join(cluster.dir, "pki/apiserver.key") },
+    dataPathFile: dataPathFile(folder),
+    readyFile: path.join(folder, "node-agent-ready.json"),
+    id,
+  };
+  const agentConfigFile = path.join(folder, "node-agent.json");
+  fs.writeFileSync(agentConfigFile, JSON.stringify(agentConfig, null, 2), { mode: 0o600 });
+  const agentLog = path.join(folder, "node-agent.log");
+  const agent = startDetached("node agent", process.execPath, [...moduleCommand(projectDir, "node-agent"), agentConfigFile], {
+    cwd: projectDir,
+    env: baseEnv,
+    logFile: agentLog,
+  });
+  processes.push(agent);
+  save();
+  try {
+    await waitUntil("the node agent", async () => fs.existsSync(agentConfig.readyFile), 120_000, { process: agent, logFile: agentLog });
+  } finally {
+    // The run's prefix, as soon as it exists (written by the agent), for `down`.
+    try {
+      const prefix = fs.readFileSync(dataPathFile(folder), "utf8").trim();
+      if (PREFIX_PATTERN.test(prefix)) info.dataPathPrefix = prefix;
+    } catch {}
+    save();
+  }
+  const ready = JSON.parse(fs.readFileSync(agentConfig.readyFile, "utf8")) as NodeAgentReady;
   if (support.ok) {
-    dp = await DataPath.start({
-      nodes: [SANDBOX_NODE.name],
-      operator: "host",
-      detached: true,
-      kubeconfig: cluster.kubeconfig,
-      apiPort: Number(new URL(cluster.server).port),
-      tools: support.value,
-      tls: { certFile: path.join(cluster.dir, "pki/apiserver.crt"), keyFile: path.join(cluster.dir, "pki/apiserver.key") },
-      onNodes: async (nodes) => {
-        const lib = await import("@kubernetes/client-node");
-        const kc = new lib.KubeConfig();
-        kc.loadFromFile(cluster.kubeconfig);
-        for (const n of nodes) await writeNode(kc.makeApiClient(lib.CoreV1Api), { name: n.name, ip: n.ip, ready: true });
-      },
-    });
-    fs.writeFileSync(dataPathFile(folder), dp.prefix, { mode: 0o600 });
-    say(
-      `sandbox: mode kube-proxy: node ${SANDBOX_NODE.name} at ${dp.node(SANDBOX_NODE.name).ip}, kube-proxy (nftables) in its network namespace, in ${seconds(t0)}`,
-    );
+    say(`sandbox: mode kube-proxy: node ${SANDBOX_NODE.name} at ${ready.nodeIp}, kube-proxy (nftables) in its network namespace, in ${seconds(t0)}`);
   } else {
     say(`sandbox: mode forwarder: ${support.problems.map((p) => p.message).join("; ")}; the URLs are answered by the sandbox's own servers, not by Kubernetes`);
   }
 
   // 3. The stack file and the stand-in platform.
   t0 = Date.now();
-  const file = stackFile(projectDir);
-  if (fs.existsSync(file) && !fs.readFileSync(file, "utf8").startsWith(STACK_HEADER)) {
-    throw new Error(`${file} exists and was not written by exposure sandbox: move it away (the sandbox writes its own stack file)`);
-  }
   fs.writeFileSync(
     file,
     [
@@ -281,29 +628,22 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
       "    mode: cohabit",
       "",
     ].join("\n"),
+    { flag: "wx" },
   );
+  info.stackFileSha256 = sha256(file);
+  save();
   const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
-  const node = dp?.node(SANDBOX_NODE.name);
-  await seedCluster(
-    cluster.kubeconfig,
-    contract,
-    selectedEntries,
-    dp && node
-      ? {
-          nodeIp: node.ip,
-          runPod: async (pod) => (await dp.addPod({ pod: `${pod.namespace}/${pod.name}`, node: node.name, listeners: [{ port: pod.port, tls: pod.tls }] })).ip,
-        }
-      : {},
+  await seedCluster(cluster.kubeconfig, contract, selectedEntries);
+  say(
+    `sandbox [3/6] ${selectedEntries.length} stand-in UIs installed in ${seconds(t0)} (vendored Service, a Deployment the scheduler binds and the node agent runs; Secrets for access)`,
   );
-  say(`sandbox [3/6] ${selectedEntries.length} stand-in UIs installed in ${seconds(t0)} (vendored Service, Ready pod, EndpointSlice; Secrets for access)`);
 
   // 4. The real pulumi up.
   t0 = Date.now();
   fs.writeFileSync(path.join(folder, "passphrase"), crypto.randomBytes(24).toString("base64url"), { mode: 0o600 });
   fs.mkdirSync(path.join(folder, "state"), { recursive: true });
-  const env = pulumiEnv(folder, path.dirname(pulumi.file), io.env);
-  const envFile = path.join(folder, "env");
-  writeEnvFile(envFile, env, path.dirname(pulumi.file));
+  const env = pulumiEnv(folder, path.dirname(pulumi.file), baseEnv);
+  writeEnvFile(info.envFile, env, path.dirname(pulumi.file));
   const k8sVersion = (JSON.parse(fs.readFileSync(path.join(projectDir, "node_modules/@pulumi/kubernetes/package.json"), "utf8")) as { version: string })
     .version;
   await runPulumi(
@@ -313,25 +653,26 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
     env,
   );
   await runPulumi(pulumi.file, ["stack", "select", "--create", SANDBOX_STACK, "--secrets-provider", "passphrase", "--non-interactive"], projectDir, env);
+  // The stack file as this sandbox left it (with the passphrase's salt): `down` removes it only while it is still exactly this.
+  const written = sha256(file);
+  if (written) info.stackFileSha256 = written;
+  save();
   await runPulumi(pulumi.file, ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", SANDBOX_STACK], projectDir, env);
   const outputs = JSON.parse(await runPulumi(pulumi.file, ["stack", "output", "--json", "--stack", SANDBOX_STACK], projectDir, env)) as {
     urls?: Record<string, string>;
   };
   const urls = outputs.urls ?? {};
+  info.urls = urls;
+  save();
   say(`sandbox [4/6] pulumi up done in ${seconds(t0)}: ${Object.keys(urls).length} URLs published`);
 
   // 5. What answers the URLs: kube-proxy (the pods' own servers), or one stand-in server per URL.
   t0 = Date.now();
-  const processes: RecordedProcess[] = [];
-  const mode: SandboxInfo["mode"] = dp ? "kube-proxy" : "forwarder";
-  const save = (portal: string) => {
-    const info: SandboxInfo = { folder, urls, portal, pulumi, envFile, processes, bin, mode };
-    fs.writeFileSync(infoFile(folder), JSON.stringify(info, null, 2), { mode: 0o600 });
-    return info;
-  };
-  if (dp) {
-    save("");
-    await waitUntil("every URL to answer through kube-proxy", async () => (await Promise.all(Object.values(urls).map(answers))).every(Boolean), 60_000);
+  if (info.mode === "kube-proxy") {
+    await waitUntil("every URL to answer through kube-proxy", async () => (await Promise.all(Object.values(urls).map(answers))).every(Boolean), 60_000, {
+      process: agent,
+      logFile: agentLog,
+    });
     say(`sandbox [5/6] ${Object.keys(urls).length} URLs answered by kube-proxy on <node IP>:<nodePort> in ${seconds(t0)}`);
   } else {
     const standIns: StandIn[] = Object.entries(urls).map(([entry, url]) => {
@@ -350,18 +691,14 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
     };
     const standInsJson = path.join(folder, "stand-ins.json");
     fs.writeFileSync(standInsJson, JSON.stringify(standInFile, null, 2));
-    // Compiled (dist/, .js) or, under the test runner, from the sources through tsx (.ts), like this module.
-    const extension = path.extname(__filename);
-    const script = path.join(__dirname, `stand-in-servers${extension}`);
-    const loader = extension === ".ts" ? ["--require", require.resolve("tsx/cjs", { paths: [projectDir] })] : [];
     const standInsLog = path.join(folder, "stand-ins.log");
-    const standInProcess = startDetached("stand-in servers", process.execPath, [...loader, script, standInsJson], {
+    const standInProcess = startDetached("stand-in servers", process.execPath, [...moduleCommand(projectDir, "stand-in-servers"), standInsJson], {
       cwd: projectDir,
       env,
       logFile: standInsLog,
     });
     processes.push(standInProcess);
-    save("");
+    save();
     await waitUntil("the stand-in servers", async () => (await Promise.all(standIns.map((s) => answers(s.url)))).every(Boolean), 30_000, {
       process: standInProcess,
       logFile: standInsLog,
@@ -385,7 +722,8 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
       },
     ),
   );
-  const info = save(portal);
+  info.portal = portal;
+  save();
   await waitUntil(
     "the portal to show every URL as MATCH",
     async () => {
@@ -406,54 +744,131 @@ export interface SandboxStatus {
   processes: { role: string; pid: number; running: boolean }[];
   urls: { entry: string; url: string; answers: boolean }[];
   portal?: { url: string; answers: boolean };
-  /** etcd, kube-apiserver, kube-controller-manager and whether the API server answers. */
+  /** etcd, kube-apiserver, kube-controller-manager, kube-scheduler and whether the API server answers. */
   controlPlane?: ControlPlaneStatus;
+  /** The data path's processes (kube-proxy, the relays, the pods' servers). */
+  dataPath?: { prefix: string; processes: { role: string; pid: number; running: boolean }[] };
+  /** What is wrong with each entry that is not MATCH or does not answer, and the command that fixes it. */
+  problems: SandboxProblem[];
+  /** Set when .sandbox/ is gone but its processes are recorded outside the work tree. */
+  outsideRecord?: string;
   /** Records of sandbox.json that were ignored (damaged or not ours to act on). */
   rejected: string[];
 }
 
 export async function sandboxStatus(io: SandboxIo): Promise<SandboxStatus> {
   const folder = sandboxFolder(io.projectDir);
-  const info = readSandboxInfo(folder);
-  if (!info) return { folder, up: false, processes: [], urls: [], rejected: [] };
-  const processes = info.processes.map((p) => ({ role: p.role, pid: p.pid, running: isOurs(p) }));
+  const info = readSandboxRecord(io.projectDir, io.env);
+  if (!info) return { folder, up: false, processes: [], urls: [], problems: [], rejected: [] };
+  const proven = (p: RecordedProcess) => isSandboxProcess(p, info);
+  const processes = info.processes.map((p) => ({ role: p.role, pid: p.pid, running: proven(p) }));
   const urls = await Promise.all(Object.entries(info.urls).map(async ([entry, url]) => ({ entry, url, answers: await answers(url) })));
   const portal = info.portal ? { url: info.portal, answers: (await get(`${info.portal}api/entries`))?.status === 200 } : undefined;
-  const controlPlane = await controlPlaneStatus(path.join(folder, "cluster"), path.join(folder, "kubeconfig"));
+  const controlPlane = info.outside
+    ? {
+        processes: info.controlPlane.map((p) => ({ role: p.role, pid: p.pid, running: proven(p) })),
+        apiServer: { url: "", answers: false, detail: "no .sandbox/cluster" },
+      }
+    : await controlPlaneStatus(path.join(folder, "cluster"), path.join(folder, "kubeconfig"));
+  const run = info.dataPathPrefix ? runProcesses(info.dataPathPrefix, info.id) : undefined;
+  const dataPath = info.dataPathPrefix && run ? { prefix: info.dataPathPrefix, processes: run } : undefined;
+  const problems = info.outside || portal?.answers !== true ? [] : await diagnose(io.projectDir, info);
   const up =
+    !info.outside &&
     info.rejected.length === 0 &&
     controlPlane?.apiServer.answers === true &&
-    [...processes, ...controlPlane.processes].every((p) => p.running) &&
+    [...processes, ...controlPlane.processes, ...(dataPath?.processes ?? [])].every((p) => p.running) &&
+    (info.mode !== "kube-proxy" || dataPath !== undefined) &&
     urls.every((u) => u.answers) &&
-    portal?.answers === true;
-  return { folder, up, processes, urls, ...(portal ? { portal } : {}), ...(controlPlane ? { controlPlane } : {}), rejected: info.rejected };
+    portal?.answers === true &&
+    problems.length === 0;
+  return {
+    folder,
+    up,
+    processes,
+    urls,
+    ...(portal ? { portal } : {}),
+    ...(controlPlane ? { controlPlane } : {}),
+    ...(dataPath ? { dataPath } : {}),
+    problems,
+    ...(info.outside ? { outsideRecord: outsideRecordFile(io.projectDir, io.env) } : {}),
+    rejected: info.rejected,
+  };
+}
+
+/** Stacks other than the sandbox's in the sandbox's own backend (.sandbox/state): their state goes with the folder. */
+function otherStacks(folder: string): string[] {
+  const root = path.join(folder, "state", ".pulumi", "stacks");
+  const names = new Set<string>();
+  const walk = (dir: string, depth: number) => {
+    let list: fs.Dirent[];
+    try {
+      list = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const d of list) {
+      if (d.isDirectory() && depth < 1) walk(path.join(dir, d.name), depth + 1);
+      else if (d.isFile() && /^[A-Za-z0-9._-]{1,100}\.json$/.test(d.name)) names.add(d.name.slice(0, -5));
+    }
+  };
+  walk(root, 0);
+  names.delete(SANDBOX_STACK);
+  return [...names].sort();
+}
+
+export interface SandboxDown {
+  folder: string;
+  stopped: string[];
+  removed: boolean;
+  /** Other stacks whose state was in the sandbox's backend (removed with it); their stack files are left. */
+  otherStacks: string[];
+  /** Files left in place, and why (not proven the sandbox's). */
+  kept: string[];
+  rejected: string[];
 }
 
 /**
- * Stops what `up` started (only processes whose pid, start time and command line are still the
- * recorded ones; a damaged record is left alone and listed in `rejected`) and removes the folder.
+ * Stops what `up` started and removes the folder and the record outside the work tree. Only
+ * processes proven this sandbox's (the recorded pid, start time and command line, and the
+ * sandbox's id in their environment), only the data path run recorded for this sandbox's id, only
+ * the stack file while it is the one this sandbox wrote; a damaged record is left alone and listed
+ * in `rejected`. Works from the record outside the work tree when .sandbox/ is gone.
  */
-export async function sandboxDown(io: SandboxIo): Promise<{ folder: string; stopped: string[]; removed: boolean; rejected: string[] }> {
+export async function sandboxDown(io: SandboxIo): Promise<SandboxDown> {
   const folder = sandboxFolder(io.projectDir);
-  const info = readSandboxInfo(folder);
-  const stopped = info ? await stopRecorded(info.processes) : [];
-  // The data path: only what its own state file names (stopRun checks it as for a stale run).
-  let prefix = "";
+  const info = readSandboxRecord(io.projectDir, io.env);
+  const proven = (p: RecordedProcess) => (info ? isSandboxProcess(p, info) : false);
+  const stopped = info ? await stopRecorded(info.processes, 5000, proven) : [];
+  // The data path: only the run recorded for this very sandbox (its id is the run's tag).
+  let prefix = info?.dataPathPrefix ?? "";
   try {
-    prefix = fs.readFileSync(dataPathFile(folder), "utf8").trim();
+    prefix ||= fs.readFileSync(dataPathFile(folder), "utf8").trim();
   } catch {}
-  if (PREFIX_PATTERN.test(prefix)) {
-    const removed = await stopRun({ ip: findTool("ip") ?? "ip" }, prefix);
+  if (info?.id && PREFIX_PATTERN.test(prefix)) {
+    const removed = await stopRun({ ip: findTool("ip") ?? "ip" }, prefix, info.id);
     if (removed.length) stopped.push(`data path ${prefix} (${removed.length} namespaces, processes and links)`);
   }
   const clusterDir = path.join(folder, "cluster");
   if (fs.existsSync(clusterDir)) {
     stopControlPlane(io.projectDir, info?.bin || toolchainBinDir(io.projectDir), clusterDir);
-    stopped.push("control plane (etcd, kube-apiserver, kube-controller-manager)");
+    stopped.push(`control plane (${CONTROL_PLANE_ROLES.join(", ")})`);
   }
+  // Without the folder (or if the script left one): the control plane's processes as recorded.
+  if (info) stopped.push(...(await stopRecorded(info.controlPlane, 5000, proven)));
+  // Anything else still carrying the sandbox's id (a provider left by a killed pulumi up, say).
+  if (info?.id) stopped.push(...(await stopCarriersOf(info.id)));
+  const others = otherStacks(folder);
+  const kept: string[] = [];
+  for (const stack of others)
+    if (fs.existsSync(stackFile(io.projectDir).replace(`.${SANDBOX_STACK}.`, `.${stack}.`))) kept.push(`Pulumi.${stack}.yaml (not written by the sandbox)`);
   const file = stackFile(io.projectDir);
-  if (fs.existsSync(file) && fs.readFileSync(file, "utf8").startsWith(STACK_HEADER)) fs.rmSync(file);
-  const removed = fs.existsSync(folder);
+  if (fs.existsSync(file)) {
+    if (info?.stackFileSha256 && sha256(file) === info.stackFileSha256) fs.rmSync(file);
+    else kept.push(`Pulumi.${SANDBOX_STACK}.yaml (${info?.stackFileSha256 ? "changed since the sandbox wrote it" : "no record that the sandbox wrote it"})`);
+  }
+  const removed = fs.existsSync(folder) || info !== undefined;
   fs.rmSync(folder, { recursive: true, force: true });
-  return { folder, stopped, removed, rejected: info?.rejected ?? [] };
+  fs.rmSync(outsideRecordFile(io.projectDir, io.env), { force: true });
+  return { folder, stopped, removed, otherStacks: others, kept, rejected: info?.rejected ?? [] };
 }

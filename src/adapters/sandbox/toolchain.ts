@@ -12,6 +12,7 @@ export const STAGES: readonly { name: string; binary: string; expectedSeconds: n
   { name: "kube-apiserver", binary: "kube-apiserver", expectedSeconds: 638 },
   { name: "etcd", binary: "etcd", expectedSeconds: 18 },
   { name: "kube-controller-manager", binary: "kube-controller-manager", expectedSeconds: 204 },
+  { name: "kube-scheduler", binary: "kube-scheduler", expectedSeconds: 120 },
 ];
 
 /** Built too where the sandbox can run its data path (root: network namespaces); measured with the rest built. */
