@@ -4,7 +4,7 @@ import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
 import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Observation, ObservedEntry } from "../src/core/observe";
-import { printableValue } from "../src/core/text";
+import { printableValue, shownValue } from "../src/core/text";
 import { type CommandSpec, closest, usageError } from "./flags";
 import { connectCluster, type OpenStack } from "./stack";
 
@@ -68,7 +68,7 @@ export function entryFlag(
   const available = new Set(choice.available);
   for (const name of names) {
     if (available.has(name)) continue;
-    const shown = name.length > SHOWN_VALUE_MAX ? `${printableValue(name.slice(0, SHOWN_VALUE_MAX))}... (${name.length} characters)` : printableValue(name);
+    const shown = shownValue(name, SHOWN_VALUE_MAX);
     if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `${flag} '${shown}': ${choice.unavailable}`);
     // A name longer than any entry cannot be a typo of one (and the edit distance would cost length x length).
     const guess = name !== "" && name.length <= SHOWN_VALUE_MAX ? closest(name, choice.available) : undefined;

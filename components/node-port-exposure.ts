@@ -1,7 +1,8 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION } from "../src/core/kube/types";
+import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION, STACK_LABEL } from "../src/core/kube/types";
 import { buildUrl, entryService, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
+import { publishedByAnotherStack } from "../src/core/stack-label";
 import { importableService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
 
 export interface NodePortExposureArgs {
@@ -16,6 +17,8 @@ export interface NodePortExposureArgs {
    * create is refused. It also says whether a preview's port is real or a dry-run allocation.
    */
   existsInCluster: boolean;
+  /** The stack the existing Service is labelled as published by (STACK_LABEL), named in the refusal. */
+  heldBy?: string;
   /** The nodePort published by the last `up` and still free: asked for again (stable ports). */
   keepNodePort?: number;
   /** False under Pulumi's unit-test mocks, which cannot register resource hooks. */
@@ -59,6 +62,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
           labels: {
             [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
             [ENTRY_LABEL]: plan.entry,
+            [STACK_LABEL]: args.stack,
           },
           annotations: {
             [MIRRORS_ANNOTATION]: `${plan.namespace}/${plan.mirrors}`,
@@ -83,7 +87,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
         // The name is fixed, so a replacement must delete the old Service first.
         deleteBeforeReplace: true,
         ...importableService(),
-        ...refuseTakeover(name, args.existsInCluster ? takeoverRefusal(entryService(plan), args.stack) : undefined, args.hooks),
+        ...refuseTakeover(name, args.existsInCluster ? existingServiceRefusal(plan, args) : undefined, args.hooks),
       },
     );
 
@@ -117,4 +121,11 @@ export class NodePortExposure extends pulumi.ComponentResource {
 
     this.registerOutputs({ service: this.service, portHold: this.portHold, nodePort: this.nodePort, url: this.url });
   }
+}
+
+/** Why an existing `<entry>-nodeport` is not created over: another stack's (by its label), or nobody's we know. */
+function existingServiceRefusal(plan: NodePortPlan, args: Pick<NodePortExposureArgs, "stack" | "heldBy">): string {
+  return args.heldBy !== undefined && args.heldBy !== args.stack
+    ? publishedByAnotherStack(plan, args.stack, args.heldBy)
+    : takeoverRefusal(entryService(plan), args.stack);
 }

@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { stringify } from "yaml";
 import type { PortalBundle } from "../src/adapters/portal-bundle";
 import type { Contract } from "../src/core/contract/schema";
+import { STACK_LABEL } from "../src/core/kube/types";
 import {
   PORTAL_APP_DIR,
   PORTAL_CONTAINER_PORT,
@@ -190,7 +191,7 @@ export class Portal extends pulumi.ComponentResource {
         metadata: {
           name: spec.metadata.name,
           namespace,
-          labels: spec.metadata.labels ?? {},
+          labels: { ...spec.metadata.labels, [STACK_LABEL]: args.stack },
           annotations: { ...awaitAnnotations, "pulumi.com/patchForce": "true" },
         },
         spec: {

@@ -10,8 +10,9 @@ import { recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../s
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
-import { namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
+import { isPortalService, namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
+import { labelledStack } from "../src/core/stack-label";
 import { guardAdmission } from "./admission";
 import { Cilium } from "./cilium";
 import { NodePortExposure } from "./node-port-exposure";
@@ -141,6 +142,10 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   }
 
   const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
+  // Only to name, in a refusal, the stack a Service is labelled as published by.
+  const labelledStacks = new Map(
+    services.flatMap((s) => (labelledStack(s) ? [[`${s.metadata.namespace}/${s.metadata.name}`, labelledStack(s) as string] as const] : [])),
+  );
   // The last thing that can fail, built before the first resource is declared: a failed bundle
   // must not leave the Cilium component (or anything) registered, i.e. `up` half-applied.
   const portalBundle = settings.portal.enabled ? bundlePortalServer() : undefined;
@@ -192,7 +197,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
       )
     : undefined;
   const mirrorsPortal = (plan: ExposurePlan) =>
-    plan.kind === "nodePort" && plan.namespace === settings.portal.namespace && plan.mirrors === PORTAL_SERVICE_NAME;
+    plan.kind === "nodePort" && isPortalService({ namespace: plan.namespace, name: plan.mirrors }, settings.portal.namespace);
   if (portal && !resolution.plans.some(mirrorsPortal)) {
     pulumi.log.warn(
       `the portal is deployed but not published: no selected contract entry mirrors Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} port http (add it to the contract and ui-exposure:entries)`,
@@ -220,6 +225,7 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     return publish(plan, resolution.node, {
       stack: inputs.stack,
       existing: observedServices,
+      heldBy: labelledStacks,
       ...(keepNodePort !== undefined ? { keepNodePort } : {}),
       opts: withProvider(dependsOn.length ? { dependsOn } : undefined),
     });
@@ -295,6 +301,8 @@ function publish(
     stack: string;
     /** "namespace/name" of every Service observed in the cluster. */
     existing: ReadonlySet<string>;
+    /** "namespace/name" -> the stack a Service is labelled as published by (labelledStack). */
+    heldBy?: ReadonlyMap<string, string>;
     keepNodePort?: number;
     opts?: pulumi.ComponentResourceOptions;
   },
@@ -313,6 +321,7 @@ function publish(
       nodeAddress: node.address,
       stack: how.stack,
       existsInCluster: how.existing.has(`${plan.namespace}/${plan.serviceName}`),
+      ...(how.heldBy?.has(`${plan.namespace}/${plan.serviceName}`) ? { heldBy: how.heldBy.get(`${plan.namespace}/${plan.serviceName}`) } : {}),
       hooks: underEngine(),
       ...(how.keepNodePort !== undefined ? { keepNodePort: how.keepNodePort } : {}),
     },

@@ -304,7 +304,11 @@ beforeAll(async () => {
   project = makeProject({
     bench: stackFile({ "kubernetes:context": "lima-bench" }),
     other: stackFile({ "kubernetes:context": "dirqual", "ui-exposure:entries": ["argocd"] }),
+    evilctx: stackFile({ "kubernetes:context": "lima-../evil" }),
   });
+  // A folder beside Lima's whose ssh.config would run a command (ProxyCommand) if ssh read it.
+  fs.mkdirSync(path.join(sandbox, "evil"));
+  fs.writeFileSync(path.join(sandbox, "evil", "ssh.config"), "Host *\n  ProxyCommand touch PWNED\n");
   fs.writeFileSync(path.join(project.dir, "contract", "atlas.env.cluster.example"), TEST_TEMPLATE);
   // A free range for the forwards' local ports, out of the way of the ports other tests open.
   basePort = await freePortRange(8);
@@ -724,6 +728,29 @@ describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
       `exposure access: SSH forward for argocd (127.0.0.1:${basePort} -> 127.0.0.2:31001) failed: channel_setup_fwd_listener_tcpip: cannot listen to port: 1`,
     );
     expect(pidFiles()).toEqual([]);
+  });
+
+  it("takes only a Lima instance name, from the flag, $LIMA_INSTANCE or the kube context: a path never reaches ssh -F (issue 28 #10)", async () => {
+    const flag = await runAccess(["--stack", "bench", "--forward", "--no-dotenv", "--lima-instance", "../evil"], fullCluster());
+    expect(flag.code).toBe(2);
+    expect(flag.err).toEqual([
+      "exposure access: --lima-instance must be a Lima instance name (letters and digits, with '.', '_' or '-' between them, at most 76 characters, as limactl accepts), not '../evil'",
+    ]);
+    const fromEnv = await runAccess(["--stack", "bench", "--forward", "--no-dotenv"], fullCluster(), { env: { LIMA_INSTANCE: "../evil" } });
+    expect(fromEnv.code).toBe(1);
+    expect(fromEnv.err[0]).toMatch(/^exposure access: \$LIMA_INSTANCE must be a Lima instance name .*, not '\.\.\/evil'$/);
+    const fromContext = await runAccess(["--stack", "evilctx", "--forward", "--no-dotenv"], fullCluster());
+    expect(fromContext.code).toBe(1);
+    expect(fromContext.err[0]).toMatch(
+      /^exposure access: the Lima instance of kube context 'lima-\.\.\.' \(stack evilctx; pass --lima-instance NAME\) must be a Lima instance name .*, not '\.\.\/evil'$/,
+    );
+    const newline = await runAccess(["--stack", "bench", "--forward", "--no-dotenv", "--lima-instance", "a\nb"], fullCluster());
+    expect(newline.err).toHaveLength(1);
+    expect(newline.err[0]).toContain("not 'a\\x0ab'");
+    expect(sshCalls()).toEqual([]);
+    // What Lima accepts still goes through (to the missing-config message here).
+    const dotted = await runAccess(["--stack", "bench", "--forward", "--no-dotenv", "--lima-instance", "k8s-1.30_a"], fullCluster());
+    expect(dotted.err[0]).toContain("no Lima SSH config at");
   });
 
   it("needs the Lima instance and its SSH config", async () => {

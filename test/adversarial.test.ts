@@ -16,12 +16,14 @@ import {
   CONTRACT_CASES,
   ENV_TEMPLATE_CASES,
   FLAG_CASES,
+  KUBECONFIG_CASES,
   OUTPUTS_CASES,
   PORTAL_CASES,
   SANDBOX_STATE_CASES,
   SETTINGS_CASES,
   SNAPSHOT_CASES,
   STACK_FILE_NAME_CASES,
+  STACK_FILE_TEXT_CASES,
   WORKLOAD_CASES,
 } from "./adversarial/cases";
 import { type Captured, capture, healthyCluster, makeProject, runCommand, snapshot, stackFile, type TestProject } from "./support/command-helpers";
@@ -40,6 +42,7 @@ beforeAll(() => {
     bench: stackFile({ "ui-exposure:entries": ["argocd"] }),
     ...Object.fromEntries(SETTINGS_CASES.map((c, i) => [`settings${i}`, stackFile({ "ui-exposure:entries": ["argocd"], ...c.config })])),
   });
+  for (const [i, c] of STACK_FILE_TEXT_CASES.entries()) fs.writeFileSync(path.join(project.dir, `Pulumi.stacktext${i}.yaml`), c.text);
   inputs = fs.mkdtempSync(path.join(project.dir, "..", "adversarial-inputs-"));
 });
 afterAll(() => {
@@ -117,6 +120,32 @@ describe("adversarial corpus: cluster snapshots (exposure status with a snapshot
   });
 });
 
+describe("adversarial corpus: stack files (exposure status --stack on a Pulumi.<stack>.yaml holding this text)", () => {
+  it.each(STACK_FILE_TEXT_CASES.map((c, i) => ({ ...c, stack: `stacktext${i}` })))(
+    "$name -> exit $exit",
+    { timeout: CASE_TIMEOUT_MS },
+    async ({ stack, exit, fragment }) => {
+      const status = createStatusCommand({ connect: async () => snapshot(healthyCluster()), readOutputs: async () => ({}) });
+      const r = await invariant((c) => runCommand("status", status, ["--stack", stack], c));
+      expect(r.text).toContain(fragment);
+      expect(r.code).toBe(exit);
+    },
+  );
+});
+
+describe("adversarial corpus: kubeconfigs (exposure status through a kubeconfig file holding this text)", () => {
+  it.each(KUBECONFIG_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ text, exit, fragment }) => {
+    const file = inputFile(text);
+    const status = createStatusCommand({
+      connect: (_opened, timeoutMs) => LiveClusterReader.connect({ kubeconfig: file, timeoutMs }),
+      readOutputs: async () => ({}),
+    });
+    const r = await invariant((c) => runCommand("status", status, ["--stack", "bench"], c));
+    expect(r.text).toContain(fragment);
+    expect(r.code).toBe(exit);
+  });
+});
+
 describe("adversarial corpus: workloads read back for what deny would refuse (exposure drift --skip-preview)", () => {
   it.each(WORKLOAD_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ objects, exit, fragment }) => {
     const drift = createDriftCommand({
@@ -182,12 +211,19 @@ describe("adversarial corpus: flags and files on the command line", () => {
     expect(r.code).toBe(exit);
   });
 
-  it.each(OUTPUTS_CASES)("--outputs holding $name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ outputs, exit, fragment }) => {
+  it.each(OUTPUTS_CASES)("--outputs holding $name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ outputs, liveUid, exit, fragment }) => {
     const file = inputFile(outputs);
-    const status = createStatusCommand({ connect: async () => snapshot(healthyCluster()) });
+    const withUid = (o: unknown) => {
+      const meta = (o as { metadata?: { name?: string } }).metadata;
+      return liveUid && meta?.name === "argocd-nodeport" ? { ...(o as object), metadata: { ...meta, uid: liveUid } } : o;
+    };
+    const status = createStatusCommand({ connect: async () => snapshot(healthyCluster().map(withUid)) });
     const r = await invariant((c) => runCommand("status", status, ["--stack", "bench", "--outputs", file], c));
     expect(r.text).toContain(fragment);
     expect(r.code).toBe(exit);
+    // A published value is one cell: it never starts a line of its own, nor makes one endless.
+    expect(r.text).not.toMatch(/^forged/m);
+    expect(Math.max(...r.text.split("\n").map((l) => l.length))).toBeLessThan(2000);
   });
 });
 

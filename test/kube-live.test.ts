@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { LiveClusterReader } from "../src/adapters/kube-live";
+import { LiveClusterReader, READ_ATTEMPTS, RETRY_WAIT_MAX_MS, retryWaitMs } from "../src/adapters/kube-live";
 import { UserError } from "../src/core/errors";
 import { type FakeAnswer, list, startFakeApi } from "./support/fake-api";
 
@@ -108,7 +108,56 @@ describe("LiveClusterReader.connect", () => {
   });
 });
 
+describe("retryWaitMs", () => {
+  it("waits what Retry-After says (seconds or a date), else backs off, within bounds", () => {
+    expect(retryWaitMs("1", 1)).toBe(1000);
+    expect(retryWaitMs("0", 1)).toBe(100);
+    expect(retryWaitMs("3600", 1)).toBe(RETRY_WAIT_MAX_MS);
+    expect(retryWaitMs(new Date(10_000 + 2000).toUTCString(), 1, 10_000)).toBe(2000);
+    expect([1, 2, 3].map((n) => retryWaitMs(undefined, n))).toEqual([250, 500, 1000]);
+    expect(retryWaitMs("soon", 2)).toBe(500);
+  });
+});
+
 describe("the live reader against a fake API server on loopback", () => {
+  it("reads again after HTTP 429 (a just-created CRD's storage initialising), after the wait Retry-After names", async () => {
+    const initialising = { status: 429, headers: { "retry-after": "1" }, body: { kind: "Status", code: 429, message: "storage is (re)initializing" } };
+    const api = await startFakeApi({
+      "/apis/cilium.io/v2/ciliumloadbalancerippools": [initialising, initialising, list("CiliumLoadBalancerIPPoolList", [{ metadata: { name: "pool" } }])],
+    });
+    try {
+      const reader = await LiveClusterReader.connect({ kubeconfig: api.kubeconfig, timeoutMs: 5000 });
+      const started = Date.now();
+      const pools = await reader.listCustom({ group: "cilium.io", versions: ["v2"], plural: "ciliumloadbalancerippools", kind: "CiliumLoadBalancerIPPool" });
+      expect(pools.map((p) => p.metadata.name)).toEqual(["pool"]);
+      expect(api.requests).toHaveLength(3);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("gives up on HTTP 429 after a few tries, or before the read's timeout, with what to do", async () => {
+    const api = await startFakeApi({ "/api/v1/services": { status: 429, headers: { "retry-after": "0" }, body: {} } });
+    try {
+      const reader = await LiveClusterReader.connect({ kubeconfig: api.kubeconfig, timeoutMs: 5000 });
+      await expect(reader.listServices()).rejects.toThrow(
+        new RegExp(`answered services with HTTP 429 \\(too many requests\\) ${READ_ATTEMPTS} times in [0-9.]+s: .*run again in a moment$`),
+      );
+      expect(api.requests).toHaveLength(READ_ATTEMPTS);
+      const slow = await startFakeApi({ "/api/v1/services": { status: 429, headers: { "retry-after": "2" }, body: {} } });
+      try {
+        const quick = await LiveClusterReader.connect({ kubeconfig: slow.kubeconfig, timeoutMs: 1000 });
+        await expect(quick.listServices()).rejects.toThrow("HTTP 429 (too many requests) 1 time in");
+        expect(slow.requests).toHaveLength(1);
+      } finally {
+        await slow.close();
+      }
+    } finally {
+      await api.close();
+    }
+  });
+
   it("leaves no connection open after an API server that never answers (200 page loads)", async () => {
     const api = await startFakeApi({ "/api/v1/services": "hang", "/api/v1/nodes": "hang", "/apis/discovery.k8s.io/v1/endpointslices": "hang" });
     try {

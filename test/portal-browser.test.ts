@@ -200,6 +200,67 @@ describe.skipIf(!HAVE_CHROMIUM)(`portal page in headless Chromium (${HAVE_CHROMI
     }
   });
 
+  it("wraps a URL between host and port on a narrow screen, never inside the port number (issue 27 #5)", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.goto(portal.url);
+      const link = page.locator("#entry-argocd td.url a");
+      // The card's width beside the URL, and the URL's own widths, at this viewport.
+      const widths = await link.evaluate((a) => {
+        const el = a as unknown as {
+          getBoundingClientRect(): { width: number };
+          parentElement: { getBoundingClientRect(): { width: number } };
+          querySelector(s: string): { getBoundingClientRect(): { width: number } } | null;
+        };
+        return { cell: el.parentElement.getBoundingClientRect().width, host: el.querySelector(".host")?.getBoundingClientRect().width ?? 0 };
+      });
+      const full = await page.evaluate<number, string>((text) => {
+        const d = globalThis as unknown as {
+          document: {
+            createElement(t: string): { textContent: string; style: Record<string, string>; getBoundingClientRect(): { width: number }; remove(): void };
+            querySelector(s: string): { appendChild(x: unknown): void };
+          };
+        };
+        const probe = d.document.createElement("span");
+        probe.textContent = text;
+        probe.style.whiteSpace = "nowrap";
+        d.document.querySelector("#entry-argocd td.url div").appendChild(probe);
+        const w = probe.getBoundingClientRect().width;
+        probe.remove();
+        return w;
+      }, `http://${NODE_IP}:${argocd.port}`);
+      // A viewport where the whole URL does not fit beside its label but the host does: it must wrap.
+      const width = Math.floor(390 - widths.cell + (widths.host + full) / 2);
+      await page.setViewportSize({ width, height: 844 });
+      await page.goto(portal.url);
+      const lines = await link.evaluate((a) => {
+        // The rendered lines of the link's text: characters grouped by the top of their box.
+        const d = globalThis as unknown as {
+          document: { createRange(): { setStart(n: unknown, o: number): void; setEnd(n: unknown, o: number): void; getBoundingClientRect(): { top: number } } };
+        };
+        const out = new Map<number, string>();
+        const walk = (n: { nodeType: number; textContent: string | null; childNodes: ArrayLike<unknown> }) => {
+          if (n.nodeType === 3) {
+            const text = n.textContent ?? "";
+            for (let i = 0; i < text.length; i++) {
+              const r = d.document.createRange();
+              r.setStart(n, i);
+              r.setEnd(n, i + 1);
+              const top = Math.round(r.getBoundingClientRect().top);
+              out.set(top, (out.get(top) ?? "") + text[i]);
+            }
+          } else for (const c of Array.from(n.childNodes)) walk(c as typeof n);
+        };
+        walk(a as unknown as { nodeType: number; textContent: string | null; childNodes: ArrayLike<unknown> });
+        return [...out.entries()].sort((x, y) => x[0] - y[0]).map(([, t]) => t);
+      });
+      expect(lines).toEqual([`http://${NODE_IP}`, `:${argocd.port}`]);
+      expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(width);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 720 });
+    }
+  });
+
   it("shows a cluster error as an error (HTTP 503), not as an empty table", async () => {
     cluster.failure = unreachable();
     try {

@@ -73,6 +73,7 @@ describe("program with the portal enabled (mocks)", () => {
       name: "portal-nodeport",
       namespace: "platform-portal",
       annotations: { "ui-exposure.io/mirrors": "platform-portal/portal" },
+      labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "portal", "ui-exposure.io/stack": "test" },
     });
     expect(nodePort.spec).toEqual({
       type: "NodePort",
@@ -81,7 +82,7 @@ describe("program with the portal enabled (mocks)", () => {
       ports: [{ name: "http", port: 80, targetPort: "http", protocol: "TCP" }],
     });
     const clusterIp = one("kubernetes:core/v1:Service", "portal-server-svc").inputs;
-    expect(clusterIp.metadata).toMatchObject({ name: "portal", namespace: "platform-portal" });
+    expect(clusterIp.metadata).toMatchObject({ name: "portal", namespace: "platform-portal", labels: { "ui-exposure.io/stack": "test" } });
     expect(clusterIp.spec).toEqual({ type: "ClusterIP", selector: PORTAL_SELECTOR, ports: [{ name: "http", port: 80, targetPort: "http", protocol: "TCP" }] });
     expect(clusterIp.spec).toEqual({ ...portalService("platform-portal").spec });
   });

@@ -7,6 +7,7 @@ import { LiveClusterReader } from "../src/adapters/kube-live";
 import { UserError } from "../src/core/errors";
 import { escapeHtml, renderPage } from "../src/core/portal/html";
 import { observePortal } from "../src/core/portal/view";
+import { parsePublishedEndpoints } from "../src/core/published";
 import { parseEntries } from "../src/portal/main";
 import { parseListen, type RunningPortal, refreshOf, startPortal } from "../src/portal/server";
 import {
@@ -22,6 +23,59 @@ import {
 import { rawRequest } from "./support/raw-request";
 
 const NOW = new Date("2026-06-23T10:00:00Z");
+
+describe("portal: an ABSENT row keeps the URL the last up published (issue 27 #5)", () => {
+  it("shows it as text marked not answering, never as a link; a forged one stays escaped text", async () => {
+    const published = {
+      gitea: { service: "gitea-nodeport", nodePort: 31002, url: `http://${NODE_IP}:31002` },
+      argocd: { service: "argocd-nodeport", nodePort: 31358, url: `http://${NODE_IP}:31358` },
+    };
+    const portal = await startPortal(
+      {
+        contract: portalContract(),
+        cluster: new MemoryCluster(recordedCluster()),
+        stack: "bench",
+        readIntervalMs: 0,
+        reachability: { enabled: false },
+        published,
+      },
+      { host: "127.0.0.1", port: 0 },
+    );
+    try {
+      const html = await (await fetch(portal.url)).text();
+      expect(row(html, "gitea")).toContain('data-verdict="ABSENT"');
+      expect(row(html, "gitea")).toContain(
+        `<span class="last"><span class="host">http://${NODE_IP}</span><wbr><span class="port">:31002</span></span><small>last published URL · not answering</small>`,
+      );
+      expect(row(html, "gitea")).not.toContain('<a href="http');
+      expect(row(html, "gitea")).not.toContain("no URL");
+      const api = (await (await fetch(new URL("/api/entries/gitea", portal.url))).json()) as { entry: { lastPublishedUrl?: string } };
+      expect(api.entry.lastPublishedUrl).toBe(`http://${NODE_IP}:31002`);
+      // A MATCH row has its observed URL, not a published one.
+      expect(row(html, "argocd")).not.toContain("last published URL");
+    } finally {
+      await portal.close();
+    }
+    const forged = await startPortal(
+      {
+        contract: portalContract(),
+        cluster: new MemoryCluster(recordedCluster()),
+        stack: "bench",
+        readIntervalMs: 0,
+        reachability: { enabled: false },
+        published: parsePublishedEndpoints({ gitea: { url: 'javascript:alert(1)//"><script>x</script>' } }, "outputs"),
+      },
+      { host: "127.0.0.1", port: 0 },
+    );
+    try {
+      const html = await (await fetch(forged.url)).text();
+      expect(row(html, "gitea")).toContain('<span class="last">javascript:alert(1)//&quot;&gt;&lt;script&gt;x&lt;/script&gt;</span>');
+      expect(row(html, "gitea")).not.toContain("<a href=");
+    } finally {
+      await forged.close();
+    }
+  });
+});
 
 describe("portal server (recorded cluster)", () => {
   const cluster = new MemoryCluster(recordedCluster());
@@ -62,8 +116,9 @@ describe("portal server (recorded cluster)", () => {
     expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
     const html = await res.text();
     expect(html).toContain('<meta name="viewport" content="width=device-width, initial-scale=1">');
-    expect(html).toContain(`<a href="http://${NODE_IP}:31358">http://${NODE_IP}:31358</a>`);
-    expect(html).toContain(`<a href="http://${NODE_IP}:31088">http://${NODE_IP}:31088</a>`);
+    // Host and port each kept whole, a break opportunity between them (narrow screens).
+    expect(html).toContain(`<a href="http://${NODE_IP}:31358"><span class="host">http://${NODE_IP}</span><wbr><span class="port">:31358</span></a>`);
+    expect(html).toContain(`<a href="http://${NODE_IP}:31088"><span class="host">http://${NODE_IP}</span><wbr><span class="port">:31088</span></a>`);
     // Only the two published entries are links: ABSENT and not-exposed entries have none.
     expect(html.match(/<a href="http:\/\/127/g)).toHaveLength(2);
     expect(row(html, "argocd")).toContain('data-verdict="MATCH"');

@@ -46,7 +46,7 @@ describe("program under mocks", () => {
       metadata: {
         name: "grafana-nodeport",
         namespace: "monitoring",
-        labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "grafana" },
+        labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "grafana", "ui-exposure.io/stack": "test" },
         annotations: { "ui-exposure.io/mirrors": "monitoring/kube-prometheus-stack-grafana", "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true" },
       },
       spec: {
@@ -250,7 +250,7 @@ describe("program under mocks", () => {
     const listServices = vi.spyOn(reader, "listServices");
     const config = stackConfig({ "kubernetes:context": undefined });
     await expect(declareStack({ projectDir, stack: "test", config, cluster: reader })).rejects.toThrow(
-      "stack test: kubernetes:context is not set in Pulumi.test.yaml; set it (pulumi config set kubernetes:context <context> --stack test) so the stack never deploys to (or reads) whatever context is current",
+      `invalid stack configuration in Pulumi.test.yaml: kubernetes:context is not set; set it (pulumi config set kubernetes:context <context> --stack test) so the stack never deploys to (or reads) whatever context is current${"\nadd under 'config:' in Pulumi.test.yaml:\n  kubernetes:context: <context>        # the cluster's, from: kubectl config get-contexts -o name"}`,
     );
     expect(listServices).not.toHaveBeenCalled();
     expect(registered).toEqual([]);
@@ -258,7 +258,7 @@ describe("program under mocks", () => {
 
   it("rejects entries the contract does not declare", async () => {
     await expect(declareStack({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:entries": ["argo"] }), cluster: cluster() })).rejects.toThrow(
-      "stack test: ui-exposure:entries names 'argo', which the contract does not declare (declared: argocd, grafana, gitea, dagster, mlflow, marquez-web, k8s-dashboard, portal)",
+      "invalid stack configuration in Pulumi.test.yaml: ui-exposure:entries names 'argo', which the contract does not declare (declared: argocd, grafana, gitea, dagster, mlflow, marquez-web, k8s-dashboard, portal)",
     );
   });
 

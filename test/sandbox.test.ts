@@ -12,7 +12,7 @@ import { DEFAULT_STATE_DIR } from "../src/adapters/datapath/datapath";
 import { liveProcess } from "../src/adapters/own-process";
 import { controlPlaneStatus } from "../src/adapters/sandbox/cluster";
 import { isOurs, SANDBOX_ID_VARIABLE, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
-import { outsideRecordFile, sandboxDown, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
+import { outsideRecordFile, sandboxDown, sandboxStackFile, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
 import { type FakeAnswer, list, startFakeApi } from "./support/fake-api";
@@ -590,5 +590,17 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
     } finally {
       fs.rmSync(p.dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("the sandbox stack file (issue 27 #5: its portal entry answered with a stand-in's text)", () => {
+  it("selects every exposed entry but the one mirroring the in-cluster portal, which the sandbox does not run", () => {
+    const projectDir = path.resolve(__dirname, "..");
+    const text = sandboxStackFile(projectDir);
+    expect(text).toContain("  ui-exposure:entries:\n    - argocd\n");
+    expect(text).not.toMatch(/- portal$/m);
+    expect(text).not.toContain("entries: all");
+    const entries = [...text.matchAll(/^ {4}- (\S+)$/gm)].map((m) => m[1]);
+    expect(entries).toEqual(["argocd", "grafana", "gitea", "dagster", "mlflow", "marquez-web", "k8s-dashboard"]);
   });
 });

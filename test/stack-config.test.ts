@@ -89,20 +89,50 @@ describe("stack configuration as the engine gives it", () => {
     const contract = path.join(projectDir, "contract/endpoints.example.yaml");
     const p = project(
       "name: ui-exposure\nruntime: nodejs\n",
-      `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafana, argocd]\n`,
+      `config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafana, argocd]\n`,
     );
     const opened = openStack({ projectDir: p.dir, stack: "s" });
     expect(opened.selected).toEqual(["grafana", "argocd"]);
     expect(opened.config["ui-exposure:entries"]).toBe('["grafana","argocd"]');
     const wrong = project(
       "name: ui-exposure\nruntime: nodejs\n",
-      `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafna]\n`,
+      `config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafna]\n`,
     );
-    const message = "stack s: ui-exposure:entries names 'grafna', which the contract does not declare (declared: argocd, grafana,";
+    const message =
+      "invalid stack configuration in Pulumi.s.yaml: ui-exposure:entries names 'grafna', which the contract does not declare (declared: argocd, grafana,";
     expect(() => openStack({ projectDir: wrong.dir, stack: "s" })).toThrow(message);
     // The program's values come from the engine; the file still gives the positions.
     expect(() => openStack({ projectDir: wrong.dir, stack: "s", config: opened.config })).not.toThrow();
     expect(() => openStack({ projectDir: p.dir, stack: "../s" })).toThrow("--stack must be a stack name");
+  });
+
+  it("a new stack learns every missing or wrong setting in one message, with the lines to add (issue 27 #4)", () => {
+    const contract = path.join(projectDir, "contract/endpoints.example.yaml");
+    const p = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      `config:\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [argocd, nosuch]\n  ui-exposure:portal: {enabled: yes}\n`,
+      "new",
+    );
+    const file = path.relative(process.cwd(), path.join(p.dir, "Pulumi.new.yaml"));
+    expect(() => openStack({ projectDir: p.dir, stack: "new" })).toThrow(
+      [
+        "invalid stack configuration in Pulumi.new.yaml (4 problems):",
+        `  - ${file}:4:24: ui-exposure:portal.enabled: expected a boolean, found a string ("yes")`,
+        "  - ui-exposure:cilium: required setting is missing",
+        "  - kubernetes:context is not set; set it (pulumi config set kubernetes:context <context> --stack new) so the stack never deploys to (or reads) whatever context is current",
+        "  - ui-exposure:entries names 'nosuch', which the contract does not declare (declared: argocd, grafana, gitea, dagster, mlflow, marquez-web, k8s-dashboard, portal)",
+        "add under 'config:' in Pulumi.new.yaml:",
+        "  kubernetes:context: <context>        # the cluster's, from: kubectl config get-contexts -o name",
+        "  ui-exposure:cilium:",
+        "    mode: cohabit                      # Cilium stays as installed; to manage it (l4), see docs/cilium.md",
+      ].join("\n"),
+    );
+    // The lines given, added as said, make a stack that opens.
+    fs.writeFileSync(
+      path.join(p.dir, "Pulumi.new.yaml"),
+      `config:\n  kubernetes:context: bench\n  ui-exposure:cilium:\n    mode: cohabit\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [argocd]\n`,
+    );
+    expect(openStack({ projectDir: p.dir, stack: "new" }).selected).toEqual(["argocd"]);
   });
 
   it("a settings problem starts with the position of its key in the stack file (found by a second outside tester)", () => {
@@ -133,20 +163,21 @@ describe("stack configuration as the engine gives it", () => {
 
   it("an allowlist past the guard's bound on the work per object is refused with one line naming the limit", () => {
     const items = (n: number) => Array.from({ length: n }, (_, i) => `      - other-${i}/agent-${i}-*:${1000 + i}\n`).join("");
-    const stackFile = (n: number) => `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n${items(n)}`;
+    const stackFile = (n: number) =>
+      `config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n${items(n)}`;
     // At the bound the settings are read (what stops here is the missing contract of this bare project).
     const atBound = project("name: ui-exposure\nruntime: nodejs\n", stackFile(500));
     expect(() => openStack({ projectDir: atBound.dir, stack: "s" })).toThrow(/^contract file not found/);
     const past = project("name: ui-exposure\nruntime: nodejs\n", stackFile(501));
     const file = path.relative(process.cwd(), path.join(past.dir, "Pulumi.s.yaml"));
     expect(() => openStack({ projectDir: past.dir, stack: "s" })).toThrow(
-      `${file}:4:5: ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`,
+      `${file}:5:5: ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`,
     );
     // Fewer items, longer patterns: the characters count too.
     const long = Array.from({ length: 130 }, (_, i) => `      - ${"n".repeat(60)}/${"p".repeat(240)}-${i}-*:${1000 + i}\n`).join("");
     const wordy = project(
       "name: ui-exposure\nruntime: nodejs\n",
-      `config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n${long}`,
+      `config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n${long}`,
     );
     expect(() => openStack({ projectDir: wordy.dir, stack: "s" })).toThrow("ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters");
   });

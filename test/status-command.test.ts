@@ -385,7 +385,7 @@ describe("exposure status against an unreachable API server (real client, loopba
         expect(code).toBe(1);
         expect(c.out).toEqual([]);
         expect(c.err.filter((l) => !l.includes("published outputs unavailable"))).toEqual([
-          `exposure ${name}: stack nocontext: kubernetes:context is not set in Pulumi.nocontext.yaml; set it (pulumi config set kubernetes:context <context> --stack nocontext) so the stack never deploys to (or reads) whatever context is current`,
+          `exposure ${name}: invalid stack configuration in Pulumi.nocontext.yaml: kubernetes:context is not set; set it (pulumi config set kubernetes:context <context> --stack nocontext) so the stack never deploys to (or reads) whatever context is current\nadd under 'config:' in Pulumi.nocontext.yaml:\n  kubernetes:context: <context>        # the cluster's, from: kubectl config get-contexts -o name`,
         ]);
       }
       await new Promise((r) => setTimeout(r, 100));

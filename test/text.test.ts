@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStatusCommand } from "../cli/commands/status";
-import { printable, redactUrlPasswords } from "../src/core/text";
+import { printable, redactUrlPasswords, shownValue } from "../src/core/text";
 import { capture, healthyCluster, makeProject, node, runCommand, snapshot, stackFile, type TestProject } from "./support/command-helpers";
 
 describe("terminal escapes from the cluster are shown escaped", () => {
@@ -48,5 +48,13 @@ describe("redactUrlPasswords", () => {
     for (const t of ["postgres://team@127.0.0.1:5432/state", "file://./.pulumi-state", "http://127.0.0.11:30080/", "user:pw is not a URL"]) {
       expect(redactUrlPasswords(t)).toBe(t);
     }
+  });
+});
+
+describe("shownValue", () => {
+  it("escapes like printableValue and cuts, saying the full length", () => {
+    expect(shownValue("a\nb", 10)).toBe("a\\x0ab");
+    expect(shownValue("abcdef", 3)).toBe("abc... (6 characters)");
+    expect(shownValue("abc", 3)).toBe("abc");
   });
 });

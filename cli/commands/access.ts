@@ -24,9 +24,11 @@ import {
 } from "../../src/core/access";
 import { UserError } from "../../src/core/errors";
 import { JSON_API_VERSION } from "../../src/core/findings";
+import { checkLimaInstanceName } from "../../src/core/inputs";
 import type { AccessDocument, AccessStopDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
+import { printableValue } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
@@ -193,13 +195,18 @@ async function checkEnvTarget(ctx: CommandContext, flag: string | undefined): Pr
 
 /** The Lima instance behind the stack: --lima-instance, $LIMA_INSTANCE, or the `lima-<name>` kube context. */
 function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: CommandContext): { instance: string; sshConfig: string } {
-  const fromContext = /^lima-(.+)$/.exec(opened.config["kubernetes:context"] ?? "")?.[1];
+  const context = opened.config["kubernetes:context"];
+  const fromContext = /^lima-(.+)$/s.exec(context ?? "")?.[1];
   const instance = flag ?? ctx.env.LIMA_INSTANCE ?? fromContext;
   if (!instance) {
     throw new UserError(
-      `--forward needs the Lima instance of stack ${opened.stack}: pass --lima-instance NAME (its kube context '${opened.config["kubernetes:context"] ?? "(none)"}' is not lima-<name>)`,
+      `--forward needs the Lima instance of stack ${opened.stack}: pass --lima-instance NAME (its kube context '${printableValue(context ?? "(none)")}' is not lima-<name>)`,
     );
   }
+  // Each source is named, so the message says what to change; the flag is a usage error.
+  if (flag !== undefined) checkLimaInstanceName(flag, "--lima-instance");
+  else if (ctx.env.LIMA_INSTANCE !== undefined) checkLimaInstanceName(instance, "$LIMA_INSTANCE", EXIT.ERROR);
+  else checkLimaInstanceName(instance, `the Lima instance of kube context 'lima-...' (stack ${opened.stack}; pass --lima-instance NAME)`, EXIT.ERROR);
   return { instance, sshConfig: limaSshConfig(instance, ctx.env) };
 }
 

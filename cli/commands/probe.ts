@@ -46,7 +46,7 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_PROBE_TIMEOUT_SECONDS, SPEC);
     const concurrency = countFlag(values.concurrency, "--concurrency", DEFAULT_CONCURRENCY, MAX_CONCURRENCY, SPEC);
 
-    const opened = values.stack ? openStack({ projectDir: ctx.projectDir, stack: values.stack }) : undefined;
+    const opened = values.stack ? openStack({ projectDir: ctx.projectDir, stack: values.stack, needsCluster: false }) : undefined;
     const contract = opened ? opened.contract : loadOptionalContract(ctx, values.contract);
     const declared = contract?.endpoints.map((e) => e.name);
     // A stack's names are checked before its outputs are read: a typo must not wait for the Pulumi CLI.

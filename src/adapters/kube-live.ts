@@ -7,6 +7,9 @@ import { UserError } from "../core/errors";
 import type { ClusterReader, CustomKind } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
+import { printableValue } from "../core/text";
+import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
+import { readBoundedText } from "./bounded-file";
 
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
@@ -60,6 +63,23 @@ const isFilePath = (cfg: string) => !(cfg.includes("\n") || cfg.startsWith("{") 
 /** Largest kubeconfig read (docs/commands.md, "Limits"); client-node reads a file whole. */
 const MAX_KUBECONFIG_BYTES = 16 * 2 ** 20;
 
+/** Tries of one read the API server answers 429 (the last 429 is an error). */
+export const READ_ATTEMPTS = 5;
+/** Longest wait between two tries, whatever Retry-After says. */
+export const RETRY_WAIT_MAX_MS = 5_000;
+
+/**
+ * How long to wait before trying a read again after a 429: the Retry-After header (seconds, or an
+ * HTTP date) when it says, else 250 ms doubling with each try; within 100 ms and RETRY_WAIT_MAX_MS.
+ */
+export function retryWaitMs(retryAfter: string | undefined, attempt: number, now = Date.now()): number {
+  let wait = 250 * 2 ** (attempt - 1);
+  const header = retryAfter?.trim() ?? "";
+  if (/^\d{1,9}$/.test(header)) wait = Number(header) * 1000;
+  else if (header !== "" && Number.isFinite(Date.parse(header))) wait = Date.parse(header) - now;
+  return Math.min(RETRY_WAIT_MAX_MS, Math.max(100, wait));
+}
+
 /**
  * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too
  * large (`/dev/zero` grew the process until it died; a FIFO blocked for ever). A missing file
@@ -82,6 +102,18 @@ function checkKubeconfigFile(file: string): void {
       `cannot load kubeconfig ${file}: it is ${(stat.size / 2 ** 20).toFixed(1)} MiB, larger than the ${MAX_KUBECONFIG_BYTES / 2 ** 20} MiB limit`,
     );
   }
+  checkKubeconfigText(readBoundedText(file, "kubeconfig", MAX_KUBECONFIG_BYTES), file);
+}
+
+/**
+ * Refuses a kubeconfig nested too deeply or holding too many values, through the same bounded
+ * reader as every other YAML file, before client-node parses it (its parser has no value limit).
+ */
+function checkKubeconfigText(text: string, shown: string): void {
+  const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES });
+  if (!parsed.refused) return;
+  const { line, col } = parsed.lineCounter.linePos(parsed.refused.offset);
+  throw new UserError(`${printableValue(shown)}:${line}:${col}: kubeconfig refused: ${parsed.refused.message}`);
 }
 
 /**
@@ -128,8 +160,10 @@ export class LiveClusterReader implements ClusterReader {
           throw new Error("KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set: not running in a pod");
         }
         kc.loadFromCluster();
-      } else if (cfg && !isFilePath(cfg)) kc.loadFromString(cfg);
-      else if (cfg) {
+      } else if (cfg && !isFilePath(cfg)) {
+        checkKubeconfigText(cfg, "(kubeconfig given inline)");
+        kc.loadFromString(cfg);
+      } else if (cfg) {
         checkKubeconfigFile(cfg);
         kc.loadFromFile(cfg);
       } else {
@@ -181,6 +215,28 @@ export class LiveClusterReader implements ClusterReader {
     /** POST a body instead; `errorBody` keeps the Status object of a refusal (never for Secret reads). */
     send?: { method: "POST"; body: unknown; errorBody?: boolean },
   ): Promise<{ status: number; body?: unknown }> {
+    // 429 (Too Many Requests) is the API server asking to come back: a just-created CRD's storage
+    // initialising, or API priority and fairness shedding load. The read is tried again after the
+    // wait it names (Retry-After), a few times, within the read's own timeout.
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      const answer = await this.getOnce(what, apiPath, send);
+      if (answer.status !== 429) return answer;
+      const wait = retryWaitMs(answer.retryAfter, attempt);
+      if (attempt >= READ_ATTEMPTS || Date.now() - started + wait > this.timeoutMs) {
+        throw new UserError(
+          `${this.source} answered ${what} with HTTP 429 (too many requests) ${attempt} ${attempt === 1 ? "time" : "times"} in ${((Date.now() - started) / 1000).toFixed(1)}s: the API server is busy or the resource's storage is still initialising; run again in a moment`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
+  private async getOnce(
+    what: string,
+    apiPath: string,
+    send?: { method: "POST"; body: unknown; errorBody?: boolean },
+  ): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
     this.requests++;
     // Appended, not resolved: a server URL may carry a path prefix (a proxy in front of the API).
     const url = new URL(`${this.server.replace(/\/+$/, "")}${apiPath}`);
@@ -227,9 +283,10 @@ export class LiveClusterReader implements ClusterReader {
       req.on("error", (err) => finish(() => reject(this.explain(what, err))));
       req.on("response", (res) => {
         const status = res.statusCode ?? 0;
-        if ((status < 200 || status >= 300) && !send?.errorBody) {
+        const retryAfter = res.headers["retry-after"];
+        if (status === 429 || ((status < 200 || status >= 300) && !send?.errorBody)) {
           res.resume();
-          finish(() => resolve({ status }));
+          finish(() => resolve({ status, ...(retryAfter !== undefined ? { retryAfter } : {}) }));
           abort();
           return;
         }

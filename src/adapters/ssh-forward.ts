@@ -7,7 +7,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../core/errors";
-import { checkStackName } from "../core/inputs";
+import { checkLimaInstanceName, checkStackName, isLimaInstanceName } from "../core/inputs";
 import { ipVersion } from "../core/ip";
 import { isPid, isSameProcess, isStartTime, startTimeOf } from "./own-process";
 
@@ -66,6 +66,7 @@ export function forwardStateDir(stack: string, env: NodeJS.ProcessEnv): string {
 
 /** Lima writes an OpenSSH config per instance: $LIMA_HOME/<instance>/ssh.config (default ~/.lima). */
 export function limaSshConfig(instance: string, env: NodeJS.ProcessEnv): string {
+  checkLimaInstanceName(instance, "the Lima instance");
   const limaHome = env.LIMA_HOME ?? path.join(env.HOME ?? os.homedir(), ".lima");
   const file = path.join(limaHome, instance, "ssh.config");
   if (!fs.existsSync(file)) {
@@ -101,7 +102,6 @@ function sshArgs(sshConfig: string, instance: string, localPort: number, remoteH
 
 /** An entry name as the contract allows it: the only names a pid file may carry (never a path). */
 const ENTRY_NAME = /^[a-z]([-a-z0-9]{0,52}[a-z0-9])?$/;
-const INSTANCE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 const recordFile = (stateDir: string, entry: string) => path.join(stateDir, `${checkedEntry(entry)}.pid.json`);
 const logFile = (stateDir: string, entry: string) => path.join(stateDir, `${checkedEntry(entry)}.log`);
@@ -137,7 +137,7 @@ export function parseForwardRecord(fileName: string, text: string): ForwardRecor
     ipVersion(r.remoteHost) !== 0 &&
     (r.scheme === "http" || r.scheme === "https") &&
     typeof r.instance === "string" &&
-    INSTANCE_NAME.test(r.instance);
+    isLimaInstanceName(r.instance);
   return valid ? (r as ForwardRecord) : undefined;
 }
 

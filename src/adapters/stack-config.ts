@@ -1,10 +1,11 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair, parseDocument } from "yaml";
+import { type Document, isMap, isScalar, isSeq, type Node, type Pair } from "yaml";
 import { yamlErrorMessage } from "../core/contract/parse";
 import { UserError, userErrorFromProblems } from "../core/errors";
 import { checkStackName } from "../core/inputs";
 import { PROJECT } from "../core/settings";
+import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 /**
@@ -102,12 +103,13 @@ const display = (file: string) => path.relative(process.cwd(), file) || file;
 
 function readYaml(file: string): ParsedFile {
   const shown = display(file);
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(readBoundedText(file, "stack file", FILE_LIMITS.stackFile), { lineCounter, uniqueKeys: true, prettyErrors: false });
+  const parsed = parseYamlBounded(readBoundedText(file, "stack file", FILE_LIMITS.stackFile), { maxValues: SMALL_YAML_VALUES }, { single: true });
   const at = (offset: number | undefined) => {
-    const { line, col } = lineCounter.linePos(offset ?? 0);
+    const { line, col } = parsed.lineCounter.linePos(offset ?? 0);
     return `${shown}:${line}:${col}`;
   };
+  if (parsed.refused) throw new UserError(`${at(parsed.refused.offset)}: stack file refused: ${parsed.refused.message}`);
+  const doc = parsed.docs[0] as Document.Parsed;
   const first = doc.errors[0];
   if (first) throw new UserError(`${at(first.pos[0])}: invalid YAML: ${yamlErrorMessage(doc, first)}`);
   return {

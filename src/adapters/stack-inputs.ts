@@ -1,10 +1,11 @@
 import * as path from "node:path";
 import type { Contract, Endpoint } from "../core/contract/schema";
-import { userErrorFromProblems } from "../core/errors";
 import { selectEntries } from "../core/plan";
-import { PROJECT, parseSettings, type Settings } from "../core/settings";
+import { checkSettings, PROJECT, type Settings, stackConfigError } from "../core/settings";
 import { defaultContractPath, loadContractFile } from "./contract-file";
 import { loadStackConfig, refuseEncryptedSettings } from "./stack-config";
+
+const firstLine = (err: unknown) => ((err as Error).message ?? String(err)).split("\n")[0] ?? "";
 
 /** A stack's inputs that need no cluster: what every command, the sandbox and the program start from. */
 export interface OpenStack {
@@ -30,7 +31,14 @@ export interface OpenStack {
  * engine already read it); `contract` replaces the stack's contract path (relative to the
  * working directory).
  */
-export function openStack(opts: { projectDir: string; stack: string; contract?: string; config?: Readonly<Record<string, string>> }): OpenStack {
+export function openStack(opts: {
+  projectDir: string;
+  stack: string;
+  contract?: string;
+  config?: Readonly<Record<string, string>>;
+  /** false: the caller never reads the cluster (probe), so kubernetes:context may be unset. */
+  needsCluster?: boolean;
+}): OpenStack {
   let config: Record<string, string>;
   let positions: Record<string, string> = {};
   if (opts.config) {
@@ -45,12 +53,38 @@ export function openStack(opts: { projectDir: string; stack: string; contract?: 
     positions = file.at;
   }
   if (opts.contract) config[`${PROJECT}:contract`] = path.resolve(opts.contract);
-  const settings = parseSettings(config, `Pulumi.${opts.stack}.yaml`, positions);
-  const contractPath = settings.contract ? path.resolve(opts.projectDir, settings.contract) : defaultContractPath(opts.projectDir);
-  const contractFile = path.relative(process.cwd(), contractPath) || contractPath;
-  const contract = loadContractFile(contractPath, contractFile);
-  const selection = selectEntries(contract, settings.entries);
-  if (selection.problems.length) throw userErrorFromProblems(`stack ${opts.stack}`, selection.problems);
+  // Every problem of a new stack in one message (settings, kube context, entries), with the
+  // lines to add: not one per run.
+  const stackFile = `Pulumi.${opts.stack}.yaml`;
+  const checked = checkSettings(config, positions);
+  const problems = [...checked.problems];
+  const missing = [...checked.missing];
+  if (opts.needsCluster !== false && !config["kubernetes:context"]) {
+    problems.push(
+      `kubernetes:context is not set; set it (pulumi config set kubernetes:context <context> --stack ${opts.stack}) so the stack never deploys to (or reads) whatever context is current`,
+    );
+    missing.unshift("kubernetes:context");
+  }
+  let contract: Contract | undefined;
+  let contractFile = "";
+  let selection: ReturnType<typeof selectEntries> | undefined;
+  if (checked.selection) {
+    const contractPath = checked.selection.contract ? path.resolve(opts.projectDir, checked.selection.contract) : defaultContractPath(opts.projectDir);
+    contractFile = path.relative(process.cwd(), contractPath) || contractPath;
+    try {
+      contract = loadContractFile(contractPath, contractFile);
+    } catch (err) {
+      // The contract's own problems are its file's: said alone when the stack file is right.
+      if (problems.length === 0) throw err;
+      problems.push(`the contract ${contractFile} cannot be used either (${firstLine(err)}): run exposure check ${contractFile}`);
+    }
+    if (contract) {
+      selection = selectEntries(contract, checked.selection.entries);
+      problems.push(...selection.problems);
+    }
+  }
+  if (problems.length || !checked.settings || !contract || !selection) throw stackConfigError(stackFile, problems, missing);
+  const settings = checked.settings;
   return {
     projectDir: opts.projectDir,
     stack: opts.stack,

@@ -1,7 +1,8 @@
 // Values given on the command line, checked before anything uses them (pure: the commands
 // call these whatever parses their flags).
 import { UserError } from "./errors";
-import { EXIT } from "./findings";
+import { EXIT, type ExitCode } from "./findings";
+import { printableValue } from "./text";
 
 /**
  * A stack name as Pulumi allows it (letters, digits, `-`, `_`, `.`; at most 100 characters),
@@ -20,6 +21,31 @@ export function checkStackName(name: string): string {
     throw new UserError(
       `--stack must be a stack name (letters, digits, '-', '_', '.', at most 100 characters, e.g. bench), not ${JSON.stringify(name.length > 60 ? `${name.slice(0, 60)}...` : name)}`,
       EXIT.INVALID,
+    );
+  }
+  return name;
+}
+
+/**
+ * A Lima instance name as Lima itself accepts one (its identifiers rule): letters and digits,
+ * with single `.`, `_` or `-` between them, at most 76 characters. It names the folder
+ * `$LIMA_HOME/<instance>` whose ssh.config goes to `ssh -F`: `../../x` would pick any folder's
+ * config, and its ProxyCommand would run.
+ */
+const LIMA_INSTANCE = /^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$/;
+export const LIMA_INSTANCE_MAX = 76;
+
+export function isLimaInstanceName(name: string): boolean {
+  return name.length <= LIMA_INSTANCE_MAX && LIMA_INSTANCE.test(name);
+}
+
+/** `name` if it is a Lima instance name, else a UserError naming where it came from (`from`). */
+export function checkLimaInstanceName(name: string, from: string, exitCode: ExitCode = EXIT.INVALID): string {
+  if (!isLimaInstanceName(name)) {
+    const shown = printableValue(name.length > 60 ? `${name.slice(0, 60)}...` : name);
+    throw new UserError(
+      `${from} must be a Lima instance name (letters and digits, with '.', '_' or '-' between them, at most ${LIMA_INSTANCE_MAX} characters, as limactl accepts), not '${shown}'`,
+      exitCode,
     );
   }
   return name;

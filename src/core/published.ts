@@ -2,6 +2,7 @@ import * as z from "zod/mini";
 import { describeZodIssue, formatPath } from "./contract/parse";
 import { UserError } from "./errors";
 import type { PublishedEndpoints } from "./observe";
+import { shownValue } from "./text";
 import "./zod-messages";
 
 /**
@@ -20,10 +21,34 @@ const record = z.looseObject({
 });
 const schema = z.record(z.string(), record);
 
-/** The published endpoints in `value` (`source` names where they come from, for the message). */
+/**
+ * Longest published text kept as read: a URL `up` publishes (`http://<node IP>:<port>`), a
+ * Service name (a DNS label) and a uid are far shorter. Anything longer is cut when read.
+ */
+export const PUBLISHED_TEXT_MAX = 256;
+
+/**
+ * The published endpoints in `value` (`source` names where they come from, for the message).
+ * The texts the reports print (url, service, uid) come back escaped and cut (`shownValue`): a
+ * line break in a forged url would start a row of its own in status and drift. A value `up`
+ * wrote is unchanged by that, so every comparison with the live cluster gives the same verdict.
+ */
 export function parsePublishedEndpoints(value: unknown, source: string): PublishedEndpoints {
   const result = schema.safeParse(value, { reportInput: true });
-  if (result.success) return result.data as PublishedEndpoints;
+  if (result.success) {
+    const shown = (text: string | undefined) => (text === undefined ? undefined : shownValue(text, PUBLISHED_TEXT_MAX));
+    return Object.fromEntries(
+      Object.entries(result.data).map(([name, e]) => [
+        name,
+        {
+          ...e,
+          ...(e.url !== undefined ? { url: shown(e.url) } : {}),
+          ...(e.service !== undefined ? { service: shown(e.service) } : {}),
+          ...(e.uid !== undefined ? { uid: shown(e.uid) } : {}),
+        },
+      ]),
+    ) as PublishedEndpoints;
+  }
   const issue = result.error.issues[0];
   const where = issue ? formatPath(["endpoints", ...issue.path]) : "endpoints";
   throw new UserError(`${source}: ${where}: ${issue ? describeZodIssue(issue) : "not a map of published endpoints"}`);

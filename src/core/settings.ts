@@ -77,9 +77,12 @@ export const ciliumSettingsSchema = z.discriminatedUnion("mode", [l4Schema, coha
   error: (issue) => (issue.code === "invalid_union" ? "mode must be 'l4' or 'cohabit'" : undefined),
 });
 
+/** Where the in-cluster portal goes unless `ui-exposure:portal.namespace` says otherwise. */
+export const DEFAULT_PORTAL_NAMESPACE = "platform-portal";
+
 const portalSchema = z.strictObject({
   enabled: flag(false),
-  namespace: z._default(dnsLabel("namespace"), "platform-portal"),
+  namespace: z._default(dnsLabel("namespace"), DEFAULT_PORTAL_NAMESPACE),
   /** A stock Node.js image; the server code ships in a ConfigMap. */
   image: z._default(z.string().check(z.regex(/^\S+$/, { message: "image must be an image reference without spaces (e.g. node:24-alpine)" })), "node:24-alpine"),
   /** false when the namespace already exists outside this stack (created by the platform's bootstrap). */
@@ -171,7 +174,7 @@ export const settingsSchema = z.strictObject({
     z.string().check(z.refine((s) => ipVersion(s) !== 0, { error: (issue) => `must be an IPv4 or IPv6 address, found ${describeValue(issue.input)}` })),
   ),
   cilium: ciliumSettingsSchema,
-  portal: z._default(portalSchema, { enabled: false, namespace: "platform-portal", image: "node:24-alpine", createNamespace: true, skipAwait: false }),
+  portal: z._default(portalSchema, { enabled: false, namespace: DEFAULT_PORTAL_NAMESPACE, image: "node:24-alpine", createNamespace: true, skipAwait: false }),
   allowlist: z._default(allowlistSchema, { services: [], hostPorts: [], reasons: {} }),
   admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore" }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
@@ -190,11 +193,33 @@ export type PortalSettings = z.infer<typeof portalSchema>;
 export type AdmissionSettings = z.infer<typeof admissionSchema>;
 
 /**
- * Builds settings from the flat Pulumi config map (`{"ui-exposure:entries": "[...]"}`, the
- * shape of `pulumi.runtime.allConfig()`); object and array values arrive as JSON text.
- * Keys of other namespaces (kubernetes:context...) are ignored here.
+ * Lines to add under `config:` for a setting a new stack must give (those without a default),
+ * with what to put there.
  */
-export function parseSettings(config: Readonly<Record<string, string>>, stackFile: string, positions: Readonly<Record<string, string>> = {}): Settings {
+export const REQUIRED_SETTING_LINES: Readonly<Record<string, readonly string[]>> = {
+  "kubernetes:context": ["kubernetes:context: <context>        # the cluster's, from: kubectl config get-contexts -o name"],
+  [`${PROJECT}:cilium`]: [`${PROJECT}:cilium:`, "  mode: cohabit                      # Cilium stays as installed; to manage it (l4), see docs/cilium.md"],
+};
+
+/** Every problem of a stack's `ui-exposure:*` settings, and the required settings it lacks. */
+export interface SettingsCheck {
+  settings?: Settings;
+  /** One line each, `Pulumi.<stack>.yaml:L:C: key: what is wrong` where the key is in the file. */
+  problems: string[];
+  /** Required keys not set at all (keys of REQUIRED_SETTING_LINES). */
+  missing: string[];
+  /** The contract and the entries, when those two settings are valid (even if others are not). */
+  selection?: Pick<Settings, "contract" | "entries">;
+}
+
+const selectionSchema = z.pick(settingsSchema, { contract: true, entries: true });
+
+/**
+ * Checks the `ui-exposure:*` settings of the flat Pulumi config map (`{"ui-exposure:entries":
+ * "[...]"}`, the shape of `pulumi.runtime.allConfig()`; object and array values arrive as JSON
+ * text), reporting every problem at once. Keys of other namespaces are ignored here.
+ */
+export function checkSettings(config: Readonly<Record<string, string>>, positions: Readonly<Record<string, string>> = {}): SettingsCheck {
   const raw: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(config)) {
     if (!key.startsWith(`${PROJECT}:`)) continue;
@@ -203,31 +228,50 @@ export function parseSettings(config: Readonly<Record<string, string>>, stackFil
   // reportInput: a setting of the wrong type is told apart from a missing one by what it holds
   // (secure: values are never read, so nothing secret can be quoted).
   const result = settingsSchema.safeParse(raw, { reportInput: true });
-  if (!result.success) {
-    // `Pulumi.bench.yaml:7:3: ui-exposure:cilium.mode: ...` when the key is in the stack file: the
-    // place of the item itself (`allowlist.hostPorts[2]`) when known, else of the nearest key above it.
-    const at = (path: readonly PropertyKey[]) => {
-      for (let n = path.length; n > 0; n--) {
-        const where = positions[formatConfigPath(path.slice(0, n))];
-        if (where) return `${where}: `;
-      }
-      return "";
-    };
-    const problems = distinctIssues(expandUnions(result.error.issues)).map((issue) => {
-      if (issue.code === "unrecognized_keys") {
-        return `${at([...issue.path, ...issue.keys.slice(0, 1)])}${formatConfigPath(issue.path)}: unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
-      }
-      return `${at(issue.path)}${formatConfigPath(issue.path)}: ${describeZodIssue(issue, "required setting is missing")}`;
-    });
-    // In the order of the stack file (zod reports in the schema's); unplaced problems last.
-    const line = (problem: string) => {
-      const m = /^[^\s]*:(\d+):(\d+): /.exec(problem);
-      return m ? Number(m[1]) * 1e6 + Number(m[2]) : Number.MAX_SAFE_INTEGER;
-    };
-    problems.sort((a, b) => line(a) - line(b));
-    throw userErrorFromProblems(`invalid stack configuration in ${stackFile}`, problems);
-  }
-  return result.data;
+  if (result.success) return { settings: result.data, problems: [], missing: [], selection: result.data };
+  // `Pulumi.bench.yaml:7:3: ui-exposure:cilium.mode: ...` when the key is in the stack file: the
+  // place of the item itself (`allowlist.hostPorts[2]`) when known, else of the nearest key above it.
+  const at = (path: readonly PropertyKey[]) => {
+    for (let n = path.length; n > 0; n--) {
+      const where = positions[formatConfigPath(path.slice(0, n))];
+      if (where) return `${where}: `;
+    }
+    return "";
+  };
+  const missing: string[] = [];
+  const problems = distinctIssues(expandUnions(result.error.issues)).map((issue) => {
+    if (issue.code === "unrecognized_keys") {
+      return `${at([...issue.path, ...issue.keys.slice(0, 1)])}${formatConfigPath(issue.path)}: unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
+    }
+    const key = issue.path.length === 1 ? `${PROJECT}:${String(issue.path[0])}` : undefined;
+    if (key && issue.input === undefined && REQUIRED_SETTING_LINES[key]) missing.push(key);
+    return `${at(issue.path)}${formatConfigPath(issue.path)}: ${describeZodIssue(issue, "required setting is missing")}`;
+  });
+  const selection = selectionSchema.safeParse(Object.fromEntries(Object.entries(raw).filter(([k]) => k === "contract" || k === "entries")));
+  return { problems, missing, ...(selection.success ? { selection: selection.data } : {}) };
+}
+
+/**
+ * The one message for a stack's configuration problems: each problem in the order of the stack
+ * file (unplaced ones last), then the lines to add for each required setting it lacks.
+ */
+export function stackConfigError(stackFile: string, problems: readonly string[], missing: readonly string[] = []): UserError {
+  const line = (problem: string) => {
+    const m = /^[^\s]*:(\d+):(\d+): /.exec(problem);
+    return m ? Number(m[1]) * 1e6 + Number(m[2]) : Number.MAX_SAFE_INTEGER;
+  };
+  const sorted = [...problems].sort((a, b) => line(a) - line(b));
+  const error = userErrorFromProblems(`invalid stack configuration in ${stackFile}`, sorted);
+  const lines = missing.flatMap((key) => REQUIRED_SETTING_LINES[key] ?? []);
+  if (lines.length === 0) return error;
+  return new UserError(`${error.message}\nadd under 'config:' in ${stackFile}:\n${lines.map((l) => `  ${l}`).join("\n")}`, error.exitCode);
+}
+
+/** The settings of a stack (checkSettings), or the error naming every problem. */
+export function parseSettings(config: Readonly<Record<string, string>>, stackFile: string, positions: Readonly<Record<string, string>> = {}): Settings {
+  const checked = checkSettings(config, positions);
+  if (checked.settings) return checked.settings;
+  throw stackConfigError(stackFile, checked.problems, checked.missing);
 }
 
 function formatConfigPath(path: readonly PropertyKey[]): string {

@@ -23,6 +23,14 @@ export function printableValue(text: string): string {
   return printable(text).replace(/[\t\n]/g, (c) => (c === "\t" ? "\\x09" : "\\x0a"));
 }
 
+/**
+ * A value from outside shown in a one-line message or a table cell: `printableValue`, and cut
+ * to `max` characters, its full length said (a 15 MiB value must not become a 15 MiB line).
+ */
+export function shownValue(text: string, max: number): string {
+  return text.length > max ? `${printableValue(text.slice(0, max))}... (${text.length} characters)` : printableValue(text);
+}
+
 /** Whether a value holds characters `printable` would escape (a .env value cannot carry them safely). */
 export function hasControlCharacters(text: string): boolean {
   UNPRINTABLE.lastIndex = 0;

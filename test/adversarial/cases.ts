@@ -134,6 +134,24 @@ export const CONTRACT_CASES: ContractCase[] = [
     fragment: 'label key "a b": its name must be',
   },
   { name: "binary garbage", contract: "\u0000\u0001\u0002\u00ff\ufffe", exit: 2, fragment: "holds a NUL byte (line 1): it is not a text file" },
+  {
+    name: "1 MiB of unclosed brackets (issue 28 #6: the parser peaked near 1 GB)",
+    contract: `version: 1\nendpoints: ${"[".repeat(2 ** 20 - 64)}`,
+    exit: 2,
+    fragment: ":2:112: (yaml): nested more than 100 levels deep: flatten the document",
+  },
+  {
+    name: "blocks nested 150 deep",
+    contract: `version: 1\nendpoints:\n${Array.from({ length: 150 }, (_, i) => `${" ".repeat(i + 1)}k:`).join("\n")}\n`,
+    exit: 2,
+    fragment: "(yaml): nested more than 100 levels deep",
+  },
+  {
+    name: "200,000 tiny values",
+    contract: `version: 1\nx: [${"1,".repeat(200_000)}]\n`,
+    exit: 2,
+    fragment: "(yaml): more than 100000 values: too large to read",
+  },
 ];
 
 /** `exposure status --stack bench` against this snapshot file (read by the snapshot adapter). */
@@ -146,6 +164,18 @@ export interface SnapshotCase {
 
 export const SNAPSHOT_CASES: SnapshotCase[] = [
   { name: "alias bomb", snapshot: `kind: List\nitems: []\n${bomb(6)}`, exit: 1, fragment: "Excessive alias count" },
+  {
+    name: "6 MiB of unclosed brackets (issue 28 #6: 4.3 GB, then V8 aborted)",
+    snapshot: `kind: List\nitems: ${"[".repeat(6 * 2 ** 20)}`,
+    exit: 1,
+    fragment: ":2:108: cluster snapshot refused: nested more than 100 levels deep: flatten the document",
+  },
+  {
+    name: "a second document of 1.1 million tiny values",
+    snapshot: `kind: List\nitems: []\n---\n- [${"1,".repeat(1_100_000)}]\n`,
+    exit: 1,
+    fragment: "cluster snapshot refused: more than 1000000 values: too large to read",
+  },
   { name: "YAML syntax error", snapshot: "kind: List\nitems: [\n", exit: 1, fragment: "is not valid YAML" },
   { name: "a Service without metadata", snapshot: "kind: Service\nspec: {}\n", exit: 1, fragment: "metadata: required field is missing" },
   {
@@ -240,6 +270,12 @@ export const API_CASES: ApiCase[] = [
   { name: "HTTP 500 with a body", services: { status: 500, raw: true, body: "secret-looking-body" }, exit: 1, fragment: "failed with HTTP 500" },
   { name: "HTTP 401", services: { status: 401, body: {} }, exit: 1, fragment: "(401)" },
   { name: "HTTP 403", services: { status: 403, body: {} }, exit: 1, fragment: "(403)" },
+  {
+    name: "HTTP 429 on every try (tried again within the timeout, then one line)",
+    services: { status: 429, headers: { "retry-after": "0" }, body: {} },
+    exit: 1,
+    fragment: "answered services with HTTP 429 (too many requests)",
+  },
   { name: "never answers", services: "hang", exit: 1, fragment: "did not answer services within 0.5s" },
   // Issue 23 #6: the read is refused within one budget shared by every answer in flight (peak RSS: test/kube-live-memory.test.ts).
   { name: "an endless JSON body", services: "endless", timeoutSeconds: 10, exit: 1, fragment: "answered services with more than 32 MiB" },
@@ -309,6 +345,12 @@ export const FLAG_CASES: FlagCase[] = [
   { name: "check on /dev/zero", argv: ["check", "/dev/zero"], exit: 2, fragment: "it is a device" },
   { name: "check on a missing file", argv: ["check", "/nonexistent/contract.yaml"], exit: 2, fragment: "contract file not found" },
   { name: "access --stop with a path stack", argv: ["access", "--stack", "../x", "--stop"], exit: 2, fragment: "--stack must be a stack name" },
+  {
+    name: "access --forward with a path as the Lima instance (issue 28 #10: ssh -F read that folder's config)",
+    argv: ["access", "--stack", "bench", "--forward", "--no-dotenv", "--lima-instance", "../../evil"],
+    exit: 2,
+    fragment: "--lima-instance must be a Lima instance name",
+  },
   { name: "kubectl's -o json (issue 23)", argv: ["status", "--stack", "bench", "-o", "json"], exit: 2, fragment: "for JSON output, use --json" },
   { name: "completion for a shell it does not support (issue 23)", argv: ["completion", "fish"], exit: 2, fragment: "no completion for 'fish': bash or zsh" },
   { name: "version with an argument", argv: ["version", "--json"], exit: 2, fragment: "exposure version: takes nothing" },
@@ -335,6 +377,8 @@ export const FLAG_CASES: FlagCase[] = [
 export interface OutputsCase {
   name: string;
   outputs: string;
+  /** The uid of the live argocd-nodeport Service (none by default). */
+  liveUid?: string;
   exit: number;
   fragment: string;
 }
@@ -352,6 +396,23 @@ export const OUTPUTS_CASES: OutputsCase[] = [
     fragment: "endpoints.argocd.nodePort: expected a number",
   },
   { name: "published endpoints as a list", outputs: '{"endpoints":[]}', exit: 1, fragment: "endpoints: expected a map" },
+  {
+    name: "a line break in a published url (issue 28 #11: it forged a table row)",
+    outputs: JSON.stringify({
+      endpoints: {
+        argocd: { service: "argocd-nodeport", nodePort: 31001, url: "http://127.0.0.9:31001\nforged    nodePort  x  1  31001  http://evil/  MATCH" },
+      },
+    }),
+    exit: 3,
+    fragment: "http://127.0.0.9:31001\\x0aforged",
+  },
+  {
+    name: "a 15 MiB published uid (issue 28 #11: it became a 15 MiB line)",
+    outputs: JSON.stringify({ endpoints: { argocd: { service: "argocd-nodeport", nodePort: 31001, uid: `u${"x".repeat(15 * 2 ** 20)}` } } }),
+    liveUid: "0d1b8f9e-1111-2222-3333-000000000001",
+    exit: 3,
+    fragment: "... (15728641 characters)",
+  },
 ];
 
 /**
@@ -567,4 +628,26 @@ export const WORKLOAD_CASES: WorkloadCase[] = [
     exit: 3,
     fragment: `${REFUSE} 4\n`,
   },
+];
+
+/** A `Pulumi.<stack>.yaml` holding this text: `exposure status --stack <it>` (issue 28 #6). */
+export const STACK_FILE_TEXT_CASES: { name: string; text: string; exit: number; fragment: string }[] = [
+  {
+    name: "1 MiB of unclosed brackets",
+    text: `config:\n  ui-exposure:entries: ${"[".repeat(2 ** 20 - 64)}`,
+    exit: 1,
+    fragment: ":2:124: stack file refused: nested more than 100 levels deep: flatten the document",
+  },
+  { name: "200,000 tiny values", text: `config:\n  x: [${"1,".repeat(200_000)}]\n`, exit: 1, fragment: "stack file refused: more than 100000 values" },
+];
+
+/** A kubeconfig holding this text, read for `exposure status` (issue 28 #6). */
+export const KUBECONFIG_CASES: { name: string; text: string; exit: number; fragment: string }[] = [
+  {
+    name: "6 MiB of unclosed brackets",
+    text: `apiVersion: v1\nclusters: ${"[".repeat(6 * 2 ** 20)}`,
+    exit: 1,
+    fragment: ":2:111: kubeconfig refused: nested more than 100 levels deep: flatten the document",
+  },
+  { name: "2.2 million tiny values", text: `apiVersion: v1\nclusters: [${"1,".repeat(2_200_000)}]\n`, exit: 1, fragment: "kubeconfig refused: more than" },
 ];

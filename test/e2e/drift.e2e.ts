@@ -82,6 +82,28 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
 
   afterAll(() => stopPlatform({ cluster, sandbox }));
 
+  it("up refuses an entry whose Service is labelled as another ui-exposure stack's, naming that stack instead of suggesting a delete", async () => {
+    await cluster.core.createNamespacedService({
+      namespace: "monitoring",
+      body: {
+        metadata: { name: "grafana-nodeport", labels: { ...OUR_LABELS, "ui-exposure.io/entry": "grafana", "ui-exposure.io/stack": "team-b" } },
+        spec: { type: "NodePort", selector: { "app.kubernetes.io/name": "grafana" }, ports: [{ name: "http", port: 80, targetPort: 3000 }] },
+      },
+    });
+    try {
+      const refused = sandbox.pulumi(["up", "--yes"]);
+      expect(refused.code, summary(refused)).not.toBe(0);
+      const text = refused.stdout + refused.stderr;
+      expect(text).toContain(
+        "entry 'grafana': Service monitoring/grafana-nodeport is labelled as published by ui-exposure stack 'team-b', and stack 'sandbox' did not create it",
+      );
+      expect(text).not.toContain("delete service grafana-nodeport");
+      expect(await svc("argocd", "argocd-nodeport")).toBeUndefined();
+    } finally {
+      await cluster.core.deleteNamespacedService({ namespace: "monitoring", name: "grafana-nodeport" });
+    }
+  });
+
   it("up refuses to take over a pre-existing <entry>-nodeport (even labelled as ours), changes nothing, and prints the exact adoption command, which works", async () => {
     // Someone made monitoring/grafana-nodeport by hand, copying our labels.
     await cluster.core.createNamespacedService({

@@ -4,7 +4,11 @@ import * as http from "node:http";
 import type * as net from "node:net";
 
 /** "endless": a 200 whose JSON body never ends (a list whose items keep coming), sent as fast as the client reads. */
-export type FakeAnswer = { status?: number; body: unknown; raw?: false } | { status?: number; body: string; raw: true } | "hang" | "endless";
+export type FakeAnswer =
+  | { status?: number; body: unknown; raw?: false; headers?: Record<string, string> }
+  | { status?: number; body: string; raw: true; headers?: Record<string, string> }
+  | "hang"
+  | "endless";
 
 /** Streams `{"kind":"List","items":[{...},{...},...` until the client goes away. */
 export function streamEndlessList(res: http.ServerResponse): void {
@@ -34,14 +38,21 @@ export interface FakeApi {
   close(): Promise<void>;
 }
 
-/** `answers`: URL path (without query) -> answer; other paths answer `otherwise`, by default 404 with a Status. */
-export async function startFakeApi(answers: Record<string, FakeAnswer>, opts: { otherwise?: FakeAnswer } = {}): Promise<FakeApi> {
+/**
+ * `answers`: URL path (without query) -> answer, or answers given in turn (the last one repeats);
+ * other paths answer `otherwise`, by default 404 with a Status.
+ */
+export async function startFakeApi(answers: Record<string, FakeAnswer | FakeAnswer[]>, opts: { otherwise?: FakeAnswer } = {}): Promise<FakeApi> {
+  const served = new Map<string, number>();
   const requests: string[] = [];
   const sockets = new Set<net.Socket>();
   const server = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     requests.push(path);
-    const answer = answers[path] ?? opts.otherwise;
+    const given = answers[path];
+    const turn = served.get(path) ?? 0;
+    served.set(path, turn + 1);
+    const answer = (Array.isArray(given) ? given[Math.min(turn, given.length - 1)] : given) ?? opts.otherwise;
     if (answer === "hang") return; // accepted, never answered
     if (answer === "endless") return streamEndlessList(res);
     if (!answer) {
@@ -49,7 +60,7 @@ export async function startFakeApi(answers: Record<string, FakeAnswer>, opts: { 
       res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", code: 404, reason: "NotFound" }));
       return;
     }
-    res.writeHead(answer.status ?? 200, { "content-type": "application/json" });
+    res.writeHead(answer.status ?? 200, { "content-type": "application/json", ...answer.headers });
     res.end(answer.raw ? answer.body : JSON.stringify(answer.body));
   });
   server.on("connection", (s) => {

@@ -9,6 +9,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { UserError } from "../../core/errors";
+import { entriesWithoutPortal } from "../../core/portal/spec";
+import { DEFAULT_PORTAL_NAMESPACE } from "../../core/settings";
+import { defaultContractPath, loadContractFile } from "../contract-file";
 import { dataPathSupport, findTool, runProcesses, stopRun } from "../datapath/datapath";
 import { PREFIX_PATTERN } from "../datapath/plan";
 import { freeLoopbackPort } from "../free-port";
@@ -445,6 +448,30 @@ async function deadParts(info: SandboxInfo & { rejected: string[] }): Promise<st
 }
 
 /**
+ * The sandbox stack: every exposed entry of the contract but the one mirroring the in-cluster
+ * portal's Service. The sandbox runs no in-cluster portal (its portal is the local `exposure
+ * portal` it prints), so only a stand-in would answer that URL, with a stand-in's text.
+ */
+export function sandboxStackFile(projectDir: string): string {
+  const contractPath = defaultContractPath(projectDir);
+  const contract = loadContractFile(contractPath, path.relative(process.cwd(), contractPath) || contractPath);
+  const entries = entriesWithoutPortal(contract, DEFAULT_PORTAL_NAMESPACE);
+  if (entries.length === 0) throw new Error(`${contractPath} exposes no entry but the portal: the sandbox has nothing to publish`);
+  return [
+    STACK_HEADER,
+    "# The sandbox stack: every exposed entry of the contract, Cilium left as it is (cohabit).",
+    "# Not the portal's entry: the sandbox's portal is the local one it prints, not an in-cluster pod.",
+    "config:",
+    `  kubernetes:context: ${SANDBOX_CONTEXT}`,
+    "  ui-exposure:entries:",
+    ...entries.map((e) => `    - ${e}`),
+    "  ui-exposure:cilium:",
+    "    mode: cohabit",
+    "",
+  ].join("\n");
+}
+
+/**
  * Starts the sandbox. When one runs already: nothing is restarted; if an entry is broken (its
  * Service deleted or changed, its stand-in gone), the missing stand-ins are put back and the
  * stack's `pulumi up` runs, and what still is wrong after that fails the command with its remedy.
@@ -616,20 +643,7 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
 
   // 3. The stack file and the stand-in platform.
   t0 = Date.now();
-  fs.writeFileSync(
-    file,
-    [
-      STACK_HEADER,
-      "# The sandbox stack: every exposed entry of the contract, Cilium left as it is (cohabit).",
-      "config:",
-      `  kubernetes:context: ${SANDBOX_CONTEXT}`,
-      "  ui-exposure:entries: all",
-      "  ui-exposure:cilium:",
-      "    mode: cohabit",
-      "",
-    ].join("\n"),
-    { flag: "wx" },
-  );
+  fs.writeFileSync(file, sandboxStackFile(projectDir), { flag: "wx" });
   info.stackFileSha256 = sha256(file);
   save();
   const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });

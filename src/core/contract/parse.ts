@@ -1,8 +1,9 @@
-import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit, type YAMLError } from "yaml";
+import { type Document, isMap, isPair, isScalar, isSeq, type Node, visit, type YAMLError } from "yaml";
 import type * as z from "zod/mini";
 import { UserError } from "../errors";
 import { EXIT } from "../findings";
 import { printableValue } from "../text";
+import { parseYamlBounded, SMALL_YAML_VALUES } from "../yaml";
 import { type Contract, contractSchema, FORBIDDEN_KEYS } from "./schema";
 
 /** Aliases a YAML document may expand (an alias bomb expands billions); beyond it the file is refused. */
@@ -54,18 +55,16 @@ export function formatPath(segments: readonly PropertyKey[]): string {
  * keys, schema) and reported at once with its position; nothing partial is returned.
  */
 export function parseContract(text: string, file: string): Contract {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES }, { single: true });
   const pos = (offset: number | undefined) => {
-    const { line, col } = lineCounter.linePos(offset ?? 0);
+    const { line, col } = parsed.lineCounter.linePos(offset ?? 0);
     return { line, col };
   };
+  // Too deep or too large to build: one problem, before anything is built from it.
+  if (parsed.refused) throw new ContractError(file, [{ ...pos(parsed.refused.offset), path: "(yaml)", message: parsed.refused.message }]);
+  const doc = parsed.docs[0] as Document.Parsed;
 
   if (doc.errors.length > 0) {
-    // Nesting deeper than the parser's stack: one problem, not the hundreds of unclosed
-    // brackets that follow from it.
-    const tooDeep = doc.errors.find((e) => /Maximum call stack size exceeded/.test(e.message));
-    if (tooDeep) throw new ContractError(file, [{ ...pos(tooDeep.pos[0]), path: "(yaml)", message: "nested too deeply for a contract: flatten the document" }]);
     const seen = new Set<string>();
     const problems = doc.errors
       .map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: yamlErrorMessage(doc, e) }))

@@ -1,6 +1,6 @@
-import { LineCounter, parseAllDocuments } from "yaml";
 import { YAML_MAX_ALIASES } from "../contract/parse";
 import { UserError } from "../errors";
+import { parseYamlBounded, SNAPSHOT_YAML_VALUES } from "../yaml";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "./types";
 import { checkSnapshotDocument, formatObjectProblem, summarizeProblems } from "./validate";
 
@@ -74,15 +74,16 @@ export class SnapshotReader implements ClusterReader {
 
   /** A snapshot from its YAML text (`file` only names it in messages). */
   static parse(text: string, file: string): SnapshotReader {
-    const lineCounter = new LineCounter();
-    const docs = parseAllDocuments(text, { lineCounter });
+    const parsed = parseYamlBounded(text, { maxValues: SNAPSHOT_YAML_VALUES });
     const where = (offset: number | undefined) => {
-      const { line, col } = lineCounter.linePos(offset ?? 0);
+      const { line, col } = parsed.lineCounter.linePos(offset ?? 0);
       return `${file}:${line}:${col}`;
     };
+    if (parsed.refused) throw new UserError(`${where(parsed.refused.offset)}: cluster snapshot refused: ${parsed.refused.message}`);
+    const docs = parsed.docs;
     const objects: unknown[] = [];
     const problems: string[] = [];
-    for (const doc of Array.isArray(docs) ? docs : [docs]) {
+    for (const doc of docs) {
       const yamlError = doc.errors[0];
       if (yamlError) throw new UserError(`${where(yamlError.pos[0])}: cluster snapshot is not valid YAML: ${yamlError.message.split("\n")[0]}`);
       let value: unknown;

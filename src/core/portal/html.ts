@@ -32,6 +32,7 @@ th,td{text-align:left;vertical-align:top;padding:.5rem;border-bottom:1px solid v
 th{font-size:.85rem;color:var(--muted)}
 td small{display:block}
 .url,.ready{white-space:nowrap}
+.url .last{color:var(--muted)}
 .badge{display:inline-block;font-weight:600;font-size:.85rem;padding:.1rem .45rem;border-radius:4px;border:1px solid currentColor}
 .v-MATCH{color:var(--ok);background:var(--okbg)}
 .v-DRIFT{color:var(--warn);background:var(--warnbg)}
@@ -53,7 +54,8 @@ tr.group th{font-size:1rem;color:var(--fg);padding-top:1.25rem;border-bottom:2px
  tr.group{border:0;margin:1rem 0 .5rem;padding:0}
  tr.group th{display:block;padding:0;border:0}
  .url,.ready{white-space:normal}
- .url a{overflow-wrap:anywhere}
+ .url .host{overflow-wrap:anywhere}
+ .url .port{white-space:nowrap}
 }
 `;
 
@@ -101,10 +103,23 @@ export function formatAge(ms: number): string {
 const ageOf = (iso: string, now: Date) => formatAge(now.getTime() - new Date(iso).getTime());
 const timeTag = (iso: string, now: Date) => `<time datetime="${escapeHtml(iso)}" title="${escapeHtml(iso)}">${ageOf(iso, now)}</time>`;
 
+/**
+ * A URL as text that a narrow screen wraps between host and port only: `http://10.0.0.5` and
+ * `:31358` are kept whole (a bookmarked port split in two reads as another port), with a break
+ * opportunity between them; a host too long for the line (IPv6) may still break inside itself.
+ */
+export function urlText(url: string): string {
+  const m = /^([a-z][a-z0-9+.-]*:\/\/(?:\[[^\]]*\]|[^:/?#]*))(:\d+.*)$/i.exec(url);
+  if (!m) return escapeHtml(url);
+  return `<span class="host">${escapeHtml(m[1] ?? "")}</span><wbr><span class="port">${escapeHtml(m[2] ?? "")}</span>`;
+}
+
 function urlCell(e: PortalEntry): string {
   if (!e.exposed) return "<small>not exposed</small>";
-  if (linkable(e.url)) return `<a href="${escapeHtml(e.url)}">${escapeHtml(e.url)}</a>`;
-  return e.url ? `<span>${escapeHtml(e.url)}</span>` : "<small>no URL</small>";
+  if (linkable(e.url)) return `<a href="${escapeHtml(e.url)}">${urlText(e.url)}</a>`;
+  if (e.url) return `<span>${urlText(e.url)}</span>`;
+  if (e.lastPublishedUrl) return `<span class="last">${urlText(e.lastPublishedUrl)}</span><small>last published URL · not answering</small>`;
+  return "<small>no URL</small>";
 }
 
 /** Whether the entry's UI was probed and did not answer as the contract expects. */

@@ -1,7 +1,7 @@
 // What the in-cluster portal is made of, as plain data: components/portal.ts builds its
 // resources from these, and the planner (src/core/plan.ts) reads the same Service spec, so the
 // contract's `portal` entry is planned from exactly what the component will create.
-import { type Contract, isHostPortEntry } from "../contract/schema";
+import { type Contract, isHostPortEntry, isNodePortEntry } from "../contract/schema";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "../kube/types";
 
 /** The Service the contract's `portal` entry mirrors: a stable name, since the contract names it. */
@@ -79,6 +79,20 @@ export function portalRbacRules(opts: { hostPort: boolean }): PolicyRule[] {
 /** Whether the stack's selection holds a hostPort entry (then the portal lists Pods). */
 export function selectsHostPort(contract: Contract, selected: readonly string[] | "all"): boolean {
   return contract.endpoints.some((e) => isHostPortEntry(e) && (selected === "all" || selected.includes(e.name)));
+}
+
+/** Whether a Service `namespace/name` is the in-cluster portal's, for a portal in `portalNamespace`. */
+export function isPortalService(service: { namespace: string; name: string }, portalNamespace: string): boolean {
+  return service.namespace === portalNamespace && service.name === PORTAL_SERVICE_NAME;
+}
+
+/**
+ * The exposed entries a stack without the in-cluster portal can publish: every one but those
+ * mirroring the portal's Service (nothing would answer them but a stand-in; the sandbox's
+ * portal is the local `exposure portal`).
+ */
+export function entriesWithoutPortal(contract: Contract, portalNamespace: string): string[] {
+  return contract.endpoints.filter((e) => e.exposed && !(isNodePortEntry(e) && isPortalService(e.service, portalNamespace))).map((e) => e.name);
 }
 
 /** The portal's ClusterIP Service as the component creates it (and as the planner reads it). */

@@ -30,6 +30,11 @@ export interface PortalEntry extends ObservedEntry {
   group?: string;
   /** Absent when the entry has no URL to probe, or when probing is off. */
   reachability?: Reachability;
+  /**
+   * ABSENT entries only: the URL the last `up` published (the one users bookmarked), which does
+   * not answer now that its Service (or pod) is gone. Read back from the outputs: text, never a link.
+   */
+  lastPublishedUrl?: string;
 }
 
 /** What the portal shows (HTML) and serves (JSON): one observation of the cluster. */
@@ -101,7 +106,8 @@ export function buildPortalView(
   const entries = observation.entries.map((e): PortalEntry => {
     const group = groups.get(e.name);
     const probed = reachability?.byEntry?.get(e.name);
-    return { ...e, ...(group ? { group } : {}), ...(probed ? { reachability: probed } : {}) };
+    const last = e.verdict === "ABSENT" && !e.url ? src.published?.[e.name]?.url : undefined;
+    return { ...e, ...(group ? { group } : {}), ...(probed ? { reachability: probed } : {}), ...(last ? { lastPublishedUrl: last } : {}) };
   });
   return {
     generatedAt: at.generatedAt.toISOString(),

@@ -1,0 +1,123 @@
+// The one way this project parses YAML that came from outside (contract, cluster snapshot, stack
+// file; a kubeconfig is checked with it before client-node reads it): nesting depth and the number of values are bounded while the text is tokenised, before
+// anything is built from it. The parser builds nodes recursively and holds about 1 KB per value,
+// so 6 MiB of `[` or of `1,` would otherwise grow the process past its heap and abort it.
+import { Composer, CST, type Document, Lexer, LineCounter, Parser, YAMLParseError } from "yaml";
+
+/** Deepest nesting read (collections inside collections); a Kubernetes object nests about 15 deep. */
+export const YAML_MAX_DEPTH = 100;
+
+/** What one bounded parse may build. */
+export interface YamlBounds {
+  /** Values (scalars, aliases, collections, key/value and item indicators) in the whole text. */
+  maxValues: number;
+}
+
+/** Values a contract or a stack file may hold (a contract of 1000 entries holds about 20,000). */
+export const SMALL_YAML_VALUES = 100_000;
+/** Values a cluster snapshot may hold: about 9 MiB of `kubectl get pods -o yaml`; parsing the worst text within it (`[1,1,...]`) peaks near 1 GiB. */
+export const SNAPSHOT_YAML_VALUES = 1_000_000;
+
+/** A text refused before it was parsed: where, and why (one line). */
+export interface YamlRefusal {
+  offset: number;
+  message: string;
+}
+
+export type BoundedYaml = { docs: Document.Parsed[]; lineCounter: LineCounter; refused?: undefined } | { refused: YamlRefusal; lineCounter: LineCounter };
+
+class Refused extends Error {
+  constructor(readonly refusal: YamlRefusal) {
+    super(refusal.message);
+  }
+}
+
+const COUNTED = new Set<string | null>([
+  "scalar",
+  "single-quoted-scalar",
+  "double-quoted-scalar",
+  "block-scalar-header",
+  "alias",
+  "flow-map-start",
+  "flow-seq-start",
+  "seq-item-ind",
+  "map-value-ind",
+  "explicit-key-ind",
+]);
+
+/**
+ * The first limit the text passes, seen by the lexer alone: more than `maxValues` values, or flow
+ * collections (`[`, `{`) nested deeper than YAML_MAX_DEPTH. The lexer keeps nothing, so this costs
+ * time, not memory (the parser keeps every token of a document until the document ends).
+ * Block nesting needs the parser: boundedTokens checks it.
+ */
+function lexicalRefusal(text: string, maxValues: number): YamlRefusal | undefined {
+  let values = 0;
+  let flowDepth = 0;
+  let offset = 0;
+  for (const lexeme of new Lexer().lex(text, false)) {
+    const type = CST.tokenType(lexeme);
+    if (COUNTED.has(type) && ++values > maxValues) return { offset, message: `more than ${maxValues} values: too large to read` };
+    if (type === "flow-map-start" || type === "flow-seq-start") {
+      if (++flowDepth > YAML_MAX_DEPTH) return { offset, message: TOO_DEEP };
+    } else if (type === "flow-map-end" || type === "flow-seq-end") flowDepth = Math.max(0, flowDepth - 1);
+    // Markers the lexer adds (document start, flow end, a scalar follows) are not in the text.
+    if (lexeme !== CST.DOCUMENT && lexeme !== CST.FLOW_END && lexeme !== CST.SCALAR) offset += lexeme.length;
+  }
+  return undefined;
+}
+
+const TOO_DEEP = `nested more than ${YAML_MAX_DEPTH} levels deep: flatten the document`;
+
+/** The parser's tokens for `text`, refusing (by throwing Refused) nesting deeper than YAML_MAX_DEPTH. */
+function* boundedTokens(text: string, parser: Parser) {
+  for (const lexeme of new Lexer().lex(text, false)) {
+    yield* parser.next(lexeme);
+    // The parser's stack is the nesting being built: the document, each open collection, a scalar.
+    if (parser.stack.length > YAML_MAX_DEPTH + 2) {
+      throw new Refused({ offset: parser.offset, message: TOO_DEEP });
+    }
+  }
+  yield* parser.end();
+}
+
+/**
+ * Every document of `text` (`single`: exactly one, as `parseDocument` gives), parsed with
+ * yaml's own options, or a refusal when the text nests deeper than YAML_MAX_DEPTH or holds
+ * more than `bounds.maxValues` values. Syntax errors stay in each document's `errors`.
+ */
+export function parseYamlBounded(text: string, bounds: YamlBounds, opts: { single?: boolean; uniqueKeys?: boolean } = {}): BoundedYaml {
+  const lineCounter = new LineCounter();
+  const parser = new Parser(lineCounter.addNewLine);
+  lineCounter.addNewLine(0);
+  const composer = new Composer({ uniqueKeys: opts.uniqueKeys ?? true });
+  const docs: Document.Parsed[] = [];
+  const refused = lexicalRefusal(text, bounds.maxValues);
+  if (refused) return { refused, lineCounter: lineCounterOf(text, refused.offset) };
+  try {
+    for (const doc of composer.compose(boundedTokens(text, parser), opts.single === true, text.length)) {
+      if (opts.single && docs.length === 1) {
+        docs[0]?.errors.push(multipleDocs(doc));
+        break;
+      }
+      docs.push(doc);
+    }
+  } catch (err) {
+    if (err instanceof Refused) return { refused: err.refusal, lineCounter };
+    throw err;
+  }
+  return { docs, lineCounter };
+}
+
+/** Line starts of `text` up to `offset`, for a refusal's position. */
+function lineCounterOf(text: string, offset: number): LineCounter {
+  const lines = new LineCounter();
+  lines.addNewLine(0);
+  for (let nl = text.indexOf("\n"); nl !== -1 && nl < offset; nl = text.indexOf("\n", nl + 1)) lines.addNewLine(nl + 1);
+  return lines;
+}
+
+function multipleDocs(doc: Document.Parsed): YAMLParseError {
+  // The same error parseDocument reports for a second document.
+  return new YAMLParseError([doc.range[0], doc.range[1]], "MULTIPLE_DOCS", "Source contains multiple documents; please use YAML.parseAllDocuments()");
+}

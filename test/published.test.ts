@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import { PUBLISHED_TEXT_MAX, parsePublishedEndpoints } from "../src/core/published";
+
+describe("parsePublishedEndpoints", () => {
+  it("keeps what up publishes as it is", () => {
+    const written = { argocd: { service: "argocd-nodeport", nodePort: 31001, url: "http://10.0.0.5:31001", uid: "0d1b8f9e-1111-2222-3333-000000000001" } };
+    expect(parsePublishedEndpoints(written, "outputs")).toEqual(written);
+  });
+
+  it("escapes and cuts the texts the reports print (issue 28 #11)", () => {
+    const forged = parsePublishedEndpoints(
+      { a: { url: "http://x:1\nforged row", service: "s\u001b[2J", uid: "u".repeat(PUBLISHED_TEXT_MAX + 10), extra: "kept" } },
+      "outputs",
+    );
+    expect(forged.a).toEqual({
+      url: "http://x:1\\x0aforged row",
+      service: "s\\x1b[2J",
+      uid: `${"u".repeat(PUBLISHED_TEXT_MAX)}... (${PUBLISHED_TEXT_MAX + 10} characters)`,
+      extra: "kept",
+    });
+  });
+});
