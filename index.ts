@@ -8,7 +8,7 @@ import { asRunError, declareStack } from "./components/program";
 
 /**
  * Pulumi.yaml's folder: this file's when it runs from the sources, else the closest above it
- * (compiled, it runs as dist/src/infra/stack-program.cjs; scripts/build.cjs).
+ * (compiled, it runs as dist/bundles/program/stack-program.cjs; scripts/build.cjs).
  */
 function findProjectDir(): string {
   for (let dir = __dirname; ; dir = path.dirname(dir)) {

@@ -1,10 +1,9 @@
-// Part 6: from `pulumi up` returning to the first answer through the real data path
-// (test/support/datapath-platform.ts: two nodes and their pods as network namespaces, kube-proxy in
-// nftables mode, EndpointSlices from the real controller). Needs root; says why when it cannot.
+// From `pulumi up` returning to the first answer through the real data path (test/support/datapath-platform.ts:
+// nodes and pods as network namespaces, kube-proxy, the real controller). Needs root; says why when it cannot.
 import { dataPathSupport } from "../src/adapters/datapath/datapath";
 import { expectedAnswers, LINEAGE, startDataPathPlatform, summary, uiOf } from "../test/support/datapath-platform";
 import { toolchainBin } from "../test/support/harness";
-import { median } from "./stats";
+import { median, ms, table } from "./stats";
 
 export interface DataPathRound {
   /** `pulumi up --skip-preview` of the whole stack (8 entries: 7 NodePort Services, 1 hostPort). */
@@ -36,7 +35,7 @@ export async function measureDataPath(opts: { rounds: number; log: (m: string) =
         const d = p.sandbox.pulumi(["destroy", "--yes", "--skip-preview"]);
         if (d.code !== 0) throw new Error(`pulumi destroy failed: ${summary(d)}`);
       }
-      opts.log(`part 6: data path, round ${i + 1}/${opts.rounds}: pulumi up`);
+      opts.log(`datapath: round ${i + 1}/${opts.rounds}: pulumi up`);
       const up = p.sandbox.pulumi(["up", "--yes", "--skip-preview"]);
       const returned = Date.now();
       if (up.code !== 0) throw new Error(`pulumi up failed: ${summary(up)}`);
@@ -74,4 +73,21 @@ export async function measureDataPath(opts: { rounds: number; log: (m: string) =
     medianAllAnswersMs: median(rounds.map((r) => r.allAnswersMs)),
     platformReadyMs: p.timings.platformReadyMs ?? 0,
   };
+}
+
+export function dataPathMarkdown(d: DataPathBench | { skipped: string }): string {
+  const title = "## From `pulumi up` returning to the URLs answering";
+  if ("skipped" in d) return `${title}\n\nNot measured: ${d.skipped}`;
+  return [
+    title,
+    "",
+    "The e2e's data path: two nodes and their pods as network namespaces, kube-proxy in nftables mode, EndpointSlices from the real controller, 8 entries (7 NodePort Services, 1 hostPort). After `pulumi up --skip-preview` returns, each URL is requested from the operator's namespace every 50 ms until it answers from its pod; `pulumi destroy` between rounds.",
+    "",
+    table(
+      ["round", "`pulumi up` (ms)", "up returned → first answer (ms)", "up returned → every URL answers (ms)"],
+      d.rounds.map((r, i) => [String(i + 1), ms(r.upMs), ms(r.firstAnswerMs), ms(r.allAnswersMs)]),
+    ),
+    "",
+    `Median: ${ms(d.medianFirstAnswerMs)} ms to the first answer, ${ms(d.medianAllAnswersMs)} ms to every URL. Platform set-up before the first up: ${ms(d.platformReadyMs)} ms.`,
+  ].join("\n");
 }

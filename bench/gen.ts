@@ -1,9 +1,7 @@
-// Generated platforms of any size: a contract, the vendored Services it mirrors, and the
-// snapshot objects (nodes, pods, cilium-config) the program reads. Deterministic, so two
-// runs (and the before/after of a fix) measure the same input.
+// Generated platforms of any size: a contract, the vendored Services it mirrors, the pods and
+// nodes behind them. Deterministic, so two runs measure the same input.
 import { stringify } from "yaml";
 import {
-  type ConfigMap,
   ENTRY_LABEL,
   type EndpointSlice,
   MANAGED_BY_LABEL,
@@ -24,12 +22,8 @@ export interface GeneratedEntry {
   exposed: boolean;
 }
 
-/** Ten entries per namespace, the way teams group their UIs. */
+/** Ten entries per namespace; one in 20 on a hostPort (the 5th: even 9 entries have one); every 25th not exposed. */
 const PER_NAMESPACE = 10;
-/**
- * One entry in 20 is an in-house brick on a hostPort (the 5th of each twenty, so even the
- * 9-entry platform has one and every size lists Pods); every 25th is not exposed (it only feeds the .env).
- */
 const HOST_PORT_EVERY = 20;
 const HOST_PORT_AT = 4;
 const NOT_EXPOSED_EVERY = 25;
@@ -102,28 +96,6 @@ function uiPod(e: GeneratedEntry, i: number): Pod {
       containers: [{ name: "ui", ports: [{ containerPort: 8080, ...(e.hostPort ? { hostPort: e.hostPort } : {}) }] }],
     },
     status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
-  };
-}
-
-const ciliumConfig: ConfigMap = {
-  apiVersion: "v1",
-  kind: "ConfigMap",
-  metadata: { name: "cilium-config", namespace: "kube-system" },
-  data: { "kube-proxy-replacement": "true", "enable-lb-ipam": "false" },
-};
-
-/** What `kubectl get svc,nodes,pods,cm -A -o yaml` would print for this platform before the first `up`. */
-export function snapshotObjects(entries: readonly GeneratedEntry[]): unknown[] {
-  return [...BENCH_NODES.map(node), ciliumConfig, ...entries.filter(hasService).map(vendoredService), ...entries.map(uiPod)];
-}
-
-/** Stack config, flat as the engine hands it over: every exposed entry listed by name, as the bench stack does. */
-export function stackConfig(entries: readonly GeneratedEntry[], contractFile: string): Record<string, string> {
-  return {
-    "kubernetes:context": "bench",
-    "ui-exposure:contract": contractFile,
-    "ui-exposure:entries": JSON.stringify(entries.filter((e) => e.exposed).map((e) => e.name)),
-    "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }),
   };
 }
 

@@ -5,14 +5,13 @@
 // scrape does), scrapes that join a fresh read, and the floor (/healthz) in the same run: the
 // latency, the portal's CPU time, the API server's bytes and LIST calls, the body's size.
 //
-//   npx tsx bench/metrics-scrape.ts        # this part alone (or npm run bench -- --only metrics)
+//   npx tsx bench/metrics-scrape.ts        # this part alone, printed (or npm run bench -- --only metrics)
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fakeApiServer, load, rssOf, startPortalProcess, writeBundle } from "./portal-load";
 import { round } from "./stats";
 
-const projectDir = path.resolve(__dirname, "..");
 const AUDIT_SECONDS = 5;
 
 /** CPU time (user + system) of a process so far, in ms (Linux /proc; clock ticks of 10 ms). */
@@ -110,24 +109,32 @@ export async function measureScrapes(opts: { services: number; cold: number; war
   }
 }
 
-/** Prints the figures and writes test-output/metrics-scrape.json; docs/monitoring.md quotes a run. */
-export async function benchMetricsScrape(only: string | undefined, log: (m: string) => void): Promise<void> {
-  if (only !== undefined && !only.split(",").some((p) => p.trim() === "metrics")) return;
-  const b = await measureScrapes({ services: 5_000, cold: 5, warm: 200, log });
-  fs.mkdirSync(path.join(projectDir, "test-output"), { recursive: true });
-  fs.writeFileSync(path.join(projectDir, "test-output/metrics-scrape.json"), `${JSON.stringify(b, null, 2)}\n`);
-  const line = (runs: ScrapeBench["coldScrapes"]) =>
-    runs.map((c) => `${c.latencyMs} ms, ${c.cpuMs} ms CPU, ${round(c.apiBytes / 2 ** 20, 2)} MiB from the API (${JSON.stringify(c.lists)})`).join("; ");
-  log(`metrics: ${b.services} Services; a scrape that reads the observation and the audit: ${line(b.coldScrapes)}`);
-  log(`metrics: a scrape that reads the observation only: ${line(b.observationScrapes)}`);
-  log(
-    `metrics: joining a fresh read: p50 ${b.warm.p50Ms} ms, p99 ${b.warm.p99Ms} ms, ${b.warm.cpuMsPerScrape} ms CPU per scrape; floor /healthz p50 ${b.floor.p50Ms} ms, p99 ${b.floor.p99Ms} ms, ${b.floor.cpuMsPerRequest} ms CPU; body ${b.bodyBytes} bytes; peak RSS ${b.rssPeakMiB} MiB (${b.cpus} CPUs, load ${b.loadAverage})`,
-  );
+const line = (runs: ScrapeBench["coldScrapes"]) =>
+  runs.map((c) => `${c.latencyMs} ms, ${c.cpuMs} ms CPU, ${round(c.apiBytes / 2 ** 20, 2)} MiB from the API (${JSON.stringify(c.lists)})`).join("; ");
+
+/** The section of docs/benchmarks.md (bench/run.ts, part `metrics`); docs/monitoring.md quotes a run. */
+export function scrapeMarkdown(b: ScrapeBench | { skipped: string }): string {
+  if ("skipped" in b)
+    return `## Prometheus scraping the portal
+
+Not measured: ${b.skipped}`;
+  return [
+    "## Prometheus scraping the portal",
+    "",
+    `The portal's own process (the bundle \`up\` ships) with the audit on, against a fake API server holding ${b.services.toLocaleString("en")} Services (\`bench/metrics-scrape.ts\`). The floor is \`/healthz\` in the same run.`,
+    "",
+    `- A scrape that reads the observation and the audit's cluster-wide lists (once per audit interval): ${line(b.coldScrapes)}.`,
+    `- A scrape that reads the observation only (what most 30 s scrapes do): ${line(b.observationScrapes)}.`,
+    `- ${b.warm.requests} scrapes joining a fresh read: p50 ${b.warm.p50Ms} ms, p99 ${b.warm.p99Ms} ms, ${b.warm.cpuMsPerScrape} ms CPU each; floor \`/healthz\`: p50 ${b.floor.p50Ms} ms, p99 ${b.floor.p99Ms} ms, ${b.floor.cpuMsPerRequest} ms CPU.`,
+    `- Body ${b.bodyBytes} bytes; the portal's peak RSS ${b.rssPeakMiB} MiB.`,
+  ].join("\n");
 }
 
 if (require.main === module) {
-  benchMetricsScrape("metrics", (m) => process.stderr.write(`[bench] ${m}\n`)).catch((err: unknown) => {
-    process.stderr.write(`metrics bench failed: ${(err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
-  });
+  measureScrapes({ services: 5_000, cold: 5, warm: 200, log: (m) => process.stderr.write(`[bench] ${m}\n`) })
+    .then((b) => process.stdout.write(`${scrapeMarkdown(b)}\n`))
+    .catch((err: unknown) => {
+      process.stderr.write(`metrics bench failed: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    });
 }

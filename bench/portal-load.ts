@@ -1,10 +1,9 @@
-// Part 5: the portal under load (issue 13). A fake API server on loopback holds 5,000
-// Services with their EndpointSlices (about 10 MB of JSON, like the cluster where 286 of
-// 300 loads used to time out); the portal runs as its own process (the bundle `up` ships,
-// run with plain node) against it through a kubeconfig, and 2,000 page loads arrive 50 at
-// a time. Measured: latency percentiles, errors, the LIST calls the API server received
-// (per read interval), the portal's peak RSS. The floor is the same load on /healthz (no
-// cluster read, no rendering), in the same run. Everything stays on 127.0.0.0/8.
+// The portal under load. A fake API server on loopback holds 5,000 Services with their
+// EndpointSlices (about 10 MB of JSON); the portal runs as its own process (the bundle `up`
+// ships, run with plain node) against it through a kubeconfig, and 2,000 page loads arrive 50
+// at a time. Measured: latency percentiles, errors, the LIST calls the API server received, the
+// portal's peak RSS. The floor is the same load on /healthz (no cluster read, no page), in the
+// same run. Everything stays on 127.0.0.0/8.
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
@@ -16,22 +15,18 @@ import type { EndpointSlice, Service } from "../src/core/kube/types";
 import { PORTAL_FILES } from "../src/core/portal/spec";
 import { answerList, type RecordedCluster } from "../test/support/portal-fixtures";
 import { afterUpObjects, contractYaml, generateEntries } from "./gen";
-import { round } from "./stats";
+import { round, table } from "./stats";
 
 const projectDir = path.resolve(__dirname, "..");
 const SERVICES_PATH = "/api/v1/services";
 /** One cluster read lists the Nodes once: the count of read sets. */
 const NODES_PATH = "/api/v1/nodes";
-const START_MARK = "<!-- portal-load:start -->";
-const END_MARK = "<!-- portal-load:end -->";
 
 export interface LoadRun {
   path: string;
   requests: number;
   concurrency: number;
   errors: number;
-  /** Status codes other than 200, by code. */
-  statuses: Record<string, number>;
   p50Ms: number;
   p95Ms: number;
   p99Ms: number;
@@ -48,8 +43,6 @@ export interface PortalLoadBench {
   listBytes: number;
   readIntervalMs: number;
   shared: LoadRun;
-  /** The same portal with PORTAL_READ_INTERVAL_SECONDS=0: only loads in flight together share a read. */
-  unshared: LoadRun;
   floor: LoadRun;
   /** LIST sets (one call per kind) allowed by "at most one per interval" over the shared run. */
   allowedSets: number;
@@ -182,7 +175,6 @@ export async function load(url: string, requests: number, concurrency: number, c
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const before = { ...counts };
   const latencies: number[] = [];
-  const statuses: Record<string, number> = {};
   let errors = 0;
   let next = 0;
   const one = () =>
@@ -192,17 +184,13 @@ export async function load(url: string, requests: number, concurrency: number, c
         res.resume();
         res.on("end", () => {
           latencies.push(performance.now() - t0);
-          if (res.statusCode !== 200) {
-            errors++;
-            statuses[String(res.statusCode)] = (statuses[String(res.statusCode)] ?? 0) + 1;
-          }
+          if (res.statusCode !== 200) errors++;
           resolve();
         });
       });
       req.on("timeout", () => req.destroy(new Error("timeout")));
       req.on("error", () => {
         errors++;
-        statuses.network = (statuses.network ?? 0) + 1;
         latencies.push(performance.now() - t0);
         resolve();
       });
@@ -223,7 +211,6 @@ export async function load(url: string, requests: number, concurrency: number, c
     requests,
     concurrency,
     errors,
-    statuses,
     p50Ms: round(percentile(sorted, 50)),
     p95Ms: round(percentile(sorted, 95)),
     p99Ms: round(percentile(sorted, 99)),
@@ -258,7 +245,7 @@ export async function measurePortalLoad(opts: { services: number; requests: numb
     const loadAtStart = round(os.loadavg()[0] ?? 0);
     const loader = writeBundle(dir);
     const readIntervalMs = 2_000;
-    opts.log(`part 5: portal load, ${api.services} Services (${round(api.listBytes / 2 ** 20)} MiB of lists), ${opts.requests} loads at ${opts.concurrency}`);
+    opts.log(`portal: load, ${api.services} Services (${round(api.listBytes / 2 ** 20)} MiB of lists), ${opts.requests} loads at ${opts.concurrency}`);
     const shared = await startPortalProcess(loader, env(String(readIntervalMs / 1000)));
     children.push(shared.child);
     const pid = shared.child.pid as number;
@@ -274,20 +261,12 @@ export async function measurePortalLoad(opts: { services: number; requests: numb
     const peak = rssOf(pid);
     shared.child.kill("SIGTERM");
 
-    opts.log("part 5: the same portal with no read interval (only loads in flight together share a read)");
-    const unsharedPortal = await startPortalProcess(loader, env("0"));
-    children.push(unsharedPortal.child);
-    await load(unsharedPortal.url, 1, 1, api.counts);
-    const unshared = await load(unsharedPortal.url, Math.min(500, opts.requests), opts.concurrency, api.counts);
-    unsharedPortal.child.kill("SIGTERM");
-
     return {
       services: api.services,
       endpointSlices: api.slices,
       listBytes: api.listBytes,
       readIntervalMs,
       shared: sharedRun,
-      unshared,
       floor,
       allowedSets: Math.ceil(sharedRun.durationMs / readIntervalMs) + 1,
       apiBytesShared,
@@ -304,60 +283,33 @@ export async function measurePortalLoad(opts: { services: number; requests: numb
   }
 }
 
-/** The markdown section (between markers in docs/benchmarks.md). */
-export function portalLoadSection(b: PortalLoadBench): string {
-  const row = (label: string, r: LoadRun) =>
-    `| ${label} | \`${r.path}\` | ${r.requests} | ${r.concurrency} | ${r.errors} | ${r.p50Ms} | ${r.p95Ms} | ${r.p99Ms} | ${r.maxMs} | ${r.durationMs} | ${r.lists[NODES_PATH] ?? 0} |`;
-  const sets = b.shared.lists[NODES_PATH] ?? 0;
+/** The section of docs/benchmarks.md. */
+export function portalLoadMarkdown(b: PortalLoadBench | { skipped: string }): string {
+  const title = "## The portal under load";
+  if ("skipped" in b) return `${title}\n\nNot measured: ${b.skipped}`;
+  const row = (label: string, r: LoadRun) => [
+    label,
+    `\`${r.path}\``,
+    String(r.requests),
+    String(r.concurrency),
+    String(r.errors),
+    String(r.p50Ms),
+    String(r.p95Ms),
+    String(r.p99Ms),
+    String(r.maxMs),
+    String(r.durationMs),
+    String(r.lists[NODES_PATH] ?? 0),
+  ];
   return [
-    START_MARK,
-    "## 5. The portal under load (issue 13)",
+    title,
     "",
-    `A fake API server on loopback holds ${b.services.toLocaleString("en")} Services and ${b.endpointSlices.toLocaleString("en")} EndpointSlices (${round(b.listBytes / 2 ** 20)} MiB of JSON in the two cluster-wide lists; 200 of the Services share the platform's namespace). The portal reads only what its verdicts need (the entries' namespaces, our labelled Services, their EndpointSlices by label selector, the Nodes: \`src/core/portal/scoped-read.ts\`), at most once per interval, shared by every load. The portal runs as its own process from the exact files \`up\` ships in its ConfigMap (loader + gzipped bundle, plain \`node\`), reads the API through a kubeconfig with the real client library, and probes the published URLs (loopback only). \`bench/portal-load.ts\`.`,
+    `A fake API server on loopback holds ${b.services} Services and ${b.endpointSlices} EndpointSlices (${round(b.listBytes / 2 ** 20)} MiB in the two cluster-wide lists). The portal runs as its own process from the files \`up\` ships in its ConfigMap, reads through a kubeconfig and probes the published URLs (loopback). ${b.cpus} CPUs, load average ${b.loadAverage} at the start.`,
     "",
-    `Machine: ${b.cpus} CPUs, 1-minute load average ${b.loadAverage} when the part started (the floor row shows what that load costs any request).`,
+    table(
+      ["run", "path", "requests", "concurrency", "errors", "p50 (ms)", "p95 (ms)", "p99 (ms)", "max (ms)", "wall (ms)", "cluster reads (LIST sets)"],
+      [row(`page, reads shared (${b.readIntervalMs / 1000} s interval)`, b.shared), row("floor: /healthz", b.floor)],
+    ),
     "",
-    "| run | path | requests | concurrency | errors | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | wall (ms) | cluster reads (LIST sets) |",
-    "|---|---|---|---|---|---|---|---|---|---|---|",
-    row(`shared reads, ${b.readIntervalMs / 1000} s interval (default)`, b.shared),
-    row("read interval 0 (only concurrent loads share)", b.unshared),
-    row("floor: /healthz (no cluster read, no page)", b.floor),
-    "",
-    `- **Errors:** ${b.shared.errors} of ${b.shared.requests}${b.shared.errors ? ` (${JSON.stringify(b.shared.statuses)})` : ""}. **p99:** ${b.shared.p99Ms} ms (target <= 500 ms; ${round(b.shared.p99Ms / Math.max(b.floor.p99Ms, 0.1))}x the /healthz floor).`,
-    `- **API traffic:** ${round(b.apiBytesShared / 2 ** 20, 2)} MiB sent by the API server for the ${b.shared.requests} loads (one cluster-wide read of both lists is ${round(b.listBytes / 2 ** 20)} MiB).`,
-    `- **LIST calls:** ${sets} sets (${JSON.stringify(b.shared.lists)}) over ${round(b.shared.durationMs / 1000)} s, at most ${b.allowedSets} allowed by "one set per ${b.readIntervalMs / 1000} s interval": ${sets <= b.allowedSets ? "**within the target**" : "**above the target**"}. Without sharing, 2,000 loads used to cost 6,000 LIST calls.`,
-    `- **Memory:** the portal process held ${b.rssIdleMiB} MiB RSS after its first load and peaked at ${b.rssPeakMiB} MiB during the run (the Deployment's limit is 256 Mi).`,
-    END_MARK,
-    "",
+    `API server sent ${round(b.apiBytesShared / 2 ** 20, 2)} MiB for the ${b.shared.requests} loads (at most ${b.allowedSets} LIST sets at one per interval). The portal held ${b.rssIdleMiB} MiB RSS after its first load and peaked at ${b.rssPeakMiB} MiB (its pod's limit: 256Mi).`,
   ].join("\n");
-}
-
-/** Puts the section into docs/benchmarks.md (replacing an older one) and the figures into test-output/. */
-export function writePortalLoad(b: PortalLoadBench, root = projectDir) {
-  const file = path.join(root, "docs/benchmarks.md");
-  const current = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "";
-  const start = current.indexOf(START_MARK);
-  const end = current.indexOf(END_MARK);
-  const kept = start >= 0 && end > start ? current.slice(0, start) + current.slice(end + END_MARK.length).replace(/^\n+/, "") : current;
-  fs.writeFileSync(file, `${kept.trimEnd()}\n\n${portalLoadSection(b)}`);
-  fs.mkdirSync(path.join(root, "test-output"), { recursive: true });
-  fs.writeFileSync(path.join(root, "test-output/portal-load.json"), `${JSON.stringify(b, null, 2)}\n`);
-}
-
-/**
- * The one call bench/run.ts makes, after it wrote docs/benchmarks.md: runs with every part
- * (no --only) or when --only names "portal".
- */
-export async function benchPortalLoad(only: string | undefined, log: (m: string) => void): Promise<void> {
-  if (only !== undefined && !only.split(",").some((p) => p.trim() === "portal")) return;
-  writePortalLoad(await measurePortalLoad({ services: 5_000, requests: 2_000, concurrency: 50, log }));
-  log("part 5: docs/benchmarks.md (portal section), test-output/portal-load.json");
-}
-
-// `npx tsx bench/portal-load.ts`: this part alone.
-if (require.main === module) {
-  benchPortalLoad("portal", (m) => process.stderr.write(`[bench] ${m}\n`)).catch((err: unknown) => {
-    process.stderr.write(`portal load bench failed: ${(err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
-  });
 }

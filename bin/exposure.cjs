@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `exposure` command: runs dist/, built by `npm ci` (`prepare`) or `npm run build`, and
-// first builds it again when it is missing or older than the sources (scripts/build.cjs).
+// first builds it again when it is missing, older than the sources or changed since it was built
+// (scripts/build.cjs).
 "use strict";
 const path = require("node:path");
 // Node.js >= 22.1 keeps V8's compiled code between runs; Node.js 20 has no such cache.
@@ -12,9 +13,10 @@ const { ensureBuilt, staleBuild } = require("../scripts/build.cjs");
 const stale = staleBuild(root);
 if (stale !== undefined) {
   if (process.stderr.isTTY) process.stderr.write(`exposure: ${stale}: building it (npm run build)\n`);
-  const failed = ensureBuilt(root);
-  if (failed !== undefined) {
-    process.stderr.write(`exposure: ${failed}\n`);
+  const { error, warning } = ensureBuilt(root);
+  if (warning) process.stderr.write(`exposure: warning: ${warning}\n`);
+  if (error) {
+    process.stderr.write(`exposure: ${error}\n`);
     process.exit(1);
   }
 }

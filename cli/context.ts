@@ -12,7 +12,7 @@ export interface CommandContext {
 export type Command = (argv: string[], ctx: CommandContext) => Promise<number>;
 
 /** This package's folder (the one holding package.json), from the sources or from dist/. */
-export function packageDir(): string {
+function packageDir(): string {
   for (let dir = __dirname; ; dir = path.dirname(dir)) {
     if (fs.existsSync(path.join(dir, "package.json"))) return dir;
     if (path.dirname(dir) === dir) return path.resolve(__dirname, "..");

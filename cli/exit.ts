@@ -1,2 +1,2 @@
-/** Exit codes live with the findings they are derived from (src/core/findings.ts). */
+/** The exit codes of every command (the one table, in src/core/findings.ts). */
 export { EXIT } from "../src/core/findings";

@@ -38,7 +38,7 @@ export interface CommandSpec {
 /** Every command accepts these; they are answered before the command's module is loaded. */
 export const HELP_FLAG: FlagSpec = { type: "boolean", short: "h", description: "show this help and exit" };
 
-export type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
+type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
   -readonly [K in keyof F]: F[K]["type"] extends "boolean"
     ? boolean
     : F[K] extends { multiple: true }
@@ -48,7 +48,7 @@ export type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
         : string | undefined;
 };
 
-export interface ParsedCommandLine<F extends Readonly<Record<string, FlagSpec>>> {
+interface ParsedCommandLine<F extends Readonly<Record<string, FlagSpec>>> {
   values: FlagValues<F>;
   positionals: string[];
 }
@@ -82,11 +82,21 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
             : {}),
     };
   }
-  let parsed: { values: Record<string, unknown>; positionals: string[] };
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof options; allowPositionals: true; strict: true; tokens: true }>>;
   try {
-    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true, tokens: true });
   } catch (err) {
     throw usageError(spec, (err as Error).message);
+  }
+  // parseArgs keeps the last of a repeated single-value flag: `--stack a --stack b` would silently mean b.
+  const seen = new Map<string, string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== "option" || spec.flags[token.name]?.type !== "string" || spec.flags[token.name]?.multiple) continue;
+    const earlier = seen.get(token.name);
+    if (earlier !== undefined) {
+      throw usageError(spec, `--${token.name} given twice ('${printableValue(earlier)}', then '${printableValue(token.value ?? "")}'): give it once`);
+    }
+    seen.set(token.name, token.value ?? "");
   }
   if (spec.positional === undefined && parsed.positionals.length)
     throw usageError(spec, `unexpected argument '${printableValue(parsed.positionals[0] ?? "")}'`);
@@ -144,7 +154,7 @@ export function editDistance(a: string, b: string): number {
 }
 
 /** `-s, --stack NAME` */
-export function flagLabel(name: string, flag: FlagSpec): string {
+function flagLabel(name: string, flag: FlagSpec): string {
   const long = `--${name}${flag.type === "string" ? ` ${flag.value ?? "VALUE"}` : ""}`;
   return flag.short ? `-${flag.short}, ${long}` : `    ${long}`;
 }

@@ -1,4 +1,5 @@
-import { UserError } from "../src/core/errors";
+import { isUserError, UserError } from "../src/core/errors";
+import { EXIT_MEANINGS } from "../src/core/findings";
 import { printable, printableValue } from "../src/core/text";
 import { type Command, type CommandContext, findProjectDir, packageVersion } from "./context";
 import { EXIT } from "./exit";
@@ -29,7 +30,7 @@ async function loadCommand(name: CommandName): Promise<Command> {
   return run;
 }
 
-export function helpText(): string {
+function helpText(): string {
   const width = Math.max(...COMMAND_NAMES.map((c) => c.length));
   return [
     "usage: exposure <command> [flags]",
@@ -40,7 +41,9 @@ export function helpText(): string {
     "`exposure <command> --help` (or `exposure help <command>`) describes every flag of a command.",
     "`exposure version` (or --version) prints the version. Every reporting command takes --json.",
     "",
-    "exit codes: 0 ok, 1 error, 2 invalid contract or usage, 3 drift/absent, 4 unreachable URL, 5 credential unreadable (access)",
+    `exit codes: ${Object.entries(EXIT_MEANINGS)
+      .map(([code, meaning]) => `${code} ${meaning}`)
+      .join(", ")}`,
   ].join("\n");
 }
 
@@ -108,7 +111,7 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
     const run = commands[name] ?? (await loadCommand(name));
     return await run(rest, context);
   } catch (err) {
-    if (err instanceof UserError) {
+    if (isUserError(err)) {
       context.stderr(`exposure ${name}: ${err.message}`);
       return err.exitCode;
     }

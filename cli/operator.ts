@@ -1,8 +1,9 @@
 // Helpers shared by the operator commands (status, drift, probe, access): flag values,
-// the cluster connection with a short timeout, and plain-text tables.
+// the cluster connection with a short timeout, plain-text tables and the status report.
 import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
 import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
+import type { Observation, ObservedEntry } from "../src/core/observe";
 import { printableValue, shownValue } from "../src/core/text";
 import { type CommandSpec, closest, usageError } from "./flags";
 import { connectCluster, type OpenStack } from "./stack";
@@ -27,16 +28,18 @@ export function secondsFlag(value: string | undefined, flag: string, fallbackSec
   }
 }
 
-/** A positive integer from a flag. */
-export function countFlag(value: string | undefined, flag: string, fallback: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
+/** A positive integer from a flag, in decimal, at most `max`. */
+export function countFlag(value: string | undefined, flag: string, fallback: number, max: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
   if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw usageError(spec, `${flag} must be a positive integer, not '${printableValue(value)}'`);
+  const shown = printableValue(value.length > 20 ? `${value.slice(0, 20)}...` : value);
+  const n = /^\d{1,15}$/.test(value) ? Number(value) : 0;
+  if (n < 1) throw usageError(spec, `${flag} must be a positive integer, not '${shown}'`);
+  if (n > max) throw usageError(spec, `${flag} must be at most ${max}, not '${shown}'`);
   return n;
 }
 
 /** The entries a command can restrict its report to, and how to explain a name it cannot. */
-export interface EntryChoice {
+interface EntryChoice {
   /** The entries the command reports on (published by the stack, in the `urls` output...). */
   available: readonly string[];
   /** Every entry the contract declares, to tell a typo from an entry that is merely not available. */
@@ -84,4 +87,38 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
       .join("  ")
       .trimEnd();
   return [line(headers), ...rows.map(line)].join("\n");
+}
+
+/** The first line of status, drift and access: the stack, where the cluster was read, the node serving the URLs. */
+export function stackHeader(stack: string, source: string, observation: Pick<Observation, "node">): string {
+  const node = observation.node;
+  return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
+}
+
+function describePort(e: ObservedEntry): string {
+  if (e.exposure === "hostPort") return `hostPort ${e.hostPort}`;
+  return e.nodePort !== undefined ? String(e.nodePort) : "-";
+}
+
+/** The human report: one line per published entry, then the entries that are not exposed. */
+export function formatStatus(stack: string, source: string, observation: Observation): string {
+  const header = stackHeader(stack, source, observation);
+  const exposed = observation.entries.filter((e) => e.exposure !== "none");
+  const rows = exposed.map((e) => [
+    e.name,
+    e.exposure,
+    e.service ?? (e.exposure === "hostPort" ? `(pod in ${e.namespace})` : "-"),
+    String(e.readyEndpoints),
+    describePort(e),
+    e.url ?? "-",
+    e.verdict,
+    e.reasons.join("; "),
+  ]);
+  const lines = [header, "", formatTable(["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"], rows)];
+  const notExposed = observation.entries.filter((e) => e.exposure === "none").map((e) => e.name);
+  if (notExposed.length) lines.push("", `not exposed (in-cluster only): ${notExposed.join(", ")}`);
+  for (const problem of observation.problems) lines.push("", `problem: ${problem}`);
+  const counts = (["MATCH", "DRIFT", "ABSENT"] as const).map((v) => `${exposed.filter((e) => e.verdict === v).length} ${v}`);
+  lines.push("", counts.join(", "));
+  return lines.join("\n");
 }

@@ -101,7 +101,7 @@ export const SPECS = {
       contract: { ...contract, description: "the contract for probe paths and statuses, with --outputs (default: the project's)" },
       entry: { ...entry, description: "probe only this entry's URL, and derive the exit code from it alone; it must be in the `urls` output" },
       timeout: { ...timeout, description: "per request (an entry's probe.timeoutSeconds wins)" },
-      concurrency: { type: "string", value: "N", description: "requests in flight at once", default: "8" },
+      concurrency: { type: "string", value: "N", description: "requests in flight at once (at most 64)", default: "8" },
       json,
     },
     exits: "0 every URL answered as expected, 4 one did not, 1 no URLs to probe, 2 usage",

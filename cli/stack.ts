@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { LiveClusterReader } from "../src/adapters/kube-live";
-import { readStackOutputs } from "../src/adapters/pulumi-cli";
+import { type ReadOutputs, readStackOutputs } from "../src/adapters/pulumi-cli";
 import type { OpenStack } from "../src/adapters/stack-inputs";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
@@ -30,10 +30,39 @@ export async function connectCluster(opened: OpenStack, timeoutMs?: number, env:
   }
 }
 
-/** The `endpoints` output, checked (src/core/published.ts): a malformed one is an error naming the field. */
-export function publishedEndpoints(outputs: Record<string, unknown>, source = "stack outputs"): PublishedEndpoints {
-  return publishedFromOutputs(outputs, source);
+export { type OpenStack, openStack } from "../src/adapters/stack-inputs";
+export { type ReadOutputs, readStackOutputs };
+
+/** Where the "published at the last up" values came from, for the reader of the report. */
+type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
+
+/**
+ * What the last `up` published (which Services it created, their ports and URLs), read from
+ * `outputsFile` or the Pulumi CLI. Without the CLI or the state backend the answer is
+ * "unavailable" (with why), not an error: the commands only lose the checks that need it.
+ */
+export async function readPublished(
+  ctx: { projectDir: string; env: NodeJS.ProcessEnv },
+  stack: string,
+  outputsFile: string | undefined,
+  readOutputs: ReadOutputs,
+): Promise<{ endpoints: PublishedEndpoints; source: PublishedSource }> {
+  if (outputsFile) {
+    // A file named on the command line is an input the operator chose: failing to read it is an error.
+    return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack, outputsFile), "stack outputs"), source: { from: "file", file: outputsFile } };
+  }
+  try {
+    return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack), "stack outputs"), source: { from: "pulumi" } };
+  } catch (err) {
+    // Pulumi's own answer that the stack does not exist: it created nothing, so nothing is ours
+    // (not "unknown", which would fall back to names and call another stack's Services MATCH).
+    if (err instanceof UserError && /\bno stack named '[^']*' found\b/.test(err.message)) return { endpoints: {}, source: { from: "pulumi" } };
+    if (err instanceof UserError) return { endpoints: {}, source: { from: "unavailable", reason: err.message.split("\n")[0] ?? err.message } };
+    throw err;
+  }
 }
 
-export { type OpenStack, openStack } from "../src/adapters/stack-inputs";
-export { readStackOutputs };
+/** The `published` option of observe() and the audit: absent when nothing proves which Services this stack created (only names are checked then). */
+export function provenOwnership(published: { endpoints: PublishedEndpoints; source: PublishedSource }): { published?: PublishedEndpoints } {
+  return published.source.from === "unavailable" ? {} : { published: published.endpoints };
+}

@@ -1,8 +1,9 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { AdmissionManifests } from "../src/core/admission";
+import { kubernetesProviderOf } from "./kubernetes-provider";
 
-export interface AdmissionGuardArgs {
+interface AdmissionGuardArgs {
   /** The policy and binding generated from the contract (src/core/admission.ts). */
   manifests: AdmissionManifests;
   /**
@@ -34,6 +35,7 @@ export class AdmissionGuard extends pulumi.ComponentResource {
 
   constructor(name: string, args: AdmissionGuardArgs, opts?: pulumi.ComponentResourceOptions) {
     super("ui-exposure:admission:AdmissionGuard", name, { manifests: args.manifests }, opts);
+    const provider = kubernetesProviderOf(opts, `AdmissionGuard ${name}`);
     const { policy, binding } = args.manifests;
     // Both are ui-exposure's alone: after a hand edit, `up` takes the fields back.
     const annotations = { "pulumi.com/patchForce": "true" };
@@ -42,7 +44,7 @@ export class AdmissionGuard extends pulumi.ComponentResource {
       `${name}-policy`,
       { metadata: { ...policy.metadata, annotations }, spec: policy.spec },
       // Cluster-scoped with a fixed name (drift reads it back): a replacement deletes first.
-      { parent: this, deleteBeforeReplace: true },
+      { parent: this, provider, deleteBeforeReplace: true },
     );
     // The binding is applied only once the API server has type-checked the policy just applied, and
     // denies only when that check is clean: when it is not, the binding is applied with [Warn] (an
@@ -62,13 +64,14 @@ export class AdmissionGuard extends pulumi.ComponentResource {
           validationActions: checked.problem.apply((problem) => (problem ? ["Warn"] : binding.spec.validationActions)),
         },
       },
-      { parent: this, deleteBeforeReplace: true, dependsOn: [this.policy] },
+      { parent: this, provider, deleteBeforeReplace: true, dependsOn: [this.policy] },
     );
 
     // URNs resolve once the engine has applied both (create or update).
     // Once the binding is applied (with [Warn] after a failed type check), the update fails with the
-    // one message: our Services, which depend on this, are not created (a ResourceError is printed
-    // without a stack trace; pulumi.log.error would not fail the update).
+    // one message: our Services, which depend on this, are not created. The SDK fails an update only
+    // on an unhandled error (pulumi.log.error does not: pulumi/pulumi#6090), and an after-hook's error
+    // is a warning; a ResourceError is printed without a stack trace.
     this.effective = pulumi.all([this.policy.urn, this.binding.urn, checked.problem]).apply(async ([, , problem]): Promise<pulumi.Resource> => {
       if (problem) throw new pulumi.ResourceError(problem, this);
       if (!pulumi.runtime.isDryRun() && args.untilEffective) await args.untilEffective();

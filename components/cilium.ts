@@ -4,7 +4,7 @@ import { releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumPlan, type CiliumReleasePlan, type CiliumSummary, ciliumSummary } from "../src/core/cilium/plan";
 import { kubernetesProviderOf } from "./kubernetes-provider";
 
-export interface CiliumArgs {
+interface CiliumArgs {
   plan: CiliumPlan;
 }
 

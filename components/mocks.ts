@@ -2,6 +2,7 @@
 // program against it. It answers like the API server where the program depends on the answer
 // (ids, auto-names, allocated nodePorts) and records every registration.
 import * as pulumi from "@pulumi/pulumi";
+import { RELEASE_TYPE } from "../src/core/cilium/adopt";
 import { UserError } from "../src/core/errors";
 import type { Service } from "../src/core/kube/types";
 import { PROJECT } from "../src/core/settings";
@@ -16,7 +17,7 @@ export interface RegisteredResource {
   provider?: string;
 }
 
-export interface MockOptions {
+interface MockOptions {
   stack: string;
   /** Run as a preview (`pulumi.runtime.isDryRun()`). */
   preview?: boolean;
@@ -36,12 +37,11 @@ export interface MockOptions {
   record?: boolean;
 }
 
-export interface MockRecording {
+interface MockRecording {
   resources: RegisteredResource[];
   count: number;
 }
 
-export const RELEASE_TYPE = "kubernetes:helm.sh/v3:Release";
 const NODE_PORT_MIN = 30000;
 const NODE_PORT_RANGE = 2768;
 

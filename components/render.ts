@@ -1,9 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
+import { RELEASE_TYPE } from "../src/core/cilium/adopt";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import { manifestTypeOf, RELEASE_TYPE, resolved, useProgramMocks } from "./mocks";
+import { manifestTypeOf, resolved, useProgramMocks } from "./mocks";
 import { declareStack } from "./program";
 
-export interface RenderedRelease {
+interface RenderedRelease {
   chart: string;
   version: string;
   namespace: string;

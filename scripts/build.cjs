@@ -10,24 +10,19 @@ const path = require("node:path");
 
 const SOURCE_DIRS = ["cli", "src", "components"];
 const STAMP = path.join("dist", "build-stamp.json");
+/**
+ * The Pulumi program as one file (components/program-loader.cjs runs it). Two folders deep, like
+ * the compiled modules it holds, so their paths from __dirname (dist/vendor...) still hold.
+ */
+const PROGRAM_BUNDLE = "dist/bundles/program/stack-program.cjs";
 
-function sourceFiles(root, dir) {
-  let entries;
-  try {
-    entries = fs.readdirSync(path.join(root, dir), { withFileTypes: true });
-  } catch {
-    return [];
-  }
-  return entries
-    .map((e) => ({ e, rel: `${dir}/${e.name}` }))
-    .sort((a, b) => (a.rel < b.rel ? -1 : 1))
-    .flatMap(({ e, rel }) => (e.isDirectory() ? sourceFiles(root, rel) : e.name.endsWith(".ts") ? [rel] : []));
-}
+/** The TypeScript sources under `dir`, sorted. */
+const sourceFiles = (root, dir) => filesUnder(root, dir).filter((f) => f.endsWith(".ts"));
 
-/** sha256 of the sources (paths and content, not mtimes: a copied tree still matches its build) and of this script. */
-function sourceStamp(root) {
+/** sha256 of files (paths and content, not mtimes: a copied tree still matches its build). */
+function filesHash(root, files) {
   const hash = crypto.createHash("sha256");
-  for (const rel of ["index.ts", "scripts/build.cjs", ...SOURCE_DIRS.flatMap((d) => sourceFiles(root, d))]) {
+  for (const rel of files) {
     let content;
     try {
       content = fs.readFileSync(path.join(root, rel));
@@ -39,19 +34,69 @@ function sourceStamp(root) {
   return hash.digest("hex");
 }
 
-/** Why dist/ cannot run as it is ("no build in dist/", "dist/ is older than the sources"), or undefined. */
-function staleBuild(root) {
-  let built;
+/** The hash of the sources and of this script. */
+function sourceStamp(root) {
+  return filesHash(root, ["index.ts", "scripts/build.cjs", ...SOURCE_DIRS.flatMap((d) => sourceFiles(root, d))]);
+}
+
+/** Every file under `dir` (relative to `base`), sorted. */
+function filesUnder(base, dir) {
+  let entries;
   try {
-    built = JSON.parse(fs.readFileSync(path.join(root, STAMP), "utf8")).sources;
+    entries = fs.readdirSync(path.join(base, dir), { withFileTypes: true });
   } catch {
-    return "no build in dist/";
+    return [];
   }
-  return built === sourceStamp(root) ? undefined : "dist/ is older than the sources";
+  return entries
+    .map((e) => ({ e, rel: dir ? `${dir}/${e.name}` : e.name }))
+    .sort((a, b) => (a.rel < b.rel ? -1 : 1))
+    .flatMap(({ e, rel }) => (e.isDirectory() ? filesUnder(base, rel) : [rel]));
+}
+
+/** The hash of what the build wrote (a truncated or edited module of dist/ changes it). */
+function outputStamp(dist) {
+  return filesHash(
+    dist,
+    filesUnder(dist, "").filter((f) => f !== "build-stamp.json"),
+  );
+}
+
+const NO_BUILD = "no build in dist/";
+const OLDER = "dist/ is older than the sources";
+const CHANGED = "dist/ was changed after it was built";
+
+/** Why dist/ cannot run as it is (no build, older than the sources, changed since built), or undefined. */
+function staleBuild(root) {
+  let stamp;
+  try {
+    stamp = JSON.parse(fs.readFileSync(path.join(root, STAMP), "utf8"));
+  } catch {
+    return NO_BUILD;
+  }
+  if (stamp?.sources !== sourceStamp(root)) return OLDER;
+  return stamp.outputs === outputStamp(path.join(root, "dist")) ? undefined : CHANGED;
 }
 
 /** What every bundle shares: one CommonJS file for Node.js 20 and later. */
 const BUNDLE = { bundle: true, platform: "node", target: "node20", format: "cjs", legalComments: "none", logLevel: "silent" };
+
+/**
+ * The @kubernetes/client-node release the plugin below was written for: it leaves out files by
+ * their path inside that release. Another release may move them; the build then stops and says so.
+ */
+const CLIENT_NODE_VERSION = "1.4.0";
+
+/** Why the installed client-node is not the one kubeConfigOnly was written for, or undefined. */
+function clientNodeProblem(root) {
+  let version;
+  try {
+    version = JSON.parse(fs.readFileSync(path.join(root, "node_modules", "@kubernetes", "client-node", "package.json"), "utf8")).version;
+  } catch {
+    return "@kubernetes/client-node is not installed: run `npm ci`";
+  }
+  if (version === CLIENT_NODE_VERSION) return undefined;
+  return `@kubernetes/client-node is ${version}, but scripts/build.cjs leaves out parts of ${CLIENT_NODE_VERSION} by file path: check that its dist/config.js still reaches the API clients only through ./gen/index.js and node-fetch, then set CLIENT_NODE_VERSION`;
+}
 
 /**
  * client-node's KubeConfig alone (what src/adapters/kube-live.ts uses): its ~900 ES modules cost
@@ -78,33 +123,17 @@ const kubeConfigOnly = {
 };
 
 /**
- * A module dist/cli/main.js loads stays its own file, required by the command bundles, not
- * copied into them: one UserError class (a copy would turn usage errors into internal errors).
+ * The operator commands bundled with what they load (our modules, zod, yaml): loading those one
+ * by one was most of their start-up. render (the Pulumi SDK), portal, sandbox and completion stay
+ * as compiled. Each bundle has its own copy of UserError: cli/main.ts knows one by its mark
+ * (isUserError), not by its class.
  */
-const sharedWith = (out, shared) => ({
-  name: "share-with-main",
-  setup(build) {
-    build.onResolve({ filter: /^\./ }, (args) => {
-      const source = path.relative(build.initialOptions.absWorkingDir, path.resolve(args.resolveDir, args.path)).replace(/\.js$/, "");
-      const compiled = [`${source}.js`, path.join(source, "index.js")].map((f) => path.join(out, f)).find((f) => shared.has(f));
-      return (
-        compiled && {
-          path: `./${path
-            .relative(path.join(out, "cli", "commands"), compiled)
-            .split(path.sep)
-            .join("/")}`,
-          external: true,
-        }
-      );
-    });
-  },
-});
-
-/** The operator commands bundled with what they load (our modules, zod, yaml): loading those one by one was most of their start-up. render (the Pulumi SDK), portal, sandbox and completion stay as compiled. */
 const BUNDLED_COMMANDS = ["access", "check", "drift", "probe", "schema", "status"];
 
 async function buildInto(root, out) {
   const esbuild = require("esbuild");
+  const outdated = clientNodeProblem(root);
+  if (outdated) throw new Error(outdated);
   const base = { absWorkingDir: root, platform: "node", target: "node20", format: "cjs", logLevel: "silent" };
   const sources = ["index.ts", ...SOURCE_DIRS.flatMap((d) => sourceFiles(root, d))];
   const main = path.join("cli", "main.ts");
@@ -120,15 +149,12 @@ async function buildInto(root, out) {
     plugins: [kubeConfigOnly],
     outfile: path.join(out, "vendor", "client-node.cjs"),
   });
-  require(path.join(out, "cli", "main.js"));
-  const shared = new Set(Object.keys(require.cache).filter((f) => f.startsWith(out + path.sep)));
   for (const name of BUNDLED_COMMANDS) {
     await esbuild.build({
       ...BUNDLE,
       absWorkingDir: root,
       entryPoints: [path.join(root, "cli", "commands", `${name}.ts`)],
       external: ["@pulumi/*", "@kubernetes/client-node"],
-      plugins: [sharedWith(out, shared)],
       outfile: path.join(out, "cli", "commands", `${name}.js`),
       allowOverwrite: true,
     });
@@ -136,13 +162,12 @@ async function buildInto(root, out) {
   // The Pulumi program (index.ts and what it imports) as one file: loading some 60 modules, zod
   // and yaml one by one was a tenth of a `pulumi preview`'s CPU. The SDK and providers stay
   // outside (one SDK instance, shared with @pulumi/kubernetes), esbuild too (a native binary).
-  // Two folders deep, like the modules it holds, so their paths from __dirname still hold.
   await esbuild.build({
     ...BUNDLE,
     absWorkingDir: root,
     entryPoints: [path.join(root, "index.ts")],
     external: ["@pulumi/*", "@kubernetes/client-node", "esbuild"],
-    outfile: path.join(out, "src", "infra", "stack-program.cjs"),
+    outfile: path.join(out, path.relative("dist", PROGRAM_BUNDLE)),
   });
 }
 
@@ -154,15 +179,29 @@ function firstError(err, root) {
   return `${file}:${first.location.line}:${first.location.column + 1}: ${first.text}; fix the source (or restore it: \`git checkout -- ${file}\`)`;
 }
 
-/** Builds dist/ for the sources of `root`: resolves, or rejects with one line. */
+/** Exit code of the build when the project folder cannot be written (a read-only checkout). */
+const EXIT_UNWRITABLE = 3;
+
+/** Builds dist/ for the sources of `root`: resolves, or rejects with one line (`unwritable` when the folder cannot be written). */
 async function build(root) {
   const stamp = sourceStamp(root); // before compiling: a file edited meanwhile makes the stamp stale, never the reverse
   const dist = path.join(root, "dist");
   const out = `${dist}.${process.pid}.tmp`;
-  fs.rmSync(out, { recursive: true, force: true });
+  try {
+    fs.rmSync(out, { recursive: true, force: true });
+    fs.mkdirSync(out);
+  } catch (err) {
+    // Said before esbuild tries: it would answer with one error per file it could not write.
+    throw Object.assign(
+      new Error(`cannot write dist/ in ${root} (${err.code ?? err.message}): build it where the project folder is writable (npm run build)`),
+      {
+        unwritable: true,
+      },
+    );
+  }
   try {
     await buildInto(root, out);
-    fs.writeFileSync(path.join(out, "build-stamp.json"), `${JSON.stringify({ sources: stamp })}\n`);
+    fs.writeFileSync(path.join(out, "build-stamp.json"), `${JSON.stringify({ sources: stamp, outputs: outputStamp(out) })}\n`);
     const old = `${dist}.${process.pid}.old`;
     if (fs.existsSync(dist)) fs.renameSync(dist, old);
     fs.renameSync(out, dist);
@@ -175,14 +214,24 @@ async function build(root) {
   }
 }
 
-/** Builds dist/ in a child process when it is stale (for code that cannot wait on a promise); the one line on failure. */
+/**
+ * Makes dist/ fit to run, in a child process (for code that cannot wait on a promise): builds it
+ * again when it is missing, older than the sources or changed since it was built. Answers
+ * `{ error }` (one line) when nothing can run, `{ warning }` when the old build runs because a
+ * read-only checkout cannot be rebuilt (a changed build never runs), else `{}`.
+ */
 function ensureBuilt(root) {
-  if (staleBuild(root) === undefined) return undefined;
+  const stale = staleBuild(root);
+  if (stale === undefined) return {};
   const r = require("node:child_process").spawnSync(process.execPath, [__filename], { cwd: root, encoding: "utf8" });
-  return r.status === 0 ? undefined : r.stderr.trim().replace(/^build: /, "") || `the build failed (exit ${r.status})`;
+  if (r.status === 0) return {};
+  const why = r.stderr.trim().replace(/^build: /, "") || `the build failed (exit ${r.status})`;
+  if (r.status !== EXIT_UNWRITABLE) return { error: why };
+  if (stale === OLDER) return { warning: `${stale} and ${why}; running the old build` };
+  return { error: `${stale} and ${why}` };
 }
 
-module.exports = { build, ensureBuilt, sourceStamp, staleBuild };
+module.exports = { build, clientNodeProblem, ensureBuilt, PROGRAM_BUNDLE, sourceStamp, staleBuild };
 
 if (require.main === module) {
   const root = path.resolve(__dirname, "..");
@@ -193,7 +242,7 @@ if (require.main === module) {
   } else {
     build(root).catch((err) => {
       process.stderr.write(`build: ${err.message}\n`);
-      process.exitCode = 1;
+      process.exitCode = err.unwritable ? EXIT_UNWRITABLE : 1;
     });
   }
 }

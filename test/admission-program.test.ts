@@ -1,7 +1,9 @@
 import * as path from "node:path";
+import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, describe, expect, it } from "vitest";
 import { AdmissionGuard } from "../components/admission-guard";
+import { useProgramMocks } from "../components/mocks";
 import { declareStack } from "../components/program";
 import { admissionManifests } from "../src/core/admission";
 import { contractSchema } from "../src/core/contract/schema";
@@ -107,13 +109,17 @@ describe("component: the binding waits for the API server's type check of the po
       release = r;
     });
     let asked = 0;
-    const guard = new AdmissionGuard("admission", {
-      manifests,
-      untilTypeChecked: () => {
-        asked++;
-        return check;
+    const guard = new AdmissionGuard(
+      "admission",
+      {
+        manifests,
+        untilTypeChecked: () => {
+          asked++;
+          return check;
+        },
       },
-    });
+      { providers: [new k8s.Provider("kubernetes", { context: "test" })] },
+    );
     await new Promise((r) => setTimeout(r, 200));
     expect(asked).toBe(1);
     expect(registered.filter((r) => r.type === bindingType)).toEqual([]);
@@ -122,5 +128,16 @@ describe("component: the binding waits for the API server's type check of the po
     expect(registered.filter((r) => r.type === bindingType).map((r) => r.inputs.spec)).toEqual([
       { policyName: "ui-exposure-guard-test", validationActions: ["Deny"] },
     ]);
+  });
+
+  it("names the stack's provider for its policy and binding, and refuses to build without one", async () => {
+    const recording = await useProgramMocks({ stack: "test" });
+    expect(() => new AdmissionGuard("admission", { manifests })).toThrow(
+      "AdmissionGuard admission: no Kubernetes provider given (opts.providers): it would deploy through the ambient kube context",
+    );
+    const guard = new AdmissionGuard("admission", { manifests }, { providers: [new k8s.Provider("kubernetes", { context: "test" })] });
+    await resolve(guard.binding.urn);
+    const children = recording.resources.filter((r) => r.type.includes("admissionregistration"));
+    expect(children.map((r) => r.provider)).toEqual(["kubernetes", "kubernetes"]);
   });
 });

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 
 const projectDir = path.resolve(__dirname, "..");
 
-type Layer = "core" | "adapters" | "infra" | "portal" | "cli";
+type Layer = "core" | "adapters" | "components" | "portal" | "cli";
 
 /**
  * The layers, one line each: where they live, and what they may import. Arrows run one way,
@@ -13,9 +13,9 @@ type Layer = "core" | "adapters" | "infra" | "portal" | "cli";
 const LAYERS: Record<Layer, { in: readonly string[]; may: readonly Layer[] }> = {
   core: { in: ["src/core/"], may: ["core"] }, // pure: contract, settings, planning, verdicts (zod and yaml only)
   adapters: { in: ["src/adapters/"], may: ["core", "adapters"] }, // I/O: files, cluster readers, probes, ssh, pulumi CLI
-  infra: { in: ["components/", "index.ts"], may: ["core", "adapters", "infra"] }, // the only @pulumi/* code: program, components, render
+  components: { in: ["components/", "index.ts"], may: ["core", "adapters", "components"] }, // the only @pulumi/* code: program, components, render
   portal: { in: ["src/portal/"], may: ["core", "adapters", "portal"] }, // the portal server (in the cluster or local)
-  cli: { in: ["cli/"], may: ["core", "adapters", "portal", "cli", "infra"] }, // the exposure command; infra only through render
+  cli: { in: ["cli/"], may: ["core", "adapters", "portal", "cli", "components"] }, // the exposure command; components only through render
 };
 
 function layerOf(file: string): Layer | undefined {
@@ -70,14 +70,14 @@ function violations(): string[] {
         if (!targetLayer) found.push(`${file}: imports ${spec}, outside every layer`);
         else if (file.startsWith("src/") && !target.startsWith("src/")) found.push(`${file}: imports ${spec}, outside src/ (an arrow running back up)`);
         else if (!LAYERS[layer].may.includes(targetLayer)) found.push(`${file} (${layer}) imports ${spec} (${targetLayer})`);
-        // The CLI reaches infra (the Pulumi SDK) only from `render`, and only when it runs.
-        else if (layer === "cli" && targetLayer === "infra" && !(file === "cli/commands/render.ts" && dynamic))
-          found.push(`${file}: only cli/commands/render.ts may load infra, through import()`);
+        // The CLI reaches components (the Pulumi SDK) only from `render`, and only when it runs.
+        else if (layer === "cli" && targetLayer === "components" && !(file === "cli/commands/render.ts" && dynamic))
+          found.push(`${file}: only cli/commands/render.ts may load components, through import()`);
         continue;
       }
       const pkg = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] ?? spec);
       if (layer === "core" && !CORE_PACKAGES.has(pkg)) found.push(`${file}: the pure core imports ${spec}`);
-      if (pkg.startsWith("@pulumi/") && layer !== "infra") found.push(`${file}: only infra may import ${spec}`);
+      if (pkg.startsWith("@pulumi/") && layer !== "components") found.push(`${file}: only components may import ${spec}`);
     }
   }
   return found;
@@ -91,6 +91,34 @@ describe("layers", () => {
   it("the rules catch a violation (a core file importing node:fs)", () => {
     expect(importsOf("src/adapters/contract-file.ts").map((s) => s.spec)).toContain("node:fs");
     expect(LAYERS.core.may).not.toContain("adapters");
+  });
+});
+
+describe("commands", () => {
+  it("share code through cli/ modules, never by importing another command", () => {
+    const crossing = sourceFiles("cli/commands").flatMap((file) =>
+      importsOf(file)
+        .filter(({ spec }) => spec.startsWith(".") && path.posix.join(path.posix.dirname(file), spec).startsWith("cli/commands/"))
+        .map(({ spec }) => `${file} imports ${spec}`),
+    );
+    expect(crossing).toEqual([]);
+  });
+});
+
+describe("exit codes", () => {
+  it("every exit code in product code is a constant of EXIT (src/core/findings.ts), never a number", () => {
+    const files = [...sourceFiles("src"), ...sourceFiles("components"), ...sourceFiles("cli"), "index.ts"];
+    const numeric = [
+      /new UserError\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*,\s*\d+\s*,?\s*\)/g,
+      /userErrorFromProblems\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*,\s*\d+\s*,?\s*\)/g,
+      /\bexitCode\s*(?:=|:)\s*\d/g,
+      /^\s*return \d+;/gm,
+    ];
+    const found = files.flatMap((file) => {
+      const text = fs.readFileSync(path.join(projectDir, file), "utf8");
+      return numeric.flatMap((re) => [...text.matchAll(re)].map((m) => `${file}: ${m[0].slice(-60)}`));
+    });
+    expect(found).toEqual([]);
   });
 });
 

@@ -24,6 +24,17 @@ afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
 const exposure = (...args: string[]) =>
   spawnSync(process.execPath, [path.join(copy, "bin/exposure.cjs"), ...args], { cwd: copy, encoding: "utf8", timeout: 120_000 });
 
+/** Runs `command` in the copy mounted read-only (as root, permissions would not stop a write: a read-only bind mount does). */
+const inReadOnlyCopy = (command: string[], cwd = ".") =>
+  spawnSync(
+    "unshare",
+    ["--mount", "sh", "-c", 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && cd "$0/$1" && shift && exec "$@"', copy, cwd, ...command],
+    {
+      encoding: "utf8",
+      timeout: 120_000,
+    },
+  );
+
 /** Edits `file` of the copy, runs `during`, puts the file back. */
 function edited<T>(file: string, edit: (text: string) => string, during: () => T): T {
   const target = path.join(copy, file);
@@ -49,12 +60,11 @@ describe("bin/exposure.cjs", () => {
     expect(usage.stderr).not.toContain("    at ");
   }, 120_000);
 
-  // A copy of UserError inside a command's bundle would turn every usage error into "internal error".
-  it("runs each operator command as one bundle sharing what main loads; usage errors stay usage errors", () => {
+  // Each bundle has its own UserError class: main knows one by its mark, or usage errors would be "internal errors".
+  it("runs each operator command as one bundle; usage errors stay usage errors", () => {
     for (const name of ["access", "check", "drift", "probe", "schema", "status"]) {
       const bundle = fs.readFileSync(path.join(copy, `dist/cli/commands/${name}.js`), "utf8");
       expect(bundle, name).not.toMatch(/require\("(zod|yaml)[/"]/);
-      expect(bundle, name).not.toContain("class UserError");
     }
     for (const args of [
       ["check", "--nope"],
@@ -101,12 +111,70 @@ describe("bin/exposure.cjs", () => {
 
   it("a command module that exports nothing is one line asking for npm run build (exit 1)", () => {
     const r = edited(
-      "dist/cli/commands/check.js",
-      () => '"use strict";\n',
+      "cli/commands/check.ts",
+      (t) => t.replace("export const check: Command", "const check: Command"),
       () => exposure("check"),
     );
     expect(r.status).toBe(1);
     expect(r.stderr).toBe("exposure check: the check command's module exports no command: run `npm run build`\n");
+  }, 120_000);
+
+  it("a dist/ changed after its build (a module truncated, or edited) is built again before anything runs", () => {
+    expect(exposure("check").status).toBe(0);
+    const before = fs.readFileSync(path.join(copy, "dist/build-stamp.json"), "utf8");
+    const truncated = edited(
+      "dist/src/core/contract/parse.js",
+      (t) => t.slice(0, t.length / 2),
+      () => exposure("check"),
+    );
+    expect(truncated.stderr).toBe("");
+    expect(truncated.status).toBe(0);
+    const edit = edited(
+      "dist/cli/commands/check.js",
+      (t) => t.replace(" NodePort, ", " EDITED, "),
+      () => exposure("check"),
+    );
+    expect(edit.stdout).toContain(" NodePort, ");
+    expect(edit.stdout).not.toContain("EDITED");
+    expect(fs.readFileSync(path.join(copy, "dist/build-stamp.json"), "utf8")).toBe(before);
+  }, 120_000);
+
+  it("in a checkout it cannot write: a stale build runs with one warning saying why; a changed one is refused with one line", () => {
+    const readOnly = (...args: string[]) => inReadOnlyCopy([process.execPath, "bin/exposure.cjs", ...args]);
+    expect(exposure("check").status).toBe(0);
+    const stale = edited(
+      "cli/flags.ts",
+      (t) => `${t}\n`,
+      () => readOnly("check"),
+    );
+    expect(stale.stderr).toMatch(
+      /^exposure: warning: dist\/ is older than the sources and cannot write dist\/ in \S+ \((EROFS|EACCES)\): build it where the project folder is writable \(npm run build\); running the old build\n$/,
+    );
+    expect(stale.stdout).toContain("contract/endpoints.example.yaml: valid");
+    expect(stale.status).toBe(0);
+    const changed = edited(
+      "dist/cli/commands/check.js",
+      (t) => `${t}\n// edited\n`,
+      () => readOnly("check"),
+    );
+    expect(changed.stderr).toMatch(
+      /^exposure: dist\/ was changed after it was built and cannot write dist\/ in \S+ \((EROFS|EACCES)\): build it where the project folder is writable \(npm run build\)\n$/,
+    );
+    expect(changed.stdout).toBe("");
+    expect(changed.status).toBe(1);
+  }, 120_000);
+
+  it("stops with one line when the installed client-node is not the release it leaves parts out of", () => {
+    const { clientNodeProblem } = require(path.join(copy, "scripts/build.cjs")) as { clientNodeProblem: (root: string) => string | undefined };
+    expect(clientNodeProblem(copy)).toBeUndefined();
+    const fake = fs.mkdtempSync(path.join(os.tmpdir(), "client-node-"));
+    try {
+      fs.mkdirSync(path.join(fake, "node_modules/@kubernetes/client-node"), { recursive: true });
+      fs.writeFileSync(path.join(fake, "node_modules/@kubernetes/client-node/package.json"), JSON.stringify({ version: "1.5.0" }));
+      expect(clientNodeProblem(fake)).toMatch(/^@kubernetes\/client-node is 1\.5\.0, but scripts\/build\.cjs leaves out parts of 1\.4\.0 by file path: /);
+    } finally {
+      fs.rmSync(fake, { recursive: true, force: true });
+    }
   });
 
   it("prepare (npm ci, and npx exposure preparing this folder again) leaves a dist/ built from these sources alone; a stale one is rebuilt", () => {
@@ -139,7 +207,7 @@ describe("program loader", () => {
   });
 
   it("the build's program bundle holds our code, zod and yaml, and leaves the Pulumi SDK and the providers outside (one SDK instance)", () => {
-    const bundle = path.join(copy, "dist/src/infra/stack-program.cjs");
+    const bundle = path.join(copy, "dist/bundles/program/stack-program.cjs");
     const probe = `const m = require(${JSON.stringify(bundle)}); const loaded = Object.keys(require.cache); console.log(JSON.stringify({ type: typeof m, sdk: loaded.some((f) => f.includes("node_modules/@pulumi/pulumi/")), k8s: loaded.some((f) => f.includes("node_modules/@pulumi/kubernetes/")), zod: loaded.some((f) => f.includes("node_modules/zod/")), yaml: loaded.some((f) => f.includes("node_modules/yaml/")) }));`;
     const r = spawnSync(process.execPath, ["-e", probe], { cwd: copy, encoding: "utf8", timeout: 30_000 });
     expect(r.stderr).toBe("");
@@ -161,10 +229,24 @@ describe("program loader", () => {
     );
   }, 120_000);
 
+  it("in a checkout it cannot write, runs the old program bundle with one warning when the sources changed", () => {
+    const index = (value: string) => `export = async () => ${JSON.stringify(value)};\n`;
+    edited("index.ts", () => index("built"), load);
+    const probe = `const m = require(${JSON.stringify(path.join(copy, LOADER))}); m().then((v) => console.log(JSON.stringify(v)));`;
+    const r = edited(
+      "index.ts",
+      () => index("edited"),
+      () => inReadOnlyCopy([process.execPath, "-e", probe], "components"),
+    );
+    expect(r.stdout.trim()).toBe('"built"');
+    expect(r.stderr).toContain("dist/ is older than the sources and cannot write dist/ in");
+    expect(r.stderr).toContain("running the old build");
+  }, 120_000);
+
   // An empty module would be taken for a program declaring nothing: preview would plan deleting everything.
   it("a program bundle that exports no program is refused before anything is declared", () => {
     expect(edited("index.ts", () => "export const nothing = 1;\n", load)).toBe(
-      "RunError: dist/src/infra/stack-program.cjs exports no program (a function declaring the stack): run `npm run build`; nothing was declared, so nothing is planned",
+      "RunError: dist/bundles/program/stack-program.cjs exports no program (a function declaring the stack): run `npm run build`; nothing was declared, so nothing is planned",
     );
   }, 120_000);
 });

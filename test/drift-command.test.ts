@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDriftCommand, type PulumiRun, type PulumiRunner, summarisePreview } from "../cli/commands/drift";
+import { createDriftCommand, summarisePreview } from "../cli/commands/drift";
+import type { PulumiRun, PulumiRunner } from "../src/adapters/pulumi-cli";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import { capture, healthyCluster, makeProject, runCommand, service, snapshot, stackFile, type TestProject } from "./support/command-helpers";

@@ -8,8 +8,11 @@ import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { publishedReader } from "../cli/commands/portal";
 import { main } from "../cli/main";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
+import { pulumiNotFound } from "../src/adapters/pulumi-cli";
+import { UserError } from "../src/core/errors";
 import { PORTAL_FILES } from "../src/core/portal/spec";
 import { answerList, GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, type RecordedCluster, recordedCluster } from "./support/portal-fixtures";
 
@@ -268,5 +271,29 @@ describe("exposure portal and the bundled server, against a fake API server", ()
       p.child.kill("SIGTERM");
     }
     expect(await p.exit).toBe(0);
+  });
+});
+
+describe("publishedReader", () => {
+  const ctx = (said: string[]) => ({ projectDir: os.tmpdir(), stdout: () => {}, stderr: (t: string) => said.push(t), env: {} });
+
+  it("reads a stack Pulumi does not know as one that published nothing, as status does (not as unknown: names only)", async () => {
+    const said: string[] = [];
+    const read = await publishedReader(ctx(said), "nope", undefined, async () => {
+      throw new UserError("pulumi stack output --stack nope failed: error: no stack named 'nope' found");
+    });
+    expect(await read()).toEqual({});
+    expect(said).toEqual([]);
+  });
+
+  it("says once that the outputs are unavailable, and checks names only", async () => {
+    const said: string[] = [];
+    const read = await publishedReader(ctx(said), "bench", undefined, async () => {
+      throw new UserError(pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"));
+    });
+    expect(await read()).toBeUndefined();
+    expect(said).toEqual([
+      'portal: published outputs unavailable (the pulumi CLI is not on PATH; install it, or pass --outputs FILE (saved `pulumi stack output --json`)); the "changed since the last up" checks are skipped',
+    ]);
   });
 });

@@ -157,7 +157,7 @@ endpoints:
     ]);
     const [container] = pod.containers;
     expect(container).toMatchObject({
-      image: "node:20-alpine",
+      image: "node:24-alpine",
       command: ["node", "/app/portal.js"],
       ports: [{ name: "http", containerPort: 8080, protocol: "TCP" }],
       readinessProbe: { httpGet: { path: "/healthz", port: "http" } },

@@ -222,7 +222,7 @@ describe("program under mocks", () => {
       [
         "invalid stack configuration in Pulumi.test.yaml (2 problems):",
         `  - ui-exposure:portal.namespace: namespace must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit, found a string ("Bad NS")`,
-        `  - ui-exposure:portal.image: image must be an image reference without spaces (e.g. node:20-alpine), found a string ("  ")`,
+        `  - ui-exposure:portal.image: image must be an image reference without spaces (e.g. node:24-alpine), found a string ("  ")`,
       ].join("\n"),
     );
     expect(() => parseSettings(portal({ image: "" }), "Pulumi.test.yaml")).toThrow("ui-exposure:portal.image: image must be an image reference");

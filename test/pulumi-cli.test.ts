@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readStackOutputs } from "../src/adapters/pulumi-cli";
+import { pulumiFailure, pulumiNotFound, readStackOutputs, runPulumi } from "../src/adapters/pulumi-cli";
 
 let dir: string;
 beforeAll(() => {
@@ -23,5 +23,22 @@ describe("readStackOutputs", () => {
       'pulumi stack output --stack dirqual failed: error: unable to open bucket postgres://team:****@127.0.0.1:5432/state: failed to ping PostgreSQL: pq: password authentication failed for user "team" (28P01)',
     );
     await expect(failure).rejects.not.toThrow(/Hunter2/);
+  });
+});
+
+describe("runPulumi", () => {
+  it("answers notFound when the CLI is not on PATH, and readStackOutputs says the one missing-CLI message", async () => {
+    const env = { ...process.env, PATH: dir.replace(/$/, "-empty") };
+    expect(await runPulumi(["version"], { cwd: dir, env })).toEqual({ notFound: true });
+    await expect(readStackOutputs({ projectDir: dir, env }, "dirqual")).rejects.toThrow(
+      pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"),
+    );
+  });
+
+  it("hides a backend password in a failure line, whether it comes from stderr or from a diagnostic", () => {
+    const stderr = "warning: x\nerror: postgres://team:Hunter2@db/state: refused\n";
+    expect(pulumiFailure({ exitCode: 255, stderr })).toBe("error: postgres://team:****@db/state: refused");
+    expect(pulumiFailure({ exitCode: 255, stderr }, "s3://k:Hunter2@host/b failed\nmore")).toBe("s3://k:****@host/b failed");
+    expect(pulumiFailure({ exitCode: 3, stderr: "" })).toBe("exit code 3");
   });
 });

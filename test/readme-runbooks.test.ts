@@ -33,3 +33,20 @@ describe("README runbooks", () => {
     expect(runbookBlock(readme, "team")).toMatch(/^export PGPASSFILE=/m);
   });
 });
+
+describe("operator docs", () => {
+  const docs = fs.readdirSync(path.resolve(__dirname, "../docs")).filter((f) => f.endsWith(".md"));
+  const text = (f: string) => fs.readFileSync(path.resolve(__dirname, "../docs", f), "utf8");
+
+  it("the README is a page for a new operator: at most 220 lines, the reference in docs/", () => {
+    expect(readme.split("\n").length).toBeLessThanOrEqual(220);
+  });
+
+  it("speak of the product, not of its history: no issue numbers, no plan steps", () => {
+    const history = /\bissues? #?\d+|\bstep \d+ of the plan\b|\bthis round\b/gi;
+    const found = [["README.md", readme] as const, ...docs.map((f) => [`docs/${f}`, text(f)] as const)].flatMap(([f, t]) =>
+      [...t.matchAll(history)].map((m) => `${f}: ${m[0]}`),
+    );
+    expect(found).toEqual([]);
+  });
+});

@@ -32,20 +32,19 @@ import { printableValue } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag } from "../operator";
+import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag, stackHeader } from "../operator";
 import { SPECS } from "../specs";
-import { type OpenStack, openStack, readStackOutputs } from "../stack";
-import { readPublished, type StatusDeps } from "./status";
+import { type OpenStack, openStack, provenOwnership, type ReadOutputs, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.access;
 
 /** The versioned template of the data repository's .env (no secret in it). */
-export const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
+const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
 
 export interface AccessDeps {
   connect: ConnectCluster;
   /** The last `up`'s outputs, which prove which `<entry>-nodeport` Services this stack created. */
-  readOutputs: StatusDeps["readOutputs"];
+  readOutputs: ReadOutputs;
   /** Whether stdout is a terminal: passwords are shown only there (or with --show-secrets). */
   isTerminal: () => boolean;
   /** The ssh executable (looked up on PATH). */
@@ -104,7 +103,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     const observation = observe(opened.contract, observed, {
       selected: opened.selected,
       nodeAddress: opened.settings.nodeAddress,
-      ...(published.source.from === "unavailable" ? {} : { published: published.endpoints }),
+      ...provenOwnership(published),
     });
     const entries = accessEntries(opened.contract, observation);
     const secrets = await listSecretsByNamespace(cluster, credentialNamespaces(entries));
@@ -206,8 +205,8 @@ function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: Command
   }
   // Each source is named, so the message says what to change; the flag is a usage error.
   if (flag !== undefined) checkLimaInstanceName(flag, "--lima-instance");
-  else if (ctx.env.LIMA_INSTANCE !== undefined) checkLimaInstanceName(instance, "$LIMA_INSTANCE", 1);
-  else checkLimaInstanceName(instance, `the Lima instance of kube context 'lima-...' (stack ${opened.stack}; pass --lima-instance NAME)`, 1);
+  else if (ctx.env.LIMA_INSTANCE !== undefined) checkLimaInstanceName(instance, "$LIMA_INSTANCE", EXIT.ERROR);
+  else checkLimaInstanceName(instance, `the Lima instance of kube context 'lima-...' (stack ${opened.stack}; pass --lima-instance NAME)`, EXIT.ERROR);
   return { instance, sshConfig: limaSshConfig(instance, ctx.env) };
 }
 
@@ -232,11 +231,6 @@ async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets"
   return new Map(lists);
 }
 
-function header(stack: string, source: string, observation: Observation): string {
-  const node = observation.node;
-  return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
-}
-
 interface Screen {
   stack: string;
   source: string;
@@ -251,8 +245,8 @@ interface Screen {
 }
 
 /** The one screen: UIs, in-cluster endpoints, credentials, what was written and started. */
-export function formatAccess(s: Screen): string {
-  const lines = [header(s.stack, s.source, s.observation), ""];
+function formatAccess(s: Screen): string {
+  const lines = [stackHeader(s.stack, s.source, s.observation), ""];
   const uis = s.endpoints.filter((e) => e.exposed && e.reach !== "in-cluster");
   lines.push(
     "UIS",

@@ -54,7 +54,7 @@ export const check: Command = async (argv, ctx) => {
 };
 
 /** Why the contract could not be used, as findings: one per problem, at file:line:col. */
-export function contractFindings(err: UserError, file: string): Finding[] {
+function contractFindings(err: UserError, file: string): Finding[] {
   if (!(err instanceof ContractError)) return [finding("contract-unreadable", "invalid", file, err.message)];
   return err.problems.map((p) =>
     p.path === "(yaml)"

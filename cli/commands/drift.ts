@@ -1,75 +1,31 @@
-import { execFile } from "node:child_process";
 import * as path from "node:path";
+import { type PulumiRunner, pulumiFailure, pulumiNotFound, type ReadOutputs, runPulumi as runPulumiCli } from "../../src/adapters/pulumi-cli";
 import { readAdmissionDrift } from "../../src/core/admission";
 import { type Refusal, readWorkloads, wouldRefuse } from "../../src/core/admission-preview";
 import { type AuditResult, auditExposure } from "../../src/core/audit";
 import { type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
 import { type Observation, observe } from "../../src/core/observe";
-import { redactUrlPasswords } from "../../src/core/text";
 import type { Command } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag } from "../operator";
+import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatStatus, formatTable, secondsFlag } from "../operator";
 import { SPECS } from "../specs";
-import { openStack, readStackOutputs } from "../stack";
-import { formatStatus, readPublished, type StatusDeps } from "./status";
+import { openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.drift;
 
-/** What running the Pulumi CLI gave: its exit code and output, or that it is not installed. */
-export type PulumiRun = { exitCode: number; stdout: string; stderr: string } | { notFound: true };
-/** Runs `pulumi ARGS`; never rejects. `signal` stops it (the audit failed: its result is not needed). */
-export type PulumiRunner = (args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal }) => Promise<PulumiRun>;
-
-export interface DriftDeps {
+interface DriftDeps {
   connect: ConnectCluster;
   runPulumi: PulumiRunner;
   /** The outputs of the last `up`: which Services this stack created, the ports and URLs it published. */
-  readOutputs: StatusDeps["readOutputs"];
+  readOutputs: ReadOutputs;
 }
 
 /** `pulumi preview --expect-no-changes` exits 7 when the preview proposes changes (CLI >= 3.227). */
 export const PULUMI_EXIT_CHANGES = 7;
-/** A refresh of a big stack can take minutes; past this the preview is reported as failed. */
-const PREVIEW_TIMEOUT_MS = 10 * 60_000;
-
-export const runPulumiCli: PulumiRunner = (args, opts) =>
-  new Promise((resolve) => {
-    execFile(
-      "pulumi",
-      args,
-      {
-        cwd: opts.cwd,
-        env: { ...opts.env, PULUMI_SKIP_UPDATE_CHECK: "true" },
-        timeout: PREVIEW_TIMEOUT_MS,
-        maxBuffer: 256 * 1024 * 1024,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      },
-      (err, stdout, stderr) => {
-        const e = err as (NodeJS.ErrnoException & { code?: number | string; killed?: boolean }) | null;
-        if (e?.code === "ENOENT") resolve({ notFound: true });
-        else if (e?.killed) resolve({ exitCode: -1, stdout, stderr: `${stderr}\ntimed out after ${PREVIEW_TIMEOUT_MS / 60_000} minutes` });
-        else resolve({ exitCode: typeof e?.code === "number" ? e.code : e ? 1 : 0, stdout, stderr });
-      },
-    );
-  });
-
-/** One resource the preview would change. */
-export interface PreviewChange {
-  op: string;
-  type: string;
-  name: string;
-  urn: string;
-  /** "spec.ports[0].targetPort (update)"...; empty when Pulumi gave no detail. */
-  fields: string[];
-}
-
-export type PreviewSummary =
-  | { state: "no-changes" }
-  | { state: "changes"; changes: PreviewChange[] }
-  | { state: "failed"; message: string }
-  | { state: "skipped" };
+/** What the preview proposed, as `drift --json` prints it. */
+type PreviewSummary = DriftDocument["preview"];
 
 /** Steps that change nothing: reads of `.get()` resources, refresh steps, unchanged resources. */
 const NO_CHANGE_OPS = new Set(["same", "read", "refresh", "discard", "read-discard", "read-replacement", "remove-pending-replace"]);
@@ -102,7 +58,7 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
   if (run.exitCode === PULUMI_EXIT_CHANGES) {
     const changes = (digest?.steps ?? [])
       .filter((s) => s.op && !NO_CHANGE_OPS.has(s.op))
-      .map((s): PreviewChange => {
+      .map((s) => {
         const urn = s.urn ?? "";
         const detailed = Object.entries(s.detailedDiff ?? {}).map(([field, d]) => `${field} (${d.kind ?? "update"})`);
         return { op: s.op as string, ...splitUrn(urn), urn, fields: detailed.length ? detailed : (s.diffReasons ?? []) };
@@ -111,14 +67,7 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
   }
   // Any other code is an error of the preview itself; its JSON diagnostics say best what went wrong.
   const diagnostic = digest?.diagnostics?.find((d) => d.severity === "error")?.message;
-  const lastStderr = run.stderr
-    .split("\n")
-    .map((l) => l.trim())
-    .filter(Boolean)
-    .pop();
-  const message = (diagnostic ?? lastStderr ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "";
-  // The CLI prints its backend URL whole in errors: never pass a password on.
-  return { state: "failed", message: `pulumi preview exited with ${run.exitCode}: ${redactUrlPasswords(message)}` };
+  return { state: "failed", message: `pulumi preview exited with ${run.exitCode}: ${pulumiFailure(run, diagnostic)}` };
 }
 
 /**
@@ -143,9 +92,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
     const previewing: Promise<PreviewSummary> = values["skip-preview"]
       ? Promise.resolve({ state: "skipped" })
       : runPulumi(previewArgs, { cwd: ctx.projectDir, env: ctx.env, signal: stopPreview.signal }).then((run) =>
-          "notFound" in run
-            ? { state: "failed", message: "the pulumi CLI is not on PATH; install it, or pass --skip-preview to run the cluster audit alone" }
-            : summarisePreview(run),
+          "notFound" in run ? { state: "failed", message: pulumiNotFound("pass --skip-preview to run the cluster audit alone") } : summarisePreview(run),
         );
     // The audit, the live verdicts and the admission guard read the cluster while the preview runs (a refresh takes a while).
     const reading = Promise.all([
@@ -181,8 +128,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
       throw err;
     }
     const [published, { source, observed, workloads, admission }] = read;
-    // Without the stack outputs nothing proves which Services this stack created: only names are checked.
-    const knownPublished = published.source.from === "unavailable" ? {} : { published: published.endpoints };
+    const knownPublished = provenOwnership(published);
     const audit = auditExposure({
       contract: opened.contract,
       selected: opened.selected,
@@ -268,7 +214,7 @@ function formatPreview(preview: PreviewSummary): string[] {
 }
 
 /** The human report: preview first, then every exposure found, undeclared first. */
-export function formatDrift(stack: string, source: string, preview: PreviewSummary, audit: AuditResult, status: Observation): string {
+function formatDrift(stack: string, source: string, preview: PreviewSummary, audit: AuditResult, status: Observation): string {
   const lines = [`stack ${stack}, ${source}`, "", ...formatPreview(preview), ""];
   const total = audit.declared.length + audit.undeclared.length;
   lines.push(`exposure audit (NodePort/LoadBalancer Services, externalIPs and hostPorts, cluster-wide): ${total} found, ${audit.undeclared.length} UNDECLARED`);
@@ -291,7 +237,7 @@ export function formatDrift(stack: string, source: string, preview: PreviewSumma
 }
 
 /** The exposure guard's line(s): its mode, and whether the live policy is the contract's. */
-export function formatAdmission(mode: string, findings: readonly Finding[]): string {
+function formatAdmission(mode: string, findings: readonly Finding[]): string {
   const title = `exposure guard at admission (ui-exposure:admission.mode ${mode}):`;
   if (findings.length === 0) return `\n${title} ${mode === "off" ? "none in the cluster" : "matches the contract"}`;
   return [`\n${title} ${findings.length} DRIFT`, ...findings.map((f) => `  ${f.subject}: ${f.message} [${f.code}]`)].join("\n");
@@ -301,7 +247,7 @@ export function formatAdmission(mode: string, findings: readonly Finding[]): str
  * What the guard in `deny` mode would refuse today, whatever the mode: the list to empty (or
  * to declare) before switching a stack to `deny`, so that the platform's own pods are never refused.
  */
-export function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]; unread: readonly string[] }): string {
+function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]; unread: readonly string[] }): string {
   const title = "exposure guard in deny mode would refuse, of what exists now (each object created again):";
   const partial = preview.unread.length ? [`  (not read, so not checked: ${preview.unread.join("; ")})`] : [];
   if (preview.refusals.length === 0) {

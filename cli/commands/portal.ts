@@ -2,21 +2,19 @@ import * as path from "node:path";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
 import type { Contract } from "../../src/core/contract/schema";
-import { UserError } from "../../src/core/errors";
 import { JSON_API_VERSION } from "../../src/core/findings";
 import type { PortalDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../../src/core/observe";
+import { publishedFromOutputs } from "../../src/core/published";
 import { type ListenAddress, type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
 import { type Command, type CommandContext, packageVersion } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { SPECS } from "../specs";
-import { connectCluster, openStack, publishedEndpoints, readStackOutputs } from "../stack";
+import { connectCluster, openStack, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.portal;
-export const DEFAULT_LISTEN = SPEC.flags.listen.default;
-
 /**
  * Serves the portal on the operator's machine: the page the cluster serves, read through the
  * stack's kube context (or the current context without --stack). Runs until SIGINT/SIGTERM.
@@ -108,7 +106,7 @@ export async function publishedReader(
   readOutputs = readStackOutputs,
 ): Promise<() => Promise<PublishedEndpoints | undefined>> {
   if (outputsFile) {
-    const read = async () => publishedEndpoints(await readOutputs(ctx, stack, outputsFile), outputsFile);
+    const read = async () => publishedFromOutputs(await readOutputs(ctx, stack, outputsFile), outputsFile);
     await read();
     return read;
   }
@@ -117,14 +115,12 @@ export async function publishedReader(
   return () => {
     const now = Date.now();
     if (last && now - last.at < OUTPUTS_REREAD_MS) return last.value;
-    const value = readOutputs(ctx, stack)
-      .then((outputs): PublishedEndpoints | undefined => publishedEndpoints(outputs, `pulumi stack output --stack ${stack}`))
-      .catch((err: unknown) => {
-        if (!(err instanceof UserError)) throw err;
-        if (!said) ctx.stderr(`portal: published outputs unavailable (${err.message.split("\n")[0]}); the "changed since the last up" checks are skipped`);
-        said = true;
-        return undefined;
-      });
+    const value = readPublished(ctx, stack, undefined, readOutputs).then((published) => {
+      if (published.source.from !== "unavailable") return published.endpoints;
+      if (!said) ctx.stderr(`portal: published outputs unavailable (${published.source.reason}); the "changed since the last up" checks are skipped`);
+      said = true;
+      return undefined;
+    });
     last = { at: now, value };
     return value;
   };

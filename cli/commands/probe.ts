@@ -13,16 +13,18 @@ import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { type ConnectCluster, connectLiveCluster, countFlag, entryFlag, formatTable, secondsFlag } from "../operator";
 import { SPECS } from "../specs";
-import { type OpenStack, openStack, readStackOutputs } from "../stack";
+import { type OpenStack, openStack, type ReadOutputs, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.probe;
 
 /** Per-request default; a contract entry's probe.timeoutSeconds overrides it for that entry. */
 const DEFAULT_PROBE_TIMEOUT_SECONDS = 5;
 const DEFAULT_CONCURRENCY = 8;
+/** More requests in flight than a platform has UIs only opens sockets. */
+const MAX_CONCURRENCY = 64;
 
 export interface ProbeDeps {
-  readOutputs: (ctx: CommandContext, stack: string, outputsFile?: string) => Promise<Record<string, unknown>>;
+  readOutputs: ReadOutputs;
   get: HttpGet;
   /** The live cluster, read only to explain a refused connection (with --stack). */
   connect: ConnectCluster;
@@ -42,7 +44,7 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
     if (!values.stack && !values.outputs) throw usageError(SPEC, "give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)");
     if (values.stack && values.contract) throw usageError(SPEC, "--contract is for --outputs without --stack (a stack names its own contract)");
     const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_PROBE_TIMEOUT_SECONDS, SPEC);
-    const concurrency = countFlag(values.concurrency, "--concurrency", DEFAULT_CONCURRENCY, SPEC);
+    const concurrency = countFlag(values.concurrency, "--concurrency", DEFAULT_CONCURRENCY, MAX_CONCURRENCY, SPEC);
 
     const opened = values.stack ? openStack({ projectDir: ctx.projectDir, stack: values.stack, needsCluster: false }) : undefined;
     const contract = opened ? opened.contract : loadOptionalContract(ctx, values.contract);

@@ -1,24 +1,21 @@
-import { UserError } from "../../src/core/errors";
+import type { ReadOutputs } from "../../src/adapters/pulumi-cli";
 import { JSON_API_VERSION } from "../../src/core/findings";
 import type { StatusDocument } from "../../src/core/json-api";
-import { type Observation, type ObservedEntry, observe, type PublishedEndpoints, readObservedCluster } from "../../src/core/observe";
-import type { Command, CommandContext } from "../context";
+import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
+import type { Command } from "../context";
 import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, entryFlag, formatTable, secondsFlag } from "../operator";
+import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, entryFlag, formatStatus, secondsFlag } from "../operator";
 import { SPECS } from "../specs";
-import { openStack, publishedEndpoints, readStackOutputs } from "../stack";
+import { openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.status;
 
 export interface StatusDeps {
   connect: ConnectCluster;
   /** The outputs of the last `up` (Pulumi CLI, or a saved `pulumi stack output --json`). */
-  readOutputs: (ctx: CommandContext, stack: string, outputsFile?: string) => Promise<Record<string, unknown>>;
+  readOutputs: ReadOutputs;
 }
-
-/** Where the "published at the last up" values came from, for the reader of the report. */
-export type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
 
 /**
  * `exposure status`: the live verdict of every entry the stack publishes (or of those named
@@ -60,8 +57,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     const observed = observe(opened.contract, cluster.observed, {
       selected: entries.map((e) => e.name),
       nodeAddress: opened.settings.nodeAddress,
-      // Without the outputs nothing proves which Services this stack created: only names are checked.
-      ...(published.source.from === "unavailable" ? {} : { published: published.endpoints }),
+      ...provenOwnership(published),
     });
     // observe() also lists the entries that are not exposed: with --entry, only the named ones are reported.
     const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
@@ -89,56 +85,3 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
 }
 
 export const status = createStatusCommand();
-
-export async function readPublished(
-  ctx: CommandContext,
-  stack: string,
-  outputsFile: string | undefined,
-  readOutputs: StatusDeps["readOutputs"],
-): Promise<{ endpoints: PublishedEndpoints; source: PublishedSource }> {
-  if (outputsFile) {
-    // A file named on the command line is an input the operator chose: failing to read it is an error.
-    return { endpoints: publishedEndpoints(await readOutputs(ctx, stack, outputsFile)), source: { from: "file", file: outputsFile } };
-  }
-  try {
-    return { endpoints: publishedEndpoints(await readOutputs(ctx, stack)), source: { from: "pulumi" } };
-  } catch (err) {
-    // Pulumi's own answer that the stack does not exist: it created nothing, so nothing is ours
-    // (not "unknown", which would fall back to names and call another stack's Services MATCH).
-    if (err instanceof UserError && /\bno stack named '[^']*' found\b/.test(err.message)) return { endpoints: {}, source: { from: "pulumi" } };
-    // status must work without Pulumi (no CLI, no state backend, no passphrase): it only loses one check.
-    if (err instanceof UserError) return { endpoints: {}, source: { from: "unavailable", reason: firstLine(err.message) } };
-    throw err;
-  }
-}
-
-const firstLine = (text: string) => text.split("\n")[0] ?? text;
-
-function describePort(e: ObservedEntry): string {
-  if (e.exposure === "hostPort") return `hostPort ${e.hostPort}`;
-  return e.nodePort !== undefined ? String(e.nodePort) : "-";
-}
-
-/** The human report: one line per published entry, then the entries that are not exposed. */
-export function formatStatus(stack: string, source: string, observation: Observation): string {
-  const node = observation.node;
-  const header = `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
-  const exposed = observation.entries.filter((e) => e.exposure !== "none");
-  const rows = exposed.map((e) => [
-    e.name,
-    e.exposure,
-    e.service ?? (e.exposure === "hostPort" ? `(pod in ${e.namespace})` : "-"),
-    String(e.readyEndpoints),
-    describePort(e),
-    e.url ?? "-",
-    e.verdict,
-    e.reasons.join("; "),
-  ]);
-  const lines = [header, "", formatTable(["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"], rows)];
-  const notExposed = observation.entries.filter((e) => e.exposure === "none").map((e) => e.name);
-  if (notExposed.length) lines.push("", `not exposed (in-cluster only): ${notExposed.join(", ")}`);
-  for (const problem of observation.problems) lines.push("", `problem: ${problem}`);
-  const counts = (["MATCH", "DRIFT", "ABSENT"] as const).map((v) => `${exposed.filter((e) => e.verdict === v).length} ${v}`);
-  lines.push("", counts.join(", "));
-  return lines.join("\n");
-}

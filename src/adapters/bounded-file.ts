@@ -3,6 +3,7 @@
 // the process until it dies.
 import * as fs from "node:fs";
 import { UserError } from "../core/errors";
+import { EXIT, type ExitCode } from "../core/findings";
 
 /** Documented limits (docs/commands.md, "Limits"). */
 export const FILE_LIMITS = {
@@ -20,7 +21,7 @@ const mib = (bytes: number) => `${bytes / 2 ** 20} MiB`;
  * Refuses what is not a regular file, and a file larger than `maxBytes` (checked on the open
  * descriptor, and again while reading in case it grows).
  */
-export function readBoundedText(file: string, what: string, maxBytes: number, exitCode = 1, shown = file): string {
+export function readBoundedText(file: string, what: string, maxBytes: number, exitCode: ExitCode = EXIT.ERROR, shown = file): string {
   let fd: number;
   try {
     // O_NONBLOCK: opening a FIFO nobody writes to must not block before fstat can refuse it.
@@ -67,7 +68,7 @@ const lineOf = (bytes: Buffer, offset: number) => bytes.subarray(0, offset).toSt
  * The text of `bytes`, which must be UTF-8: a UTF-16 file (Windows editors) or a Latin-1 one
  * would otherwise reach the YAML parser as replacement characters and read as a string.
  */
-function utf8Text(bytes: Buffer, named: string, exitCode: number): string {
+function utf8Text(bytes: Buffer, named: string, exitCode: ExitCode): string {
   const startsWith = (...marks: number[]) => bytes.length >= marks.length && marks.every((b, i) => bytes[i] === b);
   if (startsWith(0xff, 0xfe, 0, 0) || startsWith(0, 0, 0xfe, 0xff)) throw new UserError(`${named} is UTF-32 text: save it as UTF-8`, exitCode);
   if (startsWith(0xff, 0xfe) || startsWith(0xfe, 0xff)) throw new UserError(`${named} is UTF-16 text: save it as UTF-8`, exitCode);

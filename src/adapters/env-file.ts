@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { UserError } from "../core/errors";
 
 /** Name of the generated file; the data repository's .gitignore lists it. */
-export const ENV_FILE_NAME = ".env.cluster.local";
+const ENV_FILE_NAME = ".env.cluster.local";
 
 /** Default location: the atlas repository checked out next to this project. */
 export function defaultEnvFile(projectDir: string, env: NodeJS.ProcessEnv): string {

@@ -22,7 +22,7 @@ export type ProbeResult = ProbeResultJson;
 /** Sends one GET and resolves with the status once the headers arrive; rejects with a readable reason. */
 export type HttpGet = (url: URL, timeoutMs: number) => Promise<{ status: number; location?: string }>;
 
-export class ProbeFailure extends Error {}
+class ProbeFailure extends Error {}
 
 /** The User-Agent of every probe (the portal recognises a probe of itself by it). */
 export const PROBE_USER_AGENT = "exposure-probe";

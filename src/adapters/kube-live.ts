@@ -14,10 +14,8 @@ import { readBoundedText } from "./bounded-file";
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
 type KubeConfig = InstanceType<ClientNode["KubeConfig"]>;
-/** Per-request options of the generated API clients (their middleware sets the abort signal). */
-type RequestOptions = NonNullable<Parameters<InstanceType<ClientNode["CoreV1Api"]>["listNode"]>[1]>;
 
-export interface KubeTarget {
+interface KubeTarget {
   /** Path to a kubeconfig, or its content (as `kubernetes:kubeconfig` allows); default: $KUBECONFIG or ~/.kube/config. */
   kubeconfig?: string;
   /** Context name; default: the kubeconfig's current context. */
@@ -40,7 +38,7 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
  * 32 MiB, not 64: the process peaks at about twice the budget above its baseline, and Node.js
  * 24's baseline is higher (measured against an endless answer: 145 MiB at 32, 205 at 64).
  */
-export const READ_BUDGET_BYTES = 32 * 2 ** 20;
+const READ_BUDGET_BYTES = 32 * 2 ** 20;
 
 /**
  * client-node's KubeConfig, loaded when a command first connects. The build (`npm run build`)

@@ -21,7 +21,7 @@ export function isStartTime(s: unknown): s is string {
 }
 
 /** What identifies a live process: its start time and its arguments. */
-export interface LiveProcess {
+interface LiveProcess {
   startTime: string;
   args: string[];
 }

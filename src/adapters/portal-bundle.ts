@@ -10,7 +10,7 @@ import { UserError } from "../core/errors";
 import { PORTAL_FILES } from "../core/portal/spec";
 
 /** Kubernetes refuses a ConfigMap whose data and binaryData exceed 1 MiB. */
-export const CONFIGMAP_LIMIT = 1024 * 1024;
+const CONFIGMAP_LIMIT = 1024 * 1024;
 
 export interface PortalBundle {
   /** `portal.js`: the plain-JS loader the container runs. */

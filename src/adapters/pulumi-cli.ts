@@ -1,11 +1,59 @@
 import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { describeValue } from "../core/contract/parse";
 import { UserError } from "../core/errors";
 import { redactUrlPasswords } from "../core/text";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
-const run = promisify(execFile);
+/** What running the Pulumi CLI gave: its exit code and output, or that it is not installed. */
+export type PulumiRun = { exitCode: number; stdout: string; stderr: string } | { notFound: true };
+/** Runs `pulumi ARGS`; never rejects. `signal` stops it (its answer is no longer needed). */
+export type PulumiRunner = (args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal; timeoutMs?: number }) => Promise<PulumiRun>;
+
+/** A refresh of a big stack can take minutes; past this the CLI is stopped and the run reported as failed. */
+const DEFAULT_TIMEOUT_MS = 10 * 60_000;
+
+/** The one way this project runs the Pulumi CLI (drift's preview, the stack outputs). */
+export const runPulumi: PulumiRunner = (args, opts) =>
+  new Promise((resolve) => {
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    execFile(
+      "pulumi",
+      args,
+      {
+        cwd: opts.cwd,
+        env: { ...opts.env, PULUMI_SKIP_UPDATE_CHECK: "true" },
+        timeout: timeoutMs,
+        maxBuffer: 256 * 1024 * 1024,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      },
+      (err, stdout, stderr) => {
+        const e = err as (NodeJS.ErrnoException & { code?: number | string; killed?: boolean }) | null;
+        if (e?.code === "ENOENT") resolve({ notFound: true });
+        else if (e?.killed) resolve({ exitCode: -1, stdout, stderr: `${stderr}\ntimed out after ${timeoutMs / 1000} seconds` });
+        else resolve({ exitCode: typeof e?.code === "number" ? e.code : e ? 1 : 0, stdout, stderr });
+      },
+    );
+  });
+
+/** The one message for a missing CLI; `instead` says what works without it. */
+export const pulumiNotFound = (instead: string) => `the pulumi CLI is not on PATH; install it, or ${instead}`;
+
+/**
+ * One line saying why the CLI failed: `detail` when the caller has a better one (a JSON
+ * diagnostic), else the last line of stderr. The CLI prints its backend URL whole in errors,
+ * so a password in a URL is hidden here, for every caller.
+ */
+export function pulumiFailure(run: { exitCode: number; stderr: string }, detail?: string): string {
+  const last = run.stderr
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .pop();
+  return redactUrlPasswords((detail ?? last ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "");
+}
+
+/** Reads the outputs of the last `up`: a saved file, or `pulumi stack output`. Tests replace it. */
+export type ReadOutputs = (ctx: { projectDir: string; env: NodeJS.ProcessEnv }, stack: string, outputsFile?: string) => Promise<Record<string, unknown>>;
 
 /**
  * The stack outputs of the last `up`: from a file (`pulumi stack output --json` saved by a
@@ -15,24 +63,16 @@ export async function readStackOutputs(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv },
   stack: string,
   outputsFile?: string,
+  run: PulumiRunner = runPulumi,
 ): Promise<Record<string, unknown>> {
   let text: string;
   if (outputsFile) {
     text = readBoundedText(outputsFile, "outputs file", FILE_LIMITS.outputs);
   } else {
-    try {
-      ({ stdout: text } = await run("pulumi", ["stack", "output", "--json", "--stack", stack], {
-        cwd: ctx.projectDir,
-        env: { ...ctx.env, PULUMI_SKIP_UPDATE_CHECK: "true" },
-        timeout: 60_000,
-        maxBuffer: 64 * 1024 * 1024,
-      }));
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException & { stderr?: string };
-      if (e.code === "ENOENT") throw new UserError("the pulumi CLI is not on PATH; install it or pass --outputs FILE (saved `pulumi stack output --json`)");
-      // The CLI's errors can carry the backend URL whole, password included.
-      throw new UserError(`pulumi stack output --stack ${stack} failed: ${redactUrlPasswords((e.stderr ?? e.message).trim().split("\n").pop() ?? "")}`);
-    }
+    const result = await run(["stack", "output", "--json", "--stack", stack], { cwd: ctx.projectDir, env: ctx.env, timeoutMs: 60_000 });
+    if ("notFound" in result) throw new UserError(pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"));
+    if (result.exitCode !== 0) throw new UserError(`pulumi stack output --stack ${stack} failed: ${pulumiFailure(result)}`);
+    text = result.stdout;
   }
   let outputs: unknown;
   try {

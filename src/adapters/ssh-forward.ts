@@ -16,7 +16,7 @@ export const DEFAULT_FORWARD_BASE_PORT = 18080;
 const MAX_PORT_SEARCH = 200;
 
 /** One UI to forward: 127.0.0.1:<some local port> -> remoteHost:remotePort. */
-export interface ForwardRequest {
+interface ForwardRequest {
   entry: string;
   scheme: string;
   remoteHost: string;
@@ -24,7 +24,7 @@ export interface ForwardRequest {
 }
 
 /** What a pid file holds. */
-export interface ForwardRecord {
+interface ForwardRecord {
   entry: string;
   pid: number;
   localPort: number;
@@ -42,7 +42,7 @@ export interface ForwardOutcome extends ForwardRecord {
   state: "started" | "running" | "restarted";
 }
 
-export interface ForwardOptions {
+interface ForwardOptions {
   /** `ssh` (looked up on the PATH of `env`). */
   ssh: string;
   env: NodeJS.ProcessEnv;
@@ -79,7 +79,7 @@ export function limaSshConfig(instance: string, env: NodeJS.ProcessEnv): string 
 const forwardSpec = (localPort: number, remoteHost: string, remotePort: number) =>
   `127.0.0.1:${localPort}:${remoteHost.includes(":") ? `[${remoteHost}]` : remoteHost}:${remotePort}`;
 
-export function sshArgs(sshConfig: string, instance: string, localPort: number, remoteHost: string, remotePort: number): string[] {
+function sshArgs(sshConfig: string, instance: string, localPort: number, remoteHost: string, remotePort: number): string[] {
   return [
     "-F",
     sshConfig,
@@ -169,7 +169,7 @@ function readRecords(stateDir: string): ForwardRecord[] {
  * may belong to anything), nor is a command line that merely contains our spec: --stop must
  * never signal an unrelated process.
  */
-export function isOurForward(record: ForwardRecord): boolean {
+function isOurForward(record: ForwardRecord): boolean {
   return isSameProcess(record, (all) => {
     // The program is ssh itself, or a script named ssh run by its interpreter (a wrapper on PATH).
     const args = path.basename(all[0] ?? "") === "ssh" ? all : path.basename(all[1] ?? "") === "ssh" ? all.slice(1) : undefined;

@@ -14,7 +14,7 @@ import { FILE_LIMITS, readBoundedText } from "./bounded-file";
  * overridden by the stack's own `config:` in Pulumi.<stack>.yaml. Follows Pulumi 3.248's rules
  * (sdk/go/common/workspace: RewriteShorthandConfigValues, Project.Validate, mergeConfig).
  */
-export interface StackConfig {
+interface StackConfig {
   /** Namespaced key -> value as text: strings as is, numbers and booleans as JSON, objects and arrays as JSON. */
   values: Record<string, string>;
   /**
@@ -203,7 +203,7 @@ const containsSecure = (v: unknown): boolean =>
   v !== null && typeof v === "object" && (isSecure(v) || Object.values(v as Record<string, unknown>).some(containsSecure));
 
 /** How the engine passes a value: strings as they are, everything else as JSON (object keys sorted, as Go's encoder does). */
-export function configText(value: unknown): string {
+function configText(value: unknown): string {
   if (typeof value === "string") return value;
   return JSON.stringify(sortKeys(value));
 }

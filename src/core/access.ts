@@ -158,7 +158,7 @@ const FILTERS: Readonly<Record<string, (v: string) => string>> = { urlencode };
  * A placeholder's value, or why it has none (never a secret in `reason`). `source` names where a
  * secret value comes from (`Secret ns/name`), for a refusal that must not show the value.
  */
-export type Resolved = { value: string; source?: string } | { reason: string };
+type Resolved = { value: string; source?: string } | { reason: string };
 
 /** Resolves `entry.field` against the access view; throws on a malformed reference (a template bug). */
 export function resolveReference(

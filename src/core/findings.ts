@@ -1,7 +1,8 @@
 /**
- * The one vocabulary every command reports in: a finding has a stable code (scripts match on
- * it), the subject it is about (an entry, a file position, a Service) and a message for people.
- * Exit codes are derived from findings here and nowhere else.
+ * Findings and exit codes. A finding has a stable code (scripts match on it), the subject it is
+ * about (an entry, a file position, a Service) and a message for people. EXIT is the one table
+ * of exit codes: every command returns one of its constants (an architecture test refuses a
+ * number), and exitCodeOf picks one for a list of findings.
  */
 
 /** What a finding means for the exit code, from the most to the least severe. */
@@ -16,7 +17,7 @@ export interface Finding {
   message: string;
 }
 
-/** A value, or the problems that prevented it: the only "value or problems" shape. */
+/** A value, or the problems that prevented it. */
 export type Result<T> = { ok: true; value: T } | { ok: false; problems: Finding[] };
 
 export const ok = <T>(value: T): Result<T> => ({ ok: true, value });
@@ -41,6 +42,16 @@ export const EXIT = {
   INCOMPLETE: 5,
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** What each exit code means, in `exposure --help`. */
+export const EXIT_MEANINGS: Readonly<Record<ExitCode, string>> = {
+  0: "ok",
+  1: "error",
+  2: "invalid contract or usage",
+  3: "drift/absent",
+  4: "unreachable URL",
+  5: "credential unreadable (access)",
+};
 
 const EXIT_OF: Record<Severity, ExitCode> = {
   error: EXIT.ERROR,

@@ -43,7 +43,8 @@ export interface StatusDocument extends Document<"Status"> {
   problems: readonly string[];
 }
 
-export interface PreviewChangeJson {
+/** One resource the preview would change; `fields` is empty when Pulumi gave no detail. */
+interface PreviewChangeJson {
   op: string;
   type: string;
   name: string;
@@ -93,7 +94,7 @@ export interface ProbeDocument extends Document<"Probe"> {
   results: readonly ProbeResultJson[];
 }
 
-export interface StoppedForwardJson {
+interface StoppedForwardJson {
   entry: string;
   pid: number;
   localPort: number;
@@ -176,19 +177,3 @@ export interface SandboxDownDocument extends Document<"SandboxDown"> {
   kept: readonly string[];
   rejected: readonly string[];
 }
-
-export type JsonDocument =
-  | CheckDocument
-  | RenderDocument
-  | StatusDocument
-  | DriftDocument
-  | ProbeDocument
-  | AccessDocument
-  | AccessStopDocument
-  | PortalDocument
-  | PortalEntriesDocument
-  | PortalEntryDocument
-  | PortalErrorDocument
-  | SandboxUpDocument
-  | SandboxStatusDocument
-  | SandboxDownDocument;

@@ -34,7 +34,7 @@ const chartSchema = z.strictObject({
   ),
   /** Chart name in the repository; without a repository, a local `.tgz`/folder or a full `oci://` reference. */
   name: nonEmpty("cilium"),
-  /** Exact chart version (e.g. 1.18.12): the values generated depend on it (src/cilium/versions.ts). */
+  /** Exact chart version (e.g. 1.18.12): the values generated depend on it (src/core/cilium/versions.ts). */
   version: z.string().check(z.regex(/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/, { message: "must be an exact chart version such as 1.18.12" })),
   /** Namespace and name of the Helm release; to adopt a scripted install, those of that release. */
   namespace: nonEmpty("kube-system"),
@@ -46,7 +46,7 @@ const l4Schema = z.strictObject({
   chart: chartSchema,
   /**
    * API server address the agents use once kube-proxy is gone. Optional here only so that
-   * planning can say why it is needed (src/cilium/values.ts); mode `l4` requires both.
+   * planning can say why it is needed (src/core/cilium/values.ts); mode `l4` requires both.
    */
   k8sServiceHost: z.optional(z.string().check(z.minLength(1))),
   k8sServicePort: z.optional(z.int().check(z.minimum(1, { message: PORT_NUMBER }), z.maximum(65535, { message: PORT_NUMBER }))),
@@ -84,7 +84,7 @@ const portalSchema = z.strictObject({
   enabled: flag(false),
   namespace: z._default(dnsLabel("namespace"), DEFAULT_PORTAL_NAMESPACE),
   /** A stock Node.js image; the server code ships in a ConfigMap. */
-  image: z._default(z.string().check(z.regex(/^\S+$/, { message: "image must be an image reference without spaces (e.g. node:20-alpine)" })), "node:20-alpine"),
+  image: z._default(z.string().check(z.regex(/^\S+$/, { message: "image must be an image reference without spaces (e.g. node:24-alpine)" })), "node:24-alpine"),
   /** false when the namespace already exists outside this stack (created by the platform's bootstrap). */
   createNamespace: flag(true),
   /**
@@ -193,7 +193,7 @@ export const settingsSchema = z.strictObject({
     z.string().check(z.refine((s) => ipVersion(s) !== 0, { error: (issue) => `must be an IPv4 or IPv6 address, found ${describeValue(issue.input)}` })),
   ),
   cilium: ciliumSettingsSchema,
-  portal: z._default(portalSchema, { enabled: false, namespace: DEFAULT_PORTAL_NAMESPACE, image: "node:20-alpine", createNamespace: true, skipAwait: false }),
+  portal: z._default(portalSchema, { enabled: false, namespace: DEFAULT_PORTAL_NAMESPACE, image: "node:24-alpine", createNamespace: true, skipAwait: false }),
   allowlist: z._default(allowlistSchema, { services: [], hostPorts: [], reasons: {} }),
   admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore" }),
   monitoring: z._default(monitoringSchema, { enabled: false, release: "kube-prometheus-stack" }),

@@ -3,7 +3,7 @@
 // followed, TLS not verified), run in rounds that page loads share. At most one round is in
 // flight; answers are reused for `cacheMs`, and a page load only waits for a round when a
 // URL has no answer yet (first load, or a nodePort that changed).
-import { type HttpGet, httpGet, type ProbeResult, type ProbeTarget, probeAll } from "../adapters/http-probe";
+import { type HttpGet, httpGet, type ProbeResult, type ProbeTarget, probeAll, probeTargets } from "../adapters/http-probe";
 import type { Contract } from "../core/contract/schema";
 import type { Reachability } from "../core/portal/view";
 
@@ -30,20 +30,9 @@ interface Known {
 
 const keyOf = (t: ProbeTarget) => `${t.url} ${t.path} ${t.expectStatus?.join(",") ?? ""}`;
 
-/** The probe target of each published URL, with the contract's path, statuses and timeout. */
+/** The probe target of each published URL, as `exposure probe` builds it, within the portal's longest wait. */
 export function portalProbeTargets(urls: ReadonlyMap<string, string>, contract: Contract, opts: Pick<ReachabilityOptions, "timeoutMs">): ProbeTarget[] {
-  const declared = new Map(contract.endpoints.map((e) => [e.name, e.probe]));
-  return [...urls].map(([name, url]) => {
-    const probe = declared.get(name);
-    const contractTimeout = probe?.timeoutSeconds !== undefined ? probe.timeoutSeconds * 1000 : undefined;
-    return {
-      name,
-      url,
-      path: probe?.path ?? "/",
-      ...(probe?.expectStatus ? { expectStatus: probe.expectStatus } : {}),
-      timeoutMs: Math.min(contractTimeout ?? opts.timeoutMs, MAX_TIMEOUT_MS),
-    };
-  });
+  return probeTargets(Object.fromEntries(urls), contract, opts.timeoutMs).map((t) => ({ ...t, timeoutMs: Math.min(t.timeoutMs, MAX_TIMEOUT_MS) }));
 }
 
 export function toReachability(r: ProbeResult, checkedAt: Date): Reachability {

@@ -354,6 +354,17 @@ export const FLAG_CASES: FlagCase[] = [
   { name: "kubectl's -o json (issue 23)", argv: ["status", "--stack", "bench", "-o", "json"], exit: 2, fragment: "for JSON output, use --json" },
   { name: "completion for a shell it does not support (issue 23)", argv: ["completion", "fish"], exit: 2, fragment: "no completion for 'fish': bash or zsh" },
   { name: "version with an argument", argv: ["version", "--json"], exit: 2, fragment: "exposure version: takes nothing" },
+  { name: "a single-value flag given twice", argv: ["status", "--stack", "dirqual", "--stack", "bench"], exit: 2, fragment: "--stack given twice" },
+  { name: "a single-value flag given twice, short and long", argv: ["status", "-s", "dirqual", "--stack=bench"], exit: 2, fragment: "--stack given twice" },
+  { name: "--timeout in hexadecimal", argv: ["status", "--stack", "bench", "--timeout", "0x10"], exit: 2, fragment: "positive number of seconds" },
+  { name: "--timeout in binary", argv: ["status", "--stack", "bench", "--timeout", "0b1"], exit: 2, fragment: "positive number of seconds" },
+  { name: "--concurrency in hexadecimal", argv: ["probe", "--stack", "bench", "--concurrency", "0x10"], exit: 2, fragment: "--concurrency must be" },
+  {
+    name: "--concurrency beyond its bound",
+    argv: ["probe", "--stack", "bench", "--concurrency", "1000000"],
+    exit: 2,
+    fragment: "--concurrency must be at most",
+  },
   {
     name: "check on a path with ./ and .. (named as typed; issue 23)",
     argv: ["check", "./nonexistent/../x.yaml"],

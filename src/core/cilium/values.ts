@@ -2,7 +2,7 @@ import type { L4CiliumSettings } from "../settings";
 import { type ChartKeys, chartKeysCheck } from "./versions";
 
 /** Where the extra values live in the stack file, for messages. */
-export const VALUES_SETTING = "ui-exposure:cilium.values";
+const VALUES_SETTING = "ui-exposure:cilium.values";
 
 export type Values = Record<string, unknown>;
 
@@ -28,7 +28,7 @@ export function deepMerge(base: Values, over: Values): Values {
  * has (see versions.ts): kube-proxy replacement on, with the API server address it needs,
  * Gateway API off, L2 announcements off, LB-IPAM off where the chart can switch it off.
  */
-export function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }): Values {
+function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }): Values {
   return {
     // A boolean is fine on every version: cilium-configmap.yaml compares `toString` of it
     // with "true"/"false". The old "strict" fails the chart's render since 1.16.

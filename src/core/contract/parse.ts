@@ -13,7 +13,7 @@ export const MAX_CONTRACT_ENTRIES = 1000;
 /** Problems listed in one message; the rest are counted ("... and N more"). */
 export const MAX_PROBLEMS_SHOWN = 50;
 
-export interface ContractProblem {
+interface ContractProblem {
   line: number;
   col: number;
   /** e.g. `endpoints[2].service.port` */
@@ -36,7 +36,7 @@ export class ContractError extends UserError {
   }
 }
 
-export function formatProblem(file: string, p: ContractProblem): string {
+function formatProblem(file: string, p: ContractProblem): string {
   // The file name is the user's, possibly with a line break: one problem stays one line.
   return `${printableValue(file)}:${p.line}:${p.col}: ${p.path || "(document)"}: ${p.message}`;
 }
@@ -149,7 +149,7 @@ export function describeValue(value: unknown): string {
 const ZOD_WORDING = /^(Too big|Too small|Invalid (input|option|string|discriminator|value|key|element)|Expected)\b/;
 
 /** `'http', 'https' or 'tcp'`: the values a field accepts, as messages list them. */
-export function listValues(values: readonly unknown[]): string {
+function listValues(values: readonly unknown[]): string {
   const quoted = values.map((v) => (typeof v === "string" ? `'${v}'` : String(v)));
   return quoted.length > 1 ? `${quoted.slice(0, -1).join(", ")} or ${quoted[quoted.length - 1]}` : (quoted[0] ?? "nothing");
 }

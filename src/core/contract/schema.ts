@@ -39,7 +39,7 @@ const portRef = z.union([
 ]);
 
 /** The existing (vendored) ClusterIP Service an entry mirrors or points at. */
-export const serviceRef = z.strictObject({
+const serviceRef = z.strictObject({
   namespace: dnsLabel("namespace"),
   name: dnsLabel("service name"),
   /** The Service's port, by name (preferred: names survive chart upgrades) or by number. */
@@ -47,7 +47,7 @@ export const serviceRef = z.strictObject({
 });
 
 /** Declared hostPort exposure for in-house bricks: a fixed port held by a pod. */
-export const hostPortExposure = z.strictObject({
+const hostPortExposure = z.strictObject({
   namespace: dnsLabel("namespace"),
   port: z
     .int({ message: "hostPort must be an integer" })
@@ -67,7 +67,7 @@ export const hostPortExposure = z.strictObject({
 });
 
 /** Longest probe path accepted (a path, not a document). */
-export const PROBE_PATH_MAX = 1024;
+const PROBE_PATH_MAX = 1024;
 
 /**
  * Why a probe path is not a plain path, or undefined. It is resolved against the published
@@ -90,7 +90,7 @@ const PROBE_TIMEOUT = "expected a number of seconds above 0 and at most 120";
 
 const nonEmpty = () => z.string().check(z.minLength(1));
 
-export const probeSpec = z.strictObject({
+const probeSpec = z.strictObject({
   path: z._default(
     z.string().check(
       z.superRefine((p, ctx) => {
@@ -109,7 +109,7 @@ export const probeSpec = z.strictObject({
   timeoutSeconds: z.optional(z.number().check(z.positive({ message: PROBE_TIMEOUT }), z.maximum(120, { message: PROBE_TIMEOUT }))),
 });
 
-export const credentialSpec = z.strictObject({
+const credentialSpec = z.strictObject({
   label: nonEmpty(),
   secret: z.strictObject({ namespace: dnsLabel("namespace"), name: dnsLabel("secret name", 253) }),
   /** A fixed user name (Argo CD's `admin`), or the Secret key holding it. */
@@ -120,7 +120,7 @@ export const credentialSpec = z.strictObject({
 
 const scheme = z.enum(["http", "https", "postgresql", "tcp"]);
 
-export const endpointSchema = z
+const endpointSchema = z
   .strictObject({
     name: entryName,
     description: z.optional(z.string()),

@@ -19,8 +19,6 @@ export const LB_IP_POOLS: CustomKind = {
   kind: "CiliumLoadBalancerIPPool",
 };
 export const GATEWAYS: CustomKind = { group: "gateway.networking.k8s.io", versions: ["v1", "v1beta1"], plural: "gateways", kind: "Gateway" };
-export const HTTP_ROUTES: CustomKind = { group: "gateway.networking.k8s.io", versions: ["v1", "v1beta1"], plural: "httproutes", kind: "HTTPRoute" };
-export const GATEWAY_CLASSES: CustomKind = { group: "gateway.networking.k8s.io", versions: ["v1", "v1beta1"], plural: "gatewayclasses", kind: "GatewayClass" };
 
 /**
  * Read access to the cluster: one list call per kind, whatever the number of entries.

@@ -3,7 +3,7 @@
  * and the API return), so the same pure functions work on a live list call, a snapshot
  * file and a test fixture.
  */
-export interface ObjectMeta {
+interface ObjectMeta {
   name: string;
   namespace?: string;
   labels?: Record<string, string>;

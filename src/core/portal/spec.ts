@@ -1,5 +1,5 @@
 // What the in-cluster portal is made of, as plain data: components/portal.ts builds its
-// resources from these, and the planner (src/plan.ts) reads the same Service spec, so the
+// resources from these, and the planner (src/core/plan.ts) reads the same Service spec, so the
 // contract's `portal` entry is planned from exactly what the component will create.
 import { type Contract, isHostPortEntry, isNodePortEntry } from "../contract/schema";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "../kube/types";
