@@ -79,7 +79,10 @@ export function entryFlag(
 }
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
-export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+export function formatTable(headers: readonly string[], rawRows: readonly (readonly string[])[]): string {
+  // A cell may hold a value read back from outside (a published URL, a reason naming one): a line
+  // break in it must not start a row of its own.
+  const rows = rawRows.map((r) => r.map(printableValue));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: readonly string[]) =>
     cells

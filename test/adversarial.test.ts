@@ -97,8 +97,8 @@ describe("adversarial corpus: contracts (exposure check FILE)", () => {
   });
 });
 
-describe("adversarial corpus: stack settings (exposure status --stack on a stack file holding them)", () => {
-  it.each(SETTINGS_CASES.map((c, i) => ({ ...c, stack: `settings${i}` })))(
+describe("adversarial corpus: stack files, as settings or as text (exposure status --stack on a Pulumi.<stack>.yaml holding them)", () => {
+  it.each([...SETTINGS_CASES.map((c, i) => ({ ...c, stack: `settings${i}` })), ...STACK_FILE_TEXT_CASES.map((c, i) => ({ ...c, stack: `stacktext${i}` }))])(
     "$name -> exit $exit",
     { timeout: CASE_TIMEOUT_MS },
     async ({ stack, exit, fragment }) => {
@@ -118,19 +118,6 @@ describe("adversarial corpus: cluster snapshots (exposure status with a snapshot
     expect(r.text).toContain(fragment);
     expect(r.code).toBe(exit);
   });
-});
-
-describe("adversarial corpus: stack files (exposure status --stack on a Pulumi.<stack>.yaml holding this text)", () => {
-  it.each(STACK_FILE_TEXT_CASES.map((c, i) => ({ ...c, stack: `stacktext${i}` })))(
-    "$name -> exit $exit",
-    { timeout: CASE_TIMEOUT_MS },
-    async ({ stack, exit, fragment }) => {
-      const status = createStatusCommand({ connect: async () => snapshot(healthyCluster()), readOutputs: async () => ({}) });
-      const r = await invariant((c) => runCommand("status", status, ["--stack", stack], c));
-      expect(r.text).toContain(fragment);
-      expect(r.code).toBe(exit);
-    },
-  );
 });
 
 describe("adversarial corpus: kubeconfigs (exposure status through a kubeconfig file holding this text)", () => {

@@ -144,11 +144,7 @@ describe("cleanupStaleRuns", () => {
       path.join(f.stateDir, `${prefix}.json`),
       state(prefix, { namespaces: [`${prefix}-op`, `${prefix}-n1`, "someone-else", `${prefix}-gone`] }),
     );
-    const removed = await cleanupStaleRuns({ ip: f.ip }, f.stateDir);
-    // "someone-else" fails validation as a whole: nothing of that file is trusted.
-    expect(removed).toEqual([]);
-    expect(f.calls()).toEqual([]);
-    fs.writeFileSync(path.join(f.stateDir, `${prefix}.json`), state(prefix, { namespaces: [`${prefix}-op`, `${prefix}-n1`, `${prefix}-gone`] }));
+    // "someone-else" is never touched, nor is it a reason to leave the run's own behind (found by an outside tester).
     expect(await cleanupStaleRuns({ ip: f.ip }, f.stateDir)).toEqual([`netns ${prefix}-n1`, `netns ${prefix}-op`]);
     expect(f.calls()).toEqual(["netns list", `netns del ${prefix}-n1`, `netns del ${prefix}-op`]);
     expect(fs.existsSync(path.join(f.stateDir, `${prefix}.json`))).toBe(false);

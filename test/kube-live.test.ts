@@ -38,6 +38,12 @@ describe("LiveClusterReader.connect", () => {
     );
   });
 
+  it("a context name with a line break is shown escaped, on one line (found by an outside tester)", async () => {
+    const err = await LiveClusterReader.connect({ kubeconfig: kubeconfig("https://127.0.0.1:1"), context: "lima-bench\nFAKE LINE" }).catch((e: Error) => e);
+    expect((err as Error).message).toContain("kube context 'lima-bench\\x0aFAKE LINE' is not in the kubeconfig");
+    expect((err as Error).message).not.toContain("\n");
+  });
+
   it("fails in one line, within seconds, when the API server does not answer", async () => {
     const reader = await LiveClusterReader.connect({ kubeconfig: kubeconfig("https://127.0.0.1:1"), timeoutMs: 2000 });
     const t0 = Date.now();

@@ -161,6 +161,15 @@ describe("exposure probe", () => {
     }
   });
 
+  it("a published URL with a line break stays in its own row (found by an outside tester)", async () => {
+    const file = outputsFile({ gitea: `${healthy.url}\nmlflow         http://6.6.6.6:1  MATCH`, argocd: healthy.url }, "line-break.json");
+    const r = await probe(["--outputs", file]);
+    const table = r.out.join("\n").split("\n");
+    // header, one row per entry, a blank line, the summary
+    expect(table.filter((l) => l.trim() !== "")).toHaveLength(4);
+    expect(table.join("\n")).toContain("\\x0amlflow");
+  });
+
   it("--entry probes only the named URLs, and the exit code comes from them alone", async () => {
     const file = outputsFile({ argocd: healthy.url, gitea: failing.url });
     const requested: string[] = [];

@@ -551,6 +551,16 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       expect(down.stopped).toEqual([]);
       expect(sent).toEqual([]);
       expect(isAlive(ours.pid)).toBe(true);
+      // The record outside the work tree (after rm -rf .sandbox) naming another folder is kept: it
+      // is all that could find what it names (found by an outside tester: down deleted it).
+      const outside = outsideRecordFile(p.dir, p.env);
+      fs.mkdirSync(path.dirname(outside), { recursive: true });
+      fs.writeFileSync(outside, JSON.stringify({ id, folder: "/elsewhere/.sandbox", processes: [{ ...ours, role: "portal" }] }));
+      const again = await sandboxDown(p.io);
+      expect(again.stopped).toEqual([]);
+      expect(sent).toEqual([]);
+      expect(fs.existsSync(outside)).toBe(true);
+      expect(again.kept).toEqual([`${outside} (it names another folder: nothing it names was stopped; check it, then remove it by hand)`]);
     } finally {
       realKill(ours.pid, "SIGKILL");
       fs.rmSync(p.dir, { recursive: true, force: true });

@@ -7,7 +7,7 @@ import { UserError } from "../core/errors";
 import type { ClusterReader, CustomKind } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
-import { printableValue } from "../core/text";
+import { printableValue, shownValue } from "../core/text";
 import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
 import { readBoundedText } from "./bounded-file";
 
@@ -184,9 +184,9 @@ export class LiveClusterReader implements ClusterReader {
     }
     if (target.context && !target.inCluster) {
       if (!kc.getContexts().some((c) => c.name === target.context)) {
-        const known = kc.getContexts().map((c) => c.name);
+        const known = kc.getContexts().map((c) => shownValue(c.name, 128));
         throw new UserError(
-          `kube context '${target.context}' is not in the kubeconfig (known: ${known.join(", ") || "none"}); set kubernetes:context in the stack file or fix KUBECONFIG`,
+          `kube context '${shownValue(target.context, 128)}' is not in the kubeconfig (known: ${known.join(", ") || "none"}); set kubernetes:context in the stack file or fix KUBECONFIG`,
         );
       }
       kc.setCurrentContext(target.context);

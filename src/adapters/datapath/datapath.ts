@@ -755,9 +755,11 @@ function parseState(text: string, prefix: string): RunState | undefined {
   const owner = parseRecordedProcesses([s.owner]);
   const processes = parseRecordedProcesses(s.processes);
   if (owner.rejected.length || processes.rejected.length || !Array.isArray(s.processes)) return undefined;
-  if (!Array.isArray(s.namespaces) || !s.namespaces.every((n) => typeof n === "string" && n.startsWith(`${prefix}-`) && /^[a-z0-9-]+$/.test(n)))
-    return undefined;
-  return { ...s, owner: owner.processes[0] as RecordedProcess, processes: processes.processes };
+  if (!Array.isArray(s.namespaces)) return undefined;
+  // Only the run's own names are ever acted on; a foreign name in the list is dropped, not a
+  // reason to leave the run's own namespaces behind.
+  const namespaces = s.namespaces.filter((n): n is string => typeof n === "string" && n.startsWith(`${prefix}-`) && /^[a-z0-9-]+$/.test(n));
+  return { ...s, namespaces, owner: owner.processes[0] as RecordedProcess, processes: processes.processes };
 }
 
 /**

@@ -2,6 +2,7 @@
 // control plane, stand-in UIs from the contract, the real `pulumi up` on a `sandbox` stack, the
 // data path as small servers on <node IP>:<nodePort>, and the portal. Everything lives in one
 // folder; every process started is recorded with its command line, for `down`.
+
 import { execFile } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
@@ -11,6 +12,7 @@ import { promisify } from "node:util";
 import { UserError } from "../../core/errors";
 import { entriesWithoutPortal } from "../../core/portal/spec";
 import { DEFAULT_PORTAL_NAMESPACE } from "../../core/settings";
+import { printableValue } from "../../core/text";
 import { defaultContractPath, loadContractFile } from "../contract-file";
 import { dataPathSupport, findTool, runProcesses, stopRun } from "../datapath/datapath";
 import { PREFIX_PATTERN } from "../datapath/plan";
@@ -110,7 +112,10 @@ export function outsideRecordFile(projectDir: string, env: NodeJS.ProcessEnv): s
  * work tree (only when it names this very folder). Checked (src/adapters/sandbox/processes.ts):
  * only validated process records and sandbox addresses are acted on; `rejected` says what was ignored.
  */
-export function readSandboxRecord(projectDir: string, env: NodeJS.ProcessEnv): (SandboxInfo & { rejected: string[]; outside: boolean }) | undefined {
+export function readSandboxRecord(
+  projectDir: string,
+  env: NodeJS.ProcessEnv,
+): (SandboxInfo & { rejected: string[]; outside: boolean; foreign?: true }) | undefined {
   const folder = sandboxFolder(projectDir);
   const inside = readSandboxInfo(folder);
   if (inside) return { ...inside, outside: false };
@@ -124,11 +129,15 @@ export function readSandboxRecord(projectDir: string, env: NodeJS.ProcessEnv): (
  * validated process records and sandbox addresses are acted on; `rejected` says what was ignored.
  * A record naming another folder is not this sandbox's: nothing of it is acted on.
  */
-export function readSandboxInfo(folder: string, file = infoFile(folder)): (SandboxInfo & { rejected: string[] }) | undefined {
+export function readSandboxInfo(folder: string, file = infoFile(folder)): (SandboxInfo & { rejected: string[]; foreign?: true }) | undefined {
   const state = readSandboxState(file);
   if (!state) return undefined;
   if (state.raw.folder !== undefined && state.raw.folder !== folder) {
-    return { ...emptyInfo(folder), rejected: [`${file}: the record of another folder (${String(state.raw.folder).slice(0, 200)})`] };
+    return {
+      ...emptyInfo(folder),
+      foreign: true,
+      rejected: [`${file}: the record of another folder (${printableValue(String(state.raw.folder).slice(0, 200))})`],
+    };
   }
   const controlPlane = parseRecordedProcesses(state.raw.controlPlane ?? []);
   const id = typeof state.raw.id === "string" && /^[0-9a-f]{32}$/.test(state.raw.id) ? state.raw.id : "";
@@ -883,6 +892,10 @@ export async function sandboxDown(io: SandboxIo): Promise<SandboxDown> {
   }
   const removed = fs.existsSync(folder) || info !== undefined;
   fs.rmSync(folder, { recursive: true, force: true });
-  fs.rmSync(outsideRecordFile(io.projectDir, io.env), { force: true });
+  // A record naming another folder proves nothing, and is all that could find what it names:
+  // it stays, for the operator to check.
+  const record = outsideRecordFile(io.projectDir, io.env);
+  if (info?.foreign && info.outside) kept.push(`${record} (it names another folder: nothing it names was stopped; check it, then remove it by hand)`);
+  else fs.rmSync(record, { force: true });
   return { folder, stopped, removed, otherStacks: others, kept, rejected: info?.rejected ?? [] };
 }
