@@ -1,11 +1,11 @@
 // `npm run bench`: the figures a user feels, each next to a floor measured in the same run:
 // CLI start-up, `pulumi up`/`preview` at the platform's size and ten times it, the data path
-// (from `up` returning to the URLs answering) and the portal under load. Writes the figures of
+// (from `up` returning to the URLs answering), the warm sandbox and the portal under load. Writes the figures of
 // this one run, and the command that made them, to docs/benchmarks.md; every sample to
 // test-output/bench.json. A measurement, not a test: nothing fails on a threshold.
 //
 //   npm run bench                                         # every part
-//   npm run bench -- --only startup,portal                # some parts (startup, live, datapath, portal, metrics)
+//   npm run bench -- --only startup,portal                # some parts (startup, live, datapath, sandbox, portal, metrics)
 //   npm run bench -- --only startup --runs 5 --no-docs    # printed, docs/ left alone (.ci/run)
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -16,10 +16,11 @@ import { type DataPathBench, dataPathMarkdown, measureDataPath } from "./datapat
 import { type LiveResults, liveMarkdown, measureLive } from "./live";
 import { measureScrapes, type ScrapeBench, scrapeMarkdown } from "./metrics-scrape";
 import { measurePortalLoad, type PortalLoadBench, portalLoadMarkdown } from "./portal-load";
+import { measureSandbox, type SandboxBench, sandboxMarkdown } from "./sandbox";
 import { measureStartup, type StartupResults, startupMarkdown } from "./startup";
 
 const projectDir = path.resolve(__dirname, "..");
-const PARTS = ["startup", "live", "datapath", "portal", "metrics"] as const;
+const PARTS = ["startup", "live", "datapath", "sandbox", "portal", "metrics"] as const;
 /** The platform publishes about ten UIs: its size, and ten times it. */
 const LIVE_SIZES = [10, 100];
 
@@ -42,12 +43,14 @@ async function main() {
     startup?: StartupResults;
     live?: LiveResults;
     datapath?: DataPathBench | { skipped: string };
+    sandbox?: SandboxBench | { skipped: string };
     portal?: PortalLoadBench | { skipped: string };
     metrics?: ScrapeBench | { skipped: string };
   } = {};
   if (parts.has("startup")) results.startup = await measureStartup({ runs, log });
   if (parts.has("live")) results.live = await measureLive({ sizes: LIVE_SIZES, log }).catch(skipped);
   if (parts.has("datapath")) results.datapath = await measureDataPath({ rounds: 3, log }).catch(skipped);
+  if (parts.has("sandbox")) results.sandbox = await measureSandbox({ projectDir, rounds: 3, log }).catch(skipped);
   if (parts.has("portal")) results.portal = await measurePortalLoad({ services: 5_000, requests: 2_000, concurrency: 50, log }).catch(skipped);
   if (parts.has("metrics")) results.metrics = await measureScrapes({ services: 5_000, cold: 5, warm: 200, log }).catch(skipped);
 
@@ -55,6 +58,7 @@ async function main() {
     results.startup && startupMarkdown(results.startup),
     results.live && liveMarkdown(results.live),
     results.datapath && dataPathMarkdown(results.datapath),
+    results.sandbox && sandboxMarkdown(results.sandbox),
     results.portal && portalLoadMarkdown(results.portal),
     results.metrics && scrapeMarkdown(results.metrics),
   ].filter((s): s is string => typeof s === "string");
