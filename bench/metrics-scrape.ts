@@ -9,7 +9,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fakeApiServer, load, rssOf, startPortalProcess, writeBundle } from "./portal-load";
+import { fakeApiServer, load, rssOf, startPortalProcess, writeBundle, writeFakeApiFiles } from "./portal-load";
 import { round } from "./stats";
 
 const AUDIT_SECONDS = 5;
@@ -38,12 +38,7 @@ export async function measureScrapes(opts: { services: number; cold: number; war
   const api = await fakeApiServer(opts.services);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-bench-metrics-"));
   try {
-    fs.writeFileSync(path.join(dir, "contract.yaml"), api.contract);
-    fs.writeFileSync(
-      path.join(dir, "kubeconfig"),
-      `apiVersion: v1\nkind: Config\nclusters:\n  - name: fake\n    cluster: { server: "http://127.0.0.1:${api.port}", insecure-skip-tls-verify: true }\nusers:\n  - name: bench\n    user: { token: bench }\ncontexts:\n  - name: fake\n    context: { cluster: fake, user: bench }\ncurrent-context: fake\n`,
-      { mode: 0o600 },
-    );
+    writeFakeApiFiles(dir, api);
     const { KUBERNETES_SERVICE_HOST: _h, KUBERNETES_SERVICE_PORT: _p, ...base } = process.env;
     const loadAverage = round(os.loadavg()[0] ?? 0);
     const portal = await startPortalProcess(writeBundle(dir), {

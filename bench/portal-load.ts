@@ -220,17 +220,22 @@ export async function load(url: string, requests: number, concurrency: number, c
   };
 }
 
+/** The contract and a kubeconfig pointing at the fake API server, in `dir`, for a portal process. */
+export function writeFakeApiFiles(dir: string, api: { contract: string; port: number }): void {
+  fs.writeFileSync(path.join(dir, "contract.yaml"), api.contract);
+  fs.writeFileSync(
+    path.join(dir, "kubeconfig"),
+    `apiVersion: v1\nkind: Config\nclusters:\n  - name: fake\n    cluster: { server: "http://127.0.0.1:${api.port}", insecure-skip-tls-verify: true }\nusers:\n  - name: bench\n    user: { token: bench }\ncontexts:\n  - name: fake\n    context: { cluster: fake, user: bench }\ncurrent-context: fake\n`,
+    { mode: 0o600 },
+  );
+}
+
 export async function measurePortalLoad(opts: { services: number; requests: number; concurrency: number; log: (m: string) => void }): Promise<PortalLoadBench> {
   const api = await fakeApiServer(opts.services);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-bench-portal-"));
   const children: ChildProcess[] = [];
   try {
-    fs.writeFileSync(path.join(dir, "contract.yaml"), api.contract);
-    fs.writeFileSync(
-      path.join(dir, "kubeconfig"),
-      `apiVersion: v1\nkind: Config\nclusters:\n  - name: fake\n    cluster: { server: "http://127.0.0.1:${api.port}", insecure-skip-tls-verify: true }\nusers:\n  - name: bench\n    user: { token: bench }\ncontexts:\n  - name: fake\n    context: { cluster: fake, user: bench }\ncurrent-context: fake\n`,
-      { mode: 0o600 },
-    );
+    writeFakeApiFiles(dir, api);
     const { KUBERNETES_SERVICE_HOST: _h, KUBERNETES_SERVICE_PORT: _p, ...base } = process.env;
     const env = (readInterval: string): NodeJS.ProcessEnv => ({
       ...base,

@@ -18,7 +18,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, toolchainBin } from "../support/harness";
+import { freeLoopbackPort } from "../../src/adapters/free-port";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, summary, toolchainBin, waitFor } from "../support/harness";
+import { PORTAL_E2E_CONTRACT } from "../support/portal-fixtures";
 import { operatorCrds, operatorScrapeConfig, type RunningPrometheus, type ServiceMonitor, startPrometheus } from "../support/prometheus";
 
 const NODE = "e2e-node";
@@ -34,51 +36,12 @@ const PORTAL_NS = "platform-portal";
 const PORTAL_LABEL = "app.kubernetes.io/name=ui-exposure-portal";
 const RELEASE = "kube-prometheus-stack";
 
-const CONTRACT = `version: 1
-endpoints:
-  - name: argocd
-    description: Argo CD
-    exposed: true
-    service: { namespace: argocd, name: argocd-server, port: http }
-    probe: { path: /healthz, expectStatus: [200] }
-  - name: grafana
-    description: Grafana
-    exposed: true
-    service: { namespace: monitoring, name: kube-prometheus-stack-grafana, port: http-web }
-    probe: { path: /api/health }
-  - name: portal
-    description: Platform portal
-    exposed: true
-    service: { namespace: platform-portal, name: portal, port: http }
-    probe: { path: /healthz, expectStatus: [200] }
-`;
-
 let cluster: Cluster;
 let sandbox: Sandbox;
 let prometheus: RunningPrometheus | undefined;
 const children: ChildProcess[] = [];
 const servers = new Map<number, http.Server>();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-monitoring-"));
-const summary = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`;
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000, detail: () => string = () => ""): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${detail()}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-
 /** A stand-in UI on <node IP>:<nodePort>, as the node's data path would serve it. */
 function standIn(port: number): Promise<void> {
   const server = http.createServer((_req, res) => {
@@ -171,7 +134,7 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
         "ui-exposure:monitoring": { enabled: true, release: RELEASE },
       },
     }));
-    fs.writeFileSync(path.join(sandbox.dir, "contract", "monitoring-e2e.yaml"), CONTRACT);
+    fs.writeFileSync(path.join(sandbox.dir, "contract", "monitoring-e2e.yaml"), PORTAL_E2E_CONTRACT);
   }, 600_000);
 
   afterAll(async () => {
@@ -356,7 +319,7 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
         scrape_configs: [operatorScrapeConfig(serviceMonitor, 0, cluster.kubeconfig, "2s")],
       }),
     );
-    prometheus = await startPrometheus(bin, path.join(tmp, "prometheus.yaml"), tmp, await freePort());
+    prometheus = await startPrometheus(bin, path.join(tmp, "prometheus.yaml"), tmp, await freeLoopbackPort());
     const p = prometheus;
     const detail = () => `\nprometheus log:\n${p.log().slice(-2500)}\nportal log:\n${portalLog.slice(-1500)}`;
     const query = async (q: string) =>

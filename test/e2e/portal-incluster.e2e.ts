@@ -13,41 +13,16 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "../support/harness";
+import { freeLoopbackPort } from "../../src/adapters/free-port";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, summary, waitFor } from "../support/harness";
+import { PORTAL_E2E_CONTRACT } from "../support/portal-fixtures";
 
 const NODE_IP = "127.0.0.41";
 const PORTAL_NS = "platform-portal";
 const PORTAL_LABEL = "app.kubernetes.io/name=ui-exposure-portal";
-
-const CONTRACT = `version: 1
-endpoints:
-  - name: argocd
-    description: Argo CD
-    group: Delivery
-    exposed: true
-    service: { namespace: argocd, name: argocd-server, port: http }
-    probe: { path: /healthz, expectStatus: [200] }
-  - name: grafana
-    description: Grafana
-    group: Observability
-    exposed: true
-    service: { namespace: monitoring, name: kube-prometheus-stack-grafana, port: http-web }
-    probe: { path: /api/health }
-  - name: portal
-    description: Platform portal
-    exposed: true
-    service: { namespace: platform-portal, name: portal, port: http }
-    probe: { path: /healthz, expectStatus: [200] }
-  - name: postgres
-    description: Platform PostgreSQL
-    group: Data
-    scheme: postgresql
-    service: { namespace: data, name: postgres, port: 5432 }
-`;
 
 interface Entry {
   name: string;
@@ -69,26 +44,6 @@ let sandbox: Sandbox;
 const children: ChildProcess[] = [];
 const servers: http.Server[] = [];
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-portal-"));
-
-const summary = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`;
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
 
 /** A stand-in UI on <node IP>:<nodePort>, as kube-proxy replacement would serve it. */
 function standIn(port: number, status: number): Promise<http.Server> {
@@ -146,7 +101,7 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
         "ui-exposure:portal": { enabled: true, skipAwait: true },
       },
     }));
-    fs.writeFileSync(path.join(sandbox.dir, "contract", "portal-e2e.yaml"), CONTRACT);
+    fs.writeFileSync(path.join(sandbox.dir, "contract", "portal-e2e.yaml"), PORTAL_E2E_CONTRACT);
   }, 600_000);
 
   afterAll(async () => {
@@ -236,7 +191,7 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
     });
     inCluster = { url: `http://${NODE_IP}:${portalUrl.port}/`, child, stderr: () => stderr };
 
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     const operator = sandbox.exposureSpawn(["portal", "--stack", "sandbox", "--listen", `127.0.0.1:${port}`]);
     children.push(operator);
     const view = (base: string) =>

@@ -433,3 +433,17 @@ export function reapStrayProviders(dir: string): number[] {
   }
   return reaped;
 }
+
+/** A command's result, as a test failure shows it: exit code and the ends of both streams. */
+export const summary = (r: { code: number | null; stdout: string; stderr: string }) => `exit ${r.code}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`;
+
+/** Polls `fn` until it gives a value (a throw counts as none), failing after `timeoutMs` with `detail()`. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000, detail: () => string = () => ""): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${detail()}`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}

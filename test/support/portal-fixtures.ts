@@ -183,3 +183,30 @@ export function answerList(data: RecordedCluster, url: URL): { kind: string; api
     return { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: pick(data.endpointSlices) };
   return null;
 }
+
+/** The contract of the in-cluster portal e2e files: three exposed UIs (one the portal) and a data endpoint. */
+export const PORTAL_E2E_CONTRACT = `version: 1
+endpoints:
+  - name: argocd
+    description: Argo CD
+    group: Delivery
+    exposed: true
+    service: { namespace: argocd, name: argocd-server, port: http }
+    probe: { path: /healthz, expectStatus: [200] }
+  - name: grafana
+    description: Grafana
+    group: Observability
+    exposed: true
+    service: { namespace: monitoring, name: kube-prometheus-stack-grafana, port: http-web }
+    probe: { path: /api/health }
+  - name: portal
+    description: Platform portal
+    exposed: true
+    service: { namespace: platform-portal, name: portal, port: http }
+    probe: { path: /healthz, expectStatus: [200] }
+  - name: postgres
+    description: Platform PostgreSQL
+    group: Data
+    scheme: postgresql
+    service: { namespace: data, name: postgres, port: 5432 }
+`;
