@@ -11,7 +11,7 @@ import { main } from "../cli/main";
 import { DEFAULT_STATE_DIR } from "../src/adapters/datapath/datapath";
 import { liveProcess } from "../src/adapters/own-process";
 import { controlPlaneStatus } from "../src/adapters/sandbox/cluster";
-import { isOurs, SANDBOX_ID_VARIABLE, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
+import { commandLineOf, isOurs, SANDBOX_ID_VARIABLE, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
 import { outsideRecordFile, sandboxDown, sandboxStackFile, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
@@ -418,6 +418,10 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
   const id = "fedcba9876543210fedcba9876543210";
   const sleeperIn = (dir: string, env: NodeJS.ProcessEnv) =>
     startDetached("sleeper", process.execPath, ["-e", "setTimeout(() => {}, 60000)", dir], { cwd: dir, env, logFile: path.join(dir, "log") });
+  /** Until each process runs its own program (its command line and environment are read from /proc): waited for, not slept on. */
+  const execed = async (...ps: { pid: number; cmdline: string }[]) => {
+    for (const p of ps) while (commandLineOf(p.pid) !== p.cmdline) await new Promise((r) => setTimeout(r, 10));
+  };
   const project = () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-proof-"));
     fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\n");
@@ -431,7 +435,7 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
     // command line copied into a well-formed record.
     const foreign = sleeperIn(p.dir, process.env);
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await execed(foreign);
       fs.mkdirSync(p.folder);
       fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [{ ...foreign, role: "portal" }] }));
       spy();
@@ -455,7 +459,7 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       .padStart(8, "0")}`;
     const stateFile = path.join(DEFAULT_STATE_DIR, `${prefix}.json`);
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await execed(other);
       // Another run's state, as a test's data path writes it (no owner tag of this sandbox).
       fs.mkdirSync(DEFAULT_STATE_DIR, { recursive: true, mode: 0o700 });
       fs.writeFileSync(
@@ -489,7 +493,7 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
     const p = project();
     const ours = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await execed(ours);
       // What `up` writes: the same record in the folder and outside the work tree.
       const record = JSON.stringify({ id, folder: p.folder, processes: [{ ...ours, role: "portal" }], controlPlane: [] });
       const outside = outsideRecordFile(p.dir, p.env);
@@ -521,7 +525,7 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
     const stray = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
     const other = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: "00000000000000000000000000000000" });
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await execed(stray, other);
       fs.mkdirSync(p.folder);
       fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [] }));
       const down = await sandboxDown(p.io);
@@ -540,7 +544,7 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
     const p = project();
     const ours = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await execed(ours);
       // Another project's record (copied here, or its outside-the-tree file) names its own folder.
       fs.mkdirSync(p.folder);
       fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: "/elsewhere/.sandbox", processes: [{ ...ours, role: "portal" }] }));
