@@ -99,9 +99,7 @@ export function metricFamilies(input: MetricsInput): MetricFamily[] {
 
 /** The `job` label of the portal's scrape target: the Service label the ServiceMonitor names as jobLabel. */
 export const PORTAL_JOB_LABEL = "app.kubernetes.io/name";
-export const PORTAL_JOB = PORTAL_SELECTOR[PORTAL_JOB_LABEL] as string;
 export const METRICS_PATH = "/metrics";
-export const SCRAPE_INTERVAL = "30s";
 
 export interface MonitoringTarget {
   /** The in-cluster portal's namespace (where the objects go too). */
@@ -119,103 +117,54 @@ export interface AlertRule {
   annotations: Record<string, string>;
 }
 
-export interface RuleGroup {
-  name: string;
-  rules: AlertRule[];
-}
-
 /** The series selector of this stack's portal, as its scrape config labels them. */
 export function portalSelector(t: Pick<MonitoringTarget, "namespace">): string {
-  return `job="${PORTAL_JOB}",namespace="${t.namespace}"`;
+  return `job="${PORTAL_SELECTOR[PORTAL_JOB_LABEL]}",namespace="${t.namespace}"`;
 }
 
 /** The five alerts, each naming the command that explains it. */
-export function alertRules(t: MonitoringTarget): RuleGroup[] {
+export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRule[] }[] {
   const sel = portalSelector(t);
-  const labels = { severity: "warning" };
-  return [
+  const alerts = [
     {
-      name: "ui-exposure",
-      rules: [
-        {
-          alert: "UIExposureUnreachable",
-          expr: `${METRICS.entryUp}{${sel}} == 0`,
-          for: "5m",
-          labels,
-          annotations: {
-            summary: "The published URL of {{ $labels.entry }} does not answer as the contract expects.",
-            description:
-              "The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run `exposure probe --stack " +
-              t.stack +
-              " --entry {{ $labels.entry }}` for the answer, `exposure status --stack " +
-              t.stack +
-              " --entry {{ $labels.entry }}` for the verdict.",
-          },
-        },
-        {
-          alert: "UIExposureDrift",
-          expr: `${METRICS.entryVerdict}{${sel},verdict=~"drift|absent"} == 1`,
-          for: "10m",
-          labels,
-          annotations: {
-            summary: "{{ $labels.entry }} is {{ $labels.verdict }}: its published URL may be false.",
-            description:
-              "The cluster no longer matches what the last `up` published for {{ $labels.entry }} (a port moved by hand, its Service gone, no ready endpoints...) for 10 minutes. Run `exposure status --stack " +
-              t.stack +
-              " --entry {{ $labels.entry }}` for the reasons; `pulumi up` puts a moved port back.",
-          },
-        },
-        {
-          alert: "UIExposureUndeclared",
-          expr: `${METRICS.undeclared}{${sel}} > 0`,
-          for: "15m",
-          labels,
-          annotations: {
-            summary: "{{ $value }} exposure(s) in the cluster that neither the contract nor the allowlist declares.",
-            description:
-              "A NodePort or LoadBalancer Service or a hostPort has been open for 15 minutes without a contract entry or an allowlist item. Run `exposure drift --stack " +
-              t.stack +
-              "` to list them, then remove each one or declare it.",
-          },
-        },
-        {
-          alert: "UIExposureStale",
-          expr: `time() - ${METRICS.lastObservation}{${sel}} > 60`,
-          for: "10m",
-          labels,
-          annotations: {
-            summary: "The portal has not read the cluster for more than 10 minutes.",
-            description:
-              "The portal answers but its cluster reads fail (API server unreachable, its ServiceAccount's permissions...): the other alerts see old values. Its log says why; `exposure status --stack " +
-              t.stack +
-              "` reads the cluster with your own credentials.",
-          },
-        },
-        {
-          alert: "UIExposurePortalDown",
-          expr: `up{${sel}} == 0 or absent(up{${sel}})`,
-          for: "5m",
-          labels,
-          annotations: {
-            summary: "Prometheus cannot scrape the ui-exposure portal in {{ $labels.namespace }}.",
-            description:
-              "No ui-exposure alert can fire while the portal is down. Check its pod (`kubectl -n " +
-              t.namespace +
-              " get pods -l app.kubernetes.io/name=ui-exposure-portal`) and run `exposure status --stack " +
-              t.stack +
-              "` meanwhile.",
-          },
-        },
-      ],
+      alert: "UIExposureUnreachable",
+      expr: `${METRICS.entryUp}{${sel}} == 0`,
+      for: "5m",
+      summary: "The published URL of {{ $labels.entry }} does not answer as the contract expects.",
+      description: `The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run \`exposure probe --stack ${t.stack} --entry {{ $labels.entry }}\` for the answer, \`exposure status --stack ${t.stack} --entry {{ $labels.entry }}\` for the verdict.`,
+    },
+    {
+      alert: "UIExposureDrift",
+      expr: `${METRICS.entryVerdict}{${sel},verdict=~"drift|absent"} == 1`,
+      for: "10m",
+      summary: "{{ $labels.entry }} is {{ $labels.verdict }}: its published URL may be false.",
+      description: `The cluster no longer matches what the last \`up\` published for {{ $labels.entry }} (a port moved by hand, its Service gone, no ready endpoints...) for 10 minutes. Run \`exposure status --stack ${t.stack} --entry {{ $labels.entry }}\` for the reasons; \`pulumi up\` puts a moved port back.`,
+    },
+    {
+      alert: "UIExposureUndeclared",
+      expr: `${METRICS.undeclared}{${sel}} > 0`,
+      for: "15m",
+      summary: "{{ $value }} exposure(s) in the cluster that neither the contract nor the allowlist declares.",
+      description: `A NodePort or LoadBalancer Service or a hostPort has been open for 15 minutes without a contract entry or an allowlist item. Run \`exposure drift --stack ${t.stack}\` to list them, then remove each one or declare it.`,
+    },
+    {
+      alert: "UIExposureStale",
+      expr: `time() - ${METRICS.lastObservation}{${sel}} > 60`,
+      for: "10m",
+      summary: "The portal has not read the cluster for more than 10 minutes.",
+      description: `The portal answers but its cluster reads fail (API server unreachable, its ServiceAccount's permissions...): the other alerts see old values. Its log says why; \`exposure status --stack ${t.stack}\` reads the cluster with your own credentials.`,
+    },
+    {
+      alert: "UIExposurePortalDown",
+      expr: `up{${sel}} == 0 or absent(up{${sel}})`,
+      for: "5m",
+      summary: "Prometheus cannot scrape the ui-exposure portal in {{ $labels.namespace }}.",
+      description: `No ui-exposure alert can fire while the portal is down. Check its pod (\`kubectl -n ${t.namespace} get pods -l app.kubernetes.io/name=ui-exposure-portal\`) and run \`exposure status --stack ${t.stack}\` meanwhile.`,
     },
   ];
+  const rules = alerts.map(({ summary, description, ...rule }) => ({ ...rule, labels: { severity: "warning" }, annotations: { summary, description } }));
+  return [{ name: "ui-exposure", rules }];
 }
-
-const objectLabels = (t: MonitoringTarget) => ({
-  release: t.release,
-  "app.kubernetes.io/part-of": "ui-exposure",
-  "app.kubernetes.io/managed-by": "ui-exposure",
-});
 
 /** The ServiceMonitor of the in-cluster portal: its Service `portal`, port `http`, /metrics. */
 export function serviceMonitorSpec(t: MonitoringTarget) {
@@ -223,17 +172,12 @@ export function serviceMonitorSpec(t: MonitoringTarget) {
     jobLabel: PORTAL_JOB_LABEL,
     selector: { matchLabels: { ...PORTAL_SELECTOR, "app.kubernetes.io/part-of": "ui-exposure" } },
     namespaceSelector: { matchNames: [t.namespace] },
-    endpoints: [{ port: PORTAL_PORT_NAME, path: METRICS_PATH, interval: SCRAPE_INTERVAL, scrapeTimeout: "10s" }],
+    endpoints: [{ port: PORTAL_PORT_NAME, path: METRICS_PATH, interval: "30s", scrapeTimeout: "10s" }],
   };
 }
 
-export interface DashboardQuery {
-  title: string;
-  expr: string;
-}
-
 /** Every query of the dashboard (the promtool check wraps each as a recording rule). */
-export function dashboardQueries(t: MonitoringTarget): DashboardQuery[] {
+export function dashboardQueries(t: MonitoringTarget): { title: string; expr: string }[] {
   const sel = `${portalSelector(t)},entry=~"$entry"`;
   return [
     { title: "Undeclared exposures", expr: `${METRICS.undeclared}{${portalSelector(t)}}` },
@@ -312,21 +256,27 @@ export function dashboard(t: MonitoringTarget): Record<string, unknown> {
   };
 }
 
+export const MONITORING_GROUP_VERSION = "monitoring.coreos.com/v1";
+
 /**
  * The three objects, as plain manifests without names: components/monitoring.ts creates them
  * auto-named (a fixed name could take over an object this stack did not create).
  */
 export function monitoringObjects(t: MonitoringTarget) {
-  const labels = objectLabels(t);
+  const labels = {
+    release: t.release,
+    "app.kubernetes.io/part-of": "ui-exposure",
+    "app.kubernetes.io/managed-by": "ui-exposure",
+  };
   return {
     serviceMonitor: {
-      apiVersion: "monitoring.coreos.com/v1",
+      apiVersion: MONITORING_GROUP_VERSION,
       kind: "ServiceMonitor",
       metadata: { namespace: t.namespace, labels },
       spec: serviceMonitorSpec(t),
     },
     prometheusRule: {
-      apiVersion: "monitoring.coreos.com/v1",
+      apiVersion: MONITORING_GROUP_VERSION,
       kind: "PrometheusRule",
       metadata: { namespace: t.namespace, labels },
       spec: { groups: alertRules(t) },
@@ -340,7 +290,6 @@ export function monitoringObjects(t: MonitoringTarget) {
   };
 }
 
-export const MONITORING_GROUP_VERSION = "monitoring.coreos.com/v1";
 /** The Prometheus Operator's resources the stack creates (CRDs installed by kube-prometheus-stack). */
 export const MONITORING_RESOURCES = ["servicemonitors", "prometheusrules"] as const;
 
