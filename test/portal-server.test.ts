@@ -6,7 +6,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { UserError } from "../src/core/errors";
 import { escapeHtml, renderPage } from "../src/core/portal/html";
-import { observePortal } from "../src/core/portal/view";
 import { parsePublishedEndpoints } from "../src/core/published";
 import { parseEntries } from "../src/portal/main";
 import { parseListen, type RunningPortal, refreshOf, startPortal } from "../src/portal/server";
@@ -15,6 +14,7 @@ import {
   HOSTILE_DESCRIPTION,
   MemoryCluster,
   NODE_IP,
+  observePortal,
   portalContract,
   readyNode,
   recordedCluster,

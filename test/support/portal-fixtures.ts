@@ -6,6 +6,8 @@ import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service } from "../../src/core/kube/types";
+import { readObservedCluster } from "../../src/core/observe";
+import { buildPortalView, type PortalSource, type PortalView, wantedEntries } from "../../src/core/portal/view";
 
 /** The description carries markup and quotes: the page must show it as text. */
 export const HOSTILE_DESCRIPTION = `Argo CD <script>alert("x")</script> & 'friends'`;
@@ -210,3 +212,14 @@ endpoints:
     scheme: postgresql
     service: { namespace: data, name: postgres, port: 5432 }
 `;
+
+/**
+ * One page load without any sharing or probing: one list call per kind (readObservedCluster),
+ * then the view. The server shares reads between loads (src/portal/shared-read.ts) and adds
+ * reachability; the tests compare its answers with this plain path.
+ */
+export async function observePortal(src: PortalSource): Promise<PortalView> {
+  const cluster = await readObservedCluster(src.cluster, wantedEntries(src));
+  const now = src.now?.() ?? new Date();
+  return buildPortalView({ ...src, source: src.cluster.source }, cluster, { observedAt: now, generatedAt: now });
+}

@@ -1,28 +1,22 @@
 import type { Contract } from "../contract/schema";
+import type { ProbeResultJson } from "../json-api";
 import type { ClusterReader } from "../kube/cluster";
-import { type ObservedCluster, type ObservedEntry, observe, type PublishedEndpoints, readObservedCluster, type Verdict } from "../observe";
+import { type ObservedCluster, type ObservedEntry, observe, type PublishedEndpoints, type Verdict } from "../observe";
 import type { NodeChoice } from "../plan";
 
 /**
  * Whether the published URL answers, as the portal's own probe saw it (the code and contract
  * expectations of `exposure probe`). `null` fields are unknown (no answer: no status).
  */
-export interface Reachability {
-  ok: boolean;
+export interface Reachability extends Pick<ProbeResultJson, "ok" | "url" | "expected" | "location"> {
   status: number | null;
   latencyMs: number | null;
   /** Why it is not OK (unexpected status, refused, timeout...); null when OK. */
   error: string | null;
   /** When the probe answered (ISO 8601). */
   checkedAt: string;
-  /** The URL requested (published URL + the contract's probe path). */
-  url: string;
-  /** What the contract accepts ("2xx/3xx" by default). */
-  expected: string;
   /** https only: the certificate is not verified (self-signed UIs), and the page says so. */
   tlsVerified?: false;
-  /** A 3xx answer's target: shown, never followed. */
-  location?: string;
 }
 
 /** One row of the portal: the verdict of `exposure status`, the contract's group, the probe's answer. */
@@ -39,7 +33,6 @@ export interface PortalEntry extends ObservedEntry {
 
 /** What the portal shows (HTML) and serves (JSON): one observation of the cluster. */
 export interface PortalView {
-  /** When this answer was produced. */
   generatedAt: string;
   /** When the cluster was read (shared by the loads of one read interval). */
   observedAt: string;
@@ -86,17 +79,16 @@ export function wantedEntries(src: Pick<PortalSource, "contract" | "selected">) 
 
 /**
  * The view of one cluster read: the verdicts of `exposure status` (observe), each entry with
- * its contract group and, when known, its reachability. Pure.
+ * its contract group (the server adds the probes' answers). Pure.
  */
 export function buildPortalView(
   src: Omit<PortalSource, "cluster"> & { source: string },
   cluster: ObservedCluster,
   at: { observedAt: Date; generatedAt: Date },
-  reachability?: { enabled: boolean; cacheSeconds?: number; byEntry?: ReadonlyMap<string, Reachability> },
+  reachability: PortalView["reachability"] = { enabled: false },
 ): PortalView {
-  const selected = src.selected ?? "all";
   const observation = observe(src.contract, cluster, {
-    selected,
+    selected: src.selected ?? "all",
     nodeAddress: src.nodeAddress,
     ...(src.published ? { published: src.published } : {}),
   });
@@ -105,9 +97,8 @@ export function buildPortalView(
   for (const e of observation.entries) summary[e.verdict]++;
   const entries = observation.entries.map((e): PortalEntry => {
     const group = groups.get(e.name);
-    const probed = reachability?.byEntry?.get(e.name);
     const last = e.verdict === "ABSENT" && !e.url ? src.published?.[e.name]?.url : undefined;
-    return { ...e, ...(group ? { group } : {}), ...(probed ? { reachability: probed } : {}), ...(last ? { lastPublishedUrl: last } : {}) };
+    return { ...e, ...(group ? { group } : {}), ...(last ? { lastPublishedUrl: last } : {}) };
   });
   return {
     generatedAt: at.generatedAt.toISOString(),
@@ -118,20 +109,7 @@ export function buildPortalView(
     ...(observation.node ? { node: observation.node } : {}),
     problems: observation.problems,
     summary,
-    reachability: reachability
-      ? { enabled: reachability.enabled, ...(reachability.cacheSeconds !== undefined ? { cacheSeconds: reachability.cacheSeconds } : {}) }
-      : { enabled: false },
+    reachability,
     entries,
   };
-}
-
-/**
- * One page load without any sharing or probing: one list call per kind (readObservedCluster),
- * then the view. The server shares reads between loads (src/portal/shared-read.ts) and adds
- * reachability; this is the plain path for callers that read once.
- */
-export async function observePortal(src: PortalSource): Promise<PortalView> {
-  const cluster = await readObservedCluster(src.cluster, wantedEntries(src));
-  const now = src.now?.() ?? new Date();
-  return buildPortalView({ ...src, source: src.cluster.source }, cluster, { observedAt: now, generatedAt: now });
 }
