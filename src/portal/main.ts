@@ -8,7 +8,7 @@ import { LiveClusterReader } from "../adapters/kube-live";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import type { PublishedEndpoints } from "../core/observe";
-import { PORTAL_CONTAINER_PORT, PORTAL_ENV } from "../core/portal/spec";
+import { PORTAL_APP_DIR, PORTAL_CONTAINER_PORT, PORTAL_ENV, PORTAL_FILES } from "../core/portal/spec";
 import { parsePublishedEndpoints } from "../core/published";
 import { parseAllowlist } from "../core/settings";
 import { parseListen, startPortal } from "./server";
@@ -56,7 +56,7 @@ export function parseAllowlistEnv(raw: string | undefined) {
 }
 
 export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const contractFile = env[PORTAL_ENV.contract] ?? "/app/contract.yaml";
+  const contractFile = env[PORTAL_ENV.contract] ?? `${PORTAL_APP_DIR}/${PORTAL_FILES.contract}`;
   const contract = loadContractFile(contractFile);
   const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true } : {});
   const stack = env[PORTAL_ENV.stack];

@@ -131,9 +131,8 @@ function reachabilityCell(e: PortalEntry, view: PortalView, now: Date): string {
     if (!e.exposed || !linkable(e.url)) return '<span class="r-none">—</span>';
     return view.reachability.enabled ? "<small>not checked yet</small>" : "<small>probing off</small>";
   }
-  const badge = r.ok
-    ? `<span class="badge r-ok">OK${r.status !== null ? ` ${r.status}` : ""}</span>`
-    : `<span class="badge r-bad">NOT OK${r.status !== null ? ` ${r.status}` : ""}</span>`;
+  const [cls, word] = r.ok ? ["r-ok", "OK"] : ["r-bad", "NOT OK"];
+  const badge = `<span class="badge ${cls}">${word}${r.status !== null ? ` ${r.status}` : ""}</span>`;
   const details = [
     ...(r.error ? [escapeHtml(r.error)] : []),
     ...(r.location ? [`redirects to ${escapeHtml(r.location)} (not followed)`] : []),

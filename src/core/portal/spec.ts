@@ -3,12 +3,12 @@
 // contract's `portal` entry is planned from exactly what the component will create.
 import { type Contract, isHostPortEntry, isNodePortEntry } from "../contract/schema";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "../kube/types";
+import { wantedEntries } from "./view";
 
 /** The Service the contract's `portal` entry mirrors: a stable name, since the contract names it. */
 export const PORTAL_SERVICE_NAME = "portal";
 /** Port name the contract's entry references (`port: http`). */
 export const PORTAL_PORT_NAME = "http";
-export const PORTAL_SERVICE_PORT = 80;
 /** Above 1024: the container runs as a non-root user, which cannot bind low ports. */
 export const PORTAL_CONTAINER_PORT = 8080;
 /** The stock image's unprivileged `node` user. */
@@ -41,7 +41,6 @@ export const PORTAL_ENV = {
   contract: "PORTAL_CONTRACT",
   /** JSON: "all" or the list of entry names the stack publishes. */
   entries: "PORTAL_ENTRIES",
-  /** The stack's pinned node address, when it has one. */
   nodeAddress: "PORTAL_NODE_ADDRESS",
   stack: "PORTAL_STACK",
   /** "1": use the pod's ServiceAccount; otherwise a kubeconfig ($KUBECONFIG), for running the bundle by hand. */
@@ -62,19 +61,13 @@ export const PORTAL_ENV = {
  */
 export const PORTAL_PUBLISHED = { configMap: "ui-exposure-published", dir: "/published", file: "endpoints.json" } as const;
 
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
-
 /**
  * Exactly what one page load reads (readObservedCluster: one list call per kind), read-only.
  * Pods only when a selected entry uses a hostPort, or when the portal runs the audit for
  * /metrics (`audit`: every Pod's hostPorts), the only cases where the portal lists them.
  * No Secrets, no ConfigMaps: the portal shows URLs and verdicts, never credentials.
  */
-export function portalRbacRules(opts: { hostPort: boolean; audit?: boolean }): PolicyRule[] {
+export function portalRbacRules(opts: { hostPort: boolean; audit?: boolean }) {
   return [
     { apiGroups: [""], resources: ["services", "nodes", ...(opts.hostPort || opts.audit ? ["pods"] : [])], verbs: ["get", "list"] },
     { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list"] },
@@ -83,7 +76,7 @@ export function portalRbacRules(opts: { hostPort: boolean; audit?: boolean }): P
 
 /** Whether the stack's selection holds a hostPort entry (then the portal lists Pods). */
 export function selectsHostPort(contract: Contract, selected: readonly string[] | "all"): boolean {
-  return contract.endpoints.some((e) => isHostPortEntry(e) && (selected === "all" || selected.includes(e.name)));
+  return wantedEntries({ contract, selected }).some(isHostPortEntry);
 }
 
 /** Whether a Service `namespace/name` is the in-cluster portal's, for a portal in `portalNamespace`. */
@@ -109,7 +102,7 @@ export function portalService(namespace: string): Service {
     spec: {
       type: "ClusterIP",
       selector: { ...PORTAL_SELECTOR },
-      ports: [{ name: PORTAL_PORT_NAME, port: PORTAL_SERVICE_PORT, targetPort: PORTAL_PORT_NAME, protocol: "TCP" }],
+      ports: [{ name: PORTAL_PORT_NAME, port: 80, targetPort: PORTAL_PORT_NAME, protocol: "TCP" }],
     },
   };
 }
