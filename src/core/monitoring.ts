@@ -35,9 +35,9 @@ export interface MetricFamily {
 
 export interface MetricsInput {
   /** The last view the portal computed; undefined when no cluster read has succeeded yet. */
-  view: PortalView | undefined;
+  view?: PortalView;
   /** When that view's cluster read finished (the freshness gauge; 0 when never). */
-  observedAt: Date | undefined;
+  observedAt?: Date;
   /** The audit's undeclared count, when the portal runs the audit (it knows the allowlist). */
   undeclared: number | undefined;
   version: string;

@@ -13,17 +13,20 @@ import { parsePublishedEndpoints } from "../core/published";
 import { parseAllowlist } from "../core/settings";
 import { parseListen, startPortal } from "./server";
 
+/** JSON.parse, with `message` as the UserError when the text is not JSON. */
+function parseJson(text: string, message: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UserError(message);
+  }
+}
+
 export function parseEntries(raw: string | undefined): "all" | string[] {
   if (!raw || raw === "all" || raw === '"all"') return "all";
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    throw new UserError(`${PORTAL_ENV.entries} must be "all" or a JSON list of entry names, not '${raw}'`);
-  }
-  if (!Array.isArray(value) || !value.every((v) => entryName.safeParse(v).success)) {
-    throw new UserError(`${PORTAL_ENV.entries} must be "all" or a JSON list of entry names, not '${raw}'`);
-  }
+  const message = `${PORTAL_ENV.entries} must be "all" or a JSON list of entry names, not '${raw}'`;
+  const value = parseJson(raw, message);
+  if (!Array.isArray(value) || !value.every((v) => entryName.safeParse(v).success)) throw new UserError(message);
   return value as string[];
 }
 
@@ -34,24 +37,13 @@ export function parseEntries(raw: string | undefined): "all" | string[] {
 export function readPublishedFile(file: string): PublishedEndpoints | undefined {
   if (!fs.existsSync(file)) return undefined;
   const text = readBoundedText(file, "published outputs", FILE_LIMITS.outputs);
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new UserError(`published outputs ${file}: not JSON`);
-  }
-  return parsePublishedEndpoints(value, `published outputs ${file}`);
+  return parsePublishedEndpoints(parseJson(text, `published outputs ${file}: not JSON`), `published outputs ${file}`);
 }
 
 /** PORTAL_ALLOWLIST: the stack's allowlist as JSON (monitoring on: the portal audits for /metrics); unset: no audit. */
 export function parseAllowlistEnv(raw: string | undefined) {
   if (!raw) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    throw new UserError(`${PORTAL_ENV.allowlist} must be the stack's allowlist as JSON ({"services": [...], "hostPorts": [...]})`);
-  }
+  const value = parseJson(raw, `${PORTAL_ENV.allowlist} must be the stack's allowlist as JSON ({"services": [...], "hostPorts": [...]})`);
   return { allowlist: parseAllowlist(value, PORTAL_ENV.allowlist) };
 }
 

@@ -59,20 +59,11 @@ interface ObservedRead {
 }
 
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
-export const DEFAULT_METRICS_WAIT_MS = 5_000;
 /**
  * The audit lists every Service and Pod of the cluster (tens of MiB on a large one): at most once
  * per 5 min by default (or the read interval, if longer). UIExposureUndeclared waits 15 min anyway.
  */
 export const DEFAULT_AUDIT_INTERVAL_MS = 300_000;
-
-/** Environment knobs shared by `exposure portal` and the in-cluster portal. */
-export const PORTAL_TUNING_ENV = {
-  probe: "PORTAL_PROBE",
-  probeCacheSeconds: "PORTAL_PROBE_CACHE_SECONDS",
-  readIntervalSeconds: "PORTAL_READ_INTERVAL_SECONDS",
-  auditIntervalSeconds: "PORTAL_AUDIT_INTERVAL_SECONDS",
-} as const;
 
 function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
   const raw = env[name];
@@ -83,15 +74,15 @@ function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | un
   return value * 1000;
 }
 
-/** Reads PORTAL_PROBE (on/off), PORTAL_PROBE_CACHE_SECONDS, PORTAL_READ_INTERVAL_SECONDS and PORTAL_AUDIT_INTERVAL_SECONDS. */
+/** The environment knobs shared by `exposure portal` and the in-cluster portal. */
 export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions, "readIntervalMs" | "reachability" | "auditIntervalMs"> {
-  const probe = env[PORTAL_TUNING_ENV.probe];
+  const probe = env.PORTAL_PROBE;
   if (probe !== undefined && probe !== "" && probe !== "on" && probe !== "off") {
-    throw new UserError(`${PORTAL_TUNING_ENV.probe} must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
+    throw new UserError(`PORTAL_PROBE must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
   }
-  const cacheMs = seconds(env, PORTAL_TUNING_ENV.probeCacheSeconds, 3600);
-  const readIntervalMs = seconds(env, PORTAL_TUNING_ENV.readIntervalSeconds, 300);
-  const auditIntervalMs = seconds(env, PORTAL_TUNING_ENV.auditIntervalSeconds, 3600);
+  const cacheMs = seconds(env, "PORTAL_PROBE_CACHE_SECONDS", 3600);
+  const readIntervalMs = seconds(env, "PORTAL_READ_INTERVAL_SECONDS", 300);
+  const auditIntervalMs = seconds(env, "PORTAL_AUDIT_INTERVAL_SECONDS", 3600);
   return {
     ...(readIntervalMs !== undefined ? { readIntervalMs } : {}),
     ...(auditIntervalMs !== undefined ? { auditIntervalMs } : {}),
@@ -156,13 +147,12 @@ export class PortalObserver {
     const { value: read, at } = await this.clusterReads.get();
     const generatedAt = this.opts.now?.() ?? new Date();
     if (this.lastBase?.cluster !== read) {
-      const reach = { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) };
       const { published: _given, ...source } = this.opts;
       const view = buildPortalView(
         { ...source, ...(read.published ? { published: read.published } : {}), source: this.opts.cluster.source },
         read.cluster,
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
-        reach,
+        { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },
       );
       const urls = new Map<string, string>();
       for (const e of view.entries) {
@@ -190,7 +180,7 @@ export class PortalObserver {
    * old timestamp, which is what the stale alert watches.
    */
   async metrics(): Promise<string> {
-    const waitMs = this.opts.metricsWaitMs ?? DEFAULT_METRICS_WAIT_MS;
+    const waitMs = this.opts.metricsWaitMs ?? 5_000;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<undefined>((resolve) => {
       timer = setTimeout(() => resolve(undefined), waitMs);
@@ -211,10 +201,9 @@ export class PortalObserver {
     } finally {
       clearTimeout(timer);
     }
-    const view = this.lastGood?.view;
-    const observedAt = this.lastGood?.observedAt;
-    const undeclared = this.lastUndeclared;
-    return renderMetrics(metricFamilies({ view, observedAt, undeclared, version: this.opts.version ?? "unknown", stack: this.opts.stack ?? "" }));
+    return renderMetrics(
+      metricFamilies({ ...this.lastGood, undeclared: this.lastUndeclared, version: this.opts.version ?? "unknown", stack: this.opts.stack ?? "" }),
+    );
   }
 }
 
@@ -304,7 +293,10 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
   }
   // /api/entries/<name>: one entry (the page links each row to it).
   const one = /^\/api\/entries\/([^/]+)$/.exec(path);
-  const entry = one ? decodeURIComponentSafe(one[1] as string) : undefined;
+  let entry: string | undefined;
+  try {
+    entry = one ? decodeURIComponent(one[1] as string) : undefined;
+  } catch {}
   if (one && (entry === undefined || !entryName.safeParse(entry).success)) {
     send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: "not an entry name" })}\n`);
     return;
@@ -355,40 +347,6 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
     .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
 }
 
-function decodeURIComponentSafe(text: string): string | undefined {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return undefined;
-  }
-}
-
-export function createPortalServer(opts: PortalOptions): http.Server {
-  const server = http.createServer(portalHandler(opts));
-  // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered:
-  // answer it like any other method the portal does not serve.
-  server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
-    opts.log?.(`${req.method} -> 405`);
-    const body = "method not allowed\n";
-    socket.on("error", () => {});
-    socket.end(
-      [
-        "HTTP/1.1 405 Method Not Allowed",
-        "Allow: GET, HEAD",
-        "Content-Type: text/plain; charset=utf-8",
-        `Content-Length: ${body.length}`,
-        ...Object.entries(COMMON_HEADERS).map(([k, v]) => `${k}: ${v}`),
-        "Connection: close",
-        "",
-        body,
-      ].join("\r\n"),
-    );
-  });
-  // A browser's idle keep-alive connection must not delay a clean stop.
-  server.keepAliveTimeout = 5_000;
-  return server;
-}
-
 export interface ListenAddress {
   host: string;
   port: number;
@@ -420,7 +378,29 @@ export async function startPortal(given: PortalOptions, listen: ListenAddress): 
   // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
   const tuning = portalTuningFromEnv(process.env);
   const opts: PortalOptions = { ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } };
-  const server = createPortalServer(opts);
+  const server = http.createServer(portalHandler(opts));
+  // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered:
+  // answer it like any other method the portal does not serve.
+  server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
+    opts.log?.(`${req.method} -> 405`);
+    const body = "method not allowed\n";
+    socket.on("error", () => {});
+    socket.end(
+      [
+        "HTTP/1.1 405 Method Not Allowed",
+        "Allow: GET, HEAD",
+        "Content-Type: text/plain; charset=utf-8",
+        `Content-Length: ${body.length}`,
+        ...Object.entries(COMMON_HEADERS).map(([k, v]) => `${k}: ${v}`),
+        "Connection: close",
+        "",
+        body,
+      ].join("\r\n"),
+    );
+  });
+  // A browser's idle keep-alive connection must not delay a clean stop.
+  server.keepAliveTimeout = 5_000;
+
   return new Promise((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {
       const why = err.code === "EADDRINUSE" ? "the port is in use" : err.code === "EADDRNOTAVAIL" ? "no such local address" : err.message;
