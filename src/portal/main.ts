@@ -51,21 +51,18 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
   const contractFile = env[PORTAL_ENV.contract] ?? `${PORTAL_APP_DIR}/${PORTAL_FILES.contract}`;
   const contract = loadContractFile(contractFile);
   const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true } : {});
-  const stack = env[PORTAL_ENV.stack];
   const publishedFile = env[PORTAL_ENV.published];
-  const audit = parseAllowlistEnv(env[PORTAL_ENV.allowlist]);
-  const version = env[PORTAL_ENV.version];
   const portal = await startPortal(
     {
       contract,
       cluster,
       selected: parseEntries(env[PORTAL_ENV.entries]),
       nodeAddress: env[PORTAL_ENV.nodeAddress] || undefined,
-      ...(stack ? { stack } : {}),
-      ...(publishedFile ? { readPublished: async () => readPublishedFile(publishedFile) } : {}),
+      stack: env[PORTAL_ENV.stack] || undefined,
+      readPublished: publishedFile ? async () => readPublishedFile(publishedFile) : undefined,
       contractLabel: contractFile,
-      ...(audit ? { audit } : {}),
-      ...(version ? { version } : {}),
+      audit: parseAllowlistEnv(env[PORTAL_ENV.allowlist]),
+      version: env[PORTAL_ENV.version] || undefined,
       log: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),
     },
     parseListen(env[PORTAL_ENV.listen] ?? `0.0.0.0:${PORTAL_CONTAINER_PORT}`),

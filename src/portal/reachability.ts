@@ -72,10 +72,7 @@ export class ReachabilityCache {
       if (!targets.every(answered)) this.startRound(targets);
     }
     const out = new Map<string, Reachability>();
-    for (const t of targets) {
-      const k = this.known.get(t.name);
-      if (k && k.key === keyOf(t)) out.set(t.name, k.reachability);
-    }
+    for (const t of targets.filter(answered)) out.set(t.name, (this.known.get(t.name) as Known).reachability);
     return out;
   }
 

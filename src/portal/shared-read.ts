@@ -35,17 +35,12 @@ export class SharedRead<T> {
     const next: Round<T> = {
       startedAt: now,
       settled: false,
-      promise: this.read().then(
-        (value) => {
+      // A failure is shared too: an unreachable API server is not hammered by every reload.
+      promise: this.read()
+        .then((value) => ({ value, at: new Date(this.clock()) }))
+        .finally(() => {
           next.settled = true;
-          return { value, at: new Date(this.clock()) };
-        },
-        (err: unknown) => {
-          // A failure is shared too: an unreachable API server is not hammered by every reload.
-          next.settled = true;
-          throw err;
-        },
-      ),
+        }),
     };
     // Joiners attach their own handlers; this one only keeps an unobserved failure quiet.
     next.promise.catch(() => undefined);

@@ -168,15 +168,10 @@ const COLUMNS = ["Name", "Namespace", "URL", "Ready", "Verdict", "Answers"] as c
 
 /** Entries in the contract's groups, in the order groups first appear; ungrouped entries last. */
 export function groupEntries(entries: readonly PortalEntry[]): { group?: string; entries: PortalEntry[] }[] {
-  const groups = new Map<string | undefined, PortalEntry[]>();
-  for (const e of entries) {
-    const list = groups.get(e.group) ?? [];
-    list.push(e);
-    groups.set(e.group, list);
-  }
-  const named = [...groups].filter(([g]) => g !== undefined).map(([group, list]) => ({ group, entries: list }));
-  const rest = groups.get(undefined);
-  return rest ? [...named, { entries: rest }] : named;
+  const groups = [...new Set(entries.map((e) => e.group))].filter((g) => g !== undefined);
+  const named = groups.map((group) => ({ group, entries: entries.filter((e) => e.group === group) }));
+  const rest = entries.filter((e) => e.group === undefined);
+  return rest.length ? [...named, { entries: rest }] : named;
 }
 
 function metaLine(view: PortalView, now: Date): string {
