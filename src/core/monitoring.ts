@@ -95,8 +95,6 @@ export function metricFamilies(input: MetricsInput): MetricFamily[] {
   ];
 }
 
-// ---- monitoring objects --------------------------------------------------------------------
-
 /** The `job` label of the portal's scrape target: the Service label the ServiceMonitor names as jobLabel. */
 export const PORTAL_JOB_LABEL = "app.kubernetes.io/name";
 export const METRICS_PATH = "/metrics";

@@ -13,7 +13,6 @@ import { parsePublishedEndpoints } from "../core/published";
 import { parseAllowlist } from "../core/settings";
 import { parseListen, startPortal } from "./server";
 
-/** JSON.parse, with `message` as the UserError when the text is not JSON. */
 function parseJson(text: string, message: string): unknown {
   try {
     return JSON.parse(text);

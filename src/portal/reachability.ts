@@ -10,11 +10,9 @@ import type { Reachability } from "../core/portal/view";
 export interface ReachabilityOptions {
   /** Off: no request leaves the portal except to the API server. */
   enabled: boolean;
-  /** How long an answer is reused (default 15 s). */
   cacheMs: number;
   /** Per-URL timeout when the contract declares none (default 3 s); a contract's own is capped at 10 s. */
   timeoutMs: number;
-  /** Probes in flight at once (default 8). */
   concurrency: number;
   get?: HttpGet;
 }

@@ -81,11 +81,9 @@ export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions,
     throw new UserError(`PORTAL_PROBE must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
   }
   const cacheMs = seconds(env, "PORTAL_PROBE_CACHE_SECONDS", 3600);
-  const readIntervalMs = seconds(env, "PORTAL_READ_INTERVAL_SECONDS", 300);
-  const auditIntervalMs = seconds(env, "PORTAL_AUDIT_INTERVAL_SECONDS", 3600);
   return {
-    ...(readIntervalMs !== undefined ? { readIntervalMs } : {}),
-    ...(auditIntervalMs !== undefined ? { auditIntervalMs } : {}),
+    readIntervalMs: seconds(env, "PORTAL_READ_INTERVAL_SECONDS", 300),
+    auditIntervalMs: seconds(env, "PORTAL_AUDIT_INTERVAL_SECONDS", 3600),
     reachability: { enabled: probe !== "off", ...(cacheMs !== undefined ? { cacheMs } : {}) },
   };
 }
@@ -154,10 +152,8 @@ export class PortalObserver {
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
         { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },
       );
-      const urls = new Map<string, string>();
-      for (const e of view.entries) {
-        if (e.exposed && e.url && /^https?:\/\//.test(e.url) && !e.url.includes(PENDING_NODE_PORT)) urls.set(e.name, e.url);
-      }
+      const probed = view.entries.filter((e) => e.exposed && e.url && /^https?:\/\//.test(e.url) && !e.url.includes(PENDING_NODE_PORT));
+      const urls = new Map(probed.map((e) => [e.name, e.url as string]));
       this.lastBase = { cluster: read, view, urls };
     }
     const base = this.lastBase;

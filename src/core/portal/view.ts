@@ -49,11 +49,8 @@ export interface PortalView {
 }
 
 /** What the portal shows instead when the cluster cannot be read. */
-export interface PortalError {
+export interface PortalError extends Pick<PortalView, "generatedAt" | "source" | "stack"> {
   error: string;
-  generatedAt: string;
-  source: string;
-  stack?: string;
 }
 
 export interface PortalSource {
