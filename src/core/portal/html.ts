@@ -102,6 +102,7 @@ export function formatAge(ms: number): string {
 
 const ageOf = (iso: string, now: Date) => formatAge(now.getTime() - new Date(iso).getTime());
 const timeTag = (iso: string, now: Date) => `<time datetime="${escapeHtml(iso)}" title="${escapeHtml(iso)}">${ageOf(iso, now)}</time>`;
+const listItems = (texts: readonly string[]) => texts.map((t) => `<li>${escapeHtml(t)}</li>`).join("");
 
 /**
  * A URL as text that a narrow screen wraps between host and port only: `http://10.0.0.5` and
@@ -144,7 +145,7 @@ function reachabilityCell(e: PortalEntry, view: PortalView, now: Date): string {
 }
 
 function row(e: PortalEntry, view: PortalView, now: Date): string {
-  const reasons = e.reasons.length ? `<ul class="reasons">${e.reasons.map((r) => `<li>${escapeHtml(r)}</li>`).join("")}</ul>` : "";
+  const reasons = e.reasons.length ? `<ul class="reasons">${listItems(e.reasons)}</ul>` : "";
   // One <div> per cell: on a phone each cell is a two-column grid (label, content).
   const cell = (label: string, content: string, cls?: string) => `<td data-label="${label}"${cls ? ` class="${cls}"` : ""}><div>${content}</div></td>`;
   const name = escapeHtml(e.name);
@@ -195,9 +196,7 @@ export function renderPage(view: PortalView, opts: PageOptions = {}): string {
     .map((v) => `<li><span class="badge v-${v}">${view.summary[v]} ${LABELS[v]}</span></li>`)
     .concat(failingCount ? [`<li><span class="badge r-bad">${failingCount} not answering</span></li>`] : [])
     .join("");
-  const problems = view.problems.length
-    ? `<div class="problems" role="alert"><strong>Problems</strong><ul>${view.problems.map((p) => `<li>${escapeHtml(p)}</li>`).join("")}</ul></div>`
-    : "";
+  const problems = view.problems.length ? `<div class="problems" role="alert"><strong>Problems</strong><ul>${listItems(view.problems)}</ul></div>` : "";
   const grouped = groupEntries(view.entries);
   const anyGroup = grouped.some((g) => g.group !== undefined);
   const bodies = grouped.map((g) => {
