@@ -302,6 +302,8 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
     return;
   }
   const json = path !== "/";
+  const sendJson = (status: number, doc: PortalEntryDocument | PortalEntriesDocument | PortalErrorDocument) =>
+    send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
   // The portal's own probe (its entry's probe path is the page) must not wait for the round it is part of.
   observer
     .view({ waitForProbes: req.headers["user-agent"] !== PROBE_USER_AGENT })
@@ -312,31 +314,25 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
           if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
           else {
             const { entries: _all, summary: _summary, problems: _problems, ...context } = view;
-            const doc: PortalEntryDocument = { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found };
-            send(req, res, 200, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
+            sendJson(200, { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found });
           }
-        } else if (json) {
-          const doc: PortalEntriesDocument = { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view };
-          send(req, res, 200, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
-        } else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
+        } else if (json) sendJson(200, { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view });
+        else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
       },
       (err: unknown) => {
         // A cluster error (UserError from the reader) is 503: the portal works, its data source does not.
         // Anything else is a bug: 500, with the stack trace in the log only.
         const known = err instanceof UserError;
         const status = known ? 503 : 500;
-        const message = known ? err.message : "internal error while observing the cluster (see the portal's log)";
         opts.log?.(`${req.method} ${path} -> ${status}: ${known ? err.message : ((err as Error).stack ?? String(err))}`);
         const error: PortalError = {
-          error: message,
+          error: known ? err.message : "internal error while observing the cluster (see the portal's log)",
           generatedAt: (opts.now?.() ?? new Date()).toISOString(),
           source: opts.cluster.source,
           ...(opts.stack ? { stack: opts.stack } : {}),
         };
-        if (json) {
-          const doc: PortalErrorDocument = { apiVersion: JSON_API_VERSION, kind: "PortalError", ...error };
-          send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
-        } else send(req, res, status, HTML, renderErrorPage(error, page), { "Content-Security-Policy": HTML_CSP });
+        if (json) sendJson(status, { apiVersion: JSON_API_VERSION, kind: "PortalError", ...error });
+        else send(req, res, status, HTML, renderErrorPage(error, page), { "Content-Security-Policy": HTML_CSP });
       },
     )
     // A failure while answering (the client went away) must not become an unhandled rejection.
