@@ -55,6 +55,7 @@ export function metricFamilies(input: MetricsInput): MetricFamily[] {
   const ready: Sample[] = [];
   const port: Sample[] = [];
   const duration: Sample[] = [];
+  const single = (name: string, help: string, value: number, labels: Record<string, string> = {}) => ({ name, help, samples: [{ labels, value }] });
   for (const e of published) {
     const entry = { entry: e.name };
     // Probing off (PORTAL_PROBE=off): nothing was checked, so no series. On: an entry without
@@ -75,23 +76,19 @@ export function metricFamilies(input: MetricsInput): MetricFamily[] {
     { name: METRICS.probeDuration, help: "How long the portal's last probe of the entry's URL took, in seconds.", samples: duration },
     ...(input.undeclared !== undefined
       ? [
-          {
-            name: METRICS.undeclared,
-            help: "Exposures (NodePort or LoadBalancer Services, hostPorts) that neither the contract nor the allowlist declares, as exposure drift reports them.",
-            samples: [{ labels: {}, value: input.undeclared }],
-          },
+          single(
+            METRICS.undeclared,
+            "Exposures (NodePort or LoadBalancer Services, hostPorts) that neither the contract nor the allowlist declares, as exposure drift reports them.",
+            input.undeclared,
+          ),
         ]
       : []),
-    {
-      name: METRICS.lastObservation,
-      help: "Unix time of the portal's last successful cluster read (0 before the first).",
-      samples: [{ labels: {}, value: input.observedAt ? input.observedAt.getTime() / 1000 : 0 }],
-    },
-    {
-      name: METRICS.buildInfo,
-      help: "The portal's version and the stack it watches; always 1.",
-      samples: [{ labels: { version: input.version, stack: input.stack }, value: 1 }],
-    },
+    single(
+      METRICS.lastObservation,
+      "Unix time of the portal's last successful cluster read (0 before the first).",
+      input.observedAt ? input.observedAt.getTime() / 1000 : 0,
+    ),
+    single(METRICS.buildInfo, "The portal's version and the stack it watches; always 1.", 1, { version: input.version, stack: input.stack }),
   ];
 }
 
