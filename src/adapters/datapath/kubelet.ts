@@ -225,6 +225,8 @@ export class NodeAgent {
   private again = false;
   private busy = false;
   private stopped = false;
+  /** Whether the last watch could not connect: an outage is said once, and its end once. */
+  private unreachable = false;
 
   constructor(
     private readonly lib: ClientNode,
@@ -298,8 +300,13 @@ export class NodeAgent {
           this.retry = setTimeout(() => void this.follow(), 1000);
         },
       );
+      if (this.unreachable) this.say("node agent: the API server answers again");
+      this.unreachable = false;
     } catch {
-      if (!this.stopped) this.retry = setTimeout(() => void this.follow(), 1000);
+      if (this.stopped) return;
+      if (!this.unreachable) this.say("node agent: the API server does not answer; retrying every second");
+      this.unreachable = true;
+      this.retry = setTimeout(() => void this.follow(), 1000);
     }
   }
 
