@@ -48,21 +48,19 @@ type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
         : string | undefined;
 };
 
-interface ParsedCommandLine<F extends Readonly<Record<string, FlagSpec>>> {
-  values: FlagValues<F>;
-  positionals: string[];
-}
+/** What a usage error names of its command. */
+export type Usage = Pick<CommandSpec, "name" | "synopsis">;
 
 /** `usage: exposure <command> <synopsis>`, without a trailing space for a command that takes nothing. */
-const usageLine = (spec: Pick<CommandSpec, "name" | "synopsis">) => `usage: exposure ${spec.name} ${spec.synopsis}`.trimEnd();
+const usageLine = (spec: Usage) => `usage: exposure ${spec.name} ${spec.synopsis}`.trimEnd();
 
 /** The usage error every command gives: the problem, the usage line, where the full help is. */
-export function usageError(spec: Pick<CommandSpec, "name" | "synopsis">, message: string): UserError {
+export function usageError(spec: Usage, message: string): UserError {
   return new UserError(`${message}\n${usageLine(spec)}\n(\`exposure ${spec.name} --help\` describes every flag)`, EXIT.INVALID);
 }
 
 /** Parses `argv` against the command's flag table; unknown or malformed flags are usage errors (exit 2). */
-export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly string[]): ParsedCommandLine<S["flags"]> {
+export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly string[]): { values: FlagValues<S["flags"]>; positionals: string[] } {
   for (const arg of argv) {
     if (arg === "--") break;
     const unknown = unknownFlag(spec, arg);

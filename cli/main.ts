@@ -1,8 +1,7 @@
 import { isUserError, UserError } from "../src/core/errors";
-import { EXIT_MEANINGS } from "../src/core/findings";
+import { EXIT, EXIT_MEANINGS } from "../src/core/findings";
 import { printable, printableValue } from "../src/core/text";
 import { type Command, type CommandContext, findProjectDir, packageVersion } from "./context";
-import { EXIT } from "./exit";
 import { asksForHelp, closest, commandHelp, parseCommandLine } from "./flags";
 import { COMMAND_NAMES, type CommandName, SPECS } from "./specs";
 

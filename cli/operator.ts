@@ -5,37 +5,19 @@ import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Observation, ObservedEntry } from "../src/core/observe";
 import { printableValue, shownValue } from "../src/core/text";
-import { type CommandSpec, closest, usageError } from "./flags";
-import { connectCluster, type OpenStack } from "./stack";
-
-/**
- * Seconds an operator command waits for each API call. Short on purpose: these commands
- * are run by people at a terminal, and an unreachable cluster must say so in seconds.
- */
-export const DEFAULT_CLUSTER_TIMEOUT_SECONDS = 5;
+import { closest, type Usage, usageError } from "./flags";
+import type { OpenStack } from "./stack";
 
 /** Opens the stack's cluster; tests replace it with an in-memory or snapshot reader. */
 export type ConnectCluster = (opened: OpenStack, timeoutMs: number) => Promise<ClusterReader>;
-export const connectLiveCluster: ConnectCluster = (opened, timeoutMs) => connectCluster(opened, timeoutMs);
 
-/** A positive number of seconds from a flag, in milliseconds. */
-export function secondsFlag(value: string | undefined, flag: string, fallbackSeconds: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
-  if (value === undefined) return fallbackSeconds * 1000;
+/** --timeout SECONDS (its default is in the flag table), in milliseconds. */
+export function timeoutFlag(value: string, spec: Usage): number {
   try {
-    return parseTimeoutSeconds(value, flag);
+    return parseTimeoutSeconds(value, "--timeout");
   } catch (err) {
     throw usageError(spec, (err as Error).message);
   }
-}
-
-/** A positive integer from a flag, in decimal, at most `max`. */
-export function countFlag(value: string | undefined, flag: string, fallback: number, max: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
-  if (value === undefined) return fallback;
-  const shown = printableValue(value.length > 20 ? `${value.slice(0, 20)}...` : value);
-  const n = /^\d{1,15}$/.test(value) ? Number(value) : 0;
-  if (n < 1) throw usageError(spec, `${flag} must be a positive integer, not '${shown}'`);
-  if (n > max) throw usageError(spec, `${flag} must be at most ${max}, not '${shown}'`);
-  return n;
 }
 
 /** The entries a command can restrict its report to, and how to explain a name it cannot. */
@@ -58,22 +40,17 @@ const SHOWN_VALUE_MAX = 2 * ENTRY_NAME_MAX;
  * none is named (report every entry). A name that is not available is a usage error naming
  * the value (escaped, truncated) with the nearest available name when it looks like a typo.
  */
-export function entryFlag(
-  names: readonly string[],
-  choice: EntryChoice,
-  spec: Pick<CommandSpec, "name" | "synopsis">,
-  flag = "--entry",
-): ReadonlySet<string> | undefined {
+export function entryFlag(names: readonly string[], choice: EntryChoice, spec: Usage): ReadonlySet<string> | undefined {
   if (names.length === 0) return undefined;
   const available = new Set(choice.available);
   for (const name of names) {
     if (available.has(name)) continue;
     const shown = shownValue(name, SHOWN_VALUE_MAX);
-    if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `${flag} '${shown}': ${choice.unavailable}`);
+    if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `--entry '${shown}': ${choice.unavailable}`);
     // A name longer than any entry cannot be a typo of one (and the edit distance would cost length x length).
     const guess = name !== "" && name.length <= SHOWN_VALUE_MAX ? closest(name, choice.available) : undefined;
     const what = name === "" ? "an entry name cannot be empty" : (choice.unknown ?? "no such entry in the contract");
-    throw usageError(spec, `${flag} '${shown}': ${what}${guess ? `; did you mean '${guess}'?` : ""}`);
+    throw usageError(spec, `--entry '${shown}': ${what}${guess ? `; did you mean '${guess}'?` : ""}`);
   }
   return new Set(names);
 }

@@ -23,18 +23,17 @@ import {
   resolveReference,
 } from "../../src/core/access";
 import { UserError } from "../../src/core/errors";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import { checkLimaInstanceName } from "../../src/core/inputs";
 import type { AccessDocument, AccessStopDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { printableValue } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
-import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag, stackHeader } from "../operator";
+import { type ConnectCluster, formatTable, stackHeader, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { type OpenStack, openStack, provenOwnership, type ReadOutputs, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, type OpenStack, openStack, provenOwnership, type ReadOutputs, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.access;
 
@@ -64,7 +63,7 @@ const HIDDEN = "(hidden)";
  * a declared credential could not be read (everything else is still shown and written).
  */
 export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
-  const connect = deps.connect ?? connectLiveCluster;
+  const connect = deps.connect ?? connectCluster;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   const isTerminal = deps.isTerminal ?? (() => process.stdout.isTTY === true);
   return async (argv, ctx) => {
@@ -75,7 +74,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     if (values.dotenv !== undefined && values.dotenv.trim() === "") throw usageError(SPEC, "--dotenv needs a file path");
     if (values["lima-instance"] !== undefined && !values.forward) throw usageError(SPEC, "--lima-instance goes with --forward");
     const stack = values.stack;
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
+    const timeoutMs = timeoutFlag(values.timeout, SPEC);
     const opened = openStack({ projectDir: ctx.projectDir, stack: stack });
     const stateDir = forwardStateDir(stack, ctx.env);
 

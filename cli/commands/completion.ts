@@ -1,9 +1,9 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are shell scripts, ${...} is shell syntax
 import * as fs from "node:fs";
+import { EXIT } from "../../src/core/findings";
 import { isStackName } from "../../src/core/inputs";
 import { printableValue } from "../../src/core/text";
 import type { Command } from "../context";
-import { EXIT } from "../exit";
 import { type CommandSpec, type Completion, HELP_FLAG, parseCommandLine, usageError } from "../flags";
 import { COMMAND_NAMES, SPECS } from "../specs";
 

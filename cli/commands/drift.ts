@@ -3,15 +3,14 @@ import { type PulumiRunner, pulumiFailure, pulumiNotFound, type ReadOutputs, run
 import { readAdmissionDrift } from "../../src/core/admission";
 import { type Refusal, readWorkloads, wouldRefuse } from "../../src/core/admission-preview";
 import { type AuditResult, auditExposure } from "../../src/core/audit";
-import { type Finding, JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
 import { type Observation, observe } from "../../src/core/observe";
 import type { Command } from "../context";
-import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatStatus, formatTable, secondsFlag } from "../operator";
+import { type ConnectCluster, formatStatus, formatTable, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.drift;
 
@@ -77,14 +76,14 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
  * finds drift, else 1 when the preview could not run, else 0.
  */
 export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
-  const connect = deps.connect ?? connectLiveCluster;
+  const connect = deps.connect ?? connectCluster;
   const runPulumi = deps.runPulumi ?? runPulumiCli;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   return async (argv, ctx) => {
     const { values } = parseCommandLine(SPEC, argv);
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     const stack = values.stack;
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
+    const timeoutMs = timeoutFlag(values.timeout, SPEC);
     const opened = openStack({ projectDir: ctx.projectDir, stack: stack });
 
     const previewArgs = ["preview", "--refresh", "--expect-no-changes", "--json", "--non-interactive", "--stack", stack];

@@ -4,22 +4,18 @@ import { defaultContractPath, loadContractFile } from "../../src/adapters/contra
 import { type HttpGet, httpGet, type ProbeResult, probeAll, probeTargets } from "../../src/adapters/http-probe";
 import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { ProbeDocument } from "../../src/core/json-api";
 import { observe, readObservedCluster } from "../../src/core/observe";
-import { redactUrlPasswords } from "../../src/core/text";
+import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
-import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, countFlag, entryFlag, formatTable, secondsFlag } from "../operator";
+import { type ConnectCluster, entryFlag, formatTable, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { type OpenStack, openStack, type ReadOutputs, readStackOutputs } from "../stack";
+import { connectCluster, type OpenStack, openStack, type ReadOutputs, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.probe;
 
-/** Per-request default; a contract entry's probe.timeoutSeconds overrides it for that entry. */
-const DEFAULT_PROBE_TIMEOUT_SECONDS = 5;
-const DEFAULT_CONCURRENCY = 8;
 /** More requests in flight than a platform has UIs only opens sockets. */
 const MAX_CONCURRENCY = 64;
 
@@ -38,13 +34,13 @@ export interface ProbeDeps {
 export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   const get = deps.get ?? httpGet;
-  const connect = deps.connect ?? connectLiveCluster;
+  const connect = deps.connect ?? connectCluster;
   return async (argv, ctx) => {
     const { values } = parseCommandLine(SPEC, argv);
     if (!values.stack && !values.outputs) throw usageError(SPEC, "give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)");
     if (values.stack && values.contract) throw usageError(SPEC, "--contract is for --outputs without --stack (a stack names its own contract)");
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_PROBE_TIMEOUT_SECONDS, SPEC);
-    const concurrency = countFlag(values.concurrency, "--concurrency", DEFAULT_CONCURRENCY, MAX_CONCURRENCY, SPEC);
+    const timeoutMs = timeoutFlag(values.timeout, SPEC);
+    const concurrency = concurrencyFlag(values.concurrency);
 
     const opened = values.stack ? openStack({ projectDir: ctx.projectDir, stack: values.stack, needsCluster: false }) : undefined;
     const contract = opened ? opened.contract : loadOptionalContract(ctx, values.contract);
@@ -109,6 +105,15 @@ async function explainRefusals(results: ProbeResult[], opened: OpenStack, connec
     return results;
   }
   return results.map((r) => (causes.has(r.name) ? { ...r, error: causes.get(r.name) as string } : r));
+}
+
+/** --concurrency N: a positive integer, in decimal, at most MAX_CONCURRENCY. */
+function concurrencyFlag(value: string): number {
+  const shown = printableValue(value.length > 20 ? `${value.slice(0, 20)}...` : value);
+  const n = /^\d{1,15}$/.test(value) ? Number(value) : 0;
+  if (n < 1) throw usageError(SPEC, `--concurrency must be a positive integer, not '${shown}'`);
+  if (n > MAX_CONCURRENCY) throw usageError(SPEC, `--concurrency must be at most ${MAX_CONCURRENCY}, not '${shown}'`);
+  return n;
 }
 
 /**

@@ -1,10 +1,9 @@
 import { stringify } from "yaml";
 import { readSnapshotFile } from "../../src/adapters/snapshot-file";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { RenderDocument } from "../../src/core/json-api";
 import { printableValue } from "../../src/core/text";
 import type { Command } from "../context";
-import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { SPECS } from "../specs";
 

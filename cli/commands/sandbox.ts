@@ -1,11 +1,10 @@
 import * as path from "node:path";
 import { SANDBOX_STACK, sandboxDown, sandboxStatus, sandboxUp } from "../../src/adapters/sandbox/sandbox";
 import { UserError } from "../../src/core/errors";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { SandboxDownDocument, SandboxStatusDocument, SandboxUpDocument } from "../../src/core/json-api";
 import { printableValue } from "../../src/core/text";
 import type { Command } from "../context";
-import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
 import { formatTable } from "../operator";
 import { SPECS } from "../specs";

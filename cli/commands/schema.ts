@@ -1,6 +1,6 @@
 import { contractJsonSchema } from "../../src/core/contract/json-schema";
+import { EXIT } from "../../src/core/findings";
 import type { Command } from "../context";
-import { EXIT } from "../exit";
 import { parseCommandLine } from "../flags";
 import { SPECS } from "../specs";
 

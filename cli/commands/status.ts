@@ -1,13 +1,12 @@
 import type { ReadOutputs } from "../../src/adapters/pulumi-cli";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { StatusDocument } from "../../src/core/json-api";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import type { Command } from "../context";
-import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, entryFlag, formatStatus, secondsFlag } from "../operator";
+import { type ConnectCluster, entryFlag, formatStatus, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.status;
 
@@ -24,12 +23,12 @@ export interface StatusDeps {
  * ABSENT (or no node can serve the URLs), 1 on error.
  */
 export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
-  const connect = deps.connect ?? connectLiveCluster;
+  const connect = deps.connect ?? connectCluster;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   return async (argv, ctx) => {
     const { values } = parseCommandLine(SPEC, argv);
     if (!values.stack) throw usageError(SPEC, "--stack is required");
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
+    const timeoutMs = timeoutFlag(values.timeout, SPEC);
     const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack });
     // Checked before anything is read: a mistyped name must not cost a cluster round trip.
     const only = entryFlag(
