@@ -11,6 +11,9 @@ export interface CommandContext {
 
 export type Command = (argv: string[], ctx: CommandContext) => Promise<number>;
 
+/** Prints a --json document: one JSON value, indented, on stdout. */
+export const printJson = (ctx: CommandContext, doc: object) => ctx.stdout(JSON.stringify(doc, null, 2));
+
 /** This package's folder (the one holding package.json), from the sources or from dist/. */
 function packageDir(): string {
   for (let dir = __dirname; ; dir = path.dirname(dir)) {

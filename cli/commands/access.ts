@@ -29,7 +29,7 @@ import type { AccessDocument, AccessStopDocument } from "../../src/core/json-api
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { printableValue } from "../../src/core/text";
-import type { Command, CommandContext } from "../context";
+import { type Command, type CommandContext, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { type ConnectCluster, formatTable, stackHeader, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
@@ -46,8 +46,6 @@ export interface AccessDeps {
   readOutputs: ReadOutputs;
   /** Whether stdout is a terminal: passwords are shown only there (or with --show-secrets). */
   isTerminal: () => boolean;
-  /** The ssh executable (looked up on PATH). */
-  ssh: string;
   forwardBasePort: number;
   /** How long a new forward may take to open its port before it is reported as started. */
   forwardSettleMs: number;
@@ -80,10 +78,8 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
 
     if (values.stop) {
       const stopped = await stopForwards(stateDir);
-      if (values.json) {
-        const doc: AccessStopDocument = { apiVersion: JSON_API_VERSION, kind: "AccessStop", stack, stopped };
-        ctx.stdout(JSON.stringify(doc, null, 2));
-      } else ctx.stdout(formatStopped(stack, stopped));
+      if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "AccessStop", stack, stopped } satisfies AccessStopDocument);
+      else ctx.stdout(formatStopped(stack, stopped));
       return EXIT.OK;
     }
 
@@ -108,32 +104,20 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     const secrets = await listSecretsByNamespace(cluster, credentialNamespaces(entries));
     const credentials = readCredentials(entries, secrets);
 
-    let forwards: ForwardOutcome[] = [];
-    let forwardFailures: string[] = [];
-    let retired: StoppedForward[] = [];
-    if (forwardSetup) {
-      const requests = observation.entries.flatMap((o) => {
-        if (o.exposure === "none" || !o.url) return [];
-        const target = new URL(o.url);
-        return [{ entry: o.name, scheme: target.protocol.slice(0, -1), remoteHost: target.hostname.replace(/^\[|\]$/g, ""), remotePort: Number(target.port) }];
-      });
-      ({
-        forwards,
-        failures: forwardFailures,
-        retired,
-      } = await ensureForwards(requests, {
-        ssh: deps.ssh ?? "ssh",
-        env: ctx.env,
-        stateDir,
-        instance: forwardSetup.instance,
-        sshConfig: forwardSetup.sshConfig,
-        basePort: deps.forwardBasePort ?? DEFAULT_FORWARD_BASE_PORT,
-        settleMs: deps.forwardSettleMs ?? 3000,
-      }));
-    }
+    const { forwards, failures, retired } = forwardSetup
+      ? await ensureForwards(forwardRequests(observation), {
+          ssh: "ssh",
+          env: ctx.env,
+          stateDir,
+          instance: forwardSetup.instance,
+          sshConfig: forwardSetup.sshConfig,
+          basePort: deps.forwardBasePort ?? DEFAULT_FORWARD_BASE_PORT,
+          settleMs: deps.forwardSettleMs ?? 3000,
+        })
+      : { forwards: [], failures: [], retired: [] };
     const endpoints = accessEndpoints(opened.contract, observation, observed.services, new Map(forwards.map((f) => [f.entry, f.localUrl])));
 
-    let env: { file: string; rendered: RenderedEnv } | { skipped: string } = { skipped: "--no-dotenv" };
+    let env: EnvOutcome = { skipped: "--no-dotenv" };
     if (envTarget && "file" in envTarget) {
       const templateFile = path.join(ctx.projectDir, ENV_TEMPLATE);
       let template: string;
@@ -153,17 +137,11 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     }
 
     const view = new Set(observation.entries.map((o) => o.name));
-    const shown = endpoints.filter((e) => view.has(e.name));
-    if (values.json) {
-      ctx.stdout(
-        JSON.stringify(accessJson(stack, cluster.source, observation, shown, credentials, env, { forwards, retired, failures: forwardFailures }), null, 2),
-      );
-    } else {
-      const showSecrets = values["show-secrets"] || isTerminal();
-      ctx.stdout(formatAccess({ stack, source: cluster.source, observation, endpoints: shown, credentials, env, forwards, retired, showSecrets }));
-    }
-    for (const failure of forwardFailures) ctx.stderr(`exposure access: ${failure}`);
-    if (forwardFailures.length) return EXIT.ERROR;
+    const screen = { stack, source: cluster.source, observation, endpoints: endpoints.filter((e) => view.has(e.name)), credentials, env, forwards, retired };
+    if (values.json) printJson(ctx, accessJson(screen, failures));
+    else ctx.stdout(formatAccess(screen, values["show-secrets"] || isTerminal()));
+    for (const failure of failures) ctx.stderr(`exposure access: ${failure}`);
+    if (failures.length) return EXIT.ERROR;
     // Everything readable is shown; a script still learns that a credential is missing.
     const unread = credentials.filter((c) => c.problem !== undefined);
     if (unread.length) {
@@ -209,6 +187,15 @@ function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: Command
   return { instance, sshConfig: limaSshConfig(instance, ctx.env) };
 }
 
+/** One SSH forward per published URL. */
+function forwardRequests(observation: Observation) {
+  return observation.entries.flatMap((o) => {
+    if (o.exposure === "none" || !o.url) return [];
+    const target = new URL(o.url);
+    return [{ entry: o.name, scheme: target.protocol.slice(0, -1), remoteHost: target.hostname.replace(/^\[|\]$/g, ""), remotePort: Number(target.port) }];
+  });
+}
+
 /**
  * One list call per namespace that holds a declared credential (not one per Secret, not a
  * cluster-wide list): the calls grow with the namespaces of the contract only, a developer
@@ -230,21 +217,23 @@ async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets"
   return new Map(lists);
 }
 
+type EnvOutcome = { file: string; rendered: RenderedEnv } | { skipped: string };
+
+/** What access found and did, for the screen and the --json document. */
 interface Screen {
   stack: string;
   source: string;
   observation: Observation;
   endpoints: readonly AccessEndpoint[];
   credentials: readonly CredentialView[];
-  env: { file: string; rendered: RenderedEnv } | { skipped: string };
+  env: EnvOutcome;
   forwards: readonly ForwardOutcome[];
   /** Forwards ended because their entry has no URL any more. */
   retired: readonly StoppedForward[];
-  showSecrets: boolean;
 }
 
 /** The one screen: UIs, in-cluster endpoints, credentials, what was written and started. */
-function formatAccess(s: Screen): string {
+function formatAccess(s: Screen, showSecrets: boolean): string {
   const lines = [stackHeader(s.stack, s.source, s.observation), ""];
   const uis = s.endpoints.filter((e) => e.exposed && e.reach !== "in-cluster");
   lines.push(
@@ -270,19 +259,19 @@ function formatAccess(s: Screen): string {
     );
   }
   if (s.credentials.length) {
-    lines.push("", `CREDENTIALS${s.showSecrets ? " (clear text, for this screen only: never paste it into a ticket or a log)" : ""}`);
+    lines.push("", `CREDENTIALS${showSecrets ? " (clear text, for this screen only: never paste it into a ticket or a log)" : ""}`);
     lines.push(
       formatTable(
         ["LABEL", "USERNAME", "PASSWORD", "SECRET"],
         s.credentials.map((c) => [
           c.label,
           c.username ?? "-",
-          c.password === undefined ? "-" : s.showSecrets ? c.password : HIDDEN,
+          c.password === undefined ? "-" : showSecrets ? c.password : HIDDEN,
           c.problem ? `${c.secret}: ${c.problem}` : c.secret,
         ]),
       ),
     );
-    if (!s.showSecrets && s.credentials.some((c) => c.password !== undefined)) {
+    if (!showSecrets && s.credentials.some((c) => c.password !== undefined)) {
       lines.push("passwords hidden: stdout is not a terminal (pass --show-secrets to print them anyway)");
     }
   }
@@ -314,15 +303,7 @@ function formatStopped(stack: string, stopped: readonly StoppedForward[]): strin
 }
 
 /** The --json document. Passwords are wrapped as {secret: true, value} and the document says it holds secrets. */
-function accessJson(
-  stack: string,
-  source: string,
-  observation: Observation,
-  endpoints: readonly AccessEndpoint[],
-  credentials: readonly CredentialView[],
-  env: { file: string; rendered: RenderedEnv } | { skipped: string },
-  ssh: { forwards: readonly ForwardOutcome[]; retired: readonly StoppedForward[]; failures: readonly string[] },
-): AccessDocument {
+function accessJson({ stack, source, observation, endpoints, credentials, env, forwards, retired }: Screen, failures: readonly string[]): AccessDocument {
   const containsSecrets = credentials.some((c) => c.password !== undefined);
   return {
     apiVersion: JSON_API_VERSION,
@@ -335,7 +316,7 @@ function accessJson(
     endpoints,
     credentials: credentials.map(({ password, ...rest }) => ({ ...rest, ...(password !== undefined ? { password: { secret: true, value: password } } : {}) })),
     envFile: "skipped" in env ? { written: false, reason: env.skipped } : { written: true, path: env.file, mode: "0600", unresolved: env.rendered.unresolved },
-    forwards: ssh.forwards.map(({ entry, pid, localPort, localUrl, remoteHost, remotePort, state }) => ({
+    forwards: forwards.map(({ entry, pid, localPort, localUrl, remoteHost, remotePort, state }) => ({
       entry,
       pid,
       localUrl,
@@ -343,8 +324,8 @@ function accessJson(
       target: `${remoteHost}:${remotePort}`,
       state,
     })),
-    ...(ssh.retired.length ? { retiredForwards: ssh.retired } : {}),
-    ...(ssh.failures.length ? { forwardFailures: ssh.failures } : {}),
+    ...(retired.length ? { retiredForwards: retired } : {}),
+    ...(failures.length ? { forwardFailures: failures } : {}),
     problems: observation.problems,
   };
 }

@@ -6,7 +6,7 @@ import { type AuditResult, auditExposure } from "../../src/core/audit";
 import { EXIT, type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
 import { type Observation, observe } from "../../src/core/observe";
-import type { Command } from "../context";
+import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { type ConnectCluster, formatStatus, formatTable, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
@@ -157,7 +157,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
     const liveDrift = status.problems.length > 0 || status.entries.some((e) => e.exposure !== "none" && e.verdict !== "MATCH");
     const drift = preview.state === "changes" || audit.undeclared.length > 0 || liveDrift || admission.length > 0;
     if (values.json) {
-      const doc: DriftDocument = {
+      printJson(ctx, {
         apiVersion: JSON_API_VERSION,
         kind: "Drift",
         stack,
@@ -168,8 +168,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
         admission,
         denyPreview,
         status: { publishedOutputs: published.source, ...(status.node ? { node: status.node } : {}), entries: status.entries, problems: status.problems },
-      };
-      ctx.stdout(JSON.stringify(doc, null, 2));
+      } satisfies DriftDocument);
     } else {
       ctx.stdout(formatDrift(stack, source, preview, audit, status));
       ctx.stdout(formatAdmission(opened.settings.admission.mode, admission));

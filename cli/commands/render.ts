@@ -3,7 +3,7 @@ import { readSnapshotFile } from "../../src/adapters/snapshot-file";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { RenderDocument } from "../../src/core/json-api";
 import { printableValue } from "../../src/core/text";
-import type { Command } from "../context";
+import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { SPECS } from "../specs";
 
@@ -28,11 +28,7 @@ export const renderCommand: Command = async (argv, ctx) => {
     cluster: readSnapshotFile(values.cluster),
     ...(values.contract ? { contract: values.contract } : {}),
   });
-  if (asJson) {
-    const doc: RenderDocument = { apiVersion: JSON_API_VERSION, kind: "Render", ...result };
-    ctx.stdout(JSON.stringify(doc, null, 2));
-  } else {
-    ctx.stdout(stringify(result, { lineWidth: 0 }).trimEnd());
-  }
+  if (asJson) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "Render", ...result } satisfies RenderDocument);
+  else ctx.stdout(stringify(result, { lineWidth: 0 }).trimEnd());
   return EXIT.OK;
 };

@@ -4,7 +4,7 @@ import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { SandboxDownDocument, SandboxStatusDocument, SandboxUpDocument } from "../../src/core/json-api";
 import { printableValue } from "../../src/core/text";
-import type { Command } from "../context";
+import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { formatTable } from "../operator";
 import { SPECS } from "../specs";
@@ -32,15 +32,8 @@ export const sandbox: Command = async (argv, ctx) => {
         throw new UserError(`${(err as Error).message}\n(the sandbox is left as it is for inspection: exposure sandbox down removes it)`);
       }
       if (values.json) {
-        const doc: SandboxUpDocument = {
-          apiVersion: JSON_API_VERSION,
-          kind: "SandboxUp",
-          urls: info.urls,
-          portal: info.portal,
-          folder: info.folder,
-          mode: info.mode,
-        };
-        ctx.stdout(JSON.stringify(doc, null, 2));
+        const { urls, portal, folder, mode } = info;
+        printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxUp", urls, portal, folder, mode } satisfies SandboxUpDocument);
         return EXIT.OK;
       }
       ctx.stdout(
@@ -69,10 +62,8 @@ export const sandbox: Command = async (argv, ctx) => {
     }
     case "status": {
       const s = await sandboxStatus(io);
-      if (values.json) {
-        const doc: SandboxStatusDocument = { apiVersion: JSON_API_VERSION, kind: "SandboxStatus", ...s };
-        ctx.stdout(JSON.stringify(doc, null, 2));
-      } else if (!s.processes.length && !s.rejected.length && !s.controlPlane && !s.outsideRecord)
+      if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxStatus", ...s } satisfies SandboxStatusDocument);
+      else if (!s.processes.length && !s.rejected.length && !s.controlPlane && !s.outsideRecord)
         ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
       else {
         ctx.stdout(
@@ -113,10 +104,8 @@ export const sandbox: Command = async (argv, ctx) => {
     }
     case "down": {
       const d = await sandboxDown(io);
-      if (values.json) {
-        const doc: SandboxDownDocument = { apiVersion: JSON_API_VERSION, kind: "SandboxDown", ...d };
-        ctx.stdout(JSON.stringify(doc, null, 2));
-      } else {
+      if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxDown", ...d } satisfies SandboxDownDocument);
+      else {
         ctx.stdout(d.removed ? `stopped: ${d.stopped.join(", ") || "nothing was running"}; removed ${rel(d.folder)}` : `no sandbox in ${rel(d.folder)}`);
         if (d.otherStacks.length) {
           ctx.stdout(

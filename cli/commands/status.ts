@@ -2,7 +2,7 @@ import type { ReadOutputs } from "../../src/adapters/pulumi-cli";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { StatusDocument } from "../../src/core/json-api";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
-import type { Command } from "../context";
+import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { type ConnectCluster, entryFlag, formatStatus, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
@@ -64,7 +64,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     const healthy = observation.problems.length === 0 && exposed.every((e) => e.verdict === "MATCH");
 
     if (values.json) {
-      const doc: StatusDocument = {
+      printJson(ctx, {
         apiVersion: JSON_API_VERSION,
         kind: "Status",
         stack: values.stack,
@@ -74,8 +74,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
         ok: healthy,
         entries: observation.entries,
         problems: observation.problems,
-      };
-      ctx.stdout(JSON.stringify(doc, null, 2));
+      } satisfies StatusDocument);
     } else {
       ctx.stdout(formatStatus(values.stack, cluster.source, observation));
     }
