@@ -84,7 +84,8 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     const stack = values.stack;
     const timeoutMs = timeoutFlag(values.timeout, SPEC);
-    const opened = openStack({ projectDir: ctx.projectDir, stack: stack });
+    const opened = openStack({ projectDir: ctx.projectDir, stack });
+    const { contract, selected, settings } = opened;
 
     const previewArgs = ["preview", "--refresh", "--expect-no-changes", "--json", "--non-interactive", "--stack", stack];
     const stopPreview = new AbortController();
@@ -94,10 +95,9 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
           "notFound" in run ? { state: "failed", message: pulumiNotFound("pass --skip-preview to run the cluster audit alone") } : summarisePreview(run),
         );
     // The audit, the live verdicts and the admission guard read the cluster while the preview runs (a refresh takes a while).
-    const reading = Promise.all([
+    const [published, { source, observed, workloads, admission }] = await Promise.all([
       readPublished(ctx, stack, undefined, readOutputs),
       connect(opened, timeoutMs).then(async (cluster) => {
-        const { contract, selected, settings } = opened;
         const [services, pods, endpointSlices, nodes, workloads, admission] = await Promise.all([
           cluster.listServices(),
           cluster.listPods(),
@@ -117,41 +117,16 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
         ]);
         return { source: cluster.source, observed: { services, pods, endpointSlices, nodes }, workloads, admission };
       }),
-    ]);
-    let read: Awaited<typeof reading>;
-    try {
-      read = await reading;
-    } catch (err) {
+    ]).catch((err) => {
       // Unreachable cluster...: report it now, and leave no pulumi process running behind us.
       stopPreview.abort();
       throw err;
-    }
-    const [published, { source, observed, workloads, admission }] = read;
+    });
     const knownPublished = provenOwnership(published);
-    const audit = auditExposure({
-      contract: opened.contract,
-      selected: opened.selected,
-      allowlist: opened.settings.allowlist,
-      services: observed.services,
-      pods: observed.pods,
-      ...knownPublished,
-    });
-    const denyPreview = {
-      refusals: wouldRefuse({
-        contract: opened.contract,
-        selected: opened.selected,
-        allowlist: opened.settings.allowlist,
-        services: observed.services,
-        pods: observed.pods,
-        workloads: workloads.workloads,
-      }),
-      unread: workloads.unread,
-    };
-    const status = observe(opened.contract, observed, {
-      selected: opened.selected,
-      nodeAddress: opened.settings.nodeAddress,
-      ...knownPublished,
-    });
+    const exposure = { contract, selected, allowlist: settings.allowlist, services: observed.services, pods: observed.pods };
+    const audit = auditExposure({ ...exposure, ...knownPublished });
+    const denyPreview = { refusals: wouldRefuse({ ...exposure, workloads: workloads.workloads }), unread: workloads.unread };
+    const status = observe(contract, observed, { selected, nodeAddress: settings.nodeAddress, ...knownPublished });
     const preview = await previewing;
 
     const liveDrift = status.problems.length > 0 || status.entries.some((e) => e.exposure !== "none" && e.verdict !== "MATCH");
@@ -171,8 +146,8 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
       } satisfies DriftDocument);
     } else {
       ctx.stdout(formatDrift(stack, source, preview, audit, status));
-      ctx.stdout(formatAdmission(opened.settings.admission.mode, admission));
-      ctx.stdout(formatDenyPreview(opened.settings.admission.mode, denyPreview));
+      ctx.stdout(formatAdmission(settings.admission.mode, admission));
+      ctx.stdout(formatDenyPreview(settings.admission.mode, denyPreview));
       if (published.source.from === "unavailable") {
         ctx.stderr(
           `exposure drift: published outputs unavailable (${published.source.reason}); the "changed since the last up" and ownership checks are skipped`,
