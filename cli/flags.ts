@@ -59,6 +59,15 @@ export function usageError(spec: Usage, message: string): UserError {
   return new UserError(`${message}\n${usageLine(spec)}\n(\`exposure ${spec.name} --help\` describes every flag)`, EXIT.INVALID);
 }
 
+/** What `read` returns; what it throws becomes a usage error of the command. */
+export function usageOf<T>(spec: Usage, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw usageError(spec, (err as Error).message);
+  }
+}
+
 /** Parses `argv` against the command's flag table; unknown or malformed flags are usage errors (exit 2). */
 export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly string[]): { values: FlagValues<S["flags"]>; positionals: string[] } {
   for (const arg of argv) {
@@ -80,12 +89,7 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
             : {}),
     };
   }
-  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof options; allowPositionals: true; strict: true; tokens: true }>>;
-  try {
-    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true, tokens: true });
-  } catch (err) {
-    throw usageError(spec, (err as Error).message);
-  }
+  const parsed = usageOf(spec, () => parseArgs({ args: [...argv], options, allowPositionals: true, strict: true, tokens: true }));
   // parseArgs keeps the last of a repeated single-value flag: `--stack a --stack b` would silently mean b.
   const seen = new Map<string, string>();
   for (const token of parsed.tokens) {

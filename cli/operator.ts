@@ -5,20 +5,14 @@ import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Observation, ObservedEntry } from "../src/core/observe";
 import { printableValue, shownValue } from "../src/core/text";
-import { closest, type Usage, usageError } from "./flags";
+import { closest, type Usage, usageError, usageOf } from "./flags";
 import type { OpenStack } from "./stack";
 
 /** Opens the stack's cluster; tests replace it with an in-memory or snapshot reader. */
 export type ConnectCluster = (opened: OpenStack, timeoutMs: number) => Promise<ClusterReader>;
 
 /** --timeout SECONDS (its default is in the flag table), in milliseconds. */
-export function timeoutFlag(value: string, spec: Usage): number {
-  try {
-    return parseTimeoutSeconds(value, "--timeout");
-  } catch (err) {
-    throw usageError(spec, (err as Error).message);
-  }
-}
+export const timeoutFlag = (value: string, spec: Usage): number => usageOf(spec, () => parseTimeoutSeconds(value, "--timeout"));
 
 /** The entries a command can restrict its report to, and how to explain a name it cannot. */
 interface EntryChoice {

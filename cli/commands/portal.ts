@@ -7,9 +7,9 @@ import type { PortalDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../../src/core/observe";
 import { publishedFromOutputs } from "../../src/core/published";
-import { type ListenAddress, type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
+import { type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
 import { type Command, type CommandContext, packageVersion } from "../context";
-import { parseCommandLine, usageError } from "../flags";
+import { parseCommandLine, usageError, usageOf } from "../flags";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, readPublished, readStackOutputs } from "../stack";
 
@@ -20,12 +20,7 @@ const SPEC = SPECS.portal;
  */
 export const portalCommand: Command = async (argv, ctx) => {
   const { values } = parseCommandLine(SPEC, argv);
-  let listen: ListenAddress;
-  try {
-    listen = parseListen(values.listen);
-  } catch (err) {
-    throw usageError(SPEC, (err as Error).message);
-  }
+  const listen = usageOf(SPEC, () => parseListen(values.listen));
 
   if (values.outputs && !values.stack) throw usageError(SPEC, "--outputs needs --stack (the outputs are a stack's)");
   let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished" | "audit">;

@@ -24,13 +24,10 @@ export const sandbox: Command = async (argv, ctx) => {
   const rel = (p: string) => path.relative(process.cwd(), p) || ".";
   switch (action) {
     case "up": {
-      let info: Awaited<ReturnType<typeof sandboxUp>>;
-      try {
-        info = await sandboxUp(io);
-      } catch (err) {
+      const info = await sandboxUp(io).catch((err) => {
         if (err instanceof UserError) throw err;
         throw new UserError(`${(err as Error).message}\n(the sandbox is left as it is for inspection: exposure sandbox down removes it)`);
-      }
+      });
       if (values.json) {
         const { urls, portal, folder, mode } = info;
         printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxUp", urls, portal, folder, mode } satisfies SandboxUpDocument);
@@ -41,10 +38,7 @@ export const sandbox: Command = async (argv, ctx) => {
           info.mode === "kube-proxy"
             ? "URLS (answered by kube-proxy in the sandbox node's network namespace, through the pods' servers)"
             : "URLS (answered by the sandbox's own servers on the published ports: no network namespaces on this machine)",
-          formatTable(
-            ["ENTRY", "URL"],
-            Object.entries(info.urls).map(([name, url]) => [name, url]),
-          ),
+          formatTable(["ENTRY", "URL"], Object.entries(info.urls)),
           "",
           `portal: ${info.portal}`,
           `folder: ${rel(info.folder)} (pulumi ${info.pulumi.version} from ${info.pulumi.source})`,
