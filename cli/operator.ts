@@ -6,10 +6,15 @@ import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Observation, ObservedEntry } from "../src/core/observe";
 import { printableValue, shownValue } from "../src/core/text";
 import { closest, type Usage, usageError, usageOf } from "./flags";
-import type { OpenStack } from "./stack";
+import type { OpenStack, ReadOutputs } from "./stack";
 
-/** Opens the stack's cluster; tests replace it with an in-memory or snapshot reader. */
-export type ConnectCluster = (opened: OpenStack, timeoutMs: number) => Promise<ClusterReader>;
+/** What the operator commands read the world through; tests replace them with fakes. */
+export interface OperatorDeps {
+  /** Opens the stack's cluster (in tests an in-memory or snapshot reader). */
+  connect: (opened: OpenStack, timeoutMs: number) => Promise<ClusterReader>;
+  /** The outputs of the last `up` (Pulumi CLI, or a saved `pulumi stack output --json`): which Services this stack created, their ports and URLs. */
+  readOutputs: ReadOutputs;
+}
 
 /** --timeout SECONDS (its default is in the flag table), in milliseconds. */
 export const timeoutFlag = (value: string, spec: Usage): number => usageOf(spec, () => parseTimeoutSeconds(value, "--timeout"));

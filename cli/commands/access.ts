@@ -31,19 +31,16 @@ import { type Observation, observe, readObservedCluster } from "../../src/core/o
 import { printableValue } from "../../src/core/text";
 import { type Command, type CommandContext, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, formatTable, stackHeader, timeoutFlag } from "../operator";
+import { formatTable, type OperatorDeps, stackHeader, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, type OpenStack, openStack, provenOwnership, type ReadOutputs, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, type OpenStack, openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.access;
 
 /** The versioned template of the data repository's .env (no secret in it). */
 const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
 
-export interface AccessDeps {
-  connect: ConnectCluster;
-  /** The last `up`'s outputs, which prove which `<entry>-nodeport` Services this stack created. */
-  readOutputs: ReadOutputs;
+export interface AccessDeps extends OperatorDeps {
   /** Whether stdout is a terminal: passwords are shown only there (or with --show-secrets). */
   isTerminal: () => boolean;
   forwardBasePort: number;

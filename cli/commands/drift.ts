@@ -1,5 +1,5 @@
 import * as path from "node:path";
-import { type PulumiRunner, pulumiFailure, pulumiNotFound, type ReadOutputs, runPulumi as runPulumiCli } from "../../src/adapters/pulumi-cli";
+import { type PulumiRunner, pulumiFailure, pulumiNotFound, runPulumi as runPulumiCli } from "../../src/adapters/pulumi-cli";
 import { readAdmissionDrift } from "../../src/core/admission";
 import { type Refusal, readWorkloads, wouldRefuse } from "../../src/core/admission-preview";
 import { type AuditResult, auditExposure } from "../../src/core/audit";
@@ -8,17 +8,14 @@ import type { DriftDocument } from "../../src/core/json-api";
 import { type Observation, observe } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, formatStatus, formatTable, timeoutFlag } from "../operator";
+import { formatStatus, formatTable, type OperatorDeps, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.drift;
 
-interface DriftDeps {
-  connect: ConnectCluster;
+interface DriftDeps extends OperatorDeps {
   runPulumi: PulumiRunner;
-  /** The outputs of the last `up`: which Services this stack created, the ports and URLs it published. */
-  readOutputs: ReadOutputs;
 }
 
 /** `pulumi preview --expect-no-changes` exits 7 when the preview proposes changes (CLI >= 3.227). */

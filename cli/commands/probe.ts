@@ -10,20 +10,18 @@ import { observe, readObservedCluster } from "../../src/core/observe";
 import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, entryFlag, formatTable, timeoutFlag } from "../operator";
+import { entryFlag, formatTable, type OperatorDeps, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, type OpenStack, openStack, type ReadOutputs, readStackOutputs } from "../stack";
+import { connectCluster, type OpenStack, openStack, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.probe;
 
 /** More requests in flight than a platform has UIs only opens sockets. */
 const MAX_CONCURRENCY = 64;
 
-export interface ProbeDeps {
-  readOutputs: ReadOutputs;
+/** The live cluster is read only to explain a refused connection (with --stack). */
+export interface ProbeDeps extends OperatorDeps {
   get: HttpGet;
-  /** The live cluster, read only to explain a refused connection (with --stack). */
-  connect: ConnectCluster;
 }
 
 /**
@@ -80,7 +78,7 @@ export const probe = createProbeCommand();
  * live cluster is read (the same observation as `exposure status`) and the cause said; when it
  * cannot be read, the result stays as it was.
  */
-async function explainRefusals(results: ProbeResult[], opened: OpenStack, connect: ConnectCluster, timeoutMs: number): Promise<ProbeResult[]> {
+async function explainRefusals(results: ProbeResult[], opened: OpenStack, connect: OperatorDeps["connect"], timeoutMs: number): Promise<ProbeResult[]> {
   const refused = new Set(results.filter((r) => !r.ok && r.error?.startsWith("connection refused")).map((r) => r.name));
   if (refused.size === 0) return results;
   let causes: Map<string, string>;

@@ -1,20 +1,15 @@
-import type { ReadOutputs } from "../../src/adapters/pulumi-cli";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { StatusDocument } from "../../src/core/json-api";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, entryFlag, formatStatus, timeoutFlag } from "../operator";
+import { entryFlag, formatStatus, type OperatorDeps, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.status;
 
-export interface StatusDeps {
-  connect: ConnectCluster;
-  /** The outputs of the last `up` (Pulumi CLI, or a saved `pulumi stack output --json`). */
-  readOutputs: ReadOutputs;
-}
+export type StatusDeps = OperatorDeps;
 
 /**
  * `exposure status`: the live verdict of every entry the stack publishes (or of those named
