@@ -11,7 +11,6 @@ export interface CommandContext {
 
 export type Command = (argv: string[], ctx: CommandContext) => Promise<number>;
 
-/** Prints a --json document: one JSON value, indented, on stdout. */
 export const printJson = (ctx: CommandContext, doc: object) => ctx.stdout(JSON.stringify(doc, null, 2));
 
 /** This package's folder (the one holding package.json), from the sources or from dist/. */
@@ -22,7 +21,6 @@ function packageDir(): string {
   }
 }
 
-/** The version in package.json. */
 export function packageVersion(): string {
   return (JSON.parse(fs.readFileSync(path.join(packageDir(), "package.json"), "utf8")) as { version: string }).version;
 }

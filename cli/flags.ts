@@ -48,7 +48,6 @@ type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
         : string | undefined;
 };
 
-/** What a usage error names of its command. */
 export type Usage = Pick<CommandSpec, "name" | "synopsis">;
 
 /** `usage: exposure <command> <synopsis>`, without a trailing space for a command that takes nothing. */

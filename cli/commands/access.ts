@@ -54,8 +54,6 @@ const HIDDEN = "(hidden)";
  * `exposure access`: everything a data developer needs on one screen (URLs, the contract's
  * credentials read from their Secrets), `.env.cluster.local` for the data repository, and on
  * the Lima bench SSH forwards to the UIs (`--forward`, ended by `--stop`).
- * Exit 0, 1 on error (unreachable cluster, refused .env path, a forward that failed), or 5 when
- * a declared credential could not be read (everything else is still shown and written).
  */
 export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
   const connect = deps.connect ?? connectCluster;
@@ -184,7 +182,6 @@ function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: Command
   return { instance, sshConfig: limaSshConfig(instance, ctx.env) };
 }
 
-/** One SSH forward per published URL. */
 function forwardRequests(observation: Observation) {
   return observation.entries.flatMap((o) => {
     if (o.exposure === "none" || !o.url) return [];

@@ -11,7 +11,6 @@ import { SPECS } from "../specs";
 
 const SPEC = SPECS.check;
 
-/** Validates a contract offline: exit 0 when valid, 2 with every problem listed otherwise. */
 export const check: Command = async (argv, ctx) => {
   const { values, positionals } = parseCommandLine(SPEC, argv);
   if (positionals.length > 1) throw usageError(SPEC, "check takes at most one contract file");

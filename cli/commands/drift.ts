@@ -20,7 +20,6 @@ interface DriftDeps extends OperatorDeps {
 
 /** `pulumi preview --expect-no-changes` exits 7 when the preview proposes changes (CLI >= 3.227). */
 export const PULUMI_EXIT_CHANGES = 7;
-/** What the preview proposed, as `drift --json` prints it. */
 type PreviewSummary = DriftDocument["preview"];
 
 /** Steps that change nothing: reads of `.get()` resources, refresh steps, unchanged resources. */
@@ -69,8 +68,7 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
 /**
  * `exposure drift`, one report: the Pulumi preview (what the program manages), the cluster-wide
  * audit (what it does not: every NodePort/LoadBalancer Service and hostPort must be declared)
- * and the live verdict of every entry (the same as `exposure status`). Exit 3 when any of them
- * finds drift, else 1 when the preview could not run, else 0.
+ * and the live verdict of every entry (the same as `exposure status`).
  */
 export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
   const connect = deps.connect ?? connectCluster;

@@ -24,11 +24,7 @@ export interface ProbeDeps extends OperatorDeps {
   get: HttpGet;
 }
 
-/**
- * `exposure probe`: GET every URL of the stack outputs (scenario "UI reachable"), or those of
- * the entries named by --entry, concurrently, with the contract's expectations. Exit 0 when
- * all answer as expected, 4 when one does not, 1 when there is nothing to probe.
- */
+/** `exposure probe` (scenario "UI reachable"): every URL of the outputs, concurrently, with the contract's expectations. */
 export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   const get = deps.get ?? httpGet;
@@ -105,7 +101,6 @@ async function explainRefusals(results: ProbeResult[], opened: OpenStack, connec
   return results.map((r) => (causes.has(r.name) ? { ...r, error: causes.get(r.name) as string } : r));
 }
 
-/** --concurrency N: a positive integer, in decimal, at most MAX_CONCURRENCY. */
 function concurrencyFlag(value: string): number {
   const shown = printableValue(value.length > 20 ? `${value.slice(0, 20)}...` : value);
   const n = /^\d{1,15}$/.test(value) ? Number(value) : 0;
@@ -128,7 +123,6 @@ function loadOptionalContract(ctx: CommandContext, file: string | undefined): Co
   return loadContractFile(fallback, path.relative(process.cwd(), fallback) || fallback);
 }
 
-/** The `urls` output: entry name -> URL. */
 function urlsOutput(outputs: Record<string, unknown>, from: string): Record<string, string> {
   const urls = outputs.urls;
   if (urls === undefined || urls === null) throw new UserError(`${from} has no 'urls' output: has \`pulumi up\` run for it?`);

@@ -9,7 +9,6 @@ import { SPECS } from "../specs";
 
 const SPEC = SPECS.render;
 
-/** Runs the real program offline under Pulumi's mocks against a snapshot; prints objects, releases, outputs. */
 export const renderCommand: Command = async (argv, ctx) => {
   const { values } = parseCommandLine(SPEC, argv);
   if (!values.stack) throw usageError(SPEC, "--stack is required");

@@ -11,11 +11,7 @@ import { SPECS } from "../specs";
 
 const SPEC = SPECS.sandbox;
 
-/**
- * `exposure sandbox`: the main job on this machine with no cluster (src/adapters/sandbox).
- * `up` returns once every URL and the portal answer, leaving them running; `down` stops exactly
- * what `up` started and removes the folder. Exit 0, or 1 when something failed / is not running.
- */
+/** `exposure sandbox up|status|down`: src/adapters/sandbox does the work, this prints it. */
 export const sandbox: Command = async (argv, ctx) => {
   const { values, positionals } = parseCommandLine(SPEC, argv);
   const [action] = positionals;

@@ -12,10 +12,8 @@ const SPEC = SPECS.status;
 export type StatusDeps = OperatorDeps;
 
 /**
- * `exposure status`: the live verdict of every entry the stack publishes (or of those named
- * by --entry, which alone decide the exit code), computed by the
- * same `observe()` as the portal. Exit 0 when every entry is MATCH, 3 when one is DRIFT or
- * ABSENT (or no node can serve the URLs), 1 on error.
+ * `exposure status`: the live verdict of every entry the stack publishes (or of those named by
+ * --entry), computed by the same `observe()` as the portal.
  */
 export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
   const connect = deps.connect ?? connectCluster;
