@@ -22,13 +22,6 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   status: async () => (await import("./commands/status.js")).status,
 };
 
-/** A command's module; one that exports no command (an emptied file of dist/) is said, not run. */
-async function loadCommand(name: CommandName): Promise<Command> {
-  const run: Command | undefined = await LOADERS[name]();
-  if (typeof run !== "function") throw new UserError(`the ${name} command's module exports no command: run \`npm run build\``);
-  return run;
-}
-
 function helpText(): string {
   const width = Math.max(...COMMAND_NAMES.map((c) => c.length));
   return [
@@ -107,7 +100,9 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
   try {
     // Flag mistakes are answered from the table, before the command's module is loaded.
     parseCommandLine(SPECS[name], rest);
-    const run = commands[name] ?? (await loadCommand(name));
+    const run: Command | undefined = commands[name] ?? (await LOADERS[name]());
+    // A module that exports no command (an emptied file of dist/) is said, not run.
+    if (typeof run !== "function") throw new UserError(`the ${name} command's module exports no command: run \`npm run build\``);
     return await run(rest, context);
   } catch (err) {
     if (isUserError(err)) {

@@ -3,7 +3,7 @@
 import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
 import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import type { Observation, ObservedEntry } from "../src/core/observe";
+import type { Observation } from "../src/core/observe";
 import { printableValue, shownValue } from "../src/core/text";
 import { closest, type Usage, usageError, usageOf } from "./flags";
 import type { OpenStack, ReadOutputs } from "./stack";
@@ -74,11 +74,6 @@ export function stackHeader(stack: string, source: string, observation: Pick<Obs
   return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
 }
 
-function describePort(e: ObservedEntry): string {
-  if (e.exposure === "hostPort") return `hostPort ${e.hostPort}`;
-  return e.nodePort !== undefined ? String(e.nodePort) : "-";
-}
-
 /** The human report: one line per published entry, then the entries that are not exposed. */
 export function formatStatus(stack: string, source: string, observation: Observation): string {
   const header = stackHeader(stack, source, observation);
@@ -88,7 +83,7 @@ export function formatStatus(stack: string, source: string, observation: Observa
     e.exposure,
     e.service ?? (e.exposure === "hostPort" ? `(pod in ${e.namespace})` : "-"),
     String(e.readyEndpoints),
-    describePort(e),
+    e.exposure === "hostPort" ? `hostPort ${e.hostPort}` : e.nodePort !== undefined ? String(e.nodePort) : "-",
     e.url ?? "-",
     e.verdict,
     e.reasons.join("; "),

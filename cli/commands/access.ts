@@ -48,8 +48,6 @@ export interface AccessDeps extends OperatorDeps {
   forwardSettleMs: number;
 }
 
-const HIDDEN = "(hidden)";
-
 /**
  * `exposure access`: everything a data developer needs on one screen (URLs, the contract's
  * credentials read from their Secrets), `.env.cluster.local` for the data repository, and on
@@ -260,7 +258,7 @@ function formatAccess(s: Screen, showSecrets: boolean): string {
         s.credentials.map((c) => [
           c.label,
           c.username ?? "-",
-          c.password === undefined ? "-" : showSecrets ? c.password : HIDDEN,
+          c.password === undefined ? "-" : showSecrets ? c.password : "(hidden)",
           c.problem ? `${c.secret}: ${c.problem}` : c.secret,
         ]),
       ),

@@ -1,7 +1,6 @@
 import * as path from "node:path";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
-import type { Contract } from "../../src/core/contract/schema";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { PortalDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
@@ -42,21 +41,15 @@ export const portalCommand: Command = async (argv, ctx) => {
     // No stack: every exposed entry of the contract, through the current kube context.
     const file = values.contract ? path.resolve(values.contract) : defaultContractPath(ctx.projectDir);
     const label = path.relative(process.cwd(), file) || file;
-    const contract: Contract = loadContractFile(file, label);
-    source = { contract, contractLabel: label, selected: "all" };
+    source = { contract: loadContractFile(file, label), contractLabel: label, selected: "all" };
     cluster = await LiveClusterReader.connect({});
   }
 
   const portal = await startPortal({ ...source, cluster, version: packageVersion(), log: (line) => ctx.stderr(`portal: ${line}`) }, listen);
   if (values.json) {
-    const doc: PortalDocument = {
-      apiVersion: JSON_API_VERSION,
-      kind: "Portal",
-      url: portal.url,
-      source: cluster.source,
-      ...(source.stack ? { stack: source.stack } : {}),
-    };
-    ctx.stdout(JSON.stringify(doc));
+    // One line: a script reads the address as soon as it is printed.
+    const stack = source.stack ? { stack: source.stack } : {};
+    ctx.stdout(JSON.stringify({ apiVersion: JSON_API_VERSION, kind: "Portal", url: portal.url, source: cluster.source, ...stack } satisfies PortalDocument));
   } else {
     ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
   }
