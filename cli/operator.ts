@@ -54,6 +54,12 @@ export function entryFlag(names: readonly string[], choice: EntryChoice, spec: U
   return new Set(names);
 }
 
+/** --entry names checked against the entries the stack publishes. */
+export function publishedEntryFlag(names: readonly string[], opened: OpenStack, spec: Usage): ReadonlySet<string> | undefined {
+  const unavailable = `not published by stack ${opened.stack} (not exposed, or not in its ui-exposure:entries)`;
+  return entryFlag(names, { available: opened.selected, declared: opened.contract.endpoints.map((e) => e.name), unavailable }, spec);
+}
+
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function formatTable(headers: readonly string[], rawRows: readonly (readonly string[])[]): string {
   // A cell may hold a value read back from outside (a published URL, a reason naming one): a line

@@ -10,7 +10,7 @@ import { observe, readObservedCluster } from "../../src/core/observe";
 import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { parseCommandLine, usageError } from "../flags";
-import { entryFlag, formatTable, type OperatorDeps, timeoutFlag } from "../operator";
+import { entryFlag, formatTable, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, type OpenStack, openStack, readStackOutputs } from "../stack";
 
@@ -40,10 +40,7 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
     const contract = opened ? opened.contract : loadOptionalContract(ctx, values.contract);
     const declared = contract?.endpoints.map((e) => e.name);
     // A stack's names are checked before its outputs are read: a typo must not wait for the Pulumi CLI.
-    if (opened) {
-      const unavailable = `not published by stack ${opened.stack} (not exposed, or not in its ui-exposure:entries)`;
-      entryFlag(values.entry, { available: opened.selected, declared: declared ?? [], unavailable }, SPEC);
-    }
+    if (opened) publishedEntryFlag(values.entry, opened, SPEC);
     const from = values.outputs ?? `stack ${values.stack}`;
     const urls = urlsOutput(await readOutputs(ctx, values.stack ?? "", values.outputs), from);
     const inOutputs = `not in the 'urls' output of ${from}`;

@@ -3,7 +3,7 @@ import type { StatusDocument } from "../../src/core/json-api";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
-import { entryFlag, formatStatus, type OperatorDeps, timeoutFlag } from "../operator";
+import { formatStatus, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
 
@@ -24,15 +24,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     const timeoutMs = timeoutFlag(values.timeout, SPEC);
     const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack });
     // Checked before anything is read: a mistyped name must not cost a cluster round trip.
-    const only = entryFlag(
-      values.entry,
-      {
-        available: opened.selected,
-        declared: opened.contract.endpoints.map((e) => e.name),
-        unavailable: `not published by stack ${values.stack} (not exposed, or not in its ui-exposure:entries)`,
-      },
-      SPEC,
-    );
+    const only = publishedEntryFlag(values.entry, opened, SPEC);
     const entries = only ? opened.selectedEntries.filter((e) => only.has(e.name)) : opened.selectedEntries;
 
     // Outputs and cluster are read concurrently: `pulumi stack output` alone takes a second or two.
