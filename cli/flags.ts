@@ -162,23 +162,18 @@ function flagLabel(name: string, flag: FlagSpec): string {
 
 /** The text of `exposure <name> --help`, from the same table the parser uses. */
 export function commandHelp(spec: CommandSpec): string {
-  const flags: [string, FlagSpec][] = [...Object.entries(spec.flags), ["help", HELP_FLAG]];
-  const labels = flags.map(([name, flag]) => flagLabel(name, flag));
-  if (spec.positional) labels.unshift(`    ${spec.positional.name}`);
-  const width = Math.max(...labels.map((l) => l.length));
-  const rows: string[] = [];
-  if (spec.positional) rows.push(`  ${(labels.shift() as string).padEnd(width)}  ${spec.positional.description}`);
-  flags.forEach(([, flag], i) => {
-    const label = labels[i] as string;
+  const rows = [...Object.entries(spec.flags), ["help", HELP_FLAG] as const].map(([name, flag]): [string, string] => {
     const notes = [...(flag.multiple ? ["repeatable"] : []), ...(flag.default !== undefined ? [`default ${flag.default}`] : [])];
-    rows.push(`  ${label.padEnd(width)}  ${flag.description}${notes.length ? ` (${notes.join("; ")})` : ""}`);
+    return [flagLabel(name, flag), `${flag.description}${notes.length ? ` (${notes.join("; ")})` : ""}`];
   });
+  if (spec.positional) rows.unshift([`    ${spec.positional.name}`, spec.positional.description]);
+  const width = Math.max(...rows.map(([label]) => label.length));
   return [
     usageLine(spec),
     "",
     ...spec.description.flatMap((p) => [p, ""]),
     spec.positional ? "arguments and flags:" : "flags:",
-    ...rows,
+    ...rows.map(([label, text]) => `  ${label.padEnd(width)}  ${text}`),
     "",
     `exit codes: ${spec.exits}`,
   ].join("\n");
