@@ -74,20 +74,13 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
     const unknown = unknownFlag(spec, arg);
     if (unknown) throw usageError(spec, unknown);
   }
-  const options: Record<string, { type: "string" | "boolean"; short?: string; multiple?: boolean; default?: string | boolean | string[] }> = {};
-  for (const [name, flag] of Object.entries(spec.flags)) {
-    options[name] = {
-      type: flag.type,
-      ...(flag.short ? { short: flag.short } : {}),
-      ...(flag.type === "boolean"
-        ? { default: false }
-        : flag.multiple
-          ? { multiple: true, default: [] }
-          : flag.default !== undefined
-            ? { default: flag.default }
-            : {}),
-    };
-  }
+  const options = Object.fromEntries(
+    Object.entries(spec.flags).map(([name, { type, short, multiple, default: fallback }]) => {
+      // What parseArgs gives for an absent flag: false, an empty list, or the table's default.
+      const absent = type === "boolean" ? false : multiple ? [] : fallback;
+      return [name, { type, ...(short ? { short } : {}), ...(multiple ? { multiple } : {}), ...(absent !== undefined ? { default: absent } : {}) }];
+    }),
+  );
   const parsed = usageOf(spec, () => parseArgs({ args: [...argv], options, allowPositionals: true, strict: true, tokens: true }));
   // parseArgs keeps the last of a repeated single-value flag: `--stack a --stack b` would silently mean b.
   const seen = new Map<string, string>();
