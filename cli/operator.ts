@@ -82,7 +82,6 @@ export function stackHeader(stack: string, source: string, observation: Pick<Obs
 
 /** The human report: one line per published entry, then the entries that are not exposed. */
 export function formatStatus(stack: string, source: string, observation: Observation): string {
-  const header = stackHeader(stack, source, observation);
   const exposed = observation.entries.filter((e) => e.exposure !== "none");
   const rows = exposed.map((e) => [
     e.name,
@@ -94,7 +93,11 @@ export function formatStatus(stack: string, source: string, observation: Observa
     e.verdict,
     e.reasons.join("; "),
   ]);
-  const lines = [header, "", formatTable(["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"], rows)];
+  const lines = [
+    stackHeader(stack, source, observation),
+    "",
+    formatTable(["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"], rows),
+  ];
   const notExposed = observation.entries.filter((e) => e.exposure === "none").map((e) => e.name);
   if (notExposed.length) lines.push("", `not exposed (in-cluster only): ${notExposed.join(", ")}`);
   for (const problem of observation.problems) lines.push("", `problem: ${problem}`);

@@ -62,6 +62,11 @@ export async function readPublished(
   }
 }
 
+/** When the last up's outputs could not be read: one stderr line saying so, and what the report loses. */
+export function sayUnavailable(ctx: { stderr: (line: string) => void }, who: string, published: { source: PublishedSource }, loses: string): void {
+  if (published.source.from === "unavailable") ctx.stderr(`${who}: published outputs unavailable (${published.source.reason}); ${loses}`);
+}
+
 /** The `published` option of observe() and the audit: absent when nothing proves which Services this stack created (only names are checked then). */
 export function provenOwnership(published: { endpoints: PublishedEndpoints; source: PublishedSource }): { published?: PublishedEndpoints } {
   return published.source.from === "unavailable" ? {} : { published: published.endpoints };

@@ -33,7 +33,7 @@ import { type Command, type CommandContext, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { formatTable, type OperatorDeps, stackHeader, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, type OpenStack, openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, type OpenStack, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.access;
 
@@ -85,9 +85,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     // As in status: a URL (and the credentials put next to it in the .env) only for a Service
     // this stack created, proven by the last up's outputs; a same-named replacement gets none.
     const [observed, published] = await Promise.all([readObservedCluster(cluster, selectedEntries), readPublished(ctx, stack, undefined, readOutputs)]);
-    if (published.source.from === "unavailable") {
-      ctx.stderr(`exposure access: published outputs unavailable (${published.source.reason}); Services are matched by name only`);
-    }
+    sayUnavailable(ctx, "exposure access", published, "Services are matched by name only");
     const observation = observe(opened.contract, observed, {
       selected: opened.selected,
       nodeAddress: opened.settings.nodeAddress,

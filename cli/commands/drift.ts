@@ -10,7 +10,7 @@ import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { formatStatus, formatTable, type OperatorDeps, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.drift;
 
@@ -143,11 +143,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
       ctx.stdout(formatDrift(stack, source, preview, audit, status));
       ctx.stdout(formatAdmission(settings.admission.mode, admission));
       ctx.stdout(formatDenyPreview(settings.admission.mode, denyPreview));
-      if (published.source.from === "unavailable") {
-        ctx.stderr(
-          `exposure drift: published outputs unavailable (${published.source.reason}); the "changed since the last up" and ownership checks are skipped`,
-        );
-      }
+      sayUnavailable(ctx, "exposure drift", published, 'the "changed since the last up" and ownership checks are skipped');
     }
     if (drift) return EXIT.DRIFT;
     if (preview.state === "failed") {

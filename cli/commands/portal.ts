@@ -10,7 +10,7 @@ import { type PortalOptions, parseListen, startPortal } from "../../src/portal/s
 import { type Command, type CommandContext, packageVersion } from "../context";
 import { parseCommandLine, usageError, usageOf } from "../flags";
 import { SPECS } from "../specs";
-import { connectCluster, openStack, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, openStack, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.portal;
 /**
@@ -104,7 +104,7 @@ export async function publishedReader(
     if (last && now - last.at < OUTPUTS_REREAD_MS) return last.value;
     const value = readPublished(ctx, stack, undefined, readOutputs).then((published) => {
       if (published.source.from !== "unavailable") return published.endpoints;
-      if (!said) ctx.stderr(`portal: published outputs unavailable (${published.source.reason}); the "changed since the last up" checks are skipped`);
+      if (!said) sayUnavailable(ctx, "portal", published, 'the "changed since the last up" checks are skipped');
       said = true;
       return undefined;
     });

@@ -5,7 +5,7 @@ import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { formatStatus, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.status;
 
@@ -35,9 +35,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
         observed: await readObservedCluster(reader, entries),
       })),
     ]);
-    if (published.source.from === "unavailable") {
-      ctx.stderr(`exposure status: published outputs unavailable (${published.source.reason}); the "changed since the last up" checks are skipped`);
-    }
+    sayUnavailable(ctx, "exposure status", published, 'the "changed since the last up" checks are skipped');
     const observed = observe(opened.contract, cluster.observed, {
       selected: entries.map((e) => e.name),
       nodeAddress: opened.settings.nodeAddress,
