@@ -56,19 +56,15 @@ export const sandbox: Command = async (argv, ctx) => {
       else if (!s.processes.length && !s.rejected.length && !s.controlPlane && !s.outsideRecord)
         ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
       else {
+        const api = s.controlPlane?.apiServer;
         ctx.stdout(
           [
             formatTable(
               ["WHAT", "STATE"],
               [
                 ...(s.controlPlane?.processes ?? []).map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
-                ...(s.controlPlane
-                  ? [
-                      [
-                        `API server ${s.controlPlane.apiServer.url}`,
-                        s.controlPlane.apiServer.answers ? `answers (${s.controlPlane.apiServer.detail})` : `NO ANSWER (${s.controlPlane.apiServer.detail})`,
-                      ],
-                    ]
+                ...(api
+                  ? [[`API server ${api.url}`, `${api.answers ? "answers" : "NO ANSWER"} (${api.detail})`]]
                   : [["control plane", "NOT FOUND (no .sandbox/cluster)"]]),
                 ...s.processes.map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
                 ...(s.dataPath?.processes.filter((p) => !p.running).map((p) => [`${p.role} (pid ${p.pid})`, "STOPPED"]) ?? []),
@@ -82,7 +78,7 @@ export const sandbox: Command = async (argv, ctx) => {
               ? "sandbox up"
               : s.outsideRecord
                 ? `sandbox folder gone, its processes still recorded in ${s.outsideRecord}: exposure sandbox down stops them`
-                : s.controlPlane?.apiServer.answers === false
+                : api?.answers === false
                   ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); npm run sandbox starts it anew (it removes this one first)"
                   : s.problems.length && [...s.processes, ...(s.controlPlane?.processes ?? []), ...(s.dataPath?.processes ?? [])].every((p) => p.running)
                     ? `sandbox running, ${s.problems.length} ${s.problems.length === 1 ? "entry needs" : "entries need"} the fix above`
