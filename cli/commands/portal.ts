@@ -78,7 +78,7 @@ function isLoopback(host: string): boolean {
 }
 
 /** How often the Pulumi CLI is asked again for the outputs (`pulumi stack output` takes a second or two). */
-export const OUTPUTS_REREAD_MS = 30_000;
+const OUTPUTS_REREAD_MS = 30_000;
 
 /**
  * What the stack's last `up` published, for the portal's verdicts (the same as `status`'s).
