@@ -46,7 +46,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     const exposed = observation.entries.filter((e) => e.exposure !== "none");
     const healthy = observation.problems.length === 0 && exposed.every((e) => e.verdict === "MATCH");
 
-    if (values.json) {
+    if (values.json)
       printJson(ctx, {
         apiVersion: JSON_API_VERSION,
         kind: "Status",
@@ -58,9 +58,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
         entries: observation.entries,
         problems: observation.problems,
       } satisfies StatusDocument);
-    } else {
-      ctx.stdout(formatStatus(values.stack, cluster.source, observation));
-    }
+    else ctx.stdout(formatStatus(values.stack, cluster.source, observation));
     return healthy ? EXIT.OK : EXIT.DRIFT;
   };
 }
