@@ -11,23 +11,22 @@ export interface CommandContext {
 
 export type Command = (argv: string[], ctx: CommandContext) => Promise<number>;
 
-/** This package's folder (the one holding package.json), from the sources or from dist/. */
-function packageDir(): string {
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    if (fs.existsSync(path.join(dir, "package.json"))) return dir;
-    if (path.dirname(dir) === dir) return path.resolve(__dirname, "..");
+export const printJson = (ctx: CommandContext, doc: object) => ctx.stdout(JSON.stringify(doc, null, 2));
+
+/** The nearest folder at or above `start` holding `file`. */
+function findUp(start: string, file: string): string | undefined {
+  for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, file))) return dir;
+    if (path.dirname(dir) === dir) return undefined;
   }
 }
 
-/** The version in package.json. */
+/** This package's folder, from the sources or from dist/. */
+const packageDir = () => findUp(__dirname, "package.json") ?? path.resolve(__dirname, "..");
+
 export function packageVersion(): string {
   return (JSON.parse(fs.readFileSync(path.join(packageDir(), "package.json"), "utf8")) as { version: string }).version;
 }
 
 /** The project folder: the nearest folder above the working directory holding Pulumi.yaml (else this package). */
-export function findProjectDir(start = process.cwd()): string {
-  for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
-    if (fs.existsSync(path.join(dir, "Pulumi.yaml"))) return dir;
-    if (path.dirname(dir) === dir) return packageDir();
-  }
-}
+export const findProjectDir = (start = process.cwd()): string => findUp(start, "Pulumi.yaml") ?? packageDir();

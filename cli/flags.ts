@@ -48,46 +48,40 @@ type FlagValues<F extends Readonly<Record<string, FlagSpec>>> = {
         : string | undefined;
 };
 
-interface ParsedCommandLine<F extends Readonly<Record<string, FlagSpec>>> {
-  values: FlagValues<F>;
-  positionals: string[];
-}
+export type Usage = Pick<CommandSpec, "name" | "synopsis">;
 
 /** `usage: exposure <command> <synopsis>`, without a trailing space for a command that takes nothing. */
-const usageLine = (spec: Pick<CommandSpec, "name" | "synopsis">) => `usage: exposure ${spec.name} ${spec.synopsis}`.trimEnd();
+const usageLine = (spec: Usage) => `usage: exposure ${spec.name} ${spec.synopsis}`.trimEnd();
 
 /** The usage error every command gives: the problem, the usage line, where the full help is. */
-export function usageError(spec: Pick<CommandSpec, "name" | "synopsis">, message: string): UserError {
+export function usageError(spec: Usage, message: string): UserError {
   return new UserError(`${message}\n${usageLine(spec)}\n(\`exposure ${spec.name} --help\` describes every flag)`, EXIT.INVALID);
 }
 
+/** What `read` returns; what it throws becomes a usage error of the command. */
+export function usageOf<T>(spec: Usage, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw usageError(spec, (err as Error).message);
+  }
+}
+
 /** Parses `argv` against the command's flag table; unknown or malformed flags are usage errors (exit 2). */
-export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly string[]): ParsedCommandLine<S["flags"]> {
+export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly string[]): { values: FlagValues<S["flags"]>; positionals: string[] } {
   for (const arg of argv) {
     if (arg === "--") break;
     const unknown = unknownFlag(spec, arg);
     if (unknown) throw usageError(spec, unknown);
   }
-  const options: Record<string, { type: "string" | "boolean"; short?: string; multiple?: boolean; default?: string | boolean | string[] }> = {};
-  for (const [name, flag] of Object.entries(spec.flags)) {
-    options[name] = {
-      type: flag.type,
-      ...(flag.short ? { short: flag.short } : {}),
-      ...(flag.type === "boolean"
-        ? { default: false }
-        : flag.multiple
-          ? { multiple: true, default: [] }
-          : flag.default !== undefined
-            ? { default: flag.default }
-            : {}),
-    };
-  }
-  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof options; allowPositionals: true; strict: true; tokens: true }>>;
-  try {
-    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true, tokens: true });
-  } catch (err) {
-    throw usageError(spec, (err as Error).message);
-  }
+  const options = Object.fromEntries(
+    Object.entries(spec.flags).map(([name, { type, short, multiple, default: fallback }]) => {
+      // What parseArgs gives for an absent flag: false, an empty list, or the table's default.
+      const absent = type === "boolean" ? false : multiple ? [] : fallback;
+      return [name, { type, ...(short ? { short } : {}), ...(multiple ? { multiple } : {}), ...(absent !== undefined ? { default: absent } : {}) }];
+    }),
+  );
+  const parsed = usageOf(spec, () => parseArgs({ args: [...argv], options, allowPositionals: true, strict: true, tokens: true }));
   // parseArgs keeps the last of a repeated single-value flag: `--stack a --stack b` would silently mean b.
   const seen = new Map<string, string>();
   for (const token of parsed.tokens) {
@@ -161,23 +155,18 @@ function flagLabel(name: string, flag: FlagSpec): string {
 
 /** The text of `exposure <name> --help`, from the same table the parser uses. */
 export function commandHelp(spec: CommandSpec): string {
-  const flags: [string, FlagSpec][] = [...Object.entries(spec.flags), ["help", HELP_FLAG]];
-  const labels = flags.map(([name, flag]) => flagLabel(name, flag));
-  if (spec.positional) labels.unshift(`    ${spec.positional.name}`);
-  const width = Math.max(...labels.map((l) => l.length));
-  const rows: string[] = [];
-  if (spec.positional) rows.push(`  ${(labels.shift() as string).padEnd(width)}  ${spec.positional.description}`);
-  flags.forEach(([, flag], i) => {
-    const label = labels[i] as string;
+  const rows = [...Object.entries(spec.flags), ["help", HELP_FLAG] as const].map(([name, flag]): [string, string] => {
     const notes = [...(flag.multiple ? ["repeatable"] : []), ...(flag.default !== undefined ? [`default ${flag.default}`] : [])];
-    rows.push(`  ${label.padEnd(width)}  ${flag.description}${notes.length ? ` (${notes.join("; ")})` : ""}`);
+    return [flagLabel(name, flag), `${flag.description}${notes.length ? ` (${notes.join("; ")})` : ""}`];
   });
+  if (spec.positional) rows.unshift([`    ${spec.positional.name}`, spec.positional.description]);
+  const width = Math.max(...rows.map(([label]) => label.length));
   return [
     usageLine(spec),
     "",
     ...spec.description.flatMap((p) => [p, ""]),
     spec.positional ? "arguments and flags:" : "flags:",
-    ...rows,
+    ...rows.map(([label, text]) => `  ${label.padEnd(width)}  ${text}`),
     "",
     `exit codes: ${spec.exits}`,
   ].join("\n");

@@ -1,8 +1,7 @@
 import { isUserError, UserError } from "../src/core/errors";
-import { EXIT_MEANINGS } from "../src/core/findings";
+import { EXIT, EXIT_MEANINGS } from "../src/core/findings";
 import { printable, printableValue } from "../src/core/text";
 import { type Command, type CommandContext, findProjectDir, packageVersion } from "./context";
-import { EXIT } from "./exit";
 import { asksForHelp, closest, commandHelp, parseCommandLine } from "./flags";
 import { COMMAND_NAMES, type CommandName, SPECS } from "./specs";
 
@@ -22,13 +21,6 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   schema: async () => (await import("./commands/schema.js")).schema,
   status: async () => (await import("./commands/status.js")).status,
 };
-
-/** A command's module; one that exports no command (an emptied file of dist/) is said, not run. */
-async function loadCommand(name: CommandName): Promise<Command> {
-  const run: Command | undefined = await LOADERS[name]();
-  if (typeof run !== "function") throw new UserError(`the ${name} command's module exports no command: run \`npm run build\``);
-  return run;
-}
 
 function helpText(): string {
   const width = Math.max(...COMMAND_NAMES.map((c) => c.length));
@@ -108,7 +100,9 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
   try {
     // Flag mistakes are answered from the table, before the command's module is loaded.
     parseCommandLine(SPECS[name], rest);
-    const run = commands[name] ?? (await loadCommand(name));
+    const run: Command | undefined = commands[name] ?? (await LOADERS[name]());
+    // A module that exports no command (an emptied file of dist/) is said, not run.
+    if (typeof run !== "function") throw new UserError(`the ${name} command's module exports no command: run \`npm run build\``);
     return await run(rest, context);
   } catch (err) {
     if (isUserError(err)) {

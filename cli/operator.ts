@@ -3,40 +3,21 @@
 import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
 import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import type { Observation, ObservedEntry } from "../src/core/observe";
+import type { Observation } from "../src/core/observe";
 import { printableValue, shownValue } from "../src/core/text";
-import { type CommandSpec, closest, usageError } from "./flags";
-import { connectCluster, type OpenStack } from "./stack";
+import { closest, type Usage, usageError, usageOf } from "./flags";
+import type { OpenStack, ReadOutputs } from "./stack";
 
-/**
- * Seconds an operator command waits for each API call. Short on purpose: these commands
- * are run by people at a terminal, and an unreachable cluster must say so in seconds.
- */
-export const DEFAULT_CLUSTER_TIMEOUT_SECONDS = 5;
-
-/** Opens the stack's cluster; tests replace it with an in-memory or snapshot reader. */
-export type ConnectCluster = (opened: OpenStack, timeoutMs: number) => Promise<ClusterReader>;
-export const connectLiveCluster: ConnectCluster = (opened, timeoutMs) => connectCluster(opened, timeoutMs);
-
-/** A positive number of seconds from a flag, in milliseconds. */
-export function secondsFlag(value: string | undefined, flag: string, fallbackSeconds: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
-  if (value === undefined) return fallbackSeconds * 1000;
-  try {
-    return parseTimeoutSeconds(value, flag);
-  } catch (err) {
-    throw usageError(spec, (err as Error).message);
-  }
+/** What the operator commands read the world through; tests replace them with fakes. */
+export interface OperatorDeps {
+  /** Opens the stack's cluster (in tests an in-memory or snapshot reader). */
+  connect: (opened: OpenStack, timeoutMs: number) => Promise<ClusterReader>;
+  /** The outputs of the last `up` (Pulumi CLI, or a saved `pulumi stack output --json`): which Services this stack created, their ports and URLs. */
+  readOutputs: ReadOutputs;
 }
 
-/** A positive integer from a flag, in decimal, at most `max`. */
-export function countFlag(value: string | undefined, flag: string, fallback: number, max: number, spec: Pick<CommandSpec, "name" | "synopsis">): number {
-  if (value === undefined) return fallback;
-  const shown = printableValue(value.length > 20 ? `${value.slice(0, 20)}...` : value);
-  const n = /^\d{1,15}$/.test(value) ? Number(value) : 0;
-  if (n < 1) throw usageError(spec, `${flag} must be a positive integer, not '${shown}'`);
-  if (n > max) throw usageError(spec, `${flag} must be at most ${max}, not '${shown}'`);
-  return n;
-}
+/** --timeout SECONDS (its default is in the flag table), in milliseconds. */
+export const timeoutFlag = (value: string, spec: Usage): number => usageOf(spec, () => parseTimeoutSeconds(value, "--timeout"));
 
 /** The entries a command can restrict its report to, and how to explain a name it cannot. */
 interface EntryChoice {
@@ -58,24 +39,25 @@ const SHOWN_VALUE_MAX = 2 * ENTRY_NAME_MAX;
  * none is named (report every entry). A name that is not available is a usage error naming
  * the value (escaped, truncated) with the nearest available name when it looks like a typo.
  */
-export function entryFlag(
-  names: readonly string[],
-  choice: EntryChoice,
-  spec: Pick<CommandSpec, "name" | "synopsis">,
-  flag = "--entry",
-): ReadonlySet<string> | undefined {
+export function entryFlag(names: readonly string[], choice: EntryChoice, spec: Usage): ReadonlySet<string> | undefined {
   if (names.length === 0) return undefined;
   const available = new Set(choice.available);
   for (const name of names) {
     if (available.has(name)) continue;
     const shown = shownValue(name, SHOWN_VALUE_MAX);
-    if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `${flag} '${shown}': ${choice.unavailable}`);
+    if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `--entry '${shown}': ${choice.unavailable}`);
     // A name longer than any entry cannot be a typo of one (and the edit distance would cost length x length).
     const guess = name !== "" && name.length <= SHOWN_VALUE_MAX ? closest(name, choice.available) : undefined;
     const what = name === "" ? "an entry name cannot be empty" : (choice.unknown ?? "no such entry in the contract");
-    throw usageError(spec, `${flag} '${shown}': ${what}${guess ? `; did you mean '${guess}'?` : ""}`);
+    throw usageError(spec, `--entry '${shown}': ${what}${guess ? `; did you mean '${guess}'?` : ""}`);
   }
   return new Set(names);
+}
+
+/** --entry names checked against the entries the stack publishes. */
+export function publishedEntryFlag(names: readonly string[], opened: OpenStack, spec: Usage): ReadonlySet<string> | undefined {
+  const unavailable = `not published by stack ${opened.stack} (not exposed, or not in its ui-exposure:entries)`;
+  return entryFlag(names, { available: opened.selected, declared: opened.contract.endpoints.map((e) => e.name), unavailable }, spec);
 }
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
@@ -98,26 +80,24 @@ export function stackHeader(stack: string, source: string, observation: Pick<Obs
   return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
 }
 
-function describePort(e: ObservedEntry): string {
-  if (e.exposure === "hostPort") return `hostPort ${e.hostPort}`;
-  return e.nodePort !== undefined ? String(e.nodePort) : "-";
-}
-
 /** The human report: one line per published entry, then the entries that are not exposed. */
 export function formatStatus(stack: string, source: string, observation: Observation): string {
-  const header = stackHeader(stack, source, observation);
   const exposed = observation.entries.filter((e) => e.exposure !== "none");
   const rows = exposed.map((e) => [
     e.name,
     e.exposure,
     e.service ?? (e.exposure === "hostPort" ? `(pod in ${e.namespace})` : "-"),
     String(e.readyEndpoints),
-    describePort(e),
+    e.exposure === "hostPort" ? `hostPort ${e.hostPort}` : e.nodePort !== undefined ? String(e.nodePort) : "-",
     e.url ?? "-",
     e.verdict,
     e.reasons.join("; "),
   ]);
-  const lines = [header, "", formatTable(["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"], rows)];
+  const lines = [
+    stackHeader(stack, source, observation),
+    "",
+    formatTable(["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"], rows),
+  ];
   const notExposed = observation.entries.filter((e) => e.exposure === "none").map((e) => e.name);
   if (notExposed.length) lines.push("", `not exposed (in-cluster only): ${notExposed.join(", ")}`);
   for (const problem of observation.problems) lines.push("", `problem: ${problem}`);

@@ -25,7 +25,7 @@ const entry = {
   description: "report only this entry (one the stack publishes), and derive the exit code from it alone",
   complete: "entry",
 } as const satisfies FlagSpec;
-const contract = { type: "string", value: "FILE", description: "the contract file (default: the project's)", complete: "file" } as const satisfies FlagSpec;
+const contract = { type: "string", value: "FILE", complete: "file" } as const satisfies Omit<FlagSpec, "description">;
 
 export const SPECS = {
   check: {

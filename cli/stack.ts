@@ -13,13 +13,13 @@ import { stackKubeTarget } from "../src/core/settings";
  * The live cluster of a stack, through the same kubeconfig/context as its provider.
  * `KUBECONFIG` still applies when the stack does not set kubernetes:kubeconfig.
  */
-export async function connectCluster(opened: OpenStack, timeoutMs?: number, env: NodeJS.ProcessEnv = process.env): Promise<ClusterReader> {
+export async function connectCluster(opened: OpenStack, timeoutMs?: number): Promise<ClusterReader> {
   try {
     return await LiveClusterReader.connect({ ...stackKubeTarget(opened.stack, opened.config), ...(timeoutMs ? { timeoutMs } : {}) });
   } catch (err) {
     // The sandbox's kubeconfig is set by its env file: without it, say so (the usual first miss).
     const sandbox = path.join(opened.projectDir, ".sandbox");
-    if (err instanceof UserError && fs.existsSync(path.join(sandbox, "env")) && env.KUBECONFIG !== path.join(sandbox, "kubeconfig")) {
+    if (err instanceof UserError && fs.existsSync(path.join(sandbox, "env")) && process.env.KUBECONFIG !== path.join(sandbox, "kubeconfig")) {
       const rel = path.relative(process.cwd(), path.join(sandbox, "env")) || ".sandbox/env";
       throw new UserError(
         `${err.message}\n(a sandbox runs in this folder: run \`. ${rel}\` in this shell first; it sets KUBECONFIG to the sandbox's)`,
@@ -60,6 +60,11 @@ export async function readPublished(
     if (err instanceof UserError) return { endpoints: {}, source: { from: "unavailable", reason: err.message.split("\n")[0] ?? err.message } };
     throw err;
   }
+}
+
+/** When the last up's outputs could not be read: one stderr line saying so, and what the report loses. */
+export function sayUnavailable(ctx: { stderr: (line: string) => void }, who: string, published: { source: PublishedSource }, loses: string): void {
+  if (published.source.from === "unavailable") ctx.stderr(`${who}: published outputs unavailable (${published.source.reason}); ${loses}`);
 }
 
 /** The `published` option of observe() and the audit: absent when nothing proves which Services this stack created (only names are checked then). */

@@ -23,48 +23,38 @@ import {
   resolveReference,
 } from "../../src/core/access";
 import { UserError } from "../../src/core/errors";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import { checkLimaInstanceName } from "../../src/core/inputs";
 import type { AccessDocument, AccessStopDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { printableValue } from "../../src/core/text";
-import type { Command, CommandContext } from "../context";
-import { EXIT } from "../exit";
+import { type Command, type CommandContext, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatTable, secondsFlag, stackHeader } from "../operator";
+import { formatTable, type OperatorDeps, stackHeader, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { type OpenStack, openStack, provenOwnership, type ReadOutputs, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, type OpenStack, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.access;
 
 /** The versioned template of the data repository's .env (no secret in it). */
 const ENV_TEMPLATE = path.join("contract", "atlas.env.cluster.example");
 
-export interface AccessDeps {
-  connect: ConnectCluster;
-  /** The last `up`'s outputs, which prove which `<entry>-nodeport` Services this stack created. */
-  readOutputs: ReadOutputs;
+export interface AccessDeps extends OperatorDeps {
   /** Whether stdout is a terminal: passwords are shown only there (or with --show-secrets). */
   isTerminal: () => boolean;
-  /** The ssh executable (looked up on PATH). */
-  ssh: string;
   forwardBasePort: number;
   /** How long a new forward may take to open its port before it is reported as started. */
   forwardSettleMs: number;
 }
 
-const HIDDEN = "(hidden)";
-
 /**
  * `exposure access`: everything a data developer needs on one screen (URLs, the contract's
  * credentials read from their Secrets), `.env.cluster.local` for the data repository, and on
  * the Lima bench SSH forwards to the UIs (`--forward`, ended by `--stop`).
- * Exit 0, 1 on error (unreachable cluster, refused .env path, a forward that failed), or 5 when
- * a declared credential could not be read (everything else is still shown and written).
  */
 export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
-  const connect = deps.connect ?? connectLiveCluster;
+  const connect = deps.connect ?? connectCluster;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   const isTerminal = deps.isTerminal ?? (() => process.stdout.isTTY === true);
   return async (argv, ctx) => {
@@ -75,16 +65,14 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     if (values.dotenv !== undefined && values.dotenv.trim() === "") throw usageError(SPEC, "--dotenv needs a file path");
     if (values["lima-instance"] !== undefined && !values.forward) throw usageError(SPEC, "--lima-instance goes with --forward");
     const stack = values.stack;
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
+    const timeoutMs = timeoutFlag(values.timeout, SPEC);
     const opened = openStack({ projectDir: ctx.projectDir, stack: stack });
     const stateDir = forwardStateDir(stack, ctx.env);
 
     if (values.stop) {
       const stopped = await stopForwards(stateDir);
-      if (values.json) {
-        const doc: AccessStopDocument = { apiVersion: JSON_API_VERSION, kind: "AccessStop", stack, stopped };
-        ctx.stdout(JSON.stringify(doc, null, 2));
-      } else ctx.stdout(formatStopped(stack, stopped));
+      if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "AccessStop", stack, stopped } satisfies AccessStopDocument);
+      else ctx.stdout(formatStopped(stack, stopped));
       return EXIT.OK;
     }
 
@@ -97,9 +85,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     // As in status: a URL (and the credentials put next to it in the .env) only for a Service
     // this stack created, proven by the last up's outputs; a same-named replacement gets none.
     const [observed, published] = await Promise.all([readObservedCluster(cluster, selectedEntries), readPublished(ctx, stack, undefined, readOutputs)]);
-    if (published.source.from === "unavailable") {
-      ctx.stderr(`exposure access: published outputs unavailable (${published.source.reason}); Services are matched by name only`);
-    }
+    sayUnavailable(ctx, "exposure access", published, "Services are matched by name only");
     const observation = observe(opened.contract, observed, {
       selected: opened.selected,
       nodeAddress: opened.settings.nodeAddress,
@@ -109,32 +95,20 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     const secrets = await listSecretsByNamespace(cluster, credentialNamespaces(entries));
     const credentials = readCredentials(entries, secrets);
 
-    let forwards: ForwardOutcome[] = [];
-    let forwardFailures: string[] = [];
-    let retired: StoppedForward[] = [];
-    if (forwardSetup) {
-      const requests = observation.entries.flatMap((o) => {
-        if (o.exposure === "none" || !o.url) return [];
-        const target = new URL(o.url);
-        return [{ entry: o.name, scheme: target.protocol.slice(0, -1), remoteHost: target.hostname.replace(/^\[|\]$/g, ""), remotePort: Number(target.port) }];
-      });
-      ({
-        forwards,
-        failures: forwardFailures,
-        retired,
-      } = await ensureForwards(requests, {
-        ssh: deps.ssh ?? "ssh",
-        env: ctx.env,
-        stateDir,
-        instance: forwardSetup.instance,
-        sshConfig: forwardSetup.sshConfig,
-        basePort: deps.forwardBasePort ?? DEFAULT_FORWARD_BASE_PORT,
-        settleMs: deps.forwardSettleMs ?? 3000,
-      }));
-    }
+    const { forwards, failures, retired } = forwardSetup
+      ? await ensureForwards(forwardRequests(observation), {
+          ssh: "ssh",
+          env: ctx.env,
+          stateDir,
+          instance: forwardSetup.instance,
+          sshConfig: forwardSetup.sshConfig,
+          basePort: deps.forwardBasePort ?? DEFAULT_FORWARD_BASE_PORT,
+          settleMs: deps.forwardSettleMs ?? 3000,
+        })
+      : { forwards: [], failures: [], retired: [] };
     const endpoints = accessEndpoints(opened.contract, observation, observed.services, new Map(forwards.map((f) => [f.entry, f.localUrl])));
 
-    let env: { file: string; rendered: RenderedEnv } | { skipped: string } = { skipped: "--no-dotenv" };
+    let env: EnvOutcome = { skipped: "--no-dotenv" };
     if (envTarget && "file" in envTarget) {
       const templateFile = path.join(ctx.projectDir, ENV_TEMPLATE);
       let template: string;
@@ -154,17 +128,11 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     }
 
     const view = new Set(observation.entries.map((o) => o.name));
-    const shown = endpoints.filter((e) => view.has(e.name));
-    if (values.json) {
-      ctx.stdout(
-        JSON.stringify(accessJson(stack, cluster.source, observation, shown, credentials, env, { forwards, retired, failures: forwardFailures }), null, 2),
-      );
-    } else {
-      const showSecrets = values["show-secrets"] || isTerminal();
-      ctx.stdout(formatAccess({ stack, source: cluster.source, observation, endpoints: shown, credentials, env, forwards, retired, showSecrets }));
-    }
-    for (const failure of forwardFailures) ctx.stderr(`exposure access: ${failure}`);
-    if (forwardFailures.length) return EXIT.ERROR;
+    const screen = { stack, source: cluster.source, observation, endpoints: endpoints.filter((e) => view.has(e.name)), credentials, env, forwards, retired };
+    if (values.json) printJson(ctx, accessJson(screen, failures));
+    else ctx.stdout(formatAccess(screen, values["show-secrets"] || isTerminal()));
+    for (const failure of failures) ctx.stderr(`exposure access: ${failure}`);
+    if (failures.length) return EXIT.ERROR;
     // Everything readable is shown; a script still learns that a credential is missing.
     const unread = credentials.filter((c) => c.problem !== undefined);
     if (unread.length) {
@@ -210,6 +178,14 @@ function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: Command
   return { instance, sshConfig: limaSshConfig(instance, ctx.env) };
 }
 
+function forwardRequests(observation: Observation) {
+  return observation.entries.flatMap((o) => {
+    if (o.exposure === "none" || !o.url) return [];
+    const target = new URL(o.url);
+    return [{ entry: o.name, scheme: target.protocol.slice(0, -1), remoteHost: target.hostname.replace(/^\[|\]$/g, ""), remotePort: Number(target.port) }];
+  });
+}
+
 /**
  * One list call per namespace that holds a declared credential (not one per Secret, not a
  * cluster-wide list): the calls grow with the namespaces of the contract only, a developer
@@ -231,21 +207,23 @@ async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets"
   return new Map(lists);
 }
 
+type EnvOutcome = { file: string; rendered: RenderedEnv } | { skipped: string };
+
+/** What access found and did, for the screen and the --json document. */
 interface Screen {
   stack: string;
   source: string;
   observation: Observation;
   endpoints: readonly AccessEndpoint[];
   credentials: readonly CredentialView[];
-  env: { file: string; rendered: RenderedEnv } | { skipped: string };
+  env: EnvOutcome;
   forwards: readonly ForwardOutcome[];
   /** Forwards ended because their entry has no URL any more. */
   retired: readonly StoppedForward[];
-  showSecrets: boolean;
 }
 
 /** The one screen: UIs, in-cluster endpoints, credentials, what was written and started. */
-function formatAccess(s: Screen): string {
+function formatAccess(s: Screen, showSecrets: boolean): string {
   const lines = [stackHeader(s.stack, s.source, s.observation), ""];
   const uis = s.endpoints.filter((e) => e.exposed && e.reach !== "in-cluster");
   lines.push(
@@ -271,19 +249,19 @@ function formatAccess(s: Screen): string {
     );
   }
   if (s.credentials.length) {
-    lines.push("", `CREDENTIALS${s.showSecrets ? " (clear text, for this screen only: never paste it into a ticket or a log)" : ""}`);
+    lines.push("", `CREDENTIALS${showSecrets ? " (clear text, for this screen only: never paste it into a ticket or a log)" : ""}`);
     lines.push(
       formatTable(
         ["LABEL", "USERNAME", "PASSWORD", "SECRET"],
         s.credentials.map((c) => [
           c.label,
           c.username ?? "-",
-          c.password === undefined ? "-" : s.showSecrets ? c.password : HIDDEN,
+          c.password === undefined ? "-" : showSecrets ? c.password : "(hidden)",
           c.problem ? `${c.secret}: ${c.problem}` : c.secret,
         ]),
       ),
     );
-    if (!s.showSecrets && s.credentials.some((c) => c.password !== undefined)) {
+    if (!showSecrets && s.credentials.some((c) => c.password !== undefined)) {
       lines.push("passwords hidden: stdout is not a terminal (pass --show-secrets to print them anyway)");
     }
   }
@@ -315,15 +293,7 @@ function formatStopped(stack: string, stopped: readonly StoppedForward[]): strin
 }
 
 /** The --json document. Passwords are wrapped as {secret: true, value} and the document says it holds secrets. */
-function accessJson(
-  stack: string,
-  source: string,
-  observation: Observation,
-  endpoints: readonly AccessEndpoint[],
-  credentials: readonly CredentialView[],
-  env: { file: string; rendered: RenderedEnv } | { skipped: string },
-  ssh: { forwards: readonly ForwardOutcome[]; retired: readonly StoppedForward[]; failures: readonly string[] },
-): AccessDocument {
+function accessJson({ stack, source, observation, endpoints, credentials, env, forwards, retired }: Screen, failures: readonly string[]): AccessDocument {
   const containsSecrets = credentials.some((c) => c.password !== undefined);
   return {
     apiVersion: JSON_API_VERSION,
@@ -336,7 +306,7 @@ function accessJson(
     endpoints,
     credentials: credentials.map(({ password, ...rest }) => ({ ...rest, ...(password !== undefined ? { password: { secret: true, value: password } } : {}) })),
     envFile: "skipped" in env ? { written: false, reason: env.skipped } : { written: true, path: env.file, mode: "0600", unresolved: env.rendered.unresolved },
-    forwards: ssh.forwards.map(({ entry, pid, localPort, localUrl, remoteHost, remotePort, state }) => ({
+    forwards: forwards.map(({ entry, pid, localPort, localUrl, remoteHost, remotePort, state }) => ({
       entry,
       pid,
       localUrl,
@@ -344,8 +314,8 @@ function accessJson(
       target: `${remoteHost}:${remotePort}`,
       state,
     })),
-    ...(ssh.retired.length ? { retiredForwards: ssh.retired } : {}),
-    ...(ssh.failures.length ? { forwardFailures: ssh.failures } : {}),
+    ...(retired.length ? { retiredForwards: retired } : {}),
+    ...(failures.length ? { forwardFailures: failures } : {}),
     problems: observation.problems,
   };
 }

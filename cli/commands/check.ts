@@ -5,13 +5,12 @@ import { type Contract, isHostPortEntry, isNodePortEntry } from "../../src/core/
 import { UserError } from "../../src/core/errors";
 import { EXIT, exitCodeOf, type Finding, finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { CheckDocument } from "../../src/core/json-api";
-import type { Command } from "../context";
+import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { SPECS } from "../specs";
 
 const SPEC = SPECS.check;
 
-/** Validates a contract offline: exit 0 when valid, 2 with every problem listed otherwise. */
 export const check: Command = async (argv, ctx) => {
   const { values, positionals } = parseCommandLine(SPEC, argv);
   if (positionals.length > 1) throw usageError(SPEC, "check takes at most one contract file");
@@ -25,13 +24,12 @@ export const check: Command = async (argv, ctx) => {
     // Without --json the message (every problem at file:line:col) is the report; with it, the findings are.
     if (!values.json || !(err instanceof UserError)) throw err;
     const findings = contractFindings(err, shown);
-    const doc: CheckDocument = { apiVersion: JSON_API_VERSION, kind: "ContractCheck", file: shown, valid: false, findings };
-    ctx.stdout(JSON.stringify(doc, null, 2));
+    printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "ContractCheck", file: shown, valid: false, findings } satisfies CheckDocument);
     return exitCodeOf(findings);
   }
   const exposed = contract.endpoints.filter((e) => e.exposed);
   if (values.json) {
-    const doc: CheckDocument = {
+    printJson(ctx, {
       apiVersion: JSON_API_VERSION,
       kind: "ContractCheck",
       file: shown,
@@ -39,8 +37,7 @@ export const check: Command = async (argv, ctx) => {
       endpoints: contract.endpoints.length,
       exposed: exposed.map((e) => e.name),
       findings: [],
-    };
-    ctx.stdout(JSON.stringify(doc, null, 2));
+    } satisfies CheckDocument);
   } else {
     const nodePorts = exposed.filter(isNodePortEntry).length;
     const hostPorts = exposed.filter(isHostPortEntry).length;

@@ -1,9 +1,9 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are shell scripts, ${...} is shell syntax
 import * as fs from "node:fs";
+import { EXIT } from "../../src/core/findings";
 import { isStackName } from "../../src/core/inputs";
 import { printableValue } from "../../src/core/text";
 import type { Command } from "../context";
-import { EXIT } from "../exit";
 import { type CommandSpec, type Completion, HELP_FLAG, parseCommandLine, usageError } from "../flags";
 import { COMMAND_NAMES, SPECS } from "../specs";
 
@@ -74,26 +74,36 @@ function literal(words: readonly string[]): string {
   return words.join(" ");
 }
 
-/** Every word a flag of this command may be written as. */
-function flagWords(spec: CommandSpec): string[] {
-  const words = Object.entries(spec.flags).flatMap(([name, f]) => [`--${name}`, ...(f.short ? [`-${f.short}`] : [])]);
-  return [...words, "--help", `-${HELP_FLAG.short}`];
+/** One `case` branch per command: the value after a flag that takes one, the positional, else its flags. */
+function commandCases(shell: typeof BASH): string[] {
+  const reply = (complete: Completion | "none") => (typeof complete === "string" ? shell[complete] : shell.offer(complete));
+  return COMMAND_NAMES.flatMap((name) => {
+    const spec: CommandSpec = SPECS[name];
+    const flags = Object.entries(spec.flags).map(([flag, f]) => ({ f, words: [`--${flag}`, ...(f.short ? [`-${f.short}`] : [])] }));
+    const positional = spec.positional?.complete;
+    return [
+      `    ${name})`,
+      '      case "$prev" in',
+      ...flags.filter(({ f }) => f.type === "string").map(({ f, words }) => `        ${words.join("|")}) ${reply(f.complete ?? "none")}; return ;;`),
+      "      esac",
+      ...(positional ? [`      if ${shell.notFlag}; then ${reply(positional)}; return; fi`] : []),
+      `      ${shell.offer([...flags.flatMap(({ words }) => words), "--help", `-${HELP_FLAG.short}`])}`,
+      "      ;;",
+    ];
+  });
 }
 
-/** Flags that take a value, grouped by what completes it. */
-function valueFlags(spec: CommandSpec): { words: string[]; complete: Completion | "none" }[] {
-  return Object.entries(spec.flags)
-    .filter(([, f]) => f.type === "string")
-    .map(([name, f]) => ({ words: [`--${name}`, ...(f.short ? [`-${f.short}`] : [])], complete: f.complete ?? "none" }));
-}
+const FIRST_WORDS = [...COMMAND_NAMES, "help", "version", "--help", "--version"];
 
-function bashReply(complete: Completion | "none"): string {
-  if (complete === "none") return "COMPREPLY=()";
-  if (complete === "file") return '_exposure_lines < <(compgen -f -- "$cur")';
-  if (complete === "stack") return "_exposure_words < <(_exposure_run completion --list stacks)";
-  if (complete === "entry") return "_exposure_words < <(_exposure_run completion --list entries)";
-  return `COMPREPLY=($(compgen -W "${literal(complete)}" -- "$cur"))`;
-}
+/** How a shell offers words, what it runs to complete each kind of value, and its test that a word is no flag. */
+const BASH = {
+  offer: (words: readonly string[]) => `COMPREPLY=($(compgen -W "${literal(words)}" -- "$cur"))`,
+  none: "COMPREPLY=()",
+  file: '_exposure_lines < <(compgen -f -- "$cur")',
+  stack: "_exposure_words < <(_exposure_run completion --list stacks)",
+  entry: "_exposure_words < <(_exposure_run completion --list entries)",
+  notFlag: '[[ "$cur" != -* ]]',
+};
 
 /**
  * The bash script. Names read from the project (stacks, entries) are never handed to
@@ -103,7 +113,7 @@ function bashReply(complete: Completion | "none"): string {
  * of `npx exposure`) and `npx exposure`.
  */
 export function bashScript(): string {
-  const lines = [
+  return [
     "# bash completion for exposure: source <(exposure completion bash) (or npx exposure completion bash)",
     "_exposure_words() {",
     "  local w",
@@ -119,24 +129,12 @@ export function bashScript(): string {
     "_exposure_complete() {",
     '  local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" cmd="${COMP_WORDS[1]}"',
     '  if [ "$COMP_CWORD" -eq 1 ]; then',
-    `    COMPREPLY=($(compgen -W "${literal([...COMMAND_NAMES, "help", "version", "--help", "--version"])}" -- "$cur"))`,
+    `    ${BASH.offer(FIRST_WORDS)}`,
     "    return",
     "  fi",
     '  case "$cmd" in',
-    `    help) [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=($(compgen -W "${literal(COMMAND_NAMES)}" -- "$cur")); return ;;`,
-  ];
-  for (const name of COMMAND_NAMES) {
-    const spec: CommandSpec = SPECS[name];
-    lines.push(`    ${name})`, '      case "$prev" in');
-    for (const { words, complete } of valueFlags(spec)) lines.push(`        ${words.join("|")}) ${bashReply(complete)}; return ;;`);
-    lines.push("      esac");
-    const positional = spec.positional?.complete;
-    if (positional) {
-      lines.push(`      if [[ "$cur" != -* ]]; then ${bashReply(positional)}; return; fi`);
-    }
-    lines.push(`      COMPREPLY=($(compgen -W "${literal(flagWords(spec))}" -- "$cur"))`, "      ;;");
-  }
-  lines.push(
+    `    help) [ "$COMP_CWORD" -eq 2 ] && ${BASH.offer(COMMAND_NAMES)}; return ;;`,
+    ...commandCases(BASH),
     "  esac",
     "}",
     // `exposure` itself when it is a program (PATH, a path); an alias of `npx exposure` is not one.
@@ -153,21 +151,21 @@ export function bashScript(): string {
     "}",
     "complete -o default -F _exposure exposure",
     "complete -o default -F _exposure_npx npx",
-  );
-  return lines.join("\n");
+  ].join("\n");
 }
 
-function zshReply(complete: Completion | "none"): string {
-  if (complete === "none") return "_message 'value'";
-  if (complete === "file") return "_files";
+const ZSH: typeof BASH = {
+  offer: (words) => `compadd -- ${literal(words)}`,
+  none: "_message 'value'",
+  file: "_files",
   // zsh does not expand the words of ${(f)...} again, and compadd quotes what it inserts.
-  if (complete === "stack") return 'compadd -- ${(f)"$(_exposure_run completion --list stacks)"}';
-  if (complete === "entry") return 'compadd -- ${(f)"$(_exposure_run completion --list entries)"}';
-  return `compadd -- ${literal(complete)}`;
-}
+  stack: 'compadd -- ${(f)"$(_exposure_run completion --list stacks)"}',
+  entry: 'compadd -- ${(f)"$(_exposure_run completion --list entries)"}',
+  notFlag: "[[ $PREFIX != -* ]]",
+};
 
 export function zshScript(): string {
-  const lines = [
+  return [
     "#compdef exposure npx",
     "# zsh completion for exposure: source <(exposure completion zsh) after compinit, or save as _exposure on $fpath",
     // `exposure` when it is a program; through npx (or an alias of `npx exposure`) otherwise.
@@ -185,27 +183,16 @@ export function zshScript(): string {
     "_exposure() {",
     "  local cmd=${words[2]} prev=${words[CURRENT-1]}",
     "  if (( CURRENT == 2 )); then",
-    `    compadd -- ${literal([...COMMAND_NAMES, "help", "version", "--help", "--version"])}`,
+    `    ${ZSH.offer(FIRST_WORDS)}`,
     "    return",
     "  fi",
     '  case "$cmd" in',
-    `    help) (( CURRENT == 3 )) && compadd -- ${literal(COMMAND_NAMES)}; return ;;`,
-  ];
-  for (const name of COMMAND_NAMES) {
-    const spec: CommandSpec = SPECS[name];
-    lines.push(`    ${name})`, '      case "$prev" in');
-    for (const { words, complete } of valueFlags(spec)) lines.push(`        ${words.join("|")}) ${zshReply(complete)}; return ;;`);
-    lines.push("      esac");
-    const positional = spec.positional?.complete;
-    if (positional) lines.push(`      if [[ $PREFIX != -* ]]; then ${zshReply(positional)}; return; fi`);
-    lines.push(`      compadd -- ${literal(flagWords(spec))}`, "      ;;");
-  }
-  lines.push(
+    `    help) (( CURRENT == 3 )) && ${ZSH.offer(COMMAND_NAMES)}; return ;;`,
+    ...commandCases(ZSH),
     "  esac",
     "}",
     // Autoloaded from $fpath, the file's body is the function; sourced, it registers itself.
     'if [[ "${zsh_eval_context[-1]}" == loadautofunc ]]; then if [[ $service == npx ]]; then _exposure_npx; else _exposure "$@"; fi',
     "else compdef _exposure exposure; compdef _exposure_npx npx; fi",
-  );
-  return lines.join("\n");
+  ].join("\n");
 }

@@ -1,30 +1,25 @@
 import * as path from "node:path";
-import { type PulumiRunner, pulumiFailure, pulumiNotFound, type ReadOutputs, runPulumi as runPulumiCli } from "../../src/adapters/pulumi-cli";
+import { type PulumiRunner, pulumiFailure, pulumiNotFound, runPulumi as runPulumiCli } from "../../src/adapters/pulumi-cli";
 import { readAdmissionDrift } from "../../src/core/admission";
 import { type Refusal, readWorkloads, wouldRefuse } from "../../src/core/admission-preview";
 import { type AuditResult, auditExposure } from "../../src/core/audit";
-import { type Finding, JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
 import { type Observation, observe } from "../../src/core/observe";
-import type { Command } from "../context";
-import { EXIT } from "../exit";
+import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, formatStatus, formatTable, secondsFlag } from "../operator";
+import { formatStatus, formatTable, type OperatorDeps, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.drift;
 
-interface DriftDeps {
-  connect: ConnectCluster;
+interface DriftDeps extends OperatorDeps {
   runPulumi: PulumiRunner;
-  /** The outputs of the last `up`: which Services this stack created, the ports and URLs it published. */
-  readOutputs: ReadOutputs;
 }
 
 /** `pulumi preview --expect-no-changes` exits 7 when the preview proposes changes (CLI >= 3.227). */
 export const PULUMI_EXIT_CHANGES = 7;
-/** What the preview proposed, as `drift --json` prints it. */
 type PreviewSummary = DriftDocument["preview"];
 
 /** Steps that change nothing: reads of `.get()` resources, refresh steps, unchanged resources. */
@@ -73,19 +68,19 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
 /**
  * `exposure drift`, one report: the Pulumi preview (what the program manages), the cluster-wide
  * audit (what it does not: every NodePort/LoadBalancer Service and hostPort must be declared)
- * and the live verdict of every entry (the same as `exposure status`). Exit 3 when any of them
- * finds drift, else 1 when the preview could not run, else 0.
+ * and the live verdict of every entry (the same as `exposure status`).
  */
 export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
-  const connect = deps.connect ?? connectLiveCluster;
+  const connect = deps.connect ?? connectCluster;
   const runPulumi = deps.runPulumi ?? runPulumiCli;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   return async (argv, ctx) => {
     const { values } = parseCommandLine(SPEC, argv);
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     const stack = values.stack;
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
-    const opened = openStack({ projectDir: ctx.projectDir, stack: stack });
+    const timeoutMs = timeoutFlag(values.timeout, SPEC);
+    const opened = openStack({ projectDir: ctx.projectDir, stack });
+    const { contract, selected, settings } = opened;
 
     const previewArgs = ["preview", "--refresh", "--expect-no-changes", "--json", "--non-interactive", "--stack", stack];
     const stopPreview = new AbortController();
@@ -95,10 +90,9 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
           "notFound" in run ? { state: "failed", message: pulumiNotFound("pass --skip-preview to run the cluster audit alone") } : summarisePreview(run),
         );
     // The audit, the live verdicts and the admission guard read the cluster while the preview runs (a refresh takes a while).
-    const reading = Promise.all([
+    const [published, { source, observed, workloads, admission }] = await Promise.all([
       readPublished(ctx, stack, undefined, readOutputs),
       connect(opened, timeoutMs).then(async (cluster) => {
-        const { contract, selected, settings } = opened;
         const [services, pods, endpointSlices, nodes, workloads, admission] = await Promise.all([
           cluster.listServices(),
           cluster.listPods(),
@@ -118,47 +112,22 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
         ]);
         return { source: cluster.source, observed: { services, pods, endpointSlices, nodes }, workloads, admission };
       }),
-    ]);
-    let read: Awaited<typeof reading>;
-    try {
-      read = await reading;
-    } catch (err) {
+    ]).catch((err) => {
       // Unreachable cluster...: report it now, and leave no pulumi process running behind us.
       stopPreview.abort();
       throw err;
-    }
-    const [published, { source, observed, workloads, admission }] = read;
+    });
     const knownPublished = provenOwnership(published);
-    const audit = auditExposure({
-      contract: opened.contract,
-      selected: opened.selected,
-      allowlist: opened.settings.allowlist,
-      services: observed.services,
-      pods: observed.pods,
-      ...knownPublished,
-    });
-    const denyPreview = {
-      refusals: wouldRefuse({
-        contract: opened.contract,
-        selected: opened.selected,
-        allowlist: opened.settings.allowlist,
-        services: observed.services,
-        pods: observed.pods,
-        workloads: workloads.workloads,
-      }),
-      unread: workloads.unread,
-    };
-    const status = observe(opened.contract, observed, {
-      selected: opened.selected,
-      nodeAddress: opened.settings.nodeAddress,
-      ...knownPublished,
-    });
+    const exposure = { contract, selected, allowlist: settings.allowlist, services: observed.services, pods: observed.pods };
+    const audit = auditExposure({ ...exposure, ...knownPublished });
+    const denyPreview = { refusals: wouldRefuse({ ...exposure, workloads: workloads.workloads }), unread: workloads.unread };
+    const status = observe(contract, observed, { selected, nodeAddress: settings.nodeAddress, ...knownPublished });
     const preview = await previewing;
 
     const liveDrift = status.problems.length > 0 || status.entries.some((e) => e.exposure !== "none" && e.verdict !== "MATCH");
     const drift = preview.state === "changes" || audit.undeclared.length > 0 || liveDrift || admission.length > 0;
     if (values.json) {
-      const doc: DriftDocument = {
+      printJson(ctx, {
         apiVersion: JSON_API_VERSION,
         kind: "Drift",
         stack,
@@ -169,17 +138,12 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
         admission,
         denyPreview,
         status: { publishedOutputs: published.source, ...(status.node ? { node: status.node } : {}), entries: status.entries, problems: status.problems },
-      };
-      ctx.stdout(JSON.stringify(doc, null, 2));
+      } satisfies DriftDocument);
     } else {
       ctx.stdout(formatDrift(stack, source, preview, audit, status));
-      ctx.stdout(formatAdmission(opened.settings.admission.mode, admission));
-      ctx.stdout(formatDenyPreview(opened.settings.admission.mode, denyPreview));
-      if (published.source.from === "unavailable") {
-        ctx.stderr(
-          `exposure drift: published outputs unavailable (${published.source.reason}); the "changed since the last up" and ownership checks are skipped`,
-        );
-      }
+      ctx.stdout(formatAdmission(settings.admission.mode, admission));
+      ctx.stdout(formatDenyPreview(settings.admission.mode, denyPreview));
+      sayUnavailable(ctx, "exposure drift", published, 'the "changed since the last up" and ownership checks are skipped');
     }
     if (drift) return EXIT.DRIFT;
     if (preview.state === "failed") {

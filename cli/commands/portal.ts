@@ -1,18 +1,16 @@
 import * as path from "node:path";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
-import type { Contract } from "../../src/core/contract/schema";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { PortalDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../../src/core/observe";
 import { publishedFromOutputs } from "../../src/core/published";
-import { type ListenAddress, type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
+import { type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
 import { type Command, type CommandContext, packageVersion } from "../context";
-import { EXIT } from "../exit";
-import { parseCommandLine, usageError } from "../flags";
+import { parseCommandLine, usageError, usageOf } from "../flags";
 import { SPECS } from "../specs";
-import { connectCluster, openStack, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, openStack, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.portal;
 /**
@@ -21,12 +19,7 @@ const SPEC = SPECS.portal;
  */
 export const portalCommand: Command = async (argv, ctx) => {
   const { values } = parseCommandLine(SPEC, argv);
-  let listen: ListenAddress;
-  try {
-    listen = parseListen(values.listen);
-  } catch (err) {
-    throw usageError(SPEC, (err as Error).message);
-  }
+  const listen = usageOf(SPEC, () => parseListen(values.listen));
 
   if (values.outputs && !values.stack) throw usageError(SPEC, "--outputs needs --stack (the outputs are a stack's)");
   let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished" | "audit">;
@@ -48,21 +41,15 @@ export const portalCommand: Command = async (argv, ctx) => {
     // No stack: every exposed entry of the contract, through the current kube context.
     const file = values.contract ? path.resolve(values.contract) : defaultContractPath(ctx.projectDir);
     const label = path.relative(process.cwd(), file) || file;
-    const contract: Contract = loadContractFile(file, label);
-    source = { contract, contractLabel: label, selected: "all" };
+    source = { contract: loadContractFile(file, label), contractLabel: label, selected: "all" };
     cluster = await LiveClusterReader.connect({});
   }
 
   const portal = await startPortal({ ...source, cluster, version: packageVersion(), log: (line) => ctx.stderr(`portal: ${line}`) }, listen);
   if (values.json) {
-    const doc: PortalDocument = {
-      apiVersion: JSON_API_VERSION,
-      kind: "Portal",
-      url: portal.url,
-      source: cluster.source,
-      ...(source.stack ? { stack: source.stack } : {}),
-    };
-    ctx.stdout(JSON.stringify(doc));
+    // One line: a script reads the address as soon as it is printed.
+    const stack = source.stack ? { stack: source.stack } : {};
+    ctx.stdout(JSON.stringify({ apiVersion: JSON_API_VERSION, kind: "Portal", url: portal.url, source: cluster.source, ...stack } satisfies PortalDocument));
   } else {
     ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
   }
@@ -91,7 +78,7 @@ function isLoopback(host: string): boolean {
 }
 
 /** How often the Pulumi CLI is asked again for the outputs (`pulumi stack output` takes a second or two). */
-export const OUTPUTS_REREAD_MS = 30_000;
+const OUTPUTS_REREAD_MS = 30_000;
 
 /**
  * What the stack's last `up` published, for the portal's verdicts (the same as `status`'s).
@@ -117,7 +104,7 @@ export async function publishedReader(
     if (last && now - last.at < OUTPUTS_REREAD_MS) return last.value;
     const value = readPublished(ctx, stack, undefined, readOutputs).then((published) => {
       if (published.source.from !== "unavailable") return published.endpoints;
-      if (!said) ctx.stderr(`portal: published outputs unavailable (${published.source.reason}); the "changed since the last up" checks are skipped`);
+      if (!said) sayUnavailable(ctx, "portal", published, 'the "changed since the last up" checks are skipped');
       said = true;
       return undefined;
     });

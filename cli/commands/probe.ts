@@ -4,56 +4,43 @@ import { defaultContractPath, loadContractFile } from "../../src/adapters/contra
 import { type HttpGet, httpGet, type ProbeResult, probeAll, probeTargets } from "../../src/adapters/http-probe";
 import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { ProbeDocument } from "../../src/core/json-api";
 import { observe, readObservedCluster } from "../../src/core/observe";
-import { redactUrlPasswords } from "../../src/core/text";
+import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
-import { EXIT } from "../exit";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, countFlag, entryFlag, formatTable, secondsFlag } from "../operator";
+import { entryFlag, formatTable, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { type OpenStack, openStack, type ReadOutputs, readStackOutputs } from "../stack";
+import { connectCluster, type OpenStack, openStack, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.probe;
 
-/** Per-request default; a contract entry's probe.timeoutSeconds overrides it for that entry. */
-const DEFAULT_PROBE_TIMEOUT_SECONDS = 5;
-const DEFAULT_CONCURRENCY = 8;
 /** More requests in flight than a platform has UIs only opens sockets. */
 const MAX_CONCURRENCY = 64;
 
-export interface ProbeDeps {
-  readOutputs: ReadOutputs;
+/** The live cluster is read only to explain a refused connection (with --stack). */
+export interface ProbeDeps extends OperatorDeps {
   get: HttpGet;
-  /** The live cluster, read only to explain a refused connection (with --stack). */
-  connect: ConnectCluster;
 }
 
-/**
- * `exposure probe`: GET every URL of the stack outputs (scenario "UI reachable"), or those of
- * the entries named by --entry, concurrently, with the contract's expectations. Exit 0 when
- * all answer as expected, 4 when one does not, 1 when there is nothing to probe.
- */
+/** `exposure probe` (scenario "UI reachable"): every URL of the outputs, concurrently, with the contract's expectations. */
 export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   const get = deps.get ?? httpGet;
-  const connect = deps.connect ?? connectLiveCluster;
+  const connect = deps.connect ?? connectCluster;
   return async (argv, ctx) => {
     const { values } = parseCommandLine(SPEC, argv);
     if (!values.stack && !values.outputs) throw usageError(SPEC, "give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)");
     if (values.stack && values.contract) throw usageError(SPEC, "--contract is for --outputs without --stack (a stack names its own contract)");
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_PROBE_TIMEOUT_SECONDS, SPEC);
-    const concurrency = countFlag(values.concurrency, "--concurrency", DEFAULT_CONCURRENCY, MAX_CONCURRENCY, SPEC);
+    const timeoutMs = timeoutFlag(values.timeout, SPEC);
+    const concurrency = concurrencyFlag(values.concurrency);
 
     const opened = values.stack ? openStack({ projectDir: ctx.projectDir, stack: values.stack, needsCluster: false }) : undefined;
     const contract = opened ? opened.contract : loadOptionalContract(ctx, values.contract);
     const declared = contract?.endpoints.map((e) => e.name);
     // A stack's names are checked before its outputs are read: a typo must not wait for the Pulumi CLI.
-    if (opened) {
-      const unavailable = `not published by stack ${opened.stack} (not exposed, or not in its ui-exposure:entries)`;
-      entryFlag(values.entry, { available: opened.selected, declared: declared ?? [], unavailable }, SPEC);
-    }
+    if (opened) publishedEntryFlag(values.entry, opened, SPEC);
     const from = values.outputs ?? `stack ${values.stack}`;
     const urls = urlsOutput(await readOutputs(ctx, values.stack ?? "", values.outputs), from);
     const inOutputs = `not in the 'urls' output of ${from}`;
@@ -84,7 +71,7 @@ export const probe = createProbeCommand();
  * live cluster is read (the same observation as `exposure status`) and the cause said; when it
  * cannot be read, the result stays as it was.
  */
-async function explainRefusals(results: ProbeResult[], opened: OpenStack, connect: ConnectCluster, timeoutMs: number): Promise<ProbeResult[]> {
+async function explainRefusals(results: ProbeResult[], opened: OpenStack, connect: OperatorDeps["connect"], timeoutMs: number): Promise<ProbeResult[]> {
   const refused = new Set(results.filter((r) => !r.ok && r.error?.startsWith("connection refused")).map((r) => r.name));
   if (refused.size === 0) return results;
   let causes: Map<string, string>;
@@ -111,6 +98,14 @@ async function explainRefusals(results: ProbeResult[], opened: OpenStack, connec
   return results.map((r) => (causes.has(r.name) ? { ...r, error: causes.get(r.name) as string } : r));
 }
 
+function concurrencyFlag(value: string): number {
+  const shown = printableValue(value.length > 20 ? `${value.slice(0, 20)}...` : value);
+  const n = /^\d{1,15}$/.test(value) ? Number(value) : 0;
+  if (n < 1) throw usageError(SPEC, `--concurrency must be a positive integer, not '${shown}'`);
+  if (n > MAX_CONCURRENCY) throw usageError(SPEC, `--concurrency must be at most ${MAX_CONCURRENCY}, not '${shown}'`);
+  return n;
+}
+
 /**
  * Without a stack, the contract is only needed for probe paths and statuses: use the one
  * named, else the project's; when there is none, probe "/" expecting any 2xx/3xx.
@@ -125,7 +120,6 @@ function loadOptionalContract(ctx: CommandContext, file: string | undefined): Co
   return loadContractFile(fallback, path.relative(process.cwd(), fallback) || fallback);
 }
 
-/** The `urls` output: entry name -> URL. */
 function urlsOutput(outputs: Record<string, unknown>, from: string): Record<string, string> {
   const urls = outputs.urls;
   if (urls === undefined || urls === null) throw new UserError(`${from} has no 'urls' output: has \`pulumi up\` run for it?`);

@@ -1,16 +1,14 @@
 import { stringify } from "yaml";
 import { readSnapshotFile } from "../../src/adapters/snapshot-file";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { RenderDocument } from "../../src/core/json-api";
 import { printableValue } from "../../src/core/text";
-import type { Command } from "../context";
-import { EXIT } from "../exit";
+import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { SPECS } from "../specs";
 
 const SPEC = SPECS.render;
 
-/** Runs the real program offline under Pulumi's mocks against a snapshot; prints objects, releases, outputs. */
 export const renderCommand: Command = async (argv, ctx) => {
   const { values } = parseCommandLine(SPEC, argv);
   if (!values.stack) throw usageError(SPEC, "--stack is required");
@@ -29,11 +27,7 @@ export const renderCommand: Command = async (argv, ctx) => {
     cluster: readSnapshotFile(values.cluster),
     ...(values.contract ? { contract: values.contract } : {}),
   });
-  if (asJson) {
-    const doc: RenderDocument = { apiVersion: JSON_API_VERSION, kind: "Render", ...result };
-    ctx.stdout(JSON.stringify(doc, null, 2));
-  } else {
-    ctx.stdout(stringify(result, { lineWidth: 0 }).trimEnd());
-  }
+  if (asJson) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "Render", ...result } satisfies RenderDocument);
+  else ctx.stdout(stringify(result, { lineWidth: 0 }).trimEnd());
   return EXIT.OK;
 };

@@ -1,22 +1,17 @@
 import * as path from "node:path";
 import { SANDBOX_STACK, sandboxDown, sandboxStatus, sandboxUp } from "../../src/adapters/sandbox/sandbox";
 import { UserError } from "../../src/core/errors";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { SandboxDownDocument, SandboxStatusDocument, SandboxUpDocument } from "../../src/core/json-api";
 import { printableValue } from "../../src/core/text";
-import type { Command } from "../context";
-import { EXIT } from "../exit";
+import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
 import { formatTable } from "../operator";
 import { SPECS } from "../specs";
 
 const SPEC = SPECS.sandbox;
 
-/**
- * `exposure sandbox`: the main job on this machine with no cluster (src/adapters/sandbox).
- * `up` returns once every URL and the portal answer, leaving them running; `down` stops exactly
- * what `up` started and removes the folder. Exit 0, or 1 when something failed / is not running.
- */
+/** `exposure sandbox up|status|down`: src/adapters/sandbox does the work, this prints it. */
 export const sandbox: Command = async (argv, ctx) => {
   const { values, positionals } = parseCommandLine(SPEC, argv);
   const [action] = positionals;
@@ -25,23 +20,13 @@ export const sandbox: Command = async (argv, ctx) => {
   const rel = (p: string) => path.relative(process.cwd(), p) || ".";
   switch (action) {
     case "up": {
-      let info: Awaited<ReturnType<typeof sandboxUp>>;
-      try {
-        info = await sandboxUp(io);
-      } catch (err) {
+      const info = await sandboxUp(io).catch((err) => {
         if (err instanceof UserError) throw err;
         throw new UserError(`${(err as Error).message}\n(the sandbox is left as it is for inspection: exposure sandbox down removes it)`);
-      }
+      });
       if (values.json) {
-        const doc: SandboxUpDocument = {
-          apiVersion: JSON_API_VERSION,
-          kind: "SandboxUp",
-          urls: info.urls,
-          portal: info.portal,
-          folder: info.folder,
-          mode: info.mode,
-        };
-        ctx.stdout(JSON.stringify(doc, null, 2));
+        const { urls, portal, folder, mode } = info;
+        printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxUp", urls, portal, folder, mode } satisfies SandboxUpDocument);
         return EXIT.OK;
       }
       ctx.stdout(
@@ -49,10 +34,7 @@ export const sandbox: Command = async (argv, ctx) => {
           info.mode === "kube-proxy"
             ? "URLS (answered by kube-proxy in the sandbox node's network namespace, through the pods' servers)"
             : "URLS (answered by the sandbox's own servers on the published ports: no network namespaces on this machine)",
-          formatTable(
-            ["ENTRY", "URL"],
-            Object.entries(info.urls).map(([name, url]) => [name, url]),
-          ),
+          formatTable(["ENTRY", "URL"], Object.entries(info.urls)),
           "",
           `portal: ${info.portal}`,
           `folder: ${rel(info.folder)} (pulumi ${info.pulumi.version} from ${info.pulumi.source})`,
@@ -70,25 +52,19 @@ export const sandbox: Command = async (argv, ctx) => {
     }
     case "status": {
       const s = await sandboxStatus(io);
-      if (values.json) {
-        const doc: SandboxStatusDocument = { apiVersion: JSON_API_VERSION, kind: "SandboxStatus", ...s };
-        ctx.stdout(JSON.stringify(doc, null, 2));
-      } else if (!s.processes.length && !s.rejected.length && !s.controlPlane && !s.outsideRecord)
+      if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxStatus", ...s } satisfies SandboxStatusDocument);
+      else if (!s.processes.length && !s.rejected.length && !s.controlPlane && !s.outsideRecord)
         ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
       else {
+        const api = s.controlPlane?.apiServer;
         ctx.stdout(
           [
             formatTable(
               ["WHAT", "STATE"],
               [
                 ...(s.controlPlane?.processes ?? []).map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
-                ...(s.controlPlane
-                  ? [
-                      [
-                        `API server ${s.controlPlane.apiServer.url}`,
-                        s.controlPlane.apiServer.answers ? `answers (${s.controlPlane.apiServer.detail})` : `NO ANSWER (${s.controlPlane.apiServer.detail})`,
-                      ],
-                    ]
+                ...(api
+                  ? [[`API server ${api.url}`, `${api.answers ? "answers" : "NO ANSWER"} (${api.detail})`]]
                   : [["control plane", "NOT FOUND (no .sandbox/cluster)"]]),
                 ...s.processes.map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
                 ...(s.dataPath?.processes.filter((p) => !p.running).map((p) => [`${p.role} (pid ${p.pid})`, "STOPPED"]) ?? []),
@@ -102,7 +78,7 @@ export const sandbox: Command = async (argv, ctx) => {
               ? "sandbox up"
               : s.outsideRecord
                 ? `sandbox folder gone, its processes still recorded in ${s.outsideRecord}: exposure sandbox down stops them`
-                : s.controlPlane?.apiServer.answers === false
+                : api?.answers === false
                   ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); npm run sandbox starts it anew (it removes this one first)"
                   : s.problems.length && [...s.processes, ...(s.controlPlane?.processes ?? []), ...(s.dataPath?.processes ?? [])].every((p) => p.running)
                     ? `sandbox running, ${s.problems.length} ${s.problems.length === 1 ? "entry needs" : "entries need"} the fix above`
@@ -114,10 +90,8 @@ export const sandbox: Command = async (argv, ctx) => {
     }
     case "down": {
       const d = await sandboxDown(io);
-      if (values.json) {
-        const doc: SandboxDownDocument = { apiVersion: JSON_API_VERSION, kind: "SandboxDown", ...d };
-        ctx.stdout(JSON.stringify(doc, null, 2));
-      } else {
+      if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxDown", ...d } satisfies SandboxDownDocument);
+      else {
         ctx.stdout(d.removed ? `stopped: ${d.stopped.join(", ") || "nothing was running"}; removed ${rel(d.folder)}` : `no sandbox in ${rel(d.folder)}`);
         if (d.otherStacks.length) {
           ctx.stdout(

@@ -1,46 +1,30 @@
-import type { ReadOutputs } from "../../src/adapters/pulumi-cli";
-import { JSON_API_VERSION } from "../../src/core/findings";
+import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { StatusDocument } from "../../src/core/json-api";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
-import type { Command } from "../context";
-import { EXIT } from "../exit";
+import { type Command, printJson } from "../context";
 import { parseCommandLine, usageError } from "../flags";
-import { type ConnectCluster, connectLiveCluster, DEFAULT_CLUSTER_TIMEOUT_SECONDS, entryFlag, formatStatus, secondsFlag } from "../operator";
+import { formatStatus, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { openStack, provenOwnership, readPublished, readStackOutputs } from "../stack";
+import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.status;
 
-export interface StatusDeps {
-  connect: ConnectCluster;
-  /** The outputs of the last `up` (Pulumi CLI, or a saved `pulumi stack output --json`). */
-  readOutputs: ReadOutputs;
-}
+export type StatusDeps = OperatorDeps;
 
 /**
- * `exposure status`: the live verdict of every entry the stack publishes (or of those named
- * by --entry, which alone decide the exit code), computed by the
- * same `observe()` as the portal. Exit 0 when every entry is MATCH, 3 when one is DRIFT or
- * ABSENT (or no node can serve the URLs), 1 on error.
+ * `exposure status`: the live verdict of every entry the stack publishes (or of those named by
+ * --entry), computed by the same `observe()` as the portal.
  */
 export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
-  const connect = deps.connect ?? connectLiveCluster;
+  const connect = deps.connect ?? connectCluster;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   return async (argv, ctx) => {
     const { values } = parseCommandLine(SPEC, argv);
     if (!values.stack) throw usageError(SPEC, "--stack is required");
-    const timeoutMs = secondsFlag(values.timeout, "--timeout", DEFAULT_CLUSTER_TIMEOUT_SECONDS, SPEC);
+    const timeoutMs = timeoutFlag(values.timeout, SPEC);
     const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack });
     // Checked before anything is read: a mistyped name must not cost a cluster round trip.
-    const only = entryFlag(
-      values.entry,
-      {
-        available: opened.selected,
-        declared: opened.contract.endpoints.map((e) => e.name),
-        unavailable: `not published by stack ${values.stack} (not exposed, or not in its ui-exposure:entries)`,
-      },
-      SPEC,
-    );
+    const only = publishedEntryFlag(values.entry, opened, SPEC);
     const entries = only ? opened.selectedEntries.filter((e) => only.has(e.name)) : opened.selectedEntries;
 
     // Outputs and cluster are read concurrently: `pulumi stack output` alone takes a second or two.
@@ -51,9 +35,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
         observed: await readObservedCluster(reader, entries),
       })),
     ]);
-    if (published.source.from === "unavailable") {
-      ctx.stderr(`exposure status: published outputs unavailable (${published.source.reason}); the "changed since the last up" checks are skipped`);
-    }
+    sayUnavailable(ctx, "exposure status", published, 'the "changed since the last up" checks are skipped');
     const observed = observe(opened.contract, cluster.observed, {
       selected: entries.map((e) => e.name),
       nodeAddress: opened.settings.nodeAddress,
@@ -64,8 +46,8 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
     const exposed = observation.entries.filter((e) => e.exposure !== "none");
     const healthy = observation.problems.length === 0 && exposed.every((e) => e.verdict === "MATCH");
 
-    if (values.json) {
-      const doc: StatusDocument = {
+    if (values.json)
+      printJson(ctx, {
         apiVersion: JSON_API_VERSION,
         kind: "Status",
         stack: values.stack,
@@ -75,11 +57,8 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
         ok: healthy,
         entries: observation.entries,
         problems: observation.problems,
-      };
-      ctx.stdout(JSON.stringify(doc, null, 2));
-    } else {
-      ctx.stdout(formatStatus(values.stack, cluster.source, observation));
-    }
+      } satisfies StatusDocument);
+    else ctx.stdout(formatStatus(values.stack, cluster.source, observation));
     return healthy ? EXIT.OK : EXIT.DRIFT;
   };
 }
