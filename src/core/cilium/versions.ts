@@ -55,7 +55,7 @@ export const CHART_KEYS: Readonly<Record<string, ChartKeys>> = Object.fromEntrie
     minor,
     Object.fromEntries(
       Object.entries(KEY_CHANGES).map(([key, change]) => [key, "added" in change ? since(minor, change.added) : !since(minor, change.removed)]),
-    ),
+    ) as unknown as ChartKeys,
   ]),
 );
 
