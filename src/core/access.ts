@@ -200,14 +200,10 @@ const SAFE_UNQUOTED = /^[A-Za-z0-9_./:@%+=,-]*$/;
 /**
  * A value as a .env line writes it, read back identically by bash `source`, python-dotenv,
  * docker compose `env_file` and Node's `util.parseEnv` (docs/commands.md, ".env values"):
- * - unquoted when it holds only safe characters;
- * - in single quotes (literal everywhere) when it holds no `'`, no `${` (python-dotenv expands
- *   `${VAR}` even there) and no backslash before `\`, `'` or the end (python-dotenv decodes
- *   `\\` and `\'` inside single quotes);
- * - in double quotes when it holds a `'` but none of `"`, `$`, `\`, or a backtick (each is
- *   expanded or escaped differently by the four readers);
- * - otherwise refused, as is a newline or a control character: no syntax reads it back the
- *   same everywhere. The reason never contains the value (it is usually a secret).
+ * unquoted when it holds only safe characters, else in single quotes, else in double quotes,
+ * the first where it is inert (unsafeInQuotes); otherwise refused, as is a newline, a control
+ * character or `${` (expanded in every quoting): no syntax reads it back the same everywhere.
+ * The reason never contains the value (it is usually a secret).
  */
 export function quoteEnvValue(value: string): { text: string } | { refused: string } {
   if (SAFE_UNQUOTED.test(value)) return { text: value };
@@ -217,8 +213,8 @@ export function quoteEnvValue(value: string): { text: string } | { refused: stri
   if (value.includes("${")) {
     return { refused: "the value holds '${', which python-dotenv and docker compose expand as a variable in every quoting; change it or set it by hand" };
   }
-  if (!value.includes("'") && !/\\(\\|'|$)/.test(value)) return { text: `'${value}'` };
-  if (!/["$\\`]/.test(value)) return { text: `"${value}"` };
+  if (!unsafeInQuotes(value, "'")) return { text: `'${value}'` };
+  if (!unsafeInQuotes(value, '"')) return { text: `"${value}"` };
   return {
     refused:
       "the value holds a single quote together with one of \" $ \\ ` (or a backslash before \\ or '), which bash, python-dotenv, docker compose and Node read back differently; change it or set it by hand",

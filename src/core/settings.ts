@@ -328,21 +328,14 @@ function decodeConfigValue(value: string): unknown {
   return value;
 }
 
-/** The kube target of a stack: the same config keys the Kubernetes provider reads. */
-export function kubeTarget(config: Readonly<Record<string, string>>): { kubeconfig?: string; context?: string } {
-  return {
-    ...(config["kubernetes:kubeconfig"] ? { kubeconfig: config["kubernetes:kubeconfig"] } : {}),
-    ...(config["kubernetes:context"] ? { context: config["kubernetes:context"] } : {}),
-  };
-}
-
 /**
  * The cluster the stack deploys to and reads, for the program and every `exposure` command
  * given a stack: the stack's kubernetes:context (required) and
  * kubernetes:kubeconfig (else $KUBECONFIG or ~/.kube/config), the keys the Kubernetes provider reads.
  */
 export function stackKubeTarget(stack: string, config: Readonly<Record<string, string>>): { context: string; kubeconfig?: string } {
-  const { context, kubeconfig } = kubeTarget(config);
+  const context = config["kubernetes:context"];
+  const kubeconfig = config["kubernetes:kubeconfig"];
   if (!context) {
     throw new UserError(
       `stack ${stack}: kubernetes:context is not set in Pulumi.${stack}.yaml; set it (pulumi config set kubernetes:context <context> --stack ${stack}) so the stack never deploys to (or reads) whatever context is current`,

@@ -26,7 +26,8 @@ export class ContractError extends UserError {
     readonly file: string,
     readonly problems: readonly ContractProblem[],
   ) {
-    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => formatProblem(file, p));
+    // The file name is the user's, possibly with a line break: one problem stays one line.
+    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => `${printableValue(file)}:${p.line}:${p.col}: ${p.path || "(document)"}: ${p.message}`);
     if (problems.length > MAX_PROBLEMS_SHOWN) shown.push(`... and ${problems.length - MAX_PROBLEMS_SHOWN} more problems (fix these first)`);
     super(
       `invalid contract ${printableValue(file)} (${problems.length} ${problems.length === 1 ? "problem" : "problems"}):\n${shown.join("\n")}`,
@@ -34,11 +35,6 @@ export class ContractError extends UserError {
     );
     this.name = "ContractError";
   }
-}
-
-function formatProblem(file: string, p: ContractProblem): string {
-  // The file name is the user's, possibly with a line break: one problem stays one line.
-  return `${printableValue(file)}:${p.line}:${p.col}: ${p.path || "(document)"}: ${p.message}`;
 }
 
 export function formatPath(segments: readonly PropertyKey[]): string {
@@ -202,12 +198,10 @@ function describeBound(issue: z.core.$ZodIssueTooBig | z.core.$ZodIssueTooSmall)
       if (!big && bound === 1) return EMPTY;
       return `expected ${relation} ${bound} characters`;
     case "array":
-    case "set":
       if (!big && bound === 1) return EMPTY;
       return `expected ${relation} ${bound} items`;
     case "number":
     case "int":
-    case "bigint":
       if (isSafeIntegerBound(issue)) return "expected an integer";
       return `expected ${withArticle(issue.origin === "number" ? "number" : "int")} ${relation} ${bound}`;
     default:
@@ -230,7 +224,8 @@ function foundSuffix(issue: z.core.$ZodIssue, input: unknown): string {
  * `reportInput: true`: without it zod 4 leaves `input` empty and every wrong type would read
  * as a missing field. zod's own wording ("Too big: ...", "Invalid input") is never shown: a
  * check without a message of ours gets one from the issue (bounds, accepted values, union
- * branches), and a message of ours gets the value found.
+ * branches; every pattern and discriminator of ours has its message), and a message of ours
+ * gets the value found.
  */
 export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required field is missing"): string {
   let input = "input" in issue ? issue.input : undefined;
@@ -251,10 +246,7 @@ export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required fi
   if (!message) {
     if (issue.code === "too_big" || issue.code === "too_small") message = describeBound(issue);
     else if (issue.code === "invalid_value") message = `expected ${listValues(issue.values)}`;
-    else if (issue.code === "invalid_format")
-      message = issue.format === "regex" && issue.pattern ? `expected a string matching ${issue.pattern}` : `expected ${withArticle(issue.format)}`;
-    else if (issue.code === "invalid_union")
-      message = issue.errors.length === 0 && "options" in issue && issue.options ? `expected ${listValues(issue.options)}` : describeUnion(issue);
+    else if (issue.code === "invalid_union") message = describeUnion(issue);
   }
   if (!message) return `invalid value${foundSuffix(issue, input)}`;
   if (message === EMPTY || /\bfound\b/.test(message)) return message;
