@@ -117,19 +117,19 @@ function readCredential(entry: string, c: Credential, secrets: NamespaceSecrets 
   // Key names are not secret; listing them helps fix a wrong usernameKey/passwordKey.
   const keys = Object.keys(data).sort().join(", ") || "none";
   const problems: string[] = [];
-  let username = c.username;
-  if (c.usernameKey !== undefined) {
-    const raw = data[c.usernameKey];
-    if (raw === undefined) problems.push(`Secret ${where} has no key '${c.usernameKey}' (keys: ${keys})`);
-    else {
-      username = decode(raw);
-      if (username === undefined) problems.push(`Secret ${where}: key '${c.usernameKey}' is not valid base64 (value not shown)`);
+  // A key the Secret lacks leaves `ifMissing` (the fixed user name); one not in base64, nothing.
+  const read = (key: string, ifMissing?: string) => {
+    const raw = data[key];
+    if (raw === undefined) {
+      problems.push(`Secret ${where} has no key '${key}' (keys: ${keys})`);
+      return ifMissing;
     }
-  }
-  const rawPassword = data[c.passwordKey];
-  const password = rawPassword === undefined ? undefined : decode(rawPassword);
-  if (rawPassword === undefined) problems.push(`Secret ${where} has no key '${c.passwordKey}' (keys: ${keys})`);
-  else if (password === undefined) problems.push(`Secret ${where}: key '${c.passwordKey}' is not valid base64 (value not shown)`);
+    const value = decode(raw);
+    if (value === undefined) problems.push(`Secret ${where}: key '${key}' is not valid base64 (value not shown)`);
+    return value;
+  };
+  const username = c.usernameKey !== undefined ? read(c.usernameKey, c.username) : c.username;
+  const password = read(c.passwordKey);
   return {
     ...view,
     ...(username !== undefined ? { username } : {}),
@@ -142,10 +142,6 @@ function readCredential(entry: string, c: Credential, secrets: NamespaceSecrets 
 export function readCredentials(entries: readonly Endpoint[], secretsByNamespace: ReadonlyMap<string, NamespaceSecrets>): CredentialView[] {
   return entries.flatMap((e) => (e.credentials ?? []).map((c) => readCredential(e.name, c, secretsByNamespace.get(c.secret.namespace))));
 }
-
-// ---------------------------------------------------------------------------------------------
-// The .env template
-// ---------------------------------------------------------------------------------------------
 
 const PLACEHOLDER = /\{\{\s*([^}|\s]+)\s*(?:\|\s*([^}\s]+)\s*)?\}\}/g;
 const REFERENCE = /^([a-z][a-z0-9-]*)\.(?:(url|scheme|host|port|hostport|username|password)|credentials\[(\d+)\]\.(username|password))$/;

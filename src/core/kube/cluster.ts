@@ -40,15 +40,12 @@ export interface ClusterReader {
   listSecrets(namespace: string): Promise<Secret[]>;
   /** Lists a custom kind; an absent CRD gives an empty list, not an error. */
   listCustom(kind: CustomKind): Promise<GenericObject[]>;
-  /**
-   * The resources the API serves under admissionregistration.k8s.io/v1 (API discovery; empty
-   * when that group version is not served), or undefined when the source cannot tell (a
-   * snapshot without an APIResourceList for it). Optional: readers without discovery omit it.
-   */
+  /** servedResources of admissionregistration.k8s.io/v1. */
   admissionApiResources?(): Promise<string[] | undefined>;
   /**
    * The resources the API serves under a group version (API discovery; empty when it is not
-   * served), or undefined when the source cannot tell. Optional, like admissionApiResources.
+   * served), or undefined when the source cannot tell (a snapshot without an APIResourceList
+   * for it). Optional: readers without discovery omit it.
    */
   servedResources?(groupVersion: string): Promise<string[] | undefined>;
   /**
