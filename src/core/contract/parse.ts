@@ -52,10 +52,7 @@ export function formatPath(segments: readonly PropertyKey[]): string {
  */
 export function parseContract(text: string, file: string): Contract {
   const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES }, { single: true });
-  const pos = (offset: number | undefined) => {
-    const { line, col } = parsed.lineCounter.linePos(offset ?? 0);
-    return { line, col };
-  };
+  const pos = (offset: number | undefined) => parsed.lineCounter.linePos(offset ?? 0);
   // Too deep or too large to build: one problem, before anything is built from it.
   if (parsed.refused) throw new ContractError(file, [{ ...pos(parsed.refused.offset), path: "(yaml)", message: parsed.refused.message }]);
   const doc = parsed.docs[0] as Document.Parsed;
@@ -91,16 +88,15 @@ export function parseContract(text: string, file: string): Contract {
   const result = contractSchema.safeParse(raw, { reportInput: true });
   if (!result.success) {
     for (const issue of distinctIssues(result.error.issues)) {
-      const p = formatPath(issue.path);
-      // A forbidden key is already reported with a better message than "unrecognized key".
-      if (issue.code === "unrecognized_keys") {
-        const keys = issue.keys.filter((k) => !forbiddenPaths.has(formatPath([...issue.path, k])));
-        for (const k of keys) {
-          problems.push({ ...pos(keyOffset(doc, [...issue.path, k])), path: formatPath([...issue.path, k]), message: `unknown key '${k}'` });
-        }
+      if (issue.code !== "unrecognized_keys") {
+        problems.push({ ...pos(nodeOffset(doc, issue.path)), path: formatPath(issue.path), message: describeIssue(issue) });
         continue;
       }
-      problems.push({ ...pos(nodeOffset(doc, issue.path)), path: p, message: describeIssue(issue) });
+      for (const k of issue.keys) {
+        const path = formatPath([...issue.path, k]);
+        // A forbidden key is already reported with a better message than "unrecognized key".
+        if (!forbiddenPaths.has(path)) problems.push({ ...pos(keyOffset(doc, [...issue.path, k])), path, message: `unknown key '${k}'` });
+      }
     }
   }
 
