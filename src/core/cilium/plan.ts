@@ -65,18 +65,16 @@ export type CiliumSummary =
       acknowledgedLoss: string[];
       coexisting: Coexisting;
     }
-  | { mode: "cohabit"; observed: Record<string, string>; coexisting: Coexisting };
+  | Extract<CiliumPlan, { mode: "cohabit" }>;
 
 export interface CiliumContext {
   stack: string;
   production: boolean;
 }
 
-/** Which objects planCilium needs, so the program lists only those. */
-export function ciliumReads(settings: CiliumSettings): { configMap?: { namespace: string; name: string }; customObjects: boolean } {
-  return settings.mode === "cohabit"
-    ? { configMap: { namespace: settings.namespace, name: settings.configMap }, customObjects: true }
-    : { customObjects: true };
+/** The ConfigMap planCilium reads (mode cohabit), so the program gets only what it needs. */
+export function ciliumReads(settings: CiliumSettings): { configMap?: { namespace: string; name: string } } {
+  return settings.mode === "cohabit" ? { configMap: { namespace: settings.namespace, name: settings.configMap } } : {};
 }
 
 const ref = (o: { metadata: { namespace?: string; name: string } }) => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);

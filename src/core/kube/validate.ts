@@ -130,11 +130,8 @@ export function formatObjectProblem(p: ObjectProblem): string {
   return `${formatPath(p.path) || "(object)"}: ${p.message}`;
 }
 
-/** At most this many problems are listed in one message; the rest are counted. */
-export const MAX_PROBLEMS_SHOWN = 20;
-
-/** Lists problems, the first MAX_PROBLEMS_SHOWN of them, and how many more there are. */
-export function summarizeProblems(lines: readonly string[], max = MAX_PROBLEMS_SHOWN): string[] {
+/** Lists problems, the first `max` of them (one message stays readable), and how many more there are. */
+export function summarizeProblems(lines: readonly string[], max = 20): string[] {
   if (lines.length <= max) return [...lines];
   return [...lines.slice(0, max), `... and ${lines.length - max} more problems`];
 }
