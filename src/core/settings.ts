@@ -303,13 +303,6 @@ export function stackConfigError(stackFile: string, problems: readonly string[],
   return new UserError(`${error.message}\nadd under 'config:' in ${stackFile}:\n${lines.map((l) => `  ${l}`).join("\n")}`, error.exitCode);
 }
 
-/** The settings of a stack (checkSettings), or the error naming every problem. */
-export function parseSettings(config: Readonly<Record<string, string>>, stackFile: string, positions: Readonly<Record<string, string>> = {}): Settings {
-  const checked = checkSettings(config, positions);
-  if (checked.settings) return checked.settings;
-  throw stackConfigError(stackFile, checked.problems, checked.missing);
-}
-
 function formatConfigPath(path: readonly PropertyKey[]): string {
   const [first, ...rest] = path;
   const head = first === undefined ? PROJECT : `${PROJECT}:${String(first)}`;
