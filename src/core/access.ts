@@ -148,7 +148,6 @@ const REFERENCE = /^([a-z][a-z0-9-]*)\.(?:(url|scheme|host|port|hostport|usernam
 const ENDPOINT_FIELDS = new Set(["url", "scheme", "host", "port", "hostport"]);
 /** RFC 3986 strict: also encodes !'()* so that an encoded value never needs quoting in the .env. */
 const urlencode = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-const FILTERS: Readonly<Record<string, (v: string) => string>> = { urlencode };
 
 /**
  * A placeholder's value, or why it has none (never a secret in `reason`). `source` names where a
@@ -290,12 +289,8 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
           reasons.push(resolved.reason);
           return "";
         }
-        let text = resolved.value;
-        if (filter !== undefined) {
-          const apply = FILTERS[filter];
-          if (!apply) throw new Error(`unknown filter '|${filter}' (known: ${Object.keys(FILTERS).join(", ")})`);
-          text = apply(text);
-        }
+        if (filter !== undefined && filter !== "urlencode") throw new Error(`unknown filter '|${filter}' (known: urlencode)`);
+        const text = filter === undefined ? resolved.value : urlencode(resolved.value);
         const name = `${match.replace(/\s+/g, "")}${resolved.source ? ` (${resolved.source})` : ""}`;
         sources.push(name);
         // Inside the author's quotes, each value must be inert there: named, never shown.
