@@ -81,7 +81,7 @@ export function parseContract(text: string, file: string): Contract {
     ]);
   }
 
-  const problems: ContractProblem[] = [...findForbiddenKeys(doc, pos)];
+  const problems = forbiddenKeys(doc.contents, [], pos);
   const forbiddenPaths = new Set(problems.map((p) => p.path));
 
   // reportInput: a wrong type is told apart from a missing field by the value found.
@@ -270,26 +270,16 @@ function describeUnion(issue: z.core.$ZodIssueInvalidUnion): string | undefined 
   return accepted.length > 0 ? `expected ${accepted.join(" or ")}` : undefined;
 }
 
-function* findForbiddenKeys(doc: Document, pos: (offset: number | undefined) => { line: number; col: number }): Generator<ContractProblem> {
-  function* walk(node: unknown, at: PropertyKey[]): Generator<ContractProblem> {
-    if (isMap(node)) {
-      for (const pair of node.items) {
-        if (!isPair(pair)) continue;
-        const key = isScalar(pair.key) ? pair.key.value : pair.key;
-        if (typeof key === "string" && Object.hasOwn(FORBIDDEN_KEYS, key)) {
-          yield {
-            ...pos((pair.key as Node | null)?.range?.[0]),
-            path: formatPath([...at, key]),
-            message: FORBIDDEN_KEYS[key] as string,
-          };
-        }
-        yield* walk(pair.value, [...at, typeof key === "string" || typeof key === "number" ? key : String(key)]);
-      }
-    } else if (isSeq(node)) {
-      for (let i = 0; i < node.items.length; i++) yield* walk(node.items[i], [...at, i]);
-    }
-  }
-  yield* walk(doc.contents, []);
+/** The keys of FORBIDDEN_KEYS at any depth under `node` (at path `at`), each at its position. */
+function forbiddenKeys(node: unknown, at: PropertyKey[], pos: (offset: number | undefined) => { line: number; col: number }): ContractProblem[] {
+  if (isSeq(node)) return node.items.flatMap((item, i) => forbiddenKeys(item, [...at, i], pos));
+  if (!isMap(node)) return [];
+  return node.items.flatMap((pair) => {
+    const key = isScalar(pair.key) ? pair.key.value : pair.key;
+    const inner = forbiddenKeys(pair.value, [...at, typeof key === "string" || typeof key === "number" ? key : String(key)], pos);
+    if (typeof key !== "string" || !Object.hasOwn(FORBIDDEN_KEYS, key)) return inner;
+    return [{ ...pos((pair.key as Node | null)?.range?.[0]), path: formatPath([...at, key]), message: FORBIDDEN_KEYS[key] as string }, ...inner];
+  });
 }
 
 /**
