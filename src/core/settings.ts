@@ -211,7 +211,6 @@ export type CohabitCiliumSettings = z.infer<typeof cohabitSchema>;
 export type Allowlist = Omit<z.output<typeof allowlistSchema>, "reasons"> & { reasons?: Record<string, string> };
 export type PortalSettings = z.infer<typeof portalSchema>;
 export type AdmissionSettings = z.infer<typeof admissionSchema>;
-export type MonitoringSettings = z.infer<typeof monitoringSchema>;
 
 /** The allowlist as the in-cluster portal receives it (JSON in PORTAL_ALLOWLIST), checked like the stack's. */
 export function parseAllowlist(value: unknown, where: string): Allowlist {
