@@ -128,17 +128,12 @@ function servedByLbIpam(s: LoadBalancerService): boolean {
   return cls === undefined || (cls.startsWith("io.cilium/") && cls !== "io.cilium/node");
 }
 
-/** "ns/name" matches itself; "ns/prefix*" matches every name starting with prefix in ns. */
-export function acknowledges(pattern: string, service: string): boolean {
-  return matchesPattern(namePattern(pattern), service);
-}
-
 /**
  * LoadBalancer Services that would lose their address when Cilium goes L4 (LB-IPAM and L2
  * announcements off): those with an address, served by LB-IPAM, not acknowledged.
  */
 export function unacknowledgedLoss(services: readonly LoadBalancerService[], acknowledged: readonly string[]): LoadBalancerService[] {
-  return services.filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && !acknowledged.some((p) => acknowledges(p, s.service)));
+  return services.filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && !acknowledged.some((p) => matchesPattern(namePattern(p), s.service)));
 }
 
 /** cilium-config keys worth reporting in cohabitation (present ones only). */
@@ -209,7 +204,7 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
     ? "off (enableLBIPAM: false)"
     : `no switch in chart ${version}: dormant only while no CiliumLoadBalancerIPPool exists${pools.length ? ` (still present: ${pools.join(", ")})` : ""}`;
   const acknowledgedLoss = found.loadBalancerServices
-    .filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && settings.acknowledgeLoadBalancerLoss.some((p) => acknowledges(p, s.service)))
+    .filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && settings.acknowledgeLoadBalancerLoss.some((p) => matchesPattern(namePattern(p), s.service)))
     .map((s) => s.service);
   return {
     mode: "l4",

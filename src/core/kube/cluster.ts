@@ -82,10 +82,9 @@ export class SnapshotReader implements ClusterReader {
       return `${file}:${line}:${col}`;
     };
     if (parsed.refused) throw new UserError(`${where(parsed.refused.offset)}: cluster snapshot refused: ${parsed.refused.message}`);
-    const docs = parsed.docs;
     const objects: unknown[] = [];
     const problems: string[] = [];
-    for (const doc of docs) {
+    for (const doc of parsed.docs) {
       const yamlError = doc.errors[0];
       if (yamlError) throw new UserError(`${where(yamlError.pos[0])}: cluster snapshot is not valid YAML: ${yamlError.message.split("\n")[0]}`);
       let value: unknown;
