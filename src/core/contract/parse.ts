@@ -1,4 +1,4 @@
-import { type Document, isMap, isPair, isScalar, isSeq, type Node, visit, type YAMLError } from "yaml";
+import { type Document, isMap, isScalar, isSeq, type Node, visit, type YAMLError } from "yaml";
 import type * as z from "zod/mini";
 import { UserError } from "../errors";
 import { EXIT } from "../findings";
@@ -333,10 +333,6 @@ function nodeOffset(doc: Document, segments: readonly PropertyKey[]): number | u
 function keyOffset(doc: Document, segments: readonly PropertyKey[]): number | undefined {
   const parent = doc.getIn(segments.slice(0, -1) as unknown[], true);
   const key = segments[segments.length - 1];
-  if (isMap(parent)) {
-    for (const pair of parent.items) {
-      if (isPair(pair) && isScalar(pair.key) && pair.key.value === key) return pair.key.range?.[0];
-    }
-  }
-  return nodeOffset(doc, segments.slice(0, -1));
+  const pair = isMap(parent) ? parent.items.find((p) => isScalar(p.key) && p.key.value === key) : undefined;
+  return pair ? (pair.key as Node).range?.[0] : nodeOffset(doc, segments.slice(0, -1));
 }
