@@ -91,8 +91,8 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     cluster.listNodes(),
     needPods ? cluster.listPods() : Promise.resolve([]),
     reads.configMap ? cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name) : Promise.resolve(undefined),
-    reads.customObjects ? cluster.listCustom(LB_IP_POOLS) : Promise.resolve([]),
-    reads.customObjects ? cluster.listCustom(GATEWAYS) : Promise.resolve([]),
+    cluster.listCustom(LB_IP_POOLS),
+    cluster.listCustom(GATEWAYS),
     inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
     settings.portal.enabled ? cluster.getConfigMap(settings.portal.namespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
   ]);

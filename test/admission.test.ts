@@ -13,9 +13,8 @@ import {
 import { parseContract } from "../src/core/contract/parse";
 import { contractSchema } from "../src/core/contract/schema";
 import { SnapshotReader } from "../src/core/kube/cluster";
-import { parseSettings } from "../src/core/settings";
 import { celProblems } from "./support/cel-compile";
-import { service } from "./support/fixtures";
+import { parseSettings, service } from "./support/fixtures";
 
 const contract = contractSchema.parse({
   version: 1,

@@ -8,9 +8,10 @@ import { matchesPattern as matchesParsed } from "../src/core/exposure-model";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { PublishedEndpoints } from "../src/core/observe";
-import { type Allowlist, parseSettings } from "../src/core/settings";
+import type { Allowlist } from "../src/core/settings";
 import { podsOf, readAllChartFixtures } from "./support/chart-fixtures";
 import { managedService, managedServices, pod, service, TEST_CONTRACT, vendoredServices } from "./support/command-helpers";
+import { parseSettings } from "./support/fixtures";
 
 const contract = parseContract(TEST_CONTRACT, "test-contract.yaml");
 const allExposed = ["argocd", "gitea", "grafana", "lineage-agent"];

@@ -20,10 +20,10 @@ import { UserError } from "../src/core/errors";
 import { isStackName } from "../src/core/inputs";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import { observe } from "../src/core/observe";
-import { parseSettings } from "../src/core/settings";
 import { portalHandler, requestPath } from "../src/portal/server";
 import { celProblems } from "./support/cel-compile";
 import { TEST_CONTRACT } from "./support/command-helpers";
+import { parseSettings } from "./support/fixtures";
 import { MemoryCluster, portalContract, recordedCluster } from "./support/portal-fixtures";
 
 const RUNS = { numRuns: 150, interruptAfterTimeLimit: 8_000 } as const;

@@ -23,7 +23,7 @@ import {
   serviceMonitorSpec,
 } from "../src/core/monitoring";
 import { PORTAL_PORT_NAME, portalService } from "../src/core/portal/spec";
-import { parseSettings } from "../src/core/settings";
+import { parseSettings } from "./support/fixtures";
 import { readyNode } from "./support/portal-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");

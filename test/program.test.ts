@@ -6,8 +6,7 @@ import { type RegisteredResource, resolved as resolve, useProgramMocks } from ".
 import { asRunError, declareStack, PROGRAM_READ_TIMEOUT_MS } from "../components/program";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
-import { parseSettings } from "../src/core/settings";
-import { benchServices, ciliumConfig, node, stackConfig } from "./support/fixtures";
+import { benchServices, ciliumConfig, node, parseSettings, stackConfig } from "./support/fixtures";
 import { readyNode } from "./support/portal-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");

@@ -117,19 +117,19 @@ function readCredential(entry: string, c: Credential, secrets: NamespaceSecrets 
   // Key names are not secret; listing them helps fix a wrong usernameKey/passwordKey.
   const keys = Object.keys(data).sort().join(", ") || "none";
   const problems: string[] = [];
-  let username = c.username;
-  if (c.usernameKey !== undefined) {
-    const raw = data[c.usernameKey];
-    if (raw === undefined) problems.push(`Secret ${where} has no key '${c.usernameKey}' (keys: ${keys})`);
-    else {
-      username = decode(raw);
-      if (username === undefined) problems.push(`Secret ${where}: key '${c.usernameKey}' is not valid base64 (value not shown)`);
+  // A key the Secret lacks leaves `ifMissing` (the fixed user name); one not in base64, nothing.
+  const read = (key: string, ifMissing?: string) => {
+    const raw = data[key];
+    if (raw === undefined) {
+      problems.push(`Secret ${where} has no key '${key}' (keys: ${keys})`);
+      return ifMissing;
     }
-  }
-  const rawPassword = data[c.passwordKey];
-  const password = rawPassword === undefined ? undefined : decode(rawPassword);
-  if (rawPassword === undefined) problems.push(`Secret ${where} has no key '${c.passwordKey}' (keys: ${keys})`);
-  else if (password === undefined) problems.push(`Secret ${where}: key '${c.passwordKey}' is not valid base64 (value not shown)`);
+    const value = decode(raw);
+    if (value === undefined) problems.push(`Secret ${where}: key '${key}' is not valid base64 (value not shown)`);
+    return value;
+  };
+  const username = c.usernameKey !== undefined ? read(c.usernameKey, c.username) : c.username;
+  const password = read(c.passwordKey);
   return {
     ...view,
     ...(username !== undefined ? { username } : {}),
@@ -143,16 +143,11 @@ export function readCredentials(entries: readonly Endpoint[], secretsByNamespace
   return entries.flatMap((e) => (e.credentials ?? []).map((c) => readCredential(e.name, c, secretsByNamespace.get(c.secret.namespace))));
 }
 
-// ---------------------------------------------------------------------------------------------
-// The .env template
-// ---------------------------------------------------------------------------------------------
-
 const PLACEHOLDER = /\{\{\s*([^}|\s]+)\s*(?:\|\s*([^}\s]+)\s*)?\}\}/g;
 const REFERENCE = /^([a-z][a-z0-9-]*)\.(?:(url|scheme|host|port|hostport|username|password)|credentials\[(\d+)\]\.(username|password))$/;
 const ENDPOINT_FIELDS = new Set(["url", "scheme", "host", "port", "hostport"]);
 /** RFC 3986 strict: also encodes !'()* so that an encoded value never needs quoting in the .env. */
 const urlencode = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-const FILTERS: Readonly<Record<string, (v: string) => string>> = { urlencode };
 
 /**
  * A placeholder's value, or why it has none (never a secret in `reason`). `source` names where a
@@ -200,14 +195,10 @@ const SAFE_UNQUOTED = /^[A-Za-z0-9_./:@%+=,-]*$/;
 /**
  * A value as a .env line writes it, read back identically by bash `source`, python-dotenv,
  * docker compose `env_file` and Node's `util.parseEnv` (docs/commands.md, ".env values"):
- * - unquoted when it holds only safe characters;
- * - in single quotes (literal everywhere) when it holds no `'`, no `${` (python-dotenv expands
- *   `${VAR}` even there) and no backslash before `\`, `'` or the end (python-dotenv decodes
- *   `\\` and `\'` inside single quotes);
- * - in double quotes when it holds a `'` but none of `"`, `$`, `\`, or a backtick (each is
- *   expanded or escaped differently by the four readers);
- * - otherwise refused, as is a newline or a control character: no syntax reads it back the
- *   same everywhere. The reason never contains the value (it is usually a secret).
+ * unquoted when it holds only safe characters, else in single quotes, else in double quotes,
+ * the first where it is inert (unsafeInQuotes); otherwise refused, as is a newline, a control
+ * character or `${` (expanded in every quoting): no syntax reads it back the same everywhere.
+ * The reason never contains the value (it is usually a secret).
  */
 export function quoteEnvValue(value: string): { text: string } | { refused: string } {
   if (SAFE_UNQUOTED.test(value)) return { text: value };
@@ -217,8 +208,8 @@ export function quoteEnvValue(value: string): { text: string } | { refused: stri
   if (value.includes("${")) {
     return { refused: "the value holds '${', which python-dotenv and docker compose expand as a variable in every quoting; change it or set it by hand" };
   }
-  if (!value.includes("'") && !/\\(\\|'|$)/.test(value)) return { text: `'${value}'` };
-  if (!/["$\\`]/.test(value)) return { text: `"${value}"` };
+  if (!unsafeInQuotes(value, "'")) return { text: `'${value}'` };
+  if (!unsafeInQuotes(value, '"')) return { text: `"${value}"` };
   return {
     refused:
       "the value holds a single quote together with one of \" $ \\ ` (or a backslash before \\ or '), which bash, python-dotenv, docker compose and Node read back differently; change it or set it by hand",
@@ -298,12 +289,8 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
           reasons.push(resolved.reason);
           return "";
         }
-        let text = resolved.value;
-        if (filter !== undefined) {
-          const apply = FILTERS[filter];
-          if (!apply) throw new Error(`unknown filter '|${filter}' (known: ${Object.keys(FILTERS).join(", ")})`);
-          text = apply(text);
-        }
+        if (filter !== undefined && filter !== "urlencode") throw new Error(`unknown filter '|${filter}' (known: urlencode)`);
+        const text = filter === undefined ? resolved.value : urlencode(resolved.value);
         const name = `${match.replace(/\s+/g, "")}${resolved.source ? ` (${resolved.source})` : ""}`;
         sources.push(name);
         // Inside the author's quotes, each value must be inert there: named, never shown.

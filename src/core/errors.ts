@@ -26,7 +26,7 @@ export function isUserError(err: unknown): err is UserError {
 }
 
 /** Several independent problems, reported together so one run shows them all. */
-export function userErrorFromProblems(header: string, problems: readonly string[], exitCode: ExitCode = EXIT.ERROR): UserError {
-  if (problems.length === 1) return new UserError(`${header}: ${problems[0]}`, exitCode);
-  return new UserError(`${header} (${problems.length} problems):\n${problems.map((p) => `  - ${p}`).join("\n")}`, exitCode);
+export function userErrorFromProblems(header: string, problems: readonly string[]): UserError {
+  if (problems.length === 1) return new UserError(`${header}: ${problems[0]}`);
+  return new UserError(`${header} (${problems.length} problems):\n${problems.map((p) => `  - ${p}`).join("\n")}`);
 }

@@ -211,7 +211,6 @@ export type CohabitCiliumSettings = z.infer<typeof cohabitSchema>;
 export type Allowlist = Omit<z.output<typeof allowlistSchema>, "reasons"> & { reasons?: Record<string, string> };
 export type PortalSettings = z.infer<typeof portalSchema>;
 export type AdmissionSettings = z.infer<typeof admissionSchema>;
-export type MonitoringSettings = z.infer<typeof monitoringSchema>;
 
 /** The allowlist as the in-cluster portal receives it (JSON in PORTAL_ALLOWLIST), checked like the stack's. */
 export function parseAllowlist(value: unknown, where: string): Allowlist {
@@ -303,13 +302,6 @@ export function stackConfigError(stackFile: string, problems: readonly string[],
   return new UserError(`${error.message}\nadd under 'config:' in ${stackFile}:\n${lines.map((l) => `  ${l}`).join("\n")}`, error.exitCode);
 }
 
-/** The settings of a stack (checkSettings), or the error naming every problem. */
-export function parseSettings(config: Readonly<Record<string, string>>, stackFile: string, positions: Readonly<Record<string, string>> = {}): Settings {
-  const checked = checkSettings(config, positions);
-  if (checked.settings) return checked.settings;
-  throw stackConfigError(stackFile, checked.problems, checked.missing);
-}
-
 function formatConfigPath(path: readonly PropertyKey[]): string {
   const [first, ...rest] = path;
   const head = first === undefined ? PROJECT : `${PROJECT}:${String(first)}`;
@@ -328,21 +320,14 @@ function decodeConfigValue(value: string): unknown {
   return value;
 }
 
-/** The kube target of a stack: the same config keys the Kubernetes provider reads. */
-export function kubeTarget(config: Readonly<Record<string, string>>): { kubeconfig?: string; context?: string } {
-  return {
-    ...(config["kubernetes:kubeconfig"] ? { kubeconfig: config["kubernetes:kubeconfig"] } : {}),
-    ...(config["kubernetes:context"] ? { context: config["kubernetes:context"] } : {}),
-  };
-}
-
 /**
  * The cluster the stack deploys to and reads, for the program and every `exposure` command
  * given a stack: the stack's kubernetes:context (required) and
  * kubernetes:kubeconfig (else $KUBECONFIG or ~/.kube/config), the keys the Kubernetes provider reads.
  */
 export function stackKubeTarget(stack: string, config: Readonly<Record<string, string>>): { context: string; kubeconfig?: string } {
-  const { context, kubeconfig } = kubeTarget(config);
+  const context = config["kubernetes:context"];
+  const kubeconfig = config["kubernetes:kubeconfig"];
   if (!context) {
     throw new UserError(
       `stack ${stack}: kubernetes:context is not set in Pulumi.${stack}.yaml; set it (pulumi config set kubernetes:context <context> --stack ${stack}) so the stack never deploys to (or reads) whatever context is current`,

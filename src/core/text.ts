@@ -33,10 +33,7 @@ export function shownValue(text: string, max: number): string {
 
 /** Whether a value holds characters `printable` would escape (a .env value cannot carry them safely). */
 export function hasControlCharacters(text: string): boolean {
-  UNPRINTABLE.lastIndex = 0;
-  const found = UNPRINTABLE.test(text);
-  UNPRINTABLE.lastIndex = 0;
-  return found;
+  return printable(text) !== text;
 }
 
 /**

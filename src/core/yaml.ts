@@ -86,16 +86,13 @@ function* boundedTokens(text: string, parser: Parser) {
  * yaml's own options, or a refusal when the text nests deeper than YAML_MAX_DEPTH or holds
  * more than `bounds.maxValues` values. Syntax errors stay in each document's `errors`.
  */
-export function parseYamlBounded(text: string, bounds: YamlBounds, opts: { single?: boolean; uniqueKeys?: boolean } = {}): BoundedYaml {
-  const lineCounter = new LineCounter();
-  const parser = new Parser(lineCounter.addNewLine);
-  lineCounter.addNewLine(0);
-  const composer = new Composer({ uniqueKeys: opts.uniqueKeys ?? true });
+export function parseYamlBounded(text: string, bounds: YamlBounds, opts: { single?: boolean } = {}): BoundedYaml {
+  const lineCounter = lineCounterOf(text);
   const docs: Document.Parsed[] = [];
   const refused = lexicalRefusal(text, bounds.maxValues);
-  if (refused) return { refused, lineCounter: lineCounterOf(text, refused.offset) };
+  if (refused) return { refused, lineCounter };
   try {
-    for (const doc of composer.compose(boundedTokens(text, parser), opts.single === true, text.length)) {
+    for (const doc of new Composer().compose(boundedTokens(text, new Parser()), opts.single === true, text.length)) {
       if (opts.single && docs.length === 1) {
         docs[0]?.errors.push(multipleDocs(doc));
         break;
@@ -109,11 +106,11 @@ export function parseYamlBounded(text: string, bounds: YamlBounds, opts: { singl
   return { docs, lineCounter };
 }
 
-/** Line starts of `text` up to `offset`, for a refusal's position. */
-function lineCounterOf(text: string, offset: number): LineCounter {
+/** Line starts of `text`, for positions (also of a refusal, found before the parser runs). */
+function lineCounterOf(text: string): LineCounter {
   const lines = new LineCounter();
   lines.addNewLine(0);
-  for (let nl = text.indexOf("\n"); nl !== -1 && nl < offset; nl = text.indexOf("\n", nl + 1)) lines.addNewLine(nl + 1);
+  for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", nl + 1)) lines.addNewLine(nl + 1);
   return lines;
 }
 

@@ -1,6 +1,14 @@
 // Cluster objects for tests. Fake nodes use 127.0.0.x addresses (never a routable one).
 import { parseContract } from "../../src/core/contract/parse";
 import type { ConfigMap, EndpointSlice, Node, Pod, Service, ServicePort } from "../../src/core/kube/types";
+import { checkSettings, type Settings, stackConfigError } from "../../src/core/settings";
+
+/** The settings of a stack (checkSettings), or the error naming every problem. */
+export function parseSettings(config: Readonly<Record<string, string>>, stackFile: string, positions: Readonly<Record<string, string>> = {}): Settings {
+  const checked = checkSettings(config, positions);
+  if (checked.settings) return checked.settings;
+  throw stackConfigError(stackFile, checked.problems, checked.missing);
+}
 
 export function node(name: string, ip: string | undefined, ready = true): Node {
   return {

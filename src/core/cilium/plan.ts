@@ -65,18 +65,16 @@ export type CiliumSummary =
       acknowledgedLoss: string[];
       coexisting: Coexisting;
     }
-  | { mode: "cohabit"; observed: Record<string, string>; coexisting: Coexisting };
+  | Extract<CiliumPlan, { mode: "cohabit" }>;
 
 export interface CiliumContext {
   stack: string;
   production: boolean;
 }
 
-/** Which objects planCilium needs, so the program lists only those. */
-export function ciliumReads(settings: CiliumSettings): { configMap?: { namespace: string; name: string }; customObjects: boolean } {
-  return settings.mode === "cohabit"
-    ? { configMap: { namespace: settings.namespace, name: settings.configMap }, customObjects: true }
-    : { customObjects: true };
+/** The ConfigMap planCilium reads (mode cohabit), so the program gets only what it needs. */
+export function ciliumReads(settings: CiliumSettings): { configMap?: { namespace: string; name: string } } {
+  return settings.mode === "cohabit" ? { configMap: { namespace: settings.namespace, name: settings.configMap } } : {};
 }
 
 const ref = (o: { metadata: { namespace?: string; name: string } }) => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
@@ -130,17 +128,12 @@ function servedByLbIpam(s: LoadBalancerService): boolean {
   return cls === undefined || (cls.startsWith("io.cilium/") && cls !== "io.cilium/node");
 }
 
-/** "ns/name" matches itself; "ns/prefix*" matches every name starting with prefix in ns. */
-export function acknowledges(pattern: string, service: string): boolean {
-  return matchesPattern(namePattern(pattern), service);
-}
-
 /**
  * LoadBalancer Services that would lose their address when Cilium goes L4 (LB-IPAM and L2
  * announcements off): those with an address, served by LB-IPAM, not acknowledged.
  */
 export function unacknowledgedLoss(services: readonly LoadBalancerService[], acknowledged: readonly string[]): LoadBalancerService[] {
-  return services.filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && !acknowledged.some((p) => acknowledges(p, s.service)));
+  return services.filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && !acknowledged.some((p) => matchesPattern(namePattern(p), s.service)));
 }
 
 /** cilium-config keys worth reporting in cohabitation (present ones only). */
@@ -211,7 +204,7 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
     ? "off (enableLBIPAM: false)"
     : `no switch in chart ${version}: dormant only while no CiliumLoadBalancerIPPool exists${pools.length ? ` (still present: ${pools.join(", ")})` : ""}`;
   const acknowledgedLoss = found.loadBalancerServices
-    .filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && settings.acknowledgeLoadBalancerLoss.some((p) => acknowledges(p, s.service)))
+    .filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && settings.acknowledgeLoadBalancerLoss.some((p) => matchesPattern(namePattern(p), s.service)))
     .map((s) => s.service);
   return {
     mode: "l4",

@@ -53,102 +53,68 @@ interface Pinned {
   /** Shown in messages. */
   expected: string;
   accepts(value: unknown): boolean;
-  why: string;
   /** Whether the pinned version has the key (the stale-key rules cover the others). */
   applies(keys: ChartKeys): boolean;
-  /** The whole message, when "mode 'l4' needs X (why)" would overstate what the key does. */
-  explain?: (where: string, value: unknown) => string;
+  /** The message for a value it does not accept (`where` names the setting). */
+  explain(where: string, value: unknown): string;
 }
-
-/** nodePort.enabled / hostPort.enabled: inert once kube-proxy replacement is on, which mode 'l4' forces. */
-const inertWithKpr =
-  (flag: string, what: string) =>
-  (where: string, value: unknown): string =>
-    `cilium (l4): ${where} is ${JSON.stringify(value)}, which has no effect here: with kube-proxy replacement on (mode 'l4' forces it) the chart renders the same either way (it writes ${flag} only when kubeProxyReplacement is false) and ${what} stay served; remove it so the values say what the cluster does`;
 
 const always = () => true;
 
+/** A key mode 'l4' needs at `expected`, `why` said in the message. */
+function needs(path: readonly string[], expected: boolean, why: string, applies: (keys: ChartKeys) => boolean = always): Pinned {
+  return {
+    path,
+    expected: String(expected),
+    accepts: (v) => v === expected,
+    applies,
+    explain: (where, value) => {
+      const hint =
+        value === "strict"
+          ? `; "strict" is no longer a valid value: the chart fails to render with it since 1.16`
+          : value === String(expected)
+            ? `; the chart's schema wants the boolean ${expected}, not a string`
+            : "";
+      return `cilium (l4): ${where} is ${show(value)}; mode 'l4' needs ${expected} (${why})${hint}`;
+    },
+  };
+}
+
+/**
+ * nodePort.enabled / hostPort.enabled: inert once kube-proxy replacement is on, which mode 'l4'
+ * forces, so "mode 'l4' needs true" would overstate what the key does.
+ */
+function inertWithKpr(path: readonly string[], applies: (keys: ChartKeys) => boolean, flag: string, what: string): Pinned {
+  return {
+    path,
+    expected: "true",
+    accepts: (v) => v === true,
+    applies,
+    explain: (where, value) =>
+      `cilium (l4): ${where} is ${JSON.stringify(value)}, which has no effect here: with kube-proxy replacement on (mode 'l4' forces it) the chart renders the same either way (it writes ${flag} only when kubeProxyReplacement is false) and ${what} stay served; remove it so the values say what the cluster does`,
+  };
+}
+
 const PINNED: readonly Pinned[] = [
   {
-    path: ["kubeProxyReplacement"],
-    expected: "true",
+    ...needs(["kubeProxyReplacement"], true, "kube-proxy replacement is what serves NodePorts and hostPorts in eBPF on the L4 path"),
     accepts: (v) => v === true || v === "true",
-    why: "kube-proxy replacement is what serves NodePorts and hostPorts in eBPF on the L4 path",
-    applies: always,
   },
-  {
-    path: ["gatewayAPI", "enabled"],
-    expected: "false",
-    accepts: (v) => v === false,
-    why: "no GatewayClass, Gateway or HTTPRoute on the L4 path",
-    applies: always,
-  },
-  {
-    path: ["l2announcements", "enabled"],
-    expected: "false",
-    accepts: (v) => v === false,
-    why: "L2 announcements only advertise LoadBalancer addresses, which the L4 path does not use",
-    applies: always,
-  },
-  {
-    path: ["enableLBIPAM"],
-    expected: "false",
-    accepts: (v) => v === false,
-    why: "no LB-IPAM on the L4 path",
-    applies: (k) => k.enableLBIPAM,
-  },
-  {
-    path: ["ingressController", "enabled"],
-    expected: "false",
-    accepts: (v) => v === false,
-    why: "Cilium Ingress publishes UIs by hostname through a LoadBalancer Service, the L7 path this mode replaces",
-    applies: always,
-  },
-  {
-    path: ["nodePort", "enabled"],
-    expected: "true",
-    accepts: (v) => v === true,
-    why: "inert with kube-proxy replacement",
-    applies: (k) => k.nodePortEnabled,
-    explain: inertWithKpr("enable-node-port", "NodePorts"),
-  },
-  {
-    path: ["hostPort", "enabled"],
-    expected: "true",
-    accepts: (v) => v === true,
-    why: "inert with kube-proxy replacement",
-    applies: (k) => k.hostPort,
-    explain: inertWithKpr("enable-host-port", "hostPorts"),
-  },
+  needs(["gatewayAPI", "enabled"], false, "no GatewayClass, Gateway or HTTPRoute on the L4 path"),
+  needs(["l2announcements", "enabled"], false, "L2 announcements only advertise LoadBalancer addresses, which the L4 path does not use"),
+  needs(["enableLBIPAM"], false, "no LB-IPAM on the L4 path", (k) => k.enableLBIPAM),
+  needs(["ingressController", "enabled"], false, "Cilium Ingress publishes UIs by hostname through a LoadBalancer Service, the L7 path this mode replaces"),
+  inertWithKpr(["nodePort", "enabled"], (k) => k.nodePortEnabled, "enable-node-port", "NodePorts"),
+  inertWithKpr(["hostPort", "enabled"], (k) => k.hostPort, "enable-host-port", "hostPorts"),
   // Each brings an L7 or LoadBalancer path back onto the L4 stack; the charts honour them all.
-  {
-    path: ["hubble", "ui", "ingress", "enabled"],
-    expected: "false",
-    accepts: (v) => v === false,
-    why: "an Ingress for Hubble UI publishes it by hostname through the L7 path this mode replaces; publish it as a contract entry instead",
-    applies: always,
-  },
-  {
-    path: ["nodeIPAM", "enabled"],
-    expected: "false",
-    accepts: (v) => v === false,
-    why: "node IPAM gives LoadBalancer Services node addresses, a LoadBalancer path next to the NodePorts",
-    applies: always,
-  },
-  {
-    path: ["bgpControlPlane", "enabled"],
-    expected: "false",
-    accepts: (v) => v === false,
-    why: "the BGP control plane advertises LoadBalancer addresses, which the L4 path does not use",
-    applies: always,
-  },
-  {
-    path: ["l2podAnnouncements", "enabled"],
-    expected: "false",
-    accepts: (v) => v === false,
-    why: "L2 pod announcements advertise addresses outside the NodePort path",
-    applies: always,
-  },
+  needs(
+    ["hubble", "ui", "ingress", "enabled"],
+    false,
+    "an Ingress for Hubble UI publishes it by hostname through the L7 path this mode replaces; publish it as a contract entry instead",
+  ),
+  needs(["nodeIPAM", "enabled"], false, "node IPAM gives LoadBalancer Services node addresses, a LoadBalancer path next to the NodePorts"),
+  needs(["bgpControlPlane", "enabled"], false, "the BGP control plane advertises LoadBalancer addresses, which the L4 path does not use"),
+  needs(["l2podAnnouncements", "enabled"], false, "L2 pod announcements advertise addresses outside the NodePort path"),
 ];
 
 /** Keys a chart version dropped (or does not have yet): the schema would accept and ignore them. */
@@ -218,16 +184,8 @@ export function extraValuesProblems(extra: Values, version: string, keys: ChartK
       problems.push(
         `cilium (l4): ${setting(found.at)} is ${show(found.value)}; it must be a mapping, since mode 'l4' sets ${rule.path.join(".")}: ${rule.expected} in it`,
       );
-    } else if (found.kind === "value" && !rule.accepts(found.value) && rule.explain) {
-      problems.push(rule.explain(setting(rule.path), found.value));
     } else if (found.kind === "value" && !rule.accepts(found.value)) {
-      const hint =
-        found.value === "strict"
-          ? `; "strict" is no longer a valid value: the chart fails to render with it since 1.16`
-          : typeof found.value === "string" && found.value === rule.expected
-            ? `; the chart's schema wants the boolean ${rule.expected}, not a string`
-            : "";
-      problems.push(`cilium (l4): ${setting(rule.path)} is ${show(found.value)}; mode 'l4' needs ${rule.expected} (${rule.why})${hint}`);
+      problems.push(rule.explain(setting(rule.path), found.value));
     }
   }
   return problems;

@@ -12,7 +12,7 @@
  * Keys do change inside a minor: `externalIPs` is still in 1.17.0 to 1.17.5, and the
  * pre-releases differ from their minor's releases (1.17.0-pre.0 has no `enableLBIPAM`,
  * 1.18.0-pre.0 to pre.2 still have `hostPort` and `externalIPs`...). So the table is keyed by
- * minor with the per-patch exceptions below, only stable releases up to the newest patch it was
+ * minor with the per-patch exception below, only stable releases up to the newest patch it was
  * checked against are accepted (CHECKED_PATCH), and pre-releases are refused.
  */
 export interface ChartKeys {
@@ -22,69 +22,42 @@ export interface ChartKeys {
    * (cilium-configmap.yaml), so the L4 mode sets it on every version.
    */
   kubeProxyReplacementDocumented: boolean;
-  /** `enableLBIPAM`: the switch that turns LB-IPAM off; new in 1.17 (1.16 has no switch). */
+  /** `enableLBIPAM`: the switch that turns LB-IPAM off (1.16 has no switch). */
   enableLBIPAM: boolean;
-  /** `defaultLBServiceIPAM`: new in 1.17. */
   defaultLBServiceIPAM: boolean;
-  /** `nodePort.enabled`: removed in 1.19 (the agent flag went away; KPR serves NodePort). */
+  /** `nodePort.enabled` (the agent flag went away; KPR serves NodePort). */
   nodePortEnabled: boolean;
-  /** `hostPort` (the whole block): removed in 1.18 (KPR serves hostPort). */
+  /** `hostPort`, the whole block (KPR serves hostPort). */
   hostPort: boolean;
-  /** `externalIPs` (the whole block): removed in 1.17. */
+  /** `externalIPs`, the whole block. */
   externalIPs: boolean;
-  /** `k8sServiceHostRef`: new in 1.18 (the chart fails if it is set together with k8sServiceHost). */
+  /** `k8sServiceHostRef` (the chart fails if it is set together with k8sServiceHost). */
   k8sServiceHostRef: boolean;
 }
 
-export const CHART_KEYS: Readonly<Record<string, ChartKeys>> = {
-  "1.16": {
-    kubeProxyReplacementDocumented: false,
-    enableLBIPAM: false,
-    defaultLBServiceIPAM: false,
-    nodePortEnabled: true,
-    hostPort: true,
-    externalIPs: true,
-    k8sServiceHostRef: false,
-  },
-  "1.17": {
-    kubeProxyReplacementDocumented: false,
-    enableLBIPAM: true,
-    defaultLBServiceIPAM: true,
-    nodePortEnabled: true,
-    hostPort: true,
-    externalIPs: false,
-    k8sServiceHostRef: false,
-  },
-  "1.18": {
-    kubeProxyReplacementDocumented: true,
-    enableLBIPAM: true,
-    defaultLBServiceIPAM: true,
-    nodePortEnabled: true,
-    hostPort: false,
-    externalIPs: false,
-    k8sServiceHostRef: true,
-  },
-  "1.19": {
-    kubeProxyReplacementDocumented: true,
-    enableLBIPAM: true,
-    defaultLBServiceIPAM: true,
-    nodePortEnabled: false,
-    hostPort: false,
-    externalIPs: false,
-    k8sServiceHostRef: true,
-  },
-  "1.20": {
-    kubeProxyReplacementDocumented: true,
-    enableLBIPAM: true,
-    defaultLBServiceIPAM: true,
-    nodePortEnabled: false,
-    hostPort: false,
-    externalIPs: false,
-    k8sServiceHostRef: true,
-  },
+export const SUPPORTED_MINORS = ["1.16", "1.17", "1.18", "1.19", "1.20"];
+
+/** The minor that added each key, or the one that removed it; the others have it in every supported minor. */
+const KEY_CHANGES: Readonly<Record<keyof ChartKeys, { added: string } | { removed: string }>> = {
+  kubeProxyReplacementDocumented: { added: "1.18" },
+  enableLBIPAM: { added: "1.17" },
+  defaultLBServiceIPAM: { added: "1.17" },
+  nodePortEnabled: { removed: "1.19" },
+  hostPort: { removed: "1.18" },
+  externalIPs: { removed: "1.17" },
+  k8sServiceHostRef: { added: "1.18" },
 };
 
-export const SUPPORTED_MINORS = Object.keys(CHART_KEYS);
+const since = (minor: string, other: string) => SUPPORTED_MINORS.indexOf(minor) >= SUPPORTED_MINORS.indexOf(other);
+
+export const CHART_KEYS: Readonly<Record<string, ChartKeys>> = Object.fromEntries(
+  SUPPORTED_MINORS.map((minor) => [
+    minor,
+    Object.fromEntries(
+      Object.entries(KEY_CHANGES).map(([key, change]) => [key, "added" in change ? since(minor, change.added) : !since(minor, change.removed)]),
+    ) as unknown as ChartKeys,
+  ]),
+);
 
 /**
  * The newest patch of each minor whose chart the table was checked against: the published
@@ -92,12 +65,6 @@ export const SUPPORTED_MINORS = Object.keys(CHART_KEYS);
  * (install/kubernetes/cilium; the e2e installs that chart next to an agent of the same version).
  */
 export const CHECKED_PATCH: Readonly<Record<string, number>> = { "1.16": 19, "1.17": 18, "1.18": 12, "1.19": 6, "1.20": 2 };
-
-/** Per-patch exceptions inside a minor (from the chart archives of every patch). */
-const PATCH_EXCEPTIONS: readonly { minor: string; upTo: number; keys: Partial<ChartKeys> }[] = [
-  // `externalIPs` left the chart in 1.17.6, not 1.17.0.
-  { minor: "1.17", upTo: 5, keys: { externalIPs: true } },
-];
 
 /** "1.18.12" or "1.20.0-rc.1" -> "1.18" / "1.20"; undefined when it is not a version. */
 export function chartMinor(version: string): string | undefined {
@@ -128,8 +95,8 @@ export function chartKeysCheck(version: string): { keys: ChartKeys } | { problem
       problem: `chart version ${version} has not been checked: keys change inside a minor, and the table was checked up to ${minor}.${checked}; pin ${minor}.${checked} or older, or check ${version}'s values.yaml and raise CHECKED_PATCH in src/core/cilium/versions.ts`,
     };
   }
-  const exceptions = PATCH_EXCEPTIONS.filter((x) => x.minor === minor && patch <= x.upTo).map((x) => x.keys);
-  return { keys: Object.assign({}, table, ...exceptions) };
+  // The one change inside a minor: `externalIPs` left the chart in 1.17.6, not 1.17.0.
+  return { keys: minor === "1.17" && patch <= 5 ? { ...table, externalIPs: true } : table };
 }
 
 /** The key table of a chart version, or undefined for a version this program refuses. */

@@ -1,9 +1,6 @@
 import * as z from "zod/mini";
 import { contractSchema } from "./schema";
 
-/** Where the committed copy lives, relative to the project (the example contract points at it). */
-export const CONTRACT_SCHEMA_FILE = "contract/endpoints.schema.json";
-
 /**
  * The contract's JSON Schema, generated from the zod schema `check` validates with, for
  * editors (completion and validation while typing). It describes the input: keys with a

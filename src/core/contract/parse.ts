@@ -1,4 +1,4 @@
-import { type Document, isMap, isPair, isScalar, isSeq, type Node, visit, type YAMLError } from "yaml";
+import { type Document, isMap, isScalar, isSeq, type Node, visit, type YAMLError } from "yaml";
 import type * as z from "zod/mini";
 import { UserError } from "../errors";
 import { EXIT } from "../findings";
@@ -26,7 +26,8 @@ export class ContractError extends UserError {
     readonly file: string,
     readonly problems: readonly ContractProblem[],
   ) {
-    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => formatProblem(file, p));
+    // The file name is the user's, possibly with a line break: one problem stays one line.
+    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => `${printableValue(file)}:${p.line}:${p.col}: ${p.path || "(document)"}: ${p.message}`);
     if (problems.length > MAX_PROBLEMS_SHOWN) shown.push(`... and ${problems.length - MAX_PROBLEMS_SHOWN} more problems (fix these first)`);
     super(
       `invalid contract ${printableValue(file)} (${problems.length} ${problems.length === 1 ? "problem" : "problems"}):\n${shown.join("\n")}`,
@@ -34,11 +35,6 @@ export class ContractError extends UserError {
     );
     this.name = "ContractError";
   }
-}
-
-function formatProblem(file: string, p: ContractProblem): string {
-  // The file name is the user's, possibly with a line break: one problem stays one line.
-  return `${printableValue(file)}:${p.line}:${p.col}: ${p.path || "(document)"}: ${p.message}`;
 }
 
 export function formatPath(segments: readonly PropertyKey[]): string {
@@ -56,10 +52,7 @@ export function formatPath(segments: readonly PropertyKey[]): string {
  */
 export function parseContract(text: string, file: string): Contract {
   const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES }, { single: true });
-  const pos = (offset: number | undefined) => {
-    const { line, col } = parsed.lineCounter.linePos(offset ?? 0);
-    return { line, col };
-  };
+  const pos = (offset: number | undefined) => parsed.lineCounter.linePos(offset ?? 0);
   // Too deep or too large to build: one problem, before anything is built from it.
   if (parsed.refused) throw new ContractError(file, [{ ...pos(parsed.refused.offset), path: "(yaml)", message: parsed.refused.message }]);
   const doc = parsed.docs[0] as Document.Parsed;
@@ -88,23 +81,22 @@ export function parseContract(text: string, file: string): Contract {
     ]);
   }
 
-  const problems: ContractProblem[] = [...findForbiddenKeys(doc, pos)];
+  const problems = forbiddenKeys(doc.contents, [], pos);
   const forbiddenPaths = new Set(problems.map((p) => p.path));
 
   // reportInput: a wrong type is told apart from a missing field by the value found.
   const result = contractSchema.safeParse(raw, { reportInput: true });
   if (!result.success) {
     for (const issue of distinctIssues(result.error.issues)) {
-      const p = formatPath(issue.path);
-      // A forbidden key is already reported with a better message than "unrecognized key".
-      if (issue.code === "unrecognized_keys") {
-        const keys = issue.keys.filter((k) => !forbiddenPaths.has(formatPath([...issue.path, k])));
-        for (const k of keys) {
-          problems.push({ ...pos(keyOffset(doc, [...issue.path, k])), path: formatPath([...issue.path, k]), message: `unknown key '${k}'` });
-        }
+      if (issue.code !== "unrecognized_keys") {
+        problems.push({ ...pos(nodeOffset(doc, issue.path)), path: formatPath(issue.path), message: describeIssue(issue) });
         continue;
       }
-      problems.push({ ...pos(nodeOffset(doc, issue.path)), path: p, message: describeIssue(issue) });
+      for (const k of issue.keys) {
+        const path = formatPath([...issue.path, k]);
+        // A forbidden key is already reported with a better message than "unrecognized key".
+        if (!forbiddenPaths.has(path)) problems.push({ ...pos(keyOffset(doc, [...issue.path, k])), path, message: `unknown key '${k}'` });
+      }
     }
   }
 
@@ -202,12 +194,10 @@ function describeBound(issue: z.core.$ZodIssueTooBig | z.core.$ZodIssueTooSmall)
       if (!big && bound === 1) return EMPTY;
       return `expected ${relation} ${bound} characters`;
     case "array":
-    case "set":
       if (!big && bound === 1) return EMPTY;
       return `expected ${relation} ${bound} items`;
     case "number":
     case "int":
-    case "bigint":
       if (isSafeIntegerBound(issue)) return "expected an integer";
       return `expected ${withArticle(issue.origin === "number" ? "number" : "int")} ${relation} ${bound}`;
     default:
@@ -230,7 +220,8 @@ function foundSuffix(issue: z.core.$ZodIssue, input: unknown): string {
  * `reportInput: true`: without it zod 4 leaves `input` empty and every wrong type would read
  * as a missing field. zod's own wording ("Too big: ...", "Invalid input") is never shown: a
  * check without a message of ours gets one from the issue (bounds, accepted values, union
- * branches), and a message of ours gets the value found.
+ * branches; every pattern and discriminator of ours has its message), and a message of ours
+ * gets the value found.
  */
 export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required field is missing"): string {
   let input = "input" in issue ? issue.input : undefined;
@@ -251,10 +242,7 @@ export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required fi
   if (!message) {
     if (issue.code === "too_big" || issue.code === "too_small") message = describeBound(issue);
     else if (issue.code === "invalid_value") message = `expected ${listValues(issue.values)}`;
-    else if (issue.code === "invalid_format")
-      message = issue.format === "regex" && issue.pattern ? `expected a string matching ${issue.pattern}` : `expected ${withArticle(issue.format)}`;
-    else if (issue.code === "invalid_union")
-      message = issue.errors.length === 0 && "options" in issue && issue.options ? `expected ${listValues(issue.options)}` : describeUnion(issue);
+    else if (issue.code === "invalid_union") message = describeUnion(issue);
   }
   if (!message) return `invalid value${foundSuffix(issue, input)}`;
   if (message === EMPTY || /\bfound\b/.test(message)) return message;
@@ -282,26 +270,16 @@ function describeUnion(issue: z.core.$ZodIssueInvalidUnion): string | undefined 
   return accepted.length > 0 ? `expected ${accepted.join(" or ")}` : undefined;
 }
 
-function* findForbiddenKeys(doc: Document, pos: (offset: number | undefined) => { line: number; col: number }): Generator<ContractProblem> {
-  function* walk(node: unknown, at: PropertyKey[]): Generator<ContractProblem> {
-    if (isMap(node)) {
-      for (const pair of node.items) {
-        if (!isPair(pair)) continue;
-        const key = isScalar(pair.key) ? pair.key.value : pair.key;
-        if (typeof key === "string" && Object.hasOwn(FORBIDDEN_KEYS, key)) {
-          yield {
-            ...pos((pair.key as Node | null)?.range?.[0]),
-            path: formatPath([...at, key]),
-            message: FORBIDDEN_KEYS[key] as string,
-          };
-        }
-        yield* walk(pair.value, [...at, typeof key === "string" || typeof key === "number" ? key : String(key)]);
-      }
-    } else if (isSeq(node)) {
-      for (let i = 0; i < node.items.length; i++) yield* walk(node.items[i], [...at, i]);
-    }
-  }
-  yield* walk(doc.contents, []);
+/** The keys of FORBIDDEN_KEYS at any depth under `node` (at path `at`), each at its position. */
+function forbiddenKeys(node: unknown, at: PropertyKey[], pos: (offset: number | undefined) => { line: number; col: number }): ContractProblem[] {
+  if (isSeq(node)) return node.items.flatMap((item, i) => forbiddenKeys(item, [...at, i], pos));
+  if (!isMap(node)) return [];
+  return node.items.flatMap((pair) => {
+    const key = isScalar(pair.key) ? pair.key.value : pair.key;
+    const inner = forbiddenKeys(pair.value, [...at, typeof key === "string" || typeof key === "number" ? key : String(key)], pos);
+    if (typeof key !== "string" || !Object.hasOwn(FORBIDDEN_KEYS, key)) return inner;
+    return [{ ...pos((pair.key as Node | null)?.range?.[0]), path: formatPath([...at, key]), message: FORBIDDEN_KEYS[key] as string }, ...inner];
+  });
 }
 
 /**
@@ -355,10 +333,6 @@ function nodeOffset(doc: Document, segments: readonly PropertyKey[]): number | u
 function keyOffset(doc: Document, segments: readonly PropertyKey[]): number | undefined {
   const parent = doc.getIn(segments.slice(0, -1) as unknown[], true);
   const key = segments[segments.length - 1];
-  if (isMap(parent)) {
-    for (const pair of parent.items) {
-      if (isPair(pair) && isScalar(pair.key) && pair.key.value === key) return pair.key.range?.[0];
-    }
-  }
-  return nodeOffset(doc, segments.slice(0, -1));
+  const pair = isMap(parent) ? parent.items.find((p) => isScalar(p.key) && p.key.value === key) : undefined;
+  return pair ? (pair.key as Node).range?.[0] : nodeOffset(doc, segments.slice(0, -1));
 }

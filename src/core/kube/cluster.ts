@@ -40,15 +40,12 @@ export interface ClusterReader {
   listSecrets(namespace: string): Promise<Secret[]>;
   /** Lists a custom kind; an absent CRD gives an empty list, not an error. */
   listCustom(kind: CustomKind): Promise<GenericObject[]>;
-  /**
-   * The resources the API serves under admissionregistration.k8s.io/v1 (API discovery; empty
-   * when that group version is not served), or undefined when the source cannot tell (a
-   * snapshot without an APIResourceList for it). Optional: readers without discovery omit it.
-   */
+  /** servedResources of admissionregistration.k8s.io/v1. */
   admissionApiResources?(): Promise<string[] | undefined>;
   /**
    * The resources the API serves under a group version (API discovery; empty when it is not
-   * served), or undefined when the source cannot tell. Optional, like admissionApiResources.
+   * served), or undefined when the source cannot tell (a snapshot without an APIResourceList
+   * for it). Optional: readers without discovery omit it.
    */
   servedResources?(groupVersion: string): Promise<string[] | undefined>;
   /**
@@ -85,10 +82,9 @@ export class SnapshotReader implements ClusterReader {
       return `${file}:${line}:${col}`;
     };
     if (parsed.refused) throw new UserError(`${where(parsed.refused.offset)}: cluster snapshot refused: ${parsed.refused.message}`);
-    const docs = parsed.docs;
     const objects: unknown[] = [];
     const problems: string[] = [];
-    for (const doc of docs) {
+    for (const doc of parsed.docs) {
       const yamlError = doc.errors[0];
       if (yamlError) throw new UserError(`${where(yamlError.pos[0])}: cluster snapshot is not valid YAML: ${yamlError.message.split("\n")[0]}`);
       let value: unknown;

@@ -8,9 +8,13 @@ interface ObjectMeta {
   namespace?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
-  resourceVersion?: string;
   uid?: string;
-  creationTimestamp?: string;
+}
+
+interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
 }
 
 export interface ServicePort {
@@ -19,13 +23,9 @@ export interface ServicePort {
   protocol?: string;
   targetPort?: number | string;
   nodePort?: number;
-  appProtocol?: string;
 }
 
-export interface Service {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
+export interface Service extends KubeObject {
   spec?: {
     type?: string;
     selector?: Record<string, string>;
@@ -37,10 +37,7 @@ export interface Service {
   status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
 }
 
-export interface Node {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
+export interface Node extends KubeObject {
   spec?: { unschedulable?: boolean };
   status?: {
     addresses?: { type: string; address: string }[];
@@ -55,10 +52,7 @@ export interface ContainerPort {
   protocol?: string;
 }
 
-export interface Pod {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
+export interface Pod extends KubeObject {
   spec?: {
     nodeName?: string;
     containers?: { name: string; ports?: ContainerPort[] }[];
@@ -67,26 +61,17 @@ export interface Pod {
   status?: { phase?: string; podIP?: string; hostIP?: string; conditions?: { type: string; status: string }[] };
 }
 
-export interface ConfigMap {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
+export interface ConfigMap extends KubeObject {
   data?: Record<string, string>;
 }
 
-export interface EndpointSlice {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  endpoints?: { addresses: string[]; conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean } }[] | null;
+export interface EndpointSlice extends KubeObject {
+  endpoints?: { addresses: string[]; conditions?: { ready?: boolean; serving?: boolean } }[] | null;
   ports?: { name?: string; port?: number }[];
 }
 
 /** A Secret as the API returns it: `data` values are base64 (read only by `exposure access`). */
-export interface Secret {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
+export interface Secret extends KubeObject {
   type?: string;
   data?: Record<string, string>;
 }

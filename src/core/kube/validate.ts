@@ -98,15 +98,16 @@ export interface ObjectProblem {
   message: string;
 }
 
+/** What a value is, for "found ..." (never the value itself: it may come from a Secret). */
+const found = (value: unknown) => (value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`);
+
 /**
  * Checks one object of `kind` (any other kind: metadata only). Secret values are never
  * described, only their type: an error message must not carry a fragment of a Secret.
  */
 export function checkObject(kind: string, value: unknown, at: (string | number)[] = []): ObjectProblem[] {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    return [
-      { path: at, message: `expected a Kubernetes object (a map), found ${value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`}` },
-    ];
+    return [{ path: at, message: `expected a Kubernetes object (a map), found ${found(value)}` }];
   }
   const schema = SCHEMAS[kind] ?? generic;
   const redact = kind === "Secret";
@@ -129,16 +130,19 @@ export function formatObjectProblem(p: ObjectProblem): string {
   return `${formatPath(p.path) || "(object)"}: ${p.message}`;
 }
 
-/** At most this many problems are listed in one message; the rest are counted. */
-export const MAX_PROBLEMS_SHOWN = 20;
-
-/** Lists problems, the first MAX_PROBLEMS_SHOWN of them, and how many more there are. */
-export function summarizeProblems(lines: readonly string[], max = MAX_PROBLEMS_SHOWN): string[] {
+/** Lists problems, the first `max` of them (one message stays readable), and how many more there are. */
+export function summarizeProblems(lines: readonly string[], max = 20): string[] {
   if (lines.length <= max) return [...lines];
   return [...lines.slice(0, max), `... and ${lines.length - max} more problems`];
 }
 
 const isList = (o: { kind?: unknown }) => typeof o.kind === "string" && (o.kind === "List" || o.kind.endsWith("List"));
+
+/** The items of a List, or the problem when they are not an array (`items: null` is not an empty list). */
+function listItems(list: { items?: unknown }, at: (string | number)[]): unknown[] | ObjectProblem {
+  if (Array.isArray(list.items)) return list.items;
+  return { path: [...at, "items"], message: `expected an array, found ${list.items === undefined ? "nothing" : found(list.items)}` };
+}
 
 /**
  * One YAML document of a snapshot: an object, or a List (`kind: List` or `XList`) of them, as
@@ -151,17 +155,11 @@ export function checkSnapshotDocument(value: unknown, at: (string | number)[] = 
   if (value === null || typeof value !== "object") return checkObject(itemKind ?? "", value, at);
   const obj = value as { kind?: unknown; items?: unknown };
   if (isList(obj)) {
-    if (!Array.isArray(obj.items)) {
-      return [
-        {
-          path: [...at, "items"],
-          message: `expected an array, found ${obj.items === null ? "null" : obj.items === undefined ? "nothing" : `a ${typeof obj.items}`}`,
-        },
-      ];
-    }
+    const items = listItems(obj, at);
+    if (!Array.isArray(items)) return [items];
     const kind = obj.kind as string;
     const inner = kind !== "List" ? kind.slice(0, -"List".length) : undefined;
-    return obj.items.flatMap((item, i) => checkSnapshotDocument(item, [...at, "items", i], inner));
+    return items.flatMap((item, i) => checkSnapshotDocument(item, [...at, "items", i], inner));
   }
   if (obj.kind !== undefined && typeof obj.kind !== "string") return [{ path: [...at, "kind"], message: "expected a string" }];
   return checkObject((obj.kind as string | undefined) ?? itemKind ?? "", value, at);
@@ -173,21 +171,10 @@ export function checkSnapshotDocument(value: unknown, at: (string | number)[] = 
  */
 export function checkListAnswer(kind: string, body: unknown): { items: unknown[] } | { problems: ObjectProblem[] } {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    return {
-      problems: [
-        {
-          path: [],
-          message: `expected a ${kind}List (a map with items), found ${body === null ? "null" : Array.isArray(body) ? "an array" : `a ${typeof body}`}`,
-        },
-      ],
-    };
+    return { problems: [{ path: [], message: `expected a ${kind}List (a map with items), found ${found(body)}` }] };
   }
-  const items = (body as { items?: unknown }).items;
-  if (!Array.isArray(items)) {
-    return {
-      problems: [{ path: ["items"], message: `expected an array, found ${items === null ? "null" : items === undefined ? "nothing" : `a ${typeof items}`}` }],
-    };
-  }
+  const items = listItems(body, []);
+  if (!Array.isArray(items)) return { problems: [items] };
   const problems = items.flatMap((item, i) => checkObject(kind, item, ["items", i]));
   return problems.length ? { problems } : { items };
 }
