@@ -517,6 +517,27 @@ describe("guards", () => {
     });
   });
 
+  it("what the cluster says about pools and Gateways is untrusted: null or odd items are skipped, never a crash", () => {
+    const pool = {
+      apiVersion: "cilium.io/v2",
+      kind: "CiliumLoadBalancerIPPool",
+      metadata: { name: "odd-pool" },
+      spec: { blocks: [null, 7, { cidr: 7 }, { start: {} }, { start: "10.0.0.10", stop: 3 }, { cidr: "10.0.1.0/24" }] },
+    } as unknown as GenericObject;
+    const gateway = {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "Gateway",
+      metadata: { namespace: "argocd", name: "argocd" },
+      spec: { listeners: [null, { hostname: 5 }, { hostname: "argocd.cluster.lan" }] },
+      status: { addresses: [null, { value: 3 }, { value: "10.67.3.240" }] },
+    } as unknown as GenericObject;
+    expect(coexisting({ ...nothing, lbIpPools: [pool], gateways: [gateway] })).toEqual({
+      lbIpPools: [{ name: "odd-pool", blocks: ["10.0.0.10-10.0.0.10", "10.0.1.0/24"] }],
+      gateways: [{ gateway: "argocd/argocd", addresses: ["10.67.3.240"], hostnames: ["argocd.cluster.lan"] }],
+      loadBalancerServices: [],
+    });
+  });
+
   it("rejects malformed acknowledgements in the stack settings", () => {
     const r = ciliumSettingsSchema.safeParse({ mode: "l4", chart: { version: "1.18.12" }, acknowledgeLoadBalancerLoss: ["cilium-gateway-argocd"] });
     expect(r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual([

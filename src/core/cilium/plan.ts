@@ -1,4 +1,4 @@
-import { matchesPattern, namePattern } from "../exposure-model";
+import { field, matchesPattern, namePattern } from "../exposure-model";
 import type { ConfigMap, GenericObject, Service } from "../kube/types";
 import type { CiliumSettings, CohabitCiliumSettings, L4CiliumSettings } from "../settings";
 import { releaseImportCommand } from "./adopt";
@@ -91,22 +91,27 @@ export function loadBalancerServices(services: readonly Service[]): LoadBalancer
     .sort((a, b) => a.service.localeCompare(b.service));
 }
 
+/** The items of a list the cluster gave (untrusted: anything but an array is none). */
+const items = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+
 function lbIpPool(o: GenericObject): LbIpPool {
-  const blocks = Array.isArray(o.spec?.blocks) ? (o.spec.blocks as { cidr?: string; start?: string; stop?: string }[]) : [];
+  const block = (b: unknown) => {
+    const start = text(field(b, "start"));
+    return text(field(b, "cidr")) ?? (start ? `${start}-${text(field(b, "stop")) ?? start}` : undefined);
+  };
   return {
     name: o.metadata.name,
-    blocks: blocks.map((b) => b.cidr ?? (b.start ? `${b.start}-${b.stop ?? b.start}` : "")).filter(Boolean),
+    blocks: strings(items(o.spec?.blocks).map(block)),
     ...(o.spec?.disabled === true ? { disabled: true } : {}),
   };
 }
 
 function gatewayRef(o: GenericObject): GatewayRef {
-  const listeners = Array.isArray(o.spec?.listeners) ? (o.spec.listeners as { hostname?: unknown }[]) : [];
-  const addresses = Array.isArray(o.status?.addresses) ? (o.status.addresses as { value?: unknown }[]) : [];
   return {
     gateway: ref(o),
-    addresses: strings(addresses.map((a) => a.value)),
-    hostnames: [...new Set(strings(listeners.map((l) => l.hostname)))],
+    addresses: strings(items(o.status?.addresses).map((a) => field(a, "value"))),
+    hostnames: [...new Set(strings(items(o.spec?.listeners).map((l) => field(l, "hostname"))))],
   };
 }
 
