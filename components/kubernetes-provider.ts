@@ -14,13 +14,22 @@ export function kubernetesProviderOf(opts: pulumi.ComponentResourceOptions | und
 }
 
 /**
+ * Whether the real engine runs the program (not Pulumi's unit-test mocks, which can neither
+ * read a stack reference nor register resource hooks; `exposure render` runs under them).
+ */
+export function underEngine(): boolean {
+  const monitor = pulumi.runtime.getMonitor() as { registerResourceHook?: unknown } | undefined;
+  return typeof monitor?.registerResourceHook === "function";
+}
+
+/**
  * The one takeover guard: a hook that runs only when the engine is about to create the resource,
  * i.e. when it is not in this stack's state, and fails with `refusal` (an object of that name
  * exists and the state does not hold it). Ownership is the state's, never labels anyone can copy.
  * Nothing to add when nothing exists there, or under Pulumi's unit-test mocks (no hooks).
  */
-export function refuseTakeover(name: string, refusal: string | undefined, hooks: boolean): Pick<pulumi.CustomResourceOptions, "hooks"> {
-  if (!hooks || refusal === undefined) return {};
+export function refuseTakeover(name: string, refusal: string | undefined): Pick<pulumi.CustomResourceOptions, "hooks"> {
+  if (refusal === undefined || !underEngine()) return {};
   const hook = new pulumi.ResourceHook(
     `${name}-refuse-takeover`,
     () => {
