@@ -41,12 +41,16 @@ export function refuseTakeover(name: string, refusal: string | undefined): Pick<
 }
 
 /**
- * Options of a fixed-name Service that `pulumi import` may adopt on purpose: the import puts it
- * at the stack's root, and the next `up` moves it under its component (alias); an import records
- * every live field as an input, clusterIP included, which the program never sets: without
- * ignoring it the provider would replace the Service (delete and re-create: new uid, new port).
+ * Options of a fixed-name Service of this stack: a replacement deletes the old one first, and
+ * creating it over one that exists and the state does not hold is refused (`refusal`). `pulumi
+ * import` may adopt one on purpose: the import puts it at the stack's root, and the next `up`
+ * moves it under its component (alias); an import records every live field as an input,
+ * clusterIP included, which the program never sets: without ignoring it the provider would
+ * replace the Service (delete and re-create: new uid, new port).
  */
-export const importableService = (): Pick<pulumi.CustomResourceOptions, "aliases" | "ignoreChanges"> => ({
+export const fixedNameService = (name: string, refusal: string | undefined): pulumi.CustomResourceOptions => ({
+  deleteBeforeReplace: true,
   aliases: [{ parent: pulumi.rootStackResource }],
   ignoreChanges: ["spec.clusterIP"],
+  ...refuseTakeover(name, refusal),
 });

@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION, type Service, STACK_LABEL } from "../src/core/kube/types";
 import { buildUrl, entryService, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
 import { labelledStack, publishedByAnotherStack } from "../src/core/stack-label";
-import { importableService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
+import { fixedNameService, kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface NodePortExposureArgs {
   plan: NodePortPlan;
@@ -78,10 +78,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
       {
         parent: this,
         provider,
-        // The name is fixed, so a replacement must delete the old Service first.
-        deleteBeforeReplace: true,
-        ...importableService(),
-        ...refuseTakeover(name, args.existing && existingServiceRefusal(plan, args.stack, labelledStack(args.existing))),
+        ...fixedNameService(name, args.existing && existingServiceRefusal(plan, args.stack, labelledStack(args.existing))),
       },
     );
 

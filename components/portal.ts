@@ -19,7 +19,7 @@ import {
   selectsHostPort,
 } from "../src/core/portal/spec";
 import type { Allowlist, PortalSettings, Settings } from "../src/core/settings";
-import { importableService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
+import { fixedNameService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
 
 export interface PortalArgs {
   /** The server bundle, built by the program before any resource is declared (it can fail). */
@@ -195,8 +195,7 @@ export class Portal extends pulumi.ComponentResource {
           ports: (spec.spec?.ports ?? []).map((p) => ({ name: p.name, port: p.port, targetPort: p.targetPort ?? p.port, protocol: p.protocol ?? "TCP" })),
         },
       },
-      // Fixed name: a replacement must delete the old Service first.
-      { parent: this, provider, deleteBeforeReplace: true, ...importableService(), ...refuseTakeover(`${name}-svc`, serviceRefusal) },
+      { parent: this, provider, ...fixedNameService(`${name}-svc`, serviceRefusal) },
     );
 
     this.registerOutputs({ namespace: this.namespace, service, deployment, clusterRole, bundleSha256: bundle.sha256 });
