@@ -19,7 +19,7 @@ interface AdmissionGuardArgs {
   untilEffective?: () => Promise<void>;
   /**
    * Resolves once the API server has type-checked the policy just applied: undefined when clean,
-   * else why the binding must not be applied (it then fails the update before the binding).
+   * else why the update must fail (the binding is then applied with [Warn] only, see effective).
    * Called after every apply of the policy, never in a preview.
    */
   untilTypeChecked?: () => Promise<string | undefined>;

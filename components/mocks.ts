@@ -8,7 +8,6 @@ import type { Service } from "../src/core/kube/types";
 import { PROJECT } from "../src/core/settings";
 
 export interface RegisteredResource {
-  /** Type token, e.g. `kubernetes:core/v1:Service`. */
   type: string;
   /** Resource name in the program (not metadata.name). */
   name: string;
@@ -19,7 +18,6 @@ export interface RegisteredResource {
 
 interface MockOptions {
   stack: string;
-  /** Run as a preview (`pulumi.runtime.isDryRun()`). */
   preview?: boolean;
   /**
    * Services already in the cluster ("namespace/name"): a registered Service of the same name

@@ -29,7 +29,6 @@ export interface PortalArgs {
   contract: Contract;
   /** The stack's selection (`ui-exposure:entries`), so the portal shows what the stack publishes. */
   entries: Settings["entries"];
-  /** The stack's pinned node address, if any. */
   nodeAddress?: string;
   stack: string;
   /**
