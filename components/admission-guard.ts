@@ -5,7 +5,7 @@ import { type AdmissionManifests, admissionManifests, admissionPolicyName, until
 import type { Contract } from "../src/core/contract/schema";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
-import type { ExposurePlan } from "../src/core/plan";
+import type { ExposurePlan, NodePortPlan } from "../src/core/plan";
 import type { Settings } from "../src/core/settings";
 import { kubernetesProviderOf, underEngine } from "./kubernetes-provider";
 
@@ -101,16 +101,14 @@ export function guardAdmission(
   const policyName = manifests.policy.metadata.name;
   const probe = cluster.dryRunCreateService?.bind(cluster);
   // Only `deny` can refuse our own Services, and only those still to be created can meet the old policy.
-  const toCreate = plans.flatMap((p) =>
-    p.kind === "nodePort" && !existing.has(`${p.namespace}/${p.serviceName}`)
-      ? [
-          {
-            metadata: { name: p.serviceName, namespace: p.namespace },
-            spec: { type: "NodePort", selector: p.selector, ports: [{ name: p.portName, port: p.port, targetPort: p.targetPort, protocol: p.protocol }] },
-          } as Service,
-        ]
-      : [],
-  );
+  const toCreate = plans
+    .filter((p): p is NodePortPlan => p.kind === "nodePort" && !existing.has(`${p.namespace}/${p.serviceName}`))
+    .map(
+      (p): Service => ({
+        metadata: { name: p.serviceName, namespace: p.namespace },
+        spec: { type: "NodePort", selector: p.selector, ports: [{ name: p.portName, port: p.port, targetPort: p.targetPort, protocol: p.protocol }] },
+      }),
+    );
   const untilEffective =
     mode === "deny" && probe && toCreate.length
       ? async () => {
