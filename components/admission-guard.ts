@@ -33,11 +33,15 @@ interface AdmissionGuardArgs {
 export class AdmissionGuard extends pulumi.ComponentResource {
   public readonly binding: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding;
   /**
-   * Known once both are applied (create or update) and the policy is in effect: why the update
-   * must fail (the API server's type check of the policy), or undefined. The program declares our
-   * NodePort Services only then, so `up` never creates them against the previous policy.
+   * This guard, once in effect: resources that must be admitted by the new policy (our NodePort
+   * Services) depend on it, so `up` never creates them against the previous policy.
    */
-  public readonly effective: pulumi.Output<string | undefined>;
+  public readonly effective: pulumi.Output<pulumi.Resource>;
+  /**
+   * Known once the guard is in effect: why the update must fail (the API server's type check
+   * flagged the policy, whose binding is then applied with [Warn] only), or undefined.
+   */
+  public readonly refusal: pulumi.Output<string | undefined>;
 
   constructor(name: string, args: AdmissionGuardArgs, opts?: pulumi.ComponentResourceOptions) {
     super("ui-exposure:admission:AdmissionGuard", name, { manifests: args.manifests }, opts);
@@ -56,8 +60,12 @@ export class AdmissionGuard extends pulumi.ComponentResource {
     // denies only when that check is clean: when it is not, the binding is applied with [Warn] (an
     // existing Deny binding is taken down to Warn, never kept) and the update fails (effective,
     // below). Invariant: never lock the cluster on our own mistake.
+    // Set before the binding is registered (its inputs wait for the check), read once its URN is
+    // known: URNs are known in every update, even when the engine skips the guard (`--target`)
+    // and the check never runs, which an output of the check would then never be.
+    let problem: string | undefined;
     const checked = pulumi.all([policyResource.metadata.name, policyResource.metadata.generation]).apply(async ([policyName]) => {
-      const problem = !pulumi.runtime.isDryRun() && args.untilTypeChecked ? await args.untilTypeChecked() : undefined;
+      problem = !pulumi.runtime.isDryRun() && args.untilTypeChecked ? await args.untilTypeChecked() : undefined;
       return { policyName, problem };
     });
     this.binding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
@@ -74,10 +82,11 @@ export class AdmissionGuard extends pulumi.ComponentResource {
     );
 
     // URNs resolve once the engine has applied both (create or update).
-    this.effective = pulumi.all([policyResource.urn, this.binding.urn, checked.problem]).apply(async ([, , problem]) => {
+    this.effective = pulumi.all([policyResource.urn, this.binding.urn]).apply(async (): Promise<pulumi.Resource> => {
       if (!problem && !pulumi.runtime.isDryRun() && args.untilEffective) await args.untilEffective();
-      return problem;
+      return this;
     });
+    this.refusal = this.effective.apply(() => problem);
 
     this.registerOutputs({ policy: policyResource, binding: this.binding });
   }

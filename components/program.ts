@@ -186,12 +186,14 @@ export async function declareStack(inputs: ProgramInputs) {
     live,
     withProvider(),
   );
-  // Our NodePort Services are declared only once the guard that must admit them is in effect. When
-  // the API server's type check of the policy failed (its binding then applied with [Warn]), the
-  // update fails here with that one message, none of them declared. A preview only plans the guard.
-  const refusal = guard && !pulumi.runtime.isDryRun() ? await resolved(guard.effective) : undefined;
+  // After a failed type check of the guard's policy (its binding applied with [Warn]), the update fails
+  // here with that one message, before any of our Services is declared. The SDK fails an update on
+  // an unhandled error or on the program's own rejection, not on pulumi.log.error (pulumi/pulumi#6090):
+  // the program rejects, so the engine shows the message alone, like every other refusal (asRunError).
+  const refusal = guard ? await resolved(guard.refusal) : undefined;
   if (refusal) throw new UserError(refusal);
 
+  // Our NodePort Services are created only once the guard that must admit them is in effect.
   const published = resolution.plans.map((plan): [string, pulumi.Output<EndpointRecord>] => {
     if (plan.kind === "hostPort") {
       const url = buildUrl(plan.scheme, plan.address, plan.hostPort);
@@ -203,7 +205,7 @@ export async function declareStack(inputs: ProgramInputs) {
     const decision = portToKeep(plan, lastEndpoints[plan.entry]?.nodePort, services);
     if (decision.keep === undefined && decision.note) pulumi.log.warn(decision.note);
     // The NodePort Service mirroring the portal waits for the portal: it must not outlive a failed portal Service.
-    const dependsOn = [...(guard ? [guard] : []), ...(portal && mirrorsPortal(plan) ? [portal] : [])];
+    const dependsOn = [...(portal && mirrorsPortal(plan) ? [portal] : []), ...(guard ? [guard.effective] : [])];
     const exposure = new NodePortExposure(
       plan.entry,
       {

@@ -116,6 +116,43 @@ describe("program: a policy the API server's type check flags fails the update",
   });
 });
 
+describe("program: a guard whose outputs stay unknown in an update (the engine skipped it, --target)", () => {
+  afterEach(() => pulumi.runtime.disconnect());
+
+  it("does not wait for a type check that never runs: the program finishes and declares our Services", async () => {
+    registered = [];
+    await pulumi.runtime.setMocks(
+      {
+        newResource: (args) => {
+          registered.push({ type: args.type, name: args.name, inputs: args.inputs });
+          const skipped = args.type.endsWith(":ValidatingAdmissionPolicy");
+          const state = skipped ? { ...args.inputs, metadata: { ...args.inputs.metadata, generation: pulumi.runtime.unknownValue } } : args.inputs;
+          return { id: `${args.name}-id`, state };
+        },
+        call: () => ({}),
+      },
+      "ui-exposure",
+      "test",
+      false,
+    );
+    // The engine answers a skipped step with Result SKIP: the SDK then keeps the unknowns it sends.
+    type Respond = (err: unknown, resp?: { setResult(r: number): void }) => void;
+    const monitor = pulumi.runtime.getMonitor() as unknown as { registerResource(req: { getType(): string }, respond: Respond): void };
+    const register = monitor.registerResource.bind(monitor);
+    monitor.registerResource = (req, respond) =>
+      register(req, (err, resp) => {
+        if (resp && req.getType().endsWith(":ValidatingAdmissionPolicy")) resp.setResult(2);
+        respond(err, resp);
+      });
+    const config = stackConfig({ "ui-exposure:admission": { mode: "deny" } });
+    const out = await declareStack({ projectDir, stack: "test", config, cluster: cluster() });
+    expect(out.contract).toBe("contract/endpoints.example.yaml");
+    // Registrations are RPCs: wait until every one the program started has reached the mocks.
+    await pulumi.runtime.disconnect();
+    expect(registered.filter((r) => r.type === "kubernetes:core/v1:Service").map((r) => r.name)).toEqual(["argocd-svc", "gitea-svc", "grafana-svc"]);
+  });
+});
+
 describe("component: the binding waits for the API server's type check of the policy (issue 23 #4)", () => {
   afterEach(() => pulumi.runtime.disconnect());
   const manifests = admissionManifests({
