@@ -1,7 +1,13 @@
+import * as path from "node:path";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { AdmissionManifests } from "../src/core/admission";
-import { kubernetesProviderOf } from "./kubernetes-provider";
+import { type AdmissionManifests, admissionManifests, admissionPolicyName, untilGuardAdmits, untilPolicyTypeChecked } from "../src/core/admission";
+import type { Contract } from "../src/core/contract/schema";
+import type { ClusterReader } from "../src/core/kube/cluster";
+import type { Service } from "../src/core/kube/types";
+import type { ExposurePlan, NodePortPlan } from "../src/core/plan";
+import type { Settings } from "../src/core/settings";
+import { kubernetesProviderOf, underEngine } from "./kubernetes-provider";
 
 interface AdmissionGuardArgs {
   /** The policy and binding generated from the contract (src/core/admission.ts). */
@@ -13,7 +19,7 @@ interface AdmissionGuardArgs {
   untilEffective?: () => Promise<void>;
   /**
    * Resolves once the API server has type-checked the policy just applied: undefined when clean,
-   * else why the binding must not be applied (it then fails the update before the binding).
+   * else why the update must fail (the binding is then applied with [Warn] only, see effective).
    * Called after every apply of the policy, never in a preview.
    */
   untilTypeChecked?: () => Promise<string | undefined>;
@@ -25,13 +31,17 @@ interface AdmissionGuardArgs {
  * `up`, removed by `destroy` (or by setting the mode to off).
  */
 export class AdmissionGuard extends pulumi.ComponentResource {
-  public readonly policy: k8s.admissionregistration.v1.ValidatingAdmissionPolicy;
   public readonly binding: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding;
   /**
    * This guard, once in effect: resources that must be admitted by the new policy (our NodePort
    * Services) depend on it, so `up` never creates them against the previous policy.
    */
   public readonly effective: pulumi.Output<pulumi.Resource>;
+  /**
+   * Known once the guard is in effect: why the update must fail (the API server's type check
+   * flagged the policy, whose binding is then applied with [Warn] only), or undefined.
+   */
+  public readonly refusal: pulumi.Output<string | undefined>;
 
   constructor(name: string, args: AdmissionGuardArgs, opts?: pulumi.ComponentResourceOptions) {
     super("ui-exposure:admission:AdmissionGuard", name, { manifests: args.manifests }, opts);
@@ -40,7 +50,7 @@ export class AdmissionGuard extends pulumi.ComponentResource {
     // Both are ui-exposure's alone: after a hand edit, `up` takes the fields back.
     const annotations = { "pulumi.com/patchForce": "true" };
 
-    this.policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+    const policyResource = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
       `${name}-policy`,
       { metadata: { ...policy.metadata, annotations }, spec: policy.spec },
       // Cluster-scoped with a fixed name (drift reads it back): a replacement deletes first.
@@ -50,8 +60,12 @@ export class AdmissionGuard extends pulumi.ComponentResource {
     // denies only when that check is clean: when it is not, the binding is applied with [Warn] (an
     // existing Deny binding is taken down to Warn, never kept) and the update fails (effective,
     // below). Invariant: never lock the cluster on our own mistake.
-    const checked = pulumi.all([this.policy.metadata.name, this.policy.metadata.generation]).apply(async ([policyName]) => {
-      const problem = !pulumi.runtime.isDryRun() && args.untilTypeChecked ? await args.untilTypeChecked() : undefined;
+    // Set before the binding is registered (its inputs wait for the check), read once its URN is
+    // known: URNs are known in every update, even when the engine skips the guard (`--target`)
+    // and the check never runs, which an output of the check would then never be.
+    let problem: string | undefined;
+    const checked = pulumi.all([policyResource.metadata.name, policyResource.metadata.generation]).apply(async ([policyName]) => {
+      problem = !pulumi.runtime.isDryRun() && args.untilTypeChecked ? await args.untilTypeChecked() : undefined;
       return { policyName, problem };
     });
     this.binding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
@@ -64,20 +78,64 @@ export class AdmissionGuard extends pulumi.ComponentResource {
           validationActions: checked.problem.apply((problem) => (problem ? ["Warn"] : binding.spec.validationActions)),
         },
       },
-      { parent: this, provider, deleteBeforeReplace: true, dependsOn: [this.policy] },
+      { parent: this, provider, deleteBeforeReplace: true, dependsOn: [policyResource] },
     );
 
     // URNs resolve once the engine has applied both (create or update).
-    // Once the binding is applied (with [Warn] after a failed type check), the update fails with the
-    // one message: our Services, which depend on this, are not created. The SDK fails an update only
-    // on an unhandled error (pulumi.log.error does not: pulumi/pulumi#6090), and an after-hook's error
-    // is a warning; a ResourceError is printed without a stack trace.
-    this.effective = pulumi.all([this.policy.urn, this.binding.urn, checked.problem]).apply(async ([, , problem]): Promise<pulumi.Resource> => {
-      if (problem) throw new pulumi.ResourceError(problem, this);
-      if (!pulumi.runtime.isDryRun() && args.untilEffective) await args.untilEffective();
+    this.effective = pulumi.all([policyResource.urn, this.binding.urn]).apply(async (): Promise<pulumi.Resource> => {
+      if (!problem && !pulumi.runtime.isDryRun() && args.untilEffective) await args.untilEffective();
       return this;
     });
+    this.refusal = this.effective.apply(() => problem);
 
-    this.registerOutputs({ policy: this.policy, binding: this.binding });
+    this.registerOutputs({ policy: policyResource, binding: this.binding });
   }
+}
+
+/** The exposure guard at admission, when the stack's mode is not off (src/core/admission.ts). */
+export function guardAdmission(
+  settings: Settings,
+  stack: { stack: string; projectDir: string; contract: Contract; contractFile: string; selected: string[] },
+  cluster: ClusterReader,
+  plans: readonly ExposurePlan[],
+  existing: ReadonlyMap<string, unknown>,
+  opts?: pulumi.ComponentResourceOptions,
+): AdmissionGuard | undefined {
+  const { mode, failurePolicy } = settings.admission;
+  if (mode === "off") return undefined;
+  const { projectDir, contractFile, ...rest } = stack;
+  // Named relative to the project, as `exposure drift` does, whatever the working directory.
+  const contractInProject = path.relative(projectDir, path.resolve(contractFile));
+  const manifests = admissionManifests({ ...rest, contractFile: contractInProject, allowlist: settings.allowlist, mode, failurePolicy });
+  const policyName = manifests.policy.metadata.name;
+  const probe = cluster.dryRunCreateService?.bind(cluster);
+  // Only `deny` can refuse our own Services, and only those still to be created can meet the old policy.
+  const toCreate = plans
+    .filter((p): p is NodePortPlan => p.kind === "nodePort" && !existing.has(`${p.namespace}/${p.serviceName}`))
+    .map(
+      (p): Service => ({
+        metadata: { name: p.serviceName, namespace: p.namespace },
+        spec: { type: "NodePort", selector: p.selector, ports: [{ name: p.portName, port: p.port, targetPort: p.targetPort, protocol: p.protocol }] },
+      }),
+    );
+  const untilEffective =
+    mode === "deny" && probe && toCreate.length
+      ? async () => {
+          const refused = await untilGuardAdmits(probe, toCreate, policyName, { timeoutMs: 30_000, intervalMs: 250 });
+          if (refused.length) pulumi.log.warn(`the exposure guard ${admissionPolicyName(stack.stack)} still refuses ${refused.join(", ")} after 30s`);
+        }
+      : undefined;
+  // Under the real engine only: the policy just applied is read back from the cluster (a snapshot under mocks has none).
+  const untilTypeChecked = underEngine()
+    ? async () => {
+        const problem = await untilPolicyTypeChecked(cluster, policyName, { timeoutMs: 60_000, intervalMs: 500 });
+        // Only `deny` refuses: warn and audit are applied anyway, and say it.
+        if (problem && mode !== "deny") {
+          pulumi.log.warn(problem);
+          return undefined;
+        }
+        return problem;
+      }
+    : undefined;
+  return new AdmissionGuard("admission", { manifests, ...(untilEffective ? { untilEffective } : {}), ...(untilTypeChecked ? { untilTypeChecked } : {}) }, opts);
 }

@@ -4,10 +4,6 @@ import { releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumPlan, type CiliumReleasePlan, type CiliumSummary, ciliumSummary } from "../src/core/cilium/plan";
 import { kubernetesProviderOf } from "./kubernetes-provider";
 
-interface CiliumArgs {
-  plan: CiliumPlan;
-}
-
 /** Release arguments; `name` and `namespace` are always explicit (see src/core/cilium/adopt.ts). */
 export function releaseArgs(r: CiliumReleasePlan): k8s.helm.v3.ReleaseArgs {
   return {
@@ -45,7 +41,7 @@ export class Cilium extends pulumi.ComponentResource {
   public readonly release?: k8s.helm.v3.Release;
   public readonly summary: pulumi.Output<CiliumSummary>;
 
-  constructor(name: string, args: CiliumArgs, opts?: pulumi.ComponentResourceOptions) {
+  constructor(name: string, args: { plan: CiliumPlan }, opts?: pulumi.ComponentResourceOptions) {
     // Recorded inputs: the mode and the release only. The observed coexisting objects change
     // with the cluster and would otherwise show as a component diff in every drift check.
     super("ui-exposure:cilium:Cilium", name, { mode: args.plan.mode, ...(args.plan.mode === "l4" ? { release: args.plan.release } : {}) }, opts);

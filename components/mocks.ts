@@ -1,5 +1,5 @@
-// The one set of Pulumi mocks: `exposure render`, the unit tests and the benchmarks run the real
-// program against it. It answers like the API server where the program depends on the answer
+// The one set of Pulumi mocks: `exposure render` and the unit tests run the real program against
+// it. It answers like the API server where the program depends on the answer
 // (ids, auto-names, allocated nodePorts) and records every registration.
 import * as pulumi from "@pulumi/pulumi";
 import { RELEASE_TYPE } from "../src/core/cilium/adopt";
@@ -8,7 +8,6 @@ import type { Service } from "../src/core/kube/types";
 import { PROJECT } from "../src/core/settings";
 
 export interface RegisteredResource {
-  /** Type token, e.g. `kubernetes:core/v1:Service`. */
   type: string;
   /** Resource name in the program (not metadata.name). */
   name: string;
@@ -19,7 +18,6 @@ export interface RegisteredResource {
 
 interface MockOptions {
   stack: string;
-  /** Run as a preview (`pulumi.runtime.isDryRun()`). */
   preview?: boolean;
   /**
    * Services already in the cluster ("namespace/name"): a registered Service of the same name
@@ -27,28 +25,15 @@ interface MockOptions {
    */
   existing?: ReadonlyMap<string, Service>;
   /**
-   * How a new NodePort Service's ports get a nodePort: `allocate` numbers them from
-   * `firstNodePort` on (as an `up` would), `pending` leaves them without one (what is known
-   * before the create: `exposure render` never invents a port).
+   * How a new NodePort Service's ports get a nodePort: `allocate` numbers them from 31000 on
+   * (as an `up` would), `pending` leaves them without one (what is known before the create:
+   * `exposure render` never invents a port).
    */
   nodePorts?: "allocate" | "pending";
-  firstNodePort?: number;
-  /** Keep each registration in `resources` (default true; the benchmarks only count them). */
-  record?: boolean;
-}
-
-interface MockRecording {
-  resources: RegisteredResource[];
-  count: number;
 }
 
 const NODE_PORT_MIN = 30000;
 const NODE_PORT_RANGE = 2768;
-
-interface Metadata {
-  name?: string;
-  namespace?: string;
-}
 
 /** `kubernetes:core/v1:Service` -> { apiVersion: "v1", kind: "Service" }. */
 export function manifestTypeOf(token: string): { apiVersion: string; kind: string } | undefined {
@@ -63,24 +48,21 @@ export function manifestTypeOf(token: string): { apiVersion: string; kind: strin
  * Replaces Pulumi's runtime with mocks for one program run; call
  * `pulumi.runtime.disconnect()` after the run so every registration has finished.
  */
-export async function useProgramMocks(opts: MockOptions): Promise<MockRecording> {
-  const recording: MockRecording = { resources: [], count: 0 };
+export async function useProgramMocks(opts: MockOptions): Promise<{ resources: RegisteredResource[] }> {
+  const recording = { resources: [] as RegisteredResource[] };
   const allocate = (opts.nodePorts ?? "allocate") === "allocate";
-  let next = (opts.firstNodePort ?? 31000) - NODE_PORT_MIN;
+  let next = 31000 - NODE_PORT_MIN;
 
   await pulumi.runtime.setMocks(
     {
       newResource: (args) => {
         const inputs = args.inputs as Record<string, unknown>;
-        recording.count++;
-        if (opts.record !== false) {
-          const provider = args.provider ? /::([^:]+)::[^:]*$/.exec(args.provider)?.[1] : undefined;
-          recording.resources.push({ type: args.type, name: args.name, inputs, ...(provider ? { provider } : {}) });
-        }
+        const provider = args.provider ? /::([^:]+)::[^:]*$/.exec(args.provider)?.[1] : undefined;
+        recording.resources.push({ type: args.type, name: args.name, inputs, ...(provider ? { provider } : {}) });
         if (args.type === RELEASE_TYPE) return { id: `${inputs.namespace}/${inputs.name}`, state: inputs };
         const type = manifestTypeOf(args.type);
         if (!type) return { id: `${args.name}-id`, state: inputs };
-        const meta = (inputs.metadata ?? {}) as Metadata;
+        const meta = (inputs.metadata ?? {}) as { name?: string; namespace?: string };
         // Auto-naming, as the provider does it.
         const name = meta.name ?? `${args.name}-abc123`;
         const manifest = { ...type, ...inputs, metadata: { ...meta, name } };

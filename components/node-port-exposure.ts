@@ -1,9 +1,9 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION, STACK_LABEL } from "../src/core/kube/types";
+import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION, type Service, STACK_LABEL } from "../src/core/kube/types";
 import { buildUrl, entryService, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
-import { publishedByAnotherStack } from "../src/core/stack-label";
-import { importableService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
+import { labelledStack, publishedByAnotherStack } from "../src/core/stack-label";
+import { fixedNameService, kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface NodePortExposureArgs {
   plan: NodePortPlan;
@@ -12,17 +12,13 @@ export interface NodePortExposureArgs {
   /** The stack, named in the adoption command of a refused takeover. */
   stack: string;
   /**
-   * Whether `<entry>-nodeport` existed when the cluster was read. Creating it then would take
-   * over a Service this stack did not create (the provider's server-side apply upserts): the
-   * create is refused. It also says whether a preview's port is real or a dry-run allocation.
+   * `<entry>-nodeport` as the cluster was read, if it existed. Creating it then would take over a
+   * Service this stack did not create (the provider's server-side apply upserts): the create is
+   * refused. It also says whether a preview's port is real or a dry-run allocation.
    */
-  existsInCluster: boolean;
-  /** The stack the existing Service is labelled as published by (STACK_LABEL), named in the refusal. */
-  heldBy?: string;
+  existing?: Service;
   /** The nodePort published by the last `up` and still free: asked for again (stable ports). */
   keepNodePort?: number;
-  /** False under Pulumi's unit-test mocks, which cannot register resource hooks. */
-  hooks: boolean;
 }
 
 /**
@@ -39,8 +35,6 @@ export interface NodePortExposureArgs {
  */
 export class NodePortExposure extends pulumi.ComponentResource {
   public readonly service: k8s.core.v1.Service;
-  /** Holds the nodePort (field owner of `spec.ports[].nodePort`). */
-  public readonly portHold: k8s.core.v1.ServicePatch;
   /** The nodePort, as returned by the API server after create/update. */
   public readonly nodePort: pulumi.Output<number | undefined>;
   public readonly url: pulumi.Output<string>;
@@ -84,10 +78,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
       {
         parent: this,
         provider,
-        // The name is fixed, so a replacement must delete the old Service first.
-        deleteBeforeReplace: true,
-        ...importableService(),
-        ...refuseTakeover(name, args.existsInCluster ? existingServiceRefusal(plan, args) : undefined, args.hooks),
+        ...fixedNameService(name, args.existing && existingServiceRefusal(plan, args.stack, labelledStack(args.existing))),
       },
     );
 
@@ -95,10 +86,11 @@ export class NodePortExposure extends pulumi.ComponentResource {
     // which the real create will not reuse; and a dry-run patch of a Service that does not
     // exist yet would fail. The port is then unknown in the preview (shown as computed), and
     // the URL shows the port that will be asked for, or none.
-    const provisional = pulumi.runtime.isDryRun() && !args.existsInCluster;
+    const provisional = pulumi.runtime.isDryRun() && !args.existing;
     const allocated = this.service.spec.ports.apply((ports) => ports?.find((p) => p.name === plan.portName)?.nodePort || undefined);
     const wanted: pulumi.Input<number | undefined> = provisional ? (pulumi.unknown as unknown as number) : (args.keepNodePort ?? allocated);
-    this.portHold = new k8s.core.v1.ServicePatch(
+    // Holds the nodePort (field owner of `spec.ports[].nodePort`).
+    const portHold = new k8s.core.v1.ServicePatch(
       `${name}-port`,
       {
         metadata: {
@@ -116,16 +108,14 @@ export class NodePortExposure extends pulumi.ComponentResource {
 
     this.nodePort = provisional
       ? pulumi.output(args.keepNodePort)
-      : this.portHold.spec.apply((spec) => spec?.ports?.find((p) => p.port === plan.port)?.nodePort || undefined);
+      : portHold.spec.apply((spec) => spec?.ports?.find((p) => p.port === plan.port)?.nodePort || undefined);
     this.url = this.nodePort.apply((port) => buildUrl(plan.scheme, args.nodeAddress, port));
 
-    this.registerOutputs({ service: this.service, portHold: this.portHold, nodePort: this.nodePort, url: this.url });
+    this.registerOutputs({ service: this.service, portHold, nodePort: this.nodePort, url: this.url });
   }
 }
 
 /** Why an existing `<entry>-nodeport` is not created over: another stack's (by its label), or nobody's we know. */
-function existingServiceRefusal(plan: NodePortPlan, args: Pick<NodePortExposureArgs, "stack" | "heldBy">): string {
-  return args.heldBy !== undefined && args.heldBy !== args.stack
-    ? publishedByAnotherStack(plan, args.stack, args.heldBy)
-    : takeoverRefusal(entryService(plan), args.stack);
+function existingServiceRefusal(plan: NodePortPlan, stack: string, heldBy: string | undefined): string {
+  return heldBy !== undefined && heldBy !== stack ? publishedByAnotherStack(plan, stack, heldBy) : takeoverRefusal(entryService(plan), stack);
 }

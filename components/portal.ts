@@ -19,7 +19,7 @@ import {
   selectsHostPort,
 } from "../src/core/portal/spec";
 import type { Allowlist, PortalSettings, Settings } from "../src/core/settings";
-import { importableService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
+import { fixedNameService, kubernetesProviderOf, refuseTakeover } from "./kubernetes-provider";
 
 export interface PortalArgs {
   /** The server bundle, built by the program before any resource is declared (it can fail). */
@@ -29,7 +29,6 @@ export interface PortalArgs {
   contract: Contract;
   /** The stack's selection (`ui-exposure:entries`), so the portal shows what the stack publishes. */
   entries: Settings["entries"];
-  /** The stack's pinned node address, if any. */
   nodeAddress?: string;
   stack: string;
   /**
@@ -39,10 +38,6 @@ export interface PortalArgs {
   namespaceRefusal?: string;
   /** Why creating the Service `portal` would take over one this stack did not create, if it exists. */
   serviceRefusal?: string;
-  /** Why creating the published-outputs ConfigMap would take over one this stack did not create, if it exists. */
-  publishedRefusal?: string;
-  /** False under Pulumi's unit-test mocks, which cannot register resource hooks. */
-  hooks: boolean;
   /** Monitoring on: the stack's allowlist, so the portal runs the audit for /metrics (and may list Pods). */
   audit?: Allowlist;
 }
@@ -55,22 +50,14 @@ export interface PortalArgs {
  */
 export class Portal extends pulumi.ComponentResource {
   public readonly namespace: pulumi.Output<string>;
-  public readonly service: k8s.core.v1.Service;
-  public readonly deployment: k8s.apps.v1.Deployment;
-  public readonly clusterRole: k8s.rbac.v1.ClusterRole;
-  /** sha256 of the server bundle running in the pod. */
-  public readonly bundleSha256: string;
-  /** For portalPublished(): why its ConfigMap must not be created (one exists that is not ours). */
-  public readonly publishedRefusal: string | undefined;
 
   constructor(name: string, args: PortalArgs, opts?: pulumi.ComponentResourceOptions) {
-    // Recorded inputs: what defines the portal, not what was observed (the refusal, the hooks switch).
+    // Recorded inputs: what defines the portal, not what was observed (the refusals).
     // The bundle is left out too: 0.5 MB of gzip has no place in the state.
-    const { namespaceRefusal, serviceRefusal, publishedRefusal, hooks, bundle, ...recorded } = args;
+    const { namespaceRefusal, serviceRefusal, bundle, ...recorded } = args;
     super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;
     const provider = kubernetesProviderOf(opts, `Portal ${name}`);
-    this.bundleSha256 = bundle.sha256;
     // Only where `up` would otherwise wait on pods that can never start (no kubelet).
     const awaitAnnotations = settings.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;
 
@@ -85,7 +72,7 @@ export class Portal extends pulumi.ComponentResource {
             // Others may put objects in it once it exists: neither `destroy` nor turning
             // createNamespace off ever deletes it (and everything in it); remove it by hand once empty.
             retainOnDelete: true,
-            ...refuseTakeover(`${name}-ns`, namespaceRefusal, hooks),
+            ...refuseTakeover(`${name}-ns`, namespaceRefusal),
           },
         )
       : undefined;
@@ -95,7 +82,7 @@ export class Portal extends pulumi.ComponentResource {
 
     const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: { namespace, labels: { ...PORTAL_LABELS } } }, { parent: this, provider });
 
-    this.clusterRole = new k8s.rbac.v1.ClusterRole(
+    const clusterRole = new k8s.rbac.v1.ClusterRole(
       `${name}-reader`,
       {
         metadata: { labels: { ...PORTAL_LABELS } },
@@ -107,7 +94,7 @@ export class Portal extends pulumi.ComponentResource {
       `${name}-reader`,
       {
         metadata: { labels: { ...PORTAL_LABELS } },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: this.clusterRole.metadata.name },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole.metadata.name },
         subjects: [{ kind: "ServiceAccount", name: account.metadata.name, namespace }],
       },
       { parent: this, provider },
@@ -137,7 +124,7 @@ export class Portal extends pulumi.ComponentResource {
     ];
     const probe = { httpGet: { path: "/healthz", port: PORTAL_PORT_NAME }, timeoutSeconds: 2 };
 
-    this.deployment = new k8s.apps.v1.Deployment(
+    const deployment = new k8s.apps.v1.Deployment(
       `${name}-deployment`,
       {
         metadata: { namespace, labels: { ...PORTAL_LABELS }, ...(awaitAnnotations ? { annotations: awaitAnnotations } : {}) },
@@ -188,7 +175,7 @@ export class Portal extends pulumi.ComponentResource {
     );
 
     const spec = portalService(settings.namespace);
-    this.service = new k8s.core.v1.Service(
+    const service = new k8s.core.v1.Service(
       `${name}-svc`,
       {
         // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, and the
@@ -207,19 +194,10 @@ export class Portal extends pulumi.ComponentResource {
           ports: (spec.spec?.ports ?? []).map((p) => ({ name: p.name, port: p.port, targetPort: p.targetPort ?? p.port, protocol: p.protocol ?? "TCP" })),
         },
       },
-      // Fixed name: a replacement must delete the old Service first.
-      { parent: this, provider, deleteBeforeReplace: true, ...importableService(), ...refuseTakeover(`${name}-svc`, serviceRefusal, hooks) },
+      { parent: this, provider, ...fixedNameService(`${name}-svc`, serviceRefusal) },
     );
 
-    this.publishedRefusal = hooks ? publishedRefusal : undefined;
-
-    this.registerOutputs({
-      namespace: this.namespace,
-      service: this.service,
-      deployment: this.deployment,
-      clusterRole: this.clusterRole,
-      bundleSha256: this.bundleSha256,
-    });
+    this.registerOutputs({ namespace: this.namespace, service, deployment, clusterRole, bundleSha256: bundle.sha256 });
   }
 }
 
@@ -231,7 +209,7 @@ export class Portal extends pulumi.ComponentResource {
  */
 export function portalPublished(
   name: string,
-  args: { portal: Portal; endpoints: pulumi.Input<Record<string, unknown>> },
+  args: { portal: Portal; endpoints: pulumi.Input<Record<string, unknown>>; refusal: string | undefined },
   opts?: pulumi.CustomResourceOptions,
 ): k8s.core.v1.ConfigMap {
   return new k8s.core.v1.ConfigMap(
@@ -241,6 +219,6 @@ export function portalPublished(
       data: { [PORTAL_PUBLISHED.file]: pulumi.output(args.endpoints).apply((e) => JSON.stringify(e)) },
     },
     // A fixed name (the Deployment names it): a replacement deletes first.
-    { ...opts, deleteBeforeReplace: true, ...refuseTakeover(name, args.portal.publishedRefusal, true) },
+    { ...opts, deleteBeforeReplace: true, ...refuseTakeover(name, args.refusal) },
   );
 }

@@ -4,18 +4,19 @@ import { LiveClusterReader } from "../src/adapters/kube-live";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import { openStack } from "../src/adapters/stack-inputs";
 import { admissionApiProblem } from "../src/core/admission";
-import { type CiliumSummary, ciliumReads, planCilium } from "../src/core/cilium/plan";
+import { ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
-import { recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
+import { type PublishedRecord, recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "../src/core/monitoring";
 import type { PublishedEndpoints } from "../src/core/observe";
-import { buildUrl, type ExposurePlan, type NodeChoice, portToKeep, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
+import { buildUrl, type ExposurePlan, portToKeep, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
 import { isPortalService, namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
-import { labelledStack } from "../src/core/stack-label";
-import { guardAdmission } from "./admission";
+import { guardAdmission } from "./admission-guard";
 import { Cilium } from "./cilium";
+import { underEngine } from "./kubernetes-provider";
+import { resolved } from "./mocks";
 import { Monitoring } from "./monitoring";
 import { NodePortExposure } from "./node-port-exposure";
 import { Portal, portalPublished } from "./portal";
@@ -31,30 +32,19 @@ export interface ProgramInputs {
   /** Where to read the cluster; default: the live API through the stack's kube context. */
   cluster?: ClusterReader;
   /**
-   * The `endpoints` output of the last `up` (stable ports); default: read through a
-   * StackReference to this same stack. Render and the unit tests pass their own.
-   */
-  lastEndpoints?: () => Promise<PublishedEndpoints>;
-  /**
    * The uid of each Service and ConfigMap this stack's state held when `up` started;
    * default: read from the engine before any resource is declared (so before the refresh
-   * re-reads them by name). Render and the unit tests pass their own.
+   * re-reads them by name). The unit tests pass their own.
    */
   stateUids?: () => Promise<StateUids>;
 }
 
-/** One record per published entry, as stack output. */
-export interface EndpointRecord {
+/** One record per published entry, as stack output (read back as a PublishedRecord). */
+interface EndpointRecord extends PublishedRecord {
   exposure: "nodePort" | "hostPort";
   namespace: string;
   /** The vendored Service mirrored (nodePort entries). */
   mirrors?: string;
-  /** Our NodePort Service (nodePort entries). */
-  service?: string;
-  /** Its uid: what proves, outside the engine, that the Service is the one this stack created. */
-  uid?: string;
-  nodePort?: number;
-  hostPort?: number;
   /** Pod and node holding the hostPort (hostPort entries). */
   pod?: string;
   node?: string;
@@ -67,24 +57,17 @@ export interface EndpointRecord {
  */
 export const PROGRAM_READ_TIMEOUT_MS = 5_000;
 
-export interface StackOutputs {
-  urls: pulumi.Output<Record<string, string>>;
-  node: NodeChoice;
-  endpoints: pulumi.Output<Record<string, EndpointRecord>>;
-  cilium: pulumi.Output<CiliumSummary>;
-  contract: string;
-}
-
 /**
  * The whole stack. Everything is validated and observed before the first resource is
  * declared, so an invalid contract, a missing Service or a failed guard changes nothing.
  */
-export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs> {
+export async function declareStack(inputs: ProgramInputs) {
   const { config, settings, contract, contractFile, selected, selectedEntries } = openStack(inputs);
   const target = stackKubeTarget(inputs.stack, config);
   const cluster = inputs.cluster ?? (await LiveClusterReader.connect({ ...target, timeoutMs: PROGRAM_READ_TIMEOUT_MS }));
   const needPods = selectedEntries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
+  const portalNamespace = settings.portal.namespace;
   // One list call per kind, in parallel, whatever the number of entries.
   const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap] = await Promise.all([
     cluster.listServices(),
@@ -93,8 +76,8 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     reads.configMap ? cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name) : Promise.resolve(undefined),
     cluster.listCustom(LB_IP_POOLS),
     cluster.listCustom(GATEWAYS),
-    inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
-    settings.portal.enabled ? cluster.getConfigMap(settings.portal.namespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
+    underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
+    settings.portal.enabled ? cluster.getConfigMap(portalNamespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
   ]);
   // Only once an up has completed: the engine cannot read the state of a stack that has none yet.
   const stateUids = inputs.stateUids
@@ -106,8 +89,8 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
   // before anything exists: the contract entry mirroring it is planned from the spec the Portal
   // component will create (the same pure function builds both), so enabling the portal and
-  // publishing it takes one `up`. The component goes first in the dependency order (see publish).
-  const planned = settings.portal.enabled ? withStackServices(services, [portalService(settings.portal.namespace)]) : services;
+  // publishing it takes one `up`. The component goes first in the dependency order (see below).
+  const planned = settings.portal.enabled ? withStackServices(services, [portalService(portalNamespace)]) : services;
   const resolution = resolveExposures(selectedEntries, { services: planned, nodes, pods }, settings.nodeAddress, {
     allowKubeSystem: settings.allowKubeSystem,
   });
@@ -126,11 +109,12 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   // Ownership by state: a Service of ours the state holds, re-created by hand since, is refused
   // before anything is declared (the refresh would read it by name and the update take it over).
   const live = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+  const portalKey = `${portalNamespace}/${PORTAL_SERVICE_NAME}`;
   const fixedNames: [string, string][] = [
     ...("plans" in resolution
       ? resolution.plans.flatMap((p): [string, string][] => (p.kind === "nodePort" ? [[`entry '${p.entry}'`, `${p.namespace}/${p.serviceName}`]] : []))
       : []),
-    ...(settings.portal.enabled ? [["portal", `${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`] as [string, string]] : []),
+    ...(settings.portal.enabled ? [["portal", portalKey] as [string, string]] : []),
   ];
   const recreated = fixedNames.flatMap(([what, key]) => recreatedProblem(what, live.get(key), stateUids.services.get(key)) ?? []);
   // The ServiceMonitor and PrometheusRule need the Prometheus Operator's CRDs: a preview says so.
@@ -148,11 +132,6 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
-  const observedServices = new Set(services.map((s) => `${s.metadata.namespace}/${s.metadata.name}`));
-  // Only to name, in a refusal, the stack a Service is labelled as published by.
-  const labelledStacks = new Map(
-    services.flatMap((s) => (labelledStack(s) ? [[`${s.metadata.namespace}/${s.metadata.name}`, labelledStack(s) as string] as const] : [])),
-  );
   // The last thing that can fail, built before the first resource is declared: a failed bundle
   // must not leave the Cilium component (or anything) registered, i.e. `up` half-applied.
   const portalBundle = settings.portal.enabled ? bundlePortalServer() : undefined;
@@ -162,6 +141,12 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   const kubernetes = new k8s.Provider("kubernetes", target);
   const withProvider = (opts?: pulumi.ComponentResourceOptions): pulumi.ComponentResourceOptions => ({ ...opts, providers: [kubernetes] });
   const cilium = new Cilium("cilium", { plan: ciliumPlan }, withProvider());
+  // A takeover is refused only for an object the state does not hold: the engine also runs the
+  // create hook when it replaces one of ours (a ConfigMap whose data changed is replaced).
+  const portalRefusal = (kind: "Service" | "ConfigMap", resourceName: string, name: string, exists: boolean, held: StateUids[keyof StateUids]) =>
+    exists && !held.has(`${portalNamespace}/${name}`)
+      ? takeoverRefusal({ what: "portal", kind, resourceName, namespace: portalNamespace, name }, inputs.stack)
+      : undefined;
   const portal = portalBundle
     ? new Portal(
         "portal-server",
@@ -173,33 +158,8 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
           stack: inputs.stack,
           nodeAddress: settings.nodeAddress,
           ...(settings.monitoring.enabled ? { audit: settings.allowlist } : {}),
-          ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(settings.portal.namespace, services) } : {}),
-          // A takeover is refused only for an object the state does not hold: the engine also runs the
-          // create hook when it replaces one of ours (a ConfigMap whose data changed is replaced).
-          ...(observedServices.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`) &&
-          !stateUids.services.has(`${settings.portal.namespace}/${PORTAL_SERVICE_NAME}`)
-            ? {
-                serviceRefusal: takeoverRefusal(
-                  { what: "portal", kind: "Service", resourceName: "portal-server-svc", namespace: settings.portal.namespace, name: PORTAL_SERVICE_NAME },
-                  inputs.stack,
-                ),
-              }
-            : {}),
-          ...(publishedConfigMap && !stateUids.configMaps.has(`${settings.portal.namespace}/${PORTAL_PUBLISHED.configMap}`)
-            ? {
-                publishedRefusal: takeoverRefusal(
-                  {
-                    what: "portal",
-                    kind: "ConfigMap",
-                    resourceName: "portal-server-published",
-                    namespace: settings.portal.namespace,
-                    name: PORTAL_PUBLISHED.configMap,
-                  },
-                  inputs.stack,
-                ),
-              }
-            : {}),
-          hooks: underEngine(),
+          ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(portalNamespace, services) } : {}),
+          serviceRefusal: portalRefusal("Service", "portal-server-svc", PORTAL_SERVICE_NAME, live.has(portalKey), stateUids.services),
         },
         withProvider(),
       )
@@ -208,48 +168,74 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   if (portal && settings.monitoring.enabled) {
     new Monitoring(
       "monitoring",
-      { target: { namespace: settings.portal.namespace, release: settings.monitoring.release, stack: inputs.stack }, namespace: portal.namespace },
+      { target: { namespace: portalNamespace, release: settings.monitoring.release, stack: inputs.stack }, namespace: portal.namespace },
       withProvider({ dependsOn: [portal] }),
     );
   }
-  const mirrorsPortal = (plan: ExposurePlan) =>
-    plan.kind === "nodePort" && isPortalService({ namespace: plan.namespace, name: plan.mirrors }, settings.portal.namespace);
+  const mirrorsPortal = (plan: ExposurePlan) => plan.kind === "nodePort" && isPortalService({ namespace: plan.namespace, name: plan.mirrors }, portalNamespace);
   if (portal && !resolution.plans.some(mirrorsPortal)) {
     pulumi.log.warn(
-      `the portal is deployed but not published: no selected contract entry mirrors Service ${settings.portal.namespace}/${PORTAL_SERVICE_NAME} port http (add it to the contract and ui-exposure:entries)`,
+      `the portal is deployed but not published: no selected contract entry mirrors Service ${portalKey} port http (add it to the contract and ui-exposure:entries)`,
     );
   }
-  // The NodePort Service mirroring the portal waits for the portal: it must not outlive a failed portal Service.
   const guard = guardAdmission(
     settings,
     { stack: inputs.stack, projectDir: inputs.projectDir, contract, contractFile, selected },
     cluster,
     resolution.plans,
-    observedServices,
+    live,
     withProvider(),
-    underEngine(),
   );
+  // After a failed type check of the guard's policy (its binding applied with [Warn]), the update fails
+  // here with that one message, before any of our Services is declared. The SDK fails an update on
+  // an unhandled error or on the program's own rejection, not on pulumi.log.error (pulumi/pulumi#6090):
+  // the program rejects, so the engine shows the message alone, like every other refusal (asRunError).
+  const refusal = guard ? await resolved(guard.refusal) : undefined;
+  if (refusal) throw new UserError(refusal);
+
   // Our NodePort Services are created only once the guard that must admit them is in effect.
-  const published = resolution.plans.map((plan) => {
-    let keepNodePort: number | undefined;
-    if (plan.kind === "nodePort") {
-      const decision = portToKeep(plan, lastEndpoints[plan.entry]?.nodePort, services);
-      if (decision.keep === undefined && decision.note) pulumi.log.warn(decision.note);
-      keepNodePort = decision.keep;
+  const published = resolution.plans.map((plan): [string, pulumi.Output<EndpointRecord>] => {
+    if (plan.kind === "hostPort") {
+      const url = buildUrl(plan.scheme, plan.address, plan.hostPort);
+      return [
+        plan.entry,
+        pulumi.output({ exposure: "hostPort" as const, namespace: plan.namespace, hostPort: plan.hostPort, pod: plan.pod, node: plan.node, url }),
+      ];
     }
+    const decision = portToKeep(plan, lastEndpoints[plan.entry]?.nodePort, services);
+    if (decision.keep === undefined && decision.note) pulumi.log.warn(decision.note);
+    // The NodePort Service mirroring the portal waits for the portal: it must not outlive a failed portal Service.
     const dependsOn = [...(portal && mirrorsPortal(plan) ? [portal] : []), ...(guard ? [guard.effective] : [])];
-    return publish(plan, resolution.node, {
-      stack: inputs.stack,
-      existing: observedServices,
-      heldBy: labelledStacks,
-      ...(keepNodePort !== undefined ? { keepNodePort } : {}),
-      opts: withProvider(dependsOn.length ? { dependsOn } : undefined),
-    });
+    const exposure = new NodePortExposure(
+      plan.entry,
+      {
+        plan,
+        nodeAddress: resolution.node.address,
+        stack: inputs.stack,
+        existing: live.get(`${plan.namespace}/${plan.serviceName}`),
+        ...(decision.keep !== undefined ? { keepNodePort: decision.keep } : {}),
+      },
+      withProvider(dependsOn.length ? { dependsOn } : undefined),
+    );
+    const record = pulumi.all([exposure.nodePort, exposure.url, exposure.service.metadata.uid]).apply(([nodePort, url, uid]) => ({
+      exposure: "nodePort" as const,
+      namespace: plan.namespace,
+      mirrors: plan.mirrors,
+      service: plan.serviceName,
+      // What proves, outside the engine, that the Service is the one this stack created.
+      ...(uid ? { uid } : {}),
+      ...(nodePort !== undefined ? { nodePort } : {}),
+      url,
+    }));
+    return [plan.entry, record];
   });
 
-  const records = pulumi.all(Object.fromEntries(published.map((p) => [p.entry, p.record])));
+  const records = pulumi.all(Object.fromEntries(published));
   // The in-cluster portal judges against what this `up` published, as `exposure status` does.
-  if (portal) portalPublished("portal-server-published", { portal, endpoints: records }, { provider: kubernetes });
+  if (portal) {
+    const refusal = portalRefusal("ConfigMap", "portal-server-published", PORTAL_PUBLISHED.configMap, !!publishedConfigMap, stateUids.configMaps);
+    portalPublished("portal-server-published", { portal, endpoints: records, refusal }, { provider: kubernetes });
+  }
   return {
     urls: records.apply((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v.url]))),
     node: resolution.node,
@@ -259,22 +245,13 @@ export async function declareStack(inputs: ProgramInputs): Promise<StackOutputs>
   };
 }
 
-/**
- * Whether the real engine runs the program (not Pulumi's unit-test mocks, which can neither
- * read a stack reference nor register resource hooks; `exposure render` runs under them).
- */
-export function underEngine(): boolean {
-  const monitor = pulumi.runtime.getMonitor() as { registerResourceHook?: unknown } | undefined;
-  return typeof monitor?.registerResourceHook === "function";
-}
-
-/** The stack's organization; the file backend's is "organization" (also what mocks without one get). */
-function organization(): string {
+/** This stack's fully qualified name; the file backend's organization is "organization" (also what mocks without one get). */
+function thisStack(): string {
+  let organization = "organization";
   try {
-    return pulumi.getOrganization();
-  } catch {
-    return "organization";
-  }
+    organization = pulumi.getOrganization();
+  } catch {}
+  return `${organization}/${pulumi.getProject()}/${pulumi.getStack()}`;
 }
 
 /**
@@ -289,9 +266,7 @@ async function readStateUids(): Promise<StateUids> {
   const before = sdk.disableResourceReferences;
   sdk.disableResourceReferences = true;
   try {
-    const result = await pulumi.runtime.invoke("pulumi:pulumi:readStackResourceOutputs", {
-      stackName: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}`,
-    });
+    const result = await pulumi.runtime.invoke("pulumi:pulumi:readStackResourceOutputs", { stackName: thisStack() });
     return stateUidsOf((result as { outputs?: unknown } | undefined)?.outputs);
   } finally {
     sdk.disableResourceReferences = before;
@@ -304,57 +279,9 @@ async function readStateUids(): Promise<StateUids> {
  * changed: the preview counts it as a read, not a change. Empty before the first `up`.
  */
 async function readLastEndpoints(): Promise<PublishedEndpoints> {
-  const self = new pulumi.StackReference("last-up", { name: `${organization()}/${pulumi.getProject()}/${pulumi.getStack()}` });
-  const details = await self.getOutputDetails("endpoints");
+  const details = await new pulumi.StackReference("last-up", { name: thisStack() }).getOutputDetails("endpoints");
   const value = details.value ?? details.secretValue;
   return value && typeof value === "object" ? (value as PublishedEndpoints) : {};
-}
-
-function publish(
-  plan: ExposurePlan,
-  node: NodeChoice,
-  how: {
-    stack: string;
-    /** "namespace/name" of every Service observed in the cluster. */
-    existing: ReadonlySet<string>;
-    /** "namespace/name" -> the stack a Service is labelled as published by (labelledStack). */
-    heldBy?: ReadonlyMap<string, string>;
-    keepNodePort?: number;
-    opts?: pulumi.ComponentResourceOptions;
-  },
-): { entry: string; record: pulumi.Output<EndpointRecord> } {
-  if (plan.kind === "hostPort") {
-    const url = buildUrl(plan.scheme, plan.address, plan.hostPort);
-    return {
-      entry: plan.entry,
-      record: pulumi.output({ exposure: "hostPort" as const, namespace: plan.namespace, hostPort: plan.hostPort, pod: plan.pod, node: plan.node, url }),
-    };
-  }
-  const exposure = new NodePortExposure(
-    plan.entry,
-    {
-      plan,
-      nodeAddress: node.address,
-      stack: how.stack,
-      existsInCluster: how.existing.has(`${plan.namespace}/${plan.serviceName}`),
-      ...(how.heldBy?.has(`${plan.namespace}/${plan.serviceName}`) ? { heldBy: how.heldBy.get(`${plan.namespace}/${plan.serviceName}`) } : {}),
-      hooks: underEngine(),
-      ...(how.keepNodePort !== undefined ? { keepNodePort: how.keepNodePort } : {}),
-    },
-    how.opts,
-  );
-  return {
-    entry: plan.entry,
-    record: pulumi.all([exposure.nodePort, exposure.url, exposure.service.metadata.uid]).apply(([nodePort, url, uid]) => ({
-      exposure: "nodePort" as const,
-      namespace: plan.namespace,
-      mirrors: plan.mirrors,
-      service: plan.serviceName,
-      ...(uid ? { uid } : {}),
-      ...(nodePort !== undefined ? { nodePort } : {}),
-      url,
-    })),
-  };
 }
 
 /**

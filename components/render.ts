@@ -1,24 +1,12 @@
 import * as pulumi from "@pulumi/pulumi";
 import { RELEASE_TYPE } from "../src/core/cilium/adopt";
+import type { RenderDocument } from "../src/core/json-api";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import { manifestTypeOf, resolved, useProgramMocks } from "./mocks";
 import { declareStack } from "./program";
 
-interface RenderedRelease {
-  chart: string;
-  version: string;
-  namespace: string;
-  name: string;
-  repository?: string;
-  values: Record<string, unknown>;
-}
-
-export interface Rendered {
-  /** Kubernetes manifests the stack would apply. */
-  objects: Record<string, unknown>[];
-  releases: RenderedRelease[];
-  outputs: Record<string, unknown>;
-}
+type Rendered = Omit<RenderDocument, "apiVersion" | "kind">;
+type RenderedRelease = Rendered["releases"][number];
 
 /**
  * Runs the real program under Pulumi's mocks against a cluster snapshot and returns what
