@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { UserError } from "../core/errors";
 import { checkLimaInstanceName, checkStackName, isLimaInstanceName } from "../core/inputs";
 import { ipVersion } from "../core/ip";
+import { freeLoopbackPort } from "./free-port";
 import { isPid, isSameProcess, isStartTime, startTimeOf } from "./own-process";
 
 /** First local port tried; each UI keeps the port it got first, so bookmarks keep working. */
@@ -24,13 +25,9 @@ interface ForwardRequest {
 }
 
 /** What a pid file holds. */
-interface ForwardRecord {
-  entry: string;
+interface ForwardRecord extends ForwardRequest {
   pid: number;
   localPort: number;
-  remoteHost: string;
-  remotePort: number;
-  scheme: string;
   instance: string;
   /** When the ssh started (src/adapters/own-process.ts): a recycled pid has another. */
   startTime: string;
@@ -78,27 +75,6 @@ export function limaSshConfig(instance: string, env: NodeJS.ProcessEnv): string 
 /** The `-L` spec, also how a running forward is recognised in the process list. */
 const forwardSpec = (localPort: number, remoteHost: string, remotePort: number) =>
   `127.0.0.1:${localPort}:${remoteHost.includes(":") ? `[${remoteHost}]` : remoteHost}:${remotePort}`;
-
-function sshArgs(sshConfig: string, instance: string, localPort: number, remoteHost: string, remotePort: number): string[] {
-  return [
-    "-F",
-    sshConfig,
-    // A dedicated connection per forward: a shared master would take every forward down with it.
-    "-o",
-    "ControlMaster=no",
-    "-o",
-    "ControlPath=none",
-    // Fail instead of lingering when the local port is taken, and never prompt in the background.
-    "-o",
-    "ExitOnForwardFailure=yes",
-    "-o",
-    "BatchMode=yes",
-    "-N",
-    "-L",
-    forwardSpec(localPort, remoteHost, remotePort),
-    `lima-${instance}`,
-  ];
-}
 
 /** An entry name as the contract allows it: the only names a pid file may carry (never a path). */
 const ENTRY_NAME = /^[a-z]([-a-z0-9]{0,52}[a-z0-9])?$/;
@@ -184,14 +160,6 @@ function isOurForward(record: ForwardRecord): boolean {
   });
 }
 
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
 function portAnswers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ port, host: "127.0.0.1" });
@@ -204,9 +172,10 @@ function portAnswers(port: number): Promise<boolean> {
 }
 
 async function allocatePort(preferred: number | undefined, taken: ReadonlySet<number>, base: number): Promise<number> {
-  if (preferred !== undefined && !taken.has(preferred) && (await portIsFree(preferred))) return preferred;
+  const isFree = async (port: number) => !taken.has(port) && (await freeLoopbackPort(port).catch(() => 0)) === port;
+  if (preferred !== undefined && (await isFree(preferred))) return preferred;
   for (let port = base; port < base + MAX_PORT_SEARCH; port++) {
-    if (!taken.has(port) && (await portIsFree(port))) return port;
+    if (await isFree(port)) return port;
   }
   throw new UserError(`no free local port in 127.0.0.1:${base}-${base + MAX_PORT_SEARCH - 1} for the SSH forwards`);
 }
@@ -246,7 +215,25 @@ const lastLine = (file: string) =>
 async function startForward(request: ForwardRequest, localPort: number, opts: ForwardOptions): Promise<ForwardRecord> {
   const log = logFile(opts.stateDir, request.entry);
   const out = fs.openSync(log, "w", 0o600);
-  const child = spawn(opts.ssh, sshArgs(opts.sshConfig, opts.instance, localPort, request.remoteHost, request.remotePort), {
+  const args = [
+    "-F",
+    opts.sshConfig,
+    // A dedicated connection per forward: a shared master would take every forward down with it.
+    "-o",
+    "ControlMaster=no",
+    "-o",
+    "ControlPath=none",
+    // Fail instead of lingering when the local port is taken, and never prompt in the background.
+    "-o",
+    "ExitOnForwardFailure=yes",
+    "-o",
+    "BatchMode=yes",
+    "-N",
+    "-L",
+    forwardSpec(localPort, request.remoteHost, request.remotePort),
+    `lima-${opts.instance}`,
+  ];
+  const child = spawn(opts.ssh, args, {
     detached: true, // its own process group: it outlives this command and a Ctrl-C of the terminal
     stdio: ["ignore", out, out],
     env: opts.env,
@@ -318,12 +305,7 @@ export async function ensureForwards(
   const wanted = new Set(requests.map((r) => r.entry));
   const retired: StoppedForward[] = [];
   for (const record of records.values()) {
-    if (wanted.has(record.entry)) continue;
-    const ours = alive.has(record.entry);
-    if (ours) await killAndWait(record.pid);
-    fs.rmSync(recordFile(opts.stateDir, record.entry), { force: true });
-    fs.rmSync(logFile(opts.stateDir, record.entry), { force: true });
-    retired.push({ entry: record.entry, pid: record.pid, localPort: record.localPort, state: ours ? "stopped" : "stale" });
+    if (!wanted.has(record.entry)) retired.push(await retire(opts.stateDir, record, alive.has(record.entry)));
   }
   return { forwards, failures, retired };
 }
@@ -339,12 +321,14 @@ export interface StoppedForward {
 /** Ends every forward of the stack's state folder and removes their pid files. */
 export async function stopForwards(stateDir: string): Promise<StoppedForward[]> {
   const stopped: StoppedForward[] = [];
-  for (const record of readRecords(stateDir)) {
-    const ours = isOurForward(record);
-    if (ours) await killAndWait(record.pid);
-    fs.rmSync(recordFile(stateDir, record.entry), { force: true });
-    fs.rmSync(logFile(stateDir, record.entry), { force: true });
-    stopped.push({ entry: record.entry, pid: record.pid, localPort: record.localPort, state: ours ? "stopped" : "stale" });
-  }
+  for (const record of readRecords(stateDir)) stopped.push(await retire(stateDir, record, isOurForward(record)));
   return stopped;
+}
+
+/** Ends a forward that is still ours (`ours`) and removes its pid and log files either way. */
+async function retire(stateDir: string, record: ForwardRecord, ours: boolean): Promise<StoppedForward> {
+  if (ours) await killAndWait(record.pid);
+  fs.rmSync(recordFile(stateDir, record.entry), { force: true });
+  fs.rmSync(logFile(stateDir, record.entry), { force: true });
+  return { entry: record.entry, pid: record.pid, localPort: record.localPort, state: ours ? "stopped" : "stale" };
 }
