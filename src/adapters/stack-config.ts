@@ -26,8 +26,6 @@ interface StackConfig {
   secretAt: Record<string, string>;
   /** Where each key of the stack file is set (`file:line:col`), for messages about its value. */
   at: Record<string, string>;
-  /** The stack file, as shown in messages. */
-  file: string;
 }
 
 const STACK_FILE = /^Pulumi\.(.+)\.yaml$/;
@@ -46,23 +44,20 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
   const stackEntries = stackConfigEntries(readYaml(stackPath), project.project);
 
   const values: Record<string, string> = {};
-  const secretKeys: string[] = [];
   const secretAt: Record<string, string> = {};
   for (const e of stackEntries) {
-    if (e.secret) {
-      secretKeys.push(e.key);
-      secretAt[e.key] = e.at;
-    } else values[e.key] = e.text;
+    if (e.secret) secretAt[e.key] = e.at;
+    else values[e.key] = e.text;
   }
-  const onStack = new Set(stackEntries.map((e) => e.key));
+  const onStack = new Map(stackEntries.map((e) => [e.key, e]));
   const problems: string[] = [];
   for (const d of project.entries) {
-    if (onStack.has(d.key)) {
-      const value = stackEntries.find((e) => e.key === d.key);
-      if (d.secret && value && !value.secret) problems.push(`${value.at}: ${d.key} is declared secret (${d.at}): set it with 'pulumi config set --secret'`);
+    const value = onStack.get(d.key);
+    if (value) {
+      if (d.secret && !value.secret) problems.push(`${value.at}: ${d.key} is declared secret (${d.at}): set it with 'pulumi config set --secret'`);
       // The engine checks the value's text (JSON parsed for objects and arrays): `3` and "3" are both an integer.
-      const content = value && typeof value.raw === "object" ? value.raw : value?.text;
-      if (d.type && value && !value.secret && !matchesType(d.type, d.items, content)) {
+      const content = typeof value.raw === "object" ? value.raw : value.text;
+      if (d.type && !value.secret && !matchesType(d.type, d.items, content)) {
         problems.push(`${value.at}: ${d.key} must be of type '${typeName(d.type, d.items)}' (declared at ${d.at})`);
       }
       continue;
@@ -72,7 +67,7 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
   }
   if (problems.length) throw userErrorFromProblems(`invalid stack configuration for stack '${stack}'`, problems);
   const at = Object.fromEntries(stackEntries.flatMap((e) => [[e.key, e.at], ...e.inner]));
-  return { values, secretKeys: secretKeys.sort(), secretAt, at, file: stackFile };
+  return { values, secretKeys: Object.keys(secretAt).sort(), secretAt, at };
 }
 
 /**
@@ -188,7 +183,6 @@ function stackConfigEntries(parsed: ParsedFile, project: string): StackEntry[] {
     const node = pair.value as Node | null;
     const raw: unknown = node && "toJSON" in node ? node.toJSON() : null;
     if (raw === null || raw === undefined) throw new UserError(`${at}: ${key} has no value (remove the key or give it one)`);
-    if (isSecure(raw)) return { key, secret: true, text: "", raw: undefined, at, inner: [] };
     if (containsSecure(raw)) return { key, secret: true, text: "", raw: undefined, at, inner: [] };
     return { key, secret: false, text: configText(raw), raw, at, inner: innerPositions(parsed, node, key) };
   });
