@@ -4,24 +4,28 @@ import { UserError } from "../core/errors";
 import { redactUrlPasswords } from "../core/text";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
-/** What running the Pulumi CLI gave: its exit code and output, or that it is not installed. */
+/** What running a program (the Pulumi CLI, git) gave: its exit code and output, or that it is not installed. */
 export type PulumiRun = { exitCode: number; stdout: string; stderr: string } | { notFound: true };
+type RunOptions = { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal; timeoutMs?: number };
 /** Runs `pulumi ARGS`; never rejects. `signal` stops it (its answer is no longer needed). */
-export type PulumiRunner = (args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal; timeoutMs?: number }) => Promise<PulumiRun>;
+export type PulumiRunner = (args: string[], opts: RunOptions) => Promise<PulumiRun>;
 
 /** A refresh of a big stack can take minutes; past this the CLI is stopped and the run reported as failed. */
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 
 /** The one way this project runs the Pulumi CLI (drift's preview, the stack outputs). */
-export const runPulumi: PulumiRunner = (args, opts) =>
+export const runPulumi: PulumiRunner = (args, opts) => runProgram("pulumi", args, { ...opts, env: { ...opts.env, PULUMI_SKIP_UPDATE_CHECK: "true" } });
+
+/** Runs `program ARGS` (found on the PATH of `opts.env`); never rejects. */
+export const runProgram = (program: string, args: string[], opts: RunOptions): Promise<PulumiRun> =>
   new Promise((resolve) => {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     execFile(
-      "pulumi",
+      program,
       args,
       {
         cwd: opts.cwd,
-        env: { ...opts.env, PULUMI_SKIP_UPDATE_CHECK: "true" },
+        env: opts.env,
         timeout: timeoutMs,
         maxBuffer: 256 * 1024 * 1024,
         ...(opts.signal ? { signal: opts.signal } : {}),
