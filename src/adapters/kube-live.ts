@@ -29,7 +29,7 @@ interface KubeTarget {
   inCluster?: boolean;
 }
 
-export const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_TIMEOUT_MS = 10_000;
 /**
  * Bytes of API answers one reader holds at once, all answers in flight together (a command's or
  * a portal page load's parallel list calls share it): a per-answer cap would multiply by the
@@ -143,7 +143,6 @@ export class LiveClusterReader implements ClusterReader {
   private buffered = 0;
   private constructor(
     private readonly kc: KubeConfig,
-    /** The API server's base URL. */
     private readonly server: string,
     readonly source: string,
     private readonly timeoutMs: number,
@@ -153,6 +152,7 @@ export class LiveClusterReader implements ClusterReader {
     const lib = await loadClientNode();
     const kc = new lib.KubeConfig();
     const cfg = target.kubeconfig?.trim();
+    const inline = !!cfg && !isFilePath(cfg);
     const defaultFile = path.join(os.homedir(), ".kube", "config");
     try {
       if (target.inCluster) {
@@ -161,7 +161,7 @@ export class LiveClusterReader implements ClusterReader {
           throw new Error("KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set: not running in a pod");
         }
         kc.loadFromCluster();
-      } else if (cfg && !isFilePath(cfg)) {
+      } else if (inline) {
         checkKubeconfigText(cfg, "(kubeconfig given inline)");
         kc.loadFromString(cfg);
       } else if (cfg) {
@@ -178,7 +178,6 @@ export class LiveClusterReader implements ClusterReader {
     } catch (err) {
       if (err instanceof UserError) throw err;
       if (target.inCluster) throw new UserError(`cannot load the in-cluster configuration: ${loadFailure(err)}`);
-      const inline = cfg !== undefined && cfg !== "" && !isFilePath(cfg);
       const where = inline ? " (given inline)" : ` ${cfg || process.env.KUBECONFIG || defaultFile}`;
       throw new UserError(`cannot load kubeconfig${where}: ${loadFailure(err)}`);
     }
@@ -194,11 +193,7 @@ export class LiveClusterReader implements ClusterReader {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new UserError("the kubeconfig has no current cluster: set kubernetes:context in the stack file or KUBECONFIG");
     const source = target.inCluster ? `in-cluster ServiceAccount (${cluster.server})` : `context ${kc.getCurrentContext()} (${cluster.server})`;
-    try {
-      new URL(cluster.server);
-    } catch {
-      throw new UserError(`the kubeconfig's server ${JSON.stringify(cluster.server).slice(0, 100)} is not a URL`);
-    }
+    if (!URL.canParse(cluster.server)) throw new UserError(`the kubeconfig's server ${JSON.stringify(cluster.server).slice(0, 100)} is not a URL`);
     return new LiveClusterReader(kc, cluster.server, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 
