@@ -48,13 +48,16 @@ export const pulumiNotFound = (instead: string) => `the pulumi CLI is not on PAT
  * so a password in a URL is hidden here, for every caller.
  */
 export function pulumiFailure(run: { exitCode: number; stderr: string }, detail?: string): string {
-  const last = run.stderr
+  return redactUrlPasswords((detail ?? lastLine(run.stderr) ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "");
+}
+
+/** The last line of a program's output that is not blank, trimmed. */
+export const lastLine = (output: string) =>
+  output
     .split("\n")
     .map((l) => l.trim())
     .filter(Boolean)
     .pop();
-  return redactUrlPasswords((detail ?? last ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "");
-}
 
 /** Reads the outputs of the last `up`: a saved file, or `pulumi stack output`. Tests replace it. */
 export type ReadOutputs = (ctx: { projectDir: string; env: NodeJS.ProcessEnv }, stack: string, outputsFile?: string) => Promise<Record<string, unknown>>;

@@ -11,6 +11,7 @@ import { checkLimaInstanceName, checkStackName, isLimaInstanceName } from "../co
 import { ipVersion } from "../core/ip";
 import { freeLoopbackPort } from "./free-port";
 import { isPid, isSameProcess, isStartTime, startTimeOf } from "./own-process";
+import { lastLine } from "./pulumi-cli";
 
 /** First local port tried; each UI keeps the port it got first, so bookmarks keep working. */
 export const DEFAULT_FORWARD_BASE_PORT = 18080;
@@ -79,12 +80,10 @@ const forwardSpec = (localPort: number, remoteHost: string, remotePort: number) 
 /** An entry name as the contract allows it: the only names a pid file may carry (never a path). */
 const ENTRY_NAME = /^[a-z]([-a-z0-9]{0,52}[a-z0-9])?$/;
 
-const recordFile = (stateDir: string, entry: string) => path.join(stateDir, `${checkedEntry(entry)}.pid.json`);
-const logFile = (stateDir: string, entry: string) => path.join(stateDir, `${checkedEntry(entry)}.log`);
-
-function checkedEntry(entry: string): string {
+/** The pid file or the log of an entry's forward. */
+function stateFile(stateDir: string, entry: string, suffix: ".pid.json" | ".log"): string {
   if (!ENTRY_NAME.test(entry)) throw new UserError(`refusing a forward for ${JSON.stringify(entry).slice(0, 80)}: not an entry name`);
-  return entry;
+  return path.join(stateDir, `${entry}${suffix}`);
 }
 
 const isPort = (n: unknown) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 65535;
@@ -201,19 +200,11 @@ async function killAndWait(pid: number): Promise<void> {
   }
 }
 
-const lastLine = (file: string) =>
-  fs.existsSync(file)
-    ? fs
-        .readFileSync(file, "utf8")
-        .split("\n")
-        .map((l) => l.trim())
-        .filter(Boolean)
-        .pop()
-    : undefined;
+const lastLogLine = (file: string) => (fs.existsSync(file) ? lastLine(fs.readFileSync(file, "utf8")) : undefined);
 
 /** Starts one ssh in the background and waits until it listens, dies, or `settleMs` passes. */
 async function startForward(request: ForwardRequest, localPort: number, opts: ForwardOptions): Promise<ForwardRecord> {
-  const log = logFile(opts.stateDir, request.entry);
+  const log = stateFile(opts.stateDir, request.entry, ".log");
   const out = fs.openSync(log, "w", 0o600);
   const args = [
     "-F",
@@ -253,14 +244,14 @@ async function startForward(request: ForwardRequest, localPort: number, opts: Fo
   })();
   const first = await Promise.race([exited.then((e) => ({ exited: e })), listening.then(() => ({ exited: undefined }))]);
   if (first.exited || child.pid === undefined) {
-    const why = first.exited?.error ?? lastLine(log) ?? `exit code ${first.exited?.code}`;
+    const why = first.exited?.error ?? lastLogLine(log) ?? `exit code ${first.exited?.code}`;
     throw new UserError(`SSH forward for ${request.entry} (127.0.0.1:${localPort} -> ${request.remoteHost}:${request.remotePort}) failed: ${why}`);
   }
   child.unref();
   const startTime = startTimeOf(child.pid);
-  if (startTime === undefined) throw new UserError(`SSH forward for ${request.entry} exited at once: ${lastLine(log) ?? "nothing logged"}`);
+  if (startTime === undefined) throw new UserError(`SSH forward for ${request.entry} exited at once: ${lastLogLine(log) ?? "nothing logged"}`);
   const record: ForwardRecord = { ...request, pid: child.pid, localPort, instance: opts.instance, startTime };
-  fs.writeFileSync(recordFile(opts.stateDir, request.entry), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+  fs.writeFileSync(stateFile(opts.stateDir, request.entry, ".pid.json"), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   return record;
 }
 
@@ -297,7 +288,7 @@ export async function ensureForwards(
       const record = await startForward(request, port, opts);
       forwards.push({ ...record, localUrl: localUrl(port), state: live ? "restarted" : "started" });
     } catch (err) {
-      fs.rmSync(recordFile(opts.stateDir, request.entry), { force: true });
+      fs.rmSync(stateFile(opts.stateDir, request.entry, ".pid.json"), { force: true });
       failures.push((err as Error).message);
     }
   }
@@ -328,7 +319,7 @@ export async function stopForwards(stateDir: string): Promise<StoppedForward[]> 
 /** Ends a forward that is still ours (`ours`) and removes its pid and log files either way. */
 async function retire(stateDir: string, record: ForwardRecord, ours: boolean): Promise<StoppedForward> {
   if (ours) await killAndWait(record.pid);
-  fs.rmSync(recordFile(stateDir, record.entry), { force: true });
-  fs.rmSync(logFile(stateDir, record.entry), { force: true });
+  fs.rmSync(stateFile(stateDir, record.entry, ".pid.json"), { force: true });
+  fs.rmSync(stateFile(stateDir, record.entry, ".log"), { force: true });
   return { entry: record.entry, pid: record.pid, localPort: record.localPort, state: ours ? "stopped" : "stale" };
 }
