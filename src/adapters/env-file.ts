@@ -108,17 +108,12 @@ export async function assertGitIgnores(file: string, env: NodeJS.ProcessEnv): Pr
  */
 export function writePrivateFile(file: string, text: string): void {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
-  let fd: number | undefined;
   try {
-    fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
-    fs.fchmodSync(fd, 0o600);
-    fs.writeSync(fd, text);
-    fs.fsyncSync(fd);
-    fs.closeSync(fd);
-    fd = undefined;
+    // wx: a new file of ours only; the umask can only narrow 0600, chmod restores it; flush: on disk before the rename.
+    fs.writeFileSync(tmp, text, { mode: 0o600, flag: "wx", flush: true });
+    fs.chmodSync(tmp, 0o600);
     fs.renameSync(tmp, file);
   } catch (err) {
-    if (fd !== undefined) fs.closeSync(fd);
     fs.rmSync(tmp, { force: true });
     throw new UserError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
