@@ -2,6 +2,7 @@
 // one `ssh -N -L 127.0.0.1:<local>:<node IP>:<nodePort> lima-<instance>` per UI, in the
 // background, remembered in a state folder so a second run reuses them and --stop ends them.
 import { spawn } from "node:child_process";
+import { once } from "node:events";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -159,15 +160,11 @@ function isOurForward(record: ForwardRecord): boolean {
   });
 }
 
-function portAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: "127.0.0.1" });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
+async function portAnswers(port: number): Promise<boolean> {
+  const socket = net.connect({ port, host: "127.0.0.1" });
+  const connected = await once(socket, "connect").catch(() => undefined);
+  socket.destroy();
+  return connected !== undefined;
 }
 
 async function allocatePort(preferred: number | undefined, taken: ReadonlySet<number>, base: number): Promise<number> {
@@ -180,24 +177,21 @@ async function allocatePort(preferred: number | undefined, taken: ReadonlySet<nu
 }
 
 async function killAndWait(pid: number): Promise<void> {
-  try {
-    process.kill(pid, "SIGTERM");
-  } catch {
-    return;
-  }
+  // false: it is gone (or never was ours to signal).
+  const signal = (name: NodeJS.Signals | 0) => {
+    try {
+      process.kill(pid, name);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!signal("SIGTERM")) return;
   for (let i = 0; i < 40; i++) {
     await new Promise((r) => setTimeout(r, 50));
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
+    if (!signal(0)) return;
   }
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
+  signal("SIGKILL");
 }
 
 const lastLogLine = (file: string) => (fs.existsSync(file) ? lastLine(fs.readFileSync(file, "utf8")) : undefined);
@@ -271,7 +265,6 @@ export async function ensureForwards(
   const forwards: ForwardOutcome[] = [];
   const failures: string[] = [];
   for (const request of requests) {
-    const previous = records.get(request.entry);
     const live = alive.get(request.entry);
     const localUrl = (port: number) => `${request.scheme}://127.0.0.1:${port}`;
     if (live && live.remoteHost === request.remoteHost && live.remotePort === request.remotePort) {
@@ -283,7 +276,7 @@ export async function ensureForwards(
       taken.delete(live.localPort);
     }
     try {
-      const port = await allocatePort(previous?.localPort, taken, opts.basePort);
+      const port = await allocatePort(records.get(request.entry)?.localPort, taken, opts.basePort);
       taken.add(port);
       const record = await startForward(request, port, opts);
       forwards.push({ ...record, localUrl: localUrl(port), state: live ? "restarted" : "started" });
