@@ -267,15 +267,7 @@ function projectConfig(parsed: ParsedFile): { project: string; entries: ProjectE
       if (type && decl.default !== undefined && !matchesType(type, items, decl.default)) {
         throw new UserError(`${at}: the default of ${raw} is not of type '${typeName(type, items)}'`);
       }
-      const value = decl.default !== undefined ? decl.default : decl.value;
-      return {
-        key,
-        ownNamespace,
-        ...(value !== undefined ? { value } : {}),
-        ...(type ? { type, ...(items ? { items } : {}) } : {}),
-        ...(decl.secret === true ? { secret: true } : {}),
-        at,
-      };
+      return { key, ownNamespace, value: decl.default !== undefined ? decl.default : decl.value, type, items, secret: decl.secret === true, at };
     }
     if (type !== undefined) throw new UserError(`${at}: ${raw} is not in the project's namespace and cannot declare a type`);
     if (decl.default !== undefined) throw new UserError(`${at}: ${raw} is not in the project's namespace: use 'value', not 'default'`);
