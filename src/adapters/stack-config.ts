@@ -128,19 +128,16 @@ function configMap(parsed: ParsedFile) {
   return config.value;
 }
 
-function keyOf(parsed: ParsedFile, pair: Pair): string {
+/** A key as written (`raw`) and namespaced: `name` -> `<project>:name`; `ns:name` stays; `ns:config:name` (the old form) -> `ns:name`. */
+function configKey(parsed: ParsedFile, pair: Pair, project: string): { raw: string; key: string } {
   if (!isScalar(pair.key) || typeof pair.key.value !== "string" || pair.key.value === "") {
     throw new UserError(`${parsed.at(pair)}: configuration keys must be non-empty strings`);
   }
-  return pair.key.value;
-}
-
-/** `name` -> `<project>:name`; `ns:name` stays; `ns:config:name` (the old form) -> `ns:name`. */
-function namespaced(parsed: ParsedFile, pair: Pair, raw: string, project: string): string {
+  const raw = pair.key.value;
   const parts = raw.split(":");
-  if (parts.length === 1) return `${project}:${raw}`;
-  if (parts.length === 2 && parts[0] && parts[1]) return raw;
-  if (parts.length === 3 && parts[0] && parts[1] === "config" && parts[2]) return `${parts[0]}:${parts[2]}`;
+  if (parts.length === 1) return { raw, key: `${project}:${raw}` };
+  if (parts.length === 2 && parts[0] && parts[1]) return { raw, key: raw };
+  if (parts.length === 3 && parts[0] && parts[1] === "config" && parts[2]) return { raw, key: `${parts[0]}:${parts[2]}` };
   throw new UserError(`${parsed.at(pair)}: configuration key '${raw}' must be 'name' or 'namespace:name'`);
 }
 
@@ -178,7 +175,7 @@ function stackConfigEntries(parsed: ParsedFile, project: string): StackEntry[] {
   const map = configMap(parsed);
   if (!map) return [];
   return map.items.map((pair) => {
-    const key = namespaced(parsed, pair, keyOf(parsed, pair), project);
+    const { key } = configKey(parsed, pair, project);
     const at = parsed.at(pair);
     const node = pair.value as Node | null;
     const raw: unknown = node && "toJSON" in node ? node.toJSON() : null;
@@ -242,8 +239,7 @@ function projectConfig(parsed: ParsedFile): { project: string; entries: ProjectE
   const map = configMap(parsed);
   if (!map) return { project, entries: [] };
   const entries = map.items.map((pair): ProjectEntry => {
-    const raw = keyOf(parsed, pair);
-    const key = namespaced(parsed, pair, raw, project);
+    const { raw, key } = configKey(parsed, pair, project);
     const ownNamespace = key.startsWith(`${project}:`);
     const at = parsed.at(pair);
     const node = pair.value as Node | null;
