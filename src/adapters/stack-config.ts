@@ -196,19 +196,10 @@ const containsSecure = (v: unknown): boolean =>
 /** How the engine passes a value: strings as they are, everything else as JSON (object keys sorted, as Go's encoder does). */
 function configText(value: unknown): string {
   if (typeof value === "string") return value;
-  return JSON.stringify(sortKeys(value));
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v !== null && typeof v === "object") {
-    return Object.fromEntries(
-      Object.keys(v)
-        .sort()
-        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
-    );
-  }
-  return v;
+  // The replacer sees every object before it is written, nested ones included.
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+  );
 }
 
 interface ProjectEntry {
