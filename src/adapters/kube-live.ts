@@ -233,10 +233,13 @@ export class LiveClusterReader implements ClusterReader {
       throw new UserError(`cannot use the credentials of ${this.source}: ${(err as Error).message}`);
     }
     const agent = options.agent as http.Agent | undefined;
+    // Aborting destroys the request and its answer, wherever the read is.
+    const signal = AbortSignal.timeout(this.timeoutMs);
     let req: http.ClientRequest;
     try {
       req = (url.protocol === "http:" ? http : https).request(url, {
         ...options,
+        signal,
         method: post ? "POST" : "GET",
         headers: { ...options.headers, accept: "application/json", ...(post ? { "content-type": "application/json" } : {}) },
       });
@@ -247,21 +250,13 @@ export class LiveClusterReader implements ClusterReader {
       const reason = ((err as Error).message ?? String(err)).split("\n")[0];
       throw new UserError(`cannot use the credentials of ${this.source}: ${reason}; check the kubeconfig's certificate and key data`);
     }
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`)),
-        this.timeoutMs,
-      );
-      timer.unref();
-    });
     try {
-      return await Promise.race([timedOut, this.readAnswer(req, what, post)]);
+      return await this.readAnswer(req, what, post);
     } catch (err) {
       req.destroy();
+      if (signal.aborted) throw new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`);
       throw this.explain(what, err);
     } finally {
-      clearTimeout(timer);
       agent?.destroy();
     }
   }
