@@ -9,7 +9,7 @@ import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Servic
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
 import { printableValue, shownValue } from "../core/text";
 import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
-import { fileKind, readBoundedText } from "./bounded-file";
+import { FILE_LIMITS, fileKind, readBoundedText } from "./bounded-file";
 
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
@@ -63,9 +63,6 @@ async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
 /** A kubeconfig given as text (settings may hold the file's content) rather than as a path. */
 const isFilePath = (cfg: string) => !(cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"));
 
-/** Largest kubeconfig read (docs/commands.md, "Limits"); client-node reads a file whole. */
-const MAX_KUBECONFIG_BYTES = 16 * 2 ** 20;
-
 /** Tries of one read the API server answers 429 (the last 429 is an error). */
 export const READ_ATTEMPTS = 5;
 /** Longest wait between two tries, whatever Retry-After says. */
@@ -97,12 +94,12 @@ function checkKubeconfigFile(file: string): void {
   }
   if (stat.isDirectory()) return;
   if (!stat.isFile()) throw new UserError(`cannot load kubeconfig ${file}: it is ${fileKind(stat)}; give a regular file`);
-  if (stat.size > MAX_KUBECONFIG_BYTES) {
+  if (stat.size > FILE_LIMITS.kubeconfig) {
     throw new UserError(
-      `cannot load kubeconfig ${file}: it is ${(stat.size / 2 ** 20).toFixed(1)} MiB, larger than the ${MAX_KUBECONFIG_BYTES / 2 ** 20} MiB limit`,
+      `cannot load kubeconfig ${file}: it is ${(stat.size / 2 ** 20).toFixed(1)} MiB, larger than the ${FILE_LIMITS.kubeconfig / 2 ** 20} MiB limit`,
     );
   }
-  checkKubeconfigText(readBoundedText(file, "kubeconfig", MAX_KUBECONFIG_BYTES), file);
+  checkKubeconfigText(readBoundedText(file, "kubeconfig", FILE_LIMITS.kubeconfig), file);
 }
 
 /**
