@@ -59,9 +59,6 @@ export const lastLine = (output: string) =>
     .filter(Boolean)
     .pop();
 
-/** Reads the outputs of the last `up`: a saved file, or `pulumi stack output`. Tests replace it. */
-export type ReadOutputs = (ctx: { projectDir: string; env: NodeJS.ProcessEnv }, stack: string, outputsFile?: string) => Promise<Record<string, unknown>>;
-
 /**
  * The stack outputs of the last `up`: from a file (`pulumi stack output --json` saved by a
  * pipeline) or from the Pulumi CLI. Secrets stay masked: no command needs them here.
@@ -70,13 +67,12 @@ export async function readStackOutputs(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv },
   stack: string,
   outputsFile?: string,
-  run: PulumiRunner = runPulumi,
 ): Promise<Record<string, unknown>> {
   let text: string;
   if (outputsFile) {
     text = readBoundedText(outputsFile, "outputs file", FILE_LIMITS.outputs);
   } else {
-    const result = await run(["stack", "output", "--json", "--stack", stack], { cwd: ctx.projectDir, env: ctx.env, timeoutMs: 60_000 });
+    const result = await runPulumi(["stack", "output", "--json", "--stack", stack], { cwd: ctx.projectDir, env: ctx.env, timeoutMs: 60_000 });
     if ("notFound" in result) throw new UserError(pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"));
     if (result.exitCode !== 0) throw new UserError(`pulumi stack output --stack ${stack} failed: ${pulumiFailure(result)}`);
     text = result.stdout;
@@ -93,3 +89,6 @@ export async function readStackOutputs(
   }
   return outputs as Record<string, unknown>;
 }
+
+/** How commands read the outputs of the last `up` (tests replace it). */
+export type ReadOutputs = typeof readStackOutputs;
