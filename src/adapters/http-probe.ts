@@ -45,9 +45,7 @@ const NETWORK_ERRORS: Readonly<Record<string, string>> = {
  */
 export const httpGet: HttpGet = (url, timeoutMs) =>
   new Promise((resolve, reject) => {
-    const client = url.protocol === "https:" ? https : http;
-    const req = client.request(url, {
-      method: "GET",
+    const req = (url.protocol === "https:" ? https : http).request(url, {
       agent: false,
       headers: { "user-agent": PROBE_USER_AGENT, accept: "*/*", connection: "close" },
       ...(url.protocol === "https:" ? { rejectUnauthorized: false } : {}),
@@ -102,8 +100,7 @@ export async function probeOne(target: ProbeTarget, get: HttpGet = httpGet): Pro
       ...(ok ? {} : { error: `expected ${expected}, got ${status}` }),
     };
   } catch (err) {
-    const reason = err instanceof ProbeFailure ? err.message : (err as Error).message;
-    return { name: target.name, url: url.href, ok: false, latencyMs: Math.round(performance.now() - started), expected, error: reason };
+    return { name: target.name, url: url.href, ok: false, latencyMs: Math.round(performance.now() - started), expected, error: (err as Error).message };
   }
 }
 
