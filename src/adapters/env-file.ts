@@ -6,9 +6,13 @@ import * as path from "node:path";
 import { UserError } from "../core/errors";
 import { runProgram } from "./pulumi-cli";
 
-/** Default location: $EXPOSURE_ENV_FILE, else the atlas repository checked out next to this project (its .gitignore lists the name). */
+/** Name of the generated file; the data repository's .gitignore lists it. */
+const ENV_FILE_NAME = ".env.cluster.local";
+
+/** Default location: the atlas repository checked out next to this project. */
 export function defaultEnvFile(projectDir: string, env: NodeJS.ProcessEnv): string {
-  return env.EXPOSURE_ENV_FILE ? path.resolve(env.EXPOSURE_ENV_FILE) : path.resolve(projectDir, "..", "atlas", ".env.cluster.local");
+  const configured = env.EXPOSURE_ENV_FILE;
+  return configured ? path.resolve(configured) : path.resolve(projectDir, "..", "atlas", ENV_FILE_NAME);
 }
 
 /**
