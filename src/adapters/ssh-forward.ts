@@ -57,7 +57,8 @@ interface ForwardOptions {
 /** The folder holding a stack's forwards: $EXPOSURE_STATE_DIR, else $XDG_STATE_HOME/ui-exposure, else ~/.local/state/ui-exposure. */
 export function forwardStateDir(stack: string, env: NodeJS.ProcessEnv): string {
   checkStackName(stack);
-  const root = env.EXPOSURE_STATE_DIR ?? path.join(env.XDG_STATE_HOME ?? path.join(env.HOME ?? os.homedir(), ".local", "state"), "ui-exposure");
+  const home = env.HOME ?? os.homedir();
+  const root = env.EXPOSURE_STATE_DIR ?? path.join(env.XDG_STATE_HOME ?? path.join(home, ".local", "state"), "ui-exposure");
   return path.join(root, "forwards", stack);
 }
 
