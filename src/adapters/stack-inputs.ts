@@ -5,6 +5,8 @@ import { checkSettings, PROJECT, type Settings, stackConfigError } from "../core
 import { defaultContractPath, loadContractFile } from "./contract-file";
 import { loadStackConfig, refuseEncryptedSettings } from "./stack-config";
 
+const firstLine = (err: unknown) => ((err as Error).message ?? String(err)).split("\n")[0] ?? "";
+
 /** A stack's inputs that need no cluster: what every command, the sandbox and the program start from. */
 export interface OpenStack {
   /** The project folder the stack file was read from. */
@@ -53,6 +55,7 @@ export function openStack(opts: {
   if (opts.contract) config[`${PROJECT}:contract`] = path.resolve(opts.contract);
   // Every problem of a new stack in one message (settings, kube context, entries), with the
   // lines to add: not one per run.
+  const stackFile = `Pulumi.${opts.stack}.yaml`;
   const checked = checkSettings(config, positions);
   const problems = [...checked.problems];
   const missing = [...checked.missing];
@@ -73,16 +76,14 @@ export function openStack(opts: {
     } catch (err) {
       // The contract's own problems are its file's: said alone when the stack file is right.
       if (problems.length === 0) throw err;
-      problems.push(
-        `the contract ${contractFile} cannot be used either (${((err as Error).message ?? String(err)).split("\n")[0]}): run exposure check ${contractFile}`,
-      );
+      problems.push(`the contract ${contractFile} cannot be used either (${firstLine(err)}): run exposure check ${contractFile}`);
     }
     if (contract) {
       selection = selectEntries(contract, checked.selection.entries);
       problems.push(...selection.problems);
     }
   }
-  if (problems.length || !checked.settings || !contract || !selection) throw stackConfigError(`Pulumi.${opts.stack}.yaml`, problems, missing);
+  if (problems.length || !checked.settings || !contract || !selection) throw stackConfigError(stackFile, problems, missing);
   return {
     projectDir: opts.projectDir,
     stack: opts.stack,
