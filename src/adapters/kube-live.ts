@@ -40,6 +40,10 @@ const DEFAULT_TIMEOUT_MS = 10_000;
  */
 const READ_BUDGET_BYTES = 32 * 2 ** 20;
 
+// Connection, TLS and HTTP parse failures: the cluster is not reachable as configured.
+const UNREACHABLE_CODES =
+  /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ECONNRESET|EAI_AGAIN|EPIPE|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO|ERR_TLS|EPROTO|HPE_)/;
+
 /** A POST instead of a GET; `errorBody` keeps the Status object of a refusal (never for Secret reads). */
 type PostBody = { body: unknown; errorBody?: boolean };
 
@@ -300,12 +304,7 @@ export class LiveClusterReader implements ClusterReader {
     if (err instanceof UserError) return err;
     const e = err as { code?: string; message?: string; cause?: { code?: string } };
     const netCode = typeof e.code === "string" ? e.code : e.cause?.code;
-    if (
-      netCode &&
-      /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ECONNRESET|EAI_AGAIN|EPIPE|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO|ERR_TLS|EPROTO|HPE_)/.test(
-        netCode,
-      )
-    ) {
+    if (netCode && UNREACHABLE_CODES.test(netCode)) {
       return new UserError(`cluster unreachable: ${this.source}: ${netCode} while reading ${what}; check the kube context and that the API server is up`);
     }
     return new UserError(`reading ${what} from ${this.source} failed: ${netCode ?? "connection error"}`);
