@@ -91,16 +91,12 @@ const isPort = (n: unknown) => Number.isInteger(n) && (n as number) >= 1 && (n a
 /**
  * A pid file read back, or undefined when it is not one we wrote: the folder is writable by
  * whoever runs as the user, so every field is checked before it names a file or a process.
+ * Text that is not JSON throws (readRecords skips the file).
  */
 export function parseForwardRecord(fileName: string, text: string): ForwardRecord | undefined {
   const entry = /^(.*)\.pid\.json$/.exec(fileName)?.[1];
   if (entry === undefined || !ENTRY_NAME.test(entry)) return undefined;
-  let r: Partial<Record<keyof ForwardRecord, unknown>>;
-  try {
-    r = JSON.parse(text) as typeof r;
-  } catch {
-    return undefined;
-  }
+  const r = JSON.parse(text) as Partial<Record<keyof ForwardRecord, unknown>>;
   if (r === null || typeof r !== "object") return undefined;
   const valid =
     r.entry === entry &&
@@ -132,7 +128,7 @@ function readRecords(stateDir: string): ForwardRecord[] {
         const record = parseForwardRecord(f, fs.readFileSync(file, "utf8"));
         return record ? [record] : [];
       } catch {
-        return []; // a torn or foreign file: not ours to act on
+        return []; // a torn (not JSON) or foreign file: not ours to act on
       }
     });
 }
