@@ -11,10 +11,15 @@ export const FILE_LIMITS = {
   snapshot: 64 * 2 ** 20,
   outputs: 16 * 2 ** 20,
   stackFile: 1 * 2 ** 20,
-  envTemplate: 1 * 2 ** 20,
+  // client-node reads a kubeconfig whole: it is checked against this first.
+  kubeconfig: 16 * 2 ** 20,
 } as const;
 
 const mib = (bytes: number) => `${bytes / 2 ** 20} MiB`;
+
+/** What a path that is not a regular file is, for messages. */
+export const fileKind = (stat: fs.Stats) =>
+  stat.isDirectory() ? "a folder" : stat.isFIFO() ? "a pipe" : stat.isCharacterDevice() || stat.isBlockDevice() ? "a device" : "not a regular file";
 
 /**
  * The text of `file` (`what` names it in messages: "contract", "cluster snapshot"...).
@@ -32,16 +37,7 @@ export function readBoundedText(file: string, what: string, maxBytes: number, ex
   }
   try {
     const stat = fs.fstatSync(fd);
-    if (!stat.isFile()) {
-      const kind = stat.isDirectory()
-        ? "a folder"
-        : stat.isFIFO()
-          ? "a pipe"
-          : stat.isCharacterDevice() || stat.isBlockDevice()
-            ? "a device"
-            : "not a regular file";
-      throw new UserError(`cannot read ${what} ${shown}: it is ${kind}; give a regular file`, exitCode);
-    }
+    if (!stat.isFile()) throw new UserError(`cannot read ${what} ${shown}: it is ${fileKind(stat)}; give a regular file`, exitCode);
     if (stat.size > maxBytes) {
       throw new UserError(`${what} ${shown} is ${(stat.size / 2 ** 20).toFixed(1)} MiB: larger than the ${mib(maxBytes)} limit`, exitCode);
     }

@@ -1,13 +1,13 @@
-// A port the kernel just gave out on 127.0.0.1, for a server started next (the sandbox's control
-// plane, the tests' throw-away servers). Another process may take it in between; callers that
-// cannot retry say so.
+// A port the kernel just gave out on 127.0.0.1 (or `port`, when nothing listens on it), for a
+// server started next (the sandbox's control plane, the SSH forwards, the tests' throw-away
+// servers). Another process may take it in between; callers that cannot retry say so.
 import * as net from "node:net";
 
-export function freeLoopbackPort(): Promise<number> {
+export function freeLoopbackPort(port = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
+    s.listen(port, "127.0.0.1", () => {
       const port = (s.address() as net.AddressInfo).port;
       s.close(() => resolve(port));
     });

@@ -9,7 +9,7 @@ import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Servic
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
 import { printableValue, shownValue } from "../core/text";
 import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
-import { readBoundedText } from "./bounded-file";
+import { FILE_LIMITS, fileKind, readBoundedText } from "./bounded-file";
 
 // client-node is an ES module: its types are imported in "import" resolution mode.
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
@@ -29,7 +29,7 @@ interface KubeTarget {
   inCluster?: boolean;
 }
 
-export const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_TIMEOUT_MS = 10_000;
 /**
  * Bytes of API answers one reader holds at once, all answers in flight together (a command's or
  * a portal page load's parallel list calls share it): a per-answer cap would multiply by the
@@ -39,6 +39,13 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
  * 24's baseline is higher (measured against an endless answer: 145 MiB at 32, 205 at 64).
  */
 const READ_BUDGET_BYTES = 32 * 2 ** 20;
+
+// Connection, TLS and HTTP parse failures: the cluster is not reachable as configured.
+const UNREACHABLE_CODES =
+  /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ECONNRESET|EAI_AGAIN|EPIPE|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO|ERR_TLS|EPROTO|HPE_)/;
+
+/** A POST instead of a GET; `errorBody` keeps the Status object of a refusal (never for Secret reads). */
+type PostBody = { body: unknown; errorBody?: boolean };
 
 /**
  * client-node's KubeConfig, loaded when a command first connects. The build (`npm run build`)
@@ -59,9 +66,6 @@ async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
 
 /** A kubeconfig given as text (settings may hold the file's content) rather than as a path. */
 const isFilePath = (cfg: string) => !(cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"));
-
-/** Largest kubeconfig read (docs/commands.md, "Limits"); client-node reads a file whole. */
-const MAX_KUBECONFIG_BYTES = 16 * 2 ** 20;
 
 /** Tries of one read the API server answers 429 (the last 429 is an error). */
 export const READ_ATTEMPTS = 5;
@@ -93,16 +97,13 @@ function checkKubeconfigFile(file: string): void {
     return;
   }
   if (stat.isDirectory()) return;
-  if (!stat.isFile()) {
-    const kind = stat.isFIFO() ? "a pipe" : stat.isCharacterDevice() || stat.isBlockDevice() ? "a device" : "not a regular file";
-    throw new UserError(`cannot load kubeconfig ${file}: it is ${kind}; give a regular file`);
-  }
-  if (stat.size > MAX_KUBECONFIG_BYTES) {
+  if (!stat.isFile()) throw new UserError(`cannot load kubeconfig ${file}: it is ${fileKind(stat)}; give a regular file`);
+  if (stat.size > FILE_LIMITS.kubeconfig) {
     throw new UserError(
-      `cannot load kubeconfig ${file}: it is ${(stat.size / 2 ** 20).toFixed(1)} MiB, larger than the ${MAX_KUBECONFIG_BYTES / 2 ** 20} MiB limit`,
+      `cannot load kubeconfig ${file}: it is ${(stat.size / 2 ** 20).toFixed(1)} MiB, larger than the ${FILE_LIMITS.kubeconfig / 2 ** 20} MiB limit`,
     );
   }
-  checkKubeconfigText(readBoundedText(file, "kubeconfig", MAX_KUBECONFIG_BYTES), file);
+  checkKubeconfigText(readBoundedText(file, "kubeconfig", FILE_LIMITS.kubeconfig), file);
 }
 
 /**
@@ -143,7 +144,6 @@ export class LiveClusterReader implements ClusterReader {
   private buffered = 0;
   private constructor(
     private readonly kc: KubeConfig,
-    /** The API server's base URL. */
     private readonly server: string,
     readonly source: string,
     private readonly timeoutMs: number,
@@ -153,6 +153,8 @@ export class LiveClusterReader implements ClusterReader {
     const lib = await loadClientNode();
     const kc = new lib.KubeConfig();
     const cfg = target.kubeconfig?.trim();
+    const inline = !!cfg && !isFilePath(cfg);
+    const defaultFile = path.join(os.homedir(), ".kube", "config");
     try {
       if (target.inCluster) {
         // loadFromCluster() does not check anything: without these the client would call "https://undefined:undefined".
@@ -160,7 +162,7 @@ export class LiveClusterReader implements ClusterReader {
           throw new Error("KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set: not running in a pod");
         }
         kc.loadFromCluster();
-      } else if (cfg && !isFilePath(cfg)) {
+      } else if (inline) {
         checkKubeconfigText(cfg, "(kubeconfig given inline)");
         kc.loadFromString(cfg);
       } else if (cfg) {
@@ -168,7 +170,6 @@ export class LiveClusterReader implements ClusterReader {
         kc.loadFromFile(cfg);
       } else {
         // Without any kubeconfig, client-node falls back to a made-up localhost context: say so instead.
-        const defaultFile = path.join(os.homedir(), ".kube", "config");
         if (!process.env.KUBECONFIG && !fs.existsSync(defaultFile) && !process.env.KUBERNETES_SERVICE_HOST) {
           throw new UserError(`no kubeconfig: KUBECONFIG is not set and ${defaultFile} does not exist; point KUBECONFIG at the cluster's kubeconfig`);
         }
@@ -178,8 +179,7 @@ export class LiveClusterReader implements ClusterReader {
     } catch (err) {
       if (err instanceof UserError) throw err;
       if (target.inCluster) throw new UserError(`cannot load the in-cluster configuration: ${loadFailure(err)}`);
-      const inline = cfg !== undefined && cfg !== "" && !isFilePath(cfg);
-      const where = inline ? " (given inline)" : ` ${cfg || process.env.KUBECONFIG || path.join(os.homedir(), ".kube", "config")}`;
+      const where = inline ? " (given inline)" : ` ${cfg || process.env.KUBECONFIG || defaultFile}`;
       throw new UserError(`cannot load kubeconfig${where}: ${loadFailure(err)}`);
     }
     if (target.context && !target.inCluster) {
@@ -194,11 +194,7 @@ export class LiveClusterReader implements ClusterReader {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new UserError("the kubeconfig has no current cluster: set kubernetes:context in the stack file or KUBECONFIG");
     const source = target.inCluster ? `in-cluster ServiceAccount (${cluster.server})` : `context ${kc.getCurrentContext()} (${cluster.server})`;
-    try {
-      new URL(cluster.server);
-    } catch {
-      throw new UserError(`the kubeconfig's server ${JSON.stringify(cluster.server).slice(0, 100)} is not a URL`);
-    }
+    if (!URL.canParse(cluster.server)) throw new UserError(`the kubeconfig's server ${JSON.stringify(cluster.server).slice(0, 100)} is not a URL`);
     return new LiveClusterReader(kc, cluster.server, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 
@@ -209,18 +205,13 @@ export class LiveClusterReader implements ClusterReader {
    * no part of its body ever goes into an error (a Secrets answer would leak into messages,
    * .env comments and --json).
    */
-  private async get(
-    what: string,
-    apiPath: string,
-    /** POST a body instead; `errorBody` keeps the Status object of a refusal (never for Secret reads). */
-    send?: { method: "POST"; body: unknown; errorBody?: boolean },
-  ): Promise<{ status: number; body?: unknown }> {
+  private async get(what: string, apiPath: string, post?: PostBody): Promise<{ status: number; body?: unknown }> {
     // 429 (Too Many Requests) is the API server asking to come back: a just-created CRD's storage
     // initialising, or API priority and fairness shedding load. The read is tried again after the
     // wait it names (Retry-After), a few times, within the read's own timeout.
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
-      const answer = await this.getOnce(what, apiPath, send);
+      const answer = await this.getOnce(what, apiPath, post);
       if (answer.status !== 429) return answer;
       const wait = retryWaitMs(answer.retryAfter, attempt);
       if (attempt >= READ_ATTEMPTS || Date.now() - started + wait > this.timeoutMs) {
@@ -232,11 +223,7 @@ export class LiveClusterReader implements ClusterReader {
     }
   }
 
-  private async getOnce(
-    what: string,
-    apiPath: string,
-    send?: { method: "POST"; body: unknown; errorBody?: boolean },
-  ): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
+  private async getOnce(what: string, apiPath: string, post?: PostBody): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
     this.requests++;
     // Appended, not resolved: a server URL may carry a path prefix (a proxy in front of the API).
     const url = new URL(`${this.server.replace(/\/+$/, "")}${apiPath}`);
@@ -247,110 +234,77 @@ export class LiveClusterReader implements ClusterReader {
       throw new UserError(`cannot use the credentials of ${this.source}: ${(err as Error).message}`);
     }
     const agent = options.agent as http.Agent | undefined;
-    return await new Promise((resolve, reject) => {
-      let settled = false;
-      const finish = (fn: () => void) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        fn();
-      };
-      let req: http.ClientRequest;
-      try {
-        req = (url.protocol === "http:" ? http : https).request(url, {
-          ...options,
-          method: send?.method ?? "GET",
-          headers: { ...options.headers, accept: "application/json", ...(send ? { "content-type": "application/json" } : {}) },
-        });
-      } catch (err) {
-        // TLS material Node.js cannot use (a client certificate or CA that is not PEM) throws here,
-        // before any connection: the kubeconfig's fault, not the cluster's.
-        settled = true;
-        agent?.destroy();
-        const reason = ((err as Error).message ?? String(err)).split("\n")[0];
-        reject(new UserError(`cannot use the credentials of ${this.source}: ${reason}; check the kubeconfig's certificate and key data`));
-        return;
-      }
-      const abort = () => {
-        req.destroy();
-        agent?.destroy();
-      };
-      const timer = setTimeout(() => {
-        finish(() => reject(new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`)));
-        abort();
-      }, this.timeoutMs);
-      timer.unref();
-      req.on("error", (err) => finish(() => reject(this.explain(what, err))));
-      req.on("response", (res) => {
-        const status = res.statusCode ?? 0;
-        const retryAfter = res.headers["retry-after"];
-        if (status === 429 || ((status < 200 || status >= 300) && !send?.errorBody)) {
-          res.resume();
-          finish(() => resolve({ status, ...(retryAfter !== undefined ? { retryAfter } : {}) }));
-          abort();
-          return;
-        }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        let held = 0;
-        // Gives this answer's share of the budget back, once (end, error, refusal, timeout).
-        const release = () => {
-          this.buffered -= held;
-          held = 0;
-          chunks.length = 0;
-        };
-        res.on("data", (chunk: Buffer) => {
-          if (settled) return;
-          size += chunk.length;
-          held += chunk.length;
-          this.buffered += chunk.length;
-          if (this.buffered > READ_BUDGET_BYTES) {
-            release();
-            const together = size < READ_BUDGET_BYTES ? " together with the answers read at the same time" : "";
-            finish(() => reject(new UserError(`${this.source} answered ${what} with more than ${READ_BUDGET_BYTES / 2 ** 20} MiB${together}: refused`)));
-            abort();
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on("error", (err) => {
-          release();
-          finish(() => reject(this.explain(what, err)));
-        });
-        res.on("close", release);
-        res.on("end", () => {
-          if (settled) return release();
-          let body: unknown;
-          try {
-            // One copy at a time: the chunks go as soon as they are joined.
-            const joined = Buffer.concat(chunks);
-            chunks.length = 0;
-            body = JSON.parse(joined.toString("utf8"));
-          } catch {
-            release();
-            finish(() => reject(new UserError(`${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`)));
-            abort();
-            return;
-          }
-          release();
-          finish(() => resolve({ status, body }));
-          agent?.destroy();
-        });
+    // Aborting destroys the request and its answer, wherever the read is.
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    let req: http.ClientRequest;
+    try {
+      req = (url.protocol === "http:" ? http : https).request(url, {
+        ...options,
+        signal,
+        method: post ? "POST" : "GET",
+        headers: { ...options.headers, accept: "application/json", ...(post ? { "content-type": "application/json" } : {}) },
       });
-      req.end(send ? JSON.stringify(send.body) : undefined);
+    } catch (err) {
+      // TLS material Node.js cannot use (a client certificate or CA that is not PEM) throws here,
+      // before any connection: the kubeconfig's fault, not the cluster's.
+      agent?.destroy();
+      const reason = ((err as Error).message ?? String(err)).split("\n")[0];
+      throw new UserError(`cannot use the credentials of ${this.source}: ${reason}; check the kubeconfig's certificate and key data`);
+    }
+    try {
+      return await this.readAnswer(req, what, post);
+    } catch (err) {
+      req.destroy();
+      if (signal.aborted) throw new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`);
+      throw this.explain(what, err);
+    } finally {
+      agent?.destroy();
+    }
+  }
+
+  /** Sends the request, then reads its answer; what it buffers counts against the shared budget until it returns. */
+  private async readAnswer(req: http.ClientRequest, what: string, post?: PostBody): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      req.on("response", resolve).on("error", reject);
+      req.end(post ? JSON.stringify(post.body) : undefined);
     });
+    const status = res.statusCode ?? 0;
+    const retryAfter = res.headers["retry-after"];
+    if (status === 429 || ((status < 200 || status >= 300) && !post?.errorBody)) {
+      res.resume();
+      req.destroy();
+      return { status, ...(retryAfter !== undefined ? { retryAfter } : {}) };
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of res as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        this.buffered += chunk.length;
+        if (this.buffered > READ_BUDGET_BYTES) {
+          const together = size < READ_BUDGET_BYTES ? " together with the answers read at the same time" : "";
+          throw new UserError(`${this.source} answered ${what} with more than ${READ_BUDGET_BYTES / 2 ** 20} MiB${together}: refused`);
+        }
+        chunks.push(chunk);
+      }
+      // One copy at a time: the chunks go as soon as they are joined.
+      const joined = Buffer.concat(chunks);
+      chunks.length = 0;
+      try {
+        return { status, body: JSON.parse(joined.toString("utf8")) };
+      } catch {
+        throw new UserError(`${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`);
+      }
+    } finally {
+      this.buffered -= size;
+    }
   }
 
   private explain(what: string, err: unknown): Error {
     if (err instanceof UserError) return err;
     const e = err as { code?: string; message?: string; cause?: { code?: string } };
     const netCode = typeof e.code === "string" ? e.code : e.cause?.code;
-    if (
-      netCode &&
-      /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ECONNRESET|EAI_AGAIN|EPIPE|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO|ERR_TLS|EPROTO|HPE_)/.test(
-        netCode,
-      )
-    ) {
+    if (netCode && UNREACHABLE_CODES.test(netCode)) {
       return new UserError(`cluster unreachable: ${this.source}: ${netCode} while reading ${what}; check the kube context and that the API server is up`);
     }
     return new UserError(`reading ${what} from ${this.source} failed: ${netCode ?? "connection error"}`);
@@ -366,7 +320,11 @@ export class LiveClusterReader implements ClusterReader {
   private async list<T>(what: string, kind: string, apiPath: string): Promise<T[]> {
     const answer = await this.get(what, apiPath);
     if (answer.status !== 200 || answer.body === undefined) throw this.statusError(what, answer.status);
-    const checked = checkListAnswer(kind, answer.body);
+    return this.checkedItems<T>(what, kind, answer.body);
+  }
+
+  private checkedItems<T>(what: string, kind: string, body: unknown): T[] {
+    const checked = checkListAnswer(kind, body);
     if ("problems" in checked) {
       const lines = summarizeProblems(checked.problems.map(formatObjectProblem));
       throw new UserError(`${this.source} answered ${what} with malformed objects (${checked.problems.length}):\n${lines.map((l) => `  - ${l}`).join("\n")}`);
@@ -432,7 +390,6 @@ export class LiveClusterReader implements ClusterReader {
     const namespace = service.metadata.namespace ?? "default";
     const what = `a dry-run create of Service ${namespace}/${service.metadata.name}`;
     const answer = await this.get(what, `/api/v1/namespaces/${encodeURIComponent(namespace)}/services?dryRun=All`, {
-      method: "POST",
       body: { apiVersion: "v1", kind: "Service", ...service },
       errorBody: true,
     });
@@ -448,12 +405,11 @@ export class LiveClusterReader implements ClusterReader {
       // 404: this version (or the whole CRD) is not served; try the next one.
       if (answer.status === 404) continue;
       if (answer.status !== 200) throw this.statusError(what, answer.status);
-      const checked = checkListAnswer(kind.kind, answer.body);
-      if ("problems" in checked) {
-        const lines = summarizeProblems(checked.problems.map(formatObjectProblem));
-        throw new UserError(`${this.source} answered ${what} with malformed objects (${checked.problems.length}):\n${lines.map((l) => `  - ${l}`).join("\n")}`);
-      }
-      return (checked.items as GenericObject[]).map((o) => ({ ...o, kind: o.kind ?? kind.kind, apiVersion: o.apiVersion ?? `${kind.group}/${version}` }));
+      return this.checkedItems<GenericObject>(what, kind.kind, answer.body).map((o) => ({
+        ...o,
+        kind: o.kind ?? kind.kind,
+        apiVersion: o.apiVersion ?? `${kind.group}/${version}`,
+      }));
     }
     return [];
   }

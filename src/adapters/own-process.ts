@@ -20,7 +20,6 @@ export function isStartTime(s: unknown): s is string {
   return typeof s === "string" && /^[ -~]{1,64}$/.test(s) && s.trim() !== "";
 }
 
-/** What identifies a live process: its start time and its arguments. */
 interface LiveProcess {
   startTime: string;
   args: string[];
@@ -41,11 +40,10 @@ export function liveProcess(pid: number): LiveProcess | undefined {
   const stat = procStat(pid);
   if (stat === "none") return psProcess(pid);
   if (stat === undefined || stat.state === "Z" || stat.state === "X") return undefined;
-  const { startTime } = stat;
   try {
     const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
     if (args.at(-1) === "") args.pop();
-    return args.length ? { startTime, args } : undefined;
+    return args.length ? { startTime: stat.startTime, args } : undefined;
   } catch {
     return undefined;
   }

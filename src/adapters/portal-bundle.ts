@@ -17,8 +17,6 @@ export interface PortalBundle {
   loader: string;
   /** `server.js.gz`: the bundle, gzipped (4 MB raw, client-node's models; ~0.5 MB gzipped). */
   gzipped: Buffer;
-  /** Size of the bundle before compression, for messages. */
-  rawBytes: number;
   /** sha256 of the uncompressed bundle: shown in outputs/annotations to tell builds apart. */
   sha256: string;
   /** This project's version (package.json), for the portal's /metrics build info. */
@@ -88,7 +86,6 @@ export function bundlePortalServer(): PortalBundle {
   cached = {
     loader: LOADER,
     gzipped,
-    rawBytes: code.length,
     sha256: createHash("sha256").update(code).digest("hex"),
     version: typeof version === "string" ? version : "unknown",
   };

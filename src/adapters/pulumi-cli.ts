@@ -4,24 +4,28 @@ import { UserError } from "../core/errors";
 import { redactUrlPasswords } from "../core/text";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
-/** What running the Pulumi CLI gave: its exit code and output, or that it is not installed. */
+/** What running a program (the Pulumi CLI, git) gave: its exit code and output, or that it is not installed. */
 export type PulumiRun = { exitCode: number; stdout: string; stderr: string } | { notFound: true };
+type RunOptions = { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal; timeoutMs?: number };
 /** Runs `pulumi ARGS`; never rejects. `signal` stops it (its answer is no longer needed). */
-export type PulumiRunner = (args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal; timeoutMs?: number }) => Promise<PulumiRun>;
+export type PulumiRunner = (args: string[], opts: RunOptions) => Promise<PulumiRun>;
 
 /** A refresh of a big stack can take minutes; past this the CLI is stopped and the run reported as failed. */
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 
 /** The one way this project runs the Pulumi CLI (drift's preview, the stack outputs). */
-export const runPulumi: PulumiRunner = (args, opts) =>
+export const runPulumi: PulumiRunner = (args, opts) => runProgram("pulumi", args, { ...opts, env: { ...opts.env, PULUMI_SKIP_UPDATE_CHECK: "true" } });
+
+/** Runs `program ARGS` (found on the PATH of `opts.env`); never rejects. */
+export const runProgram = (program: string, args: string[], opts: RunOptions): Promise<PulumiRun> =>
   new Promise((resolve) => {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     execFile(
-      "pulumi",
+      program,
       args,
       {
         cwd: opts.cwd,
-        env: { ...opts.env, PULUMI_SKIP_UPDATE_CHECK: "true" },
+        env: opts.env,
         timeout: timeoutMs,
         maxBuffer: 256 * 1024 * 1024,
         ...(opts.signal ? { signal: opts.signal } : {}),
@@ -44,16 +48,16 @@ export const pulumiNotFound = (instead: string) => `the pulumi CLI is not on PAT
  * so a password in a URL is hidden here, for every caller.
  */
 export function pulumiFailure(run: { exitCode: number; stderr: string }, detail?: string): string {
-  const last = run.stderr
+  return redactUrlPasswords((detail ?? lastLine(run.stderr) ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "");
+}
+
+/** The last line of a program's output that is not blank, trimmed. */
+export const lastLine = (output: string) =>
+  output
     .split("\n")
     .map((l) => l.trim())
     .filter(Boolean)
     .pop();
-  return redactUrlPasswords((detail ?? last ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "");
-}
-
-/** Reads the outputs of the last `up`: a saved file, or `pulumi stack output`. Tests replace it. */
-export type ReadOutputs = (ctx: { projectDir: string; env: NodeJS.ProcessEnv }, stack: string, outputsFile?: string) => Promise<Record<string, unknown>>;
 
 /**
  * The stack outputs of the last `up`: from a file (`pulumi stack output --json` saved by a
@@ -63,13 +67,12 @@ export async function readStackOutputs(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv },
   stack: string,
   outputsFile?: string,
-  run: PulumiRunner = runPulumi,
 ): Promise<Record<string, unknown>> {
   let text: string;
   if (outputsFile) {
     text = readBoundedText(outputsFile, "outputs file", FILE_LIMITS.outputs);
   } else {
-    const result = await run(["stack", "output", "--json", "--stack", stack], { cwd: ctx.projectDir, env: ctx.env, timeoutMs: 60_000 });
+    const result = await runPulumi(["stack", "output", "--json", "--stack", stack], { cwd: ctx.projectDir, env: ctx.env, timeoutMs: 60_000 });
     if ("notFound" in result) throw new UserError(pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"));
     if (result.exitCode !== 0) throw new UserError(`pulumi stack output --stack ${stack} failed: ${pulumiFailure(result)}`);
     text = result.stdout;
@@ -86,3 +89,6 @@ export async function readStackOutputs(
   }
   return outputs as Record<string, unknown>;
 }
+
+/** How commands read the outputs of the last `up` (tests replace it). */
+export type ReadOutputs = typeof readStackOutputs;

@@ -2,6 +2,7 @@
 // one `ssh -N -L 127.0.0.1:<local>:<node IP>:<nodePort> lima-<instance>` per UI, in the
 // background, remembered in a state folder so a second run reuses them and --stop ends them.
 import { spawn } from "node:child_process";
+import { once } from "node:events";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -9,7 +10,9 @@ import * as path from "node:path";
 import { UserError } from "../core/errors";
 import { checkLimaInstanceName, checkStackName, isLimaInstanceName } from "../core/inputs";
 import { ipVersion } from "../core/ip";
+import { freeLoopbackPort } from "./free-port";
 import { isPid, isSameProcess, isStartTime, startTimeOf } from "./own-process";
+import { lastLine } from "./pulumi-cli";
 
 /** First local port tried; each UI keeps the port it got first, so bookmarks keep working. */
 export const DEFAULT_FORWARD_BASE_PORT = 18080;
@@ -24,13 +27,9 @@ interface ForwardRequest {
 }
 
 /** What a pid file holds. */
-interface ForwardRecord {
-  entry: string;
+interface ForwardRecord extends ForwardRequest {
   pid: number;
   localPort: number;
-  remoteHost: string;
-  remotePort: number;
-  scheme: string;
   instance: string;
   /** When the ssh started (src/adapters/own-process.ts): a recycled pid has another. */
   startTime: string;
@@ -46,7 +45,6 @@ interface ForwardOptions {
   /** `ssh` (looked up on the PATH of `env`). */
   ssh: string;
   env: NodeJS.ProcessEnv;
-  /** Folder of this stack's pid files. */
   stateDir: string;
   /** Lima instance: its SSH config and its `lima-<instance>` host alias. */
   instance: string;
@@ -79,36 +77,13 @@ export function limaSshConfig(instance: string, env: NodeJS.ProcessEnv): string 
 const forwardSpec = (localPort: number, remoteHost: string, remotePort: number) =>
   `127.0.0.1:${localPort}:${remoteHost.includes(":") ? `[${remoteHost}]` : remoteHost}:${remotePort}`;
 
-function sshArgs(sshConfig: string, instance: string, localPort: number, remoteHost: string, remotePort: number): string[] {
-  return [
-    "-F",
-    sshConfig,
-    // A dedicated connection per forward: a shared master would take every forward down with it.
-    "-o",
-    "ControlMaster=no",
-    "-o",
-    "ControlPath=none",
-    // Fail instead of lingering when the local port is taken, and never prompt in the background.
-    "-o",
-    "ExitOnForwardFailure=yes",
-    "-o",
-    "BatchMode=yes",
-    "-N",
-    "-L",
-    forwardSpec(localPort, remoteHost, remotePort),
-    `lima-${instance}`,
-  ];
-}
-
 /** An entry name as the contract allows it: the only names a pid file may carry (never a path). */
 const ENTRY_NAME = /^[a-z]([-a-z0-9]{0,52}[a-z0-9])?$/;
 
-const recordFile = (stateDir: string, entry: string) => path.join(stateDir, `${checkedEntry(entry)}.pid.json`);
-const logFile = (stateDir: string, entry: string) => path.join(stateDir, `${checkedEntry(entry)}.log`);
-
-function checkedEntry(entry: string): string {
+/** The pid file or the log of an entry's forward. */
+function stateFile(stateDir: string, entry: string, suffix: ".pid.json" | ".log"): string {
   if (!ENTRY_NAME.test(entry)) throw new UserError(`refusing a forward for ${JSON.stringify(entry).slice(0, 80)}: not an entry name`);
-  return entry;
+  return path.join(stateDir, `${entry}${suffix}`);
 }
 
 const isPort = (n: unknown) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 65535;
@@ -116,16 +91,12 @@ const isPort = (n: unknown) => Number.isInteger(n) && (n as number) >= 1 && (n a
 /**
  * A pid file read back, or undefined when it is not one we wrote: the folder is writable by
  * whoever runs as the user, so every field is checked before it names a file or a process.
+ * Text that is not JSON throws (readRecords skips the file).
  */
 export function parseForwardRecord(fileName: string, text: string): ForwardRecord | undefined {
   const entry = /^(.*)\.pid\.json$/.exec(fileName)?.[1];
   if (entry === undefined || !ENTRY_NAME.test(entry)) return undefined;
-  let r: Partial<Record<keyof ForwardRecord, unknown>>;
-  try {
-    r = JSON.parse(text) as typeof r;
-  } catch {
-    return undefined;
-  }
+  const r = JSON.parse(text) as Partial<Record<keyof ForwardRecord, unknown>>;
   if (r === null || typeof r !== "object") return undefined;
   const valid =
     r.entry === entry &&
@@ -157,7 +128,7 @@ function readRecords(stateDir: string): ForwardRecord[] {
         const record = parseForwardRecord(f, fs.readFileSync(file, "utf8"));
         return record ? [record] : [];
       } catch {
-        return []; // a torn or foreign file: not ours to act on
+        return []; // a torn (not JSON) or foreign file: not ours to act on
       }
     });
 }
@@ -184,69 +155,65 @@ function isOurForward(record: ForwardRecord): boolean {
   });
 }
 
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-function portAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: "127.0.0.1" });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
+async function portAnswers(port: number): Promise<boolean> {
+  const socket = net.connect({ port, host: "127.0.0.1" });
+  const connected = await once(socket, "connect").catch(() => undefined);
+  socket.destroy();
+  return connected !== undefined;
 }
 
 async function allocatePort(preferred: number | undefined, taken: ReadonlySet<number>, base: number): Promise<number> {
-  if (preferred !== undefined && !taken.has(preferred) && (await portIsFree(preferred))) return preferred;
+  const isFree = async (port: number) => !taken.has(port) && (await freeLoopbackPort(port).catch(() => 0)) === port;
+  if (preferred !== undefined && (await isFree(preferred))) return preferred;
   for (let port = base; port < base + MAX_PORT_SEARCH; port++) {
-    if (!taken.has(port) && (await portIsFree(port))) return port;
+    if (await isFree(port)) return port;
   }
   throw new UserError(`no free local port in 127.0.0.1:${base}-${base + MAX_PORT_SEARCH - 1} for the SSH forwards`);
 }
 
 async function killAndWait(pid: number): Promise<void> {
-  try {
-    process.kill(pid, "SIGTERM");
-  } catch {
-    return;
-  }
+  // false: it is gone (or never was ours to signal).
+  const signal = (name: NodeJS.Signals | 0) => {
+    try {
+      process.kill(pid, name);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!signal("SIGTERM")) return;
   for (let i = 0; i < 40; i++) {
     await new Promise((r) => setTimeout(r, 50));
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
+    if (!signal(0)) return;
   }
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
+  signal("SIGKILL");
 }
 
-const lastLine = (file: string) =>
-  fs.existsSync(file)
-    ? fs
-        .readFileSync(file, "utf8")
-        .split("\n")
-        .map((l) => l.trim())
-        .filter(Boolean)
-        .pop()
-    : undefined;
+const lastLogLine = (file: string) => (fs.existsSync(file) ? lastLine(fs.readFileSync(file, "utf8")) : undefined);
 
 /** Starts one ssh in the background and waits until it listens, dies, or `settleMs` passes. */
 async function startForward(request: ForwardRequest, localPort: number, opts: ForwardOptions): Promise<ForwardRecord> {
-  const log = logFile(opts.stateDir, request.entry);
+  const log = stateFile(opts.stateDir, request.entry, ".log");
   const out = fs.openSync(log, "w", 0o600);
-  const child = spawn(opts.ssh, sshArgs(opts.sshConfig, opts.instance, localPort, request.remoteHost, request.remotePort), {
+  const args = [
+    "-F",
+    opts.sshConfig,
+    // A dedicated connection per forward: a shared master would take every forward down with it.
+    "-o",
+    "ControlMaster=no",
+    "-o",
+    "ControlPath=none",
+    // Fail instead of lingering when the local port is taken, and never prompt in the background.
+    "-o",
+    "ExitOnForwardFailure=yes",
+    "-o",
+    "BatchMode=yes",
+    "-N",
+    "-L",
+    forwardSpec(localPort, request.remoteHost, request.remotePort),
+    `lima-${opts.instance}`,
+  ];
+  const child = spawn(opts.ssh, args, {
     detached: true, // its own process group: it outlives this command and a Ctrl-C of the terminal
     stdio: ["ignore", out, out],
     env: opts.env,
@@ -266,14 +233,14 @@ async function startForward(request: ForwardRequest, localPort: number, opts: Fo
   })();
   const first = await Promise.race([exited.then((e) => ({ exited: e })), listening.then(() => ({ exited: undefined }))]);
   if (first.exited || child.pid === undefined) {
-    const why = first.exited?.error ?? lastLine(log) ?? `exit code ${first.exited?.code}`;
+    const why = first.exited?.error ?? lastLogLine(log) ?? `exit code ${first.exited?.code}`;
     throw new UserError(`SSH forward for ${request.entry} (127.0.0.1:${localPort} -> ${request.remoteHost}:${request.remotePort}) failed: ${why}`);
   }
   child.unref();
   const startTime = startTimeOf(child.pid);
-  if (startTime === undefined) throw new UserError(`SSH forward for ${request.entry} exited at once: ${lastLine(log) ?? "nothing logged"}`);
+  if (startTime === undefined) throw new UserError(`SSH forward for ${request.entry} exited at once: ${lastLogLine(log) ?? "nothing logged"}`);
   const record: ForwardRecord = { ...request, pid: child.pid, localPort, instance: opts.instance, startTime };
-  fs.writeFileSync(recordFile(opts.stateDir, request.entry), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+  fs.writeFileSync(stateFile(opts.stateDir, request.entry, ".pid.json"), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   return record;
 }
 
@@ -293,7 +260,6 @@ export async function ensureForwards(
   const forwards: ForwardOutcome[] = [];
   const failures: string[] = [];
   for (const request of requests) {
-    const previous = records.get(request.entry);
     const live = alive.get(request.entry);
     const localUrl = (port: number) => `${request.scheme}://127.0.0.1:${port}`;
     if (live && live.remoteHost === request.remoteHost && live.remotePort === request.remotePort) {
@@ -305,12 +271,12 @@ export async function ensureForwards(
       taken.delete(live.localPort);
     }
     try {
-      const port = await allocatePort(previous?.localPort, taken, opts.basePort);
+      const port = await allocatePort(records.get(request.entry)?.localPort, taken, opts.basePort);
       taken.add(port);
       const record = await startForward(request, port, opts);
       forwards.push({ ...record, localUrl: localUrl(port), state: live ? "restarted" : "started" });
     } catch (err) {
-      fs.rmSync(recordFile(opts.stateDir, request.entry), { force: true });
+      fs.rmSync(stateFile(opts.stateDir, request.entry, ".pid.json"), { force: true });
       failures.push((err as Error).message);
     }
   }
@@ -318,12 +284,7 @@ export async function ensureForwards(
   const wanted = new Set(requests.map((r) => r.entry));
   const retired: StoppedForward[] = [];
   for (const record of records.values()) {
-    if (wanted.has(record.entry)) continue;
-    const ours = alive.has(record.entry);
-    if (ours) await killAndWait(record.pid);
-    fs.rmSync(recordFile(opts.stateDir, record.entry), { force: true });
-    fs.rmSync(logFile(opts.stateDir, record.entry), { force: true });
-    retired.push({ entry: record.entry, pid: record.pid, localPort: record.localPort, state: ours ? "stopped" : "stale" });
+    if (!wanted.has(record.entry)) retired.push(await retire(opts.stateDir, record, alive.has(record.entry)));
   }
   return { forwards, failures, retired };
 }
@@ -339,12 +300,14 @@ export interface StoppedForward {
 /** Ends every forward of the stack's state folder and removes their pid files. */
 export async function stopForwards(stateDir: string): Promise<StoppedForward[]> {
   const stopped: StoppedForward[] = [];
-  for (const record of readRecords(stateDir)) {
-    const ours = isOurForward(record);
-    if (ours) await killAndWait(record.pid);
-    fs.rmSync(recordFile(stateDir, record.entry), { force: true });
-    fs.rmSync(logFile(stateDir, record.entry), { force: true });
-    stopped.push({ entry: record.entry, pid: record.pid, localPort: record.localPort, state: ours ? "stopped" : "stale" });
-  }
+  for (const record of readRecords(stateDir)) stopped.push(await retire(stateDir, record, isOurForward(record)));
   return stopped;
+}
+
+/** Ends a forward that is still ours (`ours`) and removes its pid and log files either way. */
+async function retire(stateDir: string, record: ForwardRecord, ours: boolean): Promise<StoppedForward> {
+  if (ours) await killAndWait(record.pid);
+  fs.rmSync(stateFile(stateDir, record.entry, ".pid.json"), { force: true });
+  fs.rmSync(stateFile(stateDir, record.entry, ".log"), { force: true });
+  return { entry: record.entry, pid: record.pid, localPort: record.localPort, state: ours ? "stopped" : "stale" };
 }

@@ -26,8 +26,6 @@ interface StackConfig {
   secretAt: Record<string, string>;
   /** Where each key of the stack file is set (`file:line:col`), for messages about its value. */
   at: Record<string, string>;
-  /** The stack file, as shown in messages. */
-  file: string;
 }
 
 const STACK_FILE = /^Pulumi\.(.+)\.yaml$/;
@@ -46,23 +44,20 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
   const stackEntries = stackConfigEntries(readYaml(stackPath), project.project);
 
   const values: Record<string, string> = {};
-  const secretKeys: string[] = [];
   const secretAt: Record<string, string> = {};
   for (const e of stackEntries) {
-    if (e.secret) {
-      secretKeys.push(e.key);
-      secretAt[e.key] = e.at;
-    } else values[e.key] = e.text;
+    if (e.secret) secretAt[e.key] = e.at;
+    else values[e.key] = e.text;
   }
-  const onStack = new Set(stackEntries.map((e) => e.key));
+  const onStack = new Map(stackEntries.map((e) => [e.key, e]));
   const problems: string[] = [];
   for (const d of project.entries) {
-    if (onStack.has(d.key)) {
-      const value = stackEntries.find((e) => e.key === d.key);
-      if (d.secret && value && !value.secret) problems.push(`${value.at}: ${d.key} is declared secret (${d.at}): set it with 'pulumi config set --secret'`);
+    const value = onStack.get(d.key);
+    if (value) {
+      if (d.secret && !value.secret) problems.push(`${value.at}: ${d.key} is declared secret (${d.at}): set it with 'pulumi config set --secret'`);
       // The engine checks the value's text (JSON parsed for objects and arrays): `3` and "3" are both an integer.
-      const content = value && typeof value.raw === "object" ? value.raw : value?.text;
-      if (d.type && value && !value.secret && !matchesType(d.type, d.items, content)) {
+      const content = typeof value.raw === "object" ? value.raw : value.text;
+      if (d.type && !value.secret && !matchesType(d.type, d.items, content)) {
         problems.push(`${value.at}: ${d.key} must be of type '${typeName(d.type, d.items)}' (declared at ${d.at})`);
       }
       continue;
@@ -72,7 +67,7 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
   }
   if (problems.length) throw userErrorFromProblems(`invalid stack configuration for stack '${stack}'`, problems);
   const at = Object.fromEntries(stackEntries.flatMap((e) => [[e.key, e.at], ...e.inner]));
-  return { values, secretKeys: secretKeys.sort(), secretAt, at, file: stackFile };
+  return { values, secretKeys: Object.keys(secretAt).sort(), secretAt, at };
 }
 
 /**
@@ -133,19 +128,16 @@ function configMap(parsed: ParsedFile) {
   return config.value;
 }
 
-function keyOf(parsed: ParsedFile, pair: Pair): string {
+/** A key as written (`raw`) and namespaced: `name` -> `<project>:name`; `ns:name` stays; `ns:config:name` (the old form) -> `ns:name`. */
+function configKey(parsed: ParsedFile, pair: Pair, project: string): { raw: string; key: string } {
   if (!isScalar(pair.key) || typeof pair.key.value !== "string" || pair.key.value === "") {
     throw new UserError(`${parsed.at(pair)}: configuration keys must be non-empty strings`);
   }
-  return pair.key.value;
-}
-
-/** `name` -> `<project>:name`; `ns:name` stays; `ns:config:name` (the old form) -> `ns:name`. */
-function namespaced(parsed: ParsedFile, pair: Pair, raw: string, project: string): string {
+  const raw = pair.key.value;
   const parts = raw.split(":");
-  if (parts.length === 1) return `${project}:${raw}`;
-  if (parts.length === 2 && parts[0] && parts[1]) return raw;
-  if (parts.length === 3 && parts[0] && parts[1] === "config" && parts[2]) return `${parts[0]}:${parts[2]}`;
+  if (parts.length === 1) return { raw, key: `${project}:${raw}` };
+  if (parts.length === 2 && parts[0] && parts[1]) return { raw, key: raw };
+  if (parts.length === 3 && parts[0] && parts[1] === "config" && parts[2]) return { raw, key: `${parts[0]}:${parts[2]}` };
   throw new UserError(`${parsed.at(pair)}: configuration key '${raw}' must be 'name' or 'namespace:name'`);
 }
 
@@ -183,12 +175,11 @@ function stackConfigEntries(parsed: ParsedFile, project: string): StackEntry[] {
   const map = configMap(parsed);
   if (!map) return [];
   return map.items.map((pair) => {
-    const key = namespaced(parsed, pair, keyOf(parsed, pair), project);
+    const { key } = configKey(parsed, pair, project);
     const at = parsed.at(pair);
     const node = pair.value as Node | null;
     const raw: unknown = node && "toJSON" in node ? node.toJSON() : null;
     if (raw === null || raw === undefined) throw new UserError(`${at}: ${key} has no value (remove the key or give it one)`);
-    if (isSecure(raw)) return { key, secret: true, text: "", raw: undefined, at, inner: [] };
     if (containsSecure(raw)) return { key, secret: true, text: "", raw: undefined, at, inner: [] };
     return { key, secret: false, text: configText(raw), raw, at, inner: innerPositions(parsed, node, key) };
   });
@@ -205,19 +196,10 @@ const containsSecure = (v: unknown): boolean =>
 /** How the engine passes a value: strings as they are, everything else as JSON (object keys sorted, as Go's encoder does). */
 function configText(value: unknown): string {
   if (typeof value === "string") return value;
-  return JSON.stringify(sortKeys(value));
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v !== null && typeof v === "object") {
-    return Object.fromEntries(
-      Object.keys(v)
-        .sort()
-        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
-    );
-  }
-  return v;
+  // The replacer sees every object before it is written, nested ones included.
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+  );
 }
 
 interface ProjectEntry {
@@ -248,8 +230,7 @@ function projectConfig(parsed: ParsedFile): { project: string; entries: ProjectE
   const map = configMap(parsed);
   if (!map) return { project, entries: [] };
   const entries = map.items.map((pair): ProjectEntry => {
-    const raw = keyOf(parsed, pair);
-    const key = namespaced(parsed, pair, raw, project);
+    const { raw, key } = configKey(parsed, pair, project);
     const ownNamespace = key.startsWith(`${project}:`);
     const at = parsed.at(pair);
     const node = pair.value as Node | null;
@@ -273,15 +254,7 @@ function projectConfig(parsed: ParsedFile): { project: string; entries: ProjectE
       if (type && decl.default !== undefined && !matchesType(type, items, decl.default)) {
         throw new UserError(`${at}: the default of ${raw} is not of type '${typeName(type, items)}'`);
       }
-      const value = decl.default !== undefined ? decl.default : decl.value;
-      return {
-        key,
-        ownNamespace,
-        ...(value !== undefined ? { value } : {}),
-        ...(type ? { type, ...(items ? { items } : {}) } : {}),
-        ...(decl.secret === true ? { secret: true } : {}),
-        at,
-      };
+      return { key, ownNamespace, value: decl.default !== undefined ? decl.default : decl.value, type, items, secret: decl.secret === true, at };
     }
     if (type !== undefined) throw new UserError(`${at}: ${raw} is not in the project's namespace and cannot declare a type`);
     if (decl.default !== undefined) throw new UserError(`${at}: ${raw} is not in the project's namespace: use 'value', not 'default'`);

@@ -84,12 +84,11 @@ export function openStack(opts: {
     }
   }
   if (problems.length || !checked.settings || !contract || !selection) throw stackConfigError(stackFile, problems, missing);
-  const settings = checked.settings;
   return {
     projectDir: opts.projectDir,
     stack: opts.stack,
     config,
-    settings,
+    settings: checked.settings,
     contract,
     contractFile,
     selected: selection.entries.map((e) => e.name),
