@@ -591,6 +591,21 @@ describe("exposure access", () => {
     expect(sshCalls()).toEqual([]);
   });
 
+  it("refuses a .env template larger than its bound in one line, writing nothing", async () => {
+    const file = path.join(envDir, ".env.cluster.local");
+    const template = path.join(project.dir, "contract", "atlas.env.cluster.example");
+    const original = fs.readFileSync(template);
+    fs.writeFileSync(template, `# ${"x".repeat(2 * 2 ** 20)}\n`);
+    try {
+      const r = await runAccess(["--stack", "bench", "--dotenv", file], fullCluster());
+      expect(r.code).toBe(1);
+      expect(r.err).toEqual(["exposure access: the .env template contract/atlas.env.cluster.example is 2.0 MiB: larger than the 1 MiB limit"]);
+      expect(fs.existsSync(file)).toBe(false);
+    } finally {
+      fs.writeFileSync(template, original);
+    }
+  });
+
   it("rejects bad usage with exit 2", async () => {
     const both = await runAccess(["--stack", "bench", "--forward", "--stop"], fullCluster());
     expect(both.code).toBe(2);

@@ -1,5 +1,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { FILE_LIMITS, readBoundedText } from "../../src/adapters/bounded-file";
 import { assertGitIgnores, assertReplaceable, defaultEnvFile, ENV_FILE_HEADER, writePrivateFile } from "../../src/adapters/env-file";
 import {
   DEFAULT_FORWARD_BASE_PORT,
@@ -110,13 +111,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
 
     let env: EnvOutcome = { skipped: "--no-dotenv" };
     if (envTarget && "file" in envTarget) {
-      const templateFile = path.join(ctx.projectDir, ENV_TEMPLATE);
-      let template: string;
-      try {
-        template = fs.readFileSync(templateFile, "utf8");
-      } catch (err) {
-        throw new UserError(`cannot read the .env template ${ENV_TEMPLATE}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-      }
+      const template = readBoundedText(path.join(ctx.projectDir, ENV_TEMPLATE), "the .env template", FILE_LIMITS.envTemplate, EXIT.ERROR, ENV_TEMPLATE);
       const rendered = renderEnvTemplate(template, ENV_TEMPLATE, (ref) => resolveReference(ref, { contract: opened.contract, endpoints, credentials }), [
         ...ENV_FILE_HEADER.map((line) => (typeof line === "string" ? line : line(stack, ENV_TEMPLATE)).replace(/^# /, "")),
         ...(forwards.length ? ["URLs of exposed UIs point at the SSH forwards (127.0.0.1); rerun without --forward after --stop."] : []),

@@ -11,6 +11,7 @@ export const FILE_LIMITS = {
   snapshot: 64 * 2 ** 20,
   outputs: 16 * 2 ** 20,
   stackFile: 1 * 2 ** 20,
+  envTemplate: 1 * 2 ** 20,
   // client-node reads a kubeconfig whole: it is checked against this first.
   kubeconfig: 16 * 2 ** 20,
 } as const;
