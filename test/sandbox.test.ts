@@ -429,6 +429,33 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
     return { dir, folder: path.join(dir, ".sandbox"), env, io: { projectDir: dir, env, say: () => {} } };
   };
 
+  it("two sandbox commands in one folder never run at once: the second stops, naming the first, which it never signals; a dead holder's lock is replaced", async () => {
+    const p = project();
+    const holder = sleeperIn(p.dir, process.env);
+    const lock = outsideRecordFile(p.dir, p.env).replace(/\.json$/, ".lock");
+    try {
+      await execed(holder);
+      fs.mkdirSync(path.dirname(lock), { recursive: true });
+      fs.writeFileSync(lock, JSON.stringify({ pid: holder.pid, startTime: liveProcess(holder.pid)?.startTime }));
+      spy();
+      await expect(sandboxDown(p.io)).rejects.toThrow(`another sandbox command (pid ${holder.pid}) runs for ${p.dir}: nothing done`);
+      expect(sent).toEqual([]);
+      expect(isAlive(holder.pid)).toBe(true);
+      expect(fs.existsSync(lock)).toBe(true);
+      // The holder gone (a killed command), or a lock that is not one: replaced, then released.
+      realKill(holder.pid, "SIGKILL");
+      while (isAlive(holder.pid)) await new Promise((r) => setTimeout(r, 10));
+      expect((await sandboxDown(p.io)).stopped).toEqual([]);
+      expect(fs.existsSync(lock)).toBe(false);
+      fs.writeFileSync(lock, "{not json");
+      expect((await sandboxDown(p.io)).stopped).toEqual([]);
+      expect(fs.existsSync(lock)).toBe(false);
+    } finally {
+      if (isAlive(holder.pid)) realKill(holder.pid, "SIGKILL");
+      fs.rmSync(p.dir, { recursive: true, force: true });
+    }
+  });
+
   it("a record copying a foreign process's command line and start time signals nothing (found by an outside tester)", async () => {
     const p = project();
     // Another program of this user, started without the sandbox's id: its pid, start time and

@@ -18,7 +18,7 @@ import { dataPathSupport, findTool, runProcesses, stopRun } from "../datapath/da
 import { PREFIX_PATTERN } from "../datapath/plan";
 import { freeLoopbackPort } from "../free-port";
 import { httpGet } from "../http-probe";
-import { liveProcess } from "../own-process";
+import { isSameProcess, liveProcess, startTimeOf } from "../own-process";
 import { openStack } from "../stack-inputs";
 import {
   CONTROL_PLANE_ROLES,
@@ -486,7 +486,50 @@ export function sandboxStackFile(projectDir: string): string {
  * stack's `pulumi up` runs, and what still is wrong after that fails the command with its remedy.
  * A sandbox whose processes are not all running is removed and started anew.
  */
-export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
+export function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
+  return whileHoldingLock(io, () => bringUp(io));
+}
+
+/**
+ * Runs `work` holding this folder's sandbox lock (next to the record outside the work tree), so
+ * that two `npm run sandbox` (or an up and a down) in one folder never run at once: the second
+ * stops before touching anything, naming the first. The lock names its holder by pid and start
+ * time; a lock whose holder is gone (a killed command) or that is unreadable is replaced. The
+ * holder is never signalled.
+ */
+async function whileHoldingLock<T>(io: SandboxIo, work: () => Promise<T>): Promise<T> {
+  const lock = outsideRecordFile(io.projectDir, io.env).replace(/\.json$/, ".lock");
+  fs.mkdirSync(path.dirname(lock), { recursive: true, mode: 0o700 });
+  const mine = JSON.stringify({ pid: process.pid, startTime: startTimeOf(process.pid) ?? "" });
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs.writeFileSync(lock, mine, { flag: "wx", mode: 0o600 });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
+    }
+    let holder: { pid?: unknown; startTime?: unknown } = {};
+    try {
+      holder = JSON.parse(fs.readFileSync(lock, "utf8").slice(0, 4096)) ?? {};
+    } catch {}
+    if (isSameProcess({ pid: holder.pid, startTime: holder.startTime }, () => true)) {
+      throw new UserError(
+        `another sandbox command (pid ${String(holder.pid)}) runs for ${io.projectDir}: nothing done; run it again once that one has ended (sandbox status shows the sandbox)`,
+      );
+    }
+    fs.rmSync(lock, { force: true });
+  }
+  try {
+    return await work();
+  } finally {
+    // Only our own lock: read back, it must still name this process.
+    try {
+      if (fs.readFileSync(lock, "utf8") === mine) fs.rmSync(lock);
+    } catch {}
+  }
+}
+
+async function bringUp(io: SandboxIo): Promise<SandboxInfo> {
   const { projectDir, say } = io;
   const folder = sandboxFolder(projectDir);
   const existing = readSandboxRecord(projectDir, io.env);
@@ -496,7 +539,7 @@ export async function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
     say(`sandbox: the sandbox in ${folder} is not whole (${dead.slice(0, 5).join("; ")}): removing it first`);
   } else if (existing) say(`sandbox: ${folder} is gone but its processes are recorded in ${outsideRecordFile(projectDir, io.env)}: removing them first`);
   if (existing || fs.existsSync(folder)) {
-    const down = await sandboxDown(io);
+    const down = await takeDown(io);
     for (const why of down.rejected) say(`sandbox: ignored ${why}: nothing signalled for it (check by hand with ps)`);
   }
   return startSandbox(io);
@@ -858,7 +901,11 @@ export interface SandboxDown {
  * the stack file while it is the one this sandbox wrote; a damaged record is left alone and listed
  * in `rejected`. Works from the record outside the work tree when .sandbox/ is gone.
  */
-export async function sandboxDown(io: SandboxIo): Promise<SandboxDown> {
+export function sandboxDown(io: SandboxIo): Promise<SandboxDown> {
+  return whileHoldingLock(io, () => takeDown(io));
+}
+
+async function takeDown(io: SandboxIo): Promise<SandboxDown> {
   const folder = sandboxFolder(io.projectDir);
   const info = readSandboxRecord(io.projectDir, io.env);
   const proven = (p: RecordedProcess) => (info ? isSandboxProcess(p, info) : false);
