@@ -13,25 +13,22 @@ import type { AdmissionSettings, Allowlist } from "./settings";
  * (src/core/audit.ts) accepts, with the same allowlist matching.
  */
 
-export const ADMISSION_GROUP_VERSION = "admissionregistration.k8s.io/v1";
-export const ADMISSION_POLICY_RESOURCE = "validatingadmissionpolicies";
-export const ADMISSION_BINDING_RESOURCE = "validatingadmissionpolicybindings";
+const ADMISSION_GROUP_VERSION = "admissionregistration.k8s.io/v1";
 
-export const VALIDATING_ADMISSION_POLICIES: CustomKind = {
+const VALIDATING_ADMISSION_POLICIES: CustomKind = {
   group: "admissionregistration.k8s.io",
   versions: ["v1"],
-  plural: ADMISSION_POLICY_RESOURCE,
+  plural: "validatingadmissionpolicies",
   kind: "ValidatingAdmissionPolicy",
 };
-export const VALIDATING_ADMISSION_POLICY_BINDINGS: CustomKind = {
+const VALIDATING_ADMISSION_POLICY_BINDINGS: CustomKind = {
   group: "admissionregistration.k8s.io",
   versions: ["v1"],
-  plural: ADMISSION_BINDING_RESOURCE,
+  plural: "validatingadmissionpolicybindings",
   kind: "ValidatingAdmissionPolicyBinding",
 };
 
-export type AdmissionMode = AdmissionSettings["mode"];
-export type EnforcedMode = Exclude<AdmissionMode, "off">;
+type EnforcedMode = Exclude<AdmissionSettings["mode"], "off">;
 
 const VALIDATION_ACTIONS: Record<EnforcedMode, string[]> = { deny: ["Deny"], warn: ["Warn"], audit: ["Audit"] };
 
@@ -59,36 +56,8 @@ export interface AdmissionInput {
   contractFile: string;
 }
 
-export interface ResourceRule {
-  apiGroups: string[];
-  apiVersions: string[];
-  operations: string[];
-  resources: string[];
-}
-
-export interface PolicySpec {
-  failurePolicy: "Fail" | "Ignore";
-  matchConstraints: { resourceRules: ResourceRule[] };
-  variables: { name: string; expression: string }[];
-  validations: { expression: string; messageExpression: string; message: string; reason: string }[];
-}
-
-export interface BindingSpec {
-  policyName: string;
-  validationActions: string[];
-}
-
-interface Manifest<S> {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; labels: Record<string, string> };
-  spec: S;
-}
-
-export interface AdmissionManifests {
-  policy: Manifest<PolicySpec>;
-  binding: Manifest<BindingSpec>;
-}
+export type AdmissionManifests = ReturnType<typeof admissionManifests>;
+export type PolicySpec = AdmissionManifests["policy"]["spec"];
 
 /** Unpaired UTF-16 surrogates: JSON escapes them as \uD800, which no CEL string literal may hold. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -165,7 +134,7 @@ const OLD_LIST_LOOKUP = 400;
 const templateOf = (obj: string) => `request.kind.kind == 'CronJob' ? ${obj}.spec.jobTemplate.spec.template : ${obj}.spec.template`;
 
 /** The policy and binding for a stack whose guard is on. Pure: same inputs, same objects. */
-export function admissionManifests(input: AdmissionInput): AdmissionManifests {
+export function admissionManifests(input: AdmissionInput) {
   const name = admissionPolicyName(input.stack);
   const labels = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
   const stackFile = `Pulumi.${input.stack}.yaml`;
@@ -290,7 +259,7 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
     },
   ];
 
-  const policy: Manifest<PolicySpec> = {
+  const policy = {
     apiVersion: ADMISSION_GROUP_VERSION,
     kind: "ValidatingAdmissionPolicy",
     metadata: { name, labels },
@@ -309,7 +278,7 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
       validations,
     },
   };
-  const binding: Manifest<BindingSpec> = {
+  const binding = {
     apiVersion: ADMISSION_GROUP_VERSION,
     kind: "ValidatingAdmissionPolicyBinding",
     metadata: { name, labels },
@@ -324,7 +293,7 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
  */
 export function admissionApiProblem(served: readonly string[] | undefined, source: string): string | undefined {
   if (served === undefined) return undefined;
-  const missing = [ADMISSION_POLICY_RESOURCE, ADMISSION_BINDING_RESOURCE].filter((r) => !served.includes(r));
+  const missing = [VALIDATING_ADMISSION_POLICIES.plural, VALIDATING_ADMISSION_POLICY_BINDINGS.plural].filter((r) => !served.includes(r));
   if (missing.length === 0) return undefined;
   return `ui-exposure:admission: ${source} does not serve ${missing.join(" and ")} in ${ADMISSION_GROUP_VERSION} (ValidatingAdmissionPolicy is GA from Kubernetes 1.30): upgrade the cluster, or set ui-exposure:admission.mode to off`;
 }
@@ -365,44 +334,28 @@ export function admissionDrift(input: {
   bindings: readonly LiveObject[];
 }): Finding[] {
   const name = admissionPolicyName(input.stack);
-  const policy = input.policies.find((p) => p.metadata?.name === name);
-  const binding = input.bindings.find((b) => b.metadata?.name === name);
-  const findings: Finding[] = [];
-  if (!input.expected) {
-    for (const [kind, obj] of [
-      ["ValidatingAdmissionPolicy", policy],
-      ["ValidatingAdmissionPolicyBinding", binding],
-    ] as const) {
-      if (obj) {
-        findings.push(
-          finding(
-            "admission-guard-left-over",
-            "drift",
-            `${kind} ${name}`,
-            "ui-exposure:admission.mode is off but the guard is still in the cluster: run `pulumi up` to remove it",
-          ),
-        );
-      }
+  const check = (kind: string, live: readonly LiveObject[], spec: unknown): Finding[] => {
+    const obj = live.find((o) => o.metadata?.name === name);
+    const subject = `${kind} ${name}`;
+    if (!input.expected) {
+      const message = "ui-exposure:admission.mode is off but the guard is still in the cluster: run `pulumi up` to remove it";
+      return obj ? [finding("admission-guard-left-over", "drift", subject, message)] : [];
     }
-    return findings;
-  }
-  const check = (kind: string, live: LiveObject | undefined, spec: unknown) => {
-    if (!live) {
-      findings.push(finding("admission-guard-missing", "drift", `${kind} ${name}`, "absent from the cluster: run `pulumi up` to create it"));
-    } else if (!holdsAll(spec, live.spec)) {
-      findings.push(
-        finding(
-          "admission-guard-stale",
-          "drift",
-          `${kind} ${name}`,
-          "differs from what the contract and the allowlist generate now (edited by hand, or an older contract): run `pulumi up` to regenerate it",
-        ),
-      );
-    }
+    if (!obj) return [finding("admission-guard-missing", "drift", subject, "absent from the cluster: run `pulumi up` to create it")];
+    if (holdsAll(spec, obj.spec)) return [];
+    return [
+      finding(
+        "admission-guard-stale",
+        "drift",
+        subject,
+        "differs from what the contract and the allowlist generate now (edited by hand, or an older contract): run `pulumi up` to regenerate it",
+      ),
+    ];
   };
-  check("ValidatingAdmissionPolicy", policy, input.expected.policy.spec);
-  check("ValidatingAdmissionPolicyBinding", binding, input.expected.binding.spec);
-  return findings;
+  return [
+    ...check("ValidatingAdmissionPolicy", input.policies, input.expected?.policy.spec),
+    ...check("ValidatingAdmissionPolicyBinding", input.bindings, input.expected?.binding.spec),
+  ];
 }
 
 export type AdmissionProbe = (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>;
