@@ -169,7 +169,6 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
     return { problem: `${where}: port ${port.name ?? port.port} of Service ${key} is ${protocol}: only a TCP port is published as an ${entry.scheme} URL` };
   }
   // A headless Service (clusterIP: None) is mirrored like any other: our NodePort Service selects the same pods.
-  const serviceName = ourServiceName(entry.name);
   const scheme = webScheme(entry.scheme);
   return {
     kind: "nodePort",
@@ -177,28 +176,29 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
     scheme,
     namespace: ref.namespace,
     mirrors: ref.name,
-    serviceName,
+    serviceName: ourServiceName(entry.name),
     selector: { ...selector },
     portName: scheme,
     port: port.port,
     targetPort: port.targetPort ?? port.port,
-    protocol: port.protocol ?? "TCP",
+    protocol,
   };
 }
 
 /**
- * Pods by namespace, built once per view. A hostPort holder is always searched within one
- * namespace, so each hostPort entry scans its namespace instead of every pod of the cluster
- * (entries × pods would grow quadratically with the platform).
+ * Items by key, built once per view: each entry then reads its own group (pods of one namespace,
+ * slices of one Service) instead of scanning the cluster's (entries × items would grow
+ * quadratically with the platform). push, not a spread copy: copying a group on every item is
+ * quadratic too.
  */
-export function groupPodsByNamespace(pods: readonly Pod[]): Map<string | undefined, Pod[]> {
-  const byNamespace = new Map<string | undefined, Pod[]>();
-  for (const p of pods) {
-    const list = byNamespace.get(p.metadata.namespace);
-    if (list) list.push(p);
-    else byNamespace.set(p.metadata.namespace, [p]);
+export function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const group = groups.get(keyOf(item));
+    if (group) group.push(item);
+    else groups.set(keyOf(item), [item]);
   }
-  return byNamespace;
+  return groups;
 }
 
 /**
@@ -213,9 +213,9 @@ export function findHostPortHolder(pods: readonly Pod[], hp: HostPortExposure): 
         !isFinishedPod(p) &&
         matchesLabels(p.metadata.labels, hp.podSelector) &&
         // Only a port the kubelet maps (spec.containers) serves a URL; an init container's does not.
-        effectiveHostPorts(p.spec).some((h) => h.port === hp.port && h.serves),
+        effectiveHostPorts(p.spec).some((h) => h.port === hp.port && h.serves) &&
+        p.spec?.nodeName,
     )
-    .filter((p) => p.spec?.nodeName)
     .sort((a, b) => Number(b.status?.phase === "Running") - Number(a.status?.phase === "Running") || a.metadata.name.localeCompare(b.metadata.name))[0];
 }
 
@@ -268,11 +268,6 @@ export interface ClusterView {
   pods: readonly Pod[];
 }
 
-export interface ExposureResolution {
-  node: NodeChoice;
-  plans: ExposurePlan[];
-}
-
 /**
  * The Services the planner reads: the observed ones, overlaid with the Services this stack
  * itself creates in the same `up` (the in-cluster portal's ClusterIP Service). Without it,
@@ -296,7 +291,7 @@ export function resolveExposures(
   cluster: ClusterView,
   nodeAddress?: string,
   opts: { allowKubeSystem?: boolean } = {},
-): ExposureResolution | { problems: string[] } {
+): { node: NodeChoice; plans: ExposurePlan[] } | { problems: string[] } {
   const problems: string[] = [];
   if (!opts.allowKubeSystem) {
     for (const e of entries) {
@@ -313,7 +308,7 @@ export function resolveExposures(
   problems.push(...unusableNodes(cluster.nodes, nodeAddress));
   const services = indexServices(cluster.services);
   const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
-  const podsByNamespace = groupPodsByNamespace(cluster.pods);
+  const podsByNamespace = groupBy(cluster.pods, (p) => p.metadata.namespace);
   const plans: ExposurePlan[] = [];
   for (const entry of entries) {
     const plan = isNodePortEntry(entry)
@@ -338,9 +333,6 @@ export function buildUrl(scheme: string, address: string, port: number | undefin
   return `${scheme}://${host}:${port ?? PENDING_NODE_PORT}`;
 }
 
-/** What to do with the nodePort the last `up` published for an entry. */
-export type PortDecision = { keep: number } | { keep?: undefined; note?: string };
-
 /**
  * Stable ports: the nodePort published by the last `up` is asked for again, so a port moved by
  * hand is put back and a Service deleted by hand comes back on its port. Kubernetes allocated it
@@ -351,7 +343,7 @@ export function portToKeep(
   plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">,
   lastPort: number | undefined,
   services: readonly Service[],
-): PortDecision {
+): { keep: number } | { keep?: undefined; note?: string } {
   if (lastPort === undefined) return {};
   const holder = services.find(
     (s) => !(s.metadata.namespace === plan.namespace && s.metadata.name === plan.serviceName) && (s.spec?.ports ?? []).some((p) => p.nodePort === lastPort),
