@@ -7,11 +7,11 @@ import {
   isExposingService,
   isFinishedPod,
   ownershipProblem,
-  type PublishedRecord,
   serviceOpenings,
   serviceVerdict,
 } from "./exposure-model";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "./kube/types";
+import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
 /** One thing that makes the cluster reachable from outside, whoever declared it. */
@@ -62,7 +62,7 @@ export interface AuditInput {
    * The `endpoints` output of the last `up`, when it could be read: a Service at an entry's
    * name that this stack did not create (another uid) is then undeclared too.
    */
-  published?: Readonly<Record<string, PublishedRecord>>;
+  published?: PublishedEndpoints;
 }
 
 function describeServicePorts(svc: Service): string {

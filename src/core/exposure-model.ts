@@ -1,6 +1,7 @@
 import type { Contract } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import type { Service } from "./kube/types";
+import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
 // The one model of exposure: what a stack declares, what a pod or a Service opens to the outside,
@@ -25,25 +26,6 @@ export interface Pattern {
   reason?: string;
 }
 
-export interface HostPortPattern extends Pattern {
-  port: number;
-}
-
-export interface HostPortRule {
-  entry: string;
-  namespace: string;
-  port: number;
-  podSelector: Readonly<Record<string, string>>;
-}
-
-export interface ExposureRules {
-  /** Our Service of each published NodePort entry, by "namespace/name". */
-  ourServices: ReadonlyMap<string, { entry: string }>;
-  hostPortEntries: readonly HostPortRule[];
-  services: readonly Pattern[];
-  hostPorts: readonly HostPortPattern[];
-}
-
 export const matchesPattern = (p: Pick<Pattern, "prefix" | "text">, value: string) => (p.prefix ? value.startsWith(p.text) : value === p.text);
 
 /** `name` is the part matched against "namespace/name" (a hostPort item's, before its ":port"). */
@@ -55,11 +37,14 @@ function parsePattern(source: string, name: string, reasons: Allowlist["reasons"
 /** "namespace/name" matches itself; "namespace/prefix*" every name starting with prefix ('*' is only a suffix). */
 export const namePattern = (name: string) => ({ prefix: name.endsWith("*"), text: name.endsWith("*") ? name.slice(0, -1) : name });
 
+export type ExposureRules = ReturnType<typeof exposureRules>;
+
 /** The rules of a stack: the exposed entries it publishes (`selected`) and its allowlist, parsed once. */
-export function exposureRules(contract: Contract, selected: readonly string[], allowlist: Allowlist): ExposureRules {
+export function exposureRules(contract: Contract, selected: readonly string[], allowlist: Allowlist) {
   const chosen = new Set(selected);
   const entries = contract.endpoints.filter((e) => chosen.has(e.name));
   return {
+    // Our Service of each published NodePort entry, by "namespace/name".
     ourServices: new Map(entries.filter(isNodePortEntry).map((e) => [`${e.service.namespace}/${ourServiceName(e.name)}`, { entry: e.name }])),
     hostPortEntries: entries
       .filter(isHostPortEntry)
@@ -233,17 +218,8 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: 
   };
 }
 
-/** What the last `up` published for an entry (the `endpoints` output). */
-export interface PublishedRecord {
-  nodePort?: number;
-  hostPort?: number;
-  url?: string;
-  service?: string;
-  uid?: string;
-}
-
 /** Why a Service named like ours is not the one the last `up` published (none, or another uid); undefined when it is. */
-export function ownershipProblem(where: string, uid: string | undefined, published: PublishedRecord | undefined): string | undefined {
+export function ownershipProblem(where: string, uid: string | undefined, published: PublishedEndpoints[string] | undefined): string | undefined {
   if (!published || (published.nodePort === undefined && published.service === undefined && published.url === undefined)) {
     return `${where} exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)`;
   }
@@ -267,13 +243,10 @@ export function recreatedProblem(what: string, live: Service | undefined, stateU
 }
 
 /** The uids of the objects a state holds that `up` creates under fixed names, by "namespace/name". */
-export interface StateUids {
-  services: ReadonlyMap<string, string>;
-  configMaps: ReadonlyMap<string, string>;
-}
+export type StateUids = ReturnType<typeof stateUids>;
 
 /** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
-export function stateUids(resources: unknown): StateUids {
+export function stateUids(resources: unknown) {
   const services = new Map<string, string>();
   const configMaps = new Map<string, string>();
   const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };

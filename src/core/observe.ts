@@ -1,6 +1,6 @@
 import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
-import { matchesLabels, ourServiceName, ownershipProblem, type PublishedRecord, serviceOpenings, webScheme } from "./exposure-model";
+import { matchesLabels, ourServiceName, ownershipProblem, serviceOpenings, webScheme } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
@@ -17,6 +17,7 @@ import {
   type NodeChoice,
   unusableNodes,
 } from "./plan";
+import type { PublishedEndpoints } from "./published";
 
 export type Verdict = "MATCH" | "DRIFT" | "ABSENT" | "NOT-EXPOSED";
 
@@ -79,8 +80,7 @@ export interface Observation {
   problems: string[];
 }
 
-/** What the last `up` published, from the stack outputs (`endpoints` output). */
-export type PublishedEndpoints = Record<string, PublishedRecord>;
+export type { PublishedEndpoints };
 
 export interface ObservedCluster {
   services: readonly Service[];

@@ -1,7 +1,6 @@
 import * as z from "zod/mini";
 import { describeZodIssue, formatPath } from "./contract/parse";
 import { UserError } from "./errors";
-import type { PublishedEndpoints } from "./observe";
 import { shownValue } from "./text";
 import "./zod-messages";
 
@@ -20,6 +19,8 @@ const record = z.looseObject({
   uid: z.optional(z.string()),
 });
 const schema = z.record(z.string(), record);
+/** What the last `up` published, by entry (the `endpoints` output). */
+export type PublishedEndpoints = z.infer<typeof schema>;
 
 /**
  * Longest published text kept as read: a URL `up` publishes (`http://<node IP>:<port>`), a
