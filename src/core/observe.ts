@@ -6,6 +6,7 @@ import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
 import {
   buildUrl,
+  type ClusterView,
   chooseNode,
   findHostPortHolder,
   findServicePort,
@@ -82,11 +83,8 @@ export interface Observation {
 
 export type { PublishedEndpoints };
 
-export interface ObservedCluster {
-  services: readonly Service[];
+export interface ObservedCluster extends ClusterView {
   endpointSlices: readonly EndpointSlice[];
-  nodes: readonly Node[];
-  pods: readonly Pod[];
 }
 
 /**
@@ -268,7 +266,7 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
   const url = address ? buildUrl(e.scheme, address, hp.port) : undefined;
   const reasons: [DriftCode, string][] = [];
   if (!ready) reasons.push(["pod-not-ready", `pod ${hp.namespace}/${holder.metadata.name} is not ready`]);
-  if (!address) reasons.push(["node-without-address", `node ${holder.spec?.nodeName} has ${node ? internalIPProblem(node) : "no InternalIP (unknown node)"}`]);
+  if (!address) reasons.push(["node-without-address", `node ${holder.spec?.nodeName} has ${internalIPProblem(node)}`]);
   if (published?.url && url && published.url !== url) reasons.push(["pod-moved", `pod moved since the last up (${published.url} -> ${url})`]);
   return {
     ...entry,

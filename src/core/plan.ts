@@ -12,35 +12,8 @@ export interface NodeChoice {
   pinned: boolean;
 }
 
-export interface NodePortPlan {
-  kind: "nodePort";
-  entry: string;
-  scheme: "http" | "https";
-  namespace: string;
-  /** The vendored Service mirrored (never modified). */
-  mirrors: string;
-  /** Our Service: `<entry>-nodeport`, in the vendored Service's namespace. */
-  serviceName: string;
-  selector: Record<string, string>;
-  /** Port name on our Service; Kubernetes keeps an allocated nodePort by port name. */
-  portName: string;
-  port: number;
-  targetPort: number | string;
-  protocol: string;
-}
-
-export interface HostPortPlan {
-  kind: "hostPort";
-  entry: string;
-  scheme: "http" | "https";
-  namespace: string;
-  hostPort: number;
-  pod: string;
-  node: string;
-  address: string;
-}
-
-export type ExposurePlan = NodePortPlan | HostPortPlan;
+export type NodePortPlan = Exclude<ReturnType<typeof planNodePort>, { problem: string }>;
+export type ExposurePlan = NodePortPlan | Exclude<ReturnType<typeof planHostPort>, { problem: string }>;
 
 export const isReadyNode = (n: Node) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 /** The InternalIP as the Node's status claims it (untrusted: whoever writes a Node's status writes it). */
@@ -50,8 +23,9 @@ export const internalIP = (n: Node) => {
   const address = claimedInternalIP(n);
   return typeof address === "string" && ipVersion(address) !== 0 ? address : undefined;
 };
-/** Why a node has no usable InternalIP, for messages (the claimed value is shown escaped). */
-export function internalIPProblem(n: Node): string {
+/** Why a node (undefined: unknown) has no usable InternalIP, for messages (the claimed value is shown escaped). */
+export function internalIPProblem(n: Node | undefined): string {
+  if (!n) return "no InternalIP (unknown node)";
   const claimed = claimedInternalIP(n);
   if (claimed === undefined) return "no InternalIP";
   return `InternalIP ${JSON.stringify(String(claimed)).slice(0, 80)} is not an IP address`;
@@ -132,52 +106,52 @@ export function indexServices(services: readonly Service[]): Map<string, Service
 }
 
 /** Plans one NodePort exposure from the vendored Service; returns a problem when it cannot be mirrored. */
-export function planNodePort(entry: Endpoint & { service: ServiceRef }, services: ReadonlyMap<string, Service>): NodePortPlan | { problem: string } {
+export function planNodePort(entry: Endpoint & { service: ServiceRef }, services: ReadonlyMap<string, Service>) {
   const ref = entry.service;
   const key = `${ref.namespace}/${ref.name}`;
   const vendored = services.get(key);
-  const where = `entry '${entry.name}'`;
+  const problem = (text: string) => ({ problem: `entry '${entry.name}': ${text}` });
   if (!vendored) {
-    return {
-      problem: `${where}: Service ${key} not found; install the UI first, fix the contract's service, or leave '${entry.name}' out of ui-exposure:entries`,
-    };
+    return problem(`Service ${key} not found; install the UI first, fix the contract's service, or leave '${entry.name}' out of ui-exposure:entries`);
   }
   const type = vendored.spec?.type ?? "ClusterIP";
   if (type === "ExternalName") {
-    return {
-      problem: `${where}: Service ${key} is of type ExternalName (a DNS alias, no pods behind it): there is nothing to publish on a NodePort; point the contract at the Service of the pods`,
-    };
+    return problem(
+      `Service ${key} is of type ExternalName (a DNS alias, no pods behind it): there is nothing to publish on a NodePort; point the contract at the Service of the pods`,
+    );
   }
   const selector = vendored.spec?.selector;
   if (selector !== undefined && (selector === null || typeof selector !== "object" || Object.values(selector).some((v) => typeof v !== "string"))) {
-    return { problem: `${where}: Service ${key} has a selector that is not a map of strings; it cannot be mirrored` };
+    return problem(`Service ${key} has a selector that is not a map of strings; it cannot be mirrored`);
   }
   if (!selector || Object.keys(selector).length === 0) {
-    return {
-      problem: `${where}: Service ${key} has no selector (its endpoints are managed by hand), so a NodePort Service cannot select the same pods; point the contract at a Service with a selector`,
-    };
+    return problem(
+      `Service ${key} has no selector (its endpoints are managed by hand), so a NodePort Service cannot select the same pods; point the contract at a Service with a selector`,
+    );
   }
   const port = findServicePort(vendored, ref.port);
   if (!port) {
-    return {
-      problem: `${where}: Service ${key} has no port ${typeof ref.port === "number" ? ref.port : `named '${ref.port}'`} (ports: ${describePorts(vendored)}); fix service.port in the contract`,
-    };
+    return problem(
+      `Service ${key} has no port ${typeof ref.port === "number" ? ref.port : `named '${ref.port}'`} (ports: ${describePorts(vendored)}); fix service.port in the contract`,
+    );
   }
   // A UI is TCP: a UDP (or SCTP) port published as http://... would be a URL nothing answers.
   const protocol = port.protocol ?? "TCP";
   if (protocol !== "TCP") {
-    return { problem: `${where}: port ${port.name ?? port.port} of Service ${key} is ${protocol}: only a TCP port is published as an ${entry.scheme} URL` };
+    return problem(`port ${port.name ?? port.port} of Service ${key} is ${protocol}: only a TCP port is published as an ${entry.scheme} URL`);
   }
   // A headless Service (clusterIP: None) is mirrored like any other: our NodePort Service selects the same pods.
   const scheme = webScheme(entry.scheme);
   return {
-    kind: "nodePort",
+    kind: "nodePort" as const,
     entry: entry.name,
     scheme,
     namespace: ref.namespace,
+    // The vendored Service, never modified.
     mirrors: ref.name,
     serviceName: ourServiceName(entry.name),
     selector: { ...selector },
+    // Kubernetes keeps an allocated nodePort by port name.
     portName: scheme,
     port: port.port,
     targetPort: port.targetPort ?? port.port,
@@ -223,13 +197,9 @@ export function findHostPortHolder(pods: readonly Pod[], hp: HostPortExposure): 
  * Plans a hostPort entry: nothing is created; the URL uses the InternalIP of the node that
  * runs the pod holding the port (a running pod wins over a pending one, then name order).
  */
-export function planHostPort(
-  entry: Endpoint & { hostPort: HostPortExposure },
-  pods: readonly Pod[],
-  nodesByName: ReadonlyMap<string, Node>,
-): HostPortPlan | { problem: string } {
+export function planHostPort(entry: Endpoint & { hostPort: HostPortExposure }, pods: readonly Pod[], nodesByName: ReadonlyMap<string, Node>) {
   const hp = entry.hostPort;
-  const where = `entry '${entry.name}'`;
+  const problem = (text: string) => ({ problem: `entry '${entry.name}': ${text}` });
   const pod = findHostPortHolder(pods, hp);
   const selectorText = hp.podSelector
     ? ` matching ${Object.entries(hp.podSelector)
@@ -237,20 +207,16 @@ export function planHostPort(
         .join(",")}`
     : "";
   if (!pod) {
-    return {
-      problem: `${where}: no scheduled pod in namespace ${hp.namespace}${selectorText} declares hostPort ${hp.port}; deploy the brick first or fix the contract`,
-    };
+    return problem(`no scheduled pod in namespace ${hp.namespace}${selectorText} declares hostPort ${hp.port}; deploy the brick first or fix the contract`);
   }
   const nodeName = pod.spec?.nodeName as string;
   const node = nodesByName.get(nodeName);
   const address = node ? internalIP(node) : undefined;
   if (!address) {
-    return {
-      problem: `${where}: pod ${hp.namespace}/${pod.metadata.name} runs on node ${nodeName}, which has ${node ? internalIPProblem(node) : "no InternalIP (unknown node)"}`,
-    };
+    return problem(`pod ${hp.namespace}/${pod.metadata.name} runs on node ${nodeName}, which has ${internalIPProblem(node)}`);
   }
   return {
-    kind: "hostPort",
+    kind: "hostPort" as const,
     entry: entry.name,
     scheme: webScheme(entry.scheme),
     namespace: hp.namespace,
