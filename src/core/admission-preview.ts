@@ -1,4 +1,4 @@
-import type { Contract } from "./contract/schema";
+import type { AuditInput } from "./audit";
 import {
   CHECK_LIMITS,
   effectiveHostPorts,
@@ -12,8 +12,6 @@ import {
   serviceVerdict,
 } from "./exposure-model";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
-import type { Pod, Service } from "./kube/types";
-import type { Allowlist } from "./settings";
 
 /**
  * What the exposure guard (src/core/admission.ts) would refuse in `deny` mode, asked of the
@@ -23,19 +21,10 @@ import type { Allowlist } from "./settings";
  * so that an operator sees it before switching a stack to `deny`: the exposure model's verdicts.
  */
 
-/** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet; batch/v1 Job, CronJob): the shape expected, never trusted. */
+/** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet; batch/v1 Job, CronJob): read field by field, never trusted. */
 export interface WorkloadObject {
   kind?: string;
   metadata?: { name?: string; namespace?: string };
-  spec?: {
-    template?: PodTemplateLike;
-    jobTemplate?: { spec?: { template?: PodTemplateLike } };
-  };
-}
-
-interface PodTemplateLike {
-  metadata?: { labels?: Record<string, string> };
-  /** Read by the exposure model, which trusts no field of it. */
   spec?: unknown;
 }
 
@@ -47,14 +36,7 @@ export interface Refusal {
   what: string;
 }
 
-export interface PreviewInput {
-  contract: Contract;
-  selected: readonly string[];
-  allowlist: Allowlist;
-  services: readonly Service[];
-  pods: readonly Pod[];
-  workloads: readonly WorkloadObject[];
-}
+export type PreviewInput = Omit<AuditInput, "published"> & { workloads: readonly WorkloadObject[] };
 
 const stringMap = (v: unknown): Record<string, string> | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
