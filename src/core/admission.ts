@@ -1,9 +1,9 @@
-import type { Contract } from "./contract/schema";
+import type { AuditInput } from "./audit";
 import { CHECK_LIMITS, type ExposureRules, exposureRules, NODE_PORT_SUFFIX, POD_CONTAINER_LISTS } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
-import type { AdmissionSettings, Allowlist } from "./settings";
+import type { AdmissionSettings } from "./settings";
 
 /**
  * The exposure guard at admission: a ValidatingAdmissionPolicy (CEL, evaluated by the API
@@ -44,12 +44,9 @@ export function admissionPolicyName(stack: string): string {
   return `ui-exposure-guard-${safe || "stack"}`.slice(0, 253);
 }
 
-export interface AdmissionInput {
+/** The stack's contract, entries and allowlist, as for the audit. */
+export interface AdmissionInput extends Pick<AuditInput, "contract" | "selected" | "allowlist"> {
   stack: string;
-  contract: Contract;
-  /** The exposed entries this stack publishes (as for the audit). */
-  selected: readonly string[];
-  allowlist: Allowlist;
   mode: EnforcedMode;
   failurePolicy: AdmissionSettings["failurePolicy"];
   /** The contract file as the operator knows it ("contract/endpoints.yaml"), for the messages. */
