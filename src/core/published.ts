@@ -37,18 +37,13 @@ export const PUBLISHED_TEXT_MAX = 256;
 export function parsePublishedEndpoints(value: unknown, source: string): PublishedEndpoints {
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) {
-    const shown = (text: string | undefined) => (text === undefined ? undefined : shownValue(text, PUBLISHED_TEXT_MAX));
     return Object.fromEntries(
-      Object.entries(result.data).map(([name, e]) => [
-        name,
-        {
-          ...e,
-          ...(e.url !== undefined ? { url: shown(e.url) } : {}),
-          ...(e.service !== undefined ? { service: shown(e.service) } : {}),
-          ...(e.uid !== undefined ? { uid: shown(e.uid) } : {}),
-        },
-      ]),
-    ) as PublishedEndpoints;
+      Object.entries(result.data).map(([name, e]) => {
+        const shown = { ...e };
+        for (const k of ["url", "service", "uid"] as const) if (e[k] !== undefined) shown[k] = shownValue(e[k], PUBLISHED_TEXT_MAX);
+        return [name, shown];
+      }),
+    );
   }
   const issue = result.error.issues[0];
   const where = issue ? formatPath(["endpoints", ...issue.path]) : "endpoints";
