@@ -16,6 +16,7 @@ import {
   internalIPProblem,
   isReadyNode,
   type NodeChoice,
+  nodeWithAddress,
   unusableNodes,
 } from "./plan";
 import type { PublishedEndpoints } from "./published";
@@ -289,23 +290,14 @@ export function nodeProblem(
   url: string | undefined,
 ): string | undefined {
   if (node?.pinned) {
-    const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === node.address));
-    if (owner && !isReadyNode(owner)) return `node ${owner.metadata.name} (pinned address ${node.address}) is not Ready`;
-    return undefined;
+    const owner = nodeWithAddress(nodes, node.address);
+    return owner && !isReadyNode(owner) ? `node ${owner.metadata.name} (pinned address ${node.address}) is not Ready` : undefined;
   }
-  const host = publishedUrl ? hostOf(publishedUrl) : undefined;
+  const host = publishedUrl && URL.canParse(publishedUrl) ? new URL(publishedUrl).hostname.replace(/^\[|\]$/g, "") : undefined;
   if (node && host && host !== node.address) {
-    const was = nodes.find((n) => n.status?.addresses?.some((a) => a.address === host));
+    const was = nodeWithAddress(nodes, host);
     const why = was ? `node ${was.metadata.name} is ${isReadyNode(was) ? "no longer the one chosen" : "not Ready"}` : `no node has address ${host} any more`;
     return `the published URL ${publishedUrl} uses ${host}, but ${why}: the URLs move to ${node.name} ${node.address}${url ? ` (${url})` : ""}; pulumi up publishes them`;
   }
   return undefined;
-}
-
-function hostOf(url: string): string | undefined {
-  try {
-    return new URL(url).hostname.replace(/^\[|\]$/g, "");
-  } catch {
-    return undefined;
-  }
 }

@@ -15,6 +15,7 @@ export interface NodeChoice {
 export type NodePortPlan = Exclude<ReturnType<typeof planNodePort>, { problem: string }>;
 export type ExposurePlan = NodePortPlan | Exclude<ReturnType<typeof planHostPort>, { problem: string }>;
 
+export const nodeWithAddress = (nodes: readonly Node[], address: string) => nodes.find((n) => n.status?.addresses?.some((a) => a.address === address));
 export const isReadyNode = (n: Node) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 /** The InternalIP as the Node's status claims it (untrusted: whoever writes a Node's status writes it). */
 const claimedInternalIP = (n: Node) => n.status?.addresses?.find((a) => a?.type === "InternalIP")?.address;
@@ -40,7 +41,7 @@ export function chooseNode(nodes: readonly Node[], nodeAddress?: string): NodeCh
   if (nodeAddress) {
     // Validated by the stack settings; checked again for the other ways in (the portal's environment).
     if (ipVersion(nodeAddress) === 0) return { problem: `the pinned node address ${JSON.stringify(nodeAddress).slice(0, 80)} is not an IP address` };
-    const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === nodeAddress));
+    const owner = nodeWithAddress(nodes, nodeAddress);
     return { name: owner?.metadata.name ?? "(pinned)", address: nodeAddress, pinned: true };
   }
   const candidates = nodes
@@ -80,18 +81,15 @@ export function selectEntries(contract: Contract, selection: "all" | readonly st
   // The first declaration of a name wins, as a linear search would find it.
   const byName = new Map<string, Endpoint>();
   for (const x of contract.endpoints) if (!byName.has(x.name)) byName.set(x.name, x);
-  const chosen = new Set<Endpoint>();
   for (const name of selection) {
     const e = byName.get(name);
     if (!e) problems.push(`ui-exposure:entries names '${name}', which the contract does not declare (declared: ${exposed.map((x) => x.name).join(", ")})`);
     else if (!e.exposed)
       problems.push(`ui-exposure:entries names '${name}', which the contract does not expose (set exposed: true in the contract or drop it from the stack)`);
-    else if (!chosen.has(e)) {
-      chosen.add(e);
-      entries.push(e);
-    }
+    else entries.push(e);
   }
-  return { entries, problems };
+  // A name listed twice is published once, where it is first listed.
+  return { entries: [...new Set(entries)], problems };
 }
 
 export function findServicePort(svc: Service, ref: ServiceRef["port"]): ServicePort | undefined {
