@@ -18,18 +18,14 @@ export const webScheme = (scheme: string): "http" | "https" => (scheme === "http
 export const matchesLabels = (labels: Readonly<Record<string, string>> | undefined, selector: Readonly<Record<string, string>> | undefined) =>
   Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
 
-/** One allowlist item as written (`source`), parsed once: the name or prefix matched against "namespace/name". */
-export interface Pattern {
-  source: string;
-  prefix: boolean;
-  text: string;
-  reason?: string;
-}
-
 export const matchesPattern = (p: Pick<Pattern, "prefix" | "text">, value: string) => (p.prefix ? value.startsWith(p.text) : value === p.text);
 
-/** `name` is the part matched against "namespace/name" (a hostPort item's, before its ":port"). */
-function parsePattern(source: string, name: string, reasons: Allowlist["reasons"]): Pattern {
+type Pattern = ReturnType<typeof parsePattern>;
+/**
+ * One allowlist item as written (`source`), parsed once: the name or prefix matched against
+ * "namespace/name" (`name`: a hostPort item's, before its ":port").
+ */
+function parsePattern(source: string, name: string, reasons: Allowlist["reasons"]) {
   const reason = reasons?.[source];
   return { source, ...namePattern(name), ...(reason ? { reason } : {}) };
 }

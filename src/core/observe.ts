@@ -107,15 +107,6 @@ const key = (ns: string | undefined, name: string) => `${ns}/${name}`;
 const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined) =>
   Object.keys(a ?? {}).length === Object.keys(b ?? {}).length && matchesLabels(a, b);
 
-/** Counts ready endpoints of a Service across its EndpointSlices. */
-export function readyEndpointCount(slicesByService: ReadonlyMap<string, EndpointSlice[]>, namespace: string, service: string): number {
-  let ready = 0;
-  for (const slice of slicesByService.get(key(namespace, service)) ?? []) {
-    for (const ep of slice.endpoints ?? []) if (ep.conditions?.ready !== false) ready += ep.addresses.length > 0 ? 1 : 0;
-  }
-  return ready;
-}
-
 /**
  * The verdict of every entry (the single implementation behind `exposure status` and the
  * portal). `selected` are the exposed entries the stack publishes (others are not this
@@ -233,7 +224,8 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const url = ctx.node && nodePort !== undefined ? buildUrl(e.scheme, ctx.node.address, nodePort) : undefined;
   const nodeReason = nodeProblem(ctx.node, ctx.nodes, published?.url, url);
   if (nodeReason) add(ctx.node?.pinned ? "node-not-ready" : "url-node-moved", nodeReason);
-  const ready = readyEndpointCount(ctx.slicesByService, ns, ours.metadata.name);
+  const endpoints = (ctx.slicesByService.get(service) ?? []).flatMap((slice) => slice.endpoints ?? []);
+  const ready = endpoints.filter((ep) => ep.conditions?.ready !== false && ep.addresses.length > 0).length;
   if (ready === 0) add("no-ready-endpoints", "no ready endpoints");
   // An entry without a URL is never MATCH: there is nothing to open.
   if (!ctx.node) add("no-node-address", "no node address to build its URL (no Ready node with an InternalIP)");
