@@ -1,5 +1,5 @@
 import type { AuditInput } from "./audit";
-import { CHECK_LIMITS, type ExposureRules, exposureRules, NODE_PORT_SUFFIX, POD_CONTAINER_LISTS } from "./exposure-model";
+import { CHECK_LIMITS, type ExposureRules, exposureRules, field, NODE_PORT_SUFFIX, POD_CONTAINER_LISTS } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
@@ -416,18 +416,14 @@ export async function readAdmissionDrift(
 export type TypeCheck = { state: "clean" } | { state: "pending"; why: string } | { state: "warnings"; warnings: string[] };
 
 export function policyTypeCheck(live: unknown): TypeCheck {
-  const obj = (live ?? {}) as {
-    metadata?: { generation?: unknown };
-    status?: { observedGeneration?: unknown; typeChecking?: { expressionWarnings?: unknown } };
-  };
-  const generation = obj.metadata?.generation;
-  const observed = obj.status?.observedGeneration;
+  const generation = field(field(live, "metadata"), "generation");
+  const observed = field(field(live, "status"), "observedGeneration");
   if (typeof generation !== "number" || typeof observed !== "number" || observed < generation) {
     return { state: "pending", why: `generation ${String(generation)} not type-checked yet (observed ${String(observed ?? "none")})` };
   }
-  const raw = obj.status?.typeChecking?.expressionWarnings;
+  const raw = field(field(field(live, "status"), "typeChecking"), "expressionWarnings");
   const warnings = (Array.isArray(raw) ? raw : []).slice(0, 5).map((w) => {
-    const { fieldRef, warning } = (w ?? {}) as { fieldRef?: unknown; warning?: unknown };
+    const [fieldRef, warning] = [field(w, "fieldRef"), field(w, "warning")];
     // The API server's text names each kind with the compiler's error and a caret: its first line says it.
     const first = typeof warning === "string" ? (warning.split("\n").find((l) => l.trim()) ?? "") : "";
     return `${typeof fieldRef === "string" ? fieldRef : "(expression)"}: ${first.slice(0, 300)}`;
