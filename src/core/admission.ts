@@ -15,18 +15,9 @@ import type { AdmissionSettings } from "./settings";
 
 const ADMISSION_GROUP_VERSION = "admissionregistration.k8s.io/v1";
 
-const VALIDATING_ADMISSION_POLICIES: CustomKind = {
-  group: "admissionregistration.k8s.io",
-  versions: ["v1"],
-  plural: "validatingadmissionpolicies",
-  kind: "ValidatingAdmissionPolicy",
-};
-const VALIDATING_ADMISSION_POLICY_BINDINGS: CustomKind = {
-  group: "admissionregistration.k8s.io",
-  versions: ["v1"],
-  plural: "validatingadmissionpolicybindings",
-  kind: "ValidatingAdmissionPolicyBinding",
-};
+const admissionKind = (plural: string, kind: string): CustomKind => ({ group: "admissionregistration.k8s.io", versions: ["v1"], plural, kind });
+const VALIDATING_ADMISSION_POLICIES = admissionKind("validatingadmissionpolicies", "ValidatingAdmissionPolicy");
+const VALIDATING_ADMISSION_POLICY_BINDINGS = admissionKind("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding");
 
 type EnforcedMode = Exclude<AdmissionSettings["mode"], "off">;
 
@@ -355,8 +346,6 @@ export function admissionDrift(input: {
   ];
 }
 
-export type AdmissionProbe = (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>;
-
 /**
  * The API server applies a changed policy a moment after storing it (it recompiles policies
  * from its watch about once a second): a Service created right after `up` updated the guard
@@ -366,7 +355,7 @@ export type AdmissionProbe = (service: Service) => Promise<{ admitted: true } | 
  * Returns the Services still refused by the guard (empty when all pass).
  */
 export async function untilGuardAdmits(
-  probe: AdmissionProbe,
+  probe: (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>,
   services: readonly Service[],
   policyName: string,
   opts: { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number },
