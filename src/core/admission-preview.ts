@@ -53,19 +53,13 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
   }
 
   const check = (kind: string, pod: PodIdentity, spec: unknown) => {
+    const refuse = (what: string) => refusals.push({ kind, namespace: pod.namespace, name: pod.name, what });
     if (podTooLargeToCheck(spec)) {
-      const L = CHECK_LIMITS;
-      refusals.push({
-        kind,
-        namespace: pod.namespace,
-        name: pod.name,
-        what: `too large to check (more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container)`,
-      });
+      refuse(`too large to check (more than ${CHECK_LIMITS.containers} containers in a list or ${CHECK_LIMITS.portsPerContainer} ports in a container)`);
       return;
     }
     const refused = effectiveHostPorts(spec).filter(({ port }) => !hostPortDeclaration(rules, pod, port));
-    if (refused.length)
-      refusals.push({ kind, namespace: pod.namespace, name: pod.name, what: `hostPort ${refused.map((r) => `${r.port}/${r.protocol}`).join(", ")}` });
+    if (refused.length) refuse(`hostPort ${refused.map((r) => `${r.port}/${r.protocol}`).join(", ")}`);
   };
   for (const p of input.pods) {
     // A finished pod is not created again; its owner's next pod is (and is checked as the owner's template).
