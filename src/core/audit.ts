@@ -136,9 +136,7 @@ export function auditExposure(input: AuditInput): AuditResult {
     if (isFinishedPod(pod)) continue;
     const namespace = pod.metadata.namespace ?? "default";
     const identity = { namespace, name: pod.metadata.name, isPod: true, labels: pod.metadata.labels };
-    const uses = effectiveHostPorts(pod.spec);
-    const hostNetwork = uses.some((u) => u.onHostNetwork);
-    for (const { port, protocol } of uses) {
+    for (const { port, protocol, onHostNetwork } of effectiveHostPorts(pod.spec)) {
       const exposure: Exposure = {
         kind: "hostPort",
         namespace,
@@ -151,7 +149,7 @@ export function auditExposure(input: AuditInput): AuditResult {
       else
         undeclared.push({
           ...exposure,
-          reason: `${hostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : ""}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it`,
+          reason: `${onHostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : ""}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it`,
         });
     }
   }
