@@ -256,17 +256,11 @@ export function resolveExposures(
   nodeAddress?: string,
   opts: { allowKubeSystem?: boolean } = {},
 ): { node: NodeChoice; plans: ExposurePlan[] } | { problems: string[] } {
-  const problems: string[] = [];
-  if (!opts.allowKubeSystem) {
-    for (const e of entries) {
-      const ns = e.service?.namespace ?? e.hostPort?.namespace;
-      if (ns === SYSTEM_NAMESPACE) {
-        problems.push(
-          `entry '${e.name}': publishing from namespace ${SYSTEM_NAMESPACE} (the cluster's own components) is refused unless the stack sets ui-exposure:allowKubeSystem: true`,
-        );
-      }
-    }
-  }
+  const fromSystem = opts.allowKubeSystem ? [] : entries.filter((e) => (e.service?.namespace ?? e.hostPort?.namespace) === SYSTEM_NAMESPACE);
+  const problems = fromSystem.map(
+    (e) =>
+      `entry '${e.name}': publishing from namespace ${SYSTEM_NAMESPACE} (the cluster's own components) is refused unless the stack sets ui-exposure:allowKubeSystem: true`,
+  );
   const node = chooseNode(cluster.nodes, nodeAddress);
   if ("problem" in node) problems.push(node.problem);
   problems.push(...unusableNodes(cluster.nodes, nodeAddress));
