@@ -65,12 +65,6 @@ export interface AuditInput {
   published?: PublishedEndpoints;
 }
 
-function describeServicePorts(svc: Service): string {
-  const ports = (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}->${p.nodePort ?? "no nodePort"}`);
-  const health = serviceOpenings(svc).healthCheckNodePort;
-  return [...ports, ...(health ? [`health check ->${health}`] : [])].join(", ") || "no ports";
-}
-
 /**
  * The cluster-wide exposure audit behind `exposure drift`: every Service reachable from outside
  * (NodePort, LoadBalancer, externalIPs) and every host port must be declared by the contract
@@ -93,12 +87,14 @@ export function auditExposure(input: AuditInput): AuditResult {
     const namespace = svc.metadata.namespace ?? "default";
     const where = `${namespace}/${svc.metadata.name}`;
     const openings = serviceOpenings(svc);
+    const ports = (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}->${p.nodePort ?? "no nodePort"}`);
+    const health = openings.healthCheckNodePort ? [`health check ->${openings.healthCheckNodePort}`] : [];
     const addresses = [...(svc.status?.loadBalancer?.ingress ?? []).flatMap((i) => (i.ip ? [i.ip] : i.hostname ? [i.hostname] : [])), ...openings.externalIPs];
     const exposure: Exposure = {
       kind: openings.type,
       namespace,
       name: svc.metadata.name,
-      ports: describeServicePorts(svc),
+      ports: [...ports, ...health].join(", ") || "no ports",
       ...(addresses.length ? { addresses } : {}),
     };
     const ours = rules.ourServices.get(where);
