@@ -67,23 +67,16 @@ const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v)
 /** The containers whose ports a pod spec lists (ephemeral ones may not hold ports; counted if a snapshot says so). */
 export const POD_CONTAINER_LISTS = ["initContainers", "containers", "ephemeralContainers"] as const;
 
-export interface HostPortUse {
-  port: number;
-  protocol: string;
-  /** The pod is on the host network (every containerPort is a hostPort). */
-  onHostNetwork: boolean;
-  /**
-   * A UI may be published at this port: a port of `spec.containers`. The kubelet maps host ports
-   * only from those; an init container's port is held (counted by the guard and the audit) but
-   * nothing is known to answer there once the pod runs.
-   */
-  serves: boolean;
-}
-
-/** A pod (template) spec's host ports as the API server defaults them: hostPort 0 is none; on the host network every containerPort is one. */
-export function effectiveHostPorts(spec: unknown): HostPortUse[] {
+/**
+ * A pod (template) spec's host ports as the API server defaults them: hostPort 0 is none; on the
+ * host network (`onHostNetwork`) every containerPort is one. `serves`: a UI may be published at
+ * this port, a port of `spec.containers`. The kubelet maps host ports only from those; an init
+ * container's port is held (counted by the guard and the audit) but nothing is known to answer
+ * there once the pod runs.
+ */
+export function effectiveHostPorts(spec: unknown) {
   const hostNetwork = field(spec, "hostNetwork") === true;
-  const byKey = new Map<string, HostPortUse>();
+  const byKey = new Map<string, { port: number; protocol: string; onHostNetwork: boolean; serves: boolean }>();
   for (const k of POD_CONTAINER_LISTS) {
     for (const c of list(field(spec, k))) {
       for (const p of list(field(c, "ports"))) {
