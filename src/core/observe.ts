@@ -75,12 +75,7 @@ function verdictOf(entry: string, found: readonly [DriftCode, string][], absent 
   return { verdict: absent ? "ABSENT" : findings.length ? "DRIFT" : "MATCH", findings, reasons: findings.map((f) => f.message) };
 }
 
-export interface Observation {
-  node?: NodeChoice;
-  entries: ObservedEntry[];
-  /** Problems that concern the whole view (no Ready node...). */
-  problems: string[];
-}
+export type Observation = ReturnType<typeof observe>;
 
 export type { PublishedEndpoints };
 
@@ -116,8 +111,9 @@ export function observe(
   contract: Contract,
   cluster: ObservedCluster,
   opts: { selected?: readonly string[] | "all"; nodeAddress?: string; published?: PublishedEndpoints } = {},
-): Observation {
+) {
   const nodeChoice = chooseNode(cluster.nodes, opts.nodeAddress);
+  // Problems that concern the whole view (no Ready node...).
   const problems = ["problem" in nodeChoice ? [nodeChoice.problem] : [], unusableNodes(cluster.nodes, opts.nodeAddress)].flat();
   const node = "problem" in nodeChoice ? undefined : nodeChoice;
   const ctx: EntryContext = {

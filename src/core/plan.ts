@@ -331,7 +331,6 @@ export function importCommand(type: string, resourceName: string, id: string, st
   return `pulumi import ${type} ${resourceName} ${id}${stack ? ` --stack ${stack}` : ""} --generate-code=false --protect=false --yes`;
 }
 
-/** Our Service of a NodePort entry, as a fixed-name object. */
 export const entryService = (plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">): FixedNameObject => ({
   what: `entry '${plan.entry}'`,
   kind: "Service",
