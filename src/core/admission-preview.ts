@@ -1,4 +1,4 @@
-import type { Contract } from "./contract/schema";
+import type { AuditInput } from "./audit";
 import {
   CHECK_LIMITS,
   effectiveHostPorts,
@@ -12,8 +12,6 @@ import {
   serviceVerdict,
 } from "./exposure-model";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
-import type { Pod, Service } from "./kube/types";
-import type { Allowlist } from "./settings";
 
 /**
  * What the exposure guard (src/core/admission.ts) would refuse in `deny` mode, asked of the
@@ -23,19 +21,10 @@ import type { Allowlist } from "./settings";
  * so that an operator sees it before switching a stack to `deny`: the exposure model's verdicts.
  */
 
-/** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet; batch/v1 Job, CronJob): the shape expected, never trusted. */
+/** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet; batch/v1 Job, CronJob): read field by field, never trusted. */
 export interface WorkloadObject {
   kind?: string;
   metadata?: { name?: string; namespace?: string };
-  spec?: {
-    template?: PodTemplateLike;
-    jobTemplate?: { spec?: { template?: PodTemplateLike } };
-  };
-}
-
-interface PodTemplateLike {
-  metadata?: { labels?: Record<string, string> };
-  /** Read by the exposure model, which trusts no field of it. */
   spec?: unknown;
 }
 
@@ -47,14 +36,7 @@ export interface Refusal {
   what: string;
 }
 
-export interface PreviewInput {
-  contract: Contract;
-  selected: readonly string[];
-  allowlist: Allowlist;
-  services: readonly Service[];
-  pods: readonly Pod[];
-  workloads: readonly WorkloadObject[];
-}
+export type PreviewInput = Omit<AuditInput, "published"> & { workloads: readonly WorkloadObject[] };
 
 const stringMap = (v: unknown): Record<string, string> | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
@@ -71,19 +53,13 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
   }
 
   const check = (kind: string, pod: PodIdentity, spec: unknown) => {
+    const refuse = (what: string) => refusals.push({ kind, namespace: pod.namespace, name: pod.name, what });
     if (podTooLargeToCheck(spec)) {
-      const L = CHECK_LIMITS;
-      refusals.push({
-        kind,
-        namespace: pod.namespace,
-        name: pod.name,
-        what: `too large to check (more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container)`,
-      });
+      refuse(`too large to check (more than ${CHECK_LIMITS.containers} containers in a list or ${CHECK_LIMITS.portsPerContainer} ports in a container)`);
       return;
     }
     const refused = effectiveHostPorts(spec).filter(({ port }) => !hostPortDeclaration(rules, pod, port));
-    if (refused.length)
-      refusals.push({ kind, namespace: pod.namespace, name: pod.name, what: `hostPort ${refused.map((r) => `${r.port}/${r.protocol}`).join(", ")}` });
+    if (refused.length) refuse(`hostPort ${refused.map((r) => `${r.port}/${r.protocol}`).join(", ")}`);
   };
   for (const p of input.pods) {
     // A finished pod is not created again; its owner's next pod is (and is checked as the owner's template).

@@ -1,9 +1,9 @@
-import type { Contract } from "./contract/schema";
-import { CHECK_LIMITS, type ExposureRules, exposureRules, NODE_PORT_SUFFIX, POD_CONTAINER_LISTS } from "./exposure-model";
+import type { AuditInput } from "./audit";
+import { CHECK_LIMITS, type ExposureRules, exposureRules, field, NODE_PORT_SUFFIX, POD_CONTAINER_LISTS } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
-import type { AdmissionSettings, Allowlist } from "./settings";
+import type { AdmissionSettings } from "./settings";
 
 /**
  * The exposure guard at admission: a ValidatingAdmissionPolicy (CEL, evaluated by the API
@@ -13,25 +13,13 @@ import type { AdmissionSettings, Allowlist } from "./settings";
  * (src/core/audit.ts) accepts, with the same allowlist matching.
  */
 
-export const ADMISSION_GROUP_VERSION = "admissionregistration.k8s.io/v1";
-export const ADMISSION_POLICY_RESOURCE = "validatingadmissionpolicies";
-export const ADMISSION_BINDING_RESOURCE = "validatingadmissionpolicybindings";
+const ADMISSION_GROUP_VERSION = "admissionregistration.k8s.io/v1";
 
-export const VALIDATING_ADMISSION_POLICIES: CustomKind = {
-  group: "admissionregistration.k8s.io",
-  versions: ["v1"],
-  plural: ADMISSION_POLICY_RESOURCE,
-  kind: "ValidatingAdmissionPolicy",
-};
-export const VALIDATING_ADMISSION_POLICY_BINDINGS: CustomKind = {
-  group: "admissionregistration.k8s.io",
-  versions: ["v1"],
-  plural: ADMISSION_BINDING_RESOURCE,
-  kind: "ValidatingAdmissionPolicyBinding",
-};
+const admissionKind = (plural: string, kind: string): CustomKind => ({ group: "admissionregistration.k8s.io", versions: ["v1"], plural, kind });
+const VALIDATING_ADMISSION_POLICIES = admissionKind("validatingadmissionpolicies", "ValidatingAdmissionPolicy");
+const VALIDATING_ADMISSION_POLICY_BINDINGS = admissionKind("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding");
 
-export type AdmissionMode = AdmissionSettings["mode"];
-export type EnforcedMode = Exclude<AdmissionMode, "off">;
+type EnforcedMode = Exclude<AdmissionSettings["mode"], "off">;
 
 const VALIDATION_ACTIONS: Record<EnforcedMode, string[]> = { deny: ["Deny"], warn: ["Warn"], audit: ["Audit"] };
 
@@ -47,48 +35,17 @@ export function admissionPolicyName(stack: string): string {
   return `ui-exposure-guard-${safe || "stack"}`.slice(0, 253);
 }
 
-export interface AdmissionInput {
+/** The stack's contract, entries and allowlist, as for the audit. */
+export interface AdmissionInput extends Pick<AuditInput, "contract" | "selected" | "allowlist"> {
   stack: string;
-  contract: Contract;
-  /** The exposed entries this stack publishes (as for the audit). */
-  selected: readonly string[];
-  allowlist: Allowlist;
   mode: EnforcedMode;
   failurePolicy: AdmissionSettings["failurePolicy"];
   /** The contract file as the operator knows it ("contract/endpoints.yaml"), for the messages. */
   contractFile: string;
 }
 
-export interface ResourceRule {
-  apiGroups: string[];
-  apiVersions: string[];
-  operations: string[];
-  resources: string[];
-}
-
-export interface PolicySpec {
-  failurePolicy: "Fail" | "Ignore";
-  matchConstraints: { resourceRules: ResourceRule[] };
-  variables: { name: string; expression: string }[];
-  validations: { expression: string; messageExpression: string; message: string; reason: string }[];
-}
-
-export interface BindingSpec {
-  policyName: string;
-  validationActions: string[];
-}
-
-interface Manifest<S> {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; labels: Record<string, string> };
-  spec: S;
-}
-
-export interface AdmissionManifests {
-  policy: Manifest<PolicySpec>;
-  binding: Manifest<BindingSpec>;
-}
+export type AdmissionManifests = ReturnType<typeof admissionManifests>;
+export type PolicySpec = AdmissionManifests["policy"]["spec"];
 
 /** Unpaired UTF-16 surrogates: JSON escapes them as \uD800, which no CEL string literal may hold. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -165,7 +122,7 @@ const OLD_LIST_LOOKUP = 400;
 const templateOf = (obj: string) => `request.kind.kind == 'CronJob' ? ${obj}.spec.jobTemplate.spec.template : ${obj}.spec.template`;
 
 /** The policy and binding for a stack whose guard is on. Pure: same inputs, same objects. */
-export function admissionManifests(input: AdmissionInput): AdmissionManifests {
+export function admissionManifests(input: AdmissionInput) {
   const name = admissionPolicyName(input.stack);
   const labels = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
   const stackFile = `Pulumi.${input.stack}.yaml`;
@@ -290,7 +247,7 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
     },
   ];
 
-  const policy: Manifest<PolicySpec> = {
+  const policy = {
     apiVersion: ADMISSION_GROUP_VERSION,
     kind: "ValidatingAdmissionPolicy",
     metadata: { name, labels },
@@ -309,7 +266,7 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
       validations,
     },
   };
-  const binding: Manifest<BindingSpec> = {
+  const binding = {
     apiVersion: ADMISSION_GROUP_VERSION,
     kind: "ValidatingAdmissionPolicyBinding",
     metadata: { name, labels },
@@ -324,7 +281,7 @@ export function admissionManifests(input: AdmissionInput): AdmissionManifests {
  */
 export function admissionApiProblem(served: readonly string[] | undefined, source: string): string | undefined {
   if (served === undefined) return undefined;
-  const missing = [ADMISSION_POLICY_RESOURCE, ADMISSION_BINDING_RESOURCE].filter((r) => !served.includes(r));
+  const missing = [VALIDATING_ADMISSION_POLICIES.plural, VALIDATING_ADMISSION_POLICY_BINDINGS.plural].filter((r) => !served.includes(r));
   if (missing.length === 0) return undefined;
   return `ui-exposure:admission: ${source} does not serve ${missing.join(" and ")} in ${ADMISSION_GROUP_VERSION} (ValidatingAdmissionPolicy is GA from Kubernetes 1.30): upgrade the cluster, or set ui-exposure:admission.mode to off`;
 }
@@ -365,47 +322,29 @@ export function admissionDrift(input: {
   bindings: readonly LiveObject[];
 }): Finding[] {
   const name = admissionPolicyName(input.stack);
-  const policy = input.policies.find((p) => p.metadata?.name === name);
-  const binding = input.bindings.find((b) => b.metadata?.name === name);
-  const findings: Finding[] = [];
-  if (!input.expected) {
-    for (const [kind, obj] of [
-      ["ValidatingAdmissionPolicy", policy],
-      ["ValidatingAdmissionPolicyBinding", binding],
-    ] as const) {
-      if (obj) {
-        findings.push(
-          finding(
-            "admission-guard-left-over",
-            "drift",
-            `${kind} ${name}`,
-            "ui-exposure:admission.mode is off but the guard is still in the cluster: run `pulumi up` to remove it",
-          ),
-        );
-      }
+  const check = (kind: string, live: readonly LiveObject[], spec: unknown): Finding[] => {
+    const obj = live.find((o) => o.metadata?.name === name);
+    const subject = `${kind} ${name}`;
+    if (!input.expected) {
+      const message = "ui-exposure:admission.mode is off but the guard is still in the cluster: run `pulumi up` to remove it";
+      return obj ? [finding("admission-guard-left-over", "drift", subject, message)] : [];
     }
-    return findings;
-  }
-  const check = (kind: string, live: LiveObject | undefined, spec: unknown) => {
-    if (!live) {
-      findings.push(finding("admission-guard-missing", "drift", `${kind} ${name}`, "absent from the cluster: run `pulumi up` to create it"));
-    } else if (!holdsAll(spec, live.spec)) {
-      findings.push(
-        finding(
-          "admission-guard-stale",
-          "drift",
-          `${kind} ${name}`,
-          "differs from what the contract and the allowlist generate now (edited by hand, or an older contract): run `pulumi up` to regenerate it",
-        ),
-      );
-    }
+    if (!obj) return [finding("admission-guard-missing", "drift", subject, "absent from the cluster: run `pulumi up` to create it")];
+    if (holdsAll(spec, obj.spec)) return [];
+    return [
+      finding(
+        "admission-guard-stale",
+        "drift",
+        subject,
+        "differs from what the contract and the allowlist generate now (edited by hand, or an older contract): run `pulumi up` to regenerate it",
+      ),
+    ];
   };
-  check("ValidatingAdmissionPolicy", policy, input.expected.policy.spec);
-  check("ValidatingAdmissionPolicyBinding", binding, input.expected.binding.spec);
-  return findings;
+  return [
+    ...check("ValidatingAdmissionPolicy", input.policies, input.expected?.policy.spec),
+    ...check("ValidatingAdmissionPolicyBinding", input.bindings, input.expected?.binding.spec),
+  ];
 }
-
-export type AdmissionProbe = (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>;
 
 /**
  * The API server applies a changed policy a moment after storing it (it recompiles policies
@@ -416,7 +355,7 @@ export type AdmissionProbe = (service: Service) => Promise<{ admitted: true } | 
  * Returns the Services still refused by the guard (empty when all pass).
  */
 export async function untilGuardAdmits(
-  probe: AdmissionProbe,
+  probe: (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>,
   services: readonly Service[],
   policyName: string,
   opts: { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number },
@@ -466,18 +405,14 @@ export async function readAdmissionDrift(
 export type TypeCheck = { state: "clean" } | { state: "pending"; why: string } | { state: "warnings"; warnings: string[] };
 
 export function policyTypeCheck(live: unknown): TypeCheck {
-  const obj = (live ?? {}) as {
-    metadata?: { generation?: unknown };
-    status?: { observedGeneration?: unknown; typeChecking?: { expressionWarnings?: unknown } };
-  };
-  const generation = obj.metadata?.generation;
-  const observed = obj.status?.observedGeneration;
+  const generation = field(field(live, "metadata"), "generation");
+  const observed = field(field(live, "status"), "observedGeneration");
   if (typeof generation !== "number" || typeof observed !== "number" || observed < generation) {
     return { state: "pending", why: `generation ${String(generation)} not type-checked yet (observed ${String(observed ?? "none")})` };
   }
-  const raw = obj.status?.typeChecking?.expressionWarnings;
+  const raw = field(field(field(live, "status"), "typeChecking"), "expressionWarnings");
   const warnings = (Array.isArray(raw) ? raw : []).slice(0, 5).map((w) => {
-    const { fieldRef, warning } = (w ?? {}) as { fieldRef?: unknown; warning?: unknown };
+    const [fieldRef, warning] = [field(w, "fieldRef"), field(w, "warning")];
     // The API server's text names each kind with the compiler's error and a caret: its first line says it.
     const first = typeof warning === "string" ? (warning.split("\n").find((l) => l.trim()) ?? "") : "";
     return `${typeof fieldRef === "string" ? fieldRef : "(expression)"}: ${first.slice(0, 300)}`;

@@ -7,11 +7,11 @@ import {
   isExposingService,
   isFinishedPod,
   ownershipProblem,
-  type PublishedRecord,
   serviceOpenings,
   serviceVerdict,
 } from "./exposure-model";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "./kube/types";
+import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
 /** One thing that makes the cluster reachable from outside, whoever declared it. */
@@ -62,13 +62,7 @@ export interface AuditInput {
    * The `endpoints` output of the last `up`, when it could be read: a Service at an entry's
    * name that this stack did not create (another uid) is then undeclared too.
    */
-  published?: Readonly<Record<string, PublishedRecord>>;
-}
-
-function describeServicePorts(svc: Service): string {
-  const ports = (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}->${p.nodePort ?? "no nodePort"}`);
-  const health = serviceOpenings(svc).healthCheckNodePort;
-  return [...ports, ...(health ? [`health check ->${health}`] : [])].join(", ") || "no ports";
+  published?: PublishedEndpoints;
 }
 
 /**
@@ -93,12 +87,14 @@ export function auditExposure(input: AuditInput): AuditResult {
     const namespace = svc.metadata.namespace ?? "default";
     const where = `${namespace}/${svc.metadata.name}`;
     const openings = serviceOpenings(svc);
+    const ports = (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}->${p.nodePort ?? "no nodePort"}`);
+    const health = openings.healthCheckNodePort ? [`health check ->${openings.healthCheckNodePort}`] : [];
     const addresses = [...(svc.status?.loadBalancer?.ingress ?? []).flatMap((i) => (i.ip ? [i.ip] : i.hostname ? [i.hostname] : [])), ...openings.externalIPs];
     const exposure: Exposure = {
       kind: openings.type,
       namespace,
       name: svc.metadata.name,
-      ports: describeServicePorts(svc),
+      ports: [...ports, ...health].join(", ") || "no ports",
       ...(addresses.length ? { addresses } : {}),
     };
     const ours = rules.ourServices.get(where);
@@ -136,9 +132,7 @@ export function auditExposure(input: AuditInput): AuditResult {
     if (isFinishedPod(pod)) continue;
     const namespace = pod.metadata.namespace ?? "default";
     const identity = { namespace, name: pod.metadata.name, isPod: true, labels: pod.metadata.labels };
-    const uses = effectiveHostPorts(pod.spec);
-    const hostNetwork = uses.some((u) => u.onHostNetwork);
-    for (const { port, protocol } of uses) {
+    for (const { port, protocol, onHostNetwork } of effectiveHostPorts(pod.spec)) {
       const exposure: Exposure = {
         kind: "hostPort",
         namespace,
@@ -151,7 +145,7 @@ export function auditExposure(input: AuditInput): AuditResult {
       else
         undeclared.push({
           ...exposure,
-          reason: `${hostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : ""}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it`,
+          reason: `${onHostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : ""}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it`,
         });
     }
   }

@@ -1,6 +1,7 @@
 import type { Contract } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import type { Service } from "./kube/types";
+import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
 // The one model of exposure: what a stack declares, what a pod or a Service opens to the outside,
@@ -17,37 +18,14 @@ export const webScheme = (scheme: string): "http" | "https" => (scheme === "http
 export const matchesLabels = (labels: Readonly<Record<string, string>> | undefined, selector: Readonly<Record<string, string>> | undefined) =>
   Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
 
-/** One allowlist item as written (`source`), parsed once: the name or prefix matched against "namespace/name". */
-export interface Pattern {
-  source: string;
-  prefix: boolean;
-  text: string;
-  reason?: string;
-}
-
-export interface HostPortPattern extends Pattern {
-  port: number;
-}
-
-export interface HostPortRule {
-  entry: string;
-  namespace: string;
-  port: number;
-  podSelector: Readonly<Record<string, string>>;
-}
-
-export interface ExposureRules {
-  /** Our Service of each published NodePort entry, by "namespace/name". */
-  ourServices: ReadonlyMap<string, { entry: string }>;
-  hostPortEntries: readonly HostPortRule[];
-  services: readonly Pattern[];
-  hostPorts: readonly HostPortPattern[];
-}
-
 export const matchesPattern = (p: Pick<Pattern, "prefix" | "text">, value: string) => (p.prefix ? value.startsWith(p.text) : value === p.text);
 
-/** `name` is the part matched against "namespace/name" (a hostPort item's, before its ":port"). */
-function parsePattern(source: string, name: string, reasons: Allowlist["reasons"]): Pattern {
+type Pattern = ReturnType<typeof parsePattern>;
+/**
+ * One allowlist item as written (`source`), parsed once: the name or prefix matched against
+ * "namespace/name" (`name`: a hostPort item's, before its ":port").
+ */
+function parsePattern(source: string, name: string, reasons: Allowlist["reasons"]) {
   const reason = reasons?.[source];
   return { source, ...namePattern(name), ...(reason ? { reason } : {}) };
 }
@@ -55,11 +33,14 @@ function parsePattern(source: string, name: string, reasons: Allowlist["reasons"
 /** "namespace/name" matches itself; "namespace/prefix*" every name starting with prefix ('*' is only a suffix). */
 export const namePattern = (name: string) => ({ prefix: name.endsWith("*"), text: name.endsWith("*") ? name.slice(0, -1) : name });
 
+export type ExposureRules = ReturnType<typeof exposureRules>;
+
 /** The rules of a stack: the exposed entries it publishes (`selected`) and its allowlist, parsed once. */
-export function exposureRules(contract: Contract, selected: readonly string[], allowlist: Allowlist): ExposureRules {
+export function exposureRules(contract: Contract, selected: readonly string[], allowlist: Allowlist) {
   const chosen = new Set(selected);
   const entries = contract.endpoints.filter((e) => chosen.has(e.name));
   return {
+    // Our Service of each published NodePort entry, by "namespace/name".
     ourServices: new Map(entries.filter(isNodePortEntry).map((e) => [`${e.service.namespace}/${ourServiceName(e.name)}`, { entry: e.name }])),
     hostPortEntries: entries
       .filter(isHostPortEntry)
@@ -86,23 +67,16 @@ const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v)
 /** The containers whose ports a pod spec lists (ephemeral ones may not hold ports; counted if a snapshot says so). */
 export const POD_CONTAINER_LISTS = ["initContainers", "containers", "ephemeralContainers"] as const;
 
-export interface HostPortUse {
-  port: number;
-  protocol: string;
-  /** The pod is on the host network (every containerPort is a hostPort). */
-  onHostNetwork: boolean;
-  /**
-   * A UI may be published at this port: a port of `spec.containers`. The kubelet maps host ports
-   * only from those; an init container's port is held (counted by the guard and the audit) but
-   * nothing is known to answer there once the pod runs.
-   */
-  serves: boolean;
-}
-
-/** A pod (template) spec's host ports as the API server defaults them: hostPort 0 is none; on the host network every containerPort is one. */
-export function effectiveHostPorts(spec: unknown): HostPortUse[] {
+/**
+ * A pod (template) spec's host ports as the API server defaults them: hostPort 0 is none; on the
+ * host network (`onHostNetwork`) every containerPort is one. `serves`: a UI may be published at
+ * this port, a port of `spec.containers`. The kubelet maps host ports only from those; an init
+ * container's port is held (counted by the guard and the audit) but nothing is known to answer
+ * there once the pod runs.
+ */
+export function effectiveHostPorts(spec: unknown) {
   const hostNetwork = field(spec, "hostNetwork") === true;
-  const byKey = new Map<string, HostPortUse>();
+  const byKey = new Map<string, { port: number; protocol: string; onHostNetwork: boolean; serves: boolean }>();
   for (const k of POD_CONTAINER_LISTS) {
     for (const c of list(field(spec, k))) {
       for (const p of list(field(c, "ports"))) {
@@ -233,17 +207,8 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: 
   };
 }
 
-/** What the last `up` published for an entry (the `endpoints` output). */
-export interface PublishedRecord {
-  nodePort?: number;
-  hostPort?: number;
-  url?: string;
-  service?: string;
-  uid?: string;
-}
-
 /** Why a Service named like ours is not the one the last `up` published (none, or another uid); undefined when it is. */
-export function ownershipProblem(where: string, uid: string | undefined, published: PublishedRecord | undefined): string | undefined {
+export function ownershipProblem(where: string, uid: string | undefined, published: PublishedEndpoints[string] | undefined): string | undefined {
   if (!published || (published.nodePort === undefined && published.service === undefined && published.url === undefined)) {
     return `${where} exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)`;
   }
@@ -267,13 +232,10 @@ export function recreatedProblem(what: string, live: Service | undefined, stateU
 }
 
 /** The uids of the objects a state holds that `up` creates under fixed names, by "namespace/name". */
-export interface StateUids {
-  services: ReadonlyMap<string, string>;
-  configMaps: ReadonlyMap<string, string>;
-}
+export type StateUids = ReturnType<typeof stateUids>;
 
 /** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
-export function stateUids(resources: unknown): StateUids {
+export function stateUids(resources: unknown) {
   const services = new Map<string, string>();
   const configMaps = new Map<string, string>();
   const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };

@@ -53,6 +53,7 @@ export const EXIT_MEANINGS: Readonly<Record<ExitCode, string>> = {
   5: "credential unreadable (access)",
 };
 
+/** Each severity's exit code, in precedence order: an error hides a drift, a drift an unreachable URL. */
 const EXIT_OF: Record<Severity, ExitCode> = {
   error: EXIT.ERROR,
   invalid: EXIT.INVALID,
@@ -61,12 +62,10 @@ const EXIT_OF: Record<Severity, ExitCode> = {
   warning: EXIT.OK,
   info: EXIT.OK,
 };
-/** Which severity wins when several are found: an error hides a drift, a drift an unreachable URL. */
-const PRECEDENCE: readonly Severity[] = ["error", "invalid", "drift", "unreachable", "warning", "info"];
 
 /** The exit code of a command that found these. */
 export function exitCodeOf(findings: readonly Finding[]): ExitCode {
-  for (const severity of PRECEDENCE) if (findings.some((f) => f.severity === severity)) return EXIT_OF[severity];
+  for (const [severity, code] of Object.entries(EXIT_OF)) if (findings.some((f) => f.severity === severity)) return code;
   return EXIT.OK;
 }
 

@@ -1,21 +1,25 @@
 import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
-import { ourServiceName, ownershipProblem, type PublishedRecord, serviceOpenings, webScheme } from "./exposure-model";
+import { matchesLabels, ourServiceName, ownershipProblem, serviceOpenings, webScheme } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
 import {
   buildUrl,
+  type ClusterView,
   chooseNode,
   findHostPortHolder,
   findServicePort,
-  groupPodsByNamespace,
+  groupBy,
+  indexServices,
   internalIP,
   internalIPProblem,
   isReadyNode,
   type NodeChoice,
+  nodeWithAddress,
   unusableNodes,
 } from "./plan";
+import type { PublishedEndpoints } from "./published";
 
 export type Verdict = "MATCH" | "DRIFT" | "ABSENT" | "NOT-EXPOSED";
 
@@ -71,21 +75,12 @@ function verdictOf(entry: string, found: readonly [DriftCode, string][], absent 
   return { verdict: absent ? "ABSENT" : findings.length ? "DRIFT" : "MATCH", findings, reasons: findings.map((f) => f.message) };
 }
 
-export interface Observation {
-  node?: NodeChoice;
-  entries: ObservedEntry[];
-  /** Problems that concern the whole view (no Ready node...). */
-  problems: string[];
-}
+export type Observation = ReturnType<typeof observe>;
 
-/** What the last `up` published, from the stack outputs (`endpoints` output). */
-export type PublishedEndpoints = Record<string, PublishedRecord>;
+export type { PublishedEndpoints };
 
-export interface ObservedCluster {
-  services: readonly Service[];
+export interface ObservedCluster extends ClusterView {
   endpointSlices: readonly EndpointSlice[];
-  nodes: readonly Node[];
-  pods: readonly Pod[];
 }
 
 /**
@@ -104,20 +99,8 @@ export async function readObservedCluster(cluster: ClusterReader, entries: reado
 }
 
 const key = (ns: string | undefined, name: string) => `${ns}/${name}`;
-const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined) => {
-  const ea = Object.entries(a ?? {}).sort();
-  const eb = Object.entries(b ?? {}).sort();
-  return ea.length === eb.length && ea.every(([k, v], i) => eb[i]?.[0] === k && eb[i]?.[1] === v);
-};
-
-/** Counts ready endpoints of a Service across its EndpointSlices. */
-export function readyEndpointCount(slicesByService: ReadonlyMap<string, EndpointSlice[]>, namespace: string, service: string): number {
-  let ready = 0;
-  for (const slice of slicesByService.get(key(namespace, service)) ?? []) {
-    for (const ep of slice.endpoints ?? []) if (ep.conditions?.ready !== false) ready += ep.addresses.length > 0 ? 1 : 0;
-  }
-  return ready;
-}
+const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined) =>
+  Object.keys(a ?? {}).length === Object.keys(b ?? {}).length && matchesLabels(a, b);
 
 /**
  * The verdict of every entry (the single implementation behind `exposure status` and the
@@ -128,39 +111,28 @@ export function observe(
   contract: Contract,
   cluster: ObservedCluster,
   opts: { selected?: readonly string[] | "all"; nodeAddress?: string; published?: PublishedEndpoints } = {},
-): Observation {
-  const services = new Map(cluster.services.map((s) => [key(s.metadata.namespace, s.metadata.name), s]));
-  const slicesByService = new Map<string, EndpointSlice[]>();
-  for (const slice of cluster.endpointSlices) {
-    const owner = slice.metadata.labels?.["kubernetes.io/service-name"];
-    if (!owner) continue;
-    const k = key(slice.metadata.namespace, owner);
-    // push, not a spread copy: copying the list on every slice is quadratic in a Service's slices.
-    const list = slicesByService.get(k);
-    if (list) list.push(slice);
-    else slicesByService.set(k, [slice]);
-  }
+) {
   const nodeChoice = chooseNode(cluster.nodes, opts.nodeAddress);
+  // Problems that concern the whole view (no Ready node...).
   const problems = ["problem" in nodeChoice ? [nodeChoice.problem] : [], unusableNodes(cluster.nodes, opts.nodeAddress)].flat();
   const node = "problem" in nodeChoice ? undefined : nodeChoice;
-  const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
-  const podsByNamespace = groupPodsByNamespace(cluster.pods);
+  const ctx: EntryContext = {
+    services: indexServices(cluster.services),
+    slicesByService: groupBy(cluster.endpointSlices, (s) => key(s.metadata.namespace, s.metadata.labels?.["kubernetes.io/service-name"] ?? "")),
+    node,
+    nodes: cluster.nodes,
+    nodesByName: new Map(cluster.nodes.map((n) => [n.metadata.name, n])),
+    podsByNamespace: groupBy(cluster.pods, (p) => p.metadata.namespace),
+    published: opts.published,
+  };
   const selected = opts.selected === undefined || opts.selected === "all" ? undefined : new Set(opts.selected);
 
   const entries = contract.endpoints
     .filter((e) => !selected || selected.has(e.name) || !e.exposed)
     .map((e): ObservedEntry => {
       const base = { name: e.name, ...(e.description ? { description: e.description } : {}), exposed: e.exposed };
-      if (isNodePortEntry(e))
-        return observeNodePort(e, base, {
-          services,
-          slicesByService,
-          node,
-          nodes: cluster.nodes,
-          published: opts.published?.[e.name],
-          knowsPublished: opts.published !== undefined,
-        });
-      if (isHostPortEntry(e)) return observeHostPort(e, base, podsByNamespace.get(e.hostPort.namespace) ?? [], nodesByName, opts.published?.[e.name]);
+      if (isNodePortEntry(e)) return observeNodePort(e, base, ctx);
+      if (isHostPortEntry(e)) return observeHostPort(e, base, ctx);
       return {
         ...base,
         exposure: "none",
@@ -174,42 +146,43 @@ export function observe(
   return { ...(node ? { node } : {}), entries, problems };
 }
 
-function observeNodePort(
-  e: Endpoint & { service: NonNullable<Endpoint["service"]> },
-  base: Pick<ObservedEntry, "name" | "description" | "exposed">,
-  ctx: {
-    services: ReadonlyMap<string, Service>;
-    slicesByService: ReadonlyMap<string, EndpointSlice[]>;
-    node: NodeChoice | undefined;
-    nodes: readonly Node[];
-    published: PublishedEndpoints[string] | undefined;
-    /** Whether the stack outputs were read (false in the in-cluster portal, or without Pulumi). */
-    knowsPublished: boolean;
-  },
-): ObservedEntry {
+/** What every entry's verdict reads, indexed once per view. */
+interface EntryContext {
+  services: ReadonlyMap<string, Service>;
+  slicesByService: ReadonlyMap<string, EndpointSlice[]>;
+  node: NodeChoice | undefined;
+  nodes: readonly Node[];
+  nodesByName: ReadonlyMap<string, Node>;
+  podsByNamespace: ReadonlyMap<string | undefined, Pod[]>;
+  /** Undefined when the stack outputs were not read (the in-cluster portal, or without Pulumi). */
+  published: PublishedEndpoints | undefined;
+}
+
+type EntryBase = Pick<ObservedEntry, "name" | "description" | "exposed">;
+
+function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"]> }, base: EntryBase, ctx: EntryContext): ObservedEntry {
   const ns = e.service.namespace;
   const portName = webScheme(e.scheme);
+  const published = ctx.published?.[e.name];
+  const entry = { ...base, exposure: "nodePort" as const, namespace: ns };
   // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere
   // carrying our labels is a look-alike (anyone can copy labels), reported by the audit.
   const ours = ctx.services.get(key(ns, ourServiceName(e.name)));
   if (!ours) {
     return {
-      ...base,
-      exposure: "nodePort",
-      namespace: ns,
+      ...entry,
       readyEndpoints: 0,
       ...verdictOf(e.name, [["service-absent", `Service ${ns}/${ourServiceName(e.name)} does not exist (run pulumi up)`]], true),
     };
   }
+  const service = `${ns}/${ours.metadata.name}`;
   // Created by this stack: the last `up` published this very Service (same uid). Without the
   // outputs (in-cluster portal, no Pulumi CLI) only the name and namespace can be checked.
-  const notOurs = ctx.knowsPublished ? ownershipProblem(`${ns}/${ours.metadata.name}`, ours.metadata.uid, ctx.published) : undefined;
+  const notOurs = ctx.published ? ownershipProblem(service, ours.metadata.uid, published) : undefined;
   if (notOurs) {
     return {
-      ...base,
-      exposure: "nodePort",
-      namespace: ns,
-      service: `${ns}/${ours.metadata.name}`,
+      ...entry,
+      service,
       readyEndpoints: 0,
       ...verdictOf(e.name, [["service-not-ours", notOurs]]),
     };
@@ -240,23 +213,22 @@ function observeNodePort(
     else if (String(vTarget) !== String(ourPort?.targetPort ?? ourPort?.port))
       add("target-port-differs", `target port ${ourPort?.targetPort} differs from the vendored ${vTarget}`);
   }
-  const publishedPort = ctx.published?.nodePort;
+  const publishedPort = published?.nodePort;
   if (publishedPort !== undefined && nodePort !== undefined && publishedPort !== nodePort) {
     add("node-port-moved", `nodePort changed since the last up (${publishedPort} -> ${nodePort})`);
   }
   const url = ctx.node && nodePort !== undefined ? buildUrl(e.scheme, ctx.node.address, nodePort) : undefined;
-  const nodeReason = nodeProblem(ctx.node, ctx.nodes, ctx.published?.url, url);
+  const nodeReason = nodeProblem(ctx.node, ctx.nodes, published?.url, url);
   if (nodeReason) add(ctx.node?.pinned ? "node-not-ready" : "url-node-moved", nodeReason);
-  const ready = readyEndpointCount(ctx.slicesByService, ns, ours.metadata.name);
+  const endpoints = (ctx.slicesByService.get(service) ?? []).flatMap((slice) => slice.endpoints ?? []);
+  const ready = endpoints.filter((ep) => ep.conditions?.ready !== false && ep.addresses.length > 0).length;
   if (ready === 0) add("no-ready-endpoints", "no ready endpoints");
   // An entry without a URL is never MATCH: there is nothing to open.
   if (!ctx.node) add("no-node-address", "no node address to build its URL (no Ready node with an InternalIP)");
   else if (nodePort === undefined) add("no-node-port", "no nodePort allocated on our Service");
   return {
-    ...base,
-    exposure: "nodePort",
-    namespace: ns,
-    service: `${ns}/${ours.metadata.name}`,
+    ...entry,
+    service,
     readyEndpoints: ready,
     ...(nodePort !== undefined ? { nodePort } : {}),
     ...(url ? { url } : {}),
@@ -264,37 +236,29 @@ function observeNodePort(
   };
 }
 
-function observeHostPort(
-  e: Endpoint & { hostPort: NonNullable<Endpoint["hostPort"]> },
-  base: Pick<ObservedEntry, "name" | "description" | "exposed">,
-  pods: readonly Pod[],
-  nodesByName: ReadonlyMap<string, Node>,
-  published: PublishedEndpoints[string] | undefined,
-): ObservedEntry {
+function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPort"]> }, base: EntryBase, ctx: EntryContext): ObservedEntry {
   const hp = e.hostPort;
-  const holder = findHostPortHolder(pods, hp);
+  const published = ctx.published?.[e.name];
+  const entry = { ...base, exposure: "hostPort" as const, namespace: hp.namespace };
+  const holder = findHostPortHolder(ctx.podsByNamespace.get(hp.namespace) ?? [], hp);
   if (!holder) {
     return {
-      ...base,
-      exposure: "hostPort",
-      namespace: hp.namespace,
+      ...entry,
       hostPort: hp.port,
       readyEndpoints: 0,
       ...verdictOf(e.name, [["host-port-absent", `no pod in ${hp.namespace} holds hostPort ${hp.port}`]], true),
     };
   }
-  const node = nodesByName.get(holder.spec?.nodeName as string);
+  const node = ctx.nodesByName.get(holder.spec?.nodeName as string);
   const address = node ? internalIP(node) : undefined;
   const ready = holder.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? 1 : 0;
   const url = address ? buildUrl(e.scheme, address, hp.port) : undefined;
   const reasons: [DriftCode, string][] = [];
   if (!ready) reasons.push(["pod-not-ready", `pod ${hp.namespace}/${holder.metadata.name} is not ready`]);
-  if (!address) reasons.push(["node-without-address", `node ${holder.spec?.nodeName} has ${node ? internalIPProblem(node) : "no InternalIP (unknown node)"}`]);
+  if (!address) reasons.push(["node-without-address", `node ${holder.spec?.nodeName} has ${internalIPProblem(node)}`]);
   if (published?.url && url && published.url !== url) reasons.push(["pod-moved", `pod moved since the last up (${published.url} -> ${url})`]);
   return {
-    ...base,
-    exposure: "hostPort",
-    namespace: hp.namespace,
+    ...entry,
     readyEndpoints: ready,
     hostPort: hp.port,
     ...(url ? { url } : {}),
@@ -314,23 +278,14 @@ export function nodeProblem(
   url: string | undefined,
 ): string | undefined {
   if (node?.pinned) {
-    const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === node.address));
-    if (owner && !isReadyNode(owner)) return `node ${owner.metadata.name} (pinned address ${node.address}) is not Ready`;
-    return undefined;
+    const owner = nodeWithAddress(nodes, node.address);
+    return owner && !isReadyNode(owner) ? `node ${owner.metadata.name} (pinned address ${node.address}) is not Ready` : undefined;
   }
-  const host = publishedUrl ? hostOf(publishedUrl) : undefined;
+  const host = publishedUrl && URL.canParse(publishedUrl) ? new URL(publishedUrl).hostname.replace(/^\[|\]$/g, "") : undefined;
   if (node && host && host !== node.address) {
-    const was = nodes.find((n) => n.status?.addresses?.some((a) => a.address === host));
+    const was = nodeWithAddress(nodes, host);
     const why = was ? `node ${was.metadata.name} is ${isReadyNode(was) ? "no longer the one chosen" : "not Ready"}` : `no node has address ${host} any more`;
     return `the published URL ${publishedUrl} uses ${host}, but ${why}: the URLs move to ${node.name} ${node.address}${url ? ` (${url})` : ""}; pulumi up publishes them`;
   }
   return undefined;
-}
-
-function hostOf(url: string): string | undefined {
-  try {
-    return new URL(url).hostname.replace(/^\[|\]$/g, "");
-  } catch {
-    return undefined;
-  }
 }

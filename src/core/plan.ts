@@ -12,36 +12,10 @@ export interface NodeChoice {
   pinned: boolean;
 }
 
-export interface NodePortPlan {
-  kind: "nodePort";
-  entry: string;
-  scheme: "http" | "https";
-  namespace: string;
-  /** The vendored Service mirrored (never modified). */
-  mirrors: string;
-  /** Our Service: `<entry>-nodeport`, in the vendored Service's namespace. */
-  serviceName: string;
-  selector: Record<string, string>;
-  /** Port name on our Service; Kubernetes keeps an allocated nodePort by port name. */
-  portName: string;
-  port: number;
-  targetPort: number | string;
-  protocol: string;
-}
+export type NodePortPlan = Exclude<ReturnType<typeof planNodePort>, { problem: string }>;
+export type ExposurePlan = NodePortPlan | Exclude<ReturnType<typeof planHostPort>, { problem: string }>;
 
-export interface HostPortPlan {
-  kind: "hostPort";
-  entry: string;
-  scheme: "http" | "https";
-  namespace: string;
-  hostPort: number;
-  pod: string;
-  node: string;
-  address: string;
-}
-
-export type ExposurePlan = NodePortPlan | HostPortPlan;
-
+export const nodeWithAddress = (nodes: readonly Node[], address: string) => nodes.find((n) => n.status?.addresses?.some((a) => a.address === address));
 export const isReadyNode = (n: Node) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 /** The InternalIP as the Node's status claims it (untrusted: whoever writes a Node's status writes it). */
 const claimedInternalIP = (n: Node) => n.status?.addresses?.find((a) => a?.type === "InternalIP")?.address;
@@ -50,8 +24,9 @@ export const internalIP = (n: Node) => {
   const address = claimedInternalIP(n);
   return typeof address === "string" && ipVersion(address) !== 0 ? address : undefined;
 };
-/** Why a node has no usable InternalIP, for messages (the claimed value is shown escaped). */
-export function internalIPProblem(n: Node): string {
+/** Why a node (undefined: unknown) has no usable InternalIP, for messages (the claimed value is shown escaped). */
+export function internalIPProblem(n: Node | undefined): string {
+  if (!n) return "no InternalIP (unknown node)";
   const claimed = claimedInternalIP(n);
   if (claimed === undefined) return "no InternalIP";
   return `InternalIP ${JSON.stringify(String(claimed)).slice(0, 80)} is not an IP address`;
@@ -66,7 +41,7 @@ export function chooseNode(nodes: readonly Node[], nodeAddress?: string): NodeCh
   if (nodeAddress) {
     // Validated by the stack settings; checked again for the other ways in (the portal's environment).
     if (ipVersion(nodeAddress) === 0) return { problem: `the pinned node address ${JSON.stringify(nodeAddress).slice(0, 80)} is not an IP address` };
-    const owner = nodes.find((n) => n.status?.addresses?.some((a) => a.address === nodeAddress));
+    const owner = nodeWithAddress(nodes, nodeAddress);
     return { name: owner?.metadata.name ?? "(pinned)", address: nodeAddress, pinned: true };
   }
   const candidates = nodes
@@ -106,18 +81,15 @@ export function selectEntries(contract: Contract, selection: "all" | readonly st
   // The first declaration of a name wins, as a linear search would find it.
   const byName = new Map<string, Endpoint>();
   for (const x of contract.endpoints) if (!byName.has(x.name)) byName.set(x.name, x);
-  const chosen = new Set<Endpoint>();
   for (const name of selection) {
     const e = byName.get(name);
     if (!e) problems.push(`ui-exposure:entries names '${name}', which the contract does not declare (declared: ${exposed.map((x) => x.name).join(", ")})`);
     else if (!e.exposed)
       problems.push(`ui-exposure:entries names '${name}', which the contract does not expose (set exposed: true in the contract or drop it from the stack)`);
-    else if (!chosen.has(e)) {
-      chosen.add(e);
-      entries.push(e);
-    }
+    else entries.push(e);
   }
-  return { entries, problems };
+  // A name listed twice is published once, where it is first listed.
+  return { entries: [...new Set(entries)], problems };
 }
 
 export function findServicePort(svc: Service, ref: ServiceRef["port"]): ServicePort | undefined {
@@ -132,73 +104,73 @@ export function indexServices(services: readonly Service[]): Map<string, Service
 }
 
 /** Plans one NodePort exposure from the vendored Service; returns a problem when it cannot be mirrored. */
-export function planNodePort(entry: Endpoint & { service: ServiceRef }, services: ReadonlyMap<string, Service>): NodePortPlan | { problem: string } {
+export function planNodePort(entry: Endpoint & { service: ServiceRef }, services: ReadonlyMap<string, Service>) {
   const ref = entry.service;
   const key = `${ref.namespace}/${ref.name}`;
   const vendored = services.get(key);
-  const where = `entry '${entry.name}'`;
+  const problem = (text: string) => ({ problem: `entry '${entry.name}': ${text}` });
   if (!vendored) {
-    return {
-      problem: `${where}: Service ${key} not found; install the UI first, fix the contract's service, or leave '${entry.name}' out of ui-exposure:entries`,
-    };
+    return problem(`Service ${key} not found; install the UI first, fix the contract's service, or leave '${entry.name}' out of ui-exposure:entries`);
   }
   const type = vendored.spec?.type ?? "ClusterIP";
   if (type === "ExternalName") {
-    return {
-      problem: `${where}: Service ${key} is of type ExternalName (a DNS alias, no pods behind it): there is nothing to publish on a NodePort; point the contract at the Service of the pods`,
-    };
+    return problem(
+      `Service ${key} is of type ExternalName (a DNS alias, no pods behind it): there is nothing to publish on a NodePort; point the contract at the Service of the pods`,
+    );
   }
   const selector = vendored.spec?.selector;
   if (selector !== undefined && (selector === null || typeof selector !== "object" || Object.values(selector).some((v) => typeof v !== "string"))) {
-    return { problem: `${where}: Service ${key} has a selector that is not a map of strings; it cannot be mirrored` };
+    return problem(`Service ${key} has a selector that is not a map of strings; it cannot be mirrored`);
   }
   if (!selector || Object.keys(selector).length === 0) {
-    return {
-      problem: `${where}: Service ${key} has no selector (its endpoints are managed by hand), so a NodePort Service cannot select the same pods; point the contract at a Service with a selector`,
-    };
+    return problem(
+      `Service ${key} has no selector (its endpoints are managed by hand), so a NodePort Service cannot select the same pods; point the contract at a Service with a selector`,
+    );
   }
   const port = findServicePort(vendored, ref.port);
   if (!port) {
-    return {
-      problem: `${where}: Service ${key} has no port ${typeof ref.port === "number" ? ref.port : `named '${ref.port}'`} (ports: ${describePorts(vendored)}); fix service.port in the contract`,
-    };
+    return problem(
+      `Service ${key} has no port ${typeof ref.port === "number" ? ref.port : `named '${ref.port}'`} (ports: ${describePorts(vendored)}); fix service.port in the contract`,
+    );
   }
   // A UI is TCP: a UDP (or SCTP) port published as http://... would be a URL nothing answers.
   const protocol = port.protocol ?? "TCP";
   if (protocol !== "TCP") {
-    return { problem: `${where}: port ${port.name ?? port.port} of Service ${key} is ${protocol}: only a TCP port is published as an ${entry.scheme} URL` };
+    return problem(`port ${port.name ?? port.port} of Service ${key} is ${protocol}: only a TCP port is published as an ${entry.scheme} URL`);
   }
   // A headless Service (clusterIP: None) is mirrored like any other: our NodePort Service selects the same pods.
-  const serviceName = ourServiceName(entry.name);
   const scheme = webScheme(entry.scheme);
   return {
-    kind: "nodePort",
+    kind: "nodePort" as const,
     entry: entry.name,
     scheme,
     namespace: ref.namespace,
+    // The vendored Service, never modified.
     mirrors: ref.name,
-    serviceName,
+    serviceName: ourServiceName(entry.name),
     selector: { ...selector },
+    // Kubernetes keeps an allocated nodePort by port name.
     portName: scheme,
     port: port.port,
     targetPort: port.targetPort ?? port.port,
-    protocol: port.protocol ?? "TCP",
+    protocol,
   };
 }
 
 /**
- * Pods by namespace, built once per view. A hostPort holder is always searched within one
- * namespace, so each hostPort entry scans its namespace instead of every pod of the cluster
- * (entries × pods would grow quadratically with the platform).
+ * Items by key, built once per view: each entry then reads its own group (pods of one namespace,
+ * slices of one Service) instead of scanning the cluster's (entries × items would grow
+ * quadratically with the platform). push, not a spread copy: copying a group on every item is
+ * quadratic too.
  */
-export function groupPodsByNamespace(pods: readonly Pod[]): Map<string | undefined, Pod[]> {
-  const byNamespace = new Map<string | undefined, Pod[]>();
-  for (const p of pods) {
-    const list = byNamespace.get(p.metadata.namespace);
-    if (list) list.push(p);
-    else byNamespace.set(p.metadata.namespace, [p]);
+export function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const group = groups.get(keyOf(item));
+    if (group) group.push(item);
+    else groups.set(keyOf(item), [item]);
   }
-  return byNamespace;
+  return groups;
 }
 
 /**
@@ -213,9 +185,9 @@ export function findHostPortHolder(pods: readonly Pod[], hp: HostPortExposure): 
         !isFinishedPod(p) &&
         matchesLabels(p.metadata.labels, hp.podSelector) &&
         // Only a port the kubelet maps (spec.containers) serves a URL; an init container's does not.
-        effectiveHostPorts(p.spec).some((h) => h.port === hp.port && h.serves),
+        effectiveHostPorts(p.spec).some((h) => h.port === hp.port && h.serves) &&
+        p.spec?.nodeName,
     )
-    .filter((p) => p.spec?.nodeName)
     .sort((a, b) => Number(b.status?.phase === "Running") - Number(a.status?.phase === "Running") || a.metadata.name.localeCompare(b.metadata.name))[0];
 }
 
@@ -223,13 +195,9 @@ export function findHostPortHolder(pods: readonly Pod[], hp: HostPortExposure): 
  * Plans a hostPort entry: nothing is created; the URL uses the InternalIP of the node that
  * runs the pod holding the port (a running pod wins over a pending one, then name order).
  */
-export function planHostPort(
-  entry: Endpoint & { hostPort: HostPortExposure },
-  pods: readonly Pod[],
-  nodesByName: ReadonlyMap<string, Node>,
-): HostPortPlan | { problem: string } {
+export function planHostPort(entry: Endpoint & { hostPort: HostPortExposure }, pods: readonly Pod[], nodesByName: ReadonlyMap<string, Node>) {
   const hp = entry.hostPort;
-  const where = `entry '${entry.name}'`;
+  const problem = (text: string) => ({ problem: `entry '${entry.name}': ${text}` });
   const pod = findHostPortHolder(pods, hp);
   const selectorText = hp.podSelector
     ? ` matching ${Object.entries(hp.podSelector)
@@ -237,20 +205,16 @@ export function planHostPort(
         .join(",")}`
     : "";
   if (!pod) {
-    return {
-      problem: `${where}: no scheduled pod in namespace ${hp.namespace}${selectorText} declares hostPort ${hp.port}; deploy the brick first or fix the contract`,
-    };
+    return problem(`no scheduled pod in namespace ${hp.namespace}${selectorText} declares hostPort ${hp.port}; deploy the brick first or fix the contract`);
   }
   const nodeName = pod.spec?.nodeName as string;
   const node = nodesByName.get(nodeName);
   const address = node ? internalIP(node) : undefined;
   if (!address) {
-    return {
-      problem: `${where}: pod ${hp.namespace}/${pod.metadata.name} runs on node ${nodeName}, which has ${node ? internalIPProblem(node) : "no InternalIP (unknown node)"}`,
-    };
+    return problem(`pod ${hp.namespace}/${pod.metadata.name} runs on node ${nodeName}, which has ${internalIPProblem(node)}`);
   }
   return {
-    kind: "hostPort",
+    kind: "hostPort" as const,
     entry: entry.name,
     scheme: webScheme(entry.scheme),
     namespace: hp.namespace,
@@ -266,11 +230,6 @@ export interface ClusterView {
   nodes: readonly Node[];
   /** Only needed (and only listed) when some selected entry is a hostPort entry. */
   pods: readonly Pod[];
-}
-
-export interface ExposureResolution {
-  node: NodeChoice;
-  plans: ExposurePlan[];
 }
 
 /**
@@ -296,24 +255,18 @@ export function resolveExposures(
   cluster: ClusterView,
   nodeAddress?: string,
   opts: { allowKubeSystem?: boolean } = {},
-): ExposureResolution | { problems: string[] } {
-  const problems: string[] = [];
-  if (!opts.allowKubeSystem) {
-    for (const e of entries) {
-      const ns = e.service?.namespace ?? e.hostPort?.namespace;
-      if (ns === SYSTEM_NAMESPACE) {
-        problems.push(
-          `entry '${e.name}': publishing from namespace ${SYSTEM_NAMESPACE} (the cluster's own components) is refused unless the stack sets ui-exposure:allowKubeSystem: true`,
-        );
-      }
-    }
-  }
+): { node: NodeChoice; plans: ExposurePlan[] } | { problems: string[] } {
+  const fromSystem = opts.allowKubeSystem ? [] : entries.filter((e) => (e.service?.namespace ?? e.hostPort?.namespace) === SYSTEM_NAMESPACE);
+  const problems = fromSystem.map(
+    (e) =>
+      `entry '${e.name}': publishing from namespace ${SYSTEM_NAMESPACE} (the cluster's own components) is refused unless the stack sets ui-exposure:allowKubeSystem: true`,
+  );
   const node = chooseNode(cluster.nodes, nodeAddress);
   if ("problem" in node) problems.push(node.problem);
   problems.push(...unusableNodes(cluster.nodes, nodeAddress));
   const services = indexServices(cluster.services);
   const nodesByName = new Map(cluster.nodes.map((n) => [n.metadata.name, n]));
-  const podsByNamespace = groupPodsByNamespace(cluster.pods);
+  const podsByNamespace = groupBy(cluster.pods, (p) => p.metadata.namespace);
   const plans: ExposurePlan[] = [];
   for (const entry of entries) {
     const plan = isNodePortEntry(entry)
@@ -338,9 +291,6 @@ export function buildUrl(scheme: string, address: string, port: number | undefin
   return `${scheme}://${host}:${port ?? PENDING_NODE_PORT}`;
 }
 
-/** What to do with the nodePort the last `up` published for an entry. */
-export type PortDecision = { keep: number } | { keep?: undefined; note?: string };
-
 /**
  * Stable ports: the nodePort published by the last `up` is asked for again, so a port moved by
  * hand is put back and a Service deleted by hand comes back on its port. Kubernetes allocated it
@@ -351,7 +301,7 @@ export function portToKeep(
   plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">,
   lastPort: number | undefined,
   services: readonly Service[],
-): PortDecision {
+): { keep: number } | { keep?: undefined; note?: string } {
   if (lastPort === undefined) return {};
   const holder = services.find(
     (s) => !(s.metadata.namespace === plan.namespace && s.metadata.name === plan.serviceName) && (s.spec?.ports ?? []).some((p) => p.nodePort === lastPort),
@@ -381,7 +331,6 @@ export function importCommand(type: string, resourceName: string, id: string, st
   return `pulumi import ${type} ${resourceName} ${id}${stack ? ` --stack ${stack}` : ""} --generate-code=false --protect=false --yes`;
 }
 
-/** Our Service of a NodePort entry, as a fixed-name object. */
 export const entryService = (plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">): FixedNameObject => ({
   what: `entry '${plan.entry}'`,
   kind: "Service",

@@ -1,7 +1,6 @@
 import * as z from "zod/mini";
 import { describeZodIssue, formatPath } from "./contract/parse";
 import { UserError } from "./errors";
-import type { PublishedEndpoints } from "./observe";
 import { shownValue } from "./text";
 import "./zod-messages";
 
@@ -20,6 +19,8 @@ const record = z.looseObject({
   uid: z.optional(z.string()),
 });
 const schema = z.record(z.string(), record);
+/** What the last `up` published, by entry (the `endpoints` output). */
+export type PublishedEndpoints = z.infer<typeof schema>;
 
 /**
  * Longest published text kept as read: a URL `up` publishes (`http://<node IP>:<port>`), a
@@ -36,18 +37,13 @@ export const PUBLISHED_TEXT_MAX = 256;
 export function parsePublishedEndpoints(value: unknown, source: string): PublishedEndpoints {
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) {
-    const shown = (text: string | undefined) => (text === undefined ? undefined : shownValue(text, PUBLISHED_TEXT_MAX));
     return Object.fromEntries(
-      Object.entries(result.data).map(([name, e]) => [
-        name,
-        {
-          ...e,
-          ...(e.url !== undefined ? { url: shown(e.url) } : {}),
-          ...(e.service !== undefined ? { service: shown(e.service) } : {}),
-          ...(e.uid !== undefined ? { uid: shown(e.uid) } : {}),
-        },
-      ]),
-    ) as PublishedEndpoints;
+      Object.entries(result.data).map(([name, e]) => {
+        const shown = { ...e };
+        for (const k of ["url", "service", "uid"] as const) if (e[k] !== undefined) shown[k] = shownValue(e[k], PUBLISHED_TEXT_MAX);
+        return [name, shown];
+      }),
+    );
   }
   const issue = result.error.issues[0];
   const where = issue ? formatPath(["endpoints", ...issue.path]) : "endpoints";
