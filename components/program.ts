@@ -6,7 +6,7 @@ import { openStack } from "../src/adapters/stack-inputs";
 import { admissionApiProblem } from "../src/core/admission";
 import { ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
-import { type PublishedRecord, recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
+import { recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "../src/core/monitoring";
 import type { PublishedEndpoints } from "../src/core/observe";
@@ -39,12 +39,18 @@ export interface ProgramInputs {
   stateUids?: () => Promise<StateUids>;
 }
 
-/** One record per published entry, as stack output (read back as a PublishedRecord). */
-interface EndpointRecord extends PublishedRecord {
+/** One record per published entry, as stack output (read back as one of PublishedEndpoints). */
+interface EndpointRecord {
   exposure: "nodePort" | "hostPort";
   namespace: string;
   /** The vendored Service mirrored (nodePort entries). */
   mirrors?: string;
+  /** Our NodePort Service (nodePort entries). */
+  service?: string;
+  /** Its uid: what proves, outside the engine, that the Service is the one this stack created. */
+  uid?: string;
+  nodePort?: number;
+  hostPort?: number;
   /** Pod and node holding the hostPort (hostPort entries). */
   pod?: string;
   node?: string;
