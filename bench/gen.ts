@@ -11,6 +11,7 @@ import {
   type Pod,
   type Service,
 } from "../src/core/kube/types";
+import { node, service } from "../test/support/fixtures";
 
 export interface GeneratedEntry {
   name: string;
@@ -57,15 +58,9 @@ export function contractYaml(entries: readonly GeneratedEntry[]): string {
 
 export const selectorOf = (e: GeneratedEntry) => ({ "app.kubernetes.io/name": e.name, "app.kubernetes.io/instance": e.namespace });
 
-/** The chart's ClusterIP Service of a nodePort entry. */
-export function vendoredService(e: GeneratedEntry & { service: string }): Service {
-  return {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name: e.service, namespace: e.namespace, labels: { "app.kubernetes.io/managed-by": "Helm" } },
-    spec: { type: "ClusterIP", selector: selectorOf(e), ports: [{ name: "http", port: 80, targetPort: 8080, protocol: "TCP" }] },
-  };
-}
+/** The chart's ClusterIP Service of a nodePort entry (port http: 80 -> 8080). */
+export const vendoredService = (e: GeneratedEntry & { service: string }) =>
+  service(e.namespace, e.service, { selector: selectorOf(e), labels: { "app.kubernetes.io/managed-by": "Helm" } });
 
 export const hasService = (e: GeneratedEntry): e is GeneratedEntry & { service: string } => e.service !== undefined;
 /** The entries that get a NodePort Service of ours. */
@@ -77,15 +72,6 @@ export const BENCH_NODES = [
   { name: "bench-node-b", ip: "127.0.0.22", ready: true },
   { name: "bench-node-c", ip: "127.0.0.23", ready: false },
 ];
-
-function node(n: (typeof BENCH_NODES)[number]): Node {
-  return {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: { name: n.name },
-    status: { addresses: [{ type: "InternalIP", address: n.ip }], conditions: [{ type: "Ready", status: n.ready ? "True" : "False" }] },
-  };
-}
 
 /**
  * One running, Ready pod per UI (the chart's workload) on one of the two Ready nodes, as the API
@@ -155,6 +141,6 @@ export function afterUpObjects(entries: readonly GeneratedEntry[]): { services: 
     services: [...entries.filter(hasService).map(vendoredService), ...served.map((e, i) => managedService(e, 30000 + i))],
     pods: entries.map(uiPod),
     slices: served.map(endpointSlice),
-    nodes: BENCH_NODES.map(node),
+    nodes: BENCH_NODES.map((n) => node(n.name, n.ip, n.ready)),
   };
 }

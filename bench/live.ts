@@ -44,13 +44,10 @@ async function pool<T, R>(items: readonly T[], limit: number, fn: (item: T, inde
   return out;
 }
 
-const ignoreConflict = async (p: Promise<unknown>) => {
-  try {
-    await p;
-  } catch (err) {
-    if ((err as { code?: number }).code !== 409) throw err;
-  }
-};
+const ignoreConflict = (p: Promise<unknown>) =>
+  p.catch((err: { code?: number }) => {
+    if (err.code !== 409) throw err;
+  });
 
 /** Installs the platform as its charts would: namespaces, vendored ClusterIP Services, one Ready pod per UI. */
 async function installPlatform(c: Cluster, entries: readonly GeneratedEntry[]) {
@@ -91,44 +88,37 @@ function useContract(sandbox: Sandbox, c: Cluster, entries: readonly GeneratedEn
 
 const TIME = "/usr/bin/time";
 const hasTime = fs.existsSync(TIME);
+/** A Pulumi project folder and the environment its commands run in. */
+type Project = { dir: string; env: NodeJS.ProcessEnv };
 
 /**
  * `sandbox.pulumi()`, asynchronous (a synchronous spawn would block this process for minutes), under
  * /usr/bin/time when present: the CPU time of the whole process tree, from its last stderr line.
  */
-async function pulumiAsync(
-  sandbox: { dir: string; env: NodeJS.ProcessEnv },
-  bin: string,
-  args: string[],
-  stack = "sandbox",
-): Promise<ProcessResult & { cpuMs: number }> {
+async function pulumiAsync(project: Project, bin: string, args: string[], stack = "sandbox"): Promise<ProcessResult & { cpuMs: number }> {
   const pulumi = [path.join(bin, "pulumi"), ...args, "--stack", stack, "--non-interactive"];
-  const r = hasTime
-    ? await runProcess(TIME, ["-f", "cpu-seconds %U %S", ...pulumi], { cwd: sandbox.dir, env: sandbox.env })
-    : await runProcess(pulumi[0] as string, pulumi.slice(1), { cwd: sandbox.dir, env: sandbox.env });
+  const [command, ...rest] = hasTime ? [TIME, "-f", "cpu-seconds %U %S", ...pulumi] : pulumi;
+  const r = await runProcess(command as string, rest, { cwd: project.dir, env: project.env });
   const cpu = /cpu-seconds (\S+) (\S+)\s*$/.exec(r.stderr);
   return { ...r, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : Number.NaN };
 }
 
 /** An empty program (compiled JavaScript, as this project runs once built), stack `empty`, `up`ed once. */
-async function emptyProgram(sandbox: Sandbox, bin: string): Promise<{ dir: string; env: NodeJS.ProcessEnv }> {
+async function emptyProgram(sandbox: Sandbox, bin: string): Promise<Project> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-bench-empty-"));
   fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: empty\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: index.js\n");
   fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: "empty", private: true, main: "index.js" }));
   fs.writeFileSync(path.join(dir, "index.js"), '"use strict";\nconst pulumi = require("@pulumi/pulumi");\nexports.stack = pulumi.getStack();\n');
   fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(dir, "node_modules"));
   const project = { dir, env: sandbox.env };
-  const init = await runProcess(path.join(bin, "pulumi"), ["stack", "init", "empty", "--secrets-provider", "passphrase", "--non-interactive"], {
-    cwd: dir,
-    env: sandbox.env,
-  });
+  const init = await pulumiAsync(project, bin, ["stack", "init", "--secrets-provider", "passphrase"], "empty");
   if (init.code !== 0) throw new Error(`stack init (empty) failed: ${summary(init)}`);
   const up = await pulumiAsync(project, bin, ["up", "--yes", "--skip-preview"], "empty");
   if (up.code !== 0) throw new Error(`pulumi up (empty) failed: ${summary(up)}`);
   return project;
 }
 
-async function measureUp(c: Cluster, sandbox: Sandbox, empty: { dir: string; env: NodeJS.ProcessEnv }, bin: string, size: number, log: (m: string) => void) {
+async function measureUp(c: Cluster, sandbox: Sandbox, empty: Project, bin: string, size: number, log: (m: string) => void) {
   const entries = generateEntries(size);
   const served = servedEntries(entries);
   useContract(sandbox, c, entries);
@@ -186,7 +176,7 @@ export async function measureLive(opts: { sizes: readonly number[]; log: (m: str
   opts.log("live: starting the local API server");
   const cluster = await startCluster(bin);
   const sandbox = makeSandbox(bin, cluster, { kubernetes: providerVersions().kubernetes } as Parameters<typeof makeSandbox>[2]);
-  let empty: { dir: string; env: NodeJS.ProcessEnv } | undefined;
+  let empty: Project | undefined;
   try {
     // scripts/e2e-cluster.sh runs no node lifecycle controller: these kubelet-less Nodes stay Ready.
     await addNodes(cluster, BENCH_NODES);

@@ -4,7 +4,6 @@
 // at a time. Measured: latency percentiles, errors, the LIST calls the API server received, the
 // portal's peak RSS. The floor is the same load on /healthz (no cluster read, no page), in the
 // same run. Everything stays on 127.0.0.0/8.
-import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -13,9 +12,11 @@ import * as path from "node:path";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import type { EndpointSlice, Service } from "../src/core/kube/types";
 import { PORTAL_FILES } from "../src/core/portal/spec";
-import { answerList, type RecordedCluster } from "../test/support/portal-fixtures";
+import { writeKubeconfig } from "../test/support/fake-api";
+import { answerList, type RecordedCluster, recordedApiServer } from "../test/support/portal-fixtures";
+import { type Started, startProcess } from "../test/support/processes";
 import { afterUpObjects, contractYaml, generateEntries } from "./gen";
-import { round, table, writeKubeconfig } from "./stats";
+import { round, table } from "./stats";
 
 const projectDir = path.resolve(__dirname, "..");
 const SERVICES_PATH = "/api/v1/services";
@@ -73,19 +74,7 @@ async function fakeApiServer(services: number) {
     nodes: platform.nodes,
     pods: platform.pods,
   };
-  const counts: Record<string, number> = {};
-  let sent = 0;
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://x");
-    // Counted per kind: every Service list (namespaced or labelled) counts as a Service LIST.
-    const kind = /services$/.test(url.pathname) ? SERVICES_PATH : url.pathname;
-    counts[kind] = (counts[kind] ?? 0) + 1;
-    const list = answerList(data, url);
-    const body = Buffer.from(JSON.stringify(list ? { ...list, metadata: { resourceVersion: "1" } } : {}));
-    sent += body.length;
-    res.writeHead(list ? 200 : 404, { "Content-Type": "application/json", "Content-Length": String(body.length) });
-    res.end(body);
-  });
+  const { server, seen, stats } = recordedApiServer(data);
   const full = (p: string) => answerList(data, new URL(p, "http://x"))?.items ?? [];
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
@@ -98,12 +87,16 @@ async function fakeApiServer(services: number) {
     listBytes: JSON.stringify(full("/api/v1/services")).length + JSON.stringify(full("/apis/discovery.k8s.io/v1/endpointslices")).length,
     /** From now on: the function gives the LIST calls per path and the bytes the server sent since. */
     meter() {
-      const before = { ...counts };
-      const sentBefore = sent;
+      const from = seen.length;
+      const sentBefore = stats.sent;
       return () => {
         const lists: Record<string, number> = {};
-        for (const [p, n] of Object.entries(counts)) if (n > (before[p] ?? 0)) lists[p] = n - (before[p] ?? 0);
-        return { lists, bytes: sent - sentBefore };
+        for (const p of seen.slice(from)) {
+          // Counted per kind: every Service list (namespaced or labelled) counts as a Service LIST.
+          const kind = /services$/.test(p) ? SERVICES_PATH : p;
+          lists[kind] = (lists[kind] ?? 0) + 1;
+        }
+        return { lists, bytes: stats.sent - sentBefore };
       };
     },
   };
@@ -123,46 +116,27 @@ export async function withPortal<T>(
 ): Promise<T> {
   const api = await fakeApiServer(services);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-bench-portal-"));
-  let child: ChildProcess | undefined;
+  let portal: Started | undefined;
   try {
     fs.writeFileSync(path.join(dir, "contract.yaml"), api.contract);
     const bundle = bundlePortalServer();
     fs.writeFileSync(path.join(dir, PORTAL_FILES.loader), bundle.loader);
     fs.writeFileSync(path.join(dir, PORTAL_FILES.bundle), bundle.gzipped);
-    const { KUBERNETES_SERVICE_HOST: _h, KUBERNETES_SERVICE_PORT: _p, ...base } = process.env;
-    const portal = spawn(process.execPath, [path.join(dir, PORTAL_FILES.loader)], {
+    portal = await startProcess([path.join(dir, PORTAL_FILES.loader)], {
       cwd: projectDir,
       env: {
-        ...base,
         KUBECONFIG: writeKubeconfig(dir, api.port),
         PORTAL_CONTRACT: path.join(dir, "contract.yaml"),
         PORTAL_LISTEN: "127.0.0.1:0",
         PORTAL_STACK: "bench",
         ...env,
       },
-      stdio: ["ignore", "pipe", "pipe"],
+      announce: /portal listening on (http:\/\/\S+)/,
+      timeoutMs: 30_000,
     });
-    child = portal;
-    let out = "";
-    let err = "";
-    portal.stderr.on("data", (d: Buffer) => {
-      err = (err + d.toString()).slice(-4000);
-    });
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`portal did not start within 30s: ${err}`)), 30_000);
-      portal.on("exit", (code) => reject(new Error(`portal exited (${code}): ${err}`)));
-      portal.stdout.on("data", (d: Buffer) => {
-        out += d.toString();
-        const m = /portal listening on (http:\/\/\S+)/.exec(out);
-        if (m?.[1]) {
-          clearTimeout(timer);
-          resolve(m[1]);
-        }
-      });
-    });
-    return await fn(api, { url, pid: portal.pid as number });
+    return await fn(api, { url: portal.url, pid: portal.child.pid as number });
   } finally {
-    if (child?.exitCode === null) child.kill("SIGKILL");
+    if (portal?.child.exitCode === null) portal.child.kill("SIGKILL");
     api.server.close();
     api.server.closeAllConnections();
     fs.rmSync(dir, { recursive: true, force: true });

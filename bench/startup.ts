@@ -12,9 +12,10 @@ import * as path from "node:path";
 import { createDriftCommand } from "../cli/commands/drift";
 import { createStatusCommand } from "../cli/commands/status";
 import type { Command, CommandContext } from "../cli/context";
+import { writeKubeconfig } from "../test/support/fake-api";
 import { runProcess } from "../test/support/harness";
-import { PORTAL_TEST_CONTRACT, recordedCluster } from "../test/support/portal-fixtures";
-import { median, ms, round, table, writeKubeconfig } from "./stats";
+import { answerList, PORTAL_TEST_CONTRACT, recordedCluster } from "../test/support/portal-fixtures";
+import { median, ms, round, table } from "./stats";
 
 const projectDir = path.resolve(__dirname, "..");
 const bin = path.join(projectDir, "bin", "exposure.cjs");
@@ -57,13 +58,8 @@ async function cpuOf(args: string[], cwd: string, runs: number, { okCodes = [0],
  * DRIFT, gitea ABSENT), in a child process: the CPU time measured here is the command's alone.
  */
 async function startServer(): Promise<{ port: number; stop: () => void }> {
-  const data = recordedCluster();
-  const lists = {
-    "/api/v1/services": { kind: "ServiceList", apiVersion: "v1", items: data.services },
-    "/api/v1/nodes": { kind: "NodeList", apiVersion: "v1", items: data.nodes },
-    "/api/v1/pods": { kind: "PodList", apiVersion: "v1", items: data.pods },
-    "/apis/discovery.k8s.io/v1/endpointslices": { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: data.endpointSlices },
-  };
+  const paths = ["/api/v1/services", "/api/v1/nodes", "/api/v1/pods", "/apis/discovery.k8s.io/v1/endpointslices"];
+  const lists = Object.fromEntries(paths.map((p) => [p, answerList(recordedCluster(), new URL(p, "http://x"))]));
   const code = `
 const http = require("node:http");
 const lists = JSON.parse(process.env.LISTS);

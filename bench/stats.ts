@@ -1,6 +1,4 @@
-// Small helpers shared by the benchmark parts: statistics, markdown, a fake API server's kubeconfig.
-import * as fs from "node:fs";
-import * as path from "node:path";
+// Small statistics helpers shared by the benchmark parts.
 
 export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
@@ -16,14 +14,3 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
 }
 
 export const ms = (v: number) => (Number.isFinite(v) ? Math.round(v).toString() : "-");
-
-/** `dir`/kubeconfig (0600): context `fake`, the plain-HTTP API server on 127.0.0.1:`port`. */
-export function writeKubeconfig(dir: string, port: number): string {
-  const file = path.join(dir, "kubeconfig");
-  fs.writeFileSync(
-    file,
-    `apiVersion: v1\nkind: Config\nclusters:\n  - name: fake\n    cluster: { server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true }\nusers:\n  - name: bench\n    user: { token: bench }\ncontexts:\n  - name: fake\n    context: { cluster: fake, user: bench }\ncurrent-context: fake\n`,
-    { mode: 0o600 },
-  );
-  return file;
-}
