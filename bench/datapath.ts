@@ -61,15 +61,13 @@ export async function measureDataPath(opts: { rounds: number; log: (m: string) =
   };
 }
 
-export function dataPathMarkdown(d: Awaited<ReturnType<typeof measureDataPath>>): string {
+export function dataPathMarkdown(d: Awaited<ReturnType<typeof measureDataPath>>): string[] {
   return [
     "The e2e's data path: two nodes and their pods as network namespaces, kube-proxy in nftables mode, EndpointSlices from the real controller, 8 entries (7 NodePort Services, 1 hostPort). After `pulumi up --skip-preview` returns, each URL is requested from the operator's namespace every 50 ms until it answers from its pod; `pulumi destroy` between rounds.",
-    "",
     table(
       ["round", "`pulumi up` (ms)", "up returned → first answer (ms)", "up returned → every URL answers (ms)"],
       d.rounds.map((r, i) => [String(i + 1), ms(r.upMs), ms(r.firstAnswerMs), ms(r.allAnswersMs)]),
     ),
-    "",
     `Median: ${ms(d.medianFirstAnswerMs)} ms to the first answer, ${ms(d.medianAllAnswersMs)} ms to every URL. Platform set-up before the first up: ${ms(d.platformReadyMs)} ms.`,
-  ].join("\n");
+  ];
 }

@@ -212,13 +212,12 @@ const COLUMNS: [string, (u: UpRow) => string][] = [
   ["`destroy` (ms)", (u) => ms(u.destroyMs)],
 ];
 
-export function liveMarkdown(r: { up: UpRow[] }): string {
+export function liveMarkdown(r: { up: UpRow[] }): string[] {
   return [
     `The real engine and kubernetes provider against the e2e harness's kube-apiserver on loopback, a generated platform (\`bench/gen.ts\`) at the platform's size and ten times it. Floors from the same run: the same NodePort Services created with the client library one after the other, and the preview of an empty program. Previews: median of ${PREVIEWS}, interleaved with the floor's; CPU time of the whole process tree.`,
-    "",
     table(
       COLUMNS.map(([header]) => header),
       r.up.map((u) => COLUMNS.map(([, figure]) => figure(u))),
     ),
-  ].join("\n");
+  ];
 }

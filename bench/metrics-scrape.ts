@@ -77,13 +77,14 @@ const line = (runs: Scrape[]) =>
   runs.map((c) => `${c.latencyMs} ms, ${c.cpuMs} ms CPU, ${round(c.apiBytes / 2 ** 20, 2)} MiB from the API (${JSON.stringify(c.lists)})`).join("; ");
 
 /** docs/monitoring.md quotes a run. */
-export function scrapeMarkdown(b: Awaited<ReturnType<typeof measureScrapes>>): string {
+export function scrapeMarkdown(b: Awaited<ReturnType<typeof measureScrapes>>): string[] {
   return [
     `The portal's own process (the bundle \`up\` ships) with the audit on, against a fake API server holding ${b.services.toLocaleString("en")} Services (\`bench/metrics-scrape.ts\`). The floor is \`/healthz\` in the same run.`,
-    "",
-    `- A scrape that reads the observation and the audit's cluster-wide lists (once per audit interval): ${line(b.coldScrapes)}.`,
-    `- A scrape that reads the observation only (what most 30 s scrapes do): ${line(b.observationScrapes)}.`,
-    `- ${b.warm.requests} scrapes joining a fresh read: p50 ${b.warm.p50Ms} ms, p99 ${b.warm.p99Ms} ms, ${b.warm.cpuMsPerScrape} ms CPU each; floor \`/healthz\`: p50 ${b.floor.p50Ms} ms, p99 ${b.floor.p99Ms} ms, ${b.floor.cpuMsPerRequest} ms CPU.`,
-    `- Body ${b.bodyBytes} bytes; the portal's peak RSS ${b.rssPeakMiB} MiB.`,
-  ].join("\n");
+    [
+      `- A scrape that reads the observation and the audit's cluster-wide lists (once per audit interval): ${line(b.coldScrapes)}.`,
+      `- A scrape that reads the observation only (what most 30 s scrapes do): ${line(b.observationScrapes)}.`,
+      `- ${b.warm.requests} scrapes joining a fresh read: p50 ${b.warm.p50Ms} ms, p99 ${b.warm.p99Ms} ms, ${b.warm.cpuMsPerScrape} ms CPU each; floor \`/healthz\`: p50 ${b.floor.p50Ms} ms, p99 ${b.floor.p99Ms} ms, ${b.floor.cpuMsPerRequest} ms CPU.`,
+      `- Body ${b.bodyBytes} bytes; the portal's peak RSS ${b.rssPeakMiB} MiB.`,
+    ].join("\n"),
+  ];
 }

@@ -233,7 +233,7 @@ export async function measurePortalLoad(opts: { services: number; requests: numb
   });
 }
 
-export function portalLoadMarkdown(b: Awaited<ReturnType<typeof measurePortalLoad>>): string {
+export function portalLoadMarkdown(b: Awaited<ReturnType<typeof measurePortalLoad>>): string[] {
   const row = (label: string, r: LoadRun) => [
     label,
     `\`${r.path}\``,
@@ -241,12 +241,10 @@ export function portalLoadMarkdown(b: Awaited<ReturnType<typeof measurePortalLoa
   ];
   return [
     `A fake API server on loopback holds ${b.services} Services and ${b.endpointSlices} EndpointSlices (${round(b.listBytes / 2 ** 20)} MiB in the two cluster-wide lists). The portal runs as its own process from the files \`up\` ships in its ConfigMap, reads through a kubeconfig and probes the published URLs (loopback). ${b.cpus} CPUs, load average ${b.loadAverage} at the start.`,
-    "",
     table(
       ["run", "path", "requests", "concurrency", "errors", "p50 (ms)", "p95 (ms)", "p99 (ms)", "max (ms)", "wall (ms)", "cluster reads (LIST sets)"],
       [row(`page, reads shared (${b.readIntervalMs / 1000} s interval)`, b.shared), row("floor: /healthz", b.floor)],
     ),
-    "",
     `API server sent ${round(b.apiBytesShared / 2 ** 20, 2)} MiB for the ${b.shared.requests} loads (at most ${b.allowedSets} LIST sets at one per interval). The portal held ${b.rssIdleMiB} MiB RSS after its first load and peaked at ${b.rssPeakMiB} MiB (its pod's limit: 256Mi).`,
-  ].join("\n");
+  ];
 }

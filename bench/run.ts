@@ -24,8 +24,8 @@ const projectDir = path.resolve(__dirname, "..");
 const LIVE_SIZES = [10, 100];
 
 type Log = (msg: string) => void;
-/** A part of the run: its section's title, what it measures, and its figures as markdown. */
-const part = <T>(title: string, measure: (o: { runs: number; log: Log }) => Promise<T>, markdown: (r: T) => string) => ({
+/** A part of the run: its section's title, what it measures, and its figures as markdown paragraphs. */
+const part = <T>(title: string, measure: (o: { runs: number; log: Log }) => Promise<T>, markdown: (r: T) => string[]) => ({
   title,
   measure,
   markdown: (r: unknown) => markdown(r as T),
@@ -62,7 +62,7 @@ async function main() {
     // A part that cannot run here says why in its section; the others still run.
     const r = await measure({ runs, log }).catch((err: unknown) => ({ skipped: ((err as Error).message ?? String(err)).split("\n")[0] ?? "" }));
     results[name] = r;
-    sections.push(`## ${title}\n\n${r !== null && typeof r === "object" && "skipped" in r ? `Not measured: ${r.skipped}` : markdown(r)}`);
+    sections.push(`## ${title}\n\n${r !== null && typeof r === "object" && "skipped" in r ? `Not measured: ${r.skipped}` : markdown(r).join("\n\n")}`);
   }
   fs.mkdirSync(path.join(projectDir, "test-output"), { recursive: true });
   fs.writeFileSync(path.join(projectDir, "test-output/bench.json"), `${JSON.stringify(results, null, 2)}\n`);

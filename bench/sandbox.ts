@@ -34,10 +34,9 @@ export async function measureSandbox(opts: { projectDir: string; rounds: number;
   return { upMs, controlPlaneMs, medianUpMs: median(upMs), medianControlPlaneMs: median(controlPlaneMs) };
 }
 
-export function sandboxMarkdown(r: Awaited<ReturnType<typeof measureSandbox>>): string {
+export function sandboxMarkdown(r: Awaited<ReturnType<typeof measureSandbox>>): string[] {
   return [
     "`npm run sandbox` to working URLs, the toolchain built and the dependencies installed, next to its floor: the loopback control plane alone.",
-    "",
     table(
       ["measure", "median ms", "runs (ms)", "ratio to the floor"],
       [
@@ -45,5 +44,5 @@ export function sandboxMarkdown(r: Awaited<ReturnType<typeof measureSandbox>>): 
         ["floor: control plane start", ms(r.medianControlPlaneMs), r.controlPlaneMs.map(ms).join(", "), "1.0"],
       ],
     ),
-  ].join("\n");
+  ];
 }

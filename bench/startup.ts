@@ -166,21 +166,17 @@ const cpuTableMarkdown = (rows: Awaited<ReturnType<typeof cpuTable>>["cpu"]) =>
     rows.map((c) => [`\`exposure ${c.command}\``, ms(c.cpuMs), round(c.ratio, 2).toFixed(2), c.packages.join(", ") || "none"]),
   );
 
-export function startupMarkdown(r: Awaited<ReturnType<typeof measureStartup>>): string {
+export function startupMarkdown(r: Awaited<ReturnType<typeof measureStartup>>): string[] {
   const other =
-    "skipped" in r.other ? [r.other.skipped] : [`Node.js ${r.other.node}: \`node -e 0\` ${ms(r.other.floor.cpuMs)} ms.`, "", cpuTableMarkdown(r.other.cpu)];
+    "skipped" in r.other ? [r.other.skipped] : [`Node.js ${r.other.node}: \`node -e 0\` ${ms(r.other.floor.cpuMs)} ms.`, cpuTableMarkdown(r.other.cpu)];
   return [
     `CPU time (user + system) of whole \`exposure\` processes, median of ${r.runs}, against \`node -e 0\` in the same run: ${ms(r.floor.cpuMs)} ms. dist/ was ${r.dist}; checking it at start took ${r.stampMs.toFixed(1)} ms.`,
-    "",
     cpuTableMarkdown(r.cpu),
-    "",
     ...other,
-    "",
     "Operator commands against a loopback fake API server: the CLI process, against the same command run in the benchmark's process with its modules loaded; the difference is what starting the CLI costs.",
-    "",
     table(
       ["command", "in-process CPU ms", "CLI CPU ms", "start-up CPU ms"],
       r.overhead.map((o) => [`\`exposure ${o.command}\``, ms(o.inProcessMs), ms(o.cliMs), ms(o.overheadMs)]),
     ),
-  ].join("\n");
+  ];
 }
