@@ -75,15 +75,30 @@ const unitTests = [
       ["19m", [firing("UIExposureDrift", { entry: "gitea", verdict: "absent" }, "1")]],
     ],
   ),
-  unitTest(
-    "UIExposureUndeclared: 2 undeclared for 15m fires, 0 does not, resolves",
-    "UIExposureUndeclared",
-    [{ series: series("ui_exposure_undeclared_exposures", {}), values: "0 2x20 0x3" }],
+  // One series of the portal's: quiet, then firing with this value, then resolved.
+  ...(
     [
-      ["10m", []],
-      ["17m", [firing("UIExposureUndeclared", {}, "2")]],
-      ["23m", []],
-    ],
+      [
+        "UIExposureUndeclared",
+        "2 undeclared for 15m fires, 0 does not, resolves",
+        "ui_exposure_undeclared_exposures",
+        "0 2x20 0x3",
+        ["10m", "17m", "23m"],
+        "2",
+      ],
+      ["UIExposurePortalDown", "the target down for 5m fires, up does not, back up resolves", "up", "1 1 0x10 1x5", ["4m", "8m", "14m"], "0"],
+    ] as const
+  ).map(([alert, what, metric, values, [quiet, fires, resolved], value]) =>
+    unitTest(
+      `${alert}: ${what}`,
+      alert,
+      [{ series: series(metric, {}), values }],
+      [
+        [quiet, []],
+        [fires, [firing(alert, {}, value)]],
+        [resolved, []],
+      ],
+    ),
   ),
   unitTest(
     "UIExposureStale: fresh observations do not fire; frozen from 5m it fires after 10m more; fresh again resolves",
@@ -94,16 +109,6 @@ const unitTests = [
       ["10m", []],
       ["18m", [firing("UIExposureStale", {}, "780")]],
       ["22m", []],
-    ],
-  ),
-  unitTest(
-    "UIExposurePortalDown: the target down for 5m fires, up does not, back up resolves",
-    "UIExposurePortalDown",
-    [{ series: series("up", {}), values: "1 1 0x10 1x5" }],
-    [
-      ["4m", []],
-      ["8m", [firing("UIExposurePortalDown", {}, "0")]],
-      ["14m", []],
     ],
   ),
   unitTest(
