@@ -24,11 +24,14 @@ const projectDir = path.resolve(__dirname, "..");
 const LIVE_SIZES = [10, 100];
 
 type Log = (msg: string) => void;
-/** A part of the run: its section's title, what it measures, and its figures as markdown paragraphs. */
-const part = <T>(title: string, measure: (o: { runs: number; log: Log }) => Promise<T>, markdown: (r: T) => string[]) => ({
+type Options = { runs: number; log: Log };
+/** A part of the run: its section's title; what it measures, and those figures as markdown paragraphs. */
+const part = <T>(title: string, measure: (o: Options) => Promise<T>, markdown: (r: T) => string[]) => ({
   title,
-  measure,
-  markdown: (r: unknown) => markdown(r as T),
+  run: async (o: Options): Promise<{ result: unknown; paragraphs: string[] }> => {
+    const result = await measure(o);
+    return { result, paragraphs: markdown(result) };
+  },
 });
 
 const PARTS = {
@@ -58,11 +61,14 @@ async function main() {
   const results: Record<string, unknown> = {};
   const sections: string[] = [];
   for (const name of NAMES.filter((n) => parts.has(n))) {
-    const { title, measure, markdown } = PARTS[name];
+    const { title, run } = PARTS[name];
     // A part that cannot run here says why in its section; the others still run.
-    const r = await measure({ runs, log }).catch((err: unknown) => ({ skipped: ((err as Error).message ?? String(err)).split("\n")[0] ?? "" }));
-    results[name] = r;
-    sections.push(`## ${title}\n\n${r !== null && typeof r === "object" && "skipped" in r ? `Not measured: ${r.skipped}` : markdown(r).join("\n\n")}`);
+    const { result, paragraphs } = await run({ runs, log }).catch((err: unknown) => {
+      const skipped = ((err as Error).message ?? String(err)).split("\n")[0] ?? "";
+      return { result: { skipped }, paragraphs: [`Not measured: ${skipped}`] };
+    });
+    results[name] = result;
+    sections.push(`## ${title}\n\n${paragraphs.join("\n\n")}`);
   }
   fs.mkdirSync(path.join(projectDir, "test-output"), { recursive: true });
   fs.writeFileSync(path.join(projectDir, "test-output/bench.json"), `${JSON.stringify(results, null, 2)}\n`);
