@@ -5,29 +5,15 @@ import { expectedAnswers, LINEAGE, startDataPathPlatform, summary, uiOf } from "
 import { toolchainBin } from "../test/support/harness";
 import { median, ms, table } from "./stats";
 
-export interface DataPathRound {
-  /** `pulumi up --skip-preview` of the whole stack (8 entries: 7 NodePort Services, 1 hostPort). */
-  upMs: number;
-  /** From `up` returning to the first published URL answering from its pod (operator namespace). */
-  firstAnswerMs: number;
-  /** ... to every published URL answering from its pod. */
-  allAnswersMs: number;
-}
-
-export interface DataPathBench {
-  rounds: DataPathRound[];
-  medianFirstAnswerMs: number;
-  medianAllAnswersMs: number;
-  platformReadyMs: number;
-}
-
 /** `rounds` times: destroy (but the first), up, then poll every URL every 50 ms until it answers. */
-export async function measureDataPath(opts: { rounds: number; log: (m: string) => void }): Promise<DataPathBench> {
+export async function measureDataPath(opts: { rounds: number; log: (m: string) => void }) {
   const bin = toolchainBin();
   const support = dataPathSupport(bin);
   if (!support.ok) throw new Error(support.problems.map((p) => p.message).join("; "));
   const p = await startDataPathPlatform(bin, support.value);
-  const rounds: DataPathRound[] = [];
+  // `pulumi up --skip-preview` of the whole stack (8 entries: 7 NodePort Services, 1 hostPort); from its
+  // return to the first published URL answering from its pod (operator namespace), and to every one.
+  const rounds: { upMs: number; firstAnswerMs: number; allAnswersMs: number }[] = [];
   try {
     const expected = expectedAnswers();
     for (let i = 0; i < opts.rounds; i++) {
@@ -75,19 +61,13 @@ export async function measureDataPath(opts: { rounds: number; log: (m: string) =
   };
 }
 
-export function dataPathMarkdown(d: DataPathBench | { skipped: string }): string {
-  const title = "## From `pulumi up` returning to the URLs answering";
-  if ("skipped" in d) return `${title}\n\nNot measured: ${d.skipped}`;
+export function dataPathMarkdown(d: Awaited<ReturnType<typeof measureDataPath>>): string[] {
   return [
-    title,
-    "",
     "The e2e's data path: two nodes and their pods as network namespaces, kube-proxy in nftables mode, EndpointSlices from the real controller, 8 entries (7 NodePort Services, 1 hostPort). After `pulumi up --skip-preview` returns, each URL is requested from the operator's namespace every 50 ms until it answers from its pod; `pulumi destroy` between rounds.",
-    "",
     table(
       ["round", "`pulumi up` (ms)", "up returned → first answer (ms)", "up returned → every URL answers (ms)"],
       d.rounds.map((r, i) => [String(i + 1), ms(r.upMs), ms(r.firstAnswerMs), ms(r.allAnswersMs)]),
     ),
-    "",
     `Median: ${ms(d.medianFirstAnswerMs)} ms to the first answer, ${ms(d.medianAllAnswersMs)} ms to every URL. Platform set-up before the first up: ${ms(d.platformReadyMs)} ms.`,
-  ].join("\n");
+  ];
 }

@@ -11,6 +11,7 @@ import {
   type Pod,
   type Service,
 } from "../src/core/kube/types";
+import { node, service } from "../test/support/fixtures";
 
 export interface GeneratedEntry {
   name: string;
@@ -57,17 +58,13 @@ export function contractYaml(entries: readonly GeneratedEntry[]): string {
 
 export const selectorOf = (e: GeneratedEntry) => ({ "app.kubernetes.io/name": e.name, "app.kubernetes.io/instance": e.namespace });
 
-/** The chart's ClusterIP Service of a nodePort entry. */
-export function vendoredService(e: GeneratedEntry & { service: string }): Service {
-  return {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name: e.service, namespace: e.namespace, labels: { "app.kubernetes.io/managed-by": "Helm" } },
-    spec: { type: "ClusterIP", selector: selectorOf(e), ports: [{ name: "http", port: 80, targetPort: 8080, protocol: "TCP" }] },
-  };
-}
+/** The chart's ClusterIP Service of a nodePort entry (port http: 80 -> 8080). */
+export const vendoredService = (e: GeneratedEntry & { service: string }) =>
+  service(e.namespace, e.service, { selector: selectorOf(e), labels: { "app.kubernetes.io/managed-by": "Helm" } });
 
 export const hasService = (e: GeneratedEntry): e is GeneratedEntry & { service: string } => e.service !== undefined;
+/** The entries that get a NodePort Service of ours. */
+export const servedEntries = (entries: readonly GeneratedEntry[]) => entries.filter(hasService).filter((e) => e.exposed);
 
 /** 127.0.0.x addresses only: nothing generated here may point outside loopback. */
 export const BENCH_NODES = [
@@ -76,26 +73,34 @@ export const BENCH_NODES = [
   { name: "bench-node-c", ip: "127.0.0.23", ready: false },
 ];
 
-function node(n: (typeof BENCH_NODES)[number]): Node {
-  return {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: { name: n.name },
-    status: { addresses: [{ type: "InternalIP", address: n.ip }], conditions: [{ type: "Ready", status: n.ready ? "True" : "False" }] },
-  };
-}
-
-/** One running pod per UI (the chart's workload); hostPort bricks declare their port on it. */
-function uiPod(e: GeneratedEntry, i: number): Pod {
+/**
+ * One running, Ready pod per UI (the chart's workload) on one of the two Ready nodes, as the API
+ * server holds it; hostPort bricks declare their port on it.
+ */
+export function uiPod(e: GeneratedEntry, i: number) {
+  const node = BENCH_NODES[i % 2] as (typeof BENCH_NODES)[number];
+  const podIP = `10.244.${Math.floor(i / 250)}.${(i % 250) + 1}`;
   return {
     apiVersion: "v1",
     kind: "Pod",
     metadata: { name: `${e.name}-0`, namespace: e.namespace, labels: e.hostPort ? { app: e.name } : selectorOf(e) },
     spec: {
-      nodeName: BENCH_NODES[i % 2]?.name as string,
-      containers: [{ name: "ui", ports: [{ containerPort: 8080, ...(e.hostPort ? { hostPort: e.hostPort } : {}) }] }],
+      nodeName: node.name,
+      automountServiceAccountToken: false,
+      containers: [
+        { name: "ui", image: "example.invalid/ui:1", ports: [{ containerPort: 8080, name: "http", ...(e.hostPort ? { hostPort: e.hostPort } : {}) }] },
+      ],
     },
-    status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+    status: {
+      phase: "Running",
+      podIP,
+      podIPs: [{ ip: podIP }],
+      hostIP: node.ip,
+      conditions: [
+        { type: "Ready", status: "True" },
+        { type: "ContainersReady", status: "True" },
+      ],
+    },
   };
 }
 
@@ -131,11 +136,11 @@ function endpointSlice(e: GeneratedEntry, i: number): EndpointSlice {
 
 /** The cluster after `up`: the snapshot plus our Services (nodePorts allocated) and their ready endpoints. */
 export function afterUpObjects(entries: readonly GeneratedEntry[]): { services: Service[]; pods: Pod[]; slices: EndpointSlice[]; nodes: Node[] } {
-  const served = entries.filter(hasService).filter((e) => e.exposed);
+  const served = servedEntries(entries);
   return {
     services: [...entries.filter(hasService).map(vendoredService), ...served.map((e, i) => managedService(e, 30000 + i))],
     pods: entries.map(uiPod),
     slices: served.map(endpointSlice),
-    nodes: BENCH_NODES.map(node),
+    nodes: BENCH_NODES.map((n) => node(n.name, n.ip, n.ready)),
   };
 }

@@ -4,7 +4,6 @@
 // at a time. Measured: latency percentiles, errors, the LIST calls the API server received, the
 // portal's peak RSS. The floor is the same load on /healthz (no cluster read, no page), in the
 // same run. Everything stays on 127.0.0.0/8.
-import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -13,7 +12,9 @@ import * as path from "node:path";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import type { EndpointSlice, Service } from "../src/core/kube/types";
 import { PORTAL_FILES } from "../src/core/portal/spec";
-import { answerList, type RecordedCluster } from "../test/support/portal-fixtures";
+import { writeKubeconfig } from "../test/support/fake-api";
+import { answerList, type RecordedCluster, recordedApiServer } from "../test/support/portal-fixtures";
+import { type Started, startProcess } from "../test/support/processes";
 import { afterUpObjects, contractYaml, generateEntries } from "./gen";
 import { round, table } from "./stats";
 
@@ -21,38 +22,6 @@ const projectDir = path.resolve(__dirname, "..");
 const SERVICES_PATH = "/api/v1/services";
 /** One cluster read lists the Nodes once: the count of read sets. */
 const NODES_PATH = "/api/v1/nodes";
-
-export interface LoadRun {
-  path: string;
-  requests: number;
-  concurrency: number;
-  errors: number;
-  p50Ms: number;
-  p95Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  durationMs: number;
-  /** LIST calls the fake API server received during the run, per path. */
-  lists: Record<string, number>;
-}
-
-export interface PortalLoadBench {
-  services: number;
-  endpointSlices: number;
-  /** Size of the Service and EndpointSlice lists as the API server sends them (bytes). */
-  listBytes: number;
-  readIntervalMs: number;
-  shared: LoadRun;
-  floor: LoadRun;
-  /** LIST sets (one call per kind) allowed by "at most one per interval" over the shared run. */
-  allowedSets: number;
-  /** Bytes the API server sent during the shared run. */
-  apiBytesShared: number;
-  rssIdleMiB: number;
-  cpus: number;
-  loadAverage: number;
-  rssPeakMiB: number;
-}
 
 const PAD = "x".repeat(900);
 
@@ -95,71 +64,83 @@ function fillerSlice(s: Service, i: number): EndpointSlice {
   };
 }
 
-export async function fakeApiServer(services: number) {
-  const bytes = { sent: 0 };
+async function fakeApiServer(services: number) {
   const entries = generateEntries(9, { hostPorts: false });
   const platform = afterUpObjects(entries);
   const filler = Array.from({ length: services - platform.services.length }, (_, i) => fillerService(i));
-  const allServices = [...platform.services, ...filler];
-  const allSlices = [...platform.slices, ...filler.map(fillerSlice)];
-  const data: RecordedCluster = { services: allServices, endpointSlices: allSlices, nodes: platform.nodes, pods: platform.pods };
-  const counts: Record<string, number> = {};
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://x");
-    // Counted per kind: every Service list (namespaced or labelled) counts as a Service LIST.
-    const kind = /services$/.test(url.pathname) ? SERVICES_PATH : url.pathname;
-    counts[kind] = (counts[kind] ?? 0) + 1;
-    const list = answerList(data, url);
-    const body = Buffer.from(JSON.stringify(list ? { ...list, metadata: { resourceVersion: "1" } } : {}));
-    bytes.sent += body.length;
-    res.writeHead(list ? 200 : 404, { "Content-Type": "application/json", "Content-Length": String(body.length) });
-    res.end(body);
-  });
+  const data: RecordedCluster = {
+    services: [...platform.services, ...filler],
+    endpointSlices: [...platform.slices, ...filler.map(fillerSlice)],
+    nodes: platform.nodes,
+    pods: platform.pods,
+  };
+  const { server, seen, stats } = recordedApiServer(data);
   const full = (p: string) => answerList(data, new URL(p, "http://x"))?.items ?? [];
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
     server,
     port: (server.address() as AddressInfo).port,
-    counts,
     contract: contractYaml(entries),
-    services: allServices.length,
-    slices: allSlices.length,
+    services: data.services.length,
+    slices: data.endpointSlices.length,
+    /** The Service and EndpointSlice lists as the API server sends them (bytes). */
     listBytes: JSON.stringify(full("/api/v1/services")).length + JSON.stringify(full("/apis/discovery.k8s.io/v1/endpointslices")).length,
-    bytes,
+    /** From now on: the function gives the LIST calls per path and the bytes the server sent since. */
+    meter() {
+      const from = seen.length;
+      const sentBefore = stats.sent;
+      return () => {
+        const lists: Record<string, number> = {};
+        for (const p of seen.slice(from)) {
+          // Counted per kind: every Service list (namespaced or labelled) counts as a Service LIST.
+          const kind = /services$/.test(p) ? SERVICES_PATH : p;
+          lists[kind] = (lists[kind] ?? 0) + 1;
+        }
+        return { lists, bytes: stats.sent - sentBefore };
+      };
+    },
   };
 }
 
-/** The files of the ConfigMap `up` creates: the loader and the gzipped bundle, run with plain `node`. */
-export function writeBundle(dir: string): string {
-  const bundle = bundlePortalServer();
-  fs.writeFileSync(path.join(dir, PORTAL_FILES.loader), bundle.loader);
-  fs.writeFileSync(path.join(dir, PORTAL_FILES.bundle), bundle.gzipped);
-  return path.join(dir, PORTAL_FILES.loader);
-}
+export type FakeApiServer = Awaited<ReturnType<typeof fakeApiServer>>;
 
-export function startPortalProcess(loader: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [loader], {
-    cwd: projectDir,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stderr?.on("data", (d: Buffer) => {
-    err = (err + d.toString()).slice(-4000);
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`portal did not start within 30s: ${err}`)), 30_000);
-    child.on("exit", (code) => reject(new Error(`portal exited (${code}): ${err}`)));
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /portal listening on (http:\/\/\S+)/.exec(out);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1] });
-      }
+/**
+ * A fake API server holding `services` Services and, in a temporary folder, the portal as its own
+ * process from the files of the ConfigMap `up` creates (the loader and the gzipped bundle, run with
+ * plain `node`), reading it through a kubeconfig; `env` adds to the portal's. Both stop after `fn`.
+ */
+export async function withPortal<T>(
+  services: number,
+  env: NodeJS.ProcessEnv,
+  fn: (api: FakeApiServer, portal: { url: string; pid: number }) => Promise<T>,
+): Promise<T> {
+  const api = await fakeApiServer(services);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-bench-portal-"));
+  let portal: Started | undefined;
+  try {
+    fs.writeFileSync(path.join(dir, "contract.yaml"), api.contract);
+    const bundle = bundlePortalServer();
+    fs.writeFileSync(path.join(dir, PORTAL_FILES.loader), bundle.loader);
+    fs.writeFileSync(path.join(dir, PORTAL_FILES.bundle), bundle.gzipped);
+    portal = await startProcess([path.join(dir, PORTAL_FILES.loader)], {
+      cwd: projectDir,
+      env: {
+        KUBECONFIG: writeKubeconfig(dir, api.port),
+        PORTAL_CONTRACT: path.join(dir, "contract.yaml"),
+        PORTAL_LISTEN: "127.0.0.1:0",
+        PORTAL_STACK: "bench",
+        ...env,
+      },
+      announce: /portal listening on (http:\/\/\S+)/,
+      timeoutMs: 30_000,
     });
-  });
+    return await fn(api, { url: portal.url, pid: portal.child.pid as number });
+  } finally {
+    if (portal?.child.exitCode === null) portal.child.kill("SIGKILL");
+    api.server.close();
+    api.server.closeAllConnections();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** KiB figures of /proc/<pid>/status (Linux): VmRSS now, VmHWM the peak. */
@@ -171,9 +152,9 @@ export function rssOf(pid: number): { rss: number; peak: number } {
 
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 
-export async function load(url: string, requests: number, concurrency: number, counts: Record<string, number>): Promise<LoadRun> {
+export async function load(url: string, requests: number, concurrency: number, api: FakeApiServer) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const before = { ...counts };
+  const since = api.meter();
   const latencies: number[] = [];
   let errors = 0;
   let next = 0;
@@ -204,8 +185,6 @@ export async function load(url: string, requests: number, concurrency: number, c
   const durationMs = performance.now() - started;
   agent.destroy();
   const sorted = latencies.sort((a, b) => a - b);
-  const lists: Record<string, number> = {};
-  for (const [p, n] of Object.entries(counts)) if (n - (before[p] ?? 0) > 0) lists[p] = n - (before[p] ?? 0);
   return {
     path: new URL(url).pathname,
     requests,
@@ -216,105 +195,56 @@ export async function load(url: string, requests: number, concurrency: number, c
     p99Ms: round(percentile(sorted, 99)),
     maxMs: round(sorted[sorted.length - 1] ?? Number.NaN),
     durationMs: Math.round(durationMs),
-    lists,
+    lists: since().lists,
   };
 }
+export type LoadRun = Awaited<ReturnType<typeof load>>;
 
-/** The contract and a kubeconfig pointing at the fake API server, in `dir`, for a portal process. */
-export function writeFakeApiFiles(dir: string, api: { contract: string; port: number }): void {
-  fs.writeFileSync(path.join(dir, "contract.yaml"), api.contract);
-  fs.writeFileSync(
-    path.join(dir, "kubeconfig"),
-    `apiVersion: v1\nkind: Config\nclusters:\n  - name: fake\n    cluster: { server: "http://127.0.0.1:${api.port}", insecure-skip-tls-verify: true }\nusers:\n  - name: bench\n    user: { token: bench }\ncontexts:\n  - name: fake\n    context: { cluster: fake, user: bench }\ncurrent-context: fake\n`,
-    { mode: 0o600 },
-  );
-}
-
-export async function measurePortalLoad(opts: { services: number; requests: number; concurrency: number; log: (m: string) => void }): Promise<PortalLoadBench> {
-  const api = await fakeApiServer(opts.services);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-bench-portal-"));
-  const children: ChildProcess[] = [];
-  try {
-    writeFakeApiFiles(dir, api);
-    const { KUBERNETES_SERVICE_HOST: _h, KUBERNETES_SERVICE_PORT: _p, ...base } = process.env;
-    const env = (readInterval: string): NodeJS.ProcessEnv => ({
-      ...base,
-      KUBECONFIG: path.join(dir, "kubeconfig"),
-      PORTAL_CONTRACT: path.join(dir, "contract.yaml"),
-      PORTAL_LISTEN: "127.0.0.1:0",
-      PORTAL_STACK: "bench",
-      // The nodes are 127.0.0.21/22: the portal's probes stay on loopback (nothing listens: refused at once).
-      PORTAL_PROBE: "on",
-      PORTAL_READ_INTERVAL_SECONDS: readInterval,
-    });
-    const loadAtStart = round(os.loadavg()[0] ?? 0);
-    const loader = writeBundle(dir);
-    const readIntervalMs = 2_000;
+export async function measurePortalLoad(opts: { services: number; requests: number; concurrency: number; log: (m: string) => void }) {
+  const loadAverage = round(os.loadavg()[0] ?? 0);
+  const readIntervalMs = 2_000;
+  // The nodes are 127.0.0.21/22: the portal's probes stay on loopback (nothing listens: refused at once).
+  const env = { PORTAL_PROBE: "on", PORTAL_READ_INTERVAL_SECONDS: String(readIntervalMs / 1000) };
+  return withPortal(opts.services, env, async (api, portal) => {
     opts.log(`portal: load, ${api.services} Services (${round(api.listBytes / 2 ** 20)} MiB of lists), ${opts.requests} loads at ${opts.concurrency}`);
-    const shared = await startPortalProcess(loader, env(String(readIntervalMs / 1000)));
-    children.push(shared.child);
-    const pid = shared.child.pid as number;
     // One warm-up load (module loading, first read), then the idle RSS.
-    const warm = await fetch(shared.url);
+    const warm = await fetch(portal.url);
     if (warm.status !== 200)
       throw new Error(`the portal answers ${warm.status}: ${(await warm.text()).replace(/[\s\S]*<section class="error"/, "").slice(0, 600)}`);
-    const idle = rssOf(pid);
-    const floor = await load(new URL("/healthz", shared.url).href, opts.requests, opts.concurrency, api.counts);
-    const sentBefore = api.bytes.sent;
-    const sharedRun = await load(shared.url, opts.requests, opts.concurrency, api.counts);
-    const apiBytesShared = api.bytes.sent - sentBefore;
-    const peak = rssOf(pid);
-    shared.child.kill("SIGTERM");
-
+    const idle = rssOf(portal.pid);
+    const floor = await load(new URL("/healthz", portal.url).href, opts.requests, opts.concurrency, api);
+    const since = api.meter();
+    const shared = await load(portal.url, opts.requests, opts.concurrency, api);
     return {
       services: api.services,
       endpointSlices: api.slices,
       listBytes: api.listBytes,
       readIntervalMs,
-      shared: sharedRun,
+      shared,
       floor,
-      allowedSets: Math.ceil(sharedRun.durationMs / readIntervalMs) + 1,
-      apiBytesShared,
+      // LIST sets (one call per kind) allowed by "at most one per interval" over the shared run.
+      allowedSets: Math.ceil(shared.durationMs / readIntervalMs) + 1,
+      apiBytesShared: since().bytes,
       rssIdleMiB: round(idle.rss / 2 ** 20),
       cpus: os.cpus().length,
-      loadAverage: loadAtStart,
-      rssPeakMiB: round(peak.peak / 2 ** 20),
+      loadAverage,
+      rssPeakMiB: round(rssOf(portal.pid).peak / 2 ** 20),
     };
-  } finally {
-    for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
-    api.server.close();
-    api.server.closeAllConnections();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
-/** The section of docs/benchmarks.md. */
-export function portalLoadMarkdown(b: PortalLoadBench | { skipped: string }): string {
-  const title = "## The portal under load";
-  if ("skipped" in b) return `${title}\n\nNot measured: ${b.skipped}`;
+export function portalLoadMarkdown(b: Awaited<ReturnType<typeof measurePortalLoad>>): string[] {
   const row = (label: string, r: LoadRun) => [
     label,
     `\`${r.path}\``,
-    String(r.requests),
-    String(r.concurrency),
-    String(r.errors),
-    String(r.p50Ms),
-    String(r.p95Ms),
-    String(r.p99Ms),
-    String(r.maxMs),
-    String(r.durationMs),
-    String(r.lists[NODES_PATH] ?? 0),
+    ...[r.requests, r.concurrency, r.errors, r.p50Ms, r.p95Ms, r.p99Ms, r.maxMs, r.durationMs, r.lists[NODES_PATH] ?? 0].map(String),
   ];
   return [
-    title,
-    "",
     `A fake API server on loopback holds ${b.services} Services and ${b.endpointSlices} EndpointSlices (${round(b.listBytes / 2 ** 20)} MiB in the two cluster-wide lists). The portal runs as its own process from the files \`up\` ships in its ConfigMap, reads through a kubeconfig and probes the published URLs (loopback). ${b.cpus} CPUs, load average ${b.loadAverage} at the start.`,
-    "",
     table(
       ["run", "path", "requests", "concurrency", "errors", "p50 (ms)", "p95 (ms)", "p99 (ms)", "max (ms)", "wall (ms)", "cluster reads (LIST sets)"],
       [row(`page, reads shared (${b.readIntervalMs / 1000} s interval)`, b.shared), row("floor: /healthz", b.floor)],
     ),
-    "",
     `API server sent ${round(b.apiBytesShared / 2 ** 20, 2)} MiB for the ${b.shared.requests} loads (at most ${b.allowedSets} LIST sets at one per interval). The portal held ${b.rssIdleMiB} MiB RSS after its first load and peaked at ${b.rssPeakMiB} MiB (its pod's limit: 256Mi).`,
-  ].join("\n");
+  ];
 }

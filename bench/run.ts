@@ -12,20 +12,39 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { type DataPathBench, dataPathMarkdown, measureDataPath } from "./datapath";
-import { type LiveResults, liveMarkdown, measureLive } from "./live";
-import { measureScrapes, type ScrapeBench, scrapeMarkdown } from "./metrics-scrape";
-import { measurePortalLoad, type PortalLoadBench, portalLoadMarkdown } from "./portal-load";
-import { measureSandbox, type SandboxBench, sandboxMarkdown } from "./sandbox";
-import { measureStartup, type StartupResults, startupMarkdown } from "./startup";
+import { dataPathMarkdown, measureDataPath } from "./datapath";
+import { liveMarkdown, measureLive } from "./live";
+import { measureScrapes, scrapeMarkdown } from "./metrics-scrape";
+import { measurePortalLoad, portalLoadMarkdown } from "./portal-load";
+import { measureSandbox, sandboxMarkdown } from "./sandbox";
+import { measureStartup, startupMarkdown } from "./startup";
 
 const projectDir = path.resolve(__dirname, "..");
-const PARTS = ["startup", "live", "datapath", "sandbox", "portal", "metrics"] as const;
 /** The platform publishes about ten UIs: its size, and ten times it. */
 const LIVE_SIZES = [10, 100];
 
-const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-const skipped = (err: unknown) => ({ skipped: ((err as Error).message ?? String(err)).split("\n")[0] ?? "" });
+type Log = (msg: string) => void;
+type Options = { runs: number; log: Log };
+/** A part of the run: its section's title; what it measures, and those figures as markdown paragraphs. */
+const part = <T>(title: string, measure: (o: Options) => Promise<T>, markdown: (r: T) => string[]) => ({
+  title,
+  run: async (o: Options): Promise<{ result: unknown; paragraphs: string[] }> => {
+    const result = await measure(o);
+    return { result, paragraphs: markdown(result) };
+  },
+});
+
+const PARTS = {
+  startup: part("CLI start-up", measureStartup, startupMarkdown),
+  live: part("`pulumi up` and `pulumi preview`", ({ log }) => measureLive({ sizes: LIVE_SIZES, log }), liveMarkdown),
+  datapath: part("From `pulumi up` returning to the URLs answering", ({ log }) => measureDataPath({ rounds: 3, log }), dataPathMarkdown),
+  sandbox: part("The warm sandbox", ({ log }) => measureSandbox({ projectDir, rounds: 3, log }), sandboxMarkdown),
+  portal: part("The portal under load", ({ log }) => measurePortalLoad({ services: 5_000, requests: 2_000, concurrency: 50, log }), portalLoadMarkdown),
+  metrics: part("Prometheus scraping the portal", ({ log }) => measureScrapes({ services: 5_000, cold: 5, warm: 200, log }), scrapeMarkdown),
+};
+const NAMES = Object.keys(PARTS) as (keyof typeof PARTS)[];
+
+const log: Log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 async function main() {
   const { values } = parseArgs({
@@ -33,35 +52,24 @@ async function main() {
     options: { only: { type: "string" }, runs: { type: "string", default: "11" }, "no-docs": { type: "boolean", default: false } },
     strict: true,
   });
-  const parts = new Set(values.only ? values.only.split(",").map((p) => p.trim()) : PARTS);
-  const unknown = [...parts].filter((p) => !(PARTS as readonly string[]).includes(p));
-  if (unknown.length) throw new Error(`unknown part ${unknown.join(", ")}: the parts are ${PARTS.join(", ")}`);
+  const parts = new Set(values.only ? values.only.split(",").map((p) => p.trim()) : NAMES);
+  const unknown = [...parts].filter((p) => !(NAMES as string[]).includes(p));
+  if (unknown.length) throw new Error(`unknown part ${unknown.join(", ")}: the parts are ${NAMES.join(", ")}`);
   const runs = Number(values.runs);
   if (!Number.isInteger(runs) || runs < 1 || runs > 100) throw new Error(`--runs must be an integer from 1 to 100, not ${values.runs}`);
   const started = new Date();
-  const results: {
-    startup?: StartupResults;
-    live?: LiveResults;
-    datapath?: DataPathBench | { skipped: string };
-    sandbox?: SandboxBench | { skipped: string };
-    portal?: PortalLoadBench | { skipped: string };
-    metrics?: ScrapeBench | { skipped: string };
-  } = {};
-  if (parts.has("startup")) results.startup = await measureStartup({ runs, log });
-  if (parts.has("live")) results.live = await measureLive({ sizes: LIVE_SIZES, log }).catch(skipped);
-  if (parts.has("datapath")) results.datapath = await measureDataPath({ rounds: 3, log }).catch(skipped);
-  if (parts.has("sandbox")) results.sandbox = await measureSandbox({ projectDir, rounds: 3, log }).catch(skipped);
-  if (parts.has("portal")) results.portal = await measurePortalLoad({ services: 5_000, requests: 2_000, concurrency: 50, log }).catch(skipped);
-  if (parts.has("metrics")) results.metrics = await measureScrapes({ services: 5_000, cold: 5, warm: 200, log }).catch(skipped);
-
-  const sections = [
-    results.startup && startupMarkdown(results.startup),
-    results.live && liveMarkdown(results.live),
-    results.datapath && dataPathMarkdown(results.datapath),
-    results.sandbox && sandboxMarkdown(results.sandbox),
-    results.portal && portalLoadMarkdown(results.portal),
-    results.metrics && scrapeMarkdown(results.metrics),
-  ].filter((s): s is string => typeof s === "string");
+  const results: Record<string, unknown> = {};
+  const sections: string[] = [];
+  for (const name of NAMES.filter((n) => parts.has(n))) {
+    const { title, run } = PARTS[name];
+    // A part that cannot run here says why in its section; the others still run.
+    const { result, paragraphs } = await run({ runs, log }).catch((err: unknown) => {
+      const skipped = ((err as Error).message ?? String(err)).split("\n")[0] ?? "";
+      return { result: { skipped }, paragraphs: [`Not measured: ${skipped}`] };
+    });
+    results[name] = result;
+    sections.push(`## ${title}\n\n${paragraphs.join("\n\n")}`);
+  }
   fs.mkdirSync(path.join(projectDir, "test-output"), { recursive: true });
   fs.writeFileSync(path.join(projectDir, "test-output/bench.json"), `${JSON.stringify(results, null, 2)}\n`);
   if (values["no-docs"]) {
@@ -72,7 +80,7 @@ async function main() {
   const head = [
     "# Benchmarks",
     "",
-    `The figures of one run: \`${command}\` on commit ${execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: projectDir, encoding: "utf8" }).trim()}, ${started.toISOString().slice(0, 16).replace("T", " ")} UTC, Node.js ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, load average ${(os.loadavg()[0] ?? 0).toFixed(1)} at the start (other work may share the CPUs: read each figure against its floor). Parts not in this run: ${PARTS.filter((p) => !parts.has(p)).join(", ") || "none"}.`,
+    `The figures of one run: \`${command}\` on commit ${execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: projectDir, encoding: "utf8" }).trim()}, ${started.toISOString().slice(0, 16).replace("T", " ")} UTC, Node.js ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, load average ${(os.loadavg()[0] ?? 0).toFixed(1)} at the start (other work may share the CPUs: read each figure against its floor). Parts not in this run: ${NAMES.filter((p) => !parts.has(p)).join(", ") || "none"}.`,
   ];
   fs.writeFileSync(path.join(projectDir, "docs/benchmarks.md"), `${[...head, "", sections.join("\n\n")].join("\n")}\n`);
   log("done: docs/benchmarks.md, test-output/bench.json");

@@ -7,15 +7,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { median, ms, table } from "./stats";
 
-export interface SandboxBench {
-  upMs: number[];
-  controlPlaneMs: number[];
-  medianUpMs: number;
-  medianControlPlaneMs: number;
-}
-
 /** `rounds` timed rounds after one that is not counted (it fills caches). */
-export async function measureSandbox(opts: { projectDir: string; rounds: number; log: (m: string) => void }): Promise<SandboxBench> {
+export async function measureSandbox(opts: { projectDir: string; rounds: number; log: (m: string) => void }) {
   const cwd = opts.projectDir;
   if (fs.existsSync(path.join(cwd, ".sandbox"))) throw new Error("a sandbox runs in this folder: npm run exposure -- sandbox down first");
   const run = (command: string, args: string[], env: NodeJS.ProcessEnv = process.env) => {
@@ -41,13 +34,9 @@ export async function measureSandbox(opts: { projectDir: string; rounds: number;
   return { upMs, controlPlaneMs, medianUpMs: median(upMs), medianControlPlaneMs: median(controlPlaneMs) };
 }
 
-export function sandboxMarkdown(r: SandboxBench | { skipped: string }): string {
-  if ("skipped" in r) return `## The warm sandbox\n\nSkipped: ${r.skipped}`;
+export function sandboxMarkdown(r: Awaited<ReturnType<typeof measureSandbox>>): string[] {
   return [
-    "## The warm sandbox",
-    "",
     "`npm run sandbox` to working URLs, the toolchain built and the dependencies installed, next to its floor: the loopback control plane alone.",
-    "",
     table(
       ["measure", "median ms", "runs (ms)", "ratio to the floor"],
       [
@@ -55,5 +44,5 @@ export function sandboxMarkdown(r: SandboxBench | { skipped: string }): string {
         ["floor: control plane start", ms(r.medianControlPlaneMs), r.controlPlaneMs.map(ms).join(", "), "1.0"],
       ],
     ),
-  ].join("\n");
+  ];
 }

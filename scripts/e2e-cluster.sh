@@ -47,6 +47,24 @@ start_time() { sed -n 's/^.*) [A-Za-z] \([^ ]* \)\{18\}\([0-9]*\) .*$/\2/p' "/pr
 # record NAME PID: the pid and its start time, so that stop signals only that very process
 record() { echo "$1=$2" >> "$d/pids"; echo "$1=$(start_time "$2")" >> "$d/starts"; }
 
+# await_ready NAME FAILURE COMMAND...: polls COMMAND every 0.5 s until it succeeds (logs how long
+# that took); dies if the recorded process NAME exits meanwhile, or with "FAILURE after N s"
+# after $timeout s. Reads cmd_start's $d and $timeout.
+await_ready() {
+  local name=$1 failure=$2 t0=$SECONDS p
+  shift 2
+  while (( SECONDS - t0 < timeout )); do
+    if "$@" >/dev/null 2>&1; then
+      log "$name ready in $((SECONDS - t0))s"
+      return 0
+    fi
+    p=$(sed -n "s/^$name=//p" "$d/pids")
+    [[ -e /proc/$p ]] || die "$name exited during start-up (see $d/logs)"
+    sleep 0.5
+  done
+  die "$failure after ${timeout}s (see $d/logs)"
+}
+
 # kill the processes recorded in DIR/pids, each only if it is the one recorded: exactly one
 # line for its role, an integer pid > 1, the recorded start time and a command line naming DIR
 stop_dir() {
@@ -204,16 +222,8 @@ EOF
       </dev/null >"$d/logs/kube-controller-manager.log" 2>&1 &
     record kube-controller-manager $!
     # ready when the service-account controller made the default ServiceAccount
-    t0=$SECONDS; ok=0
-    while (( SECONDS - t0 < timeout )); do
-      if curl -skf -m 2 -H "Authorization: Bearer $TOKEN" \
-        "$server/api/v1/namespaces/default/serviceaccounts/default" >/dev/null 2>&1; then ok=1; break; fi
-      local p; p=$(sed -n 's/^kube-controller-manager=//p' "$d/pids")
-      [[ -e /proc/$p ]] || die "kube-controller-manager exited during start-up (see $d/logs)"
-      sleep 0.5
-    done
-    [[ $ok == 1 ]] || die "kube-controller-manager: no default ServiceAccount after ${timeout}s (see $d/logs)"
-    log "kube-controller-manager ready in $((SECONDS - t0))s"
+    await_ready kube-controller-manager "kube-controller-manager: no default ServiceAccount" \
+      curl -skf -m 2 -H "Authorization: Bearer $TOKEN" "$server/api/v1/namespaces/default/serviceaccounts/default"
   fi
   if [[ "$scheduler" == 1 ]]; then
     "$bin/kube-scheduler" \
@@ -223,15 +233,7 @@ EOF
       </dev/null >"$d/logs/kube-scheduler.log" 2>&1 &
     record kube-scheduler $!
     # ready when its health endpoint answers
-    t0=$SECONDS; ok=0
-    while (( SECONDS - t0 < timeout )); do
-      if curl -skf -m 2 "https://127.0.0.1:$sched_port/healthz" >/dev/null 2>&1; then ok=1; break; fi
-      local p; p=$(sed -n 's/^kube-scheduler=//p' "$d/pids")
-      [[ -e /proc/$p ]] || die "kube-scheduler exited during start-up (see $d/logs)"
-      sleep 0.5
-    done
-    [[ $ok == 1 ]] || die "kube-scheduler not healthy after ${timeout}s (see $d/logs)"
-    log "kube-scheduler ready in $((SECONDS - t0))s"
+    await_ready kube-scheduler "kube-scheduler not healthy" curl -skf -m 2 "https://127.0.0.1:$sched_port/healthz"
   fi
   trap - EXIT
 

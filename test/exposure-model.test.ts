@@ -397,29 +397,12 @@ describe("exposure model: bounded work, node ports opened by an UPDATE, ignored 
     expect((await update(hostNet, plain))[0]).toMatch(/^Deployment tester\/sneaky \(pod template\) declares hostPort 20000, 20001, /);
     // Already held before this UPDATE (created before deny): not new exposure, whatever its size.
     expect(await update(hostNet, hostNet)).toEqual([]);
-    const held = deploy({
-      containers: [
-        {
-          name: "c",
-          ports: [
-            { containerPort: 80, hostPort: 8080 },
-            { containerPort: 81, hostPort: 8081 },
-          ],
-        },
-      ],
-    });
-    const fewer = deploy({ containers: [{ name: "c", ports: [{ containerPort: 80, hostPort: 8080 }] }] });
-    const more = deploy({
-      containers: [
-        {
-          name: "c",
-          ports: [
-            { containerPort: 80, hostPort: 8080 },
-            { containerPort: 82, hostPort: 8082 },
-          ],
-        },
-      ],
-    });
+    // One container holding these host ports (container port: the host port - 8000).
+    const holding = (...hostPorts: number[]) =>
+      deploy({ containers: [{ name: "c", ports: hostPorts.map((hostPort) => ({ containerPort: hostPort - 8000, hostPort })) }] });
+    const held = holding(8080, 8081);
+    const fewer = holding(8080);
+    const more = holding(8080, 8082);
     expect(await update(fewer, held)).toEqual([]);
     expect((await update(more, held))[0]).toMatch(/^Deployment tester\/sneaky \(pod template\) declares hostPort 8082, which/);
   });

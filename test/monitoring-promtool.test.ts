@@ -37,89 +37,94 @@ function firing(alert: string, labels: Record<string, string>, value: string) {
   return { exp_labels: all, exp_annotations: rendered(rule, all, value) };
 }
 
-/** Per alert: input series at a 1m interval, and what must hold at which minute. */
+/** A unit test of one alert: input series at a 1m interval, and the alerts expected at which minute. */
+const unitTest = (name: string, alertname: string, input_series: { series: string; values: string }[], expected: [string, ReturnType<typeof firing>[]][]) => ({
+  name,
+  interval: "1m",
+  input_series,
+  alert_rule_test: expected.map(([eval_time, exp_alerts]) => ({ eval_time, alertname, exp_alerts })),
+});
+
 const unitTests = [
-  {
-    name: "UIExposureUnreachable: argocd down for 5m fires, gitea up never, resolves once argocd answers",
-    interval: "1m",
-    input_series: [
+  unitTest(
+    "UIExposureUnreachable: argocd down for 5m fires, gitea up never, resolves once argocd answers",
+    "UIExposureUnreachable",
+    [
       { series: series("ui_exposure_entry_up", { entry: "argocd" }), values: "1 1 0x10 1x5" },
       { series: series("ui_exposure_entry_up", { entry: "gitea" }), values: "1x18" },
     ],
-    alert_rule_test: [
-      { eval_time: "4m", alertname: "UIExposureUnreachable", exp_alerts: [] },
-      { eval_time: "8m", alertname: "UIExposureUnreachable", exp_alerts: [firing("UIExposureUnreachable", { entry: "argocd" }, "1")] },
-      { eval_time: "14m", alertname: "UIExposureUnreachable", exp_alerts: [] },
+    [
+      ["4m", []],
+      ["8m", [firing("UIExposureUnreachable", { entry: "argocd" }, "1")]],
+      ["14m", []],
     ],
-  },
-  {
-    name: "UIExposureDrift: grafana drift for 10m fires, gitea absent too, argocd match never; resolves",
-    interval: "1m",
-    input_series: [
+  ),
+  unitTest(
+    "UIExposureDrift: grafana drift for 10m fires, gitea absent too, argocd match never; resolves",
+    "UIExposureDrift",
+    [
       { series: series("ui_exposure_entry_verdict", { entry: "grafana", verdict: "drift" }), values: "0 0 1x15 0x5" },
       { series: series("ui_exposure_entry_verdict", { entry: "grafana", verdict: "match" }), values: "1 1 0x15 1x5" },
       { series: series("ui_exposure_entry_verdict", { entry: "gitea", verdict: "absent" }), values: "1x23" },
       { series: series("ui_exposure_entry_verdict", { entry: "argocd", verdict: "match" }), values: "1x23" },
       { series: series("ui_exposure_entry_verdict", { entry: "argocd", verdict: "drift" }), values: "0x23" },
     ],
-    alert_rule_test: [
-      { eval_time: "6m", alertname: "UIExposureDrift", exp_alerts: [] },
-      {
-        eval_time: "13m",
-        alertname: "UIExposureDrift",
-        exp_alerts: [
-          firing("UIExposureDrift", { entry: "gitea", verdict: "absent" }, "1"),
-          firing("UIExposureDrift", { entry: "grafana", verdict: "drift" }, "1"),
-        ],
-      },
-      { eval_time: "19m", alertname: "UIExposureDrift", exp_alerts: [firing("UIExposureDrift", { entry: "gitea", verdict: "absent" }, "1")] },
+    [
+      ["6m", []],
+      ["13m", [firing("UIExposureDrift", { entry: "gitea", verdict: "absent" }, "1"), firing("UIExposureDrift", { entry: "grafana", verdict: "drift" }, "1")]],
+      ["19m", [firing("UIExposureDrift", { entry: "gitea", verdict: "absent" }, "1")]],
     ],
-  },
-  {
-    name: "UIExposureUndeclared: 2 undeclared for 15m fires, 0 does not, resolves",
-    interval: "1m",
-    input_series: [{ series: series("ui_exposure_undeclared_exposures", {}), values: "0 2x20 0x3" }],
-    alert_rule_test: [
-      { eval_time: "10m", alertname: "UIExposureUndeclared", exp_alerts: [] },
-      { eval_time: "17m", alertname: "UIExposureUndeclared", exp_alerts: [firing("UIExposureUndeclared", {}, "2")] },
-      { eval_time: "23m", alertname: "UIExposureUndeclared", exp_alerts: [] },
+  ),
+  // One series of the portal's: quiet, then firing with this value, then resolved.
+  ...(
+    [
+      [
+        "UIExposureUndeclared",
+        "2 undeclared for 15m fires, 0 does not, resolves",
+        "ui_exposure_undeclared_exposures",
+        "0 2x20 0x3",
+        ["10m", "17m", "23m"],
+        "2",
+      ],
+      ["UIExposurePortalDown", "the target down for 5m fires, up does not, back up resolves", "up", "1 1 0x10 1x5", ["4m", "8m", "14m"], "0"],
+    ] as const
+  ).map(([alert, what, metric, values, [quiet, fires, resolved], value]) =>
+    unitTest(
+      `${alert}: ${what}`,
+      alert,
+      [{ series: series(metric, {}), values }],
+      [
+        [quiet, []],
+        [fires, [firing(alert, {}, value)]],
+        [resolved, []],
+      ],
+    ),
+  ),
+  unitTest(
+    "UIExposureStale: fresh observations do not fire; frozen from 5m it fires after 10m more; fresh again resolves",
+    "UIExposureStale",
+    [{ series: series("ui_exposure_last_observation_timestamp_seconds", {}), values: "0+60x5 300x15 1260+60x5" }],
+    [
+      ["5m", []],
+      ["10m", []],
+      ["18m", [firing("UIExposureStale", {}, "780")]],
+      ["22m", []],
     ],
-  },
-  {
-    name: "UIExposureStale: fresh observations do not fire; frozen from 5m it fires after 10m more; fresh again resolves",
-    interval: "1m",
-    input_series: [{ series: series("ui_exposure_last_observation_timestamp_seconds", {}), values: "0+60x5 300x15 1260+60x5" }],
-    alert_rule_test: [
-      { eval_time: "5m", alertname: "UIExposureStale", exp_alerts: [] },
-      { eval_time: "10m", alertname: "UIExposureStale", exp_alerts: [] },
-      { eval_time: "18m", alertname: "UIExposureStale", exp_alerts: [firing("UIExposureStale", {}, "780")] },
-      { eval_time: "22m", alertname: "UIExposureStale", exp_alerts: [] },
-    ],
-  },
-  {
-    name: "UIExposurePortalDown: the target down for 5m fires, up does not, back up resolves",
-    interval: "1m",
-    input_series: [{ series: series("up", {}), values: "1 1 0x10 1x5" }],
-    alert_rule_test: [
-      { eval_time: "4m", alertname: "UIExposurePortalDown", exp_alerts: [] },
-      { eval_time: "8m", alertname: "UIExposurePortalDown", exp_alerts: [firing("UIExposurePortalDown", {}, "0")] },
-      { eval_time: "14m", alertname: "UIExposurePortalDown", exp_alerts: [] },
-    ],
-  },
-  {
-    name: "UIExposurePortalDown: no target at all (the ServiceMonitor selects nothing) fires too, and resolves once scraped",
-    interval: "1m",
-    input_series: [
+  ),
+  unitTest(
+    "UIExposurePortalDown: no target at all (the ServiceMonitor selects nothing) fires too, and resolves once scraped",
+    "UIExposurePortalDown",
+    [
       { series: series("up", {}), values: "_x7 1x5" },
       // Another portal's target does not count.
       { series: 'up{job="ui-exposure-portal",namespace="other"}', values: "1x12" },
     ],
-    alert_rule_test: [
-      { eval_time: "3m", alertname: "UIExposurePortalDown", exp_alerts: [] },
-      { eval_time: "6m", alertname: "UIExposurePortalDown", exp_alerts: [firing("UIExposurePortalDown", {}, "1")] },
-      { eval_time: "10m", alertname: "UIExposurePortalDown", exp_alerts: [] },
+    [
+      ["3m", []],
+      ["6m", [firing("UIExposurePortalDown", {}, "1")]],
+      ["10m", []],
     ],
-  },
+  ),
 ];
 
 describe.skipIf("missing" in tool)(`promtool on the generated rules${"missing" in tool ? ` (skipped: ${tool.missing})` : ""}`, () => {

@@ -11,7 +11,6 @@ import { parse, stringify } from "yaml";
 import { type RegisteredResource, useProgramMocks } from "../components/mocks";
 import { declareStack } from "../components/program";
 import { SnapshotReader } from "../src/core/kube/cluster";
-import type { Service } from "../src/core/kube/types";
 import {
   alertRules,
   dashboard,
@@ -23,7 +22,8 @@ import {
   serviceMonitorSpec,
 } from "../src/core/monitoring";
 import { PORTAL_PORT_NAME, portalService } from "../src/core/portal/spec";
-import { parseSettings } from "./support/fixtures";
+import { argocdServer } from "./support/command-helpers";
+import { ciliumConfig, parseSettings } from "./support/fixtures";
 import { readyNode } from "./support/portal-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -40,18 +40,6 @@ const config = (monitoring: Record<string, unknown> | undefined, portal: Record<
   ...(monitoring ? { "ui-exposure:monitoring": JSON.stringify(monitoring) } : {}),
 });
 
-const argocdServer: Service = {
-  apiVersion: "v1",
-  kind: "Service",
-  metadata: { name: "argocd-server", namespace: "argocd" },
-  spec: { type: "ClusterIP", selector: { "app.kubernetes.io/name": "argocd-server" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
-};
-const ciliumConfig = {
-  apiVersion: "v1",
-  kind: "ConfigMap",
-  metadata: { name: "cilium-config", namespace: "kube-system" },
-  data: { "kube-proxy-replacement": "true" },
-};
 /** What API discovery of monitoring.coreos.com/v1 answers once kube-prometheus-stack's CRDs are installed. */
 const operatorApi = (resources = ["alertmanagers", "podmonitors", "probes", "prometheuses", "prometheusrules", "servicemonitors", "thanosrulers"]) => ({
   kind: "APIResourceList",
@@ -59,7 +47,8 @@ const operatorApi = (resources = ["alertmanagers", "podmonitors", "probes", "pro
   groupVersion: "monitoring.coreos.com/v1",
   resources: resources.map((name) => ({ name, namespaced: true })),
 });
-const cluster = (extra: unknown[] = []) => new SnapshotReader([readyNode("bench", "127.0.0.2"), argocdServer, ciliumConfig, ...extra]);
+const cluster = (extra: unknown[] = []) =>
+  new SnapshotReader([readyNode("bench", "127.0.0.2"), argocdServer, ciliumConfig({ "kube-proxy-replacement": "true" }), ...extra]);
 
 describe("monitoring settings", () => {
   it("is off by default; release defaults to kube-prometheus-stack", () => {

@@ -1,9 +1,7 @@
 // `exposure portal` and the bundled in-cluster server as real processes, reading a fake API
 // server on loopback through @kubernetes/client-node (the same client as in production):
 // the kubeconfig, the list calls and the signals are real, only the API answers are recorded.
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import * as fs from "node:fs";
-import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -14,82 +12,15 @@ import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import { pulumiNotFound } from "../src/adapters/pulumi-cli";
 import { UserError } from "../src/core/errors";
 import { PORTAL_FILES } from "../src/core/portal/spec";
-import { answerList, GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, type RecordedCluster, recordedCluster } from "./support/portal-fixtures";
+import { writeKubeconfig } from "./support/fake-api";
+import { GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, recordedApiServer, recordedCluster } from "./support/portal-fixtures";
+import { startProcess } from "./support/processes";
 
 const projectDir = path.resolve(__dirname, "..");
 const bin = path.join(projectDir, "bin", "exposure.cjs");
 
-/** The list endpoints the portal and `exposure status` use, answering the recorded objects. */
-function fakeApiServer(data: RecordedCluster) {
-  const seen: string[] = [];
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://x");
-    seen.push(url.pathname);
-    const list = answerList(data, url);
-    res.writeHead(list ? 200 : 404, { "Content-Type": "application/json" });
-    res.end(JSON.stringify(list ? { ...list, metadata: { resourceVersion: "1" } } : { kind: "Status", code: 404 }));
-  });
-  return { server, seen };
-}
-
-function writeKubeconfig(dir: string, apiPort: number): string {
-  const file = path.join(dir, "kubeconfig");
-  fs.writeFileSync(
-    file,
-    `apiVersion: v1
-kind: Config
-clusters:
-  - name: fake
-    cluster: { server: "http://127.0.0.1:${apiPort}", insecure-skip-tls-verify: true }
-users:
-  - name: nobody
-    user: { token: fake-token }
-contexts:
-  - name: fake
-    context: { cluster: fake, user: nobody }
-current-context: fake
-`,
-  );
-  return file;
-}
-
-interface Started {
-  child: ChildProcessWithoutNullStreams;
-  url: string;
-  stdout: () => string;
-  stderr: () => string;
-  exit: Promise<number | null>;
-}
-
-/** Spawns a server process and waits for the line that announces its URL. */
-function startProcess(args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; announce: RegExp }): Promise<Started> {
-  const { KUBERNETES_SERVICE_HOST: _h, KUBERNETES_SERVICE_PORT: _p, ...env } = { ...process.env, ...opts.env };
-  const child = spawn(process.execPath, args, { cwd: opts.cwd, env });
-  let out = "";
-  let err = "";
-  const exit = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL announced within 20s; stdout: ${out}; stderr: ${err}`)), 20_000);
-    child.stderr.on("data", (d: Buffer) => {
-      err += d.toString();
-    });
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = opts.announce.exec(out);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1], stdout: () => out, stderr: () => err, exit });
-      }
-    });
-    exit.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`exited with ${code} before announcing a URL; stdout: ${out}; stderr: ${err}`));
-    });
-  });
-}
-
 describe("exposure portal and the bundled server, against a fake API server", () => {
-  const api = fakeApiServer(recordedCluster());
+  const api = recordedApiServer(recordedCluster());
   let tmp: string;
   let kubeconfig: string;
   let contractFile: string;

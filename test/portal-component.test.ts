@@ -11,6 +11,8 @@ import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
 import { takeoverRefusal, withStackServices } from "../src/core/plan";
 import { namespaceTakeoverRefusal, PORTAL_SELECTOR, portalRbacRules, portalService, selectsHostPort } from "../src/core/portal/spec";
+import { argocdServer } from "./support/command-helpers";
+import { ciliumConfig } from "./support/fixtures";
 import { readyNode } from "./support/portal-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -32,20 +34,9 @@ function config(portal: Record<string, unknown>, entries: string[] | "all" = ["a
   };
 }
 
-const argocdServer: Service = {
-  apiVersion: "v1",
-  kind: "Service",
-  metadata: { name: "argocd-server", namespace: "argocd" },
-  spec: { type: "ClusterIP", selector: { "app.kubernetes.io/name": "argocd-server" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
-};
-const ciliumConfig = {
-  apiVersion: "v1",
-  kind: "ConfigMap",
-  metadata: { name: "cilium-config", namespace: "kube-system" },
-  data: { "kube-proxy-replacement": "true" },
-};
 /** A cluster where the portal was never deployed: no platform-portal namespace, no Service `portal`. */
-const freshCluster = (extra: unknown[] = []) => new SnapshotReader([readyNode("bench", "127.0.0.2"), argocdServer, ciliumConfig, ...extra]);
+const freshCluster = (extra: unknown[] = []) =>
+  new SnapshotReader([readyNode("bench", "127.0.0.2"), argocdServer, ciliumConfig({ "kube-proxy-replacement": "true" }), ...extra]);
 
 const ofType = (type: string) => registered.filter((r) => r.type === type);
 const one = (type: string, name?: string) => {

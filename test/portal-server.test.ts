@@ -25,12 +25,9 @@ import { rawRequest } from "./support/raw-request";
 const NOW = new Date("2026-06-23T10:00:00Z");
 
 describe("portal: an ABSENT row keeps the URL the last up published (issue 27 #5)", () => {
-  it("shows it as text marked not answering, never as a link; a forged one stays escaped text", async () => {
-    const published = {
-      gitea: { service: "gitea-nodeport", nodePort: 31002, url: `http://${NODE_IP}:31002` },
-      argocd: { service: "argocd-nodeport", nodePort: 31358, url: `http://${NODE_IP}:31358` },
-    };
-    const portal = await startPortal(
+  /** A portal on the recorded cluster (no probes, no shared reads) that knows what the last up published. */
+  const withPublished = (published: Parameters<typeof startPortal>[0]["published"]) =>
+    startPortal(
       {
         contract: portalContract(),
         cluster: new MemoryCluster(recordedCluster()),
@@ -41,6 +38,13 @@ describe("portal: an ABSENT row keeps the URL the last up published (issue 27 #5
       },
       { host: "127.0.0.1", port: 0 },
     );
+
+  it("shows it as text marked not answering, never as a link; a forged one stays escaped text", async () => {
+    const published = {
+      gitea: { service: "gitea-nodeport", nodePort: 31002, url: `http://${NODE_IP}:31002` },
+      argocd: { service: "argocd-nodeport", nodePort: 31358, url: `http://${NODE_IP}:31358` },
+    };
+    const portal = await withPublished(published);
     try {
       const html = await (await fetch(portal.url)).text();
       expect(row(html, "gitea")).toContain('data-verdict="ABSENT"');
@@ -56,17 +60,7 @@ describe("portal: an ABSENT row keeps the URL the last up published (issue 27 #5
     } finally {
       await portal.close();
     }
-    const forged = await startPortal(
-      {
-        contract: portalContract(),
-        cluster: new MemoryCluster(recordedCluster()),
-        stack: "bench",
-        readIntervalMs: 0,
-        reachability: { enabled: false },
-        published: parsePublishedEndpoints({ gitea: { url: 'javascript:alert(1)//"><script>x</script>' } }, "outputs"),
-      },
-      { host: "127.0.0.1", port: 0 },
-    );
+    const forged = await withPublished(parsePublishedEndpoints({ gitea: { url: 'javascript:alert(1)//"><script>x</script>' } }, "outputs"));
     try {
       const html = await (await fetch(forged.url)).text();
       expect(row(html, "gitea")).toContain('<span class="last">javascript:alert(1)//&quot;&gt;&lt;script&gt;x&lt;/script&gt;</span>');

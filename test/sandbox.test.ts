@@ -428,13 +428,37 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
     const env = { ...process.env, EXPOSURE_SANDBOX_RECORDS: path.join(dir, "records") };
     return { dir, folder: path.join(dir, ".sandbox"), env, io: { projectDir: dir, env, say: () => {} } };
   };
-
-  it("two sandbox commands in one folder never run at once: the second stops, naming the first, which it never signals; a dead holder's lock is replaced", async () => {
+  /**
+   * A project for `body`, which starts its sleepers with `sleeper(sandboxId)` (no id: started
+   * without the sandbox's id), each running its program when returned; then each is killed and
+   * the project removed.
+   */
+  const withProject = async (
+    body: (p: ReturnType<typeof project>, sleeper: (sandboxId?: string) => Promise<ReturnType<typeof sleeperIn>>) => Promise<void>,
+  ) => {
     const p = project();
-    const holder = sleeperIn(p.dir, process.env);
-    const lock = outsideRecordFile(p.dir, p.env).replace(/\.json$/, ".lock");
+    const started: { pid: number }[] = [];
     try {
-      await execed(holder);
+      await body(p, async (sandboxId) => {
+        const s = sleeperIn(p.dir, sandboxId === undefined ? process.env : { ...process.env, [SANDBOX_ID_VARIABLE]: sandboxId });
+        started.push(s);
+        await execed(s);
+        return s;
+      });
+    } finally {
+      for (const s of started) if (isAlive(s.pid)) realKill(s.pid, "SIGKILL");
+      fs.rmSync(p.dir, { recursive: true, force: true });
+    }
+  };
+  /** Until `pid` is gone, for 5 s at most (a stopped process takes a moment to exit). */
+  const exited = async (pid: number) => {
+    for (let i = 0; i < 50 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  };
+
+  it("two sandbox commands in one folder never run at once: the second stops, naming the first, which it never signals; a dead holder's lock is replaced", () =>
+    withProject(async (p, sleeper) => {
+      const holder = await sleeper();
+      const lock = outsideRecordFile(p.dir, p.env).replace(/\.json$/, ".lock");
       fs.mkdirSync(path.dirname(lock), { recursive: true });
       fs.writeFileSync(lock, JSON.stringify({ pid: holder.pid, startTime: liveProcess(holder.pid)?.startTime }));
       spy();
@@ -450,19 +474,13 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       fs.writeFileSync(lock, "{not json");
       expect((await sandboxDown(p.io)).stopped).toEqual([]);
       expect(fs.existsSync(lock)).toBe(false);
-    } finally {
-      if (isAlive(holder.pid)) realKill(holder.pid, "SIGKILL");
-      fs.rmSync(p.dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it("a record copying a foreign process's command line and start time signals nothing (found by an outside tester)", async () => {
-    const p = project();
-    // Another program of this user, started without the sandbox's id: its pid, start time and
-    // command line copied into a well-formed record.
-    const foreign = sleeperIn(p.dir, process.env);
-    try {
-      await execed(foreign);
+  it("a record copying a foreign process's command line and start time signals nothing (found by an outside tester)", () =>
+    withProject(async (p, sleeper) => {
+      // Another program of this user, started without the sandbox's id: its pid, start time and
+      // command line copied into a well-formed record.
+      const foreign = await sleeper();
       fs.mkdirSync(p.folder);
       fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [{ ...foreign, role: "portal" }] }));
       spy();
@@ -472,55 +490,46 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       expect(down.stopped).toEqual([]);
       expect(sent).toEqual([]);
       expect(isAlive(foreign.pid)).toBe(true);
-    } finally {
-      realKill(foreign.pid, "SIGKILL");
-      fs.rmSync(p.dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it("a datapath-run naming another run (not this sandbox's) stops none of that run's processes (found by an outside tester)", async () => {
-    const p = project();
-    const other = sleeperIn(p.dir, process.env);
-    const prefix = `uxdp${Math.floor(Math.random() * 0xffffffff)
-      .toString(16)
-      .padStart(8, "0")}`;
-    const stateFile = path.join(DEFAULT_STATE_DIR, `${prefix}.json`);
-    try {
-      await execed(other);
-      // Another run's state, as a test's data path writes it (no owner tag of this sandbox).
-      fs.mkdirSync(DEFAULT_STATE_DIR, { recursive: true, mode: 0o700 });
-      fs.writeFileSync(
-        stateFile,
-        JSON.stringify({
-          version: 1,
-          prefix,
-          owner: { ...other, role: "owner" },
-          detached: true,
-          namespaces: [`${prefix}-n1`],
-          processes: [{ ...other, role: "kube-proxy" }],
-        }),
-      );
-      fs.mkdirSync(p.folder);
-      fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [] }));
-      fs.writeFileSync(path.join(p.folder, "datapath-run"), prefix);
-      spy();
-      const down = await sandboxDown(p.io);
-      expect(down.stopped).toEqual([]);
-      expect(sent).toEqual([]);
-      expect(isAlive(other.pid)).toBe(true);
-      expect(fs.existsSync(stateFile)).toBe(true);
-    } finally {
-      realKill(other.pid, "SIGKILL");
-      fs.rmSync(stateFile, { force: true });
-      fs.rmSync(p.dir, { recursive: true, force: true });
-    }
-  });
+  it("a datapath-run naming another run (not this sandbox's) stops none of that run's processes (found by an outside tester)", () =>
+    withProject(async (p, sleeper) => {
+      const other = await sleeper();
+      const prefix = `uxdp${Math.floor(Math.random() * 0xffffffff)
+        .toString(16)
+        .padStart(8, "0")}`;
+      const stateFile = path.join(DEFAULT_STATE_DIR, `${prefix}.json`);
+      try {
+        // Another run's state, as a test's data path writes it (no owner tag of this sandbox).
+        fs.mkdirSync(DEFAULT_STATE_DIR, { recursive: true, mode: 0o700 });
+        fs.writeFileSync(
+          stateFile,
+          JSON.stringify({
+            version: 1,
+            prefix,
+            owner: { ...other, role: "owner" },
+            detached: true,
+            namespaces: [`${prefix}-n1`],
+            processes: [{ ...other, role: "kube-proxy" }],
+          }),
+        );
+        fs.mkdirSync(p.folder);
+        fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [] }));
+        fs.writeFileSync(path.join(p.folder, "datapath-run"), prefix);
+        spy();
+        const down = await sandboxDown(p.io);
+        expect(down.stopped).toEqual([]);
+        expect(sent).toEqual([]);
+        expect(isAlive(other.pid)).toBe(true);
+        expect(fs.existsSync(stateFile)).toBe(true);
+      } finally {
+        fs.rmSync(stateFile, { force: true });
+      }
+    }));
 
-  it("after rm -rf .sandbox, status points at the record kept outside the work tree and down stops what it names (found by an outside tester)", async () => {
-    const p = project();
-    const ours = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
-    try {
-      await execed(ours);
+  it("after rm -rf .sandbox, status points at the record kept outside the work tree and down stops what it names (found by an outside tester)", () =>
+    withProject(async (p, sleeper) => {
+      const ours = await sleeper(id);
       // What `up` writes: the same record in the folder and outside the work tree.
       const record = JSON.stringify({ id, folder: p.folder, processes: [{ ...ours, role: "portal" }], controlPlane: [] });
       const outside = outsideRecordFile(p.dir, p.env);
@@ -537,41 +546,29 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       out.length = 0;
       expect(await main(["sandbox", "down"], ctx)).toBe(0);
       expect(out.join("\n")).toContain(`portal (${ours.pid})`);
-      for (let i = 0; i < 50 && isAlive(ours.pid); i++) await new Promise((r) => setTimeout(r, 100));
+      await exited(ours.pid);
       expect(isAlive(ours.pid)).toBe(false);
       expect(fs.existsSync(outside)).toBe(false);
-    } finally {
-      if (isAlive(ours.pid)) realKill(ours.pid, "SIGKILL");
-      fs.rmSync(p.dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it("down also stops what a killed command of the sandbox left (a provider reparented to init): any process carrying its id", async () => {
-    const p = project();
-    // Not in any record: as the provider of a pulumi up killed half-way.
-    const stray = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
-    const other = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: "00000000000000000000000000000000" });
-    try {
-      await execed(stray, other);
+  it("down also stops what a killed command of the sandbox left (a provider reparented to init): any process carrying its id", () =>
+    withProject(async (p, sleeper) => {
+      // Not in any record: as the provider of a pulumi up killed half-way.
+      const stray = await sleeper(id);
+      const other = await sleeper("00000000000000000000000000000000");
       fs.mkdirSync(p.folder);
       fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [] }));
       const down = await sandboxDown(p.io);
       expect(down.stopped).toEqual([`${path.basename(process.execPath)} (${stray.pid})`]);
-      for (let i = 0; i < 50 && isAlive(stray.pid); i++) await new Promise((r) => setTimeout(r, 100));
+      await exited(stray.pid);
       expect(isAlive(stray.pid)).toBe(false);
       // Another sandbox's process is left alone.
       expect(isAlive(other.pid)).toBe(true);
-    } finally {
-      for (const pid of [stray.pid, other.pid]) if (isAlive(pid)) realKill(pid, "SIGKILL");
-      fs.rmSync(p.dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it("a record naming another folder is not this sandbox's: nothing of it is signalled", async () => {
-    const p = project();
-    const ours = sleeperIn(p.dir, { ...process.env, [SANDBOX_ID_VARIABLE]: id });
-    try {
-      await execed(ours);
+  it("a record naming another folder is not this sandbox's: nothing of it is signalled", () =>
+    withProject(async (p, sleeper) => {
+      const ours = await sleeper(id);
       // Another project's record (copied here, or its outside-the-tree file) names its own folder.
       fs.mkdirSync(p.folder);
       fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: "/elsewhere/.sandbox", processes: [{ ...ours, role: "portal" }] }));
@@ -592,11 +589,7 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       expect(sent).toEqual([]);
       expect(fs.existsSync(outside)).toBe(true);
       expect(again.kept).toEqual([`${outside} (it names another folder: nothing it names was stopped; check it, then remove it by hand)`]);
-    } finally {
-      realKill(ours.pid, "SIGKILL");
-      fs.rmSync(p.dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
   it("down names the other stacks whose state goes with the sandbox's backend, and removes only the stack file it wrote", async () => {
     const p = project();

@@ -15,13 +15,19 @@ afterEach(() => {
 });
 
 /** A project folder with these two files (relative paths in messages: cwd is the folder). */
-function project(projectYaml: string | undefined, stackYaml: string, stack = "s"): { dir: string; load: () => ReturnType<typeof loadStackConfig> } {
+function project(
+  projectYaml: string | undefined,
+  stackYaml: string,
+  stack = "s",
+): { dir: string; file: string; load: () => ReturnType<typeof loadStackConfig>; open: () => ReturnType<typeof openStack> } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "stack-config-"));
   dirs.push(dir);
   if (projectYaml !== undefined) fs.writeFileSync(path.join(dir, "Pulumi.yaml"), projectYaml);
   fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), stackYaml);
   return {
     dir,
+    /** The stack file as problems name it. */
+    file: path.relative(process.cwd(), path.join(dir, `Pulumi.${stack}.yaml`)),
     load: () => {
       const cwd = process.cwd();
       process.chdir(dir);
@@ -31,6 +37,7 @@ function project(projectYaml: string | undefined, stackYaml: string, stack = "s"
         process.chdir(cwd);
       }
     },
+    open: () => openStack({ projectDir: dir, stack }),
   };
 }
 
@@ -69,11 +76,11 @@ describe("stack configuration as the engine gives it", () => {
     );
     // What every command opens a stack with: the refusal, then the settings, in one reading of the file.
     const refused = (dir: string) => () => refuseEncryptedSettings(loadStackConfig(dir, "s"), "s");
-    expect(() => openStack({ projectDir: p.dir, stack: "s" })).toThrow("ui-exposure:entries is encrypted (secure:)");
+    expect(p.open).toThrow("ui-exposure:entries is encrypted (secure:)");
     expect(refused(p.dir)).toThrow(
       [
         "invalid stack configuration for stack 's':",
-        `${path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"))}:4:3: ui-exposure:entries is encrypted (secure:), and the exposure commands never decrypt; ui-exposure settings hold nothing secret: set it in clear text (pulumi config set ui-exposure:entries VALUE --stack s, without --secret)`,
+        `${p.file}:4:3: ui-exposure:entries is encrypted (secure:), and the exposure commands never decrypt; ui-exposure settings hold nothing secret: set it in clear text (pulumi config set ui-exposure:entries VALUE --stack s, without --secret)`,
       ].join(" "),
     );
     const context = project("name: ui-exposure\nruntime: nodejs\n", "config:\n  kubernetes:context:\n    secure: v1:ctx\n");
@@ -91,7 +98,7 @@ describe("stack configuration as the engine gives it", () => {
       "name: ui-exposure\nruntime: nodejs\n",
       `config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [grafana, argocd]\n`,
     );
-    const opened = openStack({ projectDir: p.dir, stack: "s" });
+    const opened = p.open();
     expect(opened.selected).toEqual(["grafana", "argocd"]);
     expect(opened.config["ui-exposure:entries"]).toBe('["grafana","argocd"]');
     const wrong = project(
@@ -100,7 +107,7 @@ describe("stack configuration as the engine gives it", () => {
     );
     const message =
       "invalid stack configuration in Pulumi.s.yaml: ui-exposure:entries names 'grafna', which the contract does not declare (declared: argocd, grafana,";
-    expect(() => openStack({ projectDir: wrong.dir, stack: "s" })).toThrow(message);
+    expect(wrong.open).toThrow(message);
     // The program's values come from the engine; the file still gives the positions.
     expect(() => openStack({ projectDir: wrong.dir, stack: "s", config: opened.config })).not.toThrow();
     expect(() => openStack({ projectDir: p.dir, stack: "../s" })).toThrow("--stack must be a stack name");
@@ -140,12 +147,11 @@ describe("stack configuration as the engine gives it", () => {
       "name: ui-exposure\nruntime: nodejs\n",
       "config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:entries: some\n  ui-exposure:entrys: [a]\n",
     );
-    const file = path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"));
-    expect(() => openStack({ projectDir: p.dir, stack: "s" })).toThrow(
+    expect(p.open).toThrow(
       [
         "invalid stack configuration in Pulumi.s.yaml (2 problems):",
-        `  - ${file}:4:3: ui-exposure:entries: expected 'all' or a list of entry names, found a string ("some")`,
-        `  - ${file}:5:3: ui-exposure: unknown key 'entrys'`,
+        `  - ${p.file}:4:3: ui-exposure:entries: expected 'all' or a list of entry names, found a string ("some")`,
+        `  - ${p.file}:5:3: ui-exposure: unknown key 'entrys'`,
       ].join("\n"),
     );
   });
@@ -155,9 +161,8 @@ describe("stack configuration as the engine gives it", () => {
       "name: ui-exposure\nruntime: nodejs\n",
       "config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n      - kube-system/cilium-*:4244\n      - match: tools/debug-*:99999\n        reason: debugging\n",
     );
-    const file = path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"));
-    expect(() => openStack({ projectDir: p.dir, stack: "s" })).toThrow(
-      `${file}:6:9: ui-exposure:allowlist.hostPorts[1].match: must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found a string ("tools/debug-*:99999")`,
+    expect(p.open).toThrow(
+      `${p.file}:6:9: ui-exposure:allowlist.hostPorts[1].match: must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found a string ("tools/debug-*:99999")`,
     );
   });
 
@@ -167,11 +172,10 @@ describe("stack configuration as the engine gives it", () => {
       `config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n${items(n)}`;
     // At the bound the settings are read (what stops here is the missing contract of this bare project).
     const atBound = project("name: ui-exposure\nruntime: nodejs\n", stackFile(500));
-    expect(() => openStack({ projectDir: atBound.dir, stack: "s" })).toThrow(/^contract file not found/);
+    expect(atBound.open).toThrow(/^contract file not found/);
     const past = project("name: ui-exposure\nruntime: nodejs\n", stackFile(501));
-    const file = path.relative(process.cwd(), path.join(past.dir, "Pulumi.s.yaml"));
-    expect(() => openStack({ projectDir: past.dir, stack: "s" })).toThrow(
-      `${file}:5:5: ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`,
+    expect(past.open).toThrow(
+      `${past.file}:5:5: ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`,
     );
     // Fewer items, longer patterns: the characters count too.
     const long = Array.from({ length: 130 }, (_, i) => `      - ${"n".repeat(60)}/${"p".repeat(240)}-${i}-*:${1000 + i}\n`).join("");
@@ -179,7 +183,7 @@ describe("stack configuration as the engine gives it", () => {
       "name: ui-exposure\nruntime: nodejs\n",
       `config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n${long}`,
     );
-    expect(() => openStack({ projectDir: wordy.dir, stack: "s" })).toThrow("ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters");
+    expect(wordy.open).toThrow("ui-exposure:allowlist.hostPorts: holds more than 500 items or 40,000 characters");
   });
 
   it("settings problems come in the order of their keys in the stack file, not the schema's (issue 23, item 9)", () => {
@@ -187,10 +191,9 @@ describe("stack configuration as the engine gives it", () => {
       "name: ui-exposure\nruntime: nodejs\n",
       "config:\n  kubernetes:context: x\n  ui-exposure:cilium: {mode: bogus}\n  ui-exposure:nodeAddress: nowhere\n  ui-exposure:entries: some\n",
     );
-    const file = path.relative(process.cwd(), path.join(p.dir, "Pulumi.s.yaml"));
     let message = "";
     try {
-      openStack({ projectDir: p.dir, stack: "s" });
+      p.open();
     } catch (err) {
       message = (err as Error).message;
     }
@@ -201,7 +204,7 @@ describe("stack configuration as the engine gives it", () => {
       ["5:3", "entries"],
     ]);
     // The wrong value inside the setting is pointed at (`mode: bogus`), not the setting's key.
-    expect(lines[0]).toContain(`${file}:3:24: ui-exposure:cilium.mode:`);
+    expect(lines[0]).toContain(`${p.file}:3:24: ui-exposure:cilium.mode:`);
   });
 
   it("project defaults in both forms; the stack overrides them; other namespaces take `value`", () => {

@@ -9,7 +9,7 @@
 // shortened to 10 s in a test-only copy: the only change), and UIExposureUnreachable fires
 // when a stand-in UI stops answering, then resolves once it answers again; with the portal
 // stopped, UIExposurePortalDown fires.
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
@@ -19,8 +19,8 @@ import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { freeLoopbackPort } from "../../src/adapters/free-port";
-import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, summary, toolchainBin, waitFor } from "../support/harness";
-import { PORTAL_E2E_CONTRACT } from "../support/portal-fixtures";
+import { type Cluster, type Sandbox, stopPlatform, summary, toolchainBin, waitFor } from "../support/harness";
+import { PORTAL_LABEL, PORTAL_NS, podIdentity, portalPodSpec, runInPod, startPortalPlatform, writeShippedFiles } from "../support/incluster-portal";
 import { operatorCrds, operatorScrapeConfig, type RunningPrometheus, type ServiceMonitor, startPrometheus } from "../support/prometheus";
 
 const NODE = "e2e-node";
@@ -32,8 +32,6 @@ const NODE_IP = "127.0.0.51";
  * 198.19.0.0/17, 198.19.128.0/20).
  */
 const POD_IP = "198.19.250.52";
-const PORTAL_NS = "platform-portal";
-const PORTAL_LABEL = "app.kubernetes.io/name=ui-exposure-portal";
 const RELEASE = "kube-prometheus-stack";
 
 let cluster: Cluster;
@@ -121,20 +119,9 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
   let rule: { spec: { groups: { name: string; rules: Record<string, unknown>[] }[] } };
 
   beforeAll(async () => {
-    ({ cluster, sandbox } = await startPlatform({
-      nodes: [{ name: NODE, ip: NODE_IP, ready: true }],
-      uis: [EXAMPLE_UIS.argocd, EXAMPLE_UIS.grafana],
-      stack: {
-        "kubernetes:context": "e2e",
-        "ui-exposure:contract": "contract/monitoring-e2e.yaml",
-        "ui-exposure:entries": ["argocd", "grafana", "portal"],
-        "ui-exposure:cilium": { mode: "cohabit" },
-        // No kubelet here: nothing would ever become Ready during `up`.
-        "ui-exposure:portal": { enabled: true, skipAwait: true },
-        "ui-exposure:monitoring": { enabled: true, release: RELEASE },
-      },
+    ({ cluster, sandbox } = await startPortalPlatform({ name: NODE, ip: NODE_IP }, "monitoring-e2e.yaml", {
+      "ui-exposure:monitoring": { enabled: true, release: RELEASE },
     }));
-    fs.writeFileSync(path.join(sandbox.dir, "contract", "monitoring-e2e.yaml"), PORTAL_E2E_CONTRACT);
   }, 600_000);
 
   afterAll(async () => {
@@ -207,18 +194,11 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     await forward(Number(new URL(outputs.urls.portal as string).port), { host: POD_IP, port: 8080 });
 
     // The files `up` shipped, byte for byte, and the Deployment's environment.
-    const maps = await cluster.core.listNamespacedConfigMap({ namespace: PORTAL_NS, labelSelector: PORTAL_LABEL });
-    const code = maps.items.find((m) => m.binaryData);
     const app = path.join(tmp, "app");
-    fs.mkdirSync(app);
-    for (const [name, text] of Object.entries(code?.data ?? {})) fs.writeFileSync(path.join(app, name), text);
-    for (const [name, b64] of Object.entries(code?.binaryData ?? {})) fs.writeFileSync(path.join(app, name), Buffer.from(b64, "base64"));
+    await writeShippedFiles(cluster, app);
+    const { container, account } = await portalPodSpec(cluster);
     const kc = new cluster.lib.KubeConfig();
     kc.loadFromFile(cluster.kubeconfig);
-    const apps = kc.makeApiClient(cluster.lib.AppsV1Api);
-    const deployment = (await apps.listNamespacedDeployment({ namespace: PORTAL_NS, labelSelector: PORTAL_LABEL })).items[0];
-    const container = deployment?.spec?.template.spec?.containers[0];
-    const account = deployment?.spec?.template.spec?.serviceAccountName as string;
 
     // The pod the ReplicaSet controller made: bound to the node as a scheduler would, Running
     // at POD_IP and Ready as a kubelet would report it. The EndpointSlice controller does the rest.
@@ -269,41 +249,17 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     );
 
     // The bundle as the pod runs it: its ServiceAccount's token and the CA at the in-pod paths.
-    const minted = await cluster.core.createNamespacedServiceAccountToken({
-      namespace: PORTAL_NS,
-      name: account,
-      body: { spec: { audiences: ["https://kubernetes.default.svc"], expirationSeconds: 3600 } },
-    });
-    const sa = path.join(tmp, "serviceaccount");
-    fs.mkdirSync(sa);
-    fs.writeFileSync(path.join(sa, "token"), minted.status?.token as string, { mode: 0o600 });
-    fs.copyFileSync(path.join(cluster.dir, "pki", "apiserver.crt"), path.join(sa, "ca.crt"));
-    fs.writeFileSync(path.join(sa, "namespace"), PORTAL_NS);
-    const api = new URL(cluster.server);
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: tmp, KUBERNETES_SERVICE_HOST: api.hostname, KUBERNETES_SERVICE_PORT: api.port, SA_DIR: sa };
-    for (const v of container?.env ?? []) if (v.value !== undefined) env[v.name] = v.value;
+    const { env } = await podIdentity(cluster, account, container, tmp);
     expect(env.PORTAL_ALLOWLIST).toBe('{"services":[],"hostPorts":[]}');
     env.PORTAL_CONTRACT = path.join(app, "contract.yaml");
     env.PORTAL_LISTEN = `${POD_IP}:8080`;
     env.PORTAL_PUBLISHED = path.join(tmp, "endpoints.json");
     // Probe answers reused 1 s instead of 15 s: the e2e waits for the change, not for the cache.
     env.PORTAL_PROBE_CACHE_SECONDS = "1";
-    const script = [
-      "mount -t tmpfs tmpfs /run",
-      "mkdir -p /run/secrets/kubernetes.io/serviceaccount",
-      'cp "$SA_DIR"/token "$SA_DIR"/ca.crt "$SA_DIR"/namespace /run/secrets/kubernetes.io/serviceaccount/',
-      `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(app, "portal.js"))}`,
-    ].join(" && ");
     const address = spawnSync("ip", ["addr", "replace", `${POD_IP}/32`, "dev", "lo"], { encoding: "utf8" });
     if (address.status !== 0) throw new Error(`this e2e needs root to add the pod's address ${POD_IP}/32 to lo: ${address.stderr}`);
-    const check = spawnSync("unshare", ["--mount", "--propagation", "private", "true"]);
-    if (check.status !== 0) throw new Error(`this e2e needs root and unshare(1) for a private mount namespace: ${check.stderr}`);
-    const portal = spawn("unshare", ["--mount", "--propagation", "private", "sh", "-c", script], { env, stdio: ["ignore", "pipe", "pipe"] });
-    children.push(portal);
-    let portalLog = "";
-    portal.stderr?.on("data", (d: Buffer) => {
-      portalLog += d.toString();
-    });
+    const portal = runInPod(app, env);
+    children.push(portal.child);
 
     // Prometheus: the operator's scrape job for this ServiceMonitor (interval shortened), and the
     // PrometheusRule `up` created with every `for:` at 10 s.
@@ -321,7 +277,7 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     );
     prometheus = await startPrometheus(bin, path.join(tmp, "prometheus.yaml"), tmp, await freeLoopbackPort());
     const p = prometheus;
-    const detail = () => `\nprometheus log:\n${p.log().slice(-2500)}\nportal log:\n${portalLog.slice(-1500)}`;
+    const detail = () => `\nprometheus log:\n${p.log().slice(-2500)}\nportal log:\n${portal.stderr().slice(-1500)}`;
     const query = async (q: string) =>
       (await p.api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(`query?query=${encodeURIComponent(q)}`)).result;
 
@@ -384,7 +340,7 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     // The portal stops (as on a crash): its target goes down and UIExposurePortalDown fires.
     const portalDown = async () => (await p.api<{ alerts: Alert[] }>("alerts")).alerts.filter((a) => a.labels.alertname === "UIExposurePortalDown");
     expect(await portalDown()).toEqual([]);
-    portal.kill("SIGTERM");
+    portal.child.kill("SIGTERM");
     const down = await waitFor("UIExposurePortalDown to fire", async () => (await portalDown()).find((a) => a.state === "firing"), 120_000, detail);
     expect(down.labels).toMatchObject({ severity: "warning", job: "ui-exposure-portal", namespace: PORTAL_NS, service: "portal", pod: podName });
   });

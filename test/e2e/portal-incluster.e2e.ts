@@ -5,11 +5,8 @@
 // paths, KUBERNETES_SERVICE_HOST/PORT). Its page and JSON must match `exposure portal`,
 // reachability included (stand-in UIs on <node IP>:<nodePort>, one of them failing), and its
 // token must not read Secrets, ConfigMaps or (without a hostPort entry) Pods.
-//
-// The in-pod paths (/var/run/secrets/kubernetes.io/serviceaccount) are provided in a private
-// mount namespace (`unshare --mount`, root), so the bundle runs unchanged and the host's
-// /run is never touched.
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+// (test/support/incluster-portal.ts runs it in a private mount namespace, as root.)
+import type { ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
@@ -17,12 +14,10 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freeLoopbackPort } from "../../src/adapters/free-port";
-import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, summary, waitFor } from "../support/harness";
-import { PORTAL_E2E_CONTRACT } from "../support/portal-fixtures";
+import { type Cluster, type Sandbox, stopPlatform, summary, waitFor } from "../support/harness";
+import { PORTAL_LABEL, PORTAL_NS, podIdentity, portalPodSpec, runInPod, startPortalPlatform, writeShippedFiles } from "../support/incluster-portal";
 
 const NODE_IP = "127.0.0.41";
-const PORTAL_NS = "platform-portal";
-const PORTAL_LABEL = "app.kubernetes.io/name=ui-exposure-portal";
 
 interface Entry {
   name: string;
@@ -89,19 +84,7 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
   let inCluster: { url: string; child: ChildProcess; stderr: () => string };
 
   beforeAll(async () => {
-    ({ cluster, sandbox } = await startPlatform({
-      nodes: [{ name: "e2e-node", ip: NODE_IP, ready: true }],
-      uis: [EXAMPLE_UIS.argocd, EXAMPLE_UIS.grafana],
-      stack: {
-        "kubernetes:context": "e2e",
-        "ui-exposure:contract": "contract/portal-e2e.yaml",
-        "ui-exposure:entries": ["argocd", "grafana", "portal"],
-        "ui-exposure:cilium": { mode: "cohabit" },
-        // No kubelet here: nothing would ever become Ready.
-        "ui-exposure:portal": { enabled: true, skipAwait: true },
-      },
-    }));
-    fs.writeFileSync(path.join(sandbox.dir, "contract", "portal-e2e.yaml"), PORTAL_E2E_CONTRACT);
+    ({ cluster, sandbox } = await startPortalPlatform({ name: "e2e-node", ip: NODE_IP }, "portal-e2e.yaml"));
   }, 600_000);
 
   afterAll(async () => {
@@ -124,49 +107,24 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
   });
 
   it("runs the exact bundle from the ConfigMap with a minted ServiceAccount token, and serves the same verdicts, links and reachability as exposure portal", async () => {
-    // The files `up` shipped, byte for byte.
-    const maps = await cluster.core.listNamespacedConfigMap({ namespace: PORTAL_NS, labelSelector: PORTAL_LABEL });
-    // The code, and what this up published (the pod mounts it at PORTAL_PUBLISHED).
-    expect(maps.items).toHaveLength(2);
-    const cm = maps.items.find((m) => m.binaryData);
-    const publishedMap = maps.items.find((m) => m.metadata?.name === "ui-exposure-published");
-    expect(JSON.parse(publishedMap?.data?.["endpoints.json"] ?? "{}")).toEqual(JSON.parse(JSON.stringify(outputs.endpoints)));
+    // The files `up` shipped, byte for byte: the code, and what this up published (the pod mounts it at PORTAL_PUBLISHED).
     const app = path.join(tmp, "app");
-    fs.mkdirSync(app);
-    for (const [name, text] of Object.entries(cm?.data ?? {})) fs.writeFileSync(path.join(app, name), text);
-    for (const [name, b64] of Object.entries(cm?.binaryData ?? {})) fs.writeFileSync(path.join(app, name), Buffer.from(b64, "base64"));
+    const maps = await writeShippedFiles(cluster, app);
+    expect(maps).toHaveLength(2);
+    const publishedMap = maps.find((m) => m.metadata?.name === "ui-exposure-published");
+    expect(JSON.parse(publishedMap?.data?.["endpoints.json"] ?? "{}")).toEqual(JSON.parse(JSON.stringify(outputs.endpoints)));
     expect(fs.readdirSync(app).sort()).toEqual(["contract.yaml", "portal.js", "server.js.gz"]);
 
-    // The Deployment's own command and environment.
-    const kc = new cluster.lib.KubeConfig();
-    kc.loadFromFile(cluster.kubeconfig);
-    const apps = kc.makeApiClient(cluster.lib.AppsV1Api);
-    const deployments = await apps.listNamespacedDeployment({ namespace: PORTAL_NS, labelSelector: PORTAL_LABEL });
-    const pod = deployments.items[0]?.spec?.template.spec;
-    const container = pod?.containers[0];
+    // The Deployment's own command and environment, a token of the portal's ServiceAccount, as the kubelet would mount it.
+    const { container, account } = await portalPodSpec(cluster);
     expect(container?.command).toEqual(["node", "/app/portal.js"]);
-    const account = pod?.serviceAccountName as string;
-
-    // A token of the portal's ServiceAccount, as the kubelet would mount it.
-    const minted = await cluster.core.createNamespacedServiceAccountToken({
-      namespace: PORTAL_NS,
-      name: account,
-      body: { spec: { audiences: ["https://kubernetes.default.svc"], expirationSeconds: 3600 } },
-    });
-    token = minted.status?.token as string;
+    const identity = await podIdentity(cluster, account, container, tmp);
+    ({ token, ca } = identity);
     expect(token).toBeTruthy();
-    ca = fs.readFileSync(path.join(cluster.dir, "pki", "apiserver.crt"));
-    const sa = path.join(tmp, "serviceaccount");
-    fs.mkdirSync(sa);
-    fs.writeFileSync(path.join(sa, "token"), token, { mode: 0o600 });
-    fs.writeFileSync(path.join(sa, "ca.crt"), ca);
-    fs.writeFileSync(path.join(sa, "namespace"), PORTAL_NS);
 
     // Listens where the portal's own nodePort is published: probing its URL reaches it, as through the node.
     const portalUrl = new URL(outputs.urls.portal as string);
-    const api = new URL(cluster.server);
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: tmp, KUBERNETES_SERVICE_HOST: api.hostname, KUBERNETES_SERVICE_PORT: api.port, SA_DIR: sa };
-    for (const v of container?.env ?? []) if (v.value !== undefined) env[v.name] = v.value;
+    const env = identity.env;
     expect(env.PORTAL_IN_CLUSTER).toBe("1");
     env.PORTAL_CONTRACT = path.join(app, "contract.yaml");
     env.PORTAL_LISTEN = `${NODE_IP}:${portalUrl.port}`;
@@ -175,21 +133,9 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
     fs.mkdirSync(path.join(tmp, "published"));
     env.PORTAL_PUBLISHED = path.join(tmp, "published", "endpoints.json");
     fs.writeFileSync(env.PORTAL_PUBLISHED, publishedMap?.data?.["endpoints.json"] ?? "");
-    const script = [
-      "mount -t tmpfs tmpfs /run",
-      "mkdir -p /run/secrets/kubernetes.io/serviceaccount",
-      'cp "$SA_DIR"/token "$SA_DIR"/ca.crt "$SA_DIR"/namespace /run/secrets/kubernetes.io/serviceaccount/',
-      `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(app, "portal.js"))}`,
-    ].join(" && ");
-    const check = spawnSync("unshare", ["--mount", "--propagation", "private", "true"]);
-    if (check.status !== 0) throw new Error(`this e2e needs root and unshare(1) for a private mount namespace: ${check.stderr}`);
-    const child = spawn("unshare", ["--mount", "--propagation", "private", "sh", "-c", script], { env, stdio: ["ignore", "pipe", "pipe"] });
-    children.push(child);
-    let stderr = "";
-    child.stderr?.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    inCluster = { url: `http://${NODE_IP}:${portalUrl.port}/`, child, stderr: () => stderr };
+    const pod = runInPod(app, env);
+    children.push(pod.child);
+    inCluster = { url: `http://${NODE_IP}:${portalUrl.port}/`, ...pod };
 
     const port = await freeLoopbackPort();
     const operator = sandbox.exposureSpawn(["portal", "--stack", "sandbox", "--listen", `127.0.0.1:${port}`]);
@@ -203,7 +149,7 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
         },
         60_000,
       ).catch((err: Error) => {
-        throw new Error(`${err.message}; in-cluster stderr: ${stderr}`);
+        throw new Error(`${err.message}; in-cluster stderr: ${inCluster.stderr()}`);
       });
     // In turn: the operator's portal checks the portal's own URL, which answers only once the
     // in-cluster one listens (together, a loaded machine let the operator's check run first).

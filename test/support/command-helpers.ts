@@ -161,9 +161,15 @@ export function secret(namespace: string, name: string, data: Record<string, str
   };
 }
 
+/** Argo CD's ClusterIP Service, as its chart installs it. */
+export const argocdServer = service("argocd", "argocd-server", {
+  selector: { "app.kubernetes.io/name": "argocd-server" },
+  ports: [{ name: "http", port: 80, targetPort: 8080 }],
+});
+
 /** The vendored Services of TEST_CONTRACT, as their charts install them. */
 export const vendoredServices: Service[] = [
-  service("argocd", "argocd-server", { selector: { "app.kubernetes.io/name": "argocd-server" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] }),
+  argocdServer,
   service("gitea", "gitea-http", { selector: { "app.kubernetes.io/name": "gitea" }, ports: [{ name: "http", port: 3000, targetPort: 3000 }] }),
   service("monitoring", "kube-prometheus-stack-grafana", {
     selector: { "app.kubernetes.io/name": "grafana" },

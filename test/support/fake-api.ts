@@ -1,7 +1,9 @@
 // A fake Kubernetes API server on loopback: answers each list path with a canned body (or never
 // answers), and counts the connections it holds, so a test can prove nothing stays open.
+import * as fs from "node:fs";
 import * as http from "node:http";
 import type * as net from "node:net";
+import * as path from "node:path";
 
 /** "endless": a 200 whose JSON body never ends (a list whose items keep coming), sent as fast as the client reads. */
 export type FakeAnswer =
@@ -72,13 +74,7 @@ export async function startFakeApi(answers: Record<string, FakeAnswer | FakeAnsw
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
-    kubeconfig: `apiVersion: v1
-kind: Config
-clusters: [{ name: fake, cluster: { server: "${url}", insecure-skip-tls-verify: true } }]
-users: [{ name: u, user: { token: fake-token } }]
-contexts: [{ name: fake, context: { cluster: fake, user: u } }]
-current-context: fake
-`,
+    kubeconfig: fakeKubeconfig(url),
     openConnections: () => new Promise((resolve) => server.getConnections((_e, n) => resolve(n))),
     requests,
     close: async () => {
@@ -86,6 +82,22 @@ current-context: fake
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A kubeconfig (content): context `fake`, the API server at `url` without TLS. */
+export const fakeKubeconfig = (url: string) => `apiVersion: v1
+kind: Config
+clusters: [{ name: fake, cluster: { server: "${url}", insecure-skip-tls-verify: true } }]
+users: [{ name: u, user: { token: fake-token } }]
+contexts: [{ name: fake, context: { cluster: fake, user: u } }]
+current-context: fake
+`;
+
+/** `dir`/kubeconfig (0600) for the API server on 127.0.0.1:`port`; returns its path. */
+export function writeKubeconfig(dir: string, port: number): string {
+  const file = path.join(dir, "kubeconfig");
+  fs.writeFileSync(file, fakeKubeconfig(`http://127.0.0.1:${port}`), { mode: 0o600 });
+  return file;
 }
 
 /** A List answer holding `items`. */

@@ -1,6 +1,7 @@
 // Shared by the portal tests: a small contract, a recorded cluster (plain objects, as the API
 // returns them) and an in-memory ClusterReader that counts its list calls and can fail.
 // Fake nodes use 127.0.0.x InternalIPs: nothing here ever reaches a non-loopback address.
+import * as http from "node:http";
 import { parseContract } from "../../src/core/contract/parse";
 import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
@@ -184,6 +185,25 @@ export function answerList(data: RecordedCluster, url: URL): { kind: string; api
   if (p === "/apis/discovery.k8s.io/v1/endpointslices")
     return { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: pick(data.endpointSlices) };
   return null;
+}
+
+/**
+ * An API server (not listening yet) answering `data` as answerList does; `seen`: the paths asked
+ * for, `sent`: the bytes of the answers so far.
+ */
+export function recordedApiServer(data: RecordedCluster) {
+  const seen: string[] = [];
+  const stats = { sent: 0 };
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://x");
+    seen.push(url.pathname);
+    const list = answerList(data, url);
+    const body = Buffer.from(JSON.stringify(list ? { ...list, metadata: { resourceVersion: "1" } } : { kind: "Status", code: 404 }));
+    stats.sent += body.length;
+    res.writeHead(list ? 200 : 404, { "Content-Type": "application/json", "Content-Length": String(body.length) });
+    res.end(body);
+  });
+  return { server, seen, stats };
 }
 
 /** The contract of the in-cluster portal e2e files: three exposed UIs (one the portal) and a data endpoint. */
