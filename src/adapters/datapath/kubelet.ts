@@ -288,25 +288,30 @@ export class NodeAgent {
   private async follow(): Promise<void> {
     if (this.stopped) return;
     const watch = new this.lib.Watch(this.kc);
+    const retry = () => {
+      if (!this.stopped) this.retry = setTimeout(() => void this.follow(), 1000);
+    };
     try {
       this.watch = await watch.watch(
         "/api/v1/pods",
         {},
-        () => this.kick(),
         () => {
-          // Closed by the server or failed: a pass catches up, then a new watch.
-          if (this.stopped) return;
+          if (this.unreachable) this.say("node agent: the API server answers again");
+          this.unreachable = false;
           this.kick();
-          this.retry = setTimeout(() => void this.follow(), 1000);
+        },
+        (err: unknown) => {
+          // Closed by the server or failed (the client gives a failed connection here too): a pass
+          // catches up, then a new watch.
+          if (this.stopped) return;
+          if (err && !this.unreachable) this.say("node agent: the API server does not answer; retrying every second");
+          if (err) this.unreachable = true;
+          this.kick();
+          retry();
         },
       );
-      if (this.unreachable) this.say("node agent: the API server answers again");
-      this.unreachable = false;
     } catch {
-      if (this.stopped) return;
-      if (!this.unreachable) this.say("node agent: the API server does not answer; retrying every second");
-      this.unreachable = true;
-      this.retry = setTimeout(() => void this.follow(), 1000);
+      retry();
     }
   }
 
