@@ -136,6 +136,19 @@ describe("reachability (the probe of exposure probe, from the portal)", () => {
     expect(html).toContain('<span class="badge r-bad">1 not answering</span>');
   });
 
+  it("says why a NodePort URL refuses the connection, as exposure probe does: no ready endpoint behind the Service", async () => {
+    // What the probe says of a refused connection (http-probe maps ECONNREFUSED to it).
+    const refused = new Error("connection refused (nothing listens on that port)");
+    const net = fakeNetwork((u) => (u.port === "31358" ? 200 : refused));
+    const { cluster, get } = await portalWith({ reachability: { get: net.get } });
+    cluster.data.endpointSlices = cluster.data.endpointSlices.filter((s) => s.metadata.namespace !== "monitoring");
+    const view = (await (await get("/api/entries")).json()) as PortalView;
+    expect(view.entries.find((e) => e.name === "grafana")?.reachability).toMatchObject({
+      ok: false,
+      error: "connection refused: no ready endpoint behind Service monitoring/grafana-nodeport (its pods are gone or not Ready)",
+    });
+  });
+
   it("uses the contract's probe path and statuses, says TLS is not verified, and does not follow a redirect", async () => {
     const contract = parseContract(
       PORTAL_TEST_CONTRACT.replace(

@@ -6,7 +6,7 @@ import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { ProbeDocument } from "../../src/core/json-api";
-import { observe, readObservedCluster } from "../../src/core/observe";
+import { observe, readObservedCluster, refusalCause } from "../../src/core/observe";
 import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { parseCommandLine, usageError } from "../flags";
@@ -82,15 +82,10 @@ async function explainRefusals(results: ProbeResult[], opened: OpenStack, connec
       nodeAddress: opened.settings.nodeAddress,
     });
     causes = new Map(
-      observed.entries
-        .filter((e) => refused.has(e.name) && e.exposure === "nodePort")
-        .flatMap((e): [string, string][] =>
-          e.service === undefined
-            ? [[e.name, `connection refused: no Service of this stack serves ${e.name} any more (exposure status --stack ${opened.stack})`]]
-            : e.readyEndpoints === 0
-              ? [[e.name, `connection refused: no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)`]]
-              : [],
-        ),
+      observed.entries.flatMap((e): [string, string][] => {
+        const cause = refused.has(e.name) ? refusalCause(e, opened.stack) : undefined;
+        return cause ? [[e.name, cause]] : [];
+      }),
     );
   } catch {
     return results;

@@ -103,6 +103,19 @@ const sameMap = (a: Record<string, string> | undefined, b: Record<string, string
   Object.keys(a ?? {}).length === Object.keys(b ?? {}).length && matchesLabels(a, b);
 
 /**
+ * Why a connection to an entry's NodePort URL was refused, from its observation: kube-proxy
+ * refuses alike when no Service holds the port and when the Service has no ready endpoint.
+ * Undefined when the observation does not tell. `exposure probe` and the portal both say it.
+ */
+export function refusalCause(e: ObservedEntry, stack: string | undefined): string | undefined {
+  if (e.exposure !== "nodePort") return undefined;
+  if (e.service === undefined)
+    return `connection refused: no Service of this stack serves ${e.name} any more (exposure status${stack ? ` --stack ${stack}` : ""})`;
+  if (e.readyEndpoints === 0) return `connection refused: no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)`;
+  return undefined;
+}
+
+/**
  * The verdict of every entry (the single implementation behind `exposure status` and the
  * portal). `selected` are the exposed entries the stack publishes (others are not this
  * stack's business); entries that are not exposed are listed without a URL. Pure: no I/O.

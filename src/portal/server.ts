@@ -10,7 +10,7 @@ import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
 import { METRICS_PATH, metricFamilies } from "../core/monitoring";
-import type { ObservedCluster, PublishedEndpoints } from "../core/observe";
+import { type ObservedCluster, type PublishedEndpoints, refusalCause } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
 import { readPortalCluster } from "../core/portal/scoped-read";
@@ -163,7 +163,10 @@ export class PortalObserver {
       generatedAt: generatedAt.toISOString(),
       entries: base.view.entries.map((e) => {
         const reachability = byEntry.get(e.name);
-        return reachability ? { ...e, reachability } : e;
+        if (!reachability) return e;
+        // A refused connection says why where the observation tells, as `exposure probe` does.
+        const cause = reachability.error?.startsWith("connection refused") ? refusalCause(e, this.opts.stack) : undefined;
+        return { ...e, reachability: cause ? { ...reachability, error: cause } : reachability };
       }),
     };
     this.lastGood = { view, observedAt: at };
