@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { LiveClusterReader } from "../src/adapters/kube-live";
-import { type ReadOutputs, readStackOutputs } from "../src/adapters/pulumi-cli";
+import { PulumiNotFoundError, pulumiNotFound, type ReadOutputs, readStackOutputs } from "../src/adapters/pulumi-cli";
 import type { OpenStack } from "../src/adapters/stack-inputs";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
@@ -40,12 +40,14 @@ type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "una
  * What the last `up` published (which Services it created, their ports and URLs), read from
  * `outputsFile` or the Pulumi CLI. Without the CLI or the state backend the answer is
  * "unavailable" (with why), not an error: the commands only lose the checks that need it.
+ * A command without `--outputs` (`outputsFlag: false`) is not told to pass it.
  */
 export async function readPublished(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv },
   stack: string,
   outputsFile: string | undefined,
   readOutputs: ReadOutputs,
+  { outputsFlag }: { outputsFlag: boolean } = { outputsFlag: true },
 ): Promise<{ endpoints: PublishedEndpoints; source: PublishedSource }> {
   if (outputsFile) {
     // A file named on the command line is an input the operator chose: failing to read it is an error.
@@ -56,6 +58,7 @@ export async function readPublished(
   } catch (err) {
     // Pulumi's own answer that the stack does not exist: it created nothing, so nothing is ours
     // (not "unknown", which would fall back to names and call another stack's Services MATCH).
+    if (err instanceof PulumiNotFoundError && !outputsFlag) return { endpoints: {}, source: { from: "unavailable", reason: pulumiNotFound() } };
     if (err instanceof UserError && /\bno stack named '[^']*' found\b/.test(err.message)) return { endpoints: {}, source: { from: "pulumi" } };
     if (err instanceof UserError) return { endpoints: {}, source: { from: "unavailable", reason: err.message.split("\n")[0] ?? err.message } };
     throw err;

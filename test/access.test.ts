@@ -7,6 +7,7 @@ import { type AccessDeps, createAccessCommand } from "../cli/commands/access";
 import { openStack } from "../cli/stack";
 import { writePrivateFile } from "../src/adapters/env-file";
 import { LiveClusterReader } from "../src/adapters/kube-live";
+import { readStackOutputs } from "../src/adapters/pulumi-cli";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import {
   accessEndpoints,
@@ -435,6 +436,12 @@ describe("exposure access", () => {
     expect(written).not.toContain("127.0.0.2:31002");
     expect(written).not.toMatch(/^GITEA_PUSH_URL=/m);
     expect(written).not.toContain("gi%23tea");
+  });
+
+  it("without the Pulumi CLI, says Services are matched by name only, naming no --outputs flag (access takes none)", async () => {
+    const r = await runAccess(["--stack", "bench", "--no-dotenv"], fullCluster(), { env: { PATH: fakeBin }, deps: { readOutputs: readStackOutputs } });
+    expect(r.code).toBe(0);
+    expect(r.err).toEqual(["exposure access: published outputs unavailable (the pulumi CLI is not on PATH; install it); Services are matched by name only"]);
   });
 
   it("exits 5 when a declared credential could not be read, after showing everything else", async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDriftCommand, summarisePreview } from "../cli/commands/drift";
-import type { PulumiRun, PulumiRunner } from "../src/adapters/pulumi-cli";
+import { type PulumiRun, type PulumiRunner, readStackOutputs } from "../src/adapters/pulumi-cli";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import { capture, healthyCluster, makeProject, runCommand, service, snapshot, stackFile, type TestProject } from "./support/command-helpers";
@@ -220,6 +220,19 @@ describe("exposure drift", () => {
       reasons: ["nodePort changed since the last up (30555 -> 31002)"],
       findings: [{ code: "node-port-moved", severity: "drift", subject: "gitea", message: "nodePort changed since the last up (30555 -> 31002)" }],
     });
+  });
+
+  it("without the Pulumi CLI, says the outputs are unavailable naming no --outputs flag (drift takes none)", async () => {
+    const c = capture(project.dir, { PATH: project.dir });
+    const command = createDriftCommand({
+      connect: async () => snapshot(healthyCluster()),
+      runPulumi: fakePulumi({ notFound: true }).runner,
+      readOutputs: readStackOutputs,
+    });
+    expect(await runCommand("drift", command, ["--stack", "bench", "--skip-preview"], c)).toBe(0);
+    expect(c.err).toEqual([
+      'exposure drift: published outputs unavailable (the pulumi CLI is not on PATH; install it); the "changed since the last up" and ownership checks are skipped',
+    ]);
   });
 
   it("--skip-preview runs the audit alone (no pulumi process)", async () => {

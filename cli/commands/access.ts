@@ -85,7 +85,10 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
     const { selectedEntries } = opened;
     // As in status: a URL (and the credentials put next to it in the .env) only for a Service
     // this stack created, proven by the last up's outputs; a same-named replacement gets none.
-    const [observed, published] = await Promise.all([readObservedCluster(cluster, selectedEntries), readPublished(ctx, stack, undefined, readOutputs)]);
+    const [observed, published] = await Promise.all([
+      readObservedCluster(cluster, selectedEntries),
+      readPublished(ctx, stack, undefined, readOutputs, { outputsFlag: false }),
+    ]);
     sayUnavailable(ctx, "exposure access", published, "Services are matched by name only");
     const observation = observe(opened.contract, observed, {
       selected: opened.selected,

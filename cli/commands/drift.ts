@@ -91,7 +91,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
         );
     // The audit, the live verdicts and the admission guard read the cluster while the preview runs (a refresh takes a while).
     const [published, { source, observed, workloads, admission }] = await Promise.all([
-      readPublished(ctx, stack, undefined, readOutputs),
+      readPublished(ctx, stack, undefined, readOutputs, { outputsFlag: false }),
       connect(opened, timeoutMs).then(async (cluster) => {
         const [services, pods, endpointSlices, nodes, workloads, admission] = await Promise.all([
           cluster.listServices(),

@@ -39,8 +39,11 @@ export const runProgram = (program: string, args: string[], opts: RunOptions): P
     );
   });
 
-/** The one message for a missing CLI; `instead` says what works without it. */
-export const pulumiNotFound = (instead: string) => `the pulumi CLI is not on PATH; install it, or ${instead}`;
+/** The one message for a missing CLI; `instead` says what works without it, when something does. */
+export const pulumiNotFound = (instead?: string) => `the pulumi CLI is not on PATH; install it${instead ? `, or ${instead}` : ""}`;
+
+/** readStackOutputs found no Pulumi CLI: its message names `--outputs FILE`, which only some commands take. */
+export class PulumiNotFoundError extends UserError {}
 
 /**
  * One line saying why the CLI failed: `detail` when the caller has a better one (a JSON
@@ -73,7 +76,7 @@ export async function readStackOutputs(
     text = readBoundedText(outputsFile, "outputs file", FILE_LIMITS.outputs);
   } else {
     const result = await runPulumi(["stack", "output", "--json", "--stack", stack], { cwd: ctx.projectDir, env: ctx.env, timeoutMs: 60_000 });
-    if ("notFound" in result) throw new UserError(pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"));
+    if ("notFound" in result) throw new PulumiNotFoundError(pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"));
     if (result.exitCode !== 0) throw new UserError(`pulumi stack output --stack ${stack} failed: ${pulumiFailure(result)}`);
     text = result.stdout;
   }
