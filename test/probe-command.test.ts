@@ -170,6 +170,21 @@ describe("exposure probe", () => {
     expect(table.join("\n")).toContain("\\x0amlflow");
   });
 
+  it("an unparseable published URL is shown escaped and cut at 256 characters, in the table and --json (found by an outside tester)", async () => {
+    const long = `http://127.0.0.1:1\nFAKE ROW${"z".repeat(300)}`;
+    const file = outputsFile({ gitea: long }, "long-url.json");
+    // The first 256 characters (27 before the z's), escaped, and the length.
+    const shown = `http://127.0.0.1:1\\x0aFAKE ROW${"z".repeat(229)}... (327 characters)`;
+    const r = await probe(["--outputs", file]);
+    expect(r.code).toBe(4);
+    const row = r.out.join("\n").split("\n")[1] ?? "";
+    expect(row).toContain(`FAIL: invalid URL '${shown}'`);
+    expect(row).not.toContain("z".repeat(257));
+    const json = await probe(["--outputs", file, "--json"]);
+    const result = (JSON.parse(json.out.join("\n")) as { results: { url: string; error: string }[] }).results[0];
+    expect(result).toMatchObject({ url: shown, error: `invalid URL '${shown}'` });
+  });
+
   it("--entry probes only the named URLs, and the exit code comes from them alone", async () => {
     const file = outputsFile({ argocd: healthy.url, gitea: failing.url });
     const requested: string[] = [];

@@ -3,6 +3,8 @@ import * as https from "node:https";
 import { type Contract, probePathProblem } from "../core/contract/schema";
 import type { ProbeResultJson } from "../core/json-api";
 import { PENDING_NODE_PORT } from "../core/plan";
+import { PUBLISHED_TEXT_MAX } from "../core/published";
+import { redactUrlPasswords, shownValue } from "../core/text";
 
 /** One URL to request, with what the contract expects of it. */
 export interface ProbeTarget {
@@ -67,6 +69,13 @@ export const httpGet: HttpGet = (url, timeoutMs) =>
     req.end();
   });
 
+/**
+ * A published URL that was not requested, as the reports show it: escaped and cut like every
+ * published text read back. Its password is hidden first, so that a cut cannot leave part of it
+ * where the reports' own hiding no longer finds it.
+ */
+const shownUrl = (url: string) => shownValue(redactUrlPasswords(url), PUBLISHED_TEXT_MAX);
+
 /** Probes one target; never rejects. */
 export async function probeOne(target: ProbeTarget, get: HttpGet = httpGet): Promise<ProbeResult> {
   const expected = target.expectStatus ? target.expectStatus.join("/") : "2xx/3xx";
@@ -77,12 +86,12 @@ export async function probeOne(target: ProbeTarget, get: HttpGet = httpGet): Pro
     if (pathProblem) throw new ProbeFailure(pathProblem);
     const base = new URL(target.url);
     url = new URL(target.path, base);
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new ProbeFailure(`not an http(s) URL: ${target.url}`);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new ProbeFailure(`not an http(s) URL: ${shownUrl(target.url)}`);
     // The path may only change the path: the host and port probed are the published ones.
     if (url.host !== base.host || url.protocol !== base.protocol) throw new ProbeFailure(`probe path '${target.path}' leaves ${base.host}`);
   } catch (err) {
-    const reason = err instanceof ProbeFailure ? err.message : `invalid URL '${target.url}'`;
-    return { name: target.name, url: target.url, ok: false, latencyMs: 0, expected, error: reason };
+    const reason = err instanceof ProbeFailure ? err.message : `invalid URL '${shownUrl(target.url)}'`;
+    return { name: target.name, url: shownUrl(target.url), ok: false, latencyMs: 0, expected, error: reason };
   }
   const started = performance.now();
   try {
