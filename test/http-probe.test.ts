@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -64,6 +65,22 @@ describe("probeOne against real HTTP servers on 127.0.0.1", () => {
     expect(r).toMatchObject({ ok: false, error: "no answer within 0.3s" });
     expect(r.latencyMs).toBeGreaterThanOrEqual(290);
     expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("says a malformed HTTP answer in a sentence that keeps Node's parser code (found by an outside tester)", async () => {
+    // A redirect whose Location holds a terminal escape: Node's parser refuses the header.
+    const raw = net.createServer((c) => {
+      c.on("error", () => {});
+      c.once("data", () => c.end("HTTP/1.1 302 Found\r\nLocation: http://x/\x1b[31m\r\nContent-Length: 0\r\n\r\n"));
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = raw.address() as net.AddressInfo;
+      const r = await probeOne(target("/", { url: `http://127.0.0.1:${port}` }));
+      expect(r).toMatchObject({ ok: false, error: "malformed HTTP answer (HPE_INVALID_HEADER_TOKEN)" });
+    } finally {
+      raw.close();
+    }
   });
 
   it("does not probe a URL whose nodePort was never allocated, nor a non-http URL", async () => {

@@ -40,6 +40,10 @@ const NETWORK_ERRORS: Readonly<Record<string, string>> = {
   HPE_INVALID_CONSTANT: "not an HTTP answer",
 };
 
+/** A network error as a reason: Node's HTTP parser codes (`HPE_*`) not named above as one sentence keeping the code. */
+const networkError = (err: NodeJS.ErrnoException): string =>
+  NETWORK_ERRORS[err.code ?? ""] ?? (err.code?.startsWith("HPE_") ? `malformed HTTP answer (${err.code})` : (err.code ?? err.message));
+
 /**
  * GET with Node's http/https, no redirect following (a 3xx is the answer we judge) and no
  * connection reuse. Certificates are NOT verified: the Kubernetes Dashboard and other UIs
@@ -64,7 +68,7 @@ export const httpGet: HttpGet = (url, timeoutMs) =>
     req.on("error", (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       if (err instanceof ProbeFailure) reject(err);
-      else reject(new ProbeFailure(NETWORK_ERRORS[err.code ?? ""] ?? err.code ?? err.message));
+      else reject(new ProbeFailure(networkError(err)));
     });
     req.end();
   });
