@@ -324,6 +324,20 @@ describe("the page at a glance", () => {
     );
   });
 
+  it("reads the PORTAL_*_SECONDS knobs in decimal only, as the flags read numbers (found by an outside tester)", () => {
+    for (const name of ["PORTAL_PROBE_CACHE_SECONDS", "PORTAL_READ_INTERVAL_SECONDS", "PORTAL_AUDIT_INTERVAL_SECONDS"]) {
+      const max = name === "PORTAL_READ_INTERVAL_SECONDS" ? 300 : 3600;
+      for (const raw of ["0x10", "0b1", "0o7", " 5", "5s", "Infinity"]) {
+        expect(() => portalTuningFromEnv({ [name]: raw }), `${name}=${raw}`).toThrow(`${name} must be a number of seconds between 0 and ${max}, not '${raw}'`);
+      }
+    }
+    // The documented range starts at 0 (for the read interval: share only concurrent loads).
+    expect(portalTuningFromEnv({ PORTAL_READ_INTERVAL_SECONDS: "0", PORTAL_PROBE_CACHE_SECONDS: "1.5" })).toEqual({
+      readIntervalMs: 0,
+      reachability: { enabled: true, cacheMs: 1500 },
+    });
+  });
+
   it("refuses an empty group in the contract", () => {
     expect(() => parseContract(PORTAL_TEST_CONTRACT.replace("    description: Grafana\n", '    description: Grafana\n    group: " "\n'), "g.yaml")).toThrow(
       "group must not be empty",

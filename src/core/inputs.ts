@@ -58,10 +58,12 @@ const MIN_TIMEOUT_SECONDS = 0.1;
 
 const DECIMAL = /^(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 
+/** A number written in decimal (flags, environment settings); NaN otherwise: Number() would also read "0x10" as 16, "0b1" as 1 and " 5" as 5. */
+export const decimalNumber = (value: string): number => (DECIMAL.test(value) ? Number(value) : Number.NaN);
+
 /** A number of seconds from a flag, in milliseconds, within [MIN, MAX]; a UserError (exit 2) otherwise. */
 export function parseTimeoutSeconds(value: string, flag: string): number {
-  // Decimal only: Number() would also read "0x10" as 16 and "0b1" as 1.
-  const seconds = DECIMAL.test(value) ? Number(value) : Number.NaN;
+  const seconds = decimalNumber(value);
   if (!Number.isFinite(seconds) || seconds <= 0) {
     throw new UserError(`${flag} must be a positive number of seconds, not '${value}'`, EXIT.INVALID);
   }

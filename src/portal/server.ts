@@ -8,6 +8,7 @@ import { auditExposure } from "../core/audit";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
+import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
 import { METRICS_PATH, metricFamilies } from "../core/monitoring";
 import { type ObservedCluster, type PublishedEndpoints, refusalCause } from "../core/observe";
@@ -68,7 +69,7 @@ export const DEFAULT_AUDIT_INTERVAL_MS = 300_000;
 function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
-  const value = Number(raw);
+  const value = decimalNumber(raw);
   if (!Number.isFinite(value) || value < 0 || value > max)
     throw new UserError(`${name} must be a number of seconds between 0 and ${max}, not '${raw}'`, EXIT.INVALID);
   return value * 1000;
