@@ -23,13 +23,26 @@ if (stale !== undefined) {
 // process.exit() drops what a pipe has not taken yet (a --json document read by `| jq` would be
 // cut at the pipe buffer): exit once stdout and stderr have handed everything over.
 // A reader that went away (`| head`: EPIPE) has taken all it wants: that is no error of ours.
+// Any other failed write of stdout (a full disk) is: `exposure schema > file` must not succeed
+// over an empty file.
+let stdoutFailure;
+process.stdout.on("error", (err) => {
+  if (err.code !== "EPIPE") stdoutFailure ??= err;
+});
 const flushed = (stream) =>
   new Promise((resolve) => {
     if (stream.writableLength === 0 || stream.destroyed) return resolve();
     stream.once("error", () => resolve());
     stream.write("", () => resolve());
   });
-const exitAfterFlush = (code) => Promise.all([flushed(process.stdout), flushed(process.stderr)]).then(() => process.exit(code));
+const exitAfterFlush = (code) =>
+  Promise.all([flushed(process.stdout), flushed(process.stderr)])
+    // A write's error is emitted on a later tick: let it arrive before the exit code is chosen.
+    .then(() => new Promise((resolve) => setImmediate(resolve)))
+    .then(() => {
+      if (stdoutFailure === undefined) return process.exit(code);
+      process.stderr.write(`exposure: cannot write the output: ${stdoutFailure.message}\n`, () => process.exit(1));
+    });
 require("../dist/cli/main.js")
   .main(process.argv.slice(2))
   .then(

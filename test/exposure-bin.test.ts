@@ -40,4 +40,22 @@ describe("bin/exposure.cjs", () => {
     expect(run.stderr).not.toContain("    at ");
     expect(run.status).toBe(4);
   }, 60_000);
+
+  it("exits 1 with one line when its output cannot be written (a full disk), never 0 over an empty file (found by an outside tester)", () => {
+    for (const args of [["schema"], ["check", "--json"]]) {
+      const full = fs.openSync("/dev/full", "w");
+      try {
+        const run = spawnSync(process.execPath, [path.join(projectDir, "bin/exposure.cjs"), ...args], {
+          cwd: projectDir,
+          encoding: "utf8",
+          stdio: ["ignore", full, "pipe"],
+          timeout: 60_000,
+        });
+        expect(run.status, args.join(" ")).toBe(1);
+        expect(run.stderr.trim().split("\n"), args.join(" ")).toEqual(["exposure: cannot write the output: ENOSPC: no space left on device, write"]);
+      } finally {
+        fs.closeSync(full);
+      }
+    }
+  }, 60_000);
 });
