@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import { UserError } from "../src/core/errors";
 import { EXIT } from "../src/core/findings";
+import { checkStackName } from "../src/core/inputs";
 import { printableValue } from "../src/core/text";
 
 /** What the shell completes after a flag: a stack name, a contract entry, a file, or fixed words. */
@@ -94,6 +95,11 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
   }
   if (spec.positional === undefined && parsed.positionals.length)
     throw usageError(spec, `unexpected argument '${printableValue(parsed.positionals[0] ?? "")}'`);
+  // A flag that names a stack (`--stack`) takes only a stack name: a path is a usage error.
+  for (const [name, flag] of Object.entries(spec.flags)) {
+    const value = parsed.values[name];
+    if (flag.complete === "stack" && typeof value === "string") usageOf(spec, () => checkStackName(value));
+  }
   return { values: parsed.values as FlagValues<S["flags"]>, positionals: parsed.positionals };
 }
 

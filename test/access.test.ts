@@ -4,6 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AccessDeps, createAccessCommand } from "../cli/commands/access";
+import { SPECS } from "../cli/specs";
 import { openStack } from "../cli/stack";
 import { writePrivateFile } from "../src/adapters/env-file";
 import { LiveClusterReader } from "../src/adapters/kube-live";
@@ -755,8 +756,9 @@ describe("exposure access --forward / --stop (fake ssh on PATH)", () => {
   it("takes only a Lima instance name, from the flag, $LIMA_INSTANCE or the kube context: a path never reaches ssh -F (issue 28 #10)", async () => {
     const flag = await runAccess(["--stack", "bench", "--forward", "--no-dotenv", "--lima-instance", "../evil"], fullCluster());
     expect(flag.code).toBe(2);
+    // A usage error: the usage line follows (found by an outside tester).
     expect(flag.err).toEqual([
-      "exposure access: --lima-instance must be a Lima instance name (letters and digits, with '.', '_' or '-' between them, at most 76 characters, as limactl accepts), not '../evil'",
+      `exposure access: --lima-instance must be a Lima instance name (letters and digits, with '.', '_' or '-' between them, at most 76 characters, as limactl accepts), not '../evil'\nusage: exposure access ${SPECS.access.synopsis}\n(\`exposure access --help\` describes every flag)`,
     ]);
     const fromEnv = await runAccess(["--stack", "bench", "--forward", "--no-dotenv"], fullCluster(), { env: { LIMA_INSTANCE: "../evil" } });
     expect(fromEnv.code).toBe(1);

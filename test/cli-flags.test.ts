@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { asksForHelp, type CommandSpec, closest, commandHelp, editDistance, parseCommandLine } from "../cli/flags";
-import { SPECS } from "../cli/specs";
+import { main } from "../cli/main";
+import { COMMAND_NAMES, SPECS } from "../cli/specs";
 import { UserError } from "../src/core/errors";
 
 const spec = {
@@ -59,6 +60,19 @@ describe("parseCommandLine", () => {
   it("refuses a missing value and a stray argument", () => {
     expect(usageMessage(["--stack"]).split("\n")[0]).toContain("--stack");
     expect(usageMessage(["bench"]).split("\n")[0]).toBe("unexpected argument 'bench'");
+  });
+
+  it("refuses a --stack that is no stack name as a usage error of the command, with its usage line (found by an outside tester)", async () => {
+    const withStack = COMMAND_NAMES.filter((name) => Object.hasOwn(SPECS[name].flags, "stack"));
+    expect(withStack).toEqual(expect.arrayContaining(["status", "drift", "probe", "access", "portal", "render"]));
+    for (const name of withStack) {
+      const err: string[] = [];
+      const code = await main([name, "--stack", "../x"], { projectDir: "/nonexistent", stdout: () => {}, stderr: (t) => err.push(t), env: {} });
+      expect(code, name).toBe(2);
+      expect(err, name).toEqual([
+        `exposure ${name}: --stack must be a stack name (letters, digits, '-', '_', '.', at most 100 characters, e.g. bench), not "../x"\nusage: exposure ${name} ${SPECS[name].synopsis}\n(\`exposure ${name} --help\` describes every flag)`,
+      ]);
+    }
   });
 
   it("leaves what follows -- alone", () => {

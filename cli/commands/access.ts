@@ -31,7 +31,7 @@ import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { printableValue } from "../../src/core/text";
 import { type Command, type CommandContext, printJson } from "../context";
-import { parseCommandLine, usageError } from "../flags";
+import { parseCommandLine, usageError, usageOf } from "../flags";
 import { formatTable, type OperatorDeps, stackHeader, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, type OpenStack, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
@@ -170,7 +170,7 @@ function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: Command
     );
   }
   // Each source is named, so the message says what to change; the flag is a usage error.
-  if (flag !== undefined) checkLimaInstanceName(flag, "--lima-instance");
+  if (flag !== undefined) usageOf(SPEC, () => checkLimaInstanceName(flag, "--lima-instance"));
   else if (ctx.env.LIMA_INSTANCE !== undefined) checkLimaInstanceName(instance, "$LIMA_INSTANCE", EXIT.ERROR);
   else checkLimaInstanceName(instance, `the Lima instance of kube context 'lima-...' (stack ${opened.stack}; pass --lima-instance NAME)`, EXIT.ERROR);
   return { instance, sshConfig: limaSshConfig(instance, ctx.env) };
