@@ -240,7 +240,14 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     const after = await who(url);
     expect(after).toMatch(/^200 monitoring\/grafana-[a-z0-9]+-[a-z0-9]{5}$/);
     expect(after).not.toBe(before);
-    const ok = await exposure(["sandbox", "status"]);
+    // The URL answers once kube-proxy has the new endpoint; status reads the EndpointSlice itself,
+    // which was once seen a moment behind on a loaded machine: it is waited for, then asserted.
+    let ok = await exposure(["sandbox", "status"]);
+    const clean = async () => {
+      ok = await exposure(["sandbox", "status"]);
+      return ok.code === 0;
+    };
+    await until("sandbox status to see the new pod's endpoint", clean, 30_000).catch(() => {});
     expect(ok.code, summary(ok)).toBe(0);
     expect(ok.stdout).toContain("sandbox up");
   }, 300_000);
