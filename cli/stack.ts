@@ -1,7 +1,6 @@
-import * as fs from "node:fs";
 import * as path from "node:path";
 import { LiveClusterReader } from "../src/adapters/kube-live";
-import { type ReadOutputs, readStackOutputs } from "../src/adapters/pulumi-cli";
+import { type ReadOutputs, readStackOutputs, sandboxEnvHint } from "../src/adapters/pulumi-cli";
 import type { OpenStack } from "../src/adapters/stack-inputs";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
@@ -18,14 +17,8 @@ export async function connectCluster(opened: OpenStack, timeoutMs?: number): Pro
     return await LiveClusterReader.connect({ ...stackKubeTarget(opened.stack, opened.config), ...(timeoutMs ? { timeoutMs } : {}) });
   } catch (err) {
     // The sandbox's kubeconfig is set by its env file: without it, say so (the usual first miss).
-    const sandbox = path.join(opened.projectDir, ".sandbox");
-    if (err instanceof UserError && fs.existsSync(path.join(sandbox, "env")) && process.env.KUBECONFIG !== path.join(sandbox, "kubeconfig")) {
-      const rel = path.relative(process.cwd(), path.join(sandbox, "env")) || ".sandbox/env";
-      throw new UserError(
-        `${err.message}\n(a sandbox runs in this folder: run \`. ${rel}\` in this shell first; it sets KUBECONFIG to the sandbox's)`,
-        err.exitCode,
-      );
-    }
+    const hint = sandboxEnvHint(opened.projectDir, "KUBECONFIG", (folder) => process.env.KUBECONFIG === path.join(folder, "kubeconfig"));
+    if (err instanceof UserError && hint) throw new UserError(`${err.message}\n${hint.trim()}`, err.exitCode);
     throw err;
   }
 }
@@ -54,9 +47,8 @@ export async function readPublished(
   try {
     return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack), "stack outputs"), source: { from: "pulumi" } };
   } catch (err) {
-    // Pulumi's own answer that the stack does not exist: it created nothing, so nothing is ours
-    // (not "unknown", which would fall back to names and call another stack's Services MATCH).
-    if (err instanceof UserError && /\bno stack named '[^']*' found\b/.test(err.message)) return { endpoints: {}, source: { from: "pulumi" } };
+    // "No stack named 'X' found" included: the backend asked may not be the stack's, so it proves
+    // nothing about what the stack created (the reason says which backend to check).
     if (err instanceof UserError) return { endpoints: {}, source: { from: "unavailable", reason: err.message.split("\n")[0] ?? err.message } };
     throw err;
   }

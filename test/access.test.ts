@@ -437,6 +437,18 @@ describe("exposure access", () => {
     expect(written).not.toContain("gi%23tea");
   });
 
+  it("a stack Pulumi does not know (another backend selected) is read as outputs unavailable, as status does: said once, names only", async () => {
+    const file = path.join(envDir, ".env.cluster.local");
+    const reason =
+      "pulumi stack output --stack bench failed: error: no stack named 'bench' found: the stack is not in this backend; check PULUMI_BACKEND_URL or `pulumi login`";
+    const readOutputs: AccessDeps["readOutputs"] = async () => {
+      throw new UserError(reason);
+    };
+    const r = await runAccess(["--stack", "bench", "--dotenv", file], fullCluster(), { deps: { readOutputs } });
+    expect(r.err).toEqual([`exposure access: published outputs unavailable (${reason}); Services are matched by name only`]);
+    expect(r.out.join("\n")).toMatch(/argocd\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
+  });
+
   it("exits 5 when a declared credential could not be read, after showing everything else", async () => {
     const withoutGitea = clusterSecrets.filter((s) => s.metadata.name !== "gitea-admin-secret");
     const r = await runAccess(["--stack", "bench", "--no-dotenv"], snapshot(healthyCluster(withoutGitea)));
