@@ -1,7 +1,6 @@
-import * as fs from "node:fs";
 import * as path from "node:path";
 import { LiveClusterReader } from "../src/adapters/kube-live";
-import { PulumiNotFoundError, pulumiNotFound, type ReadOutputs, readStackOutputs } from "../src/adapters/pulumi-cli";
+import { PulumiNotFoundError, pulumiNotFound, type ReadOutputs, readStackOutputs, sandboxEnvHint } from "../src/adapters/pulumi-cli";
 import type { OpenStack } from "../src/adapters/stack-inputs";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
@@ -18,14 +17,8 @@ export async function connectCluster(opened: OpenStack, timeoutMs?: number): Pro
     return await LiveClusterReader.connect({ ...stackKubeTarget(opened.stack, opened.config), ...(timeoutMs ? { timeoutMs } : {}) });
   } catch (err) {
     // The sandbox's kubeconfig is set by its env file: without it, say so (the usual first miss).
-    const sandbox = path.join(opened.projectDir, ".sandbox");
-    if (err instanceof UserError && fs.existsSync(path.join(sandbox, "env")) && process.env.KUBECONFIG !== path.join(sandbox, "kubeconfig")) {
-      const rel = path.relative(process.cwd(), path.join(sandbox, "env")) || ".sandbox/env";
-      throw new UserError(
-        `${err.message}\n(a sandbox runs in this folder: run \`. ${rel}\` in this shell first; it sets KUBECONFIG to the sandbox's)`,
-        err.exitCode,
-      );
-    }
+    const hint = sandboxEnvHint(opened.projectDir, "KUBECONFIG", (folder) => process.env.KUBECONFIG === path.join(folder, "kubeconfig"));
+    if (err instanceof UserError && hint) throw new UserError(`${err.message}\n${hint.trim()}`, err.exitCode);
     throw err;
   }
 }
@@ -34,7 +27,7 @@ export { type OpenStack, openStack } from "../src/adapters/stack-inputs";
 export { type ReadOutputs, readStackOutputs };
 
 /** Where the "published at the last up" values came from, for the reader of the report. */
-type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
+type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable" | "no-stack"; reason: string };
 
 /**
  * What the last `up` published (which Services it created, their ports and URLs), read from
@@ -56,10 +49,13 @@ export async function readPublished(
   try {
     return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack), "stack outputs"), source: { from: "pulumi" } };
   } catch (err) {
-    // Pulumi's own answer that the stack does not exist: it created nothing, so nothing is ours
-    // (not "unknown", which would fall back to names and call another stack's Services MATCH).
     if (err instanceof PulumiNotFoundError && !outputsFlag) return { endpoints: {}, source: { from: "unavailable", reason: pulumiNotFound() } };
-    if (err instanceof UserError && /\bno stack named '[^']*' found\b/.test(err.message)) return { endpoints: {}, source: { from: "pulumi" } };
+    // Pulumi's answer that the stack is not in the backend it asked: that backend proves nothing
+    // was created, so nothing is ours (never "unavailable", which would fall back to names and
+    // call another stack's Services MATCH); the reason says which backend to check.
+    if (err instanceof UserError && /\bno stack named '[^']*' found\b/.test(err.message)) {
+      return { endpoints: {}, source: { from: "no-stack", reason: err.message.split("\n")[0] ?? err.message } };
+    }
     if (err instanceof UserError) return { endpoints: {}, source: { from: "unavailable", reason: err.message.split("\n")[0] ?? err.message } };
     throw err;
   }
@@ -68,6 +64,7 @@ export async function readPublished(
 /** When the last up's outputs could not be read: one stderr line saying so, and what the report loses. */
 export function sayUnavailable(ctx: { stderr: (line: string) => void }, who: string, published: { source: PublishedSource }, loses: string): void {
   if (published.source.from === "unavailable") ctx.stderr(`${who}: published outputs unavailable (${published.source.reason}); ${loses}`);
+  if (published.source.from === "no-stack") ctx.stderr(`${who}: no outputs of this stack (${published.source.reason}); no Service is proven this stack's`);
 }
 
 /** The `published` option of observe() and the audit: absent when nothing proves which Services this stack created (only names are checked then). */

@@ -445,6 +445,18 @@ describe("exposure access", () => {
     expect(r.err).toEqual(["exposure access: published outputs unavailable (the pulumi CLI is not on PATH; install it); Services are matched by name only"]);
   });
 
+  it("a stack Pulumi does not know (another backend selected) proves nothing is ours, as status says: said once with why, no Service taken for ours by its name", async () => {
+    const file = path.join(envDir, ".env.cluster.local");
+    const reason =
+      "pulumi stack output --stack bench failed: error: no stack named 'bench' found: the stack is not in this backend; check PULUMI_BACKEND_URL or `pulumi login`";
+    const readOutputs: AccessDeps["readOutputs"] = async () => {
+      throw new UserError(reason);
+    };
+    const r = await runAccess(["--stack", "bench", "--dotenv", file], fullCluster(), { deps: { readOutputs } });
+    expect(r.err).toEqual([`exposure access: no outputs of this stack (${reason}); no Service is proven this stack's`]);
+    expect(r.out.join("\n")).not.toMatch(/argocd\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
+  });
+
   it("exits 5 when a declared credential could not be read, after showing everything else", async () => {
     const withoutGitea = clusterSecrets.filter((s) => s.metadata.name !== "gitea-admin-secret");
     const r = await runAccess(["--stack", "bench", "--no-dotenv"], snapshot(healthyCluster(withoutGitea)));

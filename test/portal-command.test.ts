@@ -208,13 +208,15 @@ describe("exposure portal and the bundled server, against a fake API server", ()
 describe("publishedReader", () => {
   const ctx = (said: string[]) => ({ projectDir: os.tmpdir(), stdout: () => {}, stderr: (t: string) => said.push(t), env: {} });
 
-  it("reads a stack Pulumi does not know as one that published nothing, as status does (not as unknown: names only)", async () => {
+  it("reads a stack Pulumi does not know as one that published nothing, as status does (not as unknown: names only), saying why once", async () => {
     const said: string[] = [];
     const read = await publishedReader(ctx(said), "nope", undefined, async () => {
-      throw new UserError("pulumi stack output --stack nope failed: error: no stack named 'nope' found");
+      throw new UserError("pulumi stack output --stack nope failed: error: no stack named 'nope' found: the stack is not in this backend");
     });
     expect(await read()).toEqual({});
-    expect(said).toEqual([]);
+    expect(said).toEqual([
+      "portal: no outputs of this stack (pulumi stack output --stack nope failed: error: no stack named 'nope' found: the stack is not in this backend); no Service is proven this stack's",
+    ]);
   });
 
   it("says once that the outputs are unavailable, and checks names only", async () => {

@@ -26,6 +26,33 @@ describe("readStackOutputs", () => {
   });
 });
 
+describe("readStackOutputs of a stack the backend does not have", () => {
+  it("says the stack is not in this backend and what to check, with the sandbox's env hint where a sandbox runs and its backend is not selected", async () => {
+    const project = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-cli-project-"));
+    const bin = path.join(project, "bin");
+    fs.mkdirSync(bin);
+    fs.writeFileSync(path.join(bin, "pulumi"), "#!/bin/sh\necho \"error: no stack named 'sandbox' found\" >&2\nexit 255\n", { mode: 0o755 });
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${bin}:${process.env.PATH}` };
+    delete env.PULUMI_BACKEND_URL;
+    const said =
+      "pulumi stack output --stack sandbox failed: error: no stack named 'sandbox' found: the stack is not in this backend; check PULUMI_BACKEND_URL or `pulumi login`";
+    try {
+      await expect(readStackOutputs({ projectDir: project, env }, "sandbox")).rejects.toMatchObject({ message: said });
+      fs.mkdirSync(path.join(project, ".sandbox"));
+      fs.writeFileSync(path.join(project, ".sandbox/env"), "");
+      const rel = path.relative(process.cwd(), path.join(project, ".sandbox/env"));
+      await expect(readStackOutputs({ projectDir: project, env }, "sandbox")).rejects.toMatchObject({
+        message: `${said} (a sandbox runs in this folder: run \`. ${rel}\` in this shell first; it sets PULUMI_BACKEND_URL to the sandbox's)`,
+      });
+      // The sandbox's backend selected: its env is loaded, no hint.
+      const loaded = { ...env, PULUMI_BACKEND_URL: `file://${path.join(project, ".sandbox", "state")}` };
+      await expect(readStackOutputs({ projectDir: project, env: loaded }, "sandbox")).rejects.toMatchObject({ message: said });
+    } finally {
+      fs.rmSync(project, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("runPulumi", () => {
   it("answers notFound when the CLI is not on PATH, and readStackOutputs says the one missing-CLI message", async () => {
     const env = { ...process.env, PATH: dir.replace(/$/, "-empty") };

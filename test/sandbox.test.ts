@@ -8,9 +8,10 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { main } from "../cli/main";
+import { defaultContractPath, loadContractFile } from "../src/adapters/contract-file";
 import { DEFAULT_STATE_DIR } from "../src/adapters/datapath/datapath";
 import { liveProcess } from "../src/adapters/own-process";
-import { controlPlaneStatus } from "../src/adapters/sandbox/cluster";
+import { controlPlaneStatus, seedCluster } from "../src/adapters/sandbox/cluster";
 import { commandLineOf, isOurs, SANDBOX_ID_VARIABLE, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
 import { outsideRecordFile, sandboxDown, sandboxStackFile, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
@@ -636,5 +637,40 @@ describe("the sandbox stack file (issue 27 #5: its portal entry answered with a 
     expect(text).not.toContain("entries: all");
     const entries = [...text.matchAll(/^ {4}- (\S+)$/gm)].map((m) => m[1]);
     expect(entries).toEqual(["argocd", "grafana", "gitea", "dagster", "mlflow", "marquez-web", "k8s-dashboard"]);
+  });
+});
+
+describe("seedCluster creates only what is missing", () => {
+  it("a second run creates just the deleted objects (cilium-config and a credential Secret among them), named, and replaces nothing", async () => {
+    const contract = loadContractFile(defaultContractPath(path.resolve(__dirname, "..")));
+    // Everything exists (409) but what was deleted by hand: grafana's credential Secret and cilium-config.
+    const api = await startFakeApi(
+      {
+        "/api/v1/namespaces/kube-system/configmaps": { status: 201, body: { kind: "ConfigMap", apiVersion: "v1", metadata: { name: "cilium-config" } } },
+        "/api/v1/namespaces/monitoring/secrets": {
+          status: 201,
+          body: { kind: "Secret", apiVersion: "v1", metadata: { name: "kube-prometheus-stack-grafana" } },
+        },
+      },
+      { otherwise: { status: 409, body: { kind: "Status", apiVersion: "v1", status: "Failure", reason: "AlreadyExists", code: 409 } } },
+    );
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "seed-"));
+    try {
+      const kubeconfig = path.join(dir, "kubeconfig");
+      fs.writeFileSync(kubeconfig, api.kubeconfig, { mode: 0o600 });
+      const created = await seedCluster(
+        kubeconfig,
+        contract,
+        contract.endpoints.filter((e) => e.exposed),
+      );
+      expect(created).toEqual(["Secret monitoring/kube-prometheus-stack-grafana", "ConfigMap kube-system/cilium-config"]);
+      // Creates only: every request goes to a collection, none to an existing object (no replace, no patch).
+      expect(api.requests.length).toBeGreaterThan(0);
+      for (const r of api.requests)
+        expect(r).toMatch(/^\/api(s\/apps)?\/v1\/(namespaces|namespaces\/[^/]+\/(services|deployments|secrets|configmaps|serviceaccounts))$/);
+    } finally {
+      await api.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,5 +1,6 @@
 import * as fs from "node:fs";
 import * as net from "node:net";
+import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccessCommand } from "../cli/commands/access";
@@ -273,6 +274,32 @@ describe("exposure status", () => {
     expect(r.code).toBe(3);
     expect(r.out.join("\n")).toContain("gitea/gitea-nodeport exists but the last up published no Service for this entry");
     expect(r.out.join("\n")).toMatch(/^gitea\s+nodePort\s+\S+\s+\d+\s+-\s+-\s+DRIFT/m);
+  });
+
+  it("a stack Pulumi does not know (another backend, the sandbox's env not loaded): said with why in one line, and still nothing is taken for ours", async () => {
+    // The CLI as it answers from a backend without the stack (PULUMI_BACKEND_URL unset).
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), "no-stack-"));
+    fs.writeFileSync(path.join(bin, "pulumi"), "#!/bin/sh\necho \"error: no stack named 'bench' found\" >&2\nexit 255\n", { mode: 0o755 });
+    fs.mkdirSync(path.join(project.dir, ".sandbox"));
+    fs.writeFileSync(path.join(project.dir, ".sandbox/env"), "export PULUMI_BACKEND_URL=file://x\n");
+    try {
+      const run = async (argv: string[]) => {
+        const c = capture(project.dir, { PATH: `${bin}:${process.env.PATH}` });
+        const code = await runCommand("status", createStatusCommand({ connect: async () => snapshot(healthyCluster()) }), argv, c);
+        return { code, ...c };
+      };
+      const r = await run(["--stack", "bench"]);
+      const rel = path.relative(process.cwd(), path.join(project.dir, ".sandbox/env"));
+      const reason = `pulumi stack output --stack bench failed: error: no stack named 'bench' found: the stack is not in this backend; check PULUMI_BACKEND_URL or \`pulumi login\` (a sandbox runs in this folder: run \`. ${rel}\` in this shell first; it sets PULUMI_BACKEND_URL to the sandbox's)`;
+      expect(r.err).toEqual([`exposure status: no outputs of this stack (${reason}); no Service is proven this stack's`]);
+      expect(r.code).toBe(3);
+      expect(r.out.join("\n")).toMatch(/^gitea\s+nodePort\s+\S+\s+\d+\s+-\s+-\s+DRIFT/m);
+      const json = await run(["--stack", "bench", "--json"]);
+      expect((JSON.parse(json.out.join("\n")) as StatusJson).publishedOutputs).toEqual({ from: "no-stack", reason });
+    } finally {
+      fs.rmSync(path.join(project.dir, ".sandbox"), { recursive: true, force: true });
+      fs.rmSync(bin, { recursive: true, force: true });
+    }
   });
 
   it("reads the published outputs from --outputs FILE, and fails on an unreadable one", async () => {

@@ -103,10 +103,12 @@ export async function publishedReader(
     const now = Date.now();
     if (last && now - last.at < OUTPUTS_REREAD_MS) return last.value;
     const value = readPublished(ctx, stack, undefined, readOutputs).then((published) => {
-      if (published.source.from !== "unavailable") return published.endpoints;
+      if (published.source.from === "pulumi" || published.source.from === "file") return published.endpoints;
       if (!said) sayUnavailable(ctx, "portal", published, 'the "changed since the last up" checks are skipped');
       said = true;
-      return undefined;
+      // No stack in the backend asked proves nothing was created (nothing is ours); without the
+      // outputs, only names are checked.
+      return published.source.from === "no-stack" ? {} : undefined;
     });
     last = { at: now, value };
     return value;

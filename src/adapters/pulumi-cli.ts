@@ -1,4 +1,6 @@
 import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describeValue } from "../core/contract/parse";
 import { UserError } from "../core/errors";
 import { redactUrlPasswords } from "../core/text";
@@ -46,6 +48,17 @@ export const pulumiNotFound = (instead?: string) => `the pulumi CLI is not on PA
 export class PulumiNotFoundError extends UserError {}
 
 /**
+ * In a folder where a sandbox runs, while `variable` is not the sandbox's (`isTheSandboxs` of its
+ * folder), the hint to load its environment: ` (a sandbox runs in this folder: run ...)`.
+ */
+export function sandboxEnvHint(projectDir: string, variable: string, isTheSandboxs: (folder: string) => boolean): string | undefined {
+  const folder = path.join(projectDir, ".sandbox");
+  if (!fs.existsSync(path.join(folder, "env")) || isTheSandboxs(folder)) return undefined;
+  const rel = path.relative(process.cwd(), path.join(folder, "env")) || ".sandbox/env";
+  return ` (a sandbox runs in this folder: run \`. ${rel}\` in this shell first; it sets ${variable} to the sandbox's)`;
+}
+
+/**
  * One line saying why the CLI failed: `detail` when the caller has a better one (a JSON
  * diagnostic), else the last line of stderr. The CLI prints its backend URL whole in errors,
  * so a password in a URL is hidden here, for every caller.
@@ -77,7 +90,14 @@ export async function readStackOutputs(
   } else {
     const result = await runPulumi(["stack", "output", "--json", "--stack", stack], { cwd: ctx.projectDir, env: ctx.env, timeoutMs: 60_000 });
     if ("notFound" in result) throw new PulumiNotFoundError(pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"));
-    if (result.exitCode !== 0) throw new UserError(`pulumi stack output --stack ${stack} failed: ${pulumiFailure(result)}`);
+    if (result.exitCode !== 0) {
+      // Pulumi's "no stack named 'X' found" says nothing of which backend it asked: most often
+      // not the stack's own (PULUMI_BACKEND_URL unset, the sandbox's env not loaded).
+      const notInBackend = /\bno stack named '[^']*' found\b/.test(result.stderr)
+        ? `: the stack is not in this backend; check PULUMI_BACKEND_URL or \`pulumi login\`${sandboxEnvHint(ctx.projectDir, "PULUMI_BACKEND_URL", (folder) => ctx.env.PULUMI_BACKEND_URL === `file://${path.join(folder, "state")}`) ?? ""}`
+        : "";
+      throw new UserError(`pulumi stack output --stack ${stack} failed: ${pulumiFailure(result)}${notInBackend}`);
+    }
     text = result.stdout;
   }
   let outputs: unknown;

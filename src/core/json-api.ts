@@ -35,7 +35,7 @@ export interface StatusDocument extends Document<"Status"> {
   stack: string;
   /** The kube context / server read. */
   source: string;
-  publishedOutputs: { from: "pulumi" | "file"; file?: string } | { from: "unavailable"; reason: string };
+  publishedOutputs: { from: "pulumi" | "file"; file?: string } | { from: "unavailable" | "no-stack"; reason: string };
   node?: NodeChoice;
   /** Every exposed entry is MATCH and nothing concerns the whole view. */
   ok: boolean;

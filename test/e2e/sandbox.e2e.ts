@@ -272,8 +272,25 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     expect((await exposure(["sandbox", "status"])).code).toBe(0);
   }, 180_000);
 
-  it("a deleted Service: status gives the remedy (pulumi up), and npm run sandbox repairs it", async () => {
+  it("a deleted Service: status gives the remedy (pulumi up), and npm run sandbox repairs it; a deleted cilium-config or credential Secret is put back", async () => {
     const { core } = await client();
+    // Every URL answers, but seeded objects were deleted by hand: npm run sandbox creates just
+    // those (no pulumi up), and leaves what exists as it is (the preview of the next step is clean).
+    const kept = await core.readNamespacedSecret({ namespace: "argocd", name: "argocd-initial-admin-secret" });
+    await core.deleteNamespacedConfigMap({ namespace: "kube-system", name: "cilium-config" });
+    await core.deleteNamespacedSecret({ namespace: "monitoring", name: "kube-prometheus-stack-grafana" });
+    const putBack = await shell("npm run sandbox");
+    expect(putBack.code, summary(putBack)).toBe(0);
+    expect(putBack.stderr).toContain("sandbox: put back Secret monitoring/kube-prometheus-stack-grafana, ConfigMap kube-system/cilium-config\n");
+    expect(putBack.stderr).toContain("sandbox: already up in");
+    expect(putBack.stderr).not.toContain("repairing");
+    const cm = await core.readNamespacedConfigMap({ namespace: "kube-system", name: "cilium-config" });
+    expect(cm.data?.["kube-proxy-replacement"]).toBe("true");
+    const secret = await core.readNamespacedSecret({ namespace: "monitoring", name: "kube-prometheus-stack-grafana" });
+    expect(Object.keys(secret.data ?? {}).sort()).toEqual(["admin-password", "admin-user"]);
+    const same = await core.readNamespacedSecret({ namespace: "argocd", name: "argocd-initial-admin-secret" });
+    expect([same.metadata?.uid, same.metadata?.resourceVersion]).toEqual([kept.metadata?.uid, kept.metadata?.resourceVersion]);
+
     const url = info().urls["marquez-web"] as string;
     await core.deleteNamespacedService({ namespace: "marquez", name: "marquez-web-nodeport" });
     await until("marquez-web's URL to stop answering", async () => !(await answers(url)));

@@ -141,7 +141,8 @@ export function standInDeployment(e: Endpoint): { namespace: string; name: strin
  * a hand deletion puts the stand-in back, and changes nothing else). Vendored Services for every
  * entry that names one (exposed or not, so `exposure access` shows their in-cluster address), a
  * one-replica Deployment behind each exposed one, a Secret per declared credential with a random
- * password. Returns what it created.
+ * password, and `kube-system/cilium-config`. Each is a create: what exists (409) is left as it is,
+ * never replaced. Returns what it created.
  */
 export async function seedCluster(kubeconfig: string, contract: Contract, exposedEntries: readonly Endpoint[]): Promise<string[]> {
   const lib: ClientNode = await import("@kubernetes/client-node");
@@ -235,7 +236,8 @@ export async function seedCluster(kubeconfig: string, contract: Contract, expose
   }
 
   // The cohabit guard reads it: kube-proxy replacement is what serves NodePorts on a real node.
-  await conflictIsFine(
+  await create(
+    "ConfigMap kube-system/cilium-config",
     core.createNamespacedConfigMap({
       namespace: "kube-system",
       body: { metadata: { name: "cilium-config" }, data: { "kube-proxy-replacement": "true", "enable-lb-ipam": "false" } },

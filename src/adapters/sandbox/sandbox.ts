@@ -481,9 +481,10 @@ export function sandboxStackFile(projectDir: string): string {
 }
 
 /**
- * Starts the sandbox. When one runs already: nothing is restarted; if an entry is broken (its
- * Service deleted or changed, its stand-in gone), the missing stand-ins are put back and the
- * stack's `pulumi up` runs, and what still is wrong after that fails the command with its remedy.
+ * Starts the sandbox. When one runs already: nothing is restarted; every seeded object that is
+ * missing (a stand-in, a Secret, cilium-config) is put back; if an entry is broken (its Service
+ * deleted or changed, its stand-in gone), the stack's `pulumi up` runs, and what still is wrong
+ * after that fails the command with its remedy.
  * A sandbox whose processes are not all running is removed and started anew.
  */
 export function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
@@ -549,6 +550,11 @@ async function bringUp(io: SandboxIo): Promise<SandboxInfo> {
 async function repair(io: SandboxIo, info: SandboxInfo): Promise<SandboxInfo> {
   const { projectDir, say } = io;
   const before = await diagnose(projectDir, info);
+  // Every seeded object deleted by hand (a stand-in, a credential Secret, cilium-config) is put
+  // back, whatever the URLs say: creates only, what exists is left as it is.
+  const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
+  const created = await seedCluster(path.join(info.folder, "kubeconfig"), contract, selectedEntries);
+  if (created.length) say(`sandbox: put back ${created.join(", ")}`);
   if (before.length === 0) {
     say(`sandbox: already up in ${info.folder}`);
     return info;
@@ -556,12 +562,11 @@ async function repair(io: SandboxIo, info: SandboxInfo): Promise<SandboxInfo> {
   const failWith = (problems: readonly SandboxProblem[], intro: string) =>
     // A UserError: the message says all (the sandbox itself runs on).
     new UserError([intro, ...problems.map((p) => `  ${p.entry} ${p.url}: ${p.problem}\n    fix: ${p.remedy}`)].join("\n"));
-  // Nothing this command can put back (a stand-in scaled to 0 by hand): said at once, nothing changed.
-  if (!before.some((p) => p.repairable)) throw failWith(before, "the sandbox runs, but (nothing changed):");
+  // Nothing this command can repair (a stand-in scaled to 0 by hand): said at once, no pulumi up.
+  if (!before.some((p) => p.repairable)) {
+    throw failWith(before, created.length ? "the sandbox runs, but (nothing changed but what it put back):" : "the sandbox runs, but (nothing changed):");
+  }
   say(`sandbox: up in ${info.folder}, but ${before.map((p) => `${p.entry}: ${p.problem}`).join("; ")}: repairing (missing stand-ins, then pulumi up)`);
-  const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
-  const created = await seedCluster(path.join(info.folder, "kubeconfig"), contract, selectedEntries);
-  if (created.length) say(`sandbox: put back ${created.join(", ")}`);
   const bin = toolchainBinDir(projectDir);
   const onPath = pulumiOnPath(io.env);
   const pulumi = onPath ? onPath.file : path.join(bin, "pulumi");
