@@ -3,6 +3,7 @@
 
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as http from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -251,6 +252,34 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
       expect(doc.controlPlane.apiServer).toMatchObject({ url: `https://127.0.0.1:${port}`, answers: false });
     } finally {
       process.kill(apiserver.pid, "SIGKILL");
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("checks each entry's URL where it is now (the portal's, after a pulumi up run by hand moved it), not the one recorded at sandbox up (found by an outside tester)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
+    const recorded = await closedPort();
+    // The UI on its new port, and the portal whose row gives that URL.
+    const ui = http.createServer((_req, res) => res.end("ok")).listen(0, "127.0.0.1");
+    await new Promise((r) => ui.once("listening", r));
+    const moved = `http://127.0.0.1:${(ui.address() as net.AddressInfo).port}`;
+    const entries = { entries: [{ name: "gitea", verdict: "MATCH", url: moved, reasons: [] }] };
+    const portal = http.createServer((_req, res) => res.end(JSON.stringify(entries))).listen(0, "127.0.0.1");
+    await new Promise((r) => portal.once("listening", r));
+    try {
+      sandboxWith(dir, process.pid, `https://127.0.0.1:${await closedPort()}`);
+      const record = {
+        processes: [],
+        urls: { gitea: `http://127.0.0.1:${recorded}` },
+        portal: `http://127.0.0.1:${(portal.address() as net.AddressInfo).port}/`,
+      };
+      fs.writeFileSync(path.join(dir, ".sandbox", "sandbox.json"), JSON.stringify(record));
+      const status = await sandboxStatus({ projectDir: dir, env: { EXPOSURE_SANDBOX_RECORDS: path.join(dir, "records") }, say: () => {} });
+      expect(status.urls).toEqual([{ entry: "gitea", url: moved, answers: true }]);
+      expect(status.problems).toEqual([]);
+    } finally {
+      ui.close();
+      portal.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -374,6 +374,27 @@ export const PULUMI_UP_REMEDY = `. .sandbox/env && pulumi up --stack ${SANDBOX_S
 
 type PortalEntryJson = { name: string; verdict: string; url?: string; readyEndpoints?: number; reasons?: string[]; findings?: { code: string }[] };
 
+/** The portal's rows (none when it does not answer). */
+async function portalEntries(info: SandboxInfo): Promise<PortalEntryJson[]> {
+  const r = info.portal ? await get(`${info.portal}api/entries`) : undefined;
+  try {
+    return r?.status === 200 ? (JSON.parse(r.text) as { entries: PortalEntryJson[] }).entries : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Each entry's URL now: the portal's, which follows the live cluster (a `pulumi up` run by hand
+ * may have moved a URL since `sandbox up` recorded it), else the recorded one.
+ */
+function currentUrls(info: SandboxInfo, entries: readonly PortalEntryJson[]): [string, string][] {
+  return Object.entries(info.urls).map(([entry, recorded]) => {
+    const now = entries.find((e) => e.name === entry)?.url;
+    return [entry, typeof now === "string" && /^https?:\/\//.test(now) ? now : recorded];
+  });
+}
+
 /**
  * What is wrong with each published entry, read from the user's side (does its URL answer?) and
  * from the portal's observation (the verdict and its reasons, the same `observe()` as
@@ -381,16 +402,9 @@ type PortalEntryJson = { name: string; verdict: string; url?: string; readyEndpo
  * every entry is MATCH.
  */
 async function diagnose(projectDir: string, info: SandboxInfo): Promise<SandboxProblem[]> {
-  const read = async (): Promise<PortalEntryJson[]> => {
-    const r = info.portal ? await get(`${info.portal}api/entries`) : undefined;
-    try {
-      return r?.status === 200 ? (JSON.parse(r.text) as { entries: PortalEntryJson[] }).entries : [];
-    } catch {
-      return [];
-    }
-  };
-  const reached = await Promise.all(Object.entries(info.urls).map(async ([entry, url]) => ({ entry, url, ok: await answers(url) })));
+  const read = () => portalEntries(info);
   let entries = await read();
+  const reached = await Promise.all(currentUrls(info, entries).map(async ([entry, url]) => ({ entry, url, ok: await answers(url) })));
   // The portal reads the cluster every few seconds: a URL that stopped answering a moment ago may
   // still be MATCH in its last read. One more read after its interval says why.
   if (reached.some((r) => !r.ok && entries.find((e) => e.name === r.entry)?.verdict === "MATCH")) {
@@ -833,8 +847,9 @@ export async function sandboxStatus(io: SandboxIo): Promise<SandboxStatus> {
   if (!info) return { folder, up: false, processes: [], urls: [], problems: [], rejected: [] };
   const proven = (p: RecordedProcess) => isSandboxProcess(p, info);
   const processes = info.processes.map((p) => ({ role: p.role, pid: p.pid, running: proven(p) }));
-  const urls = await Promise.all(Object.entries(info.urls).map(async ([entry, url]) => ({ entry, url, answers: await answers(url) })));
   const portal = info.portal ? { url: info.portal, answers: (await get(`${info.portal}api/entries`))?.status === 200 } : undefined;
+  const shown = currentUrls(info, portal?.answers ? await portalEntries(info) : []);
+  const urls = await Promise.all(shown.map(async ([entry, url]) => ({ entry, url, answers: await answers(url) })));
   const controlPlane = info.outside
     ? {
         processes: info.controlPlane.map((p) => ({ role: p.role, pid: p.pid, running: proven(p) })),
