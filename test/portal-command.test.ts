@@ -219,6 +219,18 @@ describe("publishedReader", () => {
     ]);
   });
 
+  it("asks the Pulumi CLI at most every 30 s, and at once for a fresh read", async () => {
+    let calls = 0;
+    const read = await publishedReader(ctx([]), "bench", undefined, async () => {
+      calls++;
+      return { endpoints: { argocd: { service: "argocd-nodeport", uid: `uid-${calls}` } } };
+    });
+    expect(await read()).toEqual({ argocd: { service: "argocd-nodeport", uid: "uid-1" } });
+    expect(await read()).toEqual({ argocd: { service: "argocd-nodeport", uid: "uid-1" } });
+    expect(await read({ fresh: true })).toEqual({ argocd: { service: "argocd-nodeport", uid: "uid-2" } });
+    expect(calls).toBe(2);
+  });
+
   it("says once that the outputs are unavailable, and checks names only", async () => {
     const said: string[] = [];
     const read = await publishedReader(ctx(said), "bench", undefined, async () => {

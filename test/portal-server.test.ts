@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { UserError } from "../src/core/errors";
 import { escapeHtml, renderPage } from "../src/core/portal/html";
+import type { PortalView } from "../src/core/portal/view";
 import { parsePublishedEndpoints } from "../src/core/published";
 import { parseEntries } from "../src/portal/main";
 import { parseListen, type RunningPortal, refreshOf, startPortal } from "../src/portal/server";
@@ -320,6 +321,42 @@ describe("portal view", () => {
     });
     expect(view.entries[0]).toMatchObject({ verdict: "DRIFT", reasons: ["nodePort changed since the last up (31000 -> 31358)"] });
     expect(renderPage(view)).toContain("nodePort changed since the last up (31000 -&gt; 31358)");
+  });
+});
+
+describe("outputs that lag an up", () => {
+  it("a Service of ours with a uid the outputs do not know makes the portal read them again at once, once per uid, before saying anything (found by an outside tester)", async () => {
+    const cluster = new MemoryCluster(recordedCluster());
+    const argocd = cluster.data.services.find((s) => s.metadata.name === "argocd-nodeport");
+    if (!argocd) throw new Error("fixture: argocd-nodeport");
+    argocd.metadata.uid = "uid-new";
+    const record = (uid: string) => ({ argocd: { nodePort: 31358, url: `http://${NODE_IP}:31358`, service: "argocd-nodeport", uid } });
+    // What the CLI answered before the up, cached; the up's own outputs once asked afresh.
+    let latest = record("uid-old");
+    const asked: boolean[] = [];
+    const readPublished = async (opts: { fresh?: boolean } = {}) => {
+      asked.push(opts.fresh === true);
+      return opts.fresh ? latest : record("uid-old");
+    };
+    latest = record("uid-new");
+    const portal = await startPortal(
+      { contract: portalContract(), cluster, stack: "bench", readIntervalMs: 0, reachability: { enabled: false }, readPublished },
+      { host: "127.0.0.1", port: 0 },
+    );
+    try {
+      const first = (await (await fetch(new URL("/api/entries", portal.url))).json()) as PortalView;
+      expect(first.entries.find((e) => e.name === "argocd")).toMatchObject({ verdict: "MATCH" });
+      expect(asked).toEqual([false, true]);
+      // One re-created by hand: the fresh outputs do not know it either; said, and not asked again for it.
+      argocd.metadata.uid = "uid-by-hand";
+      latest = record("uid-new");
+      const second = (await (await fetch(new URL("/api/entries", portal.url))).json()) as PortalView;
+      expect(second.entries.find((e) => e.name === "argocd")?.verdict).toBe("DRIFT");
+      await (await fetch(new URL("/api/entries", portal.url))).json();
+      expect(asked).toEqual([false, true, false, true, false]);
+    } finally {
+      await portal.close();
+    }
   });
 });
 

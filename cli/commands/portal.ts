@@ -83,15 +83,16 @@ const OUTPUTS_REREAD_MS = 30_000;
 /**
  * What the stack's last `up` published, for the portal's verdicts (the same as `status`'s).
  * A file named by --outputs is read with every cluster read and must be readable now (as for
- * `status`); the Pulumi CLI is asked at most every 30 s, and when it cannot answer the portal
- * says so once and checks names only, as `status` does.
+ * `status`); the Pulumi CLI is asked at most every 30 s (or at once when the portal asks for a
+ * fresh read), and when it cannot answer the portal says so once and checks names only, as
+ * `status` does.
  */
 export async function publishedReader(
   ctx: CommandContext,
   stack: string,
   outputsFile: string | undefined,
   readOutputs = readStackOutputs,
-): Promise<() => Promise<PublishedEndpoints | undefined>> {
+): Promise<(opts?: { fresh?: boolean }) => Promise<PublishedEndpoints | undefined>> {
   if (outputsFile) {
     const read = async () => publishedFromOutputs(await readOutputs(ctx, stack, outputsFile), outputsFile);
     await read();
@@ -99,9 +100,9 @@ export async function publishedReader(
   }
   let last: { at: number; value: Promise<PublishedEndpoints | undefined> } | undefined;
   let said = false;
-  return () => {
+  return (opts = {}) => {
     const now = Date.now();
-    if (last && now - last.at < OUTPUTS_REREAD_MS) return last.value;
+    if (last && now - last.at < OUTPUTS_REREAD_MS && !opts.fresh) return last.value;
     const value = readPublished(ctx, stack, undefined, readOutputs).then((published) => {
       if (published.source.from === "pulumi" || published.source.from === "file") return published.endpoints;
       if (!said) sayUnavailable(ctx, "portal", published, 'the "changed since the last up" checks are skipped');

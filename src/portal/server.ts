@@ -10,6 +10,7 @@ import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
+import type { Service } from "../core/kube/types";
 import { METRICS_PATH, metricFamilies } from "../core/monitoring";
 import { type ObservedCluster, type PublishedEndpoints, refusalCause } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
@@ -36,7 +37,7 @@ export interface PortalOptions extends PortalSource {
    * names are checked), so that the portal's verdicts are `exposure status`'s: a nodePort moved
    * by hand is DRIFT in both. Wins over `published`.
    */
-  readPublished?: () => Promise<PublishedEndpoints | undefined>;
+  readPublished?: (opts?: { fresh?: boolean }) => Promise<PublishedEndpoints | undefined>;
   /**
    * The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service
    * and Pod of the cluster, read at most once per `auditIntervalMs`) for /metrics' undeclared count.
@@ -130,9 +131,17 @@ export class PortalObserver {
           Math.max(opts.auditIntervalMs ?? DEFAULT_AUDIT_INTERVAL_MS, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS),
         )
       : undefined;
+    // The uids for which the outputs were read again at once (each one time only).
+    const freshFor = new Set<string>();
     this.clusterReads = new SharedRead(async (): Promise<ObservedRead> => {
       const [cluster, published] = await Promise.all([readPortalCluster(opts.cluster, wanted), readPublished()]);
-      return { cluster, published };
+      // A Service named as the outputs say whose uid they do not know is most often one an `up` has
+      // just re-created, while the outputs read earlier lag it: before anything is said of it, they
+      // are read again at once (once per such uid: one re-created by hand stays what it is).
+      const unknown = published ? uidsUnknownTo(published, cluster.services).filter((uid) => !freshFor.has(uid)) : [];
+      if (unknown.length === 0) return { cluster, published };
+      for (const uid of unknown) freshFor.add(uid);
+      return { cluster, published: await readPublished({ fresh: true }) };
     }, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS);
     this.probing = { ...DEFAULT_REACHABILITY, ...opts.reachability };
     this.reachability = new ReachabilityCache(this.probing);
@@ -418,4 +427,12 @@ export async function startPortal(given: PortalOptions, listen: ListenAddress): 
       });
     });
   });
+}
+
+/** The uids of live Services named as a published record says whose uid no record has. */
+function uidsUnknownTo(published: PublishedEndpoints, services: readonly Service[]): string[] {
+  const records = Object.values(published);
+  const names = new Set(records.map((r) => r.service).filter((n): n is string => typeof n === "string"));
+  const uids = new Set(records.map((r) => r.uid));
+  return services.flatMap((s) => (names.has(s.metadata.name) && s.metadata.uid && !uids.has(s.metadata.uid) ? [s.metadata.uid] : []));
 }
