@@ -1,7 +1,7 @@
 // The sandbox's pieces that need no cluster: stand-in answers, the pulumi version gate, and the
 // rule that `down` stops only a process whose command line is still the one recorded.
 
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
@@ -594,6 +594,56 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       expect(isAlive(stray.pid)).toBe(false);
       // Another sandbox's process is left alone.
       expect(isAlive(other.pid)).toBe(true);
+    }));
+
+  it("down stops the orphaned provider of a pulumi up run by hand in the sandbox's environment (its PULUMI_HOME), and no other (found by an outside tester)", () =>
+    withProject(async (p) => {
+      const bin = path.join(p.dir, "bin");
+      fs.mkdirSync(bin);
+      for (const name of ["pulumi", "pulumi-resource-kubernetes"]) fs.symlinkSync(process.execPath, path.join(bin, name));
+      const home = (folder: string) => ({ ...process.env, PULUMI_HOME: path.join(folder, "pulumi-home") });
+      const started: number[] = [];
+      const start = async (program: string, args: string[], env: NodeJS.ProcessEnv) => {
+        const child = spawn(path.join(bin, program), args, { env, stdio: "ignore", detached: true });
+        started.push(child.pid as number);
+        while (!commandLineOf(child.pid as number)?.includes("60000")) await new Promise((r) => setTimeout(r, 10));
+        return child.pid as number;
+      };
+      const sleep = ["-e", "setTimeout(() => {}, 60000)"];
+      try {
+        // Its pulumi gone (its parent is no pulumi): stopped.
+        const orphan = await start("pulumi-resource-kubernetes", sleep, home(p.folder));
+        // Another folder's Pulumi home: left alone.
+        const foreign = await start("pulumi-resource-kubernetes", sleep, home("/elsewhere/.sandbox"));
+        // A pulumi still running it (an up in progress in another shell): left alone.
+        const script = `require("node:child_process").spawn(${JSON.stringify(path.join(bin, "pulumi-resource-kubernetes"))}, ${JSON.stringify(sleep)}, { stdio: "ignore" }); setTimeout(() => {}, 60000)`;
+        const pulumi = await start("pulumi", ["-e", script], home(p.folder));
+        let child: number | undefined;
+        while (child === undefined) {
+          child = fs
+            .readdirSync("/proc")
+            .filter((e) => /^\d+$/.test(e))
+            .map(Number)
+            .find((pid) => {
+              try {
+                return fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1] === String(pulumi) && commandLineOf(pid)?.includes("60000") === true;
+              } catch {
+                return false;
+              }
+            });
+          if (child === undefined) await new Promise((r) => setTimeout(r, 10));
+        }
+        started.push(child);
+        fs.mkdirSync(p.folder, { recursive: true });
+        fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, processes: [] }));
+        const down = await sandboxDown(p.io);
+        expect(down.stopped).toEqual([`pulumi-resource-kubernetes (${orphan})`]);
+        await exited(orphan);
+        expect(isAlive(orphan)).toBe(false);
+        for (const pid of [foreign, pulumi, child]) expect(isAlive(pid)).toBe(true);
+      } finally {
+        for (const pid of started) if (isAlive(pid)) realKill(pid, "SIGKILL");
+      }
     }));
 
   it("a record naming another folder is not this sandbox's: nothing of it is signalled", () =>

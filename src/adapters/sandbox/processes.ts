@@ -221,13 +221,17 @@ function parentOf(pid: number): number | undefined {
 
 /**
  * Stops every other process that carries the sandbox's id in its environment (what a process the
- * sandbox started left behind: the provider of a `pulumi up` killed half-way, reparented to init).
- * The id proves them this sandbox's; this process and its ancestors are never signalled. Linux
- * only (/proc); elsewhere nothing is found. Returns `name (pid)` of each one stopped.
+ * sandbox started left behind: the provider of a `pulumi up` killed half-way, reparented to init),
+ * and every orphaned Pulumi plugin (`pulumi-resource-*`, `pulumi-language-*`, whose parent is no
+ * `pulumi` any more) whose environment has the sandbox's own Pulumi home (`PULUMI_HOME` of
+ * `.sandbox/env`): the provider of a `pulumi up` the operator ran by hand in that environment and
+ * killed. This process and its ancestors are never signalled. Linux only (/proc); elsewhere
+ * nothing is found. Returns `name (pid)` of each one stopped.
  */
-export async function stopCarriersOf(id: string, graceMs = 3000): Promise<string[]> {
+export async function stopCarriersOf(id: string, pulumiHome?: string, graceMs = 3000): Promise<string[]> {
   if (!/^[0-9a-f]{32}$/.test(id)) return [];
   const marker = `${SANDBOX_ID_VARIABLE}=${id}`;
+  const home = pulumiHome ? `PULUMI_HOME=${pulumiHome}` : undefined;
   const spared = new Set<number>();
   for (let p: number | undefined = process.pid; p !== undefined && p > 1 && !spared.has(p); p = parentOf(p)) spared.add(p);
   let entries: string[] = [];
@@ -236,12 +240,24 @@ export async function stopCarriersOf(id: string, graceMs = 3000): Promise<string
   } catch {
     return [];
   }
+  const name = (args: readonly string[]) => args[0]?.split("/").pop() ?? "";
+  const orphanedPlugin = (pid: number, args: readonly string[]) => {
+    if (!/^pulumi-(resource|language)-/.test(name(args))) return false;
+    const parent = parentOf(pid);
+    const parentArgs = parent !== undefined && parent > 1 ? liveProcess(parent)?.args : undefined;
+    return !parentArgs || name(parentArgs) !== "pulumi";
+  };
   const found: RecordedProcess[] = [];
   for (const e of entries) {
     const pid = Number(e);
-    if (spared.has(pid) || pid <= 1 || !environOf(pid)?.includes(marker)) continue;
+    if (spared.has(pid) || pid <= 1) continue;
+    const environ = environOf(pid);
+    if (!environ) continue;
+    const carries = environ.includes(marker);
+    if (!carries && !(home && environ.includes(home))) continue;
     const live = liveProcess(pid);
-    if (live) found.push({ role: live.args[0]?.split("/").pop()?.slice(0, 80) || "process", pid, cmdline: live.args.join("\0"), startTime: live.startTime });
+    if (!live || (!carries && !orphanedPlugin(pid, live.args))) continue;
+    found.push({ role: name(live.args).slice(0, 80) || "process", pid, cmdline: live.args.join("\0"), startTime: live.startTime });
   }
   return stopRecorded(found, graceMs);
 }

@@ -946,8 +946,9 @@ async function takeDown(io: SandboxIo): Promise<SandboxDown> {
   }
   // Without the folder (or if the script left one): the control plane's processes as recorded.
   if (info) stopped.push(...(await stopRecorded(info.controlPlane, 5000, proven)));
-  // Anything else still carrying the sandbox's id (a provider left by a killed pulumi up, say).
-  if (info?.id) stopped.push(...(await stopCarriersOf(info.id)));
+  // Anything else still carrying the sandbox's id (a provider left by a killed pulumi up, say), and
+  // the orphaned providers of a pulumi up run by hand in the sandbox's environment.
+  if (info?.id) stopped.push(...(await stopCarriersOf(info.id, path.join(folder, "pulumi-home"))));
   const others = otherStacks(folder);
   const kept: string[] = [];
   for (const stack of others)
