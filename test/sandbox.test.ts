@@ -626,7 +626,10 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
             .map(Number)
             .find((pid) => {
               try {
-                return fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1] === String(pulumi) && commandLineOf(pid)?.includes("60000") === true;
+                return (
+                  fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1] === String(pulumi) &&
+                  commandLineOf(pid)?.includes("60000") === true
+                );
               } catch {
                 return false;
               }
