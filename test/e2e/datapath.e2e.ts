@@ -153,13 +153,19 @@ describe
           ["dagster", "connection refused: no ready endpoint behind Service dagster/dagster-nodeport (its pods are gone or not Ready)"],
         ]);
 
-        // The portal, from the workstation too: same verdict, same reachability.
+        // The portal, from the workstation too: same verdict, same reachability, the same cause.
         const port = 18080 + Math.floor(Math.random() * 1000);
         const portal = await startPortal(port);
         try {
           const view = await portalEntries(port, (v) => v.entries.find((e) => e.name === "dagster")?.reachability !== undefined);
           const dag = view.entries.find((e) => e.name === "dagster");
-          expect(dag).toMatchObject({ verdict: "DRIFT", reachability: { ok: false, error: "connection refused (nothing listens on that port)" } });
+          expect(dag).toMatchObject({
+            verdict: "DRIFT",
+            reachability: {
+              ok: false,
+              error: "connection refused: no ready endpoint behind Service dagster/dagster-nodeport (its pods are gone or not Ready)",
+            },
+          });
           const others = view.entries.filter((e) => e.url && e.name !== "dagster");
           expect(others.map((e) => [e.name, e.verdict, e.reachability?.ok])).toEqual(others.map((e) => [e.name, "MATCH", true]));
         } finally {
