@@ -197,6 +197,8 @@ describe("exposure status", () => {
     });
     expect(gitea?.url).toBeUndefined();
     expect(gitea?.findings.map((f) => f.code)).toEqual(["service-not-ours"]);
+    // Its endpoints are what they are (found by an outside tester: READY said 0 for one that has some).
+    expect(gitea?.readyEndpoints).toBeGreaterThan(0);
     const objects = healthyCluster().filter((o) => o !== managedServices[0]);
     objects.push({ ...managedServices[0], metadata: { ...(managedServices[0] as { metadata: object }).metadata, uid: "uid-of-a-look-alike" } } as never);
     const replaced = await status(

@@ -189,6 +189,8 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
     };
   }
   const service = `${ns}/${ours.metadata.name}`;
+  const endpoints = (ctx.slicesByService.get(service) ?? []).flatMap((slice) => slice.endpoints ?? []);
+  const ready = endpoints.filter((ep) => ep.conditions?.ready !== false && ep.addresses.length > 0).length;
   // Created by this stack: the last `up` published this very Service (same uid). Without the
   // outputs (in-cluster portal, no Pulumi CLI) only the name and namespace can be checked.
   const notOurs = ctx.published ? ownershipProblem(service, ours.metadata.uid, published) : undefined;
@@ -196,7 +198,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
     return {
       ...entry,
       service,
-      readyEndpoints: 0,
+      readyEndpoints: ready,
       ...verdictOf(e.name, [["service-not-ours", notOurs]]),
     };
   }
@@ -233,8 +235,6 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const url = ctx.node && nodePort !== undefined ? buildUrl(e.scheme, ctx.node.address, nodePort) : undefined;
   const nodeReason = nodeProblem(ctx.node, ctx.nodes, published?.url, url);
   if (nodeReason) add(ctx.node?.pinned ? "node-not-ready" : "url-node-moved", nodeReason);
-  const endpoints = (ctx.slicesByService.get(service) ?? []).flatMap((slice) => slice.endpoints ?? []);
-  const ready = endpoints.filter((ep) => ep.conditions?.ready !== false && ep.addresses.length > 0).length;
   if (ready === 0) add("no-ready-endpoints", "no ready endpoints");
   // An entry without a URL is never MATCH: there is nothing to open.
   if (!ctx.node) add("no-node-address", "no node address to build its URL (no Ready node with an InternalIP)");
