@@ -284,6 +284,35 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
     }
   });
 
+  it("a Service not proven ours gets the fix that says what to do (pulumi up refuses one made by hand with its remedy), not a pointer to status (found by an outside tester)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
+    const ui = http.createServer((_req, res) => res.end("ok")).listen(0, "127.0.0.1");
+    await new Promise((r) => ui.once("listening", r));
+    const url = `http://127.0.0.1:${(ui.address() as net.AddressInfo).port}`;
+    const entries = {
+      entries: [{ name: "gitea", verdict: "DRIFT", url, reasons: ["not the Service the last up published"], findings: [{ code: "service-not-ours" }] }],
+    };
+    const portal = http.createServer((_req, res) => res.end(JSON.stringify(entries))).listen(0, "127.0.0.1");
+    await new Promise((r) => portal.once("listening", r));
+    try {
+      sandboxWith(dir, process.pid, `https://127.0.0.1:${await closedPort()}`);
+      const record = { processes: [], urls: { gitea: url }, portal: `http://127.0.0.1:${(portal.address() as net.AddressInfo).port}/` };
+      fs.writeFileSync(path.join(dir, ".sandbox", "sandbox.json"), JSON.stringify(record));
+      const status = await sandboxStatus({ projectDir: dir, env: { EXPOSURE_SANDBOX_RECORDS: path.join(dir, "records") }, say: () => {} });
+      expect(status.problems).toMatchObject([
+        {
+          entry: "gitea",
+          remedy: ". .sandbox/env && pulumi up --stack sandbox (it adopts nothing: a Service made by hand is refused with what to do)",
+          repairable: false,
+        },
+      ]);
+    } finally {
+      ui.close();
+      portal.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("a decoy naming the cluster folder is not the control plane: status says STOPPED and the script's stop never signals it (found by an outside tester)", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
     // Like `tail -f .sandbox/cluster/logs/etcd.log`: its command line names the folder.

@@ -446,6 +446,11 @@ async function remedyFor(projectDir: string, info: SandboxInfo, entry: string, c
       return yours(`kubectl get ${where}`);
     }
   }
+  // Not proven ours: pulumi up tells a Service it re-created from one made by hand, and refuses the
+  // latter with what to do; it never takes it over, so npm run sandbox cannot repair it.
+  if (codes.has("service-not-ours")) {
+    return yours(`. .sandbox/env && pulumi up --stack ${SANDBOX_STACK} (it adopts nothing: a Service made by hand is refused with what to do)`);
+  }
   if (codes.size === 0) return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env) says more`);
   return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env): ${[...codes].join(", ")}`);
 }
