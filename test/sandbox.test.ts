@@ -256,61 +256,54 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
     }
   });
 
-  it("checks each entry's URL where it is now (the portal's, after a pulumi up run by hand moved it), not the one recorded at sandbox up (found by an outside tester)", async () => {
+  /**
+   * `sandbox status` of a sandbox whose portal (a loopback server) answers the rows `rowsFor(ui)`,
+   * `ui` being a loopback UI that answers; its record names `recordedUrl(ui)` as gitea's URL.
+   */
+  async function statusWithPortal(rowsFor: (ui: string) => unknown[], recordedUrl: (ui: string) => Promise<string>) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
-    const recorded = await closedPort();
-    // The UI on its new port, and the portal whose row gives that URL.
-    const ui = http.createServer((_req, res) => res.end("ok")).listen(0, "127.0.0.1");
-    await new Promise((r) => ui.once("listening", r));
-    const moved = `http://127.0.0.1:${(ui.address() as net.AddressInfo).port}`;
-    const entries = { entries: [{ name: "gitea", verdict: "MATCH", url: moved, reasons: [] }] };
-    const portal = http.createServer((_req, res) => res.end(JSON.stringify(entries))).listen(0, "127.0.0.1");
-    await new Promise((r) => portal.once("listening", r));
+    const listening = async (server: http.Server) => {
+      await new Promise((r) => server.listen(0, "127.0.0.1", () => r(undefined)));
+      return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    };
+    const uiServer = http.createServer((_req, res) => res.end("ok"));
+    const ui = await listening(uiServer);
+    const portalServer = http.createServer((_req, res) => res.end(JSON.stringify({ entries: rowsFor(ui) })));
+    const portal = await listening(portalServer);
     try {
       sandboxWith(dir, process.pid, `https://127.0.0.1:${await closedPort()}`);
-      const record = {
-        processes: [],
-        urls: { gitea: `http://127.0.0.1:${recorded}` },
-        portal: `http://127.0.0.1:${(portal.address() as net.AddressInfo).port}/`,
-      };
+      const record = { processes: [], urls: { gitea: await recordedUrl(ui) }, portal: `${portal}/` };
       fs.writeFileSync(path.join(dir, ".sandbox", "sandbox.json"), JSON.stringify(record));
-      const status = await sandboxStatus({ projectDir: dir, env: { EXPOSURE_SANDBOX_RECORDS: path.join(dir, "records") }, say: () => {} });
-      expect(status.urls).toEqual([{ entry: "gitea", url: moved, answers: true }]);
-      expect(status.problems).toEqual([]);
+      return { ui, status: await sandboxStatus({ projectDir: dir, env: { EXPOSURE_SANDBOX_RECORDS: path.join(dir, "records") }, say: () => {} }) };
     } finally {
-      ui.close();
-      portal.close();
+      uiServer.close();
+      portalServer.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  }
+
+  it("checks each entry's URL where it is now (the portal's, after a pulumi up run by hand moved it), not the one recorded at sandbox up (found by an outside tester)", async () => {
+    // The UI answers on its new port, which the portal's row gives; the recorded port is closed.
+    const { ui, status } = await statusWithPortal(
+      (moved) => [{ name: "gitea", verdict: "MATCH", url: moved, reasons: [] }],
+      async () => `http://127.0.0.1:${await closedPort()}`,
+    );
+    expect(status.urls).toEqual([{ entry: "gitea", url: ui, answers: true }]);
+    expect(status.problems).toEqual([]);
   });
 
   it("a Service not proven ours gets the fix that says what to do (pulumi up refuses one made by hand with its remedy), not a pointer to status (found by an outside tester)", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
-    const ui = http.createServer((_req, res) => res.end("ok")).listen(0, "127.0.0.1");
-    await new Promise((r) => ui.once("listening", r));
-    const url = `http://127.0.0.1:${(ui.address() as net.AddressInfo).port}`;
-    const entries = {
-      entries: [{ name: "gitea", verdict: "DRIFT", url, reasons: ["not the Service the last up published"], findings: [{ code: "service-not-ours" }] }],
-    };
-    const portal = http.createServer((_req, res) => res.end(JSON.stringify(entries))).listen(0, "127.0.0.1");
-    await new Promise((r) => portal.once("listening", r));
-    try {
-      sandboxWith(dir, process.pid, `https://127.0.0.1:${await closedPort()}`);
-      const record = { processes: [], urls: { gitea: url }, portal: `http://127.0.0.1:${(portal.address() as net.AddressInfo).port}/` };
-      fs.writeFileSync(path.join(dir, ".sandbox", "sandbox.json"), JSON.stringify(record));
-      const status = await sandboxStatus({ projectDir: dir, env: { EXPOSURE_SANDBOX_RECORDS: path.join(dir, "records") }, say: () => {} });
-      expect(status.problems).toMatchObject([
-        {
-          entry: "gitea",
-          remedy: ". .sandbox/env && pulumi up --stack sandbox (it adopts nothing: a Service made by hand is refused with what to do)",
-          repairable: false,
-        },
-      ]);
-    } finally {
-      ui.close();
-      portal.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    const { status } = await statusWithPortal(
+      (url) => [{ name: "gitea", verdict: "DRIFT", url, reasons: ["not the Service the last up published"], findings: [{ code: "service-not-ours" }] }],
+      async (url) => url,
+    );
+    expect(status.problems).toMatchObject([
+      {
+        entry: "gitea",
+        remedy: ". .sandbox/env && pulumi up --stack sandbox (it adopts nothing: a Service made by hand is refused with what to do)",
+        repairable: false,
+      },
+    ]);
   });
 
   it("a decoy naming the cluster folder is not the control plane: status says STOPPED and the script's stop never signals it (found by an outside tester)", async () => {
