@@ -17,6 +17,7 @@ import { commandLineOf, isOurs, SANDBOX_ID_VARIABLE, startDetached, stopRecorded
 import { outsideRecordFile, sandboxDown, sandboxStackFile, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
+import { UserError } from "../src/core/errors";
 import { type FakeAnswer, list, startFakeApi } from "./support/fake-api";
 import { isAlive } from "./support/processes";
 
@@ -527,6 +528,19 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       expect((await sandboxDown(p.io)).stopped).toEqual([]);
       expect(fs.existsSync(lock)).toBe(false);
     }));
+
+  it("a lock that cannot be taken (its folder not writable) is one line, nothing done", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-lock-"));
+    try {
+      fs.writeFileSync(path.join(dir, "records"), "a file where the records folder goes");
+      const io = { projectDir: dir, env: { ...process.env, EXPOSURE_SANDBOX_RECORDS: path.join(dir, "records", "inner") }, say: () => {} };
+      await expect(sandboxDown(io)).rejects.toThrow(
+        new UserError(`cannot take the sandbox's lock ${outsideRecordFile(dir, io.env).replace(/\.json$/, ".lock")}: ENOTDIR; nothing done`),
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it("a record copying a foreign process's command line and start time signals nothing (found by an outside tester)", () =>
     withProject(async (p, sleeper) => {

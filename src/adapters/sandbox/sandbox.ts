@@ -519,14 +519,18 @@ export function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
  */
 async function whileHoldingLock<T>(io: SandboxIo, work: () => Promise<T>): Promise<T> {
   const lock = outsideRecordFile(io.projectDir, io.env).replace(/\.json$/, ".lock");
-  fs.mkdirSync(path.dirname(lock), { recursive: true, mode: 0o700 });
   const mine = JSON.stringify({ pid: process.pid, startTime: startTimeOf(process.pid) ?? "" });
   for (let attempt = 0; ; attempt++) {
     try {
+      fs.mkdirSync(path.dirname(lock), { recursive: true, mode: 0o700 });
       fs.writeFileSync(lock, mine, { flag: "wx", mode: 0o600 });
       break;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== "EEXIST") throw new UserError(`cannot take the sandbox's lock ${lock}: ${code ?? (err as Error).message}; nothing done`);
+      // Replaced as stale, then taken by another command in between: that one runs.
+      if (attempt > 0)
+        throw new UserError(`another sandbox command started for ${io.projectDir} at the same moment: nothing done; run it again once that one has ended`);
     }
     let holder: { pid?: unknown; startTime?: unknown } = {};
     try {
