@@ -12,6 +12,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
+import { EXIT } from "../src/core/findings";
 import { dataPathMarkdown, measureDataPath } from "./datapath";
 import { liveMarkdown, measureLive } from "./live";
 import { measureScrapes, scrapeMarkdown } from "./metrics-scrape";
@@ -88,5 +89,5 @@ async function main() {
 
 main().catch((err: unknown) => {
   process.stderr.write(`bench failed: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
+  process.exit(EXIT.ERROR);
 });

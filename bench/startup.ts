@@ -12,6 +12,8 @@ import * as path from "node:path";
 import { createDriftCommand } from "../cli/commands/drift";
 import { createStatusCommand } from "../cli/commands/status";
 import type { Command, CommandContext } from "../cli/context";
+import { type Commands, main } from "../cli/main";
+import type { CommandName } from "../cli/specs";
 import { writeKubeconfig } from "../test/support/fake-api";
 import { runProcess } from "../test/support/harness";
 import { answerList, PORTAL_TEST_CONTRACT, recordedCluster } from "../test/support/portal-fixtures";
@@ -99,16 +101,16 @@ function makeProject(apiPort: number): string {
  * The CLI process against the same command run in this process (modules loaded, after a
  * warm-up): CPU time, median of `runs` each. The difference is what starting the CLI costs.
  */
-async function overheadOf(argv: string[], command: Command, cwd: string, runs: number) {
+async function overheadOf<N extends CommandName>(argv: [N, ...string[]], command: Command<N>, cwd: string, runs: number) {
   const ctx: CommandContext = { projectDir: cwd, stdout: () => {}, stderr: () => {}, env: process.env };
   const inProcess: number[] = [];
   const previousCwd = process.cwd();
   process.chdir(cwd);
   try {
-    await command(argv.slice(1), ctx);
+    await main(argv, ctx, { [argv[0]]: command } as Partial<Commands>);
     for (let i = 0; i < runs; i++) {
       const before = process.cpuUsage();
-      await command(argv.slice(1), ctx);
+      await main(argv, ctx, { [argv[0]]: command } as Partial<Commands>);
       const used = process.cpuUsage(before);
       inProcess.push((used.user + used.system) / 1000);
     }

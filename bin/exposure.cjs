@@ -9,7 +9,7 @@ const { enableCompileCache } = require("node:module");
 if (typeof enableCompileCache === "function") enableCompileCache();
 
 const root = path.resolve(__dirname, "..");
-const { ensureBuilt, staleBuild } = require("../scripts/build.cjs");
+const { ensureBuilt, exitTable, staleBuild } = require("../scripts/build.cjs");
 const stale = staleBuild(root);
 if (stale !== undefined) {
   if (process.stderr.isTTY) process.stderr.write(`exposure: ${stale}: building it (npm run build)\n`);
@@ -17,7 +17,7 @@ if (stale !== undefined) {
   if (warning) process.stderr.write(`exposure: warning: ${warning}\n`);
   if (error) {
     process.stderr.write(`exposure: ${error}\n`);
-    process.exit(1);
+    process.exit(exitTable(root).ERROR);
   }
 }
 // process.exit() drops what a pipe has not taken yet (a --json document read by `| jq` would be
@@ -41,7 +41,7 @@ const exitAfterFlush = (code) =>
     .then(() => new Promise((resolve) => setImmediate(resolve)))
     .then(() => {
       if (stdoutFailure === undefined) return process.exit(code);
-      process.stderr.write(`exposure: cannot write the output: ${stdoutFailure.message}\n`, () => process.exit(1));
+      process.stderr.write(`exposure: cannot write the output: ${stdoutFailure.message}\n`, () => process.exit(exitTable(root).ERROR));
     });
 require("../dist/cli/main.js")
   .main(process.argv.slice(2))
@@ -49,6 +49,6 @@ require("../dist/cli/main.js")
     (code) => exitAfterFlush(code),
     (err) => {
       process.stderr.write(`exposure: internal error: ${err?.stack ?? err}\n`);
-      return exitAfterFlush(1);
+      return exitAfterFlush(exitTable(root).ERROR);
     },
   );

@@ -1,5 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
+import type { CommandArgs } from "./flags";
+import type { CommandName, SPECS } from "./specs";
 
 /** What every command receives: where the project is, and how to print. */
 export interface CommandContext {
@@ -9,7 +11,8 @@ export interface CommandContext {
   env: NodeJS.ProcessEnv;
 }
 
-export type Command = (argv: string[], ctx: CommandContext) => Promise<number>;
+/** A command: its options, parsed once from its flag table by cli/main.ts (parseCommandLine). */
+export type Command<N extends CommandName> = (args: CommandArgs<(typeof SPECS)[N]>, ctx: CommandContext) => Promise<number>;
 
 export const printJson = (ctx: CommandContext, doc: object) => ctx.stdout(JSON.stringify(doc, null, 2));
 

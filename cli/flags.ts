@@ -24,6 +24,11 @@ export interface FlagSpec {
 
 export interface CommandSpec {
   name: string;
+  /**
+   * Built as one file with what it loads (scripts/build.cjs): loading modules one by one is most of
+   * a start-up. Not for a command whose modules find files next to them or that loads the Pulumi SDK.
+   */
+  bundle?: boolean;
   /** One line, in the command list of `exposure --help`. */
   summary: string;
   /** The usage line after `exposure <name> `: must mention every flag (a test checks it). */
@@ -68,8 +73,11 @@ export function usageOf<T>(spec: Usage, read: () => T): T {
   }
 }
 
+/** A command's options, typed by its flag table. */
+export type CommandArgs<S extends CommandSpec> = { values: FlagValues<S["flags"]>; positionals: string[] };
+
 /** Parses `argv` against the command's flag table; unknown or malformed flags are usage errors (exit 2). */
-export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly string[]): { values: FlagValues<S["flags"]>; positionals: string[] } {
+export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly string[]): CommandArgs<S> {
   for (const arg of argv) {
     if (arg === "--") break;
     const unknown = unknownFlag(spec, arg);

@@ -5,22 +5,14 @@ import { type Command, type CommandContext, findProjectDir, packageVersion } fro
 import { asksForHelp, closest, commandHelp, parseCommandLine } from "./flags";
 import { COMMAND_NAMES, type CommandName, SPECS } from "./specs";
 
+/** Each command's implementation; tests give theirs (a fake cluster) to `main`. */
+export type Commands = { [N in CommandName]: Command<N> };
+
 /**
- * Each command's module, loaded only when that command runs: `--help`, `--version` and
- * completion load none, and only `render` ever reaches the Pulumi SDK.
+ * A command's module (cli/commands/<name>.ts, exporting `command`), loaded only when that command
+ * runs: `--help`, `--version` and completion load none, and only `render` reaches the Pulumi SDK.
  */
-const LOADERS: Record<CommandName, () => Promise<Command>> = {
-  access: async () => (await import("./commands/access.js")).access,
-  check: async () => (await import("./commands/check.js")).check,
-  completion: async () => (await import("./commands/completion.js")).completion,
-  drift: async () => (await import("./commands/drift.js")).drift,
-  portal: async () => (await import("./commands/portal.js")).portalCommand,
-  probe: async () => (await import("./commands/probe.js")).probe,
-  render: async () => (await import("./commands/render.js")).renderCommand,
-  sandbox: async () => (await import("./commands/sandbox.js")).sandbox,
-  schema: async () => (await import("./commands/schema.js")).schema,
-  status: async () => (await import("./commands/status.js")).status,
-};
+const load = async (name: CommandName): Promise<unknown> => (await import(/* @vite-ignore */ `./commands/${name}.js`)).command;
 
 function helpText(): string {
   const width = Math.max(...COMMAND_NAMES.map((c) => c.length));
@@ -51,7 +43,7 @@ function unknownCommand(name: string): string {
  * The `exposure` command line. `commands` replaces a command's implementation (tests build
  * commands with a fake cluster and run them through this same dispatch).
  */
-export async function main(argv: string[], ctx: Partial<CommandContext> = {}, commands: Partial<Record<CommandName, Command>> = {}): Promise<number> {
+export async function main(argv: string[], ctx: Partial<CommandContext> = {}, commands: Partial<Commands> = {}): Promise<number> {
   const out = ctx.stdout ?? ((t: string) => process.stdout.write(`${t}\n`));
   const err = ctx.stderr ?? ((t: string) => process.stderr.write(`${t}\n`));
   const context: CommandContext = {
@@ -99,11 +91,12 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
   }
   try {
     // Flag mistakes are answered from the table, before the command's module is loaded.
-    parseCommandLine(SPECS[name], rest);
-    const run: Command | undefined = commands[name] ?? (await LOADERS[name]());
+    const args = parseCommandLine(SPECS[name], rest);
+    const run = commands[name] ?? (await load(name));
     // A module that exports no command (an emptied file of dist/) is said, not run.
     if (typeof run !== "function") throw new UserError(`the ${name} command's module exports no command: run \`npm run build\``);
-    return await run(rest, context);
+    // `args` was parsed with SPECS[name], the table this command's type is derived from.
+    return await (run as (a: typeof args, c: CommandContext) => Promise<number>)(args, context);
   } catch (err) {
     if (isUserError(err)) {
       context.stderr(`exposure ${name}: ${err.message}`);

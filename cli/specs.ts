@@ -1,5 +1,6 @@
-// Every command's flags, usage and help, as data: the parser, `--help`, shell completion and
-// the test that keeps README / docs/commands.md true all read this table. Loading it costs
+// Every command's flags, usage and help, as data: the registry of commands. The parser, `--help`,
+// shell completion, the build (scripts/build.cjs) and the test that keeps README /
+// docs/commands.md true all read this table. Loading it costs
 // nothing, so `exposure --help` and completion never load a command's module.
 import type { CommandSpec, FlagSpec } from "./flags";
 
@@ -30,6 +31,7 @@ const contract = { type: "string", value: "FILE", complete: "file" } as const sa
 export const SPECS = {
   check: {
     name: "check",
+    bundle: true,
     summary: "validate a contract offline (exit 0, or 2 with every problem)",
     synopsis: "[CONTRACT] [--json]",
     description: [
@@ -63,6 +65,7 @@ export const SPECS = {
   },
   status: {
     name: "status",
+    bundle: true,
     summary: "live verdict per entry: MATCH, DRIFT (with the reason) or ABSENT (exit 3 unless all MATCH)",
     synopsis: "--stack NAME [--entry NAME]... [--outputs FILE] [--timeout SECONDS] [--json]",
     description: [
@@ -74,6 +77,7 @@ export const SPECS = {
   },
   drift: {
     name: "drift",
+    bundle: true,
     summary: "pulumi preview --expect-no-changes + cluster-wide audit of NodePort/LoadBalancer/hostPort exposure (exit 3 on drift)",
     synopsis: "--stack NAME [--skip-preview] [--timeout SECONDS] [--json]",
     description: [
@@ -90,6 +94,7 @@ export const SPECS = {
   },
   probe: {
     name: "probe",
+    bundle: true,
     summary: "HTTP(S) GET every published URL with the contract's expectations (exit 4 if one fails)",
     synopsis: "(--stack NAME | --outputs FILE [--contract FILE]) [--entry NAME]... [--timeout SECONDS] [--concurrency N] [--json]",
     description: [
@@ -108,6 +113,7 @@ export const SPECS = {
   },
   access: {
     name: "access",
+    bundle: true,
     summary: "developer access: URLs, credentials on one screen, .env.cluster.local, SSH forwards (--forward/--stop)",
     synopsis: "--stack NAME [--dotenv PATH | --no-dotenv] [--forward [--lima-instance NAME] | --stop] [--show-secrets] [--timeout SECONDS] [--json]",
     description: [
@@ -170,6 +176,7 @@ export const SPECS = {
   },
   schema: {
     name: "schema",
+    bundle: true,
     summary: "print the contract's JSON Schema (for editors: contract/endpoints.schema.json)",
     synopsis: "",
     description: [

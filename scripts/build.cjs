@@ -123,12 +123,18 @@ const kubeConfigOnly = {
 };
 
 /**
- * The operator commands bundled with what they load (our modules, zod, yaml): loading those one
- * by one was most of their start-up. render (the Pulumi SDK), portal, sandbox and completion stay
- * as compiled. Each bundle has its own copy of UserError: cli/main.ts knows one by its mark
- * (isUserError), not by its class.
+ * The commands whose spec says `bundle` (cli/specs.ts, the registry of commands, compiled here in
+ * memory): each is bundled with what it loads (our modules, zod, yaml). Each bundle has its own
+ * copy of UserError: cli/main.ts knows one by its mark (isUserError), not by its class.
  */
-const BUNDLED_COMMANDS = ["access", "check", "drift", "probe", "schema", "status"];
+function bundledCommands(esbuild, root) {
+  const { outputFiles } = esbuild.buildSync({ ...BUNDLE, absWorkingDir: root, entryPoints: ["cli/specs.ts"], write: false });
+  const module = { exports: {} };
+  new Function("module", "exports", "require", outputFiles[0].text)(module, module.exports, require);
+  return Object.values(module.exports.SPECS)
+    .filter((spec) => spec.bundle)
+    .map((spec) => spec.name);
+}
 
 async function buildInto(root, out) {
   const esbuild = require("esbuild");
@@ -149,7 +155,7 @@ async function buildInto(root, out) {
     plugins: [kubeConfigOnly],
     outfile: path.join(out, "vendor", "client-node.cjs"),
   });
-  for (const name of BUNDLED_COMMANDS) {
+  for (const name of bundledCommands(esbuild, root)) {
     await esbuild.build({
       ...BUNDLE,
       absWorkingDir: root,
@@ -179,10 +185,20 @@ function firstError(err, root) {
   return `${file}:${first.location.line}:${first.location.column + 1}: ${first.text}; fix the source (or restore it: \`git checkout -- ${file}\`)`;
 }
 
-/** Exit code of the build when the project folder cannot be written (a read-only checkout). */
-const EXIT_UNWRITABLE = 3;
+/**
+ * The exit table, EXIT of src/core/findings.ts, read from its source: bin/exposure.cjs and this
+ * build exit before anything is compiled.
+ */
+function exitTable(root = path.resolve(__dirname, "..")) {
+  const source = fs.readFileSync(path.join(root, "src", "core", "findings.ts"), "utf8");
+  const table = /^export const EXIT = \{$([^}]*)^\}/m.exec(source)?.[1] ?? "";
+  return Object.fromEntries([...table.matchAll(/^\s+([A-Z]+): (\d+),$/gm)].map(([, name, code]) => [name, Number(code)]));
+}
 
-/** Builds dist/ for the sources of `root`: resolves, or rejects with one line (`unwritable` when the folder cannot be written). */
+/** How the build's one line starts when the project folder cannot be written (a read-only checkout). */
+const UNWRITABLE = "cannot write dist/";
+
+/** Builds dist/ for the sources of `root`: resolves, or rejects with one line. */
 async function build(root) {
   const stamp = sourceStamp(root); // before compiling: a file edited meanwhile makes the stamp stale, never the reverse
   const dist = path.join(root, "dist");
@@ -192,12 +208,7 @@ async function build(root) {
     fs.mkdirSync(out);
   } catch (err) {
     // Said before esbuild tries: it would answer with one error per file it could not write.
-    throw Object.assign(
-      new Error(`cannot write dist/ in ${root} (${err.code ?? err.message}): build it where the project folder is writable (npm run build)`),
-      {
-        unwritable: true,
-      },
-    );
+    throw new Error(`${UNWRITABLE} in ${root} (${err.code ?? err.message}): build it where the project folder is writable (npm run build)`);
   }
   try {
     await buildInto(root, out);
@@ -226,12 +237,12 @@ function ensureBuilt(root) {
   const r = require("node:child_process").spawnSync(process.execPath, [__filename], { cwd: root, encoding: "utf8" });
   if (r.status === 0) return {};
   const why = r.stderr.trim().replace(/^build: /, "") || `the build failed (exit ${r.status})`;
-  if (r.status !== EXIT_UNWRITABLE) return { error: why };
+  if (!why.startsWith(UNWRITABLE)) return { error: why };
   if (stale === OLDER) return { warning: `${stale} and ${why}; running the old build` };
   return { error: `${stale} and ${why}` };
 }
 
-module.exports = { build, clientNodeProblem, ensureBuilt, PROGRAM_BUNDLE, sourceStamp, staleBuild };
+module.exports = { build, clientNodeProblem, ensureBuilt, exitTable, PROGRAM_BUNDLE, sourceStamp, staleBuild };
 
 if (require.main === module) {
   const root = path.resolve(__dirname, "..");
@@ -242,7 +253,7 @@ if (require.main === module) {
   } else {
     build(root).catch((err) => {
       process.stderr.write(`build: ${err.message}\n`);
-      process.exitCode = err.unwritable ? EXIT_UNWRITABLE : 1;
+      process.exitCode = exitTable(root).ERROR;
     });
   }
 }

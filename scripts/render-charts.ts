@@ -18,6 +18,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseAllDocuments, parseDocument, stringify } from "yaml";
+import { EXIT } from "../src/core/findings";
 
 interface Source {
   /** GitHub owner/name of the repository the chart was taken from. */
@@ -425,7 +426,7 @@ function main(): void {
   const [helm, out, ...only] = process.argv.slice(2);
   if (!helm || !out) {
     console.error("usage: render-charts.ts HELM OUT_DIR [chart-file...]");
-    process.exit(2);
+    process.exit(EXIT.INVALID);
   }
   const root = process.env.RENDER_CHARTS_MIRRORS ?? "/work/.mirror";
   fs.mkdirSync(out, { recursive: true });

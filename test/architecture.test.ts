@@ -1,6 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
+import { EXIT } from "../src/core/findings";
 
 const projectDir = path.resolve(__dirname, "..");
 
@@ -119,6 +120,30 @@ describe("exit codes", () => {
       return numeric.flatMap((re) => [...text.matchAll(re)].map((m) => `${file}: ${m[0].slice(-60)}`));
     });
     expect(found).toEqual([]);
+  });
+
+  it("every process exit anywhere (bin, scripts, bench, the portal, the sandbox) goes through EXIT, never a number", () => {
+    const scripts = (dir: string) =>
+      fs
+        .readdirSync(path.join(projectDir, dir))
+        .filter((f) => /\.(ts|cjs)$/.test(f))
+        .map((f) => `${dir}/${f}`);
+    const files = [
+      ...sourceFiles("src"),
+      ...sourceFiles("components"),
+      ...sourceFiles("cli"),
+      "index.ts",
+      ...scripts("bin"),
+      ...scripts("scripts"),
+      ...sourceFiles("bench"),
+    ];
+    const found = files.flatMap((file) =>
+      [...fs.readFileSync(path.join(projectDir, file), "utf8").matchAll(/\bprocess\.exit(?:\(|Code\s*=)\s*[\d(]/g)].map((m) => `${file}: ${m[0]}`),
+    );
+    expect(found).toEqual([]);
+    // What bin/ and the build exit with before anything is compiled: EXIT, read from its source.
+    const { exitTable } = require("../scripts/build.cjs") as { exitTable: () => Record<string, number> };
+    expect(exitTable()).toEqual(EXIT);
   });
 });
 

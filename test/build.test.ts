@@ -112,7 +112,7 @@ describe("bin/exposure.cjs", () => {
   it("a command module that exports nothing is one line asking for npm run build (exit 1)", () => {
     const r = edited(
       "cli/commands/check.ts",
-      (t) => t.replace("export const check: Command", "const check: Command"),
+      (t) => t.replace("export const command: Command", "const command: Command"),
       () => exposure("check"),
     );
     expect(r.status).toBe(1);

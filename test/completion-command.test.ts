@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bashScript, completion, entryNames, stackNames, zshScript } from "../cli/commands/completion";
+import { bashScript, entryNames, stackNames, zshScript } from "../cli/commands/completion";
 import { main } from "../cli/main";
 import { COMMAND_NAMES, SPECS } from "../cli/specs";
 import { capture, makeProject, stackFile, type TestProject } from "./support/command-helpers";
@@ -206,7 +206,7 @@ describe("exposure completion", () => {
 
   it("prints the script for bash or zsh, and refuses another shell with exit 2", async () => {
     const c = capture(project.dir);
-    expect(await completion(["bash"], c.ctx)).toBe(0);
+    expect(await main(["completion", "bash"], c.ctx)).toBe(0);
     expect(c.out.join("\n")).toBe(bashScript());
     const fish = capture(project.dir);
     expect(await main(["completion", "fish"], fish.ctx)).toBe(2);

@@ -23,7 +23,7 @@ afterAll(() => {
   fs.rmSync(stateDir, { recursive: true, force: true });
 });
 
-async function json(name: CommandName, command: Command, argv: string[]) {
+async function json<N extends CommandName>(name: N, command: Command<N>, argv: string[]) {
   const c = capture(project.dir, { EXPOSURE_STATE_DIR: stateDir });
   const code = await runCommand(name, command, [...argv, "--json"], c);
   return { code, doc: JSON.parse(c.out.join("\n")) as { apiVersion: string; kind: string } };

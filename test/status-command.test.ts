@@ -5,6 +5,7 @@ import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccessCommand } from "../cli/commands/access";
 import { createStatusCommand, type StatusDeps } from "../cli/commands/status";
+import { main } from "../cli/main";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader, SnapshotReader } from "../src/core/kube/cluster";
 import {
@@ -405,12 +406,10 @@ describe("exposure status against an unreachable API server (real client, loopba
     const file = kubeconfig(silentPort);
     const p = makeProject({ nocontext: { "kubernetes:kubeconfig": file, "ui-exposure:cilium": { mode: "cohabit" }, "ui-exposure:entries": ["argocd"] } });
     try {
-      for (const [name, command] of [
-        ["status", createStatusCommand({ readOutputs: noOutputs })],
-        ["access", createAccessCommand()],
-      ] as const) {
+      const commands = { status: createStatusCommand({ readOutputs: noOutputs }), access: createAccessCommand() };
+      for (const name of ["status", "access"] as const) {
         const c = capture(p.dir);
-        const code = await runCommand(name, command, ["--stack", "nocontext", ...(name === "access" ? ["--no-dotenv"] : [])], c);
+        const code = await main([name, "--stack", "nocontext", ...(name === "access" ? ["--no-dotenv"] : [])], c.ctx, commands);
         expect(code).toBe(1);
         expect(c.out).toEqual([]);
         expect(c.err.filter((l) => !l.includes("published outputs unavailable"))).toEqual([

@@ -31,7 +31,7 @@ import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { printableValue } from "../../src/core/text";
 import { type Command, type CommandContext, printJson } from "../context";
-import { parseCommandLine, usageError, usageOf } from "../flags";
+import { usageError, usageOf } from "../flags";
 import { formatTable, type OperatorDeps, stackHeader, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, type OpenStack, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
@@ -54,12 +54,11 @@ export interface AccessDeps extends OperatorDeps {
  * credentials read from their Secrets), `.env.cluster.local` for the data repository, and on
  * the Lima bench SSH forwards to the UIs (`--forward`, ended by `--stop`).
  */
-export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
+export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command<"access"> {
   const connect = deps.connect ?? connectCluster;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   const isTerminal = deps.isTerminal ?? (() => process.stdout.isTTY === true);
-  return async (argv, ctx) => {
-    const { values } = parseCommandLine(SPEC, argv);
+  return async ({ values }, ctx) => {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     if (values.forward && values.stop) throw usageError(SPEC, "--forward and --stop exclude each other");
     if (values.dotenv !== undefined && values["no-dotenv"]) throw usageError(SPEC, "--dotenv and --no-dotenv exclude each other");
@@ -141,7 +140,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command {
   };
 }
 
-export const access = createAccessCommand();
+export const command = createAccessCommand();
 
 /** Where the .env goes, after checking it may be written there; or why it is skipped. */
 async function checkEnvTarget(ctx: CommandContext, flag: string | undefined): Promise<{ file: string } | { skipped: string }> {

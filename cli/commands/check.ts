@@ -6,13 +6,12 @@ import { UserError } from "../../src/core/errors";
 import { EXIT, exitCodeOf, type Finding, finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { CheckDocument } from "../../src/core/json-api";
 import { type Command, printJson } from "../context";
-import { parseCommandLine, usageError } from "../flags";
+import { usageError } from "../flags";
 import { SPECS } from "../specs";
 
 const SPEC = SPECS.check;
 
-export const check: Command = async (argv, ctx) => {
-  const { values, positionals } = parseCommandLine(SPEC, argv);
+export const command: Command<"check"> = async ({ values, positionals }, ctx) => {
   if (positionals.length > 1) throw usageError(SPEC, "check takes at most one contract file");
   const file = positionals[0] ?? defaultContractPath(ctx.projectDir);
   // The path as typed (an absolute path stays absolute); the default relative to where we are.

@@ -4,7 +4,7 @@ import { EXIT } from "../../src/core/findings";
 import { isStackName } from "../../src/core/inputs";
 import { printableValue } from "../../src/core/text";
 import type { Command } from "../context";
-import { type CommandSpec, type Completion, HELP_FLAG, parseCommandLine, usageError } from "../flags";
+import { type CommandSpec, type Completion, HELP_FLAG, usageError } from "../flags";
 import { COMMAND_NAMES, SPECS } from "../specs";
 
 const SPEC = SPECS.completion;
@@ -14,8 +14,7 @@ const SPEC = SPECS.completion;
  * completes exactly the flags the parser accepts); `--list stacks|entries` is what the
  * script runs to complete names that depend on the project.
  */
-export const completion: Command = async (argv, ctx) => {
-  const { values, positionals } = parseCommandLine(SPEC, argv);
+export const command: Command<"completion"> = async ({ values, positionals }, ctx) => {
   if (values.list !== undefined) {
     if (positionals.length) throw usageError(SPEC, "--list takes no shell");
     if (values.list === "stacks") for (const name of stackNames(ctx.projectDir)) ctx.stdout(name);

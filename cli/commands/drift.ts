@@ -7,7 +7,7 @@ import { EXIT, type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
 import { type Observation, observe } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
-import { parseCommandLine, usageError } from "../flags";
+import { usageError } from "../flags";
 import { formatStatus, formatTable, type OperatorDeps, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
@@ -70,12 +70,11 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
  * audit (what it does not: every NodePort/LoadBalancer Service and hostPort must be declared)
  * and the live verdict of every entry (the same as `exposure status`).
  */
-export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
+export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drift"> {
   const connect = deps.connect ?? connectCluster;
   const runPulumi = deps.runPulumi ?? runPulumiCli;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
-  return async (argv, ctx) => {
-    const { values } = parseCommandLine(SPEC, argv);
+  return async ({ values }, ctx) => {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     const stack = values.stack;
     const timeoutMs = timeoutFlag(values.timeout, SPEC);
@@ -154,7 +153,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command {
   };
 }
 
-export const drift = createDriftCommand();
+export const command = createDriftCommand();
 
 function formatPreview(preview: PreviewSummary): string[] {
   const title = "pulumi preview --refresh --expect-no-changes:";

@@ -8,7 +8,7 @@ import type { PublishedEndpoints } from "../../src/core/observe";
 import { publishedFromOutputs } from "../../src/core/published";
 import { type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
 import { type Command, type CommandContext, packageVersion } from "../context";
-import { parseCommandLine, usageError, usageOf } from "../flags";
+import { usageError, usageOf } from "../flags";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
@@ -17,8 +17,7 @@ const SPEC = SPECS.portal;
  * Serves the portal on the operator's machine: the page the cluster serves, read through the
  * stack's kube context (or the current context without --stack). Runs until SIGINT/SIGTERM.
  */
-export const portalCommand: Command = async (argv, ctx) => {
-  const { values } = parseCommandLine(SPEC, argv);
+export const command: Command<"portal"> = async ({ values }, ctx) => {
   const listen = usageOf(SPEC, () => parseListen(values.listen));
 
   if (values.outputs && !values.stack) throw usageError(SPEC, "--outputs needs --stack (the outputs are a stack's)");

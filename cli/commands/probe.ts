@@ -9,7 +9,7 @@ import type { ProbeDocument } from "../../src/core/json-api";
 import { observe, readObservedCluster, refusalCause } from "../../src/core/observe";
 import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
-import { parseCommandLine, usageError } from "../flags";
+import { usageError } from "../flags";
 import { entryFlag, formatTable, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, type OpenStack, openStack, readStackOutputs } from "../stack";
@@ -25,12 +25,11 @@ export interface ProbeDeps extends OperatorDeps {
 }
 
 /** `exposure probe` (scenario "UI reachable"): every URL of the outputs, concurrently, with the contract's expectations. */
-export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
+export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"probe"> {
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   const get = deps.get ?? httpGet;
   const connect = deps.connect ?? connectCluster;
-  return async (argv, ctx) => {
-    const { values } = parseCommandLine(SPEC, argv);
+  return async ({ values }, ctx) => {
     if (!values.stack && !values.outputs) throw usageError(SPEC, "give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)");
     if (values.stack && values.contract) throw usageError(SPEC, "--contract is for --outputs without --stack (a stack names its own contract)");
     const timeoutMs = timeoutFlag(values.timeout, SPEC);
@@ -63,7 +62,7 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command {
   };
 }
 
-export const probe = createProbeCommand();
+export const command = createProbeCommand();
 
 /**
  * A refused connection to a NodePort URL says little by itself: kube-proxy refuses one whose

@@ -4,13 +4,12 @@ import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { RenderDocument } from "../../src/core/json-api";
 import { printableValue } from "../../src/core/text";
 import { type Command, printJson } from "../context";
-import { parseCommandLine, usageError } from "../flags";
+import { usageError } from "../flags";
 import { SPECS } from "../specs";
 
 const SPEC = SPECS.render;
 
-export const renderCommand: Command = async (argv, ctx) => {
-  const { values } = parseCommandLine(SPEC, argv);
+export const command: Command<"render"> = async ({ values }, ctx) => {
   if (!values.stack) throw usageError(SPEC, "--stack is required");
   if (!values.cluster) throw usageError(SPEC, "--cluster is required (a `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml` List)");
   if (values.format !== undefined && values.format !== "yaml" && values.format !== "json") {

@@ -5,15 +5,14 @@ import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { SandboxDownDocument, SandboxStatusDocument, SandboxUpDocument } from "../../src/core/json-api";
 import { printableValue } from "../../src/core/text";
 import { type Command, printJson } from "../context";
-import { parseCommandLine, usageError } from "../flags";
+import { usageError } from "../flags";
 import { formatTable } from "../operator";
 import { SPECS } from "../specs";
 
 const SPEC = SPECS.sandbox;
 
 /** `exposure sandbox up|status|down`: src/adapters/sandbox does the work, this prints it. */
-export const sandbox: Command = async (argv, ctx) => {
-  const { values, positionals } = parseCommandLine(SPEC, argv);
+export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) => {
   const [action] = positionals;
   if (positionals.length > 1) throw usageError(SPEC, `one action only, not '${printableValue(positionals.join(" "))}'`);
   const io = { projectDir: ctx.projectDir, env: ctx.env, say: (line: string) => ctx.stderr(line) };

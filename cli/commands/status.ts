@@ -2,7 +2,7 @@ import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { StatusDocument } from "../../src/core/json-api";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
-import { parseCommandLine, usageError } from "../flags";
+import { usageError } from "../flags";
 import { formatStatus, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
@@ -15,11 +15,10 @@ export type StatusDeps = OperatorDeps;
  * `exposure status`: the live verdict of every entry the stack publishes (or of those named by
  * --entry), computed by the same `observe()` as the portal.
  */
-export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
+export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"status"> {
   const connect = deps.connect ?? connectCluster;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
-  return async (argv, ctx) => {
-    const { values } = parseCommandLine(SPEC, argv);
+  return async ({ values }, ctx) => {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     const timeoutMs = timeoutFlag(values.timeout, SPEC);
     const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack });
@@ -63,4 +62,4 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command {
   };
 }
 
-export const status = createStatusCommand();
+export const command = createStatusCommand();

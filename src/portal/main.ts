@@ -7,6 +7,7 @@ import { loadContractFile } from "../adapters/contract-file";
 import { LiveClusterReader } from "../adapters/kube-live";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
+import { EXIT } from "../core/findings";
 import type { PublishedEndpoints } from "../core/observe";
 import { PORTAL_APP_DIR, PORTAL_CONTAINER_PORT, PORTAL_ENV, PORTAL_FILES } from "../core/portal/spec";
 import { parsePublishedEndpoints } from "../core/published";
@@ -69,7 +70,7 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
   process.stdout.write(`portal listening on ${portal.url} (cluster: ${cluster.source})\n`);
   // Kubernetes sends SIGTERM on rollout: finish in-flight loads, then exit 0.
   const stop = () => {
-    portal.close().then(() => process.exit(0));
+    portal.close().then(() => process.exit(EXIT.OK));
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
@@ -79,6 +80,6 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
 if (require.main === module) {
   runInCluster().catch((err: unknown) => {
     process.stderr.write(`portal: ${err instanceof UserError ? err.message : ((err as Error).stack ?? String(err))}\n`);
-    process.exit(1);
+    process.exit(EXIT.ERROR);
   });
 }

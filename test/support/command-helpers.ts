@@ -9,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { stringify } from "yaml";
 import type { Command, CommandContext } from "../../cli/context";
-import { main } from "../../cli/main";
+import { type Commands, main } from "../../cli/main";
 import type { CommandName } from "../../cli/specs";
 import { SnapshotReader } from "../../src/core/kube/cluster";
 import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Secret, type Service } from "../../src/core/kube/types";
@@ -110,8 +110,8 @@ export function capture(projectDir: string, env: NodeJS.ProcessEnv = {}): Captur
  * Runs `exposure <name> ...argv` through the real `main` (so UserError -> message + exit code
  * is what users get), with the command built by the test (fake cluster, fake runner).
  */
-export async function runCommand(name: CommandName, run: Command, argv: string[], captured: Captured): Promise<number> {
-  return main([name, ...argv], captured.ctx, { [name]: run });
+export async function runCommand<N extends CommandName>(name: N, run: Command<N>, argv: string[], captured: Captured): Promise<number> {
+  return main([name, ...argv], captured.ctx, { [name]: run } as Partial<Commands>);
 }
 
 // Cluster objects shared with the core tests.

@@ -6,6 +6,7 @@
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
+import { EXIT } from "../../core/findings";
 
 export interface PodListener {
   port: number;
@@ -48,15 +49,15 @@ if (require.main === module) {
   const listeners = ports.map(parseListener);
   if (!pod || !cert || !key || listeners.length === 0 || listeners.some((l) => l === undefined)) {
     process.stderr.write("usage: pod-server.ts POD CERT|- KEY|- PORT[/tls]...\n");
-    process.exit(2);
+    process.exit(EXIT.INVALID);
   }
   const tls = cert !== "-" && key !== "-" ? { cert: fs.readFileSync(cert), key: fs.readFileSync(key) } : undefined;
   servePod(pod, listeners as PodListener[], tls).then(
     () => process.stdout.write(`${pod}: serving ${ports.join(" ")}\n`),
     (err: Error) => {
       process.stderr.write(`${err.message}\n`);
-      process.exit(1);
+      process.exit(EXIT.ERROR);
     },
   );
-  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => process.exit(0));
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => process.exit(EXIT.OK));
 }

@@ -8,6 +8,7 @@
 // the node's pods, and stops following on SIGTERM (what it started is `sandbox down`'s to remove).
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { EXIT } from "../../core/findings";
 import { DataPath, dataPathSupport } from "../datapath/datapath";
 import { NodeAgent, type PodRuntime, writeNode } from "../datapath/kubelet";
 import { SANDBOX_NODE } from "./cluster";
@@ -88,7 +89,7 @@ async function main(configFile: string): Promise<void> {
   const agent = new NodeAgent(lib, kc, [{ name: SANDBOX_NODE.name, ip: nodeIp }], runtime, { say });
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.on(signal, () => {
-      void agent.stop().finally(() => process.exit(0));
+      void agent.stop().finally(() => process.exit(EXIT.OK));
     });
   }
   await agent.start();
@@ -101,10 +102,10 @@ if (require.main === module) {
   const [configFile] = process.argv.slice(2);
   if (!configFile) {
     process.stderr.write("usage: node-agent.ts CONFIG.json\n");
-    process.exit(2);
+    process.exit(EXIT.INVALID);
   }
   main(path.resolve(configFile)).catch((err: Error) => {
     process.stderr.write(`node agent: ${err.message}\n`);
-    process.exit(1);
+    process.exit(EXIT.ERROR);
   });
 }

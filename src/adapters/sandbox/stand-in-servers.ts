@@ -6,6 +6,7 @@
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
+import { EXIT } from "../../core/findings";
 
 export interface StandIn {
   entry: string;
@@ -157,15 +158,15 @@ if (require.main === module) {
   const [fileArg] = process.argv.slice(2);
   if (!fileArg) {
     process.stderr.write("usage: stand-in-servers.ts FOLDER/stand-ins.json\n");
-    process.exit(2);
+    process.exit(EXIT.INVALID);
   }
   const file = JSON.parse(fs.readFileSync(fileArg, "utf8")) as StandInFile;
   serveStandIns(file).then(
     () => process.stdout.write(`serving ${file.standIns.length} stand-in UI(s)\n`),
     (err: Error) => {
       process.stderr.write(`${err.message}\n`);
-      process.exit(1);
+      process.exit(EXIT.ERROR);
     },
   );
-  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => process.exit(0));
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => process.exit(EXIT.OK));
 }
