@@ -10,9 +10,9 @@ import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 /**
  * A stack's configuration as the engine hands it to the program (`pulumi.runtime.allConfig()`),
- * read from the files alone: the project's `config:` in Pulumi.yaml (defaults and values),
- * overridden by the stack's own `config:` in Pulumi.<stack>.yaml. Follows Pulumi 3.248's rules
- * (sdk/go/common/workspace: RewriteShorthandConfigValues, Project.Validate, mergeConfig).
+ * read from the stack's `config:` in Pulumi.<stack>.yaml. Pulumi.yaml declares no configuration
+ * (a `config:` block there is refused: its defaults would reach the program and not these
+ * commands). Follows Pulumi 3.248's rules for keys and values (sdk/go/common/workspace).
  */
 interface StackConfig {
   /** Namespaced key -> value as text: strings as is, numbers and booleans as JSON, objects and arrays as JSON. */
@@ -39,33 +39,13 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
     const known = fs.readdirSync(projectDir).flatMap((f) => STACK_FILE.exec(f)?.slice(1, 2) ?? []);
     throw new UserError(`unknown stack '${stack}': no ${stackFile} (stacks: ${known.join(", ") || "none"})`);
   }
-  const projectPath = path.join(projectDir, "Pulumi.yaml");
-  const project = fs.existsSync(projectPath) ? projectConfig(readYaml(projectPath)) : { project: PROJECT, entries: [] };
-  const stackEntries = stackConfigEntries(readYaml(stackPath), project.project);
-
+  const stackEntries = stackConfigEntries(readYaml(stackPath), projectName(projectDir));
   const values: Record<string, string> = {};
   const secretAt: Record<string, string> = {};
   for (const e of stackEntries) {
     if (e.secret) secretAt[e.key] = e.at;
     else values[e.key] = e.text;
   }
-  const onStack = new Map(stackEntries.map((e) => [e.key, e]));
-  const problems: string[] = [];
-  for (const d of project.entries) {
-    const value = onStack.get(d.key);
-    if (value) {
-      if (d.secret && !value.secret) problems.push(`${value.at}: ${d.key} is declared secret (${d.at}): set it with 'pulumi config set --secret'`);
-      // The engine checks the value's text (JSON parsed for objects and arrays): `3` and "3" are both an integer.
-      const content = typeof value.raw === "object" ? value.raw : value.text;
-      if (d.type && !value.secret && !matchesType(d.type, d.items, content)) {
-        problems.push(`${value.at}: ${d.key} must be of type '${typeName(d.type, d.items)}' (declared at ${d.at})`);
-      }
-      continue;
-    }
-    if (d.value !== undefined) values[d.key] = configText(d.value);
-    else if (d.ownNamespace) problems.push(`${stackFile}: missing required configuration key '${d.key}' (declared without a default at ${d.at})`);
-  }
-  if (problems.length) throw userErrorFromProblems(`invalid stack configuration for stack '${stack}'`, problems);
   const at = Object.fromEntries(stackEntries.flatMap((e) => [[e.key, e.at], ...e.inner]));
   return { values, secretKeys: Object.keys(secretAt).sort(), secretAt, at };
 }
@@ -202,85 +182,18 @@ function configText(value: unknown): string {
   );
 }
 
-interface ProjectEntry {
-  key: string;
-  /** In this project's namespace (`name` or `<project>:name`): may be required, may be typed. */
-  ownNamespace: boolean;
-  /** The default (own namespace) or value (other namespaces). */
-  value?: unknown;
-  type?: string;
-  items?: ItemsType;
-  secret?: boolean;
-  at: string;
-}
-
-interface ItemsType {
-  type: string;
-  items?: ItemsType;
-}
-
-const TYPES = new Set(["string", "integer", "boolean", "array", "object"]);
-const DECLARATION_KEYS = new Set(["type", "description", "items", "default", "value", "secret"]);
-
-/** Pulumi.yaml's `config:` block, validated as `pulumi` validates it. */
-function projectConfig(parsed: ParsedFile): { project: string; entries: ProjectEntry[] } {
-  const root = parsed.contents;
-  const nameNode = isMap(root) ? root.items.find((p) => isScalar(p.key) && p.key.value === "name")?.value : undefined;
-  const project = isScalar(nameNode) && typeof nameNode.value === "string" ? nameNode.value : PROJECT;
-  const map = configMap(parsed);
-  if (!map) return { project, entries: [] };
-  const entries = map.items.map((pair): ProjectEntry => {
-    const { raw, key } = configKey(parsed, pair, project);
-    const ownNamespace = key.startsWith(`${project}:`);
-    const at = parsed.at(pair);
-    const node = pair.value as Node | null;
-    const value: unknown = node && "toJSON" in node ? node.toJSON() : null;
-    // Shorthand: a plain value or a list is a default in the project's namespace, a value elsewhere.
-    if (value === null || typeof value !== "object" || Array.isArray(value)) {
-      if (value === null) throw new UserError(`${at}: ${raw} has no value (give it a default, or declare it with 'type:')`);
-      return { key, ownNamespace, value, at };
-    }
-    const decl = value as Record<string, unknown>;
-    const unknown = Object.keys(decl).filter((k) => !DECLARATION_KEYS.has(k));
-    if (unknown.length) throw new UserError(`${at}: ${raw}: unknown attribute${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => `'${k}'`).join(", ")}`);
-    if (decl.default !== undefined && decl.value !== undefined) throw new UserError(`${at}: ${raw} cannot have both a 'default' and a 'value' attribute`);
-    const type = decl.type;
-    if (type !== undefined && (typeof type !== "string" || !TYPES.has(type))) {
-      throw new UserError(`${at}: ${raw}: type must be one of ${[...TYPES].join(", ")}`);
-    }
-    const items = decl.items as ItemsType | undefined;
-    if (ownNamespace) {
-      if (type === "array" && !items) throw new UserError(`${at}: ${raw} declares an array but no 'items' type`);
-      if (type && decl.default !== undefined && !matchesType(type, items, decl.default)) {
-        throw new UserError(`${at}: the default of ${raw} is not of type '${typeName(type, items)}'`);
-      }
-      return { key, ownNamespace, value: decl.default !== undefined ? decl.default : decl.value, type, items, secret: decl.secret === true, at };
-    }
-    if (type !== undefined) throw new UserError(`${at}: ${raw} is not in the project's namespace and cannot declare a type`);
-    if (decl.default !== undefined) throw new UserError(`${at}: ${raw} is not in the project's namespace: use 'value', not 'default'`);
-    if (decl.value === undefined) throw new UserError(`${at}: ${raw} is namespaced and needs a 'value' attribute`);
-    return { key, ownNamespace, value: decl.value, at };
-  });
-  return { project, entries };
-}
-
-function matchesType(type: string, items: ItemsType | undefined, v: unknown): boolean {
-  switch (type) {
-    case "string":
-      return typeof v === "string";
-    case "integer":
-      return (typeof v === "number" && Number.isInteger(v)) || (typeof v === "string" && /^[+-]?\d+$/.test(v));
-    case "boolean":
-      return typeof v === "boolean" || v === "true" || v === "false";
-    case "object":
-      return v !== null && typeof v === "object" && !Array.isArray(v);
-    case "array":
-      return Array.isArray(v) && (!items || v.every((x) => matchesType(items.type, items.items, x)));
-    default:
-      return false;
+/** The project's name (Pulumi.yaml `name:`), which namespaces a bare key; a `config:` block there is refused. */
+function projectName(projectDir: string): string {
+  const projectPath = path.join(projectDir, "Pulumi.yaml");
+  if (!fs.existsSync(projectPath)) return PROJECT;
+  const parsed = readYaml(projectPath);
+  const config = configMap(parsed);
+  if (config?.items.length) {
+    throw new UserError(
+      `${parsed.at(config)}: Pulumi.yaml declares configuration, which the exposure commands do not read: set each key in the stack files instead (pulumi config set KEY VALUE --stack NAME)`,
+    );
   }
-}
-
-function typeName(type: string, items: ItemsType | undefined): string {
-  return items ? `array<${typeName(items.type, items.items)}>` : type;
+  const root = parsed.contents;
+  const name = isMap(root) ? root.items.find((p) => isScalar(p.key) && p.key.value === "name")?.value : undefined;
+  return isScalar(name) && typeof name.value === "string" ? name.value : PROJECT;
 }
