@@ -5,7 +5,6 @@ import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import { auditExposure } from "../src/core/audit";
 import { parseContract } from "../src/core/contract/parse";
 import { matchesPattern as matchesParsed } from "../src/core/exposure-model";
-import { SnapshotReader } from "../src/core/kube/cluster";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { PublishedEndpoints } from "../src/core/observe";
 import type { Allowlist } from "../src/core/settings";

@@ -46,10 +46,7 @@ describe("stack configuration as the engine gives it", () => {
   // (`pulumi config set [--secret|--path]`), pulumi-config.agree.json its `pulumi config --json --stack agree`.
   // The recorded Pulumi.yaml declares configuration, which the exposure commands refuse: the
   // agreement is on the stack file's keys, read with a Pulumi.yaml holding only the project's name.
-  const engine = JSON.parse(fs.readFileSync(path.join(fixtureDir, "pulumi-config.agree.json"), "utf8")) as Record<
-    string,
-    { value?: string; secret: boolean }
-  >;
+  const engine = JSON.parse(fs.readFileSync(path.join(fixtureDir, "pulumi-config.agree.json"), "utf8")) as Record<string, { value?: string; secret: boolean }>;
   const recorded = () => project("name: ui-exposure\nruntime: nodejs\n", fs.readFileSync(path.join(fixtureDir, "Pulumi.agree.yaml"), "utf8"), "agree");
 
   it("agrees with `pulumi config --json` of Pulumi 3.248 on every key of the recorded stack file (namespaces, types, secret)", () => {

@@ -13,7 +13,7 @@ function isIPv6(text: string): boolean {
   const lastColon = text.lastIndexOf(":");
   if (text.slice(lastColon + 1).includes(".")) {
     if (!IPV4.test(text.slice(lastColon + 1))) return false;
-    head = text.slice(0, lastColon + 1) + "0";
+    head = `${text.slice(0, lastColon + 1)}0`;
     groupsFromV4 = 1; // the IPv4 tail fills two groups; "0" stands for one of them
   }
   const halves = head.split("::");
