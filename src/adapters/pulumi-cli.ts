@@ -9,14 +9,17 @@ import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 /** What running a program (the Pulumi CLI, git) gave: its exit code and output, or that it is not installed. */
 export type PulumiRun = { exitCode: number; stdout: string; stderr: string } | { notFound: true };
 type RunOptions = { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal; timeoutMs?: number };
+/** Where the Pulumi CLI is: `pulumi` on the PATH of `env`, or this file (the sandbox's toolchain). */
+type PulumiOptions = RunOptions & { pulumi?: string };
 /** Runs `pulumi ARGS`; never rejects. `signal` stops it (its answer is no longer needed). */
-export type PulumiRunner = (args: string[], opts: RunOptions) => Promise<PulumiRun>;
+export type PulumiRunner = (args: string[], opts: PulumiOptions) => Promise<PulumiRun>;
 
 /** A refresh of a big stack can take minutes; past this the CLI is stopped and the run reported as failed. */
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 
-/** The one way this project runs the Pulumi CLI (drift's preview, the stack outputs). */
-export const runPulumi: PulumiRunner = (args, opts) => runProgram("pulumi", args, { ...opts, env: { ...opts.env, PULUMI_SKIP_UPDATE_CHECK: "true" } });
+/** The one way this project runs the Pulumi CLI (drift's preview, the stack outputs, the sandbox's `up`). */
+export const runPulumi: PulumiRunner = (args, { pulumi = "pulumi", ...opts }) =>
+  runProgram(pulumi, args, { ...opts, env: { ...opts.env, PULUMI_SKIP_UPDATE_CHECK: "true" } });
 
 /** Runs `program ARGS` (found on the PATH of `opts.env`); never rejects. */
 export const runProgram = (program: string, args: string[], opts: RunOptions): Promise<PulumiRun> =>
@@ -80,7 +83,7 @@ export const lastLine = (output: string) =>
  * pipeline) or from the Pulumi CLI. Secrets stay masked: no command needs them here.
  */
 export async function readStackOutputs(
-  ctx: { projectDir: string; env: NodeJS.ProcessEnv },
+  ctx: { projectDir: string; env: NodeJS.ProcessEnv; pulumi?: string },
   stack: string,
   outputsFile?: string,
 ): Promise<Record<string, unknown>> {
@@ -88,7 +91,12 @@ export async function readStackOutputs(
   if (outputsFile) {
     text = readBoundedText(outputsFile, "outputs file", FILE_LIMITS.outputs);
   } else {
-    const result = await runPulumi(["stack", "output", "--json", "--stack", stack], { cwd: ctx.projectDir, env: ctx.env, timeoutMs: 60_000 });
+    const result = await runPulumi(["stack", "output", "--json", "--stack", stack], {
+      cwd: ctx.projectDir,
+      env: ctx.env,
+      timeoutMs: 60_000,
+      ...(ctx.pulumi ? { pulumi: ctx.pulumi } : {}),
+    });
     if ("notFound" in result) throw new PulumiNotFoundError(pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"));
     if (result.exitCode !== 0) {
       // Pulumi's "no stack named 'X' found" says nothing of which backend it asked: most often
