@@ -64,8 +64,10 @@ interface EndpointRecord {
 export const PROGRAM_READ_TIMEOUT_MS = 5_000;
 
 /**
- * The whole stack. Everything is validated and observed before the first resource is
- * declared, so an invalid contract, a missing Service or a failed guard changes nothing.
+ * The whole stack. The contract, the settings, the cluster reads, the Cilium plan (with its guard)
+ * and the takeover checks all pass before the first resource is declared: any of them failing
+ * changes nothing. The admission guard's policy is checked by the API server once applied; its
+ * failure stops the update before any of our Services is declared.
  */
 export async function declareStack(inputs: ProgramInputs) {
   const { config, settings, contract, contractFile, selected, selectedEntries } = openStack(inputs);

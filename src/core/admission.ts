@@ -9,8 +9,9 @@ import type { AdmissionSettings } from "./settings";
  * The exposure guard at admission: a ValidatingAdmissionPolicy (CEL, evaluated by the API
  * server itself, GA since Kubernetes 1.30) generated from the contract and the allowlist, so
  * that undeclared exposure is refused (or warned about, or audited) before it exists instead
- * of being found afterwards by `exposure drift`. It declares exactly what the audit
- * (src/core/audit.ts) accepts, with the same allowlist matching.
+ * of being found afterwards by `exposure drift`. Its rules are the model's (exposure-model.ts),
+ * as the audit's are (test/exposure-model.test.ts holds the CEL to the model's answers); unlike
+ * the audit, it refuses unread an object past CHECK_LIMITS.
  */
 
 const ADMISSION_GROUP_VERSION = "admissionregistration.k8s.io/v1";

@@ -4,9 +4,11 @@ import type { Service } from "./kube/types";
 import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
-// The one model of exposure: what a stack declares, what a pod or a Service opens to the outside,
-// which rule declares it, which Service is this stack's. Planner, verdicts, audit, pre-deny report
-// and the policy's generator all ask here (test/exposure-model.test.ts holds them to one answer).
+// The model of exposure: what a stack declares, what a pod or a Service opens to the outside, which
+// rule declares it. The planner, the verdicts, the audit, the pre-deny report and the policy's
+// generator import it (test/exposure-model.test.ts holds them to one answer). Whether a Service is
+// this stack's is decided here from the state's uids (ownershipProblem, recreatedProblem) and,
+// today, also by checks of their own in other modules.
 
 /** Our Service of a NodePort entry: `<entry>-nodeport`, in the namespace of the Service it mirrors. */
 export const NODE_PORT_SUFFIX = "-nodeport";
