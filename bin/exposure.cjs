@@ -43,6 +43,9 @@ const exitAfterFlush = (code) =>
       if (stdoutFailure === undefined) return process.exit(code);
       process.stderr.write(`exposure: cannot write the output: ${stdoutFailure.message}\n`, () => process.exit(exitTable(root).ERROR));
     });
+// A brief command (cli/specs.ts) ends before V8's optimising compiler pays back its background
+// compilations: `exposure check` spends about a tenth less CPU without it, even on 1,000 entries.
+if (require("../dist/cli/specs.js").SPECS[process.argv[2]]?.brief === true) require("node:v8").setFlagsFromString("--no-opt");
 require("../dist/cli/main.js")
   .main(process.argv.slice(2))
   .then(

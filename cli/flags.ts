@@ -29,6 +29,11 @@ export interface CommandSpec {
    * a start-up. Not for a command whose modules find files next to them or that loads the Pulumi SDK.
    */
   bundle?: boolean;
+  /**
+   * Ends within about a second whatever its input: bin/exposure.cjs turns V8's optimising compiler
+   * off for it, whose background compilations cost more CPU than they save in so short a run.
+   */
+  brief?: boolean;
   /** One line, in the command list of `exposure --help`. */
   summary: string;
   /** The usage line after `exposure <name> `: must mention every flag (a test checks it). */

@@ -31,6 +31,7 @@ const contract = { type: "string", value: "FILE", complete: "file" } as const sa
 export const SPECS = {
   check: {
     name: "check",
+    brief: true,
     bundle: true,
     summary: "validate a contract offline (exit 0, or 2 with every problem)",
     synopsis: "[CONTRACT] [--json]",
@@ -176,6 +177,7 @@ export const SPECS = {
   },
   schema: {
     name: "schema",
+    brief: true,
     bundle: true,
     summary: "print the contract's JSON Schema (for editors: contract/endpoints.schema.json)",
     synopsis: "",
@@ -187,6 +189,7 @@ export const SPECS = {
   },
   completion: {
     name: "completion",
+    brief: true,
     summary: "print a bash or zsh completion script",
     synopsis: "bash|zsh | --list stacks|entries",
     description: [

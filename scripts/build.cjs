@@ -4,12 +4,13 @@
 // (type-checking is `npm run typecheck`), then the bundles that make start-up cheap. dist/ is
 // built aside and put in place whole, so a command running from the old one keeps its files.
 "use strict";
-const crypto = require("node:crypto");
 const fs = require("node:fs");
 const path = require("node:path");
 
 const SOURCE_DIRS = ["cli", "src", "components"];
 const STAMP = path.join("dist", "build-stamp.json");
+/** The files' sizes and times when built (filesMeta), apart from the stamp, which the content alone decides. */
+const META = path.join("dist", "build-meta.txt");
 /**
  * The Pulumi program as one file (components/program-loader.cjs runs it). Two folders deep, like
  * the compiled modules it holds, so their paths from __dirname (dist/vendor...) still hold.
@@ -21,7 +22,7 @@ const sourceFiles = (root, dir) => filesUnder(root, dir).filter((f) => f.endsWit
 
 /** sha256 of files (paths and content, not mtimes: a copied tree still matches its build). */
 function filesHash(root, files) {
-  const hash = crypto.createHash("sha256");
+  const hash = require("node:crypto").createHash("sha256");
   for (const rel of files) {
     let content;
     try {
@@ -34,9 +35,28 @@ function filesHash(root, files) {
   return hash.digest("hex");
 }
 
+/** The sources and this script. */
+const sourceList = (root) => ["index.ts", "scripts/build.cjs", ...SOURCE_DIRS.flatMap((d) => sourceFiles(root, d))];
+
 /** The hash of the sources and of this script. */
-function sourceStamp(root) {
-  return filesHash(root, ["index.ts", "scripts/build.cjs", ...SOURCE_DIRS.flatMap((d) => sourceFiles(root, d))]);
+const sourceStamp = (root) => filesHash(root, sourceList(root));
+
+/**
+ * Path, size and modification time of each file: what every start compares first. Equal to the
+ * stamp's, the files are the ones the build hashed and nothing is read (a tenth of `exposure
+ * check`'s CPU); any difference (an edit, a copied tree) and the hashes decide.
+ */
+function filesMeta(root, files) {
+  return files
+    .map((rel) => {
+      try {
+        const stat = fs.statSync(path.join(root, rel));
+        return `${rel}\0${stat.size}\0${stat.mtimeMs}`;
+      } catch {
+        return `${rel}\0-`;
+      }
+    })
+    .join("\n");
 }
 
 /** Every file under `dir` (relative to `base`), sorted. */
@@ -53,13 +73,11 @@ function filesUnder(base, dir) {
     .flatMap(({ e, rel }) => (e.isDirectory() ? filesUnder(base, rel) : [rel]));
 }
 
+/** What the build wrote. */
+const outputList = (dist) => filesUnder(dist, "").filter((f) => f !== "build-stamp.json" && f !== "build-meta.txt");
+
 /** The hash of what the build wrote (a truncated or edited module of dist/ changes it). */
-function outputStamp(dist) {
-  return filesHash(
-    dist,
-    filesUnder(dist, "").filter((f) => f !== "build-stamp.json"),
-  );
-}
+const outputStamp = (dist) => filesHash(dist, outputList(dist));
 
 const NO_BUILD = "no build in dist/";
 const OLDER = "dist/ is older than the sources";
@@ -73,8 +91,14 @@ function staleBuild(root) {
   } catch {
     return NO_BUILD;
   }
+  const dist = path.join(root, "dist");
+  let meta;
+  try {
+    meta = fs.readFileSync(path.join(root, META), "utf8");
+  } catch {}
+  if (meta === `${filesMeta(root, sourceList(root))}\n\n${filesMeta(dist, outputList(dist))}`) return undefined;
   if (stamp?.sources !== sourceStamp(root)) return OLDER;
-  return stamp.outputs === outputStamp(path.join(root, "dist")) ? undefined : CHANGED;
+  return stamp.outputs === outputStamp(dist) ? undefined : CHANGED;
 }
 
 /** What every bundle shares: one CommonJS file for Node.js 20 and later. */
@@ -200,7 +224,9 @@ const UNWRITABLE = "cannot write dist/";
 
 /** Builds dist/ for the sources of `root`: resolves, or rejects with one line. */
 async function build(root) {
-  const stamp = sourceStamp(root); // before compiling: a file edited meanwhile makes the stamp stale, never the reverse
+  // Before compiling: a file edited meanwhile makes the stamp stale, never the reverse.
+  const sourceMeta = filesMeta(root, sourceList(root));
+  const stamp = sourceStamp(root);
   const dist = path.join(root, "dist");
   const out = `${dist}.${process.pid}.tmp`;
   try {
@@ -212,6 +238,8 @@ async function build(root) {
   }
   try {
     await buildInto(root, out);
+    // Renamed into place below, the files keep their sizes and times: the meta still holds.
+    fs.writeFileSync(path.join(out, "build-meta.txt"), `${sourceMeta}\n\n${filesMeta(out, outputList(out))}`);
     fs.writeFileSync(path.join(out, "build-stamp.json"), `${JSON.stringify({ sources: stamp, outputs: outputStamp(out) })}\n`);
     const old = `${dist}.${process.pid}.old`;
     if (fs.existsSync(dist)) fs.renameSync(dist, old);

@@ -67,6 +67,22 @@ function lexicalRefusal(text: string, maxValues: number): YamlRefusal | undefine
   return undefined;
 }
 
+/**
+ * Whether `text` may exceed a bound of lexicalRefusal: the lexer counts at most two values per
+ * character (`|` alone: the header and its empty scalar), and flow nesting needs a `[` or `{` per
+ * level. A text too short to exceed either is not lexed twice (a contract: a cold lexer run is a
+ * tenth of `exposure check`'s CPU).
+ */
+function mayExceedBounds(text: string, maxValues: number): boolean {
+  if (2 * text.length > maxValues) return true;
+  let openers = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c === 0x5b || c === 0x7b) && ++openers > YAML_MAX_DEPTH) return true;
+  }
+  return false;
+}
+
 const TOO_DEEP = `nested more than ${YAML_MAX_DEPTH} levels deep: flatten the document`;
 
 /** The parser's tokens for `text`, refusing (by throwing Refused) nesting deeper than YAML_MAX_DEPTH. */
@@ -89,7 +105,7 @@ function* boundedTokens(text: string, parser: Parser) {
 export function parseYamlBounded(text: string, bounds: YamlBounds, opts: { single?: boolean } = {}): BoundedYaml {
   const lineCounter = lineCounterOf(text);
   const docs: Document.Parsed[] = [];
-  const refused = lexicalRefusal(text, bounds.maxValues);
+  const refused = mayExceedBounds(text, bounds.maxValues) ? lexicalRefusal(text, bounds.maxValues) : undefined;
   if (refused) return { refused, lineCounter };
   try {
     for (const doc of new Composer().compose(boundedTokens(text, new Parser()), opts.single === true, text.length)) {

@@ -3,6 +3,6 @@
 // bundles to about 20 KB against 750 KB, which was the largest part of a command's start-up
 // (docs/benchmarks.md, CLI start-up). Imported for its effect by each module that defines schemas.
 import * as z from "zod/mini";
-import en from "zod/v4/locales/en.cjs";
+import { en } from "zod/v4/locales";
 
 z.config(en());
