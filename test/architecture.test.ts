@@ -182,6 +182,14 @@ describe("one model of exposure", () => {
   });
 });
 
+describe("Kubernetes objects", () => {
+  it("are described once: the types are derived from the schemas that check them (src/core/kube/validate.ts)", () => {
+    const types = fs.readFileSync(path.join(projectDir, "src/core/kube/types.ts"), "utf8");
+    expect(types).not.toMatch(/\binterface\b|^export type \w+ = \{/m);
+    expect(fs.readFileSync(path.join(projectDir, "src/core/kube/validate.ts"), "utf8")).toMatch(/^export type Service = z\.infer<typeof service>;$/m);
+  });
+});
+
 describe("size", () => {
   /** Physical lines (what `wc -l` counts) of every file below `dirs`, but those under `except`. */
   function lineCount(dirs: readonly string[], except: readonly string[] = []): number {

@@ -172,10 +172,9 @@ export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port
  *   narrow or route what is open; they open nothing.
  */
 export function serviceOpenings(svc: Service): { type: string; nodeOrBalancer: boolean; externalIPs: string[]; healthCheckNodePort?: number } {
-  const type = typeof svc.spec?.type === "string" ? svc.spec.type : "ClusterIP";
-  const headless = field(svc.spec, "clusterIP") === "None";
-  const externalIPs = type === "ExternalName" || headless ? [] : list(field(svc.spec, "externalIPs")).filter((ip): ip is string => typeof ip === "string");
-  const health = type === "LoadBalancer" ? portNumber(field(svc.spec, "healthCheckNodePort")) : 0;
+  const type = svc.spec?.type ?? "ClusterIP";
+  const externalIPs = type === "ExternalName" || svc.spec?.clusterIP === "None" ? [] : (svc.spec?.externalIPs ?? []);
+  const health = type === "LoadBalancer" ? portNumber(svc.spec?.healthCheckNodePort) : 0;
   return { type, nodeOrBalancer: type === "NodePort" || type === "LoadBalancer", externalIPs, ...(health ? { healthCheckNodePort: health } : {}) };
 }
 

@@ -206,6 +206,18 @@ export const SNAPSHOT_CASES: SnapshotCase[] = [
     fragment: "metadata.labels.a: expected a string, found a map",
   },
   {
+    name: "externalIPs as a string (what the model reads is checked, not skipped)",
+    snapshot: "kind: Service\nmetadata: {name: a}\nspec: {type: ClusterIP, externalIPs: 10.0.0.1}\n",
+    exit: 1,
+    fragment: "spec.externalIPs: expected an array, found a string",
+  },
+  {
+    name: "a snapshot pod's hostNetwork as a string",
+    snapshot: "kind: Pod\nmetadata: {name: p}\nspec: {hostNetwork: 'yes'}\n",
+    exit: 1,
+    fragment: "spec.hostNetwork: expected a boolean, found a string",
+  },
+  {
     name: "a selector as a list",
     snapshot: "kind: Service\nmetadata: {name: a}\nspec: {selector: [x]}\n",
     exit: 1,

@@ -8,40 +8,48 @@ import "../zod-messages";
 
 const stringMap = z.record(z.string(), z.string());
 const int = z.int();
+const text = z.optional(z.string());
 
 const metadata = z.looseObject({
   name: z.string().check(z.minLength(1)),
-  namespace: z.optional(z.string()),
+  namespace: text,
   labels: z.optional(stringMap),
   annotations: z.optional(stringMap),
+  uid: text,
 });
+/** What every object has: its metadata, and the kind it says it is. */
+const object = { apiVersion: text, kind: text, metadata };
 
 const servicePort = z.looseObject({
-  name: z.optional(z.string()),
+  name: text,
   port: int,
-  protocol: z.optional(z.string()),
+  protocol: text,
   targetPort: z.optional(z.union([int, z.string()])),
   nodePort: z.optional(int),
 });
 
 const service = z.looseObject({
-  metadata,
+  ...object,
   spec: z.optional(
     z.looseObject({
-      type: z.optional(z.string()),
+      type: text,
       selector: z.optional(stringMap),
       ports: z.optional(z.array(servicePort)),
-      clusterIP: z.optional(z.string()),
-      externalTrafficPolicy: z.optional(z.string()),
-      externalName: z.optional(z.string()),
+      clusterIP: text,
+      externalIPs: z.optional(z.array(z.string())),
+      externalTrafficPolicy: text,
+      healthCheckNodePort: z.optional(int),
+      externalName: text,
+      loadBalancerClass: text,
     }),
   ),
+  status: z.optional(z.looseObject({ loadBalancer: z.optional(z.looseObject({ ingress: z.optional(z.array(z.looseObject({ ip: text, hostname: text }))) })) })),
 });
 
 const condition = z.looseObject({ type: z.string(), status: z.string() });
 
 const node = z.looseObject({
-  metadata,
+  ...object,
   spec: z.optional(z.looseObject({ unschedulable: z.optional(z.boolean()) })),
   status: z.optional(
     z.looseObject({
@@ -51,23 +59,25 @@ const node = z.looseObject({
   ),
 });
 
-const containerPort = z.looseObject({ containerPort: int, hostPort: z.optional(int), name: z.optional(z.string()), protocol: z.optional(z.string()) });
+const containerPort = z.looseObject({ containerPort: int, hostPort: z.optional(int), name: text, protocol: text });
 const container = z.looseObject({ name: z.string(), ports: z.optional(z.array(containerPort)) });
 
 const pod = z.looseObject({
-  metadata,
+  ...object,
   spec: z.optional(
     z.looseObject({
-      nodeName: z.optional(z.string()),
+      nodeName: text,
+      hostNetwork: z.optional(z.boolean()),
       containers: z.optional(z.array(container)),
       initContainers: z.optional(z.array(container)),
+      ephemeralContainers: z.optional(z.array(container)),
     }),
   ),
-  status: z.optional(z.looseObject({ phase: z.optional(z.string()), conditions: z.optional(z.array(condition)) })),
+  status: z.optional(z.looseObject({ phase: text, podIP: text, hostIP: text, conditions: z.optional(z.array(condition)) })),
 });
 
 const endpointSlice = z.looseObject({
-  metadata,
+  ...object,
   // The API server writes `endpoints: null` for a slice with no endpoints (a Go nil slice).
   endpoints: z.nullish(
     z.array(
@@ -77,11 +87,25 @@ const endpointSlice = z.looseObject({
       }),
     ),
   ),
+  ports: z.optional(z.array(z.looseObject({ name: text, port: z.optional(int) }))),
 });
 
-const configMap = z.looseObject({ metadata, data: z.optional(stringMap) });
-const secret = z.looseObject({ metadata, data: z.optional(stringMap) });
-const generic = z.looseObject({ metadata });
+const configMap = z.looseObject({ ...object, data: z.optional(stringMap) });
+/** A Secret as the API returns it: `data` values are base64 (read only by `exposure access`). */
+const secret = z.looseObject({ ...object, type: text, data: z.optional(stringMap) });
+/** Any other object (CiliumLoadBalancerIPPool, Gateway, HTTPRoute...): metadata only is checked. */
+const generic = z.looseObject({ ...object });
+
+/** The objects as read: what each schema below accepts (fields it does not name pass through as unknown). */
+export type Service = z.infer<typeof service>;
+export type ServicePort = z.infer<typeof servicePort>;
+export type Node = z.infer<typeof node>;
+export type ContainerPort = z.infer<typeof containerPort>;
+export type Pod = z.infer<typeof pod>;
+export type EndpointSlice = z.infer<typeof endpointSlice>;
+export type ConfigMap = z.infer<typeof configMap>;
+export type Secret = z.infer<typeof secret>;
+export type GenericObject = z.infer<typeof generic> & { apiVersion: string; kind: string; spec?: Record<string, unknown>; status?: Record<string, unknown> };
 
 const SCHEMAS: Readonly<Record<string, z.ZodMiniType>> = {
   Service: service,
