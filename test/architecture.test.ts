@@ -206,10 +206,10 @@ describe("size", () => {
 
   // The sandbox and the data path are the e2e harness's cluster, shipped for `npm run sandbox`:
   // they are counted apart from the product that runs against a real cluster. The bound is the
-  // count after the last cut and the fixes that followed it (11,108), so that the code does not
-  // grow back unnoticed (the aim is 9,500).
-  it("the product code does not grow past its last cut: at most 11,150 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_150);
+  // count after the last cut (11,005), so that the code does not grow back unnoticed (the aim
+  // is 9,500).
+  it("the product code does not grow past its last cut: at most 11,005 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_005);
   });
 
   it("bench/ stays at most 1,200 lines", () => {
