@@ -17,7 +17,7 @@ export type PulumiRunner = (args: string[], opts: PulumiOptions) => Promise<Pulu
 /** A refresh of a big stack can take minutes; past this the CLI is stopped and the run reported as failed. */
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 
-/** How the commands and the sandbox run the Pulumi CLI (drift's preview, the stack outputs, the sandbox's `up`). */
+/** How the commands and the sandbox run the Pulumi CLI (drift's preview, the stack outputs, the sandbox's `up`); the sandbox's toolchain check reads `pulumi version` itself. */
 export const runPulumi: PulumiRunner = (args, { pulumi = "pulumi", ...opts }) =>
   runProgram(pulumi, args, { ...opts, env: { ...opts.env, PULUMI_SKIP_UPDATE_CHECK: "true" } });
 
