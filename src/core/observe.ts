@@ -36,7 +36,10 @@ export interface ObservedEntry {
   readyEndpoints: number;
   nodePort?: number;
   hostPort?: number;
+  /** The URL built from what the cluster shows now. */
   url?: string;
+  /** The URL the last `up` published, when not `url` (a port moved by hand...): the one users have (`usersUrl`). */
+  publishedUrl?: string;
   verdict: Verdict;
   /** Why the verdict is DRIFT or ABSENT, each with its stable code (DRIFT_CODES); empty for MATCH. */
   findings: Finding[];
@@ -102,13 +105,21 @@ const key = (ns: string | undefined, name: string) => `${ns}/${name}`;
 const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined) =>
   Object.keys(a ?? {}).length === Object.keys(b ?? {}).length && matchesLabels(a, b);
 
+/** The URL users have for an entry: the one the last `up` published, else the live one. Probe, portal and sandbox check this one. */
+export const usersUrl = (e: Pick<ObservedEntry, "url" | "publishedUrl">): string | undefined => e.publishedUrl ?? e.url;
+
+const MOVED_CODES: readonly DriftCode[] = ["node-port-moved", "url-node-moved", "pod-moved"];
+
 /**
- * Why a connection to an entry's NodePort URL was refused, from its observation: kube-proxy
- * refuses alike when no Service holds the port and when the Service has no ready endpoint.
- * Undefined when the observation does not tell. `exposure probe` and the portal both say it.
+ * Why the users' URL failed (`error`, the probe's words), from the observation: it moved since the
+ * last `up`, or (refused: kube-proxy refuses alike) no Service or no ready endpoint. Probe and portal say it.
  */
-export function refusalCause(e: ObservedEntry, stack: string | undefined): string | undefined {
-  if (e.exposure !== "nodePort") return undefined;
+export function failureCause(e: ObservedEntry, error: string, stack: string | undefined): string | undefined {
+  const refused = error.startsWith("connection refused");
+  const lead = refused ? "connection refused" : error;
+  const moved = e.publishedUrl ? e.findings.find((f) => (MOVED_CODES as readonly string[]).includes(f.code)) : undefined;
+  if (moved) return `${lead}: ${moved.message}`;
+  if (!refused || e.exposure !== "nodePort") return undefined;
   if (e.service === undefined)
     return `connection refused: no Service of this stack serves ${e.name} any more (exposure status${stack ? ` --stack ${stack}` : ""})`;
   if (e.readyEndpoints === 0) return `connection refused: no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)`;
@@ -229,10 +240,14 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
       add("target-port-differs", `target port ${ourPort?.targetPort} differs from the vendored ${vTarget}`);
   }
   const publishedPort = published?.nodePort;
-  if (publishedPort !== undefined && nodePort !== undefined && publishedPort !== nodePort) {
-    add("node-port-moved", `nodePort changed since the last up (${publishedPort} -> ${nodePort})`);
-  }
   const url = ctx.node && nodePort !== undefined ? buildUrl(e.scheme, ctx.node.address, nodePort) : undefined;
+  if (publishedPort !== undefined && nodePort !== undefined && publishedPort !== nodePort) {
+    const where = published?.url && url ? ` ${published.url} no longer reaches this Service, which now listens on ${url}` : " no longer reaches this Service";
+    add(
+      "node-port-moved",
+      `nodePort changed since the last up (${publishedPort} -> ${nodePort}): the published URL${where}; pulumi up puts ${publishedPort} back`,
+    );
+  }
   const nodeReason = nodeProblem(ctx.node, ctx.nodes, published?.url, url);
   if (nodeReason) add(ctx.node?.pinned ? "node-not-ready" : "url-node-moved", nodeReason);
   if (ready === 0) add("no-ready-endpoints", "no ready endpoints");
@@ -245,6 +260,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
     readyEndpoints: ready,
     ...(nodePort !== undefined ? { nodePort } : {}),
     ...(url ? { url } : {}),
+    ...(published?.url && url && published.url !== url ? { publishedUrl: published.url } : {}),
     ...verdictOf(e.name, reasons),
   };
 }
@@ -275,6 +291,7 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
     readyEndpoints: ready,
     hostPort: hp.port,
     ...(url ? { url } : {}),
+    ...(published?.url && url && published.url !== url ? { publishedUrl: published.url } : {}),
     ...verdictOf(e.name, reasons),
   };
 }

@@ -12,7 +12,7 @@ import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
 import type { Service } from "../core/kube/types";
 import { METRICS_PATH, metricFamilies } from "../core/monitoring";
-import { type ObservedCluster, type PublishedEndpoints, refusalCause } from "../core/observe";
+import { failureCause, type ObservedCluster, type PublishedEndpoints, usersUrl } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
 import { readPortalCluster } from "../core/portal/scoped-read";
@@ -162,8 +162,13 @@ export class PortalObserver {
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
         { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },
       );
-      const probed = view.entries.filter((e) => e.exposed && e.url && /^https?:\/\//.test(e.url) && !e.url.includes(PENDING_NODE_PORT));
-      const urls = new Map(probed.map((e) => [e.name, e.url as string]));
+      // The URL users have answers or not: the published one where the live one differs.
+      const urls = new Map(
+        view.entries.flatMap((e): [string, string][] => {
+          const url = e.exposed ? usersUrl(e) : undefined;
+          return url && /^https?:\/\//.test(url) && !url.includes(PENDING_NODE_PORT) ? [[e.name, url]] : [];
+        }),
+      );
       this.lastBase = { cluster: read, view, urls };
     }
     const base = this.lastBase;
@@ -174,8 +179,8 @@ export class PortalObserver {
       entries: base.view.entries.map((e) => {
         const reachability = byEntry.get(e.name);
         if (!reachability) return e;
-        // A refused connection says why where the observation tells, as `exposure probe` does.
-        const cause = reachability.error?.startsWith("connection refused") ? refusalCause(e, this.opts.stack) : undefined;
+        // A failure says why where the observation tells, as `exposure probe` does.
+        const cause = reachability.error ? failureCause(e, reachability.error, this.opts.stack) : undefined;
         return { ...e, reachability: cause ? { ...reachability, error: cause } : reachability };
       }),
     };

@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../../core/errors";
+import { usersUrl } from "../../core/observe";
 import { entriesWithoutPortal } from "../../core/portal/spec";
 import { publishedFromOutputs } from "../../core/published";
 import { DEFAULT_PORTAL_NAMESPACE } from "../../core/settings";
@@ -373,7 +374,15 @@ const FIXED_BY_UP = new Set([
 
 export const PULUMI_UP_REMEDY = `. .sandbox/env && pulumi up --stack ${SANDBOX_STACK} (or npm run sandbox)`;
 
-type PortalEntryJson = { name: string; verdict: string; url?: string; readyEndpoints?: number; reasons?: string[]; findings?: { code: string }[] };
+type PortalEntryJson = {
+  name: string;
+  verdict: string;
+  url?: string;
+  publishedUrl?: string;
+  readyEndpoints?: number;
+  reasons?: string[];
+  findings?: { code: string }[];
+};
 
 /** The portal's rows (none when it does not answer). */
 async function portalEntries(info: SandboxInfo): Promise<PortalEntryJson[]> {
@@ -386,12 +395,14 @@ async function portalEntries(info: SandboxInfo): Promise<PortalEntryJson[]> {
 }
 
 /**
- * Each entry's URL now: the portal's, which follows the live cluster (a `pulumi up` run by hand
- * may have moved a URL since `sandbox up` recorded it), else the recorded one.
+ * Each entry's URL now: the one users have as the portal knows it (the last up's, read again
+ * every 30 s: a `pulumi up` run by hand may have moved a URL since `sandbox up` recorded it),
+ * else the recorded one. A port moved by hand does not move it (usersUrl).
  */
 function currentUrls(info: SandboxInfo, entries: readonly PortalEntryJson[]): [string, string][] {
   return Object.entries(info.urls).map(([entry, recorded]) => {
-    const now = entries.find((e) => e.name === entry)?.url;
+    const shown = entries.find((e) => e.name === entry);
+    const now = shown ? usersUrl(shown) : undefined;
     return [entry, typeof now === "string" && /^https?:\/\//.test(now) ? now : recorded];
   });
 }
