@@ -73,19 +73,13 @@ export const command = createProbeCommand();
  * `exposure status`, against the published outputs) and the cause said (`failureCause`); when it
  * cannot be read, the result stays as it was.
  */
-async function explainFailures(
-  results: ProbeResult[],
-  opened: OpenStack,
-  published: () => PublishedEndpoints,
-  connect: OperatorDeps["connect"],
-  timeoutMs: number,
-): Promise<ProbeResult[]> {
+async function explainFailures(results: ProbeResult[], opened: OpenStack, published: () => PublishedEndpoints, connect: OperatorDeps["connect"], ms: number) {
   const failed = new Map(results.filter((r) => !r.ok && r.error).map((r) => [r.name, r.error as string]));
   if (failed.size === 0) return results;
   let causes: Map<string, string>;
   try {
     const entries = opened.selectedEntries.filter((e) => failed.has(e.name));
-    const observed = observe(opened.contract, await readObservedCluster(await connect(opened, timeoutMs), entries), {
+    const observed = observe(opened.contract, await readObservedCluster(await connect(opened, ms), entries), {
       selected: entries.map((e) => e.name),
       nodeAddress: opened.settings.nodeAddress,
       published: published(),
