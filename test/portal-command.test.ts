@@ -91,7 +91,8 @@ describe("exposure portal and the bundled server, against a fake API server", ()
     );
     const p = await startProcess([bin, "portal", "--stack", "fake", "--listen", "127.0.0.1:0"], {
       cwd: project,
-      env: { KUBECONFIG: path.join(tmp, "absent-kubeconfig") },
+      // No Pulumi CLI (PATH: node's folder only): the outputs are unavailable, whatever pulumi the caller has.
+      env: { KUBECONFIG: path.join(tmp, "absent-kubeconfig"), PATH: path.dirname(process.execPath) },
       announce: /^portal: (http:\/\/127\.0\.0\.1:\d+\/) \(cluster: context fake .*, stack fake\); Ctrl-C to stop$/m,
     });
     try {
