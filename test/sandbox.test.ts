@@ -293,15 +293,25 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
     expect(status.problems).toEqual([]);
   });
 
-  it("a Service not proven ours gets the fix that says what to do (pulumi up refuses one made by hand with its remedy), not a pointer to status (found by an outside tester)", async () => {
+  it("a Service not proven ours gets the final fix (delete it, then the sandbox recreates its own), not a pointer to status or to the up that refuses it (found by an outside tester)", async () => {
     const { status } = await statusWithPortal(
-      (url) => [{ name: "gitea", verdict: "DRIFT", url, reasons: ["not the Service the last up published"], findings: [{ code: "service-not-ours" }] }],
+      (url) => [
+        {
+          name: "gitea",
+          verdict: "DRIFT",
+          url,
+          service: "gitea/gitea-nodeport",
+          reasons: ["not the Service the last up published"],
+          findings: [{ code: "service-not-ours" }],
+        },
+      ],
       async (url) => url,
     );
     expect(status.problems).toMatchObject([
       {
         entry: "gitea",
-        remedy: ". .sandbox/env && pulumi up --stack sandbox (it adopts nothing: a Service made by hand is refused with what to do)",
+        remedy:
+          ". .sandbox/env && kubectl -n gitea delete service gitea-nodeport && npm run sandbox (made outside the stack, it is never taken over; pulumi up recreates its own)",
         repairable: false,
       },
     ]);

@@ -379,6 +379,7 @@ type PortalEntryJson = {
   verdict: string;
   url?: string;
   publishedUrl?: string;
+  service?: string;
   readyEndpoints?: number;
   reasons?: string[];
   findings?: { code: string }[];
@@ -429,12 +430,18 @@ async function diagnose(projectDir: string, info: SandboxInfo): Promise<SandboxP
     if (ok && (e?.verdict === "MATCH" || !info.portal)) continue;
     const codes = new Set((e?.findings ?? []).map((f) => f.code));
     const problem = e ? `${e.verdict}: ${(e.reasons ?? []).join("; ") || (ok ? "answers" : "does not answer")}` : "the portal does not show it";
-    problems.push({ entry, url, answers: ok, problem: problem.slice(0, 500), ...(await remedyFor(projectDir, info, entry, codes)) });
+    problems.push({ entry, url, answers: ok, problem: problem.slice(0, 500), ...(await remedyFor(projectDir, info, entry, codes, e?.service)) });
   }
   return problems;
 }
 
-async function remedyFor(projectDir: string, info: SandboxInfo, entry: string, codes: ReadonlySet<string>): Promise<{ remedy: string; repairable: boolean }> {
+async function remedyFor(
+  projectDir: string,
+  info: SandboxInfo,
+  entry: string,
+  codes: ReadonlySet<string>,
+  service?: string,
+): Promise<{ remedy: string; repairable: boolean }> {
   const repair = (remedy: string) => ({ remedy, repairable: true });
   const yours = (remedy: string) => ({ remedy, repairable: false });
   if ([...codes].some((c) => FIXED_BY_UP.has(c))) return repair(PULUMI_UP_REMEDY);
@@ -458,10 +465,12 @@ async function remedyFor(projectDir: string, info: SandboxInfo, entry: string, c
       return yours(`kubectl get ${where}`);
     }
   }
-  // Not proven ours: pulumi up tells a Service it re-created from one made by hand, and refuses the
-  // latter with what to do; it never takes it over, so npm run sandbox cannot repair it.
-  if (codes.has("service-not-ours")) {
-    return yours(`. .sandbox/env && pulumi up --stack ${SANDBOX_STACK} (it adopts nothing: a Service made by hand is refused with what to do)`);
+  // Not proven ours: made or re-created by hand (or by an up run by hand and interrupted: deleting
+  // it then costs a new port). Never taken over, so never deleted here: the user deletes it.
+  const [ns, name] = service?.split("/") ?? [];
+  if (codes.has("service-not-ours") && ns && name) {
+    const why = "made outside the stack, it is never taken over; pulumi up recreates its own";
+    return yours(`. .sandbox/env && kubectl -n ${ns} delete service ${name} && npm run sandbox (${why})`);
   }
   if (codes.size === 0) return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env) says more`);
   return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env): ${[...codes].join(", ")}`);
