@@ -95,7 +95,7 @@ describe("exposure probe", () => {
       "connection refused: no ready endpoint behind Service gitea/gitea-nodeport (its pods are gone or not Ready)",
     );
     expect(await result(healthyCluster().filter((o) => (o as { metadata?: { name?: string } }).metadata?.name !== "gitea-nodeport"))).toBe(
-      "connection refused: no Service of this stack serves gitea any more (exposure status --stack bench)",
+      "connection refused: Service gitea/gitea-nodeport does not exist (run pulumi up)",
     );
     // Ready endpoints, or a cluster that cannot be read: the plain reason stays.
     expect(await result(healthyCluster())).toBe("connection refused (nothing listens on that port)");

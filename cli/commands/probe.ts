@@ -87,7 +87,7 @@ async function explainFailures(results: ProbeResult[], opened: OpenStack, publis
     causes = new Map(
       observed.entries.flatMap((e): [string, string][] => {
         const error = failed.get(e.name);
-        const cause = error ? failureCause(e, error, opened.stack) : undefined;
+        const cause = error ? failureCause(e, error) : undefined;
         return cause ? [[e.name, cause]] : [];
       }),
     );

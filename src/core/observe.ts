@@ -114,14 +114,14 @@ const MOVED_CODES: readonly DriftCode[] = ["node-port-moved", "url-node-moved", 
  * Why the users' URL failed (`error`, the probe's words), from the observation: it moved since the
  * last `up`, or (refused: kube-proxy refuses alike) no Service or no ready endpoint. Probe and portal say it.
  */
-export function failureCause(e: ObservedEntry, error: string, stack: string | undefined): string | undefined {
+export function failureCause(e: ObservedEntry, error: string): string | undefined {
   const refused = error.startsWith("connection refused");
   const lead = refused ? "connection refused" : error;
   const moved = e.publishedUrl ? e.findings.find((f) => (MOVED_CODES as readonly string[]).includes(f.code)) : undefined;
   if (moved) return `${lead}: ${moved.message}`;
+  const absent = e.findings.find((f) => f.code === "service-absent");
   if (!refused || e.exposure !== "nodePort") return undefined;
-  if (e.service === undefined)
-    return `connection refused: no Service of this stack serves ${e.name} any more (exposure status${stack ? ` --stack ${stack}` : ""})`;
+  if (absent) return `connection refused: ${absent.message}`;
   if (e.readyEndpoints === 0) return `connection refused: no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)`;
   return undefined;
 }

@@ -180,7 +180,7 @@ export class PortalObserver {
         const reachability = byEntry.get(e.name);
         if (!reachability) return e;
         // A failure says why where the observation tells, as `exposure probe` does.
-        const cause = reachability.error ? failureCause(e, reachability.error, this.opts.stack) : undefined;
+        const cause = reachability.error ? failureCause(e, reachability.error) : undefined;
         return { ...e, reachability: cause ? { ...reachability, error: cause } : reachability };
       }),
     };
