@@ -162,6 +162,19 @@ describe("reachability (the probe of exposure probe, from the portal)", () => {
     expect(metrics).toContain('ui_exposure_entry_up{entry="argocd"} 1');
   });
 
+  it("never probes a published URL off the cluster's addresses: the outputs are untrusted (a forged one names any host)", async () => {
+    const net = fakeNetwork(() => 200);
+    const published = {
+      argocd: { nodePort: 31358, url: `http://${NODE_IP}:31358` },
+      grafana: { nodePort: 31000, url: "http://169.254.169.254:31000" },
+    };
+    const { get } = await portalWith({ published, reachability: { get: net.get } });
+    const grafana = ((await (await get("/api/entries")).json()) as PortalView).entries.find((e) => e.name === "grafana");
+    expect(grafana?.publishedUrl).toBeUndefined();
+    expect(grafana?.reachability?.url).toBe(`http://${NODE_IP}:31088/`);
+    expect(net.seen.filter((u) => u.includes("169.254"))).toEqual([]);
+  });
+
   it("says why a NodePort URL refuses the connection, as exposure probe does: no ready endpoint behind the Service", async () => {
     // What the probe says of a refused connection (http-probe maps ECONNREFUSED to it).
     const refused = new Error("connection refused (nothing listens on that port)");

@@ -110,6 +110,14 @@ export const usersUrl = (e: Pick<ObservedEntry, "url" | "publishedUrl">): string
 
 const MOVED_CODES: readonly DriftCode[] = ["node-port-moved", "url-node-moved", "pod-moved"];
 
+/** The published URL where it is not the live one, if on an address of this cluster: outputs are untrusted, and it gets probed. */
+function publishedUrlOf(published: string | undefined, live: string | undefined, nodes: readonly Node[]): { publishedUrl?: string } {
+  const host = (u: string) => (URL.canParse(u) ? new URL(u).hostname.replace(/^\[|\]$/g, "") : undefined);
+  if (!published || !live || published === live || !/^https?:\/\//.test(published)) return {};
+  const h = host(published);
+  return h !== undefined && (h === host(live) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
+}
+
 /**
  * Why the users' URL failed (`error`, the probe's words), from the observation: it moved since the
  * last `up`, or (refused: kube-proxy refuses alike) no Service or no ready endpoint. Probe and portal say it.
@@ -260,7 +268,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
     readyEndpoints: ready,
     ...(nodePort !== undefined ? { nodePort } : {}),
     ...(url ? { url } : {}),
-    ...(published?.url && url && published.url !== url ? { publishedUrl: published.url } : {}),
+    ...publishedUrlOf(published?.url, url, ctx.nodes),
     ...verdictOf(e.name, reasons),
   };
 }
@@ -291,7 +299,7 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
     readyEndpoints: ready,
     hostPort: hp.port,
     ...(url ? { url } : {}),
-    ...(published?.url && url && published.url !== url ? { publishedUrl: published.url } : {}),
+    ...publishedUrlOf(published?.url, url, ctx.nodes),
     ...verdictOf(e.name, reasons),
   };
 }
