@@ -67,34 +67,23 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"prob
 export const command = createProbeCommand();
 
 /**
- * A failed URL says little by itself: kube-proxy refuses a port no Service holds as it refuses
- * one whose Service has no ready endpoint, and a port moved by hand leaves the published URL
- * dead. For the failed entries only, the live cluster is read (the same observation as
- * `exposure status`, against the published outputs) and the cause said (`failureCause`); when it
- * cannot be read, the result stays as it was.
+ * A failed URL says little by itself (kube-proxy refuses alike a port no Service holds and one
+ * without ready endpoint; a port moved by hand leaves the published URL dead): for the failed
+ * entries only, the cluster is read as `status` reads it and the cause said (`failureCause`).
  */
 async function explainFailures(results: ProbeResult[], opened: OpenStack, published: () => PublishedEndpoints, connect: OperatorDeps["connect"], ms: number) {
-  const failed = new Map(results.filter((r) => !r.ok && r.error).map((r) => [r.name, r.error as string]));
-  if (failed.size === 0) return results;
-  let causes: Map<string, string>;
-  try {
-    const entries = opened.selectedEntries.filter((e) => failed.has(e.name));
-    const observed = observe(opened.contract, await readObservedCluster(await connect(opened, ms), entries), {
-      selected: entries.map((e) => e.name),
-      nodeAddress: opened.settings.nodeAddress,
-      published: published(),
-    });
-    causes = new Map(
-      observed.entries.flatMap((e): [string, string][] => {
-        const error = failed.get(e.name);
-        const cause = error ? failureCause(e, error) : undefined;
-        return cause ? [[e.name, cause]] : [];
-      }),
-    );
-  } catch {
-    return results;
-  }
-  return results.map((r) => (causes.has(r.name) ? { ...r, error: causes.get(r.name) as string } : r));
+  const entries = opened.selectedEntries.filter((e) => results.some((r) => r.name === e.name && !r.ok && r.error));
+  if (entries.length === 0) return results;
+  const observed = await (async () => {
+    const cluster = await readObservedCluster(await connect(opened, ms), entries);
+    return observe(opened.contract, cluster, { selected: entries.map((e) => e.name), nodeAddress: opened.settings.nodeAddress, published: published() })
+      .entries;
+  })().catch(() => []); // unreadable: the results stay as they were
+  return results.map((r) => {
+    const e = r.ok || !r.error ? undefined : observed.find((x) => x.name === r.name);
+    const cause = e && failureCause(e, r.error as string);
+    return cause ? { ...r, error: cause } : r;
+  });
 }
 
 function concurrencyFlag(value: string): number {

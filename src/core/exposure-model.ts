@@ -208,10 +208,11 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: 
   };
 }
 
-/** Why a Service named like ours is not the one the last `up` published (none, or another uid); undefined when it is. */
+/**
+ * Why a Service named like ours is not the one the last `up` published (none, or another uid), with the fix
+ * `up` gives (the outputs lag the state only after an interrupted up: then up alone); undefined when it is.
+ */
 export function ownershipProblem(where: string, uid: string | undefined, published: PublishedEndpoints[string] | undefined): string | undefined {
-  // The fix `up` gives for it (takeoverRefusal, recreatedProblem). The outputs lag the state only
-  // after an interrupted up, whose Service the state holds: then up alone finishes it.
   const [ns, name] = where.split("/");
   const fix = `, it is never taken over: kubectl -n ${ns} delete service ${name}, then pulumi up`;
   if (!published || (published.nodePort === undefined && published.service === undefined && published.url === undefined)) {

@@ -36,7 +36,6 @@ export interface ObservedEntry {
   readyEndpoints: number;
   nodePort?: number;
   hostPort?: number;
-  /** The URL built from what the cluster shows now. */
   url?: string;
   /** The URL the last `up` published, when not `url` (a port moved by hand...): the one users have (`usersUrl`). */
   publishedUrl?: string;
@@ -86,10 +85,7 @@ export interface ObservedCluster extends ClusterView {
   endpointSlices: readonly EndpointSlice[];
 }
 
-/**
- * Reads what the verdicts need: one list call per kind, whatever the number of entries
- * (Pods only when a hostPort entry is selected).
- */
+/** Reads what the verdicts need: one list call per kind, whatever the number of entries (Pods only for a hostPort entry). */
 export async function readObservedCluster(cluster: ClusterReader, entries: readonly Endpoint[]): Promise<ObservedCluster> {
   const needPods = entries.some((e) => e.exposed && e.hostPort);
   const [services, endpointSlices, nodes, pods] = await Promise.all([
@@ -108,37 +104,28 @@ const sameMap = (a: Record<string, string> | undefined, b: Record<string, string
 /** The URL users have for an entry: the one the last `up` published, else the live one. Probe, portal and sandbox check this one. */
 export const usersUrl = (e: Pick<ObservedEntry, "url" | "publishedUrl">): string | undefined => e.publishedUrl ?? e.url;
 
-const MOVED_CODES: readonly DriftCode[] = ["node-port-moved", "url-node-moved", "pod-moved"];
-
 /** The published URL where it is not the live one, if on an address of this cluster: outputs are untrusted, and it gets probed. */
 function publishedUrlOf(published: string | undefined, live: string | undefined, nodes: readonly Node[]): { publishedUrl?: string } {
-  const host = (u: string) => (URL.canParse(u) ? new URL(u).hostname.replace(/^\[|\]$/g, "") : undefined);
-  if (!published || !live || published === live || !/^https?:\/\//.test(published)) return {};
-  const h = host(published);
-  return h !== undefined && (h === host(live) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
+  const host = (u: string) => (/^https?:\/\//.test(u) && URL.canParse(u) ? new URL(u).hostname.replace(/^\[|\]$/g, "") : undefined);
+  const h = published && live && published !== live ? host(published) : undefined;
+  return h !== undefined && (h === host(live as string) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
 }
 
-/**
- * Why the users' URL failed (`error`, the probe's words), from the observation: it moved since the
- * last `up`, or (refused: kube-proxy refuses alike) no Service or no ready endpoint. Probe and portal say it.
- */
+// Why the users' URL failed (`error`, the probe's words): it moved since the last `up`, or (refused:
+// kube-proxy refuses alike) no Service or no ready endpoint. Probe and portal say it.
 export function failureCause(e: ObservedEntry, error: string): string | undefined {
   const refused = error.startsWith("connection refused");
-  const lead = refused ? "connection refused" : error;
-  const moved = e.publishedUrl ? e.findings.find((f) => (MOVED_CODES as readonly string[]).includes(f.code)) : undefined;
-  if (moved) return `${lead}: ${moved.message}`;
-  const absent = e.findings.find((f) => f.code === "service-absent");
+  const found = (codes: readonly string[]) => e.findings.find((f) => codes.includes(f.code))?.message;
+  const moved = e.publishedUrl ? found(["node-port-moved", "url-node-moved", "pod-moved"]) : undefined;
+  if (moved) return `${refused ? "connection refused" : error}: ${moved}`;
   if (!refused || e.exposure !== "nodePort") return undefined;
-  if (absent) return `connection refused: ${absent.message}`;
-  if (e.readyEndpoints === 0) return `connection refused: no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)`;
-  return undefined;
+  const why =
+    found(["service-absent"]) ?? (e.readyEndpoints === 0 ? `no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)` : undefined);
+  return why && `connection refused: ${why}`;
 }
 
-/**
- * The verdict of every entry (the single implementation behind `exposure status` and the
- * portal). `selected` are the exposed entries the stack publishes (others are not this
- * stack's business); entries that are not exposed are listed without a URL. Pure: no I/O.
- */
+// The verdict of every entry (the one implementation behind `exposure status` and the portal). `selected`: the
+// exposed entries the stack publishes (others are not its business); the others are listed without a URL. Pure.
 export function observe(
   contract: Contract,
   cluster: ObservedCluster,
@@ -304,11 +291,8 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
   };
 }
 
-/**
- * Why the URLs' node is wrong: the URL the last `up` published now points elsewhere (its node is
- * no longer the Ready one the stack would pick), or the pinned address belongs to a node that
- * is not Ready.
- */
+// Why the URLs' node is wrong: the URL the last `up` published points elsewhere (its node is no longer the
+// Ready one the stack would pick), or the pinned address belongs to a node that is not Ready.
 export function nodeProblem(
   node: NodeChoice | undefined,
   nodes: readonly Node[],

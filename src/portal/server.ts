@@ -25,33 +25,23 @@ import { SharedRead } from "./shared-read";
 export interface PortalOptions extends PortalSource {
   /** One line per failed page load (the cluster error); default: nothing. */
   log?: (line: string) => void;
-  /**
-   * Page loads within this many ms of a cluster read reuse it (default 2 s; 0: only loads
-   * arriving while a read is in flight share it). Env: PORTAL_READ_INTERVAL_SECONDS.
-   */
+  /** Page loads within this many ms of a cluster read reuse it (default 2 s; 0: only loads during a read). Env: PORTAL_READ_INTERVAL_SECONDS. */
   readIntervalMs?: number;
   /** The portal's own probes of the published URLs (default: on, 15 s cache; env PORTAL_PROBE=off). */
   reachability?: Partial<ReachabilityOptions>;
-  /**
-   * What the stack's last `up` published, read with each cluster read (undefined: not known, only
-   * names are checked), so that the portal's verdicts are `exposure status`'s: a nodePort moved
-   * by hand is DRIFT in both. Wins over `published`.
-   */
+  // What the stack's last `up` published, read with each cluster read (undefined: not known, only names are
+  // checked), so that the portal's verdicts are `exposure status`'s (a port moved by hand: DRIFT in both). Wins over `published`.
   readPublished?: (opts?: { fresh?: boolean }) => Promise<PublishedEndpoints | undefined>;
-  /**
-   * The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service
-   * and Pod of the cluster, read at most once per `auditIntervalMs`) for /metrics' undeclared count.
-   */
+  // The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service and Pod of the
+  // cluster, read at most once per `auditIntervalMs`) for /metrics' undeclared count.
   audit?: { allowlist: Allowlist };
   /** Shown in /metrics' build info. */
   version?: string;
   /** How long the audit's cluster-wide lists are reused (default 5 min). Env: PORTAL_AUDIT_INTERVAL_SECONDS. */
   auditIntervalMs?: number;
-  /**
-   * How long a scrape waits for a read in flight before it answers with the last values (default
-   * 5 s, under Prometheus's 10 s scrape timeout): a slow API server makes the data stale, the
-   * stale alert says so, and the scrape itself never times out (which would read as portal down).
-   */
+  // How long a scrape waits for a read in flight before it answers with the last values (default 5 s, under
+  // Prometheus's 10 s scrape timeout): a slow API server makes the data stale, the stale alert says so, and
+  // the scrape never times out (which would read as portal down).
   metricsWaitMs?: number;
 }
 
@@ -163,12 +153,8 @@ export class PortalObserver {
         { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },
       );
       // The URL users have answers or not: the published one where the live one differs.
-      const urls = new Map(
-        view.entries.flatMap((e): [string, string][] => {
-          const url = e.exposed ? usersUrl(e) : undefined;
-          return url && /^https?:\/\//.test(url) && !url.includes(PENDING_NODE_PORT) ? [[e.name, url]] : [];
-        }),
-      );
+      const probed = view.entries.map((e) => [e.name, e.exposed ? usersUrl(e) : undefined] as const);
+      const urls = new Map(probed.filter((p): p is readonly [string, string] => /^https?:\/\//.test(p[1] ?? "") && !p[1]?.includes(PENDING_NODE_PORT)));
       this.lastBase = { cluster: read, view, urls };
     }
     const base = this.lastBase;
