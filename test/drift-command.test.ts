@@ -217,8 +217,15 @@ describe("exposure drift", () => {
     expect(json.drift).toBe(true);
     expect(json.status.entries.find((e) => e.name === "gitea")).toMatchObject({
       verdict: "DRIFT",
-      reasons: ["nodePort changed since the last up (30555 -> 31002)"],
-      findings: [{ code: "node-port-moved", severity: "drift", subject: "gitea", message: "nodePort changed since the last up (30555 -> 31002)" }],
+      reasons: ["nodePort changed since the last up (30555 -> 31002): the published URL no longer reaches this Service; pulumi up puts 30555 back"],
+      findings: [
+        {
+          code: "node-port-moved",
+          severity: "drift",
+          subject: "gitea",
+          message: "nodePort changed since the last up (30555 -> 31002): the published URL no longer reaches this Service; pulumi up puts 30555 back",
+        },
+      ],
     });
   });
 

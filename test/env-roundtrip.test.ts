@@ -27,7 +27,7 @@ function readBack(values: readonly string[]): { bash: string[]; python?: string[
   const file = path.join(dir, `${Math.random().toString(36).slice(2)}.env`);
   fs.writeFileSync(file, `${lines.join("\n")}\n`);
   const names = values.map((_, i) => `V${i}`);
-  const bashOut = execFileSync("bash", ["-c", `set -a; source "$1"; for n in ${names.join(" ")}; do printf '%s\\0' "\${!n}"; done`, "bash", file], {
+  const bashOut = execFileSync("bash", ["--norc", "-c", `set -a; source "$1"; for n in ${names.join(" ")}; do printf '%s\\0' "\${!n}"; done`, "bash", file], {
     encoding: "utf8",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
   });
@@ -139,11 +139,15 @@ describe("placeholders inside the template author's quotes", () => {
     const cwd = fs.mkdtempSync(path.join(dir, "src-"));
     const file = path.join(cwd, "generated.env");
     fs.writeFileSync(file, rendered.text);
-    const r = spawnSync("bash", ["-c", `set -a; source ./generated.env; for n in ${VARS.join(" ")}; do printf '%s=%s\\0' "$n" "\${!n-<unset>}"; done`], {
-      cwd,
-      encoding: "utf8",
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/home/someone" },
-    });
+    const r = spawnSync(
+      "bash",
+      ["--norc", "-c", `set -a; source ./generated.env; for n in ${VARS.join(" ")}; do printf '%s=%s\\0' "$n" "\${!n-<unset>}"; done`],
+      {
+        cwd,
+        encoding: "utf8",
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/home/someone" },
+      },
+    );
     const bash = Object.fromEntries(
       r.stdout
         .split("\0")

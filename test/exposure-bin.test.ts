@@ -14,7 +14,7 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 function runSlowReader(args: string[], stallMs: number): { stdout: string; code: number | null } {
   const quoted = [process.execPath, path.join(projectDir, "bin/exposure.cjs"), ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
   const script = `${quoted} 2>/dev/null | { sleep ${stallMs / 1000}; cat; }; exit \${PIPESTATUS[0]}`;
-  const run = spawnSync("bash", ["-c", script], { cwd: projectDir, encoding: "utf8", maxBuffer: 64 * 2 ** 20, timeout: 60_000 });
+  const run = spawnSync("bash", ["--norc", "-c", script], { cwd: projectDir, encoding: "utf8", maxBuffer: 64 * 2 ** 20, timeout: 60_000 });
   return { stdout: run.stdout, code: run.status };
 }
 
@@ -35,7 +35,11 @@ describe("bin/exposure.cjs", () => {
   it("exits with the command's code, without a trace, when the reader stops early (| head)", () => {
     const outputs = path.join(dir, "outputs.json");
     const quoted = [process.execPath, path.join(projectDir, "bin/exposure.cjs"), "probe", "--outputs", outputs].map((a) => `'${a}'`).join(" ");
-    const run = spawnSync("bash", ["-c", `${quoted} | head -c 100 >/dev/null; exit \${PIPESTATUS[0]}`], { cwd: projectDir, encoding: "utf8", timeout: 60_000 });
+    const run = spawnSync("bash", ["--norc", "-c", `${quoted} | head -c 100 >/dev/null; exit \${PIPESTATUS[0]}`], {
+      cwd: projectDir,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     expect(run.stderr).not.toContain("EPIPE");
     expect(run.stderr).not.toContain("    at ");
     expect(run.status).toBe(4);

@@ -301,7 +301,7 @@ describe("fuzz: the .env renderer with quoted templates", () => {
     const file = path.join(cwd, "generated.env");
     fs.writeFileSync(file, `${lines.join("\n")}\n`);
     const names = [...expected.keys()];
-    const out = execFileSync("bash", ["-c", `set -a; source ./generated.env; for v in ${names.join(" ")}; do printf '%s\\0' "\${!v}"; done`], {
+    const out = execFileSync("bash", ["--norc", "-c", `set -a; source ./generated.env; for v in ${names.join(" ")}; do printf '%s\\0' "\${!v}"; done`], {
       cwd,
       encoding: "utf8",
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },

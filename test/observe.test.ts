@@ -37,10 +37,10 @@ describe("ownershipProblem: only what the last up published is ours", () => {
   });
   it("refuses one the last up did not publish, or one with another uid", () => {
     expect(ownershipProblem("a/x-nodeport", "u1", undefined)).toBe(
-      "a/x-nodeport exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)",
+      "a/x-nodeport exists but the last up published no Service for this entry: made outside this stack, it is never taken over: kubectl -n a delete service x-nodeport, then pulumi up creates this stack's own (after an interrupted up that created it: pulumi up alone)",
     );
-    expect(ownershipProblem("a/x-nodeport", "u2", { service: "x-nodeport", uid: "u1" })).toContain(
-      "is not the Service the last up published (its uid u2; the last up published u1): it was replaced by hand, or re-created by an up that was interrupted",
+    expect(ownershipProblem("a/x-nodeport", "u2", { service: "x-nodeport", uid: "u1" })).toBe(
+      "a/x-nodeport is not the Service the last up published (its uid u2; the last up published u1): re-created outside this stack, it is never taken over: kubectl -n a delete service x-nodeport, then pulumi up recreates this stack's own (after an interrupted up that re-created it: pulumi up alone)",
     );
   });
 });

@@ -91,7 +91,8 @@ describe("exposure portal and the bundled server, against a fake API server", ()
     );
     const p = await startProcess([bin, "portal", "--stack", "fake", "--listen", "127.0.0.1:0"], {
       cwd: project,
-      env: { KUBECONFIG: path.join(tmp, "absent-kubeconfig") },
+      // No Pulumi CLI (PATH: node's folder only): the outputs are unavailable, whatever pulumi the caller has.
+      env: { KUBECONFIG: path.join(tmp, "absent-kubeconfig"), PATH: path.dirname(process.execPath) },
       announce: /^portal: (http:\/\/127\.0\.0\.1:\d+\/) \(cluster: context fake .*, stack fake\); Ctrl-C to stop$/m,
     });
     try {
@@ -115,7 +116,7 @@ describe("exposure portal and the bundled server, against a fake API server", ()
     // The last up published argocd on 30999; someone moved it to 31358 since.
     const outputs = path.join(project, "outputs.json");
     fs.writeFileSync(outputs, JSON.stringify({ endpoints: { argocd: { nodePort: 30999, url: `http://${NODE_IP}:30999`, service: "argocd-nodeport" } } }));
-    const reason = "nodePort changed since the last up (30999 -> 31358)";
+    const reason = `nodePort changed since the last up (30999 -> 31358): the published URL http://${NODE_IP}:30999 no longer reaches this Service, which now listens on http://${NODE_IP}:31358; pulumi up puts 30999 back`;
 
     const out: string[] = [];
     const code = await main(["status", "--stack", "fake", "--outputs", outputs, "--json"], {

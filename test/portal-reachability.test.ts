@@ -136,6 +136,45 @@ describe("reachability (the probe of exposure probe, from the portal)", () => {
     expect(html).toContain('<span class="badge r-bad">1 not answering</span>');
   });
 
+  it("a nodePort moved by hand: the published URL is what answers or not, named with the live one and the cause; entry_up is 0", async () => {
+    // grafana was published on 31000 and moved by hand to 31088: kube-proxy serves 31088 only.
+    const net = fakeNetwork((u) => (u.port === "31000" ? new Error("connection refused (nothing listens on that port)") : 200));
+    const published = {
+      argocd: { nodePort: 31358, url: `http://${NODE_IP}:31358` },
+      grafana: { nodePort: 31000, url: `http://${NODE_IP}:31000` },
+    };
+    const { get } = await portalWith({ published, reachability: { get: net.get } });
+    const view = (await (await get("/api/entries")).json()) as PortalView;
+    const grafana = view.entries.find((e) => e.name === "grafana");
+    expect(grafana).toMatchObject({ url: `http://${NODE_IP}:31088`, publishedUrl: `http://${NODE_IP}:31000`, verdict: "DRIFT" });
+    expect(grafana?.reachability).toMatchObject({
+      ok: false,
+      url: `http://${NODE_IP}:31000/`,
+      error: `connection refused: nodePort changed since the last up (31000 -> 31088): the published URL http://${NODE_IP}:31000 no longer reaches this Service, which now listens on http://${NODE_IP}:31088; pulumi up puts 31000 back`,
+    });
+    expect(net.seen).not.toContain(`http://${NODE_IP}:31088/`);
+    const row = /<tr id="entry-grafana"[\s\S]*?<\/tr>/.exec(await (await get("/")).text())?.[0] ?? "";
+    expect(row).toContain(`<a href="http://${NODE_IP}:31000">`);
+    expect(row).toContain(`published URL · served now on <a href="http://${NODE_IP}:31088">`);
+    expect(row).toContain('<span class="badge r-bad">NOT OK</span>');
+    const metrics = await (await get("/metrics")).text();
+    expect(metrics).toContain('ui_exposure_entry_up{entry="grafana"} 0');
+    expect(metrics).toContain('ui_exposure_entry_up{entry="argocd"} 1');
+  });
+
+  it("never probes a published URL off the cluster's addresses: the outputs are untrusted (a forged one names any host)", async () => {
+    const net = fakeNetwork(() => 200);
+    const published = {
+      argocd: { nodePort: 31358, url: `http://${NODE_IP}:31358` },
+      grafana: { nodePort: 31000, url: "http://169.254.169.254:31000" },
+    };
+    const { get } = await portalWith({ published, reachability: { get: net.get } });
+    const grafana = ((await (await get("/api/entries")).json()) as PortalView).entries.find((e) => e.name === "grafana");
+    expect(grafana?.publishedUrl).toBeUndefined();
+    expect(grafana?.reachability?.url).toBe(`http://${NODE_IP}:31088/`);
+    expect(net.seen.filter((u) => u.includes("169.254"))).toEqual([]);
+  });
+
   it("says why a NodePort URL refuses the connection, as exposure probe does: no ready endpoint behind the Service", async () => {
     // What the probe says of a refused connection (http-probe maps ECONNREFUSED to it).
     const refused = new Error("connection refused (nothing listens on that port)");

@@ -319,7 +319,12 @@ describe("portal view", () => {
       cluster: new MemoryCluster(recordedCluster()),
       published: { argocd: { nodePort: 31000, url: `http://${NODE_IP}:31000` } },
     });
-    expect(view.entries[0]).toMatchObject({ verdict: "DRIFT", reasons: ["nodePort changed since the last up (31000 -> 31358)"] });
+    expect(view.entries[0]).toMatchObject({
+      verdict: "DRIFT",
+      reasons: [
+        `nodePort changed since the last up (31000 -> 31358): the published URL http://${NODE_IP}:31000 no longer reaches this Service, which now listens on http://${NODE_IP}:31358; pulumi up puts 31000 back`,
+      ],
+    });
     expect(renderPage(view)).toContain("nodePort changed since the last up (31000 -&gt; 31358)");
   });
 });

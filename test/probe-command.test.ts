@@ -95,11 +95,30 @@ describe("exposure probe", () => {
       "connection refused: no ready endpoint behind Service gitea/gitea-nodeport (its pods are gone or not Ready)",
     );
     expect(await result(healthyCluster().filter((o) => (o as { metadata?: { name?: string } }).metadata?.name !== "gitea-nodeport"))).toBe(
-      "connection refused: no Service of this stack serves gitea any more (exposure status --stack bench)",
+      "connection refused: Service gitea/gitea-nodeport does not exist (run pulumi up)",
     );
     // Ready endpoints, or a cluster that cannot be read: the plain reason stays.
     expect(await result(healthyCluster())).toBe("connection refused (nothing listens on that port)");
     expect(await result("unreadable")).toBe("connection refused (nothing listens on that port)");
+  });
+
+  it("a nodePort moved by hand: the published URL fails and the cause names both ports (found by a new user)", async () => {
+    // gitea was published on a port nothing listens on; the cluster now serves it on 31002.
+    const publishedUrl = `http://127.0.0.2:${refused}`;
+    const readOutputs: ProbeDeps["readOutputs"] = async () => ({
+      urls: { gitea: publishedUrl },
+      endpoints: { gitea: { nodePort: refused, url: publishedUrl, service: "gitea-nodeport" } },
+    });
+    const r = await probe(["--stack", "bench", "--json"], { readOutputs, connect: async () => snapshot(healthyCluster()) });
+    expect(r.code).toBe(4);
+    const results = (JSON.parse(r.out.join("\n")) as { results: { name: string; url: string; error?: string }[] }).results;
+    expect(results).toMatchObject([
+      {
+        name: "gitea",
+        url: `${publishedUrl}/`,
+        error: `connection refused: nodePort changed since the last up (${refused} -> 31002): the published URL ${publishedUrl} no longer reaches this Service, which now listens on http://127.0.0.2:31002; pulumi up puts ${refused} back`,
+      },
+    ]);
   });
 
   it("exits 4 on a URL that does not answer within --timeout", async () => {

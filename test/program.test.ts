@@ -233,6 +233,8 @@ describe("program under mocks", () => {
 
   it("declares every Kubernetes resource through one explicit provider built from the stack's kube settings", async () => {
     const config = stackConfig({ "kubernetes:kubeconfig": "/home/op/.kube/bench", "ui-exposure:portal": { enabled: true } });
+    // The portal without an entry publishing it: up warns (caught here, portal-component.test.ts checks it).
+    const warn = vi.spyOn(pulumi.log, "warn").mockImplementation(async () => undefined);
     const out = await declareStack({ projectDir, stack: "test", config, cluster: cluster() });
     await resolve(out.urls);
     await pulumi.runtime.disconnect();
@@ -242,6 +244,8 @@ describe("program under mocks", () => {
     expect(kubernetes.length).toBeGreaterThan(3);
     // None through the default provider (the ambient current context).
     expect(kubernetes.filter((r) => r.provider !== "kubernetes").map((r) => `${r.type} ${r.name}`)).toEqual([]);
+    expect(warn).toHaveBeenCalledWith(expect.stringContaining("the portal is deployed but not published"));
+    warn.mockRestore();
   });
 
   it("refuses a stack without kubernetes:context before reading the cluster or declaring anything", async () => {

@@ -14,7 +14,7 @@ import { DEFAULT_STATE_DIR } from "../src/adapters/datapath/datapath";
 import { liveProcess } from "../src/adapters/own-process";
 import { controlPlaneStatus, seedCluster } from "../src/adapters/sandbox/cluster";
 import { commandLineOf, isOurs, SANDBOX_ID_VARIABLE, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
-import { outsideRecordFile, sandboxDown, sandboxStackFile, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
+import { outsideRecordFile, PULUMI_UP_REMEDY, sandboxDown, sandboxStackFile, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
 import { UserError } from "../src/core/errors";
@@ -293,15 +293,44 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
     expect(status.problems).toEqual([]);
   });
 
-  it("a Service not proven ours gets the fix that says what to do (pulumi up refuses one made by hand with its remedy), not a pointer to status (found by an outside tester)", async () => {
+  it("a nodePort moved by hand: the URL users have (the published one) is checked, not the live one, with the fix that puts it back", async () => {
+    const published = `http://127.0.0.1:${await closedPort()}`;
     const { status } = await statusWithPortal(
-      (url) => [{ name: "gitea", verdict: "DRIFT", url, reasons: ["not the Service the last up published"], findings: [{ code: "service-not-ours" }] }],
+      (live) => [
+        {
+          name: "gitea",
+          verdict: "DRIFT",
+          url: live,
+          publishedUrl: published,
+          reasons: ["nodePort changed since the last up"],
+          findings: [{ code: "node-port-moved" }],
+        },
+      ],
+      async () => published,
+    );
+    expect(status.urls).toEqual([{ entry: "gitea", url: published, answers: false }]);
+    expect(status.problems).toMatchObject([{ entry: "gitea", url: published, answers: false, remedy: PULUMI_UP_REMEDY, repairable: true }]);
+  });
+
+  it("a Service not proven ours gets the final fix (delete it, then the sandbox recreates its own), not a pointer to status or to the up that refuses it (found by an outside tester)", async () => {
+    const { status } = await statusWithPortal(
+      (url) => [
+        {
+          name: "gitea",
+          verdict: "DRIFT",
+          url,
+          service: "gitea/gitea-nodeport",
+          reasons: ["not the Service the last up published"],
+          findings: [{ code: "service-not-ours" }],
+        },
+      ],
       async (url) => url,
     );
     expect(status.problems).toMatchObject([
       {
         entry: "gitea",
-        remedy: ". .sandbox/env && pulumi up --stack sandbox (it adopts nothing: a Service made by hand is refused with what to do)",
+        remedy:
+          ". .sandbox/env && kubectl -n gitea delete service gitea-nodeport && npm run sandbox (made outside the stack, it is never taken over; pulumi up recreates its own)",
         repairable: false,
       },
     ]);

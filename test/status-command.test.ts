@@ -193,7 +193,7 @@ describe("exposure status", () => {
     expect(gitea).toMatchObject({
       verdict: "DRIFT",
       reasons: [
-        "gitea/gitea-nodeport exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)",
+        "gitea/gitea-nodeport exists but the last up published no Service for this entry: made outside this stack, it is never taken over: kubectl -n gitea delete service gitea-nodeport, then pulumi up creates this stack's own (after an interrupted up that created it: pulumi up alone)",
       ],
     });
     expect(gitea?.url).toBeUndefined();
@@ -210,7 +210,7 @@ describe("exposure status", () => {
     expect(entry(parse(replaced.out), "argocd")).toMatchObject({
       verdict: "DRIFT",
       reasons: [
-        "argocd/argocd-nodeport is not the Service the last up published (its uid uid-of-a-look-alike; the last up published uid-we-created): it was replaced by hand, or re-created by an up that was interrupted; run pulumi up, which refuses one re-created outside this stack and says what to do",
+        "argocd/argocd-nodeport is not the Service the last up published (its uid uid-of-a-look-alike; the last up published uid-we-created): re-created outside this stack, it is never taken over: kubectl -n argocd delete service argocd-nodeport, then pulumi up recreates this stack's own (after an interrupted up that re-created it: pulumi up alone)",
       ],
     });
   });

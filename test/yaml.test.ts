@@ -1,6 +1,7 @@
 import * as fc from "fast-check";
-import { describe, expect, it } from "vitest";
-import { type Document, parseAllDocuments, stringify } from "yaml";
+import { describe, expect, it, vi } from "vitest";
+import { type Document, isAlias, isCollection, parseAllDocuments, stringify, visit } from "yaml";
+import { parseContract } from "../src/core/contract/parse";
 import { parseYamlBounded, SMALL_YAML_VALUES, YAML_MAX_DEPTH } from "../src/core/yaml";
 
 const MiB = 2 ** 20;
@@ -19,6 +20,26 @@ describe("parseYamlBounded", () => {
     expect(all.refused ? [] : all.docs.map((d) => d.toJS())).toEqual([{ a: 1 }, { b: 2 }]);
     const one = parseYamlBounded("a: 1\n---\nb: 2\n", { maxValues: 100 }, { single: true });
     expect(one.refused ? [] : one.docs[0]?.errors.map((e) => e.code)).toEqual(["MULTIPLE_DOCS"]);
+  });
+
+  it("refuses a collection or alias as a key, at its position, and never prints yaml's warning (it stringified them)", () => {
+    const warn = vi.spyOn(process, "emitWarning");
+    try {
+      for (const text of ["a: 1\n? [x, y]\n: 2\n", "a: 1\n{b: c}: 2\n", "a: &k x\n*k : 2\n"]) {
+        const r = parseYamlBounded(text, { maxValues: 100 }, { single: true });
+        const errors = r.refused ? [] : (r.docs[0]?.errors ?? []);
+        expect(
+          errors.map((e) => [e.code, r.lineCounter.linePos(e.pos[0]).line, e.message]),
+          text,
+        ).toEqual([["NON_STRING_KEY", 2, "a mapping key must be a plain name, not a collection or an alias"]]);
+      }
+      expect(() => parseContract("version: 1\n? [endpoints]\n: []\n", "c.yaml")).toThrow(
+        "c.yaml:2:3: (yaml): a mapping key must be a plain name, not a collection or an alias",
+      );
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it("refuses duplicate keys as parseDocument does", () => {
@@ -52,11 +73,23 @@ describe("parseYamlBounded", () => {
     expect(process.memoryUsage().heapUsed - heap).toBeLessThan(64 * MiB);
   });
 
-  it("gives what parseAllDocuments gives, values and errors, on any text within the limits", () => {
+  it("gives what parseAllDocuments gives, values and errors (and an error at each collection or alias key), on any text within the limits", () => {
+    /** The keys parseYamlBounded refuses, as errors: [code, [from, to]]. */
+    const complexKeys = (d: Document.Parsed) => {
+      const found: [string, number[]][] = [];
+      visit(d, {
+        Pair(_, p) {
+          const range = (p.key as { range?: number[] } | null)?.range ?? [0, 0];
+          if (isCollection(p.key) || isAlias(p.key)) found.push(["NON_STRING_KEY", range.slice(0, 2)]);
+        },
+      });
+      return found;
+    };
     const same = (text: string) => {
       const bounded = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES });
       if (bounded.refused) return;
-      const plain = parseAllDocuments(text);
+      // Warnings off: building a document with a collection key (as parseYamlBounded refuses it) warns on stderr.
+      const plain = parseAllDocuments(text, { logLevel: "error" });
       const js = (d: Document.Parsed) => {
         try {
           return d.toJS({ maxAliasCount: -1 }) as unknown;
@@ -64,8 +97,8 @@ describe("parseYamlBounded", () => {
           return `threw: ${(err as Error).message}`;
         }
       };
-      const shape = (docs: readonly Document.Parsed[]) => docs.map((d) => [js(d), d.errors.map((e) => [e.code, e.pos])]);
-      expect(shape(bounded.docs)).toEqual(shape(Array.isArray(plain) ? plain : []));
+      const errors = (d: Document.Parsed) => d.errors.map((e) => [e.code, e.pos]);
+      expect(bounded.docs.map((d) => [js(d), errors(d)])).toEqual((Array.isArray(plain) ? plain : []).map((d) => [js(d), [...errors(d), ...complexKeys(d)]]));
     };
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 6 }), (v) => same(stringify(v))),

@@ -6,7 +6,8 @@ import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { ProbeDocument } from "../../src/core/json-api";
-import { observe, readObservedCluster, refusalCause } from "../../src/core/observe";
+import { failureCause, observe, readObservedCluster } from "../../src/core/observe";
+import { type PublishedEndpoints, publishedFromOutputs } from "../../src/core/published";
 import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { usageError } from "../flags";
@@ -41,7 +42,8 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"prob
     // A stack's names are checked before its outputs are read: a typo must not wait for the Pulumi CLI.
     if (opened) publishedEntryFlag(values.entry, opened, SPEC);
     const from = values.outputs ?? `stack ${values.stack}`;
-    const urls = urlsOutput(await readOutputs(ctx, values.stack ?? "", values.outputs), from);
+    const outputs = await readOutputs(ctx, values.stack ?? "", values.outputs);
+    const urls = urlsOutput(outputs, from);
     const inOutputs = `not in the 'urls' output of ${from}`;
     const only = entryFlag(
       values.entry,
@@ -50,7 +52,7 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"prob
     );
     const probed = only ? Object.fromEntries(Object.entries(urls).filter(([name]) => only.has(name))) : urls;
     const probedResults = await probeAll(probeTargets(probed, contract, timeoutMs), { concurrency, get });
-    const results = opened ? await explainRefusals(probedResults, opened, connect, timeoutMs) : probedResults;
+    const results = opened ? await explainFailures(probedResults, opened, () => publishedFromOutputs(outputs, from), connect, timeoutMs) : probedResults;
 
     const failed = results.filter((r) => !r.ok);
     if (values.json) {
@@ -65,31 +67,23 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"prob
 export const command = createProbeCommand();
 
 /**
- * A refused connection to a NodePort URL says little by itself: kube-proxy refuses one whose
- * Service has no ready endpoint as it refuses one no Service holds. For those entries only, the
- * live cluster is read (the same observation as `exposure status`) and the cause said; when it
- * cannot be read, the result stays as it was.
+ * A failed URL says little by itself (kube-proxy refuses alike a port no Service holds and one
+ * without ready endpoint; a port moved by hand leaves the published URL dead): for the failed
+ * entries only, the cluster is read as `status` reads it and the cause said (`failureCause`).
  */
-async function explainRefusals(results: ProbeResult[], opened: OpenStack, connect: OperatorDeps["connect"], timeoutMs: number): Promise<ProbeResult[]> {
-  const refused = new Set(results.filter((r) => !r.ok && r.error?.startsWith("connection refused")).map((r) => r.name));
-  if (refused.size === 0) return results;
-  let causes: Map<string, string>;
-  try {
-    const entries = opened.selectedEntries.filter((e) => refused.has(e.name));
-    const observed = observe(opened.contract, await readObservedCluster(await connect(opened, timeoutMs), entries), {
-      selected: entries.map((e) => e.name),
-      nodeAddress: opened.settings.nodeAddress,
-    });
-    causes = new Map(
-      observed.entries.flatMap((e): [string, string][] => {
-        const cause = refused.has(e.name) ? refusalCause(e, opened.stack) : undefined;
-        return cause ? [[e.name, cause]] : [];
-      }),
-    );
-  } catch {
-    return results;
-  }
-  return results.map((r) => (causes.has(r.name) ? { ...r, error: causes.get(r.name) as string } : r));
+async function explainFailures(results: ProbeResult[], opened: OpenStack, published: () => PublishedEndpoints, connect: OperatorDeps["connect"], ms: number) {
+  const entries = opened.selectedEntries.filter((e) => results.some((r) => r.name === e.name && !r.ok && r.error));
+  if (entries.length === 0) return results;
+  const observed = await (async () => {
+    const cluster = await readObservedCluster(await connect(opened, ms), entries);
+    return observe(opened.contract, cluster, { selected: entries.map((e) => e.name), nodeAddress: opened.settings.nodeAddress, published: published() })
+      .entries;
+  })().catch(() => []); // unreadable: the results stay as they were
+  return results.map((r) => {
+    const e = r.ok || !r.error ? undefined : observed.find((x) => x.name === r.name);
+    const cause = e && failureCause(e, r.error as string);
+    return cause ? { ...r, error: cause } : r;
+  });
 }
 
 function concurrencyFlag(value: string): number {

@@ -29,7 +29,7 @@ class ProbeFailure extends Error {}
 /** The User-Agent of every probe (the portal recognises a probe of itself by it). */
 export const PROBE_USER_AGENT = "exposure-probe";
 
-const NETWORK_ERRORS: Readonly<Record<string, string>> = {
+export const NETWORK_ERRORS: Readonly<Record<string, string>> = {
   ECONNREFUSED: "connection refused (nothing listens on that port)",
   ECONNRESET: "connection reset",
   EHOSTUNREACH: "host unreachable",

@@ -208,14 +208,18 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: 
   };
 }
 
-/** Why a Service named like ours is not the one the last `up` published (none, or another uid); undefined when it is. */
+/**
+ * Why a Service named like ours is not the one the last `up` published (none, or another uid), with the fix
+ * `up` gives (the outputs lag the state only after an interrupted up: then up alone); undefined when it is.
+ */
 export function ownershipProblem(where: string, uid: string | undefined, published: PublishedEndpoints[string] | undefined): string | undefined {
+  const [ns, name] = where.split("/");
+  const fix = `, it is never taken over: kubectl -n ${ns} delete service ${name}, then pulumi up`;
   if (!published || (published.nodePort === undefined && published.service === undefined && published.url === undefined)) {
-    return `${where} exists but the last up published no Service for this entry: if an up was interrupted, follow the recovery runbook and run pulumi up; otherwise remove it, or adopt it on purpose (see pulumi up)`;
+    return `${where} exists but the last up published no Service for this entry: made outside this stack${fix} creates this stack's own (after an interrupted up that created it: pulumi up alone)`;
   }
   if (published.uid !== undefined && uid !== undefined && published.uid !== uid) {
-    // The outputs lag the state after an interrupted up; up reads the state, and refuses only a Service re-created by hand.
-    return `${where} is not the Service the last up published (its uid ${uid}; the last up published ${published.uid}): it was replaced by hand, or re-created by an up that was interrupted; run pulumi up, which refuses one re-created outside this stack and says what to do`;
+    return `${where} is not the Service the last up published (its uid ${uid}; the last up published ${published.uid}): re-created outside this stack${fix} recreates this stack's own (after an interrupted up that re-created it: pulumi up alone)`;
   }
   return undefined;
 }

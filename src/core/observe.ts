@@ -37,6 +37,8 @@ export interface ObservedEntry {
   nodePort?: number;
   hostPort?: number;
   url?: string;
+  /** The URL the last `up` published, when not `url` (a port moved by hand...): the one users have (`usersUrl`). */
+  publishedUrl?: string;
   verdict: Verdict;
   /** Why the verdict is DRIFT or ABSENT, each with its stable code (DRIFT_CODES); empty for MATCH. */
   findings: Finding[];
@@ -83,10 +85,7 @@ export interface ObservedCluster extends ClusterView {
   endpointSlices: readonly EndpointSlice[];
 }
 
-/**
- * Reads what the verdicts need: one list call per kind, whatever the number of entries
- * (Pods only when a hostPort entry is selected).
- */
+/** Reads what the verdicts need: one list call per kind, whatever the number of entries (Pods only for a hostPort entry). */
 export async function readObservedCluster(cluster: ClusterReader, entries: readonly Endpoint[]): Promise<ObservedCluster> {
   const needPods = entries.some((e) => e.exposed && e.hostPort);
   const [services, endpointSlices, nodes, pods] = await Promise.all([
@@ -102,24 +101,31 @@ const key = (ns: string | undefined, name: string) => `${ns}/${name}`;
 const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined) =>
   Object.keys(a ?? {}).length === Object.keys(b ?? {}).length && matchesLabels(a, b);
 
-/**
- * Why a connection to an entry's NodePort URL was refused, from its observation: kube-proxy
- * refuses alike when no Service holds the port and when the Service has no ready endpoint.
- * Undefined when the observation does not tell. `exposure probe` and the portal both say it.
- */
-export function refusalCause(e: ObservedEntry, stack: string | undefined): string | undefined {
-  if (e.exposure !== "nodePort") return undefined;
-  if (e.service === undefined)
-    return `connection refused: no Service of this stack serves ${e.name} any more (exposure status${stack ? ` --stack ${stack}` : ""})`;
-  if (e.readyEndpoints === 0) return `connection refused: no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)`;
-  return undefined;
+/** The URL users have for an entry: the one the last `up` published, else the live one. Probe, portal and sandbox check this one. */
+export const usersUrl = (e: Pick<ObservedEntry, "url" | "publishedUrl">): string | undefined => e.publishedUrl ?? e.url;
+
+/** The published URL where it is not the live one, if on an address of this cluster: outputs are untrusted, and it gets probed. */
+function publishedUrlOf(published: string | undefined, live: string | undefined, nodes: readonly Node[]): { publishedUrl?: string } {
+  const host = (u: string) => (/^https?:\/\//.test(u) && URL.canParse(u) ? new URL(u).hostname.replace(/^\[|\]$/g, "") : undefined);
+  const h = published && live && published !== live ? host(published) : undefined;
+  return h !== undefined && (h === host(live as string) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
 }
 
-/**
- * The verdict of every entry (the single implementation behind `exposure status` and the
- * portal). `selected` are the exposed entries the stack publishes (others are not this
- * stack's business); entries that are not exposed are listed without a URL. Pure: no I/O.
- */
+// Why the users' URL failed (`error`, the probe's words): it moved since the last `up`, or (refused:
+// kube-proxy refuses alike) no Service or no ready endpoint. Probe and portal say it.
+export function failureCause(e: ObservedEntry, error: string): string | undefined {
+  const refused = error.startsWith("connection refused");
+  const found = (codes: readonly string[]) => e.findings.find((f) => codes.includes(f.code))?.message;
+  const moved = e.publishedUrl ? found(["node-port-moved", "url-node-moved", "pod-moved"]) : undefined;
+  if (moved) return `${refused ? "connection refused" : error}: ${moved}`;
+  if (!refused || e.exposure !== "nodePort") return undefined;
+  const why =
+    found(["service-absent"]) ?? (e.readyEndpoints === 0 ? `no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)` : undefined);
+  return why && `connection refused: ${why}`;
+}
+
+// The verdict of every entry (the one implementation behind `exposure status` and the portal). `selected`: the
+// exposed entries the stack publishes (others are not its business); the others are listed without a URL. Pure.
 export function observe(
   contract: Contract,
   cluster: ObservedCluster,
@@ -229,10 +235,14 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
       add("target-port-differs", `target port ${ourPort?.targetPort} differs from the vendored ${vTarget}`);
   }
   const publishedPort = published?.nodePort;
-  if (publishedPort !== undefined && nodePort !== undefined && publishedPort !== nodePort) {
-    add("node-port-moved", `nodePort changed since the last up (${publishedPort} -> ${nodePort})`);
-  }
   const url = ctx.node && nodePort !== undefined ? buildUrl(e.scheme, ctx.node.address, nodePort) : undefined;
+  if (publishedPort !== undefined && nodePort !== undefined && publishedPort !== nodePort) {
+    const where = published?.url && url ? ` ${published.url} no longer reaches this Service, which now listens on ${url}` : " no longer reaches this Service";
+    add(
+      "node-port-moved",
+      `nodePort changed since the last up (${publishedPort} -> ${nodePort}): the published URL${where}; pulumi up puts ${publishedPort} back`,
+    );
+  }
   const nodeReason = nodeProblem(ctx.node, ctx.nodes, published?.url, url);
   if (nodeReason) add(ctx.node?.pinned ? "node-not-ready" : "url-node-moved", nodeReason);
   if (ready === 0) add("no-ready-endpoints", "no ready endpoints");
@@ -245,6 +255,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
     readyEndpoints: ready,
     ...(nodePort !== undefined ? { nodePort } : {}),
     ...(url ? { url } : {}),
+    ...publishedUrlOf(published?.url, url, ctx.nodes),
     ...verdictOf(e.name, reasons),
   };
 }
@@ -275,15 +286,13 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
     readyEndpoints: ready,
     hostPort: hp.port,
     ...(url ? { url } : {}),
+    ...publishedUrlOf(published?.url, url, ctx.nodes),
     ...verdictOf(e.name, reasons),
   };
 }
 
-/**
- * Why the URLs' node is wrong: the URL the last `up` published now points elsewhere (its node is
- * no longer the Ready one the stack would pick), or the pinned address belongs to a node that
- * is not Ready.
- */
+// Why the URLs' node is wrong: the URL the last `up` published points elsewhere (its node is no longer the
+// Ready one the stack would pick), or the pinned address belongs to a node that is not Ready.
 export function nodeProblem(
   node: NodeChoice | undefined,
   nodes: readonly Node[],

@@ -2,7 +2,7 @@
 // file; a kubeconfig is checked with it before client-node reads it): nesting depth and the number of values are bounded while the text is tokenised, before
 // anything is built from it. The parser builds nodes recursively and holds about 1 KB per value,
 // so 6 MiB of `[` or of `1,` would otherwise grow the process past its heap and abort it.
-import { Composer, CST, type Document, Lexer, LineCounter, Parser, YAMLParseError } from "yaml";
+import { Composer, CST, type Document, isAlias, isCollection, Lexer, LineCounter, Parser, visit, YAMLParseError } from "yaml";
 
 /** Deepest nesting read (collections inside collections); a Kubernetes object nests about 15 deep. */
 export const YAML_MAX_DEPTH = 100;
@@ -108,18 +108,27 @@ export function parseYamlBounded(text: string, bounds: YamlBounds, opts: { singl
   const refused = mayExceedBounds(text, bounds.maxValues) ? lexicalRefusal(text, bounds.maxValues) : undefined;
   if (refused) return { refused, lineCounter };
   try {
-    for (const doc of new Composer().compose(boundedTokens(text, new Parser()), opts.single === true, text.length)) {
+    // Warnings off: the one yaml prints (a collection key stringified) cannot arise, such keys are errors.
+    for (const doc of new Composer({ logLevel: "error" }).compose(boundedTokens(text, new Parser()), opts.single === true, text.length)) {
       if (opts.single && docs.length === 1) {
         docs[0]?.errors.push(multipleDocs(doc));
         break;
       }
-      docs.push(doc);
+      docs.push(refuseComplexKeys(doc));
     }
   } catch (err) {
     if (err instanceof Refused) return { refused: err.refusal, lineCounter };
     throw err;
   }
   return { docs, lineCounter };
+}
+
+/** A collection or alias key names nothing a contract, a snapshot or a stack file holds: an error at it. */
+function refuseComplexKeys(doc: Document.Parsed): Document.Parsed {
+  const refuse = (range: readonly number[] = [0, 0]) =>
+    doc.errors.push(new YAMLParseError([range[0] ?? 0, range[1] ?? 0], "NON_STRING_KEY", "a mapping key must be a plain name, not a collection or an alias"));
+  visit(doc, { Pair: (_, { key }) => void ((isCollection(key) || isAlias(key)) && refuse(key.range ?? undefined)) });
+  return doc;
 }
 
 /** Line starts of `text`, for positions (also of a refusal, found before the parser runs). */

@@ -12,7 +12,7 @@ import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
 import type { Service } from "../core/kube/types";
 import { METRICS_PATH, metricFamilies } from "../core/monitoring";
-import { type ObservedCluster, type PublishedEndpoints, refusalCause } from "../core/observe";
+import { failureCause, type ObservedCluster, type PublishedEndpoints, usersUrl } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
 import { readPortalCluster } from "../core/portal/scoped-read";
@@ -25,33 +25,23 @@ import { SharedRead } from "./shared-read";
 export interface PortalOptions extends PortalSource {
   /** One line per failed page load (the cluster error); default: nothing. */
   log?: (line: string) => void;
-  /**
-   * Page loads within this many ms of a cluster read reuse it (default 2 s; 0: only loads
-   * arriving while a read is in flight share it). Env: PORTAL_READ_INTERVAL_SECONDS.
-   */
+  /** Page loads within this many ms of a cluster read reuse it (default 2 s; 0: only loads during a read). Env: PORTAL_READ_INTERVAL_SECONDS. */
   readIntervalMs?: number;
   /** The portal's own probes of the published URLs (default: on, 15 s cache; env PORTAL_PROBE=off). */
   reachability?: Partial<ReachabilityOptions>;
-  /**
-   * What the stack's last `up` published, read with each cluster read (undefined: not known, only
-   * names are checked), so that the portal's verdicts are `exposure status`'s: a nodePort moved
-   * by hand is DRIFT in both. Wins over `published`.
-   */
+  // What the stack's last `up` published, read with each cluster read (undefined: not known, only names are
+  // checked), so that the portal's verdicts are `exposure status`'s (a port moved by hand: DRIFT in both). Wins over `published`.
   readPublished?: (opts?: { fresh?: boolean }) => Promise<PublishedEndpoints | undefined>;
-  /**
-   * The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service
-   * and Pod of the cluster, read at most once per `auditIntervalMs`) for /metrics' undeclared count.
-   */
+  // The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service and Pod of the
+  // cluster, read at most once per `auditIntervalMs`) for /metrics' undeclared count.
   audit?: { allowlist: Allowlist };
   /** Shown in /metrics' build info. */
   version?: string;
   /** How long the audit's cluster-wide lists are reused (default 5 min). Env: PORTAL_AUDIT_INTERVAL_SECONDS. */
   auditIntervalMs?: number;
-  /**
-   * How long a scrape waits for a read in flight before it answers with the last values (default
-   * 5 s, under Prometheus's 10 s scrape timeout): a slow API server makes the data stale, the
-   * stale alert says so, and the scrape itself never times out (which would read as portal down).
-   */
+  // How long a scrape waits for a read in flight before it answers with the last values (default 5 s, under
+  // Prometheus's 10 s scrape timeout): a slow API server makes the data stale, the stale alert says so, and
+  // the scrape never times out (which would read as portal down).
   metricsWaitMs?: number;
 }
 
@@ -162,8 +152,9 @@ export class PortalObserver {
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
         { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },
       );
-      const probed = view.entries.filter((e) => e.exposed && e.url && /^https?:\/\//.test(e.url) && !e.url.includes(PENDING_NODE_PORT));
-      const urls = new Map(probed.map((e) => [e.name, e.url as string]));
+      // The URL users have answers or not: the published one where the live one differs.
+      const probed = view.entries.map((e) => [e.name, e.exposed ? usersUrl(e) : undefined] as const);
+      const urls = new Map(probed.filter((p): p is readonly [string, string] => /^https?:\/\//.test(p[1] ?? "") && !p[1]?.includes(PENDING_NODE_PORT)));
       this.lastBase = { cluster: read, view, urls };
     }
     const base = this.lastBase;
@@ -174,8 +165,8 @@ export class PortalObserver {
       entries: base.view.entries.map((e) => {
         const reachability = byEntry.get(e.name);
         if (!reachability) return e;
-        // A refused connection says why where the observation tells, as `exposure probe` does.
-        const cause = reachability.error?.startsWith("connection refused") ? refusalCause(e, this.opts.stack) : undefined;
+        // A failure says why where the observation tells, as `exposure probe` does.
+        const cause = reachability.error ? failureCause(e, reachability.error) : undefined;
         return { ...e, reachability: cause ? { ...reachability, error: cause } : reachability };
       }),
     };

@@ -107,6 +107,29 @@ describe
       expect(await p.answers(movedUrl, argocd)).toBe(argocd);
       expect(await p.answers(published.href, "connection refused")).toBe("connection refused");
 
+      // One meaning of "answers": the published URL, the one users have. Probe and the portal say it
+      // is dead and why, naming the live port; the portal's entry_up is 0 (UIExposureUnreachable fires).
+      const live = `http://${published.hostname}:${moved}`;
+      const cause = `connection refused: nodePort changed since the last up (${published.port} -> ${moved}): the published URL ${published.origin} no longer reaches this Service, which now listens on ${live}; pulumi up puts ${published.port} back`;
+      const probe = await exposureInOperator(["probe", "--stack", "sandbox", "--entry", "argocd", "--json"]);
+      expect(probe.code, summary(probe)).toBe(4);
+      expect(JSON.parse(probe.stdout).results).toMatchObject([{ name: "argocd", ok: false, url: `${published.origin}/`, error: cause }]);
+      const portalPort = 18080 + Math.floor(Math.random() * 1000);
+      const portal = await startPortal(portalPort);
+      try {
+        const view = await portalEntries(portalPort, (v) => v.entries.find((e) => e.name === "argocd")?.reachability !== undefined);
+        expect(view.entries.find((e) => e.name === "argocd")).toMatchObject({
+          verdict: "DRIFT",
+          url: live,
+          publishedUrl: published.origin,
+          reachability: { ok: false, url: `${published.origin}/`, error: cause },
+        });
+        const metrics = await p.dp.request(`http://127.0.0.1:${portalPort}/metrics`, { timeoutMs: 10_000 });
+        expect("status" in metrics ? metrics.body : JSON.stringify(metrics)).toContain('ui_exposure_entry_up{entry="argocd"} 0');
+      } finally {
+        await portal.stop();
+      }
+
       const out = up("upMovedPortMs");
       expect(out.urls.argocd).toBe(published.origin);
       expect(await p.answers(published.href, argocd)).toBe(argocd);

@@ -293,7 +293,11 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     const d = drift();
     expect(d.code, d.raw).toBe(3);
     expect(d.json.preview.state).toBe("changes");
-    expect(verdict(d.json, "argocd")?.reasons).toContain(`nodePort changed since the last up (${before.endpoints.argocd?.nodePort} -> ${moved})`);
+    const was = before.endpoints.argocd?.nodePort;
+    const publishedUrl = before.urls.argocd as string;
+    expect(verdict(d.json, "argocd")?.reasons).toContain(
+      `nodePort changed since the last up (${was} -> ${moved}): the published URL ${publishedUrl} no longer reaches this Service, which now listens on ${publishedUrl.replace(`:${was}`, `:${moved}`)}; pulumi up puts ${was} back`,
+    );
     expect(verdict(d.json, "gitea")).toMatchObject({ verdict: "ABSENT" });
     expect(verdict(d.json, "grafana")?.reasons).toContain("selector differs from the vendored Service monitoring/kube-prometheus-stack-grafana");
 

@@ -183,7 +183,10 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
     const to = was === 32767 ? 32766 : was + 1;
     if (moved.spec?.ports?.[0]) moved.spec.ports[0].nodePort = to;
     await cluster.core.replaceNamespacedService({ namespace: "argocd", name: "argocd-nodeport", body: moved });
-    const reason = `nodePort changed since the last up (${was} -> ${to})`;
+    // The reason names the published URL (dead) and the live one (the same host, the moved port).
+    const reasonFor = (live: string) =>
+      `nodePort changed since the last up (${was} -> ${to}): the published URL ${live.replace(`:${to}`, `:${was}`)} no longer reaches this Service, which now listens on ${live}; pulumi up puts ${was} back`;
+    let reason = "";
     for (const base of [inCluster.url, `http://127.0.0.1:${port}/`]) {
       const drift = await waitFor(
         `argocd DRIFT at ${base}`,
@@ -194,6 +197,7 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
         },
         30_000,
       );
+      reason = reasonFor(drift.url as string);
       expect(drift.reasons).toContain(reason);
     }
     const status = sandbox.exposure(["status", "--stack", "sandbox", "--entry", "argocd"]);

@@ -1,5 +1,5 @@
 // A new user's first hour with the sandbox, on a fresh clone of this commit: the README's two
-// commands in its order (`npm ci && npm run sandbox`, then `npm test`), then what a user does to
+// commands in its order (`npm ci && npm run sandbox`, then `npm test` after `. .sandbox/env`), then what a user does to
 // a cluster (scale a UI to 0 and back, delete a stand-in pod, delete a Service and run
 // `npm run sandbox` again), each checked from the user's side: the URL answers or not, `sandbox
 // status`'s exit code and words, the portal's row. Then the operator commands, `up` again, a
@@ -193,10 +193,13 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
       expect(read.stdout).not.toContain('"kvs"');
     }
 
-    // The second command, with the sandbox running and its files in the working folder.
-    const test = await shell(second as string);
+    // The second command, with the sandbox running and its files in the working folder, in the
+    // shell its next commands prepare (`. .sandbox/env`: PULUMI_*, KUBECONFIG, its pulumi on PATH).
+    const test = await shell(`. .sandbox/env && ${second}`);
     timings.npmTestMs = test.ms;
     expect(test.code, summary(test)).toBe(0);
+    // A clean run prints no warning (Node's process warnings, a program's `warning:` log): results and skip notices only.
+    expect(`${test.stdout}\n${test.stderr}`.split("\n").filter((l) => /\(node:\d+\) \w*Warning|^\s*warning: /.test(l))).toEqual([]);
   }, 2_400_000);
 
   it("kubectl scale to 0: the URL stops answering, status and the portal say why and how to fix it; back to 1 it answers through the new pod", async () => {

@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../../core/errors";
+import { usersUrl } from "../../core/observe";
 import { entriesWithoutPortal } from "../../core/portal/spec";
 import { publishedFromOutputs } from "../../core/published";
 import { DEFAULT_PORTAL_NAMESPACE } from "../../core/settings";
@@ -373,7 +374,16 @@ const FIXED_BY_UP = new Set([
 
 export const PULUMI_UP_REMEDY = `. .sandbox/env && pulumi up --stack ${SANDBOX_STACK} (or npm run sandbox)`;
 
-type PortalEntryJson = { name: string; verdict: string; url?: string; readyEndpoints?: number; reasons?: string[]; findings?: { code: string }[] };
+type PortalEntryJson = {
+  name: string;
+  verdict: string;
+  url?: string;
+  publishedUrl?: string;
+  service?: string;
+  readyEndpoints?: number;
+  reasons?: string[];
+  findings?: { code: string }[];
+};
 
 /** The portal's rows (none when it does not answer). */
 async function portalEntries(info: SandboxInfo): Promise<PortalEntryJson[]> {
@@ -386,12 +396,14 @@ async function portalEntries(info: SandboxInfo): Promise<PortalEntryJson[]> {
 }
 
 /**
- * Each entry's URL now: the portal's, which follows the live cluster (a `pulumi up` run by hand
- * may have moved a URL since `sandbox up` recorded it), else the recorded one.
+ * Each entry's URL now: the one users have as the portal knows it (the last up's, read again
+ * every 30 s: a `pulumi up` run by hand may have moved a URL since `sandbox up` recorded it),
+ * else the recorded one. A port moved by hand does not move it (usersUrl).
  */
 function currentUrls(info: SandboxInfo, entries: readonly PortalEntryJson[]): [string, string][] {
   return Object.entries(info.urls).map(([entry, recorded]) => {
-    const now = entries.find((e) => e.name === entry)?.url;
+    const shown = entries.find((e) => e.name === entry);
+    const now = shown ? usersUrl(shown) : undefined;
     return [entry, typeof now === "string" && /^https?:\/\//.test(now) ? now : recorded];
   });
 }
@@ -418,12 +430,18 @@ async function diagnose(projectDir: string, info: SandboxInfo): Promise<SandboxP
     if (ok && (e?.verdict === "MATCH" || !info.portal)) continue;
     const codes = new Set((e?.findings ?? []).map((f) => f.code));
     const problem = e ? `${e.verdict}: ${(e.reasons ?? []).join("; ") || (ok ? "answers" : "does not answer")}` : "the portal does not show it";
-    problems.push({ entry, url, answers: ok, problem: problem.slice(0, 500), ...(await remedyFor(projectDir, info, entry, codes)) });
+    problems.push({ entry, url, answers: ok, problem: problem.slice(0, 500), ...(await remedyFor(projectDir, info, entry, codes, e?.service)) });
   }
   return problems;
 }
 
-async function remedyFor(projectDir: string, info: SandboxInfo, entry: string, codes: ReadonlySet<string>): Promise<{ remedy: string; repairable: boolean }> {
+async function remedyFor(
+  projectDir: string,
+  info: SandboxInfo,
+  entry: string,
+  codes: ReadonlySet<string>,
+  service?: string,
+): Promise<{ remedy: string; repairable: boolean }> {
   const repair = (remedy: string) => ({ remedy, repairable: true });
   const yours = (remedy: string) => ({ remedy, repairable: false });
   if ([...codes].some((c) => FIXED_BY_UP.has(c))) return repair(PULUMI_UP_REMEDY);
@@ -447,10 +465,12 @@ async function remedyFor(projectDir: string, info: SandboxInfo, entry: string, c
       return yours(`kubectl get ${where}`);
     }
   }
-  // Not proven ours: pulumi up tells a Service it re-created from one made by hand, and refuses the
-  // latter with what to do; it never takes it over, so npm run sandbox cannot repair it.
-  if (codes.has("service-not-ours")) {
-    return yours(`. .sandbox/env && pulumi up --stack ${SANDBOX_STACK} (it adopts nothing: a Service made by hand is refused with what to do)`);
+  // Not proven ours: made or re-created by hand (or by an up run by hand and interrupted: deleting
+  // it then costs a new port). Never taken over, so never deleted here: the user deletes it.
+  const [ns, name] = service?.split("/") ?? [];
+  if (codes.has("service-not-ours") && ns && name) {
+    const why = "made outside the stack, it is never taken over; pulumi up recreates its own";
+    return yours(`. .sandbox/env && kubectl -n ${ns} delete service ${name} && npm run sandbox (${why})`);
   }
   if (codes.size === 0) return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env) says more`);
   return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env): ${[...codes].join(", ")}`);

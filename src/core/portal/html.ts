@@ -117,8 +117,10 @@ export function urlText(url: string): string {
 
 function urlCell(e: PortalEntry): string {
   if (!e.exposed) return "<small>not exposed</small>";
-  if (linkable(e.url)) return `<a href="${escapeHtml(e.url)}">${urlText(e.url)}</a>`;
-  if (e.url) return `<span>${urlText(e.url)}</span>`;
+  const link = (url: string) => (linkable(url) ? `<a href="${escapeHtml(url)}">${urlText(url)}</a>` : `<span>${urlText(url)}</span>`);
+  // Moved since the last up: the URL users have comes first; the live one is where it is served now.
+  if (e.url && e.publishedUrl) return `${link(e.publishedUrl)}<small>published URL · served now on ${link(e.url)}</small>`;
+  if (e.url) return link(e.url);
   if (e.lastPublishedUrl) return `<span class="last">${urlText(e.lastPublishedUrl)}</span><small>last published URL · not answering</small>`;
   return "<small>no URL</small>";
 }

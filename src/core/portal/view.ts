@@ -4,10 +4,8 @@ import type { ClusterReader } from "../kube/cluster";
 import { type ObservedCluster, type ObservedEntry, observe, type PublishedEndpoints, type Verdict } from "../observe";
 import type { NodeChoice } from "../plan";
 
-/**
- * Whether the published URL answers, as the portal's own probe saw it (the code and contract
- * expectations of `exposure probe`). `null` fields are unknown (no answer: no status).
- */
+// Whether the users' URL answers, as the portal's own probe saw it (the code and contract expectations of
+// `exposure probe`). `null` fields are unknown (no answer: no status).
 export interface Reachability extends Pick<ProbeResultJson, "ok" | "url" | "expected" | "location"> {
   status: number | null;
   latencyMs: number | null;
@@ -24,10 +22,8 @@ export interface PortalEntry extends ObservedEntry {
   group?: string;
   /** Absent when the entry has no URL to probe, or when probing is off. */
   reachability?: Reachability;
-  /**
-   * ABSENT entries only: the URL the last `up` published (the one users bookmarked), which does
-   * not answer now that its Service (or pod) is gone. Read back from the outputs: text, never a link.
-   */
+  // ABSENT entries only: the URL the last `up` published (users' bookmark), dead now that its Service (or
+  // pod) is gone. Read back from the outputs: text, never a link.
   lastPublishedUrl?: string;
 }
 
@@ -74,10 +70,7 @@ export function wantedEntries(src: Pick<PortalSource, "contract" | "selected">) 
   return src.contract.endpoints.filter((e) => e.exposed && (selected === "all" || selected.includes(e.name)));
 }
 
-/**
- * The view of one cluster read: the verdicts of `exposure status` (observe), each entry with
- * its contract group (the server adds the probes' answers). Pure.
- */
+/** The view of one cluster read: `exposure status`'s verdicts (observe), each with its contract group (the server adds the answers). Pure. */
 export function buildPortalView(
   src: Omit<PortalSource, "cluster"> & { source: string },
   cluster: ObservedCluster,
