@@ -3,6 +3,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { type AdmissionManifests, admissionManifests, admissionPolicyName, untilGuardAdmits, untilPolicyTypeChecked } from "../src/core/admission";
 import type { Contract } from "../src/core/contract/schema";
+import { ourServiceSpec } from "../src/core/exposure-model";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
 import type { ExposurePlan, NodePortPlan } from "../src/core/plan";
@@ -112,12 +113,7 @@ export function guardAdmission(
   // Only `deny` can refuse our own Services, and only those still to be created can meet the old policy.
   const toCreate = plans
     .filter((p): p is NodePortPlan => p.kind === "nodePort" && !existing.has(`${p.namespace}/${p.serviceName}`))
-    .map(
-      (p): Service => ({
-        metadata: { name: p.serviceName, namespace: p.namespace },
-        spec: { type: "NodePort", selector: p.selector, ports: [{ name: p.portName, port: p.port, targetPort: p.targetPort, protocol: p.protocol }] },
-      }),
-    );
+    .map((p): Service => ({ metadata: { name: p.serviceName, namespace: p.namespace }, spec: ourServiceSpec(p) }));
   const untilEffective =
     mode === "deny" && probe && toCreate.length
       ? async () => {

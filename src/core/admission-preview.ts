@@ -1,16 +1,5 @@
 import type { AuditInput } from "./audit";
-import {
-  CHECK_LIMITS,
-  effectiveHostPorts,
-  exposureRules,
-  field,
-  hostPortDeclaration,
-  isExposingService,
-  isFinishedPod,
-  type PodIdentity,
-  podTooLargeToCheck,
-  serviceVerdict,
-} from "./exposure-model";
+import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, type WorkloadObject } from "./exposure-model";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 
 /**
@@ -21,12 +10,7 @@ import type { ClusterReader, CustomKind } from "./kube/cluster";
  * so that an operator sees it before switching a stack to `deny`: the exposure model's verdicts.
  */
 
-/** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet; batch/v1 Job, CronJob): read field by field, never trusted. */
-export interface WorkloadObject {
-  kind?: string;
-  metadata?: { name?: string; namespace?: string };
-  spec?: unknown;
-}
+export type { WorkloadObject };
 
 export interface Refusal {
   kind: string;
@@ -38,52 +22,27 @@ export interface Refusal {
 
 export type PreviewInput = Omit<AuditInput, "published"> & { workloads: readonly WorkloadObject[] };
 
-const stringMap = (v: unknown): Record<string, string> | undefined =>
-  v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
-
+/** The pre-deny report: a rendering of the exposure model's classifyCluster, as the policy would judge each object's CREATE. */
 export function wouldRefuse(input: PreviewInput): Refusal[] {
-  const rules = exposureRules(input.contract, input.selected, input.allowlist);
-  const refusals: Refusal[] = [];
-
-  for (const svc of input.services) {
-    if (!isExposingService(svc)) continue;
-    const verdict = serviceVerdict(rules, svc);
-    if ("undeclared" in verdict)
-      refusals.push({ kind: "Service", namespace: svc.metadata.namespace ?? "default", name: svc.metadata.name, what: verdict.undeclared });
-  }
-
-  const check = (kind: string, pod: PodIdentity, spec: unknown) => {
-    const refuse = (what: string) => refusals.push({ kind, namespace: pod.namespace, name: pod.name, what });
-    if (podTooLargeToCheck(spec)) {
-      refuse(`too large to check (more than ${CHECK_LIMITS.containers} containers in a list or ${CHECK_LIMITS.portsPerContainer} ports in a container)`);
-      return;
-    }
-    const refused = effectiveHostPorts(spec).filter(({ port }) => !hostPortDeclaration(rules, pod, port));
-    if (refused.length) refuse(`hostPort ${refused.map((r) => `${r.port}/${r.protocol}`).join(", ")}`);
-  };
-  for (const p of input.pods) {
-    // A finished pod is not created again; its owner's next pod is (and is checked as the owner's template).
-    if (isFinishedPod(p)) continue;
-    check("Pod", { namespace: p.metadata.namespace ?? "default", name: p.metadata.name, isPod: true, labels: p.metadata.labels }, p.spec);
-  }
-  for (const w of input.workloads) {
-    const meta = field(w, "metadata");
-    const name = field(meta, "name");
-    if (typeof name !== "string" || !name) continue;
-    const namespace = typeof field(meta, "namespace") === "string" ? (field(meta, "namespace") as string) : "default";
-    const kind = typeof field(w, "kind") === "string" ? (field(w, "kind") as string) : "Workload";
-    const spec = field(w, "spec");
-    const template = kind === "CronJob" ? field(field(field(spec, "jobTemplate"), "spec"), "template") : field(spec, "template");
-    check(kind, { namespace, name, isPod: false, labels: stringMap(field(field(template, "metadata"), "labels")) }, field(template, "spec"));
-  }
-  return refusals;
+  const classified = classifyCluster(exposureRules(input.contract, input.selected, input.allowlist), input);
+  const services = classified.services.flatMap(({ svc, verdict }) =>
+    "undeclared" in verdict ? [{ kind: "Service", namespace: svc.metadata.namespace ?? "default", name: svc.metadata.name, what: verdict.undeclared }] : [],
+  );
+  const pods = [...classified.pods, ...classified.workloads].flatMap(({ kind, namespace, name, tooLarge, openings }) => {
+    const what = tooLarge
+      ? `too large to check (more than ${CHECK_LIMITS.containers} containers in a list or ${CHECK_LIMITS.portsPerContainer} ports in a container)`
+      : describeRefused(openings.filter((o) => !o.declared));
+    return what ? [{ kind, namespace, name, what }] : [];
+  });
+  return [...services, ...pods];
 }
 
-/** The workload kinds the guard matches, as list calls. */
+/** The workload kinds whose pod templates become pods the guard checks, as list calls. */
 export const GUARDED_WORKLOADS: readonly CustomKind[] = [
   { group: "apps", versions: ["v1"], plural: "deployments", kind: "Deployment" },
   { group: "apps", versions: ["v1"], plural: "statefulsets", kind: "StatefulSet" },
   { group: "apps", versions: ["v1"], plural: "daemonsets", kind: "DaemonSet" },
+  { group: "apps", versions: ["v1"], plural: "replicasets", kind: "ReplicaSet" },
   { group: "batch", versions: ["v1"], plural: "jobs", kind: "Job" },
   { group: "batch", versions: ["v1"], plural: "cronjobs", kind: "CronJob" },
 ];

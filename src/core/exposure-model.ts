@@ -1,6 +1,6 @@
 import type { Contract } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
-import type { Service } from "./kube/types";
+import type { Pod, Service } from "./kube/types";
 import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
@@ -34,6 +34,9 @@ function parsePattern(source: string, name: string, reasons: Allowlist["reasons"
 
 /** "namespace/name" matches itself; "namespace/prefix*" every name starting with prefix ('*' is only a suffix). */
 export const namePattern = (name: string) => ({ prefix: name.endsWith("*"), text: name.endsWith("*") ? name.slice(0, -1) : name });
+
+/** The grammar of an allowlist.hostPorts item, and its forms as the messages name them. */
+export const HOST_PORT_ITEM = { syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, forms: "'namespace/pod-name-or-prefix*:port'" };
 
 export type ExposureRules = ReturnType<typeof exposureRules>;
 
@@ -153,10 +156,48 @@ export interface PodIdentity {
 export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port: number): Declaration | undefined {
   const entry = rules.hostPortEntries.find((e) => e.namespace === pod.namespace && e.port === port && matchesLabels(pod.labels, e.podSelector));
   if (entry) return { by: "contract", entry: entry.entry };
-  const key = `${pod.namespace}/${pod.name}${pod.isPod ? "" : "-"}`;
-  const pattern = rules.hostPorts.find((p) => p.port === port && (p.prefix ? key.startsWith(p.text) : pod.isPod && key === p.text));
+  const pattern = rules.hostPorts.find((p) => p.port === port && namesPod(p, pod));
   return pattern ? { by: "allowlist", pattern } : undefined;
 }
+
+/** An allowlist item's name part matches this pod, or every pod of this template ("<workload>-..."). */
+const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: PodIdentity) => {
+  const key = `${pod.namespace}/${pod.name}${pod.isPod ? "" : "-"}`;
+  return p.prefix ? key.startsWith(p.text) : pod.isPod && key === p.text;
+};
+
+/** One thing a pod (or pod template) opens on its node, with the rule that declares it (none: undeclared). */
+export interface PodOpening {
+  kind: "hostPort";
+  port: number;
+  protocol: string;
+  /** "9964/TCP". */
+  ports: string;
+  onHostNetwork: boolean;
+  /** A port of `spec.containers` (a UI may be published there); see effectiveHostPorts. */
+  serves: boolean;
+  declared?: Declaration;
+  /** Why it is undeclared, and what to do (when `declared` is absent). */
+  undeclared?: string;
+}
+
+/**
+ * What a pod (or template) opens, each opening judged: `tooLarge` when past CHECK_LIMITS (the
+ * guard refuses it unread; the audit still lists its openings).
+ */
+export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknown): { tooLarge: boolean; openings: PodOpening[] } {
+  const openings = effectiveHostPorts(spec).map((h): PodOpening => {
+    const declared = hostPortDeclaration(rules, pod, h.port);
+    const opening = { kind: "hostPort" as const, ...h, ports: `${h.port}/${h.protocol}` };
+    if (declared) return { ...opening, declared };
+    const note = h.onHostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : "";
+    return { ...opening, undeclared: `${note}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it` };
+  });
+  return { tooLarge: podTooLargeToCheck(spec), openings };
+}
+
+/** The refused openings of a pod as the pre-deny report names them ("hostPort 9964/TCP, 9965/TCP"). */
+export const describeRefused = (openings: readonly PodOpening[]) => (openings.length ? `hostPort ${openings.map((o) => o.ports).join(", ")}` : "");
 
 /**
  * How a Service is reachable from outside the cluster, field by field of the Service API:
@@ -184,20 +225,44 @@ export const isExposingService = (svc: Service) => {
 };
 
 /**
+ * Our Service's spec, what the contract declares for a NodePort entry: type NodePort, one port
+ * named by the scheme, no externalIPs. The component creates it and the guard dry-runs it.
+ */
+export function ourServiceSpec(plan: { selector: Record<string, string>; portName: string; port: number; targetPort: number | string; protocol: string }) {
+  return {
+    type: "NodePort",
+    selector: plan.selector,
+    externalTrafficPolicy: "Cluster",
+    ports: [{ name: plan.portName, port: plan.port, targetPort: plan.targetPort, protocol: plan.protocol }],
+  };
+}
+
+/**
+ * What our Service opens beyond ourServiceSpec: another type, ports other than its own (the one
+ * named `portName`, else the first), externalIPs. Empty lists and no type: it opens what the entry declares.
+ */
+export function ourServiceExcess(svc: Service, portName?: string) {
+  const o = serviceOpenings(svc);
+  const ports = svc.spec?.ports ?? [];
+  const own = ports.find((p) => p.name === portName) ?? ports[0];
+  return { ...(o.type !== "NodePort" ? { type: o.type } : {}), extraPorts: ports.filter((p) => p !== own), externalIPs: o.externalIPs };
+}
+
+/**
  * A Service that opens something is declared by a rule, or undeclared with what makes it so. Our
- * `<entry>-nodeport` is judged by its entry alone: type NodePort, one port, no externalIPs. Any
- * other Service is declared whole by an allowlist item.
+ * `<entry>-nodeport` is judged by its entry alone (ourServiceExcess). Any other Service is
+ * declared whole by an allowlist item.
  */
 export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: Declaration } | { undeclared: string; entry?: string } {
   const key = `${svc.metadata.namespace ?? "default"}/${svc.metadata.name}`;
   const o = serviceOpenings(svc);
   const ours = rules.ourServices.get(key);
   if (ours) {
-    const ports = svc.spec?.ports ?? [];
+    const excess = ourServiceExcess(svc);
     const extra = [
-      ...(o.type !== "NodePort" ? [`type ${o.type} (the contract declares NodePort)`] : []),
-      ...(ports.length > 1 ? [`${ports.length} ports (the contract declares one)`] : []),
-      ...(o.externalIPs.length ? [`externalIPs ${o.externalIPs.join(", ")}`] : []),
+      ...(excess.type ? [`type ${excess.type} (the contract declares NodePort)`] : []),
+      ...(excess.extraPorts.length ? [`${excess.extraPorts.length + 1} ports (the contract declares one)`] : []),
+      ...(excess.externalIPs.length ? [`externalIPs ${excess.externalIPs.join(", ")}`] : []),
     ];
     return extra.length ? { undeclared: extra.join("; "), entry: ours.entry } : { declared: { by: "contract", entry: ours.entry } };
   }
@@ -206,6 +271,49 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: 
   return {
     undeclared: [...(o.nodeOrBalancer ? [`type ${o.type}`] : []), ...(o.externalIPs.length ? [`externalIPs ${o.externalIPs.join(", ")}`] : [])].join("; "),
   };
+}
+
+/** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet, ReplicaSet; batch/v1 Job, CronJob): read field by field, never trusted. */
+export interface WorkloadObject {
+  kind?: string;
+  metadata?: { name?: string; namespace?: string };
+  spec?: unknown;
+}
+
+const stringMap = (v: unknown): Record<string, string> | undefined =>
+  v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
+const text = (v: unknown, otherwise: string) => (typeof v === "string" && v ? v : otherwise);
+
+/**
+ * The one classification of the cluster that the audit (src/core/audit.ts) and the pre-deny
+ * report (src/core/admission-preview.ts) render: every Service that opens something with its
+ * verdict, and every pod (not finished) and workload pod template with what it opens, judged.
+ */
+export function classifyCluster(rules: ExposureRules, cluster: { services: readonly Service[]; pods: readonly Pod[]; workloads?: readonly WorkloadObject[] }) {
+  const services = cluster.services.filter(isExposingService).map((svc) => ({ svc, openings: serviceOpenings(svc), verdict: serviceVerdict(rules, svc) }));
+  const judge = (kind: string, pod: PodIdentity, spec: unknown, node?: string) => ({
+    kind,
+    ...pod,
+    ...(node ? { node } : {}),
+    ...podOpenings(rules, pod, spec),
+  });
+  // A finished pod is not created again and holds nothing; its owner's next pod is (checked as the owner's template).
+  const pods = cluster.pods
+    .filter((p) => !isFinishedPod(p))
+    .map((p) =>
+      judge("Pod", { namespace: p.metadata.namespace ?? "default", name: p.metadata.name, isPod: true, labels: p.metadata.labels }, p.spec, p.spec?.nodeName),
+    );
+  const workloads = (cluster.workloads ?? []).flatMap((w) => {
+    const meta = field(w, "metadata");
+    const name = text(field(meta, "name"), "");
+    if (!name) return [];
+    const kind = text(field(w, "kind"), "Workload");
+    const spec = field(w, "spec");
+    const template = kind === "CronJob" ? field(field(field(spec, "jobTemplate"), "spec"), "template") : field(spec, "template");
+    const labels = stringMap(field(field(template, "metadata"), "labels"));
+    return [judge(kind, { namespace: text(field(meta, "namespace"), "default"), name, isPod: false, labels }, field(template, "spec"))];
+  });
+  return { services, pods, workloads };
 }
 
 /**
