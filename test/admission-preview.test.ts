@@ -64,10 +64,12 @@ describe("wouldRefuse: what deny would refuse today", () => {
       "Service tenant/web type NodePort",
       "Pod kube-system/cilium-envoy-* hostPort 9964/TCP",
       "Pod kube-system/cilium-operator-* hostPort 9963/TCP",
+      "Pod kube-system/cilium-* the host network (no port listed)",
       "Pod monitoring/kube-prometheus-stack-prometheus-node-exporter-* hostPort 9100/TCP",
       "Pod tenant/debug-shell hostPort 2222/TCP",
       "DaemonSet kube-system/cilium-envoy hostPort 9964/TCP",
       "Deployment kube-system/cilium-operator hostPort 9963/TCP",
+      "DaemonSet kube-system/cilium the host network (no port listed)",
       "DaemonSet monitoring/kube-prometheus-stack-prometheus-node-exporter hostPort 9100/TCP",
     ]);
     expect((await refusedByPolicy(stack)).length).toBe(wouldRefuse({ ...stack, ...cluster }).length);

@@ -121,7 +121,7 @@ describe("admission policy generated from the contract", () => {
       "'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + (size(variables.externalIPs) == 0 ? '' : size(variables.externalIPs) <= 32 ? ', externalIPs ' + variables.externalIPs.join(', ') : ', ' + string(size(variables.externalIPs)) + ' externalIPs') + (variables.serviceKey in [\"argo-cd/argo-cd-nodeport\"] && size(variables.servicePorts) > 1 ? ', ' + string(size(variables.servicePorts)) + ' ports where the contract declares one' : '') + ') ' + (variables.serviceTooLarge ? \"has more than 128 ports or 32 externalIPs: too large for the exposure guard to check (ui-exposure refuses what it cannot check): \" : '') + \"is not in the ui-exposure contract of stack dirqual: publish the UI through an entry of contract/endpoints.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.dirqual.yaml\"",
     );
     expect(hostPort?.message).toBe(
-      "a hostPort is not in the ui-exposure contract of stack dirqual: declare it as a hostPort entry (namespace, port, podSelector) of contract/endpoints.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.dirqual.yaml as 'namespace/pod-prefix*:port'",
+      "a hostPort is not in the ui-exposure contract of stack dirqual: declare it as a hostPort entry (namespace, port, podSelector) of contract/endpoints.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.dirqual.yaml as 'namespace/pod-prefix*:port' (or 'namespace/pod-prefix*:hostNetwork' for a pod on the host network)",
     );
     expect(svc?.reason).toBe("Forbidden");
   });
@@ -192,7 +192,7 @@ describe("admission inputs are validated as Kubernetes validates them, with thei
     "allowlist hostPort %s is refused: a port is an integer 1-65535",
     (pattern) => {
       expect(() => settingsWith(["tools/ok:2222", pattern])).toThrow(
-        `Pulumi.x.yaml:4:3: ui-exposure:allowlist.hostPorts[1]: must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found a string (`,
+        `Pulumi.x.yaml:4:3: ui-exposure:allowlist.hostPorts[1]: must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'), found a string (`,
       );
     },
   );

@@ -90,12 +90,14 @@ function declaredPortsMap(rules: ExposureRules): string {
     const selector = Object.entries(e.podSelector).map(([k, v]) => `${cel(k)} in variables.labels && variables.labels[${cel(k)}] == ${cel(v)}`);
     add(e.port, [`request.namespace == ${cel(e.namespace)}`, ...selector].join(" && "));
   }
-  for (const p of rules.hostPorts) {
-    add(p.port, p.prefix ? `variables.podKey.startsWith(${cel(p.text)})` : `variables.isPod && variables.podKey == ${cel(p.text)}`);
-  }
+  for (const p of rules.hostPorts) if (p.port !== "hostNetwork") add(p.port, namesPod(p));
   const entries = [...byPort].sort(([a], [b]) => a - b).map(([port, terms]) => `${port}: ${anyOf(terms)}`);
   return `{${entries.join(", ")}}`;
 }
+
+/** The exposure model's namesPod in CEL: an item's name part matches this pod, or every pod of this template. */
+const namesPod = (p: { prefix: boolean; text: string }) =>
+  p.prefix ? `variables.podKey.startsWith(${cel(p.text)})` : `variables.isPod && variables.podKey == ${cel(p.text)}`;
 
 /** The exposure model's serviceVerdict in CEL: our Service by its entry's shape, any other by the allowlist. */
 function serviceDeclared(rules: ExposureRules): string {
@@ -129,7 +131,8 @@ export function admissionManifests(input: AdmissionInput) {
   const stackFile = `Pulumi.${input.stack}.yaml`;
   const notInContract = `is not in the ui-exposure contract of stack ${input.stack}`;
   const serviceHelp = `: publish the UI through an entry of ${input.contractFile} (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of ${stackFile}`;
-  const hostPortHelp = `: declare it as a hostPort entry (namespace, port, podSelector) of ${input.contractFile}, or in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:port'`;
+  const hostPortHelp = `: declare it as a hostPort entry (namespace, port, podSelector) of ${input.contractFile}, or in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:port' (or 'namespace/pod-prefix*:hostNetwork' for a pod on the host network)`;
+  const hostNetworkHelp = `: declare it in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:hostNetwork'`;
   const oldTemplate = "variables.oldTemplate";
 
   const rules = exposureRules(input.contract, input.selected, input.allowlist);
@@ -146,6 +149,7 @@ export function admissionManifests(input: AdmissionInput) {
   // One list per container (CEL has no flatten before 1.31) of the host ports no rule declares, then as one string.
   const undeclaredOf = (template: string) =>
     `(${containersOf(template)}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", hostNetworkOf(template))}).filter(h, h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])) : [])`;
+  const listsPorts = (template: string) => `(${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > 0)`;
   const joined = (lists: string) => `${lists}.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ')`;
 
   const variables = [
@@ -195,14 +199,26 @@ export function admissionManifests(input: AdmissionInput) {
     },
     { name: "podKey", expression: "request.namespace + '/' + variables.name + (variables.isPod ? '' : '-')" },
     { name: "declaredPorts", expression: declaredPortsMap(rules) },
+    // The exposure model's podOpenings: an item "namespace/pod-prefix*:hostNetwork" declares all a pod on the host network opens.
+    {
+      name: "hostNetworkDeclared",
+      expression: `!variables.isService && ${hostNetworkOf("variables.template")} && (${anyOf(rules.hostPorts.filter((p) => p.port === "hostNetwork").map(namesPod))})`,
+    },
     { name: "oldTemplate", expression: templateOf("oldObject") },
     { name: "isWorkloadUpdate", expression: "variables.isUpdate && !variables.isPod && !variables.isService" },
     { name: "oldHoldsNoHostPort", expression: `!variables.isWorkloadUpdate || ${holdsNoHostPort(oldTemplate)}` },
     { name: "oldPodTooLarge", expression: `variables.isWorkloadUpdate && !variables.oldHoldsNoHostPort && (${podTooLarge(oldTemplate, "false")})` },
     {
       name: "undeclaredHostPorts",
-      expression: `variables.isService || variables.podTooLarge || variables.holdsNoHostPort ? [] : ${undeclaredOf("variables.template")}`,
+      expression: `variables.isService || variables.podTooLarge || variables.holdsNoHostPort || variables.hostNetworkDeclared ? [] : ${undeclaredOf("variables.template")}`,
     },
+    // A pod on the host network that lists no port may serve on any (podOpenings' "hostNetwork"), unless
+    // this UPDATE's workload already was one (not new exposure).
+    {
+      name: "hostNetworkUnlisted",
+      expression: `!variables.isService && !variables.podTooLarge && ${hostNetworkOf("variables.template")} && !variables.hostNetworkDeclared && !${listsPorts("variables.template")}`,
+    },
+    { name: "oldHostNetworkUnlisted", expression: `variables.isWorkloadUpdate && ${hostNetworkOf(oldTemplate)} && !${listsPorts(oldTemplate)}` },
     { name: "undeclaredHostPortList", expression: joined("variables.undeclaredHostPorts") },
     {
       // What the workload held before this UPDATE, by the same rules: not new exposure, and
@@ -244,6 +260,12 @@ export function admissionManifests(input: AdmissionInput) {
       expression: "variables.isService || variables.podTooLarge || variables.refusedHostPortList == ''",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + (size(variables.refusedHostPortList) > 1000 ? variables.refusedHostPortList.substring(0, 1000) + '...' : variables.refusedHostPortList) + ', which ' + ${celText(notInContract + hostPortHelp)}`,
       message: wellFormed(`a hostPort ${notInContract}${hostPortHelp}`),
+      reason: "Forbidden",
+    },
+    {
+      expression: "!variables.hostNetworkUnlisted || variables.oldHostNetworkUnlisted",
+      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' is on the host network (it may serve on every port of the node), which ' + ${celText(notInContract + hostNetworkHelp)}`,
+      message: wellFormed(`a pod on the host network ${notInContract}${hostNetworkHelp}`),
       reason: "Forbidden",
     },
   ];

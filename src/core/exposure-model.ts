@@ -36,7 +36,10 @@ function parsePattern(source: string, name: string, reasons: Allowlist["reasons"
 export const namePattern = (name: string) => ({ prefix: name.endsWith("*"), text: name.endsWith("*") ? name.slice(0, -1) : name });
 
 /** The grammar of an allowlist.hostPorts item, and its forms as the messages name them. */
-export const HOST_PORT_ITEM = { syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, forms: "'namespace/pod-name-or-prefix*:port'" };
+export const HOST_PORT_ITEM = {
+  syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:(\d+|hostNetwork)$/,
+  forms: "'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'",
+};
 
 export type ExposureRules = ReturnType<typeof exposureRules>;
 
@@ -53,7 +56,9 @@ export function exposureRules(contract: Contract, selected: readonly string[], a
     services: allowlist.services.map((p) => parsePattern(p, p, allowlist.reasons)),
     hostPorts: allowlist.hostPorts.map((p) => {
       const colon = p.lastIndexOf(":");
-      return { ...parsePattern(p, p.slice(0, colon), allowlist.reasons), port: Number(p.slice(colon + 1)) };
+      // ":hostNetwork": the pod may run on the host network (every port of its node).
+      const port = p.slice(colon + 1) === "hostNetwork" ? ("hostNetwork" as const) : Number(p.slice(colon + 1));
+      return { ...parsePattern(p, p.slice(0, colon), allowlist.reasons), port };
     }),
   };
 }
@@ -168,10 +173,9 @@ const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: PodIdentity) => {
 
 /** One thing a pod (or pod template) opens on its node, with the rule that declares it (none: undeclared). */
 export interface PodOpening {
-  kind: "hostPort";
-  port: number;
-  protocol: string;
-  /** "9964/TCP". */
+  /** A host port, or the host network of a pod that lists no port (it may serve on any). */
+  kind: "hostPort" | "hostNetwork";
+  /** "9964/TCP", "every port of the node". */
   ports: string;
   onHostNetwork: boolean;
   /** A port of `spec.containers` (a UI may be published there); see effectiveHostPorts. */
@@ -183,21 +187,38 @@ export interface PodOpening {
 
 /**
  * What a pod (or template) opens, each opening judged: `tooLarge` when past CHECK_LIMITS (the
- * guard refuses it unread; the audit still lists its openings).
+ * guard refuses it unread; the audit still lists its openings). A pod on the host network may
+ * serve on every port of its node: an item "namespace/pod-prefix*:hostNetwork" declares all it
+ * opens; without one, each listed port needs its declaration, and a pod that lists none is the
+ * opening "hostNetwork".
  */
 export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknown): { tooLarge: boolean; openings: PodOpening[] } {
+  const onHostNetwork = field(spec, "hostNetwork") === true;
+  const hostNetworkItem = onHostNetwork ? rules.hostPorts.find((p) => p.port === "hostNetwork" && namesPod(p, pod)) : undefined;
+  const hostNetwork: Declaration | undefined = hostNetworkItem && { by: "allowlist", pattern: hostNetworkItem };
   const openings = effectiveHostPorts(spec).map((h): PodOpening => {
-    const declared = hostPortDeclaration(rules, pod, h.port);
+    const declared = hostPortDeclaration(rules, pod, h.port) ?? hostNetwork;
     const opening = { kind: "hostPort" as const, ...h, ports: `${h.port}/${h.protocol}` };
     if (declared) return { ...opening, declared };
     const note = h.onHostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : "";
     return { ...opening, undeclared: `${note}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it` };
   });
+  if (onHostNetwork && openings.length === 0) {
+    const opening = { kind: "hostNetwork" as const, ports: "every port of the node", onHostNetwork, serves: false };
+    const undeclared = `on the host network with no port listed: it may serve on every port of its node; declare it in ui-exposure:allowlist.hostPorts as 'namespace/pod-prefix*:hostNetwork', or take it off the host network`;
+    openings.push(hostNetwork ? { ...opening, declared: hostNetwork } : { ...opening, undeclared });
+  }
   return { tooLarge: podTooLargeToCheck(spec), openings };
 }
 
-/** The refused openings of a pod as the pre-deny report names them ("hostPort 9964/TCP, 9965/TCP"). */
-export const describeRefused = (openings: readonly PodOpening[]) => (openings.length ? `hostPort ${openings.map((o) => o.ports).join(", ")}` : "");
+/** The refused openings of a pod as the pre-deny report names them ("hostPort 9964/TCP, 9965/TCP", "the host network (no port listed)"). */
+export function describeRefused(openings: readonly PodOpening[]): string {
+  const ports = openings.filter((o) => o.kind === "hostPort").map((o) => o.ports);
+  return [
+    ...(ports.length ? [`hostPort ${ports.join(", ")}`] : []),
+    ...(openings.some((o) => o.kind === "hostNetwork") ? ["the host network (no port listed)"] : []),
+  ].join("; ");
+}
 
 /**
  * How a Service is reachable from outside the cluster, field by field of the Service API:

@@ -56,7 +56,10 @@ function stack(mode: string) {
     "ui-exposure:cilium": { mode: "cohabit" },
     "ui-exposure:allowlist": {
       services: filledTo(["tools/allowed-*"], (i) => `other-${i}/ui-${i}-*`),
-      hostPorts: filledTo(["tools/agent-*:9964", "tools/debug-pod:2222", ...SHIPPED_HOST_PORTS], (i) => `other-${i}/agent-${i}-*:${1000 + i}`),
+      hostPorts: filledTo(
+        ["tools/agent-*:9964", "tools/debug-pod:2222", "default/node-debugger-*:hostNetwork", ...SHIPPED_HOST_PORTS],
+        (i) => `other-${i}/agent-${i}-*:${1000 + i}`,
+      ),
     },
     "ui-exposure:admission": { mode },
   };
@@ -189,7 +192,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(up.code, summary(up)).toBe(0);
     const policy = await admission.readValidatingAdmissionPolicy({ name: POLICY });
     // The API server compiled every expression: no type-checking warning on the kinds it matches.
-    expect(policy.spec?.validations?.length).toBe(3);
+    expect(policy.spec?.validations?.length).toBe(4);
     const binding = await admission.readValidatingAdmissionPolicyBinding({ name: POLICY });
     expect(binding.spec?.validationActions).toEqual(["Deny"]);
     const ours = await cluster.core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
@@ -236,7 +239,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     // The API server wraps the policy's message in its Forbidden status ('<resource> "<name>" is forbidden: ').
     const refusedService = `403: services "debug" is forbidden: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Service tools/debug (type NodePort) is not in the ui-exposure contract of stack sandbox: publish the UI through an entry of contract/e2e.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.sandbox.yaml`;
     const hostPortHelp =
-      "which is not in the ui-exposure contract of stack sandbox: declare it as a hostPort entry (namespace, port, podSelector) of contract/e2e.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.sandbox.yaml as 'namespace/pod-prefix*:port'";
+      "which is not in the ui-exposure contract of stack sandbox: declare it as a hostPort entry (namespace, port, podSelector) of contract/e2e.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.sandbox.yaml as 'namespace/pod-prefix*:port' (or 'namespace/pod-prefix*:hostNetwork' for a pod on the host network)";
     const core = cluster.core;
     const create = (body: unknown) => outcome(core.createNamespacedService({ namespace: "tools", body: body as never }));
     const createPod = (body: unknown) => outcome(core.createNamespacedPod({ namespace: "tools", body: body as never }));
@@ -267,6 +270,17 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(await createPod(pod("no-hostport", [{ containerPort: 8080 }]))).toBe("admitted");
     // hostNetwork: every containerPort is a hostPort.
     expect(await createPod(pod("hostnet", [{ containerPort: 7070 }], {}, { hostNetwork: true }))).toContain("Pod tools/hostnet declares hostPort 7070,");
+    // On the host network with no port listed, it may serve on any: refused too (issue 33 #3)...
+    expect(await createPod(pod("hostnet-noport", [], {}, { hostNetwork: true }))).toBe(
+      `403: pods "hostnet-noport" is forbidden: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Pod tools/hostnet-noport is on the host network (it may serve on every port of the node), which is not in the ui-exposure contract of stack sandbox: declare it in ui-exposure:allowlist.hostPorts of Pulumi.sandbox.yaml as 'namespace/pod-prefix*:hostNetwork'`,
+    );
+    // ...unless declared: the documented line admits `kubectl debug node/...`'s pod, as kubectl creates it.
+    await outcome(core.createNamespacedServiceAccount({ namespace: "default", body: { metadata: { name: "default" } } }));
+    const nodeDebugger = {
+      metadata: { name: "node-debugger-e2e-node-b-x7k2p" },
+      spec: { ...podSpec([]), nodeName: "e2e-node-b", hostNetwork: true, hostPID: true, hostIPC: true, restartPolicy: "Never" },
+    };
+    expect(await outcome(core.createNamespacedPod({ namespace: "default", body: nodeDebugger as never }))).toBe("admitted");
     // The contract's hostPort entry: namespace, port and podSelector.
     expect(await createPod(pod("lineage-api-0", [{ containerPort: 8090, hostPort: 8090 }], { "app.kubernetes.io/name": "lineage-api" }))).toBe("admitted");
     expect(await createPod(pod("impostor", [{ containerPort: 8090, hostPort: 8090 }], { "app.kubernetes.io/name": "other" }))).toContain(
