@@ -7,7 +7,7 @@ import {
   admissionPolicyName,
   holdsAll,
   policyTypeCheck,
-  untilGuardAdmits,
+  untilGuardAnswers,
   untilPolicyTypeChecked,
 } from "../src/core/admission";
 import { parseContract } from "../src/core/contract/parse";
@@ -204,12 +204,12 @@ describe("admission inputs are validated as Kubernetes validates them, with thei
 describe("admission settings", () => {
   it("defaults to off with failurePolicy Ignore: an evaluation error is our mistake, never a lock (invariant 6)", () => {
     const s = parseSettings({ "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }) }, "Pulumi.x.yaml");
-    expect(s.admission).toEqual({ mode: "off", failurePolicy: "Ignore" });
+    expect(s.admission).toEqual({ mode: "off", failurePolicy: "Ignore", acknowledge: [] });
     const deny = parseSettings(
       { "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }), "ui-exposure:admission": JSON.stringify({ mode: "deny" }) },
       "Pulumi.x.yaml",
     );
-    expect(deny.admission).toEqual({ mode: "deny", failurePolicy: "Ignore" });
+    expect(deny.admission).toEqual({ mode: "deny", failurePolicy: "Ignore", acknowledge: [] });
   });
 
   it("rejects an unknown mode with the setting's path", () => {
@@ -287,16 +287,16 @@ describe("admission drift", () => {
   });
 });
 
-describe("waiting until the guard admits our Services", () => {
+describe("waiting until the guard admits our Services and refuses an undeclared one", () => {
   const svc = service("argo-cd", "argo-cd-nodeport", { type: "NodePort" });
   const refusal =
     "admission webhook denied: ValidatingAdmissionPolicy 'ui-exposure-guard-dirqual' with binding 'ui-exposure-guard-dirqual' denied request: ...";
 
   it("polls until the dry run passes the guard", async () => {
     let calls = 0;
-    const refused = await untilGuardAdmits(
+    const refused = await untilGuardAnswers(
       async () => (++calls < 3 ? { admitted: false, message: refusal } : { admitted: true }),
-      [svc],
+      [{ service: svc, admitted: true }],
       "ui-exposure-guard-dirqual",
       {
         timeoutMs: 10_000,
@@ -310,12 +310,12 @@ describe("waiting until the guard admits our Services", () => {
 
   it("does not wait on refusals from anything else, and gives up after the timeout", async () => {
     let calls = 0;
-    const other = await untilGuardAdmits(
+    const other = await untilGuardAnswers(
       async () => {
         calls++;
         return { admitted: false, message: 'namespaces "argo-cd" not found' };
       },
-      [svc],
+      [{ service: svc, admitted: true }],
       "ui-exposure-guard-dirqual",
       {
         timeoutMs: 10_000,
@@ -325,7 +325,47 @@ describe("waiting until the guard admits our Services", () => {
     );
     expect([other, calls]).toEqual([[], 1]);
     let t = 0;
-    const stuck = await untilGuardAdmits(async () => ({ admitted: false, message: refusal }), [svc], "ui-exposure-guard-dirqual", {
+    const stuck = await untilGuardAnswers(
+      async () => ({ admitted: false, message: refusal }),
+      [{ service: svc, admitted: true }],
+      "ui-exposure-guard-dirqual",
+      {
+        timeoutMs: 1000,
+        intervalMs: 250,
+        sleep: async (ms) => {
+          t += ms;
+        },
+        now: () => t,
+      },
+    );
+    expect([stuck, t]).toEqual([["argo-cd/argo-cd-nodeport"], 1000]);
+  });
+});
+
+describe("waiting until deny is in force", () => {
+  const probe = service("default", "ui-exposure-deny-probe", { type: "NodePort" });
+  const refusal = "ValidatingAdmissionPolicy 'ui-exposure-guard-dirqual' with binding 'ui-exposure-guard-dirqual' denied request: ...";
+
+  it("polls until the guard refuses the dry run of an undeclared NodePort Service (admitted meanwhile, or refused by another policy)", async () => {
+    const answers = [
+      { admitted: true as const },
+      { admitted: false as const, message: "ValidatingAdmissionPolicy 'other' denied" },
+      { admitted: false as const, message: refusal },
+    ];
+    let calls = 0;
+    const pending = await untilGuardAnswers(
+      async () => answers[Math.min(calls++, 2)] as never,
+      [{ service: probe, admitted: false }],
+      "ui-exposure-guard-dirqual",
+      {
+        timeoutMs: 10_000,
+        intervalMs: 1,
+        sleep: async () => {},
+      },
+    );
+    expect([pending, calls]).toEqual([[], 3]);
+    let t = 0;
+    const never = await untilGuardAnswers(async () => ({ admitted: true }), [{ service: probe, admitted: false }], "ui-exposure-guard-dirqual", {
       timeoutMs: 1000,
       intervalMs: 250,
       sleep: async (ms) => {
@@ -333,7 +373,7 @@ describe("waiting until the guard admits our Services", () => {
       },
       now: () => t,
     });
-    expect([stuck, t]).toEqual([["argo-cd/argo-cd-nodeport"], 1000]);
+    expect(never).toEqual(["default/ui-exposure-deny-probe"]);
   });
 });
 

@@ -1,5 +1,5 @@
 import type { AuditInput } from "./audit";
-import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, type WorkloadObject } from "./exposure-model";
+import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, matchesPattern, namePattern, type WorkloadObject } from "./exposure-model";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 
 /**
@@ -12,13 +12,8 @@ import type { ClusterReader, CustomKind } from "./kube/cluster";
 
 export type { WorkloadObject };
 
-export interface Refusal {
-  kind: string;
-  namespace: string;
-  name: string;
-  /** "type NodePort", "hostPort 9964/TCP, 9965/TCP". */
-  what: string;
-}
+/** `what`: "type NodePort", "hostPort 9964/TCP, hostPort 9965/TCP". */
+export type Refusal = { kind: string; namespace: string; name: string; what: string };
 
 export type PreviewInput = Omit<AuditInput, "published"> & { workloads: readonly WorkloadObject[] };
 
@@ -37,14 +32,55 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
   return [...services, ...pods];
 }
 
+/**
+ * Never lock the cluster: what `deny` would refuse of the pods and workload templates that run
+ * now (no controller creates a Service again), each with the allowlist line that admits it or
+ * the setting that acknowledges its refusal; undefined: deny may be put in force. A template's
+ * line ('<namespace>/<workload>-*:port') admits its ReplicaSets and pods too: not listed again.
+ * A kind that could not be read (`unread`) makes the check partial: refused as well.
+ */
+export function denyWouldLock(
+  input: Omit<PreviewInput, "services"> & { unread: readonly string[]; acknowledge: readonly string[]; stackFile: string },
+): string | undefined {
+  if (input.unread.length)
+    return `deny is not put in force without checking what it would refuse (not read: ${input.unread.join("; ")}): let the stack's identity list them, or keep mode warn`;
+  const classified = classifyCluster(exposureRules(input.contract, input.selected, input.allowlist), { ...input, services: [] });
+  const acknowledged = input.acknowledge.map(namePattern);
+  // Workloads first, shorter names first: a CronJob before its Jobs, a Deployment before its ReplicaSets, then their pods.
+  const refused = [...[...classified.workloads].sort((a, b) => a.name.length - b.name.length), ...classified.pods].filter(
+    (p) => (p.tooLarge || p.openings.some((o) => !o.declared)) && !acknowledged.some((a) => matchesPattern(a, `${p.namespace}/${p.name}`)),
+  );
+  const prefixes: string[] = [];
+  const lines = refused.flatMap((p) => {
+    const key = `${p.namespace}/${p.name}`;
+    if (prefixes.some((prefix) => key.startsWith(prefix))) return [];
+    if (!p.isPod) prefixes.push(`${key}-`);
+    const undeclared = p.openings.filter((o) => !o.declared);
+    const admit = p.tooLarge
+      ? "too large to check, no allowlist line admits it: make it smaller"
+      : `admit it with ui-exposure:allowlist.hostPorts ${undeclared.map((o) => `'${p.isPod ? key : `${key}-*`}:${o.item}'`).join(", ")}`;
+    const what = p.tooLarge ? "too large to check" : describeRefused(undeclared);
+    return [
+      `    ${p.kind} ${key} (${what}): ${admit}, or acknowledge its refusal in ui-exposure:admission.acknowledge ('${p.isPod ? key : `${key}*`}') of ${input.stackFile}`,
+    ];
+  });
+  if (lines.length === 0) return undefined;
+  const shown = lines.length > 20 ? [...lines.slice(0, 20), `    and ${lines.length - 20} more (exposure drift lists them all)`] : lines;
+  return [
+    "the exposure guard in deny mode would refuse what runs in the cluster when it is created again (a rollout, a new node, a deleted pod): deny is not put in force while it would lock the cluster",
+    ...shown,
+  ].join("\n");
+}
+
+const workloadKind = (group: string, plural: string, kind: string): CustomKind => ({ group, versions: ["v1"], plural, kind });
 /** The workload kinds whose pod templates become pods the guard checks, as list calls. */
 export const GUARDED_WORKLOADS: readonly CustomKind[] = [
-  { group: "apps", versions: ["v1"], plural: "deployments", kind: "Deployment" },
-  { group: "apps", versions: ["v1"], plural: "statefulsets", kind: "StatefulSet" },
-  { group: "apps", versions: ["v1"], plural: "daemonsets", kind: "DaemonSet" },
-  { group: "apps", versions: ["v1"], plural: "replicasets", kind: "ReplicaSet" },
-  { group: "batch", versions: ["v1"], plural: "jobs", kind: "Job" },
-  { group: "batch", versions: ["v1"], plural: "cronjobs", kind: "CronJob" },
+  workloadKind("apps", "deployments", "Deployment"),
+  workloadKind("apps", "statefulsets", "StatefulSet"),
+  workloadKind("apps", "daemonsets", "DaemonSet"),
+  workloadKind("apps", "replicasets", "ReplicaSet"),
+  workloadKind("batch", "jobs", "Job"),
+  workloadKind("batch", "cronjobs", "CronJob"),
 ];
 
 /**
@@ -53,16 +89,12 @@ export const GUARDED_WORKLOADS: readonly CustomKind[] = [
  */
 export async function readWorkloads(cluster: Pick<ClusterReader, "listCustom">): Promise<{ workloads: WorkloadObject[]; unread: string[] }> {
   const lists = await Promise.all(
-    GUARDED_WORKLOADS.map(async (k) => {
-      try {
-        return { kind: k, items: (await cluster.listCustom(k)) as WorkloadObject[] };
-      } catch (err) {
-        return { kind: k, error: err instanceof Error ? err.message : String(err) };
-      }
-    }),
+    GUARDED_WORKLOADS.map((k) =>
+      cluster.listCustom(k).then(
+        (items) => ({ items: (items as WorkloadObject[]).map((o) => ({ ...o, kind: o.kind ?? k.kind })), unread: [] }),
+        (err: unknown) => ({ items: [], unread: [`${k.plural}.${k.group} (${err instanceof Error ? err.message : String(err)})`] }),
+      ),
+    ),
   );
-  return {
-    workloads: lists.flatMap((l) => ("items" in l ? (l.items ?? []).map((o) => ({ ...o, kind: o.kind ?? l.kind.kind })) : [])),
-    unread: lists.flatMap((l) => ("error" in l ? [`${l.kind.plural}.${l.kind.group} (${l.error})`] : [])),
-  };
+  return { workloads: lists.flatMap((l) => l.items), unread: lists.flatMap((l) => l.unread) };
 }

@@ -369,28 +369,35 @@ export function admissionDrift(input: {
   ];
 }
 
+type PollOptions = { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number };
+const clock = (o: PollOptions) => {
+  const now = o.now ?? Date.now;
+  return { now, end: now() + o.timeoutMs, sleep: o.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))) };
+};
+
 /**
  * The API server applies a changed policy a moment after storing it (it recompiles policies
- * from its watch about once a second): a Service created right after `up` updated the guard
- * could still meet the previous policy. This waits until a server-side dry run of each Service
- * `up` is about to create passes the guard (or `timeoutMs` elapses: the create itself then
- * reports the refusal). Refusals by anything else are not ours to wait for.
- * Returns the Services still refused by the guard (empty when all pass).
+ * from its watch about once a second): a Service created right after `up` could still meet the
+ * previous policy, and deny may not be in force yet. This waits until a server-side dry run
+ * (which goes through admission, storing nothing) of each Service gets the answer expected of
+ * the guard `policyName`: admitted (our Services `up` is about to create; refusals by anything
+ * else are not ours to wait for), or refused by it (an undeclared NodePort Service: deny is in
+ * force), or until `timeoutMs` elapses. Returns the Services still answered otherwise.
  */
-export async function untilGuardAdmits(
+export async function untilGuardAnswers(
   probe: (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>,
-  services: readonly Service[],
+  checks: readonly { service: Service; admitted: boolean }[],
   policyName: string,
-  opts: { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number },
+  opts: PollOptions,
 ): Promise<string[]> {
-  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const now = opts.now ?? Date.now;
-  const end = now() + opts.timeoutMs;
-  let pending = [...services];
+  const { sleep, now, end } = clock(opts);
+  let pending = [...checks];
   for (;;) {
-    const results = await Promise.all(pending.map(async (svc) => ({ svc, result: await probe(svc) })));
-    pending = results.filter(({ result }) => !result.admitted && result.message.includes(`'${policyName}'`)).map(({ svc }) => svc);
-    if (pending.length === 0 || now() >= end) return pending.map((s) => `${s.metadata.namespace}/${s.metadata.name}`);
+    const results = await Promise.all(pending.map(async (check) => ({ check, result: await probe(check.service) })));
+    pending = results
+      .filter(({ check, result }) => check.admitted === (!result.admitted && result.message.includes(`'${policyName}'`)))
+      .map(({ check }) => check);
+    if (pending.length === 0 || now() >= end) return pending.map(({ service: s }) => `${s.metadata.namespace}/${s.metadata.name}`);
     await sleep(opts.intervalMs);
   }
 }
@@ -448,14 +455,8 @@ export function policyTypeCheck(live: unknown): TypeCheck {
  * Returns undefined when clean, else the one message `up` fails with (warnings, or no verdict
  * within `timeoutMs`): the binding, which depends on this, is then neither created nor updated.
  */
-export async function untilPolicyTypeChecked(
-  cluster: Pick<ClusterReader, "listCustom">,
-  name: string,
-  opts: { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number },
-): Promise<string | undefined> {
-  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const now = opts.now ?? Date.now;
-  const end = now() + opts.timeoutMs;
+export async function untilPolicyTypeChecked(cluster: Pick<ClusterReader, "listCustom">, name: string, opts: PollOptions): Promise<string | undefined> {
+  const { sleep, now, end } = clock(opts);
   const what = `ValidatingAdmissionPolicy ${name}`;
   for (;;) {
     const live = (await cluster.listCustom(VALIDATING_ADMISSION_POLICIES)).find((p) => p.metadata?.name === name);

@@ -177,6 +177,8 @@ export interface PodOpening {
   kind: "hostPort" | "hostNetwork";
   /** "9964/TCP", "every port of the node". */
   ports: string;
+  /** What follows the ':' of the allowlist.hostPorts item that declares it ("9964", "hostNetwork"). */
+  item: string;
   onHostNetwork: boolean;
   /** A port of `spec.containers` (a UI may be published there); see effectiveHostPorts. */
   serves: boolean;
@@ -198,27 +200,22 @@ export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknow
   const hostNetwork: Declaration | undefined = hostNetworkItem && { by: "allowlist", pattern: hostNetworkItem };
   const openings = effectiveHostPorts(spec).map((h): PodOpening => {
     const declared = hostPortDeclaration(rules, pod, h.port) ?? hostNetwork;
-    const opening = { kind: "hostPort" as const, ...h, ports: `${h.port}/${h.protocol}` };
+    const opening = { kind: "hostPort" as const, ...h, ports: `${h.port}/${h.protocol}`, item: String(h.port) };
     if (declared) return { ...opening, declared };
     const note = h.onHostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : "";
     return { ...opening, undeclared: `${note}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it` };
   });
   if (onHostNetwork && openings.length === 0) {
-    const opening = { kind: "hostNetwork" as const, ports: "every port of the node", onHostNetwork, serves: false };
+    const opening = { kind: "hostNetwork" as const, ports: "every port of the node", item: "hostNetwork", onHostNetwork, serves: false };
     const undeclared = `on the host network with no port listed: it may serve on every port of its node; declare it in ui-exposure:allowlist.hostPorts as 'namespace/pod-prefix*:hostNetwork', or take it off the host network`;
     openings.push(hostNetwork ? { ...opening, declared: hostNetwork } : { ...opening, undeclared });
   }
   return { tooLarge: podTooLargeToCheck(spec), openings };
 }
 
-/** The refused openings of a pod as the pre-deny report names them ("hostPort 9964/TCP, 9965/TCP", "the host network (no port listed)"). */
-export function describeRefused(openings: readonly PodOpening[]): string {
-  const ports = openings.filter((o) => o.kind === "hostPort").map((o) => o.ports);
-  return [
-    ...(ports.length ? [`hostPort ${ports.join(", ")}`] : []),
-    ...(openings.some((o) => o.kind === "hostNetwork") ? ["the host network (no port listed)"] : []),
-  ].join("; ");
-}
+/** The refused openings of a pod as the pre-deny report names them ("hostPort 9964/TCP, hostPort 9965/TCP", "the host network (no port listed)"). */
+export const describeRefused = (openings: readonly PodOpening[]) =>
+  openings.map((o) => (o.kind === "hostNetwork" ? "the host network (no port listed)" : `hostPort ${o.ports}`)).join(", ");
 
 /**
  * How a Service is reachable from outside the cluster, field by field of the Service API:

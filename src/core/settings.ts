@@ -158,6 +158,8 @@ const admissionSchema = z.strictObject({
    * lock the cluster (`exposure drift` still finds the object); `Fail` applies the mode's action.
    */
   failurePolicy: z._default(z.enum(["Fail", "Ignore"], { message: "failurePolicy must be 'Fail' or 'Ignore'" }), "Ignore"),
+  /** Pods and workloads ('namespace/name', 'namespace/prefix*') deny may refuse when created again (denyWouldLock). */
+  acknowledge: z._default(z.array(servicePattern), []),
 });
 
 /**
@@ -196,7 +198,7 @@ export const settingsSchema = z.strictObject({
   cilium: ciliumSettingsSchema,
   portal: z._default(portalSchema, { enabled: false, namespace: DEFAULT_PORTAL_NAMESPACE, image: "node:24-alpine", createNamespace: true, skipAwait: false }),
   allowlist: z._default(allowlistSchema, { services: [], hostPorts: [], reasons: {} }),
-  admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore" }),
+  admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore", acknowledge: [] }),
   monitoring: z._default(monitoringSchema, { enabled: false, release: "kube-prometheus-stack" }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
   production: flag(false),

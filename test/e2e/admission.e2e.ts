@@ -589,6 +589,53 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(await patch("lb-wide", { spec: { ports: widePorts } })).toContain("denied request: Service tools/lb-wide (type LoadBalancer)");
   });
 
+  it("never locks the cluster: up refuses deny while a DaemonSet's pods would be refused; allowlisted, deny is in force when up returns and the controller's replacement pod is admitted (issue 33 #2)", async () => {
+    sandbox.writeStack(stack("warn"));
+    const warn = sandbox.pulumi(["up", "--yes"]);
+    expect(warn.code, summary(warn)).toBe(0);
+    await waitFor("warn in force", async () => ((await createWithWarnings("tools", svc("probe-warn", "NodePort"), true)).status === 201 ? true : undefined));
+    // A CNI agent on the host network with its metrics port, not allowlisted (it tolerates every taint, as CNIs do).
+    const cniAgent = {
+      metadata: { name: "cni-agent", labels: { app: "cni-agent" } },
+      spec: {
+        selector: { matchLabels: { app: "cni-agent" } },
+        template: {
+          metadata: { labels: { app: "cni-agent" } },
+          spec: { ...podSpec([{ containerPort: 9962 }]), hostNetwork: true, tolerations: [{ operator: "Exists" }] },
+        },
+      },
+    };
+    expect(await outcome(apps.createNamespacedDaemonSet({ namespace: "kube-system", body: cniAgent as never }))).toBe("admitted");
+    const agentPods = async () =>
+      (await cluster.core.listNamespacedPod({ namespace: "kube-system", labelSelector: "app=cni-agent" })).items.filter((p) => !p.metadata?.deletionTimestamp);
+    // The real DaemonSet controller creates its pod.
+    const first = await waitFor("the DaemonSet controller's pod", async () => (await agentPods())[0], 60_000);
+
+    const allowlist = stack("deny")["ui-exposure:allowlist"];
+    sandbox.writeStack(stack("deny"));
+    const refused = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+    expect(refused.code, summary(refused)).not.toBe(0);
+    expect(refused.stdout + refused.stderr).toContain(
+      "DaemonSet kube-system/cni-agent (hostPort 9962/TCP): admit it with ui-exposure:allowlist.hostPorts 'kube-system/cni-agent-*:9962', or acknowledge its refusal in ui-exposure:admission.acknowledge ('kube-system/cni-agent*') of Pulumi.sandbox.yaml",
+    );
+    // Nothing changed: the binding still only warns.
+    expect((await admission.readValidatingAdmissionPolicyBinding({ name: POLICY })).spec?.validationActions).toEqual(["Warn"]);
+
+    sandbox.writeStack({
+      ...stack("deny"),
+      "ui-exposure:allowlist": { ...allowlist, hostPorts: [...allowlist.hostPorts.slice(0, -1), "kube-system/cni-agent-*:9962"] },
+    });
+    const up = sandbox.pulumi(["up", "--yes"]);
+    expect(up.code, summary(up)).toBe(0);
+    // Deny is in force when up returns: an undeclared NodePort Service created at once is refused.
+    expect((await createWithWarnings("tools", svc("right-after-up", "NodePort"))).status).toBe(403);
+    // The controller replaces a deleted pod: admitted.
+    await cluster.core.deleteNamespacedPod({ namespace: "kube-system", name: first.metadata?.name as string, gracePeriodSeconds: 0 });
+    const replacement = await waitFor("the replacement pod", async () => (await agentPods()).find((p) => p.metadata?.name !== first.metadata?.name), 60_000);
+    expect(replacement.metadata?.name?.startsWith("cni-agent-")).toBe(true);
+    await apps.deleteNamespacedDaemonSet({ namespace: "kube-system", name: "cni-agent" });
+  });
+
   it("destroy removes the policy and its binding", async () => {
     const destroy = sandbox.pulumi(["destroy", "--yes"]);
     expect(destroy.code, summary(destroy)).toBe(0);
