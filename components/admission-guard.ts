@@ -3,7 +3,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { type AdmissionManifests, admissionManifests, untilGuardAnswers, untilPolicyTypeChecked } from "../src/core/admission";
 import type { Contract } from "../src/core/contract/schema";
-import { exposureRules, ourServiceSpec, serviceVerdict } from "../src/core/exposure-model";
+import { ourServiceSpec } from "../src/core/exposure-model";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
 import type { ExposurePlan, NodePortPlan } from "../src/core/plan";
@@ -14,8 +14,7 @@ interface AdmissionGuardArgs {
   /** The policy and binding generated from the contract (src/core/admission.ts). */
   manifests: AdmissionManifests;
   /**
-   * Resolves once the API server enforces the policy just applied (it picks changes up a moment
-   * after storing them): undefined, else why the update must fail. Called after every apply, never in a preview.
+   * Resolves once the API server enforces the policy just applied: undefined, else why the update must fail. Called after every apply, never in a preview.
    */
   untilEffective?: () => Promise<string | undefined>;
   /**
@@ -118,8 +117,7 @@ export function guardAdmission(
   const namespace = ([...existing.keys()].find((k) => k.startsWith("default/")) ?? [...existing.keys()][0] ?? "default/").split("/")[0];
   const undeclared: Service = { metadata: { name: "ui-exposure-deny-probe", namespace }, spec: { type: "NodePort", ports: [{ port: 80 }] } };
   const probeKey = `${namespace}/${undeclared.metadata.name}`;
-  const declared = "declared" in serviceVerdict(exposureRules(stack.contract, stack.selected, settings.allowlist), undeclared);
-  const checks = [...toCreate.map((service) => ({ service, admitted: true })), ...(declared ? [] : [{ service: undeclared, admitted: false }])];
+  const checks = [...toCreate.map((service) => ({ service, admitted: true })), { service: undeclared, admitted: false }];
   const untilEffective =
     mode === "deny" && probe
       ? async () => {

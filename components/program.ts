@@ -3,11 +3,11 @@ import * as pulumi from "@pulumi/pulumi";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import { openStack } from "../src/adapters/stack-inputs";
-import { admissionApiProblem } from "../src/core/admission";
+import { admissionApiProblem, admissionPolicyName, liveGuardUids } from "../src/core/admission";
 import { denyWouldLock, readWorkloads } from "../src/core/admission-preview";
 import { ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
-import { recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
+import { guardTakeoverProblem, recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "../src/core/monitoring";
 import type { PublishedEndpoints } from "../src/core/observe";
@@ -91,12 +91,16 @@ export async function declareStack(inputs: ProgramInputs) {
     settings.portal.enabled ? cluster.getConfigMap(portalNamespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
     deny ? readWorkloads(cluster) : Promise.resolve({ workloads: [], unread: [] }),
   ]);
-  // Only once an up has completed: the engine cannot read the state of a stack that has none yet.
+  const guardName = settings.admission.mode === "off" ? undefined : admissionPolicyName(inputs.stack);
+  const liveGuard: { policy?: string; binding?: string } = guardName ? await liveGuardUids(cluster, guardName) : {};
+  // Only once an up has completed: the engine cannot read the state of a stack that has none yet (a guard is then not ours).
+  const upCompleted = Object.keys(lastEndpoints).length > 0;
   const stateUids = inputs.stateUids
     ? await inputs.stateUids()
-    : underEngine() && Object.keys(lastEndpoints).length > 0
-      ? await readStateUids()
-      : { services: new Map<string, string>(), configMaps: new Map<string, string>() };
+    : underEngine() && (upCompleted || liveGuard.policy || liveGuard.binding)
+      ? await readStateUids().catch((err) => (upCompleted ? Promise.reject(err) : stateUidsOf(undefined)))
+      : stateUidsOf(undefined);
+  const guardTakeover = guardName && guardTakeoverProblem(guardName, liveGuard, stateUids.guard);
 
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
   // before anything exists: the contract entry mirroring it is planned from the spec the Portal
@@ -139,13 +143,14 @@ export async function declareStack(inputs: ProgramInputs) {
     : undefined;
   const problems = [
     ...recreated,
+    ...(guardTakeover ? [guardTakeover] : []),
     ...(lock ? [lock] : []),
     ...("problems" in resolution ? resolution.problems : []),
     ...("problems" in ciliumPlan ? ciliumPlan.problems : []),
     ...(admissionIssue ? [admissionIssue] : []),
     ...(monitoringIssue ? [monitoringIssue] : []),
   ];
-  if (recreated.length > 0 || lock || "problems" in resolution || "problems" in ciliumPlan || admissionIssue || monitoringIssue) {
+  if (recreated.length > 0 || guardTakeover || lock || "problems" in resolution || "problems" in ciliumPlan || admissionIssue || monitoringIssue) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 

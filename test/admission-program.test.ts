@@ -119,6 +119,33 @@ describe("program: the exposure guard at admission", () => {
     }
   });
 
+  it("refuses, declaring nothing, a guard of its name that its state does not hold (another stack's, or made by hand), like any takeover (issue 33 #4)", async () => {
+    const guard = (kind: string, uid: string) => ({
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind,
+      metadata: { name: "ui-exposure-guard-test", uid },
+      spec: {},
+    });
+    const withGuard = () => cluster([guard("ValidatingAdmissionPolicy", "uid-other"), guard("ValidatingAdmissionPolicyBinding", "uid-other-b")]);
+    const config = stackConfig({ "ui-exposure:admission": { mode: "deny" } });
+    const none = async () => ({ services: new Map(), configMaps: new Map(), guard: new Set<string>() });
+    await useMocks(true);
+    await expect(declareStack({ projectDir, stack: "test", config, cluster: withGuard(), stateUids: none })).rejects.toThrow(
+      "stack test cannot be deployed (nothing was changed): the exposure guard: ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding ui-exposure-guard-test exists but this stack did not create it (another stack's guard: earlier versions named a guard by its stack lowercased, '_' as '-'; or one made by hand); ui-exposure never takes over what it did not create: run pulumi up in the stack that created it first (its guard moves to its own name), or remove one made by hand (kubectl delete validatingadmissionpolicy,validatingadmissionpolicybinding ui-exposure-guard-test), then pulumi up",
+    );
+    expect(registered).toEqual([]);
+    pulumi.runtime.disconnect();
+    // The state holds them (uids by name): ours, updated.
+    const held = async () => ({
+      services: new Map(),
+      configMaps: new Map(),
+      guard: new Set(["uid-other", "uid-other-b"]),
+    });
+    await useMocks(false);
+    await resolve((await declareStack({ projectDir, stack: "test", config, cluster: withGuard(), stateUids: held })).urls);
+    expect(registered.some((r) => r.type.endsWith("ValidatingAdmissionPolicyBinding"))).toBe(true);
+  });
+
   it("fails the preview, declaring nothing, on a cluster without the ValidatingAdmissionPolicy API", async () => {
     await useMocks(true);
     const config = stackConfig({ "ui-exposure:admission": { mode: "warn" } });

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   type AdmissionInput,
@@ -45,9 +46,36 @@ const input = (over: Partial<AdmissionInput> = {}): AdmissionInput => ({
 const variable = (m: ReturnType<typeof admissionManifests>, name: string) => m.policy.spec.variables.find((v) => v.name === name)?.expression;
 
 describe("admission policy generated from the contract", () => {
+  it("never gives two stack names the same guard, each a valid object name (issue 33 #4)", () => {
+    // Before: both lowercased with '_' as '-', so the second up rewrote the first stack's guard.
+    expect(admissionPolicyName("team-a")).not.toBe(admissionPolicyName("team_a"));
+    expect(admissionPolicyName("Prod")).not.toBe(admissionPolicyName("prod"));
+    const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+    // Pulumi's stack names: letters, digits, '-', '_', '.', at most 100 characters.
+    const stackName = fc.stringMatching(/^[A-Za-z0-9_.-]{1,100}$/);
+    fc.assert(
+      fc.property(stackName, stackName, (a, b) => {
+        const [na, nb] = [admissionPolicyName(a), admissionPolicyName(b)];
+        expect(na).toMatch(dns1123Subdomain);
+        expect(na.length).toBeLessThanOrEqual(253);
+        expect(a === b).toBe(na === nb);
+      }),
+      { numRuns: 2000 },
+    );
+    // Near misses drawn from one another: case, '_' for '-', a kept name that spells another's escape.
+    for (const [a, b] of [
+      ["a_b", "a-b"],
+      ["A-b", "a-b"],
+      ["a..b", "a-b"],
+      ["a--b", "a-b"],
+      ["x", `x--${admissionPolicyName("X").split("--").pop()}`],
+    ])
+      expect(admissionPolicyName(a as string), `${a} / ${b}`).not.toBe(admissionPolicyName(b as string));
+  });
+
   it("names the policy and the binding after the stack, as a valid object name", () => {
     expect(admissionPolicyName("dirqual")).toBe("ui-exposure-guard-dirqual");
-    expect(admissionPolicyName("Team_Bench.2")).toBe("ui-exposure-guard-team-bench.2");
+    expect(admissionPolicyName("Team_Bench.2")).toMatch(/^ui-exposure-guard--team-bench-2--[a-z0-9]+$/);
     const m = admissionManifests(input());
     expect(m.policy.metadata.name).toBe("ui-exposure-guard-dirqual");
     expect(m.binding.spec).toEqual({ policyName: "ui-exposure-guard-dirqual", validationActions: ["Deny"] });

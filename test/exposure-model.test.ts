@@ -387,6 +387,11 @@ describe("exposure model: what each reader missed before", () => {
     });
     expect([...uids.services]).toEqual([["argocd/argocd-nodeport", "u1"]]);
     expect([...uids.configMaps]).toEqual([["platform-portal/ui-exposure-published", "u2"]]);
+    const guard = stateUids({
+      "urn:p": { type: "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", outputs: { metadata: { name: "g", uid: "u3" } } },
+      "urn:b": { type: "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", outputs: { metadata: { name: "g", uid: "u4" } } },
+    }).guard;
+    expect([...guard]).toEqual(["u3", "u4"]);
     expect(stateUids("garbage").services.size).toBe(0);
   });
 });

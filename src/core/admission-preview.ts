@@ -3,11 +3,8 @@ import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, matchesP
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 
 /**
- * What the exposure guard (src/core/admission.ts) would refuse in `deny` mode, asked of the
- * objects that exist now: each one as if it were created again. That is what the cluster meets
- * on the next rollout, node or restore: a DaemonSet's pod on a new node, a workload re-applied
- * by its chart. Pure, with the policy's own rules (same namespace, name, port and label tests),
- * so that an operator sees it before switching a stack to `deny`: the exposure model's verdicts.
+ * What the exposure guard (src/core/admission.ts) would refuse in `deny` mode of the objects that exist now, each as if
+ * created again: what the cluster meets on the next rollout, node or restore. Pure: the exposure model's verdicts.
  */
 
 export type { WorkloadObject };
@@ -33,11 +30,9 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
 }
 
 /**
- * Never lock the cluster: what `deny` would refuse of the pods and workload templates that run
- * now (no controller creates a Service again), each with the allowlist line that admits it or
- * the setting that acknowledges its refusal; undefined: deny may be put in force. A template's
- * line ('<namespace>/<workload>-*:port') admits its ReplicaSets and pods too: not listed again.
- * A kind that could not be read (`unread`) makes the check partial: refused as well.
+ * Never lock the cluster: what `deny` would refuse of the pods and workload templates running now (no controller creates
+ * a Service again), each with the allowlist line that admits it (a template's also admits its ReplicaSets and pods, not
+ * listed again) or the setting that acknowledges it; undefined: deny may be put in force. A kind not read: refused too.
  */
 export function denyWouldLock(
   input: Omit<PreviewInput, "services"> & { unread: readonly string[]; acknowledge: readonly string[]; stackFile: string },
@@ -60,16 +55,14 @@ export function denyWouldLock(
       ? "too large to check, no allowlist line admits it: make it smaller"
       : `admit it with ui-exposure:allowlist.hostPorts ${undeclared.map((o) => `'${p.isPod ? key : `${key}-*`}:${o.item}'`).join(", ")}`;
     const what = p.tooLarge ? "too large to check" : describeRefused(undeclared);
-    return [
-      `    ${p.kind} ${key} (${what}): ${admit}, or acknowledge its refusal in ui-exposure:admission.acknowledge ('${p.isPod ? key : `${key}*`}') of ${input.stackFile}`,
-    ];
+    const acknowledge = `acknowledge its refusal in ui-exposure:admission.acknowledge ('${p.isPod ? key : `${key}*`}') of ${input.stackFile}`;
+    return [`    ${p.kind} ${key} (${what}): ${admit}, or ${acknowledge}`];
   });
   if (lines.length === 0) return undefined;
   const shown = lines.length > 20 ? [...lines.slice(0, 20), `    and ${lines.length - 20} more (exposure drift lists them all)`] : lines;
-  return [
-    "the exposure guard in deny mode would refuse what runs in the cluster when it is created again (a rollout, a new node, a deleted pod): deny is not put in force while it would lock the cluster",
-    ...shown,
-  ].join("\n");
+  const head =
+    "the exposure guard in deny mode would refuse what runs in the cluster when it is created again (a rollout, a new node, a deleted pod): deny is not put in force while it would lock the cluster";
+  return [head, ...shown].join("\n");
 }
 
 const workloadKind = (group: string, plural: string, kind: string): CustomKind => ({ group, versions: ["v1"], plural, kind });

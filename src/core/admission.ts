@@ -25,15 +25,22 @@ type EnforcedMode = Exclude<AdmissionSettings["mode"], "off">;
 const VALIDATION_ACTIONS: Record<EnforcedMode, string[]> = { deny: ["Deny"], warn: ["Warn"], audit: ["Audit"] };
 
 /**
- * The policy and its binding are cluster-scoped: one fixed name per stack (drift reads it
- * back). Stack names may hold '_' or capitals, which object names may not.
+ * The cluster-scoped name of a stack's policy and binding, never shared by two stacks: a stack name that is a DNS label
+ * without "--" is kept; any other (capitals, '_', '.') is made one, marked with "--" and a hash of the exact name.
  */
 export function admissionPolicyName(stack: string): string {
-  const safe = stack
-    .toLowerCase()
-    .replace(/[^a-z0-9.-]+/g, "-")
-    .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, "");
-  return `ui-exposure-guard-${safe || "stack"}`.slice(0, 253);
+  if (/^[a-z0-9]+(-[a-z0-9]+)*$/.test(stack)) return `ui-exposure-guard-${stack}`;
+  let hash = 0x811c9dc5; // FNV-1a: a short suffix that tells names apart (not a secret)
+  for (const c of stack) hash = Math.imul(hash ^ (c.codePointAt(0) ?? 0), 0x01000193) >>> 0;
+  const safe = (stack.toLowerCase().match(/[a-z0-9]+/g) ?? []).join("-").slice(0, 100);
+  return `ui-exposure-guard--${safe ? `${safe}--` : ""}${hash.toString(36)}`;
+}
+
+/** The uids of the live policy and binding named `name` (one list call each). */
+export async function liveGuardUids(cluster: Pick<ClusterReader, "listCustom">, name: string) {
+  const uidOf = async (kind: CustomKind) => (await cluster.listCustom(kind)).find((o) => o.metadata?.name === name)?.metadata?.uid;
+  const [policy, binding] = await Promise.all([uidOf(VALIDATING_ADMISSION_POLICIES), uidOf(VALIDATING_ADMISSION_POLICY_BINDINGS)]);
+  return { policy, binding };
 }
 
 /** The stack's contract, entries and allowlist, as for the audit. */
@@ -212,8 +219,7 @@ export function admissionManifests(input: AdmissionInput) {
       name: "undeclaredHostPorts",
       expression: `variables.isService || variables.podTooLarge || variables.holdsNoHostPort || variables.hostNetworkDeclared ? [] : ${undeclaredOf("variables.template")}`,
     },
-    // A pod on the host network that lists no port may serve on any (podOpenings' "hostNetwork"), unless
-    // this UPDATE's workload already was one (not new exposure).
+    // podOpenings' "hostNetwork": on the host network, no port listed (unless this UPDATE's workload already was: not new).
     {
       name: "hostNetworkUnlisted",
       expression: `!variables.isService && !variables.podTooLarge && ${hostNetworkOf("variables.template")} && !variables.hostNetworkDeclared && !${listsPorts("variables.template")}`,
@@ -376,13 +382,10 @@ const clock = (o: PollOptions) => {
 };
 
 /**
- * The API server applies a changed policy a moment after storing it (it recompiles policies
- * from its watch about once a second): a Service created right after `up` could still meet the
- * previous policy, and deny may not be in force yet. This waits until a server-side dry run
- * (which goes through admission, storing nothing) of each Service gets the answer expected of
- * the guard `policyName`: admitted (our Services `up` is about to create; refusals by anything
- * else are not ours to wait for), or refused by it (an undeclared NodePort Service: deny is in
- * force), or until `timeoutMs` elapses. Returns the Services still answered otherwise.
+ * The API server applies a changed policy a moment after storing it (about once a second). This waits until a
+ * server-side dry run (through admission, storing nothing) of each Service gets the answer expected of the guard
+ * `policyName`: admitted (our Services `up` creates next; refusals by anything else are not ours to wait for), or
+ * refused by it (an undeclared NodePort Service: deny in force), or `timeoutMs` elapses. Returns those answered otherwise.
  */
 export async function untilGuardAnswers(
   probe: (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>,

@@ -188,11 +188,9 @@ export interface PodOpening {
 }
 
 /**
- * What a pod (or template) opens, each opening judged: `tooLarge` when past CHECK_LIMITS (the
- * guard refuses it unread; the audit still lists its openings). A pod on the host network may
- * serve on every port of its node: an item "namespace/pod-prefix*:hostNetwork" declares all it
- * opens; without one, each listed port needs its declaration, and a pod that lists none is the
- * opening "hostNetwork".
+ * What a pod (or template) opens, each judged; `tooLarge`: past CHECK_LIMITS (refused unread by the guard). A pod on the
+ * host network may serve on every port of its node: an item "namespace/pod-prefix*:hostNetwork" declares all it opens;
+ * without one, each listed port needs its declaration, and a pod that lists none is the opening "hostNetwork".
  */
 export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknown): { tooLarge: boolean; openings: PodOpening[] } {
   const onHostNetwork = field(spec, "hostNetwork") === true;
@@ -205,11 +203,9 @@ export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknow
     const note = h.onHostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : "";
     return { ...opening, undeclared: `${note}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it` };
   });
-  if (onHostNetwork && openings.length === 0) {
-    const opening = { kind: "hostNetwork" as const, ports: "every port of the node", item: "hostNetwork", onHostNetwork, serves: false };
-    const undeclared = `on the host network with no port listed: it may serve on every port of its node; declare it in ui-exposure:allowlist.hostPorts as 'namespace/pod-prefix*:hostNetwork', or take it off the host network`;
-    openings.push(hostNetwork ? { ...opening, declared: hostNetwork } : { ...opening, undeclared });
-  }
+  const unlisted = { kind: "hostNetwork" as const, ports: "every port of the node", item: "hostNetwork", onHostNetwork, serves: false };
+  const why = `on the host network with no port listed: it may serve on every port of its node; declare it in ui-exposure:allowlist.hostPorts as 'namespace/pod-prefix*:hostNetwork', or take it off the host network`;
+  if (onHostNetwork && openings.length === 0) openings.push(hostNetwork ? { ...unlisted, declared: hostNetwork } : { ...unlisted, undeclared: why });
   return { tooLarge: podTooLargeToCheck(spec), openings };
 }
 
@@ -303,9 +299,8 @@ const stringMap = (v: unknown): Record<string, string> | undefined =>
 const text = (v: unknown, otherwise: string) => (typeof v === "string" && v ? v : otherwise);
 
 /**
- * The one classification of the cluster that the audit (src/core/audit.ts) and the pre-deny
- * report (src/core/admission-preview.ts) render: every Service that opens something with its
- * verdict, and every pod (not finished) and workload pod template with what it opens, judged.
+ * The one classification of the cluster that the audit and the pre-deny report render: every Service that opens
+ * something with its verdict, every pod (not finished) and workload pod template with what it opens, judged.
  */
 export function classifyCluster(rules: ExposureRules, cluster: { services: readonly Service[]; pods: readonly Pod[]; workloads?: readonly WorkloadObject[] }) {
   const services = cluster.services.filter(isExposingService).map((svc) => ({ svc, openings: serviceOpenings(svc), verdict: serviceVerdict(rules, svc) }));
@@ -365,19 +360,26 @@ export function recreatedProblem(what: string, live: Service | undefined, stateU
 /** The uids of the objects a state holds that `up` creates under fixed names, by "namespace/name". */
 export type StateUids = ReturnType<typeof stateUids>;
 
-/** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
+/** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted); `guard`: those of the guard's objects (cluster-scoped). */
 export function stateUids(resources: unknown) {
-  const services = new Map<string, string>();
-  const configMaps = new Map<string, string>();
+  const [services, configMaps, guard] = [new Map<string, string>(), new Map<string, string>(), new Set<string>()];
   const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };
-  if (resources === null || typeof resources !== "object") return { services, configMaps };
+  if (resources === null || typeof resources !== "object") return { services, configMaps, guard };
   for (const r of Object.values(resources as Record<string, unknown>)) {
     const type = field(r, "type");
-    const into = typeof type === "string" && Object.hasOwn(byType, type) ? byType[type] : undefined;
-    if (!into) continue;
     const meta = field(field(r, "outputs"), "metadata");
     const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
-    if (typeof namespace === "string" && typeof name === "string" && typeof uid === "string") into.set(`${namespace}/${name}`, uid);
+    if (typeof type === "string" && type.startsWith("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy") && typeof uid === "string")
+      guard.add(uid);
+    const into = typeof type === "string" && Object.hasOwn(byType, type) ? byType[type] : undefined;
+    if (into && typeof namespace === "string" && typeof name === "string" && typeof uid === "string") into.set(`${namespace}/${name}`, uid);
   }
-  return { services, configMaps };
+  return { services, configMaps, guard };
+}
+
+/** Why `up` must not apply its guard `name`: the cluster holds a policy or binding of that name whose uid its state does not hold. */
+export function guardTakeoverProblem(name: string, live: { policy?: string; binding?: string }, held: StateUids["guard"]): string | undefined {
+  const foreign = (["policy", "binding"] as const).filter((k) => live[k] !== undefined && !held.has(live[k] as string));
+  if (foreign.length === 0) return undefined;
+  return `the exposure guard: ValidatingAdmission${foreign.map((k) => (k === "policy" ? "Policy" : "PolicyBinding")).join(" and ValidatingAdmission")} ${name} exists but this stack did not create it (another stack's guard: earlier versions named a guard by its stack lowercased, '_' as '-'; or one made by hand); ui-exposure never takes over what it did not create: run pulumi up in the stack that created it first (its guard moves to its own name), or remove one made by hand (kubectl delete validatingadmissionpolicy,validatingadmissionpolicybinding ${name}), then pulumi up`;
 }

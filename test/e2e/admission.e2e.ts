@@ -642,4 +642,20 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(await outcome(admission.readValidatingAdmissionPolicy({ name: POLICY }))).toMatch(/^404/);
     expect(await outcome(admission.readValidatingAdmissionPolicyBinding({ name: POLICY }))).toMatch(/^404/);
   });
+
+  it("never takes over a guard of its name that it did not create (another stack's, or made by hand): up refuses, changing nothing (issue 33 #4)", async () => {
+    const live = await admission.createValidatingAdmissionPolicy({
+      body: { metadata: { name: POLICY }, spec: { matchConstraints: { resourceRules: [] }, validations: [{ expression: "true" }] } } as never,
+    });
+    try {
+      const up = sandbox.pulumi(["up", "--yes"]);
+      expect(up.code, summary(up)).not.toBe(0);
+      expect(up.stdout + up.stderr).toContain(`ValidatingAdmissionPolicy ${POLICY} exists but this stack did not create it`);
+      const after = await admission.readValidatingAdmissionPolicy({ name: POLICY });
+      expect([after.metadata?.uid, after.metadata?.generation]).toEqual([live.metadata?.uid, live.metadata?.generation]);
+      expect(await outcome(admission.readValidatingAdmissionPolicyBinding({ name: POLICY }))).toMatch(/^404/);
+    } finally {
+      await admission.deleteValidatingAdmissionPolicy({ name: POLICY });
+    }
+  });
 });
