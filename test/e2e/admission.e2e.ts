@@ -608,8 +608,17 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(await outcome(apps.createNamespacedDaemonSet({ namespace: "kube-system", body: cniAgent as never }))).toBe("admitted");
     const agentPods = async () =>
       (await cluster.core.listNamespacedPod({ namespace: "kube-system", labelSelector: "app=cni-agent" })).items.filter((p) => !p.metadata?.deletionTimestamp);
-    // The real DaemonSet controller creates its pod.
-    const first = await waitFor("the DaemonSet controller's pod", async () => (await agentPods())[0], 60_000);
+    // The real DaemonSet controller creates its pods, one per node.
+    const created = await waitFor(
+      "the DaemonSet controller's pods",
+      async () => {
+        const desired = (await apps.readNamespacedDaemonSet({ namespace: "kube-system", name: "cni-agent" })).status?.desiredNumberScheduled ?? 0;
+        const pods = await agentPods();
+        return desired > 0 && pods.length >= desired ? pods : undefined;
+      },
+      60_000,
+    );
+    const first = created[0] as (typeof created)[number];
 
     const allowlist = stack("deny")["ui-exposure:allowlist"];
     sandbox.writeStack(stack("deny"));
@@ -631,7 +640,8 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect((await createWithWarnings("tools", svc("right-after-up", "NodePort"))).status).toBe(403);
     // The controller replaces a deleted pod: admitted.
     await cluster.core.deleteNamespacedPod({ namespace: "kube-system", name: first.metadata?.name as string, gracePeriodSeconds: 0 });
-    const replacement = await waitFor("the replacement pod", async () => (await agentPods()).find((p) => p.metadata?.name !== first.metadata?.name), 60_000);
+    const seen = new Set(created.map((p) => p.metadata?.name));
+    const replacement = await waitFor("the replacement pod", async () => (await agentPods()).find((p) => !seen.has(p.metadata?.name)), 60_000);
     expect(replacement.metadata?.name?.startsWith("cni-agent-")).toBe(true);
     await apps.deleteNamespacedDaemonSet({ namespace: "kube-system", name: "cni-agent" });
   });
