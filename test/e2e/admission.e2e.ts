@@ -219,7 +219,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     try {
       const problem = await untilPolicyTypeChecked(reader, flagged, { timeoutMs: 60_000, intervalMs: 250 });
       expect(problem).toContain(
-        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[3].expression: `,
+        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[4].expression: `,
       );
       expect(problem).toContain("undefined field 'nonexistentField'");
       expect(problem).toContain("its binding refuses nothing until an up passes this check");
@@ -655,7 +655,13 @@ describe.sequential("e2e: the exposure guard at admission", () => {
 
   it("never takes over a guard of its name that it did not create (another stack's, or made by hand): up refuses, changing nothing (issue 33 #4)", async () => {
     const live = await admission.createValidatingAdmissionPolicy({
-      body: { metadata: { name: POLICY }, spec: { matchConstraints: { resourceRules: [] }, validations: [{ expression: "true" }] } } as never,
+      body: {
+        metadata: { name: POLICY },
+        spec: {
+          matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"] }] },
+          validations: [{ expression: "true" }],
+        },
+      } as never,
     });
     try {
       const up = sandbox.pulumi(["up", "--yes"]);
