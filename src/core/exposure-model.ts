@@ -36,10 +36,8 @@ function parsePattern(source: string, name: string, reasons: Allowlist["reasons"
 export const namePattern = (name: string) => ({ prefix: name.endsWith("*"), text: name.endsWith("*") ? name.slice(0, -1) : name });
 
 /** The grammar of an allowlist.hostPorts item, and its forms as the messages name them. */
-export const HOST_PORT_ITEM = {
-  syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:(\d+|hostNetwork)$/,
-  forms: "'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'",
-};
+const forms = "'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'";
+export const HOST_PORT_ITEM = { syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:(\d+|hostNetwork)$/, forms };
 
 export type ExposureRules = ReturnType<typeof exposureRules>;
 
@@ -171,26 +169,19 @@ const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: PodIdentity) => {
   return p.prefix ? key.startsWith(p.text) : pod.isPod && key === p.text;
 };
 
-/** One thing a pod (or pod template) opens on its node, with the rule that declares it (none: undeclared). */
-export interface PodOpening {
-  /** A host port, or the host network of a pod that lists no port (it may serve on any). */
-  kind: "hostPort" | "hostNetwork";
-  /** "9964/TCP", "every port of the node". */
-  ports: string;
-  /** What follows the ':' of the allowlist.hostPorts item that declares it ("9964", "hostNetwork"). */
-  item: string;
-  onHostNetwork: boolean;
-  /** A port of `spec.containers` (a UI may be published there); see effectiveHostPorts. */
-  serves: boolean;
-  declared?: Declaration;
-  /** Why it is undeclared, and what to do (when `declared` is absent). */
-  undeclared?: string;
-}
+/**
+ * One thing a pod (or template) opens on its node: a host port, or the host network of a pod that lists no port;
+ * `ports` "9964/TCP" or "every port of the node"; `item` what follows ':' in the allowlist item that declares it;
+ * `serves` as effectiveHostPorts; `declared` by a rule, else `undeclared` says why and what to do.
+ */
+export type PodOpening = { kind: "hostPort" | "hostNetwork"; ports: string; item: string; onHostNetwork: boolean; serves: boolean } & (
+  | { declared: Declaration; undeclared?: undefined }
+  | { declared?: undefined; undeclared: string }
+);
 
 /**
- * What a pod (or template) opens, each judged; `tooLarge`: past CHECK_LIMITS (refused unread by the guard). A pod on the
- * host network may serve on every port of its node: an item "namespace/pod-prefix*:hostNetwork" declares all it opens;
- * without one, each listed port needs its declaration, and a pod that lists none is the opening "hostNetwork".
+ * What a pod (or template) opens, judged; `tooLarge`: past CHECK_LIMITS. On the host network it may serve on any port: an item
+ * "ns/pod-prefix*:hostNetwork" declares all it opens; else each listed port needs its own, and listing none is "hostNetwork".
  */
 export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknown): { tooLarge: boolean; openings: PodOpening[] } {
   const onHostNetwork = field(spec, "hostNetwork") === true;
@@ -238,10 +229,7 @@ export const isExposingService = (svc: Service) => {
   return o.nodeOrBalancer || o.externalIPs.length > 0;
 };
 
-/**
- * Our Service's spec, what the contract declares for a NodePort entry: type NodePort, one port
- * named by the scheme, no externalIPs. The component creates it and the guard dry-runs it.
- */
+/** Our Service's spec as a NodePort entry declares it (one port named by the scheme): the component creates it, the guard dry-runs it. */
 export function ourServiceSpec(plan: { selector: Record<string, string>; portName: string; port: number; targetPort: number | string; protocol: string }) {
   return {
     type: "NodePort",
@@ -251,10 +239,7 @@ export function ourServiceSpec(plan: { selector: Record<string, string>; portNam
   };
 }
 
-/**
- * What our Service opens beyond ourServiceSpec: another type, ports other than its own (the one
- * named `portName`, else the first), externalIPs. Empty lists and no type: it opens what the entry declares.
- */
+/** What our Service opens beyond ourServiceSpec: another type, ports besides its own (named `portName`, else the first), externalIPs. */
 export function ourServiceExcess(svc: Service, portName?: string) {
   const o = serviceOpenings(svc);
   const ports = svc.spec?.ports ?? [];
@@ -288,28 +273,16 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: 
 }
 
 /** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet, ReplicaSet; batch/v1 Job, CronJob): read field by field, never trusted. */
-export interface WorkloadObject {
-  kind?: string;
-  metadata?: { name?: string; namespace?: string };
-  spec?: unknown;
-}
+export type WorkloadObject = { kind?: string; metadata?: { name?: string; namespace?: string }; spec?: unknown };
 
 const stringMap = (v: unknown): Record<string, string> | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
 const text = (v: unknown, otherwise: string) => (typeof v === "string" && v ? v : otherwise);
 
-/**
- * The one classification of the cluster that the audit and the pre-deny report render: every Service that opens
- * something with its verdict, every pod (not finished) and workload pod template with what it opens, judged.
- */
+/** The one classification the audit and the pre-deny report render: Services that open something, pods, workload templates, judged. */
 export function classifyCluster(rules: ExposureRules, cluster: { services: readonly Service[]; pods: readonly Pod[]; workloads?: readonly WorkloadObject[] }) {
   const services = cluster.services.filter(isExposingService).map((svc) => ({ svc, openings: serviceOpenings(svc), verdict: serviceVerdict(rules, svc) }));
-  const judge = (kind: string, pod: PodIdentity, spec: unknown, node?: string) => ({
-    kind,
-    ...pod,
-    ...(node ? { node } : {}),
-    ...podOpenings(rules, pod, spec),
-  });
+  const judge = (kind: string, pod: PodIdentity, spec: unknown, node?: string) => ({ kind, ...pod, node, ...podOpenings(rules, pod, spec) });
   // A finished pod is not created again and holds nothing; its owner's next pod is (checked as the owner's template).
   const pods = cluster.pods
     .filter((p) => !isFinishedPod(p))
