@@ -1,8 +1,9 @@
 import * as path from "node:path";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { type AdmissionManifests, admissionManifests, admissionPolicyName, untilGuardAdmits, untilPolicyTypeChecked } from "../src/core/admission";
+import { type AdmissionManifests, admissionManifests, untilGuardAnswers, untilPolicyTypeChecked } from "../src/core/admission";
 import type { Contract } from "../src/core/contract/schema";
+import { ourServiceSpec } from "../src/core/exposure-model";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
 import type { ExposurePlan, NodePortPlan } from "../src/core/plan";
@@ -13,10 +14,9 @@ interface AdmissionGuardArgs {
   /** The policy and binding generated from the contract (src/core/admission.ts). */
   manifests: AdmissionManifests;
   /**
-   * Resolves once the API server enforces the policy just applied (it picks changes up a
-   * moment after storing them). Called after every apply, never in a preview.
+   * Resolves once the API server enforces the policy just applied: undefined, else why the update must fail. Called after every apply, never in a preview.
    */
-  untilEffective?: () => Promise<void>;
+  untilEffective?: () => Promise<string | undefined>;
   /**
    * Resolves once the API server has type-checked the policy just applied: undefined when clean,
    * else why the update must fail (the binding is then applied with [Warn] only, see effective).
@@ -39,7 +39,7 @@ export class AdmissionGuard extends pulumi.ComponentResource {
   public readonly effective: pulumi.Output<pulumi.Resource>;
   /**
    * Known once the guard is in effect: why the update must fail (the API server's type check
-   * flagged the policy, whose binding is then applied with [Warn] only), or undefined.
+   * flagged the policy, whose binding is then applied with [Warn] only; deny not in force), or undefined.
    */
   public readonly refusal: pulumi.Output<string | undefined>;
 
@@ -83,7 +83,7 @@ export class AdmissionGuard extends pulumi.ComponentResource {
 
     // URNs resolve once the engine has applied both (create or update).
     this.effective = pulumi.all([policyResource.urn, this.binding.urn]).apply(async (): Promise<pulumi.Resource> => {
-      if (!problem && !pulumi.runtime.isDryRun() && args.untilEffective) await args.untilEffective();
+      if (!problem && !pulumi.runtime.isDryRun() && args.untilEffective) problem = await args.untilEffective();
       return this;
     });
     this.refusal = this.effective.apply(() => problem);
@@ -109,20 +109,24 @@ export function guardAdmission(
   const manifests = admissionManifests({ ...rest, contractFile: contractInProject, allowlist: settings.allowlist, mode, failurePolicy });
   const policyName = manifests.policy.metadata.name;
   const probe = cluster.dryRunCreateService?.bind(cluster);
-  // Only `deny` can refuse our own Services, and only those still to be created can meet the old policy.
+  // Only those still to be created can meet the old policy; only `deny` can refuse them.
   const toCreate = plans
     .filter((p): p is NodePortPlan => p.kind === "nodePort" && !existing.has(`${p.namespace}/${p.serviceName}`))
-    .map(
-      (p): Service => ({
-        metadata: { name: p.serviceName, namespace: p.namespace },
-        spec: { type: "NodePort", selector: p.selector, ports: [{ name: p.portName, port: p.port, targetPort: p.targetPort, protocol: p.protocol }] },
-      }),
-    );
+    .map((p): Service => ({ metadata: { name: p.serviceName, namespace: p.namespace }, spec: ourServiceSpec(p) }));
+  // Deny is in force once the API server refuses an undeclared NodePort Service (in a namespace that has a Service).
+  const namespace = ([...existing.keys()].find((k) => k.startsWith("default/")) ?? [...existing.keys()][0] ?? "default/").split("/")[0];
+  const undeclared: Service = { metadata: { name: "ui-exposure-deny-probe", namespace }, spec: { type: "NodePort", ports: [{ port: 80 }] } };
+  const probeKey = `${namespace}/${undeclared.metadata.name}`;
+  const checks = [...toCreate.map((service) => ({ service, admitted: true })), { service: undeclared, admitted: false }];
   const untilEffective =
-    mode === "deny" && probe && toCreate.length
+    mode === "deny" && probe
       ? async () => {
-          const refused = await untilGuardAdmits(probe, toCreate, policyName, { timeoutMs: 30_000, intervalMs: 250 });
-          if (refused.length) pulumi.log.warn(`the exposure guard ${admissionPolicyName(stack.stack)} still refuses ${refused.join(", ")} after 30s`);
+          const pending = await untilGuardAnswers(probe, checks, policyName, { timeoutMs: 30_000, intervalMs: 250 });
+          const refused = pending.filter((p) => p !== probeKey);
+          if (refused.length) pulumi.log.warn(`the exposure guard ${policyName} still refuses ${refused.join(", ")} after 30s`);
+          return pending.includes(probeKey)
+            ? `the exposure guard ${policyName} is applied, but deny is not in force: 30s later the API server still admits a server-side dry run of an undeclared NodePort Service (${probeKey}); check that it enforces ValidatingAdmissionPolicy bindings, then run pulumi up again`
+            : undefined;
         }
       : undefined;
   // Under the real engine only: the policy just applied is read back from the cluster (a snapshot under mocks has none).

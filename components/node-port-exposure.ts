@@ -1,5 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { ourServiceSpec } from "../src/core/exposure-model";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION, type Service, STACK_LABEL } from "../src/core/kube/types";
 import { buildUrl, entryService, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
 import { labelledStack, publishedByAnotherStack } from "../src/core/stack-label";
@@ -68,12 +69,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
             "pulumi.com/patchForce": "true",
           },
         },
-        spec: {
-          type: "NodePort",
-          selector: plan.selector,
-          externalTrafficPolicy: "Cluster",
-          ports: [{ name: plan.portName, port: plan.port, targetPort: plan.targetPort, protocol: plan.protocol }],
-        },
+        spec: ourServiceSpec(plan),
       },
       {
         parent: this,

@@ -3,10 +3,11 @@ import * as pulumi from "@pulumi/pulumi";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import { openStack } from "../src/adapters/stack-inputs";
-import { admissionApiProblem } from "../src/core/admission";
+import { admissionApiProblem, admissionPolicyName, liveGuardUids } from "../src/core/admission";
+import { denyWouldLock, readWorkloads } from "../src/core/admission-preview";
 import { ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
-import { recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
+import { guardTakeoverProblem, recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "../src/core/monitoring";
 import type { PublishedEndpoints } from "../src/core/observe";
@@ -73,11 +74,13 @@ export async function declareStack(inputs: ProgramInputs) {
   const { config, settings, contract, contractFile, selected, selectedEntries } = openStack(inputs);
   const target = stackKubeTarget(inputs.stack, config);
   const cluster = inputs.cluster ?? (await LiveClusterReader.connect({ ...target, timeoutMs: PROGRAM_READ_TIMEOUT_MS }));
-  const needPods = selectedEntries.some((e) => e.hostPort);
+  // In deny mode, every pod and workload template is checked before deny is put in force (never lock the cluster).
+  const deny = settings.admission.mode === "deny";
+  const needPods = deny || selectedEntries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   const portalNamespace = settings.portal.namespace;
   // One list call per kind, in parallel, whatever the number of entries.
-  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap] = await Promise.all([
+  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap, workloads] = await Promise.all([
     cluster.listServices(),
     cluster.listNodes(),
     needPods ? cluster.listPods() : Promise.resolve([]),
@@ -86,13 +89,18 @@ export async function declareStack(inputs: ProgramInputs) {
     cluster.listCustom(GATEWAYS),
     underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
     settings.portal.enabled ? cluster.getConfigMap(portalNamespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
+    deny ? readWorkloads(cluster) : Promise.resolve({ workloads: [], unread: [] }),
   ]);
-  // Only once an up has completed: the engine cannot read the state of a stack that has none yet.
+  const guardName = settings.admission.mode === "off" ? undefined : admissionPolicyName(inputs.stack);
+  const liveGuard: { policy?: string; binding?: string } = guardName ? await liveGuardUids(cluster, guardName) : {};
+  // Only once an up has completed: the engine cannot read the state of a stack that has none yet (a guard is then not ours).
+  const upCompleted = Object.keys(lastEndpoints).length > 0;
   const stateUids = inputs.stateUids
     ? await inputs.stateUids()
-    : underEngine() && Object.keys(lastEndpoints).length > 0
-      ? await readStateUids()
-      : { services: new Map<string, string>(), configMaps: new Map<string, string>() };
+    : underEngine() && (upCompleted || liveGuard.policy || liveGuard.binding)
+      ? await readStateUids().catch((err) => (upCompleted ? Promise.reject(err) : stateUidsOf(undefined)))
+      : stateUidsOf(undefined);
+  const guardTakeover = guardName && guardTakeoverProblem(guardName, liveGuard, stateUids.guard);
 
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
   // before anything exists: the contract entry mirroring it is planned from the spec the Portal
@@ -129,14 +137,20 @@ export async function declareStack(inputs: ProgramInputs) {
   const monitoringIssue = settings.monitoring.enabled
     ? monitoringApiProblem(await cluster.servedResources?.(MONITORING_GROUP_VERSION), cluster.source)
     : undefined;
+  const stackFile = `Pulumi.${inputs.stack}.yaml`;
+  const lock = deny
+    ? denyWouldLock({ contract, selected, allowlist: settings.allowlist, pods, ...workloads, acknowledge: settings.admission.acknowledge, stackFile })
+    : undefined;
   const problems = [
     ...recreated,
+    ...(guardTakeover ? [guardTakeover] : []),
+    ...(lock ? [lock] : []),
     ...("problems" in resolution ? resolution.problems : []),
     ...("problems" in ciliumPlan ? ciliumPlan.problems : []),
     ...(admissionIssue ? [admissionIssue] : []),
     ...(monitoringIssue ? [monitoringIssue] : []),
   ];
-  if (recreated.length > 0 || "problems" in resolution || "problems" in ciliumPlan || admissionIssue || monitoringIssue) {
+  if (recreated.length > 0 || guardTakeover || lock || "problems" in resolution || "problems" in ciliumPlan || admissionIssue || monitoringIssue) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 

@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { openStack } from "../cli/stack";
 import { admissionManifests } from "../src/core/admission";
-import { type WorkloadObject, wouldRefuse } from "../src/core/admission-preview";
+import { denyWouldLock, type WorkloadObject, wouldRefuse } from "../src/core/admission-preview";
 import { type Contract, contractSchema } from "../src/core/contract/schema";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { Allowlist } from "../src/core/settings";
@@ -64,10 +64,12 @@ describe("wouldRefuse: what deny would refuse today", () => {
       "Service tenant/web type NodePort",
       "Pod kube-system/cilium-envoy-* hostPort 9964/TCP",
       "Pod kube-system/cilium-operator-* hostPort 9963/TCP",
+      "Pod kube-system/cilium-* the host network (no port listed)",
       "Pod monitoring/kube-prometheus-stack-prometheus-node-exporter-* hostPort 9100/TCP",
       "Pod tenant/debug-shell hostPort 2222/TCP",
       "DaemonSet kube-system/cilium-envoy hostPort 9964/TCP",
       "Deployment kube-system/cilium-operator hostPort 9963/TCP",
+      "DaemonSet kube-system/cilium the host network (no port listed)",
       "DaemonSet monitoring/kube-prometheus-stack-prometheus-node-exporter hostPort 9100/TCP",
     ]);
     expect((await refusedByPolicy(stack)).length).toBe(wouldRefuse({ ...stack, ...cluster }).length);
@@ -191,5 +193,49 @@ describe("wouldRefuse is what the policy refuses (property, evaluated with cel-j
         ],
       },
     );
+  });
+});
+
+describe("denyWouldLock: what up checks before it puts deny in force", () => {
+  const opened = openStack({ projectDir, stack: "bench" });
+  const base = {
+    contract: opened.contract,
+    selected: opened.selected,
+    allowlist: opened.settings.allowlist,
+    acknowledge: [],
+    unread: [],
+    stackFile: "Pulumi.bench.yaml",
+  };
+  const template = (spec: unknown) => ({ metadata: { labels: { app: "web" } }, spec });
+  const web = { containers: [{ name: "c", ports: [{ containerPort: 80, hostPort: 8081 }] }] };
+  const deployment = { kind: "Deployment", metadata: { name: "web", namespace: "tenant" }, spec: { template: template(web) } };
+  const replicaSet = { kind: "ReplicaSet", metadata: { name: "web-5d8f7c", namespace: "tenant" }, spec: { template: template(web) } };
+  const webPod = pod("tenant", "web-5d8f7c-x7k2p", "node-a", { hostPort: 8081 });
+
+  it("names each workload once with the line that admits it and its pods and ReplicaSets; a lone pod by its own name; a finished pod never", () => {
+    const done = pod("tenant", "once-abcde", "node-a", { hostPort: 9000, phase: "Succeeded" });
+    const problem = denyWouldLock({ ...base, pods: [webPod, debug, done], workloads: [replicaSet, deployment] });
+    expect(problem?.split("\n")).toEqual([
+      "the exposure guard in deny mode would refuse what runs in the cluster when it is created again (a rollout, a new node, a deleted pod): deny is not put in force while it would lock the cluster",
+      "    Deployment tenant/web (hostPort 8081/TCP): admit it with ui-exposure:allowlist.hostPorts 'tenant/web-*:8081', or acknowledge its refusal in ui-exposure:admission.acknowledge ('tenant/web*') of Pulumi.bench.yaml",
+      "    Pod tenant/debug-shell (hostPort 2222/TCP): admit it with ui-exposure:allowlist.hostPorts 'tenant/debug-shell:2222', or acknowledge its refusal in ui-exposure:admission.acknowledge ('tenant/debug-shell') of Pulumi.bench.yaml",
+    ]);
+    // The lines given admit them: nothing left.
+    const allowlist = { ...base.allowlist, hostPorts: [...base.allowlist.hostPorts, "tenant/web-*:8081", "tenant/debug-shell:2222"] };
+    expect(denyWouldLock({ ...base, allowlist, pods: [webPod, debug], workloads: [replicaSet, deployment] })).toBeUndefined();
+    // So does acknowledging them.
+    expect(
+      denyWouldLock({ ...base, acknowledge: ["tenant/web*", "tenant/debug-shell"], pods: [webPod, debug], workloads: [replicaSet, deployment] }),
+    ).toBeUndefined();
+  });
+
+  it("a workload kind it could not read refuses too (the check would be partial); past 20 it says how many more", () => {
+    expect(denyWouldLock({ ...base, unread: ["daemonsets.apps (403 Forbidden)"], pods: [], workloads: [] })).toBe(
+      "deny is not put in force without checking what it would refuse (not read: daemonsets.apps (403 Forbidden)): let the stack's identity list them, or keep mode warn",
+    );
+    const many = Array.from({ length: 25 }, (_, i) => pod("tenant", `debug-${i}`, "node-a", { hostPort: 2000 + i }));
+    const lines = denyWouldLock({ ...base, pods: many, workloads: [] })?.split("\n") ?? [];
+    expect(lines).toHaveLength(22);
+    expect(lines[21]).toBe("    and 5 more (exposure drift lists them all)");
   });
 });

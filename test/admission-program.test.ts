@@ -71,6 +71,81 @@ describe("program: the exposure guard at admission", () => {
     expect(binding?.inputs.spec).toEqual({ policyName: "ui-exposure-guard-test", validationActions: ["Deny"] });
   });
 
+  it("never locks the cluster: deny is refused, declaring nothing, while a running workload would be refused; allowlisted or acknowledged, it applies (issue 33 #2)", async () => {
+    // A CNI agent on the host network with a metrics port, not allowlisted, and its pod.
+    const cniAgent = {
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      metadata: { name: "cni-agent", namespace: "kube-system" },
+      spec: {
+        template: {
+          metadata: { labels: { app: "cni-agent" } },
+          spec: { hostNetwork: true, containers: [{ name: "agent", ports: [{ containerPort: 9962 }] }] },
+        },
+      },
+    };
+    const cniPod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "cni-agent-x7k2p", namespace: "kube-system", labels: { app: "cni-agent" } },
+      spec: { nodeName: "node-b", hostNetwork: true, containers: [{ name: "agent", ports: [{ containerPort: 9962, hostPort: 9962 }] }] },
+      status: { phase: "Running" },
+    };
+    const withAgent = () => cluster([cniAgent, cniPod]);
+    for (const preview of [true, false]) {
+      await useMocks(preview);
+      const config = stackConfig({ "ui-exposure:admission": { mode: "deny" } });
+      await expect(declareStack({ projectDir, stack: "test", config, cluster: withAgent() })).rejects.toThrow(
+        "stack test cannot be deployed (nothing was changed): the exposure guard in deny mode would refuse what runs in the cluster when it is created again (a rollout, a new node, a deleted pod): deny is not put in force while it would lock the cluster\n" +
+          "    DaemonSet kube-system/cni-agent (hostPort 9962/TCP): admit it with ui-exposure:allowlist.hostPorts 'kube-system/cni-agent-*:9962', or acknowledge its refusal in ui-exposure:admission.acknowledge ('kube-system/cni-agent*') of Pulumi.test.yaml",
+      );
+      expect(registered).toEqual([]);
+      pulumi.runtime.disconnect();
+    }
+    // Warn refuses nothing: no check.
+    await useMocks(false);
+    await resolve(
+      (await declareStack({ projectDir, stack: "test", config: stackConfig({ "ui-exposure:admission": { mode: "warn" } }), cluster: withAgent() })).urls,
+    );
+    pulumi.runtime.disconnect();
+    for (const settings of [
+      { "ui-exposure:admission": { mode: "deny" }, "ui-exposure:allowlist": { services: [], hostPorts: ["kube-system/cni-agent-*:9962"] } },
+      { "ui-exposure:admission": { mode: "deny", acknowledge: ["kube-system/cni-agent*"] } },
+    ]) {
+      await useMocks(false);
+      await resolve((await declareStack({ projectDir, stack: "test", config: stackConfig(settings), cluster: withAgent() })).urls);
+      expect(registered.some((r) => r.type.endsWith("ValidatingAdmissionPolicyBinding"))).toBe(true);
+      pulumi.runtime.disconnect();
+    }
+  });
+
+  it("refuses, declaring nothing, a guard of its name that its state does not hold (another stack's, or made by hand), like any takeover (issue 33 #4)", async () => {
+    const guard = (kind: string, uid: string) => ({
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind,
+      metadata: { name: "ui-exposure-guard-test", uid },
+      spec: {},
+    });
+    const withGuard = () => cluster([guard("ValidatingAdmissionPolicy", "uid-other"), guard("ValidatingAdmissionPolicyBinding", "uid-other-b")]);
+    const config = stackConfig({ "ui-exposure:admission": { mode: "deny" } });
+    const none = async () => ({ services: new Map(), configMaps: new Map(), guard: new Set<string>() });
+    await useMocks(true);
+    await expect(declareStack({ projectDir, stack: "test", config, cluster: withGuard(), stateUids: none })).rejects.toThrow(
+      "stack test cannot be deployed (nothing was changed): the exposure guard: ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding ui-exposure-guard-test exists but this stack did not create it (another stack's guard: earlier versions named a guard by its stack lowercased, '_' as '-'; or one made by hand); ui-exposure never takes over what it did not create: run pulumi up in the stack that created it first (its guard moves to its own name), or remove one made by hand (kubectl delete validatingadmissionpolicy,validatingadmissionpolicybinding ui-exposure-guard-test), then pulumi up",
+    );
+    expect(registered).toEqual([]);
+    pulumi.runtime.disconnect();
+    // The state holds them (uids by name): ours, updated.
+    const held = async () => ({
+      services: new Map(),
+      configMaps: new Map(),
+      guard: new Set(["uid-other", "uid-other-b"]),
+    });
+    await useMocks(false);
+    await resolve((await declareStack({ projectDir, stack: "test", config, cluster: withGuard(), stateUids: held })).urls);
+    expect(registered.some((r) => r.type.endsWith("ValidatingAdmissionPolicyBinding"))).toBe(true);
+  });
+
   it("fails the preview, declaring nothing, on a cluster without the ValidatingAdmissionPolicy API", async () => {
     await useMocks(true);
     const config = stackConfig({ "ui-exposure:admission": { mode: "warn" } });

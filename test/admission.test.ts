@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   type AdmissionInput,
@@ -7,7 +8,7 @@ import {
   admissionPolicyName,
   holdsAll,
   policyTypeCheck,
-  untilGuardAdmits,
+  untilGuardAnswers,
   untilPolicyTypeChecked,
 } from "../src/core/admission";
 import { parseContract } from "../src/core/contract/parse";
@@ -45,9 +46,36 @@ const input = (over: Partial<AdmissionInput> = {}): AdmissionInput => ({
 const variable = (m: ReturnType<typeof admissionManifests>, name: string) => m.policy.spec.variables.find((v) => v.name === name)?.expression;
 
 describe("admission policy generated from the contract", () => {
+  it("never gives two stack names the same guard, each a valid object name (issue 33 #4)", () => {
+    // Before: both lowercased with '_' as '-', so the second up rewrote the first stack's guard.
+    expect(admissionPolicyName("team-a")).not.toBe(admissionPolicyName("team_a"));
+    expect(admissionPolicyName("Prod")).not.toBe(admissionPolicyName("prod"));
+    const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+    // Pulumi's stack names: letters, digits, '-', '_', '.', at most 100 characters.
+    const stackName = fc.stringMatching(/^[A-Za-z0-9_.-]{1,100}$/);
+    fc.assert(
+      fc.property(stackName, stackName, (a, b) => {
+        const [na, nb] = [admissionPolicyName(a), admissionPolicyName(b)];
+        expect(na).toMatch(dns1123Subdomain);
+        expect(na.length).toBeLessThanOrEqual(253);
+        expect(a === b).toBe(na === nb);
+      }),
+      { numRuns: 2000 },
+    );
+    // Near misses drawn from one another: case, '_' for '-', a kept name that spells another's escape.
+    for (const [a, b] of [
+      ["a_b", "a-b"],
+      ["A-b", "a-b"],
+      ["a..b", "a-b"],
+      ["a--b", "a-b"],
+      ["x", `x--${admissionPolicyName("X").split("--").pop()}`],
+    ])
+      expect(admissionPolicyName(a as string), `${a} / ${b}`).not.toBe(admissionPolicyName(b as string));
+  });
+
   it("names the policy and the binding after the stack, as a valid object name", () => {
     expect(admissionPolicyName("dirqual")).toBe("ui-exposure-guard-dirqual");
-    expect(admissionPolicyName("Team_Bench.2")).toBe("ui-exposure-guard-team-bench.2");
+    expect(admissionPolicyName("Team_Bench.2")).toMatch(/^ui-exposure-guard--team-bench-2--[a-z0-9]+$/);
     const m = admissionManifests(input());
     expect(m.policy.metadata.name).toBe("ui-exposure-guard-dirqual");
     expect(m.binding.spec).toEqual({ policyName: "ui-exposure-guard-dirqual", validationActions: ["Deny"] });
@@ -121,7 +149,7 @@ describe("admission policy generated from the contract", () => {
       "'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + (size(variables.externalIPs) == 0 ? '' : size(variables.externalIPs) <= 32 ? ', externalIPs ' + variables.externalIPs.join(', ') : ', ' + string(size(variables.externalIPs)) + ' externalIPs') + (variables.serviceKey in [\"argo-cd/argo-cd-nodeport\"] && size(variables.servicePorts) > 1 ? ', ' + string(size(variables.servicePorts)) + ' ports where the contract declares one' : '') + ') ' + (variables.serviceTooLarge ? \"has more than 128 ports or 32 externalIPs: too large for the exposure guard to check (ui-exposure refuses what it cannot check): \" : '') + \"is not in the ui-exposure contract of stack dirqual: publish the UI through an entry of contract/endpoints.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.dirqual.yaml\"",
     );
     expect(hostPort?.message).toBe(
-      "a hostPort is not in the ui-exposure contract of stack dirqual: declare it as a hostPort entry (namespace, port, podSelector) of contract/endpoints.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.dirqual.yaml as 'namespace/pod-prefix*:port'",
+      "a hostPort is not in the ui-exposure contract of stack dirqual: declare it as a hostPort entry (namespace, port, podSelector) of contract/endpoints.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.dirqual.yaml as 'namespace/pod-prefix*:port' (or 'namespace/pod-prefix*:hostNetwork' for a pod on the host network)",
     );
     expect(svc?.reason).toBe("Forbidden");
   });
@@ -192,7 +220,7 @@ describe("admission inputs are validated as Kubernetes validates them, with thei
     "allowlist hostPort %s is refused: a port is an integer 1-65535",
     (pattern) => {
       expect(() => settingsWith(["tools/ok:2222", pattern])).toThrow(
-        `Pulumi.x.yaml:4:3: ui-exposure:allowlist.hostPorts[1]: must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found a string (`,
+        `Pulumi.x.yaml:4:3: ui-exposure:allowlist.hostPorts[1]: must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'), found a string (`,
       );
     },
   );
@@ -204,12 +232,12 @@ describe("admission inputs are validated as Kubernetes validates them, with thei
 describe("admission settings", () => {
   it("defaults to off with failurePolicy Ignore: an evaluation error is our mistake, never a lock (invariant 6)", () => {
     const s = parseSettings({ "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }) }, "Pulumi.x.yaml");
-    expect(s.admission).toEqual({ mode: "off", failurePolicy: "Ignore" });
+    expect(s.admission).toEqual({ mode: "off", failurePolicy: "Ignore", acknowledge: [] });
     const deny = parseSettings(
       { "ui-exposure:cilium": JSON.stringify({ mode: "cohabit" }), "ui-exposure:admission": JSON.stringify({ mode: "deny" }) },
       "Pulumi.x.yaml",
     );
-    expect(deny.admission).toEqual({ mode: "deny", failurePolicy: "Ignore" });
+    expect(deny.admission).toEqual({ mode: "deny", failurePolicy: "Ignore", acknowledge: [] });
   });
 
   it("rejects an unknown mode with the setting's path", () => {
@@ -287,16 +315,16 @@ describe("admission drift", () => {
   });
 });
 
-describe("waiting until the guard admits our Services", () => {
+describe("waiting until the guard admits our Services and refuses an undeclared one", () => {
   const svc = service("argo-cd", "argo-cd-nodeport", { type: "NodePort" });
   const refusal =
     "admission webhook denied: ValidatingAdmissionPolicy 'ui-exposure-guard-dirqual' with binding 'ui-exposure-guard-dirqual' denied request: ...";
 
   it("polls until the dry run passes the guard", async () => {
     let calls = 0;
-    const refused = await untilGuardAdmits(
+    const refused = await untilGuardAnswers(
       async () => (++calls < 3 ? { admitted: false, message: refusal } : { admitted: true }),
-      [svc],
+      [{ service: svc, admitted: true }],
       "ui-exposure-guard-dirqual",
       {
         timeoutMs: 10_000,
@@ -310,12 +338,12 @@ describe("waiting until the guard admits our Services", () => {
 
   it("does not wait on refusals from anything else, and gives up after the timeout", async () => {
     let calls = 0;
-    const other = await untilGuardAdmits(
+    const other = await untilGuardAnswers(
       async () => {
         calls++;
         return { admitted: false, message: 'namespaces "argo-cd" not found' };
       },
-      [svc],
+      [{ service: svc, admitted: true }],
       "ui-exposure-guard-dirqual",
       {
         timeoutMs: 10_000,
@@ -325,7 +353,47 @@ describe("waiting until the guard admits our Services", () => {
     );
     expect([other, calls]).toEqual([[], 1]);
     let t = 0;
-    const stuck = await untilGuardAdmits(async () => ({ admitted: false, message: refusal }), [svc], "ui-exposure-guard-dirqual", {
+    const stuck = await untilGuardAnswers(
+      async () => ({ admitted: false, message: refusal }),
+      [{ service: svc, admitted: true }],
+      "ui-exposure-guard-dirqual",
+      {
+        timeoutMs: 1000,
+        intervalMs: 250,
+        sleep: async (ms) => {
+          t += ms;
+        },
+        now: () => t,
+      },
+    );
+    expect([stuck, t]).toEqual([["argo-cd/argo-cd-nodeport"], 1000]);
+  });
+});
+
+describe("waiting until deny is in force", () => {
+  const probe = service("default", "ui-exposure-deny-probe", { type: "NodePort" });
+  const refusal = "ValidatingAdmissionPolicy 'ui-exposure-guard-dirqual' with binding 'ui-exposure-guard-dirqual' denied request: ...";
+
+  it("polls until the guard refuses the dry run of an undeclared NodePort Service (admitted meanwhile, or refused by another policy)", async () => {
+    const answers = [
+      { admitted: true as const },
+      { admitted: false as const, message: "ValidatingAdmissionPolicy 'other' denied" },
+      { admitted: false as const, message: refusal },
+    ];
+    let calls = 0;
+    const pending = await untilGuardAnswers(
+      async () => answers[Math.min(calls++, 2)] as never,
+      [{ service: probe, admitted: false }],
+      "ui-exposure-guard-dirqual",
+      {
+        timeoutMs: 10_000,
+        intervalMs: 1,
+        sleep: async () => {},
+      },
+    );
+    expect([pending, calls]).toEqual([[], 3]);
+    let t = 0;
+    const never = await untilGuardAnswers(async () => ({ admitted: true }), [{ service: probe, admitted: false }], "ui-exposure-guard-dirqual", {
       timeoutMs: 1000,
       intervalMs: 250,
       sleep: async (ms) => {
@@ -333,7 +401,7 @@ describe("waiting until the guard admits our Services", () => {
       },
       now: () => t,
     });
-    expect([stuck, t]).toEqual([["argo-cd/argo-cd-nodeport"], 1000]);
+    expect(never).toEqual(["default/ui-exposure-deny-probe"]);
   });
 });
 

@@ -264,7 +264,17 @@ describe("auditExposure on examples/dirqual-cluster.yaml with the dirqual stack'
       "monitoring/kube-prometheus-stack-prometheus-node-exporter-7fksp 9100/TCP on dirqual-w1: allowlist 'monitoring/kube-prometheus-stack-prometheus-node-exporter-*:9100'",
       "monitoring/kube-prometheus-stack-prometheus-node-exporter-bqd57 9100/TCP on dirqual-w2: allowlist 'monitoring/kube-prometheus-stack-prometheus-node-exporter-*:9100'",
     ]);
-    expect(result.declared.filter((d) => d.kind !== "hostPort").map((d) => `${d.kind} ${d.namespace}/${d.name} ${d.addresses?.join(",")}`)).toEqual([
+    // The Cilium agent: on the host network, no port listed (metrics off), declared whole.
+    expect(result.declared.filter((d) => d.kind === "hostNetwork").map((d) => `${d.namespace}/${d.name} ${d.ports} on ${d.node}: ${d.declaredBy}`)).toEqual([
+      "kube-system/cilium-4xq2m every port of the node on dirqual-cp1: allowlist 'kube-system/cilium-*:hostNetwork'",
+      "kube-system/cilium-b7kz9 every port of the node on dirqual-w1: allowlist 'kube-system/cilium-*:hostNetwork'",
+      "kube-system/cilium-tr5lw every port of the node on dirqual-w2: allowlist 'kube-system/cilium-*:hostNetwork'",
+    ]);
+    expect(
+      result.declared
+        .filter((d) => d.kind !== "hostPort" && d.kind !== "hostNetwork")
+        .map((d) => `${d.kind} ${d.namespace}/${d.name} ${d.addresses?.join(",")}`),
+    ).toEqual([
       "LoadBalancer argocd/cilium-gateway-argocd 10.67.3.240",
       "LoadBalancer monitoring/cilium-gateway-grafana 10.67.3.241",
       "LoadBalancer gitea/cilium-gateway-gitea 10.67.3.242",
@@ -301,10 +311,10 @@ describe("ui-exposure:allowlist items: a pattern, or { match, reason }", () => {
 
   it("says which part of an item is wrong", () => {
     expect(() => parse({ hostPorts: [{ match: "bad", reason: "x" }] })).toThrow(
-      "ui-exposure:allowlist.hostPorts[0].match: must be 'namespace/pod-name-or-prefix*:port', found a string (\"bad\")",
+      "ui-exposure:allowlist.hostPorts[0].match: must be 'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork', found a string (\"bad\")",
     );
     expect(() => parse({ hostPorts: ["bad"] })).toThrow(
-      "ui-exposure:allowlist.hostPorts[0]: must be 'namespace/pod-name-or-prefix*:port', found a string (\"bad\")",
+      "ui-exposure:allowlist.hostPorts[0]: must be 'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork', found a string (\"bad\")",
     );
     expect(() => parse({ services: [{ match: "a/b", reason: "" }] })).toThrow("ui-exposure:allowlist.services[0].reason: must say why it is allowed");
     expect(() => parse({ services: [{ match: "a/b" }] })).toThrow("ui-exposure:allowlist.services[0].reason: required setting is missing");
@@ -330,6 +340,7 @@ describe("the shipped stacks on a cluster running the real charts (test/data/cha
     expect(result.undeclared.map((u) => `${u.namespace}/${u.name} ${u.ports}`)).toEqual(["tenant/debug-shell 2222/TCP"]);
     const agents = result.declared.map((d) => `${d.namespace}/${d.name.replace(/-[a-z0-9]{10}-[a-z0-9]{5}$|-[a-z0-9]{5}$/, "-*")} ${d.ports}`);
     expect([...new Set(agents)].sort()).toEqual([
+      "kube-system/cilium-* every port of the node",
       "kube-system/cilium-envoy-* 9964/TCP",
       "kube-system/cilium-operator-* 9963/TCP",
       "monitoring/kube-prometheus-stack-prometheus-node-exporter-* 9100/TCP",

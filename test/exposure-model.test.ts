@@ -7,7 +7,16 @@ import { admissionManifests } from "../src/core/admission";
 import { wouldRefuse } from "../src/core/admission-preview";
 import { auditExposure } from "../src/core/audit";
 import { contractSchema } from "../src/core/contract/schema";
-import { CHECK_LIMITS, effectiveHostPorts, exposureRules, isExposingService, isFinishedPod, serviceVerdict, stateUids } from "../src/core/exposure-model";
+import {
+  CHECK_LIMITS,
+  classifyCluster,
+  effectiveHostPorts,
+  exposureRules,
+  isExposingService,
+  isFinishedPod,
+  serviceVerdict,
+  stateUids,
+} from "../src/core/exposure-model";
 import type { Node, Pod, Service } from "../src/core/kube/types";
 import { observe } from "../src/core/observe";
 import { planHostPort } from "../src/core/plan";
@@ -100,7 +109,7 @@ const pattern = fc
 const allowlist: fc.Arbitrary<Allowlist> = fc.record({
   services: fc.array(pattern, { maxLength: 2 }),
   hostPorts: fc.array(
-    fc.tuple(pattern, port).map(([p, n]) => `${p}:${n}`),
+    fc.tuple(pattern, fc.oneof(port, fc.constant("hostNetwork"))).map(([p, n]) => `${p}:${n}`),
     { maxLength: 3 },
   ),
 });
@@ -246,6 +255,59 @@ describe("exposure model: what each reader missed before", () => {
     expect(planHostPort(entry, [agent("Succeeded", true)], nodes)).toHaveProperty("problem");
   });
 
+  it("a pod on the host network is exposure with or without listed ports: audit, pre-deny report, policy; 'namespace/prefix*:hostNetwork' declares it", async () => {
+    // As `kubectl debug node/n1` creates it: host network, PID and IPC, no port listed.
+    const debugger_: Pod = {
+      metadata: { name: "node-debugger-n1-x7k2p", namespace: "default" },
+      spec: { nodeName: "n1", hostNetwork: true, hostPID: true, hostIPC: true, containers: [{ name: "debugger" }] },
+      status: { phase: "Running" },
+    } as Pod;
+    const listed = {
+      ...debugger_,
+      metadata: { ...debugger_.metadata, name: "node-debugger-n1-abcde" },
+      spec: { ...debugger_.spec, containers: [{ name: "debugger", ports: [{ containerPort: 8080 }] }] },
+    } as Pod;
+    const judge = async (allowlist: Allowlist) => {
+      const stack = { contract, selected: [], allowlist };
+      const { policy } = admissionManifests({ ...stack, stack: "p", mode: "deny", failurePolicy: "Ignore", contractFile: "c.yaml" });
+      const audit = auditExposure({ ...stack, services: [], pods: [debugger_, listed] });
+      return {
+        audit: audit.undeclared.map((u) => `${u.kind} ${u.name} ${u.ports}`),
+        declared: audit.declared.map((d) => `${d.kind} ${d.name} ${d.ports} ${d.declaredBy}`),
+        report: wouldRefuse({ ...stack, services: [], pods: [debugger_, listed], workloads: [] }).map((r) => `${r.name}: ${r.what}`),
+        policy: [
+          ...(await policyRefusals(policy.spec, { kind: "Pod", namespace: "default", operation: "CREATE", object: debugger_ })),
+          ...(await policyRefusals(policy.spec, { kind: "Pod", namespace: "default", operation: "CREATE", object: listed })),
+        ],
+      };
+    };
+    const none = await judge({ services: [], hostPorts: [] });
+    expect(none.audit).toEqual(["hostNetwork node-debugger-n1-x7k2p every port of the node", "hostPort node-debugger-n1-abcde 8080/TCP"]);
+    expect(none.report).toEqual(["node-debugger-n1-x7k2p: the host network (no port listed)", "node-debugger-n1-abcde: hostPort 8080/TCP"]);
+    expect(none.policy).toEqual([
+      "Pod default/node-debugger-n1-x7k2p is on the host network (it may serve on every port of the node), which is not in the ui-exposure contract of stack p: declare it in ui-exposure:allowlist.hostPorts of Pulumi.p.yaml as 'namespace/pod-prefix*:hostNetwork'",
+      "Pod default/node-debugger-n1-abcde declares hostPort 8080, which is not in the ui-exposure contract of stack p: declare it as a hostPort entry (namespace, port, podSelector) of c.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.p.yaml as 'namespace/pod-prefix*:port' (or 'namespace/pod-prefix*:hostNetwork' for a pod on the host network)",
+    ]);
+    // The documented line for `kubectl debug node/...` (docs/commands.md) declares both, whatever they list.
+    const allowed = await judge({ services: [], hostPorts: ["default/node-debugger-*:hostNetwork"] });
+    expect(allowed).toEqual({
+      audit: [],
+      declared: [
+        "hostNetwork node-debugger-n1-x7k2p every port of the node allowlist 'default/node-debugger-*:hostNetwork'",
+        "hostPort node-debugger-n1-abcde 8080/TCP allowlist 'default/node-debugger-*:hostNetwork'",
+      ],
+      report: [],
+      policy: [],
+    });
+    // A port item does not declare the host network; a hostNetwork item declares nothing off it.
+    expect((await judge({ services: [], hostPorts: ["default/node-debugger-*:8080"] })).report).toEqual([
+      "node-debugger-n1-x7k2p: the host network (no port listed)",
+    ]);
+    const offHost = { ...listed, spec: { containers: [{ name: "c", ports: [{ containerPort: 80, hostPort: 8080 }] }] } } as Pod;
+    const rules = exposureRules(contract, [], { services: [], hostPorts: ["default/node-debugger-*:hostNetwork"] });
+    expect(classifyCluster(rules, { services: [], pods: [offHost] }).pods[0]?.openings.map((o) => o.declared)).toEqual([undefined]);
+  });
+
   it("counts init and ephemeral containers' ports; a hostPort of 0 is none", () => {
     expect(
       effectiveHostPorts({
@@ -325,6 +387,11 @@ describe("exposure model: what each reader missed before", () => {
     });
     expect([...uids.services]).toEqual([["argocd/argocd-nodeport", "u1"]]);
     expect([...uids.configMaps]).toEqual([["platform-portal/ui-exposure-published", "u2"]]);
+    const guard = stateUids({
+      "urn:p": { type: "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", outputs: { metadata: { name: "g", uid: "u3" } } },
+      "urn:b": { type: "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", outputs: { metadata: { name: "g", uid: "u4" } } },
+    }).guard;
+    expect([...guard]).toEqual(["u3", "u4"]);
     expect(stateUids("garbage").services.size).toBe(0);
   });
 });

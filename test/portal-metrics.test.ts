@@ -3,7 +3,7 @@
 // the real promtool's `check metrics` on the real output.
 import { afterEach, describe, expect, it } from "vitest";
 import type { HttpGet } from "../src/adapters/http-probe";
-import type { Service } from "../src/core/kube/types";
+import type { Pod, Service } from "../src/core/kube/types";
 import { parseAllowlistEnv } from "../src/portal/main";
 import { renderMetrics } from "../src/portal/metrics";
 import { type PortalOptions, portalTuningFromEnv, type RunningPortal, startPortal } from "../src/portal/server";
@@ -167,6 +167,24 @@ describe("portal /metrics", () => {
     const during = await res.text();
     expect(/^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(during)?.[1]).toBe(at);
     expect(during).toContain("ui_exposure_undeclared_exposures 1");
+  });
+
+  it("counts a pod on the host network that lists no port as undeclared exposure, until an allowlist item ':hostNetwork' declares it", async () => {
+    const debuggerPod = {
+      metadata: { name: "node-debugger-bench-x7k2p", namespace: "default" },
+      spec: { nodeName: "bench", hostNetwork: true, containers: [{ name: "debugger" }] },
+      status: { phase: "Running" },
+    } as Pod;
+    const { cluster, get: fetchPath } = await portalWith({ auditIntervalMs: 0, readIntervalMs: 0 });
+    cluster.data.pods.push(debuggerPod);
+    expect(await (await fetchPath("/metrics")).text()).toContain("ui_exposure_undeclared_exposures 2");
+    const allowed = await portalWith({
+      auditIntervalMs: 0,
+      readIntervalMs: 0,
+      audit: { allowlist: { services: [], hostPorts: ["default/node-debugger-*:hostNetwork"] } },
+    });
+    allowed.cluster.data.pods.push(debuggerPod);
+    expect(await (await allowed.get("/metrics")).text()).toContain("ui_exposure_undeclared_exposures 1");
   });
 
   it("an audit that cannot read the cluster is logged once per round; the gauge keeps its last value", async () => {

@@ -138,7 +138,7 @@ describe("program under mocks", () => {
         ports: [{ name: "http", port: 80, targetPort: 8080, nodePort: 31001 }],
       },
     });
-    const stateUids = async () => ({ services: new Map([["argocd/argocd-nodeport", "uid-created-by-up"]]), configMaps: new Map() });
+    const stateUids = async () => ({ services: new Map([["argocd/argocd-nodeport", "uid-created-by-up"]]), configMaps: new Map(), guard: new Set<string>() });
     const run = declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: cluster([ours("uid-of-the-copy")]), stateUids });
     await expect(run).rejects.toThrow(
       "stack test cannot be deployed (nothing was changed): entry 'argocd': Service argocd/argocd-nodeport was deleted and re-created outside this stack (its uid uid-of-the-copy; this stack created uid-created-by-up); ui-exposure never takes over a Service it did not create: remove it (kubectl -n argocd delete service argocd-nodeport), then pulumi up recreates this stack's own",

@@ -171,7 +171,7 @@ describe("stack configuration as the engine gives it", () => {
       "config:\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:allowlist:\n    hostPorts:\n      - kube-system/cilium-*:4244\n      - match: tools/debug-*:99999\n        reason: debugging\n",
     );
     expect(p.open).toThrow(
-      `${p.file}:6:9: ui-exposure:allowlist.hostPorts[1].match: must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found a string ("tools/debug-*:99999")`,
+      `${p.file}:6:9: ui-exposure:allowlist.hostPorts[1].match: must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'), found a string ("tools/debug-*:99999")`,
     );
   });
 

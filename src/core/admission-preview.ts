@@ -1,91 +1,79 @@
 import type { AuditInput } from "./audit";
-import {
-  CHECK_LIMITS,
-  effectiveHostPorts,
-  exposureRules,
-  field,
-  hostPortDeclaration,
-  isExposingService,
-  isFinishedPod,
-  type PodIdentity,
-  podTooLargeToCheck,
-  serviceVerdict,
-} from "./exposure-model";
+import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, matchesPattern, namePattern, type WorkloadObject } from "./exposure-model";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 
 /**
- * What the exposure guard (src/core/admission.ts) would refuse in `deny` mode, asked of the
- * objects that exist now: each one as if it were created again. That is what the cluster meets
- * on the next rollout, node or restore: a DaemonSet's pod on a new node, a workload re-applied
- * by its chart. Pure, with the policy's own rules (same namespace, name, port and label tests),
- * so that an operator sees it before switching a stack to `deny`: the exposure model's verdicts.
+ * What the exposure guard (src/core/admission.ts) would refuse in `deny` mode of the objects that exist now, each as if
+ * created again: what the cluster meets on the next rollout, node or restore. Pure: the exposure model's verdicts.
  */
 
-/** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet; batch/v1 Job, CronJob): read field by field, never trusted. */
-export interface WorkloadObject {
-  kind?: string;
-  metadata?: { name?: string; namespace?: string };
-  spec?: unknown;
-}
+export type { WorkloadObject };
 
-export interface Refusal {
-  kind: string;
-  namespace: string;
-  name: string;
-  /** "type NodePort", "hostPort 9964/TCP, 9965/TCP". */
-  what: string;
-}
+/** `what`: "type NodePort", "hostPort 9964/TCP, hostPort 9965/TCP". */
+export type Refusal = { kind: string; namespace: string; name: string; what: string };
 
 export type PreviewInput = Omit<AuditInput, "published"> & { workloads: readonly WorkloadObject[] };
 
-const stringMap = (v: unknown): Record<string, string> | undefined =>
-  v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
-
+/** The pre-deny report: a rendering of the exposure model's classifyCluster, as the policy would judge each object's CREATE. */
 export function wouldRefuse(input: PreviewInput): Refusal[] {
-  const rules = exposureRules(input.contract, input.selected, input.allowlist);
-  const refusals: Refusal[] = [];
-
-  for (const svc of input.services) {
-    if (!isExposingService(svc)) continue;
-    const verdict = serviceVerdict(rules, svc);
-    if ("undeclared" in verdict)
-      refusals.push({ kind: "Service", namespace: svc.metadata.namespace ?? "default", name: svc.metadata.name, what: verdict.undeclared });
-  }
-
-  const check = (kind: string, pod: PodIdentity, spec: unknown) => {
-    const refuse = (what: string) => refusals.push({ kind, namespace: pod.namespace, name: pod.name, what });
-    if (podTooLargeToCheck(spec)) {
-      refuse(`too large to check (more than ${CHECK_LIMITS.containers} containers in a list or ${CHECK_LIMITS.portsPerContainer} ports in a container)`);
-      return;
-    }
-    const refused = effectiveHostPorts(spec).filter(({ port }) => !hostPortDeclaration(rules, pod, port));
-    if (refused.length) refuse(`hostPort ${refused.map((r) => `${r.port}/${r.protocol}`).join(", ")}`);
-  };
-  for (const p of input.pods) {
-    // A finished pod is not created again; its owner's next pod is (and is checked as the owner's template).
-    if (isFinishedPod(p)) continue;
-    check("Pod", { namespace: p.metadata.namespace ?? "default", name: p.metadata.name, isPod: true, labels: p.metadata.labels }, p.spec);
-  }
-  for (const w of input.workloads) {
-    const meta = field(w, "metadata");
-    const name = field(meta, "name");
-    if (typeof name !== "string" || !name) continue;
-    const namespace = typeof field(meta, "namespace") === "string" ? (field(meta, "namespace") as string) : "default";
-    const kind = typeof field(w, "kind") === "string" ? (field(w, "kind") as string) : "Workload";
-    const spec = field(w, "spec");
-    const template = kind === "CronJob" ? field(field(field(spec, "jobTemplate"), "spec"), "template") : field(spec, "template");
-    check(kind, { namespace, name, isPod: false, labels: stringMap(field(field(template, "metadata"), "labels")) }, field(template, "spec"));
-  }
-  return refusals;
+  const classified = classifyCluster(exposureRules(input.contract, input.selected, input.allowlist), input);
+  const services = classified.services.flatMap(({ svc, verdict }) =>
+    "undeclared" in verdict ? [{ kind: "Service", namespace: svc.metadata.namespace ?? "default", name: svc.metadata.name, what: verdict.undeclared }] : [],
+  );
+  const pods = [...classified.pods, ...classified.workloads].flatMap(({ kind, namespace, name, tooLarge, openings }) => {
+    const what = tooLarge
+      ? `too large to check (more than ${CHECK_LIMITS.containers} containers in a list or ${CHECK_LIMITS.portsPerContainer} ports in a container)`
+      : describeRefused(openings.filter((o) => !o.declared));
+    return what ? [{ kind, namespace, name, what }] : [];
+  });
+  return [...services, ...pods];
 }
 
-/** The workload kinds the guard matches, as list calls. */
+/**
+ * Never lock the cluster: what `deny` would refuse of the pods and workload templates running now (no controller creates
+ * a Service again), each with the allowlist line that admits it (a template's also admits its ReplicaSets and pods, not
+ * listed again) or the setting that acknowledges it; undefined: deny may be put in force. A kind not read: refused too.
+ */
+export function denyWouldLock(
+  input: Omit<PreviewInput, "services"> & { unread: readonly string[]; acknowledge: readonly string[]; stackFile: string },
+): string | undefined {
+  if (input.unread.length)
+    return `deny is not put in force without checking what it would refuse (not read: ${input.unread.join("; ")}): let the stack's identity list them, or keep mode warn`;
+  const classified = classifyCluster(exposureRules(input.contract, input.selected, input.allowlist), { ...input, services: [] });
+  const acknowledged = input.acknowledge.map(namePattern);
+  // Workloads first, shorter names first: a CronJob before its Jobs, a Deployment before its ReplicaSets, then their pods.
+  const refused = [...[...classified.workloads].sort((a, b) => a.name.length - b.name.length), ...classified.pods].filter(
+    (p) => (p.tooLarge || p.openings.some((o) => !o.declared)) && !acknowledged.some((a) => matchesPattern(a, `${p.namespace}/${p.name}`)),
+  );
+  const prefixes: string[] = [];
+  const lines = refused.flatMap((p) => {
+    const key = `${p.namespace}/${p.name}`;
+    if (prefixes.some((prefix) => key.startsWith(prefix))) return [];
+    if (!p.isPod) prefixes.push(`${key}-`);
+    const undeclared = p.openings.filter((o) => !o.declared);
+    const admit = p.tooLarge
+      ? "too large to check, no allowlist line admits it: make it smaller"
+      : `admit it with ui-exposure:allowlist.hostPorts ${undeclared.map((o) => `'${p.isPod ? key : `${key}-*`}:${o.item}'`).join(", ")}`;
+    const what = p.tooLarge ? "too large to check" : describeRefused(undeclared);
+    const acknowledge = `acknowledge its refusal in ui-exposure:admission.acknowledge ('${p.isPod ? key : `${key}*`}') of ${input.stackFile}`;
+    return [`    ${p.kind} ${key} (${what}): ${admit}, or ${acknowledge}`];
+  });
+  if (lines.length === 0) return undefined;
+  const shown = lines.length > 20 ? [...lines.slice(0, 20), `    and ${lines.length - 20} more (exposure drift lists them all)`] : lines;
+  const head =
+    "the exposure guard in deny mode would refuse what runs in the cluster when it is created again (a rollout, a new node, a deleted pod): deny is not put in force while it would lock the cluster";
+  return [head, ...shown].join("\n");
+}
+
+const workloadKind = (group: string, plural: string, kind: string): CustomKind => ({ group, versions: ["v1"], plural, kind });
+/** The workload kinds whose pod templates become pods the guard checks, as list calls. */
 export const GUARDED_WORKLOADS: readonly CustomKind[] = [
-  { group: "apps", versions: ["v1"], plural: "deployments", kind: "Deployment" },
-  { group: "apps", versions: ["v1"], plural: "statefulsets", kind: "StatefulSet" },
-  { group: "apps", versions: ["v1"], plural: "daemonsets", kind: "DaemonSet" },
-  { group: "batch", versions: ["v1"], plural: "jobs", kind: "Job" },
-  { group: "batch", versions: ["v1"], plural: "cronjobs", kind: "CronJob" },
+  workloadKind("apps", "deployments", "Deployment"),
+  workloadKind("apps", "statefulsets", "StatefulSet"),
+  workloadKind("apps", "daemonsets", "DaemonSet"),
+  workloadKind("apps", "replicasets", "ReplicaSet"),
+  workloadKind("batch", "jobs", "Job"),
+  workloadKind("batch", "cronjobs", "CronJob"),
 ];
 
 /**
@@ -94,16 +82,12 @@ export const GUARDED_WORKLOADS: readonly CustomKind[] = [
  */
 export async function readWorkloads(cluster: Pick<ClusterReader, "listCustom">): Promise<{ workloads: WorkloadObject[]; unread: string[] }> {
   const lists = await Promise.all(
-    GUARDED_WORKLOADS.map(async (k) => {
-      try {
-        return { kind: k, items: (await cluster.listCustom(k)) as WorkloadObject[] };
-      } catch (err) {
-        return { kind: k, error: err instanceof Error ? err.message : String(err) };
-      }
-    }),
+    GUARDED_WORKLOADS.map((k) =>
+      cluster.listCustom(k).then(
+        (items) => ({ items: (items as WorkloadObject[]).map((o) => ({ ...o, kind: o.kind ?? k.kind })), unread: [] }),
+        (err: unknown) => ({ items: [], unread: [`${k.plural}.${k.group} (${err instanceof Error ? err.message : String(err)})`] }),
+      ),
+    ),
   );
-  return {
-    workloads: lists.flatMap((l) => ("items" in l ? (l.items ?? []).map((o) => ({ ...o, kind: o.kind ?? l.kind.kind })) : [])),
-    unread: lists.flatMap((l) => ("error" in l ? [`${l.kind.plural}.${l.kind.group} (${l.error})`] : [])),
-  };
+  return { workloads: lists.flatMap((l) => l.items), unread: lists.flatMap((l) => l.unread) };
 }

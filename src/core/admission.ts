@@ -25,15 +25,22 @@ type EnforcedMode = Exclude<AdmissionSettings["mode"], "off">;
 const VALIDATION_ACTIONS: Record<EnforcedMode, string[]> = { deny: ["Deny"], warn: ["Warn"], audit: ["Audit"] };
 
 /**
- * The policy and its binding are cluster-scoped: one fixed name per stack (drift reads it
- * back). Stack names may hold '_' or capitals, which object names may not.
+ * The cluster-scoped name of a stack's policy and binding, never shared by two stacks: a stack name that is a DNS label
+ * without "--" is kept; any other (capitals, '_', '.') is made one, marked with "--" and a hash of the exact name.
  */
 export function admissionPolicyName(stack: string): string {
-  const safe = stack
-    .toLowerCase()
-    .replace(/[^a-z0-9.-]+/g, "-")
-    .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, "");
-  return `ui-exposure-guard-${safe || "stack"}`.slice(0, 253);
+  if (/^[a-z0-9]+(-[a-z0-9]+)*$/.test(stack)) return `ui-exposure-guard-${stack}`;
+  let hash = 0x811c9dc5; // FNV-1a: a short suffix that tells names apart (not a secret)
+  for (const c of stack) hash = Math.imul(hash ^ (c.codePointAt(0) ?? 0), 0x01000193) >>> 0;
+  const safe = (stack.toLowerCase().match(/[a-z0-9]+/g) ?? []).join("-").slice(0, 100);
+  return `ui-exposure-guard--${safe ? `${safe}--` : ""}${hash.toString(36)}`;
+}
+
+/** The uids of the live policy and binding named `name` (one list call each). */
+export async function liveGuardUids(cluster: Pick<ClusterReader, "listCustom">, name: string) {
+  const uidOf = async (kind: CustomKind) => (await cluster.listCustom(kind)).find((o) => o.metadata?.name === name)?.metadata?.uid;
+  const [policy, binding] = await Promise.all([uidOf(VALIDATING_ADMISSION_POLICIES), uidOf(VALIDATING_ADMISSION_POLICY_BINDINGS)]);
+  return { policy, binding };
 }
 
 /** The stack's contract, entries and allowlist, as for the audit. */
@@ -90,12 +97,14 @@ function declaredPortsMap(rules: ExposureRules): string {
     const selector = Object.entries(e.podSelector).map(([k, v]) => `${cel(k)} in variables.labels && variables.labels[${cel(k)}] == ${cel(v)}`);
     add(e.port, [`request.namespace == ${cel(e.namespace)}`, ...selector].join(" && "));
   }
-  for (const p of rules.hostPorts) {
-    add(p.port, p.prefix ? `variables.podKey.startsWith(${cel(p.text)})` : `variables.isPod && variables.podKey == ${cel(p.text)}`);
-  }
+  for (const p of rules.hostPorts) if (p.port !== "hostNetwork") add(p.port, namesPod(p));
   const entries = [...byPort].sort(([a], [b]) => a - b).map(([port, terms]) => `${port}: ${anyOf(terms)}`);
   return `{${entries.join(", ")}}`;
 }
+
+/** The exposure model's namesPod in CEL: an item's name part matches this pod, or every pod of this template. */
+const namesPod = (p: { prefix: boolean; text: string }) =>
+  p.prefix ? `variables.podKey.startsWith(${cel(p.text)})` : `variables.isPod && variables.podKey == ${cel(p.text)}`;
 
 /** The exposure model's serviceVerdict in CEL: our Service by its entry's shape, any other by the allowlist. */
 function serviceDeclared(rules: ExposureRules): string {
@@ -129,7 +138,8 @@ export function admissionManifests(input: AdmissionInput) {
   const stackFile = `Pulumi.${input.stack}.yaml`;
   const notInContract = `is not in the ui-exposure contract of stack ${input.stack}`;
   const serviceHelp = `: publish the UI through an entry of ${input.contractFile} (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of ${stackFile}`;
-  const hostPortHelp = `: declare it as a hostPort entry (namespace, port, podSelector) of ${input.contractFile}, or in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:port'`;
+  const hostPortHelp = `: declare it as a hostPort entry (namespace, port, podSelector) of ${input.contractFile}, or in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:port' (or 'namespace/pod-prefix*:hostNetwork' for a pod on the host network)`;
+  const hostNetworkHelp = `: declare it in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:hostNetwork'`;
   const oldTemplate = "variables.oldTemplate";
 
   const rules = exposureRules(input.contract, input.selected, input.allowlist);
@@ -146,6 +156,7 @@ export function admissionManifests(input: AdmissionInput) {
   // One list per container (CEL has no flatten before 1.31) of the host ports no rule declares, then as one string.
   const undeclaredOf = (template: string) =>
     `(${containersOf(template)}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", hostNetworkOf(template))}).filter(h, h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])) : [])`;
+  const listsPorts = (template: string) => `(${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > 0)`;
   const joined = (lists: string) => `${lists}.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ')`;
 
   const variables = [
@@ -195,14 +206,25 @@ export function admissionManifests(input: AdmissionInput) {
     },
     { name: "podKey", expression: "request.namespace + '/' + variables.name + (variables.isPod ? '' : '-')" },
     { name: "declaredPorts", expression: declaredPortsMap(rules) },
+    // The exposure model's podOpenings: an item "namespace/pod-prefix*:hostNetwork" declares all a pod on the host network opens.
+    {
+      name: "hostNetworkDeclared",
+      expression: `!variables.isService && ${hostNetworkOf("variables.template")} && (${anyOf(rules.hostPorts.filter((p) => p.port === "hostNetwork").map(namesPod))})`,
+    },
     { name: "oldTemplate", expression: templateOf("oldObject") },
     { name: "isWorkloadUpdate", expression: "variables.isUpdate && !variables.isPod && !variables.isService" },
     { name: "oldHoldsNoHostPort", expression: `!variables.isWorkloadUpdate || ${holdsNoHostPort(oldTemplate)}` },
     { name: "oldPodTooLarge", expression: `variables.isWorkloadUpdate && !variables.oldHoldsNoHostPort && (${podTooLarge(oldTemplate, "false")})` },
     {
       name: "undeclaredHostPorts",
-      expression: `variables.isService || variables.podTooLarge || variables.holdsNoHostPort ? [] : ${undeclaredOf("variables.template")}`,
+      expression: `variables.isService || variables.podTooLarge || variables.holdsNoHostPort || variables.hostNetworkDeclared ? [] : ${undeclaredOf("variables.template")}`,
     },
+    // podOpenings' "hostNetwork": on the host network, no port listed (unless this UPDATE's workload already was: not new).
+    {
+      name: "hostNetworkUnlisted",
+      expression: `!variables.isService && !variables.podTooLarge && ${hostNetworkOf("variables.template")} && !variables.hostNetworkDeclared && !${listsPorts("variables.template")}`,
+    },
+    { name: "oldHostNetworkUnlisted", expression: `variables.isWorkloadUpdate && ${hostNetworkOf(oldTemplate)} && !${listsPorts(oldTemplate)}` },
     { name: "undeclaredHostPortList", expression: joined("variables.undeclaredHostPorts") },
     {
       // What the workload held before this UPDATE, by the same rules: not new exposure, and
@@ -244,6 +266,12 @@ export function admissionManifests(input: AdmissionInput) {
       expression: "variables.isService || variables.podTooLarge || variables.refusedHostPortList == ''",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + (size(variables.refusedHostPortList) > 1000 ? variables.refusedHostPortList.substring(0, 1000) + '...' : variables.refusedHostPortList) + ', which ' + ${celText(notInContract + hostPortHelp)}`,
       message: wellFormed(`a hostPort ${notInContract}${hostPortHelp}`),
+      reason: "Forbidden",
+    },
+    {
+      expression: "!variables.hostNetworkUnlisted || variables.oldHostNetworkUnlisted",
+      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' is on the host network (it may serve on every port of the node), which ' + ${celText(notInContract + hostNetworkHelp)}`,
+      message: wellFormed(`a pod on the host network ${notInContract}${hostNetworkHelp}`),
       reason: "Forbidden",
     },
   ];
@@ -347,28 +375,32 @@ export function admissionDrift(input: {
   ];
 }
 
+type PollOptions = { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number };
+const clock = (o: PollOptions) => {
+  const now = o.now ?? Date.now;
+  return { now, end: now() + o.timeoutMs, sleep: o.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))) };
+};
+
 /**
- * The API server applies a changed policy a moment after storing it (it recompiles policies
- * from its watch about once a second): a Service created right after `up` updated the guard
- * could still meet the previous policy. This waits until a server-side dry run of each Service
- * `up` is about to create passes the guard (or `timeoutMs` elapses: the create itself then
- * reports the refusal). Refusals by anything else are not ours to wait for.
- * Returns the Services still refused by the guard (empty when all pass).
+ * The API server applies a changed policy a moment after storing it (about once a second). This waits until a
+ * server-side dry run (through admission, storing nothing) of each Service gets the answer expected of the guard
+ * `policyName`: admitted (our Services `up` creates next; refusals by anything else are not ours to wait for), or
+ * refused by it (an undeclared NodePort Service: deny in force), or `timeoutMs` elapses. Returns those answered otherwise.
  */
-export async function untilGuardAdmits(
+export async function untilGuardAnswers(
   probe: (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>,
-  services: readonly Service[],
+  checks: readonly { service: Service; admitted: boolean }[],
   policyName: string,
-  opts: { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number },
+  opts: PollOptions,
 ): Promise<string[]> {
-  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const now = opts.now ?? Date.now;
-  const end = now() + opts.timeoutMs;
-  let pending = [...services];
+  const { sleep, now, end } = clock(opts);
+  let pending = [...checks];
   for (;;) {
-    const results = await Promise.all(pending.map(async (svc) => ({ svc, result: await probe(svc) })));
-    pending = results.filter(({ result }) => !result.admitted && result.message.includes(`'${policyName}'`)).map(({ svc }) => svc);
-    if (pending.length === 0 || now() >= end) return pending.map((s) => `${s.metadata.namespace}/${s.metadata.name}`);
+    const results = await Promise.all(pending.map(async (check) => ({ check, result: await probe(check.service) })));
+    pending = results
+      .filter(({ check, result }) => check.admitted === (!result.admitted && result.message.includes(`'${policyName}'`)))
+      .map(({ check }) => check);
+    if (pending.length === 0 || now() >= end) return pending.map(({ service: s }) => `${s.metadata.namespace}/${s.metadata.name}`);
     await sleep(opts.intervalMs);
   }
 }
@@ -426,14 +458,8 @@ export function policyTypeCheck(live: unknown): TypeCheck {
  * Returns undefined when clean, else the one message `up` fails with (warnings, or no verdict
  * within `timeoutMs`): the binding, which depends on this, is then neither created nor updated.
  */
-export async function untilPolicyTypeChecked(
-  cluster: Pick<ClusterReader, "listCustom">,
-  name: string,
-  opts: { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number },
-): Promise<string | undefined> {
-  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const now = opts.now ?? Date.now;
-  const end = now() + opts.timeoutMs;
+export async function untilPolicyTypeChecked(cluster: Pick<ClusterReader, "listCustom">, name: string, opts: PollOptions): Promise<string | undefined> {
+  const { sleep, now, end } = clock(opts);
   const what = `ValidatingAdmissionPolicy ${name}`;
   for (;;) {
     const live = (await cluster.listCustom(VALIDATING_ADMISSION_POLICIES)).find((p) => p.metadata?.name === name);

@@ -1,22 +1,12 @@
 import type { Contract } from "./contract/schema";
-import {
-  describeDeclaration,
-  effectiveHostPorts,
-  exposureRules,
-  hostPortDeclaration,
-  isExposingService,
-  isFinishedPod,
-  ownershipProblem,
-  serviceOpenings,
-  serviceVerdict,
-} from "./exposure-model";
+import { classifyCluster, type Declaration, describeDeclaration, exposureRules, ownershipProblem } from "./exposure-model";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "./kube/types";
 import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
 /** One thing that makes the cluster reachable from outside, whoever declared it. */
 export interface Exposure {
-  /** The Service's type ("NodePort", "LoadBalancer", "ClusterIP" with externalIPs...), or "hostPort". */
+  /** The Service's type ("NodePort", "LoadBalancer", "ClusterIP" with externalIPs...), or what a pod opens ("hostPort"). */
   kind: string;
   namespace: string;
   /** Service name, or the pod holding the hostPort. */
@@ -69,7 +59,7 @@ export interface AuditInput {
  * The cluster-wide exposure audit behind `exposure drift`: every Service reachable from outside
  * (NodePort, LoadBalancer, externalIPs) and every host port must be declared by the contract
  * (our Services for the entries this stack publishes, its hostPort entries) or by the stack's
- * allowlist, as the exposure model judges them. Pure: the caller lists Services and Pods once each.
+ * allowlist: a rendering of the exposure model's classifyCluster. Pure: the caller lists Services and Pods once each.
  */
 export function auditExposure(input: AuditInput): AuditResult {
   const rules = exposureRules(input.contract, input.selected, input.allowlist);
@@ -77,16 +67,15 @@ export function auditExposure(input: AuditInput): AuditResult {
   const usedPatterns = new Set<string>();
   const declared: DeclaredExposure[] = [];
   const undeclared: UndeclaredExposure[] = [];
-  const declare = (exposure: Exposure, d: Parameters<typeof describeDeclaration>[0]) => {
+  const declare = (exposure: Exposure, d: Declaration) => {
     if (d.by === "allowlist") usedPatterns.add(d.pattern.source);
     declared.push({ ...exposure, declaredBy: describeDeclaration(d), ...(d.by === "allowlist" && d.pattern.reason ? { reason: d.pattern.reason } : {}) });
   };
+  const classified = classifyCluster(rules, input);
 
-  for (const svc of input.services) {
-    if (!isExposingService(svc)) continue;
+  for (const { svc, openings, verdict } of classified.services) {
     const namespace = svc.metadata.namespace ?? "default";
     const where = `${namespace}/${svc.metadata.name}`;
-    const openings = serviceOpenings(svc);
     const ports = (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}->${p.nodePort ?? "no nodePort"}`);
     const health = openings.healthCheckNodePort ? [`health check ->${openings.healthCheckNodePort}`] : [];
     const addresses = [...(svc.status?.loadBalancer?.ingress ?? []).flatMap((i) => (i.ip ? [i.ip] : i.hostname ? [i.hostname] : [])), ...openings.externalIPs];
@@ -103,7 +92,6 @@ export function auditExposure(input: AuditInput): AuditResult {
       undeclared.push({ ...exposure, reason: `named like contract entry '${ours?.entry}', but ${notOurs}` });
       continue;
     }
-    const verdict = serviceVerdict(rules, svc);
     if ("declared" in verdict) {
       declare(exposure, verdict.declared);
       continue;
@@ -128,25 +116,11 @@ export function auditExposure(input: AuditInput): AuditResult {
     });
   }
 
-  for (const pod of input.pods) {
-    if (isFinishedPod(pod)) continue;
-    const namespace = pod.metadata.namespace ?? "default";
-    const identity = { namespace, name: pod.metadata.name, isPod: true, labels: pod.metadata.labels };
-    for (const { port, protocol, onHostNetwork } of effectiveHostPorts(pod.spec)) {
-      const exposure: Exposure = {
-        kind: "hostPort",
-        namespace,
-        name: pod.metadata.name,
-        ports: `${port}/${protocol}`,
-        ...(pod.spec?.nodeName ? { node: pod.spec.nodeName } : {}),
-      };
-      const d = hostPortDeclaration(rules, identity, port);
-      if (d) declare(exposure, d);
-      else
-        undeclared.push({
-          ...exposure,
-          reason: `${onHostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : ""}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it`,
-        });
+  for (const pod of classified.pods) {
+    for (const o of pod.openings) {
+      const exposure: Exposure = { kind: o.kind, namespace: pod.namespace, name: pod.name, ports: o.ports, ...(pod.node ? { node: pod.node } : {}) };
+      if (o.declared) declare(exposure, o.declared);
+      else undeclared.push({ ...exposure, reason: o.undeclared ?? "undeclared" });
     }
   }
 

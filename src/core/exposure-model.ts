@@ -1,6 +1,6 @@
 import type { Contract } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
-import type { Service } from "./kube/types";
+import type { Pod, Service } from "./kube/types";
 import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
@@ -35,6 +35,10 @@ function parsePattern(source: string, name: string, reasons: Allowlist["reasons"
 /** "namespace/name" matches itself; "namespace/prefix*" every name starting with prefix ('*' is only a suffix). */
 export const namePattern = (name: string) => ({ prefix: name.endsWith("*"), text: name.endsWith("*") ? name.slice(0, -1) : name });
 
+/** The grammar of an allowlist.hostPorts item, and its forms as the messages name them. */
+const forms = "'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'";
+export const HOST_PORT_ITEM = { syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:(\d+|hostNetwork)$/, forms };
+
 export type ExposureRules = ReturnType<typeof exposureRules>;
 
 /** The rules of a stack: the exposed entries it publishes (`selected`) and its allowlist, parsed once. */
@@ -50,7 +54,9 @@ export function exposureRules(contract: Contract, selected: readonly string[], a
     services: allowlist.services.map((p) => parsePattern(p, p, allowlist.reasons)),
     hostPorts: allowlist.hostPorts.map((p) => {
       const colon = p.lastIndexOf(":");
-      return { ...parsePattern(p, p.slice(0, colon), allowlist.reasons), port: Number(p.slice(colon + 1)) };
+      // ":hostNetwork": the pod may run on the host network (every port of its node).
+      const port = p.slice(colon + 1) === "hostNetwork" ? ("hostNetwork" as const) : Number(p.slice(colon + 1));
+      return { ...parsePattern(p, p.slice(0, colon), allowlist.reasons), port };
     }),
   };
 }
@@ -153,10 +159,50 @@ export interface PodIdentity {
 export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port: number): Declaration | undefined {
   const entry = rules.hostPortEntries.find((e) => e.namespace === pod.namespace && e.port === port && matchesLabels(pod.labels, e.podSelector));
   if (entry) return { by: "contract", entry: entry.entry };
-  const key = `${pod.namespace}/${pod.name}${pod.isPod ? "" : "-"}`;
-  const pattern = rules.hostPorts.find((p) => p.port === port && (p.prefix ? key.startsWith(p.text) : pod.isPod && key === p.text));
+  const pattern = rules.hostPorts.find((p) => p.port === port && namesPod(p, pod));
   return pattern ? { by: "allowlist", pattern } : undefined;
 }
+
+/** An allowlist item's name part matches this pod, or every pod of this template ("<workload>-..."). */
+const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: PodIdentity) => {
+  const key = `${pod.namespace}/${pod.name}${pod.isPod ? "" : "-"}`;
+  return p.prefix ? key.startsWith(p.text) : pod.isPod && key === p.text;
+};
+
+/**
+ * One thing a pod (or template) opens on its node: a host port, or the host network of a pod that lists no port;
+ * `ports` "9964/TCP" or "every port of the node"; `item` what follows ':' in the allowlist item that declares it;
+ * `serves` as effectiveHostPorts; `declared` by a rule, else `undeclared` says why and what to do.
+ */
+export type PodOpening = { kind: "hostPort" | "hostNetwork"; ports: string; item: string; onHostNetwork: boolean; serves: boolean } & (
+  | { declared: Declaration; undeclared?: undefined }
+  | { declared?: undefined; undeclared: string }
+);
+
+/**
+ * What a pod (or template) opens, judged; `tooLarge`: past CHECK_LIMITS. On the host network it may serve on any port: an item
+ * "ns/pod-prefix*:hostNetwork" declares all it opens; else each listed port needs its own, and listing none is "hostNetwork".
+ */
+export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknown): { tooLarge: boolean; openings: PodOpening[] } {
+  const onHostNetwork = field(spec, "hostNetwork") === true;
+  const hostNetworkItem = onHostNetwork ? rules.hostPorts.find((p) => p.port === "hostNetwork" && namesPod(p, pod)) : undefined;
+  const hostNetwork: Declaration | undefined = hostNetworkItem && { by: "allowlist", pattern: hostNetworkItem };
+  const openings = effectiveHostPorts(spec).map((h): PodOpening => {
+    const declared = hostPortDeclaration(rules, pod, h.port) ?? hostNetwork;
+    const opening = { kind: "hostPort" as const, ...h, ports: `${h.port}/${h.protocol}`, item: String(h.port) };
+    if (declared) return { ...opening, declared };
+    const note = h.onHostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : "";
+    return { ...opening, undeclared: `${note}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it` };
+  });
+  const unlisted = { kind: "hostNetwork" as const, ports: "every port of the node", item: "hostNetwork", onHostNetwork, serves: false };
+  const why = `on the host network with no port listed: it may serve on every port of its node; declare it in ui-exposure:allowlist.hostPorts as 'namespace/pod-prefix*:hostNetwork', or take it off the host network`;
+  if (onHostNetwork && openings.length === 0) openings.push(hostNetwork ? { ...unlisted, declared: hostNetwork } : { ...unlisted, undeclared: why });
+  return { tooLarge: podTooLargeToCheck(spec), openings };
+}
+
+/** The refused openings of a pod as the pre-deny report names them ("hostPort 9964/TCP, hostPort 9965/TCP", "the host network (no port listed)"). */
+export const describeRefused = (openings: readonly PodOpening[]) =>
+  openings.map((o) => (o.kind === "hostNetwork" ? "the host network (no port listed)" : `hostPort ${o.ports}`)).join(", ");
 
 /**
  * How a Service is reachable from outside the cluster, field by field of the Service API:
@@ -183,21 +229,39 @@ export const isExposingService = (svc: Service) => {
   return o.nodeOrBalancer || o.externalIPs.length > 0;
 };
 
+/** Our Service's spec as a NodePort entry declares it (one port named by the scheme): the component creates it, the guard dry-runs it. */
+export function ourServiceSpec(plan: { selector: Record<string, string>; portName: string; port: number; targetPort: number | string; protocol: string }) {
+  return {
+    type: "NodePort",
+    selector: plan.selector,
+    externalTrafficPolicy: "Cluster",
+    ports: [{ name: plan.portName, port: plan.port, targetPort: plan.targetPort, protocol: plan.protocol }],
+  };
+}
+
+/** What our Service opens beyond ourServiceSpec: another type, ports besides its own (named `portName`, else the first), externalIPs. */
+export function ourServiceExcess(svc: Service, portName?: string) {
+  const o = serviceOpenings(svc);
+  const ports = svc.spec?.ports ?? [];
+  const own = ports.find((p) => p.name === portName) ?? ports[0];
+  return { ...(o.type !== "NodePort" ? { type: o.type } : {}), extraPorts: ports.filter((p) => p !== own), externalIPs: o.externalIPs };
+}
+
 /**
  * A Service that opens something is declared by a rule, or undeclared with what makes it so. Our
- * `<entry>-nodeport` is judged by its entry alone: type NodePort, one port, no externalIPs. Any
- * other Service is declared whole by an allowlist item.
+ * `<entry>-nodeport` is judged by its entry alone (ourServiceExcess). Any other Service is
+ * declared whole by an allowlist item.
  */
 export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: Declaration } | { undeclared: string; entry?: string } {
   const key = `${svc.metadata.namespace ?? "default"}/${svc.metadata.name}`;
   const o = serviceOpenings(svc);
   const ours = rules.ourServices.get(key);
   if (ours) {
-    const ports = svc.spec?.ports ?? [];
+    const excess = ourServiceExcess(svc);
     const extra = [
-      ...(o.type !== "NodePort" ? [`type ${o.type} (the contract declares NodePort)`] : []),
-      ...(ports.length > 1 ? [`${ports.length} ports (the contract declares one)`] : []),
-      ...(o.externalIPs.length ? [`externalIPs ${o.externalIPs.join(", ")}`] : []),
+      ...(excess.type ? [`type ${excess.type} (the contract declares NodePort)`] : []),
+      ...(excess.extraPorts.length ? [`${excess.extraPorts.length + 1} ports (the contract declares one)`] : []),
+      ...(excess.externalIPs.length ? [`externalIPs ${excess.externalIPs.join(", ")}`] : []),
     ];
     return extra.length ? { undeclared: extra.join("; "), entry: ours.entry } : { declared: { by: "contract", entry: ours.entry } };
   }
@@ -206,6 +270,36 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: 
   return {
     undeclared: [...(o.nodeOrBalancer ? [`type ${o.type}`] : []), ...(o.externalIPs.length ? [`externalIPs ${o.externalIPs.join(", ")}`] : [])].join("; "),
   };
+}
+
+/** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet, ReplicaSet; batch/v1 Job, CronJob): read field by field, never trusted. */
+export type WorkloadObject = { kind?: string; metadata?: { name?: string; namespace?: string }; spec?: unknown };
+
+const stringMap = (v: unknown): Record<string, string> | undefined =>
+  v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
+const text = (v: unknown, otherwise: string) => (typeof v === "string" && v ? v : otherwise);
+
+/** The one classification the audit and the pre-deny report render: Services that open something, pods, workload templates, judged. */
+export function classifyCluster(rules: ExposureRules, cluster: { services: readonly Service[]; pods: readonly Pod[]; workloads?: readonly WorkloadObject[] }) {
+  const services = cluster.services.filter(isExposingService).map((svc) => ({ svc, openings: serviceOpenings(svc), verdict: serviceVerdict(rules, svc) }));
+  const judge = (kind: string, pod: PodIdentity, spec: unknown, node?: string) => ({ kind, ...pod, node, ...podOpenings(rules, pod, spec) });
+  // A finished pod is not created again and holds nothing; its owner's next pod is (checked as the owner's template).
+  const pods = cluster.pods
+    .filter((p) => !isFinishedPod(p))
+    .map((p) =>
+      judge("Pod", { namespace: p.metadata.namespace ?? "default", name: p.metadata.name, isPod: true, labels: p.metadata.labels }, p.spec, p.spec?.nodeName),
+    );
+  const workloads = (cluster.workloads ?? []).flatMap((w) => {
+    const meta = field(w, "metadata");
+    const name = text(field(meta, "name"), "");
+    if (!name) return [];
+    const kind = text(field(w, "kind"), "Workload");
+    const spec = field(w, "spec");
+    const template = kind === "CronJob" ? field(field(field(spec, "jobTemplate"), "spec"), "template") : field(spec, "template");
+    const labels = stringMap(field(field(template, "metadata"), "labels"));
+    return [judge(kind, { namespace: text(field(meta, "namespace"), "default"), name, isPod: false, labels }, field(template, "spec"))];
+  });
+  return { services, pods, workloads };
 }
 
 /**
@@ -239,19 +333,26 @@ export function recreatedProblem(what: string, live: Service | undefined, stateU
 /** The uids of the objects a state holds that `up` creates under fixed names, by "namespace/name". */
 export type StateUids = ReturnType<typeof stateUids>;
 
-/** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted). */
+/** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted); `guard`: those of the guard's objects (cluster-scoped). */
 export function stateUids(resources: unknown) {
-  const services = new Map<string, string>();
-  const configMaps = new Map<string, string>();
+  const [services, configMaps, guard] = [new Map<string, string>(), new Map<string, string>(), new Set<string>()];
   const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };
-  if (resources === null || typeof resources !== "object") return { services, configMaps };
+  if (resources === null || typeof resources !== "object") return { services, configMaps, guard };
   for (const r of Object.values(resources as Record<string, unknown>)) {
     const type = field(r, "type");
-    const into = typeof type === "string" && Object.hasOwn(byType, type) ? byType[type] : undefined;
-    if (!into) continue;
     const meta = field(field(r, "outputs"), "metadata");
     const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
-    if (typeof namespace === "string" && typeof name === "string" && typeof uid === "string") into.set(`${namespace}/${name}`, uid);
+    if (typeof type === "string" && type.startsWith("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy") && typeof uid === "string")
+      guard.add(uid);
+    const into = typeof type === "string" && Object.hasOwn(byType, type) ? byType[type] : undefined;
+    if (into && typeof namespace === "string" && typeof name === "string" && typeof uid === "string") into.set(`${namespace}/${name}`, uid);
   }
-  return { services, configMaps };
+  return { services, configMaps, guard };
+}
+
+/** Why `up` must not apply its guard `name`: the cluster holds a policy or binding of that name whose uid its state does not hold. */
+export function guardTakeoverProblem(name: string, live: { policy?: string; binding?: string }, held: StateUids["guard"]): string | undefined {
+  const foreign = (["policy", "binding"] as const).filter((k) => live[k] !== undefined && !held.has(live[k] as string));
+  if (foreign.length === 0) return undefined;
+  return `the exposure guard: ValidatingAdmission${foreign.map((k) => (k === "policy" ? "Policy" : "PolicyBinding")).join(" and ValidatingAdmission")} ${name} exists but this stack did not create it (another stack's guard: earlier versions named a guard by its stack lowercased, '_' as '-'; or one made by hand); ui-exposure never takes over what it did not create: run pulumi up in the stack that created it first (its guard moves to its own name), or remove one made by hand (kubectl delete validatingadmissionpolicy,validatingadmissionpolicybinding ${name}), then pulumi up`;
 }

@@ -1,6 +1,6 @@
 import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
-import { matchesLabels, ourServiceName, ownershipProblem, serviceOpenings, webScheme } from "./exposure-model";
+import { matchesLabels, ourServiceExcess, ourServiceName, ownershipProblem, webScheme } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
@@ -213,16 +213,16 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const ourPort = ours.spec?.ports?.find((p) => p.name === portName) ?? ours.spec?.ports?.[0];
   const nodePort = ourPort?.nodePort;
   if (ourPort && ourPort.name !== portName) add("port-name-changed", `port name is ${ourPort.name ?? "(unnamed)"}, not ${portName}`);
-  if (ours.spec?.type !== "NodePort") add("service-type-changed", `type is ${ours.spec?.type ?? "ClusterIP"}, not NodePort`);
-  // The contract declares one port on the nodes' addresses: anything more is undeclared exposure.
-  const extraPorts = (ours.spec?.ports ?? []).filter((p) => p !== ourPort);
-  if (extraPorts.length)
+  // What our Service opens beyond what the contract declares (one port on the nodes' addresses) is the model's to say.
+  const excess = ourServiceExcess(ours, portName);
+  if (excess.type) add("service-type-changed", `type is ${excess.type}, not NodePort`);
+  if (excess.extraPorts.length)
     add(
       "extra-exposure",
-      `undeclared port ${extraPorts.map((p) => `${p.name ?? "(unnamed)"} ${p.port}->${p.nodePort ?? "no nodePort"}`).join(", ")} added to our Service: undeclared exposure, remove it`,
+      `undeclared port ${excess.extraPorts.map((p) => `${p.name ?? "(unnamed)"} ${p.port}->${p.nodePort ?? "no nodePort"}`).join(", ")} added to our Service: undeclared exposure, remove it`,
     );
-  const externalIPs = serviceOpenings(ours).externalIPs;
-  if (externalIPs.length) add("extra-exposure", `undeclared externalIPs ${externalIPs.join(", ")} on our Service: undeclared exposure, remove them`);
+  if (excess.externalIPs.length)
+    add("extra-exposure", `undeclared externalIPs ${excess.externalIPs.join(", ")} on our Service: undeclared exposure, remove them`);
   if (ours.spec?.externalTrafficPolicy === "Local") add("external-traffic-local", "externalTrafficPolicy is Local (only nodes running a pod answer)");
   const vendored = ctx.services.get(key(ns, e.service.name));
   if (!vendored) add("vendored-service-gone", `vendored Service ${ns}/${e.service.name} is gone`);

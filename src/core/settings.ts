@@ -2,7 +2,7 @@ import * as z from "zod/mini";
 import { describeValue, describeZodIssue, distinctIssues, expandUnions, formatPath } from "./contract/parse";
 import { dnsLabel, entryName } from "./contract/schema";
 import { UserError, userErrorFromProblems } from "./errors";
-import { CHECK_LIMITS } from "./exposure-model";
+import { CHECK_LIMITS, HOST_PORT_ITEM } from "./exposure-model";
 import { ipVersion } from "./ip";
 import "./zod-messages";
 
@@ -95,11 +95,12 @@ const portalSchema = z.strictObject({
 });
 
 const servicePattern = z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+$/, { message: "must be 'namespace/name' (name may end with '*')" }));
+// The item's grammar is the exposure model's (it parses the items): one place for the rule.
 const hostPortPattern = z.string().check(
-  z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+:\d+$/, { message: "must be 'namespace/pod-name-or-prefix*:port'" }),
+  z.regex(HOST_PORT_ITEM.syntax, { message: `must be ${HOST_PORT_ITEM.forms}` }),
   // A port as a port: the admission policy compares it as a CEL int (beyond int64 it does not compile).
   z.refine((pattern) => !/:\d+$/.test(pattern) || allowlistPortOk(pattern.slice(pattern.lastIndexOf(":") + 1)), {
-    error: (issue) => `must end with a port number between 1 and 65535 ('namespace/pod-name-or-prefix*:port'), found ${describeValue(issue.input)}`,
+    error: (issue) => `must end with a port number between 1 and 65535 (${HOST_PORT_ITEM.forms}), found ${describeValue(issue.input)}`,
   }),
 );
 
@@ -157,6 +158,8 @@ const admissionSchema = z.strictObject({
    * lock the cluster (`exposure drift` still finds the object); `Fail` applies the mode's action.
    */
   failurePolicy: z._default(z.enum(["Fail", "Ignore"], { message: "failurePolicy must be 'Fail' or 'Ignore'" }), "Ignore"),
+  /** Pods and workloads ('namespace/name', 'namespace/prefix*') deny may refuse when created again (denyWouldLock). */
+  acknowledge: z._default(z.array(servicePattern), []),
 });
 
 /**
@@ -195,7 +198,7 @@ export const settingsSchema = z.strictObject({
   cilium: ciliumSettingsSchema,
   portal: z._default(portalSchema, { enabled: false, namespace: DEFAULT_PORTAL_NAMESPACE, image: "node:24-alpine", createNamespace: true, skipAwait: false }),
   allowlist: z._default(allowlistSchema, { services: [], hostPorts: [], reasons: {} }),
-  admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore" }),
+  admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore", acknowledge: [] }),
   monitoring: z._default(monitoringSchema, { enabled: false, release: "kube-prometheus-stack" }),
   /** Stacks with this set refuse Cilium `l4` unless `cilium.phase2Decided` is true. */
   production: flag(false),

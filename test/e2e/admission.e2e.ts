@@ -56,7 +56,10 @@ function stack(mode: string) {
     "ui-exposure:cilium": { mode: "cohabit" },
     "ui-exposure:allowlist": {
       services: filledTo(["tools/allowed-*"], (i) => `other-${i}/ui-${i}-*`),
-      hostPorts: filledTo(["tools/agent-*:9964", "tools/debug-pod:2222", ...SHIPPED_HOST_PORTS], (i) => `other-${i}/agent-${i}-*:${1000 + i}`),
+      hostPorts: filledTo(
+        ["tools/agent-*:9964", "tools/debug-pod:2222", "default/node-debugger-*:hostNetwork", ...SHIPPED_HOST_PORTS],
+        (i) => `other-${i}/agent-${i}-*:${1000 + i}`,
+      ),
     },
     "ui-exposure:admission": { mode },
   };
@@ -189,7 +192,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(up.code, summary(up)).toBe(0);
     const policy = await admission.readValidatingAdmissionPolicy({ name: POLICY });
     // The API server compiled every expression: no type-checking warning on the kinds it matches.
-    expect(policy.spec?.validations?.length).toBe(3);
+    expect(policy.spec?.validations?.length).toBe(4);
     const binding = await admission.readValidatingAdmissionPolicyBinding({ name: POLICY });
     expect(binding.spec?.validationActions).toEqual(["Deny"]);
     const ours = await cluster.core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
@@ -216,7 +219,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     try {
       const problem = await untilPolicyTypeChecked(reader, flagged, { timeoutMs: 60_000, intervalMs: 250 });
       expect(problem).toContain(
-        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[3].expression: `,
+        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[4].expression: `,
       );
       expect(problem).toContain("undefined field 'nonexistentField'");
       expect(problem).toContain("its binding refuses nothing until an up passes this check");
@@ -236,7 +239,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     // The API server wraps the policy's message in its Forbidden status ('<resource> "<name>" is forbidden: ').
     const refusedService = `403: services "debug" is forbidden: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Service tools/debug (type NodePort) is not in the ui-exposure contract of stack sandbox: publish the UI through an entry of contract/e2e.yaml (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of Pulumi.sandbox.yaml`;
     const hostPortHelp =
-      "which is not in the ui-exposure contract of stack sandbox: declare it as a hostPort entry (namespace, port, podSelector) of contract/e2e.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.sandbox.yaml as 'namespace/pod-prefix*:port'";
+      "which is not in the ui-exposure contract of stack sandbox: declare it as a hostPort entry (namespace, port, podSelector) of contract/e2e.yaml, or in ui-exposure:allowlist.hostPorts of Pulumi.sandbox.yaml as 'namespace/pod-prefix*:port' (or 'namespace/pod-prefix*:hostNetwork' for a pod on the host network)";
     const core = cluster.core;
     const create = (body: unknown) => outcome(core.createNamespacedService({ namespace: "tools", body: body as never }));
     const createPod = (body: unknown) => outcome(core.createNamespacedPod({ namespace: "tools", body: body as never }));
@@ -267,6 +270,17 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(await createPod(pod("no-hostport", [{ containerPort: 8080 }]))).toBe("admitted");
     // hostNetwork: every containerPort is a hostPort.
     expect(await createPod(pod("hostnet", [{ containerPort: 7070 }], {}, { hostNetwork: true }))).toContain("Pod tools/hostnet declares hostPort 7070,");
+    // On the host network with no port listed, it may serve on any: refused too (issue 33 #3)...
+    expect(await createPod(pod("hostnet-noport", [], {}, { hostNetwork: true }))).toBe(
+      `403: pods "hostnet-noport" is forbidden: ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: Pod tools/hostnet-noport is on the host network (it may serve on every port of the node), which is not in the ui-exposure contract of stack sandbox: declare it in ui-exposure:allowlist.hostPorts of Pulumi.sandbox.yaml as 'namespace/pod-prefix*:hostNetwork'`,
+    );
+    // ...unless declared: the documented line admits `kubectl debug node/...`'s pod, as kubectl creates it.
+    await outcome(core.createNamespacedServiceAccount({ namespace: "default", body: { metadata: { name: "default" } } }));
+    const nodeDebugger = {
+      metadata: { name: "node-debugger-e2e-node-b-x7k2p" },
+      spec: { ...podSpec([]), nodeName: "e2e-node-b", hostNetwork: true, hostPID: true, hostIPC: true, restartPolicy: "Never" },
+    };
+    expect(await outcome(core.createNamespacedPod({ namespace: "default", body: nodeDebugger as never }))).toBe("admitted");
     // The contract's hostPort entry: namespace, port and podSelector.
     expect(await createPod(pod("lineage-api-0", [{ containerPort: 8090, hostPort: 8090 }], { "app.kubernetes.io/name": "lineage-api" }))).toBe("admitted");
     expect(await createPod(pod("impostor", [{ containerPort: 8090, hostPort: 8090 }], { "app.kubernetes.io/name": "other" }))).toContain(
@@ -575,10 +589,89 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect(await patch("lb-wide", { spec: { ports: widePorts } })).toContain("denied request: Service tools/lb-wide (type LoadBalancer)");
   });
 
+  it("never locks the cluster: up refuses deny while a DaemonSet's pods would be refused; allowlisted, deny is in force when up returns and the controller's replacement pod is admitted (issue 33 #2)", async () => {
+    sandbox.writeStack(stack("warn"));
+    const warn = sandbox.pulumi(["up", "--yes"]);
+    expect(warn.code, summary(warn)).toBe(0);
+    await waitFor("warn in force", async () => ((await createWithWarnings("tools", svc("probe-warn", "NodePort"), true)).status === 201 ? true : undefined));
+    // A CNI agent on the host network with its metrics port, not allowlisted (it tolerates every taint, as CNIs do).
+    const cniAgent = {
+      metadata: { name: "cni-agent", labels: { app: "cni-agent" } },
+      spec: {
+        selector: { matchLabels: { app: "cni-agent" } },
+        template: {
+          metadata: { labels: { app: "cni-agent" } },
+          spec: { ...podSpec([{ containerPort: 9962 }]), hostNetwork: true, tolerations: [{ operator: "Exists" }] },
+        },
+      },
+    };
+    expect(await outcome(apps.createNamespacedDaemonSet({ namespace: "kube-system", body: cniAgent as never }))).toBe("admitted");
+    const agentPods = async () =>
+      (await cluster.core.listNamespacedPod({ namespace: "kube-system", labelSelector: "app=cni-agent" })).items.filter((p) => !p.metadata?.deletionTimestamp);
+    // The real DaemonSet controller creates its pods, one per node.
+    const created = await waitFor(
+      "the DaemonSet controller's pods",
+      async () => {
+        const desired = (await apps.readNamespacedDaemonSet({ namespace: "kube-system", name: "cni-agent" })).status?.desiredNumberScheduled ?? 0;
+        const pods = await agentPods();
+        return desired > 0 && pods.length >= desired ? pods : undefined;
+      },
+      60_000,
+    );
+    const first = created[0] as (typeof created)[number];
+
+    const allowlist = stack("deny")["ui-exposure:allowlist"];
+    sandbox.writeStack(stack("deny"));
+    const refused = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+    expect(refused.code, summary(refused)).not.toBe(0);
+    expect(refused.stdout + refused.stderr).toContain(
+      "DaemonSet kube-system/cni-agent (hostPort 9962/TCP): admit it with ui-exposure:allowlist.hostPorts 'kube-system/cni-agent-*:9962', or acknowledge its refusal in ui-exposure:admission.acknowledge ('kube-system/cni-agent*') of Pulumi.sandbox.yaml",
+    );
+    // Nothing changed: the binding still only warns.
+    expect((await admission.readValidatingAdmissionPolicyBinding({ name: POLICY })).spec?.validationActions).toEqual(["Warn"]);
+
+    sandbox.writeStack({
+      ...stack("deny"),
+      "ui-exposure:allowlist": { ...allowlist, hostPorts: [...allowlist.hostPorts.slice(0, -1), "kube-system/cni-agent-*:9962"] },
+    });
+    const up = sandbox.pulumi(["up", "--yes"]);
+    expect(up.code, summary(up)).toBe(0);
+    // Deny is in force when up returns: an undeclared NodePort Service created at once is refused.
+    expect((await createWithWarnings("tools", svc("right-after-up", "NodePort"))).status).toBe(403);
+    // The controller replaces a deleted pod: admitted.
+    await cluster.core.deleteNamespacedPod({ namespace: "kube-system", name: first.metadata?.name as string, gracePeriodSeconds: 0 });
+    const seen = new Set(created.map((p) => p.metadata?.name));
+    const replacement = await waitFor("the replacement pod", async () => (await agentPods()).find((p) => !seen.has(p.metadata?.name)), 60_000);
+    expect(replacement.metadata?.name?.startsWith("cni-agent-")).toBe(true);
+    await apps.deleteNamespacedDaemonSet({ namespace: "kube-system", name: "cni-agent" });
+  });
+
   it("destroy removes the policy and its binding", async () => {
     const destroy = sandbox.pulumi(["destroy", "--yes"]);
     expect(destroy.code, summary(destroy)).toBe(0);
     expect(await outcome(admission.readValidatingAdmissionPolicy({ name: POLICY }))).toMatch(/^404/);
     expect(await outcome(admission.readValidatingAdmissionPolicyBinding({ name: POLICY }))).toMatch(/^404/);
+  });
+
+  it("never takes over a guard of its name that it did not create (another stack's, or made by hand): up refuses, changing nothing (issue 33 #4)", async () => {
+    const live = await admission.createValidatingAdmissionPolicy({
+      body: {
+        metadata: { name: POLICY },
+        spec: {
+          matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"] }] },
+          validations: [{ expression: "true" }],
+        },
+      } as never,
+    });
+    try {
+      const up = sandbox.pulumi(["up", "--yes"]);
+      expect(up.code, summary(up)).not.toBe(0);
+      expect(up.stdout + up.stderr).toContain(`ValidatingAdmissionPolicy ${POLICY} exists but this stack did not create it`);
+      const after = await admission.readValidatingAdmissionPolicy({ name: POLICY });
+      expect([after.metadata?.uid, after.metadata?.generation]).toEqual([live.metadata?.uid, live.metadata?.generation]);
+      expect(await outcome(admission.readValidatingAdmissionPolicyBinding({ name: POLICY }))).toMatch(/^404/);
+    } finally {
+      await admission.deleteValidatingAdmissionPolicy({ name: POLICY });
+    }
   });
 });
