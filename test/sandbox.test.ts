@@ -558,6 +558,44 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       expect(fs.existsSync(lock)).toBe(false);
     }));
 
+  it("six commands racing for the lock 150 times each never hold it together (it appears whole, a stale one is replaced only while still stale; found by an outside tester)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-lock-race-"));
+    try {
+      const log = path.join(dir, "log");
+      fs.writeFileSync(log, "");
+      const tsx = require.resolve("tsx/cjs");
+      const racers = Array.from({ length: 6 }, () =>
+        spawn(process.execPath, ["--require", tsx, path.join(__dirname, "support/sandbox-locker.ts"), dir, path.join(dir, "records"), log, "150"], {
+          stdio: ["ignore", "pipe", "inherit"],
+        }),
+      );
+      const held = await Promise.all(
+        racers.map(
+          (c) =>
+            new Promise<number>((resolve, reject) => {
+              let out = "";
+              c.stdout.on("data", (d: Buffer) => {
+                out += d.toString();
+              });
+              c.on("exit", (code) => (code === 0 ? resolve(Number(out.trim())) : reject(new Error(`racer exited ${code}`))));
+            }),
+        ),
+      );
+      let depth = 0;
+      let overlaps = 0;
+      const lines = fs.readFileSync(log, "utf8").trim().split("\n");
+      for (const line of lines) {
+        depth += line.startsWith("+") ? 1 : -1;
+        if (depth > 1) overlaps++;
+      }
+      expect(overlaps).toBe(0);
+      expect(lines.length).toBe(2 * held.reduce((a, b) => a + b, 0));
+      expect(held.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it("a lock that cannot be taken (its folder not writable) is one line, nothing done", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-lock-"));
     try {

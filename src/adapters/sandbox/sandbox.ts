@@ -535,34 +535,67 @@ export function sandboxUp(io: SandboxIo): Promise<SandboxInfo> {
  * Runs `work` holding this folder's sandbox lock (next to the record outside the work tree), so
  * that two `npm run sandbox` (or an up and a down) in one folder never run at once: the second
  * stops before touching anything, naming the first. The lock names its holder by pid and start
- * time; a lock whose holder is gone (a killed command) or that is unreadable is replaced. The
- * holder is never signalled.
+ * time and appears whole (written aside, then linked into place: link(2) fails when a lock
+ * exists), so no command ever reads it half-written. A lock whose holder is gone (a killed
+ * command) or that is not one is set aside by rename, and replaced only if what was set aside is
+ * still what was judged stale. The holder is never signalled.
  */
-async function whileHoldingLock<T>(io: SandboxIo, work: () => Promise<T>): Promise<T> {
+export async function whileHoldingLock<T>(io: SandboxIo, work: () => Promise<T>): Promise<T> {
   const lock = outsideRecordFile(io.projectDir, io.env).replace(/\.json$/, ".lock");
   const mine = JSON.stringify({ pid: process.pid, startTime: startTimeOf(process.pid) ?? "" });
+  const unique = () => `${lock}.${process.pid}.${crypto.randomBytes(6).toString("hex")}`;
+  const sameMoment = () =>
+    new UserError(`another sandbox command started for ${io.projectDir} at the same moment: nothing done; run it again once that one has ended`);
   for (let attempt = 0; ; attempt++) {
+    const staged = unique();
     try {
       fs.mkdirSync(path.dirname(lock), { recursive: true, mode: 0o700 });
-      fs.writeFileSync(lock, mine, { flag: "wx", mode: 0o600 });
+      fs.writeFileSync(staged, mine, { flag: "wx", mode: 0o600 });
+      fs.linkSync(staged, lock);
       break;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== "EEXIST") throw new UserError(`cannot take the sandbox's lock ${lock}: ${code ?? (err as Error).message}; nothing done`);
-      // Replaced as stale, then taken by another command in between: that one runs.
-      if (attempt > 0)
-        throw new UserError(`another sandbox command started for ${io.projectDir} at the same moment: nothing done; run it again once that one has ended`);
+    } finally {
+      try {
+        fs.rmSync(staged, { force: true });
+      } catch {}
     }
+    // Replaced as stale, then taken by another command in between: that one runs.
+    if (attempt > 0) throw sameMoment();
+    const read = (file: string) => {
+      try {
+        return fs.readFileSync(file, "utf8").slice(0, 4096);
+      } catch {
+        return undefined;
+      }
+    };
+    const text = read(lock);
+    if (text === undefined) continue;
     let holder: { pid?: unknown; startTime?: unknown } = {};
     try {
-      holder = JSON.parse(fs.readFileSync(lock, "utf8").slice(0, 4096)) ?? {};
+      holder = JSON.parse(text) ?? {};
     } catch {}
     if (isSameProcess({ pid: holder.pid, startTime: holder.startTime }, () => true)) {
       throw new UserError(
         `another sandbox command (pid ${String(holder.pid)}) runs for ${io.projectDir}: nothing done; run it again once that one has ended (sandbox status shows the sandbox)`,
       );
     }
-    fs.rmSync(lock, { force: true });
+    // Stale: set aside (rename is atomic), and dropped only if it is still the stale one read.
+    const aside = unique();
+    try {
+      fs.renameSync(lock, aside);
+    } catch {
+      throw sameMoment();
+    }
+    if (read(aside) !== text) {
+      try {
+        fs.linkSync(aside, lock);
+      } catch {}
+      fs.rmSync(aside, { force: true });
+      throw sameMoment();
+    }
+    fs.rmSync(aside, { force: true });
   }
   try {
     return await work();
