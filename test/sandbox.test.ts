@@ -609,6 +609,33 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
     }
   });
 
+  it("down lists as stopped only the control plane's processes it stopped, not those already dead (found by a new user)", () =>
+    withProject(async (p) => {
+      const cluster = path.join(p.folder, "cluster");
+      fs.mkdirSync(cluster, { recursive: true });
+      fs.writeFileSync(path.join(cluster, ".e2e-cluster"), "");
+      fs.symlinkSync(path.resolve(__dirname, "../scripts"), path.join(p.dir, "scripts"));
+      // etcd still runs (its command line names the folder, as the script starts it); the API server is already dead.
+      const etcd = startDetached("etcd", process.execPath, ["-e", "setTimeout(() => {}, 60000)", cluster], {
+        cwd: p.dir,
+        env: p.env,
+        logFile: path.join(p.dir, "log"),
+      });
+      const dead = spawnSync(process.execPath, ["-e", "console.log(process.pid)"], { encoding: "utf8" });
+      try {
+        await execed(etcd);
+        fs.writeFileSync(path.join(cluster, "pids"), `etcd=${etcd.pid}\nkube-apiserver=${dead.stdout.trim()}\n`);
+        fs.writeFileSync(path.join(cluster, "starts"), `etcd=${etcd.startTime}\nkube-apiserver=1\n`);
+        fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, bin: "/nonexistent", processes: [] }));
+        const down = await sandboxDown(p.io);
+        expect(down.stopped).toEqual([`etcd (${etcd.pid})`]);
+        await exited(etcd.pid);
+        expect(isAlive(etcd.pid)).toBe(false);
+      } finally {
+        if (isAlive(etcd.pid)) realKill(etcd.pid, "SIGKILL");
+      }
+    }));
+
   it("a record copying a foreign process's command line and start time signals nothing (found by an outside tester)", () =>
     withProject(async (p, sleeper) => {
       // Another program of this user, started without the sandbox's id: its pid, start time and

@@ -997,10 +997,7 @@ async function takeDown(io: SandboxIo): Promise<SandboxDown> {
     if (removed.length) stopped.push(`data path ${prefix} (${removed.length} namespaces, processes and links)`);
   }
   const clusterDir = path.join(folder, "cluster");
-  if (fs.existsSync(clusterDir)) {
-    stopControlPlane(io.projectDir, info?.bin || toolchainBinDir(io.projectDir), clusterDir);
-    stopped.push(`control plane (${CONTROL_PLANE_ROLES.join(", ")})`);
-  }
+  if (fs.existsSync(clusterDir)) stopped.push(...stopControlPlane(io.projectDir, info?.bin || toolchainBinDir(io.projectDir), clusterDir));
   // Without the folder (or if the script left one): the control plane's processes as recorded.
   if (info) stopped.push(...(await stopRecorded(info.controlPlane, 5000, proven)));
   // Anything else still carrying the sandbox's id (a provider left by a killed pulumi up, say), and
