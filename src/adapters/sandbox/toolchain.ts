@@ -66,6 +66,17 @@ export function pulumiOnPath(env: NodeJS.ProcessEnv): { file: string; version: s
 const minutes = (s: number) => (s >= 90 ? `${Math.round(s / 60)} min` : `${s} s`);
 
 /**
+ * The line said when a stage starts: its place among the stages built, its own expected time,
+ * and how long the whole build has run so far (never read as that stage's time).
+ */
+export function stageStartLine(name: string, stages: typeof STAGES, buildSeconds: number): string {
+  const index = stages.findIndex((s) => s.name === name);
+  const expected = stages[index]?.expectedSeconds;
+  const place = index >= 0 ? `[${index + 1}/${stages.length}] ` : "";
+  return `toolchain: ${place}building ${name}, expected ${expected ? minutes(expected) : "?"} (the build started ${minutes(buildSeconds)} ago)`;
+}
+
+/**
  * Builds the missing stages with scripts/e2e-toolchain.sh, saying first how long it should take
  * and then, per stage, its expected and elapsed time (the script's own log goes to `logFile`).
  */
@@ -93,10 +104,7 @@ export async function buildToolchain(projectDir: string, stages: typeof STAGES, 
       const built = /\] built (\S+) in (\d+)s/.exec(line);
       if (started?.[1]) {
         stageStart = Date.now();
-        const expected = stages.find((s) => s.name === started[1])?.expectedSeconds;
-        say(
-          `toolchain: building ${started[1]} (expected ${expected ? minutes(expected) : "?"}; ${minutes(Math.round((Date.now() - t0) / 1000))} elapsed so far)`,
-        );
+        say(stageStartLine(started[1], stages, Math.round((Date.now() - t0) / 1000)));
       } else if (built?.[1]) {
         say(
           `toolchain: built ${built[1]} in ${minutes(Math.round((Date.now() - stageStart) / 1000))} (total ${minutes(Math.round((Date.now() - t0) / 1000))})`,
