@@ -14,7 +14,7 @@ import { DEFAULT_STATE_DIR } from "../src/adapters/datapath/datapath";
 import { liveProcess } from "../src/adapters/own-process";
 import { controlPlaneStatus, seedCluster } from "../src/adapters/sandbox/cluster";
 import { commandLineOf, isOurs, SANDBOX_ID_VARIABLE, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
-import { outsideRecordFile, PULUMI_UP_REMEDY, sandboxDown, sandboxStackFile, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
+import { announcedPortal, outsideRecordFile, PULUMI_UP_REMEDY, sandboxDown, sandboxStackFile, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
 import { UserError } from "../src/core/errors";
@@ -479,6 +479,27 @@ describe("the forwarder follows the live cluster (stand-in-servers with follow)"
     } finally {
       await served.stop();
       await api.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the sandbox's portal address", () => {
+  it("is the one its own portal process announced after it started (port 0, --json), never a port picked earlier (found by an outside tester)", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-portal-"));
+    try {
+      const log = path.join(dir, "portal.log");
+      // A previous portal's line, before this start's offset, counts for nothing.
+      fs.writeFileSync(log, '{"apiVersion":"ui-exposure/v1","kind":"Portal","url":"http://127.0.0.1:1111/"}\n');
+      const from = fs.statSync(log).size;
+      expect(announcedPortal(log, from)).toBeUndefined();
+      fs.appendFileSync(log, "portal: reading the cluster\n");
+      fs.appendFileSync(log, '{"apiVersion":"ui-exposure/v1","kind":"Portal","url":"http://10.0.0.1:8080/"}\n');
+      expect(announcedPortal(log, from)).toBeUndefined();
+      fs.appendFileSync(log, '{"apiVersion":"ui-exposure/v1","kind":"Portal","url":"http://127.0.0.1:40123/","source":"context sandbox","stack":"sandbox"}\n');
+      expect(announcedPortal(log, from)).toBe("http://127.0.0.1:40123/");
+      expect(announcedPortal(path.join(dir, "none.log"))).toBeUndefined();
+    } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -16,7 +16,6 @@ import { printableValue } from "../../core/text";
 import { defaultContractPath, loadContractFile } from "../contract-file";
 import { dataPathSupport, findTool, runProcesses, stopRun } from "../datapath/datapath";
 import { PREFIX_PATTERN } from "../datapath/plan";
-import { freeLoopbackPort } from "../free-port";
 import { httpGet } from "../http-probe";
 import { isSameProcess, liveProcess, startTimeOf } from "../own-process";
 import { readStackOutputs, runPulumi } from "../pulumi-cli";
@@ -203,6 +202,33 @@ async function answers(url: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * The address a portal started with `--listen 127.0.0.1:0 --json` announced in its log (written
+ * from byte `from` on): its one JSON line `{"kind":"Portal","url":"http://127.0.0.1:PORT/"}`.
+ */
+export function announcedPortal(logFile: string, from = 0): string | undefined {
+  let text = "";
+  try {
+    const fd = fs.openSync(logFile, "r");
+    try {
+      const buffer = Buffer.alloc(64 * 1024);
+      text = buffer.subarray(0, fs.readSync(fd, buffer, 0, buffer.length, from)).toString("utf8");
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    try {
+      const doc = JSON.parse(line) as { kind?: unknown; url?: unknown };
+      if (doc.kind === "Portal" && typeof doc.url === "string" && /^http:\/\/127\.0\.0\.1:\d{1,5}\/$/.test(doc.url)) return doc.url;
+    } catch {}
+  }
+  return undefined;
 }
 
 export async function waitUntil(
@@ -848,21 +874,29 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
     say(`sandbox [5/6] ${standIns.length} stand-in servers answering on <node IP>:<nodePort> in ${seconds(t0)}`);
   }
 
-  // 6. The portal.
+  // 6. The portal. It binds a port of its own choosing (port 0) and prints the address it holds
+  // (--json): what the sandbox records is what its own process bound, never a port picked
+  // earlier that anything may have taken meanwhile.
   t0 = Date.now();
-  const port = await freeLoopbackPort();
-  const portal = `http://127.0.0.1:${port}/`;
-  processes.push(
-    startDetached(
-      "portal",
-      process.execPath,
-      [path.join(projectDir, "bin/exposure.cjs"), "portal", "--stack", SANDBOX_STACK, "--listen", `127.0.0.1:${port}`],
-      {
-        cwd: projectDir,
-        env,
-        logFile: path.join(folder, "portal.log"),
-      },
-    ),
+  const portalLog = path.join(folder, "portal.log");
+  const logStart = fs.existsSync(portalLog) ? fs.statSync(portalLog).size : 0;
+  const portalProcess = startDetached(
+    "portal",
+    process.execPath,
+    [path.join(projectDir, "bin/exposure.cjs"), "portal", "--stack", SANDBOX_STACK, "--listen", "127.0.0.1:0", "--json"],
+    { cwd: projectDir, env, logFile: portalLog },
+  );
+  processes.push(portalProcess);
+  save();
+  let portal = "";
+  await waitUntil(
+    "the portal to listen",
+    async () => {
+      portal = announcedPortal(portalLog, logStart) ?? "";
+      return portal !== "";
+    },
+    60_000,
+    { process: portalProcess, logFile: portalLog },
   );
   info.portal = portal;
   save();
