@@ -6,6 +6,7 @@
 # Usage:
 #   scripts/e2e-toolchain.sh                 # build what is missing; last stdout line = bin dir
 #   scripts/e2e-toolchain.sh bin             # print the bin dir only (no build)
+#   scripts/e2e-toolchain.sh versions        # print the pinned versions (name=version lines)
 #   scripts/e2e-toolchain.sh plugins PULUMI_HOME   # build if needed, then install the
 #                                            # provider plugins into PULUMI_HOME (--file)
 #
@@ -59,6 +60,11 @@ log() { printf '[e2e-toolchain %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 if [[ "${1:-}" == "bin" ]]; then echo "$BIN"; exit 0; fi
+# the pinned versions, for a binary found elsewhere to be checked against (src/adapters/sandbox/toolchain.ts)
+if [[ "${1:-}" == "versions" ]]; then
+  printf 'pulumi=%s\nk8sprov=%s\nkubernetes=%s\netcd=%s\n' "$PULUMI_VERSION" "$K8SPROV_VERSION" "$K8S_VERSION" "$ETCD_VERSION"
+  exit 0
+fi
 
 command -v go >/dev/null || die "go not found in PATH"
 export GOTOOLCHAIN=local CGO_ENABLED=0
