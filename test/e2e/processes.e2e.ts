@@ -70,6 +70,24 @@ describe("a killed pulumi up leaves no language host", () => {
     stopPlatform({ cluster, sandbox });
   });
 
+  it("the control plane's kubeconfig verifies the API server with its CA, never skipping TLS verification (found by an outside tester)", async () => {
+    const text = fs.readFileSync(cluster.kubeconfig, "utf8");
+    expect(text).not.toContain("insecure-skip-tls-verify");
+    expect(text).toMatch(/^ {4}certificate-authority-data: [A-Za-z0-9+/=]{100,}$/m);
+    // A request through it succeeds (the client verifies the server against that CA)...
+    expect((await cluster.core.readNamespace({ name: "default" })).metadata?.name).toBe("default");
+    // ...and the same request against another CA fails verification.
+    const lib = cluster.lib;
+    const kc = new lib.KubeConfig();
+    kc.loadFromString(
+      text.replace(
+        /certificate-authority-data: .*/,
+        `certificate-authority-data: ${Buffer.from(fs.readFileSync(path.join(cluster.dir, "pki/etcd/ca.crt"))).toString("base64")}`,
+      ),
+    );
+    await expect(kc.makeApiClient(lib.CoreV1Api).readNamespace({ name: "default" })).rejects.toThrow(/certificate|self.signed|verify/i);
+  });
+
   it("kill -9 of up's process group mid-run: its language host and program exit within seconds (the provider is reaped as the runbook says)", async () => {
     const log = path.join(sandbox.dir, "killed-up.log");
     const up = spawn("pulumi", ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", "sandbox"], {

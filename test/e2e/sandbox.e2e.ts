@@ -162,6 +162,10 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     const afterSession = await exposure(["sandbox", "status"]);
     expect(afterSession.code, summary(afterSession)).toBe(0);
     expect(afterSession.stdout).toMatch(/^kube-apiserver \(pid \d+\) +running$/m);
+    // Its kubeconfig trusts the API server's CA; nothing skips TLS verification.
+    const kubeconfig = fs.readFileSync(path.join(folder(), "kubeconfig"), "utf8");
+    expect(kubeconfig).not.toContain("insecure-skip-tls-verify");
+    expect(kubeconfig).toContain("certificate-authority-data: ");
     const out = info();
     const kubeProxy = out.mode === "kube-proxy";
     expect(kubeProxy, up.stderr).toBe(process.getuid?.() === 0);
