@@ -128,11 +128,15 @@ describe("an e2e run interrupted with SIGTERM leaves nothing", () => {
     const runs = fs.mkdtempSync(path.join(os.tmpdir(), "e2e-runs-"));
     try {
       const log = path.join(runs, "vitest.log");
-      const vitest = spawn(process.execPath, [require.resolve("vitest/vitest.mjs"), "run", "--config", "test/support/interrupted-run.vitest.mts"], {
-        cwd: projectDir,
-        env: { ...process.env, UI_EXPOSURE_E2E_RUNS: runs, [E2E_RUN_VARIABLE]: "" },
-        stdio: ["ignore", fs.openSync(log, "w"), fs.openSync(log, "a")],
-      });
+      const vitest = spawn(
+        process.execPath,
+        [path.join(projectDir, "node_modules/vitest/vitest.mjs"), "run", "--config", "test/support/interrupted-run.vitest.mts"],
+        {
+          cwd: projectDir,
+          env: { ...process.env, UI_EXPOSURE_E2E_RUNS: runs, [E2E_RUN_VARIABLE]: "" },
+          stdio: ["ignore", fs.openSync(log, "w"), fs.openSync(log, "a")],
+        },
+      );
       const exited = new Promise((r) => vitest.once("exit", r));
       const id = await waitFor("the interrupted run's record", async () => fs.readdirSync(runs).find((r) => /^[0-9a-f]{32}$/.test(r)), 60_000);
       const marker = `${E2E_RUN_VARIABLE}=${id}`;

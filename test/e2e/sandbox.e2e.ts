@@ -446,8 +446,9 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     place("prov/pulumi-resource-kubernetes", path.join(mine, "pulumi-home/plugins/resource-kubernetes-v4.25.0/pulumi-resource-kubernetes"));
     const empty = path.join(root, "empty-cache");
     fs.mkdirSync(empty);
-    // (run alone, this test installs the clone's packages first, outside its timing)
+    // (run alone, this test installs the clone's packages first, outside its timing; and starts from no sandbox)
     if (!fs.existsSync(path.join(clone, "node_modules"))) expect((await shell("npm ci")).code).toBe(0);
+    expect((await exposure(["sandbox", "down"])).code).toBe(0);
     const t0 = Date.now();
     const up = await shell("npm run sandbox", {
       UI_EXPOSURE_TOOLS_CACHE: empty,
