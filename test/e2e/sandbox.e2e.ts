@@ -168,7 +168,7 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     expect(kubeconfig).toContain("certificate-authority-data: ");
     const out = info();
     const kubeProxy = out.mode === "kube-proxy";
-    expect(kubeProxy, up.stderr).toBe(process.getuid?.() === 0);
+    expect(kubeProxy, up.stdout).toBe(process.getuid?.() === 0);
     // Every exposed entry of the example contract but the in-cluster portal's (the sandbox's portal is out.portal).
     expect(Object.keys(out.urls).sort()).toEqual(["argocd", "dagster", "gitea", "grafana", "k8s-dashboard", "marquez-web", "mlflow"]);
     for (const [name, url] of Object.entries(out.urls)) {
