@@ -4,6 +4,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/e2e/**/*.e2e.ts"],
+    // A record and a watchdog per run: nothing it starts outlives it (test/support/run-record.ts).
+    globalSetup: ["test/support/e2e-global-setup.ts"],
     pool: "forks",
     fileParallelism: false,
     testTimeout: 900_000,

@@ -25,7 +25,10 @@
 #   E2E_KEEP           1 keeps DIR on stop (logs)
 #   E2E_SERVICE_CIDR   Service ClusterIP range (default 10.96.0.0/24: 253 Services; the
 #                      benchmark of hundreds of UIs needs a larger one, e.g. 10.96.0.0/20)
-# Only loopback addresses are used; all ports are picked free at start.
+# Only loopback addresses are used; all ports are picked free at start. Each process runs in a
+# session of its own (setsid): it outlives the shell or terminal that ran `start` (an ssh command,
+# a CI step, `script`) until `stop`. The kubeconfig trusts the API server's own CA (the
+# self-signed pair it writes in DIR/pki), never skips TLS verification.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -110,6 +113,7 @@ cmd_start() {
   fi
   command -v curl >/dev/null || die "curl is needed"
   command -v openssl >/dev/null || die "openssl is needed (apt-get install openssl)"
+  command -v setsid >/dev/null || die "setsid is needed (apt-get install util-linux)"
 
   local d=${1:-}
   if [[ -z "$d" ]]; then d=$(mktemp -d "${TMPDIR:-/tmp}/e2e-cluster.XXXXXX"); else mkdir -p "$d"; fi
@@ -146,7 +150,9 @@ cmd_start() {
   echo "$TOKEN,e2e-admin,e2e-admin,system:masters" > "$d/pki/tokens.csv"
   : > "$d/pids"; : > "$d/starts"
 
-  "$bin/etcd" --name e2e --data-dir "$d/etcd" \
+  # setsid: not a leader of its group (a background job of this script), it execs in place, so $!
+  # is the server's own pid
+  setsid "$bin/etcd" --name e2e --data-dir "$d/etcd" \
     --listen-client-urls "https://127.0.0.1:$etcd_port" --advertise-client-urls "https://127.0.0.1:$etcd_port" \
     --cert-file "$e/etcd.crt" --key-file "$e/etcd.key" --client-cert-auth --trusted-ca-file "$e/ca.crt" \
     --listen-peer-urls "https://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "https://127.0.0.1:$etcd_peer" \
@@ -162,7 +168,7 @@ cmd_start() {
     # no service-account controller: do not require a default ServiceAccount
     extra+=(--enable-garbage-collector=false --disable-admission-plugins=ServiceAccount)
   fi
-  "$bin/kube-apiserver" \
+  setsid "$bin/kube-apiserver" \
     --etcd-servers "https://127.0.0.1:$etcd_port" \
     --etcd-cafile "$e/ca.crt" --etcd-certfile "$e/etcd.crt" --etcd-keyfile "$e/etcd.key" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
@@ -177,6 +183,21 @@ cmd_start() {
   record kube-apiserver $!
 
   local server="https://127.0.0.1:$api_port"
+
+  local t0=$SECONDS ok=0
+  while (( SECONDS - t0 < timeout )); do
+    if [[ "$(curl -sk -m 2 -H "Authorization: Bearer $TOKEN" "$server/readyz" 2>/dev/null)" == ok ]]; then ok=1; break; fi
+    for b in etcd kube-apiserver; do
+      local p; p=$(sed -n "s/^$b=//p" "$d/pids")
+      [[ -e /proc/$p ]] || die "$b exited during start-up (see $d/logs/$b.log)"
+    done
+    sleep 0.5
+  done
+  [[ $ok == 1 ]] || die "kube-apiserver not ready after ${timeout}s at $server/readyz (see $d/logs)"
+  log "kube-apiserver ready in $((SECONDS - t0))s at $server"
+  # its self-signed pair (written at start-up) is the CA the kubeconfig trusts: checked once here
+  curl -sf -m 5 --cacert "$d/pki/apiserver.crt" -H "Authorization: Bearer $TOKEN" "$server/readyz" >/dev/null ||
+    die "kube-apiserver's certificate ($d/pki/apiserver.crt) does not verify for $server"
   cat > "$d/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
@@ -184,7 +205,7 @@ clusters:
 - name: e2e
   cluster:
     server: $server
-    insecure-skip-tls-verify: true
+    certificate-authority-data: $(base64 -w0 "$d/pki/apiserver.crt")
 users:
 - name: e2e-admin
   user:
@@ -199,20 +220,8 @@ current-context: e2e
 EOF
   chmod 600 "$d/kubeconfig"
 
-  local t0=$SECONDS ok=0
-  while (( SECONDS - t0 < timeout )); do
-    if [[ "$(curl -sk -m 2 -H "Authorization: Bearer $TOKEN" "$server/readyz" 2>/dev/null)" == ok ]]; then ok=1; break; fi
-    for b in etcd kube-apiserver; do
-      local p; p=$(sed -n "s/^$b=//p" "$d/pids")
-      [[ -e /proc/$p ]] || die "$b exited during start-up (see $d/logs/$b.log)"
-    done
-    sleep 0.5
-  done
-  [[ $ok == 1 ]] || die "kube-apiserver not ready after ${timeout}s at $server/readyz (see $d/logs)"
-  log "kube-apiserver ready in $((SECONDS - t0))s at $server"
-
   if [[ "$kcm" == 1 ]]; then
-    "$bin/kube-controller-manager" \
+    setsid "$bin/kube-controller-manager" \
       --kubeconfig "$d/kubeconfig" \
       --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" \
       --bind-address 127.0.0.1 --secure-port "$kcm_port" \
@@ -226,7 +235,7 @@ EOF
       curl -skf -m 2 -H "Authorization: Bearer $TOKEN" "$server/api/v1/namespaces/default/serviceaccounts/default"
   fi
   if [[ "$scheduler" == 1 ]]; then
-    "$bin/kube-scheduler" \
+    setsid "$bin/kube-scheduler" \
       --kubeconfig "$d/kubeconfig" \
       --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" \
       --bind-address 127.0.0.1 --secure-port "$sched_port" --leader-elect=false \

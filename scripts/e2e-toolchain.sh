@@ -6,6 +6,7 @@
 # Usage:
 #   scripts/e2e-toolchain.sh                 # build what is missing; last stdout line = bin dir
 #   scripts/e2e-toolchain.sh bin             # print the bin dir only (no build)
+#   scripts/e2e-toolchain.sh versions        # print the pinned versions (name=version lines)
 #   scripts/e2e-toolchain.sh plugins PULUMI_HOME   # build if needed, then install the
 #                                            # provider plugins into PULUMI_HOME (--file)
 #
@@ -59,6 +60,11 @@ log() { printf '[e2e-toolchain %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 if [[ "${1:-}" == "bin" ]]; then echo "$BIN"; exit 0; fi
+# the pinned versions, for a binary found elsewhere to be checked against (src/adapters/sandbox/toolchain.ts)
+if [[ "${1:-}" == "versions" ]]; then
+  printf 'pulumi=%s\nk8sprov=%s\nkubernetes=%s\netcd=%s\n' "$PULUMI_VERSION" "$K8SPROV_VERSION" "$K8S_VERSION" "$ETCD_VERSION"
+  exit 0
+fi
 
 command -v go >/dev/null || die "go not found in PATH"
 export GOTOOLCHAIN=local CGO_ENABLED=0
@@ -139,6 +145,12 @@ LANGHOST_SRC=$(cat <<'GOEOF'
 // host), GetPluginInfo, Handshake, Cancel, About, GetProgramDependencies and a
 // plain `npm install` for InstallDependencies. Code generation, templates, policy
 // packs and plugins written in Node are not supported.
+//
+// It never outlives its engine. The engine starts it in a process group of its own, so a
+// SIGKILL of `pulumi up`'s group does not reach it; then it would serve Run (which takes node
+// arguments from the request) on 127.0.0.1 without authentication for ever. So it watches its
+// parent (the engine) every half second, and the engine's gRPC health every 5 minutes as
+// Pulumi's own plugins do; when either goes, it kills the programs it runs and exits.
 package main
 
 import (
@@ -154,6 +166,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -177,6 +190,22 @@ type host struct {
 	tracing       string
 	cancelCtx     context.Context
 	cancel        context.CancelFunc
+	programs      map[*os.Process]bool
+}
+
+// engineGone kills the programs this host runs (and, when it leads its own process group as
+// the engine starts it, that whole group, itself included), then exits.
+func (h *host) engineGone(why string) {
+	h.mu.Lock()
+	for p := range h.programs {
+		_ = p.Kill()
+	}
+	h.mu.Unlock()
+	if syscall.Getpgrp() == os.Getpid() {
+		_ = syscall.Kill(0, syscall.SIGKILL)
+	}
+	fmt.Fprintf(os.Stderr, "language host: %s; exiting\n", why)
+	os.Exit(1)
 }
 
 func main() {
@@ -200,15 +229,26 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	cancelCh := make(chan bool)
 	go func() { <-ctx.Done(); stop(); close(cancelCh) }()
+
+	cctx, ccancel := context.WithCancel(context.Background())
+	h := &host{engineAddress: engineAddress, tracing: *tracing, cancelCtx: cctx, cancel: ccancel, programs: map[*os.Process]bool{}}
+	// The engine is the parent: a new parent (init or a subreaper) means it is gone.
+	parent := os.Getppid()
+	go func() {
+		for range time.Tick(500 * time.Millisecond) {
+			if os.Getppid() != parent {
+				h.engineGone(fmt.Sprintf("its engine (pid %d) exited", parent))
+			}
+		}
+	}()
 	if engineAddress != "" {
-		if err := rpcutil.Healthcheck(ctx, engineAddress, 5*time.Minute, stop); err != nil {
+		gone, cancelGone := context.WithCancel(context.Background())
+		go func() { <-gone.Done(); h.engineGone("its engine stopped answering its health check") }()
+		if err := rpcutil.Healthcheck(context.Background(), engineAddress, 5*time.Minute, cancelGone); err != nil {
 			fmt.Fprintf(os.Stderr, "health check: %v\n", err)
 			os.Exit(1)
 		}
 	}
-
-	cctx, ccancel := context.WithCancel(context.Background())
-	h := &host{engineAddress: engineAddress, tracing: *tracing, cancelCtx: cctx, cancel: ccancel}
 	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
 		Cancel: cancelCh,
 		Init: func(srv *grpc.Server) error {
@@ -461,7 +501,17 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 	// Node may switch its stdio to non-blocking mode; never hand it our own fds.
 	cmd.Stdout = struct{ *os.File }{os.Stdout}
 	cmd.Stderr = struct{ *os.File }{os.Stderr}
-	if err := cmd.Run(); err != nil {
+	err = cmd.Start()
+	if err == nil {
+		h.mu.Lock()
+		h.programs[cmd.Process] = true
+		h.mu.Unlock()
+		err = cmd.Wait()
+		h.mu.Lock()
+		delete(h.programs, cmd.Process)
+		h.mu.Unlock()
+	}
+	if err != nil {
 		_ = os.Stdout.Sync()
 		_ = os.Stderr.Sync()
 		var ee *exec.ExitError

@@ -14,7 +14,7 @@ import { DEFAULT_STATE_DIR } from "../src/adapters/datapath/datapath";
 import { liveProcess } from "../src/adapters/own-process";
 import { controlPlaneStatus, seedCluster } from "../src/adapters/sandbox/cluster";
 import { commandLineOf, isOurs, SANDBOX_ID_VARIABLE, startDetached, stopRecorded } from "../src/adapters/sandbox/processes";
-import { outsideRecordFile, PULUMI_UP_REMEDY, sandboxDown, sandboxStackFile, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
+import { announcedPortal, outsideRecordFile, PULUMI_UP_REMEDY, sandboxDown, sandboxStackFile, sandboxStatus, waitUntil } from "../src/adapters/sandbox/sandbox";
 import { answer, livePorts, serveStandIns } from "../src/adapters/sandbox/stand-in-servers";
 import { atLeast, MIN_PULUMI, parsePulumiVersion } from "../src/adapters/sandbox/toolchain";
 import { UserError } from "../src/core/errors";
@@ -484,6 +484,27 @@ describe("the forwarder follows the live cluster (stand-in-servers with follow)"
   });
 });
 
+describe("the sandbox's portal address", () => {
+  it("is the one its own portal process announced after it started (port 0, --json), never a port picked earlier (found by an outside tester)", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-portal-"));
+    try {
+      const log = path.join(dir, "portal.log");
+      // A previous portal's line, before this start's offset, counts for nothing.
+      fs.writeFileSync(log, '{"apiVersion":"ui-exposure/v1","kind":"Portal","url":"http://127.0.0.1:1111/"}\n');
+      const from = fs.statSync(log).size;
+      expect(announcedPortal(log, from)).toBeUndefined();
+      fs.appendFileSync(log, "portal: reading the cluster\n");
+      fs.appendFileSync(log, '{"apiVersion":"ui-exposure/v1","kind":"Portal","url":"http://10.0.0.1:8080/"}\n');
+      expect(announcedPortal(log, from)).toBeUndefined();
+      fs.appendFileSync(log, '{"apiVersion":"ui-exposure/v1","kind":"Portal","url":"http://127.0.0.1:40123/","source":"context sandbox","stack":"sandbox"}\n');
+      expect(announcedPortal(log, from)).toBe("http://127.0.0.1:40123/");
+      expect(announcedPortal(path.join(dir, "none.log"))).toBeUndefined();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("sandbox down proves what a record names is this sandbox's, and finds it without .sandbox/", () => {
   const realKill = process.kill.bind(process);
   const sent: number[] = [];
@@ -558,6 +579,44 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       expect(fs.existsSync(lock)).toBe(false);
     }));
 
+  it("six commands racing for the lock 150 times each never hold it together (it appears whole, a stale one is replaced only while still stale; found by an outside tester)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-lock-race-"));
+    try {
+      const log = path.join(dir, "log");
+      fs.writeFileSync(log, "");
+      const tsx = require.resolve("tsx/cjs");
+      const racers = Array.from({ length: 6 }, () =>
+        spawn(process.execPath, ["--require", tsx, path.join(__dirname, "support/sandbox-locker.ts"), dir, path.join(dir, "records"), log, "150"], {
+          stdio: ["ignore", "pipe", "inherit"],
+        }),
+      );
+      const held = await Promise.all(
+        racers.map(
+          (c) =>
+            new Promise<number>((resolve, reject) => {
+              let out = "";
+              c.stdout.on("data", (d: Buffer) => {
+                out += d.toString();
+              });
+              c.on("exit", (code) => (code === 0 ? resolve(Number(out.trim())) : reject(new Error(`racer exited ${code}`))));
+            }),
+        ),
+      );
+      let depth = 0;
+      let overlaps = 0;
+      const lines = fs.readFileSync(log, "utf8").trim().split("\n");
+      for (const line of lines) {
+        depth += line.startsWith("+") ? 1 : -1;
+        if (depth > 1) overlaps++;
+      }
+      expect(overlaps).toBe(0);
+      expect(lines.length).toBe(2 * held.reduce((a, b) => a + b, 0));
+      expect(held.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it("a lock that cannot be taken (its folder not writable) is one line, nothing done", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-lock-"));
     try {
@@ -570,6 +629,33 @@ describe("sandbox down proves what a record names is this sandbox's, and finds i
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("down lists as stopped only the control plane's processes it stopped, not those already dead (found by a new user)", () =>
+    withProject(async (p) => {
+      const cluster = path.join(p.folder, "cluster");
+      fs.mkdirSync(cluster, { recursive: true });
+      fs.writeFileSync(path.join(cluster, ".e2e-cluster"), "");
+      fs.symlinkSync(path.resolve(__dirname, "../scripts"), path.join(p.dir, "scripts"));
+      // etcd still runs (its command line names the folder, as the script starts it); the API server is already dead.
+      const etcd = startDetached("etcd", process.execPath, ["-e", "setTimeout(() => {}, 60000)", cluster], {
+        cwd: p.dir,
+        env: p.env,
+        logFile: path.join(p.dir, "log"),
+      });
+      const dead = spawnSync(process.execPath, ["-e", "console.log(process.pid)"], { encoding: "utf8" });
+      try {
+        await execed(etcd);
+        fs.writeFileSync(path.join(cluster, "pids"), `etcd=${etcd.pid}\nkube-apiserver=${dead.stdout.trim()}\n`);
+        fs.writeFileSync(path.join(cluster, "starts"), `etcd=${etcd.startTime}\nkube-apiserver=1\n`);
+        fs.writeFileSync(path.join(p.folder, "sandbox.json"), JSON.stringify({ id, folder: p.folder, bin: "/nonexistent", processes: [] }));
+        const down = await sandboxDown(p.io);
+        expect(down.stopped).toEqual([`etcd (${etcd.pid})`]);
+        await exited(etcd.pid);
+        expect(isAlive(etcd.pid)).toBe(false);
+      } finally {
+        if (isAlive(etcd.pid)) realKill(etcd.pid, "SIGKILL");
+      }
+    }));
 
   it("a record copying a foreign process's command line and start time signals nothing (found by an outside tester)", () =>
     withProject(async (p, sleeper) => {

@@ -150,13 +150,25 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     const [first, second] = readmeTryIt();
     expect(first).toBe("npm ci && npm run sandbox");
     expect(second).toBe("npm test");
-    const up = await shell(first as string);
+    // From a session that then ends (as `ssh host 'npm run sandbox'`, a CI step or an IDE task):
+    // `script` gives it a terminal of its own, closed when the command returns (its output, both
+    // streams, comes through that terminal).
+    const up = await shell(`setsid script -qec ${JSON.stringify(first)} /dev/null`);
     timings.npmCiAndSandboxMs = up.ms;
     expect(up.code, summary(up)).toBe(0);
-    expect(up.stderr).toContain("pulumi v3.248.0 from the toolchain");
+    expect(up.stdout).toContain("pulumi v3.248.0 from the toolchain");
+    // Its session gone, everything it started still runs 10 s later (no SIGHUP reached them).
+    await new Promise((r) => setTimeout(r, 10_000));
+    const afterSession = await exposure(["sandbox", "status"]);
+    expect(afterSession.code, summary(afterSession)).toBe(0);
+    expect(afterSession.stdout).toMatch(/^kube-apiserver \(pid \d+\) +running$/m);
+    // Its kubeconfig trusts the API server's CA; nothing skips TLS verification.
+    const kubeconfig = fs.readFileSync(path.join(folder(), "kubeconfig"), "utf8");
+    expect(kubeconfig).not.toContain("insecure-skip-tls-verify");
+    expect(kubeconfig).toContain("certificate-authority-data: ");
     const out = info();
     const kubeProxy = out.mode === "kube-proxy";
-    expect(kubeProxy, up.stderr).toBe(process.getuid?.() === 0);
+    expect(kubeProxy, up.stdout).toBe(process.getuid?.() === 0);
     // Every exposed entry of the example contract but the in-cluster portal's (the sandbox's portal is out.portal).
     expect(Object.keys(out.urls).sort()).toEqual(["argocd", "dagster", "gitea", "grafana", "k8s-dashboard", "marquez-web", "mlflow"]);
     for (const [name, url] of Object.entries(out.urls)) {
@@ -409,6 +421,60 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     const fstatus = await exposure(["sandbox", "status"]);
     expect(fstatus.code, summary(fstatus)).toBe(1);
     expect(fstatus.stdout).toMatch(/^gitea \S+ +NO ANSWER$/m);
+    const down = await exposure(["sandbox", "down"]);
+    expect(down.code, summary(down)).toBe(0);
+    expect(processesUnder(clone)).toEqual([]);
+  }, 600_000);
+
+  it("with an empty toolchain cache and the same binaries elsewhere (envtest's, the server binaries, an installed plugin, pulumi on PATH): it answers in under a minute, compiling nothing", async () => {
+    const bin = toolchainBin();
+    const mine = path.join(root, "mine");
+    // Each binary at a path of its own, as a user has them (hard links: the same files).
+    const place = (from: string, to: string) => {
+      fs.mkdirSync(path.dirname(to), { recursive: true });
+      try {
+        fs.linkSync(fs.realpathSync(path.join(bin, from)), to);
+      } catch {
+        fs.copyFileSync(path.join(bin, from), to);
+        fs.chmodSync(to, 0o755);
+      }
+    };
+    place("kube-apiserver", path.join(mine, "envtest/kube-apiserver"));
+    place("etcd", path.join(mine, "envtest/etcd"));
+    for (const b of ["kube-controller-manager", "kube-scheduler", "kube-proxy"]) place(b, path.join(mine, "kubernetes/server/bin", b));
+    for (const b of ["pulumi", "pulumi-language-nodejs"]) place(b, path.join(mine, "pulumi/bin", b));
+    place("prov/pulumi-resource-kubernetes", path.join(mine, "pulumi-home/plugins/resource-kubernetes-v4.25.0/pulumi-resource-kubernetes"));
+    const empty = path.join(root, "empty-cache");
+    fs.mkdirSync(empty);
+    // (run alone, this test installs the clone's packages first, outside its timing; and starts from no sandbox)
+    if (!fs.existsSync(path.join(clone, "node_modules"))) expect((await shell("npm ci")).code).toBe(0);
+    expect((await exposure(["sandbox", "down"])).code).toBe(0);
+    const t0 = Date.now();
+    const up = await shell("npm run sandbox", {
+      UI_EXPOSURE_TOOLS_CACHE: empty,
+      KUBEBUILDER_ASSETS: path.join(mine, "envtest"),
+      TEST_ASSET_KUBE_APISERVER: path.join(mine, "envtest/kube-apiserver"),
+      PULUMI_HOME: path.join(mine, "pulumi-home"),
+      PATH: `${path.join(mine, "kubernetes/server/bin")}:${path.join(mine, "pulumi/bin")}:${env.PATH}`,
+    });
+    timings.reuseUpMs = Date.now() - t0;
+    expect(up.code, summary(up)).toBe(0);
+    expect(up.stderr).not.toContain("toolchain: building");
+    for (const [what, where] of [
+      ["kube-apiserver 1.37.2 from TEST_ASSET_KUBE_APISERVER", "envtest/kube-apiserver"],
+      ["etcd 3.7.3 from KUBEBUILDER_ASSETS", "envtest/etcd"],
+      ["kube-controller-manager 1.37.2 from PATH", "kubernetes/server/bin/kube-controller-manager"],
+      ["kube-scheduler 1.37.2 from PATH", "kubernetes/server/bin/kube-scheduler"],
+      ["pulumi-resource-kubernetes 4.25.0 from the installed plugin", "pulumi-home/plugins/resource-kubernetes-v4.25.0/pulumi-resource-kubernetes"],
+    ]) {
+      expect(up.stderr).toContain(`toolchain: using ${what}: ${path.join(mine, where as string)}`);
+    }
+    if (process.getuid?.() === 0)
+      expect(up.stderr).toContain(`toolchain: using kube-proxy 1.37.2 from PATH: ${path.join(mine, "kubernetes/server/bin/kube-proxy")}`);
+    expect(up.stderr).toContain(`from PATH (${path.join(mine, "pulumi/bin/pulumi")})`);
+    expect(fs.readdirSync(empty).flatMap((d) => fs.readdirSync(path.join(empty, d, "bin")).filter((f) => f !== "prov"))).toEqual([]);
+    for (const [name, url] of Object.entries(info().urls)) if (url.startsWith("http:")) expect(await who(url), name).toMatch(/^200 /);
+    expect(timings.reuseUpMs).toBeLessThan(60_000);
     const down = await exposure(["sandbox", "down"]);
     expect(down.code, summary(down)).toBe(0);
     expect(processesUnder(clone)).toEqual([]);

@@ -19,10 +19,11 @@ import {
   type exampleContractUis,
   installKubernetesPlugin,
   projectDir,
-  reapStrayProviders,
+  reapStrayPlugins,
   runbookBlock,
   runProcess,
   startExampleCluster,
+  strayPlugins,
   toolchainBin,
   writeOperatorKubeconfig,
 } from "../support/harness";
@@ -554,8 +555,14 @@ describe.sequential("e2e: a team shares the dirqual state in PostgreSQL", () => 
       if (point === "pending") expect(held).toBeUndefined();
       // (Its nodePort is the API server's pick until the entry's ServicePatch puts the held one back.)
       else expect(held).toBeDefined();
-      // Its provider outlives the kill (reparented to init): found as docs/team-state.md says, and stopped.
-      const strays = reapStrayProviders(a.clone);
+      // Its language host exits with its engine, within seconds; its provider outlives the kill
+      // (reparented to init): found as docs/team-state.md says, and stopped.
+      await waitFor(
+        "the killed up's language host to exit",
+        async () => (strayPlugins(a.clone).some((p) => p.name.startsWith("pulumi-languag")) ? undefined : true),
+        5000,
+      );
+      const strays = reapStrayPlugins(a.clone);
       console.info(`team e2e: up killed at "${point}": its ${strays.length} provider process(es) stopped`);
       expect(lockCount()).toBe(1);
       // The next operator is refused by the dead run's lock.

@@ -6,6 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parse, stringify } from "yaml";
+import { recordControlPlane } from "./run-record";
 
 export const projectDir = path.resolve(__dirname, "../..");
 
@@ -41,6 +42,7 @@ export async function startCluster(bin: string, env: Record<string, string> = {}
       .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1).replace(/^['"]|['"]$/g, "")]),
   );
   const dir = vars.E2E_DIR as string;
+  recordControlPlane(dir);
   const kubeconfig = vars.KUBECONFIG as string;
   const lib = await import("@kubernetes/client-node");
   const kc = new lib.KubeConfig();
@@ -402,19 +404,20 @@ export function stopPlatform(platform: { cluster?: Cluster; sandbox?: Sandbox })
 }
 
 /**
- * Provider plugins (`pulumi-resource-*`) left running by a pulumi process that was killed: now
- * children of init (or of a subreaper), working in `dir` or started with `dir` in their
- * environment. Each is stopped (KILL); their pids are returned. What a test started, it cleans up.
+ * Plugins (providers `pulumi-resource-*`, language hosts `pulumi-language-*`) left running by a
+ * pulumi process that was killed: now children of init (or of a subreaper), working in `dir` or
+ * started with `dir` in their environment.
  */
-export function reapStrayProviders(dir: string): number[] {
-  const reaped: number[] = [];
+export function strayPlugins(dir: string): { pid: number; name: string }[] {
+  const found: { pid: number; name: string }[] = [];
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
     try {
       const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
       const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      if (!comm.startsWith("pulumi-resourc")) continue;
+      // comm is cut at 15 characters
+      if (!/^pulumi-(resourc|languag)/.test(comm)) continue;
       const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
       const parent = ppid > 1 ? fs.readFileSync(`/proc/${ppid}/stat`, "utf8") : "";
       // Still the child of a live pulumi: not stray.
@@ -425,11 +428,22 @@ export function reapStrayProviders(dir: string): number[] {
       } catch {}
       const environ = fs.readFileSync(`/proc/${pid}/environ`, "utf8");
       if (!cwd.startsWith(dir) && !environ.includes(dir)) continue;
-      process.kill(pid, "SIGKILL");
-      reaped.push(pid);
+      found.push({ pid, name: comm });
     } catch {
       // gone meanwhile, or not ours to read
     }
+  }
+  return found;
+}
+
+/** Stops (KILL) each of strayPlugins(dir); their pids are returned. What a test started, it cleans up. */
+export function reapStrayPlugins(dir: string): number[] {
+  const reaped: number[] = [];
+  for (const { pid } of strayPlugins(dir)) {
+    try {
+      process.kill(pid, "SIGKILL");
+      reaped.push(pid);
+    } catch {}
   }
   return reaped;
 }

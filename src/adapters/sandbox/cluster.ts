@@ -47,9 +47,15 @@ export function startControlPlane(projectDir: string, bin: string, dir: string, 
   return { dir, kubeconfig: kubeconfigOut, server };
 }
 
-export function stopControlPlane(projectDir: string, bin: string, dir: string): void {
-  if (!fs.existsSync(path.join(dir, ".e2e-cluster"))) return;
-  spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["stop", dir], { encoding: "utf8", env: { ...process.env, E2E_BIN: bin }, timeout: 60_000 });
+/** Stops the control plane in `dir` (scripts/e2e-cluster.sh stop); returns `role (pid)` of each process it stopped (not those already gone). */
+export function stopControlPlane(projectDir: string, bin: string, dir: string): string[] {
+  if (!fs.existsSync(path.join(dir, ".e2e-cluster"))) return [];
+  const r = spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["stop", dir], {
+    encoding: "utf8",
+    env: { ...process.env, E2E_BIN: bin },
+    timeout: 60_000,
+  });
+  return [...(r.stderr ?? "").matchAll(/\] stopped ([a-z-]+) \((\d+)\)$/gm)].map((m) => `${m[1]} (${m[2]})`);
 }
 
 /** The control plane's processes and whether its API server answers, for `sandbox status`. */

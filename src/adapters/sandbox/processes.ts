@@ -226,11 +226,12 @@ function parentOf(pid: number): number | undefined {
  * `pulumi` any more) whose environment has the sandbox's own Pulumi home (`PULUMI_HOME` of
  * `.sandbox/env`): the provider of a `pulumi up` the operator ran by hand in that environment and
  * killed. This process and its ancestors are never signalled. Linux only (/proc); elsewhere
- * nothing is found. Returns `name (pid)` of each one stopped.
+ * nothing is found. Returns `name (pid)` of each one stopped. `variable` names another random
+ * id's variable (the e2e run's: test/support/run-record.ts).
  */
-export async function stopCarriersOf(id: string, pulumiHome?: string, graceMs = 3000): Promise<string[]> {
+export async function stopCarriersOf(id: string, pulumiHome?: string, graceMs = 3000, variable = SANDBOX_ID_VARIABLE): Promise<string[]> {
   if (!/^[0-9a-f]{32}$/.test(id)) return [];
-  const marker = `${SANDBOX_ID_VARIABLE}=${id}`;
+  const marker = `${variable}=${id}`;
   const home = pulumiHome ? `PULUMI_HOME=${pulumiHome}` : undefined;
   const spared = new Set<number>();
   for (let p: number | undefined = process.pid; p !== undefined && p > 1 && !spared.has(p); p = parentOf(p)) spared.add(p);
