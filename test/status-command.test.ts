@@ -226,7 +226,7 @@ describe("exposure status", () => {
         `selector differs from the vendored Service gitea/gitea-http: selector key app=something-else of gitea/gitea-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n gitea patch service gitea-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/app"}]'`,
       ],
     });
-    expect(entry(json, "gitea")?.findings.map((f) => f.code)).toEqual(["selector-differs"]);
+    expect(entry(json, "gitea")?.findings.map((f) => f.code)).toEqual(["selector-key-added"]);
     expect(json.ok).toBe(false);
   });
 

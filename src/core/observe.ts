@@ -57,6 +57,7 @@ export const DRIFT_CODES = [
   "external-traffic-local",
   "vendored-service-gone",
   "selector-differs",
+  "selector-key-added",
   "vendored-port-gone",
   "target-port-differs",
   "node-port-moved",
@@ -229,12 +230,11 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   if (!vendored) add("vendored-service-gone", `vendored Service ${ns}/${e.service.name} is gone`);
   else {
     if (!sameMap(vendored.spec?.selector, ours.spec?.selector)) {
-      // A key the vendored Service does not have was added to ours: named, with what removes it.
+      // A key the vendored Service does not have was added to ours (up refuses it): named, with what removes it.
       const foreign = foreignSelectorKeys(vendored.spec?.selector ?? {}, ours);
-      add(
-        "selector-differs",
-        `selector differs from the vendored Service ${ns}/${e.service.name}${foreign.length ? `: ${foreignSelectorProblem(ours, foreign)}` : ""}`,
-      );
+      const differs = `selector differs from the vendored Service ${ns}/${e.service.name}`;
+      if (foreign.length) add("selector-key-added", `${differs}: ${foreignSelectorProblem(ours, foreign)}`);
+      else add("selector-differs", differs);
     }
     const vport = findServicePort(vendored, e.service.port);
     const vTarget = vport ? (vport.targetPort ?? vport.port) : undefined;
