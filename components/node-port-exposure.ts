@@ -12,11 +12,7 @@ export interface NodePortExposureArgs {
   nodeAddress: string;
   /** The stack, named in the adoption command of a refused takeover. */
   stack: string;
-  /**
-   * `<entry>-nodeport` as the cluster was read, if it existed. Creating it then would take over a
-   * Service this stack did not create (the provider's server-side apply upserts): the create is
-   * refused. It also says whether a preview's port is real or a dry-run allocation.
-   */
+  /** `<entry>-nodeport` as read, if it existed: creating it is then refused (takeover), and a preview's port is real. */
   existing?: Service;
   /** The nodePort published by the last `up` and still free: asked for again (stable ports). */
   keepNodePort?: number;

@@ -32,13 +32,8 @@ export interface ProgramInputs {
   contract?: string;
   /** Where to read the cluster; default: the live API through the stack's kube context. */
   cluster?: ClusterReader;
-  /**
-   * The uid of each Service and ConfigMap this stack's state holds (a refresh may have re-read
-   * them by name); default: read from the engine before any resource is declared. The unit
-   * tests pass their own.
-   */
+  /** The uids this stack's state holds, the `endpoints` output of its last `up`; default: read from the engine (unit tests pass their own). */
   stateUids?: () => Promise<StateUids>;
-  /** The `endpoints` output of the last `up`; default: read through a stack reference (under the engine). The unit tests pass their own. */
   lastEndpoints?: () => Promise<PublishedEndpoints>;
 }
 
@@ -267,10 +262,7 @@ function thisStack(): string {
   return `${organization}/${pulumi.getProject()}/${pulumi.getStack()}`;
 }
 
-/**
- * The uid of each Service in this stack's state, from the engine's own record of the stack
- * (the latest checkpoint, read before any resource of this `up` is registered, hence refreshed).
- */
+/** The uid of each Service and ConfigMap in this stack's latest checkpoint (refreshed, if this up refreshes). */
 async function readStateUids(): Promise<StateUids> {
   // The outputs hold references to resources (a component's children), which the SDK would turn
   // back into resources by asking the engine for them, and this deployment has none yet: the

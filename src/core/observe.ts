@@ -233,8 +233,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
       // A key the vendored Service does not have was added to ours (up refuses it): named, with what removes it.
       const foreign = foreignSelectorKeys(vendored.spec?.selector ?? {}, ours);
       const differs = `selector differs from the vendored Service ${ns}/${e.service.name}`;
-      if (foreign.length) add("selector-key-added", `${differs}: ${foreignSelectorProblem(ours, foreign)}`);
-      else add("selector-differs", differs);
+      add(foreign.length ? "selector-key-added" : "selector-differs", foreign.length ? `${differs}: ${foreignSelectorProblem(ours, foreign)}` : differs);
     }
     const vport = findServicePort(vendored, e.service.port);
     const vTarget = vport ? (vport.targetPort ?? vport.port) : undefined;

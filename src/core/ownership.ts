@@ -13,13 +13,7 @@ type EntryService = { entry: string; namespace: string; serviceName: string };
 type Meta = Pick<Service, "metadata">;
 
 /** An object `up` creates under a fixed name: `what` asks ("entry 'argocd'", "portal"); `resourceName` is the URN's last part. */
-export interface FixedNameObject {
-  what: string;
-  kind: "Service" | "ConfigMap";
-  resourceName: string;
-  namespace: string;
-  name: string;
-}
+export type FixedNameObject = { what: string; kind: "Service" | "ConfigMap"; resourceName: string; namespace: string; name: string };
 
 /** The one form of `pulumi import` printed for adopting on purpose (at the stack's root, where the component's alias finds it; no prompt, unprotected). */
 export function importCommand(type: string, resourceName: string, id: string, stack?: string): string {
@@ -69,10 +63,7 @@ export function existingServiceRefusal(plan: EntryService, stack: string, existi
   return heldBy !== undefined && heldBy !== stack ? publishedByAnotherStack(plan, stack, heldBy) : takeoverRefusal(entryService(plan), stack);
 }
 
-/**
- * Why a live Service named like one of ours is not the one this stack recorded (`by`: the last
- * `up` published it), with the command that removes it; undefined when it is, or nothing tells.
- */
+/** Why a live Service named like ours is not the one this stack recorded (`by`), with the command that removes it; undefined when it is or nothing tells. */
 export function notPublishedService(service: Meta, recorded: { uid?: string } | undefined, by = "the last up published"): string | undefined {
   const { namespace, name, uid } = service.metadata;
   if (recorded?.uid === undefined || uid === undefined || recorded.uid === uid) return undefined;
@@ -102,9 +93,8 @@ export function foreignSelectorProblem(live: Service, keys: readonly string[]): 
 }
 
 /**
- * What `up` refuses before declaring anything, in every way it runs (with or without preview or
- * refresh): an entry's Service the last up did not publish (another uid), a selector key added to
- * ours, the portal's Service that is not the one the state holds (its uid is not published).
+ * What `up` refuses before declaring anything, however it runs: an entry's Service the last up did not publish (another
+ * uid), a selector key added to ours, the portal's Service that is not the one the state holds (its uid is not published).
  */
 export function upRefusals(
   plans: readonly ExposurePlan[],
@@ -139,10 +129,7 @@ export function uidsUnknownTo(published: PublishedEndpoints, services: readonly 
   );
 }
 
-/**
- * Why the stack refuses to create the portal namespace that already exists (it holds Services):
- * checked only when the state does not hold it; server-side apply would silently adopt it.
- */
+/** Why the stack refuses to create the portal namespace that exists (it holds Services): server-side apply would adopt it. */
 export function namespaceTakeoverRefusal(namespace: string, observed: readonly Service[]): string | undefined {
   const inside = observed.filter((s) => s.metadata.namespace === namespace).map((s) => s.metadata.name);
   if (inside.length === 0) return undefined;
