@@ -71,9 +71,10 @@ const isOurs = (urn: string) => urn.endsWith(`$kubernetes:core/v1:Service::${RES
  * An up (no preview, as pipelines run it) that recreates our deleted Service, SIGKILLed with its
  * process group where the checkpoint shows it: `pending` (the create recorded as pending, maybe not
  * sent) or `recorded` (the create recorded, the outputs not written: an admission policy refuses
- * the update that follows, so the up cannot finish first). Its lock is then cancelled.
+ * the update that follows, so the up cannot finish first). Its lock is then cancelled. False when
+ * the up got past the point first (a pending create lasts one API call): the caller tries again.
  */
-async function killUpAt(point: "pending" | "recorded", published: string) {
+async function killUpAt(point: "pending" | "recorded", published: string): Promise<boolean> {
   const kc = new cluster.lib.KubeConfig();
   kc.loadFromFile(cluster.kubeconfig);
   const admission = kc.makeApiClient(cluster.lib.AdmissionregistrationV1Api);
@@ -91,7 +92,17 @@ async function killUpAt(point: "pending" | "recorded", published: string) {
   await admission.createValidatingAdmissionPolicyBinding({
     body: { metadata: { name: hold }, spec: { policyName: hold, validationActions: ["Deny"] } } as never,
   });
-  await cluster.core.deleteNamespacedService({ namespace: NS, name: NAME });
+  // In force once a dry-run update of our Service is refused.
+  for (let i = 0; ; i++) {
+    const refused = await cluster.core.replaceNamespacedService({ namespace: NS, name: NAME, body: (await live()) as never, dryRun: "All" }).then(
+      () => false,
+      () => true,
+    );
+    if (refused) break;
+    if (i > 100) throw new Error("the hold policy is not in force");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  if (await live()) await cluster.core.deleteNamespacedService({ namespace: NS, name: NAME });
   const up = spawn(path.join(toolchainBin(), "pulumi"), ["up", "--yes", "--skip-preview", "--stack", "sandbox", "--non-interactive"], {
     cwd: sandbox.dir,
     env: sandbox.env,
@@ -99,6 +110,7 @@ async function killUpAt(point: "pending" | "recorded", published: string) {
     stdio: "ignore",
   });
   const exited = new Promise((r) => up.once("exit", r));
+  let reachedPoint = false;
   try {
     const reached = () => {
       const latest = checkpoint().checkpoint.latest;
@@ -111,18 +123,36 @@ async function killUpAt(point: "pending" | "recorded", published: string) {
       try {
         if (reached()) break;
       } catch {} // the checkpoint being written
-      if (up.exitCode !== null || Date.now() > end) throw new Error(`the up ended (exit ${up.exitCode}) before reaching "${point}"`);
+      if (up.exitCode !== null) return false;
+      if (Date.now() > end) throw new Error(`the up did not reach "${point}" in 5 minutes`);
       await new Promise((r) => setTimeout(r, 5));
     }
+    reachedPoint = true;
   } finally {
     if (up.exitCode === null) process.kill(-(up.pid as number), "SIGKILL");
     await exited;
     reapStrayProviders(sandbox.dir);
+    reapSandboxProcesses();
     await admission.deleteValidatingAdmissionPolicyBinding({ name: hold });
     await admission.deleteValidatingAdmissionPolicy({ name: hold });
   }
-  const cancel = sandbox.pulumi(["cancel", "--yes"]);
-  expect(cancel.code, summary(cancel)).toBe(0);
+  // The killed run's lock (none when the up ended by itself).
+  sandbox.pulumi(["cancel", "--yes"]);
+  return reachedPoint;
+}
+
+/**
+ * Whatever the killed up left running (its language host runs in its own process group): every
+ * process carrying this sandbox's PULUMI_HOME, a fresh temporary folder, is this test's.
+ */
+function reapSandboxProcesses() {
+  const mark = `PULUMI_HOME=${sandbox.dir}/.home\0`;
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/environ`, "utf8").includes(mark)) process.kill(Number(entry), "SIGKILL");
+    } catch {} // gone meanwhile, or not ours to read
+  }
 }
 
 const setProjectRefresh = (value: "always" | "never") => {
@@ -132,47 +162,24 @@ const setProjectRefresh = (value: "always" | "never") => {
 
 const TARGET = `urn:pulumi:sandbox::ui-exposure::ui-exposure:exposure:NodePortExposure$kubernetes:core/v1:Service::${RESOURCE}`;
 
-/** Each way `up` runs; `before` runs once the copy exists (or makes it itself: the killed ups). */
-const WAYS: { way: string; up: string[]; before?: (published: string) => Promise<string | undefined> | undefined; after?: () => void }[] = [
+/** Each way `up` runs: `killed`, after an up killed at that point; `before`, once the copy exists. */
+const WAYS: { way: string; up: string[]; killed?: "pending" | "recorded"; before?: () => void }[] = [
   { way: "up with its preview (the project's refresh: always)", up: ["up", "--yes"] },
   { way: "up --skip-preview (refresh: always, as pipelines run it)", up: ["up", "--yes", "--skip-preview"] },
   { way: "up --refresh --skip-preview", up: ["up", "--yes", "--skip-preview", "--refresh"] },
   { way: "up --refresh=false", up: ["up", "--yes", "--skip-preview", "--refresh=false"] },
-  {
-    way: "up with refresh: never in the project file",
-    up: ["up", "--yes", "--skip-preview"],
-    before: () => {
-      setProjectRefresh("never");
-      return undefined;
-    },
-    after: () => setProjectRefresh("always"),
-  },
+  { way: "up with refresh: never in the project file", up: ["up", "--yes", "--skip-preview"], before: () => setProjectRefresh("never") },
   {
     way: "up after a bare pulumi refresh (the state holds the copy's uid)",
     up: ["up", "--yes", "--skip-preview", "--refresh=false"],
-    before: async () => {
+    before: () => {
       const refresh = sandbox.pulumi(["refresh", "--yes"]);
       expect(refresh.code, summary(refresh)).toBe(0);
-      return undefined;
     },
   },
   { way: "up --target our Service", up: ["up", "--yes", "--skip-preview", "--target", TARGET] },
-  {
-    way: "up after an up killed before its create (pending create)",
-    up: ["up", "--yes", "--skip-preview"],
-    before: async (published) => {
-      await killUpAt("pending", published);
-      return copyByHand();
-    },
-  },
-  {
-    way: "up after an up killed after its create, before its outputs",
-    up: ["up", "--yes", "--skip-preview"],
-    before: async (published) => {
-      await killUpAt("recorded", published);
-      return copyByHand();
-    },
-  },
+  { way: "up after an up killed before its create (pending create)", up: ["up", "--yes", "--skip-preview"], killed: "pending" },
+  { way: "up after an up killed after its create, before its outputs", up: ["up", "--yes", "--skip-preview"], killed: "recorded" },
 ];
 
 describe.sequential("e2e: ownership holds however up runs (real engine, real API server)", () => {
@@ -187,13 +194,14 @@ describe.sequential("e2e: ownership holds however up runs (real engine, real API
 
   afterAll(() => stopPlatform({ cluster, sandbox }));
 
-  it.each(WAYS)("$way: refused in one line naming the entry and the final command; the copy and the outputs untouched", async ({ up, before, after }) => {
+  it.each(WAYS)("$way: refused in one line naming the entry and the final command; the copy and the outputs untouched", async ({ up, killed, before }) => {
     const published = outputs();
     const publishedUid = published.endpoints.argocd?.uid as string;
     expect(publishedUid).toBe((await live())?.metadata?.uid);
-    let copy = before ? undefined : await copyByHand();
     try {
-      copy = (await before?.(publishedUid)) ?? copy ?? (await copyByHand());
+      for (let i = 0; killed && !(await killUpAt(killed, publishedUid)); i++) if (i >= 4) throw new Error(`no up killed at "${killed}" in 5 tries`);
+      const copy = await copyByHand();
+      before?.();
       const r = sandbox.pulumi(up);
       expect(r.code, summary(r)).not.toBe(0);
       const line = `entry 'argocd': Service ${NS}/${NAME} is not the Service the last up published (its uid ${copy}; the last up published ${publishedUid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n ${NS} delete service ${NAME}), then pulumi up recreates this stack's own`;
@@ -204,7 +212,7 @@ describe.sequential("e2e: ownership holds however up runs (real engine, real API
       expect((await live())?.metadata?.uid).toBe(copy);
       expect(outputs()).toEqual(published);
     } finally {
-      after?.();
+      setProjectRefresh("always");
       await restoreOurs();
     }
   });
