@@ -23,10 +23,8 @@ export function underEngine(): boolean {
 }
 
 /**
- * The one takeover guard: a hook that runs only when the engine is about to create the resource,
- * i.e. when it is not in this stack's state, and fails with `refusal` (an object of that name
- * exists and the state does not hold it). Ownership is the state's, never labels anyone can copy.
- * Nothing to add when nothing exists there, or under Pulumi's unit-test mocks (no hooks).
+ * A hook that runs only when the engine is about to create the resource and fails with `refusal`
+ * (src/core/ownership.ts says why); none without a refusal, or under the unit-test mocks (no hooks).
  */
 export function refuseTakeover(name: string, refusal: string | undefined): Pick<pulumi.CustomResourceOptions, "hooks"> {
   if (refusal === undefined || !underEngine()) return {};
@@ -41,12 +39,9 @@ export function refuseTakeover(name: string, refusal: string | undefined): Pick<
 }
 
 /**
- * Options of a fixed-name Service of this stack: a replacement deletes the old one first, and
- * creating it over one that exists and the state does not hold is refused (`refusal`). `pulumi
- * import` may adopt one on purpose: the import puts it at the stack's root, and the next `up`
- * moves it under its component (alias); an import records every live field as an input,
- * clusterIP included, which the program never sets: without ignoring it the provider would
- * replace the Service (delete and re-create: new uid, new port).
+ * Options of a fixed-name Service: a replacement deletes the old one first; creating it is refused
+ * with `refusal`. One adopted by `pulumi import` is at the stack's root (the alias moves it under its
+ * component) with its live clusterIP as input, ignored: a change would replace it (new uid and port).
  */
 export const fixedNameService = (name: string, refusal: string | undefined): pulumi.CustomResourceOptions => ({
   deleteBeforeReplace: true,

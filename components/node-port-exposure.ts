@@ -2,8 +2,8 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { ourServiceSpec } from "../src/core/exposure-model";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIRRORS_ANNOTATION, type Service, STACK_LABEL } from "../src/core/kube/types";
-import { buildUrl, entryService, type NodePortPlan, takeoverRefusal } from "../src/core/plan";
-import { labelledStack, publishedByAnotherStack } from "../src/core/stack-label";
+import { existingServiceRefusal } from "../src/core/ownership";
+import { buildUrl, type NodePortPlan } from "../src/core/plan";
 import { fixedNameService, kubernetesProviderOf } from "./kubernetes-provider";
 
 export interface NodePortExposureArgs {
@@ -12,11 +12,7 @@ export interface NodePortExposureArgs {
   nodeAddress: string;
   /** The stack, named in the adoption command of a refused takeover. */
   stack: string;
-  /**
-   * `<entry>-nodeport` as the cluster was read, if it existed. Creating it then would take over a
-   * Service this stack did not create (the provider's server-side apply upserts): the create is
-   * refused. It also says whether a preview's port is real or a dry-run allocation.
-   */
+  /** `<entry>-nodeport` as read, if it existed: creating it is then refused (takeover), and a preview's port is real. */
   existing?: Service;
   /** The nodePort published by the last `up` and still free: asked for again (stable ports). */
   keepNodePort?: number;
@@ -74,7 +70,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
       {
         parent: this,
         provider,
-        ...fixedNameService(name, args.existing && existingServiceRefusal(plan, args.stack, labelledStack(args.existing))),
+        ...fixedNameService(name, args.existing && existingServiceRefusal(plan, args.stack, args.existing)),
       },
     );
 
@@ -109,9 +105,4 @@ export class NodePortExposure extends pulumi.ComponentResource {
 
     this.registerOutputs({ service: this.service, portHold, nodePort: this.nodePort, url: this.url });
   }
-}
-
-/** Why an existing `<entry>-nodeport` is not created over: another stack's (by its label), or nobody's we know. */
-function existingServiceRefusal(plan: NodePortPlan, stack: string, heldBy: string | undefined): string {
-  return heldBy !== undefined && heldBy !== stack ? publishedByAnotherStack(plan, stack, heldBy) : takeoverRefusal(entryService(plan), stack);
 }

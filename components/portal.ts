@@ -31,12 +31,8 @@ export interface PortalArgs {
   entries: Settings["entries"];
   nodeAddress?: string;
   stack: string;
-  /**
-   * Why creating the namespace would take over one this stack did not create (it already holds
-   * Services), if so. Checked by a hook that runs only when the Namespace is not in the state.
-   */
+  /** Why creating the namespace, or the Service `portal`, would take over one (src/core/ownership.ts); refused by the takeover hook. */
   namespaceRefusal?: string;
-  /** Why creating the Service `portal` would take over one this stack did not create, if it exists. */
   serviceRefusal?: string;
   /** Monitoring on: the stack's allowlist, so the portal runs the audit for /metrics (and may list Pods). */
   audit?: Allowlist;

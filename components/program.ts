@@ -7,12 +7,12 @@ import { admissionApiProblem, admissionPolicyName, liveGuardUids } from "../src/
 import { denyWouldLock, readWorkloads } from "../src/core/admission-preview";
 import { ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
-import { guardTakeoverProblem, recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
 import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "../src/core/monitoring";
 import type { PublishedEndpoints } from "../src/core/observe";
-import { buildUrl, type ExposurePlan, portToKeep, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
-import { isPortalService, namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
+import { fixedNameRefusal, guardTakeoverProblem, namespaceTakeoverRefusal, type StateUids, stateUids as stateUidsOf, upRefusals } from "../src/core/ownership";
+import { buildUrl, type ExposurePlan, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
+import { isPortalService, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
 import { guardAdmission } from "./admission-guard";
 import { Cilium } from "./cilium";
@@ -32,12 +32,9 @@ export interface ProgramInputs {
   contract?: string;
   /** Where to read the cluster; default: the live API through the stack's kube context. */
   cluster?: ClusterReader;
-  /**
-   * The uid of each Service and ConfigMap this stack's state held when `up` started;
-   * default: read from the engine before any resource is declared (so before the refresh
-   * re-reads them by name). The unit tests pass their own.
-   */
+  /** The uids this stack's state holds, the `endpoints` output of its last `up`; default: read from the engine (unit tests pass their own). */
   stateUids?: () => Promise<StateUids>;
+  lastEndpoints?: () => Promise<PublishedEndpoints>;
 }
 
 /** One record per published entry, as stack output (read back as one of PublishedEndpoints). */
@@ -87,7 +84,7 @@ export async function declareStack(inputs: ProgramInputs) {
     reads.configMap ? cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name) : Promise.resolve(undefined),
     cluster.listCustom(LB_IP_POOLS),
     cluster.listCustom(GATEWAYS),
-    underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
+    inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
     settings.portal.enabled ? cluster.getConfigMap(portalNamespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
     deny ? readWorkloads(cluster) : Promise.resolve({ workloads: [], unread: [] }),
   ]);
@@ -122,17 +119,10 @@ export async function declareStack(inputs: ProgramInputs) {
   );
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
   const admissionIssue = settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.admissionApiResources?.(), cluster.source);
-  // Ownership by state: a Service of ours the state holds, re-created by hand since, is refused
-  // before anything is declared (the refresh would read it by name and the update take it over).
+  // Ownership (src/core/ownership.ts), decided before anything is declared.
   const live = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
   const portalKey = `${portalNamespace}/${PORTAL_SERVICE_NAME}`;
-  const fixedNames: [string, string][] = [
-    ...("plans" in resolution
-      ? resolution.plans.flatMap((p): [string, string][] => (p.kind === "nodePort" ? [[`entry '${p.entry}'`, `${p.namespace}/${p.serviceName}`]] : []))
-      : []),
-    ...(settings.portal.enabled ? [["portal", portalKey] as [string, string]] : []),
-  ];
-  const recreated = fixedNames.flatMap(([what, key]) => recreatedProblem(what, live.get(key), stateUids.services.get(key)) ?? []);
+  const recreated = upRefusals("plans" in resolution ? resolution.plans : [], live, lastEndpoints, settings.portal.enabled ? portalKey : undefined, stateUids);
   // The ServiceMonitor and PrometheusRule need the Prometheus Operator's CRDs: a preview says so.
   const monitoringIssue = settings.monitoring.enabled
     ? monitoringApiProblem(await cluster.servedResources?.(MONITORING_GROUP_VERSION), cluster.source)
@@ -163,12 +153,8 @@ export async function declareStack(inputs: ProgramInputs) {
   const kubernetes = new k8s.Provider("kubernetes", target);
   const withProvider = (opts?: pulumi.ComponentResourceOptions): pulumi.ComponentResourceOptions => ({ ...opts, providers: [kubernetes] });
   const cilium = new Cilium("cilium", { plan: ciliumPlan }, withProvider());
-  // A takeover is refused only for an object the state does not hold: the engine also runs the
-  // create hook when it replaces one of ours (a ConfigMap whose data changed is replaced).
-  const portalRefusal = (kind: "Service" | "ConfigMap", resourceName: string, name: string, exists: boolean, held: StateUids[keyof StateUids]) =>
-    exists && !held.has(`${portalNamespace}/${name}`)
-      ? takeoverRefusal({ what: "portal", kind, resourceName, namespace: portalNamespace, name }, inputs.stack)
-      : undefined;
+  const portalRefusal = (kind: "Service" | "ConfigMap", resourceName: string, name: string, exists: boolean, held: ReadonlyMap<string, string>) =>
+    fixedNameRefusal({ what: "portal", kind, resourceName, namespace: portalNamespace, name }, inputs.stack, exists, held);
   const portal = portalBundle
     ? new Portal(
         "portal-server",
@@ -276,10 +262,7 @@ function thisStack(): string {
   return `${organization}/${pulumi.getProject()}/${pulumi.getStack()}`;
 }
 
-/**
- * The uid of each Service in this stack's state, from the engine's own record of the stack
- * (the latest checkpoint, read before any resource of this `up` is registered, hence refreshed).
- */
+/** The uid of each Service and ConfigMap in this stack's latest checkpoint (refreshed, if this up refreshes). */
 async function readStateUids(): Promise<StateUids> {
   // The outputs hold references to resources (a component's children), which the SDK would turn
   // back into resources by asking the engine for them, and this deployment has none yet: the

@@ -190,6 +190,31 @@ describe("Kubernetes objects", () => {
   });
 });
 
+describe("one module decides ownership (issue 33 #5)", () => {
+  // src/core/ownership.ts alone says whether an object is this stack's (the uid the last up
+  // published, the state's takeover refusal, which stack a label claims); the others ask it.
+  const OWNERSHIP = "src/core/ownership.ts";
+  const READERS = ["components/program.ts", "components/node-port-exposure.ts", "src/core/observe.ts", "src/core/audit.ts", "src/portal/server.ts"];
+  /** Signs of ownership decided again: a uid compared, the stack label read, a takeover refusal written. */
+  const DECIDES = [/\.uid\s*[!=]==|[!=]==\s*[\w.?]*\.uid\b/, /\?\.\[STACK_LABEL\]/, /already exists and this stack did not create it/];
+
+  it("every reader imports it", () => {
+    for (const file of READERS)
+      expect(
+        importsOf(file).some((s) => /(^|\/)(core\/|\.\/)ownership$/.test(s.spec)),
+        file,
+      ).toBe(true);
+  });
+
+  it("no other product file decides it (the sandbox's and the data path's own processes and files aside)", () => {
+    const files = [...sourceFiles("src"), ...sourceFiles("components"), ...sourceFiles("cli"), "index.ts"];
+    const offenders = files
+      .filter((f) => f !== OWNERSHIP && !f.startsWith("src/adapters/datapath/"))
+      .flatMap((f) => DECIDES.filter((r) => r.test(fs.readFileSync(path.join(projectDir, f), "utf8"))).map((r) => `${f}: ${r}`));
+    expect(offenders).toEqual([]);
+  });
+});
+
 describe("size", () => {
   /** Physical lines (what `wc -l` counts) of every file below `dirs`, but those under `except`. */
   function lineCount(dirs: readonly string[], except: readonly string[] = []): number {

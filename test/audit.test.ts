@@ -67,7 +67,7 @@ describe("auditExposure: look-alikes of our Services", () => {
     });
     expect(result.declared.map((d) => d.name)).toEqual(["argocd-nodeport"]);
     expect(result.undeclared.map((u) => u.reason)).toEqual([
-      "named like contract entry 'gitea', but gitea/gitea-nodeport is not the Service the last up published (its uid someone-else; the last up published ours): re-created outside this stack, it is never taken over: kubectl -n gitea delete service gitea-nodeport, then pulumi up recreates this stack's own (after an interrupted up that re-created it: pulumi up alone)",
+      "named like contract entry 'gitea', but gitea/gitea-nodeport is not the Service the last up published (its uid someone-else; the last up published ours); ui-exposure never takes over a Service it did not create: remove it (kubectl -n gitea delete service gitea-nodeport), then pulumi up recreates this stack's own",
     ]);
   });
 });

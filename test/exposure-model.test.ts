@@ -7,18 +7,10 @@ import { admissionManifests } from "../src/core/admission";
 import { wouldRefuse } from "../src/core/admission-preview";
 import { auditExposure } from "../src/core/audit";
 import { contractSchema } from "../src/core/contract/schema";
-import {
-  CHECK_LIMITS,
-  classifyCluster,
-  effectiveHostPorts,
-  exposureRules,
-  isExposingService,
-  isFinishedPod,
-  serviceVerdict,
-  stateUids,
-} from "../src/core/exposure-model";
+import { CHECK_LIMITS, classifyCluster, effectiveHostPorts, exposureRules, isExposingService, isFinishedPod, serviceVerdict } from "../src/core/exposure-model";
 import type { Node, Pod, Service } from "../src/core/kube/types";
 import { observe } from "../src/core/observe";
+import { stateUids } from "../src/core/ownership";
 import { planHostPort } from "../src/core/plan";
 import type { Allowlist } from "../src/core/settings";
 import { policyRefusals } from "./support/admission-eval";

@@ -2,7 +2,6 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseContract } from "../src/core/contract/parse";
-import { ownershipProblem } from "../src/core/exposure-model";
 import { DRIFT_CODES, nodeProblem, observe } from "../src/core/observe";
 import { healthyCluster, snapshot } from "./support/command-helpers";
 import { node } from "./support/fixtures";
@@ -27,21 +26,6 @@ describe("nodeProblem: a published URL whose node is no longer the right one", (
     expect(
       nodeProblem({ name: "v6", address: "fd00::6", pinned: false }, [node("v6", "fd00::6")], "http://[fd00::6]:31000", "http://[fd00::6]:31000"),
     ).toBeUndefined();
-  });
-});
-
-describe("ownershipProblem: only what the last up published is ours", () => {
-  it("accepts the Service the last up published (same uid, or outputs without uids)", () => {
-    expect(ownershipProblem("a/x-nodeport", "u1", { service: "x-nodeport", uid: "u1" })).toBeUndefined();
-    expect(ownershipProblem("a/x-nodeport", "u1", { nodePort: 31000, url: "http://h:31000" })).toBeUndefined();
-  });
-  it("refuses one the last up did not publish, or one with another uid", () => {
-    expect(ownershipProblem("a/x-nodeport", "u1", undefined)).toBe(
-      "a/x-nodeport exists but the last up published no Service for this entry: made outside this stack, it is never taken over: kubectl -n a delete service x-nodeport, then pulumi up creates this stack's own (after an interrupted up that created it: pulumi up alone)",
-    );
-    expect(ownershipProblem("a/x-nodeport", "u2", { service: "x-nodeport", uid: "u1" })).toBe(
-      "a/x-nodeport is not the Service the last up published (its uid u2; the last up published u1): re-created outside this stack, it is never taken over: kubectl -n a delete service x-nodeport, then pulumi up recreates this stack's own (after an interrupted up that re-created it: pulumi up alone)",
-    );
   });
 });
 

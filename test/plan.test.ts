@@ -3,18 +3,8 @@ import { parseContract } from "../src/core/contract/parse";
 import { UserError } from "../src/core/errors";
 import type { Service } from "../src/core/kube/types";
 import { observe } from "../src/core/observe";
-import {
-  buildUrl,
-  chooseNode,
-  entryService,
-  planHostPort,
-  planNodePort,
-  portToKeep,
-  resolveExposures,
-  selectEntries,
-  takeoverRefusal,
-  unusableNodes,
-} from "../src/core/plan";
+import { entryService, takeoverRefusal } from "../src/core/ownership";
+import { buildUrl, chooseNode, planHostPort, planNodePort, portToKeep, resolveExposures, selectEntries, unusableNodes } from "../src/core/plan";
 import { benchServices, node, pod, service } from "./support/fixtures";
 
 const contract = parseContract(

@@ -335,7 +335,7 @@ describe("outputs that lag an up", () => {
     const argocd = cluster.data.services.find((s) => s.metadata.name === "argocd-nodeport");
     if (!argocd) throw new Error("fixture: argocd-nodeport");
     argocd.metadata.uid = "uid-new";
-    const record = (uid: string) => ({ argocd: { nodePort: 31358, url: `http://${NODE_IP}:31358`, service: "argocd-nodeport", uid } });
+    const record = (uid: string) => ({ argocd: { nodePort: 31358, url: `http://${NODE_IP}:31358`, namespace: "argocd", service: "argocd-nodeport", uid } });
     // What the CLI answered before the up, cached; the up's own outputs once asked afresh.
     let latest = record("uid-old");
     const asked: boolean[] = [];
@@ -359,6 +359,30 @@ describe("outputs that lag an up", () => {
       expect(second.entries.find((e) => e.name === "argocd")?.verdict).toBe("DRIFT");
       await (await fetch(new URL("/api/entries", portal.url))).json();
       expect(asked).toEqual([false, true, false, true, false]);
+    } finally {
+      await portal.close();
+    }
+  });
+  it("a Service named like ours in another entry's namespace is not ours: its uid never makes the portal read the outputs again (issue 34 #10)", async () => {
+    const cluster = new MemoryCluster(recordedCluster());
+    const argocd = cluster.data.services.find((s) => s.metadata.name === "argocd-nodeport");
+    if (!argocd) throw new Error("fixture: argocd-nodeport");
+    argocd.metadata.uid = "uid-published";
+    // A tenant's look-alike named argocd-nodeport in grafana's namespace (read: the portal reads that namespace).
+    cluster.data.services.push({ ...argocd, metadata: { ...argocd.metadata, namespace: "monitoring", uid: "uid-look-alike" } });
+    const asked: boolean[] = [];
+    const readPublished = async (opts: { fresh?: boolean } = {}) => {
+      asked.push(opts.fresh === true);
+      return { argocd: { nodePort: 31358, url: `http://${NODE_IP}:31358`, namespace: "argocd", service: "argocd-nodeport", uid: "uid-published" } };
+    };
+    const portal = await startPortal(
+      { contract: portalContract(), cluster, stack: "bench", readIntervalMs: 0, reachability: { enabled: false }, readPublished },
+      { host: "127.0.0.1", port: 0 },
+    );
+    try {
+      const view = (await (await fetch(new URL("/api/entries", portal.url))).json()) as PortalView;
+      expect(view.entries.find((e) => e.name === "argocd")).toMatchObject({ verdict: "MATCH" });
+      expect(asked).toEqual([false]);
     } finally {
       await portal.close();
     }

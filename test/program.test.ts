@@ -122,8 +122,8 @@ describe("program under mocks", () => {
     expect(registered).toEqual([]);
   });
 
-  it("refuses, touching nothing, a Service of ours the state holds that was re-created by hand since (another uid); the one the state holds goes on", async () => {
-    const ours = (uid: string) => ({
+  describe("ownership proven by the published outputs, which no refresh rewrites (issue 33 #1)", () => {
+    const ours = (uid: string, selector: Record<string, string> = { "app.kubernetes.io/name": "argocd-server" }) => ({
       apiVersion: "v1",
       kind: "Service",
       metadata: {
@@ -132,22 +132,44 @@ describe("program under mocks", () => {
         uid,
         labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "argocd" },
       },
-      spec: {
-        type: "NodePort",
-        selector: { "app.kubernetes.io/name": "argocd-server" },
-        ports: [{ name: "http", port: 80, targetPort: 8080, nodePort: 31001 }],
-      },
+      spec: { type: "NodePort", selector, ports: [{ name: "http", port: 80, targetPort: 8080, nodePort: 31001 }] },
     });
-    const stateUids = async () => ({ services: new Map([["argocd/argocd-nodeport", "uid-created-by-up"]]), configMaps: new Map(), guard: new Set<string>() });
-    const run = declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: cluster([ours("uid-of-the-copy")]), stateUids });
-    await expect(run).rejects.toThrow(
-      "stack test cannot be deployed (nothing was changed): entry 'argocd': Service argocd/argocd-nodeport was deleted and re-created outside this stack (its uid uid-of-the-copy; this stack created uid-created-by-up); ui-exposure never takes over a Service it did not create: remove it (kubectl -n argocd delete service argocd-nodeport), then pulumi up recreates this stack's own",
-    );
-    expect(registered).toEqual([]);
-    // After an up killed once the Service was created and recorded (outputs not yet written), the state holds its uid: no refusal.
-    await expect(
-      declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: cluster([ours("uid-created-by-up")]), stateUids }),
-    ).resolves.toBeDefined();
+    const lastEndpoints = async () => ({
+      argocd: { exposure: "nodePort", namespace: "argocd", service: "argocd-nodeport", uid: "uid-published", nodePort: 31001, url: "http://127.0.0.11:31001" },
+    });
+    const deploy = (live: unknown, stateUid: string) =>
+      declareStack({
+        projectDir,
+        stack: "test",
+        config: stackConfig(),
+        cluster: cluster([live]),
+        lastEndpoints,
+        // What the state holds: after a refresh (the up's own, or a bare one), the copy's uid.
+        stateUids: async () => ({ services: new Map([["argocd/argocd-nodeport", stateUid]]), configMaps: new Map(), guard: new Set<string>() }),
+      });
+    const REFUSED =
+      "stack test cannot be deployed (nothing was changed): entry 'argocd': Service argocd/argocd-nodeport is not the Service the last up published (its uid uid-of-the-copy; the last up published uid-published); ui-exposure never takes over a Service it did not create: remove it (kubectl -n argocd delete service argocd-nodeport), then pulumi up recreates this stack's own";
+
+    it.each([
+      ["the state still holds the published uid (no refresh, or a preview's)", "uid-published"],
+      ["a refresh wrote the copy's uid into the state (up --skip-preview with refresh, a bare pulumi refresh)", "uid-of-the-copy"],
+      ["an up killed after recording another create holds a third uid", "uid-of-a-killed-up"],
+    ])("a copy made by hand is refused in one line, touching nothing, when %s", async (_case, stateUid) => {
+      await expect(deploy(ours("uid-of-the-copy"), stateUid)).rejects.toThrow(REFUSED);
+      expect(registered).toEqual([]);
+    });
+
+    it("the Service the last up published goes on, whatever the state says", async () => {
+      await expect(deploy(ours("uid-published"), "uid-published")).resolves.toBeDefined();
+    });
+
+    it("a selector key added to ours by hand is refused with the command that removes it (issue 34 #11)", async () => {
+      const patched = ours("uid-published", { "app.kubernetes.io/name": "argocd-server", tier: "frontend" });
+      await expect(deploy(patched, "uid-published")).rejects.toThrow(
+        `stack test cannot be deployed (nothing was changed): entry 'argocd': selector key tier=frontend of argocd/argocd-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n argocd patch service argocd-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/tier"}]', then pulumi up`,
+      );
+      expect(registered).toEqual([]);
+    });
   });
 
   it("rejects wrong stack configuration with the setting's name", async () => {

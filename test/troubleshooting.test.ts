@@ -5,10 +5,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { NETWORK_ERRORS } from "../src/adapters/http-probe";
-import { ownershipProblem, recreatedProblem } from "../src/core/exposure-model";
 import { DRIFT_CODES } from "../src/core/observe";
-import { entryService, portToKeep, takeoverRefusal } from "../src/core/plan";
-import { publishedByAnotherStack } from "../src/core/stack-label";
+import { entryService, ownershipProblem, publishedByAnotherStack, takeoverRefusal, upRefusals } from "../src/core/ownership";
+import { type NodePortPlan, portToKeep } from "../src/core/plan";
 import { service } from "./support/fixtures";
 
 const root = path.resolve(__dirname, "..");
@@ -49,20 +48,38 @@ describe("docs/troubleshooting.md", () => {
   });
 
   it("has a row matching every probe failure and every refusal or fix line of up, status and probe", () => {
-    const svc = service("gitea", "gitea-nodeport", { ports: [{ name: "http", port: 3000, nodePort: 31000 }] });
+    const svc = service("gitea", "gitea-nodeport", { ports: [{ name: "http", port: 3000, nodePort: 31000 }], selector: { app: "gitea", tier: "frontend" } });
     svc.metadata.uid = "u2";
     const plan = { entry: "gitea", namespace: "gitea", serviceName: "gitea-nodeport" };
+    const gitea: NodePortPlan = {
+      ...plan,
+      kind: "nodePort",
+      scheme: "http",
+      mirrors: "gitea-http",
+      selector: { app: "gitea" },
+      portName: "http",
+      port: 3000,
+      targetPort: 3000,
+      protocol: "TCP",
+    };
+    const refusals = (uid: string) =>
+      upRefusals([gitea], new Map([["gitea/gitea-nodeport", svc]]), { gitea: { uid } }, undefined, {
+        services: new Map(),
+        configMaps: new Map(),
+        guard: new Set(),
+      });
     const lines = [
       ...Object.values(NETWORK_ERRORS),
       "malformed HTTP answer (HPE_INVALID_CHUNK_SIZE)",
       "no answer within 3s",
       "expected 200, got 500",
       takeoverRefusal(entryService(plan), "bench"),
-      recreatedProblem("entry 'gitea'", svc, "u1") as string,
+      ...refusals("u1"),
+      ...refusals("u2"),
       publishedByAnotherStack(plan, "bench", "dirqual"),
       (portToKeep(plan, 31000, [service("tools", "thief", { ports: [{ name: "http", port: 80, nodePort: 31000 }] })]) as { note: string }).note,
-      ownershipProblem("gitea/gitea-nodeport", "u2", undefined) as string,
-      ownershipProblem("gitea/gitea-nodeport", "u2", { uid: "u1", service: "gitea-nodeport" }) as string,
+      ownershipProblem(svc, undefined) as string,
+      ownershipProblem(svc, { uid: "u1", service: "gitea-nodeport" }) as string,
     ];
     expect(lines.filter((l) => !rowFor(l))).toEqual([]);
   });

@@ -1,6 +1,7 @@
 import type { Contract } from "./contract/schema";
-import { classifyCluster, type Declaration, describeDeclaration, exposureRules, ownershipProblem } from "./exposure-model";
+import { classifyCluster, type Declaration, describeDeclaration, exposureRules } from "./exposure-model";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "./kube/types";
+import { ownershipProblem } from "./ownership";
 import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
@@ -87,7 +88,7 @@ export function auditExposure(input: AuditInput): AuditResult {
       ...(addresses.length ? { addresses } : {}),
     };
     const ours = rules.ourServices.get(where);
-    const notOurs = ours && input.published ? ownershipProblem(where, svc.metadata.uid, input.published[ours.entry]) : undefined;
+    const notOurs = ours && input.published ? ownershipProblem(svc, input.published[ours.entry]) : undefined;
     if (notOurs) {
       undeclared.push({ ...exposure, reason: `named like contract entry '${ours?.entry}', but ${notOurs}` });
       continue;

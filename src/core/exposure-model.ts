@@ -1,14 +1,12 @@
 import type { Contract } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import type { Pod, Service } from "./kube/types";
-import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
 // The model of exposure: what a stack declares, what a pod or a Service opens to the outside, which
 // rule declares it. The planner, the verdicts, the audit, the pre-deny report and the policy's
 // generator import it (test/exposure-model.test.ts holds them to one answer). Whether a Service is
-// this stack's is decided here from the state's uids (ownershipProblem, recreatedProblem) and,
-// today, also by checks of their own in other modules.
+// this stack's is src/core/ownership.ts's to say.
 
 /** Our Service of a NodePort entry: `<entry>-nodeport`, in the namespace of the Service it mirrors. */
 export const NODE_PORT_SUFFIX = "-nodeport";
@@ -300,59 +298,4 @@ export function classifyCluster(rules: ExposureRules, cluster: { services: reado
     return [judge(kind, { namespace: text(field(meta, "namespace"), "default"), name, isPod: false, labels }, field(template, "spec"))];
   });
   return { services, pods, workloads };
-}
-
-/**
- * Why a Service named like ours is not the one the last `up` published (none, or another uid), with the fix
- * `up` gives (the outputs lag the state only after an interrupted up: then up alone); undefined when it is.
- */
-export function ownershipProblem(where: string, uid: string | undefined, published: PublishedEndpoints[string] | undefined): string | undefined {
-  const [ns, name] = where.split("/");
-  const fix = `, it is never taken over: kubectl -n ${ns} delete service ${name}, then pulumi up`;
-  if (!published || (published.nodePort === undefined && published.service === undefined && published.url === undefined)) {
-    return `${where} exists but the last up published no Service for this entry: made outside this stack${fix} creates this stack's own (after an interrupted up that created it: pulumi up alone)`;
-  }
-  if (published.uid !== undefined && uid !== undefined && published.uid !== uid) {
-    return `${where} is not the Service the last up published (its uid ${uid}; the last up published ${published.uid}): re-created outside this stack${fix} recreates this stack's own (after an interrupted up that re-created it: pulumi up alone)`;
-  }
-  return undefined;
-}
-
-/**
- * Why `up` must not touch a fixed-name Service its state holds (uid `stateUid`, read before the
- * refresh re-reads it by name): it was re-created outside the stack since. A Service the state
- * does not hold is the takeover hook's to refuse.
- */
-export function recreatedProblem(what: string, live: Service | undefined, stateUid: string | undefined): string | undefined {
-  const uid = live?.metadata.uid;
-  if (!live || !uid || !stateUid || uid === stateUid) return undefined;
-  const { namespace, name } = live.metadata;
-  return `${what}: Service ${namespace}/${name} was deleted and re-created outside this stack (its uid ${uid}; this stack created ${stateUid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n ${namespace} delete service ${name}), then pulumi up recreates this stack's own`;
-}
-
-/** The uids of the objects a state holds that `up` creates under fixed names, by "namespace/name". */
-export type StateUids = ReturnType<typeof stateUids>;
-
-/** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted); `guard`: those of the guard's objects (cluster-scoped). */
-export function stateUids(resources: unknown) {
-  const [services, configMaps, guard] = [new Map<string, string>(), new Map<string, string>(), new Set<string>()];
-  const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };
-  if (resources === null || typeof resources !== "object") return { services, configMaps, guard };
-  for (const r of Object.values(resources as Record<string, unknown>)) {
-    const type = field(r, "type");
-    const meta = field(field(r, "outputs"), "metadata");
-    const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
-    if (typeof type === "string" && type.startsWith("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy") && typeof uid === "string")
-      guard.add(uid);
-    const into = typeof type === "string" && Object.hasOwn(byType, type) ? byType[type] : undefined;
-    if (into && typeof namespace === "string" && typeof name === "string" && typeof uid === "string") into.set(`${namespace}/${name}`, uid);
-  }
-  return { services, configMaps, guard };
-}
-
-/** Why `up` must not apply its guard `name`: the cluster holds a policy or binding of that name whose uid its state does not hold. */
-export function guardTakeoverProblem(name: string, live: { policy?: string; binding?: string }, held: StateUids["guard"]): string | undefined {
-  const foreign = (["policy", "binding"] as const).filter((k) => live[k] !== undefined && !held.has(live[k] as string));
-  if (foreign.length === 0) return undefined;
-  return `the exposure guard: ValidatingAdmission${foreign.map((k) => (k === "policy" ? "Policy" : "PolicyBinding")).join(" and ValidatingAdmission")} ${name} exists but this stack did not create it (another stack's guard: earlier versions named a guard by its stack lowercased, '_' as '-'; or one made by hand); ui-exposure never takes over what it did not create: run pulumi up in the stack that created it first (its guard moves to its own name), or remove one made by hand (kubectl delete validatingadmissionpolicy,validatingadmissionpolicybinding ${name}), then pulumi up`;
 }

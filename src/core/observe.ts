@@ -1,9 +1,10 @@
 import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
-import { matchesLabels, ourServiceExcess, ourServiceName, ownershipProblem, webScheme } from "./exposure-model";
+import { matchesLabels, ourServiceExcess, ourServiceName, webScheme } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
+import { foreignSelectorKeys, foreignSelectorProblem, ownershipProblem } from "./ownership";
 import {
   buildUrl,
   type ClusterView,
@@ -56,6 +57,7 @@ export const DRIFT_CODES = [
   "external-traffic-local",
   "vendored-service-gone",
   "selector-differs",
+  "selector-key-added",
   "vendored-port-gone",
   "target-port-differs",
   "node-port-moved",
@@ -199,7 +201,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const ready = endpoints.filter((ep) => ep.conditions?.ready !== false && ep.addresses.length > 0).length;
   // Created by this stack: the last `up` published this very Service (same uid). Without the
   // outputs (in-cluster portal, no Pulumi CLI) only the name and namespace can be checked.
-  const notOurs = ctx.published ? ownershipProblem(service, ours.metadata.uid, published) : undefined;
+  const notOurs = ctx.published ? ownershipProblem(ours, published) : undefined;
   if (notOurs) {
     return {
       ...entry,
@@ -227,7 +229,12 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const vendored = ctx.services.get(key(ns, e.service.name));
   if (!vendored) add("vendored-service-gone", `vendored Service ${ns}/${e.service.name} is gone`);
   else {
-    if (!sameMap(vendored.spec?.selector, ours.spec?.selector)) add("selector-differs", `selector differs from the vendored Service ${ns}/${e.service.name}`);
+    if (!sameMap(vendored.spec?.selector, ours.spec?.selector)) {
+      // A key the vendored Service does not have was added to ours (up refuses it): named, with what removes it.
+      const foreign = foreignSelectorKeys(vendored.spec?.selector ?? {}, ours);
+      const differs = `selector differs from the vendored Service ${ns}/${e.service.name}`;
+      add(foreign.length ? "selector-key-added" : "selector-differs", foreign.length ? `${differs}: ${foreignSelectorProblem(ours, foreign)}` : differs);
+    }
     const vport = findServicePort(vendored, e.service.port);
     const vTarget = vport ? (vport.targetPort ?? vport.port) : undefined;
     if (!vport) add("vendored-port-gone", `vendored Service ${ns}/${e.service.name} has no port ${e.service.port}`);

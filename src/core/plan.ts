@@ -311,39 +311,3 @@ export function portToKeep(
     note: `entry '${plan.entry}': its nodePort ${lastPort} (published by the last up) is now held by Service ${holder.metadata.namespace}/${holder.metadata.name}, so Kubernetes allocates a new one: the URL changes (update bookmarks and .env files)`,
   };
 }
-
-/** An object `up` creates under a fixed name: what the takeover refusal and the adoption command name. */
-export interface FixedNameObject {
-  /** Who asks ("entry 'argocd'", "portal"). */
-  what: string;
-  kind: "Service" | "ConfigMap";
-  /** The resource's name in the program (the URN's last part): `pulumi import` recreates it at the stack's root. */
-  resourceName: string;
-  namespace: string;
-  name: string;
-}
-
-/**
- * The one form of `pulumi import` printed for adopting on purpose: it imports at the stack's root
- * (the component declares an alias for it); without these flags it stops at a prompt and protects.
- */
-export function importCommand(type: string, resourceName: string, id: string, stack?: string): string {
-  return `pulumi import ${type} ${resourceName} ${id}${stack ? ` --stack ${stack}` : ""} --generate-code=false --protect=false --yes`;
-}
-
-export const entryService = (plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">): FixedNameObject => ({
-  what: `entry '${plan.entry}'`,
-  kind: "Service",
-  resourceName: `${plan.entry}-svc`,
-  namespace: plan.namespace,
-  name: plan.serviceName,
-});
-
-/** Why `up` refuses to create an object that already exists without being in the stack's state. */
-export function takeoverRefusal(o: FixedNameObject, stack: string): string {
-  return (
-    `${o.what}: ${o.kind} ${o.namespace}/${o.name} already exists and this stack did not create it; ` +
-    `ui-exposure never takes over a ${o.kind} it did not create. Remove it (kubectl -n ${o.namespace} delete ${o.kind.toLowerCase()} ${o.name}), ` +
-    `or adopt it on purpose: ${importCommand(`kubernetes:core/v1:${o.kind}`, o.resourceName, `${o.namespace}/${o.name}`, stack)}, then pulumi up`
-  );
-}

@@ -10,9 +10,9 @@ import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
-import type { Service } from "../core/kube/types";
 import { METRICS_PATH, metricFamilies } from "../core/monitoring";
 import { failureCause, type ObservedCluster, type PublishedEndpoints, usersUrl } from "../core/observe";
+import { uidsUnknownTo } from "../core/ownership";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
 import { readPortalCluster } from "../core/portal/scoped-read";
@@ -418,12 +418,4 @@ export async function startPortal(given: PortalOptions, listen: ListenAddress): 
       });
     });
   });
-}
-
-/** The uids of live Services named as a published record says whose uid no record has. */
-function uidsUnknownTo(published: PublishedEndpoints, services: readonly Service[]): string[] {
-  const records = Object.values(published);
-  const names = new Set(records.map((r) => r.service).filter((n): n is string => typeof n === "string"));
-  const uids = new Set(records.map((r) => r.uid));
-  return services.flatMap((s) => (names.has(s.metadata.name) && s.metadata.uid && !uids.has(s.metadata.uid) ? [s.metadata.uid] : []));
 }

@@ -182,13 +182,13 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     const refused = sandbox.pulumi(["up", "--yes"]);
     expect(refused.code, summary(refused)).not.toBe(0);
     expect(refused.stdout + refused.stderr).toContain(
-      `entry 'gitea': Service gitea/gitea-nodeport was deleted and re-created outside this stack (its uid ${copy?.metadata?.uid}; this stack created ${original.metadata?.uid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n gitea delete service gitea-nodeport), then pulumi up recreates this stack's own`,
+      `entry 'gitea': Service gitea/gitea-nodeport is not the Service the last up published (its uid ${copy?.metadata?.uid}; the last up published ${original.metadata?.uid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n gitea delete service gitea-nodeport), then pulumi up recreates this stack's own`,
     );
     // Touching nothing: the copy keeps its selector, the intruder's key included.
     expect((await svc("gitea", "gitea-nodeport"))?.spec?.selector).toMatchObject({ intruder: "yes" });
     expect((await svc("gitea", "gitea-nodeport"))?.metadata?.uid).toBe(copy?.metadata?.uid);
     const d = drift();
-    expect(verdict(d.json, "gitea")?.reasons.join(" ")).toContain("it was replaced by hand");
+    expect(verdict(d.json, "gitea")?.reasons.join(" ")).toContain("is not the Service the last up published");
 
     // The remedy as printed.
     await cluster.core.deleteNamespacedService({ namespace: "gitea", name: "gitea-nodeport" });
@@ -196,7 +196,7 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     expect((await svc("gitea", "gitea-nodeport"))?.spec?.selector).toEqual(original.spec.selector);
   });
 
-  it("an up stopped after re-creating our Service but before writing its outputs (deterministically: the API server refuses the port hold) converges on the next up: the state proves the Service is ours, not the stale outputs", async () => {
+  it("an up stopped after re-creating our Service but before writing its outputs (deterministically: the API server refuses the port hold): the next up cannot prove that Service ours (the state a refresh rewrites proves nothing) and refuses it; the remedy as printed converges on the published port", async () => {
     const kc = new cluster.lib.KubeConfig();
     kc.loadFromFile(cluster.kubeconfig);
     const admission = kc.makeApiClient(cluster.lib.AdmissionregistrationV1Api);
@@ -245,9 +245,17 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     }
     await until(false);
     const uid = (await svc("gitea", "gitea-nodeport"))?.metadata?.uid;
-    upThenCleanPreview("the up after the stopped one");
+    const port = outputs().endpoints.gitea?.nodePort;
+    const refused = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+    expect(refused.code, summary(refused)).not.toBe(0);
+    expect(refused.stdout + refused.stderr).toContain(
+      `entry 'gitea': Service gitea/gitea-nodeport is not the Service the last up published (its uid ${uid}; the last up published ${published}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n gitea delete service gitea-nodeport), then pulumi up recreates this stack's own`,
+    );
     expect((await svc("gitea", "gitea-nodeport"))?.metadata?.uid).toBe(uid);
-    expect(outputs().endpoints.gitea?.uid).toBe(uid);
+    await cluster.core.deleteNamespacedService({ namespace: "gitea", name: "gitea-nodeport" });
+    upThenCleanPreview("the up after the remedy");
+    expect(await nodePortOf("gitea", "gitea-nodeport")).toBe(port);
+    expect(outputs().endpoints.gitea?.uid).toBe((await svc("gitea", "gitea-nodeport"))?.metadata?.uid);
   });
 
   it("a port or an externalIP added to our Service is undeclared exposure for status and drift's audit", async () => {

@@ -508,6 +508,10 @@ async function remedyFor(
     const why = "made outside the stack, it is never taken over; pulumi up recreates its own";
     return yours(`. .sandbox/env && kubectl -n ${ns} delete service ${name} && npm run sandbox (${why})`);
   }
+  // A selector key added to ours: pulumi up refuses it, touching nothing; the reason holds the command that removes it.
+  if (codes.has("selector-key-added")) {
+    return yours(`the kubectl patch in its reason (exposure status --stack ${SANDBOX_STACK}, after . .sandbox/env), then npm run sandbox`);
+  }
   if (codes.size === 0) return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env) says more`);
   return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env): ${[...codes].join(", ")}`);
 }

@@ -15,7 +15,7 @@
  * first `up` after the import is an in-place upgrade.
  */
 
-import { importCommand } from "../plan";
+import { importCommand } from "../ownership";
 
 /** Resource type of the Release, as `pulumi import` wants it. */
 export const RELEASE_TYPE = "kubernetes:helm.sh/v3:Release";

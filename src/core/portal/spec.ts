@@ -106,16 +106,3 @@ export function portalService(namespace: string): Service {
     },
   };
 }
-
-/**
- * Why the stack refuses to create the portal namespace, when the cluster shows it already
- * exists (it holds Services). Checked only when the engine is about to create the Namespace,
- * i.e. when this stack's state does not hold it: a namespace the stack created earlier and that
- * others have since put objects in stays the stack's (and is retained, never deleted, by
- * `destroy`). Server-side apply would otherwise silently adopt a shared namespace.
- */
-export function namespaceTakeoverRefusal(namespace: string, observed: readonly Service[]): string | undefined {
-  const inside = observed.filter((s) => s.metadata.namespace === namespace).map((s) => s.metadata.name);
-  if (inside.length === 0) return undefined;
-  return `portal: namespace ${namespace} already exists (it holds Services ${inside.sort().join(", ")}) and this stack did not create it; set ui-exposure:portal.createNamespace: false (the stack then only adds its own objects there and never deletes the namespace), or choose another portal.namespace`;
-}

@@ -1,0 +1,164 @@
+// Whether an object is this stack's, decided here alone (test/architecture.test.ts). An entry's
+// Service is ours when its uid is the one the last finished `up` published (the `endpoints`
+// output): a refresh reads objects by name and rewrites the state, never the outputs. The state
+// says only whether the engine will create an object (one of that name that exists is then
+// refused: the takeover hook); a label only says which stack claims a Service, never decides.
+import { field } from "./exposure-model";
+import { isStackName } from "./inputs";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service, STACK_LABEL } from "./kube/types";
+import type { ExposurePlan } from "./plan";
+import type { PublishedEndpoints } from "./published";
+
+type EntryService = { entry: string; namespace: string; serviceName: string };
+type Meta = Pick<Service, "metadata">;
+
+/** An object `up` creates under a fixed name: `what` asks ("entry 'argocd'", "portal"); `resourceName` is the URN's last part. */
+export type FixedNameObject = { what: string; kind: "Service" | "ConfigMap"; resourceName: string; namespace: string; name: string };
+
+/** The one form of `pulumi import` printed for adopting on purpose (at the stack's root, where the component's alias finds it; no prompt, unprotected). */
+export function importCommand(type: string, resourceName: string, id: string, stack?: string): string {
+  return `pulumi import ${type} ${resourceName} ${id}${stack ? ` --stack ${stack}` : ""} --generate-code=false --protect=false --yes`;
+}
+
+export const entryService = (p: EntryService): FixedNameObject => ({
+  what: `entry '${p.entry}'`,
+  kind: "Service",
+  resourceName: `${p.entry}-svc`,
+  namespace: p.namespace,
+  name: p.serviceName,
+});
+
+/** Why `up` refuses to create an object that already exists without being in the stack's state. */
+export function takeoverRefusal(o: FixedNameObject, stack: string): string {
+  return (
+    `${o.what}: ${o.kind} ${o.namespace}/${o.name} already exists and this stack did not create it; ` +
+    `ui-exposure never takes over a ${o.kind} it did not create. Remove it (kubectl -n ${o.namespace} delete ${o.kind.toLowerCase()} ${o.name}), ` +
+    `or adopt it on purpose: ${importCommand(`kubernetes:core/v1:${o.kind}`, o.resourceName, `${o.namespace}/${o.name}`, stack)}, then pulumi up`
+  );
+}
+
+/** The takeover hook's refusal: none when nothing exists there or the state holds it (the engine also runs the create hook when it replaces one of ours). */
+export const fixedNameRefusal = (o: FixedNameObject, stack: string, exists: boolean, held: ReadonlyMap<string, string>) =>
+  exists && !held.has(`${o.namespace}/${o.name}`) ? takeoverRefusal(o, stack) : undefined;
+
+/** The stack a Service is labelled as published by (a stack name, else undefined: the label is untrusted). */
+export function labelledStack(service: Meta): string | undefined {
+  const labels = service.metadata.labels;
+  const stack = labels?.[STACK_LABEL];
+  return labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && typeof stack === "string" && isStackName(stack) ? stack : undefined;
+}
+
+/** Why `stack` cannot create an entry's Service that another stack (`holder`, by its label) publishes: choose the stack, never delete its Service. */
+export function publishedByAnotherStack(plan: EntryService, stack: string, holder: string): string {
+  return (
+    `entry '${plan.entry}': Service ${plan.namespace}/${plan.serviceName} is labelled as published by ui-exposure stack '${holder}', and stack '${stack}' did not create it; ` +
+    `one stack publishes an entry in a cluster. Drop '${plan.entry}' from ui-exposure:entries of stack '${stack}', ` +
+    `or first drop it from stack '${holder}' (its ui-exposure:entries, then pulumi up --stack ${holder}); never delete another stack's Service by hand`
+  );
+}
+
+/** Why an existing `<entry>-nodeport` is not created over: another stack's (by its label), or nobody's we know. */
+export function existingServiceRefusal(plan: EntryService, stack: string, existing: Meta): string {
+  const heldBy = labelledStack(existing);
+  return heldBy !== undefined && heldBy !== stack ? publishedByAnotherStack(plan, stack, heldBy) : takeoverRefusal(entryService(plan), stack);
+}
+
+/** Why a live Service named like ours is not the one this stack recorded (`by`), with the command that removes it; undefined when it is or nothing tells. */
+export function notPublishedService(service: Meta, recorded: { uid?: string } | undefined, by = "the last up published"): string | undefined {
+  const { namespace, name, uid } = service.metadata;
+  if (recorded?.uid === undefined || uid === undefined || recorded.uid === uid) return undefined;
+  return `${namespace}/${name} is not the Service ${by} (its uid ${uid}; ${by} ${recorded.uid}); ui-exposure never takes over a Service it did not create: remove it (kubectl -n ${namespace} delete service ${name}), then pulumi up recreates this stack's own`;
+}
+
+/** Why a Service named like an entry's is not the one the last `up` published (none, or another uid): status, drift, the portal. */
+export function ownershipProblem(service: Meta, published: PublishedEndpoints[string] | undefined): string | undefined {
+  if (!published || (published.nodePort === undefined && published.service === undefined && published.url === undefined)) {
+    const { namespace, name } = service.metadata;
+    return `${namespace}/${name} exists but the last up published no Service for this entry: made outside this stack, it is never taken over: kubectl -n ${namespace} delete service ${name}, then pulumi up creates this stack's own (after an interrupted up that created it: pulumi up alone)`;
+  }
+  return notPublishedService(service, published);
+}
+
+/** Selector keys of our Service that the entry does not set (server-side apply removes only the fields it owns): our selector is ours whole. */
+export function foreignSelectorKeys(wanted: Readonly<Record<string, string>>, live: Service): string[] {
+  const selector = live.spec?.selector;
+  return Object.keys(selector && typeof selector === "object" ? selector : {}).filter((k) => !Object.hasOwn(wanted, k));
+}
+
+/** Names those keys and the command that removes them (JSON pointer: '~' and '/' escaped; a label key holds no quote). */
+export function foreignSelectorProblem(live: Service, keys: readonly string[]): string {
+  const { namespace, name } = live.metadata;
+  const ops = keys.map((k) => `{"op":"remove","path":"/spec/selector/${k.replaceAll("~", "~0").replaceAll("/", "~1")}"}`).join(",");
+  return `selector key ${keys.map((k) => `${k}=${live.spec?.selector?.[k]}`).join(", ")} of ${namespace}/${name} was added outside this stack (traffic may go to other pods); remove it: kubectl -n ${namespace} patch service ${name} --type=json -p '[${ops}]'`;
+}
+
+/**
+ * What `up` refuses before declaring anything, however it runs: an entry's Service the last up did not publish (another
+ * uid), a selector key added to ours, the portal's Service that is not the one the state holds (its uid is not published).
+ */
+export function upRefusals(
+  plans: readonly ExposurePlan[],
+  live: ReadonlyMap<string, Service>,
+  published: PublishedEndpoints,
+  portalKey: string | undefined,
+  state: StateUids,
+) {
+  const refusals = plans.flatMap((p) => {
+    const ours = p.kind === "nodePort" ? live.get(`${p.namespace}/${p.serviceName}`) : undefined;
+    if (!ours || p.kind !== "nodePort") return [];
+    const problem = notPublishedService(ours, published[p.entry]);
+    const foreign = foreignSelectorKeys(p.selector, ours);
+    return problem
+      ? [`entry '${p.entry}': Service ${problem}`]
+      : foreign.length
+        ? [`entry '${p.entry}': ${foreignSelectorProblem(ours, foreign)}, then pulumi up`]
+        : [];
+  });
+  const portal = portalKey ? live.get(portalKey) : undefined;
+  const portalProblem = portal && notPublishedService(portal, { uid: state.services.get(portalKey as string) }, "this stack's state holds");
+  return portalProblem ? [...refusals, `portal: Service ${portalProblem}`] : refusals;
+}
+
+/** The uids of live Services named (namespace and name) as a published record says, that no record has. */
+export function uidsUnknownTo(published: PublishedEndpoints, services: readonly Service[]): string[] {
+  const records = Object.values(published);
+  const keys = new Set(records.map((r) => `${String(field(r, "namespace"))}/${r.service}`));
+  const uids = new Set(records.map((r) => r.uid));
+  return services.flatMap((s) =>
+    keys.has(`${s.metadata.namespace}/${s.metadata.name}`) && s.metadata.uid && !uids.has(s.metadata.uid) ? [s.metadata.uid] : [],
+  );
+}
+
+/** Why the stack refuses to create the portal namespace that exists (it holds Services): server-side apply would adopt it. */
+export function namespaceTakeoverRefusal(namespace: string, observed: readonly Service[]): string | undefined {
+  const inside = observed.filter((s) => s.metadata.namespace === namespace).map((s) => s.metadata.name);
+  if (inside.length === 0) return undefined;
+  return `portal: namespace ${namespace} already exists (it holds Services ${inside.sort().join(", ")}) and this stack did not create it; set ui-exposure:portal.createNamespace: false (the stack then only adds its own objects there and never deletes the namespace), or choose another portal.namespace`;
+}
+
+/** The uids of the objects a state holds that `up` creates under fixed names, by "namespace/name". */
+export type StateUids = ReturnType<typeof stateUids>;
+
+/** The uids a state holds, from `pulumi:pulumi:readStackResourceOutputs` (untrusted); `guard`: those of the guard's objects (cluster-scoped). */
+export function stateUids(resources: unknown) {
+  const [services, configMaps, guard] = [new Map<string, string>(), new Map<string, string>(), new Set<string>()];
+  const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };
+  if (resources === null || typeof resources !== "object") return { services, configMaps, guard };
+  for (const r of Object.values(resources as Record<string, unknown>)) {
+    const type = field(r, "type");
+    const meta = field(field(r, "outputs"), "metadata");
+    const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
+    if (typeof type === "string" && type.startsWith("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy") && typeof uid === "string")
+      guard.add(uid);
+    const into = typeof type === "string" && Object.hasOwn(byType, type) ? byType[type] : undefined;
+    if (into && typeof namespace === "string" && typeof name === "string" && typeof uid === "string") into.set(`${namespace}/${name}`, uid);
+  }
+  return { services, configMaps, guard };
+}
+
+/** Why `up` must not apply its guard `name`: the cluster holds a policy or binding of that name whose uid its state does not hold. */
+export function guardTakeoverProblem(name: string, live: { policy?: string; binding?: string }, held: StateUids["guard"]): string | undefined {
+  const foreign = (["policy", "binding"] as const).filter((k) => live[k] !== undefined && !held.has(live[k] as string));
+  if (foreign.length === 0) return undefined;
+  return `the exposure guard: ValidatingAdmission${foreign.map((k) => (k === "policy" ? "Policy" : "PolicyBinding")).join(" and ValidatingAdmission")} ${name} exists but this stack did not create it (another stack's guard: earlier versions named a guard by its stack lowercased, '_' as '-'; or one made by hand); ui-exposure never takes over what it did not create: run pulumi up in the stack that created it first (its guard moves to its own name), or remove one made by hand (kubectl delete validatingadmissionpolicy,validatingadmissionpolicybinding ${name}), then pulumi up`;
+}

@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import {
+  entryService,
+  foreignSelectorKeys,
+  foreignSelectorProblem,
+  labelledStack,
+  notPublishedService,
+  ownershipProblem,
+  publishedByAnotherStack,
+  takeoverRefusal,
+  uidsUnknownTo,
+} from "../src/core/ownership";
+
+const service = (labels: Record<string, string>) => ({ metadata: { name: "argocd-nodeport", namespace: "argocd", labels } });
+const OURS = { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "argocd" };
+
+describe("labelledStack", () => {
+  it("reads the stack label of a Service of ours, only when it is a stack name", () => {
+    expect(labelledStack(service({ ...OURS, "ui-exposure.io/stack": "bench" }))).toBe("bench");
+    expect(labelledStack(service({ ...OURS, "ui-exposure.io/stack": "../x" }))).toBeUndefined();
+    expect(labelledStack(service({ "ui-exposure.io/stack": "bench" }))).toBeUndefined();
+    expect(labelledStack(service(OURS))).toBeUndefined();
+  });
+});
+
+describe("publishedByAnotherStack (issue 27 #4)", () => {
+  it("names the other stack and what to do, never a kubectl delete", () => {
+    const plan = { entry: "argocd", namespace: "argocd", serviceName: "argocd-nodeport" };
+    const text = publishedByAnotherStack(plan, "new", "bench");
+    expect(text).toBe(
+      "entry 'argocd': Service argocd/argocd-nodeport is labelled as published by ui-exposure stack 'bench', and stack 'new' did not create it; one stack publishes an entry in a cluster. Drop 'argocd' from ui-exposure:entries of stack 'new', or first drop it from stack 'bench' (its ui-exposure:entries, then pulumi up --stack bench); never delete another stack's Service by hand",
+    );
+    expect(text).not.toContain("kubectl");
+    expect(takeoverRefusal(entryService(plan), "new")).toContain("kubectl -n argocd delete service argocd-nodeport");
+  });
+});
+
+const live = (namespace: string, name: string, uid: string, selector: Record<string, string> = {}) => ({
+  metadata: { name, namespace, uid },
+  spec: { selector },
+});
+
+describe("ownershipProblem: only what the last up published is ours", () => {
+  it("accepts the Service the last up published (same uid, or outputs without uids)", () => {
+    expect(ownershipProblem(live("a", "x-nodeport", "u1"), { service: "x-nodeport", uid: "u1" })).toBeUndefined();
+    expect(ownershipProblem(live("a", "x-nodeport", "u1"), { nodePort: 31000, url: "http://h:31000" })).toBeUndefined();
+  });
+  it("refuses one the last up did not publish, or one with another uid, with the command that removes it", () => {
+    expect(ownershipProblem(live("a", "x-nodeport", "u1"), undefined)).toBe(
+      "a/x-nodeport exists but the last up published no Service for this entry: made outside this stack, it is never taken over: kubectl -n a delete service x-nodeport, then pulumi up creates this stack's own (after an interrupted up that created it: pulumi up alone)",
+    );
+    expect(ownershipProblem(live("a", "x-nodeport", "u2"), { service: "x-nodeport", uid: "u1" })).toBe(
+      "a/x-nodeport is not the Service the last up published (its uid u2; the last up published u1); ui-exposure never takes over a Service it did not create: remove it (kubectl -n a delete service x-nodeport), then pulumi up recreates this stack's own",
+    );
+  });
+});
+
+describe("notPublishedService: what `up` refuses (issue 33 #1)", () => {
+  it("is decided by the published uid alone: a state a refresh rewrote proves nothing", () => {
+    expect(notPublishedService(live("a", "x-nodeport", "u1"), { uid: "u1" })).toBeUndefined();
+    // Nothing published for the entry: the takeover hook refuses a Service the state does not hold.
+    expect(notPublishedService(live("a", "x-nodeport", "u1"), undefined)).toBeUndefined();
+    expect(notPublishedService(live("a", "x-nodeport", "copy"), { uid: "u1" })).toContain("kubectl -n a delete service x-nodeport");
+  });
+});
+
+describe("uidsUnknownTo (issue 34 #10)", () => {
+  it("compares namespace and name: a look-alike in another namespace is not the published Service", () => {
+    const published = { argocd: { namespace: "argocd", service: "argocd-nodeport", uid: "u1" } };
+    expect(uidsUnknownTo(published, [live("argocd", "argocd-nodeport", "u1"), live("tenant", "argocd-nodeport", "x")])).toEqual([]);
+    expect(uidsUnknownTo(published, [live("argocd", "argocd-nodeport", "u2")])).toEqual(["u2"]);
+  });
+});
+
+describe("foreign selector keys (issue 34 #11)", () => {
+  it("names a key our Service's selector has that the entry does not set, and the exact command that removes it", () => {
+    const svc = live("argocd", "argocd-nodeport", "u1", { "app.kubernetes.io/name": "argocd-server", tier: "frontend", "x.io/a~b": "1" });
+    const keys = foreignSelectorKeys({ "app.kubernetes.io/name": "argocd-server" }, svc);
+    expect(keys).toEqual(["tier", "x.io/a~b"]);
+    expect(foreignSelectorProblem(svc, keys)).toBe(
+      `selector key tier=frontend, x.io/a~b=1 of argocd/argocd-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n argocd patch service argocd-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/tier"},{"op":"remove","path":"/spec/selector/x.io~1a~0b"}]'`,
+    );
+    expect(
+      foreignSelectorKeys({ "app.kubernetes.io/name": "argocd-server" }, live("argocd", "argocd-nodeport", "u1", { "app.kubernetes.io/name": "other" })),
+    ).toEqual([]);
+  });
+});
