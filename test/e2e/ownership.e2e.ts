@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type Cluster,
   EXAMPLE_UIS,
-  reapStrayProviders,
+  reapStrayPlugins,
   type Sandbox,
   startPlatform,
   stopPlatform,
@@ -131,7 +131,7 @@ async function killUpAt(point: "pending" | "recorded", published: string): Promi
   } finally {
     if (up.exitCode === null) process.kill(-(up.pid as number), "SIGKILL");
     await exited;
-    reapStrayProviders(sandbox.dir);
+    reapStrayPlugins(sandbox.dir);
     reapSandboxProcesses();
     await admission.deleteValidatingAdmissionPolicyBinding({ name: hold });
     await admission.deleteValidatingAdmissionPolicy({ name: hold });
