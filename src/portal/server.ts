@@ -254,7 +254,8 @@ export function requestPath(target: string | undefined): string | undefined {
 function requestTarget(target: string | undefined): URL | undefined {
   if (target === undefined || target.length > MAX_TARGET_LENGTH) return undefined;
   try {
-    const url = new URL(target, "http://portal.invalid");
+    // An origin-form target is a path: `//metrics` names the path //metrics, not a host `metrics`.
+    const url = new URL(target.startsWith("/") ? `http://portal.invalid${target}` : target);
     // `a:` or `mailto:x` in absolute form has an opaque path: not a request for this server.
     return (url.protocol === "http:" || url.protocol === "https:") && url.pathname.startsWith("/") ? url : undefined;
   } catch {
