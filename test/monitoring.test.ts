@@ -131,6 +131,29 @@ describe("monitoring objects (pure)", () => {
     for (const p of d.panels) for (const t of p.targets ?? []) expect(queries.has(t.expr)).toBe(true);
   });
 
+  it("the dashboard's uid is valid by Grafana's rule and one per stack: kept as ui-exposure-<stack> where that is valid, else hashed", () => {
+    const uid = (stack: string) => (dashboard({ ...TARGET, stack }) as { uid: string }).uid;
+    expect(uid("bench")).toBe("ui-exposure-bench");
+    expect(uid("dirqual")).toBe("ui-exposure-dirqual");
+    const stacks = [
+      "prod.eu",
+      "prod_eu",
+      "prod-eu",
+      "team-platform-production-eu-west-1",
+      "team-platform-production-eu-west-2",
+      "a".repeat(28),
+      "a".repeat(29),
+      "é",
+    ];
+    const uids = stacks.map(uid);
+    for (const [i, u] of uids.entries()) expect(u, stacks[i]).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
+    expect(new Set(uids).size).toBe(stacks.length);
+    expect(uid("prod.eu")).toMatch(/^ui-exposure-prod_eu-[0-9a-f]{8}$/);
+    expect(uid("a".repeat(28))).toBe(`ui-exposure-${"a".repeat(28)}`);
+    // Stable: the same stack always gets the same dashboard.
+    expect(uid("team-platform-production-eu-west-1")).toBe(uid("team-platform-production-eu-west-1"));
+  });
+
   it('every object carries release: <release>; the dashboard ConfigMap the sidecar\'s grafana_dashboard: "1"', () => {
     const o = monitoringObjects(TARGET);
     for (const obj of [o.serviceMonitor, o.prometheusRule, o.dashboard]) expect(obj.metadata.labels.release).toBe("kube-prometheus-stack");

@@ -185,6 +185,17 @@ export function dashboardQueries(t: MonitoringTarget): { title: string; expr: st
   ];
 }
 
+/**
+ * The dashboard's uid: `ui-exposure-<stack>` where Grafana takes it (letters, digits, `-`, `_`, at most
+ * 40), else the stack with `_` for other characters, cut, and its FNV-1a hash (the core has no node:crypto).
+ */
+export function dashboardUid(stack: string): string {
+  if (/^[A-Za-z0-9_-]{1,28}$/.test(stack)) return `ui-exposure-${stack}`;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < stack.length; i++) h = Math.imul(h ^ stack.charCodeAt(i), 0x01000193) >>> 0;
+  return `ui-exposure-${stack.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 19)}-${h.toString(16).padStart(8, "0")}`;
+}
+
 /** The Grafana dashboard: the undeclared count and freshness on top, then one repeated row per entry. */
 export function dashboard(t: MonitoringTarget): Record<string, unknown> {
   const q = Object.fromEntries(dashboardQueries(t).map((d) => [d.title, d.expr]));
@@ -203,7 +214,7 @@ export function dashboard(t: MonitoringTarget): Record<string, unknown> {
   const mapping = (options: Record<string, { text: string; color: string }>) => [{ type: "value", options }];
   return {
     title: `UI exposure (${t.stack})`,
-    uid: `ui-exposure-${t.stack}`.slice(0, 40),
+    uid: dashboardUid(t.stack),
     tags: ["ui-exposure"],
     schemaVersion: 39,
     editable: false,
