@@ -170,7 +170,7 @@ describe("monitoring objects (pure)", () => {
   });
 
   it("metric families: no series for entries not published; every name is one of METRICS", () => {
-    const names = metricFamilies({ view: undefined, observedAt: undefined, undeclared: 2, version: "1", stack: "s" }).map((f) => f.name);
+    const names = metricFamilies({ view: undefined, observedAt: undefined, audit: { undeclared: 2 }, version: "1", stack: "s" }).map((f) => f.name);
     expect(names.every((n) => Object.values(METRICS).includes(n as never))).toBe(true);
     expect(names).toContain(METRICS.undeclared);
   });

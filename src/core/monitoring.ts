@@ -16,8 +16,16 @@ export const METRICS = {
   probeDuration: "ui_exposure_entry_probe_duration_seconds",
   undeclared: "ui_exposure_undeclared_exposures",
   lastObservation: "ui_exposure_last_observation_timestamp_seconds",
+  auditSuccess: "ui_exposure_audit_success",
+  auditLastSuccess: "ui_exposure_audit_last_success_timestamp_seconds",
   buildInfo: "ui_exposure_build_info",
 } as const;
+
+const HELP = {
+  undeclared: "Exposures (NodePort or LoadBalancer Services, hostPorts) that neither the contract nor the allowlist declares, as exposure drift reports them.",
+  auditSuccess: "1 when the portal's last audit round read the cluster, 0 when it failed (the undeclared count is then the last good one).",
+  auditLastSuccess: "Unix time of the portal's last audit round that read the cluster (0 before the first).",
+};
 
 /** Verdict label values: one series each per entry, 1 for the current one. */
 export const VERDICT_VALUES = ["match", "drift", "absent"] as const;
@@ -38,8 +46,11 @@ export interface MetricsInput {
   view?: PortalView;
   /** When that view's cluster read finished (the freshness gauge; 0 when never). */
   observedAt?: Date;
-  /** The audit's undeclared count, when the portal runs the audit (it knows the allowlist). */
-  undeclared: number | undefined;
+  /**
+   * When the portal runs the audit (it knows the allowlist): the last good undeclared count, whether
+   * the last round read the cluster (unset before the first ends), when one last did.
+   */
+  audit?: { undeclared?: number; ok?: boolean; lastSuccessAt?: Date } | undefined;
   version: string;
   stack: string;
 }
@@ -49,6 +60,7 @@ export interface MetricsInput {
  * only: never a URL, an address or a reason. Entries the stack does not publish have none.
  */
 export function metricFamilies(input: MetricsInput): MetricFamily[] {
+  const audit = input.audit;
   const published = (input.view?.entries ?? []).filter((e) => e.exposed && e.verdict !== "NOT-EXPOSED");
   const up: Sample[] = [];
   const verdict: Sample[] = [];
@@ -74,15 +86,9 @@ export function metricFamilies(input: MetricsInput): MetricFamily[] {
     { name: METRICS.readyEndpoints, help: "Ready endpoints behind the entry's published Service (1 or 0 for a hostPort pod).", samples: ready },
     { name: METRICS.nodePort, help: "The port observed in the cluster for the entry (nodePort, or hostPort).", samples: port },
     { name: METRICS.probeDuration, help: "How long the portal's last probe of the entry's URL took, in seconds.", samples: duration },
-    ...(input.undeclared !== undefined
-      ? [
-          single(
-            METRICS.undeclared,
-            "Exposures (NodePort or LoadBalancer Services, hostPorts) that neither the contract nor the allowlist declares, as exposure drift reports them.",
-            input.undeclared,
-          ),
-        ]
-      : []),
+    ...(audit?.undeclared === undefined ? [] : [single(METRICS.undeclared, HELP.undeclared, audit.undeclared)]),
+    ...(audit?.ok === undefined ? [] : [single(METRICS.auditSuccess, HELP.auditSuccess, Number(audit.ok))]),
+    ...(audit ? [single(METRICS.auditLastSuccess, HELP.auditLastSuccess, (audit.lastSuccessAt?.getTime() ?? 0) / 1000)] : []),
     single(
       METRICS.lastObservation,
       "Unix time of the portal's last successful cluster read (0 before the first).",
