@@ -97,13 +97,14 @@ describe("monitoring objects (pure)", () => {
     expect(spec.jobLabel).toBe("app.kubernetes.io/name");
   });
 
-  it("five alerts with their for, each naming the command that explains it; entry-level ones keep the entry label", () => {
+  it("six alerts with their for, each naming the command that explains it; entry-level ones keep the entry label", () => {
     const rules = alertRules(TARGET).flatMap((g) => g.rules);
     expect(rules.map((r) => [r.alert, r.for])).toEqual([
       ["UIExposureUnreachable", "5m"],
       ["UIExposureDrift", "10m"],
       ["UIExposureUndeclared", "15m"],
-      ["UIExposureStale", "10m"],
+      ["UIExposureAuditFailing", "15m"],
+      ["UIExposureStale", "9m"],
       ["UIExposurePortalDown", "5m"],
     ]);
     const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
@@ -111,7 +112,11 @@ describe("monitoring objects (pure)", () => {
     expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure probe --stack bench --entry {{ $labels.entry }}`");
     expect(byName.UIExposureDrift?.annotations.description).toContain("`exposure status --stack bench --entry {{ $labels.entry }}`");
     expect(byName.UIExposureUndeclared?.annotations.description).toContain("`exposure drift --stack bench`");
-    expect(byName.UIExposureUnreachable?.expr).toBe('ui_exposure_entry_up{job="ui-exposure-portal",namespace="platform-portal"} == 0');
+    expect(byName.UIExposureAuditFailing?.annotations.description).toContain("`exposure drift --stack bench`");
+    // The scrape target's labels (pod, instance...) aggregated away; a gap bridged by the last value.
+    expect(byName.UIExposureUnreachable?.expr).toBe(
+      'max by (namespace, job, entry) (last_over_time(ui_exposure_entry_up{job="ui-exposure-portal",namespace="platform-portal"}[2m])) == 0',
+    );
     for (const r of rules) expect(r.labels).toEqual({ severity: "warning" });
   });
 

@@ -123,41 +123,56 @@ export function portalSelector(t: Pick<MonitoringTarget, "namespace">): string {
   return `job="${PORTAL_SELECTOR[PORTAL_JOB_LABEL]}",namespace="${t.namespace}"`;
 }
 
-/** The five alerts, each naming the command that explains it. */
+/** A failed scrape or a portal rollout (new pod, new instance) must neither resolve an alert nor restart its `for`: rules read each series' last value within this window. */
+export const SERIES_GAP_WINDOW = "2m";
+
+/** The six alerts, each naming the command that explains it. */
 export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRule[] }[] {
   const sel = portalSelector(t);
+  // By what the alert is about: the scrape target's pod, instance, container, service, endpoint go.
+  const last = (metric: string, by: string[], extra = "") =>
+    `max by (${["namespace", "job", ...by].join(", ")}) (last_over_time(${metric}{${sel}${extra}}[${SERIES_GAP_WINDOW}]))`;
   const alerts = [
     {
       alert: "UIExposureUnreachable",
-      expr: `${METRICS.entryUp}{${sel}} == 0`,
+      expr: `${last(METRICS.entryUp, ["entry"])} == 0`,
       for: "5m",
       summary: "The published URL of {{ $labels.entry }} does not answer as the contract expects.",
       description: `The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run \`exposure probe --stack ${t.stack} --entry {{ $labels.entry }}\` for the answer, \`exposure status --stack ${t.stack} --entry {{ $labels.entry }}\` for the verdict.`,
     },
     {
       alert: "UIExposureDrift",
-      expr: `${METRICS.entryVerdict}{${sel},verdict=~"drift|absent"} == 1`,
+      expr: `${last(METRICS.entryVerdict, ["entry", "verdict"], ',verdict=~"drift|absent"')} == 1`,
       for: "10m",
       summary: "{{ $labels.entry }} is {{ $labels.verdict }}: its published URL may be false.",
       description: `The cluster no longer matches what the last \`up\` published for {{ $labels.entry }} (a port moved by hand, its Service gone, no ready endpoints...) for 10 minutes. Run \`exposure status --stack ${t.stack} --entry {{ $labels.entry }}\` for the reasons; \`pulumi up\` puts a moved port back.`,
     },
     {
       alert: "UIExposureUndeclared",
-      expr: `${METRICS.undeclared}{${sel}} > 0`,
+      expr: `${last(METRICS.undeclared, [])} > 0`,
       for: "15m",
       summary: "{{ $value }} exposure(s) in the cluster that neither the contract nor the allowlist declares.",
       description: `A NodePort or LoadBalancer Service or a hostPort has been open for 15 minutes without a contract entry or an allowlist item. Run \`exposure drift --stack ${t.stack}\` to list them, then remove each one or declare it.`,
     },
     {
+      alert: "UIExposureAuditFailing",
+      expr: `${last(METRICS.auditSuccess, [])} == 0`,
+      for: "15m",
+      summary: "The portal's audit has not read the cluster for 15 minutes: UIExposureUndeclared sees an old count.",
+      description: `The portal's audit (every Service and Pod of the cluster, as \`exposure drift\` reads them) fails: a permission removed from its ServiceAccount, the lists above its read budget, a timeout. ${METRICS.undeclared} keeps its last good value, ${METRICS.auditLastSuccess} says since when. Its log says why; \`exposure drift --stack ${t.stack}\` audits with your own credentials.`,
+    },
+    {
       alert: "UIExposureStale",
-      expr: `time() - ${METRICS.lastObservation}{${sel}} > 60`,
-      for: "10m",
+      // 60 s without a read, then 9m: it fires once the last read is 10 minutes old.
+      expr: `time() - ${last(METRICS.lastObservation, [])} > 60`,
+      for: "9m",
       summary: "The portal has not read the cluster for more than 10 minutes.",
       description: `The portal answers but its cluster reads fail (API server unreachable, its ServiceAccount's permissions...): the other alerts see old values. Its log says why; \`exposure status --stack ${t.stack}\` reads the cluster with your own credentials.`,
     },
     {
       alert: "UIExposurePortalDown",
-      expr: `up{${sel}} == 0 or absent(up{${sel}})`,
+      // No target answers; `absent` has the same labels (job, namespace): a rollout's gap between two pods continues the alert.
+      expr: `max by (namespace, job) (up{${sel}}) == 0 or absent(up{${sel}})`,
       for: "5m",
       summary: "Prometheus cannot scrape the ui-exposure portal in {{ $labels.namespace }}.",
       description: `No ui-exposure alert can fire while the portal is down. Check its pod (\`kubectl -n ${t.namespace} get pods -l app.kubernetes.io/name=ui-exposure-portal\`) and run \`exposure status --stack ${t.stack}\` meanwhile.`,
