@@ -614,14 +614,18 @@ async function bringUp(given: SandboxIo): Promise<SandboxInfo> {
  * loaded and the portal scraped.
  */
 async function startMonitoring(io: SandboxIo, info: SandboxInfo, env: NodeJS.ProcessEnv, save: () => void): Promise<void> {
-  const t0 = Date.now();
   const forSeconds = alertForSeconds(io.env);
+  // The toolchain's, never a binary the record names (read back, it is untrusted).
+  const bin = toolchainBinDir(io.projectDir);
+  const missing = missingStages(bin, [PROMETHEUS_STAGE]);
+  if (missing.length) await buildToolchain(io.projectDir, missing, io.say, path.join(info.folder, "toolchain-build.log"));
+  const t0 = Date.now();
   await installOperatorCrds(path.join(info.folder, "kubeconfig"), operatorCrds(io.env));
   const dir = path.join(info.folder, "prometheus");
   const files = writePrometheusFiles(dir, new URL(info.portal), SANDBOX_STACK, forSeconds);
   const port = await freeLoopbackPort();
   const logFile = path.join(info.folder, "prometheus.log");
-  const started = startDetached("prometheus", path.join(info.bin, PROMETHEUS_STAGE.binary), prometheusArgs(files, dir, port), {
+  const started = startDetached("prometheus", path.join(bin, PROMETHEUS_STAGE.binary), prometheusArgs(files, dir, port), {
     cwd: info.folder,
     env,
     logFile,
@@ -705,6 +709,7 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
     ...(onPath ? STAGES.filter((s) => s.name !== "pulumi" && s.name !== "langhost") : STAGES),
     // kube-proxy only where the data path can run (network namespaces need root).
     ...(process.getuid?.() === 0 ? [KUBE_PROXY_STAGE] : []),
+    // Built with the rest, before anything starts (startMonitoring builds it for a running sandbox).
     ...(io.monitoring ? [PROMETHEUS_STAGE] : []),
   ];
   const missing = missingStages(bin, needed);
