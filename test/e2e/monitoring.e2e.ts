@@ -498,7 +498,8 @@ describe.sequential("e2e: the sandbox's monitoring trial (sandbox up --monitorin
     try {
       const senv = sandboxEnv();
       const pulumi = await runProcess("pulumi", ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", "sandbox"], { cwd: clone, env: senv });
-      expect(pulumi.code, summary(pulumi)).toBe(0);
+      const diagnostics = `${pulumi.stdout}\n${pulumi.stderr}`.split("\n").filter((l) => /error|warning/i.test(l));
+      expect(pulumi.code, `${diagnostics.join("\n").slice(0, 6000)}\n${summary(pulumi)}`).toBe(0);
       const lib = await import("@kubernetes/client-node");
       const kc = new lib.KubeConfig();
       kc.loadFromFile(path.join(folder(), "kubeconfig"));
