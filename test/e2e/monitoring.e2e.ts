@@ -488,11 +488,12 @@ describe.sequential("e2e: the sandbox's monitoring trial (sandbox up --monitorin
     expect(status.stdout).toMatch(/^prometheus \(pid \d+\) +running$/m);
   }, 900_000);
 
-  it("pulumi up with the portal and monitoring on works in the sandbox: its PrometheusRule holds the rules the sandbox's Prometheus loaded", async () => {
+  it("pulumi up with the portal (in a namespace of its own) and monitoring on works in the sandbox: its PrometheusRule holds the stack's rules", async () => {
     const stackFile = path.join(clone, "Pulumi.sandbox.yaml");
     const original = fs.readFileSync(stackFile);
     const config = parseYaml(original.toString("utf8")) as { config: Record<string, unknown> };
-    config.config["ui-exposure:portal"] = { enabled: true };
+    // A namespace of its own: the sandbox seeds the contract's vendored Services, the portal's platform-portal/portal among them.
+    config.config["ui-exposure:portal"] = { enabled: true, namespace: "ui-exposure-portal" };
     config.config["ui-exposure:monitoring"] = { enabled: true, release: RELEASE };
     fs.writeFileSync(stackFile, stringify(config));
     try {
@@ -504,13 +505,20 @@ describe.sequential("e2e: the sandbox's monitoring trial (sandbox up --monitorin
       const kc = new lib.KubeConfig();
       kc.loadFromFile(path.join(folder(), "kubeconfig"));
       const co = kc.makeApiClient(lib.CustomObjectsApi);
-      const list = (plural: string) => co.listNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: "platform-portal", plural });
+      const list = (plural: string) =>
+        co.listNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: "ui-exposure-portal", plural });
       const rule = ((await list("prometheusrules")) as { items: { spec: { groups: { name: string; rules: Record<string, unknown>[] }[] } }[] }).items;
       expect(rule).toHaveLength(1);
       expect(((await list("servicemonitors")) as { items: unknown[] }).items).toHaveLength(1);
+      // The rules of the function the sandbox's Prometheus got its own from (its file: the previous test), for this namespace.
+      expect(rule[0]?.spec.groups).toEqual(alertRules({ namespace: "ui-exposure-portal", release: RELEASE, stack: "sandbox" }));
       const loaded = parseYaml(fs.readFileSync(path.join(folder(), "prometheus", "rules.yaml"), "utf8")) as { groups: unknown[] };
-      // The same rules but for the documented setting's `for`.
-      expect(rule[0]?.spec.groups.map((g) => ({ ...g, rules: g.rules.map((r) => ({ ...r, for: "20s" })) }))).toEqual(loaded.groups);
+      expect(loaded.groups).toEqual(
+        alertRules({ namespace: "platform-portal", release: RELEASE, stack: "sandbox" }).map((g) => ({
+          ...g,
+          rules: g.rules.map((r) => ({ ...r, for: "20s" })),
+        })),
+      );
     } finally {
       fs.writeFileSync(stackFile, original);
     }
