@@ -40,7 +40,8 @@ let sandbox: Sandbox;
 let prometheus: RunningPrometheus | undefined;
 const children: ChildProcess[] = [];
 const servers = new Map<number, http.Server>();
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-monitoring-"));
+/** This describe's folder, made in its beforeAll (a run of the other describe alone leaves none). */
+let tmp = "";
 /** A stand-in UI on <node IP>:<nodePort>, as the node's data path would serve it. */
 function standIn(port: number): Promise<void> {
   const server = http.createServer((_req, res) => {
@@ -120,6 +121,7 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
   let rule: { spec: { groups: { name: string; rules: Record<string, unknown>[] }[] } };
 
   beforeAll(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-monitoring-"));
     ({ cluster, sandbox } = await startPortalPlatform({ name: NODE, ip: NODE_IP }, "monitoring-e2e.yaml", {
       "ui-exposure:monitoring": { enabled: true, release: RELEASE },
     }));
@@ -132,7 +134,7 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     await Promise.all([...servers.keys()].map(stopStandIn));
     for (const f of forwarders) f.close();
     stopPlatform({ cluster, sandbox });
-    fs.rmSync(tmp, { recursive: true, force: true });
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
   it("without the Prometheus Operator's CRDs, the preview stops in one line and nothing is created", async () => {
