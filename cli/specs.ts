@@ -166,13 +166,16 @@ export const SPECS = {
   sandbox: {
     name: "sandbox",
     summary: "up|status|down: the main job on this machine with no cluster (loopback control plane, real pulumi up, portal)",
-    synopsis: "up|status|down [--json]",
+    synopsis: "up|status|down [--json] [--monitoring]",
     description: [
       "up: starts a loopback control plane in .sandbox/, installs a stand-in for every exposed entry of the contract, runs the real `pulumi up` on a `sandbox` stack, serves each URL on <node IP>:<nodePort>, starts the portal; returns once everything answers and leaves it running (npm run sandbox). The first run builds the toolchain from Go modules (about 45 min).",
       "status: what is running and answering. down: stops exactly what up started and removes .sandbox/.",
     ],
     positional: { name: "ACTION", description: "up, status or down", complete: ["up", "status", "down"] },
-    flags: { json: { ...json, description: "print one JSON document (with apiVersion): up gives {urls, portal, folder}" } },
+    flags: {
+      json: { ...json, description: "print one JSON document (with apiVersion): up gives {urls, portal, folder}" },
+      monitoring: { type: "boolean", description: "up: also Prometheus with the stack's alerts on the portal, the operator's CRDs (docs/monitoring.md)" },
+    },
     exits: "0 ok, 1 error (or, for status, not everything answers), 2 usage",
   },
   schema: {

@@ -24,20 +24,29 @@ function rendered(rule: AlertRule, labels: Record<string, string>, value: string
   return Object.fromEntries(Object.entries(rule.annotations).map(([k, v]) => [k, fill(v)]));
 }
 
+/** What an alert is about: the portal's job and namespace (plus entry, verdict where it concerns one). */
 const portal = { job: "ui-exposure-portal", namespace: "platform-portal" };
-const series = (name: string, labels: Record<string, string>) =>
-  `${name}{${Object.entries({ ...portal, ...labels })
+/**
+ * The labels the Prometheus Operator's scrape job for our ServiceMonitor adds to every series
+ * (test/support/prometheus.ts, operatorScrapeConfig), for one portal pod.
+ */
+const target = (pod: string, ip: string) => ({ ...portal, service: "portal", pod, container: "portal", endpoint: "http", instance: `${ip}:8080` });
+const podA = target("ui-exposure-portal-5c8d9b7f6d-x2x9q", "10.244.0.17");
+const podB = target("ui-exposure-portal-5c8d9b7f6d-7wlkn", "10.244.0.23");
+const seriesOf = (name: string, labels: Record<string, string>) =>
+  `${name}{${Object.entries(labels)
     .map(([k, v]) => `${k}="${v}"`)
     .join(",")}}`;
+const series = (name: string, labels: Record<string, string>) => seriesOf(name, { ...podA, ...labels });
 
-/** One expected firing alert: the rule's labels, the series' labels, the rendered annotations. */
+/** One expected firing alert: the rule's labels, what it is about (never the target's pod or instance), the rendered annotations. */
 function firing(alert: string, labels: Record<string, string>, value: string) {
   const rule = byName[alert] as AlertRule;
   const all = { ...rule.labels, ...portal, ...labels };
   return { exp_labels: all, exp_annotations: rendered(rule, all, value) };
 }
 
-/** A unit test of one alert: input series at a 1m interval, and the alerts expected at which minute. */
+/** A unit test of one alert: input series at a 1m interval, and the alerts expected at which time (rules evaluated every 30 s). */
 const unitTest = (name: string, alertname: string, input_series: { series: string; values: string }[], expected: [string, ReturnType<typeof firing>[]][]) => ({
   name,
   interval: "1m",
@@ -101,14 +110,78 @@ const unitTests = [
     ),
   ),
   unitTest(
-    "UIExposureStale: fresh observations do not fire; frozen from 5m it fires after 10m more; fresh again resolves",
-    "UIExposureStale",
-    [{ series: series("ui_exposure_last_observation_timestamp_seconds", {}), values: "0+60x5 300x15 1260+60x5" }],
+    "UIExposureAuditFailing: the audit failing for 15m fires (the undeclared count is then old), succeeding does not, success again resolves",
+    "UIExposureAuditFailing",
     [
-      ["5m", []],
+      { series: series("ui_exposure_audit_success", {}), values: "1 1 0x20 1x3" },
+      { series: series("ui_exposure_undeclared_exposures", {}), values: "0x25" },
+    ],
+    [
       ["10m", []],
-      ["18m", [firing("UIExposureStale", {}, "780")]],
-      ["22m", []],
+      ["18m", [firing("UIExposureAuditFailing", {}, "0")]],
+      ["24m", []],
+    ],
+  ),
+  {
+    // Every 30 s (the ServiceMonitor's interval): the last read at 5m, then the same timestamp.
+    ...unitTest(
+      "UIExposureStale: fires as its summary says, once the portal has not read the cluster for more than 10 minutes (not at 9.5), and resolves",
+      "UIExposureStale",
+      [{ series: series("ui_exposure_last_observation_timestamp_seconds", {}), values: "0+30x10 300x30 1230+30x5" }],
+      [
+        ["5m", []],
+        ["14m30s", []],
+        ["15m30s", [firing("UIExposureStale", {}, "630")]],
+        ["21m", []],
+      ],
+    ),
+    interval: "30s",
+  },
+  // A portal rollout (the pod, hence the instance, changes) and one failed scrape (its series
+  // marked stale, `up` 0): what the alert is about has not changed, so it stays firing.
+  unitTest(
+    "UIExposureUnreachable: argocd down through a portal rollout and a failed scrape stays one firing alert, then resolves",
+    "UIExposureUnreachable",
+    [
+      { series: seriesOf("ui_exposure_entry_up", { ...podA, entry: "argocd" }), values: "0x6 stale" },
+      { series: seriesOf("ui_exposure_entry_up", { ...podB, entry: "argocd" }), values: "_x7 0 stale 0x6 1x3" },
+      { series: seriesOf("up", podA), values: "1x6 stale" },
+      { series: seriesOf("up", podB), values: "_x7 1 0 1x9" },
+    ],
+    [
+      ["4m", []],
+      ["6m", [firing("UIExposureUnreachable", { entry: "argocd" }, "0")]],
+      ["7m", [firing("UIExposureUnreachable", { entry: "argocd" }, "0")]],
+      ["8m", [firing("UIExposureUnreachable", { entry: "argocd" }, "0")]],
+      ["9m", [firing("UIExposureUnreachable", { entry: "argocd" }, "0")]],
+      ["12m", [firing("UIExposureUnreachable", { entry: "argocd" }, "0")]],
+      ["16m", []],
+    ],
+  ),
+  unitTest(
+    "UIExposureDrift: grafana drifting through a portal rollout stays one firing alert",
+    "UIExposureDrift",
+    [
+      { series: seriesOf("ui_exposure_entry_verdict", { ...podA, entry: "grafana", verdict: "drift" }), values: "1x10 stale" },
+      { series: seriesOf("ui_exposure_entry_verdict", { ...podB, entry: "grafana", verdict: "drift" }), values: "_x11 1x10" },
+    ],
+    [
+      ["10m", [firing("UIExposureDrift", { entry: "grafana", verdict: "drift" }, "1")]],
+      ["12m", [firing("UIExposureDrift", { entry: "grafana", verdict: "drift" }, "1")]],
+      ["16m", [firing("UIExposureDrift", { entry: "grafana", verdict: "drift" }, "1")]],
+    ],
+  ),
+  unitTest(
+    "UIExposurePortalDown: a portal that cannot be scraped, rolled out to a pod that cannot be scraped either, stays one firing alert",
+    "UIExposurePortalDown",
+    [
+      { series: seriesOf("up", podA), values: "0x6 stale" },
+      { series: seriesOf("up", podB), values: "_x8 0x10" },
+    ],
+    [
+      ["6m", [firing("UIExposurePortalDown", {}, "0")]],
+      ["7m", [firing("UIExposurePortalDown", {}, "1")]],
+      ["12m", [firing("UIExposurePortalDown", {}, "0")]],
     ],
   ),
   unitTest(
@@ -117,7 +190,7 @@ const unitTests = [
     [
       { series: series("up", {}), values: "_x7 1x5" },
       // Another portal's target does not count.
-      { series: 'up{job="ui-exposure-portal",namespace="other"}', values: "1x12" },
+      { series: seriesOf("up", { ...podB, namespace: "other" }), values: "1x12" },
     ],
     [
       ["3m", []],
@@ -135,7 +208,8 @@ describe.skipIf("missing" in tool)(`promtool on the generated rules${"missing" i
     fs.writeFileSync(file, stringify({ groups: rules }));
     const r = promtool(bin, ["check", "rules", file]);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
-    expect(r.stdout).toContain("SUCCESS: 5 rules found");
+    expect(r.stdout).toContain(`SUCCESS: ${Object.keys(byName).length} rules found`);
+    expect(Object.keys(byName)).toHaveLength(6);
   });
 
   it("check rules: every dashboard query, wrapped as a recording rule", () => {
@@ -158,7 +232,7 @@ describe.skipIf("missing" in tool)(`promtool on the generated rules${"missing" i
 
   it("test rules: each alert fires, does not fire, and resolves on recorded series", () => {
     fs.writeFileSync(path.join(dir, "rules.yaml"), stringify({ groups: rules }));
-    fs.writeFileSync(path.join(dir, "tests.yaml"), stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1m", tests: unitTests }));
+    fs.writeFileSync(path.join(dir, "tests.yaml"), stringify({ rule_files: ["rules.yaml"], evaluation_interval: "30s", tests: unitTests }));
     const r = promtool(bin, ["test", "rules", "tests.yaml"], undefined, dir);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(r.stdout).toContain("SUCCESS");
@@ -174,7 +248,7 @@ describe.skipIf("missing" in tool)(`promtool on the generated rules${"missing" i
         alert_rule_test: [{ eval_time: "4m", alertname: "UIExposureUnreachable", exp_alerts: [firing("UIExposureUnreachable", { entry: "argocd" }, "1")] }],
       },
     ];
-    fs.writeFileSync(path.join(dir, "wrong.yaml"), stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1m", tests: wrong }));
+    fs.writeFileSync(path.join(dir, "wrong.yaml"), stringify({ rule_files: ["rules.yaml"], evaluation_interval: "30s", tests: wrong }));
     expect(promtool(bin, ["test", "rules", "wrong.yaml"], undefined, dir).code).not.toBe(0);
   });
 });

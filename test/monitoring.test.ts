@@ -97,13 +97,14 @@ describe("monitoring objects (pure)", () => {
     expect(spec.jobLabel).toBe("app.kubernetes.io/name");
   });
 
-  it("five alerts with their for, each naming the command that explains it; entry-level ones keep the entry label", () => {
+  it("six alerts with their for, each naming the command that explains it; entry-level ones keep the entry label", () => {
     const rules = alertRules(TARGET).flatMap((g) => g.rules);
     expect(rules.map((r) => [r.alert, r.for])).toEqual([
       ["UIExposureUnreachable", "5m"],
       ["UIExposureDrift", "10m"],
       ["UIExposureUndeclared", "15m"],
-      ["UIExposureStale", "10m"],
+      ["UIExposureAuditFailing", "15m"],
+      ["UIExposureStale", "9m"],
       ["UIExposurePortalDown", "5m"],
     ]);
     const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
@@ -111,7 +112,11 @@ describe("monitoring objects (pure)", () => {
     expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure probe --stack bench --entry {{ $labels.entry }}`");
     expect(byName.UIExposureDrift?.annotations.description).toContain("`exposure status --stack bench --entry {{ $labels.entry }}`");
     expect(byName.UIExposureUndeclared?.annotations.description).toContain("`exposure drift --stack bench`");
-    expect(byName.UIExposureUnreachable?.expr).toBe('ui_exposure_entry_up{job="ui-exposure-portal",namespace="platform-portal"} == 0');
+    expect(byName.UIExposureAuditFailing?.annotations.description).toContain("`exposure drift --stack bench`");
+    // The scrape target's labels (pod, instance...) aggregated away; a gap bridged by the last value.
+    expect(byName.UIExposureUnreachable?.expr).toBe(
+      'max by (namespace, job, entry) (last_over_time(ui_exposure_entry_up{job="ui-exposure-portal",namespace="platform-portal"}[2m])) == 0',
+    );
     for (const r of rules) expect(r.labels).toEqual({ severity: "warning" });
   });
 
@@ -131,6 +136,29 @@ describe("monitoring objects (pure)", () => {
     for (const p of d.panels) for (const t of p.targets ?? []) expect(queries.has(t.expr)).toBe(true);
   });
 
+  it("the dashboard's uid is valid by Grafana's rule and one per stack: kept as ui-exposure-<stack> where that is valid, else hashed", () => {
+    const uid = (stack: string) => (dashboard({ ...TARGET, stack }) as { uid: string }).uid;
+    expect(uid("bench")).toBe("ui-exposure-bench");
+    expect(uid("dirqual")).toBe("ui-exposure-dirqual");
+    const stacks = [
+      "prod.eu",
+      "prod_eu",
+      "prod-eu",
+      "team-platform-production-eu-west-1",
+      "team-platform-production-eu-west-2",
+      "a".repeat(28),
+      "a".repeat(29),
+      "é",
+    ];
+    const uids = stacks.map(uid);
+    for (const [i, u] of uids.entries()) expect(u, stacks[i]).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
+    expect(new Set(uids).size).toBe(stacks.length);
+    expect(uid("prod.eu")).toMatch(/^ui-exposure-prod_eu-[0-9a-f]{8}$/);
+    expect(uid("a".repeat(28))).toBe(`ui-exposure-${"a".repeat(28)}`);
+    // Stable: the same stack always gets the same dashboard.
+    expect(uid("team-platform-production-eu-west-1")).toBe(uid("team-platform-production-eu-west-1"));
+  });
+
   it('every object carries release: <release>; the dashboard ConfigMap the sidecar\'s grafana_dashboard: "1"', () => {
     const o = monitoringObjects(TARGET);
     for (const obj of [o.serviceMonitor, o.prometheusRule, o.dashboard]) expect(obj.metadata.labels.release).toBe("kube-prometheus-stack");
@@ -147,7 +175,7 @@ describe("monitoring objects (pure)", () => {
   });
 
   it("metric families: no series for entries not published; every name is one of METRICS", () => {
-    const names = metricFamilies({ view: undefined, observedAt: undefined, undeclared: 2, version: "1", stack: "s" }).map((f) => f.name);
+    const names = metricFamilies({ view: undefined, observedAt: undefined, audit: { undeclared: 2 }, version: "1", stack: "s" }).map((f) => f.name);
     expect(names.every((n) => Object.values(METRICS).includes(n as never))).toBe(true);
     expect(names).toContain(METRICS.undeclared);
   });

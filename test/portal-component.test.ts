@@ -79,17 +79,17 @@ describe("program with the portal enabled (mocks)", () => {
     expect(clusterIp.spec).toEqual({ ...portalService("platform-portal").spec });
   });
 
-  it("gives the ServiceAccount read-only access (get, list) to exactly services, endpointslices and nodes: no pods without a hostPort entry", async () => {
+  it("gives the ServiceAccount read-only access (list only: the portal never gets one object) to exactly services, endpointslices and nodes: no pods without a hostPort entry", async () => {
     await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
     await pulumi.runtime.disconnect();
     const role = one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole").inputs;
     expect(role.rules).toEqual([
-      { apiGroups: [""], resources: ["services", "nodes"], verbs: ["get", "list"] },
-      { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list"] },
+      { apiGroups: [""], resources: ["services", "nodes"], verbs: ["list"] },
+      { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list"] },
     ]);
     expect(role.rules).toEqual(portalRbacRules({ hostPort: false }));
     const rules = role.rules as { verbs: string[]; resources: string[] }[];
-    expect(new Set(rules.flatMap((r) => r.verbs))).toEqual(new Set(["get", "list"]));
+    expect(new Set(rules.flatMap((r) => r.verbs))).toEqual(new Set(["list"]));
     expect(rules.flatMap((r) => r.resources).sort()).toEqual(["endpointslices", "nodes", "services"]);
 
     const binding = one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding").inputs;
@@ -109,7 +109,9 @@ endpoints:
     expect(selectsHostPort(contract, ["argocd"])).toBe(false);
     expect(selectsHostPort(contract, ["argocd", "lineage"])).toBe(true);
     expect(selectsHostPort(contract, "all")).toBe(true);
-    expect(portalRbacRules({ hostPort: true })[0]).toEqual({ apiGroups: [""], resources: ["services", "nodes", "pods"], verbs: ["get", "list"] });
+    expect(portalRbacRules({ hostPort: true })[0]).toEqual({ apiGroups: [""], resources: ["services", "nodes", "pods"], verbs: ["list"] });
+    // The portal's reads are list calls only (src/core/portal/scoped-read.ts, the audit): no `get` granted.
+    for (const opts of [{ hostPort: false }, { hostPort: true, audit: true }]) for (const r of portalRbacRules(opts)) expect(r.verbs).toEqual(["list"]);
   });
 
   it("ships the server as plain JS (loader + gzipped bundle) and the validated contract in a ConfigMap", async () => {

@@ -50,12 +50,13 @@ async function portalWith(opts: Partial<PortalOptions> = {}) {
   return { cluster, portal, get: fetchPath };
 }
 
-/** The sample lines (no comments), without the timestamp gauge's value. */
+/** The sample lines (no comments), without the timestamp gauges' values. */
 const samples = (text: string) =>
   text
     .split("\n")
     .filter((l) => l && !l.startsWith("#"))
-    .map((l) => (l.startsWith("ui_exposure_last_observation_timestamp_seconds ") ? "ui_exposure_last_observation_timestamp_seconds <t>" : l));
+    .map((l) => l.replace(/^(ui_exposure_last_observation_timestamp_seconds|ui_exposure_audit_last_success_timestamp_seconds) [1-9]\S*$/, "$1 <t>"));
+const gauge = (text: string, name: string) => new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1];
 
 describe("portal /metrics", () => {
   it("serves each published entry's up, verdict, ready endpoints, port and probe time, the undeclared count, freshness and build info", async () => {
@@ -86,6 +87,8 @@ describe("portal /metrics", () => {
       'ui_exposure_entry_node_port{entry="argocd"} 31358',
       'ui_exposure_entry_node_port{entry="grafana"} 31088',
       "ui_exposure_undeclared_exposures 1",
+      "ui_exposure_audit_success 1",
+      "ui_exposure_audit_last_success_timestamp_seconds <t>",
       "ui_exposure_last_observation_timestamp_seconds <t>",
       'ui_exposure_build_info{version="0.1.0",stack="bench"} 1',
     ]);
@@ -145,7 +148,12 @@ describe("portal /metrics", () => {
     const never = await portalWith({ readIntervalMs: 0 });
     never.cluster.failure = unreachable();
     const text = await (await never.get("/metrics")).text();
-    expect(samples(text)).toEqual(["ui_exposure_last_observation_timestamp_seconds <t>", 'ui_exposure_build_info{version="0.1.0",stack="bench"} 1']);
+    expect(samples(text)).toEqual([
+      "ui_exposure_audit_success 0",
+      "ui_exposure_audit_last_success_timestamp_seconds 0",
+      "ui_exposure_last_observation_timestamp_seconds 0",
+      'ui_exposure_build_info{version="0.1.0",stack="bench"} 1',
+    ]);
     expect(text).toContain("ui_exposure_last_observation_timestamp_seconds 0");
   });
 
@@ -187,17 +195,25 @@ describe("portal /metrics", () => {
     expect(await (await allowed.get("/metrics")).text()).toContain("ui_exposure_undeclared_exposures 1");
   });
 
-  it("an audit that cannot read the cluster is logged once per round; the gauge keeps its last value", async () => {
+  it("an audit that cannot read the cluster is logged once per round; the gauge keeps its last value, and the audit's success and last success say so", async () => {
     const logged: string[] = [];
     const { cluster, get: fetchPath } = await portalWith({ auditIntervalMs: 0, readIntervalMs: 0, log: (l) => logged.push(l) });
-    expect(await (await fetchPath("/metrics")).text()).toContain("ui_exposure_undeclared_exposures 1");
+    const first = await (await fetchPath("/metrics")).text();
+    expect(first).toContain("ui_exposure_undeclared_exposures 1");
+    expect(first).toContain("ui_exposure_audit_success 1");
+    const succeededAt = gauge(first, "ui_exposure_audit_last_success_timestamp_seconds");
+    expect(Number(succeededAt)).toBeGreaterThan(Date.now() / 1000 - 60);
     const failure = new Error("pods: 403 Forbidden");
     const listPods = cluster.listPods.bind(cluster);
     cluster.listPods = async () => {
       throw failure;
     };
+    await new Promise((r) => setTimeout(r, 20));
     const during = await (await fetchPath("/metrics")).text();
     expect(during).toContain("ui_exposure_undeclared_exposures 1");
+    // The observation itself is fresh: without these, nothing would say the count is old.
+    expect(during).toContain("ui_exposure_audit_success 0");
+    expect(gauge(during, "ui_exposure_audit_last_success_timestamp_seconds")).toBe(succeededAt);
     // The log line is written when the failed read settles: waited for, not slept on.
     while (logged.length === 0) await new Promise((r) => setTimeout(r, 5));
     expect(logged).toEqual(["/metrics: the audit could not read the cluster (pods: 403 Forbidden); ui_exposure_undeclared_exposures keeps its last value"]);

@@ -459,7 +459,7 @@ describe("a malformed request never ends the portal", () => {
   afterAll(() => portal.close());
 
   it("answers 400 to a request target that is not a URL, and keeps serving", async () => {
-    for (const target of ["http://[zz]/", "http://[::1", "//[", "http://a b/"]) {
+    for (const target of ["http://[zz]/", "http://[::1", "http://a b/"]) {
       const answer = await rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, {
         closeAfterMs: 500,
         close: "end",
@@ -470,5 +470,17 @@ describe("a malformed request never ends the portal", () => {
     }
     const health = await fetch(new URL("/healthz", portal.url));
     expect(health.status).toBe(200);
+  });
+
+  it("a path starting with // is a path, not a host: //metrics, //healthz and //[ are not found (never the page or /metrics)", async () => {
+    for (const target of ["//metrics", "//healthz", "//api/entries", "//[", "//portal.invalid/"]) {
+      const answer = await rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, {
+        closeAfterMs: 500,
+        close: "end",
+        onError: "reject",
+      });
+      expect(answer, target).toMatch(/^HTTP\/1\.1 404 /);
+      expect(answer).toContain("not found: the portal serves /, /api/entries");
+    }
   });
 });

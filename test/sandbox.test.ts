@@ -405,7 +405,7 @@ describe("exposure sandbox (no sandbox running)", () => {
     expect(await run(["sandbox"])).toMatchObject({
       code: 2,
       err: [
-        "exposure sandbox: name the action: up, status or down\nusage: exposure sandbox up|status|down [--json]\n(`exposure sandbox --help` describes every flag)",
+        "exposure sandbox: name the action: up, status or down\nusage: exposure sandbox up|status|down [--json] [--monitoring]\n(`exposure sandbox --help` describes every flag)",
       ],
     });
     expect((await run(["sandbox", "start"])).code).toBe(2);

@@ -15,7 +15,7 @@ const SPEC = SPECS.sandbox;
 export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) => {
   const [action] = positionals;
   if (positionals.length > 1) throw usageError(SPEC, `one action only, not '${printableValue(positionals.join(" "))}'`);
-  const io = { projectDir: ctx.projectDir, env: ctx.env, say: (line: string) => ctx.stderr(line) };
+  const io = { projectDir: ctx.projectDir, env: ctx.env, say: (line: string) => ctx.stderr(line), monitoring: values.monitoring === true };
   const rel = (p: string) => path.relative(process.cwd(), p) || ".";
   switch (action) {
     case "up": {
@@ -24,8 +24,8 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
         throw new UserError(`${(err as Error).message}\n(the sandbox is left as it is for inspection: exposure sandbox down removes it)`);
       });
       if (values.json) {
-        const { urls, portal, folder, mode } = info;
-        printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxUp", urls, portal, folder, mode } satisfies SandboxUpDocument);
+        const { urls, portal, folder, mode, prometheus } = info;
+        printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxUp", urls, portal, folder, mode, prometheus } satisfies SandboxUpDocument);
         return EXIT.OK;
       }
       ctx.stdout(
@@ -36,6 +36,7 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
           formatTable(["ENTRY", "URL"], Object.entries(info.urls)),
           "",
           `portal: ${info.portal}`,
+          ...(info.prometheus ? [`prometheus: ${info.prometheus}alerts (the stack's alerts on the portal: docs/monitoring.md)`] : []),
           `folder: ${rel(info.folder)} (pulumi ${info.pulumi.version} from ${info.pulumi.source})`,
           "",
           "next, in this shell:",

@@ -146,6 +146,8 @@ export interface SandboxUpDocument extends Document<"SandboxUp"> {
   folder: string;
   /** What answers the URLs: kube-proxy (the data path) or the sandbox's own forwarder. */
   mode: "kube-proxy" | "forwarder";
+  /** Prometheus's address with --monitoring, else "". */
+  prometheus: string;
 }
 
 /** `exposure sandbox status --json`. */

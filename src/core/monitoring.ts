@@ -16,8 +16,16 @@ export const METRICS = {
   probeDuration: "ui_exposure_entry_probe_duration_seconds",
   undeclared: "ui_exposure_undeclared_exposures",
   lastObservation: "ui_exposure_last_observation_timestamp_seconds",
+  auditSuccess: "ui_exposure_audit_success",
+  auditLastSuccess: "ui_exposure_audit_last_success_timestamp_seconds",
   buildInfo: "ui_exposure_build_info",
 } as const;
+
+const HELP = {
+  undeclared: "Exposures (NodePort or LoadBalancer Services, hostPorts) that neither the contract nor the allowlist declares, as exposure drift reports them.",
+  auditSuccess: "1 when the portal's last audit round read the cluster, 0 when it failed (the undeclared count is then the last good one).",
+  auditLastSuccess: "Unix time of the portal's last audit round that read the cluster (0 before the first).",
+};
 
 /** Verdict label values: one series each per entry, 1 for the current one. */
 export const VERDICT_VALUES = ["match", "drift", "absent"] as const;
@@ -38,8 +46,11 @@ export interface MetricsInput {
   view?: PortalView;
   /** When that view's cluster read finished (the freshness gauge; 0 when never). */
   observedAt?: Date;
-  /** The audit's undeclared count, when the portal runs the audit (it knows the allowlist). */
-  undeclared: number | undefined;
+  /**
+   * When the portal runs the audit (it knows the allowlist): the last good undeclared count, whether
+   * the last round read the cluster (unset before the first ends), when one last did.
+   */
+  audit?: { undeclared?: number; ok?: boolean; lastSuccessAt?: Date } | undefined;
   version: string;
   stack: string;
 }
@@ -49,6 +60,7 @@ export interface MetricsInput {
  * only: never a URL, an address or a reason. Entries the stack does not publish have none.
  */
 export function metricFamilies(input: MetricsInput): MetricFamily[] {
+  const audit = input.audit;
   const published = (input.view?.entries ?? []).filter((e) => e.exposed && e.verdict !== "NOT-EXPOSED");
   const up: Sample[] = [];
   const verdict: Sample[] = [];
@@ -74,15 +86,9 @@ export function metricFamilies(input: MetricsInput): MetricFamily[] {
     { name: METRICS.readyEndpoints, help: "Ready endpoints behind the entry's published Service (1 or 0 for a hostPort pod).", samples: ready },
     { name: METRICS.nodePort, help: "The port observed in the cluster for the entry (nodePort, or hostPort).", samples: port },
     { name: METRICS.probeDuration, help: "How long the portal's last probe of the entry's URL took, in seconds.", samples: duration },
-    ...(input.undeclared !== undefined
-      ? [
-          single(
-            METRICS.undeclared,
-            "Exposures (NodePort or LoadBalancer Services, hostPorts) that neither the contract nor the allowlist declares, as exposure drift reports them.",
-            input.undeclared,
-          ),
-        ]
-      : []),
+    ...(audit?.undeclared === undefined ? [] : [single(METRICS.undeclared, HELP.undeclared, audit.undeclared)]),
+    ...(audit?.ok === undefined ? [] : [single(METRICS.auditSuccess, HELP.auditSuccess, Number(audit.ok))]),
+    ...(audit ? [single(METRICS.auditLastSuccess, HELP.auditLastSuccess, (audit.lastSuccessAt?.getTime() ?? 0) / 1000)] : []),
     single(
       METRICS.lastObservation,
       "Unix time of the portal's last successful cluster read (0 before the first).",
@@ -117,41 +123,56 @@ export function portalSelector(t: Pick<MonitoringTarget, "namespace">): string {
   return `job="${PORTAL_SELECTOR[PORTAL_JOB_LABEL]}",namespace="${t.namespace}"`;
 }
 
-/** The five alerts, each naming the command that explains it. */
+/** A failed scrape or a portal rollout (new pod, new instance) must neither resolve an alert nor restart its `for`: rules read each series' last value within this window. */
+export const SERIES_GAP_WINDOW = "2m";
+
+/** The six alerts, each naming the command that explains it. */
 export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRule[] }[] {
   const sel = portalSelector(t);
+  // By what the alert is about: the scrape target's pod, instance, container, service, endpoint go.
+  const last = (metric: string, by: string[], extra = "") =>
+    `max by (${["namespace", "job", ...by].join(", ")}) (last_over_time(${metric}{${sel}${extra}}[${SERIES_GAP_WINDOW}]))`;
   const alerts = [
     {
       alert: "UIExposureUnreachable",
-      expr: `${METRICS.entryUp}{${sel}} == 0`,
+      expr: `${last(METRICS.entryUp, ["entry"])} == 0`,
       for: "5m",
       summary: "The published URL of {{ $labels.entry }} does not answer as the contract expects.",
       description: `The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run \`exposure probe --stack ${t.stack} --entry {{ $labels.entry }}\` for the answer, \`exposure status --stack ${t.stack} --entry {{ $labels.entry }}\` for the verdict.`,
     },
     {
       alert: "UIExposureDrift",
-      expr: `${METRICS.entryVerdict}{${sel},verdict=~"drift|absent"} == 1`,
+      expr: `${last(METRICS.entryVerdict, ["entry", "verdict"], ',verdict=~"drift|absent"')} == 1`,
       for: "10m",
       summary: "{{ $labels.entry }} is {{ $labels.verdict }}: its published URL may be false.",
       description: `The cluster no longer matches what the last \`up\` published for {{ $labels.entry }} (a port moved by hand, its Service gone, no ready endpoints...) for 10 minutes. Run \`exposure status --stack ${t.stack} --entry {{ $labels.entry }}\` for the reasons; \`pulumi up\` puts a moved port back.`,
     },
     {
       alert: "UIExposureUndeclared",
-      expr: `${METRICS.undeclared}{${sel}} > 0`,
+      expr: `${last(METRICS.undeclared, [])} > 0`,
       for: "15m",
       summary: "{{ $value }} exposure(s) in the cluster that neither the contract nor the allowlist declares.",
       description: `A NodePort or LoadBalancer Service or a hostPort has been open for 15 minutes without a contract entry or an allowlist item. Run \`exposure drift --stack ${t.stack}\` to list them, then remove each one or declare it.`,
     },
     {
+      alert: "UIExposureAuditFailing",
+      expr: `${last(METRICS.auditSuccess, [])} == 0`,
+      for: "15m",
+      summary: "The portal's audit has not read the cluster for 15 minutes: UIExposureUndeclared sees an old count.",
+      description: `The portal's audit (every Service and Pod of the cluster, as \`exposure drift\` reads them) fails: a permission removed from its ServiceAccount, the lists above its read budget, a timeout. ${METRICS.undeclared} keeps its last good value, ${METRICS.auditLastSuccess} says since when. Its log says why; \`exposure drift --stack ${t.stack}\` audits with your own credentials.`,
+    },
+    {
       alert: "UIExposureStale",
-      expr: `time() - ${METRICS.lastObservation}{${sel}} > 60`,
-      for: "10m",
+      // 60 s without a read, then 9m: it fires once the last read is 10 minutes old.
+      expr: `time() - ${last(METRICS.lastObservation, [])} > 60`,
+      for: "9m",
       summary: "The portal has not read the cluster for more than 10 minutes.",
       description: `The portal answers but its cluster reads fail (API server unreachable, its ServiceAccount's permissions...): the other alerts see old values. Its log says why; \`exposure status --stack ${t.stack}\` reads the cluster with your own credentials.`,
     },
     {
       alert: "UIExposurePortalDown",
-      expr: `up{${sel}} == 0 or absent(up{${sel}})`,
+      // No target answers; `absent` has the same labels (job, namespace): a rollout's gap between two pods continues the alert.
+      expr: `max by (namespace, job) (up{${sel}}) == 0 or absent(up{${sel}})`,
       for: "5m",
       summary: "Prometheus cannot scrape the ui-exposure portal in {{ $labels.namespace }}.",
       description: `No ui-exposure alert can fire while the portal is down. Check its pod (\`kubectl -n ${t.namespace} get pods -l app.kubernetes.io/name=ui-exposure-portal\`) and run \`exposure status --stack ${t.stack}\` meanwhile.`,
@@ -185,6 +206,17 @@ export function dashboardQueries(t: MonitoringTarget): { title: string; expr: st
   ];
 }
 
+/**
+ * The dashboard's uid: `ui-exposure-<stack>` where Grafana takes it (letters, digits, `-`, `_`, at most
+ * 40), else the stack with `_` for other characters, cut, and its FNV-1a hash (the core has no node:crypto).
+ */
+export function dashboardUid(stack: string): string {
+  if (/^[A-Za-z0-9_-]{1,28}$/.test(stack)) return `ui-exposure-${stack}`;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < stack.length; i++) h = Math.imul(h ^ stack.charCodeAt(i), 0x01000193) >>> 0;
+  return `ui-exposure-${stack.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 19)}-${h.toString(16).padStart(8, "0")}`;
+}
+
 /** The Grafana dashboard: the undeclared count and freshness on top, then one repeated row per entry. */
 export function dashboard(t: MonitoringTarget): Record<string, unknown> {
   const q = Object.fromEntries(dashboardQueries(t).map((d) => [d.title, d.expr]));
@@ -203,7 +235,7 @@ export function dashboard(t: MonitoringTarget): Record<string, unknown> {
   const mapping = (options: Record<string, { text: string; color: string }>) => [{ type: "value", options }];
   return {
     title: `UI exposure (${t.stack})`,
-    uid: `ui-exposure-${t.stack}`.slice(0, 40),
+    uid: dashboardUid(t.stack),
     tags: ["ui-exposure"],
     schemaVersion: 39,
     editable: false,

@@ -10,7 +10,7 @@ import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
-import { METRICS_PATH, metricFamilies } from "../core/monitoring";
+import { METRICS_PATH, type MetricsInput, metricFamilies } from "../core/monitoring";
 import { failureCause, type ObservedCluster, type PublishedEndpoints, usersUrl } from "../core/observe";
 import { uidsUnknownTo } from "../core/ownership";
 import { PENDING_NODE_PORT } from "../core/plan";
@@ -97,7 +97,8 @@ export class PortalObserver {
   private readonly probing: ReachabilityOptions;
   /** The last view computed from a successful read, for /metrics while reads fail. */
   private lastGood: { view: PortalView; observedAt: Date } | undefined;
-  private lastUndeclared: number | undefined;
+  /** The audit's last good count, whether its last round read the cluster, when one last did. */
+  private audit: MetricsInput["audit"];
   private auditFailureLogged: Promise<unknown> | undefined;
 
   constructor(private readonly opts: PortalOptions) {
@@ -196,13 +197,15 @@ export class PortalObserver {
         this.auditFailureLogged = audit;
         this.opts.log?.(`/metrics: the audit could not read the cluster (${(err as Error).message}); ui_exposure_undeclared_exposures keeps its last value`);
       });
-      const undeclared = audit ? await within(audit) : undefined;
-      if (undeclared) this.lastUndeclared = undeclared.value;
+      // A round still in flight at the deadline changes nothing; an ended one says whether it read the cluster.
+      const [round] = audit ? ((await within(Promise.allSettled([audit]))) ?? []) : [];
+      if (round?.status === "fulfilled") this.audit = { undeclared: round.value.value, ok: true, lastSuccessAt: round.value.at };
+      else if (round) this.audit = { ...this.audit, ok: false };
     } finally {
       clearTimeout(timer);
     }
     return renderMetrics(
-      metricFamilies({ ...this.lastGood, undeclared: this.lastUndeclared, version: this.opts.version ?? "unknown", stack: this.opts.stack ?? "" }),
+      metricFamilies({ ...this.lastGood, audit: this.auditReads && (this.audit ?? {}), version: this.opts.version ?? "unknown", stack: this.opts.stack ?? "" }),
     );
   }
 }
@@ -254,7 +257,8 @@ export function requestPath(target: string | undefined): string | undefined {
 function requestTarget(target: string | undefined): URL | undefined {
   if (target === undefined || target.length > MAX_TARGET_LENGTH) return undefined;
   try {
-    const url = new URL(target, "http://portal.invalid");
+    // An origin-form target is a path: `//metrics` names the path //metrics, not a host `metrics`.
+    const url = new URL(target.startsWith("/") ? `http://portal.invalid${target}` : target);
     // `a:` or `mailto:x` in absolute form has an opaque path: not a request for this server.
     return (url.protocol === "http:" || url.protocol === "https:") && url.pathname.startsWith("/") ? url : undefined;
   } catch {

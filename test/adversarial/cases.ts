@@ -307,7 +307,8 @@ const get = (target: string, extra = "") => `GET ${target} HTTP/1.1\r\nHost: por
 export const PORTAL_CASES: PortalCase[] = [
   { name: "an absolute target with a bad host", request: get("http://[zz]/"), status: 400 },
   { name: "an unterminated IPv6 host", request: get("http://[::1"), status: 400 },
-  { name: "a scheme-relative target", request: get("//["), status: 400 },
+  { name: "a target starting with // (a path, not a host)", request: get("//["), status: 404 },
+  { name: "//metrics (served the page: issue 34)", request: get("//metrics"), status: 404, fragment: "not found: the portal serves /" },
   { name: "an absolute target with another scheme (found by fuzzing)", request: get("A:"), status: 400 },
   { name: "a very long target", request: get(`/${"a".repeat(4000)}`), status: 400 },
   { name: "a path with encoded traversal", request: get("/%2e%2e/%2e%2e/etc/passwd"), status: 404 },

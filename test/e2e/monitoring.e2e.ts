@@ -17,9 +17,10 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stringify } from "yaml";
+import { parse as parseYaml, stringify } from "yaml";
 import { freeLoopbackPort } from "../../src/adapters/free-port";
-import { type Cluster, type Sandbox, stopPlatform, summary, toolchainBin, waitFor } from "../support/harness";
+import { alertRules } from "../../src/core/monitoring";
+import { type Cluster, projectDir, runProcess, type Sandbox, stopPlatform, summary, toolchainBin, waitFor } from "../support/harness";
 import { PORTAL_LABEL, PORTAL_NS, podIdentity, portalPodSpec, runInPod, startPortalPlatform, writeShippedFiles } from "../support/incluster-portal";
 import { operatorCrds, operatorScrapeConfig, type RunningPrometheus, type ServiceMonitor, startPrometheus } from "../support/prometheus";
 
@@ -39,7 +40,8 @@ let sandbox: Sandbox;
 let prometheus: RunningPrometheus | undefined;
 const children: ChildProcess[] = [];
 const servers = new Map<number, http.Server>();
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-monitoring-"));
+/** This describe's folder, made in its beforeAll (a run of the other describe alone leaves none). */
+let tmp = "";
 /** A stand-in UI on <node IP>:<nodePort>, as the node's data path would serve it. */
 function standIn(port: number): Promise<void> {
   const server = http.createServer((_req, res) => {
@@ -119,6 +121,7 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
   let rule: { spec: { groups: { name: string; rules: Record<string, unknown>[] }[] } };
 
   beforeAll(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-monitoring-"));
     ({ cluster, sandbox } = await startPortalPlatform({ name: NODE, ip: NODE_IP }, "monitoring-e2e.yaml", {
       "ui-exposure:monitoring": { enabled: true, release: RELEASE },
     }));
@@ -131,7 +134,7 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     await Promise.all([...servers.keys()].map(stopStandIn));
     for (const f of forwarders) f.close();
     stopPlatform({ cluster, sandbox });
-    fs.rmSync(tmp, { recursive: true, force: true });
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
   it("without the Prometheus Operator's CRDs, the preview stops in one line and nothing is created", async () => {
@@ -311,6 +314,8 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     expect(entryUp.metric).toMatchObject({ job: "ui-exposure-portal", namespace: PORTAL_NS, entry: "argocd" });
     expect((await query('ui_exposure_entry_verdict{entry="argocd",verdict="match"}'))[0]?.value[1]).toBe("1");
     expect((await query("ui_exposure_undeclared_exposures"))[0]?.value[1]).toBe("0");
+    // The audit read the cluster with the portal's own ServiceAccount.
+    expect((await query("ui_exposure_audit_success"))[0]?.value[1]).toBe("1");
 
     const alerts = async () => (await p.api<{ alerts: Alert[] }>("alerts")).alerts.filter((a) => a.labels.alertname === "UIExposureUnreachable");
     expect(await alerts()).toEqual([]);
@@ -323,7 +328,8 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
       120_000,
       detail,
     );
-    expect(fired.labels).toMatchObject({ severity: "warning", entry: "argocd", namespace: PORTAL_NS, job: "ui-exposure-portal" });
+    // What it is about, not which portal pod said it (a rollout must not resolve it).
+    expect(fired.labels).toEqual({ alertname: "UIExposureUnreachable", severity: "warning", entry: "argocd", namespace: PORTAL_NS, job: "ui-exposure-portal" });
     expect((await alerts()).map((a) => a.labels.entry)).toEqual(["argocd"]);
     // The command its description names says the same, from the operator's side (exit 4:
     // unreachable). Not blocking: the stand-ins answer from this process.
@@ -342,6 +348,202 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
     expect(await portalDown()).toEqual([]);
     portal.child.kill("SIGTERM");
     const down = await waitFor("UIExposurePortalDown to fire", async () => (await portalDown()).find((a) => a.state === "firing"), 120_000, detail);
-    expect(down.labels).toMatchObject({ severity: "warning", job: "ui-exposure-portal", namespace: PORTAL_NS, service: "portal", pod: podName });
+    expect(down.labels).toEqual({ alertname: "UIExposurePortalDown", severity: "warning", job: "ui-exposure-portal", namespace: PORTAL_NS });
   });
+});
+
+// The monitoring trial of the sandbox (docs/monitoring.md, "Try it in the sandbox"), as a new user
+// runs it on a clone of this commit: `sandbox up --monitoring` with EXPOSURE_SANDBOX_ALERT_FOR=20
+// (the documented setting: every `for` 20 s, scrapes every 5 s; nothing else of the rules), the
+// real Prometheus with the stack's rules on the sandbox's portal; grafana scaled to 0 makes
+// UIExposureUnreachable go pending, then firing, and resolve once it is back. `pulumi up` with
+// monitoring on then works in the sandbox (the operator's CRDs are there), and `sandbox down`
+// stops Prometheus with the rest.
+describe.sequential("e2e: the sandbox's monitoring trial (sandbox up --monitoring)", () => {
+  let root: string;
+  let clone: string;
+  let env: NodeJS.ProcessEnv;
+  let up: { urls: Record<string, string>; portal: string; prometheus?: string };
+  const folder = () => path.join(clone, ".sandbox");
+  const exposure = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
+    runProcess(process.execPath, [path.join(clone, "bin/exposure.cjs"), ...args], { cwd: clone, env: { ...env, ...extra } });
+  /** What `. .sandbox/env` exports. */
+  const sandboxEnv = (): NodeJS.ProcessEnv => {
+    const out: NodeJS.ProcessEnv = { ...env };
+    for (const line of fs.readFileSync(path.join(folder(), "env"), "utf8").split("\n")) {
+      const m = /^export (\w+)='(.*)'$/.exec(line);
+      if (m?.[1] && m[2] !== undefined) out[m[1]] = m[2];
+      const p = /^export PATH='(.*)':"\$PATH"$/.exec(line);
+      if (p?.[1]) out.PATH = `${p[1]}:${env.PATH}`;
+    }
+    return out;
+  };
+  const api = async <T>(p: string): Promise<T> => {
+    const res = await fetch(new URL(`api/v1/${p}`, up.prometheus), { signal: AbortSignal.timeout(5000) });
+    const body = (await res.json()) as { status: string; data: T };
+    if (body.status !== "success") throw new Error(`prometheus ${p}: ${JSON.stringify(body).slice(0, 500)}`);
+    return body.data;
+  };
+  const unreachable = async () => (await api<{ alerts: Alert[] }>("alerts")).alerts.filter((a) => a.labels.alertname === "UIExposureUnreachable");
+  const scaleGrafana = async (replicas: number) => {
+    const lib = await import("@kubernetes/client-node");
+    const kc = new lib.KubeConfig();
+    kc.loadFromFile(path.join(folder(), "kubeconfig"));
+    const apps = kc.makeApiClient(lib.AppsV1Api);
+    const s = await apps.readNamespacedDeploymentScale({ namespace: "monitoring", name: "grafana" });
+    s.spec = { replicas };
+    await apps.replaceNamespacedDeploymentScale({ namespace: "monitoring", name: "grafana", body: s });
+  };
+  const log = () => {
+    const read = (f: string) => (fs.existsSync(path.join(folder(), f)) ? fs.readFileSync(path.join(folder(), f), "utf8").slice(-1500) : "");
+    return `\nprometheus log:\n${read("prometheus.log")}\nportal log:\n${read("portal.log")}`;
+  };
+
+  beforeAll(() => {
+    const bin = toolchainBin();
+    for (const b of ["pulumi", "kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "prov/pulumi-resource-kubernetes", "prometheus"]) {
+      if (!fs.existsSync(path.join(bin, b))) throw new Error(`${bin}/${b} missing: build the toolchain first (scripts/e2e-toolchain.sh; E2E_ONLY=prometheus)`);
+    }
+    root = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-sandbox-monitoring-"));
+    clone = path.join(root, "ui-exposure");
+    // This very commit, with this folder's node_modules (the trial, not `npm ci`, is under test here).
+    const head = spawnSync("git", ["-C", projectDir, "rev-parse", "HEAD"], { encoding: "utf8" }).stdout.trim();
+    spawnSync("git", ["clone", "--quiet", "--no-checkout", projectDir, clone]);
+    spawnSync("git", ["-C", clone, "checkout", "--quiet", "--detach", head]);
+    fs.symlinkSync(fs.realpathSync(path.join(projectDir, "node_modules")), path.join(clone, "node_modules"));
+    env = { ...process.env, EXPOSURE_SANDBOX_RECORDS: path.join(root, "records"), EXPOSURE_SANDBOX_ALERT_FOR: "20" };
+    for (const k of Object.keys(env)) if (k.startsWith("PULUMI_") || k === "KUBECONFIG" || k.startsWith("VITEST") || k === "NODE_ENV") delete env[k];
+  });
+
+  afterAll(async () => {
+    if (clone && (fs.existsSync(folder()) || fs.existsSync(path.join(root, "records")))) await exposure(["sandbox", "down"]);
+    if (root) fs.rmSync(root, { recursive: true, force: true });
+  }, 180_000);
+
+  it("sandbox up --monitoring: Prometheus with the stack's rules scrapes the portal; grafana scaled to 0 makes UIExposureUnreachable pending, then firing; back, it resolves", async () => {
+    const started = await exposure(["sandbox", "up", "--monitoring", "--json"]);
+    expect(started.code, summary(started)).toBe(0);
+    up = JSON.parse(started.stdout);
+    expect(up.prometheus).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    expect(started.stderr).toMatch(/sandbox \[monitoring\] Prometheus http:\/\/127\.0\.0\.1:\d+\/ in [\d.]+ s: the stack's alert rules \(every for: 20s/);
+
+    // The rules loaded are the stack's (the group from .sandbox/prometheus/rules.yaml), every for 20 s.
+    const rules = await api<{ groups: { name: string; file: string; rules: { name: string; duration: number }[] }[] }>("rules");
+    expect(rules.groups.map((g) => [g.name, g.file])).toEqual([["ui-exposure", path.join(folder(), "prometheus", "rules.yaml")]]);
+    expect(rules.groups[0]?.rules.map((r) => [r.name, r.duration])).toEqual(
+      alertRules({ namespace: "platform-portal", release: RELEASE, stack: "sandbox" })[0]?.rules.map((r) => [r.alert, 20]),
+    );
+    // The portal's target, labelled as the operator's job labels the in-cluster one.
+    const target = (
+      await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(`query?query=${encodeURIComponent('up{job="ui-exposure-portal"}')}`)
+    ).result;
+    expect(target.map((t) => [t.metric, t.value[1]])).toEqual([
+      [
+        {
+          __name__: "up",
+          job: "ui-exposure-portal",
+          namespace: "platform-portal",
+          service: "portal",
+          pod: "sandbox-portal",
+          container: "portal",
+          endpoint: "http",
+          instance: new URL(up.portal).host,
+        },
+        "1",
+      ],
+    ]);
+    await waitFor(
+      "grafana up in Prometheus",
+      async () => {
+        const r = (await api<{ result: { value: [number, string] }[] }>(`query?query=${encodeURIComponent('ui_exposure_entry_up{entry="grafana"}')}`)).result;
+        return r[0]?.value[1] === "1" ? true : undefined;
+      },
+      60_000,
+      log,
+    );
+    expect(await unreachable()).toEqual([]);
+
+    // The new user's trial: grafana scaled to 0.
+    await scaleGrafana(0);
+    const pending = await waitFor(
+      "UIExposureUnreachable pending for grafana",
+      async () => (await unreachable()).find((a) => a.state === "pending"),
+      90_000,
+      log,
+    );
+    expect(pending.labels).toEqual({
+      alertname: "UIExposureUnreachable",
+      severity: "warning",
+      entry: "grafana",
+      job: "ui-exposure-portal",
+      namespace: "platform-portal",
+    });
+    const firing = await waitFor("UIExposureUnreachable firing for grafana", async () => (await unreachable()).find((a) => a.state === "firing"), 90_000, log);
+    expect(firing.labels).toEqual(pending.labels);
+    expect((await unreachable()).map((a) => a.labels.entry)).toEqual(["grafana"]);
+
+    await scaleGrafana(1);
+    await waitFor("UIExposureUnreachable to resolve", async () => ((await unreachable()).length === 0 ? true : undefined), 120_000, log);
+
+    // sandbox status lists Prometheus among the sandbox's processes.
+    const status = await exposure(["sandbox", "status"]);
+    expect(status.stdout).toMatch(/^prometheus \(pid \d+\) +running$/m);
+  }, 900_000);
+
+  it("pulumi up with the portal (in a namespace of its own) and monitoring on works in the sandbox: its PrometheusRule holds the stack's rules", async () => {
+    const stackFile = path.join(clone, "Pulumi.sandbox.yaml");
+    const original = fs.readFileSync(stackFile);
+    const config = parseYaml(original.toString("utf8")) as { config: Record<string, unknown> };
+    // A namespace of its own: the sandbox seeds the contract's vendored Services, the portal's platform-portal/portal among them.
+    config.config["ui-exposure:portal"] = { enabled: true, namespace: "ui-exposure-portal" };
+    config.config["ui-exposure:monitoring"] = { enabled: true, release: RELEASE };
+    fs.writeFileSync(stackFile, stringify(config));
+    try {
+      const senv = sandboxEnv();
+      const pulumi = await runProcess("pulumi", ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", "sandbox"], { cwd: clone, env: senv });
+      const diagnostics = `${pulumi.stdout}\n${pulumi.stderr}`.split("\n").filter((l) => /error|warning/i.test(l));
+      expect(pulumi.code, `${diagnostics.join("\n").slice(0, 6000)}\n${summary(pulumi)}`).toBe(0);
+      const lib = await import("@kubernetes/client-node");
+      const kc = new lib.KubeConfig();
+      kc.loadFromFile(path.join(folder(), "kubeconfig"));
+      const co = kc.makeApiClient(lib.CustomObjectsApi);
+      const list = (plural: string) =>
+        co.listNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: "ui-exposure-portal", plural });
+      const rule = ((await list("prometheusrules")) as { items: { spec: { groups: { name: string; rules: Record<string, unknown>[] }[] } }[] }).items;
+      expect(rule).toHaveLength(1);
+      expect(((await list("servicemonitors")) as { items: unknown[] }).items).toHaveLength(1);
+      // The rules of the function the sandbox's Prometheus got its own from (its file: the previous test), for this namespace.
+      expect(rule[0]?.spec.groups).toEqual(alertRules({ namespace: "ui-exposure-portal", release: RELEASE, stack: "sandbox" }));
+      const loaded = parseYaml(fs.readFileSync(path.join(folder(), "prometheus", "rules.yaml"), "utf8")) as { groups: unknown[] };
+      expect(loaded.groups).toEqual(
+        alertRules({ namespace: "platform-portal", release: RELEASE, stack: "sandbox" }).map((g) => ({
+          ...g,
+          rules: g.rules.map((r) => ({ ...r, for: "20s" })),
+        })),
+      );
+    } finally {
+      fs.writeFileSync(stackFile, original);
+    }
+  }, 900_000);
+
+  it("sandbox down stops Prometheus with the rest: nothing of the sandbox is left", async () => {
+    const record = JSON.parse(fs.readFileSync(path.join(folder(), "sandbox.json"), "utf8")) as { processes: { role: string; pid: number }[] };
+    const prometheus = record.processes.find((p) => p.role === "prometheus");
+    if (!prometheus) throw new Error("no prometheus in the sandbox's record");
+    const down = await exposure(["sandbox", "down"]);
+    expect(down.code, summary(down)).toBe(0);
+    expect(down.stdout).toContain(`prometheus (${prometheus.pid})`);
+    expect(fs.existsSync(`/proc/${prometheus.pid}`)).toBe(false);
+    const left = fs
+      .readdirSync("/proc")
+      .filter((d) => /^\d+$/.test(d))
+      .filter((d) => {
+        try {
+          return fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes(clone);
+        } catch {
+          return false;
+        }
+      });
+    expect(left).toEqual([]);
+  }, 180_000);
 });

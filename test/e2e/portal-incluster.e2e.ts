@@ -213,8 +213,8 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
       return kc.makeApiClient(cluster.lib.RbacAuthorizationV1Api).listClusterRole({ labelSelector: PORTAL_LABEL });
     })();
     expect(role.items[0]?.rules?.map((r) => [r.apiGroups, r.resources, r.verbs])).toEqual([
-      [[""], ["services", "nodes"], ["get", "list"]],
-      [["discovery.k8s.io"], ["endpointslices"], ["get", "list"]],
+      [[""], ["services", "nodes"], ["list"]],
+      [["discovery.k8s.io"], ["endpointslices"], ["list"]],
     ]);
     const statuses = {
       services: await asPortal("/api/v1/services", token, ca),

@@ -3,31 +3,11 @@
 // operator generates from a ServiceMonitor (pkg/prometheus/promcfg.go of v0.85.0,
 // generateServiceMonitorConfig, endpointslice role), so that the target is found the way the
 // platform's Prometheus finds it: the Service's labels, the named port, the EndpointSlice.
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import * as fs from "node:fs";
-import * as os from "node:os";
+import { type ChildProcess, spawn } from "node:child_process";
 import * as path from "node:path";
-import { parseAllDocuments } from "yaml";
 
-export const OPERATOR_MODULE = "github.com/prometheus-operator/prometheus-operator@v0.85.0";
-
-/** The ServiceMonitor and PrometheusRule CRDs of the operator's module (go mod download: the module cache, nothing committed). */
-export function operatorCrds(): unknown[] {
-  const r = spawnSync("go", ["mod", "download", "-json", OPERATOR_MODULE], {
-    cwd: os.tmpdir(),
-    encoding: "utf8",
-    env: { ...process.env, GOFLAGS: "-mod=mod", GOTOOLCHAIN: "local" },
-    timeout: 300_000,
-  });
-  if (r.status !== 0) throw new Error(`go mod download ${OPERATOR_MODULE} failed: ${r.stderr}`);
-  const dir = (JSON.parse(r.stdout) as { Dir?: string }).Dir;
-  if (!dir) throw new Error(`go mod download ${OPERATOR_MODULE}: no Dir in ${r.stdout}`);
-  return ["servicemonitors", "prometheusrules"].flatMap((kind) =>
-    parseAllDocuments(fs.readFileSync(path.join(dir, "example/prometheus-operator-crd", `monitoring.coreos.com_${kind}.yaml`), "utf8"))
-      .map((d) => d.toJSON() as unknown)
-      .filter((d) => d !== null),
-  );
-}
+/** The ServiceMonitor and PrometheusRule CRDs of the operator's module: what `sandbox up --monitoring` installs too. */
+export { OPERATOR_MODULE, operatorCrds } from "../../src/adapters/sandbox/monitoring";
 
 export interface ServiceMonitor {
   metadata: { name: string; namespace: string };

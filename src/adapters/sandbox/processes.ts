@@ -142,6 +142,8 @@ export interface SandboxState {
   urls: Record<string, string>;
   /** The portal's http://127.0.0.1:<port>/, or "" when it was not started. */
   portal: string;
+  /** Prometheus's http://127.0.0.1:<port>/ (sandbox up --monitoring), or "". */
+  prometheus: string;
   /** What was ignored, by field (never acted on). */
   rejected: string[];
   /** The rest of the record as written (for display only). */
@@ -204,10 +206,16 @@ export function readSandboxState(file: string): SandboxState | undefined {
     if (ok && new URL(ok).pathname === "/") portal = ok;
     else rejected.push("portal: not a loopback http://HOST:PORT/ address");
   }
-  return { processes, urls, portal, rejected, raw: record };
+  let prometheus = "";
+  if (record.prometheus !== undefined && record.prometheus !== "") {
+    const ok = sandboxUrl(record.prometheus, ["http:"]);
+    if (ok && new URL(ok).pathname === "/") prometheus = ok;
+    else rejected.push("prometheus: not a loopback http://HOST:PORT/ address");
+  }
+  return { processes, urls, portal, prometheus, rejected, raw: record };
 }
 
-const damaged = (why: string): SandboxState => ({ processes: [], urls: {}, portal: "", rejected: [why], raw: {} });
+const damaged = (why: string): SandboxState => ({ processes: [], urls: {}, portal: "", prometheus: "", rejected: [why], raw: {} });
 
 /** The parent pid of a live process (/proc/<pid>/stat), or undefined. */
 function parentOf(pid: number): number | undefined {

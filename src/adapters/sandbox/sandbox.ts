@@ -16,6 +16,7 @@ import { printableValue } from "../../core/text";
 import { defaultContractPath, loadContractFile } from "../contract-file";
 import { dataPathSupport, findTool, runProcesses, stopRun } from "../datapath/datapath";
 import { PREFIX_PATTERN } from "../datapath/plan";
+import { freeLoopbackPort } from "../free-port";
 import { httpGet } from "../http-probe";
 import { isSameProcess, liveProcess, startTimeOf } from "../own-process";
 import { readStackOutputs, runPulumi } from "../pulumi-cli";
@@ -31,6 +32,7 @@ import {
   startControlPlane,
   stopControlPlane,
 } from "./cluster";
+import { ALERT_FOR_VARIABLE, alertForSeconds, installOperatorCrds, operatorCrds, prometheusArgs, prometheusReady, writePrometheusFiles } from "./monitoring";
 import type { NodeAgentConfig, NodeAgentReady } from "./node-agent";
 import {
   isOurs,
@@ -50,6 +52,7 @@ import {
   KUBE_PROXY_STAGE,
   linkBinaries,
   missingStages,
+  PROMETHEUS_STAGE,
   pinnedVersions,
   pulumiOnPath,
   STAGES,
@@ -63,6 +66,8 @@ export interface SandboxInfo {
   folder: string;
   urls: Record<string, string>;
   portal: string;
+  /** Prometheus (sandbox up --monitoring: src/adapters/sandbox/monitoring.ts), or "". */
+  prometheus: string;
   /** Which pulumi CLI ran `up`, and where it came from. */
   pulumi: { file: string; source: "PATH" | "toolchain"; version: string };
   /** File to `source` for running pulumi and exposure commands against the sandbox. */
@@ -90,6 +95,8 @@ export interface SandboxIo {
   env: NodeJS.ProcessEnv;
   /** Progress, for people (stderr). */
   say: (line: string) => void;
+  /** `sandbox up --monitoring`: Prometheus with the stack's alert rules on the portal, the operator's CRDs in the API server. */
+  monitoring?: boolean;
 }
 
 export const sandboxFolder = (projectDir: string) => path.join(projectDir, ".sandbox");
@@ -159,6 +166,7 @@ export function readSandboxInfo(folder: string, file = infoFile(folder)): (Sandb
     folder,
     urls: state.urls,
     portal: state.portal,
+    prometheus: state.prometheus,
     pulumi: { file: text(p.file), source: p.source === "PATH" ? "PATH" : "toolchain", version: text(p.version) },
     envFile: path.join(folder, "env"),
     processes: state.processes,
@@ -178,6 +186,7 @@ function emptyInfo(folder: string): SandboxInfo {
     folder,
     urls: {},
     portal: "",
+    prometheus: "",
     pulumi: { file: "", source: "toolchain", version: "unknown" },
     envFile: path.join(folder, "env"),
     processes: [],
@@ -367,6 +376,7 @@ function saveRecord(projectDir: string, env: NodeJS.ProcessEnv, info: SandboxInf
     folder: info.folder,
     urls: info.urls,
     portal: info.portal,
+    prometheus: info.prometheus,
     pulumi: info.pulumi,
     envFile: info.envFile,
     processes: info.processes,
@@ -647,13 +657,22 @@ export async function whileHoldingLock<T>(io: SandboxIo, work: () => Promise<T>)
   }
 }
 
-async function bringUp(io: SandboxIo): Promise<SandboxInfo> {
-  const { projectDir, say } = io;
+async function bringUp(given: SandboxIo): Promise<SandboxInfo> {
+  const { projectDir, say } = given;
   const folder = sandboxFolder(projectDir);
-  const existing = readSandboxRecord(projectDir, io.env);
+  const existing = readSandboxRecord(projectDir, given.env);
+  // A sandbox that ran Prometheus keeps it when it is started anew; the setting is checked before anything starts.
+  const io = { ...given, monitoring: given.monitoring === true || Boolean(existing?.prometheus) };
+  if (io.monitoring) alertForSeconds(io.env);
   if (existing && !existing.outside) {
     const dead = await deadParts(existing);
-    if (dead.length === 0) return repair(io, existing);
+    if (dead.length === 0) {
+      const running = await repair(io, existing);
+      if (!io.monitoring || running.prometheus) return running;
+      const env = { ...io.env, [SANDBOX_ID_VARIABLE]: running.id };
+      await startMonitoring(io, running, env, () => saveRecord(projectDir, io.env, running));
+      return running;
+    }
     say(`sandbox: the sandbox in ${folder} is not whole (${dead.slice(0, 5).join("; ")}): removing it first`);
   } else if (existing) say(`sandbox: ${folder} is gone but its processes are recorded in ${outsideRecordFile(projectDir, io.env)}: removing them first`);
   if (existing || fs.existsSync(folder)) {
@@ -661,6 +680,43 @@ async function bringUp(io: SandboxIo): Promise<SandboxInfo> {
     for (const why of down.rejected) say(`sandbox: ignored ${why}: nothing signalled for it (check by hand with ps)`);
   }
   return startSandbox(io);
+}
+
+/**
+ * `--monitoring` (src/adapters/sandbox/monitoring.ts): the Prometheus Operator's CRDs in the API
+ * server, then the toolchain's Prometheus with the stack's alert rules, scraping the portal, started
+ * and recorded as every process of the sandbox (`down` stops it). Returns once it has the rules
+ * loaded and the portal scraped.
+ */
+async function startMonitoring(io: SandboxIo, info: SandboxInfo, env: NodeJS.ProcessEnv, save: () => void): Promise<void> {
+  const forSeconds = alertForSeconds(io.env);
+  // The toolchain's, never a binary the record names (read back, it is untrusted).
+  const bin = toolchainBinDir(io.projectDir);
+  const missing = missingStages(bin, [PROMETHEUS_STAGE]);
+  if (missing.length) await buildToolchain(io.projectDir, missing, io.say, path.join(info.folder, "toolchain-build.log"));
+  const t0 = Date.now();
+  await installOperatorCrds(path.join(info.folder, "kubeconfig"), operatorCrds(io.env));
+  const dir = path.join(info.folder, "prometheus");
+  const files = writePrometheusFiles(dir, new URL(info.portal), SANDBOX_STACK, forSeconds);
+  const port = await freeLoopbackPort();
+  const logFile = path.join(info.folder, "prometheus.log");
+  const started = startDetached("prometheus", path.join(bin, PROMETHEUS_STAGE.binary), prometheusArgs(files, dir, port), {
+    cwd: info.folder,
+    env,
+    logFile,
+  });
+  info.processes.push(started);
+  const url = `http://127.0.0.1:${port}/`;
+  info.prometheus = url;
+  save();
+  await waitUntil("Prometheus to load the stack's alert rules and scrape the portal", () => prometheusReady(url, files.rules), 120_000, {
+    process: started,
+    logFile,
+  });
+  const rules = forSeconds === undefined ? "as shipped" : `every for: ${forSeconds}s (${ALERT_FOR_VARIABLE}), scrapes and evaluations every 5 s`;
+  io.say(
+    `sandbox [monitoring] Prometheus ${url} in ${seconds(t0)}: the stack's alert rules (${rules}) on the portal's /metrics; the Prometheus Operator's CRDs installed`,
+  );
 }
 
 /** The sandbox runs: puts back what is broken, or says what is wrong and how to fix it. */
@@ -728,6 +784,8 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
     ...(onPath ? STAGES.filter((s) => s.name !== "pulumi" && s.name !== "langhost") : STAGES),
     // kube-proxy only where the data path can run (network namespaces need root).
     ...(process.getuid?.() === 0 ? [KUBE_PROXY_STAGE] : []),
+    // Built with the rest, before anything starts (startMonitoring builds it for a running sandbox).
+    ...(io.monitoring ? [PROMETHEUS_STAGE] : []),
   ];
   const lookFor = missingStages(toolchain, needed).filter((s) => s.name !== "pulumi" && s.name !== "langhost");
   const installed = lookFor.length ? findInstalled(lookFor, io.env, pinnedVersions(projectDir), say) : [];
@@ -750,6 +808,7 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
     folder,
     urls: {},
     portal: "",
+    prometheus: "",
     pulumi,
     envFile: path.join(folder, "env"),
     processes,
@@ -931,6 +990,7 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
     60_000,
   );
   say(`sandbox [6/6] portal answering in ${seconds(t0)}; sandbox up in ${seconds(tStart)}`);
+  if (io.monitoring) await startMonitoring(io, info, baseEnv, save);
   return info;
 }
 

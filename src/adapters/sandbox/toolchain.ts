@@ -20,6 +20,9 @@ export const STAGES: readonly { name: string; binary: string; expectedSeconds: n
 /** Built too where the sandbox can run its data path (root: network namespaces); measured with the rest built. */
 export const KUBE_PROXY_STAGE = { name: "kube-proxy", binary: "kube-proxy", expectedSeconds: 31 } as const;
 
+/** Built too for `sandbox up --monitoring` (an optional stage of the script; measured cold: docs/e2e-toolchain.md). */
+export const PROMETHEUS_STAGE = { name: "prometheus", binary: "prometheus", expectedSeconds: 1133 } as const;
+
 /** The oldest pulumi CLI the project works with (the SDK pinned in package.json). */
 export const MIN_PULUMI = [3, 248, 0] as const;
 

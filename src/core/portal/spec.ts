@@ -69,8 +69,8 @@ export const PORTAL_PUBLISHED = { configMap: "ui-exposure-published", dir: "/pub
  */
 export function portalRbacRules(opts: { hostPort: boolean; audit?: boolean }) {
   return [
-    { apiGroups: [""], resources: ["services", "nodes", ...(opts.hostPort || opts.audit ? ["pods"] : [])], verbs: ["get", "list"] },
-    { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list"] },
+    { apiGroups: [""], resources: ["services", "nodes", ...(opts.hostPort || opts.audit ? ["pods"] : [])], verbs: ["list"] },
+    { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list"] },
   ];
 }
 
