@@ -5,13 +5,22 @@ import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import { openStack } from "../src/adapters/stack-inputs";
 import { admissionApiProblem, admissionPolicyName, liveGuardUids } from "../src/core/admission";
 import { denyWouldLock, readWorkloads } from "../src/core/admission-preview";
+import { mayHoldHostPort } from "../src/core/audit";
 import { ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
-import { guardTakeoverProblem, recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
+import {
+  guardTakeoverProblem,
+  isExposingService,
+  ourServiceName,
+  recreatedProblem,
+  type StateUids,
+  stateUids as stateUidsOf,
+} from "../src/core/exposure-model";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
+import type { Service } from "../src/core/kube/types";
 import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "../src/core/monitoring";
 import type { PublishedEndpoints } from "../src/core/observe";
-import { buildUrl, type ExposurePlan, portToKeep, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
+import { buildUrl, type ExposurePlan, portToKeep, readHostPortPods, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
 import { isPortalService, namespaceTakeoverRefusal, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
 import { guardAdmission } from "./admission-guard";
@@ -74,16 +83,20 @@ export async function declareStack(inputs: ProgramInputs) {
   const { config, settings, contract, contractFile, selected, selectedEntries } = openStack(inputs);
   const target = stackKubeTarget(inputs.stack, config);
   const cluster = inputs.cluster ?? (await LiveClusterReader.connect({ ...target, timeoutMs: PROGRAM_READ_TIMEOUT_MS }));
-  // In deny mode, every pod and workload template is checked before deny is put in force (never lock the cluster).
+  // In deny mode, every pod and workload template that may hold a host port is checked before deny is put in force (never lock the cluster).
   const deny = settings.admission.mode === "deny";
-  const needPods = deny || selectedEntries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   const portalNamespace = settings.portal.namespace;
-  // One list call per kind, in parallel, whatever the number of entries.
+  // Services cluster-wide, page by page, holding only what planning reads: the entries' own (vendored and ours), every one that opens a port (nodePorts to
+  // keep, LoadBalancers for Cilium), the portal namespace's.
+  const named = new Set(selectedEntries.flatMap((e) => (e.service ? [e.service.name, ourServiceName(e.name)].map((n) => `${e.service?.namespace}/${n}`) : [])));
+  const planned = (s: Service) =>
+    named.has(`${s.metadata.namespace}/${s.metadata.name}`) || isExposingService(s) || (settings.portal.enabled && s.metadata.namespace === portalNamespace);
   const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap, workloads] = await Promise.all([
-    cluster.listServices(),
+    cluster.listServices({ keep: planned }),
     cluster.listNodes(),
-    needPods ? cluster.listPods() : Promise.resolve([]),
+    // Those holding a host port hold every hostPort entry's (planned from them).
+    deny ? cluster.listPods({ keep: mayHoldHostPort }) : readHostPortPods(cluster, selectedEntries),
     reads.configMap ? cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name) : Promise.resolve(undefined),
     cluster.listCustom(LB_IP_POOLS),
     cluster.listCustom(GATEWAYS),
@@ -106,8 +119,8 @@ export async function declareStack(inputs: ProgramInputs) {
   // before anything exists: the contract entry mirroring it is planned from the spec the Portal
   // component will create (the same pure function builds both), so enabling the portal and
   // publishing it takes one `up`. The component goes first in the dependency order (see below).
-  const planned = settings.portal.enabled ? withStackServices(services, [portalService(portalNamespace)]) : services;
-  const resolution = resolveExposures(selectedEntries, { services: planned, nodes, pods }, settings.nodeAddress, {
+  const withPortal = settings.portal.enabled ? withStackServices(services, [portalService(portalNamespace)]) : services;
+  const resolution = resolveExposures(selectedEntries, { services: withPortal, nodes, pods }, settings.nodeAddress, {
     allowKubeSystem: settings.allowKubeSystem,
   });
   const ciliumPlan = planCilium(

@@ -60,14 +60,16 @@ describe("exposure portal and the bundled server, against a fake API server", ()
       const html = await res.text();
       expect(html).toContain(`<a href="http://${NODE_IP}:31358">`);
       expect(html).toContain(GRAFANA_DRIFT_REASON);
-      // Scoped reads: the entries' namespaces, our managed Services, their slices, the nodes; no Pods (no hostPort entry).
+      // Scoped reads: the entries' namespaces (their Services, our Services' slices), the nodes; nothing
+      // cluster-wide that a tenant could fill (issue 34 #2); no Pods (no hostPort entry).
       expect(api.seen.sort()).toEqual([
         "/api/v1/namespaces/argocd/services",
         "/api/v1/namespaces/gitea/services",
         "/api/v1/namespaces/monitoring/services",
         "/api/v1/nodes",
-        "/api/v1/services",
-        "/apis/discovery.k8s.io/v1/endpointslices",
+        "/apis/discovery.k8s.io/v1/namespaces/argocd/endpointslices",
+        "/apis/discovery.k8s.io/v1/namespaces/gitea/endpointslices",
+        "/apis/discovery.k8s.io/v1/namespaces/monitoring/endpointslices",
       ]);
       expect((await fetch(new URL("/healthz", p.url))).status).toBe(200);
     } finally {

@@ -4,7 +4,7 @@ import * as https from "node:https";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../core/errors";
-import type { ClusterReader, CustomKind } from "../core/kube/cluster";
+import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
 import { printableValue, shownValue } from "../core/text";
@@ -31,14 +31,25 @@ interface KubeTarget {
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 /**
- * Bytes of API answers one reader holds at once, all answers in flight together (a command's or
- * a portal page load's parallel list calls share it): a per-answer cap would multiply by the
- * number of calls. Beyond it the read is refused and aborted. A list of 10,000 Services is about
- * 20 MiB; the in-cluster portal (limit 256Mi) then shows its 503 page instead of being OOM-killed.
- * 32 MiB, not 64: the process peaks at about twice the budget above its baseline, and Node.js
- * 24's baseline is higher (measured against an endless answer: 145 MiB at 32, 205 at 64).
+ * Bytes of one answer (a list's page, or one object). A list asks PAGE_ITEMS items a page; a page
+ * past PAGE_BYTES is asked again with fewer items, down to one (etcd stores at most 1.5 MiB).
+ * ANSWERS_IN_FLIGHT are read at once, the others wait within their timeout: one reader buffers
+ * at most 16 MiB whatever the cluster holds (the in-cluster portal's limit is 256Mi).
  */
-const READ_BUDGET_BYTES = 32 * 2 ** 20;
+export const PAGE_BYTES = 4 * 2 ** 20;
+const PAGE_ITEMS = 500;
+const ANSWERS_IN_FLIGHT = 4;
+
+/** An answer past PAGE_BYTES: refused, or a list's page asked again with fewer items. */
+class PageTooLarge extends UserError {}
+
+/** What a list holds of each item: annotations and managedFields are never read, and can be most of an object. */
+function slim<T>(item: T): T {
+  const { metadata } = item as { metadata: Record<string, unknown> };
+  delete metadata.annotations;
+  delete metadata.managedFields;
+  return item;
+}
 
 // Connection, TLS and HTTP parse failures: the cluster is not reachable as configured.
 const UNREACHABLE_CODES =
@@ -140,8 +151,9 @@ function loadFailure(err: unknown): string {
  */
 export class LiveClusterReader implements ClusterReader {
   requests = 0;
-  /** Answer bytes buffered right now, by every request in flight (READ_BUDGET_BYTES at most). */
-  private buffered = 0;
+  /** Answers being read now (ANSWERS_IN_FLIGHT at most), and the requests waiting for their turn. */
+  private reading = 0;
+  private waiting: (() => void)[] = [];
   private constructor(
     private readonly kc: KubeConfig,
     private readonly server: string,
@@ -201,7 +213,7 @@ export class LiveClusterReader implements ClusterReader {
   /**
    * One GET, answered as parsed JSON. The request is aborted (socket and agent destroyed) when
    * `timeoutMs` passes: after an outage nothing stays open, however many page loads waited.
-   * The answer is read within READ_BUDGET_BYTES (shared with the other answers in flight), and
+   * The answer is read within PAGE_BYTES (a list's page past it is asked again smaller), and
    * no part of its body ever goes into an error (a Secrets answer would leak into messages,
    * .env comments and --json).
    */
@@ -224,6 +236,25 @@ export class LiveClusterReader implements ClusterReader {
   }
 
   private async getOnce(what: string, apiPath: string, post?: PostBody): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
+    // The timeout runs from here: a request waiting for its turn is answered within it too.
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    while (this.reading >= ANSWERS_IN_FLIGHT) {
+      await new Promise<void>((resolve) => {
+        this.waiting.push(resolve);
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+      if (signal.aborted) throw new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`);
+    }
+    this.reading++;
+    try {
+      return await this.send(what, apiPath, signal, post);
+    } finally {
+      this.reading--;
+      for (const wake of this.waiting.splice(0)) wake();
+    }
+  }
+
+  private async send(what: string, apiPath: string, signal: AbortSignal, post?: PostBody): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
     this.requests++;
     // Appended, not resolved: a server URL may carry a path prefix (a proxy in front of the API).
     const url = new URL(`${this.server.replace(/\/+$/, "")}${apiPath}`);
@@ -235,7 +266,6 @@ export class LiveClusterReader implements ClusterReader {
     }
     const agent = options.agent as http.Agent | undefined;
     // Aborting destroys the request and its answer, wherever the read is.
-    const signal = AbortSignal.timeout(this.timeoutMs);
     let req: http.ClientRequest;
     try {
       req = (url.protocol === "http:" ? http : https).request(url, {
@@ -262,7 +292,7 @@ export class LiveClusterReader implements ClusterReader {
     }
   }
 
-  /** Sends the request, then reads its answer; what it buffers counts against the shared budget until it returns. */
+  /** Sends the request, then reads its answer, at most PAGE_BYTES of it. */
   private async readAnswer(req: http.ClientRequest, what: string, post?: PostBody): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
       req.on("response", resolve).on("error", reject);
@@ -280,11 +310,7 @@ export class LiveClusterReader implements ClusterReader {
     try {
       for await (const chunk of res as AsyncIterable<Buffer>) {
         size += chunk.length;
-        this.buffered += chunk.length;
-        if (this.buffered > READ_BUDGET_BYTES) {
-          const together = size < READ_BUDGET_BYTES ? " together with the answers read at the same time" : "";
-          throw new UserError(`${this.source} answered ${what} with more than ${READ_BUDGET_BYTES / 2 ** 20} MiB${together}: refused`);
-        }
+        if (size > PAGE_BYTES) throw new PageTooLarge(`${this.source} answered ${what} with more than ${PAGE_BYTES / 2 ** 20} MiB: refused`);
         chunks.push(chunk);
       }
       // One copy at a time: the chunks go as soon as they are joined.
@@ -296,7 +322,7 @@ export class LiveClusterReader implements ClusterReader {
         throw new UserError(`${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`);
       }
     } finally {
-      this.buffered -= size;
+      chunks.length = 0;
     }
   }
 
@@ -316,11 +342,44 @@ export class LiveClusterReader implements ClusterReader {
     return new UserError(`reading ${what} from ${this.source} failed with HTTP ${status}`);
   }
 
-  /** A list call, checked item by item (`items: null`, a bare array or a malformed object is an error). */
-  private async list<T>(what: string, kind: string, apiPath: string): Promise<T[]> {
-    const answer = await this.get(what, apiPath);
-    if (answer.status !== 200 || answer.body === undefined) throw this.statusError(what, answer.status);
-    return this.checkedItems<T>(what, kind, answer.body);
+  /**
+   * A list of `plural` under `prefix` ("/api/v1"), in the scope's namespace or the whole cluster,
+   * page by page (`limit`, `continue`), each page checked item by item (`items: null`, a bare
+   * array or a malformed object is an error). Only the items `scope.keep` accepts are held,
+   * slimmed: memory follows what the caller keeps, not what the cluster holds. A 404 (not served)
+   * answers `notServed` when given.
+   */
+  private async list<T>(prefix: string, plural: string, kind: string, scope: ListScope<T> = {}, notServed?: T[]): Promise<T[]> {
+    const { namespace: ns, labels, keep } = scope;
+    const what = `${plural}${ns !== undefined ? ` in namespace ${ns}` : ""}${labels ? ` (${labelSelector(labels)})` : ""}`;
+    const apiPath = ns !== undefined ? `${prefix}/namespaces/${encodeURIComponent(ns)}/${plural}` : `${prefix}/${plural}`;
+    const kept: T[] = [];
+    let limit = PAGE_ITEMS;
+    let token = "";
+    for (;;) {
+      const query = new URLSearchParams({
+        limit: String(limit),
+        ...(token ? { continue: token } : {}),
+        ...(labels ? { labelSelector: labelSelector(labels) } : {}),
+      });
+      let answer: { status: number; body?: unknown };
+      try {
+        answer = await this.get(what, `${apiPath}?${query}`);
+      } catch (err) {
+        if (!(err instanceof PageTooLarge)) throw err;
+        if (limit === 1) throw new UserError(`${this.source} answered ${what} with one object larger than ${PAGE_BYTES / 2 ** 20} MiB: refused`);
+        limit = Math.ceil(limit / 8);
+        continue;
+      }
+      if (answer.status === 404 && notServed) return notServed;
+      // 410: the continue token expired (the list took longer than etcd keeps its revision).
+      if (answer.status === 410) throw new UserError(`reading ${what} from ${this.source}: the list expired while read page by page (HTTP 410); run again`);
+      if (answer.status !== 200 || answer.body === undefined) throw this.statusError(what, answer.status);
+      for (const item of this.checkedItems<T>(what, kind, answer.body)) if (keep?.(item) ?? true) kept.push(slim(item));
+      const next = (answer.body as { metadata?: { continue?: unknown } }).metadata?.continue;
+      if (typeof next !== "string" || next === "") return kept;
+      token = next;
+    }
   }
 
   private checkedItems<T>(what: string, kind: string, body: unknown): T[] {
@@ -332,35 +391,17 @@ export class LiveClusterReader implements ClusterReader {
     return checked.items as T[];
   }
 
-  async listServices() {
-    return this.list<Service>("services", "Service", "/api/v1/services");
+  async listServices(scope?: ListScope<Service>) {
+    return this.list("/api/v1", "services", "Service", scope);
   }
   async listNodes() {
-    return this.list<Node>("nodes", "Node", "/api/v1/nodes");
+    return this.list<Node>("/api/v1", "nodes", "Node");
   }
-  async listPods() {
-    return this.list<Pod>("pods", "Pod", "/api/v1/pods");
+  async listPods(scope?: ListScope<Pod>) {
+    return this.list("/api/v1", "pods", "Pod", scope);
   }
-  async listEndpointSlices() {
-    return this.list<EndpointSlice>("endpointslices", "EndpointSlice", "/apis/discovery.k8s.io/v1/endpointslices");
-  }
-  // Scoped lists (the portal's ScopedClusterReader): the API server filters, so a page read
-  // costs the contract's namespaces, not the whole cluster.
-  async listServicesIn(namespace: string) {
-    return this.list<Service>(`services in namespace ${namespace}`, "Service", `/api/v1/namespaces/${encodeURIComponent(namespace)}/services`);
-  }
-  async listServicesLabelled(labelSelector: string) {
-    return this.list<Service>(`services (${labelSelector})`, "Service", `/api/v1/services?labelSelector=${encodeURIComponent(labelSelector)}`);
-  }
-  async listEndpointSlicesLabelled(labelSelector: string) {
-    return this.list<EndpointSlice>(
-      `endpointslices (${labelSelector})`,
-      "EndpointSlice",
-      `/apis/discovery.k8s.io/v1/endpointslices?labelSelector=${encodeURIComponent(labelSelector)}`,
-    );
-  }
-  async listPodsIn(namespace: string) {
-    return this.list<Pod>(`pods in namespace ${namespace}`, "Pod", `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`);
+  async listEndpointSlices(scope?: ListScope<EndpointSlice>) {
+    return this.list("/apis/discovery.k8s.io/v1", "endpointslices", "EndpointSlice", scope);
   }
   async getConfigMap(namespace: string, name: string) {
     const what = `configmap ${namespace}/${name}`;
@@ -372,7 +413,7 @@ export class LiveClusterReader implements ClusterReader {
     return answer.body as ConfigMap;
   }
   async listSecrets(namespace: string) {
-    return this.list<Secret>(`secrets in namespace ${namespace}`, "Secret", `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`);
+    return this.list<Secret>("/api/v1", "secrets", "Secret", { namespace });
   }
   async admissionApiResources() {
     return this.servedResources("admissionregistration.k8s.io/v1");
@@ -398,18 +439,13 @@ export class LiveClusterReader implements ClusterReader {
     const message = (answer.body as { message?: unknown } | undefined)?.message;
     return { admitted: false, message: typeof message === "string" ? message.slice(0, 2000) : `HTTP ${answer.status}` };
   }
-  async listCustom(kind: CustomKind) {
+  async listCustom(kind: CustomKind, scope?: ListScope<GenericObject>) {
     for (const version of kind.versions) {
-      const what = `${kind.plural}.${kind.group}`;
-      const answer = await this.get(what, `/apis/${kind.group}/${version}/${kind.plural}`);
       // 404: this version (or the whole CRD) is not served; try the next one.
-      if (answer.status === 404) continue;
-      if (answer.status !== 200) throw this.statusError(what, answer.status);
-      return this.checkedItems<GenericObject>(what, kind.kind, answer.body).map((o) => ({
-        ...o,
-        kind: o.kind ?? kind.kind,
-        apiVersion: o.apiVersion ?? `${kind.group}/${version}`,
-      }));
+      const notServed: GenericObject[] = [];
+      const items = await this.list(`/apis/${kind.group}/${version}`, kind.plural, kind.kind, scope, notServed);
+      if (items === notServed) continue;
+      return items.map((o) => ({ ...o, kind: o.kind ?? kind.kind, apiVersion: o.apiVersion ?? `${kind.group}/${version}` }));
     }
     return [];
   }

@@ -1,5 +1,16 @@
 import type { Contract } from "./contract/schema";
-import { classifyCluster, type Declaration, describeDeclaration, exposureRules, ownershipProblem } from "./exposure-model";
+import {
+  classifyCluster,
+  type Declaration,
+  describeDeclaration,
+  exposureRules,
+  holdsNoHostPort,
+  isExposingService,
+  isFinishedPod,
+  ownershipProblem,
+  podTooLargeToCheck,
+} from "./exposure-model";
+import type { ClusterReader } from "./kube/cluster";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "./kube/types";
 import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
@@ -44,9 +55,9 @@ export interface AuditInput {
   /** The exposed entries this stack publishes (an entry another stack publishes is not ours). */
   selected: readonly string[];
   allowlist: Allowlist;
-  /** Every Service of the cluster (one list call). */
+  /** The Services of the cluster that open something (readExposureObjects; any other is skipped). */
   services: readonly Service[];
-  /** Every Pod of the cluster (one list call). */
+  /** The Pods of the cluster that hold or may hold a host port (readExposureObjects; any other is skipped). */
   pods: readonly Pod[];
   /**
    * The `endpoints` output of the last `up`, when it could be read: a Service at an entry's
@@ -54,6 +65,20 @@ export interface AuditInput {
    */
   published?: PublishedEndpoints;
 }
+
+/**
+ * What the audit and the deny preview read, cluster-wide and page by page: every Service that
+ * opens something outside the cluster, and every pod that holds a host port or is too large to
+ * check. Everything else is dropped as each page is read, so a tenant's thousands of objects
+ * cost one page of memory (invariant 8).
+ */
+export async function readExposureObjects(cluster: Pick<ClusterReader, "listServices" | "listPods">): Promise<Pick<AuditInput, "services" | "pods">> {
+  const [services, pods] = await Promise.all([cluster.listServices({ keep: isExposingService }), cluster.listPods({ keep: mayHoldHostPort })]);
+  return { services, pods };
+}
+
+/** A pod the audit and the guard look at: running or pending, holding a host port or too large to check. */
+export const mayHoldHostPort = (p: Pod) => !isFinishedPod(p) && (!holdsNoHostPort(p.spec) || podTooLargeToCheck(p.spec));
 
 /**
  * The cluster-wide exposure audit behind `exposure drift`: every Service reachable from outside

@@ -17,6 +17,7 @@ import {
   isReadyNode,
   type NodeChoice,
   nodeWithAddress,
+  readHostPortPods,
   unusableNodes,
 } from "./plan";
 import type { PublishedEndpoints } from "./published";
@@ -85,16 +86,29 @@ export interface ObservedCluster extends ClusterView {
   endpointSlices: readonly EndpointSlice[];
 }
 
-/** Reads what the verdicts need: one list call per kind, whatever the number of entries (Pods only for a hostPort entry). */
+const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+
+/** What the verdicts of these entries read, where they are (invariant 8): each entry namespace's vendored Service and ours, our slices, the Nodes, hostPort pods. */
 export async function readObservedCluster(cluster: ClusterReader, entries: readonly Endpoint[]): Promise<ObservedCluster> {
-  const needPods = entries.some((e) => e.exposed && e.hostPort);
+  const names = new Map<string, Set<string>>();
+  const ours = new Map<string, string[]>();
+  for (const e of entries) {
+    if (!e.service) continue;
+    const ns = e.service.namespace;
+    names.set(ns, (names.get(ns) ?? new Set<string>()).add(e.service.name));
+    if (!e.exposed) continue;
+    names.get(ns)?.add(ourServiceName(e.name));
+    // A contract entry's name is a DNS label short enough that ours is a label value (entryName).
+    ours.set(ns, [...(ours.get(ns) ?? []), ourServiceName(e.name)]);
+  }
+  const namespaces = [...names.keys()].sort();
   const [services, endpointSlices, nodes, pods] = await Promise.all([
-    cluster.listServices(),
-    cluster.listEndpointSlices(),
+    Promise.all(namespaces.map((namespace) => cluster.listServices({ namespace, keep: (s) => names.get(namespace)?.has(s.metadata.name) === true }))),
+    Promise.all([...ours].map(([namespace, names]) => cluster.listEndpointSlices({ namespace, labels: { [SERVICE_NAME_LABEL]: names.sort() } }))),
     cluster.listNodes(),
-    needPods ? cluster.listPods() : Promise.resolve([] as Pod[]),
+    readHostPortPods(cluster, entries),
   ]);
-  return { services, endpointSlices, nodes, pods };
+  return { services: services.flat(), endpointSlices: endpointSlices.flat(), nodes, pods };
 }
 
 const key = (ns: string | undefined, name: string) => `${ns}/${name}`;

@@ -2,6 +2,7 @@ import { type Contract, type Endpoint, type HostPortExposure, isHostPortEntry, i
 import { UserError } from "./errors";
 import { effectiveHostPorts, isFinishedPod, matchesLabels, ourServiceName, webScheme } from "./exposure-model";
 import { ipVersion, urlHost } from "./ip";
+import type { ClusterReader } from "./kube/cluster";
 import type { Node, Pod, Service, ServicePort } from "./kube/types";
 
 /** The node whose address goes into every NodePort URL. */
@@ -189,6 +190,21 @@ export function findHostPortHolder(pods: readonly Pod[], hp: HostPortExposure): 
         p.spec?.nodeName,
     )
     .sort((a, b) => Number(b.status?.phase === "Running") - Number(a.status?.phase === "Running") || a.metadata.name.localeCompare(b.metadata.name))[0];
+}
+
+/**
+ * The pods that may hold the entries' host ports, read where they are: each hostPort entry's
+ * namespace, by its podSelector, holding its port (what findHostPortHolder then chooses from).
+ */
+export async function readHostPortPods(cluster: Pick<ClusterReader, "listPods">, entries: readonly Endpoint[]): Promise<Pod[]> {
+  const hostPorts = entries.flatMap((e) => (e.exposed && e.hostPort ? [e.hostPort] : []));
+  const lists = await Promise.all(
+    hostPorts.map(({ namespace, podSelector, port }) =>
+      cluster.listPods({ namespace, ...(podSelector ? { labels: podSelector } : {}), keep: (p) => effectiveHostPorts(p.spec).some((h) => h.port === port) }),
+    ),
+  );
+  // Two entries may find the same pod: held once.
+  return [...new Map(lists.flat().map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p])).values()];
 }
 
 /**

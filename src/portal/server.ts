@@ -4,7 +4,7 @@ import * as http from "node:http";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
-import { auditExposure } from "../core/audit";
+import { auditExposure, readExposureObjects } from "../core/audit";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
@@ -12,10 +12,9 @@ import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
 import type { Service } from "../core/kube/types";
 import { METRICS_PATH, metricFamilies } from "../core/monitoring";
-import { failureCause, type ObservedCluster, type PublishedEndpoints, usersUrl } from "../core/observe";
+import { failureCause, type ObservedCluster, type PublishedEndpoints, readObservedCluster, usersUrl } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
-import { readPortalCluster } from "../core/portal/scoped-read";
 import { buildPortalView, type PortalError, type PortalSource, type PortalView, wantedEntries } from "../core/portal/view";
 import type { Allowlist } from "../core/settings";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics";
@@ -108,13 +107,12 @@ export class PortalObserver {
     this.auditReads = audit
       ? new SharedRead(
           async () => {
-            const [services, pods, published] = await Promise.all([cluster.listServices(), cluster.listPods(), readPublished()]);
+            const [exposing, published] = await Promise.all([readExposureObjects(cluster), readPublished()]);
             return auditExposure({
               contract: opts.contract,
               selected: wanted.map((e) => e.name),
               allowlist: audit.allowlist,
-              services,
-              pods,
+              ...exposing,
               ...(published ? { published } : {}),
             }).undeclared.length;
           },
@@ -124,7 +122,7 @@ export class PortalObserver {
     // The uids for which the outputs were read again at once (each one time only).
     const freshFor = new Set<string>();
     this.clusterReads = new SharedRead(async (): Promise<ObservedRead> => {
-      const [cluster, published] = await Promise.all([readPortalCluster(opts.cluster, wanted), readPublished()]);
+      const [cluster, published] = await Promise.all([readObservedCluster(opts.cluster, wanted), readPublished()]);
       // A Service named as the outputs say whose uid they do not know is most often one an `up` has
       // just re-created, while the outputs read earlier lag it: before anything is said of it, they
       // are read again at once (once per such uid: one re-created by hand stays what it is).

@@ -62,7 +62,7 @@ export const PORTAL_ENV = {
 export const PORTAL_PUBLISHED = { configMap: "ui-exposure-published", dir: "/published", file: "endpoints.json" } as const;
 
 /**
- * Exactly what one page load reads (readObservedCluster: one list call per kind), read-only.
+ * Exactly what one page load reads (readObservedCluster, in the entries' namespaces), read-only.
  * Pods only when a selected entry uses a hostPort, or when the portal runs the audit for
  * /metrics (`audit`: every Pod's hostPorts), the only cases where the portal lists them.
  * No Secrets, no ConfigMaps: the portal shows URLs and verdicts, never credentials.
