@@ -1,3 +1,4 @@
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
@@ -93,7 +94,14 @@ export async function publishedReader(
   readOutputs = readStackOutputs,
 ): Promise<(opts?: { fresh?: boolean }) => Promise<PublishedEndpoints | undefined>> {
   if (outputsFile) {
-    const read = async () => publishedFromOutputs(await readOutputs(ctx, stack, outputsFile), outputsFile);
+    // Parsed again only when the file changed (inode, size or times): a cluster read costs a stat.
+    let parsed: { stamp: string; value: Promise<PublishedEndpoints> } | undefined;
+    const read = () => {
+      const s = fs.statSync(outputsFile, { throwIfNoEntry: false });
+      const stamp = s ? `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}` : "";
+      if (!stamp || parsed?.stamp !== stamp) parsed = { stamp, value: readOutputs(ctx, stack, outputsFile).then((o) => publishedFromOutputs(o, outputsFile)) };
+      return parsed.value;
+    };
     await read();
     return read;
   }

@@ -4,6 +4,7 @@ import * as path from "node:path";
 import { describeValue } from "../core/contract/parse";
 import { UserError } from "../core/errors";
 import { redactUrlPasswords } from "../core/text";
+import { jsonRefusal, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 /** What running a program (the Pulumi CLI, git) gave: its exit code and output, or that it is not installed. */
@@ -107,6 +108,13 @@ export async function readStackOutputs(
       throw new UserError(`pulumi stack output --stack ${stack} failed: ${pulumiFailure(result)}${notInBackend}`);
     }
     text = result.stdout;
+  }
+  const refused = jsonRefusal(text, SMALL_YAML_VALUES);
+  if (refused) {
+    let [line, start] = [1, 0];
+    for (let nl = text.indexOf("\n"); nl !== -1 && nl < refused.offset; nl = text.indexOf("\n", nl + 1)) [line, start] = [line + 1, nl + 1];
+    const where = `${outputsFile ?? "pulumi stack output"}:${line}:${refused.offset - start + 1}`;
+    throw new UserError(`${where}: refused: ${refused.message}; save \`pulumi stack output --json\` again`);
   }
   let outputs: unknown;
   try {

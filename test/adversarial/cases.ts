@@ -431,6 +431,20 @@ export const OUTPUTS_CASES: OutputsCase[] = [
     exit: 3,
     fragment: "... (15728641 characters)",
   },
+  // Issue 34 #7: bounded in depth and values as the YAML readers are, before anything is built
+  // (16 MiB of nested arrays took 0.9 GB and 8 s to parse).
+  {
+    name: "16 MiB of nested arrays (issue 34 #7)",
+    outputs: `{"x":${"[".repeat(8_000_000)}${"]".repeat(8_000_000)}}`,
+    exit: 1,
+    fragment: ":1:105: refused: nested more than 100 levels deep; save `pulumi stack output --json` again",
+  },
+  {
+    name: "5 million values (issue 34 #7)",
+    outputs: `{"endpoints":{},\n"x":[${"{},".repeat(5_000_000)}{}]}`,
+    exit: 1,
+    fragment: ":2:149997: refused: more than 100000 values; save `pulumi stack output --json` again",
+  },
 ];
 
 /**
