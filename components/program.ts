@@ -134,7 +134,8 @@ export async function declareStack(inputs: ProgramInputs) {
     },
   );
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
-  const admissionIssue = settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.admissionApiResources?.(), cluster.source);
+  const admissionIssue =
+    settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.servedResources?.("admissionregistration.k8s.io/v1"), cluster.source);
   // Ownership by state: a Service of ours the state holds, re-created by hand since, is refused
   // before anything is declared (the refresh would read it by name and the update take it over).
   const live = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));

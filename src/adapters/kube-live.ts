@@ -415,9 +415,6 @@ export class LiveClusterReader implements ClusterReader {
   async listSecrets(namespace: string) {
     return this.list<Secret>("/api/v1", "secrets", "Secret", { namespace });
   }
-  async admissionApiResources() {
-    return this.servedResources("admissionregistration.k8s.io/v1");
-  }
   async servedResources(groupVersion: string) {
     const what = `API discovery of ${groupVersion}`;
     const answer = await this.get(what, groupVersion.includes("/") ? `/apis/${groupVersion}` : `/api/${groupVersion}`);

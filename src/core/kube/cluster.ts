@@ -71,8 +71,6 @@ export interface ClusterReader {
   listSecrets(namespace: string): Promise<Secret[]>;
   /** Lists a custom kind; an absent CRD gives an empty list, not an error. */
   listCustom(kind: CustomKind, scope?: ListScope<GenericObject>): Promise<GenericObject[]>;
-  /** servedResources of admissionregistration.k8s.io/v1. */
-  admissionApiResources?(): Promise<string[] | undefined>;
   /**
    * The resources the API serves under a group version (API discovery; empty when it is not
    * served), or undefined when the source cannot tell (a snapshot without an APIResourceList
@@ -165,9 +163,6 @@ export class SnapshotReader implements ClusterReader {
   }
   async listSecrets(namespace: string) {
     return this.ofKind<Secret>("Secret").filter((s) => s.metadata.namespace === namespace);
-  }
-  async admissionApiResources() {
-    return this.servedResources("admissionregistration.k8s.io/v1");
   }
   async servedResources(groupVersion: string) {
     this.requests++;
