@@ -49,6 +49,15 @@ describe("kube-live: paged, bounded lists", () => {
     console.log(`150 fat Services: ${api.queries.length} requests, ${(api.stats.sent / 2 ** 20).toFixed(1)} MiB sent`);
   });
 
+  it("returns to full pages once past a tenant's fat objects (5,000 small Services after them)", async () => {
+    const small = Array.from({ length: 5000 }, (_, i) => service("tenant", `svc-${String(i).padStart(4, "0")}`));
+    const { api, reader } = await serve([...tenantServices, ...small]);
+    expect(await reader.listServices()).toHaveLength(5150);
+    // 3 tries to fit the fat page, about 19 pages of them, then pages growing back to 500 items.
+    expect(api.queries.length).toBeLessThan(40);
+    expect(api.queries.at(-1)).toMatch(/[?&]limit=500&/);
+  });
+
   it("holds only what `keep` accepts, without annotations or managedFields (never read)", async () => {
     const exposed = service("tenant", "open", { annotations: { blob: FAT }, spec: { type: "NodePort", ports: [{ port: 80, nodePort: 30001 }] } });
     const { reader } = await serve([...tenantServices, exposed]);

@@ -55,6 +55,9 @@ function slim<T>(item: T): T {
 const UNREACHABLE_CODES =
   /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ECONNRESET|EAI_AGAIN|EPIPE|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO|ERR_TLS|EPROTO|HPE_)/;
 
+/** An API answer: its status, its parsed body and its size in bytes when read. */
+type Answer = { status: number; body?: unknown; bytes?: number; retryAfter?: string };
+
 /** A POST instead of a GET; `errorBody` keeps the Status object of a refusal (never for Secret reads). */
 type PostBody = { body: unknown; errorBody?: boolean };
 
@@ -217,7 +220,7 @@ export class LiveClusterReader implements ClusterReader {
    * no part of its body ever goes into an error (a Secrets answer would leak into messages,
    * .env comments and --json).
    */
-  private async get(what: string, apiPath: string, post?: PostBody): Promise<{ status: number; body?: unknown }> {
+  private async get(what: string, apiPath: string, post?: PostBody): Promise<Answer> {
     // 429 (Too Many Requests) is the API server asking to come back: a just-created CRD's storage
     // initialising, or API priority and fairness shedding load. The read is tried again after the
     // wait it names (Retry-After), a few times, within the read's own timeout.
@@ -235,7 +238,7 @@ export class LiveClusterReader implements ClusterReader {
     }
   }
 
-  private async getOnce(what: string, apiPath: string, post?: PostBody): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
+  private async getOnce(what: string, apiPath: string, post?: PostBody): Promise<Answer> {
     // The timeout runs from here: a request waiting for its turn is answered within it too.
     const signal = AbortSignal.timeout(this.timeoutMs);
     while (this.reading >= ANSWERS_IN_FLIGHT) {
@@ -254,7 +257,7 @@ export class LiveClusterReader implements ClusterReader {
     }
   }
 
-  private async send(what: string, apiPath: string, signal: AbortSignal, post?: PostBody): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
+  private async send(what: string, apiPath: string, signal: AbortSignal, post?: PostBody): Promise<Answer> {
     this.requests++;
     // Appended, not resolved: a server URL may carry a path prefix (a proxy in front of the API).
     const url = new URL(`${this.server.replace(/\/+$/, "")}${apiPath}`);
@@ -293,7 +296,7 @@ export class LiveClusterReader implements ClusterReader {
   }
 
   /** Sends the request, then reads its answer, at most PAGE_BYTES of it. */
-  private async readAnswer(req: http.ClientRequest, what: string, post?: PostBody): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
+  private async readAnswer(req: http.ClientRequest, what: string, post?: PostBody): Promise<Answer> {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
       req.on("response", resolve).on("error", reject);
       req.end(post ? JSON.stringify(post.body) : undefined);
@@ -317,7 +320,7 @@ export class LiveClusterReader implements ClusterReader {
       const joined = Buffer.concat(chunks);
       chunks.length = 0;
       try {
-        return { status, body: JSON.parse(joined.toString("utf8")) };
+        return { status, body: JSON.parse(joined.toString("utf8")), bytes: size };
       } catch {
         throw new UserError(`${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`);
       }
@@ -362,7 +365,7 @@ export class LiveClusterReader implements ClusterReader {
         ...(token ? { continue: token } : {}),
         ...(labels ? { labelSelector: labelSelector(labels) } : {}),
       });
-      let answer: { status: number; body?: unknown };
+      let answer: Answer;
       try {
         answer = await this.get(what, `${apiPath}?${query}`);
       } catch (err) {
@@ -376,6 +379,8 @@ export class LiveClusterReader implements ClusterReader {
       if (answer.status === 410) throw new UserError(`reading ${what} from ${this.source}: the list expired while read page by page (HTTP 410); run again`);
       if (answer.status !== 200 || answer.body === undefined) throw this.statusError(what, answer.status);
       for (const item of this.checkedItems<T>(what, kind, answer.body)) if (keep?.(item) ?? true) kept.push(slim(item));
+      // Back towards PAGE_ITEMS once the pages are small again (past a tenant's fat objects).
+      if ((answer.bytes ?? 0) < PAGE_BYTES / 4) limit = Math.min(PAGE_ITEMS, limit * 2);
       const next = (answer.body as { metadata?: { continue?: unknown } }).metadata?.continue;
       if (typeof next !== "string" || next === "") return kept;
       token = next;
