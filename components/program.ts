@@ -42,9 +42,8 @@ export interface ProgramInputs {
   /** Where to read the cluster; default: the live API through the stack's kube context. */
   cluster?: ClusterReader;
   /**
-   * The uid of each Service and ConfigMap this stack's state held when `up` started;
-   * default: read from the engine before any resource is declared (so before the refresh
-   * re-reads them by name). The unit tests pass their own.
+   * The uid of each Service and ConfigMap this stack's state held when `up` started; default: read from the engine before any resource is declared (so before
+   * the refresh re-reads them by name). The unit tests pass their own.
    */
   stateUids?: () => Promise<StateUids>;
 }
@@ -68,16 +67,15 @@ interface EndpointRecord {
 }
 
 /**
- * Each cluster read of `preview`/`up` waits at most this long: with the start of the program,
- * a stack whose cluster does not answer fails within about 10 s with one message.
+ * Each cluster read of `preview`/`up` waits at most this long: with the start of the program, a stack whose cluster does not answer fails within about 10 s
+ * with one message.
  */
 export const PROGRAM_READ_TIMEOUT_MS = 5_000;
 
 /**
- * The whole stack. The contract, the settings, the cluster reads, the Cilium plan (with its guard)
- * and the takeover checks all pass before the first resource is declared: any of them failing
- * changes nothing. The admission guard's policy is checked by the API server once applied; its
- * failure stops the update before any of our Services is declared.
+ * The whole stack. The contract, the settings, the cluster reads, the Cilium plan (with its guard) and the takeover checks all pass before the first resource
+ * is declared: any of them failing changes nothing. The admission guard's policy is checked by the API server once applied; its failure stops the update before
+ * any of our Services is declared.
  */
 export async function declareStack(inputs: ProgramInputs) {
   const { config, settings, contract, contractFile, selected, selectedEntries } = openStack(inputs);
@@ -115,10 +113,9 @@ export async function declareStack(inputs: ProgramInputs) {
       : stateUidsOf(undefined);
   const guardTakeover = guardName && guardTakeoverProblem(guardName, liveGuard, stateUids.guard);
 
-  // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
-  // before anything exists: the contract entry mirroring it is planned from the spec the Portal
-  // component will create (the same pure function builds both), so enabling the portal and
-  // publishing it takes one `up`. The component goes first in the dependency order (see below).
+  // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster before anything exists: the contract entry mirroring it is
+  // planned from the spec the Portal component will create (the same pure function builds both), so enabling the portal and publishing it takes one `up`. The
+  // component goes first in the dependency order (see below).
   const withPortal = settings.portal.enabled ? withStackServices(services, [portalService(portalNamespace)]) : services;
   const resolution = resolveExposures(selectedEntries, { services: withPortal, nodes, pods }, settings.nodeAddress, {
     allowKubeSystem: settings.allowKubeSystem,
@@ -136,8 +133,8 @@ export async function declareStack(inputs: ProgramInputs) {
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
   const admissionIssue =
     settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.servedResources?.("admissionregistration.k8s.io/v1"), cluster.source);
-  // Ownership by state: a Service of ours the state holds, re-created by hand since, is refused
-  // before anything is declared (the refresh would read it by name and the update take it over).
+  // Ownership by state: a Service of ours the state holds, re-created by hand since, is refused before anything is declared (the refresh would read it by name
+  // and the update take it over).
   const live = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
   const portalKey = `${portalNamespace}/${PORTAL_SERVICE_NAME}`;
   const fixedNames: [string, string][] = [
@@ -168,17 +165,17 @@ export async function declareStack(inputs: ProgramInputs) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
-  // The last thing that can fail, built before the first resource is declared: a failed bundle
-  // must not leave the Cilium component (or anything) registered, i.e. `up` half-applied.
+  // The last thing that can fail, built before the first resource is declared: a failed bundle must not leave the Cilium component (or anything) registered,
+  // i.e. `up` half-applied.
   const portalBundle = settings.portal.enabled ? bundlePortalServer() : undefined;
 
-  // Every Kubernetes resource goes through this provider: the stack's own cluster, never the
-  // default provider (which would follow whatever context is current where `pulumi up` runs).
+  // Every Kubernetes resource goes through this provider: the stack's own cluster, never the default provider (which would follow whatever context is current
+  // where `pulumi up` runs).
   const kubernetes = new k8s.Provider("kubernetes", target);
   const withProvider = (opts?: pulumi.ComponentResourceOptions): pulumi.ComponentResourceOptions => ({ ...opts, providers: [kubernetes] });
   const cilium = new Cilium("cilium", { plan: ciliumPlan }, withProvider());
-  // A takeover is refused only for an object the state does not hold: the engine also runs the
-  // create hook when it replaces one of ours (a ConfigMap whose data changed is replaced).
+  // A takeover is refused only for an object the state does not hold: the engine also runs the create hook when it replaces one of ours (a ConfigMap whose data
+  // changed is replaced).
   const portalRefusal = (kind: "Service" | "ConfigMap", resourceName: string, name: string, exists: boolean, held: StateUids[keyof StateUids]) =>
     exists && !held.has(`${portalNamespace}/${name}`)
       ? takeoverRefusal({ what: "portal", kind, resourceName, namespace: portalNamespace, name }, inputs.stack)
@@ -222,10 +219,9 @@ export async function declareStack(inputs: ProgramInputs) {
     live,
     withProvider(),
   );
-  // After a failed type check of the guard's policy (its binding applied with [Warn]), the update fails
-  // here with that one message, before any of our Services is declared. The SDK fails an update on
-  // an unhandled error or on the program's own rejection, not on pulumi.log.error (pulumi/pulumi#6090):
-  // the program rejects, so the engine shows the message alone, like every other refusal (asRunError).
+  // After a failed type check of the guard's policy (its binding applied with [Warn]), the update fails here with that one message, before any of our Services
+  // is declared. The SDK fails an update on an unhandled error or on the program's own rejection, not on pulumi.log.error (pulumi/pulumi#6090): the program
+  // rejects, so the engine shows the message alone, like every other refusal (asRunError).
   const refusal = guard ? await resolved(guard.refusal) : undefined;
   if (refusal) throw new UserError(refusal);
 
@@ -291,13 +287,12 @@ function thisStack(): string {
 }
 
 /**
- * The uid of each Service in this stack's state, from the engine's own record of the stack
- * (the latest checkpoint, read before any resource of this `up` is registered, hence refreshed).
+ * The uid of each Service in this stack's state, from the engine's own record of the stack (the latest checkpoint, read before any resource of this `up` is
+ * registered, hence refreshed).
  */
 async function readStateUids(): Promise<StateUids> {
-  // The outputs hold references to resources (a component's children), which the SDK would turn
-  // back into resources by asking the engine for them, and this deployment has none yet: the
-  // references are asked for as plain URNs instead (the SDK reads this flag when it invokes).
+  // The outputs hold references to resources (a component's children), which the SDK would turn back into resources by asking the engine for them, and this
+  // deployment has none yet: the references are asked for as plain URNs instead (the SDK reads this flag when it invokes).
   const sdk = require("@pulumi/pulumi/utils") as { disableResourceReferences: boolean };
   const before = sdk.disableResourceReferences;
   sdk.disableResourceReferences = true;
@@ -310,9 +305,8 @@ async function readStateUids(): Promise<StateUids> {
 }
 
 /**
- * The `endpoints` output of this stack's last `up`, through a StackReference to the stack
- * itself (works on every backend, the file one included). A reference is read, never
- * changed: the preview counts it as a read, not a change. Empty before the first `up`.
+ * The `endpoints` output of this stack's last `up`, through a StackReference to the stack itself (works on every backend, the file one included). A reference
+ * is read, never changed: the preview counts it as a read, not a change. Empty before the first `up`.
  */
 async function readLastEndpoints(): Promise<PublishedEndpoints> {
   const details = await new pulumi.StackReference("last-up", { name: thisStack() }).getOutputDetails("endpoints");
@@ -321,10 +315,8 @@ async function readLastEndpoints(): Promise<PublishedEndpoints> {
 }
 
 /**
- * Turns user errors into engine errors shown without a stack trace. The stack is replaced by
- * the message: the SDK's run loop still formats it (util.inspect, source maps of every frame)
- * for its trace span, which took about a minute of blocked event loop before the message
- * reached the engine.
+ * Turns user errors into engine errors shown without a stack trace. The stack is replaced by the message: the SDK's run loop still formats it (util.inspect,
+ * source maps of every frame) for its trace span, which took about a minute of blocked event loop before the message reached the engine.
  */
 export function asRunError(err: unknown): never {
   if (err instanceof UserError) {

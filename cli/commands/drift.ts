@@ -39,8 +39,8 @@ function splitUrn(urn: string): { type: string; name: string } {
 }
 
 /**
- * Reads the JSON digest of `pulumi preview --json` and its exit code: which resources
- * would change, and which fields (from detailedDiff, else diffReasons). Pure.
+ * Reads the JSON digest of `pulumi preview --json` and its exit code: which resources would change, and which fields (from detailedDiff, else diffReasons).
+ * Pure.
  */
 export function summarisePreview(run: { exitCode: number; stdout: string; stderr: string }): PreviewSummary {
   let digest: PreviewDigest | undefined;
@@ -66,9 +66,8 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
 }
 
 /**
- * `exposure drift`, one report: the Pulumi preview (what the program manages), the cluster-wide
- * audit (what it does not: every NodePort/LoadBalancer Service and hostPort must be declared)
- * and the live verdict of every entry (the same as `exposure status`).
+ * `exposure drift`, one report: the Pulumi preview (what the program manages), the cluster-wide audit (what it does not: every NodePort/LoadBalancer Service
+ * and hostPort must be declared) and the live verdict of every entry (the same as `exposure status`).
  */
 export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drift"> {
   const connect = deps.connect ?? connectCluster;
@@ -205,8 +204,8 @@ function formatAdmission(mode: string, findings: readonly Finding[]): string {
 }
 
 /**
- * What the guard in `deny` mode would refuse today, whatever the mode: the list to empty (or
- * to declare) before switching a stack to `deny`, so that the platform's own pods are never refused.
+ * What the guard in `deny` mode would refuse today, whatever the mode: the list to empty (or to declare) before switching a stack to `deny`, so that the
+ * platform's own pods are never refused.
  */
 function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]; unread: readonly string[] }): string {
   const title = "exposure guard in deny mode would refuse, of what exists now (each object created again):";

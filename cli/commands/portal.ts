@@ -15,8 +15,8 @@ import { connectCluster, openStack, readPublished, readStackOutputs, sayUnavaila
 
 const SPEC = SPECS.portal;
 /**
- * Serves the portal on the operator's machine: the page the cluster serves, read through the
- * stack's kube context (or the current context without --stack). Runs until SIGINT/SIGTERM.
+ * Serves the portal on the operator's machine: the page the cluster serves, read through the stack's kube context (or the current context without --stack).
+ * Runs until SIGINT/SIGTERM.
  */
 export const command: Command<"portal"> = async ({ values }, ctx) => {
   const listen = usageOf(SPEC, () => parseListen(values.listen));
@@ -81,11 +81,9 @@ function isLoopback(host: string): boolean {
 const OUTPUTS_REREAD_MS = 30_000;
 
 /**
- * What the stack's last `up` published, for the portal's verdicts (the same as `status`'s).
- * A file named by --outputs is read with every cluster read and must be readable now (as for
- * `status`); the Pulumi CLI is asked at most every 30 s (or at once when the portal asks for a
- * fresh read), and when it cannot answer the portal says so once and checks names only, as
- * `status` does.
+ * What the stack's last `up` published, for the portal's verdicts (the same as `status`'s). A file named by --outputs is read with every cluster read and must
+ * be readable now (as for `status`); the Pulumi CLI is asked at most every 30 s (or at once when the portal asks for a fresh read), and when it cannot answer
+ * the portal says so once and checks names only, as `status` does.
  */
 export async function publishedReader(
   ctx: CommandContext,
@@ -114,8 +112,7 @@ export async function publishedReader(
       if (published.source.from === "pulumi" || published.source.from === "file") return published.endpoints;
       if (!said) sayUnavailable(ctx, "portal", published, 'the "changed since the last up" checks are skipped');
       said = true;
-      // No stack in the backend asked proves nothing was created (nothing is ours); without the
-      // outputs, only names are checked.
+      // No stack in the backend asked proves nothing was created (nothing is ours); without the outputs, only names are checked.
       return published.source.from === "no-stack" ? {} : undefined;
     });
     last = { at: now, value };

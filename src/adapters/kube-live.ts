@@ -22,19 +22,15 @@ interface KubeTarget {
   context?: string;
   /** Per-request timeout, so an unreachable cluster fails in seconds instead of hanging. */
   timeoutMs?: number;
-  /**
-   * Use the pod's ServiceAccount (the portal deployed in the cluster) instead of a kubeconfig;
-   * `kubeconfig` and `context` are then ignored.
-   */
+  /** Use the pod's ServiceAccount (the portal deployed in the cluster) instead of a kubeconfig; `kubeconfig` and `context` are then ignored. */
   inCluster?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 /**
- * Bytes of one answer (a list's page, or one object). A list asks PAGE_ITEMS items a page; a page
- * past PAGE_BYTES is asked again with fewer items, down to one (etcd stores at most 1.5 MiB).
- * ANSWERS_IN_FLIGHT are read at once, the others wait within their timeout: one reader buffers
- * at most 16 MiB whatever the cluster holds (the in-cluster portal's limit is 256Mi).
+ * Bytes of one answer (a list's page, or one object). A list asks PAGE_ITEMS items a page; a page past PAGE_BYTES is asked again with fewer items, down to one
+ * (etcd stores at most 1.5 MiB). ANSWERS_IN_FLIGHT are read at once, the others wait within their timeout: one reader buffers at most 16 MiB whatever the
+ * cluster holds (the in-cluster portal's limit is 256Mi).
  */
 export const PAGE_BYTES = 4 * 2 ** 20;
 const PAGE_ITEMS = 500;
@@ -62,9 +58,8 @@ type Answer = { status: number; body?: unknown; bytes?: number; retryAfter?: str
 type PostBody = { body: unknown; errorBody?: boolean };
 
 /**
- * client-node's KubeConfig, loaded when a command first connects. The build (`npm run build`)
- * ships it as one small file, dist/vendor/client-node.cjs (scripts/build.cjs; docs/benchmarks.md,
- * CLI start-up); without a build it is the package itself.
+ * client-node's KubeConfig, loaded when a command first connects. The build (`npm run build`) ships it as one small file, dist/vendor/client-node.cjs
+ * (scripts/build.cjs; docs/benchmarks.md, CLI start-up); without a build it is the package itself.
  */
 async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
   // From dist/ (the compiled CLI), or from the sources (the Pulumi program): the bundle `npm ci` built.
@@ -87,8 +82,8 @@ export const READ_ATTEMPTS = 5;
 export const RETRY_WAIT_MAX_MS = 5_000;
 
 /**
- * How long to wait before trying a read again after a 429: the Retry-After header (seconds, or an
- * HTTP date) when it says, else 250 ms doubling with each try; within 100 ms and RETRY_WAIT_MAX_MS.
+ * How long to wait before trying a read again after a 429: the Retry-After header (seconds, or an HTTP date) when it says, else 250 ms doubling with each try;
+ * within 100 ms and RETRY_WAIT_MAX_MS.
  */
 export function retryWaitMs(retryAfter: string | undefined, attempt: number, now = Date.now()): number {
   let wait = 250 * 2 ** (attempt - 1);
@@ -99,9 +94,8 @@ export function retryWaitMs(retryAfter: string | undefined, attempt: number, now
 }
 
 /**
- * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too
- * large (`/dev/zero` grew the process until it died; a FIFO blocked for ever). A missing file
- * or a folder is left to the loader, which names it. stat() opens nothing, so a FIFO cannot block.
+ * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too large (`/dev/zero` grew the process until it died; a FIFO blocked
+ * for ever). A missing file or a folder is left to the loader, which names it. stat() opens nothing, so a FIFO cannot block.
  */
 function checkKubeconfigFile(file: string): void {
   let stat: fs.Stats;
@@ -121,8 +115,8 @@ function checkKubeconfigFile(file: string): void {
 }
 
 /**
- * Refuses a kubeconfig nested too deeply or holding too many values, through the same bounded
- * reader as every other YAML file, before client-node parses it (its parser has no value limit).
+ * Refuses a kubeconfig nested too deeply or holding too many values, through the same bounded reader as every other YAML file, before client-node parses it
+ * (its parser has no value limit).
  */
 function checkKubeconfigText(text: string, shown: string): void {
   const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES });
@@ -132,8 +126,8 @@ function checkKubeconfigText(text: string, shown: string): void {
 }
 
 /**
- * Why client-node could not load a kubeconfig, in one line: its YAML errors quote the source
- * over several lines, and a file that is empty or not a mapping fails on a property read.
+ * Why client-node could not load a kubeconfig, in one line: its YAML errors quote the source over several lines, and a file that is empty or not a mapping
+ * fails on a property read.
  */
 function loadFailure(err: unknown): string {
   const message = (err as Error)?.message ?? String(err);
@@ -149,8 +143,8 @@ function loadFailure(err: unknown): string {
 }
 
 /**
- * The live cluster through the API server. Every method is one list (or get) call;
- * `requests` counts them so benchmarks can check they do not grow with the contract.
+ * The live cluster through the API server. Every method is one list (or get) call; `requests` counts them so benchmarks can check they do not grow with the
+ * contract.
  */
 export class LiveClusterReader implements ClusterReader {
   requests = 0;
@@ -214,16 +208,13 @@ export class LiveClusterReader implements ClusterReader {
   }
 
   /**
-   * One GET, answered as parsed JSON. The request is aborted (socket and agent destroyed) when
-   * `timeoutMs` passes: after an outage nothing stays open, however many page loads waited.
-   * The answer is read within PAGE_BYTES (a list's page past it is asked again smaller), and
-   * no part of its body ever goes into an error (a Secrets answer would leak into messages,
-   * .env comments and --json).
+   * One GET, answered as parsed JSON. The request is aborted (socket and agent destroyed) when `timeoutMs` passes: after an outage nothing stays open, however
+   * many page loads waited. The answer is read within PAGE_BYTES (a list's page past it is asked again smaller), and no part of its body ever goes into an
+   * error (a Secrets answer would leak into messages, .env comments and --json).
    */
   private async get(what: string, apiPath: string, post?: PostBody): Promise<Answer> {
-    // 429 (Too Many Requests) is the API server asking to come back: a just-created CRD's storage
-    // initialising, or API priority and fairness shedding load. The read is tried again after the
-    // wait it names (Retry-After), a few times, within the read's own timeout.
+    // 429 (Too Many Requests) is the API server asking to come back: a just-created CRD's storage initialising, or API priority and fairness shedding load. The
+    // read is tried again after the wait it names (Retry-After), a few times, within the read's own timeout.
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       const answer = await this.getOnce(what, apiPath, post);
@@ -278,8 +269,8 @@ export class LiveClusterReader implements ClusterReader {
         headers: { ...options.headers, accept: "application/json", ...(post ? { "content-type": "application/json" } : {}) },
       });
     } catch (err) {
-      // TLS material Node.js cannot use (a client certificate or CA that is not PEM) throws here,
-      // before any connection: the kubeconfig's fault, not the cluster's.
+      // TLS material Node.js cannot use (a client certificate or CA that is not PEM) throws here, before any connection: the kubeconfig's fault, not the
+      // cluster's.
       agent?.destroy();
       const reason = ((err as Error).message ?? String(err)).split("\n")[0];
       throw new UserError(`cannot use the credentials of ${this.source}: ${reason}; check the kubeconfig's certificate and key data`);
@@ -346,11 +337,9 @@ export class LiveClusterReader implements ClusterReader {
   }
 
   /**
-   * A list of `plural` under `prefix` ("/api/v1"), in the scope's namespace or the whole cluster,
-   * page by page (`limit`, `continue`), each page checked item by item (`items: null`, a bare
-   * array or a malformed object is an error). Only the items `scope.keep` accepts are held,
-   * slimmed: memory follows what the caller keeps, not what the cluster holds. A 404 (not served)
-   * answers `notServed` when given.
+   * A list of `plural` under `prefix` ("/api/v1"), in the scope's namespace or the whole cluster, page by page (`limit`, `continue`), each page checked item by
+   * item (`items: null`, a bare array or a malformed object is an error). Only the items `scope.keep` accepts are held, slimmed: memory follows what the caller
+   * keeps, not what the cluster holds. A 404 (not served) answers `notServed` when given.
    */
   private async list<T>(prefix: string, plural: string, kind: string, scope: ListScope<T> = {}, notServed?: T[]): Promise<T[]> {
     const { namespace: ns, labels, keep } = scope;

@@ -125,8 +125,8 @@ function publishedUrlOf(published: string | undefined, live: string | undefined,
   return h !== undefined && (h === host(live as string) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
 }
 
-// Why the users' URL failed (`error`, the probe's words): it moved since the last `up`, or (refused:
-// kube-proxy refuses alike) no Service or no ready endpoint. Probe and portal say it.
+// Why the users' URL failed (`error`, the probe's words): it moved since the last `up`, or (refused: kube-proxy refuses alike) no Service or no ready endpoint.
+// Probe and portal say it.
 export function failureCause(e: ObservedEntry, error: string): string | undefined {
   const refused = error.startsWith("connection refused");
   const found = (codes: readonly string[]) => e.findings.find((f) => codes.includes(f.code))?.message;
@@ -138,8 +138,8 @@ export function failureCause(e: ObservedEntry, error: string): string | undefine
   return why && `connection refused: ${why}`;
 }
 
-// The verdict of every entry (the one implementation behind `exposure status` and the portal). `selected`: the
-// exposed entries the stack publishes (others are not its business); the others are listed without a URL. Pure.
+// The verdict of every entry (the one implementation behind `exposure status` and the portal). `selected`: the exposed entries the stack publishes (others are
+// not its business); the others are listed without a URL. Pure.
 export function observe(
   contract: Contract,
   cluster: ObservedCluster,
@@ -198,8 +198,8 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const portName = webScheme(e.scheme);
   const published = ctx.published?.[e.name];
   const entry = { ...base, exposure: "nodePort" as const, namespace: ns };
-  // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere
-  // carrying our labels is a look-alike (anyone can copy labels), reported by the audit.
+  // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere carrying our labels is a look-alike (anyone can copy labels),
+  // reported by the audit.
   const ours = ctx.services.get(key(ns, ourServiceName(e.name)));
   if (!ours) {
     return {
@@ -211,8 +211,8 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const service = `${ns}/${ours.metadata.name}`;
   const endpoints = (ctx.slicesByService.get(service) ?? []).flatMap((slice) => slice.endpoints ?? []);
   const ready = endpoints.filter((ep) => ep.conditions?.ready !== false && ep.addresses.length > 0).length;
-  // Created by this stack: the last `up` published this very Service (same uid). Without the
-  // outputs (in-cluster portal, no Pulumi CLI) only the name and namespace can be checked.
+  // Created by this stack: the last `up` published this very Service (same uid). Without the outputs (in-cluster portal, no Pulumi CLI) only the name and
+  // namespace can be checked.
   const notOurs = ctx.published ? ownershipProblem(service, ours.metadata.uid, published) : undefined;
   if (notOurs) {
     return {
@@ -305,8 +305,8 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
   };
 }
 
-// Why the URLs' node is wrong: the URL the last `up` published points elsewhere (its node is no longer the
-// Ready one the stack would pick), or the pinned address belongs to a node that is not Ready.
+// Why the URLs' node is wrong: the URL the last `up` published points elsewhere (its node is no longer the Ready one the stack would pick), or the pinned
+// address belongs to a node that is not Ready.
 export function nodeProblem(
   node: NodeChoice | undefined,
   nodes: readonly Node[],

@@ -21,9 +21,8 @@ export const LB_IP_POOLS: CustomKind = {
 export const GATEWAYS: CustomKind = { group: "gateway.networking.k8s.io", versions: ["v1", "v1beta1"], plural: "gateways", kind: "Gateway" };
 
 /**
- * Where a list looks and what it holds. The API server filters by namespace and labels; `keep`
- * is asked of each item as it is read, and only what it accepts is held (a cluster-wide list of
- * a tenant's 10,000 Services then costs one page of memory, not the whole list).
+ * Where a list looks and what it holds. The API server filters by namespace and labels; `keep` is asked of each item as it is read, and only what it accepts is
+ * held (a cluster-wide list of a tenant's 10,000 Services then costs one page of memory, not the whole list).
  */
 export interface ListScope<T> {
   /** One namespace; the whole cluster when absent. */
@@ -52,8 +51,8 @@ export const labelSelector = (labels: ListScope<never>["labels"]) =>
     .join(",");
 
 /**
- * Read access to the cluster: list calls (paged by the live reader) scoped to what the caller
- * needs. Implemented by the live API client and by a snapshot file (`kubectl get -o yaml`).
+ * Read access to the cluster: list calls (paged by the live reader) scoped to what the caller needs. Implemented by the live API client and by a snapshot file
+ * (`kubectl get -o yaml`).
  */
 export interface ClusterReader {
   /** Where the data comes from, for messages ("context bench (https://127.0.0.1:6443)"). */
@@ -64,23 +63,20 @@ export interface ClusterReader {
   listEndpointSlices(scope?: ListScope<EndpointSlice>): Promise<EndpointSlice[]>;
   getConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined>;
   /**
-   * The Secrets of one namespace (one list call). Namespaced on purpose: `exposure access`
-   * needs only the namespaces its contract names, and a namespaced list needs only a Role
-   * there, not a ClusterRole that reads every Secret of the cluster.
+   * The Secrets of one namespace (one list call). Namespaced on purpose: `exposure access` needs only the namespaces its contract names, and a namespaced list
+   * needs only a Role there, not a ClusterRole that reads every Secret of the cluster.
    */
   listSecrets(namespace: string): Promise<Secret[]>;
   /** Lists a custom kind; an absent CRD gives an empty list, not an error. */
   listCustom(kind: CustomKind, scope?: ListScope<GenericObject>): Promise<GenericObject[]>;
   /**
-   * The resources the API serves under a group version (API discovery; empty when it is not
-   * served), or undefined when the source cannot tell (a snapshot without an APIResourceList
-   * for it). Optional: readers without discovery omit it.
+   * The resources the API serves under a group version (API discovery; empty when it is not served), or undefined when the source cannot tell (a snapshot
+   * without an APIResourceList for it). Optional: readers without discovery omit it.
    */
   servedResources?(groupVersion: string): Promise<string[] | undefined>;
   /**
-   * Server-side dry run of creating this Service: runs admission (the exposure guard
-   * included) and stores nothing. Only the live API has it; used to wait until a freshly
-   * updated guard is in effect before `up` creates the Services it admits.
+   * Server-side dry run of creating this Service: runs admission (the exposure guard included) and stores nothing. Only the live API has it; used to wait until
+   * a freshly updated guard is in effect before `up` creates the Services it admits.
    */
   dryRunCreateService?(service: Service): Promise<{ admitted: true } | { admitted: false; message: string }>;
 }
@@ -88,8 +84,8 @@ export interface ClusterReader {
 type AnyObject = { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } };
 
 /**
- * A cluster read from a snapshot: a `List` (or several YAML documents) as printed by
- * `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml`, plus any custom objects.
+ * A cluster read from a snapshot: a `List` (or several YAML documents) as printed by `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml`, plus any custom
+ * objects.
  */
 export class SnapshotReader implements ClusterReader {
   private readonly objects: AnyObject[];
