@@ -1,6 +1,5 @@
-// The one set of Pulumi mocks: `exposure render` and the unit tests run the real program against
-// it. It answers like the API server where the program depends on the answer
-// (ids, auto-names, allocated nodePorts) and records every registration.
+// The one set of Pulumi mocks: `exposure render` and the unit tests run the real program against it. It answers like the API server where the program depends
+// on the answer (ids, auto-names, allocated nodePorts) and records every registration.
 import * as pulumi from "@pulumi/pulumi";
 import { RELEASE_TYPE } from "../src/core/cilium/adopt";
 import { UserError } from "../src/core/errors";
@@ -19,15 +18,11 @@ export interface RegisteredResource {
 interface MockOptions {
   stack: string;
   preview?: boolean;
-  /**
-   * Services already in the cluster ("namespace/name"): a registered Service of the same name
-   * keeps their allocated nodePorts, as an update does.
-   */
+  /** Services already in the cluster ("namespace/name"): a registered Service of the same name keeps their allocated nodePorts, as an update does. */
   existing?: ReadonlyMap<string, Service>;
   /**
-   * How a new NodePort Service's ports get a nodePort: `allocate` numbers them from 31000 on
-   * (as an `up` would), `pending` leaves them without one (what is known before the create:
-   * `exposure render` never invents a port).
+   * How a new NodePort Service's ports get a nodePort: `allocate` numbers them from 31000 on (as an `up` would), `pending` leaves them without one (what is
+   * known before the create: `exposure render` never invents a port).
    */
   nodePorts?: "allocate" | "pending";
 }
@@ -44,10 +39,7 @@ export function manifestTypeOf(token: string): { apiVersion: string; kind: strin
   return { apiVersion: group === "core" ? version : `${group}/${version}`, kind };
 }
 
-/**
- * Replaces Pulumi's runtime with mocks for one program run; call
- * `pulumi.runtime.disconnect()` after the run so every registration has finished.
- */
+/** Replaces Pulumi's runtime with mocks for one program run; call `pulumi.runtime.disconnect()` after the run so every registration has finished. */
 export async function useProgramMocks(opts: MockOptions): Promise<{ resources: RegisteredResource[] }> {
   const recording = { resources: [] as RegisteredResource[] };
   const allocate = (opts.nodePorts ?? "allocate") === "allocate";

@@ -5,13 +5,16 @@ import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import { openStack } from "../src/adapters/stack-inputs";
 import { admissionApiProblem, admissionPolicyName, liveGuardUids } from "../src/core/admission";
 import { denyWouldLock, readWorkloads } from "../src/core/admission-preview";
+import { mayHoldHostPort } from "../src/core/audit";
 import { ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
+import { isExposingService, ourServiceName } from "../src/core/exposure-model";
 import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
+import type { Service } from "../src/core/kube/types";
 import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "../src/core/monitoring";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { fixedNameRefusal, guardTakeoverProblem, namespaceTakeoverRefusal, type StateUids, stateUids as stateUidsOf, upRefusals } from "../src/core/ownership";
-import { buildUrl, type ExposurePlan, portToKeep, resolveExposures, withStackServices } from "../src/core/plan";
+import { buildUrl, type ExposurePlan, portToKeep, readHostPortPods, resolveExposures, withStackServices } from "../src/core/plan";
 import { isPortalService, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "../src/core/portal/spec";
 import { stackKubeTarget } from "../src/core/settings";
 import { guardAdmission } from "./admission-guard";
@@ -56,31 +59,34 @@ interface EndpointRecord {
 }
 
 /**
- * Each cluster read of `preview`/`up` waits at most this long: with the start of the program,
- * a stack whose cluster does not answer fails within about 10 s with one message.
+ * Each cluster read of `preview`/`up` waits at most this long: with the start of the program, a stack whose cluster does not answer fails within about 10 s
+ * with one message.
  */
 export const PROGRAM_READ_TIMEOUT_MS = 5_000;
 
 /**
- * The whole stack. The contract, the settings, the cluster reads, the Cilium plan (with its guard)
- * and the takeover checks all pass before the first resource is declared: any of them failing
- * changes nothing. The admission guard's policy is checked by the API server once applied; its
- * failure stops the update before any of our Services is declared.
+ * The whole stack. The contract, the settings, the cluster reads, the Cilium plan (with its guard) and the takeover checks all pass before the first resource
+ * is declared: any of them failing changes nothing. The admission guard's policy is checked by the API server once applied; its failure stops the update before
+ * any of our Services is declared.
  */
 export async function declareStack(inputs: ProgramInputs) {
   const { config, settings, contract, contractFile, selected, selectedEntries } = openStack(inputs);
   const target = stackKubeTarget(inputs.stack, config);
   const cluster = inputs.cluster ?? (await LiveClusterReader.connect({ ...target, timeoutMs: PROGRAM_READ_TIMEOUT_MS }));
-  // In deny mode, every pod and workload template is checked before deny is put in force (never lock the cluster).
+  // In deny mode, every pod and workload template that may hold a host port is checked before deny is put in force (never lock the cluster).
   const deny = settings.admission.mode === "deny";
-  const needPods = deny || selectedEntries.some((e) => e.hostPort);
   const reads = ciliumReads(settings.cilium);
   const portalNamespace = settings.portal.namespace;
-  // One list call per kind, in parallel, whatever the number of entries.
+  // Services cluster-wide, page by page, holding only what planning reads: the entries' own (vendored and ours), every one that opens a port (nodePorts to
+  // keep, LoadBalancers for Cilium), the portal namespace's.
+  const named = new Set(selectedEntries.flatMap((e) => (e.service ? [e.service.name, ourServiceName(e.name)].map((n) => `${e.service?.namespace}/${n}`) : [])));
+  const planned = (s: Service) =>
+    named.has(`${s.metadata.namespace}/${s.metadata.name}`) || isExposingService(s) || (settings.portal.enabled && s.metadata.namespace === portalNamespace);
   const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap, workloads] = await Promise.all([
-    cluster.listServices(),
+    cluster.listServices({ keep: planned }),
     cluster.listNodes(),
-    needPods ? cluster.listPods() : Promise.resolve([]),
+    // Those holding a host port hold every hostPort entry's (planned from them).
+    deny ? cluster.listPods({ keep: mayHoldHostPort }) : readHostPortPods(cluster, selectedEntries),
     reads.configMap ? cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name) : Promise.resolve(undefined),
     cluster.listCustom(LB_IP_POOLS),
     cluster.listCustom(GATEWAYS),
@@ -99,12 +105,11 @@ export async function declareStack(inputs: ProgramInputs) {
       : stateUidsOf(undefined);
   const guardTakeover = guardName && guardTakeoverProblem(guardName, liveGuard, stateUids.guard);
 
-  // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster
-  // before anything exists: the contract entry mirroring it is planned from the spec the Portal
-  // component will create (the same pure function builds both), so enabling the portal and
-  // publishing it takes one `up`. The component goes first in the dependency order (see below).
-  const planned = settings.portal.enabled ? withStackServices(services, [portalService(portalNamespace)]) : services;
-  const resolution = resolveExposures(selectedEntries, { services: planned, nodes, pods }, settings.nodeAddress, {
+  // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster before anything exists: the contract entry mirroring it is
+  // planned from the spec the Portal component will create (the same pure function builds both), so enabling the portal and publishing it takes one `up`. The
+  // component goes first in the dependency order (see below).
+  const withPortal = settings.portal.enabled ? withStackServices(services, [portalService(portalNamespace)]) : services;
+  const resolution = resolveExposures(selectedEntries, { services: withPortal, nodes, pods }, settings.nodeAddress, {
     allowKubeSystem: settings.allowKubeSystem,
   });
   const ciliumPlan = planCilium(
@@ -118,7 +123,8 @@ export async function declareStack(inputs: ProgramInputs) {
     },
   );
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
-  const admissionIssue = settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.admissionApiResources?.(), cluster.source);
+  const admissionIssue =
+    settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.servedResources?.("admissionregistration.k8s.io/v1"), cluster.source);
   // Ownership (src/core/ownership.ts), decided before anything is declared.
   const live = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
   const portalKey = `${portalNamespace}/${PORTAL_SERVICE_NAME}`;
@@ -144,12 +150,12 @@ export async function declareStack(inputs: ProgramInputs) {
     throw userErrorFromProblems(`stack ${inputs.stack} cannot be deployed (nothing was changed)`, problems);
   }
 
-  // The last thing that can fail, built before the first resource is declared: a failed bundle
-  // must not leave the Cilium component (or anything) registered, i.e. `up` half-applied.
+  // The last thing that can fail, built before the first resource is declared: a failed bundle must not leave the Cilium component (or anything) registered,
+  // i.e. `up` half-applied.
   const portalBundle = settings.portal.enabled ? bundlePortalServer() : undefined;
 
-  // Every Kubernetes resource goes through this provider: the stack's own cluster, never the
-  // default provider (which would follow whatever context is current where `pulumi up` runs).
+  // Every Kubernetes resource goes through this provider: the stack's own cluster, never the default provider (which would follow whatever context is current
+  // where `pulumi up` runs).
   const kubernetes = new k8s.Provider("kubernetes", target);
   const withProvider = (opts?: pulumi.ComponentResourceOptions): pulumi.ComponentResourceOptions => ({ ...opts, providers: [kubernetes] });
   const cilium = new Cilium("cilium", { plan: ciliumPlan }, withProvider());
@@ -194,10 +200,9 @@ export async function declareStack(inputs: ProgramInputs) {
     live,
     withProvider(),
   );
-  // After a failed type check of the guard's policy (its binding applied with [Warn]), the update fails
-  // here with that one message, before any of our Services is declared. The SDK fails an update on
-  // an unhandled error or on the program's own rejection, not on pulumi.log.error (pulumi/pulumi#6090):
-  // the program rejects, so the engine shows the message alone, like every other refusal (asRunError).
+  // After a failed type check of the guard's policy (its binding applied with [Warn]), the update fails here with that one message, before any of our Services
+  // is declared. The SDK fails an update on an unhandled error or on the program's own rejection, not on pulumi.log.error (pulumi/pulumi#6090): the program
+  // rejects, so the engine shows the message alone, like every other refusal (asRunError).
   const refusal = guard ? await resolved(guard.refusal) : undefined;
   if (refusal) throw new UserError(refusal);
 
@@ -264,9 +269,8 @@ function thisStack(): string {
 
 /** The uid of each Service and ConfigMap in this stack's latest checkpoint (refreshed, if this up refreshes). */
 async function readStateUids(): Promise<StateUids> {
-  // The outputs hold references to resources (a component's children), which the SDK would turn
-  // back into resources by asking the engine for them, and this deployment has none yet: the
-  // references are asked for as plain URNs instead (the SDK reads this flag when it invokes).
+  // The outputs hold references to resources (a component's children), which the SDK would turn back into resources by asking the engine for them, and this
+  // deployment has none yet: the references are asked for as plain URNs instead (the SDK reads this flag when it invokes).
   const sdk = require("@pulumi/pulumi/utils") as { disableResourceReferences: boolean };
   const before = sdk.disableResourceReferences;
   sdk.disableResourceReferences = true;
@@ -279,9 +283,8 @@ async function readStateUids(): Promise<StateUids> {
 }
 
 /**
- * The `endpoints` output of this stack's last `up`, through a StackReference to the stack
- * itself (works on every backend, the file one included). A reference is read, never
- * changed: the preview counts it as a read, not a change. Empty before the first `up`.
+ * The `endpoints` output of this stack's last `up`, through a StackReference to the stack itself (works on every backend, the file one included). A reference
+ * is read, never changed: the preview counts it as a read, not a change. Empty before the first `up`.
  */
 async function readLastEndpoints(): Promise<PublishedEndpoints> {
   const details = await new pulumi.StackReference("last-up", { name: thisStack() }).getOutputDetails("endpoints");
@@ -290,10 +293,8 @@ async function readLastEndpoints(): Promise<PublishedEndpoints> {
 }
 
 /**
- * Turns user errors into engine errors shown without a stack trace. The stack is replaced by
- * the message: the SDK's run loop still formats it (util.inspect, source maps of every frame)
- * for its trace span, which took about a minute of blocked event loop before the message
- * reached the engine.
+ * Turns user errors into engine errors shown without a stack trace. The stack is replaced by the message: the SDK's run loop still formats it (util.inspect,
+ * source maps of every frame) for its trace span, which took about a minute of blocked event loop before the message reached the engine.
  */
 export function asRunError(err: unknown): never {
   if (err instanceof UserError) {

@@ -409,8 +409,10 @@ describe("exposure access", () => {
     expect(written).not.toContain("How to use this template");
     // Secrets go to the screen and the file, never to stderr.
     expect(r.err).toEqual([]);
-    // services, endpointslices, nodes, pods + one Secret list per namespace (argocd, data, gitea).
-    expect(cluster.requests).toBe(7);
+    // The services of every entry's namespace (argocd, gitea, monitoring, data, marquez, registry),
+    // the endpointslices of our Services (argocd, gitea, monitoring), nodes, the hostPort entry's
+    // pods, one Secret list per credentials namespace (argocd, data, gitea).
+    expect(cluster.requests).toBe(6 + 3 + 1 + 1 + 3);
   });
 
   it("gives no URL, on screen or in the .env, for a <entry>-nodeport this stack did not create (found by an outside tester)", async () => {

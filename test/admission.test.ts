@@ -260,11 +260,11 @@ describe("admission API discovery", () => {
   });
 
   it("a snapshot answers from its APIResourceList, or does not know", async () => {
-    expect(await new SnapshotReader([]).admissionApiResources()).toBeUndefined();
+    expect(await new SnapshotReader([]).servedResources("admissionregistration.k8s.io/v1")).toBeUndefined();
     const withDiscovery = new SnapshotReader([
       { kind: "APIResourceList", groupVersion: "admissionregistration.k8s.io/v1", resources: [{ name: "validatingwebhookconfigurations" }] },
     ]);
-    expect(await withDiscovery.admissionApiResources()).toEqual(["validatingwebhookconfigurations"]);
+    expect(await withDiscovery.servedResources("admissionregistration.k8s.io/v1")).toEqual(["validatingwebhookconfigurations"]);
   });
 });
 

@@ -149,7 +149,8 @@ describe("adversarial corpus: workloads read back for what deny would refuse (ex
 describe("adversarial corpus: API answers (exposure status against a fake API server on loopback)", () => {
   it.each(API_CASES)("$name -> exit $exit", { timeout: CASE_TIMEOUT_MS }, async ({ services, timeoutSeconds, exit, fragment }) => {
     const api = await startFakeApi({
-      "/api/v1/services": services,
+      // Where `status --stack bench` (entry argocd) reads its Services.
+      "/api/v1/namespaces/argocd/services": services,
       "/api/v1/nodes": list("NodeList", []),
       "/apis/discovery.k8s.io/v1/endpointslices": list("EndpointSliceList", []),
     });

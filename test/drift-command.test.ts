@@ -178,9 +178,10 @@ describe("exposure drift", () => {
     expect(text).toContain("allowlist entries that matched nothing (stale?): kube-system/hubble-*");
     expect(text).toMatch(/argocd\s+nodePort\s+argocd\/argocd-nodeport\s+1\s+31001\s+http:\/\/127\.0\.0\.2:31001\s+MATCH/);
     expect(text).toContain("4 MATCH, 0 DRIFT, 0 ABSENT");
-    // Services, Pods, EndpointSlices, Nodes, admission policies and bindings, and the six workload kinds whose
-    // templates become pods (for what deny would refuse): one list call each, whatever the size of the cluster.
-    expect(cluster.requests).toBe(12);
+    // The audit's Services and Pods cluster-wide; the live verdicts' Services and EndpointSlices of the
+    // three nodePort entries' namespaces, Nodes, the hostPort entry's Pods; admission policies and
+    // bindings; the six workload kinds whose templates become pods (for what deny would refuse).
+    expect(cluster.requests).toBe(2 + (3 + 3 + 1 + 1) + 2 + 6);
     expect(text).toContain("exposure guard in deny mode would refuse, of what exists now (each object created again): nothing: deny is safe to switch on");
   });
 

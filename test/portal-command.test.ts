@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishedReader } from "../cli/commands/portal";
 import { main } from "../cli/main";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
-import { pulumiNotFound } from "../src/adapters/pulumi-cli";
+import { pulumiNotFound, readStackOutputs } from "../src/adapters/pulumi-cli";
 import { UserError } from "../src/core/errors";
 import { PORTAL_FILES } from "../src/core/portal/spec";
 import { writeKubeconfig } from "./support/fake-api";
@@ -60,14 +60,16 @@ describe("exposure portal and the bundled server, against a fake API server", ()
       const html = await res.text();
       expect(html).toContain(`<a href="http://${NODE_IP}:31358">`);
       expect(html).toContain(GRAFANA_DRIFT_REASON);
-      // Scoped reads: the entries' namespaces, our managed Services, their slices, the nodes; no Pods (no hostPort entry).
+      // Scoped reads: the entries' namespaces (their Services, our Services' slices), the nodes; nothing
+      // cluster-wide that a tenant could fill (issue 34 #2); no Pods (no hostPort entry).
       expect(api.seen.sort()).toEqual([
         "/api/v1/namespaces/argocd/services",
         "/api/v1/namespaces/gitea/services",
         "/api/v1/namespaces/monitoring/services",
         "/api/v1/nodes",
-        "/api/v1/services",
-        "/apis/discovery.k8s.io/v1/endpointslices",
+        "/apis/discovery.k8s.io/v1/namespaces/argocd/endpointslices",
+        "/apis/discovery.k8s.io/v1/namespaces/gitea/endpointslices",
+        "/apis/discovery.k8s.io/v1/namespaces/monitoring/endpointslices",
       ]);
       expect((await fetch(new URL("/healthz", p.url))).status).toBe(200);
     } finally {
@@ -218,6 +220,22 @@ describe("publishedReader", () => {
     expect(said).toEqual([
       "portal: no outputs of this stack (pulumi stack output --stack nope failed: error: no stack named 'nope' found: the stack is not in this backend); no Service is proven this stack's",
     ]);
+  });
+
+  it("parses an --outputs file once, and again only when it changed (issue 34 #7)", async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "outputs-")), "outputs.json");
+    fs.writeFileSync(file, JSON.stringify({ endpoints: { argocd: { service: "argocd-nodeport", uid: "uid-1" } } }));
+    let parses = 0;
+    const read = await publishedReader(ctx([]), "bench", file, async (c, stack, f) => {
+      parses++;
+      return readStackOutputs(c, stack, f);
+    });
+    for (let i = 0; i < 5; i++) expect(await read()).toEqual({ argocd: { service: "argocd-nodeport", uid: "uid-1" } });
+    expect(parses).toBe(1);
+    fs.writeFileSync(file, JSON.stringify({ endpoints: { argocd: { service: "argocd-nodeport", uid: "uid-22" } } }));
+    expect(await read()).toEqual({ argocd: { service: "argocd-nodeport", uid: "uid-22" } });
+    expect(parses).toBe(2);
+    fs.rmSync(path.dirname(file), { recursive: true });
   });
 
   it("asks the Pulumi CLI at most every 30 s, and at once for a fresh read", async () => {

@@ -114,13 +114,15 @@ describe("portal /metrics", () => {
     const { cluster, get: fetchPath } = await portalWith();
     expect((await fetchPath("/")).status).toBe(200);
     const afterPage = { ...cluster.calls };
-    expect(afterPage).toEqual({ services: 1, endpointSlices: 1, nodes: 1, pods: 0, other: 0 });
+    // Services and EndpointSlices of the entries' three namespaces (argocd, monitoring, gitea), Nodes.
+    expect(afterPage).toEqual({ services: 3, endpointSlices: 3, nodes: 1, pods: 0, other: 0 });
     const scrapes = await Promise.all(Array.from({ length: 20 }, () => fetchPath("/metrics")));
     expect(scrapes.map((r) => r.status)).toEqual(Array(20).fill(200));
-    // The page's read is reused; the audit (every Service and Pod) is read once for all 20 scrapes.
-    expect(cluster.calls).toEqual({ services: 2, endpointSlices: 1, nodes: 1, pods: 1, other: 0 });
+    // The page's read is reused; the audit (Services and Pods cluster-wide) is read once for all 20 scrapes.
+    expect(cluster.calls).toEqual({ services: 4, endpointSlices: 3, nodes: 1, pods: 1, other: 0 });
+    expect(cluster.scopes.slice(-2).sort()).toEqual(["pods", "services"]);
     expect((await fetchPath("/api/entries")).status).toBe(200);
-    expect(cluster.calls).toEqual({ services: 2, endpointSlices: 1, nodes: 1, pods: 1, other: 0 });
+    expect(cluster.calls).toEqual({ services: 4, endpointSlices: 3, nodes: 1, pods: 1, other: 0 });
   });
 
   it("without the allowlist (no audit) there is no undeclared gauge and no cluster-wide read; probing off: no up series", async () => {

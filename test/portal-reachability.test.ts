@@ -3,15 +3,13 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { HttpGet } from "../src/adapters/http-probe";
 import { parseContract } from "../src/core/contract/parse";
-import type { EndpointSlice, Pod, Service } from "../src/core/kube/types";
 import { readObservedCluster } from "../src/core/observe";
 import { formatAge, groupEntries, renderPage } from "../src/core/portal/html";
-import { readPortalCluster } from "../src/core/portal/scoped-read";
 import { buildPortalView, type PortalEntry, type PortalView, wantedEntries } from "../src/core/portal/view";
 import { ReachabilityCache, toReachability } from "../src/portal/reachability";
 import { portalTuningFromEnv, type RunningPortal, refreshOf, startPortal } from "../src/portal/server";
 import { SharedRead } from "../src/portal/shared-read";
-import { answerList, MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, portalContract, recordedCluster, unreachable } from "./support/portal-fixtures";
+import { MemoryCluster, NODE_IP, PORTAL_TEST_CONTRACT, portalContract, recordedCluster, unreachable } from "./support/portal-fixtures";
 
 const NOW = new Date("2026-06-23T10:00:00Z");
 
@@ -46,7 +44,8 @@ describe("cluster reads shared between page loads", () => {
     const { cluster, get } = await portalWith({ reachability: { enabled: false } });
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => get(i % 2 ? "/" : "/api/entries")));
     expect(answers.map((r) => r.status)).toEqual(Array(50).fill(200));
-    expect(cluster.calls).toEqual({ services: 1, endpointSlices: 1, nodes: 1, pods: 0, other: 0 });
+    // Services and EndpointSlices of the entries' three namespaces (argocd, monitoring, gitea), Nodes.
+    expect(cluster.calls).toEqual({ services: 3, endpointSlices: 3, nodes: 1, pods: 0, other: 0 });
   });
 
   it("reads at most once per interval, and shares a failure for the interval too", async () => {
@@ -385,52 +384,37 @@ describe("the page at a glance", () => {
 });
 
 describe("scoped cluster reads", () => {
-  /** The recorded cluster behind the scoped list calls, filtered as the API server filters. */
-  class ScopedMemory extends MemoryCluster {
-    scopedCalls: string[] = [];
-    private list<T>(p: string): Promise<T[]> {
-      this.scopedCalls.push(p);
-      return Promise.resolve((answerList(this.data, new URL(p, "http://x"))?.items ?? []) as T[]);
-    }
-    listServicesIn(ns: string) {
-      return this.list<Service>(`/api/v1/namespaces/${ns}/services`);
-    }
-    listServicesLabelled(selector: string) {
-      return this.list<Service>(`/api/v1/services?labelSelector=${encodeURIComponent(selector)}`);
-    }
-    listEndpointSlicesLabelled(selector: string) {
-      return this.list<EndpointSlice>(`/apis/discovery.k8s.io/v1/endpointslices?labelSelector=${encodeURIComponent(selector)}`);
-    }
-    listPodsIn(ns: string) {
-      return this.list<Pod>(`/api/v1/namespaces/${ns}/pods`);
-    }
-  }
-
-  it("gives the verdicts of a full read while reading only the entries' namespaces, our Services and their slices", async () => {
+  it("gives the verdicts of a full read while reading only the entries' namespaces, and nothing a tenant labels elsewhere", async () => {
     const data = recordedCluster();
-    // Someone else's Services and slices elsewhere: a scoped read never receives them.
+    // A tenant's Services and slices elsewhere, labelled as ours (anyone can set labels): never received.
     for (let i = 0; i < 50; i++) {
-      data.services.push({ apiVersion: "v1", kind: "Service", metadata: { name: `other-${i}`, namespace: "elsewhere" }, spec: { type: "ClusterIP" } });
+      data.services.push({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: `other-${i}`, namespace: "tenant", labels: { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "argocd" } },
+        spec: { type: "ClusterIP" },
+      });
       data.endpointSlices.push({
         apiVersion: "discovery.k8s.io/v1",
         kind: "EndpointSlice",
-        metadata: { name: `other-${i}-x`, namespace: "elsewhere", labels: { "kubernetes.io/service-name": `other-${i}` } },
+        metadata: { name: `other-${i}-x`, namespace: "tenant", labels: { "kubernetes.io/service-name": "argocd-nodeport" } },
         endpoints: [],
       });
     }
     const wanted = wantedEntries({ contract: portalContract() });
-    const scoped = new ScopedMemory(structuredClone(data));
-    const full = await readObservedCluster(new MemoryCluster(structuredClone(data)), wanted);
-    const partial = await readPortalCluster(scoped, wanted);
-    expect(partial.services.length).toBeLessThan(10);
+    const scoped = new MemoryCluster(structuredClone(data));
+    const partial = await readObservedCluster(scoped, wanted);
+    const full = { services: data.services, endpointSlices: data.endpointSlices, nodes: data.nodes, pods: data.pods };
+    expect(partial.services.every((s) => s.metadata.namespace !== "tenant")).toBe(true);
     expect(partial.endpointSlices.map((s) => s.metadata.name).sort()).toEqual(["argocd-nodeport-x1", "grafana-nodeport-x1"]);
     const at = { observedAt: NOW, generatedAt: NOW };
     const src = { contract: portalContract(), source: "s" };
     expect(buildPortalView(src, partial, at)).toEqual(buildPortalView(src, full, at));
-    expect(scoped.scopedCalls).toContain(
-      "/apis/discovery.k8s.io/v1/endpointslices?labelSelector=kubernetes.io%2Fservice-name%20in%20(argocd-nodeport%2Cgitea-nodeport%2Cgrafana-nodeport)",
-    );
-    expect(scoped.calls.services).toBe(0);
+    expect(scoped.scopes.filter((s) => !s.startsWith("services ns=")).sort()).toEqual([
+      "endpointSlices ns=argocd kubernetes.io/service-name in (argocd-nodeport)",
+      "endpointSlices ns=gitea kubernetes.io/service-name in (gitea-nodeport)",
+      "endpointSlices ns=monitoring kubernetes.io/service-name in (grafana-nodeport)",
+    ]);
     expect(scoped.calls.pods).toBe(0);
   });
 });

@@ -132,11 +132,12 @@ describe("portal server (recorded cluster)", () => {
     expect(html).not.toMatch(/<script|<link|src=|@import|url\(/i);
   });
 
-  it("does one list call per kind and page load (no Pods without a hostPort entry)", async () => {
+  it("does one list call per kind and entry namespace a page load (no Pods without a hostPort entry)", async () => {
     await (await get("/")).text();
-    expect(cluster.calls).toEqual({ services: 1, endpointSlices: 1, nodes: 1, pods: 0, other: 0 });
+    // Services and EndpointSlices of the entries' three namespaces (argocd, monitoring, gitea), Nodes.
+    expect(cluster.calls).toEqual({ services: 3, endpointSlices: 3, nodes: 1, pods: 0, other: 0 });
     await (await get("/")).text();
-    expect(cluster.total).toBe(6);
+    expect(cluster.total).toBe(2 * 7);
   });
 
   it("reads the cluster again at every load: a recreated Service's new nodePort is the new link", async () => {

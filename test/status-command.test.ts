@@ -82,8 +82,9 @@ describe("exposure status", () => {
     expect(table).toContain("not exposed (in-cluster only): postgres, openlineage, registry");
     expect(table).toContain("4 MATCH, 0 DRIFT, 0 ABSENT");
     expect(r.err).toEqual([]);
-    // services, endpointslices, nodes, pods: one list call per kind for four entries.
-    expect(cluster.requests).toBe(4);
+    // Where the entries are (invariant 8): services and endpointslices of the three nodePort
+    // entries' namespaces (one list each), nodes, and the pods of the one hostPort entry.
+    expect(cluster.requests).toBe(3 + 3 + 1 + 1);
   });
 
   it("lists only the entries the stack selects and skips the pod list when no hostPort entry is selected", async () => {
@@ -92,7 +93,8 @@ describe("exposure status", () => {
     expect(r.code).toBe(0);
     const json = parse(r.out);
     expect(json.entries.filter((e) => e.verdict !== "NOT-EXPOSED").map((e) => e.name)).toEqual(["argocd", "gitea"]);
-    expect(cluster.requests).toBe(3);
+    // services and endpointslices of argocd's and gitea's namespaces, nodes; no pods.
+    expect(cluster.requests).toBe(2 + 2 + 1);
   });
 
   it("--entry reports only the named entries, and reads only what they need", async () => {
@@ -103,8 +105,8 @@ describe("exposure status", () => {
     // Contract order, no not-exposed entries, the documented document otherwise.
     expect(json.entries.map((e) => e.name)).toEqual(["argocd", "grafana"]);
     expect(json).toMatchObject({ apiVersion: expect.any(String), kind: "Status", stack: "bench", ok: true, problems: [] });
-    // No hostPort entry named: no pod list.
-    expect(cluster.requests).toBe(3);
+    // services and endpointslices of argocd's and grafana's namespaces, nodes; no hostPort entry named: no pod list.
+    expect(cluster.requests).toBe(2 + 2 + 1);
     const table = await status(["--stack", "bench", "--entry", "gitea"], snapshot(healthyCluster()));
     expect(table.out.join("\n")).toMatch(/gitea .* MATCH/);
     expect(table.out.join("\n")).not.toMatch(/argocd|grafana|lineage-agent|not exposed/);
@@ -436,7 +438,7 @@ describe("exposure status against an unreachable API server (real client, loopba
     const failure = r.err.filter((l) => !l.startsWith("exposure status: published outputs unavailable"));
     expect(failure).toHaveLength(1);
     expect(failure[0]).toMatch(
-      /^exposure status: cluster unreachable: context test \(https:\/\/127\.0\.0\.1:\d+\): ECONNREFUSED while reading \w+; check the kube context/,
+      /^exposure status: cluster unreachable: context test \(https:\/\/127\.0\.0\.1:\d+\): ECONNREFUSED while reading (services|endpointslices|nodes)( in namespace [a-z]+)?( \([^)]*\))?; check the kube context/,
     );
     expect(r.seconds).toBeLessThan(5);
   });
@@ -446,7 +448,9 @@ describe("exposure status against an unreachable API server (real client, loopba
     expect(r.code).toBe(1);
     const failure = r.err.filter((l) => !l.startsWith("exposure status: published outputs unavailable"));
     expect(failure).toHaveLength(1);
-    expect(failure[0]).toMatch(/^exposure status: cluster unreachable: context test \(https:\/\/127\.0\.0\.1:\d+\) did not answer \w+ within 0\.5s$/);
+    expect(failure[0]).toMatch(
+      /^exposure status: cluster unreachable: context test \(https:\/\/127\.0\.0\.1:\d+\) did not answer (services|endpointslices|nodes)( in namespace [a-z]+)?( \([^)]*\))? within 0\.5s$/,
+    );
     expect(r.seconds).toBeLessThan(3);
   });
 });

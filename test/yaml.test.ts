@@ -2,7 +2,7 @@ import * as fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { type Document, isAlias, isCollection, parseAllDocuments, stringify, visit } from "yaml";
 import { parseContract } from "../src/core/contract/parse";
-import { parseYamlBounded, SMALL_YAML_VALUES, YAML_MAX_DEPTH } from "../src/core/yaml";
+import { jsonRefusal, parseYamlBounded, SMALL_YAML_VALUES, YAML_MAX_DEPTH } from "../src/core/yaml";
 
 const MiB = 2 ** 20;
 
@@ -107,5 +107,18 @@ describe("parseYamlBounded", () => {
     fc.assert(fc.property(fc.string({ unit: fc.constantFrom("[", "]", "{", "}", ":", "-", " ", "\n", "a", "'", '"', "#", ",", "&x", "*x", "---\n") }), same), {
       numRuns: 500,
     });
+  });
+});
+
+describe("jsonRefusal", () => {
+  it("counts brackets and separators outside strings only, escapes included", () => {
+    const deep = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+    expect(jsonRefusal(JSON.stringify({ a: `${deep(500)}\\"[[`, b: ["x\\", "[["] }), 10)).toBeUndefined();
+    expect(jsonRefusal(deep(YAML_MAX_DEPTH), SMALL_YAML_VALUES)).toBeUndefined();
+    expect(jsonRefusal(deep(YAML_MAX_DEPTH + 1), SMALL_YAML_VALUES)).toEqual({
+      offset: YAML_MAX_DEPTH,
+      message: `nested more than ${YAML_MAX_DEPTH} levels deep`,
+    });
+    expect(jsonRefusal(`[${"1,".repeat(10)}1]`, 10)).toEqual({ offset: 20, message: "more than 10 values" });
   });
 });

@@ -81,11 +81,11 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command<"ac
     const forwardSetup = values.forward ? forwardConfig(opened, values["lima-instance"], ctx) : undefined;
 
     const cluster = await connect(opened, timeoutMs);
-    const { selectedEntries } = opened;
     // As in status: a URL (and the credentials put next to it in the .env) only for a Service
     // this stack created, proven by the last up's outputs; a same-named replacement gets none.
     const [observed, published] = await Promise.all([
-      readObservedCluster(cluster, selectedEntries),
+      // Every entry's Services: those the stack does not publish are given by their in-cluster name.
+      readObservedCluster(cluster, opened.contract.endpoints),
       readPublished(ctx, stack, undefined, readOutputs, { outputsFlag: false }),
     ]);
     sayUnavailable(ctx, "exposure access", published, "Services are matched by name only");

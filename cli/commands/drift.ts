@@ -2,10 +2,10 @@ import * as path from "node:path";
 import { type PulumiRunner, pulumiFailure, pulumiNotFound, runPulumi as runPulumiCli } from "../../src/adapters/pulumi-cli";
 import { readAdmissionDrift } from "../../src/core/admission";
 import { type Refusal, readWorkloads, wouldRefuse } from "../../src/core/admission-preview";
-import { type AuditResult, auditExposure } from "../../src/core/audit";
+import { type AuditResult, auditExposure, readExposureObjects } from "../../src/core/audit";
 import { EXIT, type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
-import { type Observation, observe } from "../../src/core/observe";
+import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
 import { usageError } from "../flags";
 import { formatStatus, formatTable, type OperatorDeps, timeoutFlag } from "../operator";
@@ -39,8 +39,8 @@ function splitUrn(urn: string): { type: string; name: string } {
 }
 
 /**
- * Reads the JSON digest of `pulumi preview --json` and its exit code: which resources
- * would change, and which fields (from detailedDiff, else diffReasons). Pure.
+ * Reads the JSON digest of `pulumi preview --json` and its exit code: which resources would change, and which fields (from detailedDiff, else diffReasons).
+ * Pure.
  */
 export function summarisePreview(run: { exitCode: number; stdout: string; stderr: string }): PreviewSummary {
   let digest: PreviewDigest | undefined;
@@ -66,9 +66,8 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
 }
 
 /**
- * `exposure drift`, one report: the Pulumi preview (what the program manages), the cluster-wide
- * audit (what it does not: every NodePort/LoadBalancer Service and hostPort must be declared)
- * and the live verdict of every entry (the same as `exposure status`).
+ * `exposure drift`, one report: the Pulumi preview (what the program manages), the cluster-wide audit (what it does not: every NodePort/LoadBalancer Service
+ * and hostPort must be declared) and the live verdict of every entry (the same as `exposure status`).
  */
 export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drift"> {
   const connect = deps.connect ?? connectCluster;
@@ -79,7 +78,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drif
     const stack = values.stack;
     const timeoutMs = timeoutFlag(values.timeout, SPEC);
     const opened = openStack({ projectDir: ctx.projectDir, stack });
-    const { contract, selected, settings } = opened;
+    const { contract, selected, selectedEntries, settings } = opened;
 
     const previewArgs = ["preview", "--refresh", "--expect-no-changes", "--json", "--non-interactive", "--stack", stack];
     const stopPreview = new AbortController();
@@ -89,14 +88,12 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drif
           "notFound" in run ? { state: "failed", message: pulumiNotFound("pass --skip-preview to run the cluster audit alone") } : summarisePreview(run),
         );
     // The audit, the live verdicts and the admission guard read the cluster while the preview runs (a refresh takes a while).
-    const [published, { source, observed, workloads, admission }] = await Promise.all([
+    const [published, { source, exposing, observed, workloads, admission }] = await Promise.all([
       readPublished(ctx, stack, undefined, readOutputs, { outputsFlag: false }),
       connect(opened, timeoutMs).then(async (cluster) => {
-        const [services, pods, endpointSlices, nodes, workloads, admission] = await Promise.all([
-          cluster.listServices(),
-          cluster.listPods(),
-          cluster.listEndpointSlices(),
-          cluster.listNodes(),
+        const [exposing, observed, workloads, admission] = await Promise.all([
+          readExposureObjects(cluster),
+          readObservedCluster(cluster, selectedEntries),
           // What `deny` would refuse is asked of the workloads too: their templates are checked on create.
           readWorkloads(cluster),
           // The exposure guard at admission must be the one the contract generates now.
@@ -109,7 +106,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drif
             contractFile: path.relative(ctx.projectDir, path.resolve(opened.contractFile)),
           }),
         ]);
-        return { source: cluster.source, observed: { services, pods, endpointSlices, nodes }, workloads, admission };
+        return { source: cluster.source, exposing, observed, workloads, admission };
       }),
     ]).catch((err) => {
       // Unreachable cluster...: report it now, and leave no pulumi process running behind us.
@@ -117,7 +114,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drif
       throw err;
     });
     const knownPublished = provenOwnership(published);
-    const exposure = { contract, selected, allowlist: settings.allowlist, services: observed.services, pods: observed.pods };
+    const exposure = { contract, selected, allowlist: settings.allowlist, ...exposing };
     const audit = auditExposure({ ...exposure, ...knownPublished });
     const denyPreview = { refusals: wouldRefuse({ ...exposure, workloads: workloads.workloads }), unread: workloads.unread };
     const status = observe(contract, observed, { selected, nodeAddress: settings.nodeAddress, ...knownPublished });
@@ -207,8 +204,8 @@ function formatAdmission(mode: string, findings: readonly Finding[]): string {
 }
 
 /**
- * What the guard in `deny` mode would refuse today, whatever the mode: the list to empty (or
- * to declare) before switching a stack to `deny`, so that the platform's own pods are never refused.
+ * What the guard in `deny` mode would refuse today, whatever the mode: the list to empty (or to declare) before switching a stack to `deny`, so that the
+ * platform's own pods are never refused.
  */
 function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]; unread: readonly string[] }): string {
   const title = "exposure guard in deny mode would refuse, of what exists now (each object created again):";

@@ -1,3 +1,4 @@
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
@@ -14,8 +15,8 @@ import { connectCluster, openStack, readPublished, readStackOutputs, sayUnavaila
 
 const SPEC = SPECS.portal;
 /**
- * Serves the portal on the operator's machine: the page the cluster serves, read through the
- * stack's kube context (or the current context without --stack). Runs until SIGINT/SIGTERM.
+ * Serves the portal on the operator's machine: the page the cluster serves, read through the stack's kube context (or the current context without --stack).
+ * Runs until SIGINT/SIGTERM.
  */
 export const command: Command<"portal"> = async ({ values }, ctx) => {
   const listen = usageOf(SPEC, () => parseListen(values.listen));
@@ -80,11 +81,9 @@ function isLoopback(host: string): boolean {
 const OUTPUTS_REREAD_MS = 30_000;
 
 /**
- * What the stack's last `up` published, for the portal's verdicts (the same as `status`'s).
- * A file named by --outputs is read with every cluster read and must be readable now (as for
- * `status`); the Pulumi CLI is asked at most every 30 s (or at once when the portal asks for a
- * fresh read), and when it cannot answer the portal says so once and checks names only, as
- * `status` does.
+ * What the stack's last `up` published, for the portal's verdicts (the same as `status`'s). A file named by --outputs is read with every cluster read and must
+ * be readable now (as for `status`); the Pulumi CLI is asked at most every 30 s (or at once when the portal asks for a fresh read), and when it cannot answer
+ * the portal says so once and checks names only, as `status` does.
  */
 export async function publishedReader(
   ctx: CommandContext,
@@ -93,7 +92,14 @@ export async function publishedReader(
   readOutputs = readStackOutputs,
 ): Promise<(opts?: { fresh?: boolean }) => Promise<PublishedEndpoints | undefined>> {
   if (outputsFile) {
-    const read = async () => publishedFromOutputs(await readOutputs(ctx, stack, outputsFile), outputsFile);
+    // Parsed again only when the file changed (inode, size or times): a cluster read costs a stat.
+    let parsed: { stamp: string; value: Promise<PublishedEndpoints> } | undefined;
+    const read = () => {
+      const s = fs.statSync(outputsFile, { throwIfNoEntry: false });
+      const stamp = s ? `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}` : "";
+      if (!stamp || parsed?.stamp !== stamp) parsed = { stamp, value: readOutputs(ctx, stack, outputsFile).then((o) => publishedFromOutputs(o, outputsFile)) };
+      return parsed.value;
+    };
     await read();
     return read;
   }
@@ -106,8 +112,7 @@ export async function publishedReader(
       if (published.source.from === "pulumi" || published.source.from === "file") return published.endpoints;
       if (!said) sayUnavailable(ctx, "portal", published, 'the "changed since the last up" checks are skipped');
       said = true;
-      // No stack in the backend asked proves nothing was created (nothing is ours); without the
-      // outputs, only names are checked.
+      // No stack in the backend asked proves nothing was created (nothing is ours); without the outputs, only names are checked.
       return published.source.from === "no-stack" ? {} : undefined;
     });
     last = { at: now, value };

@@ -4,7 +4,7 @@ import * as https from "node:https";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../core/errors";
-import type { ClusterReader, CustomKind } from "../core/kube/cluster";
+import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
 import { printableValue, shownValue } from "../core/text";
@@ -22,35 +22,44 @@ interface KubeTarget {
   context?: string;
   /** Per-request timeout, so an unreachable cluster fails in seconds instead of hanging. */
   timeoutMs?: number;
-  /**
-   * Use the pod's ServiceAccount (the portal deployed in the cluster) instead of a kubeconfig;
-   * `kubeconfig` and `context` are then ignored.
-   */
+  /** Use the pod's ServiceAccount (the portal deployed in the cluster) instead of a kubeconfig; `kubeconfig` and `context` are then ignored. */
   inCluster?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 /**
- * Bytes of API answers one reader holds at once, all answers in flight together (a command's or
- * a portal page load's parallel list calls share it): a per-answer cap would multiply by the
- * number of calls. Beyond it the read is refused and aborted. A list of 10,000 Services is about
- * 20 MiB; the in-cluster portal (limit 256Mi) then shows its 503 page instead of being OOM-killed.
- * 32 MiB, not 64: the process peaks at about twice the budget above its baseline, and Node.js
- * 24's baseline is higher (measured against an endless answer: 145 MiB at 32, 205 at 64).
+ * Bytes of one answer (a list's page, or one object). A list asks PAGE_ITEMS items a page; a page past PAGE_BYTES is asked again with fewer items, down to one
+ * (etcd stores at most 1.5 MiB). ANSWERS_IN_FLIGHT are read at once, the others wait within their timeout: one reader buffers at most 16 MiB whatever the
+ * cluster holds (the in-cluster portal's limit is 256Mi).
  */
-const READ_BUDGET_BYTES = 32 * 2 ** 20;
+export const PAGE_BYTES = 4 * 2 ** 20;
+const PAGE_ITEMS = 500;
+const ANSWERS_IN_FLIGHT = 4;
+
+/** An answer past PAGE_BYTES: refused, or a list's page asked again with fewer items. */
+class PageTooLarge extends UserError {}
+
+/** What a list holds of each item: annotations and managedFields are never read, and can be most of an object. */
+function slim<T>(item: T): T {
+  const { metadata } = item as { metadata: Record<string, unknown> };
+  delete metadata.annotations;
+  delete metadata.managedFields;
+  return item;
+}
 
 // Connection, TLS and HTTP parse failures: the cluster is not reachable as configured.
 const UNREACHABLE_CODES =
   /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ECONNRESET|EAI_AGAIN|EPIPE|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO|ERR_TLS|EPROTO|HPE_)/;
 
+/** An API answer: its status, its parsed body and its size in bytes when read. */
+type Answer = { status: number; body?: unknown; bytes?: number; retryAfter?: string };
+
 /** A POST instead of a GET; `errorBody` keeps the Status object of a refusal (never for Secret reads). */
 type PostBody = { body: unknown; errorBody?: boolean };
 
 /**
- * client-node's KubeConfig, loaded when a command first connects. The build (`npm run build`)
- * ships it as one small file, dist/vendor/client-node.cjs (scripts/build.cjs; docs/benchmarks.md,
- * CLI start-up); without a build it is the package itself.
+ * client-node's KubeConfig, loaded when a command first connects. The build (`npm run build`) ships it as one small file, dist/vendor/client-node.cjs
+ * (scripts/build.cjs; docs/benchmarks.md, CLI start-up); without a build it is the package itself.
  */
 async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
   // From dist/ (the compiled CLI), or from the sources (the Pulumi program): the bundle `npm ci` built.
@@ -73,8 +82,8 @@ export const READ_ATTEMPTS = 5;
 export const RETRY_WAIT_MAX_MS = 5_000;
 
 /**
- * How long to wait before trying a read again after a 429: the Retry-After header (seconds, or an
- * HTTP date) when it says, else 250 ms doubling with each try; within 100 ms and RETRY_WAIT_MAX_MS.
+ * How long to wait before trying a read again after a 429: the Retry-After header (seconds, or an HTTP date) when it says, else 250 ms doubling with each try;
+ * within 100 ms and RETRY_WAIT_MAX_MS.
  */
 export function retryWaitMs(retryAfter: string | undefined, attempt: number, now = Date.now()): number {
   let wait = 250 * 2 ** (attempt - 1);
@@ -85,9 +94,8 @@ export function retryWaitMs(retryAfter: string | undefined, attempt: number, now
 }
 
 /**
- * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too
- * large (`/dev/zero` grew the process until it died; a FIFO blocked for ever). A missing file
- * or a folder is left to the loader, which names it. stat() opens nothing, so a FIFO cannot block.
+ * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too large (`/dev/zero` grew the process until it died; a FIFO blocked
+ * for ever). A missing file or a folder is left to the loader, which names it. stat() opens nothing, so a FIFO cannot block.
  */
 function checkKubeconfigFile(file: string): void {
   let stat: fs.Stats;
@@ -107,8 +115,8 @@ function checkKubeconfigFile(file: string): void {
 }
 
 /**
- * Refuses a kubeconfig nested too deeply or holding too many values, through the same bounded
- * reader as every other YAML file, before client-node parses it (its parser has no value limit).
+ * Refuses a kubeconfig nested too deeply or holding too many values, through the same bounded reader as every other YAML file, before client-node parses it
+ * (its parser has no value limit).
  */
 function checkKubeconfigText(text: string, shown: string): void {
   const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES });
@@ -118,8 +126,8 @@ function checkKubeconfigText(text: string, shown: string): void {
 }
 
 /**
- * Why client-node could not load a kubeconfig, in one line: its YAML errors quote the source
- * over several lines, and a file that is empty or not a mapping fails on a property read.
+ * Why client-node could not load a kubeconfig, in one line: its YAML errors quote the source over several lines, and a file that is empty or not a mapping
+ * fails on a property read.
  */
 function loadFailure(err: unknown): string {
   const message = (err as Error)?.message ?? String(err);
@@ -135,13 +143,14 @@ function loadFailure(err: unknown): string {
 }
 
 /**
- * The live cluster through the API server. Every method is one list (or get) call;
- * `requests` counts them so benchmarks can check they do not grow with the contract.
+ * The live cluster through the API server. Every method is one list (or get) call; `requests` counts them so benchmarks can check they do not grow with the
+ * contract.
  */
 export class LiveClusterReader implements ClusterReader {
   requests = 0;
-  /** Answer bytes buffered right now, by every request in flight (READ_BUDGET_BYTES at most). */
-  private buffered = 0;
+  /** Answers being read now (ANSWERS_IN_FLIGHT at most), and the requests waiting for their turn. */
+  private reading = 0;
+  private waiting: (() => void)[] = [];
   private constructor(
     private readonly kc: KubeConfig,
     private readonly server: string,
@@ -199,16 +208,13 @@ export class LiveClusterReader implements ClusterReader {
   }
 
   /**
-   * One GET, answered as parsed JSON. The request is aborted (socket and agent destroyed) when
-   * `timeoutMs` passes: after an outage nothing stays open, however many page loads waited.
-   * The answer is read within READ_BUDGET_BYTES (shared with the other answers in flight), and
-   * no part of its body ever goes into an error (a Secrets answer would leak into messages,
-   * .env comments and --json).
+   * One GET, answered as parsed JSON. The request is aborted (socket and agent destroyed) when `timeoutMs` passes: after an outage nothing stays open, however
+   * many page loads waited. The answer is read within PAGE_BYTES (a list's page past it is asked again smaller), and no part of its body ever goes into an
+   * error (a Secrets answer would leak into messages, .env comments and --json).
    */
-  private async get(what: string, apiPath: string, post?: PostBody): Promise<{ status: number; body?: unknown }> {
-    // 429 (Too Many Requests) is the API server asking to come back: a just-created CRD's storage
-    // initialising, or API priority and fairness shedding load. The read is tried again after the
-    // wait it names (Retry-After), a few times, within the read's own timeout.
+  private async get(what: string, apiPath: string, post?: PostBody): Promise<Answer> {
+    // 429 (Too Many Requests) is the API server asking to come back: a just-created CRD's storage initialising, or API priority and fairness shedding load. The
+    // read is tried again after the wait it names (Retry-After), a few times, within the read's own timeout.
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       const answer = await this.getOnce(what, apiPath, post);
@@ -223,7 +229,26 @@ export class LiveClusterReader implements ClusterReader {
     }
   }
 
-  private async getOnce(what: string, apiPath: string, post?: PostBody): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
+  private async getOnce(what: string, apiPath: string, post?: PostBody): Promise<Answer> {
+    // The timeout runs from here: a request waiting for its turn is answered within it too.
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    while (this.reading >= ANSWERS_IN_FLIGHT) {
+      await new Promise<void>((resolve) => {
+        this.waiting.push(resolve);
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+      if (signal.aborted) throw new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`);
+    }
+    this.reading++;
+    try {
+      return await this.send(what, apiPath, signal, post);
+    } finally {
+      this.reading--;
+      for (const wake of this.waiting.splice(0)) wake();
+    }
+  }
+
+  private async send(what: string, apiPath: string, signal: AbortSignal, post?: PostBody): Promise<Answer> {
     this.requests++;
     // Appended, not resolved: a server URL may carry a path prefix (a proxy in front of the API).
     const url = new URL(`${this.server.replace(/\/+$/, "")}${apiPath}`);
@@ -235,7 +260,6 @@ export class LiveClusterReader implements ClusterReader {
     }
     const agent = options.agent as http.Agent | undefined;
     // Aborting destroys the request and its answer, wherever the read is.
-    const signal = AbortSignal.timeout(this.timeoutMs);
     let req: http.ClientRequest;
     try {
       req = (url.protocol === "http:" ? http : https).request(url, {
@@ -245,8 +269,8 @@ export class LiveClusterReader implements ClusterReader {
         headers: { ...options.headers, accept: "application/json", ...(post ? { "content-type": "application/json" } : {}) },
       });
     } catch (err) {
-      // TLS material Node.js cannot use (a client certificate or CA that is not PEM) throws here,
-      // before any connection: the kubeconfig's fault, not the cluster's.
+      // TLS material Node.js cannot use (a client certificate or CA that is not PEM) throws here, before any connection: the kubeconfig's fault, not the
+      // cluster's.
       agent?.destroy();
       const reason = ((err as Error).message ?? String(err)).split("\n")[0];
       throw new UserError(`cannot use the credentials of ${this.source}: ${reason}; check the kubeconfig's certificate and key data`);
@@ -262,8 +286,8 @@ export class LiveClusterReader implements ClusterReader {
     }
   }
 
-  /** Sends the request, then reads its answer; what it buffers counts against the shared budget until it returns. */
-  private async readAnswer(req: http.ClientRequest, what: string, post?: PostBody): Promise<{ status: number; body?: unknown; retryAfter?: string }> {
+  /** Sends the request, then reads its answer, at most PAGE_BYTES of it. */
+  private async readAnswer(req: http.ClientRequest, what: string, post?: PostBody): Promise<Answer> {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
       req.on("response", resolve).on("error", reject);
       req.end(post ? JSON.stringify(post.body) : undefined);
@@ -280,23 +304,19 @@ export class LiveClusterReader implements ClusterReader {
     try {
       for await (const chunk of res as AsyncIterable<Buffer>) {
         size += chunk.length;
-        this.buffered += chunk.length;
-        if (this.buffered > READ_BUDGET_BYTES) {
-          const together = size < READ_BUDGET_BYTES ? " together with the answers read at the same time" : "";
-          throw new UserError(`${this.source} answered ${what} with more than ${READ_BUDGET_BYTES / 2 ** 20} MiB${together}: refused`);
-        }
+        if (size > PAGE_BYTES) throw new PageTooLarge(`${this.source} answered ${what} with more than ${PAGE_BYTES / 2 ** 20} MiB: refused`);
         chunks.push(chunk);
       }
       // One copy at a time: the chunks go as soon as they are joined.
       const joined = Buffer.concat(chunks);
       chunks.length = 0;
       try {
-        return { status, body: JSON.parse(joined.toString("utf8")) };
+        return { status, body: JSON.parse(joined.toString("utf8")), bytes: size };
       } catch {
         throw new UserError(`${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`);
       }
     } finally {
-      this.buffered -= size;
+      chunks.length = 0;
     }
   }
 
@@ -316,11 +336,44 @@ export class LiveClusterReader implements ClusterReader {
     return new UserError(`reading ${what} from ${this.source} failed with HTTP ${status}`);
   }
 
-  /** A list call, checked item by item (`items: null`, a bare array or a malformed object is an error). */
-  private async list<T>(what: string, kind: string, apiPath: string): Promise<T[]> {
-    const answer = await this.get(what, apiPath);
-    if (answer.status !== 200 || answer.body === undefined) throw this.statusError(what, answer.status);
-    return this.checkedItems<T>(what, kind, answer.body);
+  /**
+   * A list of `plural` under `prefix` ("/api/v1"), in the scope's namespace or the whole cluster, page by page (`limit`, `continue`), each page checked item by
+   * item (`items: null`, a bare array or a malformed object is an error). Only the items `scope.keep` accepts are held, slimmed: memory follows what the caller
+   * keeps, not what the cluster holds. A 404 (not served) answers `notServed` when given.
+   */
+  private async list<T>(prefix: string, plural: string, kind: string, scope: ListScope<T> = {}, notServed?: T[]): Promise<T[]> {
+    const { namespace: ns, labels, keep } = scope;
+    const what = `${plural}${ns !== undefined ? ` in namespace ${ns}` : ""}${labels ? ` (${labelSelector(labels)})` : ""}`;
+    const apiPath = ns !== undefined ? `${prefix}/namespaces/${encodeURIComponent(ns)}/${plural}` : `${prefix}/${plural}`;
+    const kept: T[] = [];
+    let limit = PAGE_ITEMS;
+    let token = "";
+    for (;;) {
+      const query = new URLSearchParams({
+        limit: String(limit),
+        ...(token ? { continue: token } : {}),
+        ...(labels ? { labelSelector: labelSelector(labels) } : {}),
+      });
+      let answer: Answer;
+      try {
+        answer = await this.get(what, `${apiPath}?${query}`);
+      } catch (err) {
+        if (!(err instanceof PageTooLarge)) throw err;
+        if (limit === 1) throw new UserError(`${this.source} answered ${what} with one object larger than ${PAGE_BYTES / 2 ** 20} MiB: refused`);
+        limit = Math.ceil(limit / 8);
+        continue;
+      }
+      if (answer.status === 404 && notServed) return notServed;
+      // 410: the continue token expired (the list took longer than etcd keeps its revision).
+      if (answer.status === 410) throw new UserError(`reading ${what} from ${this.source}: the list expired while read page by page (HTTP 410); run again`);
+      if (answer.status !== 200 || answer.body === undefined) throw this.statusError(what, answer.status);
+      for (const item of this.checkedItems<T>(what, kind, answer.body)) if (keep?.(item) ?? true) kept.push(slim(item));
+      // Back towards PAGE_ITEMS once the pages are small again (past a tenant's fat objects).
+      if ((answer.bytes ?? 0) < PAGE_BYTES / 4) limit = Math.min(PAGE_ITEMS, limit * 2);
+      const next = (answer.body as { metadata?: { continue?: unknown } }).metadata?.continue;
+      if (typeof next !== "string" || next === "") return kept;
+      token = next;
+    }
   }
 
   private checkedItems<T>(what: string, kind: string, body: unknown): T[] {
@@ -332,35 +385,17 @@ export class LiveClusterReader implements ClusterReader {
     return checked.items as T[];
   }
 
-  async listServices() {
-    return this.list<Service>("services", "Service", "/api/v1/services");
+  async listServices(scope?: ListScope<Service>) {
+    return this.list("/api/v1", "services", "Service", scope);
   }
   async listNodes() {
-    return this.list<Node>("nodes", "Node", "/api/v1/nodes");
+    return this.list<Node>("/api/v1", "nodes", "Node");
   }
-  async listPods() {
-    return this.list<Pod>("pods", "Pod", "/api/v1/pods");
+  async listPods(scope?: ListScope<Pod>) {
+    return this.list("/api/v1", "pods", "Pod", scope);
   }
-  async listEndpointSlices() {
-    return this.list<EndpointSlice>("endpointslices", "EndpointSlice", "/apis/discovery.k8s.io/v1/endpointslices");
-  }
-  // Scoped lists (the portal's ScopedClusterReader): the API server filters, so a page read
-  // costs the contract's namespaces, not the whole cluster.
-  async listServicesIn(namespace: string) {
-    return this.list<Service>(`services in namespace ${namespace}`, "Service", `/api/v1/namespaces/${encodeURIComponent(namespace)}/services`);
-  }
-  async listServicesLabelled(labelSelector: string) {
-    return this.list<Service>(`services (${labelSelector})`, "Service", `/api/v1/services?labelSelector=${encodeURIComponent(labelSelector)}`);
-  }
-  async listEndpointSlicesLabelled(labelSelector: string) {
-    return this.list<EndpointSlice>(
-      `endpointslices (${labelSelector})`,
-      "EndpointSlice",
-      `/apis/discovery.k8s.io/v1/endpointslices?labelSelector=${encodeURIComponent(labelSelector)}`,
-    );
-  }
-  async listPodsIn(namespace: string) {
-    return this.list<Pod>(`pods in namespace ${namespace}`, "Pod", `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`);
+  async listEndpointSlices(scope?: ListScope<EndpointSlice>) {
+    return this.list("/apis/discovery.k8s.io/v1", "endpointslices", "EndpointSlice", scope);
   }
   async getConfigMap(namespace: string, name: string) {
     const what = `configmap ${namespace}/${name}`;
@@ -372,10 +407,7 @@ export class LiveClusterReader implements ClusterReader {
     return answer.body as ConfigMap;
   }
   async listSecrets(namespace: string) {
-    return this.list<Secret>(`secrets in namespace ${namespace}`, "Secret", `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`);
-  }
-  async admissionApiResources() {
-    return this.servedResources("admissionregistration.k8s.io/v1");
+    return this.list<Secret>("/api/v1", "secrets", "Secret", { namespace });
   }
   async servedResources(groupVersion: string) {
     const what = `API discovery of ${groupVersion}`;
@@ -398,18 +430,13 @@ export class LiveClusterReader implements ClusterReader {
     const message = (answer.body as { message?: unknown } | undefined)?.message;
     return { admitted: false, message: typeof message === "string" ? message.slice(0, 2000) : `HTTP ${answer.status}` };
   }
-  async listCustom(kind: CustomKind) {
+  async listCustom(kind: CustomKind, scope?: ListScope<GenericObject>) {
     for (const version of kind.versions) {
-      const what = `${kind.plural}.${kind.group}`;
-      const answer = await this.get(what, `/apis/${kind.group}/${version}/${kind.plural}`);
       // 404: this version (or the whole CRD) is not served; try the next one.
-      if (answer.status === 404) continue;
-      if (answer.status !== 200) throw this.statusError(what, answer.status);
-      return this.checkedItems<GenericObject>(what, kind.kind, answer.body).map((o) => ({
-        ...o,
-        kind: o.kind ?? kind.kind,
-        apiVersion: o.apiVersion ?? `${kind.group}/${version}`,
-      }));
+      const notServed: GenericObject[] = [];
+      const items = await this.list(`/apis/${kind.group}/${version}`, kind.plural, kind.kind, scope, notServed);
+      if (items === notServed) continue;
+      return items.map((o) => ({ ...o, kind: o.kind ?? kind.kind, apiVersion: o.apiVersion ?? `${kind.group}/${version}` }));
     }
     return [];
   }

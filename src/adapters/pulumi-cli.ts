@@ -4,6 +4,7 @@ import * as path from "node:path";
 import { describeValue } from "../core/contract/parse";
 import { UserError } from "../core/errors";
 import { redactUrlPasswords } from "../core/text";
+import { jsonRefusal, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 /** What running a program (the Pulumi CLI, git) gave: its exit code and output, or that it is not installed. */
@@ -51,8 +52,8 @@ export const pulumiNotFound = (instead?: string) => `the pulumi CLI is not on PA
 export class PulumiNotFoundError extends UserError {}
 
 /**
- * In a folder where a sandbox runs, while `variable` is not the sandbox's (`isTheSandboxs` of its
- * folder), the hint to load its environment: ` (a sandbox runs in this folder: run ...)`.
+ * In a folder where a sandbox runs, while `variable` is not the sandbox's (`isTheSandboxs` of its folder), the hint to load its environment: ` (a sandbox runs
+ * in this folder: run ...)`.
  */
 export function sandboxEnvHint(projectDir: string, variable: string, isTheSandboxs: (folder: string) => boolean): string | undefined {
   const folder = path.join(projectDir, ".sandbox");
@@ -62,9 +63,8 @@ export function sandboxEnvHint(projectDir: string, variable: string, isTheSandbo
 }
 
 /**
- * One line saying why the CLI failed: `detail` when the caller has a better one (a JSON
- * diagnostic), else the last line of stderr. The CLI prints its backend URL whole in errors,
- * so a password in a URL is hidden here, for every caller.
+ * One line saying why the CLI failed: `detail` when the caller has a better one (a JSON diagnostic), else the last line of stderr. The CLI prints its backend
+ * URL whole in errors, so a password in a URL is hidden here, for every caller.
  */
 export function pulumiFailure(run: { exitCode: number; stderr: string }, detail?: string): string {
   return redactUrlPasswords((detail ?? lastLine(run.stderr) ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "");
@@ -79,8 +79,8 @@ export const lastLine = (output: string) =>
     .pop();
 
 /**
- * The stack outputs of the last `up`: from a file (`pulumi stack output --json` saved by a
- * pipeline) or from the Pulumi CLI. Secrets stay masked: no command needs them here.
+ * The stack outputs of the last `up`: from a file (`pulumi stack output --json` saved by a pipeline) or from the Pulumi CLI. Secrets stay masked: no command
+ * needs them here.
  */
 export async function readStackOutputs(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv; pulumi?: string },
@@ -99,14 +99,21 @@ export async function readStackOutputs(
     });
     if ("notFound" in result) throw new PulumiNotFoundError(pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"));
     if (result.exitCode !== 0) {
-      // Pulumi's "no stack named 'X' found" says nothing of which backend it asked: most often
-      // not the stack's own (PULUMI_BACKEND_URL unset, the sandbox's env not loaded).
+      // Pulumi's "no stack named 'X' found" says nothing of which backend it asked: most often not the stack's own (PULUMI_BACKEND_URL unset, the sandbox's env
+      // not loaded).
       const notInBackend = /\bno stack named '[^']*' found\b/.test(result.stderr)
         ? `: the stack is not in this backend; check PULUMI_BACKEND_URL or \`pulumi login\`${sandboxEnvHint(ctx.projectDir, "PULUMI_BACKEND_URL", (folder) => ctx.env.PULUMI_BACKEND_URL === `file://${path.join(folder, "state")}`) ?? ""}`
         : "";
       throw new UserError(`pulumi stack output --stack ${stack} failed: ${pulumiFailure(result)}${notInBackend}`);
     }
     text = result.stdout;
+  }
+  const refused = jsonRefusal(text, SMALL_YAML_VALUES);
+  if (refused) {
+    let [line, start] = [1, 0];
+    for (let nl = text.indexOf("\n"); nl !== -1 && nl < refused.offset; nl = text.indexOf("\n", nl + 1)) [line, start] = [line + 1, nl + 1];
+    const where = `${outputsFile ?? "pulumi stack output"}:${line}:${refused.offset - start + 1}`;
+    throw new UserError(`${where}: refused: ${refused.message}; save \`pulumi stack output --json\` again`);
   }
   let outputs: unknown;
   try {

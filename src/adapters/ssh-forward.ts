@@ -1,6 +1,5 @@
-// SSH forwards for the Lima bench, whose VM network the host cannot route:
-// one `ssh -N -L 127.0.0.1:<local>:<node IP>:<nodePort> lima-<instance>` per UI, in the
-// background, remembered in a state folder so a second run reuses them and --stop ends them.
+// SSH forwards for the Lima bench, whose VM network the host cannot route: one `ssh -N -L 127.0.0.1:<local>:<node IP>:<nodePort> lima-<instance>` per UI, in
+// the background, remembered in a state folder so a second run reuses them and --stop ends them.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import * as fs from "node:fs";
@@ -89,9 +88,8 @@ function stateFile(stateDir: string, entry: string, suffix: ".pid.json" | ".log"
 const isPort = (n: unknown) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 65535;
 
 /**
- * A pid file read back, or undefined when it is not one we wrote: the folder is writable by
- * whoever runs as the user, so every field is checked before it names a file or a process.
- * Text that is not JSON throws (readRecords skips the file).
+ * A pid file read back, or undefined when it is not one we wrote: the folder is writable by whoever runs as the user, so every field is checked before it names
+ * a file or a process. Text that is not JSON throws (readRecords skips the file).
  */
 export function parseForwardRecord(fileName: string, text: string): ForwardRecord | undefined {
   const entry = /^(.*)\.pid\.json$/.exec(fileName)?.[1];
@@ -134,11 +132,9 @@ function readRecords(stateDir: string): ForwardRecord[] {
 }
 
 /**
- * Whether the pid of a record is still the ssh this tool started: the same process (pid and start
- * time, src/adapters/own-process.ts), the program is `ssh`, and its arguments are ours (`-N`,
- * `-L <our spec>`, host `lima-<instance>` last). The pid alone is not enough (after a reboot it
- * may belong to anything), nor is a command line that merely contains our spec: --stop must
- * never signal an unrelated process.
+ * Whether the pid of a record is still the ssh this tool started: the same process (pid and start time, src/adapters/own-process.ts), the program is `ssh`, and
+ * its arguments are ours (`-N`, `-L <our spec>`, host `lima-<instance>` last). The pid alone is not enough (after a reboot it may belong to anything), nor is a
+ * command line that merely contains our spec: --stop must never signal an unrelated process.
  */
 function isOurForward(record: ForwardRecord): boolean {
   return isSameProcess(record, (all) => {
@@ -245,9 +241,8 @@ async function startForward(request: ForwardRequest, localPort: number, opts: Fo
 }
 
 /**
- * Makes sure each request has one live forward: an earlier one still alive to the same
- * target is kept (running twice opens no duplicate), a dead one is replaced on the same
- * local port when it is free, one whose target moved (new nodePort) is restarted.
+ * Makes sure each request has one live forward: an earlier one still alive to the same target is kept (running twice opens no duplicate), a dead one is
+ * replaced on the same local port when it is free, one whose target moved (new nodePort) is restarted.
  */
 export async function ensureForwards(
   requests: readonly ForwardRequest[],

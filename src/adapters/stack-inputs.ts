@@ -25,11 +25,9 @@ export interface OpenStack {
 }
 
 /**
- * Opens a stack: its file read once (values and each key's position together), the settings
- * checked, the contract loaded, the entries selected; every problem a UserError. `config` is
- * what the engine hands the program (the file then gives positions only, best effort: the
- * engine already read it); `contract` replaces the stack's contract path (relative to the
- * working directory).
+ * Opens a stack: its file read once (values and each key's position together), the settings checked, the contract loaded, the entries selected; every problem a
+ * UserError. `config` is what the engine hands the program (the file then gives positions only, best effort: the engine already read it); `contract` replaces
+ * the stack's contract path (relative to the working directory).
  */
 export function openStack(opts: {
   projectDir: string;
@@ -53,8 +51,7 @@ export function openStack(opts: {
     positions = file.at;
   }
   if (opts.contract) config[`${PROJECT}:contract`] = path.resolve(opts.contract);
-  // Every problem of a new stack in one message (settings, kube context, entries), with the
-  // lines to add: not one per run.
+  // Every problem of a new stack in one message (settings, kube context, entries), with the lines to add: not one per run.
   const stackFile = `Pulumi.${opts.stack}.yaml`;
   const checked = checkSettings(config, positions);
   const problems = [...checked.problems];

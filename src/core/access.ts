@@ -1,6 +1,5 @@
-// The developer-access view (`exposure access`): how to reach every entry from here, the
-// credentials the contract declares, and the .env rendered from a versioned template.
-// Pure functions: the command reads the cluster and writes files.
+// The developer-access view (`exposure access`): how to reach every entry from here, the credentials the contract declares, and the .env rendered from a
+// versioned template. Pure functions: the command reads the cluster and writes files.
 import type { Contract, Credential, Endpoint } from "./contract/schema";
 import { UserError } from "./errors";
 import type { Secret, Service } from "./kube/types";
@@ -15,8 +14,8 @@ export interface AccessEndpoint {
   exposed: boolean;
   scheme: string;
   /**
-   * node: the published URL; forward: a 127.0.0.1 SSH forward to it; in-cluster: the
-   * Service's cluster DNS name (for code running in the cluster); none: no address.
+   * node: the published URL; forward: a 127.0.0.1 SSH forward to it; in-cluster: the Service's cluster DNS name (for code running in the cluster); none: no
+   * address.
    */
   reach: "node" | "forward" | "in-cluster" | "none";
   url?: string;
@@ -54,8 +53,8 @@ export function accessEntries(contract: Contract, observation: Observation): End
 }
 
 /**
- * Every entry of the view with an address: the published URL (or its forward) for the
- * entries the stack publishes, the in-cluster DNS name of the Service for the others.
+ * Every entry of the view with an address: the published URL (or its forward) for the entries the stack publishes, the in-cluster DNS name of the Service for
+ * the others.
  */
 export function accessEndpoints(
   contract: Contract,
@@ -150,8 +149,8 @@ const ENDPOINT_FIELDS = new Set(["url", "scheme", "host", "port", "hostport"]);
 const urlencode = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /**
- * A placeholder's value, or why it has none (never a secret in `reason`). `source` names where a
- * secret value comes from (`Secret ns/name`), for a refusal that must not show the value.
+ * A placeholder's value, or why it has none (never a secret in `reason`). `source` names where a secret value comes from (`Secret ns/name`), for a refusal that
+ * must not show the value.
  */
 type Resolved = { value: string; source?: string } | { reason: string };
 
@@ -193,11 +192,9 @@ export function resolveReference(
 const SAFE_UNQUOTED = /^[A-Za-z0-9_./:@%+=,-]*$/;
 
 /**
- * A value as a .env line writes it, read back identically by bash `source`, python-dotenv,
- * docker compose `env_file` and Node's `util.parseEnv` (docs/commands.md, ".env values"):
- * unquoted when it holds only safe characters, else in single quotes, else in double quotes,
- * the first where it is inert (unsafeInQuotes); otherwise refused, as is a newline, a control
- * character or `${` (expanded in every quoting): no syntax reads it back the same everywhere.
+ * A value as a .env line writes it, read back identically by bash `source`, python-dotenv, docker compose `env_file` and Node's `util.parseEnv`
+ * (docs/commands.md, ".env values"): unquoted when it holds only safe characters, else in single quotes, else in double quotes, the first where it is inert
+ * (unsafeInQuotes); otherwise refused, as is a newline, a control character or `${` (expanded in every quoting): no syntax reads it back the same everywhere.
  * The reason never contains the value (it is usually a secret).
  */
 export function quoteEnvValue(value: string): { text: string } | { refused: string } {
@@ -224,14 +221,12 @@ function authorQuotes(rawValue: string): "'" | '"' | undefined {
 }
 
 /**
- * Why a substituted value cannot go inside the author's quotes, or undefined when it is inert
- * there for bash, python-dotenv, docker compose and Node alike (the unquoted path's guarantee):
- * - single quotes: no `'` (it would end them), no `${` (python-dotenv and compose expand it even
- *   there), no backslash before `\`, `'` or the end (python-dotenv decodes those);
- * - double quotes: none of `"`, `\`, `$`, backtick (bash expands or unescapes each, and no escape
- *   of them reads back the same in python-dotenv and Node);
- * - never a newline or a control character.
- * Values are refused, not escaped: Secrets may be written by someone else.
+ * Why a substituted value cannot go inside the author's quotes, or undefined when it is inert there for bash, python-dotenv, docker compose and Node alike (the
+ * unquoted path's guarantee):
+ * - single quotes: no `'` (it would end them), no `${` (python-dotenv and compose expand it even there), no backslash before `\`, `'` or the end (python-dotenv
+ * decodes those);
+ * - double quotes: none of `"`, `\`, `$`, backtick (bash expands or unescapes each, and no escape of them reads back the same in python-dotenv and Node);
+ * - never a newline or a control character. Values are refused, not escaped: Secrets may be written by someone else.
  */
 function unsafeInQuotes(value: string, quote: "'" | '"'): string | undefined {
   if (/[\n\r]/.test(value) || hasControlCharacters(value)) return "holds a newline or a control character";
@@ -252,12 +247,9 @@ export interface RenderedEnv {
 }
 
 /**
- * Renders the .env template: `KEY=VALUE` lines get their {{placeholders}} replaced and the
- * value quoted when needed; the opening comment block (up to the first blank line) is
- * replaced by `header`; other comments and blank lines are copied (placeholders in comments
- * are not expanded, so no secret ends up in one). A line with an unresolvable placeholder is
- * written commented out with the reason. A malformed line or placeholder is an error that
- * names `templateName:line`.
+ * Renders the .env template: `KEY=VALUE` lines get their {{placeholders}} replaced and the value quoted when needed; the opening comment block (up to the first
+ * blank line) is replaced by `header`; other comments and blank lines are copied (placeholders in comments are not expanded, so no secret ends up in one). A
+ * line with an unresolvable placeholder is written commented out with the reason. A malformed line or placeholder is an error that names `templateName:line`.
  */
 export function renderEnvTemplate(template: string, templateName: string, resolve: (reference: string) => Resolved, header: string[]): RenderedEnv {
   const out = header.length ? [...header.map((h) => `# ${h}`), ""] : [];
@@ -310,8 +302,7 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
       out.push(`# ${variable}= (unresolved: ${reason})`);
       return;
     }
-    // A value the template author quoted keeps their quotes, once every value put inside is inert
-    // there; everything else is quoted as needed.
+    // A value the template author quoted keeps their quotes, once every value put inside is inert there; everything else is quoted as needed.
     const quoted = quotes ? (unsafe.length ? { refused: `${unsafe.join("; ")}; change it or set it by hand` } : { text: value }) : quoteEnvValue(value);
     if ("refused" in quoted) {
       // Named by where the value came from, never shown.

@@ -1,5 +1,15 @@
 import type { Contract } from "./contract/schema";
-import { classifyCluster, type Declaration, describeDeclaration, exposureRules } from "./exposure-model";
+import {
+  classifyCluster,
+  type Declaration,
+  describeDeclaration,
+  exposureRules,
+  holdsNoHostPort,
+  isExposingService,
+  isFinishedPod,
+  podTooLargeToCheck,
+} from "./exposure-model";
+import type { ClusterReader } from "./kube/cluster";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "./kube/types";
 import { ownershipProblem } from "./ownership";
 import type { PublishedEndpoints } from "./published";
@@ -45,22 +55,34 @@ export interface AuditInput {
   /** The exposed entries this stack publishes (an entry another stack publishes is not ours). */
   selected: readonly string[];
   allowlist: Allowlist;
-  /** Every Service of the cluster (one list call). */
+  /** The Services of the cluster that open something (readExposureObjects; any other is skipped). */
   services: readonly Service[];
-  /** Every Pod of the cluster (one list call). */
+  /** The Pods of the cluster that hold or may hold a host port (readExposureObjects; any other is skipped). */
   pods: readonly Pod[];
   /**
-   * The `endpoints` output of the last `up`, when it could be read: a Service at an entry's
-   * name that this stack did not create (another uid) is then undeclared too.
+   * The `endpoints` output of the last `up`, when it could be read: a Service at an entry's name that this stack did not create (another uid) is then
+   * undeclared too.
    */
   published?: PublishedEndpoints;
 }
 
 /**
- * The cluster-wide exposure audit behind `exposure drift`: every Service reachable from outside
- * (NodePort, LoadBalancer, externalIPs) and every host port must be declared by the contract
- * (our Services for the entries this stack publishes, its hostPort entries) or by the stack's
- * allowlist: a rendering of the exposure model's classifyCluster. Pure: the caller lists Services and Pods once each.
+ * What the audit and the deny preview read, cluster-wide and page by page: every Service that opens something outside the cluster, and every pod that holds a
+ * host port or is too large to check. Everything else is dropped as each page is read, so a tenant's thousands of objects cost one page of memory (invariant
+ * 8).
+ */
+export async function readExposureObjects(cluster: Pick<ClusterReader, "listServices" | "listPods">): Promise<Pick<AuditInput, "services" | "pods">> {
+  const [services, pods] = await Promise.all([cluster.listServices({ keep: isExposingService }), cluster.listPods({ keep: mayHoldHostPort })]);
+  return { services, pods };
+}
+
+/** A pod the audit and the guard look at: running or pending, holding a host port or too large to check. */
+export const mayHoldHostPort = (p: Pod) => !isFinishedPod(p) && (!holdsNoHostPort(p.spec) || podTooLargeToCheck(p.spec));
+
+/**
+ * The cluster-wide exposure audit behind `exposure drift`: every Service reachable from outside (NodePort, LoadBalancer, externalIPs) and every host port must
+ * be declared by the contract (our Services for the entries this stack publishes, its hostPort entries) or by the stack's allowlist: a rendering of the
+ * exposure model's classifyCluster. Pure: the caller lists Services and Pods once each.
  */
 export function auditExposure(input: AuditInput): AuditResult {
   const rules = exposureRules(input.contract, input.selected, input.allowlist);

@@ -18,6 +18,7 @@ import {
   isReadyNode,
   type NodeChoice,
   nodeWithAddress,
+  readHostPortPods,
   unusableNodes,
 } from "./plan";
 import type { PublishedEndpoints } from "./published";
@@ -87,16 +88,29 @@ export interface ObservedCluster extends ClusterView {
   endpointSlices: readonly EndpointSlice[];
 }
 
-/** Reads what the verdicts need: one list call per kind, whatever the number of entries (Pods only for a hostPort entry). */
+const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+
+/** What the verdicts of these entries read, where they are (invariant 8): each entry namespace's vendored Service and ours, our slices, the Nodes, hostPort pods. */
 export async function readObservedCluster(cluster: ClusterReader, entries: readonly Endpoint[]): Promise<ObservedCluster> {
-  const needPods = entries.some((e) => e.exposed && e.hostPort);
+  const names = new Map<string, Set<string>>();
+  const ours = new Map<string, string[]>();
+  for (const e of entries) {
+    if (!e.service) continue;
+    const ns = e.service.namespace;
+    names.set(ns, (names.get(ns) ?? new Set<string>()).add(e.service.name));
+    if (!e.exposed) continue;
+    names.get(ns)?.add(ourServiceName(e.name));
+    // A contract entry's name is a DNS label short enough that ours is a label value (entryName).
+    ours.set(ns, [...(ours.get(ns) ?? []), ourServiceName(e.name)]);
+  }
+  const namespaces = [...names.keys()].sort();
   const [services, endpointSlices, nodes, pods] = await Promise.all([
-    cluster.listServices(),
-    cluster.listEndpointSlices(),
+    Promise.all(namespaces.map((namespace) => cluster.listServices({ namespace, keep: (s) => names.get(namespace)?.has(s.metadata.name) === true }))),
+    Promise.all([...ours].map(([namespace, names]) => cluster.listEndpointSlices({ namespace, labels: { [SERVICE_NAME_LABEL]: names.sort() } }))),
     cluster.listNodes(),
-    needPods ? cluster.listPods() : Promise.resolve([] as Pod[]),
+    readHostPortPods(cluster, entries),
   ]);
-  return { services, endpointSlices, nodes, pods };
+  return { services: services.flat(), endpointSlices: endpointSlices.flat(), nodes, pods };
 }
 
 const key = (ns: string | undefined, name: string) => `${ns}/${name}`;
@@ -113,8 +127,8 @@ function publishedUrlOf(published: string | undefined, live: string | undefined,
   return h !== undefined && (h === host(live as string) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
 }
 
-// Why the users' URL failed (`error`, the probe's words): it moved since the last `up`, or (refused:
-// kube-proxy refuses alike) no Service or no ready endpoint. Probe and portal say it.
+// Why the users' URL failed (`error`, the probe's words): it moved since the last `up`, or (refused: kube-proxy refuses alike) no Service or no ready endpoint.
+// Probe and portal say it.
 export function failureCause(e: ObservedEntry, error: string): string | undefined {
   const refused = error.startsWith("connection refused");
   const found = (codes: readonly string[]) => e.findings.find((f) => codes.includes(f.code))?.message;
@@ -126,8 +140,8 @@ export function failureCause(e: ObservedEntry, error: string): string | undefine
   return why && `connection refused: ${why}`;
 }
 
-// The verdict of every entry (the one implementation behind `exposure status` and the portal). `selected`: the
-// exposed entries the stack publishes (others are not its business); the others are listed without a URL. Pure.
+// The verdict of every entry (the one implementation behind `exposure status` and the portal). `selected`: the exposed entries the stack publishes (others are
+// not its business); the others are listed without a URL. Pure.
 export function observe(
   contract: Contract,
   cluster: ObservedCluster,
@@ -186,8 +200,8 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const portName = webScheme(e.scheme);
   const published = ctx.published?.[e.name];
   const entry = { ...base, exposure: "nodePort" as const, namespace: ns };
-  // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere
-  // carrying our labels is a look-alike (anyone can copy labels), reported by the audit.
+  // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere carrying our labels is a look-alike (anyone can copy labels),
+  // reported by the audit.
   const ours = ctx.services.get(key(ns, ourServiceName(e.name)));
   if (!ours) {
     return {
@@ -298,8 +312,8 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
   };
 }
 
-// Why the URLs' node is wrong: the URL the last `up` published points elsewhere (its node is no longer the
-// Ready one the stack would pick), or the pinned address belongs to a node that is not Ready.
+// Why the URLs' node is wrong: the URL the last `up` published points elsewhere (its node is no longer the Ready one the stack would pick), or the pinned
+// address belongs to a node that is not Ready.
 export function nodeProblem(
   node: NodeChoice | undefined,
   nodes: readonly Node[],

@@ -19,10 +19,9 @@ const flag = (fallback: boolean) => z._default(z.boolean(), fallback);
 
 const chartSchema = z.strictObject({
   /**
-   * Where the chart comes from: a Helm repository (`https://helm.cilium.io`, or an internal
-   * mirror serving index.yaml), or an OCI registry (`oci://registry.internal/charts`, the chart
-   * being `<repository>/<name>`). Omit it to give a local chart in `name` (a `.tgz` or a
-   * folder, relative to the project), for an air-gapped operator (docs/cilium.md).
+   * Where the chart comes from: a Helm repository (`https://helm.cilium.io`, or an internal mirror serving index.yaml), or an OCI registry
+   * (`oci://registry.internal/charts`, the chart being `<repository>/<name>`). Omit it to give a local chart in `name` (a `.tgz` or a folder, relative to the
+   * project), for an air-gapped operator (docs/cilium.md).
    */
   repository: z.optional(
     z.string().check(
@@ -45,16 +44,16 @@ const l4Schema = z.strictObject({
   mode: z.literal("l4"),
   chart: chartSchema,
   /**
-   * API server address the agents use once kube-proxy is gone. Optional here only so that
-   * planning can say why it is needed (src/core/cilium/values.ts); mode `l4` requires both.
+   * API server address the agents use once kube-proxy is gone. Optional here only so that planning can say why it is needed (src/core/cilium/values.ts); mode
+   * `l4` requires both.
    */
   k8sServiceHost: z.optional(z.string().check(z.minLength(1))),
   k8sServicePort: z.optional(z.int().check(z.minimum(1, { message: PORT_NUMBER }), z.maximum(65535, { message: PORT_NUMBER }))),
   /** Extra chart values deep-merged over the generated ones; a value that contradicts the mode is rejected. */
   values: z._default(z.record(z.string(), z.unknown()), {}),
   /**
-   * LoadBalancer Services whose LB-IPAM address the switch to `l4` may strip: "namespace/name"
-   * or "namespace/prefix*". Anything with an address and not listed stops the preview.
+   * LoadBalancer Services whose LB-IPAM address the switch to `l4` may strip: "namespace/name" or "namespace/prefix*". Anything with an address and not listed
+   * stops the preview.
    */
   acknowledgeLoadBalancerLoss: z._default(
     z.array(z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.-]*\*?$/, { message: "must be 'namespace/name' or 'namespace/prefix*'" }))),
@@ -88,8 +87,8 @@ const portalSchema = z.strictObject({
   /** false when the namespace already exists outside this stack (created by the platform's bootstrap). */
   createNamespace: flag(true),
   /**
-   * Do not wait for the portal's pods and endpoints during `up`. Only for clusters without a
-   * kubelet (the e2e harness): on a real cluster `up` must fail when the portal never gets Ready.
+   * Do not wait for the portal's pods and endpoints during `up`. Only for clusters without a kubelet (the e2e harness): on a real cluster `up` must fail when
+   * the portal never gets Ready.
    */
   skipAwait: flag(false),
 });
@@ -105,8 +104,8 @@ const hostPortPattern = z.string().check(
 );
 
 /**
- * One allowlist item: the pattern alone, or `{ match, reason }` when the stack says why it is
- * allowed (the platform's own agents on the host network...): `exposure drift` prints the reason.
+ * One allowlist item: the pattern alone, or `{ match, reason }` when the stack says why it is allowed (the platform's own agents on the host network...):
+ * `exposure drift` prints the reason.
  */
 function allowlistItem(match: typeof servicePattern) {
   return z.union([match, z.strictObject({ match, reason: z.string().check(z.minLength(1, { message: "must say why it is allowed" })) })], {
@@ -115,9 +114,8 @@ function allowlistItem(match: typeof servicePattern) {
 }
 
 /**
- * The exposure guard checks each object with bounded work (CHECK_LIMITS): past this many items
- * (or characters of patterns) in a list, the generated policy would near CEL's size and cost
- * limits, where an error admits.
+ * The exposure guard checks each object with bounded work (CHECK_LIMITS): past this many items (or characters of patterns) in a list, the generated policy
+ * would near CEL's size and cost limits, where an error admits.
  */
 const allowlistBoundMessage = `holds more than ${CHECK_LIMITS.allowlistItems} items or ${CHECK_LIMITS.allowlistCharacters.toLocaleString("en-US")} characters, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`;
 const allowlistBound = z.refine<AllowlistItem[]>(
@@ -146,16 +144,14 @@ const allowlistSchema = z.pipe(
 );
 
 /**
- * The exposure guard at admission (src/core/admission.ts): a ValidatingAdmissionPolicy
- * generated from the contract and the allowlist. `off` creates nothing; `warn`, `audit` and
- * `deny` are the binding's validationActions.
+ * The exposure guard at admission (src/core/admission.ts): a ValidatingAdmissionPolicy generated from the contract and the allowlist. `off` creates nothing;
+ * `warn`, `audit` and `deny` are the binding's validationActions.
  */
 const admissionSchema = z.strictObject({
   mode: z._default(z.enum(["off", "warn", "audit", "deny"], { message: "mode must be 'off', 'warn', 'audit' or 'deny'" }), "off"),
   /**
-   * What the API server does when the policy cannot be evaluated (docs/commands.md): `Ignore`
-   * (default) lets the object through, since an evaluation error is our mistake and must never
-   * lock the cluster (`exposure drift` still finds the object); `Fail` applies the mode's action.
+   * What the API server does when the policy cannot be evaluated (docs/commands.md): `Ignore` (default) lets the object through, since an evaluation error is
+   * our mistake and must never lock the cluster (`exposure drift` still finds the object); `Fail` applies the mode's action.
    */
   failurePolicy: z._default(z.enum(["Fail", "Ignore"], { message: "failurePolicy must be 'Fail' or 'Ignore'" }), "Ignore"),
   /** Pods and workloads ('namespace/name', 'namespace/prefix*') deny may refuse when created again (denyWouldLock). */
@@ -163,9 +159,8 @@ const admissionSchema = z.strictObject({
 });
 
 /**
- * The platform's Prometheus (kube-prometheus-stack) watching the exposure (docs/monitoring.md):
- * a ServiceMonitor for the in-cluster portal, a PrometheusRule and a Grafana dashboard ConfigMap,
- * each labelled `release: <release>`, the label the chart's Prometheus selects by default.
+ * The platform's Prometheus (kube-prometheus-stack) watching the exposure (docs/monitoring.md): a ServiceMonitor for the in-cluster portal, a PrometheusRule
+ * and a Grafana dashboard ConfigMap, each labelled `release: <release>`, the label the chart's Prometheus selects by default.
  */
 const monitoringSchema = z.strictObject({
   enabled: flag(false),
@@ -222,10 +217,7 @@ export function parseAllowlist(value: unknown, where: string): Allowlist {
   return result.data;
 }
 
-/**
- * Lines to add under `config:` for a setting a new stack must give (those without a default),
- * with what to put there.
- */
+/** Lines to add under `config:` for a setting a new stack must give (those without a default), with what to put there. */
 export const REQUIRED_SETTING_LINES: Readonly<Record<string, readonly string[]>> = {
   "kubernetes:context": ["kubernetes:context: <context>        # the cluster's, from: kubectl config get-contexts -o name"],
   [`${PROJECT}:cilium`]: [`${PROJECT}:cilium:`, "  mode: cohabit                      # Cilium stays as installed; to manage it (l4), see docs/cilium.md"],
@@ -245,9 +237,8 @@ export interface SettingsCheck {
 const selectionSchema = z.pick(settingsSchema, { contract: true, entries: true });
 
 /**
- * Checks the `ui-exposure:*` settings of the flat Pulumi config map (`{"ui-exposure:entries":
- * "[...]"}`, the shape of `pulumi.runtime.allConfig()`; object and array values arrive as JSON
- * text), reporting every problem at once. Keys of other namespaces are ignored here.
+ * Checks the `ui-exposure:*` settings of the flat Pulumi config map (`{"ui-exposure:entries": "[...]"}`, the shape of `pulumi.runtime.allConfig()`; object and
+ * array values arrive as JSON text), reporting every problem at once. Keys of other namespaces are ignored here.
  */
 export function checkSettings(config: Readonly<Record<string, string>>, positions: Readonly<Record<string, string>> = {}): SettingsCheck {
   const raw: Record<string, unknown> = {};
@@ -255,8 +246,8 @@ export function checkSettings(config: Readonly<Record<string, string>>, position
     if (!key.startsWith(`${PROJECT}:`)) continue;
     raw[key.slice(PROJECT.length + 1)] = decodeConfigValue(value);
   }
-  // reportInput: a setting of the wrong type is told apart from a missing one by what it holds
-  // (secure: values are never read, so nothing secret can be quoted).
+  // reportInput: a setting of the wrong type is told apart from a missing one by what it holds (secure: values are never read, so nothing secret can be
+  // quoted).
   const result = settingsSchema.safeParse(raw, { reportInput: true });
   if (result.success) {
     // Monitoring scrapes the in-cluster portal: one without the other is a problem of the stack file.
@@ -267,8 +258,8 @@ export function checkSettings(config: Readonly<Record<string, string>>, position
     }
     return { settings: result.data, problems: [], missing: [], selection: result.data };
   }
-  // `Pulumi.bench.yaml:7:3: ui-exposure:cilium.mode: ...` when the key is in the stack file: the
-  // place of the item itself (`allowlist.hostPorts[2]`) when known, else of the nearest key above it.
+  // `Pulumi.bench.yaml:7:3: ui-exposure:cilium.mode: ...` when the key is in the stack file: the place of the item itself (`allowlist.hostPorts[2]`) when
+  // known, else of the nearest key above it.
   const at = (path: readonly PropertyKey[]) => {
     for (let n = path.length; n > 0; n--) {
       const where = positions[formatConfigPath(path.slice(0, n))];
@@ -290,8 +281,8 @@ export function checkSettings(config: Readonly<Record<string, string>>, position
 }
 
 /**
- * The one message for a stack's configuration problems: each problem in the order of the stack
- * file (unplaced ones last), then the lines to add for each required setting it lacks.
+ * The one message for a stack's configuration problems: each problem in the order of the stack file (unplaced ones last), then the lines to add for each
+ * required setting it lacks.
  */
 export function stackConfigError(stackFile: string, problems: readonly string[], missing: readonly string[] = []): UserError {
   const line = (problem: string) => {
@@ -324,8 +315,7 @@ function decodeConfigValue(value: string): unknown {
 }
 
 /**
- * The cluster the stack deploys to and reads, for the program and every `exposure` command
- * given a stack: the stack's kubernetes:context (required) and
+ * The cluster the stack deploys to and reads, for the program and every `exposure` command given a stack: the stack's kubernetes:context (required) and
  * kubernetes:kubeconfig (else $KUBECONFIG or ~/.kube/config), the keys the Kubernetes provider reads.
  */
 export function stackKubeTarget(stack: string, config: Readonly<Record<string, string>>): { context: string; kubeconfig?: string } {

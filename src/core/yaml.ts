@@ -1,7 +1,6 @@
-// The one way this project parses YAML that came from outside (contract, cluster snapshot, stack
-// file; a kubeconfig is checked with it before client-node reads it): nesting depth and the number of values are bounded while the text is tokenised, before
-// anything is built from it. The parser builds nodes recursively and holds about 1 KB per value,
-// so 6 MiB of `[` or of `1,` would otherwise grow the process past its heap and abort it.
+// The one way this project parses YAML that came from outside (contract, cluster snapshot, stack file; a kubeconfig is checked with it before client-node reads
+// it): nesting depth and the number of values are bounded while the text is tokenised, before anything is built from it. The parser builds nodes recursively
+// and holds about 1 KB per value, so 6 MiB of `[` or of `1,` would otherwise grow the process past its heap and abort it.
 import { Composer, CST, type Document, isAlias, isCollection, Lexer, LineCounter, Parser, visit, YAMLParseError } from "yaml";
 
 /** Deepest nesting read (collections inside collections); a Kubernetes object nests about 15 deep. */
@@ -46,10 +45,9 @@ const COUNTED = new Set<string | null>([
 ]);
 
 /**
- * The first limit the text passes, seen by the lexer alone: more than `maxValues` values, or flow
- * collections (`[`, `{`) nested deeper than YAML_MAX_DEPTH. The lexer keeps nothing, so this costs
- * time, not memory (the parser keeps every token of a document until the document ends).
- * Block nesting needs the parser: boundedTokens checks it.
+ * The first limit the text passes, seen by the lexer alone: more than `maxValues` values, or flow collections (`[`, `{`) nested deeper than YAML_MAX_DEPTH. The
+ * lexer keeps nothing, so this costs time, not memory (the parser keeps every token of a document until the document ends). Block nesting needs the parser:
+ * boundedTokens checks it.
  */
 function lexicalRefusal(text: string, maxValues: number): YamlRefusal | undefined {
   let values = 0;
@@ -68,10 +66,9 @@ function lexicalRefusal(text: string, maxValues: number): YamlRefusal | undefine
 }
 
 /**
- * Whether `text` may exceed a bound of lexicalRefusal: the lexer counts at most two values per
- * character (`|` alone: the header and its empty scalar), and flow nesting needs a `[` or `{` per
- * level. A text too short to exceed either is not lexed twice (a contract: a cold lexer run is a
- * tenth of `exposure check`'s CPU).
+ * Whether `text` may exceed a bound of lexicalRefusal: the lexer counts at most two values per character (`|` alone: the header and its empty scalar), and flow
+ * nesting needs a `[` or `{` per level. A text too short to exceed either is not lexed twice (a contract: a cold lexer run is a tenth of `exposure check`'s
+ * CPU).
  */
 function mayExceedBounds(text: string, maxValues: number): boolean {
   if (2 * text.length > maxValues) return true;
@@ -98,9 +95,28 @@ function* boundedTokens(text: string, parser: Parser) {
 }
 
 /**
- * Every document of `text` (`single`: exactly one, as `parseDocument` gives), parsed with
- * yaml's own options, or a refusal when the text nests deeper than YAML_MAX_DEPTH or holds
- * more than `bounds.maxValues` values. Syntax errors stay in each document's `errors`.
+ * The same bounds for JSON read from outside (`--outputs`), in one pass over the text before JSON.parse builds anything (16 MiB of nested arrays took 0.9 GB
+ * and 8 s): arrays and objects nested deeper than YAML_MAX_DEPTH, or more than `maxValues` values (collections, items, keys).
+ */
+export function jsonRefusal(text: string, maxValues: number): YamlRefusal | undefined {
+  let depth = 0;
+  let values = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      while (++i < text.length && text[i] !== '"') if (text[i] === "\\") i++;
+    } else if (c === "[" || c === "{") {
+      if (++depth > YAML_MAX_DEPTH) return { offset: i, message: `nested more than ${YAML_MAX_DEPTH} levels deep` };
+      if (++values > maxValues) return { offset: i, message: `more than ${maxValues} values` };
+    } else if (c === "]" || c === "}") depth--;
+    else if ((c === "," || c === ":") && ++values > maxValues) return { offset: i, message: `more than ${maxValues} values` };
+  }
+  return undefined;
+}
+
+/**
+ * Every document of `text` (`single`: exactly one, as `parseDocument` gives), parsed with yaml's own options, or a refusal when the text nests deeper than
+ * YAML_MAX_DEPTH or holds more than `bounds.maxValues` values. Syntax errors stay in each document's `errors`.
  */
 export function parseYamlBounded(text: string, bounds: YamlBounds, opts: { single?: boolean } = {}): BoundedYaml {
   const lineCounter = lineCounterOf(text);

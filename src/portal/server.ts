@@ -1,21 +1,20 @@
-// The portal's HTTP server: node:http only, so the same code runs on the operator's machine
-// (`exposure portal`) and bundled into a stock Node.js image in the cluster.
+// The portal's HTTP server: node:http only, so the same code runs on the operator's machine (`exposure portal`) and bundled into a stock Node.js image in the
+// cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
-import { auditExposure } from "../core/audit";
+import { auditExposure, readExposureObjects } from "../core/audit";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
 import { METRICS_PATH, type MetricsInput, metricFamilies } from "../core/monitoring";
-import { failureCause, type ObservedCluster, type PublishedEndpoints, usersUrl } from "../core/observe";
+import { failureCause, type ObservedCluster, type PublishedEndpoints, readObservedCluster, usersUrl } from "../core/observe";
 import { uidsUnknownTo } from "../core/ownership";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
-import { readPortalCluster } from "../core/portal/scoped-read";
 import { buildPortalView, type PortalError, type PortalSource, type PortalView, wantedEntries } from "../core/portal/view";
 import type { Allowlist } from "../core/settings";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics";
@@ -29,19 +28,18 @@ export interface PortalOptions extends PortalSource {
   readIntervalMs?: number;
   /** The portal's own probes of the published URLs (default: on, 15 s cache; env PORTAL_PROBE=off). */
   reachability?: Partial<ReachabilityOptions>;
-  // What the stack's last `up` published, read with each cluster read (undefined: not known, only names are
-  // checked), so that the portal's verdicts are `exposure status`'s (a port moved by hand: DRIFT in both). Wins over `published`.
+  // What the stack's last `up` published, read with each cluster read (undefined: not known, only names are checked), so that the portal's verdicts are
+  // `exposure status`'s (a port moved by hand: DRIFT in both). Wins over `published`.
   readPublished?: (opts?: { fresh?: boolean }) => Promise<PublishedEndpoints | undefined>;
-  // The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service and Pod of the
-  // cluster, read at most once per `auditIntervalMs`) for /metrics' undeclared count.
+  // The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service and Pod of the cluster, read at most once per
+  // `auditIntervalMs`) for /metrics' undeclared count.
   audit?: { allowlist: Allowlist };
   /** Shown in /metrics' build info. */
   version?: string;
   /** How long the audit's cluster-wide lists are reused (default 5 min). Env: PORTAL_AUDIT_INTERVAL_SECONDS. */
   auditIntervalMs?: number;
-  // How long a scrape waits for a read in flight before it answers with the last values (default 5 s, under
-  // Prometheus's 10 s scrape timeout): a slow API server makes the data stale, the stale alert says so, and
-  // the scrape never times out (which would read as portal down).
+  // How long a scrape waits for a read in flight before it answers with the last values (default 5 s, under Prometheus's 10 s scrape timeout): a slow API
+  // server makes the data stale, the stale alert says so, and the scrape never times out (which would read as portal down).
   metricsWaitMs?: number;
 }
 
@@ -52,8 +50,8 @@ interface ObservedRead {
 
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
 /**
- * The audit lists every Service and Pod of the cluster (tens of MiB on a large one): at most once
- * per 5 min by default (or the read interval, if longer). UIExposureUndeclared waits 15 min anyway.
+ * The audit lists every Service and Pod of the cluster (tens of MiB on a large one): at most once per 5 min by default (or the read interval, if longer).
+ * UIExposureUndeclared waits 15 min anyway.
  */
 export const DEFAULT_AUDIT_INTERVAL_MS = 300_000;
 
@@ -109,13 +107,12 @@ export class PortalObserver {
     this.auditReads = audit
       ? new SharedRead(
           async () => {
-            const [services, pods, published] = await Promise.all([cluster.listServices(), cluster.listPods(), readPublished()]);
+            const [exposing, published] = await Promise.all([readExposureObjects(cluster), readPublished()]);
             return auditExposure({
               contract: opts.contract,
               selected: wanted.map((e) => e.name),
               allowlist: audit.allowlist,
-              services,
-              pods,
+              ...exposing,
               ...(published ? { published } : {}),
             }).undeclared.length;
           },
@@ -125,10 +122,9 @@ export class PortalObserver {
     // The uids for which the outputs were read again at once (each one time only).
     const freshFor = new Set<string>();
     this.clusterReads = new SharedRead(async (): Promise<ObservedRead> => {
-      const [cluster, published] = await Promise.all([readPortalCluster(opts.cluster, wanted), readPublished()]);
-      // A Service named as the outputs say whose uid they do not know is most often one an `up` has
-      // just re-created, while the outputs read earlier lag it: before anything is said of it, they
-      // are read again at once (once per such uid: one re-created by hand stays what it is).
+      const [cluster, published] = await Promise.all([readObservedCluster(opts.cluster, wanted), readPublished()]);
+      // A Service named as the outputs say whose uid they do not know is most often one an `up` has just re-created, while the outputs read earlier lag it:
+      // before anything is said of it, they are read again at once (once per such uid: one re-created by hand stays what it is).
       const unknown = published ? uidsUnknownTo(published, cluster.services).filter((uid) => !freshFor.has(uid)) : [];
       if (unknown.length === 0) return { cluster, published };
       for (const uid of unknown) freshFor.add(uid);
@@ -176,9 +172,8 @@ export class PortalObserver {
   }
 
   /**
-   * The /metrics text: the samples of the shared observation (a scrape joins the page loads'
-   * read, it never adds one). While reads fail, the last good values are served with their
-   * old timestamp, which is what the stale alert watches.
+   * The /metrics text: the samples of the shared observation (a scrape joins the page loads' read, it never adds one). While reads fail, the last good values
+   * are served with their old timestamp, which is what the stale alert watches.
    */
   async metrics(): Promise<string> {
     const waitMs = this.opts.metricsWaitMs ?? 5_000;
@@ -237,8 +232,7 @@ const JSON_TYPE = "application/json; charset=utf-8";
  */
 export function portalHandler(opts: PortalOptions, observer = new PortalObserver(opts)): http.RequestListener {
   return (req, res) => {
-    // Published on a NodePort without login: no request may end the process. Whatever throws
-    // while routing is answered 500 (and logged); the server goes on.
+    // Published on a NodePort without login: no request may end the process. Whatever throws while routing is answered 500 (and logged); the server goes on.
     try {
       route(opts, observer, req, res);
     } catch (err) {
@@ -328,8 +322,8 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
         else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
       },
       (err: unknown) => {
-        // A cluster error (UserError from the reader) is 503: the portal works, its data source does not.
-        // Anything else is a bug: 500, with the stack trace in the log only.
+        // A cluster error (UserError from the reader) is 503: the portal works, its data source does not. Anything else is a bug: 500, with the stack trace in
+        // the log only.
         const known = err instanceof UserError;
         const status = known ? 503 : 500;
         opts.log?.(`${req.method} ${path} -> ${status}: ${known ? err.message : ((err as Error).stack ?? String(err))}`);
@@ -379,8 +373,7 @@ export async function startPortal(given: PortalOptions, listen: ListenAddress): 
   const tuning = portalTuningFromEnv(process.env);
   const opts: PortalOptions = { ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } };
   const server = http.createServer(portalHandler(opts));
-  // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered:
-  // answer it like any other method the portal does not serve.
+  // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered: answer it like any other method the portal does not serve.
   server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
     opts.log?.(`${req.method} -> 405`);
     const body = "method not allowed\n";

@@ -286,11 +286,17 @@ export const API_CASES: ApiCase[] = [
     name: "HTTP 429 on every try (tried again within the timeout, then one line)",
     services: { status: 429, headers: { "retry-after": "0" }, body: {} },
     exit: 1,
-    fragment: "answered services with HTTP 429 (too many requests)",
+    fragment: "answered services in namespace argocd with HTTP 429 (too many requests)",
   },
-  { name: "never answers", services: "hang", exit: 1, fragment: "did not answer services within 0.5s" },
-  // Issue 23 #6: the read is refused within one budget shared by every answer in flight (peak RSS: test/kube-live-memory.test.ts).
-  { name: "an endless JSON body", services: "endless", timeoutSeconds: 10, exit: 1, fragment: "answered services with more than 32 MiB" },
+  { name: "never answers", services: "hang", exit: 1, fragment: "did not answer services in namespace argocd within 0.5s" },
+  // Issue 23 #6, issue 34 #3: each page is bounded, asked again smaller, down to one object (peak RSS: test/kube-live-memory.test.ts).
+  {
+    name: "an endless JSON body",
+    services: "endless",
+    timeoutSeconds: 10,
+    exit: 1,
+    fragment: "answered services in namespace argocd with one object larger than 4 MiB: refused",
+  },
 ];
 
 /** A raw HTTP request to the portal, and the status line it must get (the server keeps serving). */
@@ -425,6 +431,20 @@ export const OUTPUTS_CASES: OutputsCase[] = [
     liveUid: "0d1b8f9e-1111-2222-3333-000000000001",
     exit: 3,
     fragment: "... (15728641 characters)",
+  },
+  // Issue 34 #7: bounded in depth and values as the YAML readers are, before anything is built
+  // (16 MiB of nested arrays took 0.9 GB and 8 s to parse).
+  {
+    name: "16 MiB of nested arrays (issue 34 #7)",
+    outputs: `{"x":${"[".repeat(8_000_000)}${"]".repeat(8_000_000)}}`,
+    exit: 1,
+    fragment: ":1:105: refused: nested more than 100 levels deep; save `pulumi stack output --json` again",
+  },
+  {
+    name: "5 million values (issue 34 #7)",
+    outputs: `{"endpoints":{},\n"x":[${"{},".repeat(5_000_000)}{}]}`,
+    exit: 1,
+    fragment: ":2:149997: refused: more than 100000 values; save `pulumi stack output --json` again",
   },
 ];
 

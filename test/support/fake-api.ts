@@ -42,7 +42,8 @@ export interface FakeApi {
 
 /**
  * `answers`: URL path (without query) -> answer, or answers given in turn (the last one repeats);
- * other paths answer `otherwise`, by default 404 with a Status.
+ * a namespaced list path not given is the cluster-wide list's items of that namespace; other
+ * paths answer `otherwise`, by default 404 with a Status.
  */
 export async function startFakeApi(answers: Record<string, FakeAnswer | FakeAnswer[]>, opts: { otherwise?: FakeAnswer } = {}): Promise<FakeApi> {
   const served = new Map<string, number>();
@@ -51,7 +52,13 @@ export async function startFakeApi(answers: Record<string, FakeAnswer | FakeAnsw
   const server = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     requests.push(path);
-    const given = answers[path];
+    // A namespaced list not given itself: the cluster-wide answer given, its items filtered to that namespace.
+    const scoped = /^(.*)\/namespaces\/([^/]+)(\/[^/]+)$/.exec(path);
+    const wide = scoped && !(path in answers) ? answers[`${scoped[1]}${scoped[3]}`] : undefined;
+    const items = wide && typeof wide === "object" && !Array.isArray(wide) && !wide.raw ? (wide.body as { items?: unknown } | null)?.items : undefined;
+    const given = Array.isArray(items)
+      ? { ...(wide as object), body: { ...(wide as { body: object }).body, items: items.filter((o) => o?.metadata?.namespace === scoped?.[2]) } }
+      : (wide ?? answers[path]);
     const turn = served.get(path) ?? 0;
     served.set(path, turn + 1);
     const answer = (Array.isArray(given) ? given[Math.min(turn, given.length - 1)] : given) ?? opts.otherwise;
@@ -102,3 +109,51 @@ export function writeKubeconfig(dir: string, port: number): string {
 
 /** A List answer holding `items`. */
 export const list = (kind: string, items: unknown): FakeAnswer => ({ body: { kind, apiVersion: "v1", metadata: { resourceVersion: "1" }, items } });
+
+/**
+ * An API server on loopback that lists as the real one does: `limit` and `continue` (an opaque
+ * token), `labelSelector` (`k=v`, `k in (a,b)`), namespaced paths; each request's path and query
+ * are recorded, and the bytes of every answer summed.
+ */
+export async function startPagingApi(
+  collections: Record<string, { kind: string; items: { metadata: { namespace?: string; labels?: Record<string, string> } }[] }>,
+) {
+  const queries: string[] = [];
+  const stats = { sent: 0, largest: 0 };
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://x");
+    queries.push(`${url.pathname}${url.search}`);
+    const ns = /^(.*)\/namespaces\/([^/]+)(\/[^/]+)$/.exec(url.pathname);
+    const collection = collections[ns ? `${ns[1]}${ns[3]}` : url.pathname];
+    if (!collection) {
+      res.writeHead(404, { "content-type": "application/json" }).end('{"kind":"Status","code":404}');
+      return;
+    }
+    const selector = url.searchParams.get("labelSelector") ?? "";
+    const inSet = /^([^ ]+) in \(([^)]*)\)$/.exec(selector);
+    const matches = (labels: Record<string, string> = {}) =>
+      !selector ||
+      (inSet
+        ? (inSet[2] as string).split(",").includes(labels[inSet[1] as string] ?? "\u0000")
+        : labels[selector.split("=")[0] as string] === selector.split("=")[1]);
+    const all = collection.items.filter((o) => (!ns || o.metadata.namespace === ns[2]) && matches(o.metadata.labels));
+    const start = Number(url.searchParams.get("continue") || 0);
+    const limit = Number(url.searchParams.get("limit") || 0) || all.length;
+    const page = all.slice(start, start + limit);
+    const next = start + page.length < all.length ? String(start + page.length) : undefined;
+    const body = Buffer.from(
+      JSON.stringify({ kind: collection.kind, apiVersion: "v1", metadata: { resourceVersion: "1", ...(next ? { continue: next } : {}) }, items: page }),
+    );
+    stats.sent += body.length;
+    stats.largest = Math.max(stats.largest, body.length);
+    res.writeHead(200, { "content-type": "application/json" }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  return {
+    kubeconfig: fakeKubeconfig(url),
+    queries,
+    stats,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -5,7 +5,7 @@ import * as http from "node:http";
 import { parseContract } from "../../src/core/contract/parse";
 import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
-import type { ClusterReader } from "../../src/core/kube/cluster";
+import { type ClusterReader, inScope, type ListScope, labelSelector } from "../../src/core/kube/cluster";
 import { ENTRY_LABEL, type EndpointSlice, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Node, type Pod, type Service } from "../../src/core/kube/types";
 import { readObservedCluster } from "../../src/core/observe";
 import { buildPortalView, type PortalSource, type PortalView, wantedEntries } from "../../src/core/portal/view";
@@ -116,6 +116,8 @@ export const GRAFANA_DRIFT_REASON = "selector differs from the vendored Service 
 export class MemoryCluster implements ClusterReader {
   readonly source = "recorded cluster (test)";
   calls = { services: 0, endpointSlices: 0, nodes: 0, pods: 0, other: 0 };
+  /** The scope of each list call ("services ns=argocd"), in order. */
+  scopes: string[] = [];
   /** When set, every call rejects with it (an unreachable API server). */
   failure: Error | undefined;
 
@@ -130,17 +132,26 @@ export class MemoryCluster implements ClusterReader {
     if (this.failure) throw this.failure;
     return structuredClone(value);
   }
-  listServices() {
-    return this.answer("services", this.data.services);
+  /** The items in `scope`, as the API server filters and the reader keeps them. */
+  private scoped<T extends { metadata: { namespace?: string; labels?: Record<string, string> } }>(
+    kind: "services" | "endpointSlices" | "pods",
+    items: T[],
+    scope: ListScope<T> = {},
+  ) {
+    this.scopes.push(`${kind}${scope.namespace !== undefined ? ` ns=${scope.namespace}` : ""}${scope.labels ? ` ${labelSelector(scope.labels)}` : ""}`);
+    return this.answer(kind, items).then((all) => all.filter((o) => inScope(scope, o)));
   }
-  listEndpointSlices() {
-    return this.answer("endpointSlices", this.data.endpointSlices);
+  listServices(scope?: ListScope<Service>) {
+    return this.scoped("services", this.data.services, scope);
+  }
+  listEndpointSlices(scope?: ListScope<EndpointSlice>) {
+    return this.scoped("endpointSlices", this.data.endpointSlices, scope);
   }
   listNodes() {
     return this.answer("nodes", this.data.nodes);
   }
-  listPods() {
-    return this.answer("pods", this.data.pods);
+  listPods(scope?: ListScope<Pod>) {
+    return this.scoped("pods", this.data.pods, scope);
   }
   getConfigMap() {
     return this.answer("other", undefined);
@@ -161,7 +172,7 @@ export const unreachable = () =>
 
 /**
  * What an API server answers for the list paths the portal and the CLI use: the cluster-wide
- * lists, `/api/v1/namespaces/<ns>/services|pods`, and the label selectors `a=b` and
+ * lists, `.../namespaces/<ns>/services|pods|endpointslices`, and the label selectors `a=b` and
  * `a in (x,y)` (the only forms the portal sends). Null for any other path.
  */
 export function answerList(data: RecordedCluster, url: URL): { kind: string; apiVersion: string; items: unknown[] } | null {
@@ -176,9 +187,10 @@ export function answerList(data: RecordedCluster, url: URL): { kind: string; api
   const pick = <T extends { metadata: { namespace?: string; labels?: Record<string, string> } }>(items: T[], ns?: string) =>
     items.filter((o) => (ns === undefined || o.metadata.namespace === ns) && matches(o.metadata.labels));
   const p = url.pathname;
-  const ns = /^\/api\/v1\/namespaces\/([^/]+)\/(services|pods)$/.exec(p);
+  const ns = /^\/(?:api\/v1|apis\/discovery\.k8s\.io\/v1)\/namespaces\/([^/]+)\/(services|pods|endpointslices)$/.exec(p);
   if (ns?.[2] === "services") return { kind: "ServiceList", apiVersion: "v1", items: pick(data.services, ns[1]) };
   if (ns?.[2] === "pods") return { kind: "PodList", apiVersion: "v1", items: pick(data.pods, ns[1]) };
+  if (ns?.[2] === "endpointslices") return { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: pick(data.endpointSlices, ns[1]) };
   if (p === "/api/v1/services") return { kind: "ServiceList", apiVersion: "v1", items: pick(data.services) };
   if (p === "/api/v1/pods") return { kind: "PodList", apiVersion: "v1", items: pick(data.pods) };
   if (p === "/api/v1/nodes") return { kind: "NodeList", apiVersion: "v1", items: data.nodes };

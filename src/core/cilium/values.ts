@@ -10,10 +10,7 @@ function isMapping(v: unknown): v is Values {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
-/**
- * Helm-style deep merge: mappings merge key by key, anything else (scalars, lists, null)
- * in `over` replaces what `base` had. Neither input is modified.
- */
+/** Helm-style deep merge: mappings merge key by key, anything else (scalars, lists, null) in `over` replaces what `base` had. Neither input is modified. */
 export function deepMerge(base: Values, over: Values): Values {
   const out: Values = { ...base };
   for (const [key, value] of Object.entries(over)) {
@@ -24,14 +21,13 @@ export function deepMerge(base: Values, over: Values): Values {
 }
 
 /**
- * The values an L4-only Cilium needs on a given chart version, and only keys that version
- * has (see versions.ts): kube-proxy replacement on, with the API server address it needs,
- * Gateway API off, L2 announcements off, LB-IPAM off where the chart can switch it off.
+ * The values an L4-only Cilium needs on a given chart version, and only keys that version has (see versions.ts): kube-proxy replacement on, with the API server
+ * address it needs, Gateway API off, L2 announcements off, LB-IPAM off where the chart can switch it off.
  */
 function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }): Values {
   return {
-    // A boolean is fine on every version: cilium-configmap.yaml compares `toString` of it
-    // with "true"/"false". The old "strict" fails the chart's render since 1.16.
+    // A boolean is fine on every version: cilium-configmap.yaml compares `toString` of it with "true"/"false". The old "strict" fails the chart's render since
+    // 1.16.
     kubeProxyReplacement: true,
     k8sServiceHost: apiServer.host,
     k8sServicePort: apiServer.port,
@@ -39,9 +35,8 @@ function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }
     l2announcements: { enabled: false },
     // 1.16 has no switch: there LB-IPAM is "always enabled but dormant" until a pool exists.
     ...(keys.enableLBIPAM ? { enableLBIPAM: false } : {}),
-    // Ignored by the chart once kube-proxy replacement is on (the configmap writes
-    // enable-node-port / enable-host-port only when it is "false"); set on the versions that
-    // still have the keys so the release reads the same intent as the plan.
+    // Ignored by the chart once kube-proxy replacement is on (the configmap writes enable-node-port / enable-host-port only when it is "false"); set on the
+    // versions that still have the keys so the release reads the same intent as the plan.
     ...(keys.nodePortEnabled ? { nodePort: { enabled: true } } : {}),
     ...(keys.hostPort ? { hostPort: { enabled: true } } : {}),
   };
@@ -81,8 +76,8 @@ function needs(path: readonly string[], expected: boolean, why: string, applies:
 }
 
 /**
- * nodePort.enabled / hostPort.enabled: inert once kube-proxy replacement is on, which mode 'l4'
- * forces, so "mode 'l4' needs true" would overstate what the key does.
+ * nodePort.enabled / hostPort.enabled: inert once kube-proxy replacement is on, which mode 'l4' forces, so "mode 'l4' needs true" would overstate what the key
+ * does.
  */
 function inertWithKpr(path: readonly string[], applies: (keys: ChartKeys) => boolean, flag: string, what: string): Pinned {
   return {
@@ -146,10 +141,8 @@ const show = (v: unknown) => (v === undefined ? "undefined" : JSON.stringify(v))
 const setting = (path: readonly string[]) => `${VALUES_SETTING}.${path.join(".")}`;
 
 /**
- * Problems with the extra values of the stack config, one message per key: a value that
- * contradicts the L4 mode, a key the pinned chart version does not have, a key that has its
- * own stack setting, a `--set`-style dotted key (which Helm would take literally and which
- * would slip past the checks above).
+ * Problems with the extra values of the stack config, one message per key: a value that contradicts the L4 mode, a key the pinned chart version does not have,
+ * a key that has its own stack setting, a `--set`-style dotted key (which Helm would take literally and which would slip past the checks above).
  */
 export function extraValuesProblems(extra: Values, version: string, keys: ChartKeys): string[] {
   const problems: string[] = [];

@@ -1,25 +1,19 @@
 /**
- * Which values keys each Cilium chart minor has, for the keys the L4 mode generates or
- * polices. The chart's values.schema.json is not strict (no `additionalProperties: false`),
- * so a key that a version dropped is accepted and silently ignored; this table is how the
- * program knows better.
+ * Which values keys each Cilium chart minor has, for the keys the L4 mode generates or polices. The chart's values.schema.json is not strict (no
+ * `additionalProperties: false`), so a key that a version dropped is accepted and silently ignored; this table is how the program knows better.
  *
- * Read from the published chart archives (cilium/charts), values.yaml and values.schema.json
- * of 1.16.19, 1.17.18, 1.18.12, 1.19.6 and 1.20.0; copies in shared/reference/cilium/<version>/,
- * summary in shared/notes/cilium.md section 1. test/cilium.test.ts re-checks this table
- * against those copies when they are present.
+ * Read from the published chart archives (cilium/charts), values.yaml and values.schema.json of 1.16.19, 1.17.18, 1.18.12, 1.19.6 and 1.20.0; copies in
+ * shared/reference/cilium/<version>/, summary in shared/notes/cilium.md section 1. test/cilium.test.ts re-checks this table against those copies when they are
+ * present.
  *
- * Keys do change inside a minor: `externalIPs` is still in 1.17.0 to 1.17.5, and the
- * pre-releases differ from their minor's releases (1.17.0-pre.0 has no `enableLBIPAM`,
- * 1.18.0-pre.0 to pre.2 still have `hostPort` and `externalIPs`...). So the table is keyed by
- * minor with the per-patch exception below, only stable releases up to the newest patch it was
- * checked against are accepted (CHECKED_PATCH), and pre-releases are refused.
+ * Keys do change inside a minor: `externalIPs` is still in 1.17.0 to 1.17.5, and the pre-releases differ from their minor's releases (1.17.0-pre.0 has no
+ * `enableLBIPAM`, 1.18.0-pre.0 to pre.2 still have `hostPort` and `externalIPs`...). So the table is keyed by minor with the per-patch exception below, only
+ * stable releases up to the newest patch it was checked against are accepted (CHECKED_PATCH), and pre-releases are refused.
  */
 export interface ChartKeys {
   /**
-   * `kubeProxyReplacement` is a documented values key (1.18+). In 1.16/1.17 it is commented
-   * out in values.yaml and missing from the schema, but the templates still read it
-   * (cilium-configmap.yaml), so the L4 mode sets it on every version.
+   * `kubeProxyReplacement` is a documented values key (1.18+). In 1.16/1.17 it is commented out in values.yaml and missing from the schema, but the templates
+   * still read it (cilium-configmap.yaml), so the L4 mode sets it on every version.
    */
   kubeProxyReplacementDocumented: boolean;
   /** `enableLBIPAM`: the switch that turns LB-IPAM off (1.16 has no switch). */
@@ -60,9 +54,8 @@ export const CHART_KEYS: Readonly<Record<string, ChartKeys>> = Object.fromEntrie
 );
 
 /**
- * The newest patch of each minor whose chart the table was checked against: the published
- * archives, and for 1.20.1/1.20.2 the chart the Go module github.com/cilium/cilium ships
- * (install/kubernetes/cilium; the e2e installs that chart next to an agent of the same version).
+ * The newest patch of each minor whose chart the table was checked against: the published archives, and for 1.20.1/1.20.2 the chart the Go module
+ * github.com/cilium/cilium ships (install/kubernetes/cilium; the e2e installs that chart next to an agent of the same version).
  */
 export const CHECKED_PATCH: Readonly<Record<string, number>> = { "1.16": 19, "1.17": 18, "1.18": 12, "1.19": 6, "1.20": 2 };
 

@@ -47,8 +47,8 @@ export function formatPath(segments: readonly PropertyKey[]): string {
 }
 
 /**
- * Parses and validates contract text. Every problem is collected (YAML syntax, forbidden
- * keys, schema) and reported at once with its position; nothing partial is returned.
+ * Parses and validates contract text. Every problem is collected (YAML syntax, forbidden keys, schema) and reported at once with its position; nothing partial
+ * is returned.
  */
 export function parseContract(text: string, file: string): Contract {
   const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES }, { single: true });
@@ -109,8 +109,8 @@ export function parseContract(text: string, file: string): Contract {
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
-  // A whole document that is one string is some other file (a stack setting may name any path):
-  // its text may be a passphrase or a token, so only its size is said.
+  // A whole document that is one string is some other file (a stack setting may name any path): its text may be a passphrase or a token, so only its size is
+  // said.
   if (issue.path.length === 0 && issue.code === "invalid_type" && typeof issue.input === "string") {
     return `expected a map (version, endpoints), found a string of ${issue.input.length} characters (not shown: is this the contract file?)`;
   }
@@ -155,9 +155,8 @@ function isSafeIntegerBound(issue: z.core.$ZodIssue): boolean {
 }
 
 /**
- * A union whose value has the type of exactly one branch (a list where `'all'` or a list is
- * accepted) reports that branch's own problems, at their paths, instead of "expected A or B,
- * found a list".
+ * A union whose value has the type of exactly one branch (a list where `'all'` or a list is accepted) reports that branch's own problems, at their paths,
+ * instead of "expected A or B, found a list".
  */
 export function expandUnions(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
   return issues.flatMap((issue) => {
@@ -170,8 +169,8 @@ export function expandUnions(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIs
 }
 
 /**
- * Drops issues another one at the same path says better: zod's safe-integer bound next to
- * the field's own range (`port: 99999999999999999999` is one problem, not two).
+ * Drops issues another one at the same path says better: zod's safe-integer bound next to the field's own range (`port: 99999999999999999999` is one problem,
+ * not two).
  */
 export function distinctIssues<T extends z.core.$ZodIssue>(issues: readonly T[]): T[] {
   const key = (i: z.core.$ZodIssue) => JSON.stringify(i.path.map(String));
@@ -216,12 +215,9 @@ function foundSuffix(issue: z.core.$ZodIssue, input: unknown): string {
 }
 
 /**
- * One line per zod issue saying what was expected and what was found. Needs a parse with
- * `reportInput: true`: without it zod 4 leaves `input` empty and every wrong type would read
- * as a missing field. zod's own wording ("Too big: ...", "Invalid input") is never shown: a
- * check without a message of ours gets one from the issue (bounds, accepted values, union
- * branches; every pattern and discriminator of ours has its message), and a message of ours
- * gets the value found.
+ * One line per zod issue saying what was expected and what was found. Needs a parse with `reportInput: true`: without it zod 4 leaves `input` empty and every
+ * wrong type would read as a missing field. zod's own wording ("Too big: ...", "Invalid input") is never shown: a check without a message of ours gets one from
+ * the issue (bounds, accepted values, union branches; every pattern and discriminator of ours has its message), and a message of ours gets the value found.
  */
 export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required field is missing"): string {
   let input = "input" in issue ? issue.input : undefined;
@@ -282,10 +278,7 @@ function forbiddenKeys(node: unknown, at: PropertyKey[], pos: (offset: number | 
   });
 }
 
-/**
- * The first line of a YAML error; a duplicate key is named (yaml says only "Map keys must be
- * unique", at the offset of the repeated key).
- */
+/** The first line of a YAML error; a duplicate key is named (yaml says only "Map keys must be unique", at the offset of the repeated key). */
 export function yamlErrorMessage(doc: Document, error: YAMLError): string {
   const message = error.message.split("\n")[0] ?? error.message;
   if (error.code !== "DUPLICATE_KEY") return message;

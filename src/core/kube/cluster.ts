@@ -21,37 +21,62 @@ export const LB_IP_POOLS: CustomKind = {
 export const GATEWAYS: CustomKind = { group: "gateway.networking.k8s.io", versions: ["v1", "v1beta1"], plural: "gateways", kind: "Gateway" };
 
 /**
- * Read access to the cluster: one list call per kind, whatever the number of entries.
- * Implemented by the live API client and by a snapshot file (`kubectl get -o yaml`).
+ * Where a list looks and what it holds. The API server filters by namespace and labels; `keep` is asked of each item as it is read, and only what it accepts is
+ * held (a cluster-wide list of a tenant's 10,000 Services then costs one page of memory, not the whole list).
+ */
+export interface ListScope<T> {
+  /** One namespace; the whole cluster when absent. */
+  namespace?: string;
+  /** Label equality: key -> value, or key -> one of these values (`key in (a,b)`). */
+  labels?: Readonly<Record<string, string | readonly string[]>>;
+  keep?: (item: T) => boolean;
+}
+
+type Listed = { metadata: { namespace?: string; labels?: Record<string, string> } };
+
+/** Whether `item` is in `scope` (namespace, labels, keep): what the API server and `keep` select together. */
+export function inScope<T extends Listed>(scope: ListScope<T>, item: T): boolean {
+  if (scope.namespace !== undefined && item.metadata.namespace !== scope.namespace) return false;
+  for (const [k, v] of Object.entries(scope.labels ?? {})) {
+    const value = item.metadata.labels?.[k];
+    if (value === undefined || (typeof v === "string" ? value !== v : !v.includes(value))) return false;
+  }
+  return scope.keep?.(item) ?? true;
+}
+
+/** A label selector as the API server reads it: `k=v`, `k in (a,b)`, joined by commas. */
+export const labelSelector = (labels: ListScope<never>["labels"]) =>
+  Object.entries(labels ?? {})
+    .map(([k, v]) => (typeof v === "string" ? `${k}=${v}` : `${k} in (${v.join(",")})`))
+    .join(",");
+
+/**
+ * Read access to the cluster: list calls (paged by the live reader) scoped to what the caller needs. Implemented by the live API client and by a snapshot file
+ * (`kubectl get -o yaml`).
  */
 export interface ClusterReader {
   /** Where the data comes from, for messages ("context bench (https://127.0.0.1:6443)"). */
   readonly source: string;
-  listServices(): Promise<Service[]>;
+  listServices(scope?: ListScope<Service>): Promise<Service[]>;
   listNodes(): Promise<Node[]>;
-  listPods(): Promise<Pod[]>;
-  listEndpointSlices(): Promise<EndpointSlice[]>;
+  listPods(scope?: ListScope<Pod>): Promise<Pod[]>;
+  listEndpointSlices(scope?: ListScope<EndpointSlice>): Promise<EndpointSlice[]>;
   getConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined>;
   /**
-   * The Secrets of one namespace (one list call). Namespaced on purpose: `exposure access`
-   * needs only the namespaces its contract names, and a namespaced list needs only a Role
-   * there, not a ClusterRole that reads every Secret of the cluster.
+   * The Secrets of one namespace (one list call). Namespaced on purpose: `exposure access` needs only the namespaces its contract names, and a namespaced list
+   * needs only a Role there, not a ClusterRole that reads every Secret of the cluster.
    */
   listSecrets(namespace: string): Promise<Secret[]>;
   /** Lists a custom kind; an absent CRD gives an empty list, not an error. */
-  listCustom(kind: CustomKind): Promise<GenericObject[]>;
-  /** servedResources of admissionregistration.k8s.io/v1. */
-  admissionApiResources?(): Promise<string[] | undefined>;
+  listCustom(kind: CustomKind, scope?: ListScope<GenericObject>): Promise<GenericObject[]>;
   /**
-   * The resources the API serves under a group version (API discovery; empty when it is not
-   * served), or undefined when the source cannot tell (a snapshot without an APIResourceList
-   * for it). Optional: readers without discovery omit it.
+   * The resources the API serves under a group version (API discovery; empty when it is not served), or undefined when the source cannot tell (a snapshot
+   * without an APIResourceList for it). Optional: readers without discovery omit it.
    */
   servedResources?(groupVersion: string): Promise<string[] | undefined>;
   /**
-   * Server-side dry run of creating this Service: runs admission (the exposure guard
-   * included) and stores nothing. Only the live API has it; used to wait until a freshly
-   * updated guard is in effect before `up` creates the Services it admits.
+   * Server-side dry run of creating this Service: runs admission (the exposure guard included) and stores nothing. Only the live API has it; used to wait until
+   * a freshly updated guard is in effect before `up` creates the Services it admits.
    */
   dryRunCreateService?(service: Service): Promise<{ admitted: true } | { admitted: false; message: string }>;
 }
@@ -59,8 +84,8 @@ export interface ClusterReader {
 type AnyObject = { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } };
 
 /**
- * A cluster read from a snapshot: a `List` (or several YAML documents) as printed by
- * `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml`, plus any custom objects.
+ * A cluster read from a snapshot: a `List` (or several YAML documents) as printed by `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml`, plus any custom
+ * objects.
  */
 export class SnapshotReader implements ClusterReader {
   private readonly objects: AnyObject[];
@@ -112,31 +137,28 @@ export class SnapshotReader implements ClusterReader {
     return new SnapshotReader(objects, `snapshot ${file}`);
   }
 
-  private ofKind<T>(kind: string): T[] {
+  private ofKind<T extends Listed>(kind: string, scope: ListScope<T> = {}): T[] {
     this.requests++;
-    return this.objects.filter((o) => o.kind === kind) as T[];
+    return (this.objects.filter((o) => o.kind === kind) as T[]).filter((o) => inScope(scope, o));
   }
 
-  async listServices() {
-    return this.ofKind<Service>("Service");
+  async listServices(scope?: ListScope<Service>) {
+    return this.ofKind("Service", scope);
   }
   async listNodes() {
     return this.ofKind<Node>("Node");
   }
-  async listPods() {
-    return this.ofKind<Pod>("Pod");
+  async listPods(scope?: ListScope<Pod>) {
+    return this.ofKind("Pod", scope);
   }
-  async listEndpointSlices() {
-    return this.ofKind<EndpointSlice>("EndpointSlice");
+  async listEndpointSlices(scope?: ListScope<EndpointSlice>) {
+    return this.ofKind("EndpointSlice", scope);
   }
   async getConfigMap(namespace: string, name: string) {
     return this.ofKind<ConfigMap>("ConfigMap").find((c) => c.metadata.namespace === namespace && c.metadata.name === name);
   }
   async listSecrets(namespace: string) {
     return this.ofKind<Secret>("Secret").filter((s) => s.metadata.namespace === namespace);
-  }
-  async admissionApiResources() {
-    return this.servedResources("admissionregistration.k8s.io/v1");
   }
   async servedResources(groupVersion: string) {
     this.requests++;
@@ -145,9 +167,11 @@ export class SnapshotReader implements ClusterReader {
       | undefined;
     return list ? (list.resources ?? []).flatMap((r) => (typeof r.name === "string" ? [r.name] : [])) : undefined;
   }
-  async listCustom(kind: CustomKind) {
+  async listCustom(kind: CustomKind, scope: ListScope<GenericObject> = {}) {
     this.requests++;
-    return this.objects.filter((o) => o.kind === kind.kind && typeof o.apiVersion === "string" && o.apiVersion.startsWith(`${kind.group}/`)) as GenericObject[];
+    return (
+      this.objects.filter((o) => o.kind === kind.kind && typeof o.apiVersion === "string" && o.apiVersion.startsWith(`${kind.group}/`)) as GenericObject[]
+    ).filter((o) => inScope(scope, o));
   }
 }
 

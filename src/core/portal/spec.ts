@@ -1,6 +1,5 @@
-// What the in-cluster portal is made of, as plain data: components/portal.ts builds its
-// resources from these, and the planner (src/core/plan.ts) reads the same Service spec, so the
-// contract's `portal` entry is planned from exactly what the component will create.
+// What the in-cluster portal is made of, as plain data: components/portal.ts builds its resources from these, and the planner (src/core/plan.ts) reads the same
+// Service spec, so the contract's `portal` entry is planned from exactly what the component will create.
 import { type Contract, isHostPortEntry, isNodePortEntry } from "../contract/schema";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "../kube/types";
 import { wantedEntries } from "./view";
@@ -15,8 +14,8 @@ export const PORTAL_CONTAINER_PORT = 8080;
 export const PORTAL_UID = 1000;
 
 /**
- * Pod labels and Service selector. Deliberately not `app.kubernetes.io/name: portal`: the
- * platform's previous portal may still run in the same namespace and must not be selected.
+ * Pod labels and Service selector. Deliberately not `app.kubernetes.io/name: portal`: the platform's previous portal may still run in the same namespace and
+ * must not be selected.
  */
 export const PORTAL_SELECTOR: Readonly<Record<string, string>> = { "app.kubernetes.io/name": "ui-exposure-portal" };
 export const PORTAL_LABELS: Readonly<Record<string, string>> = {
@@ -54,18 +53,16 @@ export const PORTAL_ENV = {
 } as const;
 
 /**
- * What the last `up` published, for the portal's verdicts (the same as `exposure status`'s): `up`
- * writes the stack's `endpoints` output into this ConfigMap once the Services exist, and the pod
- * mounts it (optional: absent before the first `up` finishes; kubelet refreshes the file after
- * each `up` without a restart). A fixed name: the Deployment names it before it exists.
+ * What the last `up` published, for the portal's verdicts (the same as `exposure status`'s): `up` writes the stack's `endpoints` output into this ConfigMap
+ * once the Services exist, and the pod mounts it (optional: absent before the first `up` finishes; kubelet refreshes the file after each `up` without a
+ * restart). A fixed name: the Deployment names it before it exists.
  */
 export const PORTAL_PUBLISHED = { configMap: "ui-exposure-published", dir: "/published", file: "endpoints.json" } as const;
 
 /**
- * Exactly what one page load reads (readObservedCluster: one list call per kind), read-only.
- * Pods only when a selected entry uses a hostPort, or when the portal runs the audit for
- * /metrics (`audit`: every Pod's hostPorts), the only cases where the portal lists them.
- * No Secrets, no ConfigMaps: the portal shows URLs and verdicts, never credentials.
+ * Exactly what one page load reads (readObservedCluster, in the entries' namespaces), read-only. Pods only when a selected entry uses a hostPort, or when the
+ * portal runs the audit for /metrics (`audit`: every Pod's hostPorts), the only cases where the portal lists them. No Secrets, no ConfigMaps: the portal shows
+ * URLs and verdicts, never credentials.
  */
 export function portalRbacRules(opts: { hostPort: boolean; audit?: boolean }) {
   return [
@@ -85,9 +82,8 @@ export function isPortalService(service: { namespace: string; name: string }, po
 }
 
 /**
- * The exposed entries a stack without the in-cluster portal can publish: every one but those
- * mirroring the portal's Service (nothing would answer them but a stand-in; the sandbox's
- * portal is the local `exposure portal`).
+ * The exposed entries a stack without the in-cluster portal can publish: every one but those mirroring the portal's Service (nothing would answer them but a
+ * stand-in; the sandbox's portal is the local `exposure portal`).
  */
 export function entriesWithoutPortal(contract: Contract, portalNamespace: string): string[] {
   return contract.endpoints.filter((e) => e.exposed && !(isNodePortEntry(e) && isPortalService(e.service, portalNamespace))).map((e) => e.name);
