@@ -7,7 +7,7 @@ import { admissionApiProblem } from "../src/core/admission";
 import { ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
 import { recreatedProblem, type StateUids, stateUids as stateUidsOf } from "../src/core/exposure-model";
-import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
+import { type ClusterReader, listCiliumEra } from "../src/core/kube/cluster";
 import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "../src/core/monitoring";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { buildUrl, type ExposurePlan, portToKeep, resolveExposures, takeoverRefusal, withStackServices } from "../src/core/plan";
@@ -77,13 +77,12 @@ export async function declareStack(inputs: ProgramInputs) {
   const reads = ciliumReads(settings.cilium);
   const portalNamespace = settings.portal.namespace;
   // One list call per kind, in parallel, whatever the number of entries.
-  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap] = await Promise.all([
+  const [services, nodes, pods, ciliumConfig, ciliumEra, lastEndpoints, publishedConfigMap] = await Promise.all([
     cluster.listServices(),
     cluster.listNodes(),
     needPods ? cluster.listPods() : Promise.resolve([]),
     reads.configMap ? cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name) : Promise.resolve(undefined),
-    cluster.listCustom(LB_IP_POOLS),
-    cluster.listCustom(GATEWAYS),
+    listCiliumEra(cluster),
     underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
     settings.portal.enabled ? cluster.getConfigMap(portalNamespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
   ]);
@@ -105,12 +104,7 @@ export async function declareStack(inputs: ProgramInputs) {
   const ciliumPlan = planCilium(
     settings.cilium,
     { stack: inputs.stack, production: settings.production },
-    {
-      services,
-      lbIpPools,
-      gateways,
-      ...(ciliumConfig ? { ciliumConfig } : {}),
-    },
+    { services, ...ciliumEra, ...(ciliumConfig ? { ciliumConfig } : {}) },
   );
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
   const admissionIssue = settings.admission.mode === "off" ? undefined : admissionApiProblem(await cluster.admissionApiResources?.(), cluster.source);
@@ -148,7 +142,20 @@ export async function declareStack(inputs: ProgramInputs) {
   // default provider (which would follow whatever context is current where `pulumi up` runs).
   const kubernetes = new k8s.Provider("kubernetes", target);
   const withProvider = (opts?: pulumi.ComponentResourceOptions): pulumi.ComponentResourceOptions => ({ ...opts, providers: [kubernetes] });
-  const cilium = new Cilium("cilium", { plan: ciliumPlan }, withProvider());
+  const release = ciliumPlan.mode === "l4" ? ciliumPlan.release : undefined;
+  const workload = async (plural: string, kind: string, name: string) =>
+    (await cluster.listCustom({ group: "apps", versions: ["v1"], plural, kind })).find(
+      (o) => o.metadata.namespace === release?.namespace && o.metadata.name === name,
+    );
+  const readWorkloads =
+    release && cluster instanceof LiveClusterReader
+      ? async () => ({
+          agents: await workload("daemonsets", "DaemonSet", "cilium"),
+          operator: await workload("deployments", "Deployment", "cilium-operator"),
+          pods: await cluster.listPodsIn(release.namespace),
+        })
+      : undefined;
+  const cilium = new Cilium("cilium", { plan: ciliumPlan, ...(readWorkloads ? { readWorkloads } : {}) }, withProvider());
   // A takeover is refused only for an object the state does not hold: the engine also runs the
   // create hook when it replaces one of ours (a ConfigMap whose data changed is replaced).
   const portalRefusal = (kind: "Service" | "ConfigMap", resourceName: string, name: string, exists: boolean, held: StateUids[keyof StateUids]) =>
