@@ -2,7 +2,18 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumPlan, type CiliumReleasePlan, type CiliumSummary, ciliumSummary } from "../src/core/cilium/plan";
+import { type CiliumWorkloads, type SwitchState, switchState } from "../src/core/cilium/rollout";
 import { kubernetesProviderOf } from "./kubernetes-provider";
+
+/** Polls (every 2 s, at most `timeoutMs`: Helm's own --wait default) until the configuration is in force or cannot become so. */
+export async function awaitSwitch(read: () => Promise<CiliumWorkloads>, timeoutMs = 300_000): Promise<SwitchState> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const state = switchState(await read());
+    if (state.inForce || state.settled || Date.now() >= end) return state;
+    await new Promise((r) => setTimeout(r, 2_000));
+  }
+}
 
 /** Release arguments; `name` and `namespace` are always explicit (see src/core/cilium/adopt.ts). */
 export function releaseArgs(r: CiliumReleasePlan): k8s.helm.v3.ReleaseArgs {
@@ -35,22 +46,34 @@ export function releaseOptions(parent: pulumi.Resource, provider?: k8s.Provider)
 /**
  * Cilium for L4 exposure. `l4`: a Helm release with kube-proxy replacement and no
  * Gateway API / LB-IPAM / L2 announcements. `cohabit`: creates nothing; the guard already
- * ran while planning, and what still coexists is reported as an output.
+ * ran while planning, and what phase 2 will remove is reported as an output.
  */
 export class Cilium extends pulumi.ComponentResource {
   public readonly release?: k8s.helm.v3.Release;
-  public readonly summary: pulumi.Output<CiliumSummary>;
+  public readonly summary: pulumi.Output<CiliumSummary & { switch?: string }>;
 
-  constructor(name: string, args: { plan: CiliumPlan }, opts?: pulumi.ComponentResourceOptions) {
-    // Recorded inputs: the mode and the release only. The observed coexisting objects change
-    // with the cluster and would otherwise show as a component diff in every drift check.
+  /** `readWorkloads` (l4, live cluster): `up` waits for the release's configuration to be in force, and says so (`cilium.switch`). */
+  constructor(name: string, args: { plan: CiliumPlan; readWorkloads?: () => Promise<CiliumWorkloads> }, opts?: pulumi.ComponentResourceOptions) {
+    // Recorded inputs: the mode and the release only; what is observed changes with the cluster
+    // and would otherwise show as a component diff in every drift check.
     super("ui-exposure:cilium:Cilium", name, { mode: args.plan.mode, ...(args.plan.mode === "l4" ? { release: args.plan.release } : {}) }, opts);
     const { plan } = args;
     if (plan.mode === "l4") {
       const provider = kubernetesProviderOf(opts, `Cilium ${name}`);
       this.release = new k8s.helm.v3.Release(releaseResourceName(name), releaseArgs(plan.release), releaseOptions(this, provider));
     }
-    this.summary = pulumi.output(ciliumSummary(plan, name));
+    const summary = ciliumSummary(plan, name);
+    const read = args.readWorkloads;
+    this.summary = pulumi.output(
+      this.release && read && !pulumi.runtime.isDryRun()
+        ? this.release.status.apply(async () => {
+            const { inForce, detail } = await awaitSwitch(read);
+            if (!inForce)
+              await pulumi.log.warn(`cilium: the switch is NOT in force yet (${detail}): agents or operator still run the previous configuration`, this);
+            return { ...summary, switch: `${inForce ? "in force" : "NOT in force yet"}: ${detail}` };
+          })
+        : summary,
+    );
     this.registerOutputs({ summary: this.summary });
   }
 }

@@ -9,7 +9,7 @@ import { mayHoldHostPort } from "../src/core/audit";
 import { ciliumReads, planCilium } from "../src/core/cilium/plan";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
 import { isExposingService, ourServiceName } from "../src/core/exposure-model";
-import { type ClusterReader, GATEWAYS, LB_IP_POOLS } from "../src/core/kube/cluster";
+import { type ClusterReader, listCiliumEra } from "../src/core/kube/cluster";
 import type { Service } from "../src/core/kube/types";
 import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "../src/core/monitoring";
 import type { PublishedEndpoints } from "../src/core/observe";
@@ -82,14 +82,13 @@ export async function declareStack(inputs: ProgramInputs) {
   const named = new Set(selectedEntries.flatMap((e) => (e.service ? [e.service.name, ourServiceName(e.name)].map((n) => `${e.service?.namespace}/${n}`) : [])));
   const planned = (s: Service) =>
     named.has(`${s.metadata.namespace}/${s.metadata.name}`) || isExposingService(s) || (settings.portal.enabled && s.metadata.namespace === portalNamespace);
-  const [services, nodes, pods, ciliumConfig, lbIpPools, gateways, lastEndpoints, publishedConfigMap, workloads] = await Promise.all([
+  const [services, nodes, pods, ciliumConfig, ciliumEra, lastEndpoints, publishedConfigMap, workloads] = await Promise.all([
     cluster.listServices({ keep: planned }),
     cluster.listNodes(),
     // Those holding a host port hold every hostPort entry's (planned from them).
     deny ? cluster.listPods({ keep: mayHoldHostPort }) : readHostPortPods(cluster, selectedEntries),
     reads.configMap ? cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name) : Promise.resolve(undefined),
-    cluster.listCustom(LB_IP_POOLS),
-    cluster.listCustom(GATEWAYS),
+    listCiliumEra(cluster),
     inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
     settings.portal.enabled ? cluster.getConfigMap(portalNamespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
     deny ? readWorkloads(cluster) : Promise.resolve({ workloads: [], unread: [] }),
@@ -115,12 +114,7 @@ export async function declareStack(inputs: ProgramInputs) {
   const ciliumPlan = planCilium(
     settings.cilium,
     { stack: inputs.stack, production: settings.production },
-    {
-      services,
-      lbIpPools,
-      gateways,
-      ...(ciliumConfig ? { ciliumConfig } : {}),
-    },
+    { services, ...ciliumEra, ...(ciliumConfig ? { ciliumConfig } : {}) },
   );
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
   const admissionIssue =
@@ -158,7 +152,20 @@ export async function declareStack(inputs: ProgramInputs) {
   // where `pulumi up` runs).
   const kubernetes = new k8s.Provider("kubernetes", target);
   const withProvider = (opts?: pulumi.ComponentResourceOptions): pulumi.ComponentResourceOptions => ({ ...opts, providers: [kubernetes] });
-  const cilium = new Cilium("cilium", { plan: ciliumPlan }, withProvider());
+  const release = ciliumPlan.mode === "l4" ? ciliumPlan.release : undefined;
+  const workload = async (plural: string, kind: string, name: string) =>
+    (await cluster.listCustom({ group: "apps", versions: ["v1"], plural, kind })).find(
+      (o) => o.metadata.namespace === release?.namespace && o.metadata.name === name,
+    );
+  const readCiliumWorkloads =
+    release && cluster instanceof LiveClusterReader
+      ? async () => ({
+          agents: await workload("daemonsets", "DaemonSet", "cilium"),
+          operator: await workload("deployments", "Deployment", "cilium-operator"),
+          pods: await cluster.listPods({ namespace: release.namespace }),
+        })
+      : undefined;
+  const cilium = new Cilium("cilium", { plan: ciliumPlan, ...(readCiliumWorkloads ? { readWorkloads: readCiliumWorkloads } : {}) }, withProvider());
   const portalRefusal = (kind: "Service" | "ConfigMap", resourceName: string, name: string, exists: boolean, held: ReadonlyMap<string, string>) =>
     fixedNameRefusal({ what: "portal", kind, resourceName, namespace: portalNamespace, name }, inputs.stack, exists, held);
   const portal = portalBundle

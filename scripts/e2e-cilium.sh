@@ -11,6 +11,8 @@
 #   scripts/e2e-cilium.sh pod DIR NS NAME       # CNI ADD for a pod (as a kubelet would); prints its IP
 #   scripts/e2e-cilium.sh exec DIR WHAT CMD...  # run CMD in the node/client/pod-<NAME> namespace
 #   scripts/e2e-cilium.sh dbg DIR ARGS...       # cilium-dbg against this agent
+#   scripts/e2e-cilium.sh agent-stop DIR        # stops the agent only (its BPF datapath stays pinned)
+#   scripts/e2e-cilium.sh agent-start DIR CONFIG_DIR   # starts it again with a new configuration
 #   scripts/e2e-cilium.sh stop DIR              # stops what DIR records, removes namespaces, mounts
 #                                               # and DIR (E2E_KEEP=1 keeps DIR and its logs)
 #
@@ -37,6 +39,7 @@ clang_bin() {
 
 # Says why this machine cannot run the Cilium data path (exit 1), or nothing (exit 0).
 cmd_check() {
+  [[ -z "${E2E_CILIUM_SKIP:-}" ]] || { echo "$E2E_CILIUM_SKIP"; return 1; }
   local bin=${E2E_BIN:-}
   [[ -n "$bin" ]] || bin=$("$HERE/e2e-toolchain.sh" bin)
   [[ "$(id -u)" == 0 ]] || { echo "needs root (network namespaces, bpffs, BPF programs)"; return 1; }
@@ -51,6 +54,8 @@ cmd_check() {
   for b in ip socat nsenter unshare curl python3; do
     command -v "$b" >/dev/null || { echo "$b not found (apt-get install iproute2 socat util-linux curl python3)"; return 1; }
   done
+  # the phase-2 rehearsal runs the runbook's kubectl commands as printed
+  command -v kubectl >/dev/null || { echo "kubectl not found (the phase-2 rehearsal runs the runbook's kubectl commands)"; return 1; }
   [[ -d "$CGROUP2_PARENT" ]] && [[ "$(stat -f -c %T "$CGROUP2_PARENT")" == cgroup2fs ]] ||
     { echo "no cgroup v2 hierarchy at $CGROUP2_PARENT (set E2E_CGROUP2_PARENT)"; return 1; }
   local t; t=$(mktemp -d)
@@ -123,13 +128,23 @@ cmd_start() {
   mount --bind "$CGROUP2_PARENT/$p" "$d/cgroup2"; rec "$d" "$d/cgroup2" mounts
 
   local clang; clang=$(clang_bin); ln -sfn "$clang" "$d/path/clang"
-  local lib; lib=$(cd "$bin/../cilium-lib" && pwd)
-  local path="$bin:$d/path:$PATH"
-  local common=(--config-dir="$d/config" --k8s-kubeconfig-path="$d/kubeconfig")
   printf 'node=%s\nnode_ip=%s\nclient_ip=%s\nnetns_node=%s\nnetns_client=%s\n' "$node" "$nip" "$cip" "$nn" "$cn" > "$d/env"
 
   install_crds "$bin"
 
+  launch_agent "$d"
+  trap - EXIT
+  cat "$d/env"
+}
+
+# The agent, with the configuration in DIR/config (one file per cilium-config key).
+launch_agent() {
+  local d=$1 bin=${E2E_BIN:-}; [[ -n "$bin" ]] || bin=$("$HERE/e2e-toolchain.sh" bin)
+  bin=$(cd "$bin" && pwd)
+  local node nn; node=$(sed -n 's/^node=//p' "$d/env"); nn=$(sed -n 's/^netns_node=//p' "$d/env")
+  local lib; lib=$(cd "$bin/../cilium-lib" && pwd)
+  local path="$bin:$d/path:$PATH"
+  local common=(--config-dir="$d/config" --k8s-kubeconfig-path="$d/kubeconfig")
   # agent, in its own mount namespace:
   # - /proc/sys/kernel is read-only there: the agent's machine-wide sysctls
   #   (kernel.unprivileged_bpf_disabled=1, which cannot be undone, kernel.timer_migration=0)
@@ -141,7 +156,7 @@ cmd_start() {
   #   mounts made there later (pods' namespaces) propagate in (slave propagation).
   # The chart's other hostPath volumes are given as flags: procfs (/host/proc in the pod is
   # the node's /proc), the CNI config dir, and hubble's TLS files (the projected Secret).
-  hubble_tls "$d"
+  [[ -f "$d/tls/server.crt" ]] || hubble_tls "$d"
   mkdir -p "$d/run/netns"
   unshare --mount --propagation slave sh -c 'run=$1; shift
     mount --bind /proc/sys/kernel /proc/sys/kernel && mount -o remount,bind,ro /proc/sys/kernel &&
@@ -155,8 +170,34 @@ cmd_start() {
     --hubble-tls-client-ca-files="$d/tls/client-ca.crt" \
     </dev/null >"$d/logs/agent.log" 2>&1 &
   rec "$d" "agent=$!" pids
-  trap - EXIT
-  cat "$d/env"
+}
+
+# Stops the agent only (what a kubelet does when the DaemonSet deletes its pod): the BPF
+# programs and maps stay pinned in DIR's bpffs, the namespaces and pods stay.
+cmd_agent_stop() {
+  local d=${1:?usage: agent-stop DIR} pid kids
+  pid=$(sed -n 's/^agent=//p' "$d/pids" | tail -1)
+  [[ "$pid" =~ ^[1-9][0-9]*$ ]] || die "no agent recorded in $d/pids"
+  if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' </proc/"$pid"/cmdline | grep -qF "$d"; then
+    kids=$(descendants "$pid")
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do [[ -e /proc/$pid ]] || break; sleep 0.2; done
+    [[ -e /proc/$pid ]] && kill -KILL "$pid" 2>/dev/null || true
+    for k in $kids; do kill -KILL "$k" 2>/dev/null || true; done
+  fi
+  sed -i '/^agent=/d' "$d/pids"
+  log "agent stopped"
+}
+
+# Starts the agent again with CONFIG_DIR (the new cilium-config), as a kubelet starts the new pod.
+cmd_agent_start() {
+  local d=${1:?usage: agent-start DIR CONFIG_DIR} cfg=${2:?usage: agent-start DIR CONFIG_DIR}
+  [[ -f "$d/.e2e-cilium" ]] || die "$d is not an e2e-cilium dir"
+  ! grep -q '^agent=' "$d/pids" || die "an agent is already recorded in $d/pids (agent-stop first)"
+  rm -rf "$d/config"; mkdir -p "$d/config"; cp -r "$cfg"/. "$d/config/"
+  mv "$d/logs/agent.log" "$d/logs/agent.$(date +%s).log" 2>/dev/null || true
+  launch_agent "$d"
+  log "agent started"
 }
 
 prefix() { cat "$1/prefix"; }
@@ -298,5 +339,7 @@ case "${1:-}" in
   pod) shift; cmd_pod "$@" ;;
   exec) shift; cmd_exec "$@" ;;
   dbg) shift; cmd_dbg "$@" ;;
-  *) die "usage: $0 check|start|stop|pod|exec|dbg ..." ;;
+  agent-stop) shift; cmd_agent_stop "$@" ;;
+  agent-start) shift; cmd_agent_start "$@" ;;
+  *) die "usage: $0 check|start|stop|pod|exec|dbg|agent-stop|agent-start ..." ;;
 esac

@@ -11,7 +11,11 @@ const l4 = (chart: Record<string, unknown>) =>
 function releaseOf(chart: Record<string, unknown>) {
   const parsed = l4(chart);
   if (!parsed.success) throw new Error(parsed.error.message);
-  const plan = planCilium(parsed.data, { stack: "bench", production: false }, { services: [], lbIpPools: [], gateways: [] });
+  const plan = planCilium(
+    parsed.data,
+    { stack: "bench", production: false },
+    { services: [], lbIpPools: [], gateways: [], gatewayClasses: [], httpRoutes: [], l2Policies: [] },
+  );
   if ("problems" in plan || plan.mode !== "l4") throw new Error("expected an l4 plan");
   const args = releaseArgs(plan.release);
   return { chart: args.chart, repositoryOpts: args.repositoryOpts };

@@ -1,6 +1,5 @@
 // Cilium concern: version-aware values, every guard with its exact message, the rendered
 // stacks (no Gateway API / LB-IPAM object anywhere, nothing of Cilium in cohabit), adoption.
-import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -11,9 +10,10 @@ import { parse, parseAllDocuments, stringify } from "yaml";
 import { Cilium, releaseArgs, releaseOptions } from "../components/cilium";
 import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../components/mocks";
 import { render } from "../components/render";
+import type { PathFacts } from "../scripts/cilium-chart-facts";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import { RELEASE_TYPE, releaseImportCommand, releaseResourceName } from "../src/core/cilium/adopt";
-import { type CiliumObservation, type CiliumPlan, ciliumSummary, coexisting, planCilium, unacknowledgedLoss } from "../src/core/cilium/plan";
+import { type CiliumObservation, type CiliumPlan, ciliumSummary, planCilium, removalOrder, removalOrderProblem } from "../src/core/cilium/plan";
 import { deepMerge, extraValuesProblems, l4Values } from "../src/core/cilium/values";
 import { CHART_KEYS, type ChartKeys, chartKeysFor, chartMinor, SUPPORTED_MINORS } from "../src/core/cilium/versions";
 import { UserError } from "../src/core/errors";
@@ -23,15 +23,14 @@ import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/core/setting
 
 const projectDir = path.resolve(__dirname, "..");
 const VERSIONS = ["1.16.19", "1.17.18", "1.18.12", "1.19.6", "1.20.0"];
-/** The chart files the version table was read from (shared/reference/cilium/<version>/). */
-const referenceDir = process.env.CILIUM_REFERENCE_DIR ?? path.resolve(projectDir, "../shared/reference/cilium");
-const haveReference = VERSIONS.every((v) => fs.existsSync(path.join(referenceDir, v, "values.schema.json")));
-if (!haveReference) {
-  // Loud on purpose: these 5 tests check the version table against the charts' own files.
-  console.warn(
-    `SKIPPED: chart reference files not found in ${referenceDir}; set CILIUM_REFERENCE_DIR to shared/reference/cilium to run the 5 chart-agreement tests`,
-  );
-}
+/**
+ * What the published charts (and the Go module's) declare for every values path the program
+ * uses, extracted by scripts/cilium-chart-facts.ts from their values.yaml and values.schema.json.
+ */
+const chartFacts = JSON.parse(fs.readFileSync(path.join(projectDir, "test/data/cilium-chart-facts.json"), "utf8")) as {
+  paths: string[];
+  versions: Record<string, Record<string, PathFacts>>;
+};
 
 function l4(over: Record<string, unknown> = {}, version = "1.18.12"): L4CiliumSettings {
   const parsed = ciliumSettingsSchema.parse({
@@ -48,7 +47,7 @@ function l4(over: Record<string, unknown> = {}, version = "1.18.12"): L4CiliumSe
 const cohabit = ciliumSettingsSchema.parse({ mode: "cohabit" });
 const bench = { stack: "bench", production: false };
 const dirqual = { stack: "dirqual", production: true };
-const nothing: CiliumObservation = { services: [], lbIpPools: [], gateways: [] };
+const nothing: CiliumObservation = { services: [], lbIpPools: [], gateways: [], gatewayClasses: [], httpRoutes: [], l2Policies: [] };
 
 function lbService(namespace: string, name: string, ips: string[], loadBalancerClass?: string): Service {
   return {
@@ -73,20 +72,14 @@ function snapshotObjects(file: string): Record<string, unknown>[] {
 
 const dirqualObjects = snapshotObjects("examples/dirqual-cluster.yaml");
 const dirqualObservation: CiliumObservation = {
+  ...nothing,
   services: dirqualObjects.filter((o) => o.kind === "Service") as unknown as Service[],
   lbIpPools: dirqualObjects.filter((o) => o.kind === "CiliumLoadBalancerIPPool") as unknown as GenericObject[],
   gateways: dirqualObjects.filter((o) => o.kind === "Gateway") as unknown as GenericObject[],
 };
-const DIRQUAL_LB = [
-  "argocd/cilium-gateway-argocd (10.67.3.240)",
-  "dagster/cilium-gateway-dagster (10.67.3.243)",
-  "gitea/cilium-gateway-gitea (10.67.3.242)",
-  "kubernetes-dashboard/cilium-gateway-k8s-dashboard (10.67.3.246)",
-  "marquez/cilium-gateway-marquez-web (10.67.3.245)",
-  "mlflow/cilium-gateway-mlflow (10.67.3.244)",
-  "monitoring/cilium-gateway-grafana (10.67.3.241)",
-  "platform-portal/cilium-gateway-portal (10.67.3.247)",
-];
+
+/** dirqual's Services once its Gateways and pool are gone, but the Gateways' Services left behind (stale). */
+const dirqualServicesOnly: CiliumObservation = { ...nothing, services: dirqualObservation.services };
 
 const problemsOf = (r: ReturnType<typeof planCilium>) => ("problems" in r ? r.problems : []);
 
@@ -100,16 +93,6 @@ describe("chart version table", () => {
     expect(chartKeysFor("1.21.0")).toBeUndefined();
   });
 
-  /** Whether a dotted path is declared in a values.schema.json. */
-  function inSchema(schema: unknown, dotted: string): boolean {
-    let node = schema as { properties?: Record<string, unknown> } | undefined;
-    for (const key of dotted.split(".")) {
-      node = node?.properties?.[key] as typeof node;
-      if (!node) return false;
-    }
-    return true;
-  }
-
   const TRACKED: Record<keyof ChartKeys, string> = {
     kubeProxyReplacementDocumented: "kubeProxyReplacement",
     enableLBIPAM: "enableLBIPAM",
@@ -119,59 +102,45 @@ describe("chart version table", () => {
     externalIPs: "externalIPs",
     k8sServiceHostRef: "k8sServiceHostRef",
   };
+  const leaves = (v: Record<string, unknown>, prefix = ""): string[] =>
+    Object.entries(v).flatMap(([k, x]) =>
+      x !== null && typeof x === "object" && !Array.isArray(x) ? leaves(x as Record<string, unknown>, `${prefix}${k}.`) : [`${prefix}${k}`],
+    );
 
-  /**
-   * The chart in `chartDir` (its values.schema.json and values.yaml) declares exactly the tracked
-   * keys chartKeysFor(version) says it does; returns the schema and those keys.
-   */
-  function expectTrackedKeys(chartDir: string, version: string) {
-    const schema = JSON.parse(fs.readFileSync(path.join(chartDir, "values.schema.json"), "utf8"));
-    const values = parse(fs.readFileSync(path.join(chartDir, "values.yaml"), "utf8")) as Record<string, unknown>;
+  it("the chart facts cover every supported minor and every path the program uses", () => {
+    expect(Object.keys(chartFacts.versions).map(chartMinor)).toEqual(expect.arrayContaining(SUPPORTED_MINORS));
+    const used = new Set([
+      ...Object.values(TRACKED),
+      ...VERSIONS.flatMap((v) => leaves((l4Values(l4({}, v), "Pulumi.bench.yaml") as { values: Record<string, unknown> }).values)),
+    ]);
+    for (const facts of Object.values(chartFacts.versions)) expect(Object.keys(facts)).toEqual(expect.arrayContaining([...used]));
+  });
+
+  it.each(Object.keys(chartFacts.versions))("agrees with chart %s (its values.schema.json and values.yaml)", (version) => {
+    const facts = chartFacts.versions[version] as Record<string, PathFacts>;
     const keys = chartKeysFor(version);
     expect(keys).toBeDefined();
     for (const [field, dotted] of Object.entries(TRACKED)) {
-      const inValues = dotted.split(".").reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], values) !== undefined;
-      expect({ field, schema: inSchema(schema, dotted), values: inValues }).toEqual({
+      const f = facts[dotted] as PathFacts;
+      expect({ field, schema: f.schema, values: f.values }).toEqual({
         field,
         schema: keys?.[field as keyof ChartKeys],
         values: keys?.[field as keyof ChartKeys],
       });
     }
-    return { schema, keys };
-  }
-
-  it.skipIf(!haveReference).each(VERSIONS)(
-    `${haveReference ? "" : "SKIPPED (no reference files): "}agrees with the published chart %s (values.schema.json and values.yaml)`,
-    (version) => {
-      const { schema, keys } = expectTrackedKeys(path.join(referenceDir, version), version);
-      // Every generated key is declared by that chart, except kubeProxyReplacement on 1.16/1.17
-      // (commented out in values.yaml, still read by the templates).
-      const generated = l4Values(l4({}, version), "Pulumi.bench.yaml");
-      if (!("values" in generated)) throw new Error("expected values");
-      const leaves = (v: Record<string, unknown>, prefix = ""): string[] =>
-        Object.entries(v).flatMap(([k, x]) =>
-          x !== null && typeof x === "object" && !Array.isArray(x) ? leaves(x as Record<string, unknown>, `${prefix}${k}.`) : [`${prefix}${k}`],
-        );
-      const undeclared = leaves(generated.values).filter((p) => !inSchema(schema, p));
-      expect(undeclared).toEqual(keys?.kubeProxyReplacementDocumented ? [] : ["kubeProxyReplacement"]);
-    },
-  );
-
-  // 1.20.1 and 1.20.2 were checked against the charts the Go module github.com/cilium/cilium
-  // ships (install/kubernetes/cilium), the same source the e2e's agent is built from.
-  const moduleCache = (() => {
-    const r = spawnSync("go", ["env", "GOMODCACHE"], { encoding: "utf8" });
-    return r.status === 0 ? r.stdout.trim() : "";
-  })();
-  const moduleChart = (version: string) => path.join(moduleCache, `github.com/cilium/cilium@v${version}`, "install/kubernetes/cilium");
-  const MODULE_VERSIONS = ["1.20.1", "1.20.2"];
-  const haveModules = moduleCache !== "" && MODULE_VERSIONS.every((v) => fs.existsSync(path.join(moduleChart(v), "values.schema.json")));
-  it.skipIf(!haveModules).each(MODULE_VERSIONS)(
-    `${haveModules ? "" : "SKIPPED (github.com/cilium/cilium@v1.20.1/v1.20.2 not in the Go module cache; go mod download them): "}agrees with the Go module's chart %s`,
-    (version) => {
-      expectTrackedKeys(moduleChart(version), version);
-    },
-  );
+    // Every generated key is declared by that chart, with the type the value has, except
+    // kubeProxyReplacement on 1.16/1.17 (commented out in values.yaml, still read by the templates).
+    const generated = l4Values(l4({}, version), "Pulumi.bench.yaml");
+    if (!("values" in generated)) throw new Error("expected values");
+    const undeclared = leaves(generated.values).filter((p) => !facts[p]?.schema);
+    expect(undeclared).toEqual(keys?.kubeProxyReplacementDocumented ? [] : ["kubeProxyReplacement"]);
+    for (const p of leaves(generated.values)) {
+      const type = facts[p]?.schemaType;
+      if (type === undefined) continue;
+      const value = p.split(".").reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], generated.values);
+      expect({ p, type: [type].flat().includes(typeof value === "number" ? "integer" : typeof value) }).toEqual({ p, type: true });
+    }
+  });
 
   it("accepts 1.20.1 and 1.20.2 with the 1.20.0 keys, and refuses 1.20.3", () => {
     expect(chartKeysFor("1.20.1")).toEqual(chartKeysFor("1.20.0"));
@@ -191,11 +160,14 @@ describe("l4 values per chart version", () => {
     k8sServicePort: 6443,
     gatewayAPI: { enabled: false },
     l2announcements: { enabled: false },
+    rollOutCiliumPods: true,
+    operator: { rollOutPods: true },
   };
+  // No nodePort/hostPort key: the installed release's stay as they are (see the values-diff test).
   const expected: Record<string, Record<string, unknown>> = {
-    "1.16.19": { ...common, nodePort: { enabled: true }, hostPort: { enabled: true } },
-    "1.17.18": { ...common, enableLBIPAM: false, nodePort: { enabled: true }, hostPort: { enabled: true } },
-    "1.18.12": { ...common, enableLBIPAM: false, nodePort: { enabled: true } },
+    "1.16.19": common,
+    "1.17.18": { ...common, enableLBIPAM: false },
+    "1.18.12": { ...common, enableLBIPAM: false },
     "1.19.6": { ...common, enableLBIPAM: false },
     "1.20.0": { ...common, enableLBIPAM: false },
   };
@@ -271,10 +243,11 @@ describe("l4 values per chart version", () => {
         gatewayAPI: { enabled: false },
         l2announcements: { enabled: false },
         enableLBIPAM: false,
-        nodePort: { enabled: true, bindProtection: false },
+        rollOutCiliumPods: true,
+        operator: { rollOutPods: true, replicas: 1 },
+        nodePort: { bindProtection: false, enabled: true },
         bpf: { masquerade: true },
         devices: ["eth0", "eth1"],
-        operator: { replicas: 1 },
       },
     });
     expect(deepMerge({ a: { b: [1, 2], c: 1 } }, { a: { b: [3] } })).toEqual({ a: { b: [3], c: 1 } });
@@ -337,18 +310,6 @@ describe("extra values that contradict the mode", () => {
       { ingressController: { enabled: true } },
       "1.19.6",
       "cilium (l4): ui-exposure:cilium.values.ingressController.enabled is true; mode 'l4' needs false (Cilium Ingress publishes UIs by hostname through a LoadBalancer Service, the L7 path this mode replaces)",
-    ],
-    [
-      "NodePort off where the key exists",
-      { nodePort: { enabled: false } },
-      "1.17.18",
-      "cilium (l4): ui-exposure:cilium.values.nodePort.enabled is false, which has no effect here: with kube-proxy replacement on (mode 'l4' forces it) the chart renders the same either way (it writes enable-node-port only when kubeProxyReplacement is false) and NodePorts stay served; remove it so the values say what the cluster does",
-    ],
-    [
-      "hostPort off where the key exists",
-      { hostPort: { enabled: false } },
-      "1.16.19",
-      "cilium (l4): ui-exposure:cilium.values.hostPort.enabled is false, which has no effect here: with kube-proxy replacement on (mode 'l4' forces it) the chart renders the same either way (it writes enable-host-port only when kubeProxyReplacement is false) and hostPorts stay served; remove it so the values say what the cluster does",
     ],
     [
       "Hubble UI Ingress (L7 path)",
@@ -446,29 +407,7 @@ describe("extra values that contradict the mode", () => {
 });
 
 describe("guards", () => {
-  it("l4 never silently strips LB-IPAM addresses: lists every LoadBalancer Service with an address", () => {
-    expect(planCilium(l4(), bench, dirqualObservation)).toEqual({
-      problems: [
-        `cilium (l4): mode 'l4' turns LB-IPAM, L2 announcements and Gateway API off, so 8 LoadBalancer Services would lose their addresses (left <pending>, or no longer announced): ${DIRQUAL_LB.join(", ")}; once nothing depends on them, acknowledge each in ui-exposure:cilium.acknowledgeLoadBalancerLoss in Pulumi.bench.yaml ("namespace/name" or "namespace/prefix*")`,
-      ],
-    });
-  });
-
-  it("acknowledged Services (exact or namespace/prefix*) are let through and reported", () => {
-    const partial = planCilium(
-      l4({ acknowledgeLoadBalancerLoss: ["argocd/cilium-gateway-argocd", "monitoring/cilium-gateway-*", "dagster/*"] }),
-      bench,
-      dirqualObservation,
-    );
-    expect(problemsOf(partial)[0]).toContain("so 5 LoadBalancer Services would lose their addresses");
-    expect(problemsOf(partial)[0]).not.toContain("argocd/cilium-gateway-argocd");
-
-    const acks = DIRQUAL_LB.map((s) => s.split(" ")[0] as string);
-    const plan = planCilium(l4({ acknowledgeLoadBalancerLoss: acks }), bench, dirqualObservation);
-    expect(plan).toMatchObject({ mode: "l4", acknowledgedLoss: acks.slice().sort() });
-  });
-
-  it("one Service: singular message; no address or another controller's class: not concerned", () => {
+  it("the pool step waits on the Services LB-IPAM addressed only: no address, another controller's class, node IPAM: not waited on", () => {
     const services = [
       lbService("argocd", "argocd-lb", ["10.67.3.240"]),
       lbService("web", "pending", []),
@@ -476,24 +415,30 @@ describe("guards", () => {
       lbService("node", "node-ipam", ["10.67.2.11"], "io.cilium/node"),
       lbService("l2", "announced", ["10.67.3.250"], "io.cilium/l2-announcer"),
     ];
-    expect(unacknowledgedLoss(coexisting({ ...nothing, services }).loadBalancerServices, ["l2/announced"]).map((s) => s.service)).toEqual(["argocd/argocd-lb"]);
-    expect(problemsOf(planCilium(l4(), bench, { ...nothing, services: services.slice(0, 1) }))).toEqual([
-      `cilium (l4): mode 'l4' turns LB-IPAM, L2 announcements and Gateway API off, so 1 LoadBalancer Service would lose its address (left <pending>, or no longer announced): argocd/argocd-lb (10.67.3.240); once nothing depends on it, acknowledge each in ui-exposure:cilium.acknowledgeLoadBalancerLoss in Pulumi.bench.yaml ("namespace/name" or "namespace/prefix*")`,
+    const pool = dirqualObservation.lbIpPools;
+    const waits = (removalOrderProblem({ ...nothing, services, lbIpPools: pool }) ?? "").split("\n").filter((l) => l.includes("until ["));
+    expect(waits).toEqual([
+      `         until [ -z "$(kubectl -n argocd get service argocd-lb -o jsonpath='{..ingress}')" ]; do sleep 2; done`,
+      `         until [ -z "$(kubectl -n l2 get service announced -o jsonpath='{..ingress}')" ]; do sleep 2; done`,
     ]);
+    // No pool left: addresses that stay are no pool's, and l4 has nothing to strip.
+    expect(planCilium(l4(), bench, { ...nothing, services })).toMatchObject({ mode: "l4" });
+  });
+
+  it("NodePort and hostPort settings are carried as the installed release has them (l4 leaves them alone)", () => {
+    expect(extraValuesProblems({ nodePort: { enabled: false, range: "30000,32767" } }, "1.17.18", chartKeysFor("1.17.18") as ChartKeys)).toEqual([]);
+    expect(extraValuesProblems({ hostPort: { enabled: false } }, "1.16.19", chartKeysFor("1.16.19") as ChartKeys)).toEqual([]);
   });
 
   it("a production stack refuses l4 until phase 2 is decided, and says so with the other problems", () => {
     expect(problemsOf(planCilium(l4({ k8sServiceHost: undefined }), dirqual, dirqualObservation))).toEqual([
       "cilium (l4): stack 'dirqual' is production (ui-exposure:production) and refuses mode 'l4' until phase 2 is decided: set ui-exposure:cilium.phase2Decided: true in Pulumi.dirqual.yaml (runbook: docs/cilium.md)",
       "cilium (l4): ui-exposure:cilium.k8sServiceHost is required in Pulumi.dirqual.yaml: with kube-proxy replacement the agents reach the API server directly, not through the kubernetes Service (give the control-plane address, e.g. its InternalIP)",
-      `cilium (l4): mode 'l4' turns LB-IPAM, L2 announcements and Gateway API off, so 8 LoadBalancer Services would lose their addresses (left <pending>, or no longer announced): ${DIRQUAL_LB.join(", ")}; once nothing depends on them, acknowledge each in ui-exposure:cilium.acknowledgeLoadBalancerLoss in Pulumi.dirqual.yaml ("namespace/name" or "namespace/prefix*")`,
+      removalOrderProblem(dirqualObservation),
     ]);
-    // Phase 2: decided, every Gateway Service acknowledged.
-    const phase2 = l4({
-      phase2Decided: true,
-      acknowledgeLoadBalancerLoss: ["argocd/*", "dagster/*", "gitea/*", "kubernetes-dashboard/*", "marquez/*", "mlflow/*", "monitoring/*", "platform-portal/*"],
-    });
-    expect(planCilium(phase2, dirqual, dirqualObservation)).toMatchObject({
+    // Phase 2: decided, the Gateways and the pool gone (their Services stale or not: no pool, nothing to strip).
+    const phase2 = l4({ phase2Decided: true });
+    expect(planCilium(phase2, dirqual, dirqualServicesOnly)).toMatchObject({
       mode: "l4",
       release: { namespace: "kube-system", releaseName: "cilium", version: "1.18.12" },
     });
@@ -501,48 +446,21 @@ describe("guards", () => {
     expect(planCilium(l4(), bench, nothing)).toMatchObject({ mode: "l4" });
   });
 
-  it("chart 1.16 cannot switch LB-IPAM off: the summary says so and names the pools still present", () => {
-    const pool: GenericObject = {
-      apiVersion: "cilium.io/v2alpha1",
-      kind: "CiliumLoadBalancerIPPool",
-      metadata: { name: "default-pool" },
-      spec: { blocks: [{ start: "10.0.0.10", stop: "10.0.0.20" }] },
-    };
-    const plan = planCilium(l4({}, "1.16.19"), bench, { ...nothing, lbIpPools: [pool] }) as CiliumPlan;
-    expect(ciliumSummary(plan, "cilium")).toMatchObject({
-      mode: "l4",
-      chartVersion: "1.16.19",
-      lbIpam: "no switch in chart 1.16.19: dormant only while no CiliumLoadBalancerIPPool exists (still present: default-pool)",
-      coexisting: { lbIpPools: [{ name: "default-pool", blocks: ["10.0.0.10-10.0.0.20"] }] },
-    });
+  it("what the cluster says about Gateways and routes is untrusted: null or odd items are skipped, never a crash", () => {
+    const gateway = { apiVersion: "gateway.networking.k8s.io/v1", kind: "Gateway", metadata: { namespace: "a", name: "g" }, spec: { gatewayClassName: 7 } };
+    const route = { apiVersion: "gateway.networking.k8s.io/v1", kind: "HTTPRoute", metadata: { namespace: "a", name: "r" }, spec: { parentRefs: "g" } };
+    const odd = {
+      ...nothing,
+      gateways: [gateway],
+      httpRoutes: [route],
+      gatewayClasses: [{ ...gateway, kind: "GatewayClass", spec: null }],
+    } as unknown as CiliumObservation;
+    expect(removalOrderProblem(odd)).toBeUndefined();
   });
 
-  it("what the cluster says about pools and Gateways is untrusted: null or odd items are skipped, never a crash", () => {
-    const pool = {
-      apiVersion: "cilium.io/v2",
-      kind: "CiliumLoadBalancerIPPool",
-      metadata: { name: "odd-pool" },
-      spec: { blocks: [null, 7, { cidr: 7 }, { start: {} }, { start: "10.0.0.10", stop: 3 }, { cidr: "10.0.1.0/24" }] },
-    } as unknown as GenericObject;
-    const gateway = {
-      apiVersion: "gateway.networking.k8s.io/v1",
-      kind: "Gateway",
-      metadata: { namespace: "argocd", name: "argocd" },
-      spec: { listeners: [null, { hostname: 5 }, { hostname: "argocd.cluster.lan" }] },
-      status: { addresses: [null, { value: 3 }, { value: "10.67.3.240" }] },
-    } as unknown as GenericObject;
-    expect(coexisting({ ...nothing, lbIpPools: [pool], gateways: [gateway] })).toEqual({
-      lbIpPools: [{ name: "odd-pool", blocks: ["10.0.0.10-10.0.0.10", "10.0.1.0/24"] }],
-      gateways: [{ gateway: "argocd/argocd", addresses: ["10.67.3.240"], hostnames: ["argocd.cluster.lan"] }],
-      loadBalancerServices: [],
-    });
-  });
-
-  it("rejects malformed acknowledgements in the stack settings", () => {
-    const r = ciliumSettingsSchema.safeParse({ mode: "l4", chart: { version: "1.18.12" }, acknowledgeLoadBalancerLoss: ["cilium-gateway-argocd"] });
-    expect(r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual([
-      "acknowledgeLoadBalancerLoss.0: must be 'namespace/name' or 'namespace/prefix*'",
-    ]);
+  it("acknowledgeLoadBalancerLoss is no setting: deleting the pools in the order above is the acknowledgement", () => {
+    const r = ciliumSettingsSchema.safeParse({ mode: "l4", chart: { version: "1.18.12" }, acknowledgeLoadBalancerLoss: ["argocd/*"] });
+    expect(r.success).toBe(false);
   });
 
   it("cohabit: kube-proxy replacement must be on in the live cilium-config", () => {
@@ -569,7 +487,7 @@ describe("guards", () => {
     });
   });
 
-  it("cohabit reports what coexists: pools with their blocks, Gateways with addresses and hostnames, LoadBalancer Services with IPs", () => {
+  it("cohabit reports ahead what phase 2's removal order will ask for (nothing left: no phase2)", () => {
     const plan = planCilium(cohabit, dirqual, {
       ...dirqualObservation,
       ciliumConfig: {
@@ -577,11 +495,21 @@ describe("guards", () => {
         data: { "kube-proxy-replacement": "true", "enable-lb-ipam": "true", "unrelated-key": "x" },
       },
     });
-    if (!("mode" in plan) || plan.mode !== "cohabit") throw new Error("expected a cohabit plan");
-    expect(plan.observed).toEqual({ "kube-proxy-replacement": "true", "enable-lb-ipam": "true" });
-    expect(plan.coexisting.lbIpPools).toEqual([{ name: "default-pool", blocks: ["10.67.3.240/28"] }]);
-    expect(plan.coexisting.gateways[0]).toEqual({ gateway: "argocd/argocd", addresses: ["10.67.3.240"], hostnames: ["argocd.cluster.lan"] });
-    expect(plan.coexisting.loadBalancerServices.map((s) => `${s.service} (${s.addresses.join(", ")})`)).toEqual(DIRQUAL_LB);
+    const order = removalOrder(dirqualObservation);
+    expect(plan).toEqual({
+      mode: "cohabit",
+      observed: { "kube-proxy-replacement": "true", "enable-lb-ipam": "true" },
+      phase2: [order?.found, ...(order?.steps ?? []).map((l) => l.trim())],
+    });
+    expect(order?.found).toBe(
+      "Gateways argocd/argocd, dagster/dagster, gitea/gitea, kubernetes-dashboard/k8s-dashboard, marquez/marquez-web, mlflow/mlflow, monitoring/grafana, platform-portal/portal; CiliumLoadBalancerIPPools default-pool",
+    );
+    expect(
+      planCilium(cohabit, dirqual, { ...nothing, ciliumConfig: { metadata: { name: "cilium-config" }, data: { "kube-proxy-replacement": "true" } } }),
+    ).toEqual({
+      mode: "cohabit",
+      observed: { "kube-proxy-replacement": "true" },
+    });
   });
 });
 
@@ -594,6 +522,139 @@ function stackDir(stack: string, config: Record<string, unknown>): string {
 
 const exampleContract = path.join(projectDir, "contract/endpoints.example.yaml");
 const FORBIDDEN_KINDS = ["CiliumLoadBalancerIPPool", "CiliumL2AnnouncementPolicy", "GatewayClass", "Gateway", "HTTPRoute"];
+
+describe("the order of phase 2 (l4 refuses while the Gateway API / LB-IPAM era remains)", () => {
+  const gw = (namespace: string, name: string, gatewayClassName: string): GenericObject => ({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "Gateway",
+    metadata: { namespace, name },
+    spec: { gatewayClassName, listeners: [] },
+  });
+  const route = (namespace: string, name: string, parentRefs: unknown[]): GenericObject => ({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "HTTPRoute",
+    metadata: { namespace, name },
+    spec: { parentRefs } as Record<string, unknown>,
+  });
+  const observed: CiliumObservation = {
+    ...nothing,
+    gatewayClasses: [
+      {
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "GatewayClass",
+        metadata: { name: "cilium" },
+        spec: { controllerName: "io.cilium/gateway-controller" },
+      },
+      {
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "GatewayClass",
+        metadata: { name: "envoy" },
+        spec: { controllerName: "gateway.envoyproxy.io/gatewayclass-controller" },
+      },
+    ],
+    gateways: [gw("gitea", "gitea", "cilium"), gw("web", "other", "envoy")],
+    httpRoutes: [
+      route("gitea", "gitea", [{ name: "gitea" }]),
+      route("web", "shop", [{ name: "other" }]),
+      route("web", "cross", [{ name: "gitea", namespace: "gitea" }]),
+      route("web", "odd", [null, 3, { kind: "Service", name: "gitea", namespace: "gitea" }]),
+    ],
+    l2Policies: [{ apiVersion: "cilium.io/v2alpha1", kind: "CiliumL2AnnouncementPolicy", metadata: { name: "l2-policy" } }],
+    lbIpPools: [{ apiVersion: "cilium.io/v2", kind: "CiliumLoadBalancerIPPool", metadata: { name: "default-pool" }, spec: {} }],
+    services: [
+      lbService("gitea", "cilium-gateway-gitea", ["10.67.3.242"]),
+      lbService("web", "shop-lb", ["10.67.3.250"]),
+      lbService("metal", "m", ["10.1.2.3"], "metallb.io/metallb"),
+    ],
+  };
+
+  it("names each object and gives the commands in the order that works, each with what to wait for", () => {
+    expect(removalOrderProblem(observed)).toBe(
+      [
+        "cilium (l4): HTTPRoutes gitea/gitea, web/cross; Gateways gitea/gitea; CiliumL2AnnouncementPolicies l2-policy; CiliumLoadBalancerIPPools default-pool are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses and leases stay): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):",
+        "    1. delete the HTTPRoutes:",
+        "         kubectl -n gitea delete httproute gitea",
+        "         kubectl -n web delete httproute cross",
+        "    2. delete the Gateways and wait until their Services, Endpoints and CiliumEnvoyConfigs are gone (garbage collection of what the Gateway owns):",
+        "         kubectl -n gitea delete gateway gitea && kubectl -n gitea wait --for=delete --timeout=5m service/cilium-gateway-gitea endpoints/cilium-gateway-gitea ciliumenvoyconfig/cilium-gateway-gitea",
+        "    3. delete the L2 announcement policies:",
+        "         kubectl delete ciliuml2announcementpolicy l2-policy",
+        "    4. delete the pools, while LB-IPAM still runs, and wait until its Services have no ingress address left (LB-IPAM strips them):",
+        "         kubectl delete ciliumloadbalancerippool default-pool",
+        `         until [ -z "$(kubectl -n web get service shop-lb -o jsonpath='{..ingress}')" ]; do sleep 2; done`,
+        "    5. delete the L2 announcement leases left (once nothing is announced the agents release them, and delete released ones only every minute):",
+        "         kubectl -n kube-system get leases -o name | grep '/cilium-l2announce-' | xargs -r kubectl -n kube-system delete",
+      ].join("\n"),
+    );
+    // Through planning: refused, with the other guards' problems, nothing planned.
+    expect(problemsOf(planCilium(l4(), bench, observed))).toEqual([removalOrderProblem(observed)]);
+  });
+
+  it("each kind alone is refused; another controller's Gateways and routes, and a GatewayClass, are not", () => {
+    expect(removalOrderProblem({ ...nothing, lbIpPools: observed.lbIpPools })).toContain("CiliumLoadBalancerIPPools default-pool are still");
+    expect(removalOrderProblem({ ...nothing, l2Policies: observed.l2Policies })).toContain("CiliumL2AnnouncementPolicies l2-policy are still");
+    expect(removalOrderProblem({ ...nothing, gatewayClasses: observed.gatewayClasses, httpRoutes: observed.httpRoutes })).toBeUndefined();
+    expect(removalOrderProblem({ ...nothing, gatewayClasses: observed.gatewayClasses, gateways: [gw("web", "other", "envoy")] })).toBeUndefined();
+    // A Gateway whose class is gone counts as Cilium's when the class had the chart's name.
+    expect(removalOrderProblem({ ...nothing, gateways: [gw("a", "b", "cilium")] })).toContain("Gateways a/b are still");
+    expect(planCilium(l4(), bench, { ...nothing, gatewayClasses: observed.gatewayClasses })).toMatchObject({ mode: "l4" });
+  });
+});
+
+/**
+ * What a cohabit-era release has (dirqual's and the bench's before phase 2: cni.sh's values,
+ * kube-proxy replacement on, Gateway API, L2 announcements and LB-IPAM on, NodePort settings),
+ * per chart version, as runbook step 1 carries it into ui-exposure:cilium.values: every value but
+ * those the mode owns. The effective values (chart defaults from the chart facts, then the
+ * release's) before and after may differ only where the mode means them to.
+ */
+describe("the phase-2 values diff from a cohabit-era release", () => {
+  const OWNED = ["kubeProxyReplacement", "k8sServiceHost", "k8sServicePort", "gatewayAPI", "l2announcements", "enableLBIPAM"];
+  const INTENDED = ["gatewayAPI.enabled", "l2announcements.enabled", "enableLBIPAM", "rollOutCiliumPods", "operator.rollOutPods"];
+  const effective = (version: string, values: Record<string, unknown>) => {
+    const facts = chartFacts.versions[version] as Record<string, PathFacts>;
+    const out: Record<string, unknown> = {};
+    for (const [p, f] of Object.entries(facts)) {
+      const set = p.split(".").reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), values);
+      const v = set !== undefined ? set : f.default;
+      if (v !== undefined && (v === null || typeof v !== "object" || Array.isArray(v))) out[p] = p === "kubeProxyReplacement" ? String(v) : v;
+    }
+    return out;
+  };
+  const installs = (version: string): Record<string, unknown>[] => {
+    const keys = chartKeysFor(version) as ChartKeys;
+    const base = {
+      kubeProxyReplacement: true,
+      k8sServiceHost: "192.168.104.2",
+      k8sServicePort: 6443,
+      gatewayAPI: { enabled: true },
+      l2announcements: { enabled: true },
+      ...(keys.enableLBIPAM ? { enableLBIPAM: true } : {}),
+      ipam: { mode: "kubernetes" },
+    };
+    return [
+      base,
+      { ...base, kubeProxyReplacement: "true", nodePort: { range: "30000,32767", bindProtection: false, addresses: ["192.168.104.0/24"] } },
+      ...(keys.nodePortEnabled ? [{ ...base, nodePort: { enabled: true, enableHealthCheck: false } }] : []),
+    ];
+  };
+
+  it.each(Object.keys(chartFacts.versions))("chart %s: only Gateway API, L2 announcements, LB-IPAM and the roll-out keys change", (version) => {
+    for (const install of installs(version)) {
+      const carried = Object.fromEntries(Object.entries(install).filter(([k]) => !OWNED.includes(k)));
+      const l4Release = l4Values(l4({ values: carried }, version), "Pulumi.bench.yaml");
+      if (!("values" in l4Release)) throw new Error(`expected values: ${JSON.stringify(l4Release)}`);
+      const before = effective(version, install);
+      const after = effective(version, l4Release.values);
+      const changed = [...new Set([...Object.keys(before), ...Object.keys(after)])]
+        .filter((p) => JSON.stringify(before[p]) !== JSON.stringify(after[p]))
+        .sort();
+      expect(changed.filter((p) => /^(kubeProxyReplacement|nodePort|hostPort|k8sService)/.test(p))).toEqual([]);
+      expect(changed.filter((p) => !INTENDED.includes(p))).toEqual([]);
+      expect(after).toMatchObject({ rollOutCiliumPods: true, "operator.rollOutPods": true, "gatewayAPI.enabled": false, "l2announcements.enabled": false });
+    }
+  });
+});
 
 describe("rendered stacks (the real program under mocks, example snapshots)", () => {
   // render() leaves the mocks connected when the program throws; close them between tests.
@@ -615,7 +676,8 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
           gatewayAPI: { enabled: false },
           l2announcements: { enabled: false },
           enableLBIPAM: false,
-          nodePort: { enabled: true },
+          rollOutCiliumPods: true,
+          operator: { rollOutPods: true },
         },
       },
     ]);
@@ -624,15 +686,11 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
       mode: "l4",
       chartVersion: "1.18.12",
       release: "kube-system/cilium",
-      lbIpam: "off (enableLBIPAM: false)",
       adopt: "pulumi import kubernetes:helm.sh/v3:Release cilium-release kube-system/cilium --generate-code=false --protect=false --yes",
-      acknowledgedLoss: [],
-      // The bench snapshot still has cni.sh's pool: reported, never managed.
-      coexisting: { lbIpPools: [{ name: "default-pool", blocks: ["192.168.104.240/28"] }], gateways: [], loadBalancerServices: [] },
     });
   });
 
-  it("dirqual (cohabit): no release and no Cilium object; outputs what coexists", async () => {
+  it("dirqual (cohabit): no release and no Cilium object; outputs what phase 2 will remove, in order", async () => {
     const out = await render({ projectDir, stack: "dirqual", cluster: readSnapshotFile(path.join(projectDir, "examples/dirqual-cluster.yaml")) });
     expect(out.releases).toEqual([]);
     // Only our Services, and the exposure guard (dirqual: mode warn), which is not Cilium's.
@@ -641,7 +699,7 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
     const cilium = out.outputs.cilium as {
       mode: string;
       observed: Record<string, string>;
-      coexisting: { loadBalancerServices: unknown[]; gateways: unknown[] };
+      phase2: string[];
     };
     expect(cilium.mode).toBe("cohabit");
     expect(cilium.observed).toEqual({
@@ -651,8 +709,8 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
       "enable-l2-announcements": "true",
       "enable-l7-proxy": "true",
     });
-    expect(cilium.coexisting.loadBalancerServices).toHaveLength(8);
-    expect(cilium.coexisting.gateways).toHaveLength(8);
+    expect(cilium.phase2[0]).toContain("Gateways argocd/argocd, dagster/dagster");
+    expect(cilium.phase2).toContain("kubectl delete ciliumloadbalancerippool default-pool");
   });
 
   it("neither stack declares a CiliumLoadBalancerIPPool, GatewayClass, Gateway or HTTPRoute, nor turns Gateway API / LB-IPAM on", async () => {
@@ -703,7 +761,7 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
       [
         "stack dirqual cannot be deployed (nothing was changed) (2 problems):",
         "  - cilium (l4): stack 'dirqual' is production (ui-exposure:production) and refuses mode 'l4' until phase 2 is decided: set ui-exposure:cilium.phase2Decided: true in Pulumi.dirqual.yaml (runbook: docs/cilium.md)",
-        `  - cilium (l4): mode 'l4' turns LB-IPAM, L2 announcements and Gateway API off, so 8 LoadBalancer Services would lose their addresses (left <pending>, or no longer announced): ${DIRQUAL_LB.join(", ")}; once nothing depends on them, acknowledge each in ui-exposure:cilium.acknowledgeLoadBalancerLoss in Pulumi.dirqual.yaml ("namespace/name" or "namespace/prefix*")`,
+        `  - ${removalOrderProblem(dirqualObservation)}`,
       ].join("\n"),
     );
   });

@@ -51,14 +51,6 @@ const l4Schema = z.strictObject({
   k8sServicePort: z.optional(z.int().check(z.minimum(1, { message: PORT_NUMBER }), z.maximum(65535, { message: PORT_NUMBER }))),
   /** Extra chart values deep-merged over the generated ones; a value that contradicts the mode is rejected. */
   values: z._default(z.record(z.string(), z.unknown()), {}),
-  /**
-   * LoadBalancer Services whose LB-IPAM address the switch to `l4` may strip: "namespace/name" or "namespace/prefix*". Anything with an address and not listed
-   * stops the preview.
-   */
-  acknowledgeLoadBalancerLoss: z._default(
-    z.array(z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.-]*\*?$/, { message: "must be 'namespace/name' or 'namespace/prefix*'" }))),
-    [],
-  ),
   /** Production guard: a stack with `production: true` refuses `l4` unless phase 2 was decided. */
   phase2Decided: flag(false),
   /** Skip Helm's --wait on install/upgrade (false: wait for the chart's workloads, up to 300 s). */

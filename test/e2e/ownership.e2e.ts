@@ -5,17 +5,7 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  type Cluster,
-  EXAMPLE_UIS,
-  reapStrayPlugins,
-  type Sandbox,
-  startPlatform,
-  stopPlatform,
-  summary,
-  THREE_NODES,
-  toolchainBin,
-} from "../support/harness";
+import { type Cluster, EXAMPLE_UIS, reapStrayPlugins, type Sandbox, startPlatform, stopPlatform, summary, THREE_NODES, toolchainBin } from "../support/harness";
 
 const NS = "argocd";
 const NAME = "argocd-nodeport";

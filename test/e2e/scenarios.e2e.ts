@@ -1,5 +1,6 @@
 // The users' path for real: `pulumi up / preview / destroy` with the real engine and
 // providers against a real kube-apiserver, then the `exposure` commands against it.
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
@@ -237,6 +238,115 @@ describe.sequential("e2e: real engine, real API server", () => {
       await setCiliumConfig(cluster, "true");
     }
   });
+
+  /**
+   * The phase-2 order with the real CRDs served (Cilium's and Gateway API's, from the Go modules
+   * github.com/cilium/cilium@v1.20.2 and the sigs.k8s.io/gateway-api it requires): l4 refuses
+   * while a pool, an L2 policy, a Cilium Gateway or HTTPRoute is left, and the commands it
+   * prints, run as printed, clear the way (the Gateway's Service, Endpoints and
+   * CiliumEnvoyConfig, owned by it as cilium-operator makes them, go by the real garbage
+   * collection).
+   */
+  it("l4 refuses the wrong order with the real CRDs served; its printed commands, run as printed, clear it", async () => {
+    const download = spawnSync("go", ["mod", "download", "-json", "github.com/cilium/cilium@v1.20.2", "sigs.k8s.io/gateway-api@v1.6.1"], {
+      encoding: "utf8",
+      timeout: 600_000,
+      cwd: os.tmpdir(),
+    });
+    const dirs = [...download.stdout.matchAll(/"Dir": "([^"]+)"/g)].map((m) => m[1] as string);
+    expect(dirs, download.stderr).toHaveLength(2);
+    const [ciliumMod, gatewayMod] = dirs as [string, string];
+    const env = { ...process.env, KUBECONFIG: cluster.kubeconfig };
+    const kubectl = (args: string, input?: string) => {
+      const r = spawnSync("sh", ["-c", `kubectl ${args}`], { encoding: "utf8", env, input, timeout: 360_000 });
+      if (r.status !== 0) throw new Error(`kubectl ${args}: ${r.stderr}`);
+      return r.stdout;
+    };
+    const crds = [
+      ...["v2/ciliumloadbalancerippools.yaml", "v2/ciliumenvoyconfigs.yaml", "v2alpha1/ciliuml2announcementpolicies.yaml"].map((f) =>
+        path.join(ciliumMod, "pkg/k8s/apis/cilium.io/client/crds", f),
+      ),
+      ...["gatewayclasses", "gateways", "httproutes"].map((k) => path.join(gatewayMod, `config/crd/standard/gateway.networking.k8s.io_${k}.yaml`)),
+    ];
+    kubectl(`apply --server-side ${crds.map((f) => `-f ${f}`).join(" ")}`);
+    kubectl("wait --for=condition=Established --timeout=60s crd --all");
+    kubectl(
+      "apply -f -",
+      `apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: default-pool}
+spec: {blocks: [{cidr: 198.18.1.0/24}]}
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumL2AnnouncementPolicy
+metadata: {name: l2-policy}
+spec: {loadBalancerIPs: true}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: cilium}
+spec: {controllerName: io.cilium/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gitea, namespace: gitea}
+spec: {gatewayClassName: cilium, listeners: [{name: http, protocol: HTTP, port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: gitea, namespace: gitea}
+spec: {parentRefs: [{name: gitea}]}
+`,
+    );
+    const uid = kubectl("-n gitea get gateway gitea -o jsonpath='{.metadata.uid}'").trim();
+    const owner = `ownerReferences: [{apiVersion: gateway.networking.k8s.io/v1, kind: Gateway, name: gitea, uid: ${uid}, controller: true}]`;
+    kubectl(
+      "apply -f -",
+      `apiVersion: v1
+kind: Service
+metadata: {name: cilium-gateway-gitea, namespace: gitea, ${owner}}
+spec: {type: LoadBalancer, ports: [{name: port-80, port: 80}]}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: cilium-gateway-gitea, namespace: gitea, ${owner}}
+subsets: [{addresses: [{ip: 192.192.192.192}], ports: [{name: port-80, port: 9999}]}]
+---
+apiVersion: cilium.io/v2
+kind: CiliumEnvoyConfig
+metadata: {name: cilium-gateway-gitea, namespace: gitea, ${owner}}
+spec: {services: [{name: cilium-gateway-gitea, namespace: gitea}], resources: []}
+`,
+    );
+    const refused = sandbox.pulumi(["preview"]);
+    expect(refused.code).not.toBe(0);
+    const printed = refused.stdout + refused.stderr;
+    expect(printed).toContain(
+      "cilium (l4): HTTPRoutes gitea/gitea; Gateways gitea/gitea; CiliumL2AnnouncementPolicies l2-policy; CiliumLoadBalancerIPPools default-pool are still in the cluster",
+    );
+    const commands = [
+      ...new Set(
+        printed
+          .split("\n")
+          .filter((l) => /^\s*(kubectl|until) /.test(l))
+          .map((l) => l.trim()),
+      ),
+    ];
+    expect(commands).toEqual([
+      "kubectl -n gitea delete httproute gitea",
+      "kubectl -n gitea delete gateway gitea && kubectl -n gitea wait --for=delete --timeout=5m service/cilium-gateway-gitea endpoints/cilium-gateway-gitea ciliumenvoyconfig/cilium-gateway-gitea",
+      "kubectl delete ciliuml2announcementpolicy l2-policy",
+      "kubectl delete ciliumloadbalancerippool default-pool",
+      "kubectl -n kube-system get leases -o name | grep '/cilium-l2announce-' | xargs -r kubectl -n kube-system delete",
+    ]);
+    for (const c of commands) {
+      const r = spawnSync("bash", ["-c", c], { encoding: "utf8", env, timeout: 360_000 });
+      expect(r.status, `${c}\n${r.stdout}\n${r.stderr}`).toBe(0);
+    }
+    expect(kubectl("get services,endpoints,ciliumenvoyconfigs -A -o name")).not.toMatch(/cilium-gateway-gitea/);
+    const passes = sandbox.pulumi(["preview"]);
+    expect(passes.code, summary(passes)).toBe(0);
+  }, 900_000);
 
   it("pulumi destroy removes our Services and leaves the vendored ones untouched", async () => {
     const vendoredBefore = await Promise.all(UIS.map((u) => cluster.core.readNamespacedService({ namespace: u.namespace, name: u.service })));

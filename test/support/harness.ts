@@ -238,6 +238,8 @@ export interface Sandbox {
   env: NodeJS.ProcessEnv;
   writeStack(config: Record<string, unknown>): void;
   pulumi(args: string[], opts?: { timeoutMs?: number }): { code: number | null; stdout: string; stderr: string; ms: number };
+  /** Same, without blocking this process (for scenarios where the test acts on the cluster meanwhile). */
+  pulumiAsync(args: string[]): Promise<ProcessResult>;
   exposure(args: string[]): { code: number | null; stdout: string; stderr: string };
   /** Starts a long-running `exposure` command (the portal); the caller kills it. */
   exposureSpawn(args: string[]): ChildProcess;
@@ -295,6 +297,7 @@ export function makeSandbox(bin: string, cluster: Cluster, versions: { kubernete
       fs.writeFileSync(stackFile, `${keep.join("\n")}\n${stringify({ config })}`);
     },
     pulumi: (args, opts) => run(path.join(bin, "pulumi"), [...args, "--stack", "sandbox", "--non-interactive"], opts?.timeoutMs ?? 600_000),
+    pulumiAsync: (args) => runProcess(path.join(bin, "pulumi"), [...args, "--stack", "sandbox", "--non-interactive"], { cwd: dir, env }),
     exposure: (args) => run(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], 120_000),
     exposureSpawn: (args) => spawn(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] }),
     exposureAsync: (args) => runProcess(process.execPath, [path.join(dir, "bin/exposure.cjs"), ...args], { cwd: dir, env }),

@@ -1,15 +1,10 @@
 /**
- * Adopting a Cilium release that a script installed with `helm install` (bench built by cni.sh, dirqual phase 2). Without adoption the first `up` tries `helm
- * install` again and fails ("cannot re-use a name that is still in use"); with any other release name it would install a second Cilium next to the first.
- *
- * How pulumi-kubernetes (4.x, provider/pkg/provider/helm_release.go) behaves, which is what the component relies on:
- * - Import id is `<namespace>/<release name>`; Read fills the state from the live release (chart name, version, user-supplied values), with no repository (Helm
- * does not record it).
- * - Diff forces a replacement only when `name` or `namespace` change; chart, version, repositoryOpts and values are an in-place update (`helm upgrade`).
- * - A Release without `name` is auto-named `<resource name>-<hex>`: a second release. So the component always sets `name` and `namespace` to the adopted
- * release's, and the first `up` after the import is an in-place upgrade.
+ * Adopting a Cilium release a script installed (`helm install`): without it the first `up`
+ * fails ("cannot re-use a name that is still in use"), or installs a second Cilium under
+ * another name. pulumi-kubernetes (provider/pkg/provider/helm_release.go) imports
+ * `<namespace>/<release name>` and replaces a Release only when `name` or `namespace` change:
+ * the component always sets both, so the first `up` after the import is a `helm upgrade`.
  */
-
 import { importCommand } from "../ownership";
 
 /** Resource type of the Release, as `pulumi import` wants it. */

@@ -1,9 +1,8 @@
-import { field, matchesPattern, namePattern } from "../exposure-model";
+import { field } from "../exposure-model";
 import type { ConfigMap, GenericObject, Service } from "../kube/types";
 import type { CiliumSettings, CohabitCiliumSettings, L4CiliumSettings } from "../settings";
 import { releaseImportCommand } from "./adopt";
 import { l4Values } from "./values";
-import { chartKeysFor } from "./versions";
 
 /** What the Cilium concern reads from the cluster (one call per kind). */
 export interface CiliumObservation {
@@ -11,6 +10,9 @@ export interface CiliumObservation {
   ciliumConfig?: ConfigMap;
   lbIpPools: readonly GenericObject[];
   gateways: readonly GenericObject[];
+  gatewayClasses: readonly GenericObject[];
+  httpRoutes: readonly GenericObject[];
+  l2Policies: readonly GenericObject[];
 }
 
 export interface CiliumReleasePlan {
@@ -23,54 +25,15 @@ export interface CiliumReleasePlan {
   skipAwait: boolean;
 }
 
-/** A LoadBalancer Service and its addresses, as phase 2 will find it. */
-export interface LoadBalancerService {
-  service: string;
-  addresses: string[];
-  loadBalancerClass?: string;
-}
-
-export interface LbIpPool {
-  name: string;
-  blocks: string[];
-  disabled?: boolean;
-}
-
-export interface GatewayRef {
-  gateway: string;
-  addresses: string[];
-  hostnames: string[];
-}
-
-/** What still belongs to the Gateway / LB-IPAM era, reported so the operator sees what phase 2 removes. */
-export interface Coexisting {
-  lbIpPools: LbIpPool[];
-  gateways: GatewayRef[];
-  loadBalancerServices: LoadBalancerService[];
-}
-
 export type CiliumPlan =
-  | { mode: "l4"; release: CiliumReleasePlan; lbIpam: string; acknowledgedLoss: string[]; coexisting: Coexisting }
-  | { mode: "cohabit"; observed: Record<string, string>; coexisting: Coexisting };
+  | { mode: "l4"; release: CiliumReleasePlan }
+  /** `phase2`: what the removal order will ask for (nothing left: none), for the operator to see ahead. */
+  | { mode: "cohabit"; observed: Record<string, string>; phase2?: string[] };
 
-/** The `cilium` stack output: the mode, what was installed or observed, what still coexists. */
-export type CiliumSummary =
-  | {
-      mode: "l4";
-      chartVersion: string;
-      release: string;
-      lbIpam: string;
-      /** The command that adopts a release installed earlier by a script (docs/cilium.md). */
-      adopt: string;
-      acknowledgedLoss: string[];
-      coexisting: Coexisting;
-    }
-  | Extract<CiliumPlan, { mode: "cohabit" }>;
+/** The `cilium` stack output: the mode, what was installed (and its adoption command, docs/cilium.md) or observed. */
+export type CiliumSummary = { mode: "l4"; chartVersion: string; release: string; adopt: string } | Extract<CiliumPlan, { mode: "cohabit" }>;
 
-export interface CiliumContext {
-  stack: string;
-  production: boolean;
-}
+export type CiliumContext = { stack: string; production: boolean };
 
 /** The ConfigMap planCilium reads (mode cohabit), so the program gets only what it needs. */
 export function ciliumReads(settings: CiliumSettings): { configMap?: { namespace: string; name: string } } {
@@ -78,108 +41,126 @@ export function ciliumReads(settings: CiliumSettings): { configMap?: { namespace
 }
 
 const ref = (o: { metadata: { namespace?: string; name: string } }) => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
-const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string" && x !== "") : []);
-
-export function loadBalancerServices(services: readonly Service[]): LoadBalancerService[] {
-  return services
-    .filter((s) => s.spec?.type === "LoadBalancer")
-    .map((s) => ({
-      service: ref(s),
-      addresses: (s.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? i.hostname ?? "").filter(Boolean),
-      ...(s.spec?.loadBalancerClass ? { loadBalancerClass: s.spec.loadBalancerClass } : {}),
-    }))
-    .sort((a, b) => a.service.localeCompare(b.service));
-}
-
 /** The items of a list the cluster gave (untrusted: anything but an array is none). */
 const items = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 
-function lbIpPool(o: GenericObject): LbIpPool {
-  const block = (b: unknown) => {
-    const start = text(field(b, "start"));
-    return text(field(b, "cidr")) ?? (start ? `${start}-${text(field(b, "stop")) ?? start}` : undefined);
-  };
-  return {
-    name: o.metadata.name,
-    blocks: strings(items(o.spec?.blocks).map(block)),
-    ...(o.spec?.disabled === true ? { disabled: true } : {}),
-  };
+/** Whether LB-IPAM gave this Service its address (not another controller's class, nor Node IPAM's `io.cilium/node`: lb-ipam.rst). */
+function servedByLbIpam(s: Service): boolean {
+  const cls = s.spec?.loadBalancerClass;
+  return (
+    s.spec?.type === "LoadBalancer" &&
+    (s.status?.loadBalancer?.ingress ?? []).length > 0 &&
+    (!cls || (cls.startsWith("io.cilium/") && cls !== "io.cilium/node"))
+  );
 }
 
-function gatewayRef(o: GenericObject): GatewayRef {
-  return {
-    gateway: ref(o),
-    addresses: strings(items(o.status?.addresses).map((a) => field(a, "value"))),
-    hostnames: [...new Set(strings(items(o.spec?.listeners).map((l) => field(l, "hostname"))))],
-  };
+/** Cilium's Gateways (class with io.cilium/gateway-controller, or a gone class named "cilium") and their HTTPRoutes; odd items skipped. */
+export function ciliumGatewayObjects(observed: CiliumObservation): { gateways: GenericObject[]; httpRoutes: GenericObject[] } {
+  const classes = new Map(observed.gatewayClasses.map((c) => [c.metadata.name, text(field(c.spec, "controllerName"))]));
+  const ours = (name = "") => (classes.has(name) ? classes.get(name) === "io.cilium/gateway-controller" : name === "cilium");
+  const gateways = observed.gateways.filter((g) => ours(text(g.spec?.gatewayClassName)));
+  const names = new Set(gateways.map(ref));
+  const parent = (r: GenericObject, p: unknown) =>
+    (text(field(p, "kind")) ?? "Gateway") === "Gateway" &&
+    (text(field(p, "group")) ?? "gateway.networking.k8s.io") === "gateway.networking.k8s.io" &&
+    names.has(`${text(field(p, "namespace")) ?? r.metadata.namespace}/${text(field(p, "name"))}`);
+  return { gateways, httpRoutes: observed.httpRoutes.filter((r) => items(r.spec?.parentRefs).some((p) => parent(r, p))) };
 }
 
-export function coexisting(observed: CiliumObservation): Coexisting {
-  return {
-    lbIpPools: observed.lbIpPools.map(lbIpPool).sort((a, b) => a.name.localeCompare(b.name)),
-    gateways: observed.gateways.map(gatewayRef).sort((a, b) => a.gateway.localeCompare(b.gateway)),
-    loadBalancerServices: loadBalancerServices(observed.services),
-  };
-}
-
-/**
- * Whether LB-IPAM gave this Service its address, so that turning LB-IPAM off strips it.
- * LB-IPAM ignores a Service whose loadBalancerClass belongs to another controller
- * (lb-ipam.rst), and Node IPAM (`io.cilium/node`) hands out node addresses, not pool ones.
- */
-function servedByLbIpam(s: LoadBalancerService): boolean {
-  const cls = s.loadBalancerClass;
-  return cls === undefined || (cls.startsWith("io.cilium/") && cls !== "io.cilium/node");
+/** One command per namespace, for objects sorted by namespace then name. */
+function perNamespace(objects: readonly { metadata: { namespace?: string; name: string } }[], line: (ns: string, names: string[]) => string): string[] {
+  const byNs = new Map<string, string[]>();
+  for (const o of objects) byNs.set(o.metadata.namespace ?? "", [...(byNs.get(o.metadata.namespace ?? "") ?? []), o.metadata.name]);
+  return [...byNs].sort(([a], [b]) => a.localeCompare(b)).map(([ns, names]) => line(ns ? ` -n ${ns}` : "", names.sort()));
 }
 
 /**
- * LoadBalancer Services that would lose their address when Cilium goes L4 (LB-IPAM and L2
- * announcements off): those with an address, served by LB-IPAM, not acknowledged.
+ * Why l4 refuses while the Gateway API / LB-IPAM era is left, with the order that works: LB-IPAM
+ * strips its addresses only when a pool is deleted while it runs, and a Gateway's Service,
+ * Endpoints and CiliumEnvoyConfig go only with the Gateway (owner references). The program never
+ * deletes them itself: it cannot prove it created them.
  */
-export function unacknowledgedLoss(services: readonly LoadBalancerService[], acknowledged: readonly string[]): LoadBalancerService[] {
-  return services.filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && !acknowledged.some((p) => matchesPattern(namePattern(p), s.service)));
+export function removalOrderProblem(observed: CiliumObservation): string | undefined {
+  const order = removalOrder(observed);
+  const why = `are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses and leases stay): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):`;
+  return order && [`cilium (l4): ${order.found} ${why}`, ...order.steps].join("\n");
 }
+
+/** What is left of the Gateway API / LB-IPAM era (`found`), and the steps that remove it, in order. */
+export function removalOrder(observed: CiliumObservation): { found: string; steps: string[] } | undefined {
+  const { gateways, httpRoutes } = ciliumGatewayObjects(observed);
+  const { lbIpPools: pools, l2Policies } = observed;
+  const kinds: [string, readonly GenericObject[]][] = [
+    ["HTTPRoutes", httpRoutes],
+    ["Gateways", gateways],
+    ["CiliumL2AnnouncementPolicies", l2Policies],
+    ["CiliumLoadBalancerIPPools", pools],
+  ];
+  const found = kinds.filter(([, list]) => list.length).map(([kind, list]) => `${kind} ${list.map(ref).sort().join(", ")}`);
+  if (!found.length) return undefined;
+  // The Services LB-IPAM addressed, but the Gateways' (gone with them before the pools go).
+  const owned = new Set(gateways.map((g) => `${g.metadata.namespace}/cilium-gateway-${g.metadata.name}`));
+  const addressed = observed.services.filter((s) => !owned.has(ref(s)) && servedByLbIpam(s));
+  const steps: [string, string[]][] = [
+    ["delete the HTTPRoutes", perNamespace(httpRoutes, (ns, n) => `kubectl${ns} delete httproute ${n.join(" ")}`)],
+    [
+      "delete the Gateways and wait until their Services, Endpoints and CiliumEnvoyConfigs are gone (garbage collection of what the Gateway owns)",
+      perNamespace(gateways, (ns, n) => {
+        const children = n.flatMap((g) => ["service", "endpoints", "ciliumenvoyconfig"].map((k) => `${k}/cilium-gateway-${g}`));
+        return `kubectl${ns} delete gateway ${n.join(" ")} && kubectl${ns} wait --for=delete --timeout=5m ${children.join(" ")}`;
+      }),
+    ],
+    ["delete the L2 announcement policies", perNamespace(l2Policies, (_, n) => `kubectl delete ciliuml2announcementpolicy ${n.join(" ")}`)],
+    [
+      `delete the pools, while LB-IPAM still runs${addressed.length ? ", and wait until its Services have no ingress address left (LB-IPAM strips them)" : ""}`,
+      pools.length
+        ? [
+            ...perNamespace(pools, (_, n) => `kubectl delete ciliumloadbalancerippool ${n.join(" ")}`),
+            ...perNamespace(addressed, (ns, n) => `until [ -z "$(kubectl${ns} get service ${n.join(" ")} -o jsonpath='{..ingress}')" ]; do sleep 2; done`),
+          ]
+        : [],
+    ],
+    [
+      "delete the L2 announcement leases left (once nothing is announced the agents release them, and delete released ones only every minute)",
+      pools.length || l2Policies.length ? [L2_LEASES_DELETE] : [],
+    ],
+  ];
+  return {
+    found: found.join("; "),
+    steps: steps
+      .filter(([, commands]) => commands.length)
+      .flatMap(([what, commands], i) => [`    ${i + 1}. ${what}:`, ...commands.map((c) => `         ${c}`)]),
+  };
+}
+
+/** Deletes the L2 announcement leases (kube-system/cilium-l2announce-<ns>-<svc>, one per announced Service). */
+export const L2_LEASES_DELETE = "kubectl -n kube-system get leases -o name | grep '/cilium-l2announce-' | xargs -r kubectl -n kube-system delete";
 
 /** cilium-config keys worth reporting in cohabitation (present ones only). */
-const OBSERVED_KEYS = [
-  "kube-proxy-replacement",
-  "enable-node-port",
-  "enable-host-port",
-  "enable-lb-ipam",
-  "default-lb-service-ipam",
+const OBSERVED_KEYS = ["kube-proxy-replacement", "enable-node-port", "enable-host-port", "enable-lb-ipam", "default-lb-service-ipam"].concat([
   "enable-gateway-api",
   "enable-l2-announcements",
   "enable-l7-proxy",
-];
+]);
 
-/**
- * Values of `kube-proxy-replacement` that mean "full replacement": "true" (1.14+), and
- * "strict", its spelling up to 1.15 (an agent of 1.16+ refuses "strict" and would not run).
- * "partial" does not serve hostPorts unless configured piecemeal, so it is not accepted.
- */
+/** `kube-proxy-replacement` meaning full replacement: "true", or "strict" up to 1.15 ("partial" does not serve hostPorts). */
 const KPR_ON = new Set(["true", "strict"]);
 
 function planCohabit(settings: CohabitCiliumSettings, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
   const where = `${settings.namespace}/${settings.configMap}`;
   const data = observed.ciliumConfig?.data;
-  if (!data) {
-    return {
-      problems: [
-        `cilium (cohabit): ConfigMap ${where} not found; is Cilium installed in this cluster? (mode 'cohabit' reads it to check kube-proxy replacement)`,
-      ],
-    };
-  }
+  const refuse = (problem: string) => ({ problems: [`cilium (cohabit): ${problem}`] });
+  if (!data) return refuse(`ConfigMap ${where} not found; is Cilium installed in this cluster? (mode 'cohabit' reads it to check kube-proxy replacement)`);
   const kpr = data["kube-proxy-replacement"];
   if (kpr === undefined || !KPR_ON.has(kpr)) {
-    return {
-      problems: [
-        `cilium (cohabit): kube-proxy-replacement is '${kpr ?? "unset"}' in ${where}; without kube-proxy replacement Cilium does not serve NodePorts and hostPorts in eBPF, so the URLs would not answer (mode 'cohabit' never changes Cilium: turn it on through the cluster's own Cilium procedure first)`,
-      ],
-    };
+    return refuse(
+      `kube-proxy-replacement is '${kpr ?? "unset"}' in ${where}; without kube-proxy replacement Cilium does not serve NodePorts and hostPorts in eBPF, so the URLs would not answer (mode 'cohabit' never changes Cilium: turn it on through the cluster's own Cilium procedure first)`,
+    );
   }
   const reported = Object.fromEntries(OBSERVED_KEYS.flatMap((k) => (data[k] !== undefined ? [[k, data[k]]] : [])));
-  return { mode: "cohabit", observed: reported, coexisting: coexisting(observed) };
+  const order = removalOrder(observed);
+  return { mode: "cohabit", observed: reported, ...(order ? { phase2: [order.found, ...order.steps.map((l) => l.trim())] } : {}) };
 }
 
 function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
@@ -193,37 +174,20 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
   const values = l4Values(settings, stackFile);
   if ("problems" in values) problems.push(...values.problems);
 
-  const found = coexisting(observed);
-  const lost = unacknowledgedLoss(found.loadBalancerServices, settings.acknowledgeLoadBalancerLoss);
-  if (lost.length) {
-    const list = lost.map((s) => `${s.service} (${s.addresses.join(", ")})`).join(", ");
-    problems.push(
-      `cilium (l4): mode 'l4' turns LB-IPAM, L2 announcements and Gateway API off, so ${lost.length} LoadBalancer Service${lost.length > 1 ? "s" : ""} would lose ${lost.length > 1 ? "their addresses" : "its address"} (left <pending>, or no longer announced): ${list}; once nothing depends on ${lost.length > 1 ? "them" : "it"}, acknowledge each in ui-exposure:cilium.acknowledgeLoadBalancerLoss in ${stackFile} ("namespace/name" or "namespace/prefix*")`,
-    );
-  }
+  // No pool is left past this point: that is also what keeps LB-IPAM dormant on 1.16 (no switch).
+  const order = removalOrderProblem(observed);
+  if (order) problems.push(order);
   if (problems.length || "problems" in values) return { problems };
-
-  const version = settings.chart.version;
-  const pools = found.lbIpPools.map((p) => p.name);
-  const lbIpam = chartKeysFor(version)?.enableLBIPAM
-    ? "off (enableLBIPAM: false)"
-    : `no switch in chart ${version}: dormant only while no CiliumLoadBalancerIPPool exists${pools.length ? ` (still present: ${pools.join(", ")})` : ""}`;
-  const acknowledgedLoss = found.loadBalancerServices
-    .filter((s) => s.addresses.length > 0 && servedByLbIpam(s) && settings.acknowledgeLoadBalancerLoss.some((p) => matchesPattern(namePattern(p), s.service)))
-    .map((s) => s.service);
   return {
     mode: "l4",
     release: {
       releaseName: settings.chart.releaseName,
       namespace: settings.chart.namespace,
       ...chartSource(settings.chart.repository, settings.chart.name),
-      version,
+      version: settings.chart.version,
       values: values.values,
       skipAwait: settings.skipAwait,
     },
-    lbIpam,
-    acknowledgedLoss,
-    coexisting: found,
   };
 }
 
@@ -248,15 +212,12 @@ export function planCilium(settings: CiliumSettings, ctx: CiliumContext, observe
 
 /** The stack output of a plan; `component` is the Cilium component's name (for the import command). */
 export function ciliumSummary(plan: CiliumPlan, component: string): CiliumSummary {
-  if (plan.mode === "cohabit") return { mode: "cohabit", observed: plan.observed, coexisting: plan.coexisting };
+  if (plan.mode === "cohabit") return plan;
   const r = plan.release;
   return {
     mode: "l4",
     chartVersion: r.version,
     release: `${r.namespace}/${r.releaseName}`,
-    lbIpam: plan.lbIpam,
     adopt: releaseImportCommand(component, r),
-    acknowledgedLoss: plan.acknowledgedLoss,
-    coexisting: plan.coexisting,
   };
 }

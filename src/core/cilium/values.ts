@@ -21,8 +21,10 @@ export function deepMerge(base: Values, over: Values): Values {
 }
 
 /**
- * The values an L4-only Cilium needs on a given chart version, and only keys that version has (see versions.ts): kube-proxy replacement on, with the API server
- * address it needs, Gateway API off, L2 announcements off, LB-IPAM off where the chart can switch it off.
+ * The values an L4-only Cilium needs, only keys the chart version has (versions.ts): kube-proxy
+ * replacement (with the API server address), no Gateway API, L2 announcements or LB-IPAM, and
+ * agents and operator restarted by a config change (else `helm upgrade` changes only the
+ * ConfigMap). NodePort/hostPort keys stay as installed: changing them disrupts connections.
  */
 function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }): Values {
   return {
@@ -35,10 +37,8 @@ function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }
     l2announcements: { enabled: false },
     // 1.16 has no switch: there LB-IPAM is "always enabled but dormant" until a pool exists.
     ...(keys.enableLBIPAM ? { enableLBIPAM: false } : {}),
-    // Ignored by the chart once kube-proxy replacement is on (the configmap writes enable-node-port / enable-host-port only when it is "false"); set on the
-    // versions that still have the keys so the release reads the same intent as the plan.
-    ...(keys.nodePortEnabled ? { nodePort: { enabled: true } } : {}),
-    ...(keys.hostPort ? { hostPort: { enabled: true } } : {}),
+    rollOutCiliumPods: true,
+    operator: { rollOutPods: true },
   };
 }
 
@@ -75,21 +75,6 @@ function needs(path: readonly string[], expected: boolean, why: string, applies:
   };
 }
 
-/**
- * nodePort.enabled / hostPort.enabled: inert once kube-proxy replacement is on, which mode 'l4' forces, so "mode 'l4' needs true" would overstate what the key
- * does.
- */
-function inertWithKpr(path: readonly string[], applies: (keys: ChartKeys) => boolean, flag: string, what: string): Pinned {
-  return {
-    path,
-    expected: "true",
-    accepts: (v) => v === true,
-    applies,
-    explain: (where, value) =>
-      `cilium (l4): ${where} is ${JSON.stringify(value)}, which has no effect here: with kube-proxy replacement on (mode 'l4' forces it) the chart renders the same either way (it writes ${flag} only when kubeProxyReplacement is false) and ${what} stay served; remove it so the values say what the cluster does`,
-  };
-}
-
 const PINNED: readonly Pinned[] = [
   {
     ...needs(["kubeProxyReplacement"], true, "kube-proxy replacement is what serves NodePorts and hostPorts in eBPF on the L4 path"),
@@ -98,9 +83,9 @@ const PINNED: readonly Pinned[] = [
   needs(["gatewayAPI", "enabled"], false, "no GatewayClass, Gateway or HTTPRoute on the L4 path"),
   needs(["l2announcements", "enabled"], false, "L2 announcements only advertise LoadBalancer addresses, which the L4 path does not use"),
   needs(["enableLBIPAM"], false, "no LB-IPAM on the L4 path", (k) => k.enableLBIPAM),
+  needs(["rollOutCiliumPods"], true, "the agents must restart to run the new configuration; without it helm upgrade changes only the ConfigMap"),
+  needs(["operator", "rollOutPods"], true, "the operator must restart to run the new configuration; without it helm upgrade changes only the ConfigMap"),
   needs(["ingressController", "enabled"], false, "Cilium Ingress publishes UIs by hostname through a LoadBalancer Service, the L7 path this mode replaces"),
-  inertWithKpr(["nodePort", "enabled"], (k) => k.nodePortEnabled, "enable-node-port", "NodePorts"),
-  inertWithKpr(["hostPort", "enabled"], (k) => k.hostPort, "enable-host-port", "hostPorts"),
   // Each brings an L7 or LoadBalancer path back onto the L4 stack; the charts honour them all.
   needs(
     ["hubble", "ui", "ingress", "enabled"],

@@ -1,29 +1,19 @@
 /**
- * Which values keys each Cilium chart minor has, for the keys the L4 mode generates or polices. The chart's values.schema.json is not strict (no
- * `additionalProperties: false`), so a key that a version dropped is accepted and silently ignored; this table is how the program knows better.
- *
- * Read from the published chart archives (cilium/charts), values.yaml and values.schema.json of 1.16.19, 1.17.18, 1.18.12, 1.19.6 and 1.20.0; copies in
- * shared/reference/cilium/<version>/, summary in shared/notes/cilium.md section 1. test/cilium.test.ts re-checks this table against those copies when they are
- * present.
- *
- * Keys do change inside a minor: `externalIPs` is still in 1.17.0 to 1.17.5, and the pre-releases differ from their minor's releases (1.17.0-pre.0 has no
- * `enableLBIPAM`, 1.18.0-pre.0 to pre.2 still have `hostPort` and `externalIPs`...). So the table is keyed by minor with the per-patch exception below, only
- * stable releases up to the newest patch it was checked against are accepted (CHECKED_PATCH), and pre-releases are refused.
+ * Which values keys each Cilium chart minor has, for the keys the L4 mode generates or polices:
+ * values.schema.json is not strict, so a key a version dropped is accepted and silently ignored.
+ * Read from the published charts (test/data/cilium-chart-facts.json, which test/cilium.test.ts
+ * checks this table against). Keys change inside a minor too (`externalIPs` until 1.17.5; the
+ * pre-releases differ), so only stable releases up to CHECKED_PATCH are accepted.
  */
 export interface ChartKeys {
-  /**
-   * `kubeProxyReplacement` is a documented values key (1.18+). In 1.16/1.17 it is commented out in values.yaml and missing from the schema, but the templates
-   * still read it (cilium-configmap.yaml), so the L4 mode sets it on every version.
-   */
+  /** Documented from 1.18; commented out before, but cilium-configmap.yaml reads it on every version. */
   kubeProxyReplacementDocumented: boolean;
   /** `enableLBIPAM`: the switch that turns LB-IPAM off (1.16 has no switch). */
   enableLBIPAM: boolean;
   defaultLBServiceIPAM: boolean;
-  /** `nodePort.enabled` (the agent flag went away; KPR serves NodePort). */
+  /** `nodePort.enabled`, the `hostPort` and `externalIPs` blocks (KPR serves them all). */
   nodePortEnabled: boolean;
-  /** `hostPort`, the whole block (KPR serves hostPort). */
   hostPort: boolean;
-  /** `externalIPs`, the whole block. */
   externalIPs: boolean;
   /** `k8sServiceHostRef` (the chart fails if it is set together with k8sServiceHost). */
   k8sServiceHostRef: boolean;

@@ -12,13 +12,21 @@ export interface CustomKind {
   kind: string;
 }
 
-export const LB_IP_POOLS: CustomKind = {
-  group: "cilium.io",
-  versions: ["v2", "v2alpha1"],
-  plural: "ciliumloadbalancerippools",
-  kind: "CiliumLoadBalancerIPPool",
-};
-export const GATEWAYS: CustomKind = { group: "gateway.networking.k8s.io", versions: ["v1", "v1beta1"], plural: "gateways", kind: "Gateway" };
+const gatewayApi = (plural: string, kind: string): CustomKind => ({ group: "gateway.networking.k8s.io", versions: ["v1", "v1beta1"], plural, kind });
+/** The kinds of the Gateway API / LB-IPAM era the Cilium plan reads (src/core/cilium/plan.ts), each listed cluster-wide. */
+export const CILIUM_ERA_KINDS = {
+  lbIpPools: { group: "cilium.io", versions: ["v2", "v2alpha1"], plural: "ciliumloadbalancerippools", kind: "CiliumLoadBalancerIPPool" },
+  l2Policies: { group: "cilium.io", versions: ["v2alpha1"], plural: "ciliuml2announcementpolicies", kind: "CiliumL2AnnouncementPolicy" },
+  gateways: gatewayApi("gateways", "Gateway"),
+  gatewayClasses: gatewayApi("gatewayclasses", "GatewayClass"),
+  httpRoutes: gatewayApi("httproutes", "HTTPRoute"),
+} satisfies Record<string, CustomKind>;
+
+export async function listCiliumEra(cluster: ClusterReader): Promise<Record<keyof typeof CILIUM_ERA_KINDS, GenericObject[]>> {
+  const entries = Object.entries(CILIUM_ERA_KINDS);
+  const lists = await Promise.all(entries.map(([, kind]) => cluster.listCustom(kind)));
+  return Object.fromEntries(entries.map(([key], i) => [key, lists[i]])) as Record<keyof typeof CILIUM_ERA_KINDS, GenericObject[]>;
+}
 
 /**
  * Where a list looks and what it holds. The API server filters by namespace and labels; `keep` is asked of each item as it is read, and only what it accepts is

@@ -1,0 +1,77 @@
+// Whether a Cilium switch is in force (src/core/cilium/rollout.ts): the rollout complete and, per
+// node, the agent pod started from the configuration the release rendered (its checksum), Ready.
+import { describe, expect, it } from "vitest";
+import { awaitSwitch } from "../components/cilium";
+import { type CiliumWorkloads, CONFIG_CHECKSUM, switchState } from "../src/core/cilium/rollout";
+import type { GenericObject, Pod } from "../src/core/kube/types";
+
+const daemonSet = (sum: string | undefined, status: Record<string, number>, generation = 2): GenericObject => ({
+  apiVersion: "apps/v1",
+  kind: "DaemonSet",
+  metadata: { name: "cilium", namespace: "kube-system", generation },
+  spec: { template: { metadata: { annotations: sum ? { [CONFIG_CHECKSUM]: sum } : {} } } },
+  status,
+});
+const agent = (name: string, node: string, sum: string, ready = true, deleting = false): Pod => ({
+  metadata: {
+    name,
+    namespace: "kube-system",
+    labels: { "k8s-app": "cilium" },
+    annotations: { [CONFIG_CHECKSUM]: sum },
+    ...(deleting ? { deletionTimestamp: "2026-12-02T01:00:00Z" } : {}),
+  },
+  spec: { nodeName: node },
+  status: { phase: "Running", conditions: [{ type: "Ready", status: ready ? "True" : "False" }] },
+});
+const done = { observedGeneration: 2, desiredNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 2 };
+
+describe("switchState", () => {
+  it("in force: rollout complete, every node's agent carries the new checksum and is Ready", () => {
+    const w: CiliumWorkloads = { agents: daemonSet("new", done), pods: [agent("cilium-a", "n1", "new"), agent("cilium-b", "n2", "new")] };
+    expect(switchState(w)).toEqual({ inForce: true, detail: "every agent runs the new configuration (nodes n1, n2)" });
+  });
+
+  it("not in force: says which node still runs the previous configuration, and the rollout counts", () => {
+    const w: CiliumWorkloads = {
+      agents: daemonSet("new", { ...done, updatedNumberScheduled: 1, numberAvailable: 1 }),
+      pods: [agent("cilium-a", "n1", "new"), agent("cilium-b", "n2", "old"), agent("cilium-c", "n2", "new", false), agent("cilium-d", "n1", "new", true, true)],
+    };
+    expect(switchState(w)).toEqual({ inForce: false, detail: "1/2 agents updated, 1 available; node n2: agent cilium-c not Ready yet" });
+    expect(switchState({ agents: daemonSet("new", done), pods: [agent("cilium-b", "n2", "old")] }).detail).toBe(
+      "node n2: its agent runs the previous configuration",
+    );
+    expect(switchState({ agents: daemonSet("new", { ...done, observedGeneration: 1 }), pods: [] }).detail).toBe(
+      "the DaemonSet controller has not seen the new template yet",
+    );
+  });
+
+  it("the operator counts too, when the release has one", () => {
+    const operator = (sum: string | undefined, status: Record<string, number>): GenericObject => ({
+      ...daemonSet(sum, status),
+      kind: "Deployment",
+      metadata: { name: "cilium-operator", namespace: "kube-system", generation: 2 },
+      spec: { replicas: 1, template: { metadata: { annotations: sum ? { [CONFIG_CHECKSUM]: sum } : {} } } },
+    });
+    const pods = [agent("cilium-a", "n1", "new")];
+    const ds = daemonSet("new", { ...done, desiredNumberScheduled: 1, updatedNumberScheduled: 1, numberAvailable: 1 });
+    expect(switchState({ agents: ds, pods, operator: operator("new", { observedGeneration: 2, updatedReplicas: 0, availableReplicas: 1 }) }).detail).toBe(
+      "operator: 0/1 updated, 1 available",
+    );
+    expect(switchState({ agents: ds, pods, operator: operator(undefined, {}) }).detail).toBe("operator: 0/1 updated, 0 available");
+    expect(switchState({ agents: ds, pods, operator: operator("new", { observedGeneration: 2, updatedReplicas: 1, availableReplicas: 1 }) })).toEqual({
+      inForce: true,
+      detail: "every agent runs the new configuration (nodes n1), and the operator",
+    });
+  });
+
+  it("settled answers (nothing to wait for): no DaemonSet, or no checksum (rollOutCiliumPods off); hostile status values count as 0", async () => {
+    expect(switchState({ pods: [] })).toEqual({ inForce: false, detail: "no agents' DaemonSet", settled: true });
+    expect(switchState({ agents: daemonSet(undefined, done), pods: [] })).toMatchObject({ inForce: false, settled: true });
+    const hostile = daemonSet("new", { observedGeneration: "x" as unknown as number, desiredNumberScheduled: Number.NaN });
+    expect(switchState({ agents: hostile, pods: [] })).toMatchObject({ inForce: false });
+    // awaitSwitch returns a settled answer at once instead of waiting out its timeout.
+    const started = Date.now();
+    expect(await awaitSwitch(async () => ({ pods: [] }), 60_000)).toMatchObject({ settled: true });
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+});
