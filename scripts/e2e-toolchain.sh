@@ -605,8 +605,9 @@ build_langhost() {
   gobuild "$BIN/pulumi-language-nodejs" "$PULUMI_VER_LDF" osusergo,grpcnotrace ./cmd/pulumi-language-nodejs
   echo "$LANGHOST_SUM" > "$BIN/.pulumi-language-nodejs.sum"
 }
-# rebuild the language host when its source changed
-if [[ -x "$BIN/pulumi-language-nodejs" && "$(cat "$BIN/.pulumi-language-nodejs.sum" 2>/dev/null)" != "$LANGHOST_SUM" ]]; then
+# rebuild the language host when its source changed (only in a run that builds it: a run of
+# another stage must not leave the cache without one)
+if want langhost && [[ -x "$BIN/pulumi-language-nodejs" && "$(cat "$BIN/.pulumi-language-nodejs.sum" 2>/dev/null)" != "$LANGHOST_SUM" ]]; then
   rm -f "$BIN/pulumi-language-nodejs"
 fi
 

@@ -87,7 +87,8 @@ const endpointSlice = z.looseObject({
       }),
     ),
   ),
-  ports: z.optional(z.array(z.looseObject({ name: text, port: z.optional(int) }))),
+  // Likewise `ports: null` for a slice whose Service has no ready endpoint to describe.
+  ports: z.nullish(z.array(z.looseObject({ name: text, port: z.optional(int) }))),
 });
 
 const configMap = z.looseObject({ ...object, data: z.optional(stringMap) });
