@@ -88,3 +88,20 @@ describe("kube-live: paged, bounded lists", () => {
     expect(err?.message).toBe(`${reader.source} answered services with one object larger than ${PAGE_BYTES / 2 ** 20} MiB: refused`);
   });
 });
+
+describe("kube-live: reads waiting their turn", () => {
+  it("many reads at once wait without piling listeners up (no MaxListenersExceededWarning)", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    try {
+      const { reader } = await serve(Array.from({ length: 20 }, (_, i) => service("tenant", `svc-${i}`)));
+      const lists = await Promise.all(Array.from({ length: 40 }, () => reader.listServices()));
+      expect(lists.every((l) => l.length === 20)).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).not.toContain("MaxListenersExceededWarning");
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+});

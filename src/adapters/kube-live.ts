@@ -232,12 +232,20 @@ export class LiveClusterReader implements ClusterReader {
   private async getOnce(what: string, apiPath: string, post?: PostBody): Promise<Answer> {
     // The timeout runs from here: a request waiting for its turn is answered within it too.
     const signal = AbortSignal.timeout(this.timeoutMs);
-    while (this.reading >= ANSWERS_IN_FLIGHT) {
-      await new Promise<void>((resolve) => {
-        this.waiting.push(resolve);
-        signal.addEventListener("abort", () => resolve(), { once: true });
-      });
-      if (signal.aborted) throw new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`);
+    // One abort listener per request, however many turns it waits (one per turn piled up past Node's listener limit).
+    let wake = () => {};
+    const onAbort = () => wake();
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      while (this.reading >= ANSWERS_IN_FLIGHT) {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          this.waiting.push(resolve);
+        });
+        if (signal.aborted) throw new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`);
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
     }
     this.reading++;
     try {
