@@ -110,7 +110,7 @@ endpoints:
     expect(selectsHostPort(contract, ["argocd", "lineage"])).toBe(true);
     expect(selectsHostPort(contract, "all")).toBe(true);
     expect(portalRbacRules({ hostPort: true })[0]).toEqual({ apiGroups: [""], resources: ["services", "nodes", "pods"], verbs: ["list"] });
-    // The portal's reads are list calls only (src/core/portal/scoped-read.ts, the audit): no `get` granted.
+    // The portal's reads are list calls only (readObservedCluster in src/core/observe.ts, the audit): no `get` granted.
     for (const opts of [{ hostPort: false }, { hostPort: true, audit: true }]) for (const r of portalRbacRules(opts)) expect(r.verbs).toEqual(["list"]);
   });
 
