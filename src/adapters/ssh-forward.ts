@@ -191,29 +191,12 @@ const lastLogLine = (file: string) => (fs.existsSync(file) ? lastLine(fs.readFil
 async function startForward(request: ForwardRequest, localPort: number, opts: ForwardOptions): Promise<ForwardRecord> {
   const log = stateFile(opts.stateDir, request.entry, ".log");
   const out = fs.openSync(log, "w", 0o600);
-  const args = [
-    "-F",
-    opts.sshConfig,
-    // A dedicated connection per forward: a shared master would take every forward down with it.
-    "-o",
-    "ControlMaster=no",
-    "-o",
-    "ControlPath=none",
-    // Fail instead of lingering when the local port is taken, and never prompt in the background.
-    "-o",
-    "ExitOnForwardFailure=yes",
-    "-o",
-    "BatchMode=yes",
-    "-N",
-    "-L",
-    forwardSpec(localPort, request.remoteHost, request.remotePort),
-    `lima-${opts.instance}`,
-  ];
-  const child = spawn(opts.ssh, args, {
-    detached: true, // its own process group: it outlives this command and a Ctrl-C of the terminal
-    stdio: ["ignore", out, out],
-    env: opts.env,
-  });
+  // A dedicated connection per forward (a shared master would take every forward down with it);
+  // fail instead of lingering when the local port is taken, and never prompt in the background.
+  const options = ["ControlMaster=no", "ControlPath=none", "ExitOnForwardFailure=yes", "BatchMode=yes"].flatMap((o) => ["-o", o]);
+  const args = ["-F", opts.sshConfig, ...options, "-N", "-L", forwardSpec(localPort, request.remoteHost, request.remotePort), `lima-${opts.instance}`];
+  // detached: its own process group, so it outlives this command and a Ctrl-C of the terminal.
+  const child = spawn(opts.ssh, args, { detached: true, stdio: ["ignore", out, out], env: opts.env });
   fs.closeSync(out);
   const exited = new Promise<{ code: number | null; error?: string }>((resolve) => {
     child.once("exit", (code) => resolve({ code }));
