@@ -29,10 +29,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
     // Outputs and cluster are read concurrently: `pulumi stack output` alone takes a second or two.
     const [published, cluster] = await Promise.all([
       readPublished(ctx, values.stack, values.outputs, readOutputs),
-      connect(opened, timeoutMs).then(async (reader) => ({
-        source: reader.source,
-        observed: await readObservedCluster(reader, entries),
-      })),
+      connect(opened, timeoutMs).then(async (reader) => ({ source: reader.source, observed: await readObservedCluster(reader, entries) })),
     ]);
     sayUnavailable(ctx, "exposure status", published, 'the "changed since the last up" checks are skipped');
     const observed = observe(opened.contract, cluster.observed, {
