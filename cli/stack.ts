@@ -3,6 +3,7 @@ import { LiveClusterReader } from "../src/adapters/kube-live";
 import { PulumiNotFoundError, pulumiNotFound, type ReadOutputs, readStackOutputs, sandboxEnvHint } from "../src/adapters/pulumi-cli";
 import type { OpenStack } from "../src/adapters/stack-inputs";
 import { UserError } from "../src/core/errors";
+import type { StatusDocument } from "../src/core/json-api";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { publishedFromOutputs } from "../src/core/published";
@@ -27,7 +28,7 @@ export { type OpenStack, openStack } from "../src/adapters/stack-inputs";
 export { type ReadOutputs, readStackOutputs };
 
 /** Where the "published at the last up" values came from, for the reader of the report. */
-type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable" | "no-stack"; reason: string };
+type PublishedSource = StatusDocument["publishedOutputs"];
 
 /**
  * What the last `up` published (which Services it created, their ports and URLs), read from

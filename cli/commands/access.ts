@@ -2,15 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { FILE_LIMITS, readBoundedText } from "../../src/adapters/bounded-file";
 import { assertGitIgnores, assertReplaceable, defaultEnvFile, ENV_FILE_HEADER, writePrivateFile } from "../../src/adapters/env-file";
-import {
-  DEFAULT_FORWARD_BASE_PORT,
-  ensureForwards,
-  type ForwardOutcome,
-  forwardStateDir,
-  limaSshConfig,
-  type StoppedForward,
-  stopForwards,
-} from "../../src/adapters/ssh-forward";
+import { DEFAULT_FORWARD_BASE_PORT, ensureForwards, type ForwardOutcome, forwardStateDir, limaSshConfig, stopForwards } from "../../src/adapters/ssh-forward";
 import {
   type AccessEndpoint,
   accessEndpoints,
@@ -26,7 +18,7 @@ import {
 import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import { checkLimaInstanceName } from "../../src/core/inputs";
-import type { AccessDocument, AccessStopDocument } from "../../src/core/json-api";
+import type { AccessDocument, AccessStopDocument, StoppedForwardJson as StoppedForward } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { printableValue } from "../../src/core/text";

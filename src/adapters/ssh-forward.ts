@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { UserError } from "../core/errors";
 import { checkLimaInstanceName, checkStackName, isLimaInstanceName } from "../core/inputs";
 import { ipVersion } from "../core/ip";
+import type { StoppedForwardJson as StoppedForward } from "../core/json-api";
 import { freeLoopbackPort } from "./free-port";
 import { isPid, isSameProcess, isStartTime, startTimeOf } from "./own-process";
 import { lastLine } from "./pulumi-cli";
@@ -265,14 +266,6 @@ export async function ensureForwards(
     if (!wanted.has(record.entry)) retired.push(await retire(opts.stateDir, record, alive.has(record.entry)));
   }
   return { forwards, failures, retired };
-}
-
-export interface StoppedForward {
-  entry: string;
-  pid: number;
-  localPort: number;
-  /** stopped: we ended it; stale: it was already gone (its pid file is removed). */
-  state: "stopped" | "stale";
 }
 
 /** Ends every forward of the stack's state folder and removes their pid files. */

@@ -44,13 +44,7 @@ export interface StatusDocument extends Document<"Status"> {
 }
 
 /** One resource the preview would change; `fields` is empty when Pulumi gave no detail. */
-interface PreviewChangeJson {
-  op: string;
-  type: string;
-  name: string;
-  urn: string;
-  fields: string[];
-}
+type PreviewChangeJson = { op: string; type: string; name: string; urn: string; fields: string[] };
 
 /** `exposure drift --json`. */
 export interface DriftDocument extends Document<"Drift"> {
@@ -94,12 +88,8 @@ export interface ProbeDocument extends Document<"Probe"> {
   results: readonly ProbeResultJson[];
 }
 
-interface StoppedForwardJson {
-  entry: string;
-  pid: number;
-  localPort: number;
-  state: "stopped" | "stale";
-}
+/** A forward `access` ended; stopped: we ended it; stale: it was already gone (its pid file is removed). */
+export type StoppedForwardJson = { entry: string; pid: number; localPort: number; state: "stopped" | "stale" };
 
 /** `exposure access --json`. Holds passwords, each as `{secret: true, value}`. */
 export interface AccessDocument extends Document<"Access"> {
