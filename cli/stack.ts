@@ -31,10 +31,9 @@ export { type ReadOutputs, readStackOutputs };
 type PublishedSource = StatusDocument["publishedOutputs"];
 
 /**
- * What the last `up` published (which Services it created, their ports and URLs), read from
- * `outputsFile` or the Pulumi CLI. Without the CLI or the state backend the answer is
- * "unavailable" (with why), not an error: the commands only lose the checks that need it.
- * A command without `--outputs` (`outputsFlag: false`) is not told to pass it.
+ * What the last `up` published, from `outputsFile` or the Pulumi CLI. Without the CLI or the backend
+ * it is "unavailable" (with why), not an error: the commands only lose the checks that need it.
+ * `outputsFlag: false`: the command has no --outputs, so the message does not suggest it.
  */
 export async function readPublished(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv },

@@ -105,11 +105,8 @@ const BASH = {
 };
 
 /**
- * The bash script. Names read from the project (stacks, entries) are never handed to
- * `compgen -W`, which expands its word list again (a `$(...)` in a file name would run): they are
- * read line by line, kept when they are plain words starting with what was typed, and put in
- * COMPREPLY as they are. It completes `exposure` (on PATH, e.g. after `npm link`, or an alias
- * of `npx exposure`) and `npx exposure`.
+ * The bash script, for `exposure` and `npx exposure`. Names read from the project never reach
+ * `compgen -W`, which expands its words again (a `$(...)` in a file name would run).
  */
 export function bashScript(): string {
   return [

@@ -247,9 +247,8 @@ export interface RenderedEnv {
 }
 
 /**
- * Renders the .env template: `KEY=VALUE` lines get their {{placeholders}} replaced and the value quoted when needed; the opening comment block (up to the first
- * blank line) is replaced by `header`; other comments and blank lines are copied (placeholders in comments are not expanded, so no secret ends up in one). A
- * line with an unresolvable placeholder is written commented out with the reason. A malformed line or placeholder is an error that names `templateName:line`.
+ * Renders the .env template: placeholders are expanded in `KEY=VALUE` lines only (never in a
+ * comment, so no secret ends up in one); a line that cannot be resolved is written commented out.
  */
 export function renderEnvTemplate(template: string, templateName: string, resolve: (reference: string) => Resolved, header: string[]): RenderedEnv {
   const out = header.length ? [...header.map((h) => `# ${h}`), ""] : [];

@@ -1,8 +1,6 @@
 /**
- * Every document an `exposure` command prints with `--json`: the contract with scripts.
- * Each carries `apiVersion` (JSON_API_VERSION, bumped on an incompatible change) and a `kind`.
- * The commands build their document as one of these types, so a change to a report that
- * breaks this file breaks the build, not a script in production.
+ * Every document an `exposure` command prints with `--json` (the contract with scripts), typed so
+ * that a report change breaking it breaks the build, not a script in production.
  */
 import type { AccessEndpoint, CredentialView } from "./access";
 import type { Refusal } from "./admission-preview";

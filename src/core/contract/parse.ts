@@ -213,9 +213,8 @@ function foundSuffix(issue: z.core.$ZodIssue, input: unknown): string {
 }
 
 /**
- * One line per zod issue saying what was expected and what was found. Needs a parse with `reportInput: true`: without it zod 4 leaves `input` empty and every
- * wrong type would read as a missing field. zod's own wording ("Too big: ...", "Invalid input") is never shown: a check without a message of ours gets one from
- * the issue (bounds, accepted values, union branches; every pattern and discriminator of ours has its message), and a message of ours gets the value found.
+ * One line per zod issue: what was expected, what was found (zod's own wording is never shown).
+ * Needs a parse with `reportInput: true`: without it every wrong type would read as missing.
  */
 export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required field is missing"): string {
   let input = "input" in issue ? issue.input : undefined;
