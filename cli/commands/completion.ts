@@ -31,9 +31,8 @@ export const command: Command<"completion"> = async ({ values, positionals }, ct
 };
 
 /**
- * Stacks of the project: the `<name>` of every Pulumi.<name>.yaml that is a stack name (the rule
- * --stack applies). File names come from whatever was checked out: `Pulumi.$(touch X).yaml` is
- * not offered, so no shell ever sees it as a word.
+ * Stacks of the project: each Pulumi.<name>.yaml whose name --stack accepts, so that no shell ever
+ * sees `Pulumi.$(touch X).yaml` (whatever was checked out) as a word.
  */
 export function stackNames(projectDir: string): string[] {
   let files: string[];
@@ -48,10 +47,7 @@ export function stackNames(projectDir: string): string[] {
     .sort();
 }
 
-/**
- * The exposed entries of the project's contract (only those can be published, so only those are
- * worth offering after --entry); none when it is missing or invalid (completion must stay quiet).
- */
+/** The exposed entries of the project's contract (the only ones --entry takes); none when it is unusable. */
 export async function entryNames(projectDir: string): Promise<string[]> {
   // The contract reader (yaml, zod) loads only here: printing a script must stay instant.
   const { defaultContractPath, loadContractFile } = await import("../../src/adapters/contract-file.js");

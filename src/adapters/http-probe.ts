@@ -73,11 +73,7 @@ export const httpGet: HttpGet = (url, timeoutMs) =>
     req.end();
   });
 
-/**
- * A published URL that was not requested, as the reports show it: escaped and cut like every
- * published text read back. Its password is hidden first, so that a cut cannot leave part of it
- * where the reports' own hiding no longer finds it.
- */
+/** A published URL not requested, escaped and cut; its password hidden first (a cut could leave part of it). */
 const shownUrl = (url: string) => shownValue(redactUrlPasswords(url), PUBLISHED_TEXT_MAX);
 
 /** Probes one target; never rejects. */
