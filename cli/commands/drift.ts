@@ -181,15 +181,9 @@ function formatDrift(stack: string, source: string, preview: PreviewSummary, aud
   if (total > 0) {
     const where = (e: { namespace: string; name: string; node?: string }) => `${e.namespace}/${e.name}${e.node ? ` on ${e.node}` : ""}`;
     const ports = (e: { ports: string; addresses?: string[] }) => `${e.ports}${e.addresses ? ` at ${e.addresses.join(", ")}` : ""}`;
-    lines.push(
-      formatTable(
-        ["KIND", "WHERE", "PORTS", "VERDICT"],
-        [
-          ...audit.undeclared.map((e) => [e.kind, where(e), ports(e), `UNDECLARED: ${e.reason}`]),
-          ...audit.declared.map((e) => [e.kind, where(e), ports(e), `declared by ${e.declaredBy}${e.reason ? `: ${e.reason}` : ""}`]),
-        ],
-      ),
-    );
+    const undeclared = audit.undeclared.map((e) => [e.kind, where(e), ports(e), `UNDECLARED: ${e.reason}`]);
+    const declared = audit.declared.map((e) => [e.kind, where(e), ports(e), `declared by ${e.declaredBy}${e.reason ? `: ${e.reason}` : ""}`]);
+    lines.push(formatTable(["KIND", "WHERE", "PORTS", "VERDICT"], [...undeclared, ...declared]));
   }
   if (audit.unusedAllowlist.length) lines.push("", `allowlist entries that matched nothing (stale?): ${audit.unusedAllowlist.join(", ")}`);
   lines.push("", "live verdicts (as exposure status):", formatStatus(stack, source, status));
