@@ -192,10 +192,9 @@ export function resolveReference(
 const SAFE_UNQUOTED = /^[A-Za-z0-9_./:@%+=,-]*$/;
 
 /**
- * A value as a .env line writes it, read back identically by bash `source`, python-dotenv, docker compose `env_file` and Node's `util.parseEnv`
- * (docs/commands.md, ".env values"): unquoted when it holds only safe characters, else in single quotes, else in double quotes, the first where it is inert
- * (unsafeInQuotes); otherwise refused, as is a newline, a control character or `${` (expanded in every quoting): no syntax reads it back the same everywhere.
- * The reason never contains the value (it is usually a secret).
+ * A value as a .env line writes it, read back identically by bash `source`, python-dotenv, docker
+ * compose `env_file` and Node's `util.parseEnv` (docs/commands.md, ".env values"), else refused
+ * with a reason that never contains the value (usually a secret).
  */
 export function quoteEnvValue(value: string): { text: string } | { refused: string } {
   if (SAFE_UNQUOTED.test(value)) return { text: value };
