@@ -46,9 +46,7 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
   let digest: PreviewDigest | undefined;
   try {
     digest = JSON.parse(run.stdout) as PreviewDigest;
-  } catch {
-    digest = undefined;
-  }
+  } catch {}
   if (run.exitCode === 0) return { state: "no-changes" };
   if (run.exitCode === PULUMI_EXIT_CHANGES) {
     const changes = (digest?.steps ?? [])
