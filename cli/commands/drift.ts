@@ -159,15 +159,11 @@ function formatPreview(preview: PreviewSummary): string[] {
       return [`${title} no changes`];
     case "failed":
       return [`${title} FAILED: ${preview.message}`];
-    case "changes":
+    case "changes": {
       if (preview.changes.length === 0) return [`${title} CHANGES (exit ${PULUMI_EXIT_CHANGES}; the JSON output listed no step)`];
-      return [
-        `${title} ${preview.changes.length} CHANGE${preview.changes.length > 1 ? "S" : ""}`,
-        formatTable(
-          ["OP", "TYPE", "NAME", "FIELDS"],
-          preview.changes.map((c) => [c.op, c.type, c.name, c.fields.join(", ") || "-"]),
-        ),
-      ];
+      const rows = preview.changes.map((c) => [c.op, c.type, c.name, c.fields.join(", ") || "-"]);
+      return [`${title} ${preview.changes.length} CHANGE${preview.changes.length > 1 ? "S" : ""}`, formatTable(["OP", "TYPE", "NAME", "FIELDS"], rows)];
+    }
   }
 }
 
@@ -206,12 +202,6 @@ function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]
     const verdict = preview.unread.length ? "nothing among what could be read" : mode === "deny" ? "nothing" : "nothing: deny is safe to switch on";
     return [`\n${title} ${verdict}`, ...partial].join("\n");
   }
-  return [
-    `\n${title} ${preview.refusals.length}`,
-    formatTable(
-      ["KIND", "WHERE", "REFUSED"],
-      preview.refusals.map((r) => [r.kind, `${r.namespace}/${r.name}`, r.what]),
-    ),
-    ...partial,
-  ].join("\n");
+  const rows = preview.refusals.map((r) => [r.kind, `${r.namespace}/${r.name}`, r.what]);
+  return [`\n${title} ${preview.refusals.length}`, formatTable(["KIND", "WHERE", "REFUSED"], rows), ...partial].join("\n");
 }
