@@ -39,10 +39,7 @@ function unknownCommand(name: string): string {
   return `exposure: ${what}${guess && !name.startsWith("-") ? `: did you mean '${guess}'?` : ""}\n(\`exposure --help\` lists the commands)`;
 }
 
-/**
- * The `exposure` command line. `commands` replaces a command's implementation (tests build
- * commands with a fake cluster and run them through this same dispatch).
- */
+/** The `exposure` command line; tests run commands built with a fake cluster (`commands`) through it. */
 export async function main(argv: string[], ctx: Partial<CommandContext> = {}, commands: Partial<Commands> = {}): Promise<number> {
   const out = ctx.stdout ?? ((t: string) => process.stdout.write(`${t}\n`));
   const err = ctx.stderr ?? ((t: string) => process.stderr.write(`${t}\n`));

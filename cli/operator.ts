@@ -35,9 +35,8 @@ interface EntryChoice {
 const SHOWN_VALUE_MAX = 2 * ENTRY_NAME_MAX;
 
 /**
- * The entries named by `--entry` (repeatable), each checked against `choice`; undefined when
- * none is named (report every entry). A name that is not available is a usage error naming
- * the value (escaped, truncated) with the nearest available name when it looks like a typo.
+ * The entries named by `--entry` (repeatable), undefined when none is (report every entry); one
+ * not available in `choice` is a usage error, with the nearest name when it looks like a typo.
  */
 export function entryFlag(names: readonly string[], choice: EntryChoice, spec: Usage): ReadonlySet<string> | undefined {
   if (names.length === 0) return undefined;

@@ -85,12 +85,7 @@ export const SPECS = {
       "Runs `pulumi preview --refresh --expect-no-changes` and, concurrently, audits every NodePort/LoadBalancer Service and hostPort of the cluster against the contract and the stack's allowlist.",
       "Also lists what the exposure guard in deny mode would refuse of what exists now (Services, Pods, workloads): switch a stack to deny only when that list is empty.",
     ],
-    flags: {
-      stack,
-      "skip-preview": { type: "boolean", description: "run the cluster audit alone (no Pulumi CLI needed)" },
-      timeout,
-      json,
-    },
+    flags: { stack, "skip-preview": { type: "boolean", description: "run the cluster audit alone (no Pulumi CLI needed)" }, timeout, json },
     exits: "0 no drift, 3 changes or undeclared exposure, 1 the preview or the cluster read failed, 2 invalid contract or usage",
   },
   probe: {

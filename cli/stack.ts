@@ -3,6 +3,7 @@ import { LiveClusterReader } from "../src/adapters/kube-live";
 import { PulumiNotFoundError, pulumiNotFound, type ReadOutputs, readStackOutputs, sandboxEnvHint } from "../src/adapters/pulumi-cli";
 import type { OpenStack } from "../src/adapters/stack-inputs";
 import { UserError } from "../src/core/errors";
+import type { StatusDocument } from "../src/core/json-api";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../src/core/observe";
 import { publishedFromOutputs } from "../src/core/published";
@@ -27,13 +28,12 @@ export { type OpenStack, openStack } from "../src/adapters/stack-inputs";
 export { type ReadOutputs, readStackOutputs };
 
 /** Where the "published at the last up" values came from, for the reader of the report. */
-type PublishedSource = { from: "pulumi" | "file"; file?: string } | { from: "unavailable" | "no-stack"; reason: string };
+type PublishedSource = StatusDocument["publishedOutputs"];
 
 /**
- * What the last `up` published (which Services it created, their ports and URLs), read from
- * `outputsFile` or the Pulumi CLI. Without the CLI or the state backend the answer is
- * "unavailable" (with why), not an error: the commands only lose the checks that need it.
- * A command without `--outputs` (`outputsFlag: false`) is not told to pass it.
+ * What the last `up` published, from `outputsFile` or the Pulumi CLI. Without the CLI or the backend
+ * it is "unavailable" (with why), not an error: the commands only lose the checks that need it.
+ * `outputsFlag: false`: the command has no --outputs, so the message does not suggest it.
  */
 export async function readPublished(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv },

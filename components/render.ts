@@ -8,14 +8,10 @@ import { declareStack } from "./program";
 type Rendered = Omit<RenderDocument, "apiVersion" | "kind">;
 type RenderedRelease = Rendered["releases"][number];
 
-/**
- * Runs the real program under Pulumi's mocks against a cluster snapshot and returns what
- * the stack would create. A managed Service already in the snapshot keeps its real
- * nodePort; a new one shows the port as pending, never an invented number.
- */
+/** Runs the real program under Pulumi's mocks against a cluster snapshot: what the stack would create. */
 export async function render(opts: { projectDir: string; stack: string; cluster: ClusterReader; contract?: string }): Promise<Rendered> {
   const existing = new Map((await opts.cluster.listServices()).map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
-  // A new Service shows its port as pending: render never invents a nodePort.
+  // A Service already in the snapshot keeps its real nodePort; a new one shows it pending, never invented.
   const recording = await useProgramMocks({ stack: opts.stack, existing, nodePorts: "pending" });
   const outputs = await declareStack({ projectDir: opts.projectDir, stack: opts.stack, cluster: opts.cluster, contract: opts.contract });
   const values = await resolved(pulumi.output(outputs));

@@ -2,15 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { FILE_LIMITS, readBoundedText } from "../../src/adapters/bounded-file";
 import { assertGitIgnores, assertReplaceable, defaultEnvFile, ENV_FILE_HEADER, writePrivateFile } from "../../src/adapters/env-file";
-import {
-  DEFAULT_FORWARD_BASE_PORT,
-  ensureForwards,
-  type ForwardOutcome,
-  forwardStateDir,
-  limaSshConfig,
-  type StoppedForward,
-  stopForwards,
-} from "../../src/adapters/ssh-forward";
+import { DEFAULT_FORWARD_BASE_PORT, ensureForwards, type ForwardOutcome, forwardStateDir, limaSshConfig, stopForwards } from "../../src/adapters/ssh-forward";
 import {
   type AccessEndpoint,
   accessEndpoints,
@@ -26,7 +18,7 @@ import {
 import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import { checkLimaInstanceName } from "../../src/core/inputs";
-import type { AccessDocument, AccessStopDocument } from "../../src/core/json-api";
+import type { AccessDocument, AccessStopDocument, StoppedForwardJson as StoppedForward } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { printableValue } from "../../src/core/text";
@@ -223,41 +215,16 @@ interface Screen {
 function formatAccess(s: Screen, showSecrets: boolean): string {
   const lines = [stackHeader(s.stack, s.source, s.observation), ""];
   const uis = s.endpoints.filter((e) => e.exposed && e.reach !== "in-cluster");
-  lines.push(
-    "UIS",
-    formatTable(
-      ["ENTRY", "URL", "VERDICT", "NOTE"],
-      uis.map((e) => [
-        e.name,
-        e.url ?? "-",
-        e.verdict ?? "-",
-        [e.forwardOf ? `SSH forward to ${e.forwardOf}` : "", e.problem ?? ""].filter(Boolean).join("; "),
-      ]),
-    ),
-  );
-  const inCluster = s.endpoints.filter((e) => !uis.includes(e));
-  if (inCluster.length) {
-    lines.push("", "IN-CLUSTER (not exposed: addresses for code running in the cluster)");
-    lines.push(
-      formatTable(
-        ["ENTRY", "ADDRESS"],
-        inCluster.map((e) => [e.name, e.url ?? `- (${e.problem})`]),
-      ),
-    );
-  }
+  const note = (e: AccessEndpoint) => [e.forwardOf ? `SSH forward to ${e.forwardOf}` : "", e.problem ?? ""].filter(Boolean).join("; ");
+  const row = (e: AccessEndpoint) => [e.name, e.url ?? "-", e.verdict ?? "-", note(e)];
+  lines.push("UIS", formatTable(["ENTRY", "URL", "VERDICT", "NOTE"], uis.map(row)));
+  const inCluster = s.endpoints.filter((e) => !uis.includes(e)).map((e) => [e.name, e.url ?? `- (${e.problem})`]);
+  if (inCluster.length) lines.push("", "IN-CLUSTER (not exposed: addresses for code running in the cluster)", formatTable(["ENTRY", "ADDRESS"], inCluster));
   if (s.credentials.length) {
-    lines.push("", `CREDENTIALS${showSecrets ? " (clear text, for this screen only: never paste it into a ticket or a log)" : ""}`);
-    lines.push(
-      formatTable(
-        ["LABEL", "USERNAME", "PASSWORD", "SECRET"],
-        s.credentials.map((c) => [
-          c.label,
-          c.username ?? "-",
-          c.password === undefined ? "-" : showSecrets ? c.password : "(hidden)",
-          c.problem ? `${c.secret}: ${c.problem}` : c.secret,
-        ]),
-      ),
-    );
+    const password = (c: CredentialView) => (c.password === undefined ? "-" : showSecrets ? c.password : "(hidden)");
+    const rows = s.credentials.map((c) => [c.label, c.username ?? "-", password(c), c.problem ? `${c.secret}: ${c.problem}` : c.secret]);
+    const header = `CREDENTIALS${showSecrets ? " (clear text, for this screen only: never paste it into a ticket or a log)" : ""}`;
+    lines.push("", header, formatTable(["LABEL", "USERNAME", "PASSWORD", "SECRET"], rows));
     if (!showSecrets && s.credentials.some((c) => c.password !== undefined)) {
       lines.push("passwords hidden: stdout is not a terminal (pass --show-secrets to print them anyway)");
     }
@@ -280,13 +247,9 @@ function formatAccess(s: Screen, showSecrets: boolean): string {
 
 function formatStopped(stack: string, stopped: readonly StoppedForward[]): string {
   if (stopped.length === 0) return `stack ${stack}: no SSH forward to stop`;
-  return [
-    `stack ${stack}: SSH forwards`,
-    formatTable(
-      ["ENTRY", "PID", "LOCAL PORT", "RESULT"],
-      stopped.map((f) => [f.entry, String(f.pid), String(f.localPort), f.state === "stopped" ? "stopped" : "was not running (stale pid file removed)"]),
-    ),
-  ].join("\n");
+  const result = (f: StoppedForward) => (f.state === "stopped" ? "stopped" : "was not running (stale pid file removed)");
+  const rows = stopped.map((f) => [f.entry, String(f.pid), String(f.localPort), result(f)]);
+  return `stack ${stack}: SSH forwards\n${formatTable(["ENTRY", "PID", "LOCAL PORT", "RESULT"], rows)}`;
 }
 
 /** The --json document. Passwords are wrapped as {secret: true, value} and the document says it holds secrets. */

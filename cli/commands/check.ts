@@ -27,24 +27,14 @@ export const command: Command<"check"> = async ({ values, positionals }, ctx) =>
     return exitCodeOf(findings);
   }
   const exposed = contract.endpoints.filter((e) => e.exposed);
+  const count = contract.endpoints.length;
   if (values.json) {
-    printJson(ctx, {
-      apiVersion: JSON_API_VERSION,
-      kind: "ContractCheck",
-      file: shown,
-      valid: true,
-      endpoints: contract.endpoints.length,
-      exposed: exposed.map((e) => e.name),
-      findings: [],
-    } satisfies CheckDocument);
+    const summary = { valid: true, endpoints: count, exposed: exposed.map((e) => e.name), findings: [] } as const;
+    printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "ContractCheck", file: shown, ...summary } satisfies CheckDocument);
   } else {
-    const nodePorts = exposed.filter(isNodePortEntry).length;
-    const hostPorts = exposed.filter(isHostPortEntry).length;
-    const count = contract.endpoints.length;
+    const kinds = `${exposed.filter(isNodePortEntry).length} NodePort, ${exposed.filter(isHostPortEntry).length} hostPort`;
     const names = exposed.length > 0 ? `: ${exposed.map((e) => e.name).join(", ")}` : "";
-    ctx.stdout(
-      `${shown}: valid: ${count} ${count === 1 ? "endpoint" : "endpoints"}, ${exposed.length} exposed (${nodePorts} NodePort, ${hostPorts} hostPort)${names}`,
-    );
+    ctx.stdout(`${shown}: valid: ${count} ${count === 1 ? "endpoint" : "endpoints"}, ${exposed.length} exposed (${kinds})${names}`);
   }
   return EXIT.OK;
 };

@@ -31,9 +31,8 @@ export const command: Command<"completion"> = async ({ values, positionals }, ct
 };
 
 /**
- * Stacks of the project: the `<name>` of every Pulumi.<name>.yaml that is a stack name (the rule
- * --stack applies). File names come from whatever was checked out: `Pulumi.$(touch X).yaml` is
- * not offered, so no shell ever sees it as a word.
+ * Stacks of the project: each Pulumi.<name>.yaml whose name --stack accepts, so that no shell ever
+ * sees `Pulumi.$(touch X).yaml` (whatever was checked out) as a word.
  */
 export function stackNames(projectDir: string): string[] {
   let files: string[];
@@ -48,10 +47,7 @@ export function stackNames(projectDir: string): string[] {
     .sort();
 }
 
-/**
- * The exposed entries of the project's contract (only those can be published, so only those are
- * worth offering after --entry); none when it is missing or invalid (completion must stay quiet).
- */
+/** The exposed entries of the project's contract (the only ones --entry takes); none when it is unusable. */
 export async function entryNames(projectDir: string): Promise<string[]> {
   // The contract reader (yaml, zod) loads only here: printing a script must stay instant.
   const { defaultContractPath, loadContractFile } = await import("../../src/adapters/contract-file.js");
@@ -105,11 +101,8 @@ const BASH = {
 };
 
 /**
- * The bash script. Names read from the project (stacks, entries) are never handed to
- * `compgen -W`, which expands its word list again (a `$(...)` in a file name would run): they are
- * read line by line, kept when they are plain words starting with what was typed, and put in
- * COMPREPLY as they are. It completes `exposure` (on PATH, e.g. after `npm link`, or an alias
- * of `npx exposure`) and `npx exposure`.
+ * The bash script, for `exposure` and `npx exposure`. Names read from the project never reach
+ * `compgen -W`, which expands its words again (a `$(...)` in a file name would run).
  */
 export function bashScript(): string {
   return [

@@ -46,9 +46,7 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
   let digest: PreviewDigest | undefined;
   try {
     digest = JSON.parse(run.stdout) as PreviewDigest;
-  } catch {
-    digest = undefined;
-  }
+  } catch {}
   if (run.exitCode === 0) return { state: "no-changes" };
   if (run.exitCode === PULUMI_EXIT_CHANGES) {
     const changes = (digest?.steps ?? [])
@@ -161,15 +159,11 @@ function formatPreview(preview: PreviewSummary): string[] {
       return [`${title} no changes`];
     case "failed":
       return [`${title} FAILED: ${preview.message}`];
-    case "changes":
+    case "changes": {
       if (preview.changes.length === 0) return [`${title} CHANGES (exit ${PULUMI_EXIT_CHANGES}; the JSON output listed no step)`];
-      return [
-        `${title} ${preview.changes.length} CHANGE${preview.changes.length > 1 ? "S" : ""}`,
-        formatTable(
-          ["OP", "TYPE", "NAME", "FIELDS"],
-          preview.changes.map((c) => [c.op, c.type, c.name, c.fields.join(", ") || "-"]),
-        ),
-      ];
+      const rows = preview.changes.map((c) => [c.op, c.type, c.name, c.fields.join(", ") || "-"]);
+      return [`${title} ${preview.changes.length} CHANGE${preview.changes.length > 1 ? "S" : ""}`, formatTable(["OP", "TYPE", "NAME", "FIELDS"], rows)];
+    }
   }
 }
 
@@ -181,15 +175,9 @@ function formatDrift(stack: string, source: string, preview: PreviewSummary, aud
   if (total > 0) {
     const where = (e: { namespace: string; name: string; node?: string }) => `${e.namespace}/${e.name}${e.node ? ` on ${e.node}` : ""}`;
     const ports = (e: { ports: string; addresses?: string[] }) => `${e.ports}${e.addresses ? ` at ${e.addresses.join(", ")}` : ""}`;
-    lines.push(
-      formatTable(
-        ["KIND", "WHERE", "PORTS", "VERDICT"],
-        [
-          ...audit.undeclared.map((e) => [e.kind, where(e), ports(e), `UNDECLARED: ${e.reason}`]),
-          ...audit.declared.map((e) => [e.kind, where(e), ports(e), `declared by ${e.declaredBy}${e.reason ? `: ${e.reason}` : ""}`]),
-        ],
-      ),
-    );
+    const undeclared = audit.undeclared.map((e) => [e.kind, where(e), ports(e), `UNDECLARED: ${e.reason}`]);
+    const declared = audit.declared.map((e) => [e.kind, where(e), ports(e), `declared by ${e.declaredBy}${e.reason ? `: ${e.reason}` : ""}`]);
+    lines.push(formatTable(["KIND", "WHERE", "PORTS", "VERDICT"], [...undeclared, ...declared]));
   }
   if (audit.unusedAllowlist.length) lines.push("", `allowlist entries that matched nothing (stale?): ${audit.unusedAllowlist.join(", ")}`);
   lines.push("", "live verdicts (as exposure status):", formatStatus(stack, source, status));
@@ -214,12 +202,6 @@ function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]
     const verdict = preview.unread.length ? "nothing among what could be read" : mode === "deny" ? "nothing" : "nothing: deny is safe to switch on";
     return [`\n${title} ${verdict}`, ...partial].join("\n");
   }
-  return [
-    `\n${title} ${preview.refusals.length}`,
-    formatTable(
-      ["KIND", "WHERE", "REFUSED"],
-      preview.refusals.map((r) => [r.kind, `${r.namespace}/${r.name}`, r.what]),
-    ),
-    ...partial,
-  ].join("\n");
+  const rows = preview.refusals.map((r) => [r.kind, `${r.namespace}/${r.name}`, r.what]);
+  return [`\n${title} ${preview.refusals.length}`, formatTable(["KIND", "WHERE", "REFUSED"], rows), ...partial].join("\n");
 }

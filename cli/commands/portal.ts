@@ -81,9 +81,8 @@ function isLoopback(host: string): boolean {
 const OUTPUTS_REREAD_MS = 30_000;
 
 /**
- * What the stack's last `up` published, for the portal's verdicts (the same as `status`'s). A file named by --outputs is read with every cluster read and must
- * be readable now (as for `status`); the Pulumi CLI is asked at most every 30 s (or at once when the portal asks for a fresh read), and when it cannot answer
- * the portal says so once and checks names only, as `status` does.
+ * What the stack's last `up` published, for the portal's verdicts (as `status`'s): --outputs is read
+ * with every cluster read; the Pulumi CLI at most every 30 s, and when it cannot answer, said once.
  */
 export async function publishedReader(
   ctx: CommandContext,

@@ -57,22 +57,19 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
         ctx.stdout(`no sandbox in ${rel(s.folder)} (start one with: npm run sandbox)`);
       else {
         const api = s.controlPlane?.apiServer;
+        const processRow = (p: { role: string; pid: number; running: boolean }) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"];
+        const rows = [
+          ...(s.controlPlane?.processes ?? []).map(processRow),
+          api ? [`API server ${api.url}`, `${api.answers ? "answers" : "NO ANSWER"} (${api.detail})`] : ["control plane", "NOT FOUND (no .sandbox/cluster)"],
+          ...s.processes.map(processRow),
+          ...(s.dataPath?.processes.filter((p) => !p.running).map(processRow) ?? []),
+          ...s.urls.map((u) => [`${u.entry} ${u.url}`, u.answers ? "answers" : "NO ANSWER"]),
+          ...(s.portal ? [[`portal ${s.portal.url}`, s.portal.answers ? "answers" : "NO ANSWER"]] : []),
+          ...s.rejected.map((why) => [`sandbox.json ${why}`, "IGNORED"]),
+        ];
         ctx.stdout(
           [
-            formatTable(
-              ["WHAT", "STATE"],
-              [
-                ...(s.controlPlane?.processes ?? []).map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
-                ...(api
-                  ? [[`API server ${api.url}`, `${api.answers ? "answers" : "NO ANSWER"} (${api.detail})`]]
-                  : [["control plane", "NOT FOUND (no .sandbox/cluster)"]]),
-                ...s.processes.map((p) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"]),
-                ...(s.dataPath?.processes.filter((p) => !p.running).map((p) => [`${p.role} (pid ${p.pid})`, "STOPPED"]) ?? []),
-                ...s.urls.map((u) => [`${u.entry} ${u.url}`, u.answers ? "answers" : "NO ANSWER"]),
-                ...(s.portal ? [[`portal ${s.portal.url}`, s.portal.answers ? "answers" : "NO ANSWER"]] : []),
-                ...s.rejected.map((why) => [`sandbox.json ${why}`, "IGNORED"]),
-              ],
-            ),
+            formatTable(["WHAT", "STATE"], rows),
             ...s.problems.map((p) => `${p.entry}: ${p.problem}\n  fix: ${p.remedy}`),
             s.up
               ? "sandbox up"

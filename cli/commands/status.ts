@@ -29,17 +29,11 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
     // Outputs and cluster are read concurrently: `pulumi stack output` alone takes a second or two.
     const [published, cluster] = await Promise.all([
       readPublished(ctx, values.stack, values.outputs, readOutputs),
-      connect(opened, timeoutMs).then(async (reader) => ({
-        source: reader.source,
-        observed: await readObservedCluster(reader, entries),
-      })),
+      connect(opened, timeoutMs).then(async (reader) => ({ source: reader.source, observed: await readObservedCluster(reader, entries) })),
     ]);
     sayUnavailable(ctx, "exposure status", published, 'the "changed since the last up" checks are skipped');
-    const observed = observe(opened.contract, cluster.observed, {
-      selected: entries.map((e) => e.name),
-      nodeAddress: opened.settings.nodeAddress,
-      ...provenOwnership(published),
-    });
+    const selected = entries.map((e) => e.name);
+    const observed = observe(opened.contract, cluster.observed, { selected, nodeAddress: opened.settings.nodeAddress, ...provenOwnership(published) });
     // observe() also lists the entries that are not exposed: with --entry, only the named ones are reported.
     const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
     const exposed = observation.entries.filter((e) => e.exposure !== "none");

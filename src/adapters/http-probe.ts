@@ -45,9 +45,8 @@ const networkError = (err: NodeJS.ErrnoException): string =>
   NETWORK_ERRORS[err.code ?? ""] ?? (err.code?.startsWith("HPE_") ? `malformed HTTP answer (${err.code})` : (err.code ?? err.message));
 
 /**
- * GET with Node's http/https, no redirect following (a 3xx is the answer we judge) and no
- * connection reuse. Certificates are NOT verified: the Kubernetes Dashboard and other UIs
- * serve self-signed ones, and the probe checks that the URL answers, not who answers.
+ * GET without following redirects (a 3xx is the answer judged) or reusing connections. Certificates
+ * are NOT verified: UIs serve self-signed ones, and the probe checks that the URL answers, not who.
  */
 export const httpGet: HttpGet = (url, timeoutMs) =>
   new Promise((resolve, reject) => {
@@ -73,11 +72,7 @@ export const httpGet: HttpGet = (url, timeoutMs) =>
     req.end();
   });
 
-/**
- * A published URL that was not requested, as the reports show it: escaped and cut like every
- * published text read back. Its password is hidden first, so that a cut cannot leave part of it
- * where the reports' own hiding no longer finds it.
- */
+/** A published URL not requested, escaped and cut; its password hidden first (a cut could leave part of it). */
 const shownUrl = (url: string) => shownValue(redactUrlPasswords(url), PUBLISHED_TEXT_MAX);
 
 /** Probes one target; never rejects. */

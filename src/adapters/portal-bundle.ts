@@ -83,11 +83,6 @@ export function bundlePortalServer(): PortalBundle {
     throw new UserError(`the portal bundle is ${gzipped.length} bytes gzipped: too close to the 1 MiB ConfigMap limit`);
   }
   const version = (JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as { version?: unknown }).version;
-  cached = {
-    loader: LOADER,
-    gzipped,
-    sha256: createHash("sha256").update(code).digest("hex"),
-    version: typeof version === "string" ? version : "unknown",
-  };
+  cached = { loader: LOADER, gzipped, sha256: createHash("sha256").update(code).digest("hex"), version: typeof version === "string" ? version : "unknown" };
   return cached;
 }

@@ -29,13 +29,7 @@ export const runProgram = (program: string, args: string[], opts: RunOptions): P
     execFile(
       program,
       args,
-      {
-        cwd: opts.cwd,
-        env: opts.env,
-        timeout: timeoutMs,
-        maxBuffer: 256 * 1024 * 1024,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      },
+      { cwd: opts.cwd, env: opts.env, timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024, ...(opts.signal ? { signal: opts.signal } : {}) },
       (err, stdout, stderr) => {
         const e = err as (NodeJS.ErrnoException & { code?: number | string; killed?: boolean }) | null;
         if (e?.code === "ENOENT") resolve({ notFound: true });
@@ -71,12 +65,10 @@ export function pulumiFailure(run: { exitCode: number; stderr: string }, detail?
 }
 
 /** The last line of a program's output that is not blank, trimmed. */
-export const lastLine = (output: string) =>
-  output
-    .split("\n")
-    .map((l) => l.trim())
-    .filter(Boolean)
-    .pop();
+export function lastLine(output: string): string | undefined {
+  const lines = output.split("\n").filter((l) => l.trim());
+  return lines[lines.length - 1]?.trim();
+}
 
 /**
  * The stack outputs of the last `up`: from a file (`pulumi stack output --json` saved by a pipeline) or from the Pulumi CLI. Secrets stay masked: no command
@@ -91,12 +83,8 @@ export async function readStackOutputs(
   if (outputsFile) {
     text = readBoundedText(outputsFile, "outputs file", FILE_LIMITS.outputs);
   } else {
-    const result = await runPulumi(["stack", "output", "--json", "--stack", stack], {
-      cwd: ctx.projectDir,
-      env: ctx.env,
-      timeoutMs: 60_000,
-      ...(ctx.pulumi ? { pulumi: ctx.pulumi } : {}),
-    });
+    const options = { cwd: ctx.projectDir, env: ctx.env, timeoutMs: 60_000, ...(ctx.pulumi ? { pulumi: ctx.pulumi } : {}) };
+    const result = await runPulumi(["stack", "output", "--json", "--stack", stack], options);
     if ("notFound" in result) throw new PulumiNotFoundError(pulumiNotFound("pass --outputs FILE (saved `pulumi stack output --json`)"));
     if (result.exitCode !== 0) {
       // Pulumi's "no stack named 'X' found" says nothing of which backend it asked: most often not the stack's own (PULUMI_BACKEND_URL unset, the sandbox's env

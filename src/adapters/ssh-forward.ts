@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { UserError } from "../core/errors";
 import { checkLimaInstanceName, checkStackName, isLimaInstanceName } from "../core/inputs";
 import { ipVersion } from "../core/ip";
+import type { StoppedForwardJson as StoppedForward } from "../core/json-api";
 import { freeLoopbackPort } from "./free-port";
 import { isPid, isSameProcess, isStartTime, startTimeOf } from "./own-process";
 import { lastLine } from "./pulumi-cli";
@@ -191,29 +192,12 @@ const lastLogLine = (file: string) => (fs.existsSync(file) ? lastLine(fs.readFil
 async function startForward(request: ForwardRequest, localPort: number, opts: ForwardOptions): Promise<ForwardRecord> {
   const log = stateFile(opts.stateDir, request.entry, ".log");
   const out = fs.openSync(log, "w", 0o600);
-  const args = [
-    "-F",
-    opts.sshConfig,
-    // A dedicated connection per forward: a shared master would take every forward down with it.
-    "-o",
-    "ControlMaster=no",
-    "-o",
-    "ControlPath=none",
-    // Fail instead of lingering when the local port is taken, and never prompt in the background.
-    "-o",
-    "ExitOnForwardFailure=yes",
-    "-o",
-    "BatchMode=yes",
-    "-N",
-    "-L",
-    forwardSpec(localPort, request.remoteHost, request.remotePort),
-    `lima-${opts.instance}`,
-  ];
-  const child = spawn(opts.ssh, args, {
-    detached: true, // its own process group: it outlives this command and a Ctrl-C of the terminal
-    stdio: ["ignore", out, out],
-    env: opts.env,
-  });
+  // A dedicated connection per forward (a shared master would take every forward down with it);
+  // fail instead of lingering when the local port is taken, and never prompt in the background.
+  const options = ["ControlMaster=no", "ControlPath=none", "ExitOnForwardFailure=yes", "BatchMode=yes"].flatMap((o) => ["-o", o]);
+  const args = ["-F", opts.sshConfig, ...options, "-N", "-L", forwardSpec(localPort, request.remoteHost, request.remotePort), `lima-${opts.instance}`];
+  // detached: its own process group, so it outlives this command and a Ctrl-C of the terminal.
+  const child = spawn(opts.ssh, args, { detached: true, stdio: ["ignore", out, out], env: opts.env });
   fs.closeSync(out);
   const exited = new Promise<{ code: number | null; error?: string }>((resolve) => {
     child.once("exit", (code) => resolve({ code }));
@@ -282,14 +266,6 @@ export async function ensureForwards(
     if (!wanted.has(record.entry)) retired.push(await retire(opts.stateDir, record, alive.has(record.entry)));
   }
   return { forwards, failures, retired };
-}
-
-export interface StoppedForward {
-  entry: string;
-  pid: number;
-  localPort: number;
-  /** stopped: we ended it; stale: it was already gone (its pid file is removed). */
-  state: "stopped" | "stale";
 }
 
 /** Ends every forward of the stack's state folder and removes their pid files. */

@@ -108,16 +108,16 @@ function configMap(parsed: ParsedFile) {
   return config.value;
 }
 
-/** A key as written (`raw`) and namespaced: `name` -> `<project>:name`; `ns:name` stays; `ns:config:name` (the old form) -> `ns:name`. */
-function configKey(parsed: ParsedFile, pair: Pair, project: string): { raw: string; key: string } {
+/** A key namespaced: `name` -> `<project>:name`; `ns:name` stays; `ns:config:name` (the old form) -> `ns:name`. */
+function configKey(parsed: ParsedFile, pair: Pair, project: string): string {
   if (!isScalar(pair.key) || typeof pair.key.value !== "string" || pair.key.value === "") {
     throw new UserError(`${parsed.at(pair)}: configuration keys must be non-empty strings`);
   }
   const raw = pair.key.value;
   const parts = raw.split(":");
-  if (parts.length === 1) return { raw, key: `${project}:${raw}` };
-  if (parts.length === 2 && parts[0] && parts[1]) return { raw, key: raw };
-  if (parts.length === 3 && parts[0] && parts[1] === "config" && parts[2]) return { raw, key: `${parts[0]}:${parts[2]}` };
+  if (parts.length === 1) return `${project}:${raw}`;
+  if (parts.length === 2 && parts[0] && parts[1]) return raw;
+  if (parts.length === 3 && parts[0] && parts[1] === "config" && parts[2]) return `${parts[0]}:${parts[2]}`;
   throw new UserError(`${parsed.at(pair)}: configuration key '${raw}' must be 'name' or 'namespace:name'`);
 }
 
@@ -125,7 +125,6 @@ interface StackEntry {
   key: string;
   secret: boolean;
   text: string;
-  raw: unknown;
   at: string;
   /** Where each item inside the value is (`ui-exposure:allowlist.hostPorts[2]`), for messages about one item. */
   inner: [string, string][];
@@ -152,16 +151,14 @@ function innerPositions(parsed: ParsedFile, node: unknown, prefix: string, out: 
 }
 
 function stackConfigEntries(parsed: ParsedFile, project: string): StackEntry[] {
-  const map = configMap(parsed);
-  if (!map) return [];
-  return map.items.map((pair) => {
-    const { key } = configKey(parsed, pair, project);
+  return (configMap(parsed)?.items ?? []).map((pair) => {
+    const key = configKey(parsed, pair, project);
     const at = parsed.at(pair);
     const node = pair.value as Node | null;
     const raw: unknown = node && "toJSON" in node ? node.toJSON() : null;
     if (raw === null || raw === undefined) throw new UserError(`${at}: ${key} has no value (remove the key or give it one)`);
-    if (containsSecure(raw)) return { key, secret: true, text: "", raw: undefined, at, inner: [] };
-    return { key, secret: false, text: configText(raw), raw, at, inner: innerPositions(parsed, node, key) };
+    if (containsSecure(raw)) return { key, secret: true, text: "", at, inner: [] };
+    return { key, secret: false, text: configText(raw), at, inner: innerPositions(parsed, node, key) };
   });
 }
 

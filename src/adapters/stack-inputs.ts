@@ -25,9 +25,8 @@ export interface OpenStack {
 }
 
 /**
- * Opens a stack: its file read once (values and each key's position together), the settings checked, the contract loaded, the entries selected; every problem a
- * UserError. `config` is what the engine hands the program (the file then gives positions only, best effort: the engine already read it); `contract` replaces
- * the stack's contract path (relative to the working directory).
+ * Opens a stack, every problem a UserError. `config`: what the engine hands the program (the file
+ * then gives positions only, best effort); `contract` replaces the stack's contract path.
  */
 export function openStack(opts: {
   projectDir: string;

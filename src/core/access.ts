@@ -192,10 +192,9 @@ export function resolveReference(
 const SAFE_UNQUOTED = /^[A-Za-z0-9_./:@%+=,-]*$/;
 
 /**
- * A value as a .env line writes it, read back identically by bash `source`, python-dotenv, docker compose `env_file` and Node's `util.parseEnv`
- * (docs/commands.md, ".env values"): unquoted when it holds only safe characters, else in single quotes, else in double quotes, the first where it is inert
- * (unsafeInQuotes); otherwise refused, as is a newline, a control character or `${` (expanded in every quoting): no syntax reads it back the same everywhere.
- * The reason never contains the value (it is usually a secret).
+ * A value as a .env line writes it, read back identically by bash `source`, python-dotenv, docker
+ * compose `env_file` and Node's `util.parseEnv` (docs/commands.md, ".env values"), else refused
+ * with a reason that never contains the value (usually a secret).
  */
 export function quoteEnvValue(value: string): { text: string } | { refused: string } {
   if (SAFE_UNQUOTED.test(value)) return { text: value };
@@ -247,9 +246,8 @@ export interface RenderedEnv {
 }
 
 /**
- * Renders the .env template: `KEY=VALUE` lines get their {{placeholders}} replaced and the value quoted when needed; the opening comment block (up to the first
- * blank line) is replaced by `header`; other comments and blank lines are copied (placeholders in comments are not expanded, so no secret ends up in one). A
- * line with an unresolvable placeholder is written commented out with the reason. A malformed line or placeholder is an error that names `templateName:line`.
+ * Renders the .env template: placeholders are expanded in `KEY=VALUE` lines only (never in a
+ * comment, so no secret ends up in one); a line that cannot be resolved is written commented out.
  */
 export function renderEnvTemplate(template: string, templateName: string, resolve: (reference: string) => Resolved, header: string[]): RenderedEnv {
   const out = header.length ? [...header.map((h) => `# ${h}`), ""] : [];

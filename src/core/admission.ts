@@ -243,6 +243,7 @@ export function admissionManifests(input: AdmissionInput) {
   ];
 
   const tooLarge = `too large for the exposure guard to check (ui-exposure refuses what it cannot check): `;
+  // Every refusal is a 403 Forbidden.
   const validations = [
     {
       // A Service that opens something (node ports, a load balancer, externalIPs), created or
@@ -251,7 +252,6 @@ export function admissionManifests(input: AdmissionInput) {
         "!variables.isService || !variables.exposingService || variables.serviceDeclared || variables.previewOfOurs || (!variables.serviceTooLarge && !variables.newServiceExposure)",
       messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + (size(variables.externalIPs) == 0 ? '' : size(variables.externalIPs) <= ${L.externalIPs} ? ', externalIPs ' + variables.externalIPs.join(', ') : ', ' + string(size(variables.externalIPs)) + ' externalIPs') + (variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} && size(variables.servicePorts) > 1 ? ', ' + string(size(variables.servicePorts)) + ' ports where the contract declares one' : '') + ') ' + (variables.serviceTooLarge ? ${celText(`has more than ${L.servicePorts} ports or ${L.externalIPs} externalIPs: ${tooLarge}`)} : '') + ${celText(notInContract + serviceHelp)}`,
       message: wellFormed(`a Service reachable from outside the cluster (NodePort, LoadBalancer, externalIPs) ${notInContract}${serviceHelp}`),
-      reason: "Forbidden",
     },
     {
       expression: "variables.isService || !variables.podTooLarge",
@@ -259,22 +259,19 @@ export function admissionManifests(input: AdmissionInput) {
       message: wellFormed(
         `a pod with more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container is ${tooLarge}split it or declare fewer ports`,
       ),
-      reason: "Forbidden",
     },
     {
       // The list of ports is cut in the message: the API server drops one past 5 KiB for `message`.
       expression: "variables.isService || variables.podTooLarge || variables.refusedHostPortList == ''",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + (size(variables.refusedHostPortList) > 1000 ? variables.refusedHostPortList.substring(0, 1000) + '...' : variables.refusedHostPortList) + ', which ' + ${celText(notInContract + hostPortHelp)}`,
       message: wellFormed(`a hostPort ${notInContract}${hostPortHelp}`),
-      reason: "Forbidden",
     },
     {
       expression: "!variables.hostNetworkUnlisted || variables.oldHostNetworkUnlisted",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' is on the host network (it may serve on every port of the node), which ' + ${celText(notInContract + hostNetworkHelp)}`,
       message: wellFormed(`a pod on the host network ${notInContract}${hostNetworkHelp}`),
-      reason: "Forbidden",
     },
-  ];
+  ].map((v) => ({ ...v, reason: "Forbidden" }));
 
   const policy = {
     apiVersion: ADMISSION_GROUP_VERSION,

@@ -1,9 +1,5 @@
-/**
- * Findings and exit codes. A finding has a stable code (scripts match on it), the subject it is
- * about (an entry, a file position, a Service) and a message for people. EXIT is the one table
- * of exit codes: every command returns one of its constants (an architecture test refuses a
- * number), and exitCodeOf picks one for a list of findings.
- */
+// Findings (a stable code scripts match on, a subject, a message for people) and EXIT, the one
+// table of exit codes: every command returns one of its constants (an architecture test checks it).
 
 /** What a finding means for the exit code, from the most to the least severe. */
 export type Severity = "error" | "invalid" | "drift" | "unreachable" | "warning" | "info";

@@ -64,9 +64,7 @@ export const decimalNumber = (value: string): number => (DECIMAL.test(value) ? N
 /** A number of seconds from a flag, in milliseconds, within [MIN, MAX]; a UserError (exit 2) otherwise. */
 export function parseTimeoutSeconds(value: string, flag: string): number {
   const seconds = decimalNumber(value);
-  if (!Number.isFinite(seconds) || seconds <= 0) {
-    throw new UserError(`${flag} must be a positive number of seconds, not '${value}'`, EXIT.INVALID);
-  }
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new UserError(`${flag} must be a positive number of seconds, not '${value}'`, EXIT.INVALID);
   if (seconds > MAX_TIMEOUT_SECONDS) throw new UserError(`${flag} must be at most ${MAX_TIMEOUT_SECONDS} seconds, not '${value}'`, EXIT.INVALID);
   if (seconds < MIN_TIMEOUT_SECONDS) throw new UserError(`${flag} must be at least ${MIN_TIMEOUT_SECONDS} seconds, not '${value}'`, EXIT.INVALID);
   return Math.round(seconds * 1000);

@@ -1,8 +1,6 @@
 /**
- * Every document an `exposure` command prints with `--json`: the contract with scripts.
- * Each carries `apiVersion` (JSON_API_VERSION, bumped on an incompatible change) and a `kind`.
- * The commands build their document as one of these types, so a change to a report that
- * breaks this file breaks the build, not a script in production.
+ * Every document an `exposure` command prints with `--json` (the contract with scripts), typed so
+ * that a report change breaking it breaks the build, not a script in production.
  */
 import type { AccessEndpoint, CredentialView } from "./access";
 import type { Refusal } from "./admission-preview";
@@ -44,13 +42,7 @@ export interface StatusDocument extends Document<"Status"> {
 }
 
 /** One resource the preview would change; `fields` is empty when Pulumi gave no detail. */
-interface PreviewChangeJson {
-  op: string;
-  type: string;
-  name: string;
-  urn: string;
-  fields: string[];
-}
+type PreviewChangeJson = { op: string; type: string; name: string; urn: string; fields: string[] };
 
 /** `exposure drift --json`. */
 export interface DriftDocument extends Document<"Drift"> {
@@ -94,12 +86,8 @@ export interface ProbeDocument extends Document<"Probe"> {
   results: readonly ProbeResultJson[];
 }
 
-interface StoppedForwardJson {
-  entry: string;
-  pid: number;
-  localPort: number;
-  state: "stopped" | "stale";
-}
+/** A forward `access` ended; stopped: we ended it; stale: it was already gone (its pid file is removed). */
+export type StoppedForwardJson = { entry: string; pid: number; localPort: number; state: "stopped" | "stale" };
 
 /** `exposure access --json`. Holds passwords, each as `{secret: true, value}`. */
 export interface AccessDocument extends Document<"Access"> {

@@ -217,12 +217,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   // outputs (in-cluster portal, no Pulumi CLI) only the name and namespace can be checked.
   const notOurs = ctx.published ? ownershipProblem(ours, published) : undefined;
   if (notOurs) {
-    return {
-      ...entry,
-      service,
-      readyEndpoints: ready,
-      ...verdictOf(e.name, [["service-not-ours", notOurs]]),
-    };
+    return { ...entry, service, readyEndpoints: ready, ...verdictOf(e.name, [["service-not-ours", notOurs]]) };
   }
   const reasons: [DriftCode, string][] = [];
   const add = (code: DriftCode, message: string) => reasons.push([code, message]);

@@ -6,24 +6,15 @@ import { Composer, CST, type Document, isAlias, isCollection, Lexer, LineCounter
 /** Deepest nesting read (collections inside collections); a Kubernetes object nests about 15 deep. */
 export const YAML_MAX_DEPTH = 100;
 
-/** What one bounded parse may build. */
-export interface YamlBounds {
-  /** Values (scalars, aliases, collections, key/value and item indicators) in the whole text. */
-  maxValues: number;
-}
-
 /** Values a contract or a stack file may hold (a contract of 1000 entries holds about 20,000). */
 export const SMALL_YAML_VALUES = 100_000;
 /** Values a cluster snapshot may hold: about 9 MiB of `kubectl get pods -o yaml`; parsing the worst text within it (`[1,1,...]`) peaks near 1 GiB. */
 export const SNAPSHOT_YAML_VALUES = 1_000_000;
 
 /** A text refused before it was parsed: where, and why (one line). */
-export interface YamlRefusal {
-  offset: number;
-  message: string;
-}
+type YamlRefusal = { offset: number; message: string };
 
-export type BoundedYaml = { docs: Document.Parsed[]; lineCounter: LineCounter; refused?: undefined } | { refused: YamlRefusal; lineCounter: LineCounter };
+type BoundedYaml = { docs: Document.Parsed[]; lineCounter: LineCounter; refused?: undefined } | { refused: YamlRefusal; lineCounter: LineCounter };
 
 class Refused extends Error {
   constructor(readonly refusal: YamlRefusal) {
@@ -31,18 +22,9 @@ class Refused extends Error {
   }
 }
 
-const COUNTED = new Set<string | null>([
-  "scalar",
-  "single-quoted-scalar",
-  "double-quoted-scalar",
-  "block-scalar-header",
-  "alias",
-  "flow-map-start",
-  "flow-seq-start",
-  "seq-item-ind",
-  "map-value-ind",
-  "explicit-key-ind",
-]);
+/** The tokens counted as values: scalars, aliases, collections, key/value and item indicators. */
+const SCALARS = ["scalar", "single-quoted-scalar", "double-quoted-scalar", "block-scalar-header", "alias"];
+const COUNTED = new Set<string | null>([...SCALARS, "flow-map-start", "flow-seq-start", "seq-item-ind", "map-value-ind", "explicit-key-ind"]);
 
 /**
  * The first limit the text passes, seen by the lexer alone: more than `maxValues` values, or flow collections (`[`, `{`) nested deeper than YAML_MAX_DEPTH. The
@@ -87,9 +69,7 @@ function* boundedTokens(text: string, parser: Parser) {
   for (const lexeme of new Lexer().lex(text, false)) {
     yield* parser.next(lexeme);
     // The parser's stack is the nesting being built: the document, each open collection, a scalar.
-    if (parser.stack.length > YAML_MAX_DEPTH + 2) {
-      throw new Refused({ offset: parser.offset, message: TOO_DEEP });
-    }
+    if (parser.stack.length > YAML_MAX_DEPTH + 2) throw new Refused({ offset: parser.offset, message: TOO_DEEP });
   }
   yield* parser.end();
 }
@@ -118,7 +98,7 @@ export function jsonRefusal(text: string, maxValues: number): YamlRefusal | unde
  * Every document of `text` (`single`: exactly one, as `parseDocument` gives), parsed with yaml's own options, or a refusal when the text nests deeper than
  * YAML_MAX_DEPTH or holds more than `bounds.maxValues` values. Syntax errors stay in each document's `errors`.
  */
-export function parseYamlBounded(text: string, bounds: YamlBounds, opts: { single?: boolean } = {}): BoundedYaml {
+export function parseYamlBounded(text: string, bounds: { maxValues: number }, opts: { single?: boolean } = {}): BoundedYaml {
   const lineCounter = lineCounterOf(text);
   const docs: Document.Parsed[] = [];
   const refused = mayExceedBounds(text, bounds.maxValues) ? lexicalRefusal(text, bounds.maxValues) : undefined;

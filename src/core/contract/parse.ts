@@ -190,11 +190,9 @@ function describeBound(issue: z.core.$ZodIssueTooBig | z.core.$ZodIssueTooSmall)
   const relation = big ? (inclusive ? "at most" : "below") : inclusive ? "at least" : "above";
   switch (issue.origin) {
     case "string":
-      if (!big && bound === 1) return EMPTY;
-      return `expected ${relation} ${bound} characters`;
     case "array":
       if (!big && bound === 1) return EMPTY;
-      return `expected ${relation} ${bound} items`;
+      return `expected ${relation} ${bound} ${issue.origin === "string" ? "characters" : "items"}`;
     case "number":
     case "int":
       if (isSafeIntegerBound(issue)) return "expected an integer";
@@ -215,9 +213,8 @@ function foundSuffix(issue: z.core.$ZodIssue, input: unknown): string {
 }
 
 /**
- * One line per zod issue saying what was expected and what was found. Needs a parse with `reportInput: true`: without it zod 4 leaves `input` empty and every
- * wrong type would read as a missing field. zod's own wording ("Too big: ...", "Invalid input") is never shown: a check without a message of ours gets one from
- * the issue (bounds, accepted values, union branches; every pattern and discriminator of ours has its message), and a message of ours gets the value found.
+ * One line per zod issue: what was expected, what was found (zod's own wording is never shown).
+ * Needs a parse with `reportInput: true`: without it every wrong type would read as missing.
  */
 export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required field is missing"): string {
   let input = "input" in issue ? issue.input : undefined;
@@ -242,17 +239,11 @@ export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required fi
   }
   if (!message) return `invalid value${foundSuffix(issue, input)}`;
   if (message === EMPTY || /\bfound\b/.test(message)) return message;
-  if (
-    issue.code === "too_big" ||
-    issue.code === "too_small" ||
-    issue.code === "invalid_format" ||
-    issue.code === "invalid_value" ||
-    issue.code === "invalid_union"
-  ) {
-    return `${message}${foundSuffix(issue, input)}`;
-  }
-  return message;
+  return SAYS_FOUND.has(issue.code) ? `${message}${foundSuffix(issue, input)}` : message;
 }
+
+/** Issues whose message gets the value found appended. */
+const SAYS_FOUND: ReadonlySet<string> = new Set(["too_big", "too_small", "invalid_format", "invalid_value", "invalid_union"]);
 
 /** `expected 'all' or an array`: what each branch of a union accepts, when each says so at its root. */
 function describeUnion(issue: z.core.$ZodIssueInvalidUnion): string | undefined {
