@@ -217,6 +217,20 @@ describe("the live reader against a fake API server on loopback", () => {
     }
   });
 
+  // Found by the sandbox's monitoring trial: with its Service's pods gone, the real API server
+  // (1.37) writes the slice with `endpoints: null` and `ports: null`, and every read failed.
+  it("reads the EndpointSlice of a Service without endpoints as the API server writes it (endpoints and ports null)", async () => {
+    const empty = { metadata: { name: "grafana-nodeport-dcptd", namespace: "monitoring" }, addressType: "IPv4", endpoints: null, ports: null };
+    const api = await startFakeApi({ "/apis/discovery.k8s.io/v1/namespaces/monitoring/endpointslices": list("EndpointSliceList", [empty]) });
+    try {
+      const reader = await LiveClusterReader.connect({ kubeconfig: api.kubeconfig, timeoutMs: 2000 });
+      const slices = await reader.listEndpointSlices({ namespace: "monitoring" });
+      expect(slices.map((s) => [s.metadata.name, s.endpoints ?? [], s.ports ?? []])).toEqual([["grafana-nodeport-dcptd", [], []]]);
+    } finally {
+      await api.close();
+    }
+  });
+
   it("never echoes a fragment of a corrupt Secrets answer", async () => {
     const value = Buffer.from("super-secret-value").toString("base64");
     const truncated = `{"kind":"SecretList","items":[{"metadata":{"name":"s"},"data":{"password":"${value}`;
