@@ -236,7 +236,7 @@ describe.sequential("e2e: ownership holds however up runs (real engine, real API
     );
     const command = `kubectl -n ${NS} patch service ${NAME} --type=json -p '[{"op":"remove","path":"/spec/selector/tier"}]'`;
     const status = sandbox.exposure(["status", "--stack", "sandbox", "--json"]);
-    expect(status.stdout).toContain("selector key tier=frontend of argocd/argocd-nodeport was added outside this stack");
+    expect(status.stdout, summary(status)).toContain("selector key tier=frontend of argocd/argocd-nodeport was added outside this stack");
     const drift = sandbox.exposure(["drift", "--stack", "sandbox", "--json"]);
     expect(drift.code, summary(drift)).not.toBe(0);
     expect(drift.stdout).toContain("selector key tier=frontend");
