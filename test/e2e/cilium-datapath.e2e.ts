@@ -211,7 +211,8 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
   beforeAll(async () => {
     bin = toolchainBin();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-cilium-"));
-    cluster = await startCluster(bin);
+    // kube-scheduler binds the agents' DaemonSet pod to the node (the kubelet part starts only pods bound to it)
+    cluster = await startCluster(bin, { E2E_SCHEDULER: "1" });
     env = { ...process.env, E2E_BIN: bin, KUBECONFIG: cluster.kubeconfig, E2E_NODE: NODE.name, E2E_NODE_IP: NODE.ip, E2E_CLIENT_IP: CLIENT_IP };
     // Registered as a kubelet would be, with the pod range the node IPAM controller gives it.
     // The agents' DaemonSet selects kubernetes.io/os=linux nodes, as a kubelet labels them.
