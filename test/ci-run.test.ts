@@ -18,7 +18,7 @@ const exe = (file: string, body: string) => {
 const report = (passed: number) => JSON.stringify({ numPassedTests: passed, numFailedTests: 0, success: true });
 
 /** Runs a copy of .ci/run where everything passes but the Cilium stage, whose build fails. */
-function ciRunWithCiliumStageFailing() {
+function ciRunWithCiliumStageFailing(env: Record<string, string> = {}) {
   const d = fs.mkdtempSync(path.join(os.tmpdir(), "ci-run-test-"));
   dirs.push(d);
   fs.mkdirSync(path.join(d, ".ci"));
@@ -43,7 +43,7 @@ exit 0`,
   );
   return spawnSync(path.join(d, ".ci/run"), [], {
     encoding: "utf8",
-    env: { ...process.env, PATH: `${stubs}:${process.env.PATH}` },
+    env: { ...process.env, ...env, PATH: `${stubs}:${process.env.PATH}` },
     timeout: 60_000,
   });
 }
@@ -55,5 +55,15 @@ describe(".ci/run", () => {
     // 2 static checks + 5 unit + 3 e2e passed; Node.js 24 (stubbed away) and the Cilium stage failed
     expect(r.stdout.trim().split("\n").at(-1)).toBe("10 passed, 2 failed");
     expect(r.status).toBe(1);
+  });
+
+  it("skips the Cilium stage and its e2e when, with them and the rest of the e2e suite, the run would pass 90 min", () => {
+    // bash counts SECONDS on from the value it inherits: the run starts 4000 s in
+    const r = ciRunWithCiliumStageFailing({ SECONDS: "4000" });
+    expect(r.stdout).toMatch(
+      /!! Cilium stage and e2e skipped by \.ci\/run: 4\d\d\ds elapsed \+ about 720s for the Cilium stage and its e2e \+ 900s for the rest of the e2e suite would pass 90 min/,
+    );
+    expect(r.stdout).not.toContain("the Cilium stage could not be built");
+    expect(r.stdout.trim().split("\n").at(-1)).toBe("10 passed, 1 failed");
   });
 });
