@@ -12,8 +12,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeNode } from "../../src/adapters/datapath/kubelet";
 import {
-  addNodes,
   adoptRetainedCilium,
   type Cluster,
   EXAMPLE_UIS,
@@ -222,7 +222,8 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
         spec: { podCIDR: POD_CIDR, podCIDRs: [POD_CIDR] },
       },
     });
-    await addNodes(cluster, [NODE]);
+    // Ready, untainted, with the capacity the scheduler fits the agents' pod into (as a kubelet reports it)
+    await writeNode(cluster.core, NODE);
     for (const ui of UIS) {
       await cluster.core.createNamespace({ body: { metadata: { name: ui.namespace } } });
       await cluster.core.createNamespacedService({
