@@ -509,7 +509,8 @@ new k8s.helm.v3.Release("cilium", ${JSON.stringify({
       const cniPulumi = (args: string[]) =>
         runProcess(path.join(bin, "pulumi"), [...args, "--stack", "cni", "--non-interactive"], { cwd: cni, env: sandbox.env });
       for (const args of [
-        ["stack", "init", "cni", "--secrets-provider", "passphrase"],
+        // (cniPulumi names the stack: --stack cni)
+        ["stack", "init", "--secrets-provider", "passphrase"],
         ["import", "kubernetes:helm.sh/v3:Release", "cilium", "kube-system/cilium", "--generate-code=false", "--protect=false", "--yes"],
       ]) {
         const r = await cniPulumi(args);
@@ -530,7 +531,7 @@ new k8s.helm.v3.Release("cilium", ${JSON.stringify({
         agentLog,
       );
       expect(cniUp?.code, cniUp && summary(cniUp)).toBe(0);
-      const forget = await cniPulumi(["stack", "rm", "cni", "--force", "--yes"]);
+      const forget = await cniPulumi(["stack", "rm", "--force", "--yes"]);
       expect(forget.code, summary(forget)).toBe(0);
       const cohabitCm = await cluster.core.readNamespacedConfigMap({ namespace: "kube-system", name: "cilium-config" });
       expect([cohabitCm.data?.["enable-lb-ipam"], cohabitCm.data?.["enable-gateway-api"], cohabitCm.data?.["enable-l2-announcements"]]).toEqual([
