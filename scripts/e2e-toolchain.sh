@@ -89,13 +89,15 @@ want_optin() { [[ " ${E2E_ONLY:-} " == *" $1 "* ]] || [[ "${E2E_CILIUM:-}" == 1 
 have() { [[ -x "$BIN/$1" ]]; }
 
 declare -A TIMES=()
-# stage NAME BINARY FUNC: run FUNC unless BIN/BINARY exists; record the time.
+# stage NAME BINARY FUNC: run FUNC unless BIN/BINARY exists; record the time. FUNC starts in
+# WORK (a stage before may have removed the folder it worked in, and go cannot run in one).
 stage() {
   local name=$1 binary=$2 fn=$3
   if ! want "$name"; then return 0; fi
   if have "$binary"; then log "skip $name: $BIN/$binary exists"; return 0; fi
   log "build $name ..."
   local t0=$SECONDS
+  cd "$WORK"
   "$fn"
   [[ -x "$BIN/$binary" ]] || die "$name: $BIN/$binary was not produced"
   TIMES[$name]=$((SECONDS - t0))
@@ -765,7 +767,7 @@ build_prometheus() {
   ln -sfn "$PROM_DIR/bin/promtool" "$BIN/promtool"
   rm -rf "$WORK/prometheus"
 }
-if [[ -e "$BIN/promtool" && "$(cat "$PROM_DIR/.stamp" 2>/dev/null)" != "$PROM_STAMP" ]]; then
+if want prometheus && [[ -e "$BIN/promtool" && "$(cat "$PROM_DIR/.stamp" 2>/dev/null)" != "$PROM_STAMP" ]]; then
   rm -f "$BIN/promtool" "$BIN/prometheus"
 fi
 
@@ -811,7 +813,7 @@ build_cilium() {
   rm -rf "$src"
 }
 # a different CILIUM_VERSION or gobgp replace rebuilds the stage
-if [[ -e "$BIN/cilium-agent" && "$(cat "$CILIUM_DIR/.stamp" 2>/dev/null)" != "$CILIUM_STAMP" ]]; then
+if want_optin cilium && [[ -e "$BIN/cilium-agent" && "$(cat "$CILIUM_DIR/.stamp" 2>/dev/null)" != "$CILIUM_STAMP" ]]; then
   rm -f "$BIN/cilium-agent"
 fi
 

@@ -2,6 +2,7 @@
 // (`limit`, `continue`), each page is bounded in bytes, and only what the caller keeps is held.
 import { afterEach, describe, expect, it } from "vitest";
 import { LiveClusterReader, PAGE_BYTES } from "../src/adapters/kube-live";
+import { CONFIG_CHECKSUM } from "../src/core/cilium/rollout";
 import { UserError } from "../src/core/errors";
 import type { Service } from "../src/core/kube/types";
 import { startPagingApi } from "./support/fake-api";
@@ -63,6 +64,14 @@ describe("kube-live: paged, bounded lists", () => {
     const { reader } = await serve([...tenantServices, exposed]);
     const kept = await reader.listServices({ keep: (s) => s.spec?.type === "NodePort" });
     expect(kept).toEqual([{ metadata: { namespace: "tenant", name: "open", uid: "uid-open", labels: {} }, spec: exposed.spec }]);
+  });
+
+  it("keeps, of a listed object's annotations, the Cilium config checksum (up's switch check reads it per agent pod)", async () => {
+    const pod = { metadata: { namespace: "kube-system", name: "cilium-x", uid: "u", annotations: { [CONFIG_CHECKSUM]: "abc", blob: FAT } }, spec: {} };
+    const api = await startPagingApi({ "/api/v1/pods": { kind: "PodList", items: [pod] } });
+    close = api.close;
+    const reader = await LiveClusterReader.connect({ kubeconfig: api.kubeconfig, timeoutMs: 10_000 });
+    expect((await reader.listPods()).map((p) => p.metadata.annotations)).toEqual([{ [CONFIG_CHECKSUM]: "abc" }]);
   });
 
   it("asks the API server for one namespace and the labels wanted (`k in (a,b)`), not the whole cluster", async () => {

@@ -3,6 +3,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import * as os from "node:os";
 import * as path from "node:path";
+import { CONFIG_CHECKSUM } from "../core/cilium/rollout";
 import { UserError } from "../core/errors";
 import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
@@ -39,11 +40,13 @@ const ANSWERS_IN_FLIGHT = 4;
 /** An answer past PAGE_BYTES: refused, or a list's page asked again with fewer items. */
 class PageTooLarge extends UserError {}
 
-/** What a list holds of each item: annotations and managedFields are never read, and can be most of an object. */
+/** What a list holds of each item: no managedFields, and of the annotations (most of an object, at times) only the one read: Cilium's config checksum. */
 function slim<T>(item: T): T {
-  const { metadata } = item as { metadata: Record<string, unknown> };
+  const { metadata } = item as { metadata: { annotations?: Record<string, unknown>; managedFields?: unknown } };
+  const checksum = metadata.annotations?.[CONFIG_CHECKSUM];
   delete metadata.annotations;
   delete metadata.managedFields;
+  if (typeof checksum === "string") metadata.annotations = { [CONFIG_CHECKSUM]: checksum };
   return item;
 }
 

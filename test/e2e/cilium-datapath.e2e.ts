@@ -12,8 +12,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeNode } from "../../src/adapters/datapath/kubelet";
 import {
-  addNodes,
   adoptRetainedCilium,
   type Cluster,
   EXAMPLE_UIS,
@@ -211,7 +211,8 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
   beforeAll(async () => {
     bin = toolchainBin();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-cilium-"));
-    cluster = await startCluster(bin);
+    // kube-scheduler binds the agents' DaemonSet pod to the node (the kubelet part starts only pods bound to it)
+    cluster = await startCluster(bin, { E2E_SCHEDULER: "1" });
     env = { ...process.env, E2E_BIN: bin, KUBECONFIG: cluster.kubeconfig, E2E_NODE: NODE.name, E2E_NODE_IP: NODE.ip, E2E_CLIENT_IP: CLIENT_IP };
     // Registered as a kubelet would be, with the pod range the node IPAM controller gives it.
     // The agents' DaemonSet selects kubernetes.io/os=linux nodes, as a kubelet labels them.
@@ -221,7 +222,8 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
         spec: { podCIDR: POD_CIDR, podCIDRs: [POD_CIDR] },
       },
     });
-    await addNodes(cluster, [NODE]);
+    // Ready, untainted, with the capacity the scheduler fits the agents' pod into (as a kubelet reports it)
+    await writeNode(cluster.core, NODE);
     for (const ui of UIS) {
       await cluster.core.createNamespace({ body: { metadata: { name: ui.namespace } } });
       await cluster.core.createNamespacedService({
@@ -507,7 +509,8 @@ new k8s.helm.v3.Release("cilium", ${JSON.stringify({
       const cniPulumi = (args: string[]) =>
         runProcess(path.join(bin, "pulumi"), [...args, "--stack", "cni", "--non-interactive"], { cwd: cni, env: sandbox.env });
       for (const args of [
-        ["stack", "init", "cni", "--secrets-provider", "passphrase"],
+        // (cniPulumi names the stack: --stack cni)
+        ["stack", "init", "--secrets-provider", "passphrase"],
         ["import", "kubernetes:helm.sh/v3:Release", "cilium", "kube-system/cilium", "--generate-code=false", "--protect=false", "--yes"],
       ]) {
         const r = await cniPulumi(args);
@@ -528,7 +531,7 @@ new k8s.helm.v3.Release("cilium", ${JSON.stringify({
         agentLog,
       );
       expect(cniUp?.code, cniUp && summary(cniUp)).toBe(0);
-      const forget = await cniPulumi(["stack", "rm", "cni", "--force", "--yes"]);
+      const forget = await cniPulumi(["stack", "rm", "--force", "--yes"]);
       expect(forget.code, summary(forget)).toBe(0);
       const cohabitCm = await cluster.core.readNamespacedConfigMap({ namespace: "kube-system", name: "cilium-config" });
       expect([cohabitCm.data?.["enable-lb-ipam"], cohabitCm.data?.["enable-gateway-api"], cohabitCm.data?.["enable-l2-announcements"]]).toEqual([
