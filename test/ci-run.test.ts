@@ -61,7 +61,7 @@ describe(".ci/run", () => {
     // bash counts SECONDS on from the value it inherits: the run starts 4000 s in
     const r = ciRunWithCiliumStageFailing({ SECONDS: "4000" });
     expect(r.stdout).toMatch(
-      /!! Cilium stage and e2e skipped by \.ci\/run: 4\d\d\ds elapsed \+ about 720s for the Cilium stage and its e2e \+ 900s for the rest of the e2e suite would pass 90 min/,
+      /!! Cilium stage and e2e skipped by \.ci\/run: 4\d\d\ds elapsed \+ about 720s for the Cilium stage and its e2e \+ 1500s for the rest of the e2e suite would pass 90 min/,
     );
     expect(r.stdout).not.toContain("the Cilium stage could not be built");
     expect(r.stdout.trim().split("\n").at(-1)).toBe("10 passed, 1 failed");
