@@ -129,7 +129,11 @@ describe("wouldRefuse is what the policy refuses (property, evaluated with cel-j
   const podSpec = fc.record({ hostNetwork: fc.boolean(), containers: fc.array(fc.record({ name: fc.constant("c"), ports }), { minLength: 1, maxLength: 2 }) });
   const object = fc.oneof(
     fc.record({ kind: fc.constant("Service"), namespace: ns, name, type: fc.constantFrom("ClusterIP", "NodePort", "LoadBalancer") }),
-    fc.record({ kind: fc.constant("Pod"), namespace: ns, name, labels, spec: podSpec }),
+    // A controller's pod: its generateName may be longer than its name (cut to 58 characters), or unrelated to it.
+    fc.record(
+      { kind: fc.constant("Pod"), namespace: ns, name, labels, spec: podSpec, generateName: fc.constantFrom("agent-", "agent-x-1-", "debug-0-", "web-") },
+      { requiredKeys: ["kind", "namespace", "name", "labels", "spec"] },
+    ),
     fc.record({ kind: fc.constantFrom("DaemonSet", "Deployment", "CronJob"), namespace: ns, name, labels, spec: podSpec }),
   );
   const pattern = fc
@@ -156,7 +160,12 @@ describe("wouldRefuse is what the policy refuses (property, evaluated with cel-j
         const selected = publishAll ? ["web", "agent"] : [];
         const stack = { stack: "p", contract, selected, allowlist: list };
         const { policy } = admissionManifests({ ...stack, mode: "deny", failurePolicy: "Fail", contractFile: "c.yaml" });
-        const metadata = { name: o.name, namespace: o.namespace, ...("labels" in o ? { labels: o.labels } : {}) };
+        const metadata = {
+          name: o.name,
+          namespace: o.namespace,
+          ...("labels" in o ? { labels: o.labels } : {}),
+          ...("generateName" in o ? { generateName: o.generateName } : {}),
+        };
         const template = "spec" in o ? { metadata: { labels: o.labels }, spec: o.spec } : undefined;
         const obj =
           o.kind === "Service"
@@ -227,6 +236,95 @@ describe("denyWouldLock: what up checks before it puts deny in force", () => {
     expect(
       denyWouldLock({ ...base, acknowledge: ["tenant/web*", "tenant/debug-shell"], pods: [webPod, debug], workloads: [replicaSet, deployment] }),
     ).toBeUndefined();
+  });
+
+  // Kubernetes names a controller's pod from its generateName "<owner>-": the first 58 characters, then 5 random ones.
+  const generated = (owner: string, random: string) => `${`${owner}-`.slice(0, 58)}${random}`;
+  const owned = (p: Pod, kind: string, owner: string): Pod => ({
+    ...p,
+    metadata: { ...p.metadata, generateName: `${owner}-`, ownerReferences: [{ apiVersion: "apps/v1", kind, name: owner, uid: "u-1", controller: true }] },
+  });
+  const exporterSpec = { containers: [{ name: "c", ports: [{ containerPort: 9100, hostPort: 9100 }] }] };
+  /** The policy's verdict on the CREATE of `object` with the allowlist line(s) added. */
+  const admittedWith = async (lines: string[], kind: string, namespace: string, object: unknown) => {
+    const allowlist = { ...base.allowlist, hostPorts: [...base.allowlist.hostPorts, ...lines] };
+    const { policy } = admissionManifests({
+      stack: "bench",
+      contract: base.contract,
+      selected: base.selected,
+      allowlist,
+      mode: "deny",
+      failurePolicy: "Fail",
+      contractFile: "c.yaml",
+    });
+    return (await policyRefusals(policy.spec, { kind, namespace, operation: "CREATE", object })).length === 0;
+  };
+
+  it("a DaemonSet whatever its name's length: the line it advises admits its pods now and its next pod (matched by generateName)", async () => {
+    const ds = "observability-kube-prometheus-stack-prometheus-node-exporter";
+    expect(ds).toHaveLength(60);
+    const daemonSet = { kind: "DaemonSet", metadata: { name: ds, namespace: "monitoring" }, spec: { template: template(exporterSpec) } };
+    const pods = ["x7k2p", "q9w4z"].map((r) => owned(pod("monitoring", generated(ds, r), "node-a", { hostPort: 9100 }), "DaemonSet", ds));
+    expect(pods[0]?.metadata.name).toBe("observability-kube-prometheus-stack-prometheus-node-exportx7k2p");
+    expect(
+      denyWouldLock({ ...base, pods, workloads: [daemonSet] })
+        ?.split("\n")
+        .slice(1),
+    ).toEqual([
+      `    DaemonSet monitoring/${ds} (hostPort 9100/TCP): admit it with ui-exposure:allowlist.hostPorts 'monitoring/${ds}-*:9100', or acknowledge its refusal in ui-exposure:admission.acknowledge ('monitoring/${ds}*') of Pulumi.bench.yaml`,
+    ]);
+    const line = `monitoring/${ds}-*:9100`;
+    const allowlist = { ...base.allowlist, hostPorts: [...base.allowlist.hostPorts, line] };
+    expect(denyWouldLock({ ...base, allowlist, pods, workloads: [daemonSet] })).toBeUndefined();
+    expect(denyWouldLock({ ...base, acknowledge: [`monitoring/${ds}*`], pods, workloads: [daemonSet] })).toBeUndefined();
+    // The policy admits the DaemonSet and the pod it makes next, on a new node.
+    const next = owned(pod("monitoring", generated(ds, "n3w0d"), "node-c", { hostPort: 9100 }), "DaemonSet", ds);
+    expect(await admittedWith([line], "DaemonSet", "monitoring", daemonSet)).toBe(true);
+    expect(await admittedWith([line], "Pod", "monitoring", next)).toBe(true);
+    expect(await admittedWith([], "Pod", "monitoring", next)).toBe(false);
+  });
+
+  it("the ReplicaSets of a controller it does not read (an Argo Rollout): the advice names the owner, and admits its next revision", async () => {
+    const rs = (hash: string) => ({
+      kind: "ReplicaSet",
+      metadata: {
+        name: `demo-${hash}`,
+        namespace: "tenant",
+        labels: { "rollouts-pod-template-hash": hash },
+        ownerReferences: [{ apiVersion: "argoproj.io/v1alpha1", kind: "Rollout", name: "demo", uid: "r-1", controller: true }],
+      },
+      spec: { template: template(web) },
+    });
+    const current = rs("7c9d8f");
+    const podOf = (hash: string, random: string) => owned(pod("tenant", `demo-${hash}-${random}`, "node-a", { hostPort: 8081 }), "ReplicaSet", `demo-${hash}`);
+    expect(
+      denyWouldLock({ ...base, pods: [podOf("7c9d8f", "abcde")], workloads: [current] })
+        ?.split("\n")
+        .slice(1),
+    ).toEqual([
+      "    Rollout tenant/demo (hostPort 8081/TCP): admit it with ui-exposure:allowlist.hostPorts 'tenant/demo-*:8081', or acknowledge its refusal in ui-exposure:admission.acknowledge ('tenant/demo*') of Pulumi.bench.yaml",
+    ]);
+    // The next revision: a new ReplicaSet and its pods, admitted by the same line.
+    expect(await admittedWith(["tenant/demo-*:8081"], "Pod", "tenant", podOf("55f6b9", "xyz12"))).toBe(true);
+    expect(
+      denyWouldLock({
+        ...base,
+        allowlist: { ...base.allowlist, hostPorts: ["tenant/demo-*:8081"] },
+        pods: [podOf("55f6b9", "xyz12")],
+        workloads: [rs("55f6b9")],
+      }),
+    ).toBeUndefined();
+  });
+
+  it("an owner whose name does not prefix its pods' is not named: the pod is, by its own name", () => {
+    const odd = owned(pod("tenant", "launcher-abcde", "node-a", { hostPort: 8081 }), "VirtualMachine", "vm-1");
+    expect(
+      denyWouldLock({ ...base, pods: [{ ...odd, metadata: { ...odd.metadata, generateName: "launcher-" } }], workloads: [] })
+        ?.split("\n")
+        .slice(1),
+    ).toEqual([
+      "    Pod tenant/launcher-abcde (hostPort 8081/TCP): admit it with ui-exposure:allowlist.hostPorts 'tenant/launcher-abcde:8081', or acknowledge its refusal in ui-exposure:admission.acknowledge ('tenant/launcher-abcde') of Pulumi.bench.yaml",
+    ]);
   });
 
   it("a workload kind it could not read refuses too (the check would be partial); past 20 it says how many more", () => {

@@ -115,7 +115,8 @@ describe("admission policy generated from the contract", () => {
     expect(declared).toContain(
       '8090: (request.namespace == "data-lineage" && "app.kubernetes.io/name" in variables.labels && variables.labels["app.kubernetes.io/name"] == "lineage-api")',
     );
-    expect(declared).toContain('9964: (variables.podKey.startsWith("kube-system/cilium-envoy-"))');
+    // A prefix names a pod by its name or by its generateName (a DaemonSet's "<name>-", whatever the name's length).
+    expect(declared).toContain('9964: (["kube-system/cilium-envoy-"].exists(t, variables.podKey.startsWith(t) || variables.podGeneratedKey.startsWith(t)))');
     // An exact pod name never declares a pod template (its pods get generated names).
     expect(declared).toContain('2222: (variables.isPod && variables.podKey == "tools/debug-pod")');
   });

@@ -1,5 +1,5 @@
 import type { AuditInput } from "./audit";
-import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, matchesPattern, namePattern, type WorkloadObject } from "./exposure-model";
+import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, matchesPattern, namePattern, namesPod, type WorkloadObject } from "./exposure-model";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 
 /**
@@ -30,9 +30,22 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
 }
 
 /**
+ * The workload an allowlist line should name for a refused pod or template: the controller that makes it again, so that
+ * the line admits every pod it will make (a new node, a new revision), never today's pod names. That is the object's
+ * controller owner when the object is named from it ("<owner>-...", as every controller of Kubernetes and Argo Rollouts
+ * names what it makes), else the object itself. The owner's own owner is not known (it may be a kind not read): a read
+ * workload is refused on its own line, which covers what it owns.
+ */
+function admittedUnit(p: { kind: string; namespace: string; name: string; isPod: boolean; generateName?: string; owner?: { kind: string; name: string } }) {
+  const own = p.isPod ? (p.generateName ?? p.name) : p.name;
+  if (p.owner && own.startsWith(`${p.owner.name}-`)) return { kind: p.owner.kind, namespace: p.namespace, name: p.owner.name, workload: true };
+  return { kind: p.kind, namespace: p.namespace, name: p.name, workload: !p.isPod };
+}
+
+/**
  * Never lock the cluster: what `deny` would refuse of the pods and workload templates running now (no controller creates
- * a Service again), each with the allowlist line that admits it (a template's also admits its ReplicaSets and pods, not
- * listed again) or the setting that acknowledges it; undefined: deny may be put in force. A kind not read: refused too.
+ * a Service again), each under the workload that makes it again (admittedUnit) with the allowlist line that admits all
+ * its pods, or the setting that acknowledges it; undefined: deny may be put in force. A kind not read: refused too.
  */
 export function denyWouldLock(
   input: Omit<PreviewInput, "services"> & { unread: readonly string[]; acknowledge: readonly string[]; stackFile: string },
@@ -41,22 +54,25 @@ export function denyWouldLock(
     return `deny is not put in force without checking what it would refuse (not read: ${input.unread.join("; ")}): let the stack's identity list them, or keep mode warn`;
   const classified = classifyCluster(exposureRules(input.contract, input.selected, input.allowlist), { ...input, services: [] });
   const acknowledged = input.acknowledge.map(namePattern);
-  // Workloads first, shorter names first: a CronJob before its Jobs, a Deployment before its ReplicaSets, then their pods.
-  const refused = [...[...classified.workloads].sort((a, b) => a.name.length - b.name.length), ...classified.pods].filter(
-    (p) => (p.tooLarge || p.openings.some((o) => !o.declared)) && !acknowledged.some((a) => matchesPattern(a, `${p.namespace}/${p.name}`)),
+  const refused = [...classified.workloads, ...classified.pods].filter(
+    (p) => (p.tooLarge || p.openings.some((o) => !o.declared)) && !acknowledged.some((a) => matchesPattern(a, `${p.namespace}/${p.name}`) || namesPod(a, p)),
   );
+  // Workloads first, shorter names first: a CronJob before its Jobs, a Deployment before its ReplicaSets, then their pods.
+  const units = refused
+    .map((p) => ({ p, unit: admittedUnit(p) }))
+    .sort((a, b) => Number(b.unit.workload) - Number(a.unit.workload) || a.unit.name.length - b.unit.name.length);
   const prefixes: string[] = [];
-  const lines = refused.flatMap((p) => {
-    const key = `${p.namespace}/${p.name}`;
-    if (prefixes.some((prefix) => key.startsWith(prefix))) return [];
-    if (!p.isPod) prefixes.push(`${key}-`);
+  const lines = units.flatMap(({ p, unit }) => {
+    const key = `${unit.namespace}/${unit.name}`;
+    if (prefixes.some((prefix) => namesPod({ prefix: true, text: prefix }, p))) return [];
+    if (unit.workload) prefixes.push(`${key}-`);
     const undeclared = p.openings.filter((o) => !o.declared);
     const admit = p.tooLarge
       ? "too large to check, no allowlist line admits it: make it smaller"
-      : `admit it with ui-exposure:allowlist.hostPorts ${undeclared.map((o) => `'${p.isPod ? key : `${key}-*`}:${o.item}'`).join(", ")}`;
+      : `admit it with ui-exposure:allowlist.hostPorts ${undeclared.map((o) => `'${unit.workload ? `${key}-*` : key}:${o.item}'`).join(", ")}`;
     const what = p.tooLarge ? "too large to check" : describeRefused(undeclared);
-    const acknowledge = `acknowledge its refusal in ui-exposure:admission.acknowledge ('${p.isPod ? key : `${key}*`}') of ${input.stackFile}`;
-    return [`    ${p.kind} ${key} (${what}): ${admit}, or ${acknowledge}`];
+    const acknowledge = `acknowledge its refusal in ui-exposure:admission.acknowledge ('${unit.workload ? `${key}*` : key}') of ${input.stackFile}`;
+    return [`    ${unit.kind} ${key} (${what}): ${admit}, or ${acknowledge}`];
   });
   if (lines.length === 0) return undefined;
   const shown = lines.length > 20 ? [...lines.slice(0, 20), `    and ${lines.length - 20} more (exposure drift lists them all)`] : lines;

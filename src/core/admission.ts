@@ -85,8 +85,9 @@ const containersOf = (template: string) => POD_CONTAINER_LISTS.map((l) => contai
  * The exposure model's hostPortDeclaration in CEL, as a map from each port some rule names to
  * whether a rule declares it for this pod (or pod template): a contract hostPort entry of this
  * stack (namespace, port, podSelector against the pod's labels), or an allowlist item
- * "namespace/pod-prefix*:port" (a template's pods are named "<workload>-...": variables.podKey;
- * an exact pod name never declares a template). The map is built once per request, so checking
+ * "namespace/workload-prefix*:port" (a template's pods are named "<workload>-...": variables.podKey;
+ * a controller's pod also by its generateName: variables.podGeneratedKey; an exact pod name never
+ * declares a template). The map is built once per request, so checking
  * a port is one lookup whatever the number of rules: the work per object does not grow with the
  * allowlist (an expression past the API server's cost limit would admit it under Ignore).
  */
@@ -97,14 +98,26 @@ function declaredPortsMap(rules: ExposureRules): string {
     const selector = Object.entries(e.podSelector).map(([k, v]) => `${cel(k)} in variables.labels && variables.labels[${cel(k)}] == ${cel(v)}`);
     add(e.port, [`request.namespace == ${cel(e.namespace)}`, ...selector].join(" && "));
   }
-  for (const p of rules.hostPorts) if (p.port !== "hostNetwork") add(p.port, namesPod(p));
+  const items = rules.hostPorts.filter((p) => p.port !== "hostNetwork");
+  for (const port of new Set(items.map((p) => p.port as number))) for (const term of namesPod(items.filter((p) => p.port === port))) add(port, term);
   const entries = [...byPort].sort(([a], [b]) => a - b).map(([port, terms]) => `${port}: ${anyOf(terms)}`);
   return `{${entries.join(", ")}}`;
 }
 
-/** The exposure model's namesPod in CEL: an item's name part matches this pod, or every pod of this template. */
-const namesPod = (p: { prefix: boolean; text: string }) =>
-  p.prefix ? `variables.podKey.startsWith(${cel(p.text)})` : `variables.isPod && variables.podKey == ${cel(p.text)}`;
+/**
+ * The exposure model's namesPod in CEL, for a set of items (each item's text written once, so that the expressions stay
+ * within CEL's size limit at the allowlist's bound): an exact item names a pod; a prefix item a pod by its name or its
+ * generateName, or every pod of a template.
+ */
+function namesPod(items: readonly { prefix: boolean; text: string }[]): string[] {
+  const exact = [...new Set(items.filter((p) => !p.prefix).map((p) => p.text))];
+  const prefixes = [...new Set(items.filter((p) => p.prefix).map((p) => p.text))];
+  return [
+    ...(exact.length === 1 ? [`variables.isPod && variables.podKey == ${cel(exact[0] as string)}`] : []),
+    ...(exact.length > 1 ? [`variables.isPod && variables.podKey in ${celList(exact)}`] : []),
+    ...(prefixes.length ? [`${celList(prefixes)}.exists(t, variables.podKey.startsWith(t) || variables.podGeneratedKey.startsWith(t))`] : []),
+  ];
+}
 
 /** The exposure model's serviceVerdict in CEL: our Service by its entry's shape, any other by the allowlist. */
 function serviceDeclared(rules: ExposureRules): string {
@@ -205,11 +218,17 @@ export function admissionManifests(input: AdmissionInput) {
       expression: "has(variables.template.metadata) && has(variables.template.metadata.labels) ? variables.template.metadata.labels : {}",
     },
     { name: "podKey", expression: "request.namespace + '/' + variables.name + (variables.isPod ? '' : '-')" },
+    // The exposure model's podKeys: a controller's pod is also matched by its generateName ("<owner>-", never cut short).
+    {
+      name: "podGeneratedKey",
+      expression:
+        "variables.isPod && has(object.metadata.generateName) && object.metadata.generateName != '' ? request.namespace + '/' + object.metadata.generateName : ''",
+    },
     { name: "declaredPorts", expression: declaredPortsMap(rules) },
     // The exposure model's podOpenings: an item "namespace/pod-prefix*:hostNetwork" declares all a pod on the host network opens.
     {
       name: "hostNetworkDeclared",
-      expression: `!variables.isService && ${hostNetworkOf("variables.template")} && (${anyOf(rules.hostPorts.filter((p) => p.port === "hostNetwork").map(namesPod))})`,
+      expression: `!variables.isService && ${hostNetworkOf("variables.template")} && (${anyOf(namesPod(rules.hostPorts.filter((p) => p.port === "hostNetwork")))})`,
     },
     { name: "oldTemplate", expression: templateOf("oldObject") },
     { name: "isWorkloadUpdate", expression: "variables.isUpdate && !variables.isPod && !variables.isService" },

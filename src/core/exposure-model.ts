@@ -141,18 +141,24 @@ export function podTooLargeToCheck(spec: unknown): boolean {
 /** A pod whose containers have stopped for good holds no port; it is never created again (its owner's next pod is). */
 export const isFinishedPod = (pod: { status?: { phase?: string } }) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
 
-/** A pod, or a workload's pod template (its pods are named "<workload>-..."). */
+/**
+ * A pod, or a workload's pod template (its pods are named "<workload>-..."). `generateName`: the
+ * prefix a controller asks the API server to name a pod from ("<owner>-", in full: the name made
+ * from it keeps only its first 58 characters). `owner`: its controller owner reference, as written
+ * on the object (for the pre-deny advice only: anyone who creates an object may write one).
+ */
 export interface PodIdentity {
   namespace: string;
   name: string;
   isPod: boolean;
   labels: Readonly<Record<string, string>> | undefined;
+  generateName?: string;
+  owner?: { kind: string; name: string };
 }
 
 /**
  * Which rule declares host port `port` of a pod: a contract hostPort entry (namespace, port,
- * podSelector), else an allowlist item "namespace/pod-prefix*:port"; a template's pods are named
- * "<workload>-...": a prefix item declares it when it prefixes "<namespace>/<workload>-".
+ * podSelector), else an allowlist item "namespace/workload-prefix*:port" (namesPod).
  */
 export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port: number): Declaration | undefined {
   const entry = rules.hostPortEntries.find((e) => e.namespace === pod.namespace && e.port === port && matchesLabels(pod.labels, e.podSelector));
@@ -161,10 +167,20 @@ export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port
   return pattern ? { by: "allowlist", pattern } : undefined;
 }
 
-/** An allowlist item's name part matches this pod, or every pod of this template ("<workload>-..."). */
-const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: PodIdentity) => {
-  const key = `${pod.namespace}/${pod.name}${pod.isPod ? "" : "-"}`;
-  return p.prefix ? key.startsWith(p.text) : pod.isPod && key === p.text;
+/** The keys an allowlist item is matched against: "namespace/name" of a pod, "namespace/<workload>-" of a template, and a pod's "namespace/<generateName>". */
+export const podKeys = (pod: Pick<PodIdentity, "namespace" | "name" | "isPod" | "generateName">) => ({
+  key: `${pod.namespace}/${pod.name}${pod.isPod ? "" : "-"}`,
+  generated: pod.isPod && pod.generateName ? `${pod.namespace}/${pod.generateName}` : undefined,
+});
+
+/**
+ * An allowlist (or acknowledge) item's name part names this pod, or every pod of this template: an exact item a pod's own
+ * name; a prefix item the name or the generateName (so "ns/<workload>-*" admits every pod its controller creates, whatever
+ * the length of the workload's name and whichever revision: a DaemonSet's "<name>-", a Deployment's "<name>-<hash>-").
+ */
+export const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: Pick<PodIdentity, "namespace" | "name" | "isPod" | "generateName">) => {
+  const { key, generated } = podKeys(pod);
+  return p.prefix ? key.startsWith(p.text) || (generated?.startsWith(p.text) ?? false) : pod.isPod && key === p.text;
 };
 
 /**
@@ -277,6 +293,13 @@ const stringMap = (v: unknown): Record<string, string> | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
 const text = (v: unknown, otherwise: string) => (typeof v === "string" && v ? v : otherwise);
 
+/** An object's controller owner reference ({kind, name}), read field by field. */
+function controllerOf(meta: unknown): PodIdentity["owner"] {
+  const ref = list(field(meta, "ownerReferences")).find((r) => field(r, "controller") === true);
+  const [kind, name] = [text(field(ref, "kind"), ""), text(field(ref, "name"), "")];
+  return kind && name ? { kind, name } : undefined;
+}
+
 /** The one classification the audit and the pre-deny report render: Services that open something, pods, workload templates, judged. */
 export function classifyCluster(rules: ExposureRules, cluster: { services: readonly Service[]; pods: readonly Pod[]; workloads?: readonly WorkloadObject[] }) {
   const services = cluster.services.filter(isExposingService).map((svc) => ({ svc, openings: serviceOpenings(svc), verdict: serviceVerdict(rules, svc) }));
@@ -285,7 +308,19 @@ export function classifyCluster(rules: ExposureRules, cluster: { services: reado
   const pods = cluster.pods
     .filter((p) => !isFinishedPod(p))
     .map((p) =>
-      judge("Pod", { namespace: p.metadata.namespace ?? "default", name: p.metadata.name, isPod: true, labels: p.metadata.labels }, p.spec, p.spec?.nodeName),
+      judge(
+        "Pod",
+        {
+          namespace: p.metadata.namespace ?? "default",
+          name: p.metadata.name,
+          isPod: true,
+          labels: p.metadata.labels,
+          generateName: text(field(p.metadata, "generateName"), "") || undefined,
+          owner: controllerOf(p.metadata),
+        },
+        p.spec,
+        p.spec?.nodeName,
+      ),
     );
   const workloads = (cluster.workloads ?? []).flatMap((w) => {
     const meta = field(w, "metadata");
@@ -295,7 +330,8 @@ export function classifyCluster(rules: ExposureRules, cluster: { services: reado
     const spec = field(w, "spec");
     const template = kind === "CronJob" ? field(field(field(spec, "jobTemplate"), "spec"), "template") : field(spec, "template");
     const labels = stringMap(field(field(template, "metadata"), "labels"));
-    return [judge(kind, { namespace: text(field(meta, "namespace"), "default"), name, isPod: false, labels }, field(template, "spec"))];
+    const identity = { namespace: text(field(meta, "namespace"), "default"), name, isPod: false, labels, owner: controllerOf(meta) };
+    return [judge(kind, identity, field(template, "spec"))];
   });
   return { services, pods, workloads };
 }
