@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { type AdmissionManifests, admissionManifests, untilGuardAnswers, untilPolicyTypeChecked } from "../src/core/admission";
+import { type AdmissionManifests, admissionManifests, GUARD_PROBE_ANNOTATION, guardProbe, untilGuardAnswers, untilPolicyTypeChecked } from "../src/core/admission";
 import type { Contract } from "../src/core/contract/schema";
 import { ourServiceSpec } from "../src/core/exposure-model";
 import type { ClusterReader } from "../src/core/kube/cluster";
@@ -113,11 +113,12 @@ export function guardAdmission(
   const toCreate = plans
     .filter((p): p is NodePortPlan => p.kind === "nodePort" && !existing.has(`${p.namespace}/${p.serviceName}`))
     .map((p): Service => ({ metadata: { name: p.serviceName, namespace: p.namespace }, spec: ourServiceSpec(p) }));
-  // Deny is in force once the API server refuses an undeclared NodePort Service (in a namespace that has a Service).
-  const namespace = ([...existing.keys()].find((k) => k.startsWith("default/")) ?? [...existing.keys()][0] ?? "default/").split("/")[0];
-  const undeclared: Service = { metadata: { name: "ui-exposure-deny-probe", namespace }, spec: { type: "NodePort", ports: [{ port: 80 }] } };
-  const probeKey = `${namespace}/${undeclared.metadata.name}`;
-  const checks = [...toCreate.map((service) => ({ service, admitted: true })), { service: undeclared, admitted: false }];
+  // Deny is in force once the API server refuses the dry run that only this stack's guard refuses (in a namespace that has a
+  // Service): another stack's guard on the cluster neither proves nor hides it.
+  const namespace = ([...existing.keys()].find((k) => k.startsWith("default/")) ?? [...existing.keys()][0] ?? "default/").split("/")[0] ?? "default";
+  const ownProbe = guardProbe(policyName, namespace);
+  const probeKey = `${namespace}/${ownProbe.metadata.name}`;
+  const checks = [...toCreate.map((service) => ({ service, admitted: true })), { service: ownProbe, admitted: false }];
   const untilEffective =
     mode === "deny" && probe
       ? async () => {
@@ -125,7 +126,7 @@ export function guardAdmission(
           const refused = pending.filter((p) => p !== probeKey);
           if (refused.length) pulumi.log.warn(`the exposure guard ${policyName} still refuses ${refused.join(", ")} after 30s`);
           return pending.includes(probeKey)
-            ? `the exposure guard ${policyName} is applied, but deny is not in force: 30s later the API server still admits a server-side dry run of an undeclared NodePort Service (${probeKey}); check that it enforces ValidatingAdmissionPolicy bindings, then run pulumi up again`
+            ? `the exposure guard ${policyName} is applied, but deny is not in force: 30s later the API server still admits the server-side dry run that only this guard refuses (Service ${probeKey}, annotated ${GUARD_PROBE_ANNOTATION}); check that it enforces ValidatingAdmissionPolicy bindings, then run pulumi up again`
             : undefined;
         }
       : undefined;

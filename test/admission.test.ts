@@ -6,7 +6,10 @@ import {
   admissionDrift,
   admissionManifests,
   admissionPolicyName,
+  GUARD_PROBE_ANNOTATION,
+  guardProbe,
   holdsAll,
+  type PolicySpec,
   policyTypeCheck,
   untilGuardAnswers,
   untilPolicyTypeChecked,
@@ -14,6 +17,7 @@ import {
 import { parseContract } from "../src/core/contract/parse";
 import { contractSchema } from "../src/core/contract/schema";
 import { SnapshotReader } from "../src/core/kube/cluster";
+import { policyRefusals } from "./support/admission-eval";
 import { celProblems } from "./support/cel-compile";
 import { parseSettings, service } from "./support/fixtures";
 
@@ -403,6 +407,26 @@ describe("waiting until deny is in force", () => {
       now: () => t,
     });
     expect(never).toEqual(["default/ui-exposure-deny-probe"]);
+  });
+});
+
+describe("two stacks' guards on one cluster: each up sees its own in force", () => {
+  const specOf = (stack: string) => admissionManifests(input({ stack, mode: "deny" })).policy.spec;
+  const dryRun = (spec: PolicySpec, object: unknown, dry = true) =>
+    policyRefusals(spec, { kind: "Service", namespace: "default", operation: "CREATE", object, dryRun: dry });
+
+  it("the probe of a stack's guard is refused by that guard only, and only as a dry run", async () => {
+    const [a, b] = [specOf("team-a"), specOf("team-b")];
+    const probeA = guardProbe(admissionPolicyName("team-a"), "default");
+    expect(probeA.metadata.annotations).toEqual({ [GUARD_PROBE_ANNOTATION]: "ui-exposure-guard-team-a" });
+    expect(await dryRun(a, probeA)).toEqual([
+      "the dry run that checks the exposure guard of stack team-a is in force: refused, as expected (nothing was stored)",
+    ]);
+    // The other stack's guard admits it: its refusal cannot be taken for (or hide) this one's.
+    expect(await dryRun(b, probeA)).toEqual([]);
+    expect(await dryRun(a, guardProbe(admissionPolicyName("team-b"), "default"))).toEqual([]);
+    // A real create of that ClusterIP Service opens nothing: admitted.
+    expect(await dryRun(a, probeA, false)).toEqual([]);
   });
 });
 

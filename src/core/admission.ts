@@ -43,6 +43,22 @@ export async function liveGuardUids(cluster: Pick<ClusterReader, "listCustom">, 
   return { policy, binding };
 }
 
+/**
+ * The annotation of the Service `up` dry-runs to see its own guard in force. The guard of policy `name` refuses a dry run
+ * of a Service carrying this annotation with its own name, and nothing else does: every other guard (another stack's, on
+ * the same cluster) admits it, since a ClusterIP Service opens nothing. So the refusal proves this stack's binding is
+ * applied in deny, whichever other guards the cluster has, and a dry run stores nothing.
+ */
+export const GUARD_PROBE_ANNOTATION = "ui-exposure.io/guard-probe";
+
+/** The Service whose dry-run create only the guard `policyName` in deny refuses (namespace: one where Services exist). */
+export function guardProbe(policyName: string, namespace: string): Service {
+  return {
+    metadata: { name: "ui-exposure-deny-probe", namespace, annotations: { [GUARD_PROBE_ANNOTATION]: policyName } },
+    spec: { type: "ClusterIP", ports: [{ port: 80 }] },
+  };
+}
+
 /** The stack's contract, entries and allowlist, as for the audit. */
 export interface AdmissionInput extends Pick<AuditInput, "contract" | "selected" | "allowlist"> {
   stack: string;
@@ -289,6 +305,12 @@ export function admissionManifests(input: AdmissionInput) {
       expression: "!variables.hostNetworkUnlisted || variables.oldHostNetworkUnlisted",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' is on the host network (it may serve on every port of the node), which ' + ${celText(notInContract + hostNetworkHelp)}`,
       message: wellFormed(`a pod on the host network ${notInContract}${hostNetworkHelp}`),
+    },
+    {
+      // guardProbe: refused by this guard only, so that up sees deny in force (a dry run: nothing is stored).
+      expression: `!(variables.isService && has(request.dryRun) && request.dryRun && has(object.metadata.annotations) && ${cel(GUARD_PROBE_ANNOTATION)} in object.metadata.annotations && object.metadata.annotations[${cel(GUARD_PROBE_ANNOTATION)}] == ${cel(name)})`,
+      messageExpression: celText(`the dry run that checks the exposure guard of stack ${input.stack} is in force: refused, as expected (nothing was stored)`),
+      message: wellFormed(`the dry run that checks the exposure guard of stack ${input.stack} is in force: refused, as expected (nothing was stored)`),
     },
   ].map((v) => ({ ...v, reason: "Forbidden" }));
 
