@@ -1,7 +1,14 @@
 import * as path from "node:path";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { type AdmissionManifests, admissionManifests, GUARD_PROBE_ANNOTATION, guardProbe, untilGuardAnswers, untilPolicyTypeChecked } from "../src/core/admission";
+import {
+  type AdmissionManifests,
+  admissionManifests,
+  GUARD_PROBE_ANNOTATION,
+  guardProbe,
+  untilGuardAnswers,
+  untilPolicyTypeChecked,
+} from "../src/core/admission";
 import type { Contract } from "../src/core/contract/schema";
 import { ourServiceSpec } from "../src/core/exposure-model";
 import type { ClusterReader } from "../src/core/kube/cluster";
