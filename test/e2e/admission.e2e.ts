@@ -1,6 +1,7 @@
 // The exposure guard at admission against the real API server: the ValidatingAdmissionPolicy
 // that `pulumi up` generates from the contract is evaluated by kube-apiserver itself (CEL),
 // so every expression here runs for real, with the users' commands (up, destroy, drift).
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as https from "node:https";
 import * as path from "node:path";
@@ -9,7 +10,7 @@ import { parse, stringify } from "yaml";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
 import { untilPolicyTypeChecked } from "../../src/core/admission";
 import { readChartFixture, type Workload } from "../support/chart-fixtures";
-import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform } from "../support/harness";
+import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, toolchainBin } from "../support/harness";
 
 type ClientNode = Cluster["lib"];
 const POLICY = "ui-exposure-guard-sandbox";
@@ -644,6 +645,98 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     const replacement = await waitFor("the replacement pod", async () => (await agentPods()).find((p) => !seen.has(p.metadata?.name)), 60_000);
     expect(replacement.metadata?.name?.startsWith("cni-agent-")).toBe(true);
     await apps.deleteNamespacedDaemonSet({ namespace: "kube-system", name: "cni-agent" });
+  });
+
+  it("deny admits workloads, not pod names: a 60-character DaemonSet and a Deployment's next revision keep getting pods; a second stack in deny on the same cluster sees its own guard in force (issue 39 #4, #5)", async () => {
+    const ds = "observability-kube-prometheus-stack-prometheus-node-exporter";
+    const allowlist = stack("deny")["ui-exposure:allowlist"];
+    // Each stack's guard refuses the other's Services unless allowlisted (docs/commands.md): A allows B's, B allows A's.
+    const hostPorts = [
+      ...allowlist.hostPorts.slice(0, -4),
+      "kube-system/cni-agent-*:9962",
+      `kube-system/${ds}-*:9100`,
+      "tools/web-rollout-*:8088",
+      "tools/lineage-api-*:8090",
+    ];
+    const services = [...allowlist.services.slice(0, -2), "gitea/gitea-nodeport", "argocd/argocd-nodeport"];
+    sandbox.writeStack({ ...stack("deny"), "ui-exposure:allowlist": { services, hostPorts } });
+    const up = sandbox.pulumi(["up", "--yes"]);
+    expect(up.code, summary(up)).toBe(0);
+
+    // A DaemonSet whose name is longer than the 58 characters a generated pod name keeps: the line admits its pods.
+    const exporter = {
+      metadata: { name: ds, labels: { app: "node-exporter" } },
+      spec: {
+        selector: { matchLabels: { app: "node-exporter" } },
+        template: {
+          metadata: { labels: { app: "node-exporter" } },
+          spec: { ...podSpec([{ containerPort: 9100, hostPort: 9100 }]), tolerations: [{ operator: "Exists" }] },
+        },
+      },
+    };
+    expect(await outcome(apps.createNamespacedDaemonSet({ namespace: "kube-system", body: exporter as never }))).toBe("admitted");
+    const exporterPods = await waitFor(
+      "the long-named DaemonSet's pods",
+      async () => {
+        const desired = (await apps.readNamespacedDaemonSet({ namespace: "kube-system", name: ds })).status?.desiredNumberScheduled ?? 0;
+        const pods = (await cluster.core.listNamespacedPod({ namespace: "kube-system", labelSelector: "app=node-exporter" })).items;
+        return desired > 0 && pods.length >= desired ? pods : undefined;
+      },
+      60_000,
+    );
+    // Its pods' names are cut short: no prefix of "<name>-" matches them, their generateName does.
+    expect(exporterPods[0]?.metadata?.name?.startsWith(`${ds}-`)).toBe(false);
+    expect(exporterPods[0]?.metadata?.generateName).toBe(`${ds}-`);
+
+    // A Deployment rolled to a new revision: the new ReplicaSet's pod is admitted by the same line.
+    const rollout = workload("web-rollout", [{ containerPort: 8088, hostPort: 8088 }]);
+    expect(await outcome(apps.createNamespacedDeployment({ namespace: "tools", body: rollout as never }))).toBe("admitted");
+    const hashes = async () =>
+      new Set(
+        (await cluster.core.listNamespacedPod({ namespace: "tools", labelSelector: "app=web-rollout" })).items.map(
+          (p) => p.metadata?.labels?.["pod-template-hash"],
+        ),
+      );
+    const [first] = await waitFor("the first revision's pod", async () => ((await hashes()).size > 0 ? [...(await hashes())] : undefined), 60_000);
+    await apps.patchNamespacedDeployment(
+      { namespace: "tools", name: "web-rollout", body: { spec: { template: { metadata: { annotations: { revision: "2" } } } } } },
+      cluster.lib.setHeaderOptions("Content-Type", cluster.lib.PatchStrategy.MergePatch),
+    );
+    const next = await waitFor("the next revision's pod", async () => [...(await hashes())].find((h) => h !== first), 60_000);
+    expect(next).not.toBe(first);
+
+    // A second stack in deny on the same cluster: its up sees its own guard in force, although A's refuses undeclared Services too.
+    const run = (args: string[]) => {
+      const r = spawnSync(path.join(toolchainBin(), "pulumi"), [...args, "--stack", "team-b", "--non-interactive"], {
+        cwd: sandbox.dir,
+        env: sandbox.env,
+        encoding: "utf8",
+        timeout: 600_000,
+      });
+      return { code: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
+    };
+    fs.writeFileSync(path.join(sandbox.dir, "contract/e2e-b.yaml"), stringify({ version: 1, endpoints: [GITEA] }));
+    const init = run(["stack", "init", "--secrets-provider", "passphrase"]);
+    expect(init.code, summary(init)).toBe(0);
+    const stackB = path.join(sandbox.dir, "Pulumi.team-b.yaml");
+    const salt = fs.readFileSync(stackB, "utf8");
+    fs.writeFileSync(
+      stackB,
+      `${salt}${stringify({ config: { ...stack("deny"), "ui-exposure:contract": "contract/e2e-b.yaml", "ui-exposure:allowlist": { services, hostPorts } } })}`,
+    );
+    try {
+      const upB = run(["up", "--yes"]);
+      expect(upB.code, summary(upB)).toBe(0);
+      expect(upB.stdout + upB.stderr).not.toContain("deny is not in force");
+      expect((await admission.readValidatingAdmissionPolicyBinding({ name: "ui-exposure-guard-team-b" })).spec?.validationActions).toEqual(["Deny"]);
+      expect((await admission.readValidatingAdmissionPolicyBinding({ name: POLICY })).spec?.validationActions).toEqual(["Deny"]);
+      expect(await outcome(cluster.core.readNamespacedService({ namespace: "gitea", name: "gitea-nodeport" }))).toBe("admitted");
+    } finally {
+      const destroyB = run(["destroy", "--yes"]);
+      expect(destroyB.code, summary(destroyB)).toBe(0);
+      await apps.deleteNamespacedDaemonSet({ namespace: "kube-system", name: ds });
+      await apps.deleteNamespacedDeployment({ namespace: "tools", name: "web-rollout" });
+    }
   });
 
   it("destroy removes the policy and its binding", async () => {
