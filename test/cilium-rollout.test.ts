@@ -2,7 +2,7 @@
 // node, the agent pod started from the configuration the release rendered (its checksum), Ready.
 import { describe, expect, it } from "vitest";
 import { awaitSwitch } from "../components/cilium";
-import { type CiliumWorkloads, CONFIG_CHECKSUM, switchState } from "../src/core/cilium/rollout";
+import { type CiliumWorkloads, CONFIG_CHECKSUM, switchState, switchWait } from "../src/core/cilium/rollout";
 import type { GenericObject, Pod } from "../src/core/kube/types";
 
 const daemonSet = (sum: string | undefined, status: Record<string, number>, generation = 2): GenericObject => ({
@@ -73,5 +73,23 @@ describe("switchState", () => {
     const started = Date.now();
     expect(await awaitSwitch(async () => ({ pods: [] }), 60_000)).toMatchObject({ settled: true });
     expect(Date.now() - started).toBeLessThan(1_000);
+  });
+});
+
+describe("switchWait: up's wait for the agents grows with the nodes", () => {
+  const agents = (desired: number, maxUnavailable?: number | string) => ({
+    ...daemonSet("new", { desiredNumberScheduled: desired }),
+    spec: { updateStrategy: maxUnavailable === undefined ? {} : { type: "RollingUpdate", rollingUpdate: { maxUnavailable } } },
+  });
+
+  it("one batch of 2 agents per 120 s (the chart's default), never under 300 s; a percentage rounds up; no DaemonSet: the floor", () => {
+    expect(switchWait(agents(1))).toEqual({ ms: 300_000, nodes: 1, atOnce: 2, batches: 1 });
+    expect(switchWait(agents(12))).toEqual({ ms: 720_000, nodes: 12, atOnce: 2, batches: 6 });
+    expect(switchWait(agents(40, 5))).toEqual({ ms: 960_000, nodes: 40, atOnce: 5, batches: 8 });
+    expect(switchWait(agents(30, "10%"))).toEqual({ ms: 1_200_000, nodes: 30, atOnce: 3, batches: 10 });
+    // Hostile values read back: a zero, a negative or a malformed maxUnavailable is the default, never a division by zero.
+    expect(switchWait(agents(12, 0)).atOnce).toBe(2);
+    expect(switchWait(agents(12, "x%")).atOnce).toBe(2);
+    expect(switchWait(undefined)).toEqual({ ms: 300_000, nodes: 0, atOnce: 2, batches: 1 });
   });
 });

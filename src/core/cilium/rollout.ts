@@ -50,3 +50,22 @@ export function switchState(w: CiliumWorkloads): SwitchState {
   if (waiting.length || !inForceOn.length) return { inForce: false, detail: waiting.join("; ") || "no agent pod" };
   return { inForce: true, detail: `every agent runs the new configuration (nodes ${inForceOn.join(", ")})${op ? ", and the operator" : ""}` };
 }
+
+/** What one batch of agents takes to restart and compile their datapath, at most (the rehearsal measured under a minute). */
+export const AGENT_BATCH_MS = 120_000;
+/** The least `up` waits for a switch (Helm's own --wait default). */
+export const MIN_SWITCH_WAIT_MS = 300_000;
+
+/**
+ * How long `up` waits for the agents to run a new configuration: the DaemonSet restarts them `maxUnavailable` at a time
+ * (the chart's default 2; a percentage rounds up, as the controller does), so the wait grows with the nodes, one
+ * AGENT_BATCH_MS per batch, never below MIN_SWITCH_WAIT_MS. `batches` and `nodes` say it in the log line.
+ */
+export function switchWait(agents: GenericObject | undefined): { ms: number; nodes: number; atOnce: number; batches: number } {
+  const nodes = num(agents?.status?.desiredNumberScheduled);
+  const raw = field(field(field(agents?.spec, "updateStrategy"), "rollingUpdate"), "maxUnavailable");
+  const percent = typeof raw === "string" && /^\d+%$/.test(raw) ? Number(raw.slice(0, -1)) : undefined;
+  const atOnce = Math.max(1, percent !== undefined ? Math.ceil((nodes * percent) / 100) : typeof raw === "number" && raw >= 1 ? Math.floor(raw) : 2);
+  const batches = Math.max(1, Math.ceil(nodes / atOnce));
+  return { ms: Math.max(MIN_SWITCH_WAIT_MS, batches * AGENT_BATCH_MS), nodes, atOnce, batches };
+}
