@@ -3,7 +3,7 @@
 // output): a refresh reads objects by name and rewrites the state, never the outputs. The state
 // says only whether the engine will create an object (one of that name that exists is then
 // refused: the takeover hook); a label only says which stack claims a Service, never decides.
-import { field } from "./exposure-model";
+import { field, matchesLabels } from "./exposure-model";
 import { isStackName } from "./inputs";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service, STACK_LABEL } from "./kube/types";
 import type { ExposurePlan } from "./plan";
@@ -93,7 +93,8 @@ export function selectorKeysBeyond(
 ): { dropped: string[]; foreign: string[] } {
   const selector = live.spec?.selector;
   const extra = Object.entries(selector && typeof selector === "object" ? selector : {}).filter(([k]) => !Object.hasOwn(wanted, k));
-  const ours = ([k, v]: [string, unknown]) => applied !== undefined && Object.hasOwn(applied, k) && applied[k] === v;
+  // Published with this very value (an own key of the record: nothing inherited counts).
+  const ours = ([k, v]: [string, string]) => applied !== undefined && Object.hasOwn(applied, k) && matchesLabels(applied, { [k]: v });
   return { dropped: extra.filter(ours).map(([k]) => k), foreign: extra.filter((e) => !ours(e)).map(([k]) => k) };
 }
 
