@@ -320,7 +320,7 @@ describe.sequential("e2e: ownership holds however up runs (real engine, real API
       const refused = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
       expect(refused.code, summary(refused)).not.toBe(0);
       expect(`${refused.stdout}${refused.stderr}`).toContain(
-        `stack sandbox cannot be deployed (nothing was changed): entry 'argocd': selector key tier=frontend of ${NS}/${NAME} was added outside this stack (traffic may go to other pods); remove it: ${command}, then pulumi up`,
+        `entry 'argocd': selector key tier=frontend of ${NS}/${NAME} was added outside this stack (traffic may go to other pods); remove it: ${command}, then pulumi up`,
       );
       expect((await live())?.spec?.selector).toEqual({ ...before, tier: "frontend" });
       expect(outputs()).toEqual(published);
