@@ -50,6 +50,8 @@ interface EndpointRecord {
   service?: string;
   /** Its uid: what proves, outside the engine, that the Service is the one this stack created. */
   uid?: string;
+  /** The selector this up applied to it: what proves, at the next up, which keys this stack mirrored (a key the chart drops since is ours to drop). */
+  selector?: Record<string, string>;
   nodePort?: number;
   hostPort?: number;
   /** Pod and node holding the hostPort (hostPort entries). */
@@ -244,6 +246,8 @@ export async function declareStack(inputs: ProgramInputs) {
       service: plan.serviceName,
       // What proves, outside the engine, that the Service is the one this stack created.
       ...(uid ? { uid } : {}),
+      // Written with the uid, once the Service is applied: the keys this up owns in its selector.
+      selector: { ...plan.selector },
       ...(nodePort !== undefined ? { nodePort } : {}),
       url,
     }));

@@ -3,7 +3,18 @@ import { createDriftCommand, summarisePreview } from "../cli/commands/drift";
 import { type PulumiRun, type PulumiRunner, readStackOutputs } from "../src/adapters/pulumi-cli";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import { capture, healthyCluster, makeProject, runCommand, service, snapshot, stackFile, type TestProject } from "./support/command-helpers";
+import {
+  capture,
+  healthyCluster,
+  makeProject,
+  managedService,
+  managedServices,
+  runCommand,
+  service,
+  snapshot,
+  stackFile,
+  type TestProject,
+} from "./support/command-helpers";
 
 let project: TestProject;
 beforeAll(() => {
@@ -183,6 +194,30 @@ describe("exposure drift", () => {
     // bindings; the six workload kinds whose templates become pods (for what deny would refuse).
     expect(cluster.requests).toBe(2 + (3 + 3 + 1 + 1) + 2 + 6);
     expect(text).toContain("exposure guard in deny mode would refuse, of what exists now (each object created again): nothing: deny is safe to switch on");
+  });
+
+  it("tells a selector key the chart dropped (pulumi up drops it) from one added outside this stack, as status does (issue 39 #3)", async () => {
+    const objects = healthyCluster().filter((o) => o !== managedServices[1]);
+    const mirrored = { app: "gitea", "app.kubernetes.io/name": "gitea" };
+    objects.push(managedService("gitea", "gitea", 31002, { selector: { ...mirrored, tier: "web" }, targetPort: 3000 }));
+    const r = await drift(["--stack", "bench", "--json"], snapshot(objects), fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }), {
+      ...LAST_UP,
+      gitea: { ...LAST_UP.gitea, selector: mirrored },
+    });
+    expect(r.code).toBe(3);
+    const gitea = (
+      JSON.parse(r.out.join("\n")) as { status: { entries: { name: string; findings: { code: string; message: string }[] }[] } }
+    ).status.entries.find((e) => e.name === "gitea");
+    expect(gitea?.findings.map((f) => [f.code, f.message])).toEqual([
+      [
+        "selector-key-added",
+        `selector differs from the vendored Service gitea/gitea-http: selector key tier=web of gitea/gitea-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n gitea patch service gitea-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/tier"}]'`,
+      ],
+      [
+        "selector-key-dropped-by-chart",
+        "selector differs from the vendored Service gitea/gitea-http: selector key app=gitea of gitea/gitea-nodeport was mirrored by the last up from gitea/gitea-http, whose selector no longer has it (a chart upgrade): our Service may select no pod until pulumi up drops it",
+      ],
+    ]);
   });
 
   it("exits 3 and names the resources and fields when the preview proposes changes (recorded JSON, exit 7)", async () => {

@@ -1,15 +1,18 @@
 import { describe, expect, it } from "vitest";
 import {
+  droppedSelectorProblem,
   entryService,
-  foreignSelectorKeys,
   foreignSelectorProblem,
   labelledStack,
   notPublishedService,
   ownershipProblem,
   publishedByAnotherStack,
+  selectorKeysBeyond,
   takeoverRefusal,
   uidsUnknownTo,
+  upRefusals,
 } from "../src/core/ownership";
+import type { NodePortPlan } from "../src/core/plan";
 
 const service = (labels: Record<string, string>) => ({ metadata: { name: "argocd-nodeport", namespace: "argocd", labels } });
 const OURS = { "app.kubernetes.io/managed-by": "ui-exposure", "ui-exposure.io/entry": "argocd" };
@@ -75,13 +78,67 @@ describe("uidsUnknownTo (issue 34 #10)", () => {
 describe("foreign selector keys (issue 34 #11)", () => {
   it("names a key our Service's selector has that the entry does not set, and the exact command that removes it", () => {
     const svc = live("argocd", "argocd-nodeport", "u1", { "app.kubernetes.io/name": "argocd-server", tier: "frontend", "x.io/a~b": "1" });
-    const keys = foreignSelectorKeys({ "app.kubernetes.io/name": "argocd-server" }, svc);
+    const keys = selectorKeysBeyond({ "app.kubernetes.io/name": "argocd-server" }, svc, undefined).foreign;
     expect(keys).toEqual(["tier", "x.io/a~b"]);
     expect(foreignSelectorProblem(svc, keys)).toBe(
       `selector key tier=frontend, x.io/a~b=1 of argocd/argocd-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n argocd patch service argocd-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/tier"},{"op":"remove","path":"/spec/selector/x.io~1a~0b"}]'`,
     );
     expect(
-      foreignSelectorKeys({ "app.kubernetes.io/name": "argocd-server" }, live("argocd", "argocd-nodeport", "u1", { "app.kubernetes.io/name": "other" })),
-    ).toEqual([]);
+      selectorKeysBeyond(
+        { "app.kubernetes.io/name": "argocd-server" },
+        live("argocd", "argocd-nodeport", "u1", { "app.kubernetes.io/name": "other" }),
+        undefined,
+      ),
+    ).toEqual({ dropped: [], foreign: [] });
+  });
+});
+
+describe("selector keys the chart dropped (issue 39 #3): ours to drop, proven by what the last up published", () => {
+  const wanted = { "app.kubernetes.io/name": "argocd-server" };
+  const applied = { app: "argocd-server", "app.kubernetes.io/name": "argocd-server" };
+  const upgraded = (extra: Record<string, string>) => live("argocd", "argocd-nodeport", "u1", { "app.kubernetes.io/name": "argocd-server", ...extra });
+
+  it("a key the last up published with this value, that the vendored selector no longer has, is dropped; any other extra key is foreign", () => {
+    expect(selectorKeysBeyond(wanted, upgraded({ app: "argocd-server" }), applied)).toEqual({ dropped: ["app"], foreign: [] });
+    expect(selectorKeysBeyond(wanted, upgraded({ app: "argocd-server", tier: "frontend" }), applied)).toEqual({ dropped: ["app"], foreign: ["tier"] });
+    // The same key with another value: someone changed it since the last up, it is not what this stack applied.
+    expect(selectorKeysBeyond(wanted, upgraded({ app: "other" }), applied)).toEqual({ dropped: [], foreign: ["app"] });
+    // No published selector (a record of an earlier version, or no outputs read): nothing proves a key ours.
+    expect(selectorKeysBeyond(wanted, upgraded({ app: "argocd-server" }), undefined)).toEqual({ dropped: [], foreign: ["app"] });
+    // A key the record holds as inherited (an object's prototype) is not one it published.
+    expect(selectorKeysBeyond(wanted, upgraded({ toString: "x" }), {})).toEqual({ dropped: [], foreign: ["toString"] });
+  });
+
+  it("says which key the chart dropped, from which Service, and that pulumi up drops it", () => {
+    expect(droppedSelectorProblem(upgraded({ app: "argocd-server", "x.io/b": "1" }), ["app", "x.io/b"], "argocd/argocd-server")).toBe(
+      "selector key app=argocd-server, x.io/b=1 of argocd/argocd-nodeport was mirrored by the last up from argocd/argocd-server, whose selector no longer has it (a chart upgrade): our Service may select no pod until pulumi up drops it",
+    );
+  });
+
+  const plan: NodePortPlan = {
+    kind: "nodePort",
+    entry: "argocd",
+    namespace: "argocd",
+    serviceName: "argocd-nodeport",
+    mirrors: "argocd-server",
+    selector: wanted,
+    port: 80,
+    targetPort: 8080,
+    portName: "http",
+    protocol: "TCP",
+    scheme: "http",
+  } as NodePortPlan;
+  const noState = { services: new Map<string, string>(), configMaps: new Map<string, string>(), guard: new Set<string>() };
+  const refusals = (extra: Record<string, string>, published: Record<string, unknown>) =>
+    upRefusals([plan], new Map([["argocd/argocd-nodeport", upgraded(extra)]]), { argocd: { uid: "u1", ...published } }, undefined, noState);
+
+  it("up refuses no key the chart dropped, and still refuses a foreign one with the command that removes only it", () => {
+    expect(refusals({ app: "argocd-server" }, { selector: applied })).toEqual([]);
+    expect(refusals({ app: "argocd-server", tier: "frontend" }, { selector: applied })).toEqual([
+      `entry 'argocd': selector key tier=frontend of argocd/argocd-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n argocd patch service argocd-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/tier"}]', then pulumi up`,
+    ]);
+    expect(refusals({ app: "argocd-server" }, {})).toEqual([
+      `entry 'argocd': selector key app=argocd-server of argocd/argocd-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n argocd patch service argocd-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/app"}]', then pulumi up`,
+    ]);
   });
 });

@@ -70,6 +70,8 @@ describe("program under mocks", () => {
       namespace: "monitoring",
       mirrors: "kube-prometheus-stack-grafana",
       service: "grafana-nodeport",
+      // The selector this up applied: what proves, at the next up, which keys were ours (issue 39 #3).
+      selector: { "app.kubernetes.io/name": "grafana", "app.kubernetes.io/instance": "kube-prometheus-stack" },
       nodePort: 31002,
       url: "http://127.0.0.12:31002",
     });
@@ -167,6 +169,42 @@ describe("program under mocks", () => {
     it("a selector key added to ours by hand is refused with the command that removes it (issue 34 #11)", async () => {
       const patched = ours("uid-published", { "app.kubernetes.io/name": "argocd-server", tier: "frontend" });
       await expect(deploy(patched, "uid-published")).rejects.toThrow(
+        `stack test cannot be deployed (nothing was changed): entry 'argocd': selector key tier=frontend of argocd/argocd-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n argocd patch service argocd-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/tier"}]', then pulumi up`,
+      );
+      expect(registered).toEqual([]);
+    });
+  });
+
+  describe("our Service follows the vendored selector (issue 39 #3)", () => {
+    // The chart's upgrade dropped `app` from argocd-server's selector; the last up mirrored it.
+    const mirrored = { app: "argocd-server", "app.kubernetes.io/name": "argocd-server" };
+    const ours = (selector: Record<string, string>) => ({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "argocd-nodeport", namespace: "argocd", uid: "uid-published", labels: { "app.kubernetes.io/managed-by": "ui-exposure" } },
+      spec: { type: "NodePort", selector, ports: [{ name: "http", port: 80, targetPort: 8080, nodePort: 31001 }] },
+    });
+    const deploy = (selector: Record<string, string>) =>
+      declareStack({
+        projectDir,
+        stack: "test",
+        config: stackConfig({ "ui-exposure:entries": ["argocd"] }),
+        cluster: cluster([ours(selector)]),
+        lastEndpoints: async () => ({
+          argocd: { namespace: "argocd", service: "argocd-nodeport", uid: "uid-published", nodePort: 31001, selector: mirrored },
+        }),
+        stateUids: async () => ({ services: new Map([["argocd/argocd-nodeport", "uid-published"]]), configMaps: new Map(), guard: new Set<string>() }),
+      });
+
+    it("a key the last up mirrored and the chart dropped is dropped: up applies the vendored selector alone and publishes it", async () => {
+      const out = await deploy(mirrored);
+      expect((await resolve(out.endpoints)).argocd?.selector).toEqual({ "app.kubernetes.io/name": "argocd-server" });
+      const argocd = registered.find((r) => r.type === "kubernetes:core/v1:Service" && r.name === "argocd-svc");
+      expect((argocd?.inputs as { spec?: { selector?: unknown } } | undefined)?.spec?.selector).toEqual({ "app.kubernetes.io/name": "argocd-server" });
+    });
+
+    it("a key added by hand next to it is still refused, naming it alone, touching nothing", async () => {
+      await expect(deploy({ ...mirrored, tier: "frontend" })).rejects.toThrow(
         `stack test cannot be deployed (nothing was changed): entry 'argocd': selector key tier=frontend of argocd/argocd-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n argocd patch service argocd-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/tier"}]', then pulumi up`,
       );
       expect(registered).toEqual([]);

@@ -19,4 +19,19 @@ describe("parsePublishedEndpoints", () => {
       extra: "kept",
     });
   });
+
+  it("reads the selector an up applied as label keys and values, refusing anything else by its path (issue 39 #3)", () => {
+    const written = { argocd: { service: "argocd-nodeport", selector: { app: "argocd-server", "app.kubernetes.io/name": "argocd-server" } } };
+    expect(parsePublishedEndpoints(written, "outputs")).toEqual(written);
+    expect(() => parsePublishedEndpoints({ argocd: { selector: { app: 1 } } }, "outputs")).toThrow(
+      "outputs: endpoints.argocd.selector.app: expected a string, found a number (1)",
+    );
+    // Longer than a label key (317: a 253-character prefix, '/', 63) or value (63) can be: no up wrote it.
+    expect(() => parsePublishedEndpoints({ argocd: { selector: { app: "v".repeat(64) } } }, "outputs")).toThrow(
+      "outputs: endpoints.argocd.selector.app: longer than a label value (63 characters)",
+    );
+    expect(() => parsePublishedEndpoints({ argocd: { selector: { ["k".repeat(318)]: "v" } } }, "outputs")).toThrow(
+      "outputs: endpoints.argocd.selector: a key longer than a label key (317 characters)",
+    );
+  });
 });

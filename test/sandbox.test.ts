@@ -336,6 +336,23 @@ describe("sandbox status lists the control plane (issue 23, item 7)", () => {
     ]);
   });
 
+  it("a selector key the chart dropped is fixed by the sandbox's up; a foreign key is the user's kubectl patch, even next to a drift up fixes (issue 39 #3)", async () => {
+    const row = (codes: string[]) => (url: string) => [
+      { name: "gitea", verdict: "DRIFT", url, service: "gitea/gitea-nodeport", reasons: ["selector differs"], findings: codes.map((code) => ({ code })) },
+    ];
+    const dropped = await statusWithPortal(row(["selector-key-dropped-by-chart"]), async (url) => url);
+    expect(dropped.status.problems).toMatchObject([{ entry: "gitea", remedy: PULUMI_UP_REMEDY, repairable: true }]);
+    // pulumi up refuses while a foreign key is there: its fix comes first.
+    const foreign = await statusWithPortal(row(["selector-key-added", "selector-key-dropped-by-chart", "node-port-moved"]), async (url) => url);
+    expect(foreign.status.problems).toMatchObject([
+      {
+        entry: "gitea",
+        remedy: "the kubectl patch in its reason (exposure status --stack sandbox, after . .sandbox/env), then npm run sandbox",
+        repairable: false,
+      },
+    ]);
+  });
+
   it("a decoy naming the cluster folder is not the control plane: status says STOPPED and the script's stop never signals it (found by an outside tester)", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-cp-"));
     // Like `tail -f .sandbox/cluster/logs/etcd.log`: its command line names the folder.

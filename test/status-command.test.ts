@@ -232,6 +232,37 @@ describe("exposure status", () => {
     expect(json.ok).toBe(false);
   });
 
+  it("tells a key the chart dropped (pulumi up drops it) from a key added outside this stack (issue 39 #3)", async () => {
+    const objects = healthyCluster().filter((o) => o !== managedServices[1]);
+    // The last up mirrored {app, app.kubernetes.io/name}; the chart's upgrade kept only app.kubernetes.io/name.
+    const mirrored = { app: "gitea", "app.kubernetes.io/name": "gitea" };
+    const published = outputs({ gitea: { service: "gitea-nodeport", selector: mirrored } });
+    const dropped =
+      "selector differs from the vendored Service gitea/gitea-http: selector key app=gitea of gitea/gitea-nodeport was mirrored by the last up from gitea/gitea-http, whose selector no longer has it (a chart upgrade): our Service may select no pod until pulumi up drops it";
+    const followed = await status(
+      ["--stack", "two", "--json"],
+      snapshot([...objects, managedService("gitea", "gitea", 31002, { selector: mirrored, targetPort: 3000 })]),
+      published,
+    );
+    expect(followed.code).toBe(3);
+    expect(entry(parse(followed.out), "gitea")).toMatchObject({ verdict: "DRIFT", reasons: [dropped] });
+    expect(entry(parse(followed.out), "gitea")?.findings.map((f) => f.code)).toEqual(["selector-key-dropped-by-chart"]);
+    // And a key added by hand next to it is still foreign, with the command that removes it alone.
+    const both = await status(
+      ["--stack", "two", "--json"],
+      snapshot([...objects, managedService("gitea", "gitea", 31002, { selector: { ...mirrored, tier: "web" }, targetPort: 3000 })]),
+      published,
+    );
+    expect(entry(parse(both.out), "gitea")).toMatchObject({
+      verdict: "DRIFT",
+      reasons: [
+        `selector differs from the vendored Service gitea/gitea-http: selector key tier=web of gitea/gitea-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n gitea patch service gitea-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/tier"}]'`,
+        dropped,
+      ],
+    });
+    expect(entry(parse(both.out), "gitea")?.findings.map((f) => f.code)).toEqual(["selector-key-added", "selector-key-dropped-by-chart"]);
+  });
+
   it("reports DRIFT when no endpoint is ready, and ABSENT when our Service does not exist", async () => {
     const objects = healthyCluster().filter((o) => o !== readySlices[0] && o !== managedServices[2]);
     objects.push(slice("argocd", "argocd-nodeport", [false]));

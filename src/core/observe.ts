@@ -4,7 +4,7 @@ import { matchesLabels, ourServiceExcess, ourServiceName, webScheme } from "./ex
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
-import { foreignSelectorKeys, foreignSelectorProblem, ownershipProblem } from "./ownership";
+import { droppedSelectorProblem, foreignSelectorProblem, ownershipProblem, selectorKeysBeyond } from "./ownership";
 import {
   buildUrl,
   type ClusterView,
@@ -59,6 +59,7 @@ export const DRIFT_CODES = [
   "vendored-service-gone",
   "selector-differs",
   "selector-key-added",
+  "selector-key-dropped-by-chart",
   "vendored-port-gone",
   "target-port-differs",
   "node-port-moved",
@@ -239,10 +240,13 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   if (!vendored) add("vendored-service-gone", `vendored Service ${ns}/${e.service.name} is gone`);
   else {
     if (!sameMap(vendored.spec?.selector, ours.spec?.selector)) {
-      // A key the vendored Service does not have was added to ours (up refuses it): named, with what removes it.
-      const foreign = foreignSelectorKeys(vendored.spec?.selector ?? {}, ours);
+      // A key the vendored Service does not have: added to ours outside this stack (up refuses it: named, with what removes it), or mirrored by the last up
+      // and dropped by the chart since (up drops it). The same rule as up's (selectorKeysBeyond).
+      const { foreign, dropped } = selectorKeysBeyond(vendored.spec?.selector ?? {}, ours, published?.selector);
       const differs = `selector differs from the vendored Service ${ns}/${e.service.name}`;
-      add(foreign.length ? "selector-key-added" : "selector-differs", foreign.length ? `${differs}: ${foreignSelectorProblem(ours, foreign)}` : differs);
+      if (foreign.length) add("selector-key-added", `${differs}: ${foreignSelectorProblem(ours, foreign)}`);
+      if (dropped.length) add("selector-key-dropped-by-chart", `${differs}: ${droppedSelectorProblem(ours, dropped, `${ns}/${e.service.name}`)}`);
+      if (!foreign.length && !dropped.length) add("selector-differs", differs);
     }
     const vport = findServicePort(vendored, e.service.port);
     const vTarget = vport ? (vport.targetPort ?? vport.port) : undefined;

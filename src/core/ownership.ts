@@ -3,7 +3,7 @@
 // output): a refresh reads objects by name and rewrites the state, never the outputs. The state
 // says only whether the engine will create an object (one of that name that exists is then
 // refused: the takeover hook); a label only says which stack claims a Service, never decides.
-import { field } from "./exposure-model";
+import { field, matchesLabels } from "./exposure-model";
 import { isStackName } from "./inputs";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service, STACK_LABEL } from "./kube/types";
 import type { ExposurePlan } from "./plan";
@@ -79,22 +79,43 @@ export function ownershipProblem(service: Meta, published: PublishedEndpoints[st
   return notPublishedService(service, published);
 }
 
-/** Selector keys of our Service that the entry does not set (server-side apply removes only the fields it owns): our selector is ours whole. */
-export function foreignSelectorKeys(wanted: Readonly<Record<string, string>>, live: Service): string[] {
+/**
+ * The keys of our Service's selector that the entry does not set now (`wanted`: the vendored selector), told apart in this one place for up, status, drift,
+ * the portal and probe. `dropped`: the last finished up published it with this very value (`applied`, its record's `selector`: outputs, which no refresh
+ * rewrites) and the chart's Service no longer has it: ours, and `up` drops it (the selector is an atomic map that server-side apply sets whole). `foreign`:
+ * any other, added outside this stack (another field manager, or a value changed since), or unproven (no published selector: a record of an earlier
+ * version, or no outputs read): refused by `up`, with the command that removes it. Never decided from labels or field manager names.
+ */
+export function selectorKeysBeyond(
+  wanted: Readonly<Record<string, string>>,
+  live: Service,
+  applied: Readonly<Record<string, string>> | undefined,
+): { dropped: string[]; foreign: string[] } {
   const selector = live.spec?.selector;
-  return Object.keys(selector && typeof selector === "object" ? selector : {}).filter((k) => !Object.hasOwn(wanted, k));
+  const extra = Object.entries(selector && typeof selector === "object" ? selector : {}).filter(([k]) => !Object.hasOwn(wanted, k));
+  // Published with this very value (an own key of the record: nothing inherited counts).
+  const ours = ([k, v]: [string, string]) => applied !== undefined && Object.hasOwn(applied, k) && matchesLabels(applied, { [k]: v });
+  return { dropped: extra.filter(ours).map(([k]) => k), foreign: extra.filter((e) => !ours(e)).map(([k]) => k) };
+}
+
+const selectorPairs = (live: Service, keys: readonly string[]) => keys.map((k) => `${k}=${live.spec?.selector?.[k]}`).join(", ");
+
+/** Names the keys the last up mirrored from `vendored` ("ns/name") that its selector no longer has: `pulumi up` drops them. */
+export function droppedSelectorProblem(live: Service, keys: readonly string[], vendored: string): string {
+  const { namespace, name } = live.metadata;
+  return `selector key ${selectorPairs(live, keys)} of ${namespace}/${name} was mirrored by the last up from ${vendored}, whose selector no longer has it (a chart upgrade): our Service may select no pod until pulumi up drops it`;
 }
 
 /** Names those keys and the command that removes them (JSON pointer: '~' and '/' escaped; a label key holds no quote). */
 export function foreignSelectorProblem(live: Service, keys: readonly string[]): string {
   const { namespace, name } = live.metadata;
   const ops = keys.map((k) => `{"op":"remove","path":"/spec/selector/${k.replaceAll("~", "~0").replaceAll("/", "~1")}"}`).join(",");
-  return `selector key ${keys.map((k) => `${k}=${live.spec?.selector?.[k]}`).join(", ")} of ${namespace}/${name} was added outside this stack (traffic may go to other pods); remove it: kubectl -n ${namespace} patch service ${name} --type=json -p '[${ops}]'`;
+  return `selector key ${selectorPairs(live, keys)} of ${namespace}/${name} was added outside this stack (traffic may go to other pods); remove it: kubectl -n ${namespace} patch service ${name} --type=json -p '[${ops}]'`;
 }
 
 /**
  * What `up` refuses before declaring anything, however it runs: an entry's Service the last up did not publish (another
- * uid), a selector key added to ours, the portal's Service that is not the one the state holds (its uid is not published).
+ * uid), a selector key added to ours (a key the chart dropped is not refused: `up` drops it), the portal's Service that is not the one the state holds (its uid is not published).
  */
 export function upRefusals(
   plans: readonly ExposurePlan[],
@@ -107,7 +128,7 @@ export function upRefusals(
     const ours = p.kind === "nodePort" ? live.get(`${p.namespace}/${p.serviceName}`) : undefined;
     if (!ours || p.kind !== "nodePort") return [];
     const problem = notPublishedService(ours, published[p.entry]);
-    const foreign = foreignSelectorKeys(p.selector, ours);
+    const { foreign } = selectorKeysBeyond(p.selector, ours, published[p.entry]?.selector);
     return problem
       ? [`entry '${p.entry}': Service ${problem}`]
       : foreign.length

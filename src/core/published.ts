@@ -11,12 +11,21 @@ import "./zod-messages";
  * verdict computed from it. Fields the verdicts do not use are left as they are.
  */
 const port = z.int().check(z.minimum(1), z.maximum(65535));
+/** Label limits (a key: a 253-character DNS prefix, '/', a 63-character name; a value: 63): a selector an up applied never exceeds them. */
+const LABEL_KEY_MAX = 317;
+const LABEL_VALUE_MAX = 63;
+const labelValue = z.string().check(z.maxLength(LABEL_VALUE_MAX, `longer than a label value (${LABEL_VALUE_MAX} characters)`));
+const selector = z
+  .record(z.string(), labelValue)
+  .check(z.refine((s) => Object.keys(s).every((k) => k.length <= LABEL_KEY_MAX), `a key longer than a label key (${LABEL_KEY_MAX} characters)`));
 const record = z.looseObject({
   nodePort: z.optional(port),
   hostPort: z.optional(port),
   url: z.optional(z.string()),
   service: z.optional(z.string()),
   uid: z.optional(z.string()),
+  /** The selector that up applied to our Service: which keys this stack mirrored (issue 39 #3). Compared with the live one, never printed. */
+  selector: z.optional(selector),
 });
 const schema = z.record(z.string(), record);
 /** What the last `up` published, by entry (the `endpoints` output). */

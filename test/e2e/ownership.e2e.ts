@@ -1,6 +1,7 @@
 // Ownership holds however `up` runs (issue 33 #1): one row per way of running it, each against a
 // Service `argocd-nodeport` re-created by hand after the last up published ours. Real engine,
-// real API server. And our Service's selector is ours whole (issue 34 #11).
+// real API server. And our Service's selector is ours whole (issue 34 #11): it follows the
+// vendored one when a chart upgrade drops a key, a key added by hand stays refused (issue 39 #3).
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -259,5 +260,83 @@ describe.sequential("e2e: ownership holds however up runs (real engine, real API
     expect((await live())?.metadata?.uid).toBe(uid);
     const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
     expect(preview.code, summary(preview)).toBe(0);
+  });
+
+  it("a chart upgrade drops a selector key ours mirrored: status and drift say up drops it, up follows; a key added by hand next to it is still refused (issue 39 #3)", async () => {
+    const VENDORED = EXAMPLE_UIS.argocd.service;
+    const upgraded = { ...EXAMPLE_UIS.argocd.selector };
+    const before = { app: "argocd-server", ...upgraded };
+    const setVendored = (selector: Record<string, string>) =>
+      cluster.core.patchNamespacedService(
+        { namespace: NS, name: VENDORED, body: [{ op: "replace", path: "/spec/selector", value: selector }] },
+        cluster.lib.setHeaderOptions("Content-Type", cluster.lib.PatchStrategy.JsonPatch),
+      );
+    const uid = (await live())?.metadata?.uid;
+    const dropped = `selector differs from the vendored Service ${NS}/${VENDORED}: selector key app=argocd-server of ${NS}/${NAME} was mirrored by the last up from ${NS}/${VENDORED}, whose selector no longer has it (a chart upgrade): our Service may select no pod until pulumi up drops it`;
+    type Entry = { name: string; findings: { code: string; message: string }[] };
+    const argocd = (doc: { entries: Entry[] }) => doc.entries.find((e) => e.name === "argocd");
+    try {
+      // The chart's previous version also selected on `app`: the stack mirrors it and publishes what it applied.
+      await setVendored(before);
+      const first = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+      expect(first.code, summary(first)).toBe(0);
+      expect((await live())?.spec?.selector).toEqual(before);
+      expect(outputs().endpoints.argocd).toMatchObject({ uid, selector: before });
+
+      // The upgrade drops `app`: ours still has it (the stand-in pods never carried it: the URL selects no pod).
+      await setVendored(upgraded);
+      const status = sandbox.exposure(["status", "--stack", "sandbox", "--json"]);
+      const found = argocd(JSON.parse(status.stdout) as { entries: Entry[] })?.findings ?? [];
+      expect(
+        found.filter((f) => f.code.startsWith("selector-")).map((f) => [f.code, f.message]),
+        summary(status),
+      ).toEqual([["selector-key-dropped-by-chart", dropped]]);
+      const drift = sandbox.exposure(["drift", "--stack", "sandbox", "--json"]);
+      expect(drift.code, summary(drift)).not.toBe(0);
+      const driftFound = argocd((JSON.parse(drift.stdout) as { status: { entries: Entry[] } }).status)?.findings ?? [];
+      expect(driftFound.filter((f) => f.code.startsWith("selector-")).map((f) => [f.code, f.message])).toEqual([["selector-key-dropped-by-chart", dropped]]);
+      // The faithful drift check shows it, and up (no preview, as pipelines run it) follows the chart: the same Service, the vendored selector.
+      const preview = sandbox.pulumi(["preview", "--expect-no-changes"]);
+      expect(preview.code, summary(preview)).not.toBe(0);
+      const up = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+      expect(up.code, summary(up)).toBe(0);
+      expect((await live())?.spec?.selector).toEqual(upgraded);
+      expect((await live())?.metadata?.uid).toBe(uid);
+      expect(outputs().endpoints.argocd).toMatchObject({ uid, selector: upgraded });
+      const clean = sandbox.pulumi(["preview", "--expect-no-changes"]);
+      expect(clean.code, summary(clean)).toBe(0);
+
+      // Again, with a key added by hand before the upgrade: the foreign key is refused alone, touching nothing; once removed, up follows the chart.
+      await setVendored(before);
+      const again = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+      expect(again.code, summary(again)).toBe(0);
+      await cluster.core.patchNamespacedService(
+        { namespace: NS, name: NAME, body: { spec: { selector: { tier: "frontend" } } }, fieldManager: "kubectl-patch" },
+        cluster.lib.setHeaderOptions("Content-Type", cluster.lib.PatchStrategy.StrategicMergePatch),
+      );
+      await setVendored(upgraded);
+      const published = outputs();
+      const command = `kubectl -n ${NS} patch service ${NAME} --type=json -p '[{"op":"remove","path":"/spec/selector/tier"}]'`;
+      const refused = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+      expect(refused.code, summary(refused)).not.toBe(0);
+      expect(`${refused.stdout}${refused.stderr}`).toContain(
+        `entry 'argocd': selector key tier=frontend of ${NS}/${NAME} was added outside this stack (traffic may go to other pods); remove it: ${command}, then pulumi up`,
+      );
+      expect((await live())?.spec?.selector).toEqual({ ...before, tier: "frontend" });
+      expect(outputs()).toEqual(published);
+      const ops = JSON.parse(command.slice(command.indexOf("'") + 1, command.lastIndexOf("'")));
+      await cluster.core.patchNamespacedService(
+        { namespace: NS, name: NAME, body: ops },
+        cluster.lib.setHeaderOptions("Content-Type", cluster.lib.PatchStrategy.JsonPatch),
+      );
+      const followed = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+      expect(followed.code, summary(followed)).toBe(0);
+      expect((await live())?.spec?.selector).toEqual(upgraded);
+      expect((await live())?.metadata?.uid).toBe(uid);
+    } finally {
+      await setVendored(upgraded);
+      const restored = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
+      expect(restored.code, summary(restored)).toBe(0);
+    }
   });
 });

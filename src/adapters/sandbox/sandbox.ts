@@ -412,6 +412,7 @@ const FIXED_BY_UP = new Set([
   "service-type-changed",
   "port-name-changed",
   "selector-differs",
+  "selector-key-dropped-by-chart",
   "target-port-differs",
   "external-traffic-local",
   "url-node-moved",
@@ -490,6 +491,10 @@ async function remedyFor(
 ): Promise<{ remedy: string; repairable: boolean }> {
   const repair = (remedy: string) => ({ remedy, repairable: true });
   const yours = (remedy: string) => ({ remedy, repairable: false });
+  // A selector key added to ours: pulumi up refuses it, touching nothing (whatever else it would fix); the reason holds the command that removes it.
+  if (codes.has("selector-key-added")) {
+    return yours(`the kubectl patch in its reason (exposure status --stack ${SANDBOX_STACK}, after . .sandbox/env), then npm run sandbox`);
+  }
   if ([...codes].some((c) => FIXED_BY_UP.has(c))) return repair(PULUMI_UP_REMEDY);
   if (codes.has("vendored-service-gone")) return repair("npm run sandbox (puts the stand-in's Service back, then runs pulumi up)");
   if (codes.has("no-ready-endpoints")) {
@@ -517,10 +522,6 @@ async function remedyFor(
   if (codes.has("service-not-ours") && ns && name) {
     const why = "made outside the stack, it is never taken over; pulumi up recreates its own";
     return yours(`. .sandbox/env && kubectl -n ${ns} delete service ${name} && npm run sandbox (${why})`);
-  }
-  // A selector key added to ours: pulumi up refuses it, touching nothing; the reason holds the command that removes it.
-  if (codes.has("selector-key-added")) {
-    return yours(`the kubectl patch in its reason (exposure status --stack ${SANDBOX_STACK}, after . .sandbox/env), then npm run sandbox`);
   }
   if (codes.size === 0) return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env) says more`);
   return yours(`exposure status --stack ${SANDBOX_STACK} (after . .sandbox/env): ${[...codes].join(", ")}`);
