@@ -124,7 +124,7 @@ const allowlistSchema = z.pipe(
   z.strictObject({
     /** Services of type NodePort/LoadBalancer that may exist without a contract entry: "namespace/name". */
     services: z._default(z.array(allowlistItem(servicePattern)).check(allowlistBound), []),
-    /** Pods allowed to hold a hostPort without a contract entry: "namespace/podPrefix*:port". */
+    /** Pods allowed to hold a hostPort without a contract entry: "namespace/workloadPrefix*:port" (a prefix also matches a pod's generateName). */
     hostPorts: z._default(z.array(allowlistItem(hostPortPattern)).check(allowlistBound), []),
   }),
   // The audit and the guard read patterns; the reasons are kept by pattern for the reports.
