@@ -168,7 +168,10 @@ export const SPECS = {
     ],
     positional: { name: "ACTION", description: "up, status or down", complete: ["up", "status", "down"] },
     flags: {
-      json: { ...json, description: "print one JSON document (with apiVersion): up gives {urls, portal, folder, mode, prometheus}, status and down what they print" },
+      json: {
+        ...json,
+        description: "print one JSON document (with apiVersion): up gives {urls, portal, folder, mode, prometheus}, status and down what they print",
+      },
       monitoring: { type: "boolean", description: "up: also Prometheus with the stack's alerts on the portal, the operator's CRDs (docs/monitoring.md)" },
     },
     exits: "0 ok, 1 error (or, for status, not everything answers), 2 usage",

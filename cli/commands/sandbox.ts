@@ -36,7 +36,8 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
           formatTable(["ENTRY", "URL"], Object.entries(info.urls)),
           "",
           `portal: ${info.portal}`,
-          ...(info.prometheus ? [`prometheus: ${info.prometheus}alerts (the stack's alerts on the portal: docs/monitoring.md)`] : []),
+          // The API, not the /alerts page: the Prometheus built from Go modules has no web UI assets (that page answers 500).
+          ...(info.prometheus ? [`prometheus: ${info.prometheus}api/v1/alerts (the stack's alerts on the portal, as JSON: docs/monitoring.md)`] : []),
           `folder: ${rel(info.folder)} (pulumi ${info.pulumi.version} from ${info.pulumi.source})`,
           "",
           "next, in this shell:",
