@@ -21,8 +21,32 @@ export const E2E_RUN_DIR_VARIABLE = "UI_EXPOSURE_E2E_RUN_DIR";
 const projectDir = path.resolve(__dirname, "../..");
 const ID = /^[0-9a-f]{32}$/;
 
-/** Where the runs' records live: UI_EXPOSURE_E2E_RUNS, else <tmp>/ui-exposure-e2e-runs. */
-export const runsRoot = (env: NodeJS.ProcessEnv = process.env) => env.UI_EXPOSURE_E2E_RUNS || path.join(os.tmpdir(), "ui-exposure-e2e-runs");
+/** Where the runs' records live: UI_EXPOSURE_E2E_RUNS, else <tmp>/ui-exposure-e2e-runs-<uid>, one folder per user. */
+export const runsRoot = (env: NodeJS.ProcessEnv = process.env) =>
+  env.UI_EXPOSURE_E2E_RUNS || path.join(os.tmpdir(), `ui-exposure-e2e-runs-${process.getuid?.() ?? "user"}`);
+
+/**
+ * Makes `dir` (mode 0700) unless it exists, then trusts it only if it is a folder, not a link, owned by this user and
+ * closed to others: in a shared /tmp another user could have made it first and planted records in it, whose
+ * "control planes" a run would then stop. Throws one line saying what is wrong and what to do.
+ */
+export function ensurePrivateDir(dir: string): void {
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  try {
+    fs.mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  }
+  const st = fs.lstatSync(dir);
+  const uid = process.getuid?.();
+  const wrong = [
+    ...(st.isSymbolicLink() ? ["a symbolic link"] : st.isDirectory() ? [] : ["not a folder"]),
+    ...(uid !== undefined && st.uid !== uid ? [`owned by uid ${st.uid}, not ${uid}`] : []),
+    ...(st.isDirectory() && (st.mode & 0o077) !== 0 ? [`mode ${(st.mode & 0o777).toString(8)}, open to others`] : []),
+  ];
+  if (wrong.length)
+    throw new Error(`e2e: ${dir} is ${wrong.join(", ")}: nothing in it is trusted; remove it, or set UI_EXPOSURE_E2E_RUNS to a folder of your own`);
+}
 
 interface Owner {
   pid: number;
@@ -48,7 +72,7 @@ const ownerAlive = (dir: string) => alive(readOwner(path.join(dir, "owner.json")
  */
 export async function startRun(): Promise<string> {
   const root = runsRoot();
-  fs.mkdirSync(root, { recursive: true, mode: 0o700 });
+  ensurePrivateDir(root);
   for (const stopped of await reapDeadRuns(root)) console.warn(`e2e: stopped what an interrupted run left: ${stopped}`);
   const id = crypto.randomBytes(16).toString("hex");
   const dir = path.join(root, id);
