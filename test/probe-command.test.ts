@@ -102,6 +102,30 @@ describe("exposure probe", () => {
     expect(await result("unreadable")).toBe("connection refused (nothing listens on that port)");
   });
 
+  it("a selector key added to ours selects no pod: the cause is that finding with its fix, never 'not Ready' (issue 40 #5)", async () => {
+    const url = `http://127.0.0.2:${refused}`;
+    const readOutputs: ProbeDeps["readOutputs"] = async () => ({
+      urls: { gitea: url },
+      endpoints: { gitea: { nodePort: refused, url, service: "gitea-nodeport" } },
+    });
+    const foreignKey = healthyCluster()
+      .filter((o) => !isSliceOf(o, "gitea-nodeport"))
+      .map((o) => {
+        const svc = o as { metadata?: { name?: string }; spec?: { selector?: Record<string, string>; ports?: object[] } };
+        // Ours, on the port of the published URL (nothing listens there), with a key added to its selector.
+        const ports = svc.spec?.ports?.map((p) => ({ ...p, nodePort: refused }));
+        return svc.metadata?.name === "gitea-nodeport" ? { ...svc, spec: { ...svc.spec, ports, selector: { ...svc.spec?.selector, tier: "frontend" } } } : o;
+      });
+    const r = await probe(["--stack", "bench", "--json"], {
+      readOutputs,
+      connect: async () => snapshot([...foreignKey, slice("gitea", "gitea-nodeport", [])]),
+    });
+    expect(r.code).toBe(4);
+    expect((JSON.parse(r.out.join("\n")) as { results: { name: string; error?: string }[] }).results.find((x) => x.name === "gitea")?.error).toBe(
+      `connection refused: selector differs from the vendored Service gitea/gitea-http: selector key tier=frontend of gitea/gitea-nodeport was added outside this stack (traffic may go to other pods); remove it: kubectl -n gitea patch service gitea-nodeport --type=json -p '[{"op":"remove","path":"/spec/selector/tier"}]'`,
+    );
+  });
+
   it("a nodePort moved by hand: the published URL fails and the cause names both ports (found by a new user)", async () => {
     // gitea was published on a port nothing listens on; the cluster now serves it on 31002.
     const publishedUrl = `http://127.0.0.2:${refused}`;

@@ -128,7 +128,8 @@ function publishedUrlOf(published: string | undefined, live: string | undefined,
   return h !== undefined && (h === host(live as string) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
 }
 
-// Why the users' URL failed (`error`, the probe's words): it moved since the last `up`, or (refused: kube-proxy refuses alike) no Service or no ready endpoint.
+// Why the users' URL failed (`error`, the probe's words): it moved since the last `up`, or (refused: kube-proxy refuses alike) no Service, a selector
+// that differs from the vendored one, or no ready endpoint.
 // Probe and portal say it.
 export function failureCause(e: ObservedEntry, error: string): string | undefined {
   const refused = error.startsWith("connection refused");
@@ -136,8 +137,10 @@ export function failureCause(e: ObservedEntry, error: string): string | undefine
   const moved = e.publishedUrl ? found(["node-port-moved", "url-node-moved", "pod-moved"]) : undefined;
   if (moved) return `${refused ? "connection refused" : error}: ${moved}`;
   if (!refused || e.exposure !== "nodePort") return undefined;
+  // A key our selector has beyond the vendored one selects other pods or none: that finding (with its fix) is the cause, not readiness.
   const why =
-    found(["service-absent"]) ?? (e.readyEndpoints === 0 ? `no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)` : undefined);
+    found(["service-absent", "selector-key-added", "selector-key-dropped-by-chart"]) ??
+    (e.readyEndpoints === 0 ? `no ready endpoint behind Service ${e.service} (its pods are gone or not Ready)` : undefined);
   return why && `connection refused: ${why}`;
 }
 
