@@ -130,6 +130,8 @@ export async function serveStandIns(file: StandInFile): Promise<{ stop(): Promis
     const tick = async () => {
       try {
         const wanted = livePorts(nodePortEntries, await readLive(kubeconfig));
+        // Stopped while the cluster was read: nothing to serve any more.
+        if (stopped) return;
         for (const x of served) {
           if (!wanted.has(x.standIn.entry)) continue;
           const port = wanted.get(x.standIn.entry);
@@ -139,7 +141,8 @@ export async function serveStandIns(file: StandInFile): Promise<{ stop(): Promis
         }
       } catch (err) {
         // The API server not answering changes nothing a node serves: keep the ports as they are.
-        process.stderr.write(`stand-ins: cannot read the cluster: ${(err as Error).message}\n`);
+        // (Unless stopped meanwhile: the read was cut by the stop itself.)
+        if (!stopped) process.stderr.write(`stand-ins: cannot read the cluster: ${(err as Error).message}\n`);
       }
       if (!stopped) timer = setTimeout(tick, intervalMs);
     };
