@@ -4,6 +4,7 @@
 import * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LiveClusterReader } from "../src/adapters/kube-live";
+import { fakeKubeconfig } from "./support/fake-api";
 
 let server: net.Server;
 let port: number;
@@ -30,19 +31,7 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-const kubeconfig = () => `apiVersion: v1
-kind: Config
-clusters:
-- name: silent
-  cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}
-users:
-- name: u
-  user: {token: t}
-contexts:
-- name: silent
-  context: {cluster: silent, user: u}
-current-context: silent
-`;
+const kubeconfig = () => fakeKubeconfig(`https://127.0.0.1:${port}`, { context: "silent" });
 
 describe("a cluster that never answers", () => {
   it("fails each read after the timeout with one message, and closes the connection it opened", async () => {

@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LiveClusterReader, READ_ATTEMPTS, RETRY_WAIT_MAX_MS, retryWaitMs } from "../src/adapters/kube-live";
 import { UserError } from "../src/core/errors";
-import { type FakeAnswer, list, startFakeApi } from "./support/fake-api";
+import { type FakeAnswer, fakeKubeconfig, list, startFakeApi } from "./support/fake-api";
 
 const saved = { HOME: process.env.HOME, KUBECONFIG: process.env.KUBECONFIG };
 afterEach(() => {
@@ -14,13 +14,7 @@ afterEach(() => {
   else process.env.KUBECONFIG = saved.KUBECONFIG;
 });
 
-const kubeconfig = (server: string) => `apiVersion: v1
-kind: Config
-clusters: [{ name: c, cluster: { server: "${server}" } }]
-users: [{ name: u, user: { token: t } }]
-contexts: [{ name: bench, context: { cluster: c, user: u } }]
-current-context: bench
-`;
+const kubeconfig = (server: string) => fakeKubeconfig(server, { context: "bench", insecure: false });
 
 describe("LiveClusterReader.connect", () => {
   it("says there is no kubeconfig instead of inventing a localhost context", async () => {
@@ -55,7 +49,7 @@ describe("LiveClusterReader.connect", () => {
   // Found by an outside tester: each of these printed "internal error" and a stack trace, or a
   // multi-line parser excerpt without the file's name.
   it("a client certificate that is not PEM is the kubeconfig's fault, in one line", async () => {
-    const cert = kubeconfig("https://127.0.0.1:1").replace("user: { token: t }", "user: { client-certificate-data: Zm9v, client-key-data: YmFy }");
+    const cert = kubeconfig("https://127.0.0.1:1").replace("user: { token: fake-token }", "user: { client-certificate-data: Zm9v, client-key-data: YmFy }");
     const reader = await LiveClusterReader.connect({ kubeconfig: cert, timeoutMs: 2000 });
     const failure = await reader.listNodes().then(
       () => undefined,

@@ -24,6 +24,7 @@ import {
   type TestProject,
   vendoredServices,
 } from "./support/command-helpers";
+import { fakeKubeconfig } from "./support/fake-api";
 
 let project: TestProject;
 beforeAll(() => {
@@ -387,17 +388,7 @@ describe("exposure status against an unreachable API server (real client, loopba
 
   function kubeconfig(port: number): string {
     const file = path.join(project.dir, `kubeconfig-${port}`);
-    fs.writeFileSync(
-      file,
-      [
-        "apiVersion: v1",
-        "kind: Config",
-        `clusters: [{name: c, cluster: {server: 'https://127.0.0.1:${port}', insecure-skip-tls-verify: true}}]`,
-        "users: [{name: u, user: {token: t}}]",
-        "contexts: [{name: test, context: {cluster: c, user: u}}]",
-        "current-context: test",
-      ].join("\n"),
-    );
+    fs.writeFileSync(file, fakeKubeconfig(`https://127.0.0.1:${port}`, { context: "test" }));
     return file;
   }
 
