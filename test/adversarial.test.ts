@@ -1,6 +1,8 @@
 // Runs the adversarial corpus (test/adversarial/cases.ts). Every row checks its exit code and
-// message fragment, plus the invariant: no crash, no stack trace, no hang (per-test timeout),
-// bounded memory, and nothing changed on disk (these commands exist to read, not to write).
+// message fragment, plus the invariant: no crash, no stack trace, bounded memory, and nothing
+// changed on disk (these commands exist to read, not to write). Work is bounded by counts and
+// sizes (the largest input's refusal is checked at the very value past the limit); the per-case
+// timeout is only a backstop against a hang, far above any case's work on a loaded machine.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -31,7 +33,7 @@ import { list, startFakeApi } from "./support/fake-api";
 import { MemoryCluster, portalContract, recordedCluster } from "./support/portal-fixtures";
 import { rawRequest } from "./support/raw-request";
 
-const CASE_TIMEOUT_MS = 15_000;
+const CASE_TIMEOUT_MS = 120_000;
 /** Heap growth allowed for one case: far above what a clean refusal needs, far below a runaway. */
 const MAX_HEAP_GROWTH = 256 * 2 ** 20;
 

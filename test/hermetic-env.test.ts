@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { fakeKubeconfig } from "./support/fake-api";
 
 const projectDir = path.resolve(__dirname, "..");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hermetic-env-"));
@@ -30,10 +31,7 @@ function pollutedEnv(): NodeJS.ProcessEnv {
   // The sandbox's pulumi, pointed at the sandbox's state: it knows no other stack.
   fs.writeFileSync(path.join(bin, "pulumi"), `#!/bin/sh\necho "error: no stack named 'x' found" >&2\nexit 255\n`, { mode: 0o755 });
   const kubeconfig = path.join(tmp, "kubeconfig");
-  fs.writeFileSync(
-    kubeconfig,
-    "apiVersion: v1\nkind: Config\ncurrent-context: sandbox\nclusters: [{name: sandbox, cluster: {server: 'https://127.0.0.1:1'}}]\ncontexts: [{name: sandbox, context: {cluster: sandbox, user: u}}]\nusers: [{name: u, user: {token: t}}]\n",
-  );
+  fs.writeFileSync(kubeconfig, fakeKubeconfig("https://127.0.0.1:1", { context: "sandbox", insecure: false }));
   return {
     ...process.env,
     PATH: `${bin}:${process.env.PATH}`,

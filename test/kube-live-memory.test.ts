@@ -2,12 +2,13 @@
 // whose every list answer is an endless JSON body, the portal answers its 503 page and `status`
 // exits 1, each within a peak RSS well under the in-cluster portal's 256Mi limit. The peak is
 // the kernel's high-water mark of the child (VmHWM in /proc/<pid>/status), sampled until it exits.
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeProject, stackFile, type TestProject } from "./support/command-helpers";
 import { type FakeApi, startFakeApi } from "./support/fake-api";
+import { watchPeak } from "./support/memory";
 
 const root = path.resolve(__dirname, "..");
 /** Far under the portal's 256Mi limit, far above what a refusal needs (Node.js + tsx start at ~100 MiB). */
@@ -28,40 +29,6 @@ afterAll(async () => {
   project.remove();
 });
 
-function peakMiB(pid: number): number | undefined {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) / 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Samples the child's VmHWM until it exits (or `until` resolves, then stops it); the highest seen. */
-async function watch(child: ChildProcess, until?: Promise<unknown>): Promise<{ peak: number; code: number | null; stdout: string; stderr: string }> {
-  let peak = 0;
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (d) => {
-    stdout += d;
-  });
-  child.stderr?.on("data", (d) => {
-    stderr += d;
-  });
-  const timer = setInterval(() => {
-    peak = Math.max(peak, peakMiB(child.pid as number) ?? 0);
-  }, 10);
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  if (until) {
-    await until;
-    peak = Math.max(peak, peakMiB(child.pid as number) ?? 0);
-    child.kill("SIGKILL");
-  }
-  const code = await exited;
-  clearInterval(timer);
-  return { peak, code, stdout, stderr };
-}
-
 /** What users run: the built command and portal (dist/, built by npm ci), not the sources through tsx, whose compiler's own memory is no part of the bound. */
 const builtNode = (args: string[], env: NodeJS.ProcessEnv, cwd = root) =>
   spawn(process.execPath, args, {
@@ -74,7 +41,7 @@ describe("kube-live: one read budget shared by every answer in flight", () => {
   it("exposure status exits 1 against endless list answers, with a bounded peak RSS", { timeout: 120_000 }, async () => {
     // The command from its sources, in this process (no build step, no wrapper process to measure instead).
     const child = builtNode([path.join(root, "bin/exposure.cjs"), "status", "--stack", "bench", "--timeout", "60"], { KUBECONFIG: kubeconfig }, project.dir);
-    const r = await watch(child);
+    const r = await watchPeak(child);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/MiB/);
     expect(r.peak).toBeGreaterThan(0);
@@ -99,7 +66,7 @@ describe("kube-live: one read budget shared by every answer in flight", () => {
         }
       });
     });
-    const r = await watch(child, page);
+    const r = await watchPeak(child, { until: page });
     expect(await page).toBe(503);
     expect(r.peak).toBeGreaterThan(0);
     expect(r.peak).toBeLessThan(MAX_PEAK_MIB);

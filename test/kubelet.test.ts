@@ -5,6 +5,7 @@ import * as http from "node:http";
 import type * as net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { NodeAgent, type PodRuntime, type PodToRun, podToRun } from "../src/adapters/datapath/kubelet";
+import { fakeKubeconfig } from "./support/fake-api";
 
 type Pod = {
   metadata: { namespace: string; name: string; uid: string; deletionTimestamp?: string };
@@ -100,13 +101,7 @@ async function agentOn(pods: Pod[]) {
   const api = await podsApi(pods);
   const lib = await import("@kubernetes/client-node");
   const kc = new lib.KubeConfig();
-  kc.loadFromString(`apiVersion: v1
-kind: Config
-clusters: [{ name: fake, cluster: { server: "${api.url}", insecure-skip-tls-verify: true } }]
-users: [{ name: u, user: { token: t } }]
-contexts: [{ name: fake, context: { cluster: fake, user: u } }]
-current-context: fake
-`);
+  kc.loadFromString(fakeKubeconfig(api.url));
   const { runtime, log } = recordingRuntime();
   const agent = new NodeAgent(lib, kc, [{ name: "node-a", ip: "198.18.0.11" }], runtime, { resyncMs: 60_000 });
   cleanup.push(async () => {

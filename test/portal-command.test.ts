@@ -13,8 +13,9 @@ import { pulumiNotFound, readStackOutputs } from "../src/adapters/pulumi-cli";
 import { UserError } from "../src/core/errors";
 import { PORTAL_FILES } from "../src/core/portal/spec";
 import { writeKubeconfig } from "./support/fake-api";
-import { GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, recordedApiServer, recordedCluster } from "./support/portal-fixtures";
+import { GRAFANA_DRIFT_REASON, NODE_IP, PORTAL_TEST_CONTRACT, recordedCluster } from "./support/portal-fixtures";
 import { startProcess } from "./support/processes";
+import { recordedApiServer } from "./support/recorded-api";
 
 const projectDir = path.resolve(__dirname, "..");
 const bin = path.join(projectDir, "bin", "exposure.cjs");

@@ -220,9 +220,8 @@ describe("reachability (the probe of exposure probe, from the portal)", () => {
     const port = cluster.data.services.find((s) => s.metadata.name === "argocd-nodeport")?.spec?.ports?.[0];
     if (!port) throw new Error("fixture changed");
     port.nodePort = self;
-    const started = Date.now();
+    // Were the portal to wait on its own round, its probe of itself would end on the 5 s timer ("no answer within 5s", not ok): a 200 proves it answered.
     const view = (await (await fetch(new URL("/api/entries", portal.url))).json()) as PortalView;
-    expect(Date.now() - started).toBeLessThan(4_000);
     expect(view.entries.find((e) => e.name === "argocd")?.reachability).toMatchObject({ ok: true, status: 200 });
   });
 

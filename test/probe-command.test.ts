@@ -148,11 +148,10 @@ describe("exposure probe", () => {
   it("exits 4 on a URL that does not answer within --timeout", async () => {
     const hanging = await startServer({ "/": "hang" });
     try {
-      const started = Date.now();
+      // The server never answers: only the probe's 0.3 s timer can end it, and the FAIL line names that timer.
       const r = await probe(["--outputs", outputsFile({ gitea: hanging.url }), "--timeout", "0.3"]);
       expect(r.code).toBe(4);
       expect(r.out.join("\n")).toMatch(/gitea .* FAIL: no answer within 0\.3s/);
-      expect(Date.now() - started).toBeLessThan(2000);
     } finally {
       await hanging.close();
     }

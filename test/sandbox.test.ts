@@ -53,11 +53,10 @@ describe("sandbox", () => {
           logFile,
         },
       );
-      const t0 = Date.now();
-      await expect(waitUntil("the stand-in servers", async () => false, 30_000, { process: started, logFile })).rejects.toThrow(
+      // A 600 s timeout: the wait can only end here on the process's exit, which the message names (not the timeout's).
+      await expect(waitUntil("the stand-in servers", async () => false, 600_000, { process: started, logFile })).rejects.toThrow(
         /^stand-in servers exited while starting: Error: Cannot find module '\/x\/stand-in-servers\.js'; see .*stand-ins\.log$/,
       );
-      expect(Date.now() - t0).toBeLessThan(10_000);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

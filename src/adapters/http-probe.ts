@@ -75,8 +75,8 @@ export const httpGet: HttpGet = (url, timeoutMs) =>
 /** A published URL not requested, escaped and cut; its password hidden first (a cut could leave part of it). */
 const shownUrl = (url: string) => shownValue(redactUrlPasswords(url), PUBLISHED_TEXT_MAX);
 
-/** Probes one target; never rejects. */
-export async function probeOne(target: ProbeTarget, get: HttpGet = httpGet): Promise<ProbeResult> {
+/** Probes one target; never rejects. `now`: the clock its latency is read on (milliseconds). */
+export async function probeOne(target: ProbeTarget, get: HttpGet = httpGet, now: () => number = () => performance.now()): Promise<ProbeResult> {
   const expected = target.expectStatus ? target.expectStatus.join("/") : "2xx/3xx";
   let url: URL;
   try {
@@ -92,10 +92,10 @@ export async function probeOne(target: ProbeTarget, get: HttpGet = httpGet): Pro
     const reason = err instanceof ProbeFailure ? err.message : `invalid URL '${shownUrl(target.url)}'`;
     return { name: target.name, url: shownUrl(target.url), ok: false, latencyMs: 0, expected, error: reason };
   }
-  const started = performance.now();
+  const started = now();
   try {
     const { status, location } = await get(url, target.timeoutMs);
-    const latencyMs = Math.round(performance.now() - started);
+    const latencyMs = Math.round(now() - started);
     const ok = target.expectStatus ? target.expectStatus.includes(status) : status >= 200 && status < 400;
     return {
       name: target.name,
@@ -108,7 +108,7 @@ export async function probeOne(target: ProbeTarget, get: HttpGet = httpGet): Pro
       ...(ok ? {} : { error: `expected ${expected}, got ${status}` }),
     };
   } catch (err) {
-    return { name: target.name, url: url.href, ok: false, latencyMs: Math.round(performance.now() - started), expected, error: (err as Error).message };
+    return { name: target.name, url: url.href, ok: false, latencyMs: Math.round(now() - started), expected, error: (err as Error).message };
   }
 }
 

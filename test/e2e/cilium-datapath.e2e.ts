@@ -13,6 +13,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeNode } from "../../src/adapters/datapath/kubelet";
+import { cohabitEraYaml } from "../support/cohabit-era";
 import {
   adoptRetainedCilium,
   type Cluster,
@@ -542,36 +543,12 @@ new k8s.helm.v3.Release("cilium", ${JSON.stringify({
     };
     /** The cohabit era's objects: what phase 1 has, and the rollback puts back. */
     const eraObjects = async () => {
+      const gateways = era.map((g) => {
+        const ui = UIS.find((u) => u.entry === g.gateway);
+        return { name: g.gateway, namespace: g.ns, hostname: `${g.gateway}.cluster.lan`, backend: { service: `${ui?.service}`, port: `${ui?.port}` } };
+      });
       await must(`apply -f - <<'EOF'
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec: {blocks: [{cidr: 198.18.1.0/24}]}
----
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: l2-policy}
-spec: {loadBalancerIPs: true, interfaces: [eth0]}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: cilium}
-spec: {controllerName: io.cilium/gateway-controller}
-${era
-  .map(
-    (g) => `---
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: ${g.gateway}, namespace: ${g.ns}}
-spec: {gatewayClassName: cilium, listeners: [{name: http, protocol: HTTP, port: 80, hostname: ${g.gateway}.cluster.lan}]}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: ${g.gateway}, namespace: ${g.ns}}
-spec: {parentRefs: [{name: ${g.gateway}}], rules: [{backendRefs: [{name: ${UIS.find((u) => u.entry === g.gateway)?.service}, port: ${UIS.find((u) => u.entry === g.gateway)?.port}}]}]}`,
-  )
-  .join("\n")}
-EOF`);
+${cohabitEraYaml(gateways, { l2Interfaces: ["eth0"] })}EOF`);
       // The Gateway controller's objects (what the operator makes per Gateway), owned by it.
       for (const g of era) {
         const uid = (await must(`-n ${g.ns} get gateway ${g.gateway} -o jsonpath='{.metadata.uid}'`)).trim();

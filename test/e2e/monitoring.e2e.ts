@@ -23,6 +23,7 @@ import { alertRules } from "../../src/core/monitoring";
 import { type Cluster, projectDir, runProcess, type Sandbox, stopPlatform, summary, toolchainBin, waitFor } from "../support/harness";
 import { PORTAL_LABEL, PORTAL_NS, podIdentity, portalPodSpec, runInPod, startPortalPlatform, writeShippedFiles } from "../support/incluster-portal";
 import { operatorCrds, operatorScrapeConfig, type RunningPrometheus, type ServiceMonitor, startPrometheus } from "../support/prometheus";
+import { readSandboxEnv } from "../support/sandbox-env";
 
 const NODE = "e2e-node";
 const NODE_IP = "127.0.0.51";
@@ -368,16 +369,7 @@ describe.sequential("e2e: the sandbox's monitoring trial (sandbox up --monitorin
   const exposure = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
     runProcess(process.execPath, [path.join(clone, "bin/exposure.cjs"), ...args], { cwd: clone, env: { ...env, ...extra } });
   /** What `. .sandbox/env` exports. */
-  const sandboxEnv = (): NodeJS.ProcessEnv => {
-    const out: NodeJS.ProcessEnv = { ...env };
-    for (const line of fs.readFileSync(path.join(folder(), "env"), "utf8").split("\n")) {
-      const m = /^export (\w+)='(.*)'$/.exec(line);
-      if (m?.[1] && m[2] !== undefined) out[m[1]] = m[2];
-      const p = /^export PATH='(.*)':"\$PATH"$/.exec(line);
-      if (p?.[1]) out.PATH = `${p[1]}:${env.PATH}`;
-    }
-    return out;
-  };
+  const sandboxEnv = (): NodeJS.ProcessEnv => ({ ...env, ...readSandboxEnv(path.join(folder(), "env"), env.PATH) });
   const api = async <T>(p: string): Promise<T> => {
     const res = await fetch(new URL(`api/v1/${p}`, up.prometheus), { signal: AbortSignal.timeout(5000) });
     const body = (await res.json()) as { status: string; data: T };

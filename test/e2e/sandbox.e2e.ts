@@ -11,6 +11,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { projectDir, runProcess, toolchainBin } from "../support/harness";
+import { readSandboxEnv } from "../support/sandbox-env";
 
 let root: string;
 let clone: string;
@@ -38,14 +39,7 @@ function readmeTryIt(): string[] {
 
 /** The variables `. .sandbox/env` would export. */
 function sandboxEnv(): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = {};
-  for (const line of fs.readFileSync(path.join(folder(), "env"), "utf8").split("\n")) {
-    const m = /^export (\w+)='(.*)'$/.exec(line);
-    if (m?.[1] && m[2] !== undefined) out[m[1]] = m[2];
-    const p = /^export PATH='(.*)':"\$PATH"$/.exec(line);
-    if (p?.[1]) out.PATH = `${p[1]}:${env.PATH}`;
-  }
-  return out;
+  return readSandboxEnv(path.join(folder(), "env"), env.PATH);
 }
 
 /** Pids whose command line or environment mentions `dir` (what the sandbox started from the clone). */

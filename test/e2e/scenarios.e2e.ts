@@ -7,6 +7,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cohabitEraYaml } from "../support/cohabit-era";
 import { adoptRetainedCilium, type Cluster, EXAMPLE_UIS, type Sandbox, setCiliumConfig, startPlatform, stopPlatform, THREE_NODES } from "../support/harness";
 
 const MANAGED = "app.kubernetes.io/managed-by=ui-exposure";
@@ -270,34 +271,7 @@ describe.sequential("e2e: real engine, real API server", () => {
     ];
     kubectl(`apply --server-side ${crds.map((f) => `-f ${f}`).join(" ")}`);
     kubectl("wait --for=condition=Established --timeout=60s crd --all");
-    kubectl(
-      "apply -f -",
-      `apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec: {blocks: [{cidr: 198.18.1.0/24}]}
----
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: l2-policy}
-spec: {loadBalancerIPs: true}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: cilium}
-spec: {controllerName: io.cilium/gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gitea, namespace: gitea}
-spec: {gatewayClassName: cilium, listeners: [{name: http, protocol: HTTP, port: 80}]}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: gitea, namespace: gitea}
-spec: {parentRefs: [{name: gitea}]}
-`,
-    );
+    kubectl("apply -f -", cohabitEraYaml([{ name: "gitea", namespace: "gitea" }]));
     const uid = kubectl("-n gitea get gateway gitea -o jsonpath='{.metadata.uid}'").trim();
     const owner = `ownerReferences: [{apiVersion: gateway.networking.k8s.io/v1, kind: Gateway, name: gitea, uid: ${uid}, controller: true}]`;
     kubectl(

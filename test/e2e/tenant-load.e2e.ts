@@ -4,11 +4,10 @@
 // labels), fat EndpointSlices claiming our Service and 5,000 Pods of about 8 KB; then `pulumi up`,
 // `exposure status`, the portal (page and /metrics) and `exposure drift` answer, and the peak RSS of
 // the CLI and of the portal stays bounded (VmHWM, printed).
-import type { ChildProcess } from "node:child_process";
-import * as fs from "node:fs";
 import * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Cluster, EXAMPLE_UIS, type Sandbox, startPlatform, stopPlatform, summary, waitFor } from "../support/harness";
+import { watchPeak } from "../support/memory";
 
 const TENANT = "tenant";
 const SERVICES = 10_000;
@@ -30,40 +29,6 @@ async function pool(n: number, make: (i: number) => Promise<unknown>): Promise<v
       while (next < n) await make(next++);
     }),
   );
-}
-
-function peakMiB(pid: number): number {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) / 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
-
-/** Samples a child's VmHWM every 20 ms until it exits (or `until` settles, then stops it). */
-async function measured(child: ChildProcess, until?: Promise<unknown>) {
-  let peak = 0;
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (d) => {
-    stdout += d;
-  });
-  child.stderr?.on("data", (d) => {
-    stderr += d;
-  });
-  const timer = setInterval(() => {
-    peak = Math.max(peak, peakMiB(child.pid as number));
-  }, 20);
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  if (until) {
-    await until.catch(() => undefined);
-    peak = Math.max(peak, peakMiB(child.pid as number));
-    child.kill("SIGTERM");
-  }
-  const code = await exited;
-  clearInterval(timer);
-  return { peak, code, stdout, stderr };
 }
 
 const freePort = () =>
@@ -136,7 +101,7 @@ describe.sequential("e2e: a tenant's 10,000 fat Services and 5,000 Pods (real AP
   });
 
   it("exposure status answers MATCH, with a bounded peak RSS", { timeout: 300_000 }, async () => {
-    const r = await measured(sandbox.exposureSpawn(["status", "--stack", "sandbox", "--json"]));
+    const r = await watchPeak(sandbox.exposureSpawn(["status", "--stack", "sandbox", "--json"]), { intervalMs: 20 });
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     const entries = (JSON.parse(r.stdout) as { entries: { name: string; verdict: string; readyEndpoints: number }[] }).entries;
     // The tenant's slices labelled as argocd-nodeport's are not ours: one ready endpoint, the real one.
@@ -171,7 +136,7 @@ describe.sequential("e2e: a tenant's 10,000 fat Services and 5,000 Pods (real AP
       );
       return { view, metrics };
     })();
-    const r = await measured(child, answers);
+    const r = await watchPeak(child, { until: answers.catch(() => undefined), signal: "SIGTERM", intervalMs: 20 });
     const { view, metrics } = await answers;
     expect(view.entries.filter((e) => e.url).map((e) => [e.name, e.verdict])).toEqual([
       ["argocd", "MATCH"],
@@ -184,7 +149,7 @@ describe.sequential("e2e: a tenant's 10,000 fat Services and 5,000 Pods (real AP
   });
 
   it("exposure drift answers: the preview is clean, the audit names the tenant's two exposures, bounded peak RSS", { timeout: 900_000 }, async () => {
-    const r = await measured(sandbox.exposureSpawn(["drift", "--stack", "sandbox", "--json"]));
+    const r = await watchPeak(sandbox.exposureSpawn(["drift", "--stack", "sandbox", "--json"]), { intervalMs: 20 });
     const doc = JSON.parse(r.stdout) as { preview: { state: string }; audit: { undeclared: { namespace: string; name: string; kind: string }[] } };
     expect(doc.preview.state, r.stderr).toBe("no-changes");
     expect(doc.audit.undeclared.map((u) => `${u.kind} ${u.namespace}/${u.name}`).sort()).toEqual(["NodePort tenant/open", "hostPort tenant/holder"]);

@@ -91,13 +91,16 @@ export async function startFakeApi(answers: Record<string, FakeAnswer | FakeAnsw
   };
 }
 
-/** A kubeconfig (content): context `fake`, the API server at `url` without TLS. */
-export const fakeKubeconfig = (url: string) => `apiVersion: v1
+/**
+ * The one kubeconfig (content) of the tests: a single context (`context`, current), the API server at `url` with a token; its certificate not verified unless
+ * `insecure` is false.
+ */
+export const fakeKubeconfig = (url: string, { context = "fake", insecure = true }: { context?: string; insecure?: boolean } = {}) => `apiVersion: v1
 kind: Config
-clusters: [{ name: fake, cluster: { server: "${url}", insecure-skip-tls-verify: true } }]
+clusters: [{ name: ${context}, cluster: { server: "${url}"${insecure ? ", insecure-skip-tls-verify: true" : ""} } }]
 users: [{ name: u, user: { token: fake-token } }]
-contexts: [{ name: fake, context: { cluster: fake, user: u } }]
-current-context: fake
+contexts: [{ name: ${context}, context: { cluster: ${context}, user: u } }]
+current-context: ${context}
 `;
 
 /** `dir`/kubeconfig (0600) for the API server on 127.0.0.1:`port`; returns its path. */

@@ -1,7 +1,6 @@
 // Shared by the portal tests: a small contract, a recorded cluster (plain objects, as the API
 // returns them) and an in-memory ClusterReader that counts its list calls and can fail.
 // Fake nodes use 127.0.0.x InternalIPs: nothing here ever reaches a non-loopback address.
-import * as http from "node:http";
 import { parseContract } from "../../src/core/contract/parse";
 import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
@@ -169,54 +168,6 @@ export const unreachable = () =>
   new UserError(
     "cluster unreachable: context bench (https://127.0.0.1:6443): ECONNREFUSED while reading services; check the kube context and that the API server is up",
   );
-
-/**
- * What an API server answers for the list paths the portal and the CLI use: the cluster-wide
- * lists, `.../namespaces/<ns>/services|pods|endpointslices`, and the label selectors `a=b` and
- * `a in (x,y)` (the only forms the portal sends). Null for any other path.
- */
-export function answerList(data: RecordedCluster, url: URL): { kind: string; apiVersion: string; items: unknown[] } | null {
-  const selector = url.searchParams.get("labelSelector");
-  const matches = (labels: Record<string, string> | undefined) => {
-    if (!selector) return true;
-    const inSet = /^([^ ]+) in \(([^)]*)\)$/.exec(selector);
-    if (inSet) return inSet[2]?.split(",").includes(labels?.[inSet[1] as string] ?? "\u0000") ?? false;
-    const [k, v] = selector.split("=");
-    return labels?.[k as string] === v;
-  };
-  const pick = <T extends { metadata: { namespace?: string; labels?: Record<string, string> } }>(items: T[], ns?: string) =>
-    items.filter((o) => (ns === undefined || o.metadata.namespace === ns) && matches(o.metadata.labels));
-  const p = url.pathname;
-  const ns = /^\/(?:api\/v1|apis\/discovery\.k8s\.io\/v1)\/namespaces\/([^/]+)\/(services|pods|endpointslices)$/.exec(p);
-  if (ns?.[2] === "services") return { kind: "ServiceList", apiVersion: "v1", items: pick(data.services, ns[1]) };
-  if (ns?.[2] === "pods") return { kind: "PodList", apiVersion: "v1", items: pick(data.pods, ns[1]) };
-  if (ns?.[2] === "endpointslices") return { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: pick(data.endpointSlices, ns[1]) };
-  if (p === "/api/v1/services") return { kind: "ServiceList", apiVersion: "v1", items: pick(data.services) };
-  if (p === "/api/v1/pods") return { kind: "PodList", apiVersion: "v1", items: pick(data.pods) };
-  if (p === "/api/v1/nodes") return { kind: "NodeList", apiVersion: "v1", items: data.nodes };
-  if (p === "/apis/discovery.k8s.io/v1/endpointslices")
-    return { kind: "EndpointSliceList", apiVersion: "discovery.k8s.io/v1", items: pick(data.endpointSlices) };
-  return null;
-}
-
-/**
- * An API server (not listening yet) answering `data` as answerList does; `seen`: the paths asked
- * for, `sent`: the bytes of the answers so far.
- */
-export function recordedApiServer(data: RecordedCluster) {
-  const seen: string[] = [];
-  const stats = { sent: 0 };
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://x");
-    seen.push(url.pathname);
-    const list = answerList(data, url);
-    const body = Buffer.from(JSON.stringify(list ? { ...list, metadata: { resourceVersion: "1" } } : { kind: "Status", code: 404 }));
-    stats.sent += body.length;
-    res.writeHead(list ? 200 : 404, { "Content-Type": "application/json", "Content-Length": String(body.length) });
-    res.end(body);
-  });
-  return { server, seen, stats };
-}
 
 /** The contract of the in-cluster portal e2e files: three exposed UIs (one the portal) and a data endpoint. */
 export const PORTAL_E2E_CONTRACT = `version: 1
