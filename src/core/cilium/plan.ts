@@ -1,8 +1,10 @@
 import { field } from "../exposure-model";
+import type { Result } from "../findings";
 import type { ConfigMap, GenericObject, Service } from "../kube/types";
 import type { CiliumSettings, CohabitCiliumSettings, L4CiliumSettings } from "../settings";
 import { releaseImportCommand } from "./adopt";
-import { l4Values } from "./values";
+import { type LiveRelease, messages, releaseSnapshotCommand } from "./release";
+import { l4Values, releaseValuesDiff } from "./values";
 
 /** What the Cilium concern reads from the cluster (one call per kind). */
 export interface CiliumObservation {
@@ -13,6 +15,12 @@ export interface CiliumObservation {
   gatewayClasses: readonly GenericObject[];
   httpRoutes: readonly GenericObject[];
   l2Policies: readonly GenericObject[];
+  ingresses?: readonly GenericObject[];
+  ingressClasses?: readonly GenericObject[];
+  bgpAdvertisements?: readonly GenericObject[];
+  bgpPeeringPolicies?: readonly GenericObject[];
+  /** The deployed revision of the Helm release (mode l4; src/core/cilium/release.ts): undefined when none was found, or why its record is unreadable. */
+  helmRelease?: Result<LiveRelease | undefined>;
 }
 
 export interface CiliumReleasePlan {
@@ -26,7 +34,8 @@ export interface CiliumReleasePlan {
 }
 
 export type CiliumPlan =
-  | { mode: "l4"; release: CiliumReleasePlan }
+  /** `changes`: the values diff against the live release, one line per key (src/core/cilium/values.ts releaseValuesDiff). */
+  | { mode: "l4"; release: CiliumReleasePlan; changes: string[] }
   /** `phase2`: what the removal order will ask for (nothing left: none), for the operator to see ahead. */
   | { mode: "cohabit"; observed: Record<string, string>; phase2?: string[] };
 
@@ -35,9 +44,20 @@ export type CiliumSummary = { mode: "l4"; chartVersion: string; release: string;
 
 export type CiliumContext = { stack: string; production: boolean };
 
-/** The ConfigMap planCilium reads (mode cohabit), so the program gets only what it needs. */
-export function ciliumReads(settings: CiliumSettings): { configMap?: { namespace: string; name: string } } {
-  return settings.mode === "cohabit" ? { configMap: { namespace: settings.namespace, name: settings.configMap } } : {};
+/** The ConfigMap `cilium-config` of a Cilium installed in the release's namespace (mode l4 reads it to tell whether Cilium runs). */
+export const CILIUM_CONFIG = "cilium-config";
+
+/**
+ * What planCilium reads besides the lists: the ConfigMap (cohabit: the kube-proxy replacement guard; l4: whether Cilium runs) and, in mode l4, the Helm
+ * release whose live values the new ones start from.
+ */
+export function ciliumReads(settings: CiliumSettings): {
+  configMap?: { namespace: string; name: string };
+  release?: { namespace: string; releaseName: string };
+} {
+  if (settings.mode === "cohabit") return { configMap: { namespace: settings.namespace, name: settings.configMap } };
+  const { namespace, releaseName } = settings.chart;
+  return { configMap: { namespace, name: CILIUM_CONFIG }, release: { namespace, releaseName } };
 }
 
 const ref = (o: { metadata: { namespace?: string; name: string } }) => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
@@ -68,6 +88,48 @@ export function ciliumGatewayObjects(observed: CiliumObservation): { gateways: G
   return { gateways, httpRoutes: observed.httpRoutes.filter((r) => items(r.spec?.parentRefs).some((p) => parent(r, p))) };
 }
 
+/** The annotation that makes an IngressClass the cluster's default (Ingresses without a class go to it). */
+export const DEFAULT_INGRESS_CLASS = "ingressclass.kubernetes.io/is-default-class";
+
+/**
+ * What the BGP control plane, Cilium Ingress and node IPAM hold on the LoadBalancer path that l4 ends: Cilium's Ingresses (class `cilium`, a class of
+ * Cilium's ingress controller, or none while the default class is Cilium's), Services of node IPAM's class, and the BGP advertisements of LoadBalancer IPs
+ * (CiliumBGPAdvertisement entries of type Service with LoadBalancerIP; CiliumBGPPeeringPolicy virtual routers with a serviceSelector). Odd items skipped.
+ */
+export function loadBalancerPathObjects(observed: CiliumObservation) {
+  const controllers = new Map((observed.ingressClasses ?? []).map((c) => [c.metadata.name, text(field(c.spec, "controller"))]));
+  const byCilium = (name: string) => (controllers.has(name) ? controllers.get(name) === "cilium.io/ingress-controller" : name === "cilium");
+  const byDefault = (observed.ingressClasses ?? []).find((c) => c.metadata.annotations?.[DEFAULT_INGRESS_CLASS] === "true");
+  const ingresses = (observed.ingresses ?? []).filter((i) => {
+    const cls = text(i.spec?.ingressClassName);
+    return cls ? byCilium(cls) : !!byDefault && byCilium(byDefault.metadata.name);
+  });
+  const nodeIpam = observed.services.filter((s) => s.spec?.type === "LoadBalancer" && s.spec.loadBalancerClass === "io.cilium/node");
+  const lbAdvertised = (a: unknown) =>
+    text(field(a, "advertisementType")) === "Service" && items(field(field(a, "service"), "addresses")).includes("LoadBalancerIP");
+  // JSON patches, highest index first, that drop LoadBalancerIP from each advertisement (the whole entry when it advertises nothing else).
+  const advertisements = (observed.bgpAdvertisements ?? []).flatMap((o) => {
+    const ops = items(o.spec?.advertisements)
+      .map((a, i) => {
+        const rest = items(field(field(a, "service"), "addresses")).filter((x) => x !== "LoadBalancerIP");
+        if (!lbAdvertised(a)) return undefined;
+        return rest.length
+          ? { op: "replace", path: `/spec/advertisements/${i}/service/addresses`, value: rest }
+          : { op: "remove", path: `/spec/advertisements/${i}` };
+      })
+      .filter((op) => op !== undefined)
+      .reverse();
+    return ops.length ? [{ object: o, ops }] : [];
+  });
+  const peering = (observed.bgpPeeringPolicies ?? []).flatMap((o) => {
+    const ops = items(o.spec?.virtualRouters)
+      .flatMap((r, i) => (field(r, "serviceSelector") !== undefined ? [{ op: "remove", path: `/spec/virtualRouters/${i}/serviceSelector` }] : []))
+      .reverse();
+    return ops.length ? [{ object: o, ops }] : [];
+  });
+  return { ingresses, nodeIpam, advertisements, peering };
+}
+
 /** One command per namespace, for objects sorted by namespace then name. */
 function perNamespace(objects: readonly { metadata: { namespace?: string; name: string } }[], line: (ns: string, names: string[]) => string): string[] {
   const byNs = new Map<string, string[]>();
@@ -83,7 +145,7 @@ function perNamespace(objects: readonly { metadata: { namespace?: string; name: 
  */
 export function removalOrderProblem(observed: CiliumObservation): string | undefined {
   const order = removalOrder(observed);
-  const why = `are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses and leases stay): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):`;
+  const why = `are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses, leases and BGP routes stay; the BGP control plane itself stays on): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):`;
   return order && [`cilium (l4): ${order.found} ${why}`, ...order.steps].join("\n");
 }
 
@@ -91,9 +153,14 @@ export function removalOrderProblem(observed: CiliumObservation): string | undef
 export function removalOrder(observed: CiliumObservation): { found: string; steps: string[] } | undefined {
   const { gateways, httpRoutes } = ciliumGatewayObjects(observed);
   const { lbIpPools: pools, l2Policies } = observed;
-  const kinds: [string, readonly GenericObject[]][] = [
+  const { ingresses, nodeIpam, advertisements, peering } = loadBalancerPathObjects(observed);
+  const kinds: [string, readonly { metadata: { namespace?: string; name: string } }[]][] = [
     ["HTTPRoutes", httpRoutes],
     ["Gateways", gateways],
+    ["Cilium Ingresses", ingresses],
+    ["Services of class io.cilium/node (node IPAM)", nodeIpam],
+    ["CiliumBGPAdvertisements of LoadBalancer IPs", advertisements.map((a) => a.object)],
+    ["CiliumBGPPeeringPolicies with a serviceSelector", peering.map((p) => p.object)],
     ["CiliumL2AnnouncementPolicies", l2Policies],
     ["CiliumLoadBalancerIPPools", pools],
   ];
@@ -110,6 +177,25 @@ export function removalOrder(observed: CiliumObservation): { found: string; step
         const children = n.flatMap((g) => ["service", "endpoints", "ciliumenvoyconfig"].map((k) => `${k}/cilium-gateway-${g}`));
         return `kubectl${ns} delete gateway ${n.join(" ")} && kubectl${ns} wait --for=delete --timeout=5m ${children.join(" ")}`;
       }),
+    ],
+    [
+      "delete the Cilium Ingresses (or move them to another IngressClass) and wait until they are gone",
+      perNamespace(
+        ingresses,
+        (ns, n) => `kubectl${ns} delete ingress ${n.join(" ")} && kubectl${ns} wait --for=delete --timeout=5m ${n.map((i) => `ingress/${i}`).join(" ")}`,
+      ),
+    ],
+    [
+      "turn the node IPAM Services into NodePort Services (their nodePorts stay; publish them as contract entries if they serve a UI)",
+      nodeIpam.map(
+        (s) => `kubectl -n ${s.metadata.namespace} patch service ${s.metadata.name} --type merge -p '{"spec":{"type":"NodePort","loadBalancerClass":null}}'`,
+      ),
+    ],
+    [
+      "stop advertising LoadBalancer IPs over BGP (the BGP control plane stays on: pod CIDRs and every other advertisement keep running)",
+      [...advertisements, ...peering].map(
+        ({ object, ops }) => `kubectl patch ${object.kind.toLowerCase()} ${object.metadata.name} --type json -p '${JSON.stringify(ops)}'`,
+      ),
     ],
     ["delete the L2 announcement policies", perNamespace(l2Policies, (_, n) => `kubectl delete ciliuml2announcementpolicy ${n.join(" ")}`)],
     [
@@ -171,9 +257,24 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
       `cilium (l4): stack '${ctx.stack}' is production (ui-exposure:production) and refuses mode 'l4' until phase 2 is decided: set ui-exposure:cilium.phase2Decided: true in ${stackFile} (runbook: docs/cilium.md)`,
     );
   }
-  const values = l4Values(settings, stackFile);
+  const { namespace, releaseName } = settings.chart;
+  const record = observed.helmRelease ?? { ok: true, value: undefined };
+  const live = record.ok ? record.value : undefined;
+  if (!record.ok) problems.push(...messages(record.problems));
+  else if (!live && observed.ciliumConfig) {
+    problems.push(
+      `cilium (l4): Cilium runs (ConfigMap ${namespace}/${CILIUM_CONFIG}) but no deployed Helm release ${namespace}/${releaseName} was found (Secrets sh.helm.release.v1.${releaseName}.v<N> labelled owner=helm,name=${releaseName}); mode 'l4' starts from the live release's values so that the upgrade changes only the keys it owns. Check the release's name and namespace (helm list -A) against ui-exposure:cilium.chart.releaseName and .namespace in ${stackFile}; for render, add the records to the snapshot (${releaseSnapshotCommand(namespace, releaseName)}); a Cilium not installed by Helm cannot be managed by mode 'l4' (keep mode 'cohabit')`,
+    );
+  }
+  const values = l4Values(settings, stackFile, live);
   if ("problems" in values) problems.push(...values.problems);
 
+  const shared = observed.services.find((s) => s.metadata.namespace === namespace && s.metadata.name === "cilium-ingress" && s.spec?.type === "LoadBalancer");
+  if (shared && "values" in values && field(values.values.ingressController, "enabled") !== false) {
+    problems.push(
+      `cilium (l4): Service ${namespace}/cilium-ingress (Cilium Ingress's shared LoadBalancer Service) gets its address from LB-IPAM, which mode 'l4' turns off, and Cilium's ingress controller stays as it runs: once no Cilium Ingress is left, turn it off (the chart then removes that Service): pulumi config set --path 'ui-exposure:cilium.values.ingressController.enabled' false`,
+    );
+  }
   // No pool is left past this point: that is also what keeps LB-IPAM dormant on 1.16 (no switch).
   const order = removalOrderProblem(observed);
   if (order) problems.push(order);
@@ -188,6 +289,7 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
       values: values.values,
       skipAwait: settings.skipAwait,
     },
+    changes: releaseValuesDiff(settings, values.values, live),
   };
 }
 

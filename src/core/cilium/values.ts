@@ -1,4 +1,5 @@
 import type { L4CiliumSettings } from "../settings";
+import type { LiveRelease } from "./release";
 import { type ChartKeys, chartKeysCheck } from "./versions";
 
 /** Where the extra values live in the stack file, for messages. */
@@ -85,16 +86,6 @@ const PINNED: readonly Pinned[] = [
   needs(["enableLBIPAM"], false, "no LB-IPAM on the L4 path", (k) => k.enableLBIPAM),
   needs(["rollOutCiliumPods"], true, "the agents must restart to run the new configuration; without it helm upgrade changes only the ConfigMap"),
   needs(["operator", "rollOutPods"], true, "the operator must restart to run the new configuration; without it helm upgrade changes only the ConfigMap"),
-  needs(["ingressController", "enabled"], false, "Cilium Ingress publishes UIs by hostname through a LoadBalancer Service, the L7 path this mode replaces"),
-  // Each brings an L7 or LoadBalancer path back onto the L4 stack; the charts honour them all.
-  needs(
-    ["hubble", "ui", "ingress", "enabled"],
-    false,
-    "an Ingress for Hubble UI publishes it by hostname through the L7 path this mode replaces; publish it as a contract entry instead",
-  ),
-  needs(["nodeIPAM", "enabled"], false, "node IPAM gives LoadBalancer Services node addresses, a LoadBalancer path next to the NodePorts"),
-  needs(["bgpControlPlane", "enabled"], false, "the BGP control plane advertises LoadBalancer addresses, which the L4 path does not use"),
-  needs(["l2podAnnouncements", "enabled"], false, "L2 pod announcements advertise addresses outside the NodePort path"),
 ];
 
 /** Keys a chart version dropped (or does not have yet): the schema would accept and ignore them. */
@@ -169,8 +160,100 @@ export function extraValuesProblems(extra: Values, version: string, keys: ChartK
   return problems;
 }
 
-/** Full values of the L4 release: generated keys, then the stack's extra values merged over them. */
-export function l4Values(settings: L4CiliumSettings, stackFile: string): { values: Values } | { problems: string[] } {
+/** The values paths mode 'l4' owns (the keys l4BaseValues sets): the only ones it changes on a live release. */
+export const OWNED_PATHS: readonly (readonly string[])[] = [
+  ["kubeProxyReplacement"],
+  ["k8sServiceHost"],
+  ["k8sServicePort"],
+  ["gatewayAPI", "enabled"],
+  ["l2announcements", "enabled"],
+  ["enableLBIPAM"],
+  ["rollOutCiliumPods"],
+  ["operator", "rollOutPods"],
+];
+
+/** `kubeProxyReplacement` meaning full replacement: true, "true", or "strict" (charts up to 1.15). */
+const kprOn = (v: unknown) => v === true || v === "true" || v === "strict";
+
+/** The effective value of `path` on the live release: the user-supplied value, else the live chart's default. */
+function liveValue(live: LiveRelease, path: readonly string[]): unknown {
+  const set = lookup(live.config, path);
+  if (set.kind === "value") return set.value;
+  const dflt = lookup(live.defaults, path);
+  return dflt.kind === "value" ? dflt.value : undefined;
+}
+
+/** Why the live release cannot be switched by mode 'l4' (kube-proxy replacement off; a k8sServiceHostRef that would clash with k8sServiceHost). */
+function liveReleaseProblems(live: LiveRelease): string[] {
+  const problems: string[] = [];
+  const kpr = liveValue(live, ["kubeProxyReplacement"]);
+  if (!kprOn(kpr)) {
+    const from = lookup(live.config, ["kubeProxyReplacement"]).kind === "value" ? "its values" : `the default of chart ${live.chartVersion}`;
+    problems.push(
+      `cilium (l4): the live release (${live.record}) runs with kubeProxyReplacement ${show(kpr)} (${from}); mode 'l4' keeps kube-proxy replacement as it runs and never turns it on: that is a cluster-wide change (kube-proxy goes, every node's Services move to eBPF), to make through the cluster's own Cilium procedure first; then run up again (docs/cilium.md)`,
+    );
+  }
+  if (lookup(live.config, ["k8sServiceHostRef"]).kind === "value") {
+    problems.push(
+      `cilium (l4): the live release (${live.record}) sets k8sServiceHostRef; the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost: remove it from the release through the cluster's own procedure, or give the same address in ui-exposure:cilium.k8sServiceHost and drop k8sServiceHostRef`,
+    );
+  }
+  return problems;
+}
+
+/** Leaf paths of a values tree (a mapping's keys, recursively; lists, scalars and empty mappings are leaves). */
+function leafPaths(values: Values, prefix: readonly string[] = []): string[][] {
+  return Object.entries(values).flatMap(([k, v]) => (isMapping(v) && Object.keys(v).length ? leafPaths(v, [...prefix, k]) : [[...prefix, k]]));
+}
+
+/** A key path whose value may be a credential: its values are never shown. */
+const SENSITIVE = /password|token|key|cert|secret/i;
+const MAX_SHOWN = 120;
+function shownLeaf(path: readonly string[], v: unknown): string {
+  if (v === undefined) return "(unset)";
+  if (SENSITIVE.test(path.join("."))) return "(hidden)";
+  const text = JSON.stringify(v);
+  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}...` : text;
+}
+
+/**
+ * The values diff of an l4 `up` against the live release, one line per key that changes: the owned keys, and every key the stack's cilium.values sets to
+ * another value than the live one (the user's, else the live chart's default). Nothing else can change: every other value is carried from the live release.
+ * Values under a key path that looks like a credential are hidden.
+ */
+export function releaseValuesDiff(settings: L4CiliumSettings, values: Values, live: LiveRelease | undefined): string[] {
+  const lines: string[] = [];
+  const at = (v: Values, path: readonly string[]) => {
+    const found = lookup(v, path);
+    return found.kind === "value" ? found.value : undefined;
+  };
+  if (live && live.chartVersion !== settings.chart.version) {
+    lines.push(
+      `cilium values: chart ${live.chartVersion} -> ${settings.chart.version} (a Cilium upgrade: keys nobody set take the new chart's defaults; follow Cilium's upgrade notes)`,
+    );
+  }
+  const owned = new Set(OWNED_PATHS.map((p) => p.join(".")));
+  const seen = new Set<string>();
+  for (const path of [...OWNED_PATHS, ...leafPaths(settings.values)]) {
+    const key = path.join(".");
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const after = at(values, path);
+    if (after === undefined && owned.has(key)) continue;
+    const before = live ? liveValue(live, path) : undefined;
+    if (JSON.stringify(before) === JSON.stringify(after)) continue;
+    lines.push(
+      `cilium values: ${key}: ${shownLeaf(path, before)} -> ${shownLeaf(path, after)} (${owned.has(key) ? "owned by mode 'l4'" : `set in ${VALUES_SETTING}`})`,
+    );
+  }
+  return lines;
+}
+
+/**
+ * Full values of the L4 release: the live release's user-supplied values (`live`; none on a fresh install), then the stack's extra values, then the keys mode
+ * 'l4' owns. Every key l4 does not own keeps its live value unless the stack's values say otherwise.
+ */
+export function l4Values(settings: L4CiliumSettings, stackFile: string, live?: LiveRelease): { values: Values } | { problems: string[] } {
   const version = settings.chart.version;
   const checked = chartKeysCheck(version);
   if ("problem" in checked) return { problems: [`cilium (l4): ${checked.problem}`] };
@@ -192,6 +275,7 @@ export function l4Values(settings: L4CiliumSettings, stackFile: string): { value
     );
   }
   problems.push(...extraValuesProblems(settings.values, version, keys));
+  if (live) problems.push(...liveReleaseProblems(live));
   if (problems.length || host === undefined || settings.k8sServicePort === undefined) return { problems };
-  return { values: deepMerge(l4BaseValues(keys, { host, port: settings.k8sServicePort }), settings.values) };
+  return { values: deepMerge(deepMerge(live?.config ?? {}, settings.values), l4BaseValues(keys, { host, port: settings.k8sServicePort })) };
 }
