@@ -716,7 +716,7 @@ describe("the order of phase 2 (l4 refuses while the Gateway API / LB-IPAM era r
     };
     const order = removalOrderProblem(orphans) ?? "";
     expect(order.split("\n")).toEqual([
-      "cilium (l4): Cilium Ingresses docs/blog, docs/wiki; Services of class io.cilium/node (node IPAM) lab/edge; CiliumBGPAdvertisements of LoadBalancer IPs lb-and-pods; CiliumBGPPeeringPolicies with a serviceSelector rack1 are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses, leases and BGP routes stay; the BGP control plane itself stays on): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):",
+      "cilium (l4): Cilium Ingresses docs/blog, docs/wiki; Services of class io.cilium/node (node IPAM) lab/edge; BGP advertisements of LoadBalancer IPs CiliumBGPAdvertisement lb-and-pods, CiliumBGPPeeringPolicy rack1 are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses, leases and BGP routes stay; the BGP control plane itself stays on): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):",
       "    1. delete the Cilium Ingresses (or move them to another IngressClass) and wait until they are gone:",
       "         kubectl -n docs delete ingress blog wiki && kubectl -n docs wait --for=delete --timeout=5m ingress/blog ingress/wiki",
       "    2. turn the node IPAM Services into NodePort Services (their nodePorts stay; publish them as contract entries if they serve a UI):",

@@ -3,7 +3,7 @@ import type { Result } from "../findings";
 import type { ConfigMap, GenericObject, Service } from "../kube/types";
 import type { CiliumSettings, CohabitCiliumSettings, L4CiliumSettings } from "../settings";
 import { releaseImportCommand } from "./adopt";
-import { type LiveRelease, messages, releaseSnapshotCommand } from "./release";
+import { type LiveRelease, releaseSnapshotCommand } from "./release";
 import { l4Values, releaseValuesDiff } from "./values";
 
 /** What the Cilium concern reads from the cluster (one call per kind). */
@@ -19,7 +19,7 @@ export interface CiliumObservation {
   ingressClasses?: readonly GenericObject[];
   bgpAdvertisements?: readonly GenericObject[];
   bgpPeeringPolicies?: readonly GenericObject[];
-  /** The deployed revision of the Helm release (mode l4; src/core/cilium/release.ts): undefined when none was found, or why its record is unreadable. */
+  /** The Helm release's deployed revision (l4): none found, or why its record is unreadable. */
   helmRelease?: Result<LiveRelease | undefined>;
 }
 
@@ -34,7 +34,7 @@ export interface CiliumReleasePlan {
 }
 
 export type CiliumPlan =
-  /** `changes`: the values diff against the live release, one line per key (src/core/cilium/values.ts releaseValuesDiff). */
+  /** `changes`: the values diff against the live release, one line per key. */
   | { mode: "l4"; release: CiliumReleasePlan; changes: string[] }
   /** `phase2`: what the removal order will ask for (nothing left: none), for the operator to see ahead. */
   | { mode: "cohabit"; observed: Record<string, string>; phase2?: string[] };
@@ -44,20 +44,11 @@ export type CiliumSummary = { mode: "l4"; chartVersion: string; release: string;
 
 export type CiliumContext = { stack: string; production: boolean };
 
-/** The ConfigMap `cilium-config` of a Cilium installed in the release's namespace (mode l4 reads it to tell whether Cilium runs). */
-export const CILIUM_CONFIG = "cilium-config";
-
-/**
- * What planCilium reads besides the lists: the ConfigMap (cohabit: the kube-proxy replacement guard; l4: whether Cilium runs) and, in mode l4, the Helm
- * release whose live values the new ones start from.
- */
-export function ciliumReads(settings: CiliumSettings): {
-  configMap?: { namespace: string; name: string };
-  release?: { namespace: string; releaseName: string };
-} {
-  if (settings.mode === "cohabit") return { configMap: { namespace: settings.namespace, name: settings.configMap } };
-  const { namespace, releaseName } = settings.chart;
-  return { configMap: { namespace, name: CILIUM_CONFIG }, release: { namespace, releaseName } };
+/** What planCilium reads besides the lists: cilium-config (cohabit: the guard; l4: whether Cilium runs) and, in l4, the Helm release. */
+export function ciliumReads(s: CiliumSettings): { configMap: { namespace: string; name: string }; release?: { namespace: string; releaseName: string } } {
+  return s.mode === "cohabit"
+    ? { configMap: { namespace: s.namespace, name: s.configMap } }
+    : { configMap: { ...s.chart, name: "cilium-config" }, release: s.chart };
 }
 
 const ref = (o: { metadata: { namespace?: string; name: string } }) => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
@@ -92,42 +83,33 @@ export function ciliumGatewayObjects(observed: CiliumObservation): { gateways: G
 export const DEFAULT_INGRESS_CLASS = "ingressclass.kubernetes.io/is-default-class";
 
 /**
- * What the BGP control plane, Cilium Ingress and node IPAM hold on the LoadBalancer path that l4 ends: Cilium's Ingresses (class `cilium`, a class of
- * Cilium's ingress controller, or none while the default class is Cilium's), Services of node IPAM's class, and the BGP advertisements of LoadBalancer IPs
- * (CiliumBGPAdvertisement entries of type Service with LoadBalancerIP; CiliumBGPPeeringPolicy virtual routers with a serviceSelector). Odd items skipped.
+ * What l4 would orphan on the LoadBalancer path: Cilium's Ingresses (class `cilium` or Cilium's controller's, or none while the default class is Cilium's),
+ * node IPAM's Services, BGP advertisements of LoadBalancer IPs, each with the JSON patch (highest index first) that drops them. Odd items skipped.
  */
 export function loadBalancerPathObjects(observed: CiliumObservation) {
-  const controllers = new Map((observed.ingressClasses ?? []).map((c) => [c.metadata.name, text(field(c.spec, "controller"))]));
-  const byCilium = (name: string) => (controllers.has(name) ? controllers.get(name) === "cilium.io/ingress-controller" : name === "cilium");
-  const byDefault = (observed.ingressClasses ?? []).find((c) => c.metadata.annotations?.[DEFAULT_INGRESS_CLASS] === "true");
-  const ingresses = (observed.ingresses ?? []).filter((i) => {
-    const cls = text(i.spec?.ingressClassName);
-    return cls ? byCilium(cls) : !!byDefault && byCilium(byDefault.metadata.name);
-  });
-  const nodeIpam = observed.services.filter((s) => s.spec?.type === "LoadBalancer" && s.spec.loadBalancerClass === "io.cilium/node");
-  const lbAdvertised = (a: unknown) =>
-    text(field(a, "advertisementType")) === "Service" && items(field(field(a, "service"), "addresses")).includes("LoadBalancerIP");
-  // JSON patches, highest index first, that drop LoadBalancerIP from each advertisement (the whole entry when it advertises nothing else).
-  const advertisements = (observed.bgpAdvertisements ?? []).flatMap((o) => {
-    const ops = items(o.spec?.advertisements)
-      .map((a, i) => {
-        const rest = items(field(field(a, "service"), "addresses")).filter((x) => x !== "LoadBalancerIP");
-        if (!lbAdvertised(a)) return undefined;
-        return rest.length
-          ? { op: "replace", path: `/spec/advertisements/${i}/service/addresses`, value: rest }
-          : { op: "remove", path: `/spec/advertisements/${i}` };
-      })
-      .filter((op) => op !== undefined)
-      .reverse();
-    return ops.length ? [{ object: o, ops }] : [];
-  });
-  const peering = (observed.bgpPeeringPolicies ?? []).flatMap((o) => {
-    const ops = items(o.spec?.virtualRouters)
-      .flatMap((r, i) => (field(r, "serviceSelector") !== undefined ? [{ op: "remove", path: `/spec/virtualRouters/${i}/serviceSelector` }] : []))
-      .reverse();
-    return ops.length ? [{ object: o, ops }] : [];
-  });
-  return { ingresses, nodeIpam, advertisements, peering };
+  const classes = new Map((observed.ingressClasses ?? []).map((c) => [c.metadata.name, c]));
+  const byCilium = (name = "") => (classes.has(name) ? field(classes.get(name)?.spec, "controller") === "cilium.io/ingress-controller" : name === "cilium");
+  const byDefault = [...classes.values()].find((c) => c.metadata.annotations?.[DEFAULT_INGRESS_CLASS] === "true")?.metadata.name;
+  const patches = (objects: readonly GenericObject[] | undefined, list: string, op: (entry: unknown, at: string) => object | undefined) =>
+    (objects ?? []).flatMap((object) => {
+      const ops = items(field(object.spec, list)).flatMap((e, i) => op(e, `/spec/${list}/${i}`) ?? []);
+      return ops.length ? [{ object, ops: ops.reverse() }] : [];
+    });
+  return {
+    ingresses: (observed.ingresses ?? []).filter((i) => byCilium(text(i.spec?.ingressClassName) ?? byDefault)),
+    nodeIpam: observed.services.filter((s) => s.spec?.type === "LoadBalancer" && s.spec.loadBalancerClass === "io.cilium/node"),
+    bgp: [
+      ...patches(observed.bgpAdvertisements, "advertisements", (a, at) => {
+        const addresses = items(field(field(a, "service"), "addresses"));
+        const rest = addresses.filter((x) => x !== "LoadBalancerIP");
+        if (field(a, "advertisementType") !== "Service" || rest.length === addresses.length) return undefined;
+        return rest.length ? { op: "replace", path: `${at}/service/addresses`, value: rest } : { op: "remove", path: at };
+      }),
+      ...patches(observed.bgpPeeringPolicies, "virtualRouters", (r, at) =>
+        field(r, "serviceSelector") !== undefined ? { op: "remove", path: `${at}/serviceSelector` } : undefined,
+      ),
+    ],
+  };
 }
 
 /** One command per namespace, for objects sorted by namespace then name. */
@@ -153,14 +135,13 @@ export function removalOrderProblem(observed: CiliumObservation): string | undef
 export function removalOrder(observed: CiliumObservation): { found: string; steps: string[] } | undefined {
   const { gateways, httpRoutes } = ciliumGatewayObjects(observed);
   const { lbIpPools: pools, l2Policies } = observed;
-  const { ingresses, nodeIpam, advertisements, peering } = loadBalancerPathObjects(observed);
+  const { ingresses, nodeIpam, bgp } = loadBalancerPathObjects(observed);
   const kinds: [string, readonly { metadata: { namespace?: string; name: string } }[]][] = [
     ["HTTPRoutes", httpRoutes],
     ["Gateways", gateways],
     ["Cilium Ingresses", ingresses],
     ["Services of class io.cilium/node (node IPAM)", nodeIpam],
-    ["CiliumBGPAdvertisements of LoadBalancer IPs", advertisements.map((a) => a.object)],
-    ["CiliumBGPPeeringPolicies with a serviceSelector", peering.map((p) => p.object)],
+    ["BGP advertisements of LoadBalancer IPs", bgp.map((b) => ({ metadata: { name: `${b.object.kind} ${b.object.metadata.name}` } }))],
     ["CiliumL2AnnouncementPolicies", l2Policies],
     ["CiliumLoadBalancerIPPools", pools],
   ];
@@ -193,9 +174,7 @@ export function removalOrder(observed: CiliumObservation): { found: string; step
     ],
     [
       "stop advertising LoadBalancer IPs over BGP (the BGP control plane stays on: pod CIDRs and every other advertisement keep running)",
-      [...advertisements, ...peering].map(
-        ({ object, ops }) => `kubectl patch ${object.kind.toLowerCase()} ${object.metadata.name} --type json -p '${JSON.stringify(ops)}'`,
-      ),
+      bgp.map(({ object, ops }) => `kubectl patch ${object.kind.toLowerCase()} ${object.metadata.name} --type json -p '${JSON.stringify(ops)}'`),
     ],
     ["delete the L2 announcement policies", perNamespace(l2Policies, (_, n) => `kubectl delete ciliuml2announcementpolicy ${n.join(" ")}`)],
     [
@@ -260,10 +239,10 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
   const { namespace, releaseName } = settings.chart;
   const record = observed.helmRelease ?? { ok: true, value: undefined };
   const live = record.ok ? record.value : undefined;
-  if (!record.ok) problems.push(...messages(record.problems));
+  if (!record.ok) problems.push(...record.problems.map((p) => p.message));
   else if (!live && observed.ciliumConfig) {
     problems.push(
-      `cilium (l4): Cilium runs (ConfigMap ${namespace}/${CILIUM_CONFIG}) but no deployed Helm release ${namespace}/${releaseName} was found (Secrets sh.helm.release.v1.${releaseName}.v<N> labelled owner=helm,name=${releaseName}); mode 'l4' starts from the live release's values so that the upgrade changes only the keys it owns. Check the release's name and namespace (helm list -A) against ui-exposure:cilium.chart.releaseName and .namespace in ${stackFile}; for render, add the records to the snapshot (${releaseSnapshotCommand(namespace, releaseName)}); a Cilium not installed by Helm cannot be managed by mode 'l4' (keep mode 'cohabit')`,
+      `cilium (l4): Cilium runs (ConfigMap ${namespace}/cilium-config) but no deployed Helm release ${namespace}/${releaseName} was found (Secrets sh.helm.release.v1.${releaseName}.v<N> labelled owner=helm,name=${releaseName}); mode 'l4' starts from the live release's values so that the upgrade changes only the keys it owns. Check the release's name and namespace (helm list -A) against ui-exposure:cilium.chart.releaseName and .namespace in ${stackFile}; for render, add the records to the snapshot (${releaseSnapshotCommand(namespace, releaseName)}); a Cilium not installed by Helm cannot be managed by mode 'l4' (keep mode 'cohabit')`,
     );
   }
   const values = l4Values(settings, stackFile, live);

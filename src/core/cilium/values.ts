@@ -160,99 +160,63 @@ export function extraValuesProblems(extra: Values, version: string, keys: ChartK
   return problems;
 }
 
-/** The values paths mode 'l4' owns (the keys l4BaseValues sets): the only ones it changes on a live release. */
-export const OWNED_PATHS: readonly (readonly string[])[] = [
-  ["kubeProxyReplacement"],
-  ["k8sServiceHost"],
-  ["k8sServicePort"],
-  ["gatewayAPI", "enabled"],
-  ["l2announcements", "enabled"],
-  ["enableLBIPAM"],
-  ["rollOutCiliumPods"],
-  ["operator", "rollOutPods"],
-];
+/** Leaf paths of a values tree (lists, scalars and empty mappings are leaves). */
+const leafPaths = (v: Values, at: string[] = []): string[][] =>
+  Object.entries(v).flatMap(([k, x]) => (isMapping(x) && Object.keys(x).length ? leafPaths(x, [...at, k]) : [[...at, k]]));
+/** The paths mode 'l4' owns: the only ones it changes on a live release. */
+const OWNED = leafPaths(l4BaseValues({ enableLBIPAM: true } as ChartKeys, { host: "", port: 0 })).map((p) => p.join("."));
+const valueAt = (v: Values, path: readonly string[]) => {
+  const found = lookup(v, path);
+  return found.kind === "value" ? found.value : undefined;
+};
+/** The effective value on the live release: the user-supplied one, else the live chart's default. */
+const liveValue = (live: LiveRelease, path: readonly string[]) => valueAt(live.config, path) ?? valueAt(live.defaults, path);
+/** A path whose value may be a credential is never shown; long values are cut. */
+const shownLeaf = (path: readonly string[], v: unknown) =>
+  v === undefined ? "(unset)" : /password|token|key|cert|secret/i.test(path.join(".")) ? "(hidden)" : JSON.stringify(v).replace(/^(.{120}).+$/s, "$1...");
 
-/** `kubeProxyReplacement` meaning full replacement: true, "true", or "strict" (charts up to 1.15). */
-const kprOn = (v: unknown) => v === true || v === "true" || v === "strict";
-
-/** The effective value of `path` on the live release: the user-supplied value, else the live chart's default. */
-function liveValue(live: LiveRelease, path: readonly string[]): unknown {
-  const set = lookup(live.config, path);
-  if (set.kind === "value") return set.value;
-  const dflt = lookup(live.defaults, path);
-  return dflt.kind === "value" ? dflt.value : undefined;
-}
-
-/** Why the live release cannot be switched by mode 'l4' (kube-proxy replacement off; a k8sServiceHostRef that would clash with k8sServiceHost). */
+/** Why mode 'l4' refuses the live release: kube-proxy replacement off (it never turns it on), or a k8sServiceHostRef that clashes with k8sServiceHost. */
 function liveReleaseProblems(live: LiveRelease): string[] {
-  const problems: string[] = [];
   const kpr = liveValue(live, ["kubeProxyReplacement"]);
-  if (!kprOn(kpr)) {
-    const from = lookup(live.config, ["kubeProxyReplacement"]).kind === "value" ? "its values" : `the default of chart ${live.chartVersion}`;
-    problems.push(
-      `cilium (l4): the live release (${live.record}) runs with kubeProxyReplacement ${show(kpr)} (${from}); mode 'l4' keeps kube-proxy replacement as it runs and never turns it on: that is a cluster-wide change (kube-proxy goes, every node's Services move to eBPF), to make through the cluster's own Cilium procedure first; then run up again (docs/cilium.md)`,
-    );
-  }
-  if (lookup(live.config, ["k8sServiceHostRef"]).kind === "value") {
-    problems.push(
-      `cilium (l4): the live release (${live.record}) sets k8sServiceHostRef; the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost: remove it from the release through the cluster's own procedure, or give the same address in ui-exposure:cilium.k8sServiceHost and drop k8sServiceHostRef`,
-    );
-  }
-  return problems;
-}
-
-/** Leaf paths of a values tree (a mapping's keys, recursively; lists, scalars and empty mappings are leaves). */
-function leafPaths(values: Values, prefix: readonly string[] = []): string[][] {
-  return Object.entries(values).flatMap(([k, v]) => (isMapping(v) && Object.keys(v).length ? leafPaths(v, [...prefix, k]) : [[...prefix, k]]));
-}
-
-/** A key path whose value may be a credential: its values are never shown. */
-const SENSITIVE = /password|token|key|cert|secret/i;
-const MAX_SHOWN = 120;
-function shownLeaf(path: readonly string[], v: unknown): string {
-  if (v === undefined) return "(unset)";
-  if (SENSITIVE.test(path.join("."))) return "(hidden)";
-  const text = JSON.stringify(v);
-  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}...` : text;
+  const from = valueAt(live.config, ["kubeProxyReplacement"]) !== undefined ? "its values" : `the default of chart ${live.chartVersion}`;
+  return [
+    ...(kpr === true || kpr === "true" || kpr === "strict"
+      ? []
+      : [
+          `cilium (l4): the live release (${live.record}) runs with kubeProxyReplacement ${show(kpr)} (${from}); mode 'l4' keeps kube-proxy replacement as it runs and never turns it on: that is a cluster-wide change (kube-proxy goes, every node's Services move to eBPF), to make through the cluster's own Cilium procedure first; then run up again (docs/cilium.md)`,
+        ]),
+    ...(valueAt(live.config, ["k8sServiceHostRef"]) !== undefined
+      ? [
+          `cilium (l4): the live release (${live.record}) sets k8sServiceHostRef, which the chart refuses next to the k8sServiceHost mode 'l4' sets: remove it through the cluster's own Cilium procedure first`,
+        ]
+      : []),
+  ];
 }
 
 /**
- * The values diff of an l4 `up` against the live release, one line per key that changes: the owned keys, and every key the stack's cilium.values sets to
- * another value than the live one (the user's, else the live chart's default). Nothing else can change: every other value is carried from the live release.
- * Values under a key path that looks like a credential are hidden.
+ * The values diff against the live release, one line per key that changes: the owned keys, and the keys the stack's cilium.values sets to another value than
+ * the live one (the user's, else the live chart's default). Every other value is carried from the live release: nothing falls back to a chart default.
  */
 export function releaseValuesDiff(settings: L4CiliumSettings, values: Values, live: LiveRelease | undefined): string[] {
-  const lines: string[] = [];
-  const at = (v: Values, path: readonly string[]) => {
-    const found = lookup(v, path);
-    return found.kind === "value" ? found.value : undefined;
-  };
-  if (live && live.chartVersion !== settings.chart.version) {
+  const version = settings.chart.version;
+  const lines =
+    live && live.chartVersion !== version
+      ? [
+          `cilium values: chart ${live.chartVersion} -> ${version} (a Cilium upgrade: keys nobody set take the new chart's defaults; follow Cilium's upgrade notes)`,
+        ]
+      : [];
+  for (const key of new Set([...OWNED, ...leafPaths(settings.values).map((p) => p.join("."))])) {
+    const path = key.split(".");
+    const [before, after] = [live ? liveValue(live, path) : undefined, valueAt(values, path)];
+    if ((after === undefined && OWNED.includes(key)) || JSON.stringify(before) === JSON.stringify(after)) continue;
     lines.push(
-      `cilium values: chart ${live.chartVersion} -> ${settings.chart.version} (a Cilium upgrade: keys nobody set take the new chart's defaults; follow Cilium's upgrade notes)`,
-    );
-  }
-  const owned = new Set(OWNED_PATHS.map((p) => p.join(".")));
-  const seen = new Set<string>();
-  for (const path of [...OWNED_PATHS, ...leafPaths(settings.values)]) {
-    const key = path.join(".");
-    if (seen.has(key)) continue;
-    seen.add(key);
-    const after = at(values, path);
-    if (after === undefined && owned.has(key)) continue;
-    const before = live ? liveValue(live, path) : undefined;
-    if (JSON.stringify(before) === JSON.stringify(after)) continue;
-    lines.push(
-      `cilium values: ${key}: ${shownLeaf(path, before)} -> ${shownLeaf(path, after)} (${owned.has(key) ? "owned by mode 'l4'" : `set in ${VALUES_SETTING}`})`,
+      `cilium values: ${key}: ${shownLeaf(path, before)} -> ${shownLeaf(path, after)} (${OWNED.includes(key) ? "owned by mode 'l4'" : `set in ${VALUES_SETTING}`})`,
     );
   }
   return lines;
 }
 
-/**
- * Full values of the L4 release: the live release's user-supplied values (`live`; none on a fresh install), then the stack's extra values, then the keys mode
- * 'l4' owns. Every key l4 does not own keeps its live value unless the stack's values say otherwise.
- */
+/** Full values of the L4 release: the live release's user-supplied values (none on a fresh install), then the stack's extra values, then the owned keys. */
 export function l4Values(settings: L4CiliumSettings, stackFile: string, live?: LiveRelease): { values: Values } | { problems: string[] } {
   const version = settings.chart.version;
   const checked = chartKeysCheck(version);
