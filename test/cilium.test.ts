@@ -552,6 +552,12 @@ describe("guards", () => {
   it("acknowledgeLoadBalancerLoss is no setting: deleting the pools in the order above is the acknowledgement", () => {
     const r = ciliumSettingsSchema.safeParse({ mode: "l4", chart: { version: "1.18.12" }, acknowledgeLoadBalancerLoss: ["argocd/*"] });
     expect(r.success).toBe(false);
+    // And no shipped file speaks of one.
+    const shipped = ["README.md", "Pulumi.bench.yaml", "Pulumi.dirqual.yaml", ...fs.readdirSync(path.join(projectDir, "docs")).map((f) => `docs/${f}`)];
+    const stale = shipped
+      .filter((f) => f.endsWith(".md") || f.endsWith(".yaml"))
+      .filter((f) => /LoadBalancer acknowledg|acknowledgeLoadBalancer/i.test(fs.readFileSync(path.join(projectDir, f), "utf8")));
+    expect(stale).toEqual([]);
   });
 
   it("cohabit: kube-proxy replacement must be on in the live cilium-config", () => {
