@@ -930,11 +930,12 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
     );
   });
 
-  it("bench (l4) on a cluster whose Cilium runs the BGP control plane and Cilium Ingress: render keeps them on", async () => {
+  it("bench (l4) on a cluster whose Cilium runs the BGP control plane and Cilium Ingress: render keeps them on, and prints no credential", async () => {
     const objects = snapshotObjects("examples/bench-cluster.yaml").map((o) => (o.kind === "Secret" ? releaseSecret({ config: bgpSite }) : o));
     const out = await render({ projectDir, stack: "bench", cluster: new SnapshotReader(objects) });
     expect(out.releases[0]?.values).toEqual({
       ...bgpSite,
+      hubble: { relay: { enabled: true }, tls: { ca: { key: "(hidden)" } } },
       gatewayAPI: { enabled: false },
       l2announcements: { enabled: false },
       enableLBIPAM: false,

@@ -172,8 +172,12 @@ const valueAt = (v: Values, path: readonly string[]) => {
 /** The effective value on the live release: the user-supplied one, else the live chart's default. */
 const liveValue = (live: LiveRelease, path: readonly string[]) => valueAt(live.config, path) ?? valueAt(live.defaults, path);
 /** A path whose value may be a credential is never shown; long values are cut. */
+const SENSITIVE = /password|token|key|cert|secret/i;
 const shownLeaf = (path: readonly string[], v: unknown) =>
-  v === undefined ? "(unset)" : /password|token|key|cert|secret/i.test(path.join(".")) ? "(hidden)" : JSON.stringify(v).replace(/^(.{120}).+$/s, "$1...");
+  v === undefined ? "(unset)" : SENSITIVE.test(path.join(".")) ? "(hidden)" : JSON.stringify(v).replace(/^(.{120}).+$/s, "$1...");
+/** Values to print (render): every value under a key that may hold a credential shows as "(hidden)". */
+export const maskedValues = (v: Values): Values =>
+  Object.fromEntries(Object.entries(v).map(([k, x]) => [k, SENSITIVE.test(k) ? "(hidden)" : isMapping(x) ? maskedValues(x) : x]));
 
 /** Why mode 'l4' refuses the live release: kube-proxy replacement off (it never turns it on), or a k8sServiceHostRef that clashes with k8sServiceHost. */
 function liveReleaseProblems(live: LiveRelease): string[] {
