@@ -52,13 +52,21 @@ export class Cilium extends pulumi.ComponentResource {
   public readonly release?: k8s.helm.v3.Release;
   public readonly summary: pulumi.Output<CiliumSummary & { switch?: string }>;
 
-  /** `readWorkloads` (l4, live cluster): `up` waits for the release's configuration to be in force, and says so (`cilium.switch`). */
-  constructor(name: string, args: { plan: CiliumPlan; readWorkloads?: () => Promise<CiliumWorkloads> }, opts?: pulumi.ComponentResourceOptions) {
+  /**
+   * `readWorkloads` (l4, live cluster): `up` waits for the release's configuration to be in force, and says so (`cilium.switch`). `logChanges` (under the
+   * engine: preview and up): the values diff against the live release is logged, one line per key (render prints the values instead).
+   */
+  constructor(
+    name: string,
+    args: { plan: CiliumPlan; readWorkloads?: () => Promise<CiliumWorkloads>; logChanges?: boolean },
+    opts?: pulumi.ComponentResourceOptions,
+  ) {
     // Recorded inputs: the mode and the release only; what is observed changes with the cluster
     // and would otherwise show as a component diff in every drift check.
     super("ui-exposure:cilium:Cilium", name, { mode: args.plan.mode, ...(args.plan.mode === "l4" ? { release: args.plan.release } : {}) }, opts);
     const { plan } = args;
     if (plan.mode === "l4") {
+      if (args.logChanges) for (const line of plan.changes) void pulumi.log.info(line, this);
       const provider = kubernetesProviderOf(opts, `Cilium ${name}`);
       this.release = new k8s.helm.v3.Release(releaseResourceName(name), releaseArgs(plan.release), releaseOptions(this, provider));
     }

@@ -1,5 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { gunzipBounded } from "../src/adapters/gunzip";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { bundlePortalServer } from "../src/adapters/portal-bundle";
 import { openStack } from "../src/adapters/stack-inputs";
@@ -7,6 +8,7 @@ import { admissionApiProblem, admissionPolicyName, liveGuardUids } from "../src/
 import { denyWouldLock, readWorkloads } from "../src/core/admission-preview";
 import { mayHoldHostPort } from "../src/core/audit";
 import { ciliumReads, planCilium } from "../src/core/cilium/plan";
+import { readLiveRelease } from "../src/core/cilium/release";
 import { UserError, userErrorFromProblems } from "../src/core/errors";
 import { isExposingService, ourServiceName } from "../src/core/exposure-model";
 import { type ClusterReader, listCiliumEra } from "../src/core/kube/cluster";
@@ -84,13 +86,14 @@ export async function declareStack(inputs: ProgramInputs) {
   const named = new Set(selectedEntries.flatMap((e) => (e.service ? [e.service.name, ourServiceName(e.name)].map((n) => `${e.service?.namespace}/${n}`) : [])));
   const planned = (s: Service) =>
     named.has(`${s.metadata.namespace}/${s.metadata.name}`) || isExposingService(s) || (settings.portal.enabled && s.metadata.namespace === portalNamespace);
-  const [services, nodes, pods, ciliumConfig, ciliumEra, lastEndpoints, publishedConfigMap, workloads] = await Promise.all([
+  const [services, nodes, pods, ciliumConfig, ciliumEra, helmRelease, lastEndpoints, publishedConfigMap, workloads] = await Promise.all([
     cluster.listServices({ keep: planned }),
     cluster.listNodes(),
     // Those holding a host port hold every hostPort entry's (planned from them).
     deny ? cluster.listPods({ keep: mayHoldHostPort }) : readHostPortPods(cluster, selectedEntries),
     reads.configMap ? cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name) : Promise.resolve(undefined),
     listCiliumEra(cluster),
+    reads.release ? readLiveRelease(cluster, reads.release, gunzipBounded) : Promise.resolve(undefined),
     inputs.lastEndpoints ? inputs.lastEndpoints() : underEngine() ? readLastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
     settings.portal.enabled ? cluster.getConfigMap(portalNamespace, PORTAL_PUBLISHED.configMap) : Promise.resolve(undefined),
     deny ? readWorkloads(cluster) : Promise.resolve({ workloads: [], unread: [] }),
@@ -116,7 +119,7 @@ export async function declareStack(inputs: ProgramInputs) {
   const ciliumPlan = planCilium(
     settings.cilium,
     { stack: inputs.stack, production: settings.production },
-    { services, ...ciliumEra, ...(ciliumConfig ? { ciliumConfig } : {}) },
+    { services, ...ciliumEra, ...(ciliumConfig ? { ciliumConfig } : {}), ...(helmRelease ? { helmRelease } : {}) },
   );
   // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30): a preview says so.
   const admissionIssue =
@@ -167,7 +170,11 @@ export async function declareStack(inputs: ProgramInputs) {
           pods: await cluster.listPods({ namespace: release.namespace }),
         })
       : undefined;
-  const cilium = new Cilium("cilium", { plan: ciliumPlan, ...(readCiliumWorkloads ? { readWorkloads: readCiliumWorkloads } : {}) }, withProvider());
+  const cilium = new Cilium(
+    "cilium",
+    { plan: ciliumPlan, logChanges: underEngine(), ...(readCiliumWorkloads ? { readWorkloads: readCiliumWorkloads } : {}) },
+    withProvider(),
+  );
   const portalRefusal = (kind: "Service" | "ConfigMap", resourceName: string, name: string, exists: boolean, held: ReadonlyMap<string, string>) =>
     fixedNameRefusal({ what: "portal", kind, resourceName, namespace: portalNamespace, name }, inputs.stack, exists, held);
   const portal = portalBundle

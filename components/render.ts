@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { RELEASE_TYPE } from "../src/core/cilium/adopt";
+import { maskedValues } from "../src/core/cilium/values";
 import type { RenderDocument } from "../src/core/json-api";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import { manifestTypeOf, resolved, useProgramMocks } from "./mocks";
@@ -37,6 +38,7 @@ function releaseOf(inputs: Record<string, unknown>): RenderedRelease {
     namespace: String(inputs.namespace),
     name: String(inputs.name),
     ...(repo ? { repository: repo } : {}),
-    values: (inputs.values as Record<string, unknown>) ?? {},
+    // The live release's values may hold credentials: printed masked.
+    values: maskedValues((inputs.values as Record<string, unknown>) ?? {}),
   };
 }

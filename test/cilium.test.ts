@@ -11,15 +11,18 @@ import { Cilium, releaseArgs, releaseOptions } from "../components/cilium";
 import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../components/mocks";
 import { render } from "../components/render";
 import type { PathFacts } from "../scripts/cilium-chart-facts";
+import { gunzipBounded } from "../src/adapters/gunzip";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import { RELEASE_TYPE, releaseImportCommand, releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumObservation, type CiliumPlan, ciliumSummary, planCilium, removalOrder, removalOrderProblem } from "../src/core/cilium/plan";
+import { liveReleaseOf } from "../src/core/cilium/release";
 import { deepMerge, extraValuesProblems, l4Values } from "../src/core/cilium/values";
 import { CHART_KEYS, type ChartKeys, chartKeysFor, chartMinor, SUPPORTED_MINORS } from "../src/core/cilium/versions";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
 import type { GenericObject, Service } from "../src/core/kube/types";
 import { ciliumSettingsSchema, type L4CiliumSettings } from "../src/core/settings";
+import { type ReleaseFixture, releaseSecret } from "./support/helm-release";
 
 const projectDir = path.resolve(__dirname, "..");
 const VERSIONS = ["1.16.19", "1.17.18", "1.18.12", "1.19.6", "1.20.0"];
@@ -224,7 +227,7 @@ describe("l4 values per chart version", () => {
     });
   });
 
-  it("deep-merges extra values: mappings key by key, lists and scalars replaced, generated keys may be repeated", () => {
+  it("deep-merges extra values: mappings key by key, lists and scalars replaced, generated keys may be repeated (the owned value is written)", () => {
     const settings = l4({
       values: {
         bpf: { masquerade: true },
@@ -237,7 +240,7 @@ describe("l4 values per chart version", () => {
     });
     expect(l4Values(settings, "Pulumi.bench.yaml")).toEqual({
       values: {
-        kubeProxyReplacement: "true",
+        kubeProxyReplacement: true,
         k8sServiceHost: "192.168.104.2",
         k8sServicePort: 6443,
         gatewayAPI: { enabled: false },
@@ -304,36 +307,6 @@ describe("extra values that contradict the mode", () => {
       { gatewayAPI: true },
       "1.18.12",
       "cilium (l4): ui-exposure:cilium.values.gatewayAPI is true; it must be a mapping, since mode 'l4' sets gatewayAPI.enabled: false in it",
-    ],
-    [
-      "Cilium Ingress",
-      { ingressController: { enabled: true } },
-      "1.19.6",
-      "cilium (l4): ui-exposure:cilium.values.ingressController.enabled is true; mode 'l4' needs false (Cilium Ingress publishes UIs by hostname through a LoadBalancer Service, the L7 path this mode replaces)",
-    ],
-    [
-      "Hubble UI Ingress (L7 path)",
-      { hubble: { ui: { ingress: { enabled: true } } } },
-      "1.18.12",
-      "cilium (l4): ui-exposure:cilium.values.hubble.ui.ingress.enabled is true; mode 'l4' needs false (an Ingress for Hubble UI publishes it by hostname through the L7 path this mode replaces; publish it as a contract entry instead)",
-    ],
-    [
-      "node IPAM (LoadBalancer path)",
-      { nodeIPAM: { enabled: true } },
-      "1.18.12",
-      "cilium (l4): ui-exposure:cilium.values.nodeIPAM.enabled is true; mode 'l4' needs false (node IPAM gives LoadBalancer Services node addresses, a LoadBalancer path next to the NodePorts)",
-    ],
-    [
-      "BGP control plane (LoadBalancer path)",
-      { bgpControlPlane: { enabled: true } },
-      "1.18.12",
-      "cilium (l4): ui-exposure:cilium.values.bgpControlPlane.enabled is true; mode 'l4' needs false (the BGP control plane advertises LoadBalancer addresses, which the L4 path does not use)",
-    ],
-    [
-      "L2 pod announcements",
-      { l2podAnnouncements: { enabled: true } },
-      "1.18.12",
-      "cilium (l4): ui-exposure:cilium.values.l2podAnnouncements.enabled is true; mode 'l4' needs false (L2 pod announcements advertise addresses outside the NodePort path)",
     ],
     [
       "hostPort on 1.18 (removed)",
@@ -406,6 +379,121 @@ describe("extra values that contradict the mode", () => {
   });
 });
 
+/** The Helm release as read from the cluster (a real record, decoded). */
+const liveRelease = (f: ReleaseFixture): CiliumObservation["helmRelease"] => liveReleaseOf([releaseSecret(f)], "cilium", gunzipBounded);
+const ciliumConfig = { metadata: { name: "cilium-config", namespace: "kube-system" }, data: { "kube-proxy-replacement": "true" } };
+/** A release a platform installed with the BGP control plane, Cilium Ingress, node IPAM and its own settings (cni.sh of a BGP site). */
+const bgpSite = {
+  kubeProxyReplacement: true,
+  k8sServiceHost: "192.168.104.2",
+  k8sServicePort: 6443,
+  gatewayAPI: { enabled: true },
+  l2announcements: { enabled: true },
+  enableLBIPAM: true,
+  bgpControlPlane: { enabled: true },
+  ingressController: { enabled: true, loadbalancerMode: "shared" },
+  ipam: { mode: "kubernetes" },
+  hubble: { relay: { enabled: true }, tls: { ca: { key: "LS0tLS1CRUdJTiBQUklWQVRF" } } },
+};
+
+describe("the l4 release keeps every live value it does not own", () => {
+  const withRelease = (f: ReleaseFixture, over: Partial<CiliumObservation> = {}): CiliumObservation => ({
+    ...nothing,
+    ciliumConfig,
+    helmRelease: liveRelease(f),
+    ...over,
+  });
+
+  it("a running BGP control plane, Ingress controller and IPAM mode stay as they run; only the owned keys change, each one shown", () => {
+    const plan = planCilium(l4(), bench, withRelease({ config: bgpSite, defaults: { kubeProxyReplacement: "false", rollOutCiliumPods: false } }));
+    expect(plan).toMatchObject({ mode: "l4" });
+    const { release, changes } = plan as Extract<CiliumPlan, { mode: "l4" }>;
+    expect(release.values).toEqual({
+      ...bgpSite,
+      gatewayAPI: { enabled: false },
+      l2announcements: { enabled: false },
+      enableLBIPAM: false,
+      rollOutCiliumPods: true,
+      operator: { rollOutPods: true },
+    });
+    expect(changes).toEqual([
+      "cilium values: gatewayAPI.enabled: true -> false (owned by mode 'l4')",
+      "cilium values: l2announcements.enabled: true -> false (owned by mode 'l4')",
+      "cilium values: enableLBIPAM: true -> false (owned by mode 'l4')",
+      "cilium values: rollOutCiliumPods: false -> true (owned by mode 'l4')",
+      "cilium values: operator.rollOutPods: (unset) -> true (owned by mode 'l4')",
+    ]);
+  });
+
+  it("the BGP control plane, node IPAM and Cilium Ingress may be set in cilium.values; a key set there that changes is shown, a credential hidden", () => {
+    const values = {
+      bgpControlPlane: { enabled: true },
+      nodeIPAM: { enabled: true },
+      ipam: { mode: "cluster-pool" },
+      hubble: { tls: { ca: { key: "bmV3" } } },
+    };
+    const plan = planCilium(l4({ values, chart: { version: "1.18.12" } }), bench, withRelease({ chartVersion: "1.18.11", config: bgpSite }));
+    expect(plan).toMatchObject({
+      mode: "l4",
+      release: { values: { bgpControlPlane: { enabled: true }, nodeIPAM: { enabled: true }, ipam: { mode: "cluster-pool" } } },
+    });
+    expect((plan as Extract<CiliumPlan, { mode: "l4" }>).changes).toEqual([
+      "cilium values: chart 1.18.11 -> 1.18.12 (a Cilium upgrade: keys nobody set take the new chart's defaults; follow Cilium's upgrade notes)",
+      "cilium values: gatewayAPI.enabled: true -> false (owned by mode 'l4')",
+      "cilium values: l2announcements.enabled: true -> false (owned by mode 'l4')",
+      "cilium values: enableLBIPAM: true -> false (owned by mode 'l4')",
+      "cilium values: rollOutCiliumPods: (unset) -> true (owned by mode 'l4')",
+      "cilium values: operator.rollOutPods: (unset) -> true (owned by mode 'l4')",
+      "cilium values: nodeIPAM.enabled: (unset) -> true (set in ui-exposure:cilium.values)",
+      'cilium values: ipam.mode: "kubernetes" -> "cluster-pool" (set in ui-exposure:cilium.values)',
+      "cilium values: hubble.tls.ca.key: (hidden) -> (hidden) (set in ui-exposure:cilium.values)",
+    ]);
+  });
+
+  it("kube-proxy replacement off on the live release: refused, never turned on by l4", () => {
+    expect(problemsOf(planCilium(l4(), bench, withRelease({ config: { ...bgpSite, kubeProxyReplacement: false } })))).toEqual([
+      "cilium (l4): the live release (kube-system/sh.helm.release.v1.cilium.v1) runs with kubeProxyReplacement false (its values); mode 'l4' keeps kube-proxy replacement as it runs and never turns it on: that is a cluster-wide change (kube-proxy goes, every node's Services move to eBPF), to make through the cluster's own Cilium procedure first; then run up again (docs/cilium.md)",
+    ]);
+    expect(
+      problemsOf(
+        planCilium(
+          l4(),
+          bench,
+          withRelease({ chartVersion: "1.18.12", config: { ipam: { mode: "kubernetes" } }, defaults: { kubeProxyReplacement: "false" } }),
+        ),
+      ),
+    ).toEqual([
+      "cilium (l4): the live release (kube-system/sh.helm.release.v1.cilium.v1) runs with kubeProxyReplacement \"false\" (the default of chart 1.18.12); mode 'l4' keeps kube-proxy replacement as it runs and never turns it on: that is a cluster-wide change (kube-proxy goes, every node's Services move to eBPF), to make through the cluster's own Cilium procedure first; then run up again (docs/cilium.md)",
+    ]);
+    // "strict" (charts up to 1.15) is on: the owned key writes the boolean the new chart wants.
+    expect(planCilium(l4(), bench, withRelease({ config: { kubeProxyReplacement: "strict" } }))).toMatchObject({
+      mode: "l4",
+      release: { values: { kubeProxyReplacement: true } },
+    });
+  });
+
+  it("Cilium runs but no Helm release record is found: refused, saying how to provide it", () => {
+    expect(problemsOf(planCilium(l4(), bench, { ...nothing, ciliumConfig, helmRelease: { ok: true, value: undefined } }))).toEqual([
+      "cilium (l4): Cilium runs (ConfigMap kube-system/cilium-config) but no deployed Helm release kube-system/cilium was found (Secrets sh.helm.release.v1.cilium.v<N> labelled owner=helm,name=cilium); mode 'l4' starts from the live release's values so that the upgrade changes only the keys it owns. Check the release's name and namespace (helm list -A) against ui-exposure:cilium.chart.releaseName and .namespace in Pulumi.bench.yaml; for render, add the records to the snapshot (kubectl -n kube-system get secret -l owner=helm,name=cilium -o yaml); a Cilium not installed by Helm cannot be managed by mode 'l4' (keep mode 'cohabit')",
+    ]);
+  });
+
+  it("an unreadable record is one problem", () => {
+    const unreadable = liveReleaseOf([releaseSecret({}, "bm90IGd6aXA=")], "cilium", gunzipBounded);
+    expect(problemsOf(planCilium(l4(), bench, { ...nothing, ciliumConfig, helmRelease: unreadable }))).toEqual([
+      "cilium (l4): the Helm release record Secret kube-system/sh.helm.release.v1.cilium.v1 cannot be read: data.release does not hold base64 text (a Helm release record is base64 of gzip)",
+    ]);
+  });
+
+  it("a fresh install (no Cilium, no release): the owned keys and the stack's values, as before", () => {
+    const plan = planCilium(l4({ values: { ipam: { mode: "kubernetes" } } }), bench, { ...nothing, helmRelease: { ok: true, value: undefined } });
+    expect(plan).toMatchObject({ mode: "l4" });
+    expect((plan as Extract<CiliumPlan, { mode: "l4" }>).release.values).toEqual(
+      (l4Values(l4({ values: { ipam: { mode: "kubernetes" } } }), "Pulumi.bench.yaml") as { values: unknown }).values,
+    );
+  });
+});
+
 describe("guards", () => {
   it("the pool step waits on the Services LB-IPAM addressed only: no address, another controller's class, node IPAM: not waited on", () => {
     const services = [
@@ -421,8 +509,11 @@ describe("guards", () => {
       `         until [ -z "$(kubectl -n argocd get service argocd-lb -o jsonpath='{..ingress}')" ]; do sleep 2; done`,
       `         until [ -z "$(kubectl -n l2 get service announced -o jsonpath='{..ingress}')" ]; do sleep 2; done`,
     ]);
-    // No pool left: addresses that stay are no pool's, and l4 has nothing to strip.
-    expect(planCilium(l4(), bench, { ...nothing, services })).toMatchObject({ mode: "l4" });
+    // No pool left: addresses that stay are no pool's, and l4 has nothing to strip (node IPAM's Services are refused on their own, below).
+    expect(planCilium(l4(), bench, { ...nothing, services: services.filter((s) => s.spec?.loadBalancerClass !== "io.cilium/node") })).toMatchObject({
+      mode: "l4",
+    });
+    expect(removalOrderProblem({ ...nothing, services })).toContain("Services of class io.cilium/node (node IPAM) node/node-ipam are still");
   });
 
   it("NodePort and hostPort settings are carried as the installed release has them (l4 leaves them alone)", () => {
@@ -461,6 +552,12 @@ describe("guards", () => {
   it("acknowledgeLoadBalancerLoss is no setting: deleting the pools in the order above is the acknowledgement", () => {
     const r = ciliumSettingsSchema.safeParse({ mode: "l4", chart: { version: "1.18.12" }, acknowledgeLoadBalancerLoss: ["argocd/*"] });
     expect(r.success).toBe(false);
+    // And no shipped file speaks of one.
+    const shipped = ["README.md", "Pulumi.bench.yaml", "Pulumi.dirqual.yaml", ...fs.readdirSync(path.join(projectDir, "docs")).map((f) => `docs/${f}`)];
+    const stale = shipped
+      .filter((f) => f.endsWith(".md") || f.endsWith(".yaml"))
+      .filter((f) => /LoadBalancer acknowledg|acknowledgeLoadBalancer/i.test(fs.readFileSync(path.join(projectDir, f), "utf8")));
+    expect(stale).toEqual([]);
   });
 
   it("cohabit: kube-proxy replacement must be on in the live cilium-config", () => {
@@ -571,7 +668,7 @@ describe("the order of phase 2 (l4 refuses while the Gateway API / LB-IPAM era r
   it("names each object and gives the commands in the order that works, each with what to wait for", () => {
     expect(removalOrderProblem(observed)).toBe(
       [
-        "cilium (l4): HTTPRoutes gitea/gitea, web/cross; Gateways gitea/gitea; CiliumL2AnnouncementPolicies l2-policy; CiliumLoadBalancerIPPools default-pool are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses and leases stay): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):",
+        "cilium (l4): HTTPRoutes gitea/gitea, web/cross; Gateways gitea/gitea; CiliumL2AnnouncementPolicies l2-policy; CiliumLoadBalancerIPPools default-pool are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses, leases and BGP routes stay; the BGP control plane itself stays on): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):",
         "    1. delete the HTTPRoutes:",
         "         kubectl -n gitea delete httproute gitea",
         "         kubectl -n web delete httproute cross",
@@ -588,6 +685,68 @@ describe("the order of phase 2 (l4 refuses while the Gateway API / LB-IPAM era r
     );
     // Through planning: refused, with the other guards' problems, nothing planned.
     expect(problemsOf(planCilium(l4(), bench, observed))).toEqual([removalOrderProblem(observed)]);
+  });
+
+  it("Cilium Ingresses, node IPAM Services and BGP advertisements of LoadBalancer IPs: refused in the order, each with its command; the BGP control plane stays", () => {
+    const obj = (kind: string, name: string, spec: Record<string, unknown>, namespace?: string, annotations?: Record<string, string>): GenericObject => ({
+      apiVersion: kind.startsWith("Cilium") ? "cilium.io/v2" : "networking.k8s.io/v1",
+      kind,
+      metadata: { name, ...(namespace ? { namespace } : {}), ...(annotations ? { annotations } : {}) },
+      spec,
+    });
+    const orphans: CiliumObservation = {
+      ...nothing,
+      ingressClasses: [
+        obj("IngressClass", "cilium", { controller: "cilium.io/ingress-controller" }, undefined, { "ingressclass.kubernetes.io/is-default-class": "true" }),
+        obj("IngressClass", "nginx", { controller: "k8s.io/ingress-nginx" }),
+      ],
+      ingresses: [
+        obj("Ingress", "wiki", { ingressClassName: "cilium" }, "docs"),
+        obj("Ingress", "blog", {}, "docs"),
+        obj("Ingress", "shop", { ingressClassName: "nginx" }, "web"),
+      ],
+      services: [lbService("kube-system", "cilium-ingress", ["10.67.3.9"]), lbService("lab", "edge", ["192.168.104.2"], "io.cilium/node")],
+      bgpAdvertisements: [
+        obj("CiliumBGPAdvertisement", "lb-and-pods", {
+          advertisements: [
+            { advertisementType: "PodCIDR" },
+            { advertisementType: "Service", service: { addresses: ["ClusterIP", "LoadBalancerIP"] } },
+            { advertisementType: "Service", service: { addresses: ["LoadBalancerIP"] } },
+          ],
+        }),
+        obj("CiliumBGPAdvertisement", "pods-only", { advertisements: [{ advertisementType: "PodCIDR" }] }),
+      ],
+      bgpPeeringPolicies: [
+        obj("CiliumBGPPeeringPolicy", "rack1", { virtualRouters: [{ localASN: 65001, exportPodCIDR: true, serviceSelector: { matchLabels: { lb: "bgp" } } }] }),
+      ],
+    };
+    const order = removalOrderProblem(orphans) ?? "";
+    expect(order.split("\n")).toEqual([
+      "cilium (l4): Cilium Ingresses docs/blog, docs/wiki; Services of class io.cilium/node (node IPAM) lab/edge; BGP advertisements of LoadBalancer IPs CiliumBGPAdvertisement lb-and-pods, CiliumBGPPeeringPolicy rack1 are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses, leases and BGP routes stay; the BGP control plane itself stays on): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):",
+      "    1. delete the Cilium Ingresses (or move them to another IngressClass) and wait until they are gone:",
+      "         kubectl -n docs delete ingress blog wiki && kubectl -n docs wait --for=delete --timeout=5m ingress/blog ingress/wiki",
+      "    2. turn the node IPAM Services into NodePort Services (their nodePorts stay; publish them as contract entries if they serve a UI):",
+      `         kubectl -n lab patch service edge --type merge -p '{"spec":{"type":"NodePort","loadBalancerClass":null}}'`,
+      "    3. stop advertising LoadBalancer IPs over BGP (the BGP control plane stays on: pod CIDRs and every other advertisement keep running):",
+      `         kubectl patch ciliumbgpadvertisement lb-and-pods --type json -p '[{"op":"remove","path":"/spec/advertisements/2"},{"op":"replace","path":"/spec/advertisements/1/service/addresses","value":["ClusterIP"]}]'`,
+      `         kubectl patch ciliumbgppeeringpolicy rack1 --type json -p '[{"op":"remove","path":"/spec/virtualRouters/0/serviceSelector"}]'`,
+    ]);
+    // Through planning, with the live release running Cilium Ingress: the shared Service is refused until the controller is turned off in cilium.values.
+    const running = { ...orphans, ciliumConfig, helmRelease: liveRelease({ config: bgpSite }) };
+    expect(problemsOf(planCilium(l4(), bench, running))).toEqual([
+      "cilium (l4): Service kube-system/cilium-ingress (Cilium Ingress's shared LoadBalancer Service) gets its address from LB-IPAM, which mode 'l4' turns off, and Cilium's ingress controller stays as it runs: once no Cilium Ingress is left, turn it off (the chart then removes that Service): pulumi config set --path 'ui-exposure:cilium.values.ingressController.enabled' false",
+      order,
+    ]);
+    const cleared = { ...running, ingresses: [], bgpAdvertisements: [], bgpPeeringPolicies: [], services: [orphans.services[0] as Service] };
+    expect(problemsOf(planCilium(l4(), bench, cleared))).toHaveLength(1);
+    const off = planCilium(l4({ values: { ingressController: { enabled: false } } }), bench, cleared);
+    expect(off).toMatchObject({
+      mode: "l4",
+      release: { values: { bgpControlPlane: { enabled: true }, ingressController: { enabled: false, loadbalancerMode: "shared" } } },
+    });
+    expect((off as Extract<CiliumPlan, { mode: "l4" }>).changes).toContain(
+      "cilium values: ingressController.enabled: true -> false (set in ui-exposure:cilium.values)",
+    );
   });
 
   it("each kind alone is refused; another controller's Gateways and routes, and a GatewayClass, are not", () => {
@@ -660,7 +819,7 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
   // render() leaves the mocks connected when the program throws; close them between tests.
   afterEach(() => pulumi.runtime.disconnect());
 
-  it("bench (l4): one Cilium release with the 1.18 values, nothing else of Cilium", async () => {
+  it("bench (l4): one Cilium release, the live release's values with the owned keys changed, nothing else of Cilium", async () => {
     const out = await render({ projectDir, stack: "bench", cluster: readSnapshotFile(path.join(projectDir, "examples/bench-cluster.yaml")) });
     expect(out.releases).toEqual([
       {
@@ -677,7 +836,10 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
           l2announcements: { enabled: false },
           enableLBIPAM: false,
           rollOutCiliumPods: true,
-          operator: { rollOutPods: true },
+          // Carried from the live release (cni.sh's values), untouched.
+          operator: { rollOutPods: true, replicas: 1 },
+          ipam: { mode: "kubernetes" },
+          prometheus: { enabled: false },
         },
       },
     ]);
@@ -759,11 +921,27 @@ describe("rendered stacks (the real program under mocks, example snapshots)", ()
     });
     await expect(run).rejects.toThrow(
       [
-        "stack dirqual cannot be deployed (nothing was changed) (2 problems):",
+        "stack dirqual cannot be deployed (nothing was changed) (3 problems):",
         "  - cilium (l4): stack 'dirqual' is production (ui-exposure:production) and refuses mode 'l4' until phase 2 is decided: set ui-exposure:cilium.phase2Decided: true in Pulumi.dirqual.yaml (runbook: docs/cilium.md)",
+        // The snapshot of the dirqual runbook (cohabit) holds no Helm release record.
+        "  - cilium (l4): Cilium runs (ConfigMap kube-system/cilium-config) but no deployed Helm release kube-system/cilium was found (Secrets sh.helm.release.v1.cilium.v<N> labelled owner=helm,name=cilium); mode 'l4' starts from the live release's values so that the upgrade changes only the keys it owns. Check the release's name and namespace (helm list -A) against ui-exposure:cilium.chart.releaseName and .namespace in Pulumi.dirqual.yaml; for render, add the records to the snapshot (kubectl -n kube-system get secret -l owner=helm,name=cilium -o yaml); a Cilium not installed by Helm cannot be managed by mode 'l4' (keep mode 'cohabit')",
         `  - ${removalOrderProblem(dirqualObservation)}`,
       ].join("\n"),
     );
+  });
+
+  it("bench (l4) on a cluster whose Cilium runs the BGP control plane and Cilium Ingress: render keeps them on, and prints no credential", async () => {
+    const objects = snapshotObjects("examples/bench-cluster.yaml").map((o) => (o.kind === "Secret" ? releaseSecret({ config: bgpSite }) : o));
+    const out = await render({ projectDir, stack: "bench", cluster: new SnapshotReader(objects) });
+    expect(out.releases[0]?.values).toEqual({
+      ...bgpSite,
+      hubble: { relay: { enabled: true }, tls: { ca: { key: "(hidden)" } } },
+      gatewayAPI: { enabled: false },
+      l2announcements: { enabled: false },
+      enableLBIPAM: false,
+      rollOutCiliumPods: true,
+      operator: { rollOutPods: true },
+    });
   });
 
   it("bench with contradicting extra values: refused with the key named", async () => {
@@ -824,6 +1002,29 @@ describe("the component under mocks", () => {
     for (const d of documented) expect(d).toEqual({ type: RELEASE_TYPE, name: release?.name, id: `${release?.inputs.namespace}/${release?.inputs.name}` });
     expect(docs).toContain(releaseImportCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }));
     expect(ciliumSummary(plan, "cilium")).toMatchObject({ adopt: releaseImportCommand("cilium", { namespace: "kube-system", releaseName: "cilium" }) });
+  });
+
+  it("l4 under the engine logs the values diff, one line per key (pulumi.log.info); render does not", async () => {
+    await mocks("bench");
+    const plan = planCilium(l4(), bench, { ...nothing, ciliumConfig, helmRelease: liveRelease({ config: bgpSite }) }) as CiliumPlan;
+    const logged: string[] = [];
+    const info = pulumi.log.info;
+    pulumi.log.info = async (message: string) => void logged.push(message);
+    try {
+      const providers = [new k8s.Provider("kubernetes", { context: "bench" })];
+      new Cilium("quiet", { plan }, { providers });
+      expect(logged).toEqual([]);
+      new Cilium("cilium", { plan, logChanges: true }, { providers });
+    } finally {
+      pulumi.log.info = info;
+    }
+    expect(logged).toEqual([
+      "cilium values: gatewayAPI.enabled: true -> false (owned by mode 'l4')",
+      "cilium values: l2announcements.enabled: true -> false (owned by mode 'l4')",
+      "cilium values: enableLBIPAM: true -> false (owned by mode 'l4')",
+      "cilium values: rollOutCiliumPods: (unset) -> true (owned by mode 'l4')",
+      "cilium values: operator.rollOutPods: (unset) -> true (owned by mode 'l4')",
+    ]);
   });
 
   it("refuses to build without a Kubernetes provider (no fallback to the ambient context)", async () => {

@@ -106,9 +106,9 @@ describe("program under mocks", () => {
     const reader3 = cluster();
     await declareStack({ projectDir, stack: "test", config: stackConfig(), cluster: reader3 });
     expect(reader3.requests).toBe(one);
-    // services, nodes, cilium-config, LB pools, L2 policies, gateways, gateway classes, HTTP routes
-    // (no pods: no hostPort entry selected)
-    expect(one).toBe(8);
+    // services, nodes, cilium-config, LB pools, L2 policies, gateways, gateway classes, HTTP routes, ingresses, ingress classes,
+    // BGP advertisements, BGP peering policies (no pods: no hostPort entry selected; no Helm release: mode cohabit)
+    expect(one).toBe(12);
   });
 
   it("fails before declaring anything when a backing Service is missing", async () => {

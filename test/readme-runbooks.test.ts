@@ -12,6 +12,10 @@ describe("README runbooks", () => {
     const bench = runbookBlock(readme, "bench");
     expect(bench).toContain("pulumi stack select --create bench\n");
     expect(bench).toContain("# pulumi config set --path 'ui-exposure:cilium.chart.repository' https://charts.internal/cilium-mirror\n");
+    // render plans the l4 release from the live one: the snapshot holds its Helm records, else render refuses (a running Cilium without its release).
+    expect(bench).toContain(
+      "{ kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml; echo ---; kubectl -n kube-system get secret -l owner=helm,name=cilium -o yaml; } > /tmp/bench.yaml",
+    );
     expect(runbookBlock(readme, "dirqual")).toContain("pulumi stack select --create dirqual\n");
   });
 

@@ -3,6 +3,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import * as os from "node:os";
 import * as path from "node:path";
+import { DEFAULT_INGRESS_CLASS } from "../core/cilium/plan";
 import { CONFIG_CHECKSUM } from "../core/cilium/rollout";
 import { UserError } from "../core/errors";
 import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
@@ -40,13 +41,13 @@ const ANSWERS_IN_FLIGHT = 4;
 /** An answer past PAGE_BYTES: refused, or a list's page asked again with fewer items. */
 class PageTooLarge extends UserError {}
 
-/** What a list holds of each item: no managedFields, and of the annotations (most of an object, at times) only the one read: Cilium's config checksum. */
+/** What a list holds of each item: no managedFields, and of the annotations (most of an object, at times) only those read: Cilium's config checksum, the default IngressClass. */
 function slim<T>(item: T): T {
   const { metadata } = item as { metadata: { annotations?: Record<string, unknown>; managedFields?: unknown } };
-  const checksum = metadata.annotations?.[CONFIG_CHECKSUM];
+  const kept = [CONFIG_CHECKSUM, DEFAULT_INGRESS_CLASS].flatMap((k) => (typeof metadata.annotations?.[k] === "string" ? [[k, metadata.annotations[k]]] : []));
   delete metadata.annotations;
   delete metadata.managedFields;
-  if (typeof checksum === "string") metadata.annotations = { [CONFIG_CHECKSUM]: checksum };
+  if (kept.length) metadata.annotations = Object.fromEntries(kept);
   return item;
 }
 
@@ -417,8 +418,8 @@ export class LiveClusterReader implements ClusterReader {
     if (problems.length) throw new UserError(`${this.source} answered ${what} with a malformed object: ${formatObjectProblem(problems[0] as ObjectProblem)}`);
     return answer.body as ConfigMap;
   }
-  async listSecrets(namespace: string) {
-    return this.list<Secret>("/api/v1", "secrets", "Secret", { namespace });
+  async listSecrets(namespace: string, scope: Omit<ListScope<Secret>, "namespace"> = {}) {
+    return this.list<Secret>("/api/v1", "secrets", "Secret", { ...scope, namespace });
   }
   async servedResources(groupVersion: string) {
     const what = `API discovery of ${groupVersion}`;

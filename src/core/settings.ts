@@ -49,7 +49,7 @@ const l4Schema = z.strictObject({
    */
   k8sServiceHost: z.optional(z.string().check(z.minLength(1))),
   k8sServicePort: z.optional(z.int().check(z.minimum(1, { message: PORT_NUMBER }), z.maximum(65535, { message: PORT_NUMBER }))),
-  /** Extra chart values deep-merged over the generated ones; a value that contradicts the mode is rejected. */
+  /** Chart values changed on purpose, merged over the live release's (src/core/cilium/values.ts); a value that contradicts an owned key is rejected. */
   values: z._default(z.record(z.string(), z.unknown()), {}),
   /** Production guard: a stack with `production: true` refuses `l4` unless phase 2 was decided. */
   phase2Decided: flag(false),

@@ -121,13 +121,14 @@ describe.sequential("e2e: README runbooks, as printed", () => {
     await installKubernetesPlugin(bin, { cwd: work, env });
 
     // What the bench's bootstrap script (cni.sh) leaves behind: a Helm release kube-system/cilium,
-    // installed outside this project (a throw-away program whose state is then dropped).
+    // installed outside this project (a throw-away program whose state is then dropped), with
+    // kube-proxy replacement on (l4 refuses to turn it on), Gateway API and a BGP control plane.
     const boot = path.join(work, "bootstrap");
     fs.mkdirSync(boot);
     fs.writeFileSync(path.join(boot, "Pulumi.yaml"), "name: cni-bootstrap\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: index.js\n");
     fs.writeFileSync(
       path.join(boot, "index.js"),
-      `const k8s = require("@pulumi/kubernetes");\nnew k8s.helm.v3.Release("cilium", { name: "cilium", namespace: "kube-system", chart: ${JSON.stringify(path.join(__dirname, "charts/cilium"))}, version: "1.18.12", values: { kubeProxyReplacement: false }, skipAwait: true });\n`,
+      `const k8s = require("@pulumi/kubernetes");\nnew k8s.helm.v3.Release("cilium", { name: "cilium", namespace: "kube-system", chart: ${JSON.stringify(path.join(__dirname, "charts/cilium"))}, version: "1.18.12", values: { kubeProxyReplacement: true, gatewayAPI: { enabled: true }, bgpControlPlane: { enabled: true } }, skipAwait: true });\n`,
     );
     fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(boot, "node_modules"));
     const bootEnv = { ...env, PULUMI_BACKEND_URL: `file://${boot}`, KUBECONFIG: cluster.kubeconfig };
@@ -164,9 +165,17 @@ describe.sequential("e2e: README runbooks, as printed", () => {
     expect(r.code, summary(r)).toBe(0);
     // `pulumi stack output urls`, then `exposure probe` (exit 0 under set -e) reached each of them.
     for (const name of ["argocd", "gitea", "grafana"]) expect(r.stdout).toMatch(new RegExp(`"${name}": ?"http://127\\.0\\.0\\.11:3\\d{4}"`));
-    // The release was adopted and upgraded in place from the mirror with the l4 values.
+    // The release was adopted and upgraded in place from the mirror: the keys l4 owns changed, every other live value kept.
     const values = await cluster.core.readNamespacedConfigMap({ namespace: "kube-system", name: "cilium-standin-values" });
     expect(values.data?.["kube-proxy-replacement"]).toBe("true");
+    expect(JSON.parse(values.data?.["values.json"] ?? "{}")).toMatchObject({
+      gatewayAPI: { enabled: false },
+      l2announcements: { enabled: false },
+      bgpControlPlane: { enabled: true },
+      rollOutCiliumPods: true,
+    });
+    // preview logged the values diff, one line per key.
+    expect(r.stdout).toContain("cilium values: gatewayAPI.enabled: true -> false (owned by mode 'l4')");
     // The stack file differs from the shipped one only by the passphrase salt and the one key.
     const after = parse(fs.readFileSync(path.join(clone, "Pulumi.bench.yaml"), "utf8")) as { config: Record<string, { chart?: { repository?: string } }> };
     expect(after.config["ui-exposure:cilium"]?.chart?.repository).toBe(chartRepoUrl);

@@ -395,7 +395,8 @@ export async function startPlatform(opts: {
   const node = opts.nodes.find((n) => n.ready)?.name;
   if (!node) throw new Error("startPlatform: no Ready node to run the vendored UIs on");
   for (const ui of opts.uis) await addVendoredUi(cluster, { ...ui, node });
-  await setCiliumConfig(cluster, "true");
+  // An l4 stack installs Cilium's release on a cluster without Cilium (l4 refuses a running Cilium, i.e. a cilium-config, without its Helm release).
+  if ((opts.stack["ui-exposure:cilium"] as { mode?: string } | undefined)?.mode !== "l4") await setCiliumConfig(cluster, "true");
   const sandbox = makeSandbox(bin, cluster, providerVersions());
   sandbox.writeStack(opts.stack);
   return { cluster, sandbox };

@@ -1,8 +1,10 @@
 import { field } from "../exposure-model";
+import type { Result } from "../findings";
 import type { ConfigMap, GenericObject, Service } from "../kube/types";
 import type { CiliumSettings, CohabitCiliumSettings, L4CiliumSettings } from "../settings";
 import { releaseImportCommand } from "./adopt";
-import { l4Values } from "./values";
+import { type LiveRelease, releaseSnapshotCommand } from "./release";
+import { l4Values, releaseValuesDiff } from "./values";
 
 /** What the Cilium concern reads from the cluster (one call per kind). */
 export interface CiliumObservation {
@@ -13,6 +15,12 @@ export interface CiliumObservation {
   gatewayClasses: readonly GenericObject[];
   httpRoutes: readonly GenericObject[];
   l2Policies: readonly GenericObject[];
+  ingresses?: readonly GenericObject[];
+  ingressClasses?: readonly GenericObject[];
+  bgpAdvertisements?: readonly GenericObject[];
+  bgpPeeringPolicies?: readonly GenericObject[];
+  /** The Helm release's deployed revision (l4): none found, or why its record is unreadable. */
+  helmRelease?: Result<LiveRelease | undefined>;
 }
 
 export interface CiliumReleasePlan {
@@ -26,7 +34,8 @@ export interface CiliumReleasePlan {
 }
 
 export type CiliumPlan =
-  | { mode: "l4"; release: CiliumReleasePlan }
+  /** `changes`: the values diff against the live release, one line per key. */
+  | { mode: "l4"; release: CiliumReleasePlan; changes: string[] }
   /** `phase2`: what the removal order will ask for (nothing left: none), for the operator to see ahead. */
   | { mode: "cohabit"; observed: Record<string, string>; phase2?: string[] };
 
@@ -35,9 +44,11 @@ export type CiliumSummary = { mode: "l4"; chartVersion: string; release: string;
 
 export type CiliumContext = { stack: string; production: boolean };
 
-/** The ConfigMap planCilium reads (mode cohabit), so the program gets only what it needs. */
-export function ciliumReads(settings: CiliumSettings): { configMap?: { namespace: string; name: string } } {
-  return settings.mode === "cohabit" ? { configMap: { namespace: settings.namespace, name: settings.configMap } } : {};
+/** What planCilium reads besides the lists: cilium-config (cohabit: the guard; l4: whether Cilium runs) and, in l4, the Helm release. */
+export function ciliumReads(s: CiliumSettings): { configMap: { namespace: string; name: string }; release?: { namespace: string; releaseName: string } } {
+  return s.mode === "cohabit"
+    ? { configMap: { namespace: s.namespace, name: s.configMap } }
+    : { configMap: { ...s.chart, name: "cilium-config" }, release: s.chart };
 }
 
 const ref = (o: { metadata: { namespace?: string; name: string } }) => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
@@ -68,6 +79,39 @@ export function ciliumGatewayObjects(observed: CiliumObservation): { gateways: G
   return { gateways, httpRoutes: observed.httpRoutes.filter((r) => items(r.spec?.parentRefs).some((p) => parent(r, p))) };
 }
 
+/** The annotation that makes an IngressClass the cluster's default (Ingresses without a class go to it). */
+export const DEFAULT_INGRESS_CLASS = "ingressclass.kubernetes.io/is-default-class";
+
+/**
+ * What l4 would orphan on the LoadBalancer path: Cilium's Ingresses (class `cilium` or Cilium's controller's, or none while the default class is Cilium's),
+ * node IPAM's Services, BGP advertisements of LoadBalancer IPs, each with the JSON patch (highest index first) that drops them. Odd items skipped.
+ */
+export function loadBalancerPathObjects(observed: CiliumObservation) {
+  const classes = new Map((observed.ingressClasses ?? []).map((c) => [c.metadata.name, c]));
+  const byCilium = (name = "") => (classes.has(name) ? field(classes.get(name)?.spec, "controller") === "cilium.io/ingress-controller" : name === "cilium");
+  const byDefault = [...classes.values()].find((c) => c.metadata.annotations?.[DEFAULT_INGRESS_CLASS] === "true")?.metadata.name;
+  const patches = (objects: readonly GenericObject[] | undefined, list: string, op: (entry: unknown, at: string) => object | undefined) =>
+    (objects ?? []).flatMap((object) => {
+      const ops = items(field(object.spec, list)).flatMap((e, i) => op(e, `/spec/${list}/${i}`) ?? []);
+      return ops.length ? [{ object, ops: ops.reverse() }] : [];
+    });
+  return {
+    ingresses: (observed.ingresses ?? []).filter((i) => byCilium(text(i.spec?.ingressClassName) ?? byDefault)),
+    nodeIpam: observed.services.filter((s) => s.spec?.type === "LoadBalancer" && s.spec.loadBalancerClass === "io.cilium/node"),
+    bgp: [
+      ...patches(observed.bgpAdvertisements, "advertisements", (a, at) => {
+        const addresses = items(field(field(a, "service"), "addresses"));
+        const rest = addresses.filter((x) => x !== "LoadBalancerIP");
+        if (field(a, "advertisementType") !== "Service" || rest.length === addresses.length) return undefined;
+        return rest.length ? { op: "replace", path: `${at}/service/addresses`, value: rest } : { op: "remove", path: at };
+      }),
+      ...patches(observed.bgpPeeringPolicies, "virtualRouters", (r, at) =>
+        field(r, "serviceSelector") !== undefined ? { op: "remove", path: `${at}/serviceSelector` } : undefined,
+      ),
+    ],
+  };
+}
+
 /** One command per namespace, for objects sorted by namespace then name. */
 function perNamespace(objects: readonly { metadata: { namespace?: string; name: string } }[], line: (ns: string, names: string[]) => string): string[] {
   const byNs = new Map<string, string[]>();
@@ -83,7 +127,7 @@ function perNamespace(objects: readonly { metadata: { namespace?: string; name: 
  */
 export function removalOrderProblem(observed: CiliumObservation): string | undefined {
   const order = removalOrder(observed);
-  const why = `are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses and leases stay): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):`;
+  const why = `are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses, leases and BGP routes stay; the BGP control plane itself stays on): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):`;
   return order && [`cilium (l4): ${order.found} ${why}`, ...order.steps].join("\n");
 }
 
@@ -91,9 +135,13 @@ export function removalOrderProblem(observed: CiliumObservation): string | undef
 export function removalOrder(observed: CiliumObservation): { found: string; steps: string[] } | undefined {
   const { gateways, httpRoutes } = ciliumGatewayObjects(observed);
   const { lbIpPools: pools, l2Policies } = observed;
-  const kinds: [string, readonly GenericObject[]][] = [
+  const { ingresses, nodeIpam, bgp } = loadBalancerPathObjects(observed);
+  const kinds: [string, readonly { metadata: { namespace?: string; name: string } }[]][] = [
     ["HTTPRoutes", httpRoutes],
     ["Gateways", gateways],
+    ["Cilium Ingresses", ingresses],
+    ["Services of class io.cilium/node (node IPAM)", nodeIpam],
+    ["BGP advertisements of LoadBalancer IPs", bgp.map((b) => ({ metadata: { name: `${b.object.kind} ${b.object.metadata.name}` } }))],
     ["CiliumL2AnnouncementPolicies", l2Policies],
     ["CiliumLoadBalancerIPPools", pools],
   ];
@@ -110,6 +158,23 @@ export function removalOrder(observed: CiliumObservation): { found: string; step
         const children = n.flatMap((g) => ["service", "endpoints", "ciliumenvoyconfig"].map((k) => `${k}/cilium-gateway-${g}`));
         return `kubectl${ns} delete gateway ${n.join(" ")} && kubectl${ns} wait --for=delete --timeout=5m ${children.join(" ")}`;
       }),
+    ],
+    [
+      "delete the Cilium Ingresses (or move them to another IngressClass) and wait until they are gone",
+      perNamespace(
+        ingresses,
+        (ns, n) => `kubectl${ns} delete ingress ${n.join(" ")} && kubectl${ns} wait --for=delete --timeout=5m ${n.map((i) => `ingress/${i}`).join(" ")}`,
+      ),
+    ],
+    [
+      "turn the node IPAM Services into NodePort Services (their nodePorts stay; publish them as contract entries if they serve a UI)",
+      nodeIpam.map(
+        (s) => `kubectl -n ${s.metadata.namespace} patch service ${s.metadata.name} --type merge -p '{"spec":{"type":"NodePort","loadBalancerClass":null}}'`,
+      ),
+    ],
+    [
+      "stop advertising LoadBalancer IPs over BGP (the BGP control plane stays on: pod CIDRs and every other advertisement keep running)",
+      bgp.map(({ object, ops }) => `kubectl patch ${object.kind.toLowerCase()} ${object.metadata.name} --type json -p '${JSON.stringify(ops)}'`),
     ],
     ["delete the L2 announcement policies", perNamespace(l2Policies, (_, n) => `kubectl delete ciliuml2announcementpolicy ${n.join(" ")}`)],
     [
@@ -171,9 +236,24 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
       `cilium (l4): stack '${ctx.stack}' is production (ui-exposure:production) and refuses mode 'l4' until phase 2 is decided: set ui-exposure:cilium.phase2Decided: true in ${stackFile} (runbook: docs/cilium.md)`,
     );
   }
-  const values = l4Values(settings, stackFile);
+  const { namespace, releaseName } = settings.chart;
+  const record = observed.helmRelease ?? { ok: true, value: undefined };
+  const live = record.ok ? record.value : undefined;
+  if (!record.ok) problems.push(...record.problems.map((p) => p.message));
+  else if (!live && observed.ciliumConfig) {
+    problems.push(
+      `cilium (l4): Cilium runs (ConfigMap ${namespace}/cilium-config) but no deployed Helm release ${namespace}/${releaseName} was found (Secrets sh.helm.release.v1.${releaseName}.v<N> labelled owner=helm,name=${releaseName}); mode 'l4' starts from the live release's values so that the upgrade changes only the keys it owns. Check the release's name and namespace (helm list -A) against ui-exposure:cilium.chart.releaseName and .namespace in ${stackFile}; for render, add the records to the snapshot (${releaseSnapshotCommand(namespace, releaseName)}); a Cilium not installed by Helm cannot be managed by mode 'l4' (keep mode 'cohabit')`,
+    );
+  }
+  const values = l4Values(settings, stackFile, live);
   if ("problems" in values) problems.push(...values.problems);
 
+  const shared = observed.services.find((s) => s.metadata.namespace === namespace && s.metadata.name === "cilium-ingress" && s.spec?.type === "LoadBalancer");
+  if (shared && "values" in values && field(values.values.ingressController, "enabled") !== false) {
+    problems.push(
+      `cilium (l4): Service ${namespace}/cilium-ingress (Cilium Ingress's shared LoadBalancer Service) gets its address from LB-IPAM, which mode 'l4' turns off, and Cilium's ingress controller stays as it runs: once no Cilium Ingress is left, turn it off (the chart then removes that Service): pulumi config set --path 'ui-exposure:cilium.values.ingressController.enabled' false`,
+    );
+  }
   // No pool is left past this point: that is also what keeps LB-IPAM dormant on 1.16 (no switch).
   const order = removalOrderProblem(observed);
   if (order) problems.push(order);
@@ -188,6 +268,7 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
       values: values.values,
       skipAwait: settings.skipAwait,
     },
+    changes: releaseValuesDiff(settings, values.values, live),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { L4CiliumSettings } from "../settings";
+import type { LiveRelease } from "./release";
 import { type ChartKeys, chartKeysCheck } from "./versions";
 
 /** Where the extra values live in the stack file, for messages. */
@@ -85,16 +86,6 @@ const PINNED: readonly Pinned[] = [
   needs(["enableLBIPAM"], false, "no LB-IPAM on the L4 path", (k) => k.enableLBIPAM),
   needs(["rollOutCiliumPods"], true, "the agents must restart to run the new configuration; without it helm upgrade changes only the ConfigMap"),
   needs(["operator", "rollOutPods"], true, "the operator must restart to run the new configuration; without it helm upgrade changes only the ConfigMap"),
-  needs(["ingressController", "enabled"], false, "Cilium Ingress publishes UIs by hostname through a LoadBalancer Service, the L7 path this mode replaces"),
-  // Each brings an L7 or LoadBalancer path back onto the L4 stack; the charts honour them all.
-  needs(
-    ["hubble", "ui", "ingress", "enabled"],
-    false,
-    "an Ingress for Hubble UI publishes it by hostname through the L7 path this mode replaces; publish it as a contract entry instead",
-  ),
-  needs(["nodeIPAM", "enabled"], false, "node IPAM gives LoadBalancer Services node addresses, a LoadBalancer path next to the NodePorts"),
-  needs(["bgpControlPlane", "enabled"], false, "the BGP control plane advertises LoadBalancer addresses, which the L4 path does not use"),
-  needs(["l2podAnnouncements", "enabled"], false, "L2 pod announcements advertise addresses outside the NodePort path"),
 ];
 
 /** Keys a chart version dropped (or does not have yet): the schema would accept and ignore them. */
@@ -169,8 +160,68 @@ export function extraValuesProblems(extra: Values, version: string, keys: ChartK
   return problems;
 }
 
-/** Full values of the L4 release: generated keys, then the stack's extra values merged over them. */
-export function l4Values(settings: L4CiliumSettings, stackFile: string): { values: Values } | { problems: string[] } {
+/** Leaf paths of a values tree (lists, scalars and empty mappings are leaves). */
+const leafPaths = (v: Values, at: string[] = []): string[][] =>
+  Object.entries(v).flatMap(([k, x]) => (isMapping(x) && Object.keys(x).length ? leafPaths(x, [...at, k]) : [[...at, k]]));
+/** The paths mode 'l4' owns: the only ones it changes on a live release. */
+const OWNED = leafPaths(l4BaseValues({ enableLBIPAM: true } as ChartKeys, { host: "", port: 0 })).map((p) => p.join("."));
+const valueAt = (v: Values, path: readonly string[]) => {
+  const found = lookup(v, path);
+  return found.kind === "value" ? found.value : undefined;
+};
+/** The effective value on the live release: the user-supplied one, else the live chart's default. */
+const liveValue = (live: LiveRelease, path: readonly string[]) => valueAt(live.config, path) ?? valueAt(live.defaults, path);
+/** A path whose value may be a credential is never shown; long values are cut. */
+const SENSITIVE = /password|token|key|cert|secret/i;
+const shownLeaf = (path: readonly string[], v: unknown) =>
+  v === undefined ? "(unset)" : SENSITIVE.test(path.join(".")) ? "(hidden)" : JSON.stringify(v).replace(/^(.{120}).+$/s, "$1...");
+/** Values to print (render): every value under a key that may hold a credential shows as "(hidden)". */
+export const maskedValues = (v: Values): Values =>
+  Object.fromEntries(Object.entries(v).map(([k, x]) => [k, SENSITIVE.test(k) ? "(hidden)" : isMapping(x) ? maskedValues(x) : x]));
+
+/** Why mode 'l4' refuses the live release: kube-proxy replacement off (it never turns it on), or a k8sServiceHostRef that clashes with k8sServiceHost. */
+function liveReleaseProblems(live: LiveRelease): string[] {
+  const kpr = liveValue(live, ["kubeProxyReplacement"]);
+  const from = valueAt(live.config, ["kubeProxyReplacement"]) !== undefined ? "its values" : `the default of chart ${live.chartVersion}`;
+  return [
+    ...(kpr === true || kpr === "true" || kpr === "strict"
+      ? []
+      : [
+          `cilium (l4): the live release (${live.record}) runs with kubeProxyReplacement ${show(kpr)} (${from}); mode 'l4' keeps kube-proxy replacement as it runs and never turns it on: that is a cluster-wide change (kube-proxy goes, every node's Services move to eBPF), to make through the cluster's own Cilium procedure first; then run up again (docs/cilium.md)`,
+        ]),
+    ...(valueAt(live.config, ["k8sServiceHostRef"]) !== undefined
+      ? [
+          `cilium (l4): the live release (${live.record}) sets k8sServiceHostRef, which the chart refuses next to the k8sServiceHost mode 'l4' sets: remove it through the cluster's own Cilium procedure first`,
+        ]
+      : []),
+  ];
+}
+
+/**
+ * The values diff against the live release, one line per key that changes: the owned keys, and the keys the stack's cilium.values sets to another value than
+ * the live one (the user's, else the live chart's default). Every other value is carried from the live release: nothing falls back to a chart default.
+ */
+export function releaseValuesDiff(settings: L4CiliumSettings, values: Values, live: LiveRelease | undefined): string[] {
+  const version = settings.chart.version;
+  const lines =
+    live && live.chartVersion !== version
+      ? [
+          `cilium values: chart ${live.chartVersion} -> ${version} (a Cilium upgrade: keys nobody set take the new chart's defaults; follow Cilium's upgrade notes)`,
+        ]
+      : [];
+  for (const key of new Set([...OWNED, ...leafPaths(settings.values).map((p) => p.join("."))])) {
+    const path = key.split(".");
+    const [before, after] = [live ? liveValue(live, path) : undefined, valueAt(values, path)];
+    if ((after === undefined && OWNED.includes(key)) || JSON.stringify(before) === JSON.stringify(after)) continue;
+    lines.push(
+      `cilium values: ${key}: ${shownLeaf(path, before)} -> ${shownLeaf(path, after)} (${OWNED.includes(key) ? "owned by mode 'l4'" : `set in ${VALUES_SETTING}`})`,
+    );
+  }
+  return lines;
+}
+
+/** Full values of the L4 release: the live release's user-supplied values (none on a fresh install), then the stack's extra values, then the owned keys. */
+export function l4Values(settings: L4CiliumSettings, stackFile: string, live?: LiveRelease): { values: Values } | { problems: string[] } {
   const version = settings.chart.version;
   const checked = chartKeysCheck(version);
   if ("problem" in checked) return { problems: [`cilium (l4): ${checked.problem}`] };
@@ -192,6 +243,7 @@ export function l4Values(settings: L4CiliumSettings, stackFile: string): { value
     );
   }
   problems.push(...extraValuesProblems(settings.values, version, keys));
+  if (live) problems.push(...liveReleaseProblems(live));
   if (problems.length || host === undefined || settings.k8sServicePort === undefined) return { problems };
-  return { values: deepMerge(l4BaseValues(keys, { host, port: settings.k8sServicePort }), settings.values) };
+  return { values: deepMerge(deepMerge(live?.config ?? {}, settings.values), l4BaseValues(keys, { host, port: settings.k8sServicePort })) };
 }

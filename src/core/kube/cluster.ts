@@ -20,6 +20,10 @@ export const CILIUM_ERA_KINDS = {
   gateways: gatewayApi("gateways", "Gateway"),
   gatewayClasses: gatewayApi("gatewayclasses", "GatewayClass"),
   httpRoutes: gatewayApi("httproutes", "HTTPRoute"),
+  ingresses: { group: "networking.k8s.io", versions: ["v1"], plural: "ingresses", kind: "Ingress" },
+  ingressClasses: { group: "networking.k8s.io", versions: ["v1"], plural: "ingressclasses", kind: "IngressClass" },
+  bgpAdvertisements: { group: "cilium.io", versions: ["v2", "v2alpha1"], plural: "ciliumbgpadvertisements", kind: "CiliumBGPAdvertisement" },
+  bgpPeeringPolicies: { group: "cilium.io", versions: ["v2alpha1"], plural: "ciliumbgppeeringpolicies", kind: "CiliumBGPPeeringPolicy" },
 } satisfies Record<string, CustomKind>;
 
 export async function listCiliumEra(cluster: ClusterReader): Promise<Record<keyof typeof CILIUM_ERA_KINDS, GenericObject[]>> {
@@ -72,9 +76,9 @@ export interface ClusterReader {
   getConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined>;
   /**
    * The Secrets of one namespace (one list call). Namespaced on purpose: `exposure access` needs only the namespaces its contract names, and a namespaced list
-   * needs only a Role there, not a ClusterRole that reads every Secret of the cluster.
+   * needs only a Role there, not a ClusterRole that reads every Secret of the cluster. `scope` narrows it by labels (a Helm release's records).
    */
-  listSecrets(namespace: string): Promise<Secret[]>;
+  listSecrets(namespace: string, scope?: Omit<ListScope<Secret>, "namespace">): Promise<Secret[]>;
   /** Lists a custom kind; an absent CRD gives an empty list, not an error. */
   listCustom(kind: CustomKind, scope?: ListScope<GenericObject>): Promise<GenericObject[]>;
   /**
@@ -165,8 +169,8 @@ export class SnapshotReader implements ClusterReader {
   async getConfigMap(namespace: string, name: string) {
     return this.ofKind<ConfigMap>("ConfigMap").find((c) => c.metadata.namespace === namespace && c.metadata.name === name);
   }
-  async listSecrets(namespace: string) {
-    return this.ofKind<Secret>("Secret").filter((s) => s.metadata.namespace === namespace);
+  async listSecrets(namespace: string, scope: Omit<ListScope<Secret>, "namespace"> = {}) {
+    return this.ofKind<Secret>("Secret", { ...scope, namespace });
   }
   async servedResources(groupVersion: string) {
     this.requests++;

@@ -1,0 +1,76 @@
+/**
+ * The live Helm release, as `helm get values` reads it: each revision is a Secret `sh.helm.release.v1.<release>.v<N>` (labels owner=helm, name, status,
+ * version) whose `data.release` is base64 (the API's) of base64 of gzip of the release JSON: `config` = user-supplied values, `chart.metadata.version`,
+ * `chart.values` = the chart's defaults. Untrusted: decompressed within a bound, anything malformed is one problem, never an exception.
+ */
+import { failed, finding, ok, type Result } from "../findings";
+import type { ClusterReader } from "../kube/cluster";
+import type { Secret } from "../kube/types";
+
+type Values = Record<string, unknown>;
+export interface LiveRelease {
+  /** The Secret read, for messages (`kube-system/sh.helm.release.v1.cilium.v3`). */
+  record: string;
+  revision: number;
+  chartVersion: string;
+  config: Values;
+  defaults: Values;
+}
+/** gzip decompression stopping at `maxBytes` of output, throwing an Error that says why (an adapter's: node:zlib). */
+export type Inflate = (gzip: Uint8Array, maxBytes: number) => Uint8Array;
+/** Most a release JSON may take decompressed (Cilium's, chart templates included, takes a few MiB). */
+export const RELEASE_JSON_MAX_BYTES = 32 * 2 ** 20;
+export const releaseSnapshotCommand = (namespace: string, name: string) => `kubectl -n ${namespace} get secret -l owner=helm,name=${name} -o yaml`;
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const isMapping = (v: unknown): v is Values => v !== null && typeof v === "object" && !Array.isArray(v);
+const base64 = (text: string) => (BASE64.test(text.replace(/\s+/g, "")) ? Buffer.from(text.replace(/\s+/g, ""), "base64") : undefined);
+
+/** One record Secret, decoded. */
+export function decodeReleaseRecord(secret: Secret, inflate: Inflate): Result<LiveRelease> {
+  const record = `${secret.metadata.namespace ?? ""}/${secret.metadata.name}`;
+  const bad = (why: string): Result<LiveRelease> =>
+    failed([finding("cilium-release-record", "error", record, `cilium (l4): the Helm release record Secret ${record} cannot be read: ${why}`)]);
+  const data = secret.data?.release;
+  if (typeof data !== "string") return bad("it has no data.release");
+  const inner = base64(data);
+  if (!inner) return bad("data.release is not base64");
+  const packed = base64(inner.toString("latin1"));
+  if (!packed) return bad("data.release does not hold base64 text (a Helm release record is base64 of gzip)");
+  let json: Uint8Array = packed;
+  try {
+    // Helm reads a record without the gzip magic as plain JSON (records of old versions).
+    if (packed[0] === 0x1f && packed[1] === 0x8b && packed[2] === 0x08) json = inflate(packed, RELEASE_JSON_MAX_BYTES);
+  } catch (err) {
+    return bad((err as Error).message);
+  }
+  let release: unknown;
+  try {
+    release = JSON.parse(Buffer.from(json).toString("utf8"));
+  } catch {
+    return bad("the release is not JSON");
+  }
+  if (!isMapping(release)) return bad("the release is not a JSON object");
+  const chart = isMapping(release.chart) ? release.chart : {};
+  const chartVersion = isMapping(chart.metadata) ? chart.metadata.version : undefined;
+  if (typeof chartVersion !== "string" || chartVersion === "") return bad("the release has no chart.metadata.version");
+  const [config, defaults] = [release.config ?? {}, chart.values ?? {}];
+  if (!isMapping(config)) return bad("its config (the user-supplied values) is not a mapping");
+  if (!isMapping(defaults)) return bad("its chart.values (the chart defaults) is not a mapping");
+  return ok({ record, revision: Number(secret.metadata.labels?.version), chartVersion, config, defaults });
+}
+
+/** The highest revision whose status is deployed among `secrets`, decoded; undefined when there is none. */
+export function liveReleaseOf(secrets: readonly Secret[], name: string, inflate: Inflate): Result<LiveRelease | undefined> {
+  const revision = (s: Secret) => Number(s.metadata.labels?.version);
+  const [latest] = secrets
+    .filter((s) => s.metadata.labels?.owner === "helm" && s.metadata.labels.name === name && s.metadata.labels.status === "deployed" && revision(s) >= 0)
+    .sort((a, b) => revision(b) - revision(a));
+  return latest ? decodeReleaseRecord(latest, inflate) : ok(undefined);
+}
+
+/** The deployed revision of a release, read in its namespace with its labels (one list call). */
+export async function readLiveRelease(cluster: Pick<ClusterReader, "listSecrets">, release: { namespace: string; releaseName: string }, inflate: Inflate) {
+  const labels = { owner: "helm", name: release.releaseName, status: "deployed" };
+  return liveReleaseOf(await cluster.listSecrets(release.namespace, { labels }), release.releaseName, inflate);
+}
