@@ -2,16 +2,30 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumPlan, type CiliumReleasePlan, type CiliumSummary, ciliumSummary } from "../src/core/cilium/plan";
-import { type CiliumWorkloads, type SwitchState, switchState } from "../src/core/cilium/rollout";
+import { AGENT_BATCH_MS, type CiliumWorkloads, type SwitchState, switchState, switchWait } from "../src/core/cilium/rollout";
 import { kubernetesProviderOf } from "./kubernetes-provider";
 
-/** Polls (every 2 s, at most `timeoutMs`: Helm's own --wait default) until the configuration is in force or cannot become so. */
-export async function awaitSwitch(read: () => Promise<CiliumWorkloads>, timeoutMs = 300_000): Promise<SwitchState> {
-  const end = Date.now() + timeoutMs;
+/**
+ * Polls (every 2 s) until the configuration is in force or cannot become so, at most `timeoutMs`: by default what the
+ * first read's DaemonSet needs (switchWait: its nodes, `maxUnavailable` at a time), told through `announce` first.
+ */
+export async function awaitSwitch(
+  read: () => Promise<CiliumWorkloads>,
+  timeoutMs?: number,
+  announce: (message: string) => void = () => {},
+): Promise<SwitchState> {
+  let workloads = await read();
+  const wait = switchWait(workloads.agents);
+  const end = Date.now() + (timeoutMs ?? wait.ms);
+  if (timeoutMs === undefined)
+    announce(
+      `cilium: waiting up to ${wait.ms / 1000} s for the agents of ${wait.nodes} node(s), restarted ${wait.atOnce} at a time (${wait.batches} batch(es) of at most ${AGENT_BATCH_MS / 1000} s), and the operator to run the new configuration`,
+    );
   for (;;) {
-    const state = switchState(await read());
+    const state = switchState(workloads);
     if (state.inForce || state.settled || Date.now() >= end) return state;
     await new Promise((r) => setTimeout(r, 2_000));
+    workloads = await read();
   }
 }
 
@@ -75,7 +89,7 @@ export class Cilium extends pulumi.ComponentResource {
     this.summary = pulumi.output(
       this.release && read && !pulumi.runtime.isDryRun()
         ? this.release.status.apply(async () => {
-            const { inForce, detail } = await awaitSwitch(read);
+            const { inForce, detail } = await awaitSwitch(read, undefined, (message) => pulumi.log.info(message, this));
             if (!inForce)
               await pulumi.log.warn(`cilium: the switch is NOT in force yet (${detail}): agents or operator still run the previous configuration`, this);
             return { ...summary, switch: `${inForce ? "in force" : "NOT in force yet"}: ${detail}` };

@@ -92,4 +92,13 @@ describe("switchWait: up's wait for the agents grows with the nodes", () => {
     expect(switchWait(agents(12, "x%")).atOnce).toBe(2);
     expect(switchWait(undefined)).toEqual({ ms: 300_000, nodes: 0, atOnce: 2, batches: 1 });
   });
+
+  it("awaitSwitch says how long it will wait, from the first read's DaemonSet", async () => {
+    const said: string[] = [];
+    const read = vi.fn(async () => ({ agents: { ...agents(12), spec: {} }, pods: [] }));
+    expect(await awaitSwitch(read, undefined, (m) => said.push(m))).toMatchObject({ settled: true });
+    expect(said).toEqual([
+      "cilium: waiting up to 720 s for the agents of 12 node(s), restarted 2 at a time (6 batch(es) of at most 120 s), and the operator to run the new configuration",
+    ]);
+  });
 });
