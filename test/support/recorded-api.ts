@@ -2,7 +2,7 @@
 // every read LiveClusterReader makes as a real API server does: the core and discovery lists,
 // cluster-wide or namespaced, `limit`/`continue` paging, label selectors (`k=v`, `k in (a,b)`,
 // joined by commas), field selectors on metadata.name/namespace, a ConfigMap by name, Secrets,
-// the built-in groups' lists (apps, batch, admissionregistration: empty), the CRD groups of the
+// the built-in groups' lists (apps, batch, admissionregistration, networking: empty), the CRD groups of the
 // Cilium era (not installed: 404, as on a cluster without them), API discovery and the dry-run
 // create of a Service. A request it does not model (another path, group, method, query parameter
 // or selector form) answers 400 and is recorded in `unanswered`: a test that drives the product's
@@ -26,6 +26,7 @@ const BUILT_IN = new Map<string, string[]>([
   ["apps/v1", ["deployments", "statefulsets", "daemonsets", "replicasets"]],
   ["batch/v1", ["jobs", "cronjobs"]],
   ["admissionregistration.k8s.io/v1", ["validatingadmissionpolicies", "validatingadmissionpolicybindings"]],
+  ["networking.k8s.io/v1", ["ingresses", "ingressclasses"]],
 ]);
 /** CRD groups the product reads when they are installed; this cluster has none of them (404, as the API server answers then). */
 const ABSENT_GROUPS = new Set(["cilium.io", "gateway.networking.k8s.io"]);
