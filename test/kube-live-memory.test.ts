@@ -4,11 +4,14 @@
 // the kernel's high-water mark of the child (VmHWM in /proc/<pid>/status), sampled until it exits.
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EXIT } from "../src/core/findings";
 import { makeProject, stackFile, type TestProject } from "./support/command-helpers";
 import { type FakeApi, startFakeApi } from "./support/fake-api";
 import { watchPeak } from "./support/memory";
+import { writeRecordedProject } from "./support/recorded-api";
 
 const root = path.resolve(__dirname, "..");
 /** Far under the portal's 256Mi limit, far above what a refusal needs (Node.js + tsx start at ~100 MiB). */
@@ -70,5 +73,51 @@ describe("kube-live: one read budget shared by every answer in flight", () => {
     expect(await page).toBe(503);
     expect(r.peak).toBeGreaterThan(0);
     expect(r.peak).toBeLessThan(MAX_PEAK_MIB);
+  });
+});
+
+/** The recorded API server in a process of its own (its memory is not the command's), with RECORDED_TENANT_LOAD. */
+async function recordedApiProcess(load: string): Promise<{ port: number; stop: () => void }> {
+  const child = spawn(process.execPath, ["--require", require.resolve("tsx/cjs"), path.join(root, "test/support/recorded-api.ts")], {
+    env: { ...process.env, RECORDED_TENANT_LOAD: load },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout?.once("data", (d) => resolve(Number(String(d).trim())));
+    child.once("exit", (code) => reject(new Error(`recorded API server exited ${code}`)));
+  });
+  return { port, stop: () => child.kill("SIGKILL") };
+}
+
+describe("kube-live: a reader holds what the model reads of each object, bounded (issue 40 #1)", () => {
+  /** Peak RSS (MiB) of `exposure drift --skip-preview --json` (the built command) against the recorded cluster with `load`. */
+  async function driftPeak(load: string): Promise<number> {
+    const api = await recordedApiProcess(load);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "held-"));
+    try {
+      writeRecordedProject(dir, api.port);
+      const child = builtNode([path.join(root, "bin/exposure.cjs"), "drift", "--stack", "bench", "--skip-preview", "--json"], {}, dir);
+      const r = await watchPeak(child);
+      // The recorded cluster's drift (grafana), whatever the tenant holds: the command ran to its verdict.
+      expect(r.code, r.stderr).toBe(EXIT.DRIFT);
+      return r.peak;
+    } finally {
+      api.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it("a tenant's LoadBalancer Services of 14,000 ports and pods of ~0.9 MB each: drift's peak RSS does not grow with them", { timeout: 300_000 }, async () => {
+    const empty = await driftPeak("0,0,0,0");
+    const services = await driftPeak("100,14000,0,0");
+    const twice = await driftPeak("200,14000,0,0");
+    const pods = await driftPeak("0,0,100,900000");
+    const podsTwice = await driftPeak("0,0,200,900000");
+    const peaks = `empty tenant ${empty} MiB; 100 / 200 fat Services ${services} / ${twice} MiB; 100 / 200 fat pods ${pods} / ${podsTwice} MiB`;
+    // Held whole, 100 such Services took drift to 360 MiB and 200 to twice that. Cut to what the model reads, the cost is
+    // reading one page (PAGE_BYTES) at a time, whatever the tenant holds: twice the objects, the same peak, under the limit.
+    expect(twice / services, peaks).toBeLessThan(1.15);
+    expect(podsTwice / pods, peaks).toBeLessThan(1.15);
+    for (const peak of [services, twice, pods, podsTwice]) expect(peak, peaks).toBeLessThan(MAX_PEAK_MIB);
   });
 });

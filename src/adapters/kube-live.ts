@@ -7,6 +7,7 @@ import { DEFAULT_INGRESS_CLASS } from "../core/cilium/plan";
 import { CONFIG_CHECKSUM } from "../core/cilium/rollout";
 import { UserError } from "../core/errors";
 import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
+import { heldObject } from "../core/kube/held";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
 import { printableValue, shownValue } from "../core/text";
@@ -41,7 +42,10 @@ const ANSWERS_IN_FLIGHT = 4;
 /** An answer past PAGE_BYTES: refused, or a list's page asked again with fewer items. */
 class PageTooLarge extends UserError {}
 
-/** What a list holds of each item: no managedFields, and of the annotations (most of an object, at times) only those read: Cilium's config checksum, the default IngressClass. */
+/**
+ * What a list holds of each item: no managedFields; of the annotations (most of an object, at times) only those read: Cilium's config checksum, the default
+ * IngressClass (the spec was cut to what the model reads, heldObject, before the item was checked).
+ */
 function slim<T>(item: T): T {
   const { metadata } = item as { metadata: { annotations?: Record<string, unknown>; managedFields?: unknown } };
   const kept = [CONFIG_CHECKSUM, DEFAULT_INGRESS_CLASS].flatMap((k) => (typeof metadata.annotations?.[k] === "string" ? [[k, metadata.annotations[k]]] : []));
@@ -379,6 +383,9 @@ export class LiveClusterReader implements ClusterReader {
       // 410: the continue token expired (the list took longer than etcd keeps its revision).
       if (answer.status === 410) throw new UserError(`reading ${what} from ${this.source}: the list expired while read page by page (HTTP 410); run again`);
       if (answer.status !== 200 || answer.body === undefined) throw this.statusError(what, answer.status);
+      // Cut to what the model reads before it is checked: a tenant's fat object is then neither checked nor held whole.
+      const items = (answer.body as { items?: unknown } | undefined)?.items;
+      if (Array.isArray(items)) items.forEach(heldObject);
       for (const item of this.checkedItems<T>(what, kind, answer.body)) if (keep?.(item) ?? true) kept.push(slim(item));
       // Back towards PAGE_ITEMS once the pages are small again (past a tenant's fat objects).
       if ((answer.bytes ?? 0) < PAGE_BYTES / 4) limit = Math.min(PAGE_ITEMS, limit * 2);

@@ -182,9 +182,45 @@ export function writeRecordedProject(dir: string, port: number): void {
   );
 }
 
+/**
+ * A tenant's fat objects next to recordedCluster(), as an outside tester made them: `services` LoadBalancer Services with
+ * `allocateLoadBalancerNodePorts: false` and `ports` ports each (about 0.9 MB at 14,000), `pods` pods of one container
+ * whose environment holds about `podBytes` bytes.
+ */
+export function withTenantLoad(data: RecordedCluster, load: { services: number; ports: number; pods: number; podBytes: number }): RecordedCluster {
+  const ports = Array.from({ length: load.ports }, (_, i) => ({ name: `p${i}`, port: 1000 + i, targetPort: 1000 + i, protocol: "TCP" }));
+  const env = Array.from({ length: Math.ceil(load.podBytes / 1000) }, (_, i) => ({ name: `V${i}`, value: "x".repeat(990) }));
+  const meta = (name: string) => ({ name, namespace: "tenant", uid: `uid-${name}` });
+  return {
+    ...data,
+    services: [
+      ...data.services,
+      ...Array.from({ length: load.services }, (_, i) => ({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: meta(`lb-${i}`),
+        spec: { type: "LoadBalancer", allocateLoadBalancerNodePorts: false, selector: { app: "x" }, ports },
+      })),
+    ],
+    pods: [
+      ...data.pods,
+      ...Array.from({ length: load.pods }, (_, i) => ({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: meta(`fat-${i}`),
+        spec: { nodeName: "bench", containers: [{ name: "c", image: "x", env }] },
+        status: { phase: "Running" },
+      })),
+    ],
+  } as RecordedCluster;
+}
+
 if (require.main === module) {
   // The start-up bench's server: prints its port, serves until killed; a request it does not answer is printed on stderr.
-  void listenRecordedApi(recordedCluster(), (request) => process.stderr.write(`recorded API server: not answered: ${request}\n`)).then((api) =>
+  // RECORDED_TENANT_LOAD="services,ports,pods,podBytes" adds a tenant's fat objects (withTenantLoad).
+  const load = process.env.RECORDED_TENANT_LOAD?.split(",").map(Number);
+  const data = load ? withTenantLoad(recordedCluster(), { services: load[0] ?? 0, ports: load[1] ?? 0, pods: load[2] ?? 0, podBytes: load[3] ?? 0 }) : recordedCluster();
+  void listenRecordedApi(data, (request) => process.stderr.write(`recorded API server: not answered: ${request}\n`)).then((api) =>
     process.stdout.write(`${api.port}\n`),
   );
 }
