@@ -80,6 +80,11 @@ describe("decoding a Helm release record", () => {
         gz(JSON.stringify({ ...releaseJson({}), chart: { metadata: { version: "1.18.12" }, values: "x" } })),
         "its chart.values (the chart defaults) is not a mapping",
       ],
+      // 5,000 levels (an outside tester's record): the engine's serialisation overflowed its stack on it.
+      [
+        gz(JSON.stringify(releaseJson({ config: { a: "DEEP" } })).replace('"DEEP"', `${"[".repeat(5000)}${"]".repeat(5000)}`)),
+        "it nests deeper than 64 levels, which no chart's values do",
+      ],
     ];
     for (const [data, why] of cases) {
       const secret = releaseSecret({});

@@ -16,7 +16,7 @@ import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import { RELEASE_TYPE, releaseImportCommand, releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumObservation, type CiliumPlan, ciliumSummary, planCilium, removalOrder, removalOrderProblem } from "../src/core/cilium/plan";
 import { liveReleaseOf } from "../src/core/cilium/release";
-import { deepMerge, extraValuesProblems, l4Values } from "../src/core/cilium/values";
+import { deepMerge, extraValuesProblems, l4Values, maskedValues } from "../src/core/cilium/values";
 import { CHART_KEYS, type ChartKeys, chartKeysFor, chartMinor, SUPPORTED_MINORS } from "../src/core/cilium/versions";
 import { UserError } from "../src/core/errors";
 import { SnapshotReader } from "../src/core/kube/cluster";
@@ -1046,5 +1046,34 @@ describe("the component under mocks", () => {
     expect(Object.hasOwn(opts.aliases?.[0] as object, "parent")).toBe(true);
     expect(opts.retainOnDelete).toBe(true);
     expect(opts.protect).toBeUndefined();
+  });
+});
+
+describe("printed Cilium values never show a credential (outside tester)", () => {
+  it("masks under a sensitive key at any depth of mappings and lists, an env-style item by its name, and a URL's user and password", () => {
+    const live = {
+      clustermesh: { config: { clusters: [{ name: "c2", address: "c2.example", tls: { cert: "C", key: "K", caCert: "CA" } }] } },
+      extraEnv: [
+        { name: "AWS_SECRET_ACCESS_KEY", value: "S" },
+        { name: "LOG_LEVEL", value: "debug" },
+      ],
+      bgp: { auth: { pass: "P" } },
+      etcd: { endpoints: ["https://user:URLPASS@etcd:2379"] },
+      tolerations: [{ operator: "Exists" }],
+      credentials: "X",
+      passphrase: "Y",
+      pwd: "Z",
+    };
+    const shown = JSON.stringify(maskedValues(live));
+    for (const secret of ['"C"', '"K"', '"CA"', '"S"', '"P"', "URLPASS", '"X"', '"Y"', '"Z"']) expect(shown, secret).not.toContain(secret);
+    expect(maskedValues(live)).toMatchObject({
+      clustermesh: { config: { clusters: [{ name: "c2", address: "c2.example", tls: { cert: "(hidden)", key: "(hidden)", caCert: "(hidden)" } }] } },
+      extraEnv: [
+        { name: "AWS_SECRET_ACCESS_KEY", value: "(hidden)" },
+        { name: "LOG_LEVEL", value: "debug" },
+      ],
+      etcd: { endpoints: ["https://(hidden)@etcd:2379"] },
+      tolerations: [{ operator: "Exists" }],
+    });
   });
 });

@@ -192,8 +192,8 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     const up = sandbox.pulumi(["up", "--yes"]);
     expect(up.code, summary(up)).toBe(0);
     const policy = await admission.readValidatingAdmissionPolicy({ name: POLICY });
-    // The API server compiled every expression: no type-checking warning on the kinds it matches.
-    expect(policy.spec?.validations?.length).toBe(4);
+    // The API server compiled every expression: no type-checking warning on the kinds it matches (the fifth refuses the stack's own probe).
+    expect(policy.spec?.validations?.length).toBe(5);
     const binding = await admission.readValidatingAdmissionPolicyBinding({ name: POLICY });
     expect(binding.spec?.validationActions).toEqual(["Deny"]);
     const ours = await cluster.core.readNamespacedService({ namespace: "argocd", name: "argocd-nodeport" });
@@ -220,7 +220,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     try {
       const problem = await untilPolicyTypeChecked(reader, flagged, { timeoutMs: 60_000, intervalMs: 250 });
       expect(problem).toContain(
-        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[4].expression: `,
+        `ValidatingAdmissionPolicy ${flagged}: the API server's type check of the generated expressions warns (spec.validations[5].expression: `,
       );
       expect(problem).toContain("undefined field 'nonexistentField'");
       expect(problem).toContain("its binding refuses nothing until an up passes this check");

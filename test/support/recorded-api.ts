@@ -219,7 +219,9 @@ if (require.main === module) {
   // The start-up bench's server: prints its port, serves until killed; a request it does not answer is printed on stderr.
   // RECORDED_TENANT_LOAD="services,ports,pods,podBytes" adds a tenant's fat objects (withTenantLoad).
   const load = process.env.RECORDED_TENANT_LOAD?.split(",").map(Number);
-  const data = load ? withTenantLoad(recordedCluster(), { services: load[0] ?? 0, ports: load[1] ?? 0, pods: load[2] ?? 0, podBytes: load[3] ?? 0 }) : recordedCluster();
+  const data = load
+    ? withTenantLoad(recordedCluster(), { services: load[0] ?? 0, ports: load[1] ?? 0, pods: load[2] ?? 0, podBytes: load[3] ?? 0 })
+    : recordedCluster();
   void listenRecordedApi(data, (request) => process.stderr.write(`recorded API server: not answered: ${request}\n`)).then((api) =>
     process.stdout.write(`${api.port}\n`),
   );

@@ -26,6 +26,21 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 const isMapping = (v: unknown): v is Values => v !== null && typeof v === "object" && !Array.isArray(v);
 const base64 = (text: string) => (BASE64.test(text.replace(/\s+/g, "")) ? Buffer.from(text.replace(/\s+/g, ""), "base64") : undefined);
 
+/** How deep a release record may nest (Cilium's values are under 10 levels; the record adds a few). */
+const MAX_DEPTH = 64;
+
+/** Whether `v` nests mappings or lists deeper than `limit` (walked without recursion: the input is untrusted). */
+function deeperThan(v: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[v, 0]];
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const [node, depth] = next;
+    if (node === null || typeof node !== "object") continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 /** One record Secret, decoded. */
 export function decodeReleaseRecord(secret: Secret, inflate: Inflate): Result<LiveRelease> {
   const record = `${secret.metadata.namespace ?? ""}/${secret.metadata.name}`;
@@ -51,6 +66,8 @@ export function decodeReleaseRecord(secret: Secret, inflate: Inflate): Result<Li
     return bad("the release is not JSON");
   }
   if (!isMapping(release)) return bad("the release is not a JSON object");
+  // Values deeper than any chart's would overflow the stack of whatever walks them next (the engine's serialisation).
+  if (deeperThan(release, MAX_DEPTH)) return bad(`it nests deeper than ${MAX_DEPTH} levels, which no chart's values do`);
   const chart = isMapping(release.chart) ? release.chart : {};
   const chartVersion = isMapping(chart.metadata) ? chart.metadata.version : undefined;
   if (typeof chartVersion !== "string" || chartVersion === "") return bad("the release has no chart.metadata.version");

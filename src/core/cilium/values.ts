@@ -171,13 +171,28 @@ const valueAt = (v: Values, path: readonly string[]) => {
 };
 /** The effective value on the live release: the user-supplied one, else the live chart's default. */
 const liveValue = (live: LiveRelease, path: readonly string[]) => valueAt(live.config, path) ?? valueAt(live.defaults, path);
-/** A path whose value may be a credential is never shown; long values are cut. */
-const SENSITIVE = /password|token|key|cert|secret/i;
+/** A key whose value may be a credential: never shown. */
+const SENSITIVE = /pass|pwd|token|key|cert|secret|credential|auth|private/i;
+/** The user and password of a URL ("https://user:pass@etcd:2379"). */
+const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^/\s@]*@/gi;
+/**
+ * A value as it may be printed: under a sensitive key "(hidden)", at any depth of mappings and lists; an env-style item
+ * ({name: AWS_SECRET_ACCESS_KEY, value: ...}) hides its value when its name is sensitive; a URL loses its user and password.
+ */
+function masked(x: unknown, sensitive: boolean): unknown {
+  if (sensitive) return "(hidden)";
+  if (Array.isArray(x)) return x.map((item) => masked(item, false));
+  if (isMapping(x)) {
+    const named = typeof x.name === "string" && SENSITIVE.test(x.name);
+    return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, masked(v, SENSITIVE.test(k) || (named && k !== "name"))]));
+  }
+  return typeof x === "string" ? x.replace(URL_USERINFO, "$1(hidden)@") : x;
+}
+/** A leaf of the values diff, masked; long values are cut. */
 const shownLeaf = (path: readonly string[], v: unknown) =>
-  v === undefined ? "(unset)" : SENSITIVE.test(path.join(".")) ? "(hidden)" : JSON.stringify(v).replace(/^(.{120}).+$/s, "$1...");
-/** Values to print (render): every value under a key that may hold a credential shows as "(hidden)". */
-export const maskedValues = (v: Values): Values =>
-  Object.fromEntries(Object.entries(v).map(([k, x]) => [k, SENSITIVE.test(k) ? "(hidden)" : isMapping(x) ? maskedValues(x) : x]));
+  v === undefined ? "(unset)" : SENSITIVE.test(path.join(".")) ? "(hidden)" : JSON.stringify(masked(v, false)).replace(/^(.{120}).+$/s, "$1...");
+/** Values to print (render), masked. */
+export const maskedValues = (v: Values): Values => masked(v, false) as Values;
 
 /** Why mode 'l4' refuses the live release: kube-proxy replacement off (it never turns it on), or a k8sServiceHostRef that clashes with k8sServiceHost. */
 function liveReleaseProblems(live: LiveRelease): string[] {
