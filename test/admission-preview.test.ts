@@ -316,6 +316,20 @@ describe("denyWouldLock: what up checks before it puts deny in force", () => {
     ).toBeUndefined();
   });
 
+  it("an owner reference of another form (a kind with a newline and an escape) is no owner: never printed (outside tester)", () => {
+    const forged = owned(
+      pod("tenant", "demo-abcde", "node-a", { hostPort: 8081 }),
+      "Rollout\u001b[31m\n    DaemonSet kube-system/fake (hostPort 1/TCP): all fine",
+      "demo",
+    );
+    const lines = denyWouldLock({ ...base, pods: [forged], workloads: [] })
+      ?.split("\n")
+      .slice(1);
+    expect(lines).toEqual([
+      "    Pod tenant/demo-abcde (hostPort 8081/TCP): admit it with ui-exposure:allowlist.hostPorts 'tenant/demo-abcde:8081', or acknowledge its refusal in ui-exposure:admission.acknowledge ('tenant/demo-abcde') of Pulumi.bench.yaml",
+    ]);
+  });
+
   it("an owner whose name does not prefix its pods' is not named: the pod is, by its own name", () => {
     const odd = owned(pod("tenant", "launcher-abcde", "node-a", { hostPort: 8081 }), "VirtualMachine", "vm-1");
     expect(

@@ -14,7 +14,15 @@ import type { PathFacts } from "../scripts/cilium-chart-facts";
 import { gunzipBounded } from "../src/adapters/gunzip";
 import { readSnapshotFile } from "../src/adapters/snapshot-file";
 import { RELEASE_TYPE, releaseImportCommand, releaseResourceName } from "../src/core/cilium/adopt";
-import { type CiliumObservation, type CiliumPlan, ciliumSummary, planCilium, removalOrder, removalOrderProblem } from "../src/core/cilium/plan";
+import {
+  type CiliumObservation,
+  type CiliumPlan,
+  ciliumSummary,
+  loadBalancerPathObjects,
+  planCilium,
+  removalOrder,
+  removalOrderProblem,
+} from "../src/core/cilium/plan";
 import { liveReleaseOf } from "../src/core/cilium/release";
 import { deepMerge, extraValuesProblems, l4Values, maskedValues } from "../src/core/cilium/values";
 import { CHART_KEYS, type ChartKeys, chartKeysFor, chartMinor, SUPPORTED_MINORS } from "../src/core/cilium/versions";
@@ -747,6 +755,51 @@ describe("the order of phase 2 (l4 refuses while the Gateway API / LB-IPAM era r
     expect((off as Extract<CiliumPlan, { mode: "l4" }>).changes).toContain(
       "cilium values: ingressController.enabled: true -> false (set in ui-exposure:cilium.values)",
     );
+  });
+
+  it("an Ingress of Cilium's by the legacy annotation or by one of two default classes, and a peering policy's LoadBalancerIP only (outside tester)", () => {
+    const meta = (name: string, namespace?: string, annotations?: Record<string, string>) => ({
+      name,
+      ...(namespace ? { namespace } : {}),
+      ...(annotations ? { annotations } : {}),
+    });
+    const klass = (name: string, controller: string, isDefault: boolean): GenericObject => ({
+      apiVersion: "networking.k8s.io/v1",
+      kind: "IngressClass",
+      metadata: meta(name, undefined, isDefault ? { "ingressclass.kubernetes.io/is-default-class": "true" } : undefined),
+      spec: { controller },
+    });
+    const ingress = (name: string, annotations?: Record<string, string>): GenericObject => ({
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+      metadata: meta(name, "docs", annotations),
+      spec: {},
+    });
+    const legacy = loadBalancerPathObjects({
+      ...nothing,
+      ingresses: [ingress("old", { "kubernetes.io/ingress.class": "cilium" }), ingress("other", { "kubernetes.io/ingress.class": "nginx" })],
+    });
+    expect(legacy.ingresses.map((i) => i.metadata.name)).toEqual(["old"]);
+    const twoDefaults = loadBalancerPathObjects({
+      ...nothing,
+      ingressClasses: [klass("nginx", "k8s.io/ingress-nginx", true), klass("cilium", "cilium.io/ingress-controller", true)],
+      ingresses: [ingress("classless")],
+    });
+    expect(twoDefaults.ingresses.map((i) => i.metadata.name)).toEqual(["classless"]);
+    const router = (extra: Record<string, unknown>) => ({ localASN: 65001, serviceSelector: { matchLabels: { a: "b" } }, ...extra });
+    const policy = (routers: unknown[]): GenericObject => ({
+      apiVersion: "cilium.io/v2alpha1",
+      kind: "CiliumBGPPeeringPolicy",
+      metadata: meta("rack0"),
+      spec: { virtualRouters: routers },
+    });
+    const ops = (routers: unknown[]) => loadBalancerPathObjects({ ...nothing, bgpPeeringPolicies: [policy(routers)] }).bgp.map((b) => b.ops);
+    // ClusterIP only: nothing of LoadBalancer IPs to stop; with ClusterIP too, only LoadBalancerIP goes; alone (or the CRD's default), the selector.
+    expect(ops([router({ serviceAdvertisements: ["ClusterIP"] })])).toEqual([]);
+    expect(ops([router({ serviceAdvertisements: ["ClusterIP", "LoadBalancerIP"] })])).toEqual([
+      [{ op: "replace", path: "/spec/virtualRouters/0/serviceAdvertisements", value: ["ClusterIP"] }],
+    ]);
+    expect(ops([router({})])).toEqual([[{ op: "remove", path: "/spec/virtualRouters/0/serviceSelector" }]]);
   });
 
   it("each kind alone is refused; another controller's Gateways and routes, and a GatewayClass, are not", () => {

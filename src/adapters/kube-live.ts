@@ -3,7 +3,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import * as os from "node:os";
 import * as path from "node:path";
-import { DEFAULT_INGRESS_CLASS } from "../core/cilium/plan";
+import { DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS } from "../core/cilium/plan";
 import { CONFIG_CHECKSUM } from "../core/cilium/rollout";
 import { UserError } from "../core/errors";
 import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
@@ -44,11 +44,11 @@ class PageTooLarge extends UserError {}
 
 /**
  * What a list holds of each item: no managedFields; of the annotations (most of an object, at times) only those read: Cilium's config checksum, the default
- * IngressClass (the spec was cut to what the model reads, heldObject, before the item was checked).
+ * IngressClass, an Ingress's legacy class (the spec was cut to what the model reads, heldObject, before the item was checked).
  */
 function slim<T>(item: T): T {
   const { metadata } = item as { metadata: { annotations?: Record<string, unknown>; managedFields?: unknown } };
-  const kept = [CONFIG_CHECKSUM, DEFAULT_INGRESS_CLASS].flatMap((k) => (typeof metadata.annotations?.[k] === "string" ? [[k, metadata.annotations[k]]] : []));
+  const kept = [CONFIG_CHECKSUM, DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS].flatMap((k) => (typeof metadata.annotations?.[k] === "string" ? [[k, metadata.annotations[k]]] : []));
   delete metadata.annotations;
   delete metadata.managedFields;
   if (kept.length) metadata.annotations = Object.fromEntries(kept);

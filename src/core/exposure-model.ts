@@ -293,11 +293,15 @@ const stringMap = (v: unknown): Record<string, string> | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
 const text = (v: unknown, otherwise: string) => (typeof v === "string" && v ? v : otherwise);
 
-/** An object's controller owner reference ({kind, name}), read field by field. */
+/**
+ * An object's controller owner reference ({kind, name}), read field by field. The API server checks neither's form and
+ * the advice prints both: a kind that is not a word or a name that is not a DNS subdomain is no owner (a pod could
+ * otherwise write lines into the operator's terminal).
+ */
 function controllerOf(meta: unknown): PodIdentity["owner"] {
   const ref = list(field(meta, "ownerReferences")).find((r) => field(r, "controller") === true);
   const [kind, name] = [text(field(ref, "kind"), ""), text(field(ref, "name"), "")];
-  return kind && name ? { kind, name } : undefined;
+  return /^[A-Za-z][A-Za-z0-9]{0,62}$/.test(kind) && /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name) ? { kind, name } : undefined;
 }
 
 /** The one classification the audit and the pre-deny report render: Services that open something, pods, workload templates, judged. */

@@ -81,6 +81,8 @@ export function ciliumGatewayObjects(observed: CiliumObservation): { gateways: G
 
 /** The annotation that makes an IngressClass the cluster's default (Ingresses without a class go to it). */
 export const DEFAULT_INGRESS_CLASS = "ingressclass.kubernetes.io/is-default-class";
+/** An Ingress's class before ingressClassName: Cilium's controller still takes `kubernetes.io/ingress.class: cilium`. */
+export const LEGACY_INGRESS_CLASS = "kubernetes.io/ingress.class";
 
 /**
  * What l4 would orphan on the LoadBalancer path: Cilium's Ingresses (class `cilium` or Cilium's controller's, or none while the default class is Cilium's),
@@ -89,14 +91,18 @@ export const DEFAULT_INGRESS_CLASS = "ingressclass.kubernetes.io/is-default-clas
 export function loadBalancerPathObjects(observed: CiliumObservation) {
   const classes = new Map((observed.ingressClasses ?? []).map((c) => [c.metadata.name, c]));
   const byCilium = (name = "") => (classes.has(name) ? field(classes.get(name)?.spec, "controller") === "cilium.io/ingress-controller" : name === "cilium");
-  const byDefault = [...classes.values()].find((c) => c.metadata.annotations?.[DEFAULT_INGRESS_CLASS] === "true")?.metadata.name;
+  // With several default classes (the API server allows it), a classless Ingress may be any of them: Cilium's counts.
+  const defaults = [...classes.values()].filter((c) => c.metadata.annotations?.[DEFAULT_INGRESS_CLASS] === "true").map((c) => c.metadata.name);
+  const byDefault = defaults.find((name) => byCilium(name)) ?? defaults[0];
+  // The class by field, else by the legacy annotation (which Cilium's controller still honours), else the default.
+  const classOf = (i: GenericObject) => text(i.spec?.ingressClassName) ?? text(i.metadata.annotations?.[LEGACY_INGRESS_CLASS]) ?? byDefault;
   const patches = (objects: readonly GenericObject[] | undefined, list: string, op: (entry: unknown, at: string) => object | undefined) =>
     (objects ?? []).flatMap((object) => {
       const ops = items(field(object.spec, list)).flatMap((e, i) => op(e, `/spec/${list}/${i}`) ?? []);
       return ops.length ? [{ object, ops: ops.reverse() }] : [];
     });
   return {
-    ingresses: (observed.ingresses ?? []).filter((i) => byCilium(text(i.spec?.ingressClassName) ?? byDefault)),
+    ingresses: (observed.ingresses ?? []).filter((i) => byCilium(classOf(i))),
     nodeIpam: observed.services.filter((s) => s.spec?.type === "LoadBalancer" && s.spec.loadBalancerClass === "io.cilium/node"),
     bgp: [
       ...patches(observed.bgpAdvertisements, "advertisements", (a, at) => {
@@ -105,9 +111,15 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
         if (field(a, "advertisementType") !== "Service" || rest.length === addresses.length) return undefined;
         return rest.length ? { op: "replace", path: `${at}/service/addresses`, value: rest } : { op: "remove", path: at };
       }),
-      ...patches(observed.bgpPeeringPolicies, "virtualRouters", (r, at) =>
-        field(r, "serviceSelector") !== undefined ? { op: "remove", path: `${at}/serviceSelector` } : undefined,
-      ),
+      // A virtual router advertises its selected Services' serviceAdvertisements (the CRD defaults them to [LoadBalancerIP]):
+      // only LoadBalancerIP goes; the selector goes only when nothing else is advertised with it.
+      ...patches(observed.bgpPeeringPolicies, "virtualRouters", (r, at) => {
+        if (field(r, "serviceSelector") === undefined) return undefined;
+        const ads = Array.isArray(field(r, "serviceAdvertisements")) ? items(field(r, "serviceAdvertisements")) : ["LoadBalancerIP"];
+        const rest = ads.filter((x) => x !== "LoadBalancerIP");
+        if (rest.length === ads.length) return undefined;
+        return rest.length ? { op: "replace", path: `${at}/serviceAdvertisements`, value: rest } : { op: "remove", path: `${at}/serviceSelector` };
+      }),
     ],
   };
 }
