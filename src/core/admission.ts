@@ -423,7 +423,7 @@ const clock = (o: PollOptions) => {
  * The API server applies a changed policy a moment after storing it (about once a second). This waits until a
  * server-side dry run (through admission, storing nothing) of each Service gets the answer expected of the guard
  * `policyName`: admitted (our Services `up` creates next; refusals by anything else are not ours to wait for), or
- * refused by it (an undeclared NodePort Service: deny in force), or `timeoutMs` elapses. Returns those answered otherwise.
+ * refused by it (guardProbe: deny in force), or `timeoutMs` elapses. Returns those answered otherwise.
  */
 export async function untilGuardAnswers(
   probe: (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>,
