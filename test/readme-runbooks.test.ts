@@ -14,7 +14,7 @@ describe("README runbooks", () => {
     expect(bench).toContain("# pulumi config set --path 'ui-exposure:cilium.chart.repository' https://charts.internal/cilium-mirror\n");
     // render plans the l4 release from the live one: the snapshot holds its Helm records, else render refuses (a running Cilium without its release).
     expect(bench).toContain(
-      "{ kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml; echo ---; kubectl -n kube-system get secret -l owner=helm,name=cilium -o yaml; } > /tmp/bench.yaml",
+      "{ kubectl get svc,nodes,pods,cm,endpointslices,ingresses,ingressclasses,daemonsets,deployments,statefulsets,replicasets,jobs,cronjobs -A -o yaml; echo ---; kubectl -n kube-system get secret -l owner=helm,name=cilium -o yaml; } > /tmp/bench.yaml",
     );
     expect(runbookBlock(readme, "dirqual")).toContain("pulumi stack select --create dirqual\n");
   });
