@@ -39,7 +39,9 @@ export function releaseArgs(r: CiliumReleasePlan): k8s.helm.v3.ReleaseArgs {
     chart: r.chart,
     version: r.version,
     ...(r.repository ? { repositoryOpts: { repo: r.repository } } : {}),
-    values: r.values,
+    // The live release's values may hold credentials (TLS keys, tokens): kept encrypted in the state, never shown by preview
+    // (the values diff up logs is masked).
+    values: pulumi.secret(r.values),
     skipAwait: r.skipAwait,
     // kube-system exists on every cluster; never let the CNI release create a namespace.
     createNamespace: false,
@@ -77,7 +79,12 @@ export class Cilium extends pulumi.ComponentResource {
   ) {
     // Recorded inputs: the mode and the release only; what is observed changes with the cluster
     // and would otherwise show as a component diff in every drift check.
-    super("ui-exposure:cilium:Cilium", name, { mode: args.plan.mode, ...(args.plan.mode === "l4" ? { release: args.plan.release } : {}) }, opts);
+    super(
+      "ui-exposure:cilium:Cilium",
+      name,
+      { mode: args.plan.mode, ...(args.plan.mode === "l4" ? { release: { ...args.plan.release, values: pulumi.secret(args.plan.release.values) } } : {}) },
+      opts,
+    );
     const { plan } = args;
     if (plan.mode === "l4") {
       if (args.logChanges) for (const line of plan.changes) void pulumi.log.info(line, this);

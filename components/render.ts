@@ -39,6 +39,7 @@ function releaseOf(inputs: Record<string, unknown>): RenderedRelease {
     name: String(inputs.name),
     ...(repo ? { repository: repo } : {}),
     // The live release's values may hold credentials: printed masked.
-    values: maskedValues((inputs.values as Record<string, unknown>) ?? {}),
+    // (Under mocks a secret input arrives wrapped: unwrapped here, masked for the print.)
+    values: maskedValues((pulumi.runtime.isRpcSecret(inputs.values) ? pulumi.runtime.unwrapRpcSecret(inputs.values) : inputs.values) ?? {}),
   };
 }

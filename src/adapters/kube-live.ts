@@ -48,7 +48,9 @@ class PageTooLarge extends UserError {}
  */
 function slim<T>(item: T): T {
   const { metadata } = item as { metadata: { annotations?: Record<string, unknown>; managedFields?: unknown } };
-  const kept = [CONFIG_CHECKSUM, DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS].flatMap((k) => (typeof metadata.annotations?.[k] === "string" ? [[k, metadata.annotations[k]]] : []));
+  const kept = [CONFIG_CHECKSUM, DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS].flatMap((k) =>
+    typeof metadata.annotations?.[k] === "string" ? [[k, metadata.annotations[k]]] : [],
+  );
   delete metadata.annotations;
   delete metadata.managedFields;
   if (kept.length) metadata.annotations = Object.fromEntries(kept);
