@@ -53,6 +53,27 @@ describe("decoding a Helm release record", () => {
     expect(liveReleaseOf(secrets.slice(0, 1), "cilium", gunzipBounded)).toEqual({ ok: true, value: undefined });
   });
 
+  it("a pending revision above the deployed one (an operation in progress, or one that died) is refused with what to do (outside tester)", () => {
+    const deployed = releaseSecret({ revision: 1, status: "deployed", config: { a: 1 } });
+    const pending = releaseSecret({ revision: 2, status: "pending-upgrade", config: { a: 2 } });
+    expect(liveReleaseOf([deployed, pending], "cilium", gunzipBounded)).toEqual({
+      ok: false,
+      problems: [
+        {
+          code: "cilium-release-pending",
+          severity: "error",
+          subject: "kube-system/sh.helm.release.v1.cilium.v2",
+          message:
+            "cilium (l4): release cilium has revision 2 pending-upgrade (kube-system/sh.helm.release.v1.cilium.v2): a Helm operation is in progress, or died midway, and the upgrade would be refused; wait for it (helm -n kube-system history cilium), or roll back to the deployed revision (helm -n kube-system rollback cilium), then run up again",
+        },
+      ],
+    });
+    // A pending revision below the deployed one is history: the deployed one is read.
+    const old = releaseSecret({ revision: 1, status: "pending-install", config: {} });
+    const now = releaseSecret({ revision: 2, status: "deployed", config: { a: 2 } });
+    expect(liveReleaseOf([old, now], "cilium", gunzipBounded)).toMatchObject({ ok: true, value: { revision: 2 } });
+  });
+
   it("is read through the cluster reader with the release's labels, in its namespace only", async () => {
     const cluster = new SnapshotReader([
       releaseSecret({ revision: 3, config: { a: 1 } }),

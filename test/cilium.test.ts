@@ -1095,7 +1095,7 @@ describe("the component under mocks", () => {
     expect(releaseArgs(plan.release)).toMatchObject({ name: "cilium", namespace: "kube-system" });
     // The values (the live release's, which may hold credentials) are a secret: encrypted in the state, hidden by preview (outside tester).
     const values = releaseArgs(plan.release).values as pulumi.Output<unknown>;
-    expect(await values.isSecret).toBe(true);
+    expect(await pulumi.isSecret(values)).toBe(true);
     const opts = releaseOptions(new pulumi.ComponentResource("ui-exposure:cilium:Cilium", "probe", {}, {}));
     // `{ parent: rootStackResource }` = the root-level URN `pulumi import` created.
     expect(opts.aliases).toEqual([{ parent: pulumi.rootStackResource }]);

@@ -77,17 +77,38 @@ export function decodeReleaseRecord(secret: Secret, inflate: Inflate): Result<Li
   return ok({ record, revision: Number(secret.metadata.labels?.version), chartVersion, config, defaults });
 }
 
-/** The highest revision whose status is deployed among `secrets`, decoded; undefined when there is none. */
+/** The statuses of a revision a Helm operation is still writing (`helm upgrade` refuses to start another meanwhile). */
+const PENDING = ["pending-install", "pending-upgrade", "pending-rollback"];
+
+/**
+ * The highest revision whose status is deployed among `secrets`, decoded; undefined when there is none. A pending revision
+ * above it is an operation in progress (or one that died midway): refused, since the release's upgrade would fail later,
+ * after the operator has run the removal order.
+ */
 export function liveReleaseOf(secrets: readonly Secret[], name: string, inflate: Inflate): Result<LiveRelease | undefined> {
   const revision = (s: Secret) => Number(s.metadata.labels?.version);
-  const [latest] = secrets
-    .filter((s) => s.metadata.labels?.owner === "helm" && s.metadata.labels.name === name && s.metadata.labels.status === "deployed" && revision(s) >= 0)
+  const ofRelease = secrets
+    .filter((s) => s.metadata.labels?.owner === "helm" && s.metadata.labels.name === name && revision(s) >= 0)
     .sort((a, b) => revision(b) - revision(a));
+  const latest = ofRelease.find((s) => s.metadata.labels?.status === "deployed");
+  const pending = ofRelease.find((s) => PENDING.includes(s.metadata.labels?.status ?? "") && (!latest || revision(s) > revision(latest)));
+  if (pending) {
+    const record = `${pending.metadata.namespace ?? ""}/${pending.metadata.name}`;
+    const status = pending.metadata.labels?.status;
+    return failed([
+      finding(
+        "cilium-release-pending",
+        "error",
+        record,
+        `cilium (l4): release ${name} has revision ${revision(pending)} ${status} (${record}): a Helm operation is in progress, or died midway, and the upgrade would be refused; wait for it (helm -n ${pending.metadata.namespace} history ${name}), or roll back to the deployed revision (helm -n ${pending.metadata.namespace} rollback ${name}), then run up again`,
+      ),
+    ]);
+  }
   return latest ? decodeReleaseRecord(latest, inflate) : ok(undefined);
 }
 
-/** The deployed revision of a release, read in its namespace with its labels (one list call). */
+/** The deployed revision of a release and any pending one, read in its namespace with its labels (one list call). */
 export async function readLiveRelease(cluster: Pick<ClusterReader, "listSecrets">, release: { namespace: string; releaseName: string }, inflate: Inflate) {
-  const labels = { owner: "helm", name: release.releaseName, status: "deployed" };
+  const labels = { owner: "helm", name: release.releaseName, status: ["deployed", ...PENDING] };
   return liveReleaseOf(await cluster.listSecrets(release.namespace, { labels }), release.releaseName, inflate);
 }
