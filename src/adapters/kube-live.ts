@@ -6,8 +6,8 @@ import * as path from "node:path";
 import { DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS } from "../core/cilium/plan";
 import { CONFIG_CHECKSUM } from "../core/cilium/rollout";
 import { UserError } from "../core/errors";
+import { heldObject } from "../core/exposure-model";
 import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
-import { heldObject } from "../core/kube/held";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
 import { printableValue, shownValue } from "../core/text";
@@ -387,7 +387,8 @@ export class LiveClusterReader implements ClusterReader {
       if (answer.status !== 200 || answer.body === undefined) throw this.statusError(what, answer.status);
       // Cut to what the model reads before it is checked: a tenant's fat object is then neither checked nor held whole.
       const items = (answer.body as { items?: unknown } | undefined)?.items;
-      if (Array.isArray(items)) items.forEach(heldObject);
+      // (A pod template keeps Cilium's config checksum: the switch check reads it.)
+      if (Array.isArray(items)) for (const item of items) heldObject(item, [CONFIG_CHECKSUM]);
       for (const item of this.checkedItems<T>(what, kind, answer.body)) if (keep?.(item) ?? true) kept.push(slim(item));
       // Back towards PAGE_ITEMS once the pages are small again (past a tenant's fat objects).
       if ((answer.bytes ?? 0) < PAGE_BYTES / 4) limit = Math.min(PAGE_ITEMS, limit * 2);

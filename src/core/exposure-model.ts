@@ -339,3 +339,56 @@ export function classifyCluster(rules: ExposureRules, cluster: { services: reado
   });
   return { services, pods, workloads };
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/**
+ * What a reader holds of an object it listed: the fields the exposure model and the Cilium checks read, each list cut one
+ * past the model's bound (CHECK_LIMITS), where the verdict no longer changes (an object past it is too large: exposure).
+ * A tenant's Service with 14,000 ports or a workload with fat containers then costs what a small one costs once its page
+ * is read, however much it holds. Everything else (a pod's volumes, env, probes, a template's annotations but
+ * `templateAnnotations`) is dropped. Pure: the object is changed in place and returned.
+ */
+export function heldObject<T>(item: T, templateAnnotations: readonly string[] = []): T {
+  const spec = field(item, "spec");
+  if (!isObject(spec)) return item;
+  cut(spec, "ports", CHECK_LIMITS.servicePorts + 1);
+  cut(spec, "externalIPs", CHECK_LIMITS.externalIPs + 1);
+  // A pod's own spec, a workload's template, a CronJob's job template.
+  if (Array.isArray(spec.containers)) heldPodSpec(spec);
+  for (const template of [field(spec, "template"), field(field(field(spec, "jobTemplate"), "spec"), "template")]) {
+    if (!isObject(template)) continue;
+    const meta = field(template, "metadata");
+    if (isObject(meta)) {
+      const kept = templateAnnotations.flatMap((k) => {
+        const v = field(field(meta, "annotations"), k);
+        return typeof v === "string" ? [[k, v]] : [];
+      });
+      delete meta.annotations;
+      if (kept.length) meta.annotations = Object.fromEntries(kept);
+    }
+    const podSpec = field(template, "spec");
+    if (isObject(podSpec)) heldPodSpec(podSpec);
+  }
+  return item;
+}
+
+const cut = (o: Record<string, unknown>, key: string, max: number) => {
+  const v = o[key];
+  if (Array.isArray(v) && v.length > max) o[key] = v.slice(0, max);
+};
+
+/** A pod spec as the model reads it: its node, the host network, and each container's name and ports, bounded. */
+function heldPodSpec(spec: Record<string, unknown>): void {
+  for (const key of Object.keys(spec)) if (!["nodeName", "hostNetwork", ...POD_CONTAINER_LISTS].includes(key)) delete spec[key];
+  for (const list of POD_CONTAINER_LISTS) {
+    cut(spec, list, CHECK_LIMITS.containers + 1);
+    const containers = spec[list];
+    if (!Array.isArray(containers)) continue;
+    spec[list] = containers.map((c) => {
+      if (!isObject(c)) return c;
+      const ports = Array.isArray(c.ports) ? c.ports.slice(0, CHECK_LIMITS.plainPortsPerContainer + 1) : c.ports;
+      return { name: c.name, ...(ports === undefined ? {} : { ports }) };
+    });
+  }
+}
