@@ -105,6 +105,14 @@ describe(".ci/run", () => {
     expect(r.stdout.trim().split("\n").at(-1)).toBe("10 passed, 1 failed");
   });
 
+  it("builds the base toolchain in the background, and runs the unit suite only once that build has ended", () => {
+    const r = ciRunWithCiliumStageFailing();
+    expect(r.stdout).toContain("== base e2e toolchain: building in the background (nice)");
+    expect(r.stdout).toMatch(/== base e2e toolchain ready in \d+s \(background\)\n/);
+    // the unit stub reports a failure had the build still been running (5 passed otherwise)
+    expect(r.stdout.trim().split("\n").at(-1)).toBe("10 passed, 2 failed");
+  });
+
   it("counts the sandbox e2e's npm test under Node.js 24 as the Node.js 24 unit pass, and does not run the suite again", () => {
     const r = ciRunWithCiliumStageFailing({ node24: true, sandboxNode24Report: true });
     expect(r.stdout).toContain("== unit tests under Node.js 24: run by the sandbox e2e's npm test, counted after the e2e suite");
