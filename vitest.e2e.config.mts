@@ -10,7 +10,8 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 900_000,
     hookTimeout: 900_000,
-    reporters: ["default", "json"],
+    // Each file's time, hooks included (test-output/e2e-files.json, printed by .ci/run).
+    reporters: ["default", "json", "./test/support/file-times-reporter.ts"],
     outputFile: { json: "test-output/e2e.json" },
   },
 });

@@ -201,8 +201,25 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
 
     // The second command, with the sandbox running and its files in the working folder, in the
     // shell its next commands prepare (`. .sandbox/env`: PULUMI_*, KUBECONFIG, its pulumi on PATH).
-    const test = await shell(`. .sandbox/env && ${second}`);
+    // When .ci/run gives a Node.js 24 (UI_EXPOSURE_NODE24), it is first on that shell's PATH, as
+    // for a user who has it: this run is then CI's unit pass under Node.js 24, its report copied
+    // for .ci/run to count (test-output/unit-node24.json), and the version it ran under checked.
+    const node24 = process.env.UI_EXPOSURE_NODE24;
+    const testEnv = node24 ? { PATH: `${path.dirname(node24)}:${env.PATH}` } : {};
+    if (node24) {
+      fs.rmSync(path.join(clone, "test-output/unit.json"), { force: true });
+      const ran = await shell(". .sandbox/env && node --version", testEnv);
+      expect(ran.stdout.trim(), "the node first on npm test's PATH").toMatch(/^v24\./);
+    }
+    const test = await shell(`. .sandbox/env && ${second}`, testEnv);
     timings.npmTestMs = test.ms;
+    if (node24) {
+      const report = path.join(clone, "test-output/unit.json");
+      if (fs.existsSync(report)) {
+        fs.mkdirSync(path.join(projectDir, "test-output"), { recursive: true });
+        fs.copyFileSync(report, path.join(projectDir, "test-output/unit-node24.json"));
+      }
+    }
     expect(test.code, summary(test)).toBe(0);
     // A clean run prints no warning (Node's process warnings, a program's `warning:` log): results and skip notices only.
     expect(`${test.stdout}\n${test.stderr}`.split("\n").filter((l) => /\(node:\d+\) \w*Warning|^\s*warning: /.test(l))).toEqual([]);
