@@ -226,7 +226,7 @@ describe("denyWouldLock: what up checks before it puts deny in force", () => {
     const problem = denyWouldLock({ ...base, pods: [webPod, debug, done], workloads: [replicaSet, deployment] });
     expect(problem?.split("\n")).toEqual([
       "the exposure guard in deny mode would refuse what runs in the cluster when it is created again (a rollout, a new node, a deleted pod): deny is not put in force while it would lock the cluster",
-      "    Deployment tenant/web (hostPort 8081/TCP): admit it with ui-exposure:allowlist.hostPorts 'tenant/web-*:8081', or acknowledge its refusal in ui-exposure:admission.acknowledge ('tenant/web*') of Pulumi.bench.yaml",
+      "    Deployment tenant/web (hostPort 8081/TCP): admit it with ui-exposure:allowlist.hostPorts 'tenant/web-*:8081', or acknowledge its refusal in ui-exposure:admission.acknowledge ('tenant/web-*') of Pulumi.bench.yaml",
       "    Pod tenant/debug-shell (hostPort 2222/TCP): admit it with ui-exposure:allowlist.hostPorts 'tenant/debug-shell:2222', or acknowledge its refusal in ui-exposure:admission.acknowledge ('tenant/debug-shell') of Pulumi.bench.yaml",
     ]);
     // The lines given admit them: nothing left.
@@ -271,12 +271,15 @@ describe("denyWouldLock: what up checks before it puts deny in force", () => {
         ?.split("\n")
         .slice(1),
     ).toEqual([
-      `    DaemonSet monitoring/${ds} (hostPort 9100/TCP): admit it with ui-exposure:allowlist.hostPorts 'monitoring/${ds}-*:9100', or acknowledge its refusal in ui-exposure:admission.acknowledge ('monitoring/${ds}*') of Pulumi.bench.yaml`,
+      `    DaemonSet monitoring/${ds} (hostPort 9100/TCP): admit it with ui-exposure:allowlist.hostPorts 'monitoring/${ds}-*:9100', or acknowledge its refusal in ui-exposure:admission.acknowledge ('monitoring/${ds}-*') of Pulumi.bench.yaml`,
     ]);
     const line = `monitoring/${ds}-*:9100`;
     const allowlist = { ...base.allowlist, hostPorts: [...base.allowlist.hostPorts, line] };
     expect(denyWouldLock({ ...base, allowlist, pods, workloads: [daemonSet] })).toBeUndefined();
-    expect(denyWouldLock({ ...base, acknowledge: [`monitoring/${ds}*`], pods, workloads: [daemonSet] })).toBeUndefined();
+    expect(denyWouldLock({ ...base, acknowledge: [`monitoring/${ds}-*`], pods, workloads: [daemonSet] })).toBeUndefined();
+    // The acknowledge line advised covers that workload, not one whose name it merely starts (outside tester).
+    const sibling = { ...daemonSet, metadata: { name: `${ds}2`, namespace: "monitoring" } };
+    expect(denyWouldLock({ ...base, acknowledge: [`monitoring/${ds}-*`], pods: [], workloads: [sibling] })).toContain(`DaemonSet monitoring/${ds}2 `);
     // The policy admits the DaemonSet and the pod it makes next, on a new node.
     const next = owned(pod("monitoring", generated(ds, "n3w0d"), "node-c", { hostPort: 9100 }), "DaemonSet", ds);
     expect(await admittedWith([line], "DaemonSet", "monitoring", daemonSet)).toBe(true);
@@ -302,7 +305,7 @@ describe("denyWouldLock: what up checks before it puts deny in force", () => {
         ?.split("\n")
         .slice(1),
     ).toEqual([
-      "    Rollout tenant/demo (hostPort 8081/TCP): admit it with ui-exposure:allowlist.hostPorts 'tenant/demo-*:8081', or acknowledge its refusal in ui-exposure:admission.acknowledge ('tenant/demo*') of Pulumi.bench.yaml",
+      "    Rollout tenant/demo (hostPort 8081/TCP): admit it with ui-exposure:allowlist.hostPorts 'tenant/demo-*:8081', or acknowledge its refusal in ui-exposure:admission.acknowledge ('tenant/demo-*') of Pulumi.bench.yaml",
     ]);
     // The next revision: a new ReplicaSet and its pods, admitted by the same line.
     expect(await admittedWith(["tenant/demo-*:8081"], "Pod", "tenant", podOf("55f6b9", "xyz12"))).toBe(true);

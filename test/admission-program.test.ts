@@ -97,7 +97,7 @@ describe("program: the exposure guard at admission", () => {
       const config = stackConfig({ "ui-exposure:admission": { mode: "deny" } });
       await expect(declareStack({ projectDir, stack: "test", config, cluster: withAgent() })).rejects.toThrow(
         "stack test cannot be deployed (nothing was changed): the exposure guard in deny mode would refuse what runs in the cluster when it is created again (a rollout, a new node, a deleted pod): deny is not put in force while it would lock the cluster\n" +
-          "    DaemonSet kube-system/cni-agent (hostPort 9962/TCP): admit it with ui-exposure:allowlist.hostPorts 'kube-system/cni-agent-*:9962', or acknowledge its refusal in ui-exposure:admission.acknowledge ('kube-system/cni-agent*') of Pulumi.test.yaml",
+          "    DaemonSet kube-system/cni-agent (hostPort 9962/TCP): admit it with ui-exposure:allowlist.hostPorts 'kube-system/cni-agent-*:9962', or acknowledge its refusal in ui-exposure:admission.acknowledge ('kube-system/cni-agent-*') of Pulumi.test.yaml",
       );
       expect(registered).toEqual([]);
       pulumi.runtime.disconnect();

@@ -71,7 +71,7 @@ export function denyWouldLock(
       ? "too large to check, no allowlist line admits it: make it smaller"
       : `admit it with ui-exposure:allowlist.hostPorts ${undeclared.map((o) => `'${unit.workload ? `${key}-*` : key}:${o.item}'`).join(", ")}`;
     const what = p.tooLarge ? "too large to check" : describeRefused(undeclared);
-    const acknowledge = `acknowledge its refusal in ui-exposure:admission.acknowledge ('${unit.workload ? `${key}*` : key}') of ${input.stackFile}`;
+    const acknowledge = `acknowledge its refusal in ui-exposure:admission.acknowledge ('${unit.workload ? `${key}-*` : key}') of ${input.stackFile}`;
     return [`    ${unit.kind} ${key} (${what}): ${admit}, or ${acknowledge}`];
   });
   if (lines.length === 0) return undefined;

@@ -626,7 +626,7 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     const refused = sandbox.pulumi(["up", "--yes", "--skip-preview"]);
     expect(refused.code, summary(refused)).not.toBe(0);
     expect(refused.stdout + refused.stderr).toContain(
-      "DaemonSet kube-system/cni-agent (hostPort 9962/TCP): admit it with ui-exposure:allowlist.hostPorts 'kube-system/cni-agent-*:9962', or acknowledge its refusal in ui-exposure:admission.acknowledge ('kube-system/cni-agent*') of Pulumi.sandbox.yaml",
+      "DaemonSet kube-system/cni-agent (hostPort 9962/TCP): admit it with ui-exposure:allowlist.hostPorts 'kube-system/cni-agent-*:9962', or acknowledge its refusal in ui-exposure:admission.acknowledge ('kube-system/cni-agent-*') of Pulumi.sandbox.yaml",
     );
     // Nothing changed: the binding still only warns.
     expect((await admission.readValidatingAdmissionPolicyBinding({ name: POLICY })).spec?.validationActions).toEqual(["Warn"]);
