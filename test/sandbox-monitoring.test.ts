@@ -6,8 +6,16 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { ALERT_FOR_VARIABLE, alertForSeconds, prometheusArgs, SANDBOX_PORTAL_TARGET_LABELS, writePrometheusFiles } from "../src/adapters/sandbox/monitoring";
+import {
+  ALERT_FOR_VARIABLE,
+  alertForSeconds,
+  prometheusArgs,
+  prometheusListening,
+  SANDBOX_PORTAL_TARGET_LABELS,
+  writePrometheusFiles,
+} from "../src/adapters/sandbox/monitoring";
 import { readSandboxState } from "../src/adapters/sandbox/processes";
+import { announcedIn } from "../src/adapters/sandbox/sandbox";
 import { alertRules, portalSelector } from "../src/core/monitoring";
 import { DEFAULT_PORTAL_NAMESPACE } from "../src/core/settings";
 import { findPromtool, promtool } from "./support/promtool";
@@ -29,12 +37,30 @@ describe("sandbox monitoring", () => {
     // The series carry what every rule selects: job (the job name) and the portal's namespace.
     expect(portalSelector({ namespace: SANDBOX_PORTAL_TARGET_LABELS.namespace })).toBe('job="ui-exposure-portal",namespace="platform-portal"');
     expect(fs.statSync(files.config).mode & 0o777).toBe(0o600);
-    expect(prometheusArgs(files, "/x", 41235)).toEqual([
+    // Port 0: Prometheus binds a port of its own and says which (no port picked before it starts, for another process to take).
+    expect(prometheusArgs(files, "/x")).toEqual([
       `--config.file=${files.config}`,
       "--storage.tsdb.path=/x/data",
       "--storage.tsdb.retention.time=1d",
-      "--web.listen-address=127.0.0.1:41235",
+      "--web.listen-address=127.0.0.1:0",
     ]);
+  });
+
+  it("reads the port Prometheus announces in its log (the line Prometheus 3 writes once it listens), nothing else", () => {
+    const log = path.join(dir, "prometheus.log");
+    fs.writeFileSync(
+      log,
+      [
+        'time=2026-12-02T10:47:41.045Z level=INFO source=web.go:731 msg="Start listening for connections" component=web address=127.0.0.1:0',
+        'time=2026-12-02T10:47:41.047Z level=INFO source=tls_config.go:395 msg="Listening on" component=web address=127.0.0.1:40815',
+        "",
+      ].join("\n"),
+    );
+    expect(announcedIn(log, 0, prometheusListening)).toBe("http://127.0.0.1:40815/");
+    // An older run's line before `from` is not this run's; nor is an address elsewhere, or port 0.
+    expect(announcedIn(log, fs.statSync(log).size, prometheusListening)).toBeUndefined();
+    expect(prometheusListening('msg="Listening on" component=web address=0.0.0.0:9090')).toBeUndefined();
+    expect(prometheusListening('msg="Listening on" component=web address=127.0.0.1:0')).toBeUndefined();
   });
 
   it(`${ALERT_FOR_VARIABLE}=N changes every for to N s and the intervals to 5 s, nothing else of the rules`, () => {

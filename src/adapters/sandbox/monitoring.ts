@@ -138,14 +138,23 @@ export function writePrometheusFiles(dir: string, portal: URL, stack: string, fo
   return { config, rules };
 }
 
-/** Prometheus's command line for these files, its data in `dir`/data, listening on 127.0.0.1:`port`. */
-export function prometheusArgs(files: { config: string }, dir: string, port: number): string[] {
+/**
+ * Prometheus's command line for these files, its data in `dir`/data, listening on a port of its own choosing on 127.0.0.1
+ * (port 0), which it announces in its log (announcedPrometheus): no port is picked before it starts, for anything to take.
+ */
+export function prometheusArgs(files: { config: string }, dir: string): string[] {
   return [
     `--config.file=${files.config}`,
     `--storage.tsdb.path=${path.join(dir, "data")}`,
     "--storage.tsdb.retention.time=1d",
-    `--web.listen-address=127.0.0.1:${port}`,
+    "--web.listen-address=127.0.0.1:0",
   ];
+}
+
+/** The address in Prometheus's log line `msg="Listening on" component=web address=127.0.0.1:PORT`, as a URL. */
+export function prometheusListening(line: string): string | undefined {
+  const m = /msg="Listening on" component=web address=127\.0\.0\.1:(\d{1,5})(?:\s|$)/.exec(line);
+  return m && Number(m[1]) > 0 && Number(m[1]) < 65536 ? `http://127.0.0.1:${m[1]}/` : undefined;
 }
 
 /**

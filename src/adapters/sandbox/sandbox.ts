@@ -16,7 +16,6 @@ import { printableValue } from "../../core/text";
 import { defaultContractPath, loadContractFile } from "../contract-file";
 import { dataPathSupport, findTool, runProcesses, stopRun } from "../datapath/datapath";
 import { PREFIX_PATTERN } from "../datapath/plan";
-import { freeLoopbackPort } from "../free-port";
 import { httpGet } from "../http-probe";
 import { isSameProcess, liveProcess, startTimeOf } from "../own-process";
 import { readStackOutputs, runPulumi } from "../pulumi-cli";
@@ -32,7 +31,16 @@ import {
   startControlPlane,
   stopControlPlane,
 } from "./cluster";
-import { ALERT_FOR_VARIABLE, alertForSeconds, installOperatorCrds, operatorCrds, prometheusArgs, prometheusReady, writePrometheusFiles } from "./monitoring";
+import {
+  ALERT_FOR_VARIABLE,
+  alertForSeconds,
+  installOperatorCrds,
+  operatorCrds,
+  prometheusArgs,
+  prometheusListening,
+  prometheusReady,
+  writePrometheusFiles,
+} from "./monitoring";
 import type { NodeAgentConfig, NodeAgentReady } from "./node-agent";
 import {
   isOurs,
@@ -223,11 +231,8 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-/**
- * The address a portal started with `--listen 127.0.0.1:0 --json` announced in its log (written
- * from byte `from` on): its one JSON line `{"kind":"Portal","url":"http://127.0.0.1:PORT/"}`.
- */
-export function announcedPortal(logFile: string, from = 0): string | undefined {
+/** The first address `parse` finds in the lines a process wrote to its log from byte `from` on (at most 64 KiB read). */
+export function announcedIn(logFile: string, from: number, parse: (line: string) => string | undefined): string | undefined {
   let text = "";
   try {
     const fd = fs.openSync(logFile, "r");
@@ -241,13 +246,25 @@ export function announcedPortal(logFile: string, from = 0): string | undefined {
     return undefined;
   }
   for (const line of text.split("\n")) {
-    if (!line.startsWith("{")) continue;
+    const found = parse(line);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * The address a portal started with `--listen 127.0.0.1:0 --json` announced in its log (written
+ * from byte `from` on): its one JSON line `{"kind":"Portal","url":"http://127.0.0.1:PORT/"}`.
+ */
+export function announcedPortal(logFile: string, from = 0): string | undefined {
+  return announcedIn(logFile, from, (line) => {
+    if (!line.startsWith("{")) return undefined;
     try {
       const doc = JSON.parse(line) as { kind?: unknown; url?: unknown };
       if (doc.kind === "Portal" && typeof doc.url === "string" && /^http:\/\/127\.0\.0\.1:\d{1,5}\/$/.test(doc.url)) return doc.url;
     } catch {}
-  }
-  return undefined;
+    return undefined;
+  });
 }
 
 export async function waitUntil(
@@ -699,15 +716,26 @@ async function startMonitoring(io: SandboxIo, info: SandboxInfo, env: NodeJS.Pro
   await installOperatorCrds(path.join(info.folder, "kubeconfig"), operatorCrds(io.env));
   const dir = path.join(info.folder, "prometheus");
   const files = writePrometheusFiles(dir, new URL(info.portal), SANDBOX_STACK, forSeconds);
-  const port = await freeLoopbackPort();
   const logFile = path.join(info.folder, "prometheus.log");
-  const started = startDetached("prometheus", path.join(bin, PROMETHEUS_STAGE.binary), prometheusArgs(files, dir, port), {
+  const logStart = fs.existsSync(logFile) ? fs.statSync(logFile).size : 0;
+  const started = startDetached("prometheus", path.join(bin, PROMETHEUS_STAGE.binary), prometheusArgs(files, dir), {
     cwd: info.folder,
     env,
     logFile,
   });
   info.processes.push(started);
-  const url = `http://127.0.0.1:${port}/`;
+  save();
+  // The port its own process bound, as it says in its log (never one picked before it started).
+  let url = "";
+  await waitUntil(
+    "Prometheus to listen",
+    async () => {
+      url = announcedIn(logFile, logStart, prometheusListening) ?? "";
+      return url !== "";
+    },
+    60_000,
+    { process: started, logFile },
+  );
   info.prometheus = url;
   save();
   await waitUntil("Prometheus to load the stack's alert rules and scrape the portal", () => prometheusReady(url, files.rules), 120_000, {
