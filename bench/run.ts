@@ -23,6 +23,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { EXIT } from "../src/core/findings";
+import { startRun } from "../test/support/run-record";
 import { dataPathMarkdown, measureDataPath } from "./datapath";
 import { liveMarkdown, measureLive } from "./live";
 import { measureScrapes, scrapeMarkdown } from "./metrics-scrape";
@@ -74,13 +75,19 @@ async function main() {
       .map((p) => p.trim())
       .filter(Boolean);
   const skip = new Set(names(values.skip));
-  const parts = new Set((values.only ? names(values.only) : NAMES).filter((p) => !skip.has(p)));
+  if (values.only !== undefined && names(values.only).length === 0) throw new Error("--only names no part: give one or more of the parts, or leave --only out");
+  const parts = new Set((values.only !== undefined ? names(values.only) : NAMES).filter((p) => !skip.has(p)));
   const unknown = [...parts, ...skip].filter((p) => !(NAMES as string[]).includes(p) && p !== "node24");
   if (unknown.length) throw new Error(`unknown part ${unknown.join(", ")}: the parts are ${NAMES.join(", ")} (and node24, startup's Node.js 24 figures)`);
-  const runs = Number(values.runs);
+  const runs = /^\d{1,3}$/.test(values.runs) ? Number(values.runs) : Number.NaN;
   if (!Number.isInteger(runs) || runs < 1 || runs > 100) throw new Error(`--runs must be an integer from 1 to 100, not ${values.runs}`);
+  // A run that would measure nothing fails: it never prints an empty page, nor writes one to docs/.
+  if (!NAMES.some((n) => parts.has(n))) throw new Error(`no part left to run (--only ${values.only ?? "(all)"}, --skip ${values.skip || "(none)"})`);
   const left = [...NAMES.filter((p) => !parts.has(p)), ...(parts.has("startup") && skip.has("node24") ? ["node24"] : [])];
   if (left.length) log(`not in this run (--only/--skip): ${left.join(", ")}`);
+  // A run record and its watchdog, as the e2e suite's: the control planes, servers and plugins a part starts go with the
+  // bench however it ends (Ctrl-C, a kill), never left running (test/support/run-record.ts).
+  await startRun();
   const started = new Date();
   const results: Record<string, unknown> = {};
   const sections: string[] = [];
