@@ -170,7 +170,8 @@ export const SPECS = {
     flags: {
       json: {
         ...json,
-        description: "print one JSON document (with apiVersion): up gives {urls, portal, folder, mode, prometheus}, status and down what they print",
+        description:
+          "print one JSON document (with apiVersion): up gives {urls, portal, folder, mode, prometheus}; status every recorded process and each problem with its remedy (more than its table); down what it stopped and what it left",
       },
       monitoring: { type: "boolean", description: "up: also Prometheus with the stack's alerts on the portal, the operator's CRDs (docs/monitoring.md)" },
     },

@@ -333,6 +333,13 @@ describe("denyWouldLock: what up checks before it puts deny in force", () => {
     ]);
   });
 
+  it("a name read back with a line break or an escape is one escaped line (a hand-made snapshot; outside tester)", () => {
+    const odd = pod("tenant", "q\n    DaemonSet kube-system/fake (hostPort 1/TCP): admit \u001b[31m", "node-a", { hostPort: 8081 });
+    const lines = denyWouldLock({ ...base, pods: [odd], workloads: [] })?.split("\n") ?? [];
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toContain("Pod tenant/q\\x0a    DaemonSet kube-system/fake (hostPort 1/TCP): admit \\x1b[31m (hostPort 8081/TCP)");
+  });
+
   it("an owner whose name does not prefix its pods' is not named: the pod is, by its own name", () => {
     const odd = owned(pod("tenant", "launcher-abcde", "node-a", { hostPort: 8081 }), "VirtualMachine", "vm-1");
     expect(

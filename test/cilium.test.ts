@@ -1128,7 +1128,7 @@ describe("printed Cilium values never show a credential (outside tester)", () =>
         { name: "AWS_SECRET_ACCESS_KEY", value: "(hidden)" },
         { name: "LOG_LEVEL", value: "debug" },
       ],
-      etcd: { endpoints: ["https://(hidden)@etcd:2379"] },
+      etcd: { endpoints: ["https://user:****@etcd:2379"] },
       tolerations: [{ operator: "Exists" }],
     });
   });

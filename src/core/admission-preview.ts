@@ -1,6 +1,7 @@
 import type { AuditInput } from "./audit";
 import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, matchesPattern, namePattern, namesPod, type WorkloadObject } from "./exposure-model";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
+import { printableValue } from "./text";
 
 /**
  * What the exposure guard (src/core/admission.ts) would refuse in `deny` mode of the objects that exist now, each as if
@@ -72,7 +73,8 @@ export function denyWouldLock(
       : `admit it with ui-exposure:allowlist.hostPorts ${undeclared.map((o) => `'${unit.workload ? `${key}-*` : key}:${o.item}'`).join(", ")}`;
     const what = p.tooLarge ? "too large to check" : describeRefused(undeclared);
     const acknowledge = `acknowledge its refusal in ui-exposure:admission.acknowledge ('${unit.workload ? `${key}-*` : key}') of ${input.stackFile}`;
-    return [`    ${unit.kind} ${key} (${what}): ${admit}, or ${acknowledge}`];
+    // Names read back from the cluster (or a snapshot) may hold anything: one line each, escaped.
+    return [printableValue(`    ${unit.kind} ${key} (${what}): ${admit}, or ${acknowledge}`)];
   });
   if (lines.length === 0) return undefined;
   const shown = lines.length > 20 ? [...lines.slice(0, 20), `    and ${lines.length - 20} more (exposure drift lists them all)`] : lines;

@@ -1,4 +1,5 @@
 import type { L4CiliumSettings } from "../settings";
+import { redactUrlPasswords } from "../text";
 import type { LiveRelease } from "./release";
 import { type ChartKeys, chartKeysCheck } from "./versions";
 
@@ -173,11 +174,9 @@ const valueAt = (v: Values, path: readonly string[]) => {
 const liveValue = (live: LiveRelease, path: readonly string[]) => valueAt(live.config, path) ?? valueAt(live.defaults, path);
 /** A key whose value may be a credential: never shown. */
 const SENSITIVE = /pass|pwd|token|key|cert|secret|credential|auth|private/i;
-/** The user and password of a URL ("https://user:pass@etcd:2379"). */
-const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^/\s@]*@/gi;
 /**
  * A value as it may be printed: under a sensitive key "(hidden)", at any depth of mappings and lists; an env-style item
- * ({name: AWS_SECRET_ACCESS_KEY, value: ...}) hides its value when its name is sensitive; a URL loses its user and password.
+ * ({name: AWS_SECRET_ACCESS_KEY, value: ...}) hides its value when its name is sensitive; a URL's password shows as ****.
  */
 function masked(x: unknown, sensitive: boolean): unknown {
   if (sensitive) return "(hidden)";
@@ -186,7 +185,7 @@ function masked(x: unknown, sensitive: boolean): unknown {
     const named = typeof x.name === "string" && SENSITIVE.test(x.name);
     return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, masked(v, SENSITIVE.test(k) || (named && k !== "name"))]));
   }
-  return typeof x === "string" ? x.replace(URL_USERINFO, "$1(hidden)@") : x;
+  return typeof x === "string" ? redactUrlPasswords(x) : x;
 }
 /** A leaf of the values diff, masked; long values are cut. */
 const shownLeaf = (path: readonly string[], v: unknown) =>
