@@ -384,7 +384,14 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     // API server gone, it is still running.
     await until("the node agent to see its API server gone", async () => outages() > outagesBefore, 30_000);
     expect((await exposure(["sandbox", "status"])).stdout).toMatch(/^node agent \(pid \d+\) +running$/m);
-  }, 60_000);
+    // The fix it prints (sandbox up) starts a new sandbox, and says first that what the user copied will change.
+    const before = info().urls;
+    const rebuilt = await exposure(["sandbox", "up", "--json"]);
+    expect(rebuilt.code, summary(rebuilt)).toBe(0);
+    expect(rebuilt.stdout + rebuilt.stderr).toContain(
+      `removing it first and starting a new one, whose URLs, node address, portal and Prometheus ports differ from these (${Object.values(before).slice(0, 3).join(", ")}`,
+    );
+  }, 300_000);
 
   it("rm -rf .sandbox, then sandbox down: no process, network namespace, link, route or file is left", async () => {
     const prefix = info().dataPathPrefix;

@@ -691,7 +691,10 @@ async function bringUp(given: SandboxIo): Promise<SandboxInfo> {
       await startMonitoring(io, running, env, () => saveRecord(projectDir, io.env, running));
       return running;
     }
-    say(`sandbox: the sandbox in ${folder} is not whole (${dead.slice(0, 5).join("; ")}): removing it first`);
+    // Said before anything is removed: a new sandbox is a new cluster, so what the user copied from the old one stops working.
+    say(
+      `sandbox: the sandbox in ${folder} is not whole (${dead.slice(0, 5).join("; ")}): removing it first and starting a new one, whose URLs, node address, portal and Prometheus ports differ from these (${Object.values(existing.urls).slice(0, 3).join(", ") || "none"}${existing.portal ? `; portal ${existing.portal}` : ""}): load . .sandbox/env again afterwards`,
+    );
   } else if (existing) say(`sandbox: ${folder} is gone but its processes are recorded in ${outsideRecordFile(projectDir, io.env)}: removing them first`);
   if (existing || fs.existsSync(folder)) {
     const down = await takeDown(io);
