@@ -33,5 +33,14 @@ describe("parsePublishedEndpoints", () => {
     expect(() => parsePublishedEndpoints({ argocd: { selector: { ["k".repeat(318)]: "v" } } }, "outputs")).toThrow(
       "outputs: endpoints.argocd.selector: a key longer than a label key (317 characters)",
     );
+    // Keys no up writes: refused, never dropped (a map built from them would lose `__proto__` without a word; outside tester).
+    for (const key of ["__proto__", ""]) {
+      expect(() => parsePublishedEndpoints(JSON.parse(`{"argocd":{"selector":{${JSON.stringify(key)}:{"polluted":"yes"}}}}`), "outputs"), key).toThrow(
+        /^outputs: endpoints\.argocd\.selector/,
+      );
+      expect(() => parsePublishedEndpoints(JSON.parse(`{"argocd":{"selector":{${JSON.stringify(key)}:"v"}}}`), "outputs"), key).toThrow(
+        `outputs: endpoints.argocd.selector: label key ${JSON.stringify(key)}: its name must be`,
+      );
+    }
   });
 });

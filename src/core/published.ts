@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import { describeZodIssue, formatPath } from "./contract/parse";
 import { UserError } from "./errors";
+import { labelKeyProblem } from "./kube/labels";
 import { shownValue } from "./text";
 import "./zod-messages";
 
@@ -45,6 +46,8 @@ export const PUBLISHED_TEXT_MAX = 256;
  */
 export function parsePublishedEndpoints(value: unknown, source: string): PublishedEndpoints {
   const result = schema.safeParse(value, { reportInput: true });
+  const badKey = result.success ? selectorKeyProblem(value) : undefined;
+  if (badKey) throw new UserError(`${source}: ${badKey}`);
   if (result.success) {
     return Object.fromEntries(
       Object.entries(result.data).map(([name, e]) => {
@@ -57,6 +60,22 @@ export function parsePublishedEndpoints(value: unknown, source: string): Publish
   const issue = result.error.issues[0];
   const where = issue ? formatPath(["endpoints", ...issue.path]) : "endpoints";
   throw new UserError(`${source}: ${where}: ${issue ? describeZodIssue(issue) : "not a map of published endpoints"}`);
+}
+
+/**
+ * The first selector key of the raw outputs that is not a label key (an up never writes one): read from the input's own keys,
+ * since a map built from them drops `__proto__` without a word.
+ */
+function selectorKeyProblem(value: unknown): string | undefined {
+  for (const [name, record] of Object.entries(value as Record<string, unknown>)) {
+    const sel = (record as { selector?: unknown }).selector;
+    if (sel === null || typeof sel !== "object") continue;
+    for (const key of Object.keys(sel)) {
+      const problem = labelKeyProblem(key);
+      if (problem) return `${formatPath(["endpoints", name, "selector"])}: ${problem}`;
+    }
+  }
+  return undefined;
 }
 
 /** The `endpoints` output of a set of stack outputs ({} when the stack published none). */
