@@ -8,6 +8,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { nextCommands } from "../cli/commands/sandbox";
 import { main } from "../cli/main";
 import { defaultContractPath, loadContractFile } from "../src/adapters/contract-file";
 import { DEFAULT_STATE_DIR } from "../src/adapters/datapath/datapath";
@@ -920,6 +921,16 @@ describe("seedCluster creates only what is missing", () => {
     } finally {
       await api.close();
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("sandbox up's next commands", () => {
+  it("put every comment in one column, whatever the sandbox folder's name (a new user's finding)", () => {
+    for (const envFile of [".sandbox/env", "../some/longer/path/.sandbox/env"]) {
+      const lines = nextCommands(envFile);
+      expect(lines[0]).toMatch(new RegExp(`^  \\. ${envFile.replaceAll(".", "\\.")} +# kubeconfig, state, passphrase, pulumi on PATH$`));
+      expect(new Set(lines.map((l) => l.indexOf("#"))).size).toBe(1);
     }
   });
 });

@@ -41,12 +41,7 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
           `folder: ${rel(info.folder)} (pulumi ${info.pulumi.version} from ${info.pulumi.source})`,
           "",
           "next, in this shell:",
-          `  . ${rel(info.envFile)}                                # kubeconfig, state, passphrase, pulumi on PATH`,
-          `  npx exposure status --stack ${SANDBOX_STACK}               # MATCH per entry`,
-          `  npx exposure probe --stack ${SANDBOX_STACK}                # every URL answers`,
-          `  npx exposure access --stack ${SANDBOX_STACK} --no-dotenv   # URLs and credentials on one screen`,
-          `  pulumi preview --stack ${SANDBOX_STACK}                    # no changes`,
-          "  npx exposure sandbox down                        # stop everything, remove the folder",
+          ...nextCommands(rel(info.envFile)),
         ].join("\n"),
       );
       return EXIT.OK;
@@ -106,3 +101,17 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
       throw usageError(SPEC, action ? `unknown sandbox action '${printableValue(action)}': up, status or down` : "name the action: up, status or down");
   }
 };
+
+/** The commands `sandbox up` suggests next, each with why, the comments in one column whatever the folder's name. */
+export function nextCommands(envFile: string): string[] {
+  const lines: [string, string][] = [
+    [`. ${envFile}`, "kubeconfig, state, passphrase, pulumi on PATH"],
+    [`npx exposure status --stack ${SANDBOX_STACK}`, "MATCH per entry"],
+    [`npx exposure probe --stack ${SANDBOX_STACK}`, "every URL answers"],
+    [`npx exposure access --stack ${SANDBOX_STACK} --no-dotenv`, "URLs and credentials on one screen"],
+    [`pulumi preview --stack ${SANDBOX_STACK}`, "no changes"],
+    ["npx exposure sandbox down", "stop everything, remove the folder"],
+  ];
+  const width = Math.max(...lines.map(([command]) => command.length)) + 3;
+  return lines.map(([command, why]) => `  ${command.padEnd(width)}# ${why}`);
+}
