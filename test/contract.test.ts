@@ -338,6 +338,11 @@ describe("hostile YAML and malformed snapshots are clean errors with a position"
     ],
     ["items: null", "kind: List\nitems: null\n", "snap.yaml:2:8: items: expected an array, found null"],
     ["a null item", "kind: ServiceList\nitems:\n  - null\n", "snap.yaml:3:5: items[0]: expected a Kubernetes object (a map), found null"],
+    [
+      "a List item without metadata.name (at the item's metadata, not the List's first line)",
+      "kind: List\nitems:\n  - kind: Service\n    metadata: {namespace: b}\n    spec: {}\n",
+      "snap.yaml:4:15: items[0].metadata.name: required field is missing",
+    ],
     ["a bare array", "- kind: Service\n  metadata: {name: a}\n", "snap.yaml:1:1: (object): expected a Kubernetes object or a List, found an array"],
   ])("refuses a snapshot with %s", (_name, text, fragment) => {
     expect(() => SnapshotReader.parse(text, "snap.yaml")).toThrow(fragment);

@@ -134,8 +134,10 @@ export class SnapshotReader implements ClusterReader {
       }
       if (value == null) continue;
       for (const p of checkSnapshotDocument(value)) {
-        const node = doc.getIn(p.path, true) as { range?: [number, number, number] } | undefined;
-        problems.push(`${where(node?.range?.[0] ?? doc.contents?.range?.[0])}: ${formatObjectProblem(p)}`);
+        // A missing field has no node: point at the nearest enclosing one (the item's metadata), not the document.
+        let node: { range?: [number, number, number] } | undefined;
+        for (let depth = p.path.length; depth >= 0 && !node?.range; depth--) node = doc.getIn(p.path.slice(0, depth), true) as typeof node;
+        problems.push(`${where(node?.range?.[0])}: ${formatObjectProblem(p)}`);
       }
       objects.push(value);
     }
