@@ -134,10 +134,8 @@ export class SnapshotReader implements ClusterReader {
       }
       if (value == null) continue;
       for (const p of checkSnapshotDocument(value)) {
-        // A missing field has no node: point at the nearest enclosing one (the item's metadata), not the document.
-        let node: { range?: [number, number, number] } | undefined;
-        for (let depth = p.path.length; depth >= 0 && !node?.range; depth--) node = doc.getIn(p.path.slice(0, depth), true) as typeof node;
-        problems.push(`${where(node?.range?.[0])}: ${formatObjectProblem(p)}`);
+        const enclosingOffsets = p.path.map((_, i) => (doc.getIn(p.path.slice(0, p.path.length - i), true) as { range?: number[] } | undefined)?.range?.[0]);
+        problems.push(`${where(enclosingOffsets.find((o) => o !== undefined) ?? doc.contents?.range?.[0])}: ${formatObjectProblem(p)}`);
       }
       objects.push(value);
     }
