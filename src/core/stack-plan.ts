@@ -74,6 +74,7 @@ export async function readStack(cluster: ClusterReader, s: StackInputs, record: 
     record.stateUids && (upCompleted || liveGuard.policy || liveGuard.binding)
       ? await record.stateUids().catch((err) => (upCompleted ? Promise.reject(err) : stateUidsOf(undefined)))
       : stateUidsOf(undefined);
+  const published = publishedConfigMap !== undefined;
   return {
     services,
     nodes,
@@ -82,7 +83,7 @@ export async function readStack(cluster: ClusterReader, s: StackInputs, record: 
     ciliumEra,
     helmRelease,
     lastEndpoints,
-    publishedConfigMap: publishedConfigMap !== undefined,
+    published,
     workloads,
     liveGuard,
     stateUids,
@@ -167,7 +168,7 @@ export function planStack(s: StackInputs, r: StackReads): StackPlan | { problems
     ? {
         ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(portalNamespace, r.services) } : {}),
         serviceRefusal: fixed("Service", "portal-server-svc", PORTAL_SERVICE_NAME, live.has(portalKey), r.stateUids.services),
-        publishedRefusal: fixed("ConfigMap", "portal-server-published", PORTAL_PUBLISHED.configMap, r.publishedConfigMap, r.stateUids.configMaps),
+        publishedRefusal: fixed("ConfigMap", "portal-server-published", PORTAL_PUBLISHED.configMap, r.published, r.stateUids.configMaps),
         ...(exposures.some((e) => e.mirrorsPortal)
           ? {}
           : {
