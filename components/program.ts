@@ -30,21 +30,19 @@ export interface ProgramInputs extends StackRecord {
   live?: boolean;
 }
 
-/** One record per published entry, as stack output (read back as one of PublishedEndpoints). */
+/** One record per published entry, as stack output, read back as one of PublishedEndpoints (src/core/published.ts). */
 interface EndpointRecord {
   exposure: "nodePort" | "hostPort";
   namespace: string;
-  /** The vendored Service mirrored (nodePort entries). */
+  /** nodePort entries: the vendored Service mirrored; ours; its uid (what proves, outside the engine, that it is the one this stack created); the selector
+   * this up applied to it (what proves, at the next up, which keys this stack mirrored: a key the chart drops since is ours to drop). */
   mirrors?: string;
-  /** Our NodePort Service (nodePort entries). */
   service?: string;
-  /** Its uid: what proves, outside the engine, that the Service is the one this stack created. */
   uid?: string;
-  /** The selector this up applied to it: what proves, at the next up, which keys this stack mirrored (a key the chart drops since is ours to drop). */
   selector?: Record<string, string>;
   nodePort?: number;
+  /** hostPort entries: the port, the pod and the node holding it. */
   hostPort?: number;
-  /** Pod and node holding the hostPort (hostPort entries). */
   pod?: string;
   node?: string;
   url: string;
@@ -149,16 +147,11 @@ function declareExposure(
 }
 
 /** What up waits on once it has applied the Cilium release: its agents, its operator and their pods. */
-async function ciliumWorkloads(cluster: ClusterReader, release: CiliumReleasePlan) {
-  const workload = async (plural: string, kind: string, name: string) =>
-    (await cluster.listCustom({ group: "apps", versions: ["v1"], plural, kind })).find(
-      (o) => o.metadata.namespace === release.namespace && o.metadata.name === name,
-    );
-  return {
-    agents: await workload("daemonsets", "DaemonSet", "cilium"),
-    operator: await workload("deployments", "Deployment", "cilium-operator"),
-    pods: await cluster.listPods({ namespace: release.namespace }),
-  };
+async function ciliumWorkloads(cluster: ClusterReader, { namespace }: CiliumReleasePlan) {
+  const named = async (plural: string, kind: string, name: string) =>
+    (await cluster.listCustom({ group: "apps", versions: ["v1"], plural, kind })).find((o) => o.metadata.namespace === namespace && o.metadata.name === name);
+  const [agents, operator] = [await named("daemonsets", "DaemonSet", "cilium"), await named("deployments", "Deployment", "cilium-operator")];
+  return { agents, operator, pods: await cluster.listPods({ namespace }) };
 }
 
 /**

@@ -338,9 +338,10 @@ describe("size", () => {
   // credentials masked in lists, the selector that follows the chart, workloads admitted by
   // generateName and owner, each stack's own guard probe, the roll-out wait by node count, the
   // listed objects held bounded, published selector keys checked, the sandbox's next commands aligned), so that the code does not grow back unnoticed (the aim is
-  // 9,500).
-  it("the product code does not grow past its last cut: at most 11,556 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_556);
+  // 9,500). Then 48 lines for the program as read -> decide -> declare (issue 42 #4): the decisions as data with their types (src/core/stack-plan.ts) and the
+  // engine's inputs chosen by the entry point (components/engine.ts), where declareStack read, decided and declared in one pass.
+  it("the product code does not grow past its last cut: at most 11,604 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_604);
   });
 
   it("bench/ stays at most 1,200 lines", () => {

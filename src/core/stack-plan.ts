@@ -46,51 +46,37 @@ export async function readStack(cluster: ClusterReader, s: StackInputs, record: 
   const named = new Set(
     s.selectedEntries.flatMap((e) => (e.service ? [e.service.name, ourServiceName(e.name)].map((n) => `${e.service?.namespace}/${n}`) : [])),
   );
-  const planned = (sv: Service) =>
-    named.has(`${sv.metadata.namespace}/${sv.metadata.name}`) ||
-    isExposingService(sv) ||
-    (settings.portal.enabled && sv.metadata.namespace === portalNamespace);
+  const key = (sv: Service) => `${sv.metadata.namespace}/${sv.metadata.name}`;
+  const planned = (sv: Service) => named.has(key(sv)) || isExposingService(sv) || (settings.portal.enabled && sv.metadata.namespace === portalNamespace);
   const none = Promise.resolve(undefined);
-  const [services, nodes, pods, ciliumConfig, ciliumEra, helmRelease, lastEndpoints, publishedConfigMap, workloads, liveGuard, admissionApi, monitoringApi] =
-    await Promise.all([
-      cluster.listServices({ keep: planned }),
-      cluster.listNodes(),
-      // Those holding a host port hold every hostPort entry's (planned from them).
-      deny ? cluster.listPods({ keep: mayHoldHostPort }) : readHostPortPods(cluster, s.selectedEntries),
-      cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name),
-      listCiliumEra(cluster),
-      reads.release ? readLiveRelease(cluster, reads.release, inflate) : none,
-      record.lastEndpoints ? record.lastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
-      settings.portal.enabled ? cluster.getConfigMap(portalNamespace, PORTAL_PUBLISHED.configMap) : none,
-      deny ? readWorkloads(cluster) : Promise.resolve({ workloads: [], unread: [] }),
-      guardName ? liveGuardUids(cluster, guardName) : Promise.resolve({ policy: undefined, binding: undefined }),
-      // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30); monitoring the Prometheus Operator's CRDs: a preview says so.
-      guardName ? cluster.servedResources?.("admissionregistration.k8s.io/v1") : none,
-      settings.monitoring.enabled ? cluster.servedResources?.(MONITORING_GROUP_VERSION) : none,
-    ]);
+  const read = await allOf({
+    services: cluster.listServices({ keep: planned }),
+    nodes: cluster.listNodes(),
+    // Those holding a host port hold every hostPort entry's (planned from them).
+    pods: deny ? cluster.listPods({ keep: mayHoldHostPort }) : readHostPortPods(cluster, s.selectedEntries),
+    ciliumConfig: cluster.getConfigMap(reads.configMap.namespace, reads.configMap.name),
+    ciliumEra: listCiliumEra(cluster),
+    helmRelease: reads.release ? readLiveRelease(cluster, reads.release, inflate) : none,
+    lastEndpoints: record.lastEndpoints ? record.lastEndpoints() : Promise.resolve<PublishedEndpoints>({}),
+    publishedConfigMap: settings.portal.enabled ? cluster.getConfigMap(portalNamespace, PORTAL_PUBLISHED.configMap) : none,
+    workloads: deny ? readWorkloads(cluster) : Promise.resolve({ workloads: [], unread: [] }),
+    liveGuard: guardName ? liveGuardUids(cluster, guardName) : Promise.resolve({ policy: undefined, binding: undefined }),
+    // The guard needs the ValidatingAdmissionPolicy API (Kubernetes >= 1.30); monitoring the Prometheus Operator's CRDs: a preview says so.
+    admissionApi: guardName ? cluster.servedResources?.("admissionregistration.k8s.io/v1") : none,
+    monitoringApi: settings.monitoring.enabled ? cluster.servedResources?.(MONITORING_GROUP_VERSION) : none,
+  });
   // Only once an up has completed: the engine cannot read the state of a stack that has none yet (a guard is then not ours).
-  const upCompleted = Object.keys(lastEndpoints).length > 0;
+  const upCompleted = Object.keys(read.lastEndpoints).length > 0;
   const stateUids =
-    record.stateUids && (upCompleted || liveGuard.policy || liveGuard.binding)
+    record.stateUids && (upCompleted || read.liveGuard.policy || read.liveGuard.binding)
       ? await record.stateUids().catch((err) => (upCompleted ? Promise.reject(err) : stateUidsOf(undefined)))
       : stateUidsOf(undefined);
-  const published = publishedConfigMap !== undefined;
-  return {
-    services,
-    nodes,
-    pods,
-    ciliumConfig,
-    ciliumEra,
-    helmRelease,
-    lastEndpoints,
-    published,
-    workloads,
-    liveGuard,
-    stateUids,
-    admissionApi,
-    monitoringApi,
-    source: cluster.source,
-  };
+  return { ...read, stateUids, source: cluster.source };
+}
+
+/** Every promise of an object awaited in parallel: the object of their values. */
+async function allOf<T extends Record<string, unknown>>(promises: T): Promise<{ [K in keyof T]: Awaited<T[K]> }> {
+  return Object.fromEntries(await Promise.all(Object.entries(promises).map(async ([k, v]) => [k, await v]))) as { [K in keyof T]: Awaited<T[K]> };
 }
 
 export type StackReads = Awaited<ReturnType<typeof readStack>>;
@@ -121,34 +107,18 @@ export function planStack(s: StackInputs, r: StackReads): StackPlan | { problems
   const resolution = resolveExposures(s.selectedEntries, { services: withPortal, nodes: r.nodes, pods: r.pods }, settings.nodeAddress, {
     allowKubeSystem: settings.allowKubeSystem,
   });
-  const cilium = planCilium(
-    settings.cilium,
-    { stack, production: settings.production },
-    {
-      services: r.services,
-      ...r.ciliumEra,
-      ...(r.ciliumConfig ? { ciliumConfig: r.ciliumConfig } : {}),
-      ...(r.helmRelease ? { helmRelease: r.helmRelease } : {}),
-    },
-  );
+  const { ciliumConfig, helmRelease } = r;
+  const observed = { services: r.services, ...r.ciliumEra, ...(ciliumConfig ? { ciliumConfig } : {}), ...(helmRelease ? { helmRelease } : {}) };
+  const cilium = planCilium(settings.cilium, { stack, production: settings.production }, observed);
   const guarded = settings.admission.mode !== "off";
   const live = new Map(r.services.map((sv) => [`${sv.metadata.namespace}/${sv.metadata.name}`, sv]));
   const portalKey = `${portalNamespace}/${PORTAL_SERVICE_NAME}`;
+  const lockInputs = { allowlist: settings.allowlist, pods: r.pods, acknowledge: settings.admission.acknowledge, stackFile: `Pulumi.${stack}.yaml` };
   const problems = [
     // Ownership (src/core/ownership.ts).
     ...upRefusals("plans" in resolution ? resolution.plans : [], live, r.lastEndpoints, settings.portal.enabled ? portalKey : undefined, r.stateUids),
     guarded ? guardTakeoverProblem(admissionPolicyName(stack), r.liveGuard, r.stateUids.guard) : undefined,
-    settings.admission.mode === "deny"
-      ? denyWouldLock({
-          contract: s.contract,
-          selected: s.selected,
-          allowlist: settings.allowlist,
-          pods: r.pods,
-          ...r.workloads,
-          acknowledge: settings.admission.acknowledge,
-          stackFile: `Pulumi.${stack}.yaml`,
-        })
-      : undefined,
+    settings.admission.mode === "deny" ? denyWouldLock({ ...s, ...r.workloads, ...lockInputs }) : undefined,
     ...("problems" in resolution ? resolution.problems : []),
     ...("problems" in cilium ? cilium.problems : []),
     guarded ? admissionApiProblem(r.admissionApi, r.source) : undefined,
@@ -168,7 +138,7 @@ export function planStack(s: StackInputs, r: StackReads): StackPlan | { problems
     ? {
         ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(portalNamespace, r.services) } : {}),
         serviceRefusal: fixed("Service", "portal-server-svc", PORTAL_SERVICE_NAME, live.has(portalKey), r.stateUids.services),
-        publishedRefusal: fixed("ConfigMap", "portal-server-published", PORTAL_PUBLISHED.configMap, r.published, r.stateUids.configMaps),
+        publishedRefusal: fixed("ConfigMap", "portal-server-published", PORTAL_PUBLISHED.configMap, r.publishedConfigMap !== undefined, r.stateUids.configMaps),
         ...(exposures.some((e) => e.mirrorsPortal)
           ? {}
           : {
