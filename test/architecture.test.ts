@@ -101,13 +101,17 @@ function targetOf(file: string, spec: string): string {
   return target.endsWith(".ts") ? target : target.endsWith(".js") ? `${target.slice(0, -3)}.ts` : `${target}.ts`;
 }
 
+/** A file as messages name it: from the project folder (a fixture's under its folder). */
+const shown = (root: string, file: string) => path.posix.join(path.relative(projectDir, root), file);
+
 function violations(root = projectDir): string[] {
   const found: string[] = [];
   for (const file of productFiles(root)) {
+    const at = shown(root, file);
     const layer = layerOf(file);
     if (!layer) {
       found.push(
-        `${file}: not in any layer (${Object.values(LAYERS)
+        `${at}: not in any layer (${Object.values(LAYERS)
           .flatMap((l) => l.in)
           .join(", ")})`,
       );
@@ -117,17 +121,17 @@ function violations(root = projectDir): string[] {
       if (spec.startsWith(".")) {
         const target = targetOf(file, spec);
         const targetLayer = layerOf(target);
-        if (!targetLayer) found.push(`${file}: imports ${spec}, outside every layer`);
-        else if (file.startsWith("src/") && !target.startsWith("src/")) found.push(`${file}: imports ${spec}, outside src/ (an arrow running back up)`);
-        else if (!LAYERS[layer].may.includes(targetLayer)) found.push(`${file} (${layer}) imports ${spec} (${targetLayer})`);
+        if (!targetLayer) found.push(`${at}: imports ${spec}, outside every layer`);
+        else if (file.startsWith("src/") && !target.startsWith("src/")) found.push(`${at}: imports ${spec}, outside src/ (an arrow running back up)`);
+        else if (!LAYERS[layer].may.includes(targetLayer)) found.push(`${at} (${layer}) imports ${spec} (${targetLayer})`);
         // The CLI reaches components (the Pulumi SDK) only from `render`, and only when it runs.
         else if (layer === "cli" && targetLayer === "components" && !(file === "cli/commands/render.ts" && dynamic))
-          found.push(`${file}: only cli/commands/render.ts may load components, through import()`);
+          found.push(`${at}: only cli/commands/render.ts may load components, through import()`);
         continue;
       }
       const pkg = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] ?? spec);
-      if (layer === "core" && !CORE_PACKAGES.has(pkg)) found.push(`${file}: the pure core imports ${spec}`);
-      if (pkg.startsWith("@pulumi/") && layer !== "components") found.push(`${file}: only components may import ${spec}`);
+      if (layer === "core" && !CORE_PACKAGES.has(pkg)) found.push(`${at}: the pure core imports ${spec}`);
+      if (pkg.startsWith("@pulumi/") && layer !== "components") found.push(`${at}: only components may import ${spec}`);
     }
   }
   return found;
@@ -159,7 +163,7 @@ function importCycles(root = projectDir): string[] {
         const cycle = stack.slice(stack.indexOf(t));
         // One line per cycle, whichever file the search entered it by: started at its first file in sort order.
         const first = cycle.indexOf([...cycle].sort()[0] as string);
-        cycles.add([...cycle.slice(first), ...cycle.slice(0, first), cycle[first]].join(" -> "));
+        cycles.add([...cycle.slice(first), ...cycle.slice(0, first), cycle[first]].map((c) => shown(root, c as string)).join(" -> "));
       } else if (!state.has(t)) visit(t);
     }
     stack.pop();
@@ -183,20 +187,19 @@ describe("layers", () => {
 
   it("the rules catch a violation: a core file importing an adapter and node:fs (one import over three lines), an import cycle", () => {
     expect(violations(VIOLATING)).toEqual([
-      "src/core/pure.ts: the pure core imports node:fs",
-      "src/core/pure.ts (core) imports ../adapters/io (adapters)",
-      "src/core/pure.ts: the pure core imports node:path",
+      "test/data/architecture-violation/src/core/pure.ts: the pure core imports node:fs",
+      "test/data/architecture-violation/src/core/pure.ts (core) imports ../adapters/io (adapters)",
+      "test/data/architecture-violation/src/core/pure.ts: the pure core imports node:path",
     ]);
-    expect(importCycles(VIOLATING)).toEqual(["src/core/a.ts -> src/core/b.ts -> src/core/a.ts"]);
+    expect(importCycles(VIOLATING)).toEqual([
+      "test/data/architecture-violation/src/core/a.ts -> test/data/architecture-violation/src/core/b.ts -> test/data/architecture-violation/src/core/a.ts",
+    ]);
   });
 
   it("reads imports as TypeScript does: none from comments or strings (a line-based regex took one), every form of import", () => {
-    expect(importsOf("src/core/pure.ts", VIOLATING).map((i) => `${i.spec}${i.dynamic ? " (dynamic)" : ""}${i.typeOnly ? " (type)" : ""}`)).toEqual([
-      "node:fs",
-      "../adapters/io",
-      "./a (type)",
-      "node:path (dynamic)",
-    ]);
+    expect(
+      importsOf("test/data/architecture-violation/src/core/pure.ts").map((i) => `${i.spec}${i.dynamic ? " (dynamic)" : ""}${i.typeOnly ? " (type)" : ""}`),
+    ).toEqual(["node:fs", "../adapters/io", "./a (type)", "node:path (dynamic)"]);
   });
 });
 
@@ -273,8 +276,8 @@ describe("one model of exposure", () => {
   });
 
   it("a call is told from an import: a reader that imports the model and only passes a value of it on is caught", () => {
-    expect(parse("src/core/reader.ts", VIOLATING).calls).toEqual(new Set(["./a"]));
-    expect(parse("src/core/reader.ts", VIOLATING).imports.map((i) => i.spec)).toEqual(["./a", "./b"]);
+    expect(parse("test/data/architecture-violation/src/core/reader.ts").calls).toEqual(new Set(["./a"]));
+    expect(parse("test/data/architecture-violation/src/core/reader.ts").imports.map((i) => i.spec)).toEqual(["./a", "./b"]);
   });
 
   it("no other core file re-implements what the model decides", () => {
