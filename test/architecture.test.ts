@@ -203,6 +203,22 @@ describe("layers", () => {
   });
 });
 
+describe("the program: read, decide, declare (issue 42 #4)", () => {
+  it("reads through what its entry point gives it: neither the mocks nor the live reader are imported by components/program.ts", () => {
+    const specs = importsOf("components/program.ts").map((i) => i.spec);
+    expect(specs.filter((spec) => /\/(mocks|kube-live|engine)$/.test(spec))).toEqual([]);
+    expect(importsOf("index.ts").map((i) => i.spec)).toContain("./components/engine");
+  });
+
+  it("declareStack stays a thin declare step: under 60 lines (the deciding is src/core/stack-plan.ts's)", () => {
+    const file = "components/program.ts";
+    const source = ts.createSourceFile(file, fs.readFileSync(path.join(projectDir, file), "utf8"), ts.ScriptTarget.ES2022, true);
+    const fn = source.statements.find((s): s is ts.FunctionDeclaration => ts.isFunctionDeclaration(s) && s.name?.text === "declareStack");
+    const lines = fn ? source.getLineAndCharacterOfPosition(fn.end).line - source.getLineAndCharacterOfPosition(fn.getStart()).line + 1 : Number.NaN;
+    expect(lines).toBeLessThan(60);
+  });
+});
+
 describe("commands", () => {
   it("share code through cli/ modules, never by importing another command", () => {
     const crossing = sourceFiles("cli/commands").flatMap((file) =>
