@@ -10,7 +10,7 @@ export type Commands = { [N in CommandName]: Command<N> };
 
 /**
  * A command's module (cli/commands/<name>.ts, exporting `command`), loaded only when that command
- * runs: `--help`, `--version` and completion load none, and only `render` reaches the Pulumi SDK.
+ * runs (`exposure completion` too): `--help` and `--version` load none, and only `render` reaches the Pulumi SDK.
  */
 const load = async (name: CommandName): Promise<unknown> => (await import(/* @vite-ignore */ `./commands/${name}.js`)).command;
 

@@ -1,5 +1,5 @@
-// Helpers shared by the operator commands (status, drift, probe, access): flag values,
-// the cluster connection with a short timeout, plain-text tables and the status report.
+// Helpers shared by the operator commands (status, drift, probe, access, sandbox): flag values (--timeout, --entry),
+// plain-text tables and the status report. The cluster connection is cli/stack.ts's.
 import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
 import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";

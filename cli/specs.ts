@@ -1,7 +1,7 @@
 // Every command's flags, usage and help, as data: the registry of commands. The parser, `--help`,
 // shell completion, the build (scripts/build.cjs) and the test that keeps README /
-// docs/commands.md true all read this table. Loading it costs
-// nothing, so `exposure --help` and completion never load a command's module.
+// docs/commands.md true all read this table. Loading it costs nothing, so `exposure --help` and
+// `exposure <command> --help` never load a command's module (`exposure completion` loads its own).
 import type { CommandSpec, FlagSpec } from "./flags";
 
 const stack = {

@@ -1,21 +1,12 @@
 import * as path from "node:path";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import {
-  type AdmissionManifests,
-  admissionManifests,
-  GUARD_PROBE_ANNOTATION,
-  guardProbe,
-  untilGuardAnswers,
-  untilPolicyTypeChecked,
-} from "../src/core/admission";
-import type { Contract } from "../src/core/contract/schema";
-import { ourServiceSpec } from "../src/core/exposure-model";
+import type { OpenStack } from "../src/adapters/stack-inputs";
+import { type AdmissionManifests, admissionManifests, GUARD_PROBE_ANNOTATION, untilGuardAnswers, untilPolicyTypeChecked } from "../src/core/admission";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import type { Service } from "../src/core/kube/types";
-import type { ExposurePlan, NodePortPlan } from "../src/core/plan";
-import type { Settings } from "../src/core/settings";
-import { kubernetesProviderOf, underEngine } from "./kubernetes-provider";
+import type { ExposurePlan } from "../src/core/plan";
+import { guardChecks } from "../src/core/stack-plan";
+import { kubernetesProviderOf } from "./kubernetes-provider";
 
 interface AdmissionGuardArgs {
   /** The policy and binding generated from the contract (src/core/admission.ts). */
@@ -48,7 +39,7 @@ export class AdmissionGuard extends pulumi.ComponentResource {
    * Known once the guard is in effect: why the update must fail (the API server's type check
    * flagged the policy, whose binding is then applied with [Warn] only; deny not in force), or undefined.
    */
-  public readonly refusal: pulumi.Output<string | undefined>;
+  public readonly refusal: Promise<string | undefined>;
 
   constructor(name: string, args: AdmissionGuardArgs, opts?: pulumi.ComponentResourceOptions) {
     super("ui-exposure:admission:AdmissionGuard", name, { manifests: args.manifests }, opts);
@@ -93,7 +84,7 @@ export class AdmissionGuard extends pulumi.ComponentResource {
       if (!problem && !pulumi.runtime.isDryRun() && args.untilEffective) problem = await args.untilEffective();
       return this;
     });
-    this.refusal = this.effective.apply(() => problem);
+    this.refusal = new Promise((resolve) => this.effective.apply(() => resolve(problem)));
 
     this.registerOutputs({ policy: policyResource, binding: this.binding });
   }
@@ -101,8 +92,8 @@ export class AdmissionGuard extends pulumi.ComponentResource {
 
 /** The exposure guard at admission, when the stack's mode is not off (src/core/admission.ts). */
 export function guardAdmission(
-  settings: Settings,
-  stack: { stack: string; projectDir: string; contract: Contract; contractFile: string; selected: string[] },
+  /** `live`: the cluster is the one applied to (the engine's), where up reads back the policy just applied. */
+  { settings, stack, projectDir, contract, contractFile, selected, live }: OpenStack & { live: boolean },
   cluster: ClusterReader,
   plans: readonly ExposurePlan[],
   existing: ReadonlyMap<string, unknown>,
@@ -110,22 +101,12 @@ export function guardAdmission(
 ): AdmissionGuard | undefined {
   const { mode, failurePolicy } = settings.admission;
   if (mode === "off") return undefined;
-  const { projectDir, contractFile, ...rest } = stack;
   // Named relative to the project, as `exposure drift` does, whatever the working directory.
   const contractInProject = path.relative(projectDir, path.resolve(contractFile));
-  const manifests = admissionManifests({ ...rest, contractFile: contractInProject, allowlist: settings.allowlist, mode, failurePolicy });
+  const manifests = admissionManifests({ stack, contract, selected, contractFile: contractInProject, allowlist: settings.allowlist, mode, failurePolicy });
   const policyName = manifests.policy.metadata.name;
   const probe = cluster.dryRunCreateService?.bind(cluster);
-  // Only those still to be created can meet the old policy; only `deny` can refuse them.
-  const toCreate = plans
-    .filter((p): p is NodePortPlan => p.kind === "nodePort" && !existing.has(`${p.namespace}/${p.serviceName}`))
-    .map((p): Service => ({ metadata: { name: p.serviceName, namespace: p.namespace }, spec: ourServiceSpec(p) }));
-  // Deny is in force once the API server refuses the dry run that only this stack's guard refuses (in a namespace that has a
-  // Service): another stack's guard on the cluster neither proves nor hides it.
-  const namespace = ([...existing.keys()].find((k) => k.startsWith("default/")) ?? [...existing.keys()][0] ?? "default/").split("/")[0] ?? "default";
-  const ownProbe = guardProbe(policyName, namespace);
-  const probeKey = `${namespace}/${ownProbe.metadata.name}`;
-  const checks = [...toCreate.map((service) => ({ service, admitted: true })), { service: ownProbe, admitted: false }];
+  const { checks, probeKey } = guardChecks(policyName, plans, existing);
   const untilEffective =
     mode === "deny" && probe
       ? async () => {
@@ -137,8 +118,8 @@ export function guardAdmission(
             : undefined;
         }
       : undefined;
-  // Under the real engine only: the policy just applied is read back from the cluster (a snapshot under mocks has none).
-  const untilTypeChecked = underEngine()
+  // Only on the cluster applied to: the policy just applied is read back from it (a snapshot has none).
+  const untilTypeChecked = live
     ? async () => {
         const problem = await untilPolicyTypeChecked(cluster, policyName, { timeoutMs: 60_000, intervalMs: 500 });
         // Only `deny` refuses: warn and audit are applied anyway, and say it.

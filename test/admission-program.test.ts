@@ -169,12 +169,6 @@ describe("program: a policy the API server's type check flags fails the update",
 
   it("applies the binding with [Warn], then rejects the program with the check's one message, declaring none of our Services", async () => {
     await useMocks(false);
-    // As under the engine: resource hooks registrable, and a stack reference that reads no outputs yet.
-    const monitor = pulumi.runtime.getMonitor() as unknown as { registerResourceHook?: unknown; mocks: pulumi.runtime.Mocks };
-    monitor.registerResourceHook = () => {};
-    const newResource = monitor.mocks.newResource.bind(monitor.mocks);
-    monitor.mocks.newResource = (args) =>
-      args.type === "pulumi:pulumi:StackReference" ? { id: args.name, state: { ...args.inputs, outputs: {} } } : newResource(args);
     const flagged = {
       apiVersion: "admissionregistration.k8s.io/v1",
       kind: "ValidatingAdmissionPolicy",
@@ -182,7 +176,8 @@ describe("program: a policy the API server's type check flags fails the update",
       status: { observedGeneration: 1, typeChecking: { expressionWarnings: [{ fieldRef: "spec.validations[0].expression", warning: "undefined field 'x'" }] } },
     };
     const config = stackConfig({ "ui-exposure:admission": { mode: "deny" } });
-    await expect(declareStack({ projectDir, stack: "test", config, cluster: cluster([flagged]) })).rejects.toThrow(
+    // As under the engine: the cluster read is the one applied to (the policy just applied is read back from it).
+    await expect(declareStack({ projectDir, stack: "test", config, cluster: cluster([flagged]), live: true })).rejects.toThrow(
       "ValidatingAdmissionPolicy ui-exposure-guard-test: the API server's type check of the generated expressions warns (spec.validations[0].expression: undefined field 'x'); its binding refuses nothing until an up passes this check. This is a ui-exposure bug: report it, and set ui-exposure:admission.mode to warn or off meanwhile",
     );
     const binding = registered.find((r) => r.type === "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding");

@@ -5,7 +5,8 @@ import { printableValue } from "./text";
 
 /**
  * What the exposure guard (src/core/admission.ts) would refuse in `deny` mode of the objects that exist now, each as if
- * created again: what the cluster meets on the next rollout, node or restore. Pure: the exposure model's verdicts.
+ * created again: what the cluster meets on the next rollout, node or restore: the exposure model's verdicts, pure but
+ * readWorkloads, which lists the guarded workload kinds through a ClusterReader.
  */
 
 export type { WorkloadObject };

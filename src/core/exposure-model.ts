@@ -6,7 +6,7 @@ import type { Allowlist } from "./settings";
 // The model of exposure: what a stack declares, what a pod or a Service opens to the outside, which
 // rule declares it. The planner, the verdicts, the audit, the pre-deny report and the policy's
 // generator import it (test/exposure-model.test.ts holds them to one answer). Whether a Service is
-// this stack's is src/core/ownership.ts's to say.
+// this stack's (its uid, the state) is src/core/ownership.ts's to say; which Service is an entry's by name is here (ourServices).
 
 /** Our Service of a NodePort entry: `<entry>-nodeport`, in the namespace of the Service it mirrors. */
 export const NODE_PORT_SUFFIX = "-nodeport";

@@ -51,7 +51,7 @@ export function checkLimaInstanceName(name: string, from: string, exitCode: Exit
   return name;
 }
 
-/** Longest wait a command accepts per call or per URL: beyond it a timer would overflow (2^31 ms) long before anyone waits. */
+/** Longest wait a command accepts per call or per URL, 10 minutes: a longer one is a mistake (milliseconds typed as seconds), not a wait. */
 const MAX_TIMEOUT_SECONDS = 600;
 /** Shortest: below it no API server nor UI can answer. */
 const MIN_TIMEOUT_SECONDS = 0.1;

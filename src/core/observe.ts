@@ -193,7 +193,7 @@ interface EntryContext {
   nodes: readonly Node[];
   nodesByName: ReadonlyMap<string, Node>;
   podsByNamespace: ReadonlyMap<string | undefined, Pod[]>;
-  /** Undefined when the stack outputs were not read (the in-cluster portal, or without Pulumi). */
+  /** Undefined when no published outputs were read (no Pulumi CLI, or a portal pod without the published ConfigMap's file). */
   published: PublishedEndpoints | undefined;
 }
 
@@ -218,7 +218,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const endpoints = (ctx.slicesByService.get(service) ?? []).flatMap((slice) => slice.endpoints ?? []);
   const ready = endpoints.filter((ep) => ep.conditions?.ready !== false && ep.addresses.length > 0).length;
   // Created by this stack: the last `up` published this very Service (same uid). Without the
-  // outputs (in-cluster portal, no Pulumi CLI) only the name and namespace can be checked.
+  // outputs (no Pulumi CLI, no published ConfigMap in the portal's pod) only the name and namespace can be checked.
   const notOurs = ctx.published ? ownershipProblem(ours, published) : undefined;
   if (notOurs) {
     return { ...entry, service, readyEndpoints: ready, ...verdictOf(e.name, [["service-not-ours", notOurs]]) };

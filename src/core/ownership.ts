@@ -1,4 +1,4 @@
-// Whether an object is this stack's, decided here alone (test/architecture.test.ts). An entry's
+// Whether an object is this stack's by uid and state, decided here (which Service is an entry's by name: exposure-model.ts). An entry's
 // Service is ours when its uid is the one the last finished `up` published (the `endpoints`
 // output): a refresh reads objects by name and rewrites the state, never the outputs. The state
 // says only whether the engine will create an object (one of that name that exists is then

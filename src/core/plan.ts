@@ -240,7 +240,7 @@ export function planHostPort(entry: Endpoint & { hostPort: HostPortExposure }, p
 export interface ClusterView {
   services: readonly Service[];
   nodes: readonly Node[];
-  /** Only needed (and only listed) when some selected entry is a hostPort entry. */
+  /** The hostPort entries' holders (readHostPortPods); in deny mode the program lists every pod that may hold a host port (src/core/stack-plan.ts). */
   pods: readonly Pod[];
 }
 

@@ -1,0 +1,2 @@
+// Fixture of test/architecture.test.ts: an adapter (I/O).
+export const readIt = (file: string): string => file;
