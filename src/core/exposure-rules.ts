@@ -1,0 +1,202 @@
+import type { Service } from "./kube/types";
+
+// The exposure rules, one table: what opens a port on a node (or an address outside the cluster), each rule read two ways
+// from the same entry, in TypeScript (exposure-model.ts: the audit, status, the pre-deny report, the planner) and in CEL
+// (admission.ts: the guard the API server evaluates). Neither writes a rule again: they loop over this table.
+//
+// Adding a rule (a Service field that opens something, say `spec.loadBalancerIP`): one entry in SERVICE_RULES with its
+// reading in TypeScript (`opens`) and in CEL (`cel.opens`, `cel.newOnUpdate`, optionally `cel.describe`), and its tests:
+// a case in test/exposure-rules.test.ts, and a value of the field in test/exposure-model.test.ts's drawn Services (the
+// property test holds the generated CEL to the TypeScript on them). test/exposure-rules.test.ts registers such a rule in
+// a table of its own and shows both readings apply it.
+
+// Objects are read back unvalidated (any list call, a snapshot file): what is not a list, a map or a port number is no
+// port (the API server would not have stored it).
+export const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+export const field = (v: unknown, key: string): unknown =>
+  v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
+export const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535 ? v : 0);
+
+/** Every key of `selector` has its value in `labels`. */
+export const matchesLabels = (labels: Readonly<Record<string, string>> | undefined, selector: Readonly<Record<string, string>> | undefined) =>
+  Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
+
+/**
+ * Bounds on the work of checking one object, so that the policy's CEL stays far below the API
+ * server's cost limit (an error would admit the object under failurePolicy Ignore):
+ * - a pod (template) with more than `containers` containers in a list is refused as too large;
+ * - one that holds no host port at all (not on the host network, no hostPort set) is admitted
+ *   after one cheap pass, with up to `plainPortsPerContainer` ports in a container;
+ * - any other with more than `portsPerContainer` ports in a container is refused as too large;
+ *   within that, each port costs the same whatever the allowlist's size (one map lookup);
+ * - an undeclared Service with more than `servicePorts` ports or `externalIPs` addresses is
+ *   refused unread;
+ * - each list of the allowlist holds at most `allowlistItems` items and `allowlistCharacters`
+ *   characters of patterns (refused when the stack's settings are read): the map of declared
+ *   ports is then built within the cost limit, and each generated expression stays below CEL's
+ *   default size limit of 100,000 code points (about 55,000 at this bound).
+ */
+export const CHECK_LIMITS = {
+  containers: 32,
+  portsPerContainer: 32,
+  plainPortsPerContainer: 256,
+  servicePorts: 128,
+  externalIPs: 32,
+  allowlistItems: 500,
+  allowlistCharacters: 40_000,
+} as const;
+
+/** A Service's type as the API server defaults it. */
+export const serviceType = (svc: Service) => svc.spec?.type ?? "ClusterIP";
+
+/** A Service's externalIPs as Kubernetes honours them: none on an ExternalName or headless Service (kube-proxy programs nothing for them). */
+export const honouredExternalIPs = (svc: Service) =>
+  serviceType(svc) === "ExternalName" || svc.spec?.clusterIP === "None" ? [] : (svc.spec?.externalIPs ?? []);
+
+/** A LoadBalancer's health check node port (externalTrafficPolicy Local), 0 when none. */
+export const healthCheckNodePort = (svc: Service) => (serviceType(svc) === "LoadBalancer" ? portNumber(svc.spec?.healthCheckNodePort) : 0);
+
+/** What our Service (a NodePort entry's: one port, type NodePort) opens beyond that: another type, ports besides its own (named `portName`, else the first), externalIPs. */
+export function ourServiceExcess(svc: Service, portName?: string) {
+  const type = serviceType(svc);
+  const ports = svc.spec?.ports ?? [];
+  const own = ports.find((p) => p.name === portName) ?? ports[0];
+  return { ...(type !== "NodePort" ? { type } : {}), extraPorts: ports.filter((p) => p !== own), externalIPs: honouredExternalIPs(svc) };
+}
+
+/**
+ * The guard reads a Service through these CEL variables (of `object`, and of `oldObject` on an UPDATE), the same readings
+ * as serviceType and honouredExternalIPs above: `variables.serviceType`, `variables.servicePorts`, `variables.externalIPs`,
+ * and `variables.oldServiceType`, `variables.oldServicePorts`, `variables.oldExternalIPs`.
+ */
+export const serviceCelVariables = (obj: "object" | "oldObject", when: string) => {
+  const old = obj === "oldObject" ? "old" : "";
+  const name = (n: string) => (old ? `old${n[0]?.toUpperCase()}${n.slice(1)}` : n);
+  return [
+    { name: name("serviceType"), expression: `${when} && has(${obj}.spec.type) ? ${obj}.spec.type : ${old ? "''" : "'ClusterIP'"}` },
+    { name: name("servicePorts"), expression: `${when} && has(${obj}.spec.ports) ? ${obj}.spec.ports : []` },
+    {
+      name: name("externalIPs"),
+      expression: `${when} && has(${obj}.spec.externalIPs) && !(has(${obj}.spec.type) && ${obj}.spec.type == 'ExternalName') && !(has(${obj}.spec.clusterIP) && ${obj}.spec.clusterIP == 'None') ? ${obj}.spec.externalIPs : []`,
+    },
+  ];
+};
+
+/**
+ * One way a Service is reachable from outside the cluster, read in TypeScript and in CEL. Every rule is declared by the
+ * same allowlist line (`ui-exposure:allowlist.services`: 'namespace/name-or-prefix*'), or for our own `<entry>-nodeport`
+ * by the contract entry, which declares one port of type NodePort and nothing else.
+ */
+export interface ServiceRule {
+  /** The Service API field(s) the rule reads, as docs and tests name it. */
+  field: string;
+  /** What the Service opens by this rule, in the verdicts' words ("type NodePort"); "" when another rule's words say it; undefined: nothing. */
+  opens(svc: Service): string | undefined;
+  /** What our Service opens by this rule beyond its entry; absent: all that `opens` says (the contract declares none of it). */
+  beyondEntry?(svc: Service): string | undefined;
+  cel: {
+    /** The same as `opens`, true or false, over the variables above (and `object`). */
+    opens: string;
+    /** Our Service opens nothing beyond its entry by this rule (`beyondEntry` is empty); absent: `!(opens)`. */
+    withinEntry?: string;
+    /** What the refusal says after the type: a CEL string, ", ..." when the rule opens, else ''; absent: nothing. */
+    describe?: string;
+    /** An UPDATE opens more by this rule than the Service did before (evaluated only on an UPDATE: `oldObject` is set). */
+    newOnUpdate: string;
+  };
+}
+
+const EXPOSING_TYPES = "['NodePort', 'LoadBalancer']";
+const protocol = (p: string) => `(has(${p}.protocol) ? ${p}.protocol : 'TCP')`;
+const allocatesNodePorts = (obj: string) => `!(has(${obj}.spec.allocateLoadBalancerNodePorts) && !${obj}.spec.allocateLoadBalancerNodePorts)`;
+const healthCheckPort = (obj: string) => `(has(${obj}.spec.healthCheckNodePort) ? ${obj}.spec.healthCheckNodePort : 0)`;
+const localTraffic = (obj: string) => `(has(${obj}.spec.externalTrafficPolicy) && ${obj}.spec.externalTrafficPolicy == 'Local')`;
+const isLoadBalancer = "variables.serviceType == 'LoadBalancer'";
+
+/**
+ * The rules, field by field of the Service API. `ExternalName`, `ClusterIP` without externalIPs, headless: a name or an
+ * in-cluster address only. `loadBalancerSourceRanges`, `sessionAffinity`, `internalTrafficPolicy`, `ipFamilies` narrow
+ * or route what is open; they open nothing.
+ */
+export const SERVICE_RULES: readonly ServiceRule[] = [
+  {
+    // Every port on every node (`nodePort`); a LoadBalancer also its addresses (even with allocateLoadBalancerNodePorts
+    // false, which leaves it without node ports) and, with externalTrafficPolicy Local, healthCheckNodePort on every node.
+    field: "spec.type: NodePort, LoadBalancer",
+    opens: (svc) => (serviceType(svc) === "NodePort" || serviceType(svc) === "LoadBalancer" ? `type ${serviceType(svc)}` : undefined),
+    beyondEntry: (svc) => {
+      const excess = ourServiceExcess(svc);
+      const extra = [
+        ...(excess.type ? [`type ${excess.type} (the contract declares NodePort)`] : []),
+        ...(excess.extraPorts.length ? [`${excess.extraPorts.length + 1} ports (the contract declares one)`] : []),
+      ];
+      return extra.length ? extra.join("; ") : undefined;
+    },
+    cel: {
+      opens: `variables.serviceType in ${EXPOSING_TYPES}`,
+      withinEntry: "variables.serviceType == 'NodePort' && size(variables.servicePorts) <= 1",
+      // Not new: the same ports (by port and protocol) and node ports; new: a load balancer, a port, a nodePort (moved, or
+      // allocated by allocateLoadBalancerNodePorts false -> true), a health check node port.
+      newOnUpdate: [
+        `(${isLoadBalancer} && variables.oldServiceType != 'LoadBalancer')`,
+        `(variables.serviceType in ${EXPOSING_TYPES} && (!(variables.oldServiceType in ${EXPOSING_TYPES}) || variables.servicePorts.exists(p, !variables.oldServicePorts.exists(o, o.port == p.port && ${protocol("o")} == ${protocol("p")})) || variables.servicePorts.exists(p, has(p.nodePort) && p.nodePort != 0 && !variables.oldServicePorts.exists(o, has(o.nodePort) && o.nodePort == p.nodePort && ${protocol("o")} == ${protocol("p")}))))`,
+        `(${isLoadBalancer} && ${allocatesNodePorts("object")} && !${allocatesNodePorts("oldObject")})`,
+        `(${isLoadBalancer} && ${healthCheckPort("object")} != 0 && ${healthCheckPort("object")} != ${healthCheckPort("oldObject")})`,
+        `(${isLoadBalancer} && ${localTraffic("object")} && !${localTraffic("oldObject")})`,
+      ].join(" || "),
+    },
+  },
+  {
+    // Every port on each listed address, whatever the type (honouredExternalIPs: not where Kubernetes ignores them).
+    field: "spec.externalIPs",
+    opens: (svc) => (honouredExternalIPs(svc).length ? `externalIPs ${honouredExternalIPs(svc).join(", ")}` : undefined),
+    cel: {
+      opens: "size(variables.externalIPs) > 0",
+      withinEntry: "size(variables.externalIPs) == 0",
+      describe: `(size(variables.externalIPs) == 0 ? '' : size(variables.externalIPs) <= ${CHECK_LIMITS.externalIPs} ? ', externalIPs ' + variables.externalIPs.join(', ') : ', ' + string(size(variables.externalIPs)) + ' externalIPs')`,
+      newOnUpdate: "variables.externalIPs.exists(ip, !(ip in variables.oldExternalIPs))",
+    },
+  },
+];
+
+/** What a Service opens, rule by rule of `rules` (the words of those that open something). */
+export const serviceOpens = (svc: Service, rules: readonly ServiceRule[] = SERVICE_RULES) =>
+  rules.flatMap((r) => {
+    const what = r.opens(svc);
+    return what === undefined ? [] : [what];
+  });
+
+/** What our Service opens beyond its entry, rule by rule (empty: the entry declares all it opens). */
+export const beyondEntry = (svc: Service, rules: readonly ServiceRule[] = SERVICE_RULES) =>
+  rules.flatMap((r) => {
+    const what = r.beyondEntry ? r.beyondEntry(svc) : r.opens(svc);
+    return what === undefined ? [] : [what];
+  });
+
+/** The containers whose ports a pod spec lists (ephemeral ones may not hold ports; counted if a snapshot says so). */
+export const POD_CONTAINER_LISTS = ["initContainers", "containers", "ephemeralContainers"] as const;
+
+/**
+ * What a pod (or workload template) opens on its node, read in TypeScript and in CEL, and the suffix of the
+ * `ui-exposure:allowlist.hostPorts` item that admits it ('namespace/pod-name-or-prefix*:<item>'):
+ * - a host port: a container port's hostPort (0 is none) or, on the host network, its containerPort (the API server's
+ *   defaulting); item: the port number (or a contract hostPort entry: namespace, port, podSelector);
+ * - the host network: a pod on it may serve on every port of its node; item 'hostNetwork' declares all it opens.
+ */
+export const HOST_PORT_RULE = {
+  item: "port",
+  opens: (port: unknown, onHostNetwork: boolean) => portNumber(field(port, "hostPort")) || (onHostNetwork ? portNumber(field(port, "containerPort")) : 0),
+  cel: (p: string, onHostNetwork: string) =>
+    `has(${p}.hostPort) && ${p}.hostPort != 0 ? ${p}.hostPort : (${onHostNetwork} && has(${p}.containerPort) ? ${p}.containerPort : 0)`,
+} as const;
+export const HOST_NETWORK_RULE = {
+  item: "hostNetwork",
+  opens: (spec: unknown) => field(spec, "hostNetwork") === true,
+  cel: (template: string) => `(has(${template}.spec.hostNetwork) && ${template}.spec.hostNetwork)`,
+} as const;
+
+/** The grammar of an allowlist.hostPorts item, and its forms as the messages name them. */
+export const HOST_PORT_ITEM = {
+  syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:(\d+|hostNetwork)$/,
+  forms: "'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'",
+};
