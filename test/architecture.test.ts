@@ -242,9 +242,11 @@ describe("size", () => {
   // credentials masked in lists, the selector that follows the chart, workloads admitted by
   // generateName and owner, each stack's own guard probe, the roll-out wait by node count, the
   // listed objects held bounded, published selector keys checked, the sandbox's next commands aligned), so that the code does not grow back unnoticed (the aim is
-  // 9,500).
-  it("the product code does not grow past its last cut: at most 11,556 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_556);
+  // 9,500). Raised by 119 for the exposure rules' table (src/core/exposure-rules.ts, issue 42 #1): each rule's TypeScript
+  // and CEL now side by side in one entry that the model and the guard loop over, an interface a third reader (the policy
+  // pack) uses; the hand-wired CEL it replaced was shorter than the table's declarations.
+  it("the product code does not grow past its last cut: at most 11,675 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_675);
   });
 
   it("bench/ stays at most 1,200 lines", () => {

@@ -1,7 +1,6 @@
 import type { Contract } from "./contract/schema";
 import { isHostPortEntry } from "./contract/schema";
 import {
-  beyondEntry,
   CHECK_LIMITS,
   field,
   HOST_NETWORK_RULE,
@@ -26,7 +25,7 @@ import type { Allowlist } from "./settings";
 // (test/exposure-model.test.ts holds them to one answer). Whether a Service is this stack's is
 // src/core/ownership.ts's to say.
 
-export { CHECK_LIMITS, field, HOST_PORT_ITEM, matchesLabels, ourServiceExcess, POD_CONTAINER_LISTS } from "./exposure-rules";
+export { CHECK_LIMITS, field, matchesLabels, ourServiceExcess } from "./exposure-rules";
 export { ourServiceName };
 /** An exposed UI's scheme (http or https), also the name of our Service's one port (Kubernetes keeps an allocated nodePort by port name). */
 export const webScheme = (scheme: string): "http" | "https" => (scheme === "https" ? "https" : "http");
@@ -222,7 +221,7 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: 
   const key = `${svc.metadata.namespace ?? "default"}/${svc.metadata.name}`;
   const ours = rules.ourServices.get(key);
   if (ours) {
-    const extra = beyondEntry(svc, rules.serviceRules);
+    const extra = serviceOpens(svc, rules.serviceRules, true);
     return extra.length ? { undeclared: extra.filter(Boolean).join("; "), entry: ours.entry } : { declared: { by: "contract", entry: ours.entry } };
   }
   const pattern = rules.services.find((p) => matchesPattern(p, key));

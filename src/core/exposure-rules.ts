@@ -1,17 +1,13 @@
 import type { Service } from "./kube/types";
 
-// The exposure rules, one table: what opens a port on a node (or an address outside the cluster), each rule read two ways
-// from the same entry, in TypeScript (exposure-model.ts: the audit, status, the pre-deny report, the planner) and in CEL
-// (admission.ts: the guard the API server evaluates). Neither writes a rule again: they loop over this table.
-//
-// Adding a rule (a Service field that opens something, say `spec.loadBalancerIP`): one entry in SERVICE_RULES with its
-// reading in TypeScript (`opens`) and in CEL (`cel.opens`, `cel.newOnUpdate`, optionally `cel.describe`), and its tests:
-// a case in test/exposure-rules.test.ts, and a value of the field in test/exposure-model.test.ts's drawn Services (the
-// property test holds the generated CEL to the TypeScript on them). test/exposure-rules.test.ts registers such a rule in
-// a table of its own and shows both readings apply it.
+// The exposure rules, one table: what opens a port on a node or an address outside the cluster, each rule read in
+// TypeScript (exposure-model.ts: audit, status, pre-deny report, planner) and in CEL (admission.ts: the guard), side by
+// side; both loop over the table. Adding a rule (a Service field that opens something, say `spec.loadBalancerIP`) is one
+// SERVICE_RULES entry and its tests: a case in test/exposure-rules.test.ts (which registers such a rule in a table of its
+// own) and the field in test/exposure-model.test.ts's drawn Services, whose property test holds the generated CEL to the
+// TypeScript. docs/commands.md ("Exposure guard at admission") says the same.
 
-// Objects are read back unvalidated (any list call, a snapshot file): what is not a list, a map or a port number is no
-// port (the API server would not have stored it).
+// Objects are read back unvalidated (a list call, a snapshot): what is not a list, a map or a port number is no port.
 export const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 export const field = (v: unknown, key: string): unknown =>
   v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
@@ -64,46 +60,30 @@ export function ourServiceExcess(svc: Service, portName?: string) {
   return { ...(type !== "NodePort" ? { type } : {}), extraPorts: ports.filter((p) => p !== own), externalIPs: honouredExternalIPs(svc) };
 }
 
-/**
- * The guard reads a Service through these CEL variables (of `object`, and of `oldObject` on an UPDATE), the same readings
- * as serviceType and honouredExternalIPs above: `variables.serviceType`, `variables.servicePorts`, `variables.externalIPs`,
- * and `variables.oldServiceType`, `variables.oldServicePorts`, `variables.oldExternalIPs`.
- */
+/** serviceType, ports and honouredExternalIPs in CEL: variables.serviceType... of `object`, variables.oldServiceType... of `oldObject` (on an UPDATE). */
 export const serviceCelVariables = (obj: "object" | "oldObject", when: string) => {
-  const old = obj === "oldObject" ? "old" : "";
-  const name = (n: string) => (old ? `old${n[0]?.toUpperCase()}${n.slice(1)}` : n);
+  const [o, T, P, E] = obj === "object" ? ["", "serviceType", "servicePorts", "externalIPs"] : ["old", "ServiceType", "ServicePorts", "ExternalIPs"];
+  const ignored = `(has(${obj}.spec.type) && ${obj}.spec.type == 'ExternalName') && !(has(${obj}.spec.clusterIP) && ${obj}.spec.clusterIP == 'None')`;
   return [
-    { name: name("serviceType"), expression: `${when} && has(${obj}.spec.type) ? ${obj}.spec.type : ${old ? "''" : "'ClusterIP'"}` },
-    { name: name("servicePorts"), expression: `${when} && has(${obj}.spec.ports) ? ${obj}.spec.ports : []` },
-    {
-      name: name("externalIPs"),
-      expression: `${when} && has(${obj}.spec.externalIPs) && !(has(${obj}.spec.type) && ${obj}.spec.type == 'ExternalName') && !(has(${obj}.spec.clusterIP) && ${obj}.spec.clusterIP == 'None') ? ${obj}.spec.externalIPs : []`,
-    },
+    { name: o + T, expression: `${when} && has(${obj}.spec.type) ? ${obj}.spec.type : ${o ? "''" : "'ClusterIP'"}` },
+    { name: o + P, expression: `${when} && has(${obj}.spec.ports) ? ${obj}.spec.ports : []` },
+    { name: o + E, expression: `${when} && has(${obj}.spec.externalIPs) && !${ignored} ? ${obj}.spec.externalIPs : []` },
   ];
 };
 
 /**
- * One way a Service is reachable from outside the cluster, read in TypeScript and in CEL. Every rule is declared by the
- * same allowlist line (`ui-exposure:allowlist.services`: 'namespace/name-or-prefix*'), or for our own `<entry>-nodeport`
- * by the contract entry, which declares one port of type NodePort and nothing else.
+ * One way a Service is reachable from outside the cluster. Any rule's opening is declared by an allowlist.services line
+ * ('namespace/name-or-prefix*'); our `<entry>-nodeport` by its contract entry: one port, type NodePort, nothing else.
+ * `opens`: what it opens, in the verdicts' words ("type NodePort"; "": said by another rule; undefined: nothing);
+ * `beyondEntry`: what our Service opens by it beyond its entry (absent: all `opens` says). `cel`, over the variables of
+ * serviceCelVariables and `object`: `opens`; `withinEntry` (absent: !opens); `describe`, the refusal's words after the
+ * type (", ..." or ''); `newOnUpdate`, an UPDATE opens more than before (`oldObject` set).
  */
 export interface ServiceRule {
-  /** The Service API field(s) the rule reads, as docs and tests name it. */
   field: string;
-  /** What the Service opens by this rule, in the verdicts' words ("type NodePort"); "" when another rule's words say it; undefined: nothing. */
   opens(svc: Service): string | undefined;
-  /** What our Service opens by this rule beyond its entry; absent: all that `opens` says (the contract declares none of it). */
   beyondEntry?(svc: Service): string | undefined;
-  cel: {
-    /** The same as `opens`, true or false, over the variables above (and `object`). */
-    opens: string;
-    /** Our Service opens nothing beyond its entry by this rule (`beyondEntry` is empty); absent: `!(opens)`. */
-    withinEntry?: string;
-    /** What the refusal says after the type: a CEL string, ", ..." when the rule opens, else ''; absent: nothing. */
-    describe?: string;
-    /** An UPDATE opens more by this rule than the Service did before (evaluated only on an UPDATE: `oldObject` is set). */
-    newOnUpdate: string;
-  };
+  cel: { opens: string; withinEntry?: string; describe?: string; newOnUpdate: string };
 }
 
 const EXPOSING_TYPES = "['NodePort', 'LoadBalancer']";
@@ -120,8 +100,8 @@ const isLoadBalancer = "variables.serviceType == 'LoadBalancer'";
  */
 export const SERVICE_RULES: readonly ServiceRule[] = [
   {
-    // Every port on every node (`nodePort`); a LoadBalancer also its addresses (even with allocateLoadBalancerNodePorts
-    // false, which leaves it without node ports) and, with externalTrafficPolicy Local, healthCheckNodePort on every node.
+    // Every port on every node; a LoadBalancer also its addresses (even with allocateLoadBalancerNodePorts false: no node
+    // ports) and, with externalTrafficPolicy Local, healthCheckNodePort on every node.
     field: "spec.type: NodePort, LoadBalancer",
     opens: (svc) => (serviceType(svc) === "NodePort" || serviceType(svc) === "LoadBalancer" ? `type ${serviceType(svc)}` : undefined),
     beyondEntry: (svc) => {
@@ -135,8 +115,8 @@ export const SERVICE_RULES: readonly ServiceRule[] = [
     cel: {
       opens: `variables.serviceType in ${EXPOSING_TYPES}`,
       withinEntry: "variables.serviceType == 'NodePort' && size(variables.servicePorts) <= 1",
-      // Not new: the same ports (by port and protocol) and node ports; new: a load balancer, a port, a nodePort (moved, or
-      // allocated by allocateLoadBalancerNodePorts false -> true), a health check node port.
+      // New: a load balancer, a port (by port and protocol), a nodePort (moved, or allocated: allocateLoadBalancerNodePorts
+      // false -> true), a health check node port.
       newOnUpdate: [
         `(${isLoadBalancer} && variables.oldServiceType != 'LoadBalancer')`,
         `(variables.serviceType in ${EXPOSING_TYPES} && (!(variables.oldServiceType in ${EXPOSING_TYPES}) || variables.servicePorts.exists(p, !variables.oldServicePorts.exists(o, o.port == p.port && ${protocol("o")} == ${protocol("p")})) || variables.servicePorts.exists(p, has(p.nodePort) && p.nodePort != 0 && !variables.oldServicePorts.exists(o, has(o.nodePort) && o.nodePort == p.nodePort && ${protocol("o")} == ${protocol("p")}))))`,
@@ -159,29 +139,17 @@ export const SERVICE_RULES: readonly ServiceRule[] = [
   },
 ];
 
-/** What a Service opens, rule by rule of `rules` (the words of those that open something). */
-export const serviceOpens = (svc: Service, rules: readonly ServiceRule[] = SERVICE_RULES) =>
-  rules.flatMap((r) => {
-    const what = r.opens(svc);
-    return what === undefined ? [] : [what];
-  });
-
-/** What our Service opens beyond its entry, rule by rule (empty: the entry declares all it opens). */
-export const beyondEntry = (svc: Service, rules: readonly ServiceRule[] = SERVICE_RULES) =>
-  rules.flatMap((r) => {
-    const what = r.beyondEntry ? r.beyondEntry(svc) : r.opens(svc);
-    return what === undefined ? [] : [what];
-  });
+/** What a Service opens, rule by rule (`ours`: what our Service opens beyond its entry; empty: it opens nothing more). */
+export const serviceOpens = (svc: Service, rules: readonly ServiceRule[] = SERVICE_RULES, ours = false) =>
+  rules.flatMap((r) => (ours && r.beyondEntry ? r.beyondEntry(svc) : r.opens(svc)) ?? []);
 
 /** The containers whose ports a pod spec lists (ephemeral ones may not hold ports; counted if a snapshot says so). */
 export const POD_CONTAINER_LISTS = ["initContainers", "containers", "ephemeralContainers"] as const;
 
 /**
- * What a pod (or workload template) opens on its node, read in TypeScript and in CEL, and the suffix of the
- * `ui-exposure:allowlist.hostPorts` item that admits it ('namespace/pod-name-or-prefix*:<item>'):
- * - a host port: a container port's hostPort (0 is none) or, on the host network, its containerPort (the API server's
- *   defaulting); item: the port number (or a contract hostPort entry: namespace, port, podSelector);
- * - the host network: a pod on it may serve on every port of its node; item 'hostNetwork' declares all it opens.
+ * What a pod (or template) opens on its node, and the allowlist.hostPorts item that admits it ('ns/pod-prefix*:<item>'):
+ * a host port, a container port's hostPort (0 is none) or on the host network its containerPort (API defaulting), item
+ * the port (or a contract hostPort entry); the host network (every port of its node), item 'hostNetwork' for all it opens.
  */
 export const HOST_PORT_RULE = {
   item: "port",

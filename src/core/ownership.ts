@@ -9,10 +9,11 @@ import { type Contract, isNodePortEntry } from "./contract/schema";
 import { field, matchesLabels } from "./exposure-rules";
 import { isStackName } from "./inputs";
 import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service, STACK_LABEL } from "./kube/types";
-import type { ExposurePlan } from "./plan";
 import type { PublishedEndpoints } from "./published";
 
 type EntryService = { entry: string; namespace: string; serviceName: string };
+/** A plan of `up` (plan.ts's ExposurePlan, by shape: plan.ts imports the model, which asks this module). */
+type EntryPlan = (EntryService & { kind: "nodePort"; selector: Readonly<Record<string, string>> }) | { kind: "hostPort" };
 type Meta = Pick<Service, "metadata">;
 
 /** Our Service of a NodePort entry: `<entry>-nodeport`, in the namespace of the Service it mirrors. */
@@ -142,7 +143,7 @@ export function foreignSelectorProblem(live: Service, keys: readonly string[]): 
  * uid), a selector key added to ours (a key the chart dropped is not refused: `up` drops it), the portal's Service that is not the one the state holds (its uid is not published).
  */
 export function upRefusals(
-  plans: readonly ExposurePlan[],
+  plans: readonly EntryPlan[],
   live: ReadonlyMap<string, Service>,
   published: PublishedEndpoints,
   portalKey: string | undefined,
