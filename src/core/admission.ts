@@ -3,8 +3,8 @@ import { type ExposureRules, exposureRules } from "./exposure-model";
 import { CHECK_LIMITS, field, HOST_NETWORK_RULE, HOST_PORT_RULE, POD_CONTAINER_LISTS, type ServiceRule, serviceCelVariables } from "./exposure-rules";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
-import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
-import { NODE_PORT_SUFFIX } from "./ownership";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
+import { presentsAsOursCel } from "./ownership";
 import type { AdmissionSettings } from "./settings";
 
 /**
@@ -193,12 +193,11 @@ export function admissionManifests(input: AdmissionInput) {
     { name: "exposingService", expression: anyOf(rules.serviceRules.map((r) => r.cel.opens)) },
     { name: "serviceDeclared", expression: serviceDeclared(rules) },
     {
-      // `pulumi preview` (and the preview `up` starts with) dry-runs the create of a Service the
-      // contract just gained, against the guard still in place: a dry run of a Service that
-      // presents itself as ours is admitted, since a dry run stores nothing. The real create is
-      // checked against the contract (the guard is updated before it).
+      // `pulumi preview` (and `up`'s) dry-runs the create of a Service the contract just gained,
+      // against the guard still in place: admitted if it presents itself as ours, since a dry run
+      // stores nothing. The real create is checked against the contract (updated before it).
       name: "previewOfOurs",
-      expression: `has(request.dryRun) && request.dryRun && has(object.metadata.labels) && ${cel(MANAGED_BY_LABEL)} in object.metadata.labels && object.metadata.labels[${cel(MANAGED_BY_LABEL)}] == ${cel(MANAGED_BY_VALUE)} && ${cel(ENTRY_LABEL)} in object.metadata.labels && variables.name == object.metadata.labels[${cel(ENTRY_LABEL)}] + ${cel(NODE_PORT_SUFFIX)}`,
+      expression: `has(request.dryRun) && request.dryRun && ${presentsAsOursCel(cel)}`,
     },
     // Bounded work: an object past these sizes is refused unread, never left to exceed the cost limit.
     { name: "serviceTooLarge", expression: `size(variables.servicePorts) > ${L.servicePorts} || size(variables.externalIPs) > ${L.externalIPs}` },

@@ -164,7 +164,5 @@ export const HOST_NETWORK_RULE = {
 } as const;
 
 /** The grammar of an allowlist.hostPorts item, and its forms as the messages name them. */
-export const HOST_PORT_ITEM = {
-  syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:(\d+|hostNetwork)$/,
-  forms: "'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'",
-};
+const forms = "'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'";
+export const HOST_PORT_ITEM = { syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:(\d+|hostNetwork)$/, forms };

@@ -17,12 +17,15 @@ type EntryPlan = (EntryService & { kind: "nodePort"; selector: Readonly<Record<s
 type Meta = Pick<Service, "metadata">;
 
 /** Our Service of a NodePort entry: `<entry>-nodeport`, in the namespace of the Service it mirrors. */
-export const NODE_PORT_SUFFIX = "-nodeport";
+const NODE_PORT_SUFFIX = "-nodeport";
 export const ourServiceName = (entry: string) => `${entry}${NODE_PORT_SUFFIX}`;
 /** Where our Service of a NodePort entry is, "namespace/<entry>-nodeport" (the name: ours only with the uid the last up published, ownershipProblem). */
 export const ourServiceKey = (e: { name: string; service: { namespace: string } }) => `${e.service.namespace}/${ourServiceName(e.name)}`;
 /** The Services named as ours, by "namespace/name": those of the published NodePort entries. */
 export const ourServicesByName = (entries: Contract["endpoints"]) => new Map(entries.filter(isNodePortEntry).map((e) => [ourServiceKey(e), { entry: e.name }]));
+/** The guard's CEL test that `object` presents itself as an entry's Service by its labels and name (`quote`: a CEL string literal). */
+export const presentsAsOursCel = (quote: (s: string) => string) =>
+  `has(object.metadata.labels) && ${quote(MANAGED_BY_LABEL)} in object.metadata.labels && object.metadata.labels[${quote(MANAGED_BY_LABEL)}] == ${quote(MANAGED_BY_VALUE)} && ${quote(ENTRY_LABEL)} in object.metadata.labels && variables.name == object.metadata.labels[${quote(ENTRY_LABEL)}] + ${quote(NODE_PORT_SUFFIX)}`;
 
 /**
  * Why a Service that opens something undeclared carries our labels (labels are copied in one line of YAML, so they never
