@@ -272,8 +272,9 @@ describe("exit codes", () => {
 });
 
 describe("one model of exposure", () => {
-  // src/core/exposure-model.ts alone holds the rules: which host ports a pod holds, what a Service
-  // opens, which rule declares it, which Service is ours, how allowlist patterns and labels match.
+  // src/core/exposure-rules.ts (the table, read in TypeScript and in CEL) and src/core/exposure-model.ts
+  // alone hold the rules: which host ports a pod holds, what a Service opens, which rule declares it,
+  // how allowlist patterns and labels match; the CEL generator (admission.ts) loops over the table.
   const READERS = ["src/core/plan.ts", "src/core/observe.ts", "src/core/audit.ts", "src/core/admission-preview.ts", "src/core/admission.ts"];
   /** Signs of a rule written again: a pod's ports, the host network's default, a wildcard, the port name, our Service's name, label matching. */
   const REIMPLEMENTED = [
@@ -284,8 +285,8 @@ describe("one model of exposure", () => {
     /\}-nodeport/,
     /\[k\] === v/,
   ];
-  /** The model; the CEL generator, which writes the model in CEL (held to it by test/exposure-model.test.ts); the object schemas. */
-  const EXEMPT = ["src/core/exposure-model.ts", "src/core/admission.ts", "src/core/kube/types.ts", "src/core/kube/validate.ts"];
+  /** The table; the model; the object schemas. */
+  const EXEMPT = ["src/core/exposure-rules.ts", "src/core/exposure-model.ts", "src/core/kube/types.ts", "src/core/kube/validate.ts"];
 
   it("every reader calls the model (an import alone proves nothing)", () => {
     expect(READERS.filter((file) => !parse(file).calls.has("./exposure-model"))).toEqual([]);
@@ -320,8 +321,13 @@ describe("one module decides ownership (issue 33 #5)", () => {
   // published, the state's takeover refusal, which stack a label claims); the others ask it.
   const OWNERSHIP = "src/core/ownership.ts";
   const READERS = ["src/core/stack-plan.ts", "components/node-port-exposure.ts", "src/core/observe.ts", "src/core/audit.ts", "src/portal/server.ts"];
-  /** Signs of ownership decided again: a uid compared, the stack label read, a takeover refusal written. */
-  const DECIDES = [/\.uid\s*[!=]==|[!=]==\s*[\w.?]*\.uid\b/, /\?\.\[STACK_LABEL\]/, /already exists and this stack did not create it/];
+  /** Signs of ownership decided again: a uid compared, the stack or entry label read, a takeover refusal written. */
+  const DECIDES = [
+    /\.uid\s*[!=]==|[!=]==\s*[\w.?]*\.uid\b/,
+    /\?\.\[STACK_LABEL\]/,
+    /\?\.\[(ENTRY_LABEL|MANAGED_BY_LABEL)\]/,
+    /already exists and this stack did not create it/,
+  ];
 
   it("every reader calls it", () => {
     expect(READERS.filter((file) => ![...parse(file).calls].some((spec) => /(^|\/)(core\/|\.\/)ownership$/.test(spec)))).toEqual([]);
@@ -357,10 +363,12 @@ describe("size", () => {
   // credentials masked in lists, the selector that follows the chart, workloads admitted by
   // generateName and owner, each stack's own guard probe, the roll-out wait by node count, the
   // listed objects held bounded, published selector keys checked, the sandbox's next commands aligned), so that the code does not grow back unnoticed (the aim is
-  // 9,500). Then 48 lines for the program as read -> decide -> declare (issue 42 #4): the decisions as data with their types (src/core/stack-plan.ts) and the
-  // engine's inputs chosen by the entry point (components/engine.ts), where declareStack read, decided and declared in one pass.
-  it("the product code does not grow past its last cut: at most 11,604 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_604);
+  // 9,500). This round: +48 for the program as read -> decide -> declare (issue 42 #4: the decisions as data with their
+  // types in src/core/stack-plan.ts, the engine's inputs chosen by the entry point in components/engine.ts); +119 for the
+  // exposure rules' table (issue 42 #1: each rule's TypeScript and CEL side by side in src/core/exposure-rules.ts, looped
+  // over by the model, the guard and the policy pack; the hand-wired CEL it replaced was shorter than the declarations).
+  it("the product code does not grow past its last cut: at most 11,723 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_723);
   });
 
   it("bench/ stays at most 1,200 lines", () => {

@@ -1,6 +1,7 @@
 // The one model of exposure (src/core/exposure-model.ts): drawn clusters get the same answer, for
 // every object, from the planner, the live verdicts, drift's audit, the pre-deny report and the
-// generated ValidatingAdmissionPolicy evaluated with a maintained CEL implementation (cel-js).
+// ValidatingAdmissionPolicy generated from the rule table (src/core/exposure-rules.ts), evaluated
+// with a maintained CEL implementation (cel-js).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { admissionManifests } from "../src/core/admission";

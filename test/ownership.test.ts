@@ -3,8 +3,10 @@ import {
   droppedSelectorProblem,
   entryService,
   foreignSelectorProblem,
+  labelClaimProblem,
   labelledStack,
   notPublishedService,
+  ourServicesByName,
   ownershipProblem,
   publishedByAnotherStack,
   selectorKeysBeyond,
@@ -23,6 +25,26 @@ describe("labelledStack", () => {
     expect(labelledStack(service({ ...OURS, "ui-exposure.io/stack": "../x" }))).toBeUndefined();
     expect(labelledStack(service({ "ui-exposure.io/stack": "bench" }))).toBeUndefined();
     expect(labelledStack(service(OURS))).toBeUndefined();
+  });
+});
+
+describe("ours by name and by label, decided here (issue 42 #4)", () => {
+  const ours = ourServicesByName([
+    { name: "argocd", exposed: true, scheme: "http", service: { namespace: "argocd", name: "argocd-server", port: 80 } },
+    { name: "agent", exposed: true, scheme: "http", hostPort: { namespace: "tools", port: 7000 } },
+  ] as never);
+
+  it("names our Service of each NodePort entry `<namespace>/<entry>-nodeport`, and none of a hostPort entry", () => {
+    expect([...ours]).toEqual([["argocd/argocd-nodeport", { entry: "argocd" }]]);
+  });
+
+  it("reads a label claim as a claim: an impersonation of an entry we publish, an entry we do not, or none", () => {
+    const lookAlike = { metadata: { name: "copy", namespace: "tools", labels: OURS } };
+    expect(labelClaimProblem(lookAlike, ours)).toBe(
+      "impersonates contract entry 'argocd' (carries its labels, but that entry's Service is argocd/argocd-nodeport created by this stack): undeclared exposure; remove it",
+    );
+    expect(labelClaimProblem(lookAlike, new Map())).toMatch(/^labelled as made by ui-exposure for entry 'argocd', which this stack does not publish/);
+    expect(labelClaimProblem({ metadata: { name: "x", labels: { "ui-exposure.io/entry": "argocd" } } }, ours)).toBeUndefined();
   });
 });
 

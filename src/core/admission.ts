@@ -1,17 +1,20 @@
 import type { AuditInput } from "./audit";
-import { CHECK_LIMITS, type ExposureRules, exposureRules, field, NODE_PORT_SUFFIX, POD_CONTAINER_LISTS } from "./exposure-model";
+import { type ExposureRules, exposureRules } from "./exposure-model";
+import { CHECK_LIMITS, field, HOST_NETWORK_RULE, HOST_PORT_RULE, POD_CONTAINER_LISTS, type ServiceRule, serviceCelVariables } from "./exposure-rules";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
-import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
+import { presentsAsOursCel } from "./ownership";
 import type { AdmissionSettings } from "./settings";
 
 /**
  * The exposure guard at admission: a ValidatingAdmissionPolicy (CEL, evaluated by the API
  * server itself, GA since Kubernetes 1.30) generated from the contract and the allowlist, so
  * that undeclared exposure is refused (or warned about, or audited) before it exists instead
- * of being found afterwards by `exposure drift`. Its rules are the model's (exposure-model.ts),
- * as the audit's are (test/exposure-model.test.ts holds the CEL to the model's answers); unlike
- * the audit, it refuses unread an object past CHECK_LIMITS.
+ * of being found afterwards by `exposure drift`. Its rules are the table's (exposure-rules.ts),
+ * read in CEL here as the model reads them in TypeScript (test/exposure-model.test.ts holds the
+ * generated CEL to the model's answers); unlike the audit, it refuses unread an object past
+ * CHECK_LIMITS.
  */
 
 const ADMISSION_GROUP_VERSION = "admissionregistration.k8s.io/v1";
@@ -66,6 +69,8 @@ export interface AdmissionInput extends Pick<AuditInput, "contract" | "selected"
   failurePolicy: AdmissionSettings["failurePolicy"];
   /** The contract file as the operator knows it ("contract/endpoints.yaml"), for the messages. */
   contractFile: string;
+  /** The Service rules the guard is generated from (default: the table's, SERVICE_RULES). */
+  serviceRules?: readonly ServiceRule[];
 }
 
 export type AdmissionManifests = ReturnType<typeof admissionManifests>;
@@ -90,10 +95,6 @@ const celText = (s: string) => cel(wellFormed(s));
 const celList = (items: readonly string[]) => `[${items.map(cel).join(", ")}]`;
 const anyOf = (terms: readonly string[]) => (terms.length ? terms.map((t) => `(${t})`).join(" || ") : "false");
 
-/** Effective hostPort of a container port `p`: a hostNetwork pod holds every containerPort (API defaulting). */
-const effectiveHostPort = (p: string, hostNetwork: string) =>
-  `has(${p}.hostPort) && ${p}.hostPort != 0 ? ${p}.hostPort : (${hostNetwork} && has(${p}.containerPort) ? ${p}.containerPort : 0)`;
-
 const containerList = (template: string, list: string) => `(has(${template}.spec.${list}) ? ${template}.spec.${list} : [])`;
 const containersOf = (template: string) => POD_CONTAINER_LISTS.map((l) => containerList(template, l)).join(" + ");
 
@@ -114,7 +115,7 @@ function declaredPortsMap(rules: ExposureRules): string {
     const selector = Object.entries(e.podSelector).map(([k, v]) => `${cel(k)} in variables.labels && variables.labels[${cel(k)}] == ${cel(v)}`);
     add(e.port, [`request.namespace == ${cel(e.namespace)}`, ...selector].join(" && "));
   }
-  const items = rules.hostPorts.filter((p) => p.port !== "hostNetwork");
+  const items = rules.hostPorts.filter((p) => p.port !== HOST_NETWORK_RULE.item);
   for (const port of new Set(items.map((p) => p.port as number))) for (const term of namesPod(items.filter((p) => p.port === port))) add(port, term);
   const entries = [...byPort].sort(([a], [b]) => a - b).map(([port, terms]) => `${port}: ${anyOf(terms)}`);
   return `{${entries.join(", ")}}`;
@@ -135,7 +136,7 @@ function namesPod(items: readonly { prefix: boolean; text: string }[]): string[]
   ];
 }
 
-/** The exposure model's serviceVerdict in CEL: our Service by its entry's shape, any other by the allowlist. */
+/** The exposure model's serviceVerdict in CEL: our Service by what its rules open beyond the entry, any other by the allowlist. */
 function serviceDeclared(rules: ExposureRules): string {
   const exact = rules.services.filter((p) => !p.prefix).map((p) => p.text);
   const prefixes = rules.services.filter((p) => p.prefix).map((p) => p.text);
@@ -144,16 +145,9 @@ function serviceDeclared(rules: ExposureRules): string {
     ...(prefixes.length ? [`${celList(prefixes)}.exists(p, variables.serviceKey.startsWith(p))`] : []),
   ]);
   if (rules.ourServices.size === 0) return allowlisted;
-  return `variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} ? variables.serviceType == 'NodePort' && size(variables.servicePorts) <= 1 && size(variables.externalIPs) == 0 : ${allowlisted === "false" ? "false" : `(${allowlisted})`}`;
+  const within = rules.serviceRules.map((r) => r.cel.withinEntry ?? `!(${r.cel.opens})`).join(" && ");
+  return `variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} ? ${within} : ${allowlisted === "false" ? "false" : `(${allowlisted})`}`;
 }
-
-/** A Service's externalIPs as Kubernetes honours them: none on an ExternalName or headless Service. */
-const externalIPsOf = (obj: string, when: string) =>
-  `${when} && has(${obj}.spec.externalIPs) && !(has(${obj}.spec.type) && ${obj}.spec.type == 'ExternalName') && !(has(${obj}.spec.clusterIP) && ${obj}.spec.clusterIP == 'None') ? ${obj}.spec.externalIPs : []`;
-/** A LoadBalancer allocates node ports unless allocateLoadBalancerNodePorts is false. */
-const allocatesNodePorts = (obj: string) => `!(has(${obj}.spec.allocateLoadBalancerNodePorts) && !${obj}.spec.allocateLoadBalancerNodePorts)`;
-const healthCheckPort = (obj: string) => `(has(${obj}.spec.healthCheckNodePort) ? ${obj}.spec.healthCheckNodePort : 0)`;
-const localTraffic = (obj: string) => `(has(${obj}.spec.externalTrafficPolicy) && ${obj}.spec.externalTrafficPolicy == 'Local')`;
 /** Past this many characters, the old list of a workload's undeclared host ports is not searched port by port (bounded work). */
 const OLD_LIST_LOOKUP = 400;
 
@@ -171,11 +165,9 @@ export function admissionManifests(input: AdmissionInput) {
   const hostNetworkHelp = `: declare it in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:hostNetwork'`;
   const oldTemplate = "variables.oldTemplate";
 
-  const rules = exposureRules(input.contract, input.selected, input.allowlist);
+  const rules = exposureRules(input.contract, input.selected, input.allowlist, input.serviceRules);
   const L = CHECK_LIMITS;
-  const exposingTypes = "['NodePort', 'LoadBalancer']";
-  const protocol = (p: string) => `(has(${p}.protocol) ? ${p}.protocol : 'TCP')`;
-  const hostNetworkOf = (template: string) => `(has(${template}.spec.hostNetwork) && ${template}.spec.hostNetwork)`;
+  const hostNetworkOf = HOST_NETWORK_RULE.cel;
   // The exposure model's holdsNoHostPort and podTooLargeToCheck: counts first, then one pass over the ports.
   const holdsNoHostPort = (template: string) =>
     `!${hostNetworkOf(template)} && !(${containersOf(template)}).exists(c, has(c.ports) && c.ports.exists(p, has(p.hostPort) && p.hostPort != 0))`;
@@ -184,7 +176,7 @@ export function admissionManifests(input: AdmissionInput) {
     `${POD_CONTAINER_LISTS.map((l) => `size(${containerList(template, l)}) > ${L.containers}`).join(" || ")} || (${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.plainPortsPerContainer}) || ((${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.portsPerContainer}) && !${holdsNone})`;
   // One list per container (CEL has no flatten before 1.31) of the host ports no rule declares, then as one string.
   const undeclaredOf = (template: string) =>
-    `(${containersOf(template)}).map(c, has(c.ports) ? c.ports.map(p, ${effectiveHostPort("p", hostNetworkOf(template))}).filter(h, h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])) : [])`;
+    `(${containersOf(template)}).map(c, has(c.ports) ? c.ports.map(p, ${HOST_PORT_RULE.cel("p", hostNetworkOf(template))}).filter(h, h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])) : [])`;
   const listsPorts = (template: string) => `(${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > 0)`;
   const joined = (lists: string) => `${lists}.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ')`;
 
@@ -196,34 +188,26 @@ export function admissionManifests(input: AdmissionInput) {
     },
     { name: "serviceKey", expression: "request.namespace + '/' + variables.name" },
     { name: "isService", expression: "request.kind.kind == 'Service'" },
-    { name: "serviceType", expression: "variables.isService && has(object.spec.type) ? object.spec.type : 'ClusterIP'" },
-    { name: "servicePorts", expression: "variables.isService && has(object.spec.ports) ? object.spec.ports : []" },
-    // Kubernetes ignores externalIPs on an ExternalName or headless Service (the exposure model's serviceOpenings).
-    { name: "externalIPs", expression: externalIPsOf("object", "variables.isService") },
-    // The exposure model's serviceOpenings: node ports, a load balancer, or externalIPs (any type).
-    { name: "exposingService", expression: `variables.serviceType in ${exposingTypes} || size(variables.externalIPs) > 0` },
+    ...serviceCelVariables("object", "variables.isService"),
+    // The exposure model's serviceOpenings: some rule of the table opens something.
+    { name: "exposingService", expression: anyOf(rules.serviceRules.map((r) => r.cel.opens)) },
     { name: "serviceDeclared", expression: serviceDeclared(rules) },
     {
-      // `pulumi preview` (and the preview `up` starts with) dry-runs the create of a Service the
-      // contract just gained, against the guard still in place: a dry run of a Service that
-      // presents itself as ours is admitted, since a dry run stores nothing. The real create is
-      // checked against the contract (the guard is updated before it).
+      // `pulumi preview` (and `up`'s) dry-runs the create of a Service the contract just gained,
+      // against the guard still in place: admitted if it presents itself as ours, since a dry run
+      // stores nothing. The real create is checked against the contract (updated before it).
       name: "previewOfOurs",
-      expression: `has(request.dryRun) && request.dryRun && has(object.metadata.labels) && ${cel(MANAGED_BY_LABEL)} in object.metadata.labels && object.metadata.labels[${cel(MANAGED_BY_LABEL)}] == ${cel(MANAGED_BY_VALUE)} && ${cel(ENTRY_LABEL)} in object.metadata.labels && variables.name == object.metadata.labels[${cel(ENTRY_LABEL)}] + ${cel(NODE_PORT_SUFFIX)}`,
+      expression: `has(request.dryRun) && request.dryRun && ${presentsAsOursCel(cel)}`,
     },
     // Bounded work: an object past these sizes is refused unread, never left to exceed the cost limit.
     { name: "serviceTooLarge", expression: `size(variables.servicePorts) > ${L.servicePorts} || size(variables.externalIPs) > ${L.externalIPs}` },
     { name: "isUpdate", expression: "request.operation == 'UPDATE' && oldObject != null" },
-    { name: "oldServiceType", expression: "variables.isUpdate && has(oldObject.spec.type) ? oldObject.spec.type : ''" },
-    { name: "oldServicePorts", expression: "variables.isUpdate && has(oldObject.spec.ports) ? oldObject.spec.ports : []" },
-    { name: "oldExternalIPs", expression: externalIPsOf("oldObject", "variables.isUpdate") },
+    ...serviceCelVariables("oldObject", "variables.isUpdate"),
     {
-      // An UPDATE that opens nothing the Service did not open before is not new exposure (drift
-      // reports the old): no new load balancer, port (by port and protocol), node port (a nodePort
-      // moved, or allocated by allocateLoadBalancerNodePorts false -> true), health check node
-      // port (externalTrafficPolicy Local) or externalIP.
+      // An UPDATE that opens nothing the Service did not open before, by any rule, is not new
+      // exposure (drift reports the old).
       name: "newServiceExposure",
-      expression: `!variables.isUpdate || size(variables.oldServicePorts) > ${L.servicePorts} || size(variables.oldExternalIPs) > ${L.externalIPs} || (variables.serviceType == 'LoadBalancer' && variables.oldServiceType != 'LoadBalancer') || (variables.serviceType in ${exposingTypes} && (!(variables.oldServiceType in ${exposingTypes}) || variables.servicePorts.exists(p, !variables.oldServicePorts.exists(o, o.port == p.port && ${protocol("o")} == ${protocol("p")})) || variables.servicePorts.exists(p, has(p.nodePort) && p.nodePort != 0 && !variables.oldServicePorts.exists(o, has(o.nodePort) && o.nodePort == p.nodePort && ${protocol("o")} == ${protocol("p")})))) || (variables.serviceType == 'LoadBalancer' && ${allocatesNodePorts("object")} && !${allocatesNodePorts("oldObject")}) || (variables.serviceType == 'LoadBalancer' && ${healthCheckPort("object")} != 0 && ${healthCheckPort("object")} != ${healthCheckPort("oldObject")}) || (variables.serviceType == 'LoadBalancer' && ${localTraffic("object")} && !${localTraffic("oldObject")}) || variables.externalIPs.exists(ip, !(ip in variables.oldExternalIPs))`,
+      expression: `!variables.isUpdate || size(variables.oldServicePorts) > ${L.servicePorts} || size(variables.oldExternalIPs) > ${L.externalIPs} || ${anyOf(rules.serviceRules.map((r) => r.cel.newOnUpdate))}`,
     },
     { name: "isPod", expression: "request.kind.kind == 'Pod'" },
     { name: "template", expression: `variables.isPod ? object : (${templateOf("object")})` },
@@ -244,7 +228,7 @@ export function admissionManifests(input: AdmissionInput) {
     // The exposure model's podOpenings: an item "namespace/pod-prefix*:hostNetwork" declares all a pod on the host network opens.
     {
       name: "hostNetworkDeclared",
-      expression: `!variables.isService && ${hostNetworkOf("variables.template")} && (${anyOf(namesPod(rules.hostPorts.filter((p) => p.port === "hostNetwork")))})`,
+      expression: `!variables.isService && ${hostNetworkOf("variables.template")} && (${anyOf(namesPod(rules.hostPorts.filter((p) => p.port === HOST_NETWORK_RULE.item)))})`,
     },
     { name: "oldTemplate", expression: templateOf("oldObject") },
     { name: "isWorkloadUpdate", expression: "variables.isUpdate && !variables.isPod && !variables.isService" },
@@ -254,7 +238,7 @@ export function admissionManifests(input: AdmissionInput) {
       name: "undeclaredHostPorts",
       expression: `variables.isService || variables.podTooLarge || variables.holdsNoHostPort || variables.hostNetworkDeclared ? [] : ${undeclaredOf("variables.template")}`,
     },
-    // podOpenings' "hostNetwork": on the host network, no port listed (unless this UPDATE's workload already was: not new).
+    // podOpenings' host network opening: on the host network, no port listed (unless this UPDATE's workload already was: not new).
     {
       name: "hostNetworkUnlisted",
       expression: `!variables.isService && !variables.podTooLarge && ${hostNetworkOf("variables.template")} && !variables.hostNetworkDeclared && !${listsPorts("variables.template")}`,
@@ -285,7 +269,7 @@ export function admissionManifests(input: AdmissionInput) {
       // changed to open more, must be declared: the cheap tests first, the port lists last.
       expression:
         "!variables.isService || !variables.exposingService || variables.serviceDeclared || variables.previewOfOurs || (!variables.serviceTooLarge && !variables.newServiceExposure)",
-      messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + (size(variables.externalIPs) == 0 ? '' : size(variables.externalIPs) <= ${L.externalIPs} ? ', externalIPs ' + variables.externalIPs.join(', ') : ', ' + string(size(variables.externalIPs)) + ' externalIPs') + (variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} && size(variables.servicePorts) > 1 ? ', ' + string(size(variables.servicePorts)) + ' ports where the contract declares one' : '') + ') ' + (variables.serviceTooLarge ? ${celText(`has more than ${L.servicePorts} ports or ${L.externalIPs} externalIPs: ${tooLarge}`)} : '') + ${celText(notInContract + serviceHelp)}`,
+      messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ${rules.serviceRules.flatMap((r) => (r.cel.describe ? [`${r.cel.describe} + `] : [])).join("")}(variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} && size(variables.servicePorts) > 1 ? ', ' + string(size(variables.servicePorts)) + ' ports where the contract declares one' : '') + ') ' + (variables.serviceTooLarge ? ${celText(`has more than ${L.servicePorts} ports or ${L.externalIPs} externalIPs: ${tooLarge}`)} : '') + ${celText(notInContract + serviceHelp)}`,
       message: wellFormed(`a Service reachable from outside the cluster (NodePort, LoadBalancer, externalIPs) ${notInContract}${serviceHelp}`),
     },
     {

@@ -10,8 +10,8 @@ import {
   podTooLargeToCheck,
 } from "./exposure-model";
 import type { ClusterReader } from "./kube/cluster";
-import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Pod, type Service } from "./kube/types";
-import { ownershipProblem } from "./ownership";
+import type { Pod, Service } from "./kube/types";
+import { labelClaimProblem, ownershipProblem } from "./ownership";
 import type { PublishedEndpoints } from "./published";
 import type { Allowlist } from "./settings";
 
@@ -86,7 +86,6 @@ export const mayHoldHostPort = (p: Pod) => !isFinishedPod(p) && (!holdsNoHostPor
  */
 export function auditExposure(input: AuditInput): AuditResult {
   const rules = exposureRules(input.contract, input.selected, input.allowlist);
-  const entryServices = new Map([...rules.ourServices].map(([where, { entry }]) => [entry, where]));
   const usedPatterns = new Set<string>();
   const declared: DeclaredExposure[] = [];
   const undeclared: UndeclaredExposure[] = [];
@@ -126,16 +125,11 @@ export function auditExposure(input: AuditInput): AuditResult {
       });
       continue;
     }
-    const managedFor = svc.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE ? svc.metadata.labels?.[ENTRY_LABEL] : undefined;
-    const ownName = managedFor ? entryServices.get(managedFor) : undefined;
     undeclared.push({
       ...exposure,
-      reason: ownName
-        ? // Labels are copied in one line of YAML: only `<namespace>/<entry>-nodeport` created by this stack is the entry's.
-          `impersonates contract entry '${managedFor}' (carries its labels, but that entry's Service is ${ownName} created by this stack): undeclared exposure; remove it`
-        : managedFor
-          ? `labelled as made by ui-exposure for entry '${managedFor}', which this stack does not publish (left over from an earlier up or another stack?): delete it or select the entry`
-          : `${openings.externalIPs.length ? `reachable at externalIPs ${openings.externalIPs.join(", ")}; ` : ""}in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it`,
+      reason:
+        labelClaimProblem(svc, rules.ourServices) ??
+        `${openings.externalIPs.length ? `reachable at externalIPs ${openings.externalIPs.join(", ")}; ` : ""}in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it`,
     });
   }
 

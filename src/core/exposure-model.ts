@@ -1,22 +1,34 @@
 import type { Contract } from "./contract/schema";
-import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
+import { isHostPortEntry } from "./contract/schema";
+import {
+  CHECK_LIMITS,
+  field,
+  HOST_NETWORK_RULE,
+  HOST_PORT_RULE,
+  healthCheckNodePort,
+  honouredExternalIPs,
+  list,
+  matchesLabels,
+  POD_CONTAINER_LISTS,
+  SERVICE_RULES,
+  type ServiceRule,
+  serviceOpens,
+  serviceType,
+} from "./exposure-rules";
 import type { Pod, Service } from "./kube/types";
+import { ourServiceName, ourServicesByName } from "./ownership";
 import type { Allowlist } from "./settings";
 
-// The model of exposure: what a stack declares, what a pod or a Service opens to the outside, which
-// rule declares it. The planner, the verdicts, the audit, the pre-deny report and the policy's
-// generator import it (test/exposure-model.test.ts holds them to one answer). Whether a Service is
-// this stack's (its uid, the state) is src/core/ownership.ts's to say; which Service is an entry's by name is here (ourServices).
+// The model of exposure: what a stack declares, what a pod or a Service opens to the outside (the
+// rules of exposure-rules.ts, read in TypeScript), which rule declares it. The planner, the
+// verdicts, the audit, the pre-deny report and the policy's generator import it
+// (test/exposure-model.test.ts holds them to one answer). Whether a Service is this stack's is
+// src/core/ownership.ts's to say.
 
-/** Our Service of a NodePort entry: `<entry>-nodeport`, in the namespace of the Service it mirrors. */
-export const NODE_PORT_SUFFIX = "-nodeport";
-export const ourServiceName = (entry: string) => `${entry}${NODE_PORT_SUFFIX}`;
+export { CHECK_LIMITS, field, matchesLabels, ourServiceExcess } from "./exposure-rules";
+export { ourServiceName };
 /** An exposed UI's scheme (http or https), also the name of our Service's one port (Kubernetes keeps an allocated nodePort by port name). */
 export const webScheme = (scheme: string): "http" | "https" => (scheme === "https" ? "https" : "http");
-
-/** Every key of `selector` has its value in `labels`. */
-export const matchesLabels = (labels: Readonly<Record<string, string>> | undefined, selector: Readonly<Record<string, string>> | undefined) =>
-  Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
 
 export const matchesPattern = (p: Pick<Pattern, "prefix" | "text">, value: string) => (p.prefix ? value.startsWith(p.text) : value === p.text);
 
@@ -33,19 +45,16 @@ function parsePattern(source: string, name: string, reasons: Allowlist["reasons"
 /** "namespace/name" matches itself; "namespace/prefix*" every name starting with prefix ('*' is only a suffix). */
 export const namePattern = (name: string) => ({ prefix: name.endsWith("*"), text: name.endsWith("*") ? name.slice(0, -1) : name });
 
-/** The grammar of an allowlist.hostPorts item, and its forms as the messages name them. */
-const forms = "'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'";
-export const HOST_PORT_ITEM = { syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:(\d+|hostNetwork)$/, forms };
-
 export type ExposureRules = ReturnType<typeof exposureRules>;
 
-/** The rules of a stack: the exposed entries it publishes (`selected`) and its allowlist, parsed once. */
-export function exposureRules(contract: Contract, selected: readonly string[], allowlist: Allowlist) {
+/** The rules of a stack: the exposed entries it publishes (`selected`) and its allowlist, parsed once; `serviceRules`: the table's. */
+export function exposureRules(contract: Contract, selected: readonly string[], allowlist: Allowlist, serviceRules: readonly ServiceRule[] = SERVICE_RULES) {
   const chosen = new Set(selected);
   const entries = contract.endpoints.filter((e) => chosen.has(e.name));
   return {
+    serviceRules,
     // Our Service of each published NodePort entry, by "namespace/name".
-    ourServices: new Map(entries.filter(isNodePortEntry).map((e) => [`${e.service.namespace}/${ourServiceName(e.name)}`, { entry: e.name }])),
+    ourServices: ourServicesByName(entries),
     hostPortEntries: entries
       .filter(isHostPortEntry)
       .map((e) => ({ entry: e.name, namespace: e.hostPort.namespace, port: e.hostPort.port, podSelector: e.hostPort.podSelector ?? {} })),
@@ -63,30 +72,19 @@ export type Declaration = { by: "contract"; entry: string } | { by: "allowlist";
 
 export const describeDeclaration = (d: Declaration) => (d.by === "contract" ? `contract entry '${d.entry}'` : `allowlist '${d.pattern.source}'`);
 
-// Objects are read back unvalidated (any list call, a snapshot file): what is not a list, a map or
-// a port number is no port (the API server would not have stored it).
-const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-export const field = (v: unknown, key: string): unknown =>
-  v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
-const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535 ? v : 0);
-
-/** The containers whose ports a pod spec lists (ephemeral ones may not hold ports; counted if a snapshot says so). */
-export const POD_CONTAINER_LISTS = ["initContainers", "containers", "ephemeralContainers"] as const;
-
 /**
- * A pod (template) spec's host ports as the API server defaults them: hostPort 0 is none; on the
- * host network (`onHostNetwork`) every containerPort is one. `serves`: a UI may be published at
+ * A pod (template) spec's host ports (HOST_PORT_RULE). `serves`: a UI may be published at
  * this port, a port of `spec.containers`. The kubelet maps host ports only from those; an init
  * container's port is held (counted by the guard and the audit) but nothing is known to answer
  * there once the pod runs.
  */
 export function effectiveHostPorts(spec: unknown) {
-  const hostNetwork = field(spec, "hostNetwork") === true;
+  const hostNetwork = HOST_NETWORK_RULE.opens(spec);
   const byKey = new Map<string, { port: number; protocol: string; onHostNetwork: boolean; serves: boolean }>();
   for (const k of POD_CONTAINER_LISTS) {
     for (const c of list(field(spec, k))) {
       for (const p of list(field(c, "ports"))) {
-        const port = portNumber(field(p, "hostPort")) || (hostNetwork ? portNumber(field(p, "containerPort")) : 0);
+        const port = HOST_PORT_RULE.opens(p, hostNetwork);
         const protocol = typeof field(p, "protocol") === "string" ? (field(p, "protocol") as string) : "TCP";
         if (!port) continue;
         const seen = byKey.get(`${port}/${protocol}`);
@@ -98,34 +96,9 @@ export function effectiveHostPorts(spec: unknown) {
   return [...byKey.values()];
 }
 
-/**
- * Bounds on the work of checking one object, so that the policy's CEL stays far below the API
- * server's cost limit (an error would admit the object under failurePolicy Ignore):
- * - a pod (template) with more than `containers` containers in a list is refused as too large;
- * - one that holds no host port at all (not on the host network, no hostPort set) is admitted
- *   after one cheap pass, with up to `plainPortsPerContainer` ports in a container;
- * - any other with more than `portsPerContainer` ports in a container is refused as too large;
- *   within that, each port costs the same whatever the allowlist's size (one map lookup);
- * - an undeclared Service with more than `servicePorts` ports or `externalIPs` addresses is
- *   refused unread;
- * - each list of the allowlist holds at most `allowlistItems` items and `allowlistCharacters`
- *   characters of patterns (refused when the stack's settings are read): the map of declared
- *   ports is then built within the cost limit, and each generated expression stays below CEL's
- *   default size limit of 100,000 code points (about 55,000 at this bound).
- */
-export const CHECK_LIMITS = {
-  containers: 32,
-  portsPerContainer: 32,
-  plainPortsPerContainer: 256,
-  servicePorts: 128,
-  externalIPs: 32,
-  allowlistItems: 500,
-  allowlistCharacters: 40_000,
-} as const;
-
 /** Whether a pod spec holds no host port: not on the host network and no hostPort other than 0 (one cheap pass, as the policy does). */
 export function holdsNoHostPort(spec: unknown): boolean {
-  if (field(spec, "hostNetwork") === true) return false;
+  if (HOST_NETWORK_RULE.opens(spec)) return false;
   return POD_CONTAINER_LISTS.every((k) => list(field(spec, k)).every((c) => list(field(c, "ports")).every((p) => !field(p, "hostPort"))));
 }
 
@@ -198,7 +171,7 @@ export type PodOpening = { kind: "hostPort" | "hostNetwork"; ports: string; item
  * "ns/pod-prefix*:hostNetwork" declares all it opens; else each listed port needs its own, and listing none is "hostNetwork".
  */
 export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknown): { tooLarge: boolean; openings: PodOpening[] } {
-  const onHostNetwork = field(spec, "hostNetwork") === true;
+  const onHostNetwork = HOST_NETWORK_RULE.opens(spec);
   const hostNetworkItem = onHostNetwork ? rules.hostPorts.find((p) => p.port === "hostNetwork" && namesPod(p, pod)) : undefined;
   const hostNetwork: Declaration | undefined = hostNetworkItem && { by: "allowlist", pattern: hostNetworkItem };
   const openings = effectiveHostPorts(spec).map((h): PodOpening => {
@@ -219,29 +192,15 @@ export const describeRefused = (openings: readonly PodOpening[]) =>
   openings.map((o) => (o.kind === "hostNetwork" ? "the host network (no port listed)" : `hostPort ${o.ports}`)).join(", ");
 
 /**
- * How a Service is reachable from outside the cluster, field by field of the Service API:
- * - `type: NodePort`: every port, on every node (`nodePort`);
- * - `type: LoadBalancer`: the same, plus the load balancer's addresses (also when
- *   `allocateLoadBalancerNodePorts: false` leaves it without node ports), plus
- *   `healthCheckNodePort` on every node with `externalTrafficPolicy: Local`;
- * - `externalIPs`: every port on each listed address, whatever the type, except where
- *   Kubernetes ignores them: an `ExternalName` or a headless (`clusterIP: None`) Service, for
- *   which kube-proxy programs nothing (the API server warns that they are ignored);
- * - `ExternalName`, `ClusterIP` without externalIPs, headless: a name or an in-cluster address
- *   only. `loadBalancerSourceRanges`, `sessionAffinity`, `internalTrafficPolicy`, `ipFamilies`
- *   narrow or route what is open; they open nothing.
+ * How a Service is reachable from outside the cluster: `opens`, rule by rule of the table (exposure-rules.ts); its type,
+ * the externalIPs Kubernetes honours and a LoadBalancer's health check node port, as the audit names them.
  */
-export function serviceOpenings(svc: Service): { type: string; nodeOrBalancer: boolean; externalIPs: string[]; healthCheckNodePort?: number } {
-  const type = svc.spec?.type ?? "ClusterIP";
-  const externalIPs = type === "ExternalName" || svc.spec?.clusterIP === "None" ? [] : (svc.spec?.externalIPs ?? []);
-  const health = type === "LoadBalancer" ? portNumber(svc.spec?.healthCheckNodePort) : 0;
-  return { type, nodeOrBalancer: type === "NodePort" || type === "LoadBalancer", externalIPs, ...(health ? { healthCheckNodePort: health } : {}) };
+export function serviceOpenings(svc: Service, rules: readonly ServiceRule[] = SERVICE_RULES) {
+  const health = healthCheckNodePort(svc);
+  return { type: serviceType(svc), opens: serviceOpens(svc, rules), externalIPs: honouredExternalIPs(svc), ...(health ? { healthCheckNodePort: health } : {}) };
 }
 
-export const isExposingService = (svc: Service) => {
-  const o = serviceOpenings(svc);
-  return o.nodeOrBalancer || o.externalIPs.length > 0;
-};
+export const isExposingService = (svc: Service, rules: readonly ServiceRule[] = SERVICE_RULES) => serviceOpens(svc, rules).length > 0;
 
 /** Our Service's spec as a NodePort entry declares it (one port named by the scheme): the component creates it, the guard dry-runs it. */
 export function ourServiceSpec(plan: { selector: Record<string, string>; portName: string; port: number; targetPort: number | string; protocol: string }) {
@@ -253,37 +212,21 @@ export function ourServiceSpec(plan: { selector: Record<string, string>; portNam
   };
 }
 
-/** What our Service opens beyond ourServiceSpec: another type, ports besides its own (named `portName`, else the first), externalIPs. */
-export function ourServiceExcess(svc: Service, portName?: string) {
-  const o = serviceOpenings(svc);
-  const ports = svc.spec?.ports ?? [];
-  const own = ports.find((p) => p.name === portName) ?? ports[0];
-  return { ...(o.type !== "NodePort" ? { type: o.type } : {}), extraPorts: ports.filter((p) => p !== own), externalIPs: o.externalIPs };
-}
-
 /**
  * A Service that opens something is declared by a rule, or undeclared with what makes it so. Our
- * `<entry>-nodeport` is judged by its entry alone (ourServiceExcess). Any other Service is
- * declared whole by an allowlist item.
+ * `<entry>-nodeport` is judged by its entry alone (beyondEntry). Any other Service is declared
+ * whole by an allowlist item.
  */
 export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: Declaration } | { undeclared: string; entry?: string } {
   const key = `${svc.metadata.namespace ?? "default"}/${svc.metadata.name}`;
-  const o = serviceOpenings(svc);
   const ours = rules.ourServices.get(key);
   if (ours) {
-    const excess = ourServiceExcess(svc);
-    const extra = [
-      ...(excess.type ? [`type ${excess.type} (the contract declares NodePort)`] : []),
-      ...(excess.extraPorts.length ? [`${excess.extraPorts.length + 1} ports (the contract declares one)`] : []),
-      ...(excess.externalIPs.length ? [`externalIPs ${excess.externalIPs.join(", ")}`] : []),
-    ];
-    return extra.length ? { undeclared: extra.join("; "), entry: ours.entry } : { declared: { by: "contract", entry: ours.entry } };
+    const extra = serviceOpens(svc, rules.serviceRules, true);
+    return extra.length ? { undeclared: extra.filter(Boolean).join("; "), entry: ours.entry } : { declared: { by: "contract", entry: ours.entry } };
   }
   const pattern = rules.services.find((p) => matchesPattern(p, key));
   if (pattern) return { declared: { by: "allowlist", pattern } };
-  return {
-    undeclared: [...(o.nodeOrBalancer ? [`type ${o.type}`] : []), ...(o.externalIPs.length ? [`externalIPs ${o.externalIPs.join(", ")}`] : [])].join("; "),
-  };
+  return { undeclared: serviceOpens(svc, rules.serviceRules).filter(Boolean).join("; ") };
 }
 
 /** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet, ReplicaSet; batch/v1 Job, CronJob): read field by field, never trusted. */
@@ -306,7 +249,9 @@ function controllerOf(meta: unknown): PodIdentity["owner"] {
 
 /** The one classification the audit and the pre-deny report render: Services that open something, pods, workload templates, judged. */
 export function classifyCluster(rules: ExposureRules, cluster: { services: readonly Service[]; pods: readonly Pod[]; workloads?: readonly WorkloadObject[] }) {
-  const services = cluster.services.filter(isExposingService).map((svc) => ({ svc, openings: serviceOpenings(svc), verdict: serviceVerdict(rules, svc) }));
+  const services = cluster.services
+    .filter((svc) => isExposingService(svc, rules.serviceRules))
+    .map((svc) => ({ svc, openings: serviceOpenings(svc, rules.serviceRules), verdict: serviceVerdict(rules, svc) }));
   const judge = (kind: string, pod: PodIdentity, spec: unknown, node?: string) => ({ kind, ...pod, node, ...podOpenings(rules, pod, spec) });
   // A finished pod is not created again and holds nothing; its owner's next pod is (checked as the owner's template).
   const pods = cluster.pods

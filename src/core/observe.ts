@@ -1,10 +1,10 @@
 import type { Contract, Endpoint } from "./contract/schema";
 import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
-import { matchesLabels, ourServiceExcess, ourServiceName, webScheme } from "./exposure-model";
+import { matchesLabels, ourServiceExcess, webScheme } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
-import { droppedSelectorProblem, foreignSelectorProblem, ownershipProblem, selectorKeysBeyond } from "./ownership";
+import { droppedSelectorProblem, foreignSelectorProblem, ourServiceKey, ourServiceName, ownershipProblem, selectorKeysBeyond } from "./ownership";
 import {
   buildUrl,
   type ClusterView,
@@ -206,7 +206,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const entry = { ...base, exposure: "nodePort" as const, namespace: ns };
   // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere carrying our labels is a look-alike (anyone can copy labels),
   // reported by the audit.
-  const ours = ctx.services.get(key(ns, ourServiceName(e.name)));
+  const ours = ctx.services.get(ourServiceKey(e));
   if (!ours) {
     return {
       ...entry,

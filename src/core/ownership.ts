@@ -1,16 +1,44 @@
-// Whether an object is this stack's by uid and state, decided here (which Service is an entry's by name: exposure-model.ts). An entry's
-// Service is ours when its uid is the one the last finished `up` published (the `endpoints`
-// output): a refresh reads objects by name and rewrites the state, never the outputs. The state
-// says only whether the engine will create an object (one of that name that exists is then
-// refused: the takeover hook); a label only says which stack claims a Service, never decides.
-import { field, matchesLabels } from "./exposure-model";
+// Whether an object is this stack's, decided here alone (test/architecture.test.ts): by name,
+// by label and by uid. An entry's Service is named `<entry>-nodeport` in the namespace of the
+// Service it mirrors; one of that name is ours when its uid is the one the last finished `up`
+// published (the `endpoints` output): a refresh reads objects by name and rewrites the state,
+// never the outputs. The state says only whether the engine will create an object (one of that
+// name that exists is then refused: the takeover hook); a label only says which stack or entry
+// claims a Service, never decides.
+import { type Contract, isNodePortEntry } from "./contract/schema";
+import { field, matchesLabels } from "./exposure-rules";
 import { isStackName } from "./inputs";
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service, STACK_LABEL } from "./kube/types";
-import type { ExposurePlan } from "./plan";
+import { ENTRY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service, STACK_LABEL } from "./kube/types";
 import type { PublishedEndpoints } from "./published";
 
 type EntryService = { entry: string; namespace: string; serviceName: string };
+/** A plan of `up` (plan.ts's ExposurePlan, by shape: plan.ts imports the model, which asks this module). */
+type EntryPlan = (EntryService & { kind: "nodePort"; selector: Readonly<Record<string, string>> }) | { kind: "hostPort" };
 type Meta = Pick<Service, "metadata">;
+
+/** Our Service of a NodePort entry: `<entry>-nodeport`, in the namespace of the Service it mirrors. */
+const NODE_PORT_SUFFIX = "-nodeport";
+export const ourServiceName = (entry: string) => `${entry}${NODE_PORT_SUFFIX}`;
+/** Where our Service of a NodePort entry is, "namespace/<entry>-nodeport" (the name: ours only with the uid the last up published, ownershipProblem). */
+export const ourServiceKey = (e: { name: string; service: { namespace: string } }) => `${e.service.namespace}/${ourServiceName(e.name)}`;
+/** The Services named as ours, by "namespace/name": those of the published NodePort entries. */
+export const ourServicesByName = (entries: Contract["endpoints"]) => new Map(entries.filter(isNodePortEntry).map((e) => [ourServiceKey(e), { entry: e.name }]));
+/** The guard's CEL test that `object` presents itself as an entry's Service by its labels and name (`quote`: a CEL string literal). */
+export const presentsAsOursCel = (quote: (s: string) => string) =>
+  `has(object.metadata.labels) && ${quote(MANAGED_BY_LABEL)} in object.metadata.labels && object.metadata.labels[${quote(MANAGED_BY_LABEL)}] == ${quote(MANAGED_BY_VALUE)} && ${quote(ENTRY_LABEL)} in object.metadata.labels && variables.name == object.metadata.labels[${quote(ENTRY_LABEL)}] + ${quote(NODE_PORT_SUFFIX)}`;
+
+/**
+ * Why a Service that opens something undeclared carries our labels (labels are copied in one line of YAML, so they never
+ * make it ours): it impersonates an entry this stack publishes (whose Service is `ours`' own), or claims one it does not.
+ */
+export function labelClaimProblem(svc: Meta, ours: ReadonlyMap<string, { entry: string }>): string | undefined {
+  const claimed = svc.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE ? svc.metadata.labels?.[ENTRY_LABEL] : undefined;
+  if (!claimed) return undefined;
+  const own = [...ours].find(([, { entry }]) => entry === claimed)?.[0];
+  return own
+    ? `impersonates contract entry '${claimed}' (carries its labels, but that entry's Service is ${own} created by this stack): undeclared exposure; remove it`
+    : `labelled as made by ui-exposure for entry '${claimed}', which this stack does not publish (left over from an earlier up or another stack?): delete it or select the entry`;
+}
 
 /** An object `up` creates under a fixed name: `what` asks ("entry 'argocd'", "portal"); `resourceName` is the URN's last part. */
 export type FixedNameObject = { what: string; kind: "Service" | "ConfigMap"; resourceName: string; namespace: string; name: string };
@@ -118,7 +146,7 @@ export function foreignSelectorProblem(live: Service, keys: readonly string[]): 
  * uid), a selector key added to ours (a key the chart dropped is not refused: `up` drops it), the portal's Service that is not the one the state holds (its uid is not published).
  */
 export function upRefusals(
-  plans: readonly ExposurePlan[],
+  plans: readonly EntryPlan[],
   live: ReadonlyMap<string, Service>,
   published: PublishedEndpoints,
   portalKey: string | undefined,

@@ -2,7 +2,7 @@ import * as z from "zod/mini";
 import { describeValue, describeZodIssue, distinctIssues, expandUnions, formatPath } from "./contract/parse";
 import { dnsLabel, entryName } from "./contract/schema";
 import { UserError, userErrorFromProblems } from "./errors";
-import { CHECK_LIMITS, HOST_PORT_ITEM } from "./exposure-model";
+import { CHECK_LIMITS, HOST_PORT_ITEM } from "./exposure-rules";
 import { ipVersion } from "./ip";
 import "./zod-messages";
 
