@@ -235,10 +235,12 @@ describe("size", () => {
   // (551 lines: the live Helm release read and kept, its pending revisions, the orphan refusals,
   // credentials masked in lists, the selector that follows the chart, workloads admitted by
   // generateName and owner, each stack's own guard probe, the roll-out wait by node count, the
-  // listed objects held bounded, published selector keys checked, the sandbox's next commands aligned), so that the code does not grow back unnoticed (the aim is
+  // listed objects held bounded, published selector keys checked, the sandbox's next commands aligned; then 95 for issue 40 #4
+  // and #5: UIExposurePortalDown's guard at Prometheus's start, and the cluster's undeclared exposure with the command that
+  // removes each in status and on the portal page, as drift gives it), so that the code does not grow back unnoticed (the aim is
   // 9,500).
-  it("the product code does not grow past its last cut: at most 11,556 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_556);
+  it("the product code does not grow past its last cut: at most 11,651 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_651);
   });
 
   it("bench/ stays at most 1,200 lines", () => {

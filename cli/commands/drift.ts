@@ -178,6 +178,8 @@ function formatDrift(stack: string, source: string, preview: PreviewSummary, aud
     const undeclared = audit.undeclared.map((e) => [e.kind, where(e), ports(e), `UNDECLARED: ${e.reason}`]);
     const declared = audit.declared.map((e) => [e.kind, where(e), ports(e), `declared by ${e.declaredBy}${e.reason ? `: ${e.reason}` : ""}`]);
     lines.push(formatTable(["KIND", "WHERE", "PORTS", "VERDICT"], [...undeclared, ...declared]));
+    // What removes each (the audit's fix, the words status and the portal give too).
+    for (const e of audit.undeclared) lines.push(`  ${where(e)}: fix: ${e.fix}`);
   }
   if (audit.unusedAllowlist.length) lines.push("", `allowlist entries that matched nothing (stale?): ${audit.unusedAllowlist.join(", ")}`);
   lines.push("", "live verdicts (as exposure status):", formatStatus(stack, source, status));
