@@ -88,10 +88,10 @@ export function stackHeader(stack: string, source: string, observation: Pick<Obs
 export function formatUndeclared(undeclared: readonly UndeclaredExposure[] | string): string {
   if (typeof undeclared === "string") return `\nundeclared exposure: not checked (the cluster's Services and Pods could not be listed: ${undeclared})`;
   if (undeclared.length === 0) return "\nundeclared exposure: none";
-  const lines = undeclared.map(
-    (e) =>
-      `  ${e.kind} ${e.namespace}/${e.name}${e.node ? ` on ${e.node}` : ""} (${e.ports}${e.addresses ? ` at ${e.addresses.join(", ")}` : ""}): ${e.reason}\n    fix: ${e.fix}`,
-  );
+  // Read back from the cluster: a line break in a value starts no line of its own.
+  const what = (e: UndeclaredExposure) =>
+    `${e.kind} ${e.namespace}/${e.name}${e.node ? ` on ${e.node}` : ""} (${e.ports}${e.addresses ? ` at ${e.addresses.join(", ")}` : ""})`;
+  const lines = undeclared.map((e) => `  ${printableValue(`${what(e)}: ${e.reason}`)}\n    fix: ${printableValue(e.fix)}`);
   return [`\nundeclared exposure: ${undeclared.length} UNDECLARED (neither the contract nor the allowlist declares it)`, ...lines].join("\n");
 }
 
