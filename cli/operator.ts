@@ -1,5 +1,6 @@
 // Helpers shared by the operator commands (status, drift, probe, access, sandbox): flag values (--timeout, --entry),
 // plain-text tables and the status report. The cluster connection is cli/stack.ts's.
+import type { UndeclaredExposure } from "../src/core/audit";
 import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
 import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
@@ -80,6 +81,20 @@ export function stackHeader(stack: string, source: string, observation: Pick<Obs
 }
 
 /** The human report: one line per published entry, then the entries that are not exposed. */
+/**
+ * The cluster's undeclared exposure as status and drift say it: each one, why (the audit's reason) and the command that
+ * removes it (its fix); or why the cluster could not be audited.
+ */
+export function formatUndeclared(undeclared: readonly UndeclaredExposure[] | string): string {
+  if (typeof undeclared === "string") return `\nundeclared exposure: not checked (the cluster's Services and Pods could not be listed: ${undeclared})`;
+  if (undeclared.length === 0) return "\nundeclared exposure: none";
+  // Read back from the cluster: a line break in a value starts no line of its own.
+  const what = (e: UndeclaredExposure) =>
+    `${e.kind} ${e.namespace}/${e.name}${e.node ? ` on ${e.node}` : ""} (${e.ports}${e.addresses ? ` at ${e.addresses.join(", ")}` : ""})`;
+  const lines = undeclared.map((e) => `  ${printableValue(`${what(e)}: ${e.reason}`)}\n    fix: ${printableValue(e.fix)}`);
+  return [`\nundeclared exposure: ${undeclared.length} UNDECLARED (neither the contract nor the allowlist declares it)`, ...lines].join("\n");
+}
+
 export function formatStatus(stack: string, source: string, observation: Observation): string {
   const exposed = observation.entries.filter((e) => e.exposure !== "none");
   const rows = exposed.map((e) => [

@@ -7,6 +7,8 @@
 #
 #   scripts/e2e-cluster.sh start [DIR]   # prints KEY=VALUE lines (KUBECONFIG, E2E_DIR, ...)
 #   scripts/e2e-cluster.sh stop DIR      # stops the processes started in DIR and deletes DIR
+#   scripts/e2e-cluster.sh restart DIR   # starts again, on DIR's data, certificates and ports,
+#                                        # each recorded process that is gone (a killed API server)
 #
 # Typical use:
 #   eval "$(scripts/e2e-cluster.sh start | sed 's/^/export /')"
@@ -68,19 +70,27 @@ await_ready() {
   die "$failure after ${timeout}s (see $d/logs)"
 }
 
-# kill the processes recorded in DIR/pids, each only if it is the one recorded: exactly one
-# line for its role, an integer pid > 1, the recorded start time and a command line naming DIR
+# recorded_pid DIR NAME: the pid of NAME recorded in DIR/pids if it is still that very process:
+# exactly one line for its role, an integer pid > 1, the recorded start time, a command line
+# naming DIR; nothing otherwise
+recorded_pid() {
+  local d=$1 name=$2 pid start
+  [[ -f "$d/pids" && $(grep -c "^$name=" "$d/pids") == 1 ]] || return 0
+  pid=$(sed -n "s/^$name=//p" "$d/pids")
+  start=$(sed -n "s/^$name=//p" "$d/starts" 2>/dev/null | head -n 1)
+  [[ "$pid" =~ ^[0-9]{1,8}$ && "$pid" -gt 1 && -n "$start" ]] || return 0
+  [[ "$(start_time "$pid")" == "$start" ]] || return 0
+  if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' </proc/"$pid"/cmdline | grep -qF "$d"; then echo "$pid"; fi
+}
+
+# kill the processes recorded in DIR/pids, each only if it is the one recorded (recorded_pid)
 stop_dir() {
-  local d=$1 name pid start
+  local d=$1 name pid
   [[ -f "$d/pids" ]] || return 0
   # reverse start order: scheduler, controller-manager, apiserver, etcd
   for name in kube-scheduler kube-controller-manager kube-apiserver etcd; do
-    [[ $(grep -c "^$name=" "$d/pids") == 1 ]] || continue
-    pid=$(sed -n "s/^$name=//p" "$d/pids")
-    start=$(sed -n "s/^$name=//p" "$d/starts" 2>/dev/null | head -n 1)
-    [[ "$pid" =~ ^[0-9]{1,8}$ && "$pid" -gt 1 && -n "$start" ]] || continue
-    [[ "$(start_time "$pid")" == "$start" ]] || continue
-    if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' </proc/"$pid"/cmdline | grep -qF "$d"; then
+    pid=$(recorded_pid "$d" "$name")
+    if [[ -n "$pid" ]]; then
       kill -TERM "$pid" 2>/dev/null || true
       for _ in $(seq 1 50); do [[ -e /proc/$pid ]] || break; sleep 0.2; done
       [[ -e /proc/$pid ]] && kill -KILL "$pid" 2>/dev/null || true
@@ -97,6 +107,85 @@ cmd_stop() {
   [[ -f "$d/.e2e-cluster" ]] || die "$d is not an e2e-cluster dir"
   stop_dir "$d"
   if [[ "${E2E_KEEP:-0}" != 1 ]]; then rm -rf "$d"; log "removed $d"; fi
+}
+
+# The control plane's processes, one function each, started in the background in a session of
+# their own and recorded. They read the caller's $bin $d $e and the settings (ports, $kcm,
+# $cidr, $controllers, $TOKEN, $server, $timeout). Logs are appended: a restart keeps the story.
+# setsid: not a leader of its group (a background job of this script), it execs in place, so $!
+# is the server's own pid.
+run_etcd() {
+  # --initial-cluster-state is ignored once the data folder holds a member (a restart)
+  setsid "$bin/etcd" --name e2e --data-dir "$d/etcd" \
+    --listen-client-urls "https://127.0.0.1:$etcd_port" --advertise-client-urls "https://127.0.0.1:$etcd_port" \
+    --cert-file "$e/etcd.crt" --key-file "$e/etcd.key" --client-cert-auth --trusted-ca-file "$e/ca.crt" \
+    --listen-peer-urls "https://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "https://127.0.0.1:$etcd_peer" \
+    --peer-cert-file "$e/etcd.crt" --peer-key-file "$e/etcd.key" --peer-client-cert-auth --peer-trusted-ca-file "$e/ca.crt" \
+    --initial-cluster "e2e=https://127.0.0.1:$etcd_peer" --initial-cluster-state new \
+    --unsafe-no-fsync --log-level warn \
+    </dev/null >>"$d/logs/etcd.log" 2>&1 &
+  record etcd $!
+}
+
+# Started, then awaited on /readyz. Its serving pair is the one in $d/pki when there is one (it
+# writes it at its first start): the kubeconfig's CA stays true across a restart.
+run_apiserver() {
+  local extra=()
+  if [[ "$kcm" != 1 ]]; then
+    # no garbage collector: store.go then adds no foregroundDeletion finalizers;
+    # no service-account controller: do not require a default ServiceAccount
+    extra+=(--enable-garbage-collector=false --disable-admission-plugins=ServiceAccount)
+  fi
+  setsid "$bin/kube-apiserver" \
+    --etcd-servers "https://127.0.0.1:$etcd_port" \
+    --etcd-cafile "$e/ca.crt" --etcd-certfile "$e/etcd.crt" --etcd-keyfile "$e/etcd.key" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --cert-dir "$d/pki" --token-auth-file "$d/pki/tokens.csv" \
+    --authorization-mode RBAC --allow-privileged=true \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$d/pki/sa.pub" --service-account-signing-key-file "$d/pki/sa.key" \
+    --service-cluster-ip-range "$cidr" --service-node-port-range 30000-32767 \
+    --endpoint-reconciler-type none \
+    "${extra[@]}" \
+    </dev/null >>"$d/logs/kube-apiserver.log" 2>&1 &
+  record kube-apiserver $!
+  local t0=$SECONDS ok=0 b p
+  while (( SECONDS - t0 < timeout )); do
+    if [[ "$(curl -sk -m 2 -H "Authorization: Bearer $TOKEN" "$server/readyz" 2>/dev/null)" == ok ]]; then ok=1; break; fi
+    for b in etcd kube-apiserver; do
+      p=$(sed -n "s/^$b=//p" "$d/pids")
+      [[ -e /proc/$p ]] || die "$b exited during start-up (see $d/logs/$b.log)"
+    done
+    sleep 0.5
+  done
+  [[ $ok == 1 ]] || die "kube-apiserver not ready after ${timeout}s at $server/readyz (see $d/logs)"
+  log "kube-apiserver ready in $((SECONDS - t0))s at $server"
+}
+
+run_kcm() {
+  setsid "$bin/kube-controller-manager" \
+    --kubeconfig "$d/kubeconfig" \
+    --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$kcm_port" \
+    --service-account-private-key-file "$d/pki/sa.key" \
+    --use-service-account-credentials=false --leader-elect=false \
+    --cluster-name e2e --controllers "$controllers" \
+    </dev/null >>"$d/logs/kube-controller-manager.log" 2>&1 &
+  record kube-controller-manager $!
+  # ready when the service-account controller made the default ServiceAccount
+  await_ready kube-controller-manager "kube-controller-manager: no default ServiceAccount" \
+    curl -skf -m 2 -H "Authorization: Bearer $TOKEN" "$server/api/v1/namespaces/default/serviceaccounts/default"
+}
+
+run_scheduler() {
+  setsid "$bin/kube-scheduler" \
+    --kubeconfig "$d/kubeconfig" \
+    --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$sched_port" --leader-elect=false \
+    </dev/null >>"$d/logs/kube-scheduler.log" 2>&1 &
+  record kube-scheduler $!
+  # ready when its health endpoint answers
+  await_ready kube-scheduler "kube-scheduler not healthy" curl -skf -m 2 "https://127.0.0.1:$sched_port/healthz"
 }
 
 cmd_start() {
@@ -129,6 +218,10 @@ cmd_start() {
 
   local etcd_port etcd_peer api_port kcm_port sched_port
   etcd_port=$(free_port); etcd_peer=$(free_port); api_port=$(free_port); kcm_port=$(free_port); sched_port=$(free_port)
+  # what `restart` starts again with: the same ports and settings (the kubeconfig names the port)
+  local cidr=${E2E_SERVICE_CIDR:-10.96.0.0/24} controllers=${E2E_KCM_CONTROLLERS:-*,-node-lifecycle-controller}
+  printf '%s\n' "etcd_port=$etcd_port" "etcd_peer=$etcd_peer" "api_port=$api_port" "kcm_port=$kcm_port" \
+    "sched_port=$sched_port" "kcm=$kcm" "scheduler=$scheduler" "cidr=$cidr" "controllers=$controllers" > "$d/settings"
 
   # service-account signing key and a static token for the admin user
   openssl genrsa -out "$d/pki/sa.key" 2048 2>/dev/null
@@ -150,51 +243,9 @@ cmd_start() {
   echo "$TOKEN,e2e-admin,e2e-admin,system:masters" > "$d/pki/tokens.csv"
   : > "$d/pids"; : > "$d/starts"
 
-  # setsid: not a leader of its group (a background job of this script), it execs in place, so $!
-  # is the server's own pid
-  setsid "$bin/etcd" --name e2e --data-dir "$d/etcd" \
-    --listen-client-urls "https://127.0.0.1:$etcd_port" --advertise-client-urls "https://127.0.0.1:$etcd_port" \
-    --cert-file "$e/etcd.crt" --key-file "$e/etcd.key" --client-cert-auth --trusted-ca-file "$e/ca.crt" \
-    --listen-peer-urls "https://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "https://127.0.0.1:$etcd_peer" \
-    --peer-cert-file "$e/etcd.crt" --peer-key-file "$e/etcd.key" --peer-client-cert-auth --peer-trusted-ca-file "$e/ca.crt" \
-    --initial-cluster "e2e=https://127.0.0.1:$etcd_peer" --initial-cluster-state new \
-    --unsafe-no-fsync --log-level warn \
-    </dev/null >"$d/logs/etcd.log" 2>&1 &
-  record etcd $!
-
-  local extra=()
-  if [[ "$kcm" != 1 ]]; then
-    # no garbage collector: store.go then adds no foregroundDeletion finalizers;
-    # no service-account controller: do not require a default ServiceAccount
-    extra+=(--enable-garbage-collector=false --disable-admission-plugins=ServiceAccount)
-  fi
-  setsid "$bin/kube-apiserver" \
-    --etcd-servers "https://127.0.0.1:$etcd_port" \
-    --etcd-cafile "$e/ca.crt" --etcd-certfile "$e/etcd.crt" --etcd-keyfile "$e/etcd.key" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-    --cert-dir "$d/pki" --token-auth-file "$d/pki/tokens.csv" \
-    --authorization-mode RBAC --allow-privileged=true \
-    --service-account-issuer https://kubernetes.default.svc \
-    --service-account-key-file "$d/pki/sa.pub" --service-account-signing-key-file "$d/pki/sa.key" \
-    --service-cluster-ip-range "${E2E_SERVICE_CIDR:-10.96.0.0/24}" --service-node-port-range 30000-32767 \
-    --endpoint-reconciler-type none \
-    "${extra[@]}" \
-    </dev/null >"$d/logs/kube-apiserver.log" 2>&1 &
-  record kube-apiserver $!
-
   local server="https://127.0.0.1:$api_port"
-
-  local t0=$SECONDS ok=0
-  while (( SECONDS - t0 < timeout )); do
-    if [[ "$(curl -sk -m 2 -H "Authorization: Bearer $TOKEN" "$server/readyz" 2>/dev/null)" == ok ]]; then ok=1; break; fi
-    for b in etcd kube-apiserver; do
-      local p; p=$(sed -n "s/^$b=//p" "$d/pids")
-      [[ -e /proc/$p ]] || die "$b exited during start-up (see $d/logs/$b.log)"
-    done
-    sleep 0.5
-  done
-  [[ $ok == 1 ]] || die "kube-apiserver not ready after ${timeout}s at $server/readyz (see $d/logs)"
-  log "kube-apiserver ready in $((SECONDS - t0))s at $server"
+  run_etcd
+  run_apiserver
   # its self-signed pair (written at start-up) is the CA the kubeconfig trusts: checked once here
   curl -sf -m 5 --cacert "$d/pki/apiserver.crt" -H "Authorization: Bearer $TOKEN" "$server/readyz" >/dev/null ||
     die "kube-apiserver's certificate ($d/pki/apiserver.crt) does not verify for $server"
@@ -219,31 +270,8 @@ contexts:
 current-context: e2e
 EOF
   chmod 600 "$d/kubeconfig"
-
-  if [[ "$kcm" == 1 ]]; then
-    setsid "$bin/kube-controller-manager" \
-      --kubeconfig "$d/kubeconfig" \
-      --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" \
-      --bind-address 127.0.0.1 --secure-port "$kcm_port" \
-      --service-account-private-key-file "$d/pki/sa.key" \
-      --use-service-account-credentials=false --leader-elect=false \
-      --cluster-name e2e --controllers "${E2E_KCM_CONTROLLERS:-*,-node-lifecycle-controller}" \
-      </dev/null >"$d/logs/kube-controller-manager.log" 2>&1 &
-    record kube-controller-manager $!
-    # ready when the service-account controller made the default ServiceAccount
-    await_ready kube-controller-manager "kube-controller-manager: no default ServiceAccount" \
-      curl -skf -m 2 -H "Authorization: Bearer $TOKEN" "$server/api/v1/namespaces/default/serviceaccounts/default"
-  fi
-  if [[ "$scheduler" == 1 ]]; then
-    setsid "$bin/kube-scheduler" \
-      --kubeconfig "$d/kubeconfig" \
-      --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" \
-      --bind-address 127.0.0.1 --secure-port "$sched_port" --leader-elect=false \
-      </dev/null >"$d/logs/kube-scheduler.log" 2>&1 &
-    record kube-scheduler $!
-    # ready when its health endpoint answers
-    await_ready kube-scheduler "kube-scheduler not healthy" curl -skf -m 2 "https://127.0.0.1:$sched_port/healthz"
-  fi
+  if [[ "$kcm" == 1 ]]; then run_kcm; fi
+  if [[ "$scheduler" == 1 ]]; then run_scheduler; fi
   trap - EXIT
 
   cat > "$d/env" <<EOF
@@ -257,8 +285,61 @@ EOF
   cat "$d/env"
 }
 
+# Starts again, on DIR's own data, certificates, token and ports (DIR/settings, written by
+# start), each process of DIR that is not the one recorded any more (recorded_pid): a killed API
+# server comes back at the URL its kubeconfig names, on the same etcd. Those still running are
+# left as they are. Fails, changing nothing else, when DIR lacks what start wrote or a port is
+# taken meanwhile (the new process exits: stopped again, its log says why).
+cmd_restart() {
+  local bin=${E2E_BIN:-}
+  [[ -n "$bin" ]] || bin=$("$HERE/e2e-toolchain.sh" bin)
+  local d=${1:-} timeout=${E2E_READY_TIMEOUT:-120} key value name
+  [[ -n "$d" && -d "$d" ]] || die "usage: $0 restart DIR"
+  d=$(cd "$d" && pwd)
+  [[ -f "$d/.e2e-cluster" && -f "$d/settings" && -f "$d/kubeconfig" && -f "$d/pki/tokens.csv" && -f "$d/pki/apiserver.crt" ]] ||
+    die "$d lacks what start wrote (settings, kubeconfig, pki): it cannot be restarted in place"
+  local etcd_port="" etcd_peer="" api_port="" kcm_port="" sched_port="" kcm="" scheduler="" cidr="" controllers=""
+  # read back, untrusted: only these keys, each of its own shape
+  while IFS='=' read -r key value; do
+    case "$key" in
+      etcd_port|etcd_peer|api_port|kcm_port|sched_port) [[ "$value" =~ ^[0-9]{1,5}$ ]] && printf -v "$key" '%s' "$value" ;;
+      kcm|scheduler) [[ "$value" =~ ^[01]$ ]] && printf -v "$key" '%s' "$value" ;;
+      cidr) [[ "$value" =~ ^[0-9./]{1,18}$ ]] && cidr=$value ;;
+      controllers) [[ "$value" =~ ^[-a-z*,]{1,200}$ ]] && controllers=$value ;;
+    esac
+  done < "$d/settings"
+  for key in etcd_port etcd_peer api_port kcm_port sched_port kcm scheduler cidr controllers; do
+    [[ -n "${!key}" ]] || die "$d/settings: no valid $key: it cannot be restarted in place"
+  done
+  local e=$d/pki/etcd server="https://127.0.0.1:$api_port" TOKEN
+  TOKEN=$(cut -d, -f1 "$d/pki/tokens.csv" | head -n 1)
+  [[ "$TOKEN" =~ ^[0-9a-f]{48}$ ]] || die "$d/pki/tokens.csv: no admin token"
+  local roles=(etcd kube-apiserver)
+  [[ "$kcm" == 1 ]] && roles+=(kube-controller-manager)
+  [[ "$scheduler" == 1 ]] && roles+=(kube-scheduler)
+  # on failure: what this restart started is stopped again (only what is recorded and proven)
+  trap 'rc=$?; if [[ $rc != 0 ]]; then log "restart failed; see $d/logs"; for f in "${started[@]}"; do
+    p=$(recorded_pid "$d" "$f"); [[ -n "$p" ]] && kill -TERM "$p" 2>/dev/null; done; fi' EXIT
+  local started=()
+  for name in "${roles[@]}"; do
+    [[ -z "$(recorded_pid "$d" "$name")" ]] || continue
+    # its old lines go: one line per role, the one started now
+    sed -i "/^$name=/d" "$d/pids" "$d/starts"
+    started+=("$name")
+    case "$name" in
+      etcd) run_etcd ;;
+      kube-apiserver) run_apiserver ;;
+      kube-controller-manager) run_kcm ;;
+      kube-scheduler) run_scheduler ;;
+    esac
+  done
+  trap - EXIT
+  log "restarted in $d: ${started[*]:-nothing (every process runs)}"
+}
+
 case "${1:-}" in
   start) shift; cmd_start "$@" ;;
   stop) shift; cmd_stop "$@" ;;
-  *) echo "usage: $0 start [DIR] | stop DIR" >&2; exit 2 ;;
+  restart) shift; cmd_restart "$@" ;;
+  *) echo "usage: $0 start [DIR] | stop DIR | restart DIR" >&2; exit 2 ;;
 esac

@@ -366,9 +366,11 @@ describe("size", () => {
   // 9,500). This round: +48 for the program as read -> decide -> declare (issue 42 #4: the decisions as data with their
   // types in src/core/stack-plan.ts, the engine's inputs chosen by the entry point in components/engine.ts); +119 for the
   // exposure rules' table (issue 42 #1: each rule's TypeScript and CEL side by side in src/core/exposure-rules.ts, looped
-  // over by the model, the guard and the policy pack; the hand-wired CEL it replaced was shorter than the declarations).
-  it("the product code does not grow past its last cut: at most 11,723 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_723);
+  // over by the model, the guard and the policy pack; the hand-wired CEL it replaced was shorter than the declarations); +96
+  // for issue 40 #4 and #5 (UIExposurePortalDown's guard at Prometheus's start; the cluster's undeclared exposure with the
+  // command that removes each in status and on the portal page, as drift gives it).
+  it("the product code does not grow past its last cut: at most 11,819 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_819);
   });
 
   it("bench/ stays at most 1,200 lines", () => {

@@ -53,6 +53,7 @@ describe("auditExposure: look-alikes of our Services", () => {
         ports: "http 80->31999",
         reason:
           "impersonates contract entry 'gitea' (carries its labels, but that entry's Service is gitea/gitea-nodeport created by this stack): undeclared exposure; remove it",
+        fix: "kubectl -n tenant delete service gitea-http",
       },
     ]);
     expect(result.declared.map((d) => d.name)).not.toContain("gitea-http");
@@ -98,6 +99,7 @@ describe("auditExposure: Services", () => {
         ports: "http 80->31003",
         reason:
           "labelled as made by ui-exposure for entry 'grafana', which this stack does not publish (left over from an earlier up or another stack?): delete it or select the entry",
+        fix: "kubectl -n monitoring delete service grafana-nodeport",
       },
     ]);
   });
@@ -124,6 +126,7 @@ describe("auditExposure: Services", () => {
         ports: "web 9090->30900",
         addresses: ["10.67.3.250"],
         reason: "in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it",
+        fix: "kubectl -n monitoring delete service prometheus-lb, or declare it: ui-exposure:allowlist.services 'monitoring/prometheus-lb'",
       },
       {
         kind: "NodePort",
@@ -131,6 +134,7 @@ describe("auditExposure: Services", () => {
         name: "debug",
         ports: "8080->32000",
         reason: "in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it",
+        fix: "kubectl -n default delete service debug, or declare it: ui-exposure:allowlist.services 'default/debug'",
       },
     ]);
   });
@@ -177,7 +181,20 @@ describe("auditExposure: hostPorts", () => {
         node: "bench",
         reason:
           "hostNetwork pod (every containerPort is a hostPort); in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it",
+        fix: "kubectl -n kube-system edit pod cilium-x7k2p-metrics (remove it), or declare it: ui-exposure:allowlist.hostPorts 'kube-system/cilium-x7k2p-metrics:9962'",
       },
+    ]);
+  });
+
+  it("names, for a pod its workload makes, the workload to edit and the allowlist line that admits all its pods (issue 40 #5)", () => {
+    const made = pod("kube-system", "cilium-x7k2p", "bench", { hostPort: 9962, hostNetwork: true });
+    made.metadata = {
+      ...made.metadata,
+      generateName: "cilium-",
+      ownerReferences: [{ apiVersion: "apps/v1", kind: "DaemonSet", name: "cilium", uid: "u", controller: true }],
+    };
+    expect(audit({ pods: [made] }).undeclared.map((u) => u.fix)).toEqual([
+      "kubectl -n kube-system edit daemonset cilium (remove it), or declare it: ui-exposure:allowlist.hostPorts 'kube-system/cilium-*:9962'",
     ]);
   });
 

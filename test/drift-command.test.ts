@@ -243,6 +243,22 @@ describe("exposure drift", () => {
     expect(json.audit.undeclared.map((u) => u.name)).toEqual(["debug"]);
   });
 
+  it("gives each undeclared exposure the command that removes it, in the words status uses (issue 40 #5)", async () => {
+    const r = await drift(["--stack", "bench"], snapshot(healthyCluster([undeclaredNodePort])), fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }));
+    expect(r.code).toBe(3);
+    expect(r.out.join("\n")).toContain(
+      "  default/debug: fix: kubectl -n default delete service debug, or declare it: ui-exposure:allowlist.services 'default/debug'",
+    );
+    const json = await drift(
+      ["--stack", "bench", "--json"],
+      snapshot(healthyCluster([undeclaredNodePort])),
+      fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }),
+    );
+    expect((JSON.parse(json.out.join("\n")) as { audit: { undeclared: { fix: string }[] } }).audit.undeclared.map((u) => u.fix)).toEqual([
+      "kubectl -n default delete service debug, or declare it: ui-exposure:allowlist.services 'default/debug'",
+    ]);
+  });
+
   it("exits 3 on a live verdict alone, naming the entry and the reason (a nodePort moved by hand since the last up)", async () => {
     const r = await drift(["--stack", "bench", "--json"], snapshot(healthyCluster()), fakePulumi({ exitCode: 0, stdout: NO_CHANGES, stderr: "" }), {
       ...LAST_UP,

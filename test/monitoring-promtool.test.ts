@@ -198,6 +198,37 @@ const unitTests = [
       ["10m", []],
     ],
   ),
+  // Prometheus has just started (the sandbox's, scraping only the portal): its rules are evaluated
+  // before its first scrape. No alert may go pending then: the ALERTS series records pending
+  // ones (alert_rule_test sees only firing ones), none at any evaluation of the first 2 minutes.
+  {
+    ...unitTest(
+      "UIExposurePortalDown: nothing pending before Prometheus's first scrape (at 30 s)",
+      "UIExposurePortalDown",
+      [{ series: series("up", {}), values: "_ 1x10" }],
+      [
+        ["0s", []],
+        ["30s", []],
+      ],
+    ),
+    interval: "30s",
+    promql_expr_test: [{ expr: 'count_over_time(ALERTS{alertname="UIExposurePortalDown"}[5m])', eval_time: "2m", exp_samples: [] }],
+  },
+  // The guard against that start does not hide a portal that is never scraped: Prometheus
+  // scrapes itself from the start, the portal has no target; it fires 5 minutes after
+  // Prometheus's first minute.
+  {
+    ...unitTest(
+      "UIExposurePortalDown: a portal never scraped since Prometheus started fires, 5 minutes after its first minute",
+      "UIExposurePortalDown",
+      [{ series: seriesOf("up", { job: "prometheus", instance: "127.0.0.1:9090" }), values: "1x20" }],
+      [
+        ["5m30s", []],
+        ["6m", [firing("UIExposurePortalDown", {}, "1")]],
+      ],
+    ),
+    interval: "30s",
+  },
 ];
 
 describe.skipIf("missing" in tool)(`promtool on the generated rules${"missing" in tool ? ` (skipped: ${tool.missing})` : ""}`, () => {

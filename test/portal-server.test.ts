@@ -485,3 +485,56 @@ describe("a malformed request never ends the portal", () => {
     }
   });
 });
+
+describe("portal: the cluster's undeclared exposure on the page (issue 40 #5)", () => {
+  /** A portal that knows the stack's allowlist (it runs drift's audit) on the recorded cluster plus `extra` Services. */
+  const withAudit = async (cluster: MemoryCluster) => {
+    const portal = await startPortal(
+      {
+        contract: portalContract(),
+        cluster,
+        stack: "bench",
+        readIntervalMs: 0,
+        auditIntervalMs: 0,
+        reachability: { enabled: false },
+        audit: { allowlist: { services: [], hostPorts: [] } },
+      },
+      { host: "127.0.0.1", port: 0 },
+    );
+    try {
+      return { html: await (await fetch(portal.url)).text(), json: (await (await fetch(new URL("api/entries", portal.url))).json()) as PortalView };
+    } finally {
+      await portal.close();
+    }
+  };
+
+  it("lists a NodePort Service the contract does not declare, with drift's reason and the command that removes it", async () => {
+    const recorded = recordedCluster();
+    recorded.services.push({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "debug-ui", namespace: "tools" },
+      spec: { type: "NodePort", selector: { app: "debug" }, ports: [{ name: "http", port: 80, nodePort: 30999, protocol: "TCP" }] },
+    });
+    const { html, json } = await withAudit(new MemoryCluster(recorded));
+    expect(html).toContain("<strong>Undeclared exposure: 1</strong> (neither the contract nor the allowlist declares it)");
+    expect(html).toContain(
+      `<li>NodePort tools/debug-ui (http 80-&gt;30999): in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it<br>fix: <code>${escapeHtml("kubectl -n tools delete service debug-ui, or declare it: ui-exposure:allowlist.services 'tools/debug-ui'")}</code></li>`,
+    );
+    expect(json.undeclared).toMatchObject({
+      count: 1,
+      shown: [{ name: "debug-ui", fix: "kubectl -n tools delete service debug-ui, or declare it: ui-exposure:allowlist.services 'tools/debug-ui'" }],
+    });
+    // Nothing undeclared: nothing said.
+    expect((await withAudit(new MemoryCluster(recordedCluster()))).html).not.toContain("Undeclared exposure");
+  });
+
+  it("says the audit could not read the cluster instead of showing nothing, and keeps the verdicts", async () => {
+    const cluster = new MemoryCluster(recordedCluster());
+    const listPods = cluster.listPods.bind(cluster);
+    cluster.listPods = (scope) => (scope?.namespace ? listPods(scope) : Promise.reject(new UserError("pods is forbidden at the cluster scope")));
+    const { html } = await withAudit(cluster);
+    expect(html).toContain("Undeclared exposure: not checked (pods is forbidden at the cluster scope).");
+    expect(html).toMatch(/MATCH/);
+  });
+});

@@ -18,6 +18,7 @@ import {
   pod,
   readySlices,
   runCommand,
+  service,
   slice,
   snapshot,
   stackFile,
@@ -84,8 +85,44 @@ describe("exposure status", () => {
     expect(table).toContain("4 MATCH, 0 DRIFT, 0 ABSENT");
     expect(r.err).toEqual([]);
     // Where the entries are (invariant 8): services and endpointslices of the three nodePort
-    // entries' namespaces (one list each), nodes, and the pods of the one hostPort entry.
-    expect(cluster.requests).toBe(3 + 3 + 1 + 1);
+    // entries' namespaces (one list each), nodes, and the pods of the one hostPort entry; then
+    // the audit's cluster-wide lists (Services, Pods: paged, each page bounded).
+    expect(cluster.requests).toBe(3 + 3 + 1 + 1 + 2);
+    expect(table).toContain("undeclared exposure: none");
+  });
+
+  it("shows the cluster's undeclared exposure with the command that removes each, as drift's audit finds it (issue 40 #5)", async () => {
+    const debug = service("tools", "debug", { type: "NodePort", ports: [{ port: 8080, nodePort: 32000 }] });
+    const agent = pod("tools", "agent-0", "bench", { hostPort: 9100 });
+    const r = await status(["--stack", "bench"], snapshot(healthyCluster([debug, agent])));
+    const text = r.out.join("\n");
+    expect(text).toContain("undeclared exposure: 2 UNDECLARED (neither the contract nor the allowlist declares it)");
+    expect(text).toContain(
+      "  NodePort tools/debug (8080->32000): in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it\n    fix: kubectl -n tools delete service debug, or declare it: ui-exposure:allowlist.services 'tools/debug'",
+    );
+    expect(text).toContain("    fix: kubectl -n tools edit pod agent-0 (remove it), or declare it: ui-exposure:allowlist.hostPorts 'tools/agent-0:9100'");
+    // The entries' verdicts decide the exit code, as before: drift is the gate for undeclared exposure.
+    expect(r.code).toBe(0);
+    const json = parse((await status(["--stack", "bench", "--json"], snapshot(healthyCluster([debug, agent])))).out) as unknown as {
+      undeclared: { name: string; fix: string }[];
+    };
+    expect(json.undeclared.map((u) => [u.name, u.fix])).toEqual([
+      ["debug", "kubectl -n tools delete service debug, or declare it: ui-exposure:allowlist.services 'tools/debug'"],
+      ["agent-0", "kubectl -n tools edit pod agent-0 (remove it), or declare it: ui-exposure:allowlist.hostPorts 'tools/agent-0:9100'"],
+    ]);
+    // Lists it may not make (a namespaced identity): said, and the verdicts still given.
+    const cluster = snapshot(healthyCluster());
+    const scoped = Object.assign(Object.create(cluster) as SnapshotReader, {
+      listPods: (scope?: { namespace?: string }) =>
+        scope?.namespace
+          ? cluster.listPods(scope as never)
+          : Promise.reject(new UserError('pods is forbidden: cannot list resource "pods" at the cluster scope')),
+    });
+    const partial = await status(["--stack", "bench"], scoped);
+    expect(partial.out.join("\n")).toContain(
+      'undeclared exposure: not checked (the cluster\'s Services and Pods could not be listed: pods is forbidden: cannot list resource "pods" at the cluster scope)',
+    );
+    expect(partial.code).toBe(0);
   });
 
   it("lists only the entries the stack selects and skips the pod list when no hostPort entry is selected", async () => {
@@ -94,8 +131,9 @@ describe("exposure status", () => {
     expect(r.code).toBe(0);
     const json = parse(r.out);
     expect(json.entries.filter((e) => e.verdict !== "NOT-EXPOSED").map((e) => e.name)).toEqual(["argocd", "gitea"]);
-    // services and endpointslices of argocd's and gitea's namespaces, nodes; no pods.
-    expect(cluster.requests).toBe(2 + 2 + 1);
+    // services and endpointslices of argocd's and gitea's namespaces, nodes; no pods for the
+    // verdicts; the audit's two cluster-wide lists.
+    expect(cluster.requests).toBe(2 + 2 + 1 + 2);
   });
 
   it("--entry reports only the named entries, and reads only what they need", async () => {

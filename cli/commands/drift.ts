@@ -6,6 +6,7 @@ import { type AuditResult, auditExposure, readExposureObjects } from "../../src/
 import { EXIT, type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
+import { printableValue } from "../../src/core/text";
 import { type Command, printJson } from "../context";
 import { usageError } from "../flags";
 import { formatStatus, formatTable, type OperatorDeps, timeoutFlag } from "../operator";
@@ -167,7 +168,7 @@ function formatPreview(preview: PreviewSummary): string[] {
   }
 }
 
-/** The human report: preview first, then every exposure found, undeclared first. */
+/** The human report: preview first, then every exposure found, undeclared first, then each one's fix (status's and the portal's words). */
 function formatDrift(stack: string, source: string, preview: PreviewSummary, audit: AuditResult, status: Observation): string {
   const lines = [`stack ${stack}, ${source}`, "", ...formatPreview(preview), ""];
   const total = audit.declared.length + audit.undeclared.length;
@@ -178,6 +179,7 @@ function formatDrift(stack: string, source: string, preview: PreviewSummary, aud
     const undeclared = audit.undeclared.map((e) => [e.kind, where(e), ports(e), `UNDECLARED: ${e.reason}`]);
     const declared = audit.declared.map((e) => [e.kind, where(e), ports(e), `declared by ${e.declaredBy}${e.reason ? `: ${e.reason}` : ""}`]);
     lines.push(formatTable(["KIND", "WHERE", "PORTS", "VERDICT"], [...undeclared, ...declared]));
+    for (const e of audit.undeclared) lines.push(printableValue(`  ${where(e)}: fix: ${e.fix}`));
   }
   if (audit.unusedAllowlist.length) lines.push("", `allowlist entries that matched nothing (stale?): ${audit.unusedAllowlist.join(", ")}`);
   lines.push("", "live verdicts (as exposure status):", formatStatus(stack, source, status));

@@ -72,7 +72,7 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
               : s.outsideRecord
                 ? `sandbox folder gone, its processes still recorded in ${s.outsideRecord}: exposure sandbox down stops them`
                 : api?.answers === false
-                  ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); npm run sandbox starts it anew (it removes this one first)"
+                  ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); npm run sandbox restarts a stopped control plane in place (same URLs and ports), else starts the sandbox anew"
                   : s.problems.length && [...s.processes, ...(s.controlPlane?.processes ?? []), ...(s.dataPath?.processes ?? [])].every((p) => p.running)
                     ? `sandbox running, ${s.problems.length} ${s.problems.length === 1 ? "entry needs" : "entries need"} the fix above`
                     : "sandbox incomplete: npm run sandbox starts it anew (it removes this one first)",

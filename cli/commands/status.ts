@@ -1,9 +1,10 @@
+import { auditExposure, readExposureObjects } from "../../src/core/audit";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { StatusDocument } from "../../src/core/json-api";
 import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
 import { usageError } from "../flags";
-import { formatStatus, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
+import { formatStatus, formatUndeclared, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
@@ -29,7 +30,15 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
     // Outputs and cluster are read concurrently: `pulumi stack output` alone takes a second or two.
     const [published, cluster] = await Promise.all([
       readPublished(ctx, values.stack, values.outputs, readOutputs),
-      connect(opened, timeoutMs).then(async (reader) => ({ source: reader.source, observed: await readObservedCluster(reader, entries) })),
+      connect(opened, timeoutMs).then(async (reader) => {
+        // Without --entry, the cluster's undeclared exposure too (drift's audit: every Service and Pod that opens something); a
+        // refused or failed list says so instead of failing the verdicts.
+        const [observed, exposing] = await Promise.all([
+          readObservedCluster(reader, entries),
+          only ? undefined : readExposureObjects(reader).catch((err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300)),
+        ]);
+        return { source: reader.source, observed, exposing };
+      }),
     ]);
     sayUnavailable(ctx, "exposure status", published, 'the "changed since the last up" checks are skipped');
     const selected = entries.map((e) => e.name);
@@ -38,6 +47,11 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
     const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
     const exposed = observation.entries.filter((e) => e.exposure !== "none");
     const healthy = observation.problems.length === 0 && exposed.every((e) => e.verdict === "MATCH");
+    const { exposing } = cluster;
+    const undeclared =
+      typeof exposing === "object"
+        ? auditExposure({ contract: opened.contract, selected, allowlist: opened.settings.allowlist, ...exposing, ...provenOwnership(published) }).undeclared
+        : undefined;
 
     if (values.json)
       printJson(ctx, {
@@ -50,8 +64,15 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
         ok: healthy,
         entries: observation.entries,
         problems: observation.problems,
+        ...(undeclared ? { undeclared } : typeof exposing === "string" ? { undeclaredUnread: exposing } : {}),
       } satisfies StatusDocument);
-    else ctx.stdout(formatStatus(values.stack, cluster.source, observation));
+    else
+      ctx.stdout(
+        [
+          formatStatus(values.stack, cluster.source, observation),
+          ...(undeclared || typeof exposing === "string" ? [formatUndeclared(undeclared ?? String(exposing))] : []),
+        ].join("\n"),
+      );
     return healthy ? EXIT.OK : EXIT.DRIFT;
   };
 }

@@ -1,4 +1,5 @@
 import type { AuditInput } from "./audit";
+import type { PodIdentity } from "./exposure-model";
 import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, matchesPattern, namePattern, namesPod, type WorkloadObject } from "./exposure-model";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
 import { printableValue } from "./text";
@@ -38,7 +39,7 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
  * names what it makes), else the object itself. The owner's own owner is not known (it may be a kind not read): a read
  * workload is refused on its own line, which covers what it owns.
  */
-function admittedUnit(p: { kind: string; namespace: string; name: string; isPod: boolean; generateName?: string; owner?: { kind: string; name: string } }) {
+export function admittedUnit(p: Omit<PodIdentity, "labels"> & { kind: string }) {
   const own = p.isPod ? (p.generateName ?? p.name) : p.name;
   if (p.owner && own.startsWith(`${p.owner.name}-`)) return { kind: p.owner.kind, namespace: p.namespace, name: p.owner.name, workload: true };
   return { kind: p.kind, namespace: p.namespace, name: p.name, workload: !p.isPod };

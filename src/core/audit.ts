@@ -1,3 +1,4 @@
+import { admittedUnit } from "./admission-preview";
 import type { Contract } from "./contract/schema";
 import {
   classifyCluster,
@@ -40,6 +41,8 @@ export interface DeclaredExposure extends Exposure {
 export interface UndeclaredExposure extends Exposure {
   /** Why it is drift, and what to do. */
   reason: string;
+  /** The command that removes it (and, where the stack may declare it instead, the allowlist line): the same words in drift, status and the portal. */
+  fix: string;
 }
 
 export interface AuditResult {
@@ -110,8 +113,9 @@ export function auditExposure(input: AuditInput): AuditResult {
     };
     const ours = rules.ourServices.get(where);
     const notOurs = ours && input.published ? ownershipProblem(svc, input.published[ours.entry]) : undefined;
+    const remove = `kubectl -n ${namespace} delete service ${svc.metadata.name}`;
     if (notOurs) {
-      undeclared.push({ ...exposure, reason: `named like contract entry '${ours?.entry}', but ${notOurs}` });
+      undeclared.push({ ...exposure, reason: `named like contract entry '${ours?.entry}', but ${notOurs}`, fix: remove });
       continue;
     }
     if ("declared" in verdict) {
@@ -122,14 +126,17 @@ export function auditExposure(input: AuditInput): AuditResult {
       undeclared.push({
         ...exposure,
         reason: `our Service of contract entry '${verdict.entry}' opens more than the entry declares (${verdict.undeclared}): undeclared exposure; remove what was added`,
+        fix: `kubectl -n ${namespace} edit service ${svc.metadata.name} (remove ${verdict.undeclared})`,
       });
       continue;
     }
+    const claim = labelClaimProblem(svc, rules.ourServices);
     undeclared.push({
       ...exposure,
       reason:
-        labelClaimProblem(svc, rules.ourServices) ??
+        claim ??
         `${openings.externalIPs.length ? `reachable at externalIPs ${openings.externalIPs.join(", ")}; ` : ""}in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it`,
+      fix: claim ? remove : `${remove}, or declare it: ui-exposure:allowlist.services '${where}'`,
     });
   }
 
@@ -137,7 +144,10 @@ export function auditExposure(input: AuditInput): AuditResult {
     for (const o of pod.openings) {
       const exposure: Exposure = { kind: o.kind, namespace: pod.namespace, name: pod.name, ports: o.ports, ...(pod.node ? { node: pod.node } : {}) };
       if (o.declared) declare(exposure, o.declared);
-      else undeclared.push({ ...exposure, reason: o.undeclared ?? "undeclared" });
+      // Its workload makes it again: the hostPort goes from there, or a line names that workload (never today's pod).
+      const u = admittedUnit({ ...pod, kind: "Pod" });
+      const fix = `kubectl -n ${u.namespace} edit ${u.kind.toLowerCase()} ${u.name} (remove it), or declare it: ui-exposure:allowlist.hostPorts '${u.namespace}/${u.name}${u.workload ? "-*" : ""}:${o.item}'`;
+      if (!o.declared) undeclared.push({ ...exposure, reason: o.undeclared ?? "undeclared", fix });
     }
   }
 

@@ -4,7 +4,7 @@
  */
 import type { AccessEndpoint, CredentialView } from "./access";
 import type { Refusal } from "./admission-preview";
-import type { AuditResult } from "./audit";
+import type { AuditResult, UndeclaredExposure } from "./audit";
 import type { Finding, JSON_API_VERSION } from "./findings";
 import type { ObservedEntry } from "./observe";
 import type { NodeChoice } from "./plan";
@@ -39,6 +39,10 @@ export interface StatusDocument extends Document<"Status"> {
   ok: boolean;
   entries: readonly ObservedEntry[];
   problems: readonly string[];
+  /** Without --entry: the cluster's exposure neither the contract nor the allowlist declares (drift's audit), each with its fix. */
+  undeclared?: readonly UndeclaredExposure[];
+  /** Without --entry, when the cluster's Services and Pods could not be listed: why (nothing is said of undeclared exposure). */
+  undeclaredUnread?: string;
 }
 
 /** One resource the preview would change; `fields` is empty when Pulumi gave no detail. */

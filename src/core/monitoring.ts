@@ -171,8 +171,11 @@ export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRul
     },
     {
       alert: "UIExposurePortalDown",
-      // No target answers; `absent` has the same labels (job, namespace): a rollout's gap between two pods continues the alert.
-      expr: `max by (namespace, job) (up{${sel}}) == 0 or absent(up{${sel}})`,
+      // No target answers, or none exists (`absent` has the same labels, job and namespace: a
+      // rollout's gap between two pods continues the alert). Absence counts only once Prometheus
+      // has scraped some target for a minute (two scrape intervals): before its first scrape of
+      // the portal, just started, everything is absent, and nothing may go pending.
+      expr: `max by (namespace, job) (up{${sel}}) == 0 or (absent(up{${sel}}) and on () count(up offset 1m) > 0)`,
       for: "5m",
       summary: "Prometheus cannot scrape the ui-exposure portal in {{ $labels.namespace }}.",
       description: `No ui-exposure alert can fire while the portal is down. Check its pod (\`kubectl -n ${t.namespace} get pods -l app.kubernetes.io/name=ui-exposure-portal\`) and run \`exposure status --stack ${t.stack}\` meanwhile.`,

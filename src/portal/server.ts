@@ -4,7 +4,7 @@ import * as http from "node:http";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
-import { auditExposure, readExposureObjects } from "../core/audit";
+import { auditExposure, readExposureObjects, type UndeclaredExposure } from "../core/audit";
 import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
@@ -15,7 +15,7 @@ import { failureCause, type ObservedCluster, type PublishedEndpoints, readObserv
 import { uidsUnknownTo } from "../core/ownership";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
-import { buildPortalView, type PortalError, type PortalSource, type PortalView, wantedEntries } from "../core/portal/view";
+import { buildPortalView, type PortalError, type PortalSource, type PortalView, UNDECLARED_SHOWN, wantedEntries } from "../core/portal/view";
 import type { Allowlist } from "../core/settings";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics";
 import { DEFAULT_REACHABILITY, portalProbeTargets, ReachabilityCache, type ReachabilityOptions } from "./reachability";
@@ -90,31 +90,34 @@ export function refreshOf(search: URLSearchParams): PageOptions {
 export class PortalObserver {
   readonly clusterReads: SharedRead<ObservedRead>;
   readonly reachability: ReachabilityCache;
-  /** The audit's undeclared count; present when the portal knows the allowlist (PortalOptions.audit). */
-  readonly auditReads: SharedRead<number> | undefined;
+  /** The audit's undeclared count and the first ones; present when the portal knows the allowlist (PortalOptions.audit). */
+  readonly auditReads: SharedRead<{ count: number; shown: UndeclaredExposure[] }> | undefined;
   private readonly probing: ReachabilityOptions;
   /** The last view computed from a successful read, for /metrics while reads fail. */
   private lastGood: { view: PortalView; observedAt: Date } | undefined;
   /** The audit's last good count, whether its last round read the cluster, when one last did. */
   private audit: MetricsInput["audit"];
   private auditFailureLogged: Promise<unknown> | undefined;
+  /** What the page says of undeclared exposure: the last audit round's. */
+  private undeclared: PortalView["undeclared"];
 
   constructor(private readonly opts: PortalOptions) {
     const wanted = wantedEntries(opts);
     const readPublished = opts.readPublished ?? (async () => opts.published);
     const { audit, cluster } = opts;
-    // Only the count is kept: the cluster-wide lists are garbage as soon as it is computed.
+    // Only the count and the first few are kept: the cluster-wide lists are garbage as soon as they are computed.
     this.auditReads = audit
       ? new SharedRead(
           async () => {
             const [exposing, published] = await Promise.all([readExposureObjects(cluster), readPublished()]);
-            return auditExposure({
+            const { undeclared } = auditExposure({
               contract: opts.contract,
               selected: wanted.map((e) => e.name),
               allowlist: audit.allowlist,
               ...exposing,
               ...(published ? { published } : {}),
-            }).undeclared.length;
+            });
+            return { count: undeclared.length, shown: undeclared.slice(0, UNDECLARED_SHOWN) };
           },
           Math.max(opts.auditIntervalMs ?? DEFAULT_AUDIT_INTERVAL_MS, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS),
         )
@@ -139,7 +142,21 @@ export class PortalObserver {
 
   /** `waitForProbes: false` for a probe of the portal itself: waiting would wait on itself. */
   async view(opts: { waitForProbes?: boolean } = {}): Promise<PortalView> {
+    // The page shows the audit's undeclared exposure too (its round shared with /metrics; a failed one says why). It lists the
+    // whole cluster: a load waits for it a second at most after its own read, else shows the last round's.
+    const audit = this.auditReads
+      ?.get()
+      .then(
+        (r) => r.value,
+        (err: unknown) => ({ unread: (err as Error).message }),
+      )
+      .then((u) => {
+        this.undeclared = u;
+      });
     const { value: read, at } = await this.clusterReads.get();
+    let timer: NodeJS.Timeout | undefined;
+    if (audit) await Promise.race([audit, new Promise((resolve) => (timer = setTimeout(resolve, 1000)))]).finally(() => clearTimeout(timer));
+    const undeclared = this.undeclared;
     const generatedAt = this.opts.now?.() ?? new Date();
     if (this.lastBase?.cluster !== read) {
       const { published: _given, ...source } = this.opts;
@@ -158,6 +175,7 @@ export class PortalObserver {
     const byEntry = await this.reachability.answers(portalProbeTargets(base.urls, this.opts.contract, this.probing), { wait: opts.waitForProbes !== false });
     const view: PortalView = {
       ...base.view,
+      ...(undeclared ? { undeclared } : {}),
       generatedAt: generatedAt.toISOString(),
       entries: base.view.entries.map((e) => {
         const reachability = byEntry.get(e.name);
@@ -194,7 +212,7 @@ export class PortalObserver {
       });
       // A round still in flight at the deadline changes nothing; an ended one says whether it read the cluster.
       const [round] = audit ? ((await within(Promise.allSettled([audit]))) ?? []) : [];
-      if (round?.status === "fulfilled") this.audit = { undeclared: round.value.value, ok: true, lastSuccessAt: round.value.at };
+      if (round?.status === "fulfilled") this.audit = { undeclared: round.value.value.count, ok: true, lastSuccessAt: round.value.at };
       else if (round) this.audit = { ...this.audit, ok: false };
     } finally {
       clearTimeout(timer);
@@ -315,7 +333,7 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
           const found = view.entries.find((e) => e.name === entry);
           if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
           else {
-            const { entries: _all, summary: _summary, problems: _problems, ...context } = view;
+            const { entries: _all, summary: _summary, problems: _problems, undeclared: _undeclared, ...context } = view;
             sendJson(200, { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found });
           }
         } else if (json) sendJson(200, { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view });

@@ -62,7 +62,7 @@ function upThenCleanPreview(what: string) {
 interface DriftJson {
   drift: boolean;
   preview: { state: string; changes?: { name: string; fields: string[] }[] };
-  audit: { undeclared: { namespace: string; name: string; reason: string }[] };
+  audit: { undeclared: { namespace: string; name: string; reason: string; fix: string }[] };
   status: { entries: { name: string; verdict: string; reasons: string[]; url?: string }[] };
 }
 function drift(): { code: number | null; json: DriftJson; raw: string } {
@@ -156,8 +156,17 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     const d = drift();
     expect(d.code, d.raw).toBe(3);
     expect(d.json.audit.undeclared).toEqual([
-      expect.objectContaining({ namespace: "tenant", name: "gitea-http", reason: expect.stringContaining("impersonates contract entry 'gitea'") }),
+      expect.objectContaining({
+        namespace: "tenant",
+        name: "gitea-http",
+        reason: expect.stringContaining("impersonates contract entry 'gitea'"),
+        fix: "kubectl -n tenant delete service gitea-http",
+      }),
     ]);
+    // status says it too, with the same words and the command that removes it (issue 40 #5).
+    const status = sandbox.exposure(["status", "--stack", "sandbox"]);
+    expect(status.stdout, summary(status)).toContain("undeclared exposure: 1 UNDECLARED");
+    expect(status.stdout).toMatch(/ {2}NodePort tenant\/gitea-http \(http 80->\d+\): impersonates contract entry 'gitea' .*\n {4}fix: kubectl -n tenant delete service gitea-http$/m);
     const ours = await nodePortOf("gitea", "gitea-nodeport");
     expect(verdict(d.json, "gitea")?.url).toBe(`http://127.0.0.11:${ours}`);
     expect(d.json.preview.state).toBe("no-changes");

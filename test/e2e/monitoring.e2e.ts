@@ -295,6 +295,9 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
       90_000,
       detail,
     );
+    // Rules evaluated every 2 s from Prometheus's start, the portal's target found seconds later:
+    // no alert went pending meanwhile (ALERTS records pending alerts too).
+    expect(await query("count_over_time(ALERTS[10m])")).toEqual([]);
     expect(upSeries.metric).toMatchObject({
       job: "ui-exposure-portal",
       namespace: PORTAL_NS,
@@ -419,6 +422,10 @@ describe.sequential("e2e: the sandbox's monitoring trial (sandbox up --monitorin
     expect(up.prometheus).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     expect(started.stderr).toMatch(/sandbox \[monitoring\] Prometheus http:\/\/127\.0\.0\.1:\d+\/ in [\d.]+ s: the stack's alert rules \(every for: 20s/);
 
+    // `sandbox up` returns once the portal is scraped: no alert went pending before that (ALERTS
+    // records pending alerts too; rules are evaluated every 5 s from Prometheus's start).
+    const early = await api<{ result: unknown[] }>(`query?query=${encodeURIComponent("count_over_time(ALERTS[10m])")}`);
+    expect(early.result).toEqual([]);
     // The rules loaded are the stack's (the group from .sandbox/prometheus/rules.yaml), every for 20 s.
     const rules = await api<{ groups: { name: string; file: string; rules: { name: string; duration: number }[] }[] }>("rules");
     expect(rules.groups.map((g) => [g.name, g.file])).toEqual([["ui-exposure", path.join(folder(), "prometheus", "rules.yaml")]]);

@@ -47,6 +47,18 @@ export function startControlPlane(projectDir: string, bin: string, dir: string, 
   return { dir, kubeconfig: kubeconfigOut, server };
 }
 
+/**
+ * Starts again, on `dir`'s own data, certificates, token and ports (scripts/e2e-cluster.sh
+ * restart), each control-plane process that is gone: the API server comes back at the address
+ * the kubeconfig names, over the same etcd. Undefined when done; else why it could not be.
+ */
+export function restartControlPlane(projectDir: string, bin: string, dir: string, env: NodeJS.ProcessEnv): string | undefined {
+  const r = spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["restart", dir], { encoding: "utf8", env: { ...env, E2E_BIN: bin }, timeout: 240_000 });
+  if (r.status === 0) return undefined;
+  const lines = (r.stderr ?? "").trim().split("\n");
+  return (lines.filter((l) => l.includes("ERROR: ")).pop() ?? (lines.pop() || r.error?.message || `exit code ${r.status}`)).slice(0, 300);
+}
+
 /** Stops the control plane in `dir` (scripts/e2e-cluster.sh stop); returns `role (pid)` of each process it stopped (not those already gone). */
 export function stopControlPlane(projectDir: string, bin: string, dir: string): string[] {
   if (!fs.existsSync(path.join(dir, ".e2e-cluster"))) return [];

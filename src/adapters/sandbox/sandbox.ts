@@ -24,6 +24,7 @@ import {
   CONTROL_PLANE_ROLES,
   type ControlPlaneStatus,
   controlPlaneStatus,
+  restartControlPlane,
   SANDBOX_CONTEXT,
   SANDBOX_NODE,
   seedCluster,
@@ -565,6 +566,41 @@ async function deadParts(info: SandboxInfo & { rejected: string[] }): Promise<st
 }
 
 /**
+ * A sandbox whose control plane lost a process (a killed API server) while everything else of it
+ * runs: the control plane is started again on its own data, certificates and ports, so the URLs,
+ * the node address and the portal's and Prometheus's ports stay as they were. Returns what is
+ * still dead once the sandbox's processes have read the cluster again ([] when whole); `dead`
+ * as it was when this cannot be done (then the caller starts a new sandbox, saying so first).
+ */
+async function restartInPlace(io: SandboxIo, info: SandboxInfo & { rejected: string[] }, dead: string[]): Promise<string[]> {
+  const clusterDir = path.join(info.folder, "cluster");
+  const cluster = await controlPlaneStatus(clusterDir, path.join(info.folder, "kubeconfig"));
+  const stopped = cluster?.processes.filter((p) => !p.running).map((p) => p.role) ?? [];
+  const run = info.dataPathPrefix ? runProcesses(info.dataPathPrefix, info.id) : undefined;
+  const restLives =
+    info.rejected.length === 0 &&
+    info.processes.every((p) => isSandboxProcess(p, info)) &&
+    (info.mode !== "kube-proxy" || run?.every((p) => p.running) === true);
+  if (stopped.length === 0 || !restLives) return dead;
+  io.say(`sandbox: ${stopped.join(", ")} stopped: restarting the control plane in place (its data, certificates and ports; the URLs stay)`);
+  // The sandbox's own links (its binaries), never a folder the record names; with the sandbox's id, as every process it starts.
+  const why = restartControlPlane(io.projectDir, path.join(info.folder, "bin"), clusterDir, { ...io.env, [SANDBOX_ID_VARIABLE]: info.id });
+  info.controlPlane = controlPlaneRecords(clusterDir);
+  saveRecord(io.projectDir, io.env, info);
+  if (why) return [...dead, `the control plane could not be restarted in place (${why})`];
+  // The portal and the node agent read the cluster again within seconds of its return.
+  const end = Date.now() + 60_000;
+  let still = await deadParts(info);
+  while (still.length && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 1000));
+    still = await deadParts(info);
+  }
+  if (still.length === 0)
+    io.say(`sandbox: control plane restarted in place: ${Object.values(info.urls).length} URLs, the node address and the ports unchanged`);
+  return still;
+}
+
+/**
  * The sandbox stack: every exposed entry of the contract but the one mirroring the in-cluster
  * portal's Service. The sandbox runs no in-cluster portal (its portal is the local `exposure
  * portal` it prints), so only a stand-in would answer that URL, with a stand-in's text.
@@ -683,7 +719,8 @@ async function bringUp(given: SandboxIo): Promise<SandboxInfo> {
   const io = { ...given, monitoring: given.monitoring === true || Boolean(existing?.prometheus) };
   if (io.monitoring) alertForSeconds(io.env);
   if (existing && !existing.outside) {
-    const dead = await deadParts(existing);
+    let dead = await deadParts(existing);
+    if (dead.length) dead = await restartInPlace(io, existing, dead);
     if (dead.length === 0) {
       const running = await repair(io, existing);
       if (!io.monitoring || running.prometheus) return running;

@@ -199,6 +199,18 @@ export function renderPage(view: PortalView, opts: PageOptions = {}): string {
     .concat(failingCount ? [`<li><span class="badge r-bad">${failingCount} not answering</span></li>`] : [])
     .join("");
   const problems = view.problems.length ? `<div class="problems" role="alert"><strong>Problems</strong><ul>${listItems(view.problems)}</ul></div>` : "";
+  // The cluster's undeclared exposure, in the words `exposure status` and `exposure drift` give it (the audit's reason and fix).
+  const u = view.undeclared ?? { count: 0, shown: [] };
+  const items =
+    "unread" in u
+      ? []
+      : u.shown.map((e) => `<li>${escapeHtml(`${e.kind} ${e.namespace}/${e.name} (${e.ports}): ${e.reason}`)}<br>fix: <code>${escapeHtml(e.fix)}</code></li>`);
+  const more = "unread" in u || u.count <= u.shown.length ? "" : `<li>and ${u.count - u.shown.length} more: exposure drift lists them all</li>`;
+  const undeclared =
+    "unread" in u
+      ? `<p class="foot">Undeclared exposure: not checked (${escapeHtml(u.unread)}).</p>`
+      : u.count &&
+        `<div class="problems" role="alert"><strong>Undeclared exposure: ${u.count}</strong> (neither the contract nor the allowlist declares it)<ul>${items.join("")}${more}</ul></div>`;
   const grouped = groupEntries(view.entries);
   const anyGroup = grouped.some((g) => g.group !== undefined);
   const bodies = grouped.map((g) => {
@@ -218,6 +230,7 @@ export function renderPage(view: PortalView, opts: PageOptions = {}): string {
     `<h1>${escapeHtml(heading(view.stack))}</h1>`,
     metaLine(view, now),
     problems,
+    undeclared,
     `<ul class="summary">${counts}</ul>`,
     `<table><thead><tr>${COLUMNS.map((c) => `<th scope="col">${c}</th>`).join("")}</tr></thead>`,
     `${bodies.join("\n")}</table>`,

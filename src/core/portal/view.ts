@@ -1,3 +1,4 @@
+import type { UndeclaredExposure } from "../audit";
 import type { Contract } from "../contract/schema";
 import type { ProbeResultJson } from "../json-api";
 import type { ClusterReader } from "../kube/cluster";
@@ -42,7 +43,15 @@ export interface PortalView {
   /** The portal's own probes: on or off, and how long an answer is reused. */
   reachability: { enabled: boolean; cacheSeconds?: number };
   entries: PortalEntry[];
+  /**
+   * When the portal runs the audit (it knows the allowlist): the cluster's undeclared exposure as `exposure drift` finds it,
+   * its count and the first UNDECLARED_SHOWN with their fix; or why its last round could not read the cluster.
+   */
+  undeclared?: { count: number; shown: UndeclaredExposure[] } | { unread: string };
 }
+
+/** How many undeclared exposures the portal keeps and shows (the count is whole): a tenant's thousands cost a page of memory. */
+export const UNDECLARED_SHOWN = 20;
 
 /** What the portal shows instead when the cluster cannot be read. */
 export interface PortalError extends Pick<PortalView, "generatedAt" | "source" | "stack"> {
