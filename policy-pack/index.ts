@@ -1,0 +1,57 @@
+// ui-exposure's CrossGuard policy pack (docs/policy-pack.md): every Kubernetes resource of any Pulumi
+// program judged against the contract and the allowlist by the exposure model, before it is created.
+import * as fs from "node:fs";
+import { PolicyPack, type ReportViolation, type ResourceValidationArgs } from "@pulumi/policy";
+import * as pulumi from "@pulumi/pulumi";
+import { type Judge, opaqueRelease, packJudge, undeclaredExposure } from "./judge";
+
+/**
+ * The stack's configuration ("ui-exposure:allowlist": JSON text...): the engine gives it to the
+ * language host (ConfigureStack), which starts the pack with it in PULUMI_CONFIG.
+ */
+const stackConfig = new Map(Object.entries(pulumi.runtime.allConfig()));
+
+// The configuration does not change during a run: read (and the contract file parsed) once.
+let judged: { key: string; judge: Judge | { problem: string } } | undefined;
+function judgeOf(args: ResourceValidationArgs): Judge {
+  const config = args.getConfig<Record<string, unknown>>();
+  const key = JSON.stringify(config);
+  if (judged?.key !== key) judged = { key, judge: packJudge(config, stackConfig, (file) => fs.readFileSync(file, "utf8")) };
+  // A string, not an Error: @pulumi/policy shows an Error's stack; the problem alone is the message.
+  if ("problem" in judged.judge) throw judged.judge.problem;
+  return judged.judge;
+}
+
+new PolicyPack("ui-exposure", {
+  policies: [
+    {
+      name: "undeclared-exposure",
+      description:
+        "A Service of type NodePort or LoadBalancer or with externalIPs, or a pod or workload template with a hostPort or on the host network, is declared by the contract or the allowlist.",
+      enforcementLevel: "mandatory",
+      configSchema: {
+        properties: {
+          contract: { type: ["string", "object"] },
+          entries: { type: ["string", "array"] },
+          allowlist: {
+            type: "object",
+            properties: { services: { type: "array" }, hostPorts: { type: "array" } },
+          },
+        },
+      },
+      validateResource: (args: ResourceValidationArgs, report: ReportViolation) => {
+        if (!args.type.startsWith("kubernetes:")) return;
+        for (const message of undeclaredExposure(judgeOf(args), args.type, args.props)) report(message);
+      },
+    },
+    {
+      name: "opaque-helm-release",
+      description: "A Helm v3 Release installs objects no policy sees: their exposure is judged only once they exist (the admission guard, exposure drift).",
+      enforcementLevel: "mandatory",
+      validateResource: (args: ResourceValidationArgs, report: ReportViolation) => {
+        const message = opaqueRelease(args.type, args.props);
+        if (message) report(message);
+      },
+    },
+  ],
+});
