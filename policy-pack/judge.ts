@@ -1,14 +1,16 @@
 // The policy pack's judge: a resource's inputs in, what it opens undeclared out, each worded with the
 // allowlist line that admits it. Pure: the rules are the exposure model's (src/core), read with the
 // stack's contract, entries and allowlist; index.ts reads the files and speaks to the engine.
+
+import * as z from "zod/mini";
 import { auditExposure } from "../src/core/audit";
-import { parseContract } from "../src/core/contract/parse";
+import { describeZodIssue, distinctIssues, expandUnions, formatPath, parseContract } from "../src/core/contract/parse";
 import type { Contract } from "../src/core/contract/schema";
 import { isUserError } from "../src/core/errors";
 import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, field, type WorkloadObject } from "../src/core/exposure-model";
 import type { Pod, Service } from "../src/core/kube/types";
 import { selectEntries } from "../src/core/plan";
-import { type Allowlist, checkExposureSettings, decodeConfigValue, PROJECT } from "../src/core/settings";
+import { type Allowlist, decodeConfigValue, PROJECT, settingsSchema } from "../src/core/settings";
 import { printableValue } from "../src/core/text";
 
 /** What the pack judges with: the contract, the entries this stack publishes, the allowlist. */
@@ -20,6 +22,8 @@ export interface Judge {
 
 /** The keys read, from the policy's config (`--policy-pack-config`) or else the stack's `ui-exposure:<key>`. */
 const KEYS = ["contract", "entries", "allowlist"] as const;
+/** `entries` and `allowlist` as the stack's settings check them (the contract is checked by parseContract). */
+const exposureSettings = z.pick(settingsSchema, { entries: true, allowlist: true });
 
 /**
  * The judge from the policy's config, else the stack's settings, key by key. `contract`: a file
@@ -37,8 +41,11 @@ export function packJudge(
     if (policyConfig[key] !== undefined) raw[key] = policyConfig[key];
     else if (stackValue !== undefined) raw[key] = decodeConfigValue(stackValue);
   }
-  const checked = checkExposureSettings({ entries: raw.entries, allowlist: raw.allowlist });
-  const problems = [...checked.problems];
+  const checked = exposureSettings.safeParse({ entries: raw.entries, allowlist: raw.allowlist }, { reportInput: true });
+  // Worded as the stack's settings are (`ui-exposure:allowlist.hostPorts[0]: ...`), every problem at once.
+  const problems = checked.success
+    ? []
+    : distinctIssues(expandUnions(checked.error.issues)).map((i) => `${PROJECT}:${formatPath(i.path)}: ${describeZodIssue(i)}`);
   let contract: Contract = { version: 1, endpoints: [] };
   try {
     if (typeof raw.contract === "string") contract = parseContract(readFile(raw.contract), raw.contract);
@@ -46,14 +53,14 @@ export function packJudge(
   } catch (err) {
     problems.push(isUserError(err) ? err.message : `contract ${printableValue(String(raw.contract))}: cannot be read (${(err as Error).message})`);
   }
-  const selection = checked.settings ? selectEntries(contract, checked.settings.entries) : undefined;
+  const selection = checked.success ? selectEntries(contract, checked.data.entries) : undefined;
   problems.push(...(selection?.problems ?? []));
-  if (problems.length || !checked.settings || !selection) {
+  if (problems.length || !checked.success || !selection) {
     return {
       problem: `the ui-exposure policy pack's configuration (--policy-pack-config, policy 'undeclared-exposure', else the stack's ${PROJECT}:contract, entries and allowlist) is invalid:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
     };
   }
-  return { contract, selected: selection.entries.map((e) => e.name), allowlist: checked.settings.allowlist };
+  return { contract, selected: selection.entries.map((e) => e.name), allowlist: checked.data.allowlist };
 }
 
 /** The Kubernetes resources judged: Services, pods and the workloads with a pod template, their Patch and List forms too. */

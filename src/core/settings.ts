@@ -288,25 +288,12 @@ export function stackConfigError(stackFile: string, problems: readonly string[],
   return new UserError(`${error.message}\nadd under 'config:' in ${stackFile}:\n${lines.map((l) => `  ${l}`).join("\n")}`, error.exitCode);
 }
 
-const exposureSettingsSchema = z.pick(settingsSchema, { entries: true, allowlist: true });
-
-/**
- * What decides exposure of a stack's settings, for a judge outside the program (the policy pack, given them as JSON): `entries` and `allowlist`, checked as
- * checkSettings checks them and worded the same (`ui-exposure:allowlist.hostPorts[0]: ...`), every problem at once.
- */
-export function checkExposureSettings(raw: Readonly<Record<string, unknown>>): { settings?: z.infer<typeof exposureSettingsSchema>; problems: string[] } {
-  const result = exposureSettingsSchema.safeParse(raw, { reportInput: true });
-  if (result.success) return { settings: result.data, problems: [] };
-  return { problems: distinctIssues(expandUnions(result.error.issues)).map((issue) => `${formatConfigPath(issue.path)}: ${describeZodIssue(issue)}`) };
-}
-
 function formatConfigPath(path: readonly PropertyKey[]): string {
   const [first, ...rest] = path;
   const head = first === undefined ? PROJECT : `${PROJECT}:${String(first)}`;
   return rest.length ? `${head}.${formatPath(rest)}`.replace(".[", "[") : head;
 }
 
-/** A config value as the engine gives it: objects, lists, booleans and numbers arrive as JSON text. */
 export function decodeConfigValue(value: string): unknown {
   const t = value.trim();
   if (t.startsWith("{") || t.startsWith("[") || t === "true" || t === "false" || /^-?\d+(\.\d+)?$/.test(t)) {
