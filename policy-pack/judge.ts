@@ -91,9 +91,11 @@ function judgeObject(judge: Judge, kind: string, o: unknown): string[] {
   const meta = { name, namespace, labels: field(metadata, "labels") };
   if (kind === "Service") {
     const svc = { metadata: meta, spec: field(o, "spec") } as Service;
-    const ports = (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}${p.nodePort ? `->${p.nodePort}` : ""}`).join(", ") || "no ports";
+    // Read only for a violation: a nodePort may be unknown at preview (allocated at create) without keeping the Service from being judged.
+    const ports = () =>
+      (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}${p.nodePort ? `->${p.nodePort}` : ""}`).join(", ") || "no ports";
     return auditExposure({ ...judge, services: [svc], pods: [] }).undeclared.map(
-      (u) => `Service ${where} (${u.kind}, ports ${ports}): ${u.reason}; the allowlist line that admits it: ${PROJECT}:allowlist.services '${where}'`,
+      (u) => `Service ${where} (${u.kind}, ports ${ports()}): ${u.reason}; the allowlist line that admits it: ${PROJECT}:allowlist.services '${where}'`,
     );
   }
   const rules = exposureRules(judge.contract, judge.selected, judge.allowlist);
