@@ -27,7 +27,7 @@ const exposureSettings = z.pick(settingsSchema, { entries: true, allowlist: true
 
 /**
  * The judge from the policy's config, else the stack's settings, key by key. `contract`: a file
- * (read by `readFile`, relative to where pulumi runs) or the contract itself; none: no entry
+ * (read by `readFile`; a relative path from the pack's folder, where the engine runs it) or the contract itself; none: no entry
  * declares anything, only the allowlist does. Every problem at once: `{ problem }`.
  */
 export function packJudge(
@@ -68,8 +68,8 @@ const JUDGED = /^kubernetes:(?:core|apps|batch|extensions)\/v\w+:(Service|Pod|De
 
 /**
  * What a resource of `type` opens that no rule declares, one message each: the resource, the port,
- * why, and the allowlist line that would admit it. Values unknown at preview are read as the engine
- * gives them: @pulumi/policy throws on reading one, and reports the resource as not judged yet.
+ * why, and the allowlist line that would admit it. A value unknown at preview throws when the model
+ * reads it (index.ts), and @pulumi/policy reports the resource as not judged yet.
  */
 export function undeclaredExposure(judge: Judge, type: string, props: unknown): string[] {
   const m = JUDGED.exec(type);
