@@ -144,9 +144,11 @@ LANGHOST_SRC=$(cat <<'GOEOF'
 // language host of our own, written against the sdk/v3 protocol. It supports what
 // `pulumi preview|up|destroy|refresh` need for a Node.js (JS or TS) program:
 // GetRequiredPackages, Run (spawns `node @pulumi/pulumi/cmd/run ...` like the real
-// host), GetPluginInfo, Handshake, Cancel, About, GetProgramDependencies and a
-// plain `npm install` for InstallDependencies. Code generation, templates, policy
-// packs and plugins written in Node are not supported.
+// host), RunPlugin for a policy pack (spawns the pack's own
+// `node @pulumi/pulumi/cmd/run-policy-pack <engine> <pack dir>` with the stack's config, like the
+// real host), GetPluginInfo, Handshake,
+// Cancel, About, GetProgramDependencies and a plain `npm install` for InstallDependencies.
+// Code generation, templates and other plugins written in Node are not supported.
 //
 // It never outlives its engine. The engine starts it in a process group of its own, so a
 // SIGKILL of `pulumi up`'s group does not reach it; then it would serve Run (which takes node
@@ -174,6 +176,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	sdk "github.com/pulumi/pulumi/sdk/v3"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
@@ -526,6 +529,66 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 		return &pulumirpc.RunResponse{Error: "Problem executing program (could not run language executor): " + err.Error()}, nil
 	}
 	return &pulumirpc.RunResponse{}, nil
+}
+
+// RunPlugin runs a policy pack (kind "analyzer", the only kind supported) as the real host does: in
+// the pack's folder, `node <its @pulumi/pulumi/cmd/run-policy-pack> <engine> <pack folder>`. The
+// SDK's policy proxy answers the engine first, so that the stack's configuration reaches the pack
+// (PULUMI_CONFIG), then relays to the pack. The pack is one of the programs killed when the engine goes.
+func (h *host) RunPlugin(req *pulumirpc.RunPluginRequest, server grpc.ServerStreamingServer[pulumirpc.RunPluginResponse]) error {
+	if req.GetKind() != "analyzer" {
+		return fmt.Errorf("this language host runs policy packs only, not %q plugins", req.GetKind())
+	}
+	nodeBin, err := exec.LookPath("node")
+	if err != nil {
+		return fmt.Errorf("could not find node on the $PATH: %w", err)
+	}
+	dir := req.GetInfo().GetProgramDirectory()
+	runPath, err := resolve(nodeBin, dir, "@pulumi/pulumi/cmd/run-policy-pack")
+	if err != nil {
+		return err
+	}
+	closer, stdout, stderr, err := rpcutil.MakeRunPluginStreams(server, false)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	ctx := server.Context()
+	proxy, stdout, err := sdk.NewPolicyProxy(ctx, stdout)
+	if err != nil {
+		return err
+	}
+	cfg, err := proxy.AwaitConfiguration(ctx)
+	if err != nil {
+		return err
+	}
+	env := req.GetEnv()
+	if cfg != nil {
+		config, _ := json.Marshal(cfg.GetConfig())
+		env = append(env, "PULUMI_NODEJS_ORGANIZATION="+cfg.GetOrganization(), "PULUMI_NODEJS_PROJECT="+cfg.GetProject(),
+			"PULUMI_NODEJS_STACK="+cfg.GetStack(), "PULUMI_NODEJS_DRY_RUN="+strconv.FormatBool(cfg.GetDryRun()), "PULUMI_CONFIG="+string(config))
+	}
+	args := append(append([]string{runPath}, req.GetArgs()...), dir)
+	cmd := exec.CommandContext(ctx, nodeBin, args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("could not run the policy pack: %w", err)
+	}
+	h.mu.Lock()
+	h.programs[cmd.Process] = true
+	h.mu.Unlock()
+	err = proxy.Attach(ctx, cmd)
+	h.mu.Lock()
+	delete(h.programs, cmd.Process)
+	h.mu.Unlock()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("policy pack exited with non-zero exit code: %d", ee.ExitCode())
+	} else if err != nil {
+		return err
+	}
+	return closer.Close()
 }
 
 func (h *host) About(ctx context.Context, req *pulumirpc.AboutRequest) (*pulumirpc.AboutResponse, error) {

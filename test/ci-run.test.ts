@@ -62,6 +62,7 @@ touch unit24-ran; exit 0`,
   exe(
     path.join(stubs, "npm"),
     `mkdir -p test-output
+echo "$*" >> npm-calls
 case "$1 \${2:-}" in
   "test "*) [ ! -f base-building ] && echo '${report(5)}' > test-output/unit.json || echo '{"numPassedTests":0,"numFailedTests":1,"success":false}' > test-output/unit.json ;;
   "run e2e")
@@ -80,10 +81,16 @@ exit 0`,
     env: { ...process.env, ...opts.env, PATH: `${stubs}:${process.env.PATH}` },
     timeout: 60_000,
   });
-  return { ...r, unit24Ran: fs.existsSync(path.join(d, "unit24-ran")) };
+  const npmCalls = fs.existsSync(path.join(d, "npm-calls")) ? fs.readFileSync(path.join(d, "npm-calls"), "utf8").trim().split("\n") : [];
+  return { ...r, unit24Ran: fs.existsSync(path.join(d, "unit24-ran")), npmCalls };
 }
 
 describe(".ci/run", () => {
+  it("installs the policy pack's own dependencies right after the project's, before the typecheck", () => {
+    const calls = ciRunWithCiliumStageFailing().npmCalls;
+    expect(calls.slice(0, 3)).toEqual(["ci --no-audit --no-fund", "ci --prefix policy-pack --no-audit --no-fund", "run -s typecheck"]);
+  });
+
   it("counts a Cilium stage that could not be built as one failure, whatever the e2e suite reports after it", () => {
     const r = ciRunWithCiliumStageFailing();
     expect(r.stdout).toContain("!! the Cilium stage could not be built (counted as one failure");

@@ -1,12 +1,12 @@
 // A comment or a doc that names a file of this project names one that exists: a path in
-// README.md, docs/, the product code, the scripts, bench/ or the tests (`src/core/plan.ts`,
+// README.md, docs/, the product code, the scripts, bench/, the policy pack or the tests (`src/core/plan.ts`,
 // `docs/commands.md`, `dist/...` excepted: built) must resolve from the project folder.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 
 const projectDir = path.resolve(__dirname, "..");
-const ROOTS = ["src", "components", "cli", "bin", "scripts", "test", "docs", "bench"];
+const ROOTS = ["src", "components", "cli", "bin", "scripts", "test", "docs", "bench", "policy-pack"];
 const SCANNED = /\.(ts|cjs|mts|md|yaml)$/;
 /** `src/core/plan.ts`, `docs/`, `test/e2e/` ...: a project folder, then a file with an extension or a folder with a slash. */
 const PATH = new RegExp(`(?<![\\w./@$}-])((?:${ROOTS.join("|")})/(?:[\\w.-]+/)*(?:[\\w-]+\\.(?:ts|cjs|mts|js|md|yaml|sh|json)\\b|(?=[\\s\`'")|:,;]|$)))`, "g");
@@ -15,6 +15,8 @@ function scannedFiles(dir: string): string[] {
   const out: string[] = [];
   for (const entry of fs.readdirSync(path.join(projectDir, dir), { withFileTypes: true })) {
     const rel = path.posix.join(dir, entry.name);
+    // The policy pack's own dependencies and build.
+    if (entry.name === "node_modules" || entry.name === "dist") continue;
     if (entry.isDirectory()) out.push(...scannedFiles(rel));
     else if (SCANNED.test(entry.name)) out.push(rel);
   }

@@ -294,7 +294,7 @@ function formatConfigPath(path: readonly PropertyKey[]): string {
   return rest.length ? `${head}.${formatPath(rest)}`.replace(".[", "[") : head;
 }
 
-function decodeConfigValue(value: string): unknown {
+export function decodeConfigValue(value: string): unknown {
   const t = value.trim();
   if (t.startsWith("{") || t.startsWith("[") || t === "true" || t === "false" || /^-?\d+(\.\d+)?$/.test(t)) {
     try {
