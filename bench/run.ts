@@ -32,8 +32,8 @@ import { measureSandbox, sandboxMarkdown } from "./sandbox";
 import { measureStartup, startupMarkdown } from "./startup";
 
 const projectDir = path.resolve(__dirname, "..");
-/** The platform publishes about ten UIs: its size, and ten times it. */
-const LIVE_SIZES = [10, 100];
+/** The platform publishes about ten UIs: its size, ten times it and fifty times it. */
+const LIVE_SIZES = [10, 100, 500];
 
 type Log = (msg: string) => void;
 type Options = { runs: number; log: Log; skip: Set<string> };
