@@ -1,9 +1,8 @@
-// `pulumi preview`, `up`, a no-change `up` and `destroy` of our program against the engine's own
-// floor: a plain @pulumi/kubernetes program (bench/plain-program) declaring the same NodePort
-// Services (what our program declares for the same contract, taken from `render`), in one run:
-// same engine, provider binary, file backend and local kube-apiserver of the e2e harness
-// (loopback only). The API server's request counters tell which reads and writes each command made.
+// `pulumi preview`, `up`, a no-change `up` and `destroy` of our program against the engine's own floor, in one run: a plain @pulumi/kubernetes program
+// (bench/plain-program) declaring the Services our program declares for the same contract (taken from `render`), through the same engine, provider binary,
+// file backend and local kube-apiserver of the e2e harness (loopback only). The API server's request counters tell which requests each command made.
 import * as fs from "node:fs";
+import type { IncomingMessage } from "node:http";
 import * as https from "node:https";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -27,29 +26,21 @@ import { ms, table } from "./stats";
 
 const projectDir = path.resolve(__dirname, "..");
 
-// client-node is an ES module: its types are imported in "import" resolution mode.
-type V1Service = import("@kubernetes/client-node", { with: { "resolution-mode": "import" }}).V1Service;
-type V1Pod = import("@kubernetes/client-node", { with: { "resolution-mode": "import" }}).V1Pod;
-
 /** What the toolchain must hold: the API server half and the Pulumi half. */
 const BINARIES = ["kube-apiserver", "etcd", "pulumi", "pulumi-language-nodejs", "prov/pulumi-resource-kubernetes"];
 const CONCURRENCY = 16;
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
-async function pool<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
+async function pool<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<unknown>) {
   let next = 0;
   const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i] as T, i);
+    for (let i = next++; i < items.length; i = next++) await fn(items[i] as T, i);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
 
-const ignoreConflict = (p: Promise<unknown>) =>
-  p.catch((err: { code?: number }) => {
-    if (err.code !== 409) throw err;
-  });
+/** A namespace's default ServiceAccount may exist already (the controller-manager makes it). */
+const ignoreConflict = (p: Promise<unknown>) => p.catch((err: { code?: number }) => err.code === 409 || Promise.reject(err));
 
 /** Installs the platform as its charts would: namespaces, vendored ClusterIP Services, one Ready pod per UI. */
 async function installPlatform(c: Cluster, entries: readonly GeneratedEntry[]) {
@@ -59,19 +50,17 @@ async function installPlatform(c: Cluster, entries: readonly GeneratedEntry[]) {
     await ignoreConflict(c.core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: "default" } } }));
   });
   await pool(entries, CONCURRENCY, async (e, i) => {
-    if (hasService(e)) await c.core.createNamespacedService({ namespace: e.namespace, body: vendoredService(e) as V1Service });
-    const pod = uiPod(e, i) as V1Pod;
-    const created = await c.core.createNamespacedPod({ namespace: e.namespace, body: pod });
+    if (hasService(e)) await c.core.createNamespacedService({ namespace: e.namespace, body: vendoredService(e) as never });
+    const pod = uiPod(e, i);
+    const created = await c.core.createNamespacedPod({ namespace: e.namespace, body: pod as never });
     // No kubelet: the status a running, Ready pod reports.
-    await c.core.replaceNamespacedPodStatus({ namespace: e.namespace, name: pod.metadata?.name as string, body: { ...created, status: pod.status } });
+    await c.core.replaceNamespacedPodStatus({ namespace: e.namespace, name: pod.metadata.name, body: { ...created, status: pod.status } as never });
   });
 }
 
 const managedCount = async (c: Cluster) =>
   (await c.core.listServiceForAllNamespaces({ labelSelector: "app.kubernetes.io/managed-by=ui-exposure" })).items.length;
-
-/** The controller-manager's own traffic (it runs beside the API server), not the command's. */
-const CONTROLLER_RESOURCES = new Set(["endpointslices", "endpoints", "events", "leases"]);
+const CONTROLLER_RESOURCES = new Set(["endpointslices", "endpoints", "events", "leases"]); // the controller-manager's traffic, not the command's
 
 /** The API server's request counters (`apiserver_request_total`), "VERB resource[/subresource]" -> count; WATCH left out. */
 async function apiRequests(c: Cluster): Promise<Map<string, number>> {
@@ -79,24 +68,15 @@ async function apiRequests(c: Cluster): Promise<Map<string, number>> {
   kc.loadFromFile(c.kubeconfig);
   const opts: https.RequestOptions = {};
   await kc.applyToHTTPSOptions(opts);
-  const text = await new Promise<string>((resolve, reject) => {
-    https
-      .get(`${c.server}/metrics`, opts, (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => {
-          body += d;
-        });
-        res.on("end", () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`GET /metrics: HTTP ${res.statusCode}`))));
-      })
-      .on("error", reject);
-  });
+  const res = await new Promise<IncomingMessage>((resolve, reject) => https.get(`${c.server}/metrics`, opts, resolve).on("error", reject));
+  let text = "";
+  for await (const chunk of res.setEncoding("utf8")) text += chunk;
   const counts = new Map<string, number>();
   for (const m of text.matchAll(/^apiserver_request_total\{([^}]*)\} (\S+)$/gm)) {
     const label = (k: string) => new RegExp(`${k}="([^"]*)"`).exec(m[1] as string)?.[1] ?? "";
-    const resource = label("resource");
-    if (!resource || label("verb") === "WATCH" || CONTROLLER_RESOURCES.has(resource)) continue;
-    const key = `${label("verb")} ${resource}${label("subresource") ? `/${label("subresource")}` : ""}`;
+    const [verb, resource, sub] = [label("verb"), label("resource"), label("subresource")];
+    if (!resource || verb === "WATCH" || CONTROLLER_RESOURCES.has(resource)) continue;
+    const key = `${verb} ${resource}${sub ? `/${sub}` : ""}`;
     counts.set(key, (counts.get(key) ?? 0) + Number(m[2]));
   }
   return counts;
@@ -105,22 +85,18 @@ async function apiRequests(c: Cluster): Promise<Map<string, number>> {
 const requestsSince = (before: Map<string, number>, after: Map<string, number>) =>
   Object.fromEntries([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([, v]) => v > 0));
 
-const TIME = "/usr/bin/time";
-const hasTime = fs.existsSync(TIME);
+const TIME = fs.existsSync("/usr/bin/time") ? "/usr/bin/time" : undefined;
 /** A Pulumi project folder, the environment its commands run in and its stack. */
-type Project = { dir: string; env: NodeJS.ProcessEnv; stack: string };
+type Project = { cwd: string; env: NodeJS.ProcessEnv; stack: string };
 type Step = ProcessResult & { cpuMs: number; requests: Record<string, number> };
 
-/**
- * A pulumi command, asynchronous (a synchronous spawn would block this process for minutes), under
- * /usr/bin/time when present (the CPU time of the whole process tree, from its last stderr line),
- * with the API requests it made; a failure stops the part.
- */
+/** A pulumi command, asynchronous (a synchronous spawn would block this process for minutes), under /usr/bin/time when present (the CPU time of the whole
+ * process tree, from its last stderr line), with the API requests it made; a failure stops the part. */
 async function pulumi(c: Cluster, project: Project, bin: string, args: string[], what: string): Promise<Step> {
   const before = await apiRequests(c);
   const command = [path.join(bin, "pulumi"), ...args, "--stack", project.stack, "--non-interactive"];
-  const [cmd, ...rest] = hasTime ? [TIME, "-f", "cpu-seconds %U %S", ...command] : command;
-  const r = await runProcess(cmd as string, rest, { cwd: project.dir, env: project.env });
+  const [cmd, ...rest] = TIME ? [TIME, "-f", "cpu-seconds %U %S", ...command] : command;
+  const r = await runProcess(cmd as string, rest, project);
   if (r.code !== 0) throw new Error(`${what} failed: ${summary(r)}`);
   const cpu = /cpu-seconds (\S+) (\S+)\s*$/.exec(r.stderr);
   return { ...r, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : Number.NaN, requests: requestsSince(before, await apiRequests(c)) };
@@ -132,8 +108,8 @@ async function plainProgram(c: Cluster, sandbox: Sandbox, bin: string): Promise<
   fs.cpSync(path.join(__dirname, "plain-program"), dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "package.json"), '{ "name": "plain", "private": true }\n');
   fs.symlinkSync(path.join(projectDir, "node_modules"), path.join(dir, "node_modules"));
-  const project = { dir, env: sandbox.env, stack: "plain" };
-  const init = await runProcess(path.join(bin, "pulumi"), ["stack", "init", "plain", "--secrets-provider", "passphrase", "--non-interactive"], { cwd: dir, env: sandbox.env });
+  const project = { cwd: dir, env: sandbox.env, stack: "plain" };
+  const init = await runProcess(path.join(bin, "pulumi"), ["stack", "init", "plain", "--secrets-provider", "passphrase", "--non-interactive"], project);
   if (init.code !== 0) throw new Error(`stack init (plain) failed: ${summary(init)}`);
   fs.appendFileSync(path.join(dir, "Pulumi.plain.yaml"), `config:\n  kubernetes:context: e2e\n  kubernetes:kubeconfig: ${c.kubeconfig}\n`);
   return project;
@@ -152,8 +128,9 @@ async function useContract(sandbox: Sandbox, plain: Project, c: Cluster, entries
   const cluster = await LiveClusterReader.connect({ context: "e2e", kubeconfig: c.kubeconfig, timeoutMs: 30_000 });
   const { objects } = await render({ projectDir: sandbox.dir, stack: "sandbox", cluster });
   const services = objects.filter((o) => o.kind === "Service");
-  if (services.length !== servedEntries(entries).length) throw new Error(`render declared ${services.length} Services, expected ${servedEntries(entries).length}`);
-  fs.writeFileSync(path.join(plain.dir, "services.json"), JSON.stringify(services));
+  if (services.length !== servedEntries(entries).length)
+    throw new Error(`render declared ${services.length} Services, expected ${servedEntries(entries).length}`);
+  fs.writeFileSync(path.join(plain.cwd, "services.json"), JSON.stringify(services));
 }
 
 const loadAverage = () => (os.loadavg()[0] ?? 0).toFixed(1);
@@ -170,15 +147,11 @@ async function cycle(c: Cluster, project: Project, bin: string, services: number
   const destroy = await pulumi(c, project, bin, ["destroy", "--yes", "--skip-preview"], `${what}: pulumi destroy`);
   const left = await managedCount(c);
   if (left) throw new Error(`${what}: pulumi destroy left ${left} Services`);
-  return { preview, up, again, destroy };
+  const figures = (s: Step) => ({ ms: s.ms, cpuMs: s.cpuMs, requests: s.requests });
+  return { preview: figures(preview), up: figures(up), again: figures(again), destroy: figures(destroy) };
 }
 
 type Cycle = Awaited<ReturnType<typeof cycle>>;
-const figures = (r: Cycle) =>
-  Object.fromEntries(Object.entries(r).map(([step, s]) => [step, { ms: s.ms, cpuMs: s.cpuMs, requests: s.requests }])) as Record<
-    keyof Cycle,
-    { ms: number; cpuMs: number; requests: Record<string, number> }
-  >;
 
 export async function measureLive(opts: { sizes: readonly number[]; log: (m: string) => void }) {
   const bin = toolchainBin();
@@ -190,7 +163,7 @@ export async function measureLive(opts: { sizes: readonly number[]; log: (m: str
   opts.log("live: starting the local API server");
   const cluster = await startCluster(bin);
   const sandbox = makeSandbox(bin, cluster, { kubernetes: providerVersions().kubernetes } as Parameters<typeof makeSandbox>[2]);
-  const ours: Project = { dir: sandbox.dir, env: sandbox.env, stack: "sandbox" };
+  const ours: Project = { cwd: sandbox.dir, env: sandbox.env, stack: "sandbox" };
   let plain: Project | undefined;
   try {
     // scripts/e2e-cluster.sh runs no node lifecycle controller: these kubelet-less Nodes stay Ready.
@@ -211,17 +184,17 @@ export async function measureLive(opts: { sizes: readonly number[]; log: (m: str
       // The floor first, then ours, each whole (both declare the same Services: they cannot run side by side).
       const floor = await cycle(cluster, plain, bin, services, `plain program, ${size} entries`, opts.log);
       const program = await cycle(cluster, ours, bin, services, `our program, ${size} entries`, opts.log);
-      rows.push({ entries: size, services, load: `${loadBefore}-${loadAverage()}`, plain: figures(floor), ours: figures(program) });
+      rows.push({ entries: size, services, load: `${loadBefore}-${loadAverage()}`, plain: floor, ours: program });
     }
     return { rows };
   } finally {
     cluster.stop();
     fs.rmSync(sandbox.dir, { recursive: true, force: true });
-    if (plain) fs.rmSync(plain.dir, { recursive: true, force: true });
+    if (plain) fs.rmSync(plain.cwd, { recursive: true, force: true });
   }
 }
 
-type Row = { entries: number; services: number; load: string; plain: ReturnType<typeof figures>; ours: ReturnType<typeof figures> };
+type Row = { entries: number; services: number; load: string; plain: Cycle; ours: Cycle };
 const STEPS: [keyof Cycle, string][] = [
   ["preview", "`preview`"],
   ["up", "`up`"],
@@ -255,7 +228,9 @@ export function liveMarkdown(r: { rows: Row[] }): string[] {
     "API requests of each command (the API server's `apiserver_request_total`; watches, and the controller-manager's EndpointSlices, Endpoints, Events and Leases, left out):",
     table(
       ["entries", "step", "ours", "plain"],
-      r.rows.flatMap((row) => STEPS.map(([step, title]) => [String(row.entries), title, requestList(row.ours[step].requests), requestList(row.plain[step].requests)])),
+      r.rows.flatMap((row) =>
+        STEPS.map(([step, title]) => [String(row.entries), title, requestList(row.ours[step].requests), requestList(row.plain[step].requests)]),
+      ),
     ),
   ];
 }
