@@ -134,19 +134,16 @@ async function useContract(sandbox: Sandbox, plain: Project, c: Cluster, entries
 }
 
 const loadAverage = () => (os.loadavg()[0] ?? 0).toFixed(1);
-
 /** preview (of the creates), up, a no-change up, destroy: one program at one size, checking what each leaves. */
 async function cycle(c: Cluster, project: Project, bin: string, services: number, what: string, log: (m: string) => void) {
   log(`live: ${what}, ${services} Services (load average ${loadAverage()})`);
   const preview = await pulumi(c, project, bin, ["preview"], `${what}: pulumi preview`);
   const up = await pulumi(c, project, bin, ["up", "--yes", "--skip-preview"], `${what}: pulumi up`);
-  const made = await managedCount(c);
-  if (made !== services) throw new Error(`${what}: pulumi up left ${made} Services, expected ${services}`);
+  if ((await managedCount(c)) !== services) throw new Error(`${what}: pulumi up left ${await managedCount(c)} Services, expected ${services}`);
   // Fails on any change: what the up declared is what the cluster holds.
   const again = await pulumi(c, project, bin, ["up", "--yes", "--skip-preview", "--expect-no-changes"], `${what}: no-change pulumi up`);
   const destroy = await pulumi(c, project, bin, ["destroy", "--yes", "--skip-preview"], `${what}: pulumi destroy`);
-  const left = await managedCount(c);
-  if (left) throw new Error(`${what}: pulumi destroy left ${left} Services`);
+  if (await managedCount(c)) throw new Error(`${what}: pulumi destroy left ${await managedCount(c)} Services`);
   const figures = (s: Step) => ({ ms: s.ms, cpuMs: s.cpuMs, requests: s.requests });
   return { preview: figures(preview), up: figures(up), again: figures(again), destroy: figures(destroy) };
 }
@@ -209,6 +206,10 @@ const requestList = (r: Record<string, number>) =>
     .map(([k, v]) => `${k} ${v}`)
     .join(", ") || "none";
 
+/** The steps and sizes where ours took at most (or more than) 1.15x the plain program's wall time. */
+const verdict = (rows: Row[], within: boolean) =>
+  STEPS.flatMap(([step, t]) => rows.filter((r) => r.ours[step].ms <= 1.15 * r.plain[step].ms === within).map((r) => `${t} at ${r.entries}`)).join(", ") ||
+  "none";
 export function liveMarkdown(r: { rows: Row[] }): string[] {
   return [
     "The real engine and kubernetes provider against the e2e harness's kube-apiserver on loopback, a generated platform (`bench/gen.ts`). The floor, measured in the same run: a plain `@pulumi/kubernetes` program (`bench/plain-program`) declaring the Services our program declares for the same contract (same metadata and spec, taken from `render`), through the same provider binary, engine, file backend and API server, with the same `refresh: always`. Each program in turn, the floor first: `preview` of the creates, `up`, a no-change `up` (`--expect-no-changes`), `destroy`. Wall time; CPU time of the whole process tree in parentheses; load average (1 min) before and after each size.",
@@ -225,6 +226,7 @@ export function liveMarkdown(r: { rows: Row[] }): string[] {
         ]),
       ]),
     ),
+    `Within 1.15x of the plain program: ${verdict(r.rows, true)}. Not within: ${verdict(r.rows, false)}.`,
     "API requests of each command (the API server's `apiserver_request_total`; watches, and the controller-manager's EndpointSlices, Endpoints, Events and Leases, left out):",
     table(
       ["entries", "step", "ours", "plain"],
