@@ -1,5 +1,5 @@
 // `npm run bench`: the figures a user feels, each next to a floor measured in the same run:
-// CLI start-up, `pulumi up`/`preview` at the platform's size and ten times it, the data path
+// CLI start-up, `pulumi up`/`preview` against a plain program's (10, 100, 500 entries), the data path
 // (from `up` returning to the URLs answering), the warm sandbox and the portal under load. Writes the figures of
 // this one run, and the command that made them, to docs/benchmarks.md; every sample to
 // test-output/bench.json. A measurement, not a test: nothing fails on a threshold.
@@ -32,8 +32,8 @@ import { measureSandbox, sandboxMarkdown } from "./sandbox";
 import { measureStartup, startupMarkdown } from "./startup";
 
 const projectDir = path.resolve(__dirname, "..");
-/** The platform publishes about ten UIs: its size, and ten times it. */
-const LIVE_SIZES = [10, 100];
+/** The platform publishes about ten UIs: its size, ten and fifty times it. */
+const LIVE_SIZES = [10, 100, 500];
 
 type Log = (msg: string) => void;
 type Options = { runs: number; log: Log; skip: Set<string> };
@@ -48,7 +48,7 @@ const part = <T>(title: string, measure: (o: Options) => Promise<T>, markdown: (
 
 const PARTS = {
   startup: part("CLI start-up", (o) => measureStartup({ ...o, node24: !o.skip.has("node24") }), startupMarkdown),
-  live: part("`pulumi up` and `pulumi preview`", ({ log }) => measureLive({ sizes: LIVE_SIZES, log }), liveMarkdown),
+  live: part("`pulumi up` and `pulumi preview` against a plain program's", ({ log }) => measureLive({ sizes: LIVE_SIZES, log }), liveMarkdown),
   datapath: part("From `pulumi up` returning to the URLs answering", ({ log }) => measureDataPath({ rounds: 3, log }), dataPathMarkdown),
   sandbox: part("The warm sandbox", ({ log }) => measureSandbox({ projectDir, rounds: 3, log }), sandboxMarkdown),
   portal: part("The portal under load", ({ log }) => measurePortalLoad({ services: 5_000, requests: 2_000, concurrency: 50, log }), portalLoadMarkdown),

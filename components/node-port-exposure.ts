@@ -81,7 +81,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
     const provisional = pulumi.runtime.isDryRun() && !args.existing;
     const allocated = this.service.spec.ports.apply((ports) => ports?.find((p) => p.name === plan.portName)?.nodePort || undefined);
     const wanted: pulumi.Input<number | undefined> = provisional ? (pulumi.unknown as unknown as number) : (args.keepNodePort ?? allocated);
-    // Holds the nodePort (field owner of `spec.ports[].nodePort`).
+    // Holds the nodePort (field owner of `spec.ports[].nodePort`). Deleted with its Service: releasing the port of a Service about to go is a patch for nothing.
     const portHold = new k8s.core.v1.ServicePatch(
       `${name}-port`,
       {
@@ -95,7 +95,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
         },
         spec: { ports: [{ port: plan.port, protocol: plan.protocol, nodePort: wanted as pulumi.Input<number> }] },
       },
-      { parent: this, provider, dependsOn: [this.service] },
+      { parent: this, provider, dependsOn: [this.service], deletedWith: this.service },
     );
 
     this.nodePort = provisional
