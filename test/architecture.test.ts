@@ -194,7 +194,8 @@ describe("one module decides ownership (issue 33 #5)", () => {
   // src/core/ownership.ts alone says whether an object is this stack's (the uid the last up
   // published, the state's takeover refusal, which stack a label claims); the others ask it.
   const OWNERSHIP = "src/core/ownership.ts";
-  const READERS = ["components/program.ts", "components/node-port-exposure.ts", "src/core/observe.ts", "src/core/audit.ts", "src/portal/server.ts"];
+  // The portal asks through observeStack (src/core/observe.ts), as every other reader of a stack.
+  const READERS = ["components/program.ts", "components/node-port-exposure.ts", "src/core/observe.ts", "src/core/audit.ts"];
   /** Signs of ownership decided again: a uid compared, the stack label read, a takeover refusal written. */
   const DECIDES = [/\.uid\s*[!=]==|[!=]==\s*[\w.?]*\.uid\b/, /\?\.\[STACK_LABEL\]/, /already exists and this stack did not create it/];
 
@@ -236,9 +237,10 @@ describe("size", () => {
   // credentials masked in lists, the selector that follows the chart, workloads admitted by
   // generateName and owner, each stack's own guard probe, the roll-out wait by node count, the
   // listed objects held bounded, published selector keys checked, the sandbox's next commands aligned), so that the code does not grow back unnoticed (the aim is
-  // 9,500).
-  it("the product code does not grow past its last cut: at most 11,556 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_556);
+  // 9,500). Issue 41 adds 46: observeStack (src/core/observe.ts) and its CLI adapter (cli/stack.ts) are longer than the five
+  // copies they replaced (the copies were short; the sequence now also takes drift's extra reads and the portal's recheck).
+  it("the product code does not grow past its last cut: at most 11,602 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_602);
   });
 
   it("bench/ stays at most 1,200 lines", () => {

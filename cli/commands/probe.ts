@@ -6,7 +6,7 @@ import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { ProbeDocument } from "../../src/core/json-api";
-import { failureCause, observe, readObservedCluster } from "../../src/core/observe";
+import { failureCause, observeStack } from "../../src/core/observe";
 import { type PublishedEndpoints, publishedFromOutputs } from "../../src/core/published";
 import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
@@ -74,11 +74,10 @@ export const command = createProbeCommand();
 async function explainFailures(results: ProbeResult[], opened: OpenStack, published: () => PublishedEndpoints, connect: OperatorDeps["connect"], ms: number) {
   const entries = opened.selectedEntries.filter((e) => results.some((r) => r.name === e.name && !r.ok && r.error));
   if (entries.length === 0) return results;
-  const observed = await (async () => {
-    const cluster = await readObservedCluster(await connect(opened, ms), entries);
-    return observe(opened.contract, cluster, { selected: entries.map((e) => e.name), nodeAddress: opened.settings.nodeAddress, published: published() })
-      .entries;
-  })().catch(() => []); // unreadable: the results stay as they were
+  const stack = { contract: opened.contract, selected: entries.map((e) => e.name), nodeAddress: opened.settings.nodeAddress };
+  const observed = await observeStack(stack, { connect: () => connect(opened, ms), published: async () => ({ proven: published() }), entries })
+    .then((o) => o.observation.entries)
+    .catch(() => []); // unreadable: the results stay as they were
   return results.map((r) => {
     const e = r.ok || !r.error ? undefined : observed.find((x) => x.name === r.name);
     const cause = e && failureCause(e, r.error as string);

@@ -1,11 +1,11 @@
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { StatusDocument } from "../../src/core/json-api";
-import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
+import type { Observation } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
 import { usageError } from "../flags";
 import { formatStatus, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
+import { connectCluster, observeOpened, openStack, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.status;
 
@@ -26,14 +26,12 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
     const only = publishedEntryFlag(values.entry, opened, SPEC);
     const entries = only ? opened.selectedEntries.filter((e) => only.has(e.name)) : opened.selectedEntries;
 
-    // Outputs and cluster are read concurrently: `pulumi stack output` alone takes a second or two.
-    const [published, cluster] = await Promise.all([
-      readPublished(ctx, values.stack, values.outputs, readOutputs),
-      connect(opened, timeoutMs).then(async (reader) => ({ source: reader.source, observed: await readObservedCluster(reader, entries) })),
-    ]);
+    const {
+      source,
+      published,
+      observation: observed,
+    } = await observeOpened(ctx, opened, { connect, readOutputs, timeoutMs, entries, outputs: values.outputs });
     sayUnavailable(ctx, "exposure status", published, 'the "changed since the last up" checks are skipped');
-    const selected = entries.map((e) => e.name);
-    const observed = observe(opened.contract, cluster.observed, { selected, nodeAddress: opened.settings.nodeAddress, ...provenOwnership(published) });
     // observe() also lists the entries that are not exposed: with --entry, only the named ones are reported.
     const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
     const exposed = observation.entries.filter((e) => e.exposure !== "none");
@@ -44,14 +42,14 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
         apiVersion: JSON_API_VERSION,
         kind: "Status",
         stack: values.stack,
-        source: cluster.source,
+        source,
         publishedOutputs: published.source,
         ...(observation.node ? { node: observation.node } : {}),
         ok: healthy,
         entries: observation.entries,
         problems: observation.problems,
       } satisfies StatusDocument);
-    else ctx.stdout(formatStatus(values.stack, cluster.source, observation));
+    else ctx.stdout(formatStatus(values.stack, source, observation));
     return healthy ? EXIT.OK : EXIT.DRIFT;
   };
 }

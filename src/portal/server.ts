@@ -11,8 +11,7 @@ import { EXIT, JSON_API_VERSION } from "../core/findings";
 import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
 import { METRICS_PATH, type MetricsInput, metricFamilies } from "../core/monitoring";
-import { failureCause, type ObservedCluster, type PublishedEndpoints, readObservedCluster, usersUrl } from "../core/observe";
-import { uidsUnknownTo } from "../core/ownership";
+import { failureCause, observeStack, type PublishedEndpoints, type StackObservation, usersUrl } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
 import { buildPortalView, type PortalError, type PortalSource, type PortalView, wantedEntries } from "../core/portal/view";
@@ -43,10 +42,7 @@ export interface PortalOptions extends PortalSource {
   metricsWaitMs?: number;
 }
 
-interface ObservedRead {
-  cluster: ObservedCluster;
-  published: PublishedEndpoints | undefined;
-}
+type ObservedRead = StackObservation<{ proven?: PublishedEndpoints }, undefined>;
 
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
 /**
@@ -121,15 +117,23 @@ export class PortalObserver {
       : undefined;
     // The uids for which the outputs were read again at once (each one time only).
     const freshFor = new Set<string>();
-    this.clusterReads = new SharedRead(async (): Promise<ObservedRead> => {
-      const [cluster, published] = await Promise.all([readObservedCluster(opts.cluster, wanted), readPublished()]);
-      // A Service named as the outputs say whose uid they do not know is most often one an `up` has just re-created, while the outputs read earlier lag it:
-      // before anything is said of it, they are read again at once (once per such uid: one re-created by hand stays what it is).
-      const unknown = published ? uidsUnknownTo(published, cluster.services).filter((uid) => !freshFor.has(uid)) : [];
-      if (unknown.length === 0) return { cluster, published };
-      for (const uid of unknown) freshFor.add(uid);
-      return { cluster, published: await readPublished({ fresh: true }) };
-    }, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS);
+    const stack = { contract: opts.contract, selected: opts.selected ?? "all", nodeAddress: opts.nodeAddress };
+    this.clusterReads = new SharedRead(
+      () =>
+        observeStack(stack, {
+          connect: async () => cluster,
+          published: () => readPublished().then((proven) => (proven ? { proven } : {})),
+          entries: wanted,
+          // A Service named as the outputs say whose uid they do not know is most often one an `up` has just re-created, while the outputs read earlier lag
+          // it: before anything is said of it, they are read again at once (once per such uid: one re-created by hand stays what it is).
+          recheck: (uids) => {
+            const unknown = uids.filter((uid) => !freshFor.has(uid));
+            for (const uid of unknown) freshFor.add(uid);
+            return unknown.length ? readPublished({ fresh: true }).then((proven) => (proven ? { proven } : {})) : undefined;
+          },
+        }),
+      opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS,
+    );
     this.probing = { ...DEFAULT_REACHABILITY, ...opts.reachability };
     this.reachability = new ReachabilityCache(this.probing);
   }
@@ -144,10 +148,11 @@ export class PortalObserver {
     if (this.lastBase?.cluster !== read) {
       const { published: _given, ...source } = this.opts;
       const view = buildPortalView(
-        { ...source, ...(read.published ? { published: read.published } : {}), source: this.opts.cluster.source },
+        { ...source, ...(read.published.proven ? { published: read.published.proven } : {}), source: this.opts.cluster.source },
         read.cluster,
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
         { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },
+        read.observation,
       );
       // The URL users have answers or not: the published one where the live one differs.
       const probed = view.entries.map((e) => [e.name, e.exposed ? usersUrl(e) : undefined] as const);
