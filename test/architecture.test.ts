@@ -238,9 +238,10 @@ describe("size", () => {
   // generateName and owner, each stack's own guard probe, the roll-out wait by node count, the
   // listed objects held bounded, published selector keys checked, the sandbox's next commands aligned), so that the code does not grow back unnoticed (the aim is
   // 9,500). Issue 41 adds 46: observeStack (src/core/observe.ts) and its CLI adapter (cli/stack.ts) are longer than the five
-  // copies they replaced (the copies were short; the sequence now also takes drift's extra reads and the portal's recheck).
-  it("the product code does not grow past its last cut: at most 11,602 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_602);
+  // copies they replaced (the copies were short; the sequence now also takes drift's extra reads and the portal's recheck);
+  // then 133 for status and probe over several stacks (--stack repeated, --all-stacks, one table, the worst exit code).
+  it("the product code does not grow past its last cut: at most 11,735 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_735);
   });
 
   it("bench/ stays at most 1,200 lines", () => {

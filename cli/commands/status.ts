@@ -1,9 +1,22 @@
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
-import type { StatusDocument } from "../../src/core/json-api";
+import type { StatusDocument, StatusListDocument } from "../../src/core/json-api";
 import type { Observation } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
 import { usageError } from "../flags";
-import { formatStatus, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
+import {
+  eachStack,
+  formatStatus,
+  formatTable,
+  type OperatorDeps,
+  publishedEntryFlag,
+  STATUS_COLUMNS,
+  stackHeader,
+  stacksFlag,
+  statusCounts,
+  statusRows,
+  timeoutFlag,
+  worstExit,
+} from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, observeOpened, openStack, readStackOutputs, sayUnavailable } from "../stack";
 
@@ -13,45 +26,75 @@ export type StatusDeps = OperatorDeps;
 
 /**
  * `exposure status`: the live verdict of every entry the stack publishes (or of those named by
- * --entry), computed by the same `observe()` as the portal.
+ * --entry), computed by the same `observe()` as the portal; over several stacks, one table.
  */
 export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"status"> {
   const connect = deps.connect ?? connectCluster;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   return async ({ values }, ctx) => {
-    if (!values.stack) throw usageError(SPEC, "--stack is required");
+    const stacks = stacksFlag(values, ctx.projectDir, SPEC);
+    if (stacks.length === 0) throw usageError(SPEC, "--stack is required");
+    if (stacks.length > 1 && (values.entry.length || values.outputs))
+      throw usageError(SPEC, "--entry and --outputs go with one --stack (they name one stack's)");
     const timeoutMs = timeoutFlag(values.timeout, SPEC);
-    const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack });
-    // Checked before anything is read: a mistyped name must not cost a cluster round trip.
-    const only = publishedEntryFlag(values.entry, opened, SPEC);
-    const entries = only ? opened.selectedEntries.filter((e) => only.has(e.name)) : opened.selectedEntries;
-
-    const {
-      source,
-      published,
-      observation: observed,
-    } = await observeOpened(ctx, opened, { connect, readOutputs, timeoutMs, entries, outputs: values.outputs });
-    sayUnavailable(ctx, "exposure status", published, 'the "changed since the last up" checks are skipped');
-    // observe() also lists the entries that are not exposed: with --entry, only the named ones are reported.
-    const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
-    const exposed = observation.entries.filter((e) => e.exposure !== "none");
-    const healthy = observation.problems.length === 0 && exposed.every((e) => e.verdict === "MATCH");
-
-    if (values.json)
-      printJson(ctx, {
-        apiVersion: JSON_API_VERSION,
-        kind: "Status",
-        stack: values.stack,
+    const statusOf = async (stack: string) => {
+      const opened = openStack({ projectDir: ctx.projectDir, stack });
+      // Checked before anything is read: a mistyped name must not cost a cluster round trip.
+      const only = publishedEntryFlag(values.entry, opened, SPEC);
+      const entries = only ? opened.selectedEntries.filter((e) => only.has(e.name)) : opened.selectedEntries;
+      const {
+        source,
+        published,
+        observation: observed,
+      } = await observeOpened(ctx, opened, { connect, readOutputs, timeoutMs, entries, outputs: values.outputs });
+      sayUnavailable(
+        ctx,
+        stacks.length > 1 ? `exposure status: stack ${stack}` : "exposure status",
+        published,
+        'the "changed since the last up" checks are skipped',
+      );
+      // observe() also lists the entries that are not exposed: with --entry, only the named ones are reported.
+      const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
+      const healthy = observation.problems.length === 0 && observation.entries.every((e) => e.exposure === "none" || e.verdict === "MATCH");
+      const document = {
+        stack,
         source,
         publishedOutputs: published.source,
         ...(observation.node ? { node: observation.node } : {}),
         ok: healthy,
         entries: observation.entries,
         problems: observation.problems,
-      } satisfies StatusDocument);
-    else ctx.stdout(formatStatus(values.stack, source, observation));
-    return healthy ? EXIT.OK : EXIT.DRIFT;
+      };
+      return { document, observation };
+    };
+    if (stacks.length === 1) {
+      const { document, observation } = await statusOf(stacks[0] as string);
+      if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "Status", ...document } satisfies StatusDocument);
+      else ctx.stdout(formatStatus(document.stack, document.source, observation));
+      return document.ok ? EXIT.OK : EXIT.DRIFT;
+    }
+    const { reports, failed } = await eachStack(stacks, ctx.stderr, "exposure status", statusOf);
+    const code = worstExit([...reports.map((r) => (r.document.ok ? EXIT.OK : EXIT.DRIFT)), ...failed.map((f) => f.exitCode)]);
+    if (values.json) {
+      const stacksJson = [...reports.map((r) => r.document), ...failed.map(({ stack, error }) => ({ stack, ok: false as const, error }))];
+      printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "StatusList", ok: code === EXIT.OK, stacks: stacksJson } satisfies StatusListDocument);
+    } else ctx.stdout(formatStatuses(reports, failed));
+    return code;
   };
 }
 
 export const command = createStatusCommand();
+
+/** Several stacks: each one's header line, then one table with a STACK column; a stack not read says so in place of its rows. */
+function formatStatuses(
+  reports: readonly { stack: string; document: { source: string }; observation: Observation }[],
+  failed: readonly { stack: string; error: string }[],
+) {
+  const lines = reports.map((r) => stackHeader(r.stack, r.document.source, r.observation));
+  lines.push(...failed.map((f) => `stack ${f.stack}: NOT READ: ${f.error.split("\n")[0]}`), "");
+  const rows = reports.flatMap((r) => statusRows(r.observation).map((row) => [r.stack, ...row]));
+  lines.push(formatTable(["STACK", ...STATUS_COLUMNS], rows));
+  for (const r of reports) for (const problem of r.observation.problems) lines.push("", `stack ${r.stack}: problem: ${problem}`);
+  lines.push("", ...reports.map((r) => `stack ${r.stack}: ${statusCounts(r.observation)}`));
+  return lines.join("\n");
+}

@@ -41,6 +41,13 @@ export interface StatusDocument extends Document<"Status"> {
   problems: readonly string[];
 }
 
+/** `exposure status --json` over several stacks: each one's Status (without apiVersion and kind), or why it was not read. */
+export interface StatusListDocument extends Document<"StatusList"> {
+  /** Every stack read, and every one OK. */
+  ok: boolean;
+  stacks: readonly (Omit<StatusDocument, "apiVersion" | "kind"> | { stack: string; ok: false; error: string })[];
+}
+
 /** One resource the preview would change; `fields` is empty when Pulumi gave no detail. */
 type PreviewChangeJson = { op: string; type: string; name: string; urn: string; fields: string[] };
 
@@ -83,7 +90,9 @@ export interface ProbeDocument extends Document<"Probe"> {
   ok: boolean;
   /** Always false: certificates are not verified (self-signed dashboards). */
   tlsVerified: false;
-  results: readonly ProbeResultJson[];
+  results: readonly (ProbeResultJson & { stack?: string })[];
+  /** Several stacks: those whose URLs could not be read (each one's error); the others are probed. */
+  unread?: readonly { stack: string; error: string }[];
 }
 
 /** A forward `access` ended; stopped: we ended it; stale: it was already gone (its pid file is removed). */
