@@ -152,13 +152,15 @@ export const SPECS = {
   portal: {
     name: "portal",
     summary: "serve the live portal page (URLs + MATCH/DRIFT) on this machine, until Ctrl-C",
-    synopsis: "[--stack NAME] [--outputs FILE] [--listen HOST:PORT] [--contract FILE] [--json]",
+    synopsis: "[--stack NAME... | --all-stacks] [--outputs FILE] [--listen HOST:PORT] [--contract FILE] [--json]",
     description: [
       "Serves the portal page on this machine, reading the cluster through the stack's kube context (the current context without --stack), until Ctrl-C.",
       "With --stack its verdicts are `exposure status`'s: it compares with the outputs of the last `pulumi up` (Pulumi CLI, read again every 30 s, or --outputs, read with every cluster read).",
+      "Several stacks (--stack repeated, or --all-stacks): one page, each stack read through its own kube context on its own schedule; a stack whose cluster stops answering keeps its last rows, marked stale.",
     ],
     flags: {
-      stack,
+      stack: stacks,
+      "all-stacks": allStacks,
       outputs: {
         ...outputs,
         description: "with --stack: read the stack outputs from this file (saved `pulumi stack output --json`) instead of the Pulumi CLI",

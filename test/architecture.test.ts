@@ -239,9 +239,10 @@ describe("size", () => {
   // listed objects held bounded, published selector keys checked, the sandbox's next commands aligned), so that the code does not grow back unnoticed (the aim is
   // 9,500). Issue 41 adds 46: observeStack (src/core/observe.ts) and its CLI adapter (cli/stack.ts) are longer than the five
   // copies they replaced (the copies were short; the sequence now also takes drift's extra reads and the portal's recheck);
-  // then 133 for status and probe over several stacks (--stack repeated, --all-stacks, one table, the worst exit code).
-  it("the product code does not grow past its last cut: at most 11,735 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_735);
+  // then 133 for status and probe over several stacks (--stack repeated, --all-stacks, one table, the worst exit code), and 186
+  // for the portal over several stacks (one observer per stack, the stale sections, /api/stacks, /metrics labelled by stack).
+  it("the product code does not grow past its last cut: at most 11,921 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_921);
   });
 
   it("bench/ stays at most 1,200 lines", () => {

@@ -8,6 +8,7 @@ import type { AuditResult } from "./audit";
 import type { Finding, JSON_API_VERSION } from "./findings";
 import type { ObservedEntry } from "./observe";
 import type { NodeChoice } from "./plan";
+import type { StackSection } from "./portal/html";
 import type { PortalEntry, PortalError, PortalView } from "./portal/view";
 
 interface Document<K extends string> {
@@ -125,6 +126,8 @@ export interface PortalDocument extends Document<"Portal"> {
   url: string;
   source: string;
   stack?: string;
+  /** Several stacks: each one and where its cluster is read (`source` is the first's). */
+  stacks?: readonly { stack: string; source: string }[];
 }
 
 /** The portal's `GET /api/entries`: the page's data. */
@@ -132,6 +135,9 @@ export type PortalEntriesDocument = Document<"PortalEntries"> & PortalView;
 
 /** The portal's `GET /api/entries/<name>`: one entry with the view's context. */
 export type PortalEntryDocument = Document<"PortalEntry"> & Omit<PortalView, "entries" | "summary" | "problems"> & { entry: PortalEntry };
+
+/** `GET /api/stacks` of a portal over several stacks: each stack's view, or its last good one with the error of its last read (stale), or the error alone. */
+export type PortalStacksDocument = Document<"PortalStacks"> & { generatedAt: string; stacks: readonly StackSection[] };
 
 /** The portal's 503 body (`/api/entries...`) when the cluster cannot be read. */
 export type PortalErrorDocument = Document<"PortalError"> & PortalError;
