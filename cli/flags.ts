@@ -111,7 +111,7 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
   // A flag that names a stack (`--stack`) takes only a stack name: a path is a usage error.
   for (const [name, flag] of Object.entries(spec.flags)) {
     const value = parsed.values[name];
-    if (flag.complete === "stack" && typeof value === "string") usageOf(spec, () => checkStackName(value));
+    if (flag.complete === "stack") for (const v of [value].flat()) if (typeof v === "string") usageOf(spec, () => checkStackName(v));
   }
   return { values: parsed.values as FlagValues<S["flags"]>, positionals: parsed.positionals };
 }

@@ -2,10 +2,13 @@
 // plain-text tables and the status report. The cluster connection is cli/stack.ts's.
 import type { UndeclaredExposure } from "../src/core/audit";
 import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
+import { isUserError } from "../src/core/errors";
+import { EXIT, type ExitCode } from "../src/core/findings";
 import { parseTimeoutSeconds } from "../src/core/inputs";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Observation } from "../src/core/observe";
 import { printableValue, shownValue } from "../src/core/text";
+import { stackNames } from "./commands/completion";
 import { closest, type Usage, usageError, usageOf } from "./flags";
 import type { OpenStack, ReadOutputs } from "./stack";
 
@@ -80,6 +83,28 @@ export function stackHeader(stack: string, source: string, observation: Pick<Obs
   return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
 }
 
+export const STATUS_COLUMNS = ["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"];
+
+/** The rows of the status table: one per published entry. */
+export const statusRows = (observation: Observation) =>
+  observation.entries
+    .filter((e) => e.exposure !== "none")
+    .map((e) => [
+      e.name,
+      e.exposure,
+      e.service ?? (e.exposure === "hostPort" ? `(pod in ${e.namespace})` : "-"),
+      String(e.readyEndpoints),
+      e.exposure === "hostPort" ? `hostPort ${e.hostPort}` : e.nodePort !== undefined ? String(e.nodePort) : "-",
+      e.url ?? "-",
+      e.verdict,
+      e.reasons.join("; "),
+    ]);
+
+export function statusCounts(observation: Observation): string {
+  const exposed = observation.entries.filter((e) => e.exposure !== "none");
+  return (["MATCH", "DRIFT", "ABSENT"] as const).map((v) => `${exposed.filter((e) => e.verdict === v).length} ${v}`).join(", ");
+}
+
 /** The human report: one line per published entry, then the entries that are not exposed. */
 /**
  * The cluster's undeclared exposure as status and drift say it: each one, why (the audit's reason) and the command that
@@ -96,26 +121,47 @@ export function formatUndeclared(undeclared: readonly UndeclaredExposure[] | str
 }
 
 export function formatStatus(stack: string, source: string, observation: Observation): string {
-  const exposed = observation.entries.filter((e) => e.exposure !== "none");
-  const rows = exposed.map((e) => [
-    e.name,
-    e.exposure,
-    e.service ?? (e.exposure === "hostPort" ? `(pod in ${e.namespace})` : "-"),
-    String(e.readyEndpoints),
-    e.exposure === "hostPort" ? `hostPort ${e.hostPort}` : e.nodePort !== undefined ? String(e.nodePort) : "-",
-    e.url ?? "-",
-    e.verdict,
-    e.reasons.join("; "),
-  ]);
-  const lines = [
-    stackHeader(stack, source, observation),
-    "",
-    formatTable(["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"], rows),
-  ];
+  const lines = [stackHeader(stack, source, observation), "", formatTable(STATUS_COLUMNS, statusRows(observation))];
   const notExposed = observation.entries.filter((e) => e.exposure === "none").map((e) => e.name);
   if (notExposed.length) lines.push("", `not exposed (in-cluster only): ${notExposed.join(", ")}`);
   for (const problem of observation.problems) lines.push("", `problem: ${problem}`);
-  const counts = (["MATCH", "DRIFT", "ABSENT"] as const).map((v) => `${exposed.filter((e) => e.verdict === v).length} ${v}`);
-  lines.push("", counts.join(", "));
+  lines.push("", statusCounts(observation));
   return lines.join("\n");
+}
+
+/** --stack (repeatable) or --all-stacks (each Pulumi.<NAME>.yaml of the project): the stacks to report on, each once. */
+export function stacksFlag(values: { stack: string[]; "all-stacks": boolean }, projectDir: string, spec: Usage): string[] {
+  if (values["all-stacks"] && values.stack.length) throw usageError(spec, "--stack and --all-stacks exclude each other");
+  const stacks = values["all-stacks"] ? stackNames(projectDir) : [...new Set(values.stack)];
+  if (values["all-stacks"] && stacks.length === 0) throw usageError(spec, `--all-stacks: no Pulumi.<NAME>.yaml in ${projectDir}`);
+  return stacks;
+}
+
+/** From the least to the most severe: a stack that could not be read weighs more than any verdict. */
+const EXIT_RANK: readonly ExitCode[] = [EXIT.OK, EXIT.DRIFT, EXIT.UNREACHABLE, EXIT.INCOMPLETE, EXIT.ERROR, EXIT.INVALID];
+export const worstExit = (codes: readonly ExitCode[]): ExitCode => codes.reduce((a, b) => (EXIT_RANK.indexOf(b) > EXIT_RANK.indexOf(a) ? b : a), EXIT.OK);
+
+/**
+ * Each stack's report, all read at once, each on its own timeout: one that cannot be read (a dead API server, a
+ * broken stack file) is told on its own line (`who: stack NAME: why`) and gets its error's exit code; the others stay.
+ */
+export async function eachStack<T>(
+  stacks: readonly string[],
+  stderr: (line: string) => void,
+  who: string,
+  read: (stack: string) => Promise<T>,
+): Promise<{ reports: (T & { stack: string })[]; failed: { stack: string; error: string; exitCode: ExitCode }[] }> {
+  const settled = await Promise.allSettled(stacks.map(read));
+  const reports: (T & { stack: string })[] = [];
+  const failed: { stack: string; error: string; exitCode: ExitCode }[] = [];
+  settled.forEach((r, i) => {
+    const stack = stacks[i] as string;
+    if (r.status === "fulfilled") reports.push({ ...r.value, stack });
+    else if (!isUserError(r.reason)) throw r.reason;
+    else {
+      failed.push({ stack, error: r.reason.message, exitCode: r.reason.exitCode });
+      stderr(`${who}: stack ${stack}: ${r.reason.message.split("\n").join(" ")}`);
+    }
+  });
+  return { reports, failed };
 }

@@ -11,6 +11,16 @@ const stack = {
   description: "the stack (Pulumi.<NAME>.yaml in the project)",
   complete: "stack",
 } as const satisfies FlagSpec;
+/** status and probe: several stacks in one report. */
+const stacks = {
+  ...stack,
+  multiple: true,
+  description: "the stack (Pulumi.<NAME>.yaml in the project); repeatable: one table over several stacks, exit code the worst of theirs",
+} as const satisfies FlagSpec;
+const allStacks = {
+  type: "boolean",
+  description: "every stack of the project (each Pulumi.<NAME>.yaml in it), as if each were given with --stack",
+} as const satisfies FlagSpec;
 const json = { type: "boolean", description: "print one JSON document (with apiVersion) instead of the human report" } as const satisfies FlagSpec;
 const timeout = { type: "string", value: "SECONDS", description: "how long each Kubernetes API call may take", default: "5" } as const satisfies FlagSpec;
 const outputs = {
@@ -68,13 +78,13 @@ export const SPECS = {
     name: "status",
     bundle: true,
     summary: "live verdict per entry: MATCH, DRIFT (with the reason) or ABSENT (exit 3 unless all MATCH)",
-    synopsis: "--stack NAME [--entry NAME]... [--outputs FILE] [--timeout SECONDS] [--json]",
+    synopsis: "(--stack NAME... | --all-stacks) [--entry NAME]... [--outputs FILE] [--timeout SECONDS] [--json]",
     description: [
       "Re-observes the cluster and gives every published entry its verdict: MATCH, DRIFT (with every reason) or ABSENT.",
       "Compares with the outputs of the last `pulumi up` when they can be read (Pulumi CLI, or --outputs).",
     ],
-    flags: { stack, entry, outputs, timeout, json },
-    exits: "0 every entry MATCH, 3 DRIFT or ABSENT, 1 error, 2 invalid contract or usage",
+    flags: { stack: stacks, "all-stacks": allStacks, entry, outputs, timeout, json },
+    exits: "0 every entry MATCH, 3 DRIFT or ABSENT, 1 error, 2 invalid contract or usage (several stacks: the worst of theirs)",
   },
   drift: {
     name: "drift",
@@ -92,12 +102,13 @@ export const SPECS = {
     name: "probe",
     bundle: true,
     summary: "HTTP(S) GET every published URL with the contract's expectations (exit 4 if one fails)",
-    synopsis: "(--stack NAME | --outputs FILE [--contract FILE]) [--entry NAME]... [--timeout SECONDS] [--concurrency N] [--json]",
+    synopsis: "(--stack NAME... | --all-stacks | --outputs FILE [--contract FILE]) [--entry NAME]... [--timeout SECONDS] [--concurrency N] [--json]",
     description: [
       "One GET per URL of the stack's `urls` output, with the contract's probe path and expected statuses (default / and any 2xx/3xx). Redirects are not followed; https certificates are not verified.",
     ],
     flags: {
-      stack,
+      stack: stacks,
+      "all-stacks": allStacks,
       outputs,
       contract: { ...contract, description: "the contract for probe paths and statuses, with --outputs (default: the project's)" },
       entry: { ...entry, description: "probe only this entry's URL, and derive the exit code from it alone; it must be in the `urls` output" },
@@ -105,7 +116,7 @@ export const SPECS = {
       concurrency: { type: "string", value: "N", description: "requests in flight at once (at most 64)", default: "8" },
       json,
     },
-    exits: "0 every URL answered as expected, 4 one did not, 1 no URLs to probe, 2 usage",
+    exits: "0 every URL answered as expected, 4 one did not, 1 no URLs to probe, 2 usage (several stacks: the worst of theirs)",
   },
   access: {
     name: "access",
@@ -141,13 +152,15 @@ export const SPECS = {
   portal: {
     name: "portal",
     summary: "serve the live portal page (URLs + MATCH/DRIFT) on this machine, until Ctrl-C",
-    synopsis: "[--stack NAME] [--outputs FILE] [--listen HOST:PORT] [--contract FILE] [--json]",
+    synopsis: "[--stack NAME... | --all-stacks] [--outputs FILE] [--listen HOST:PORT] [--contract FILE] [--json]",
     description: [
       "Serves the portal page on this machine, reading the cluster through the stack's kube context (the current context without --stack), until Ctrl-C.",
       "With --stack its verdicts are `exposure status`'s: it compares with the outputs of the last `pulumi up` (Pulumi CLI, read again every 30 s, or --outputs, read with every cluster read).",
+      "Several stacks (--stack repeated, or --all-stacks): one page, each stack read through its own kube context on its own schedule; a stack whose cluster stops answering keeps its last rows, marked stale.",
     ],
     flags: {
-      stack,
+      stack: stacks,
+      "all-stacks": allStacks,
       outputs: {
         ...outputs,
         description: "with --stack: read the stack outputs from this file (saved `pulumi stack output --json`) instead of the Pulumi CLI",

@@ -2,12 +2,14 @@ import * as path from "node:path";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { PulumiNotFoundError, pulumiNotFound, type ReadOutputs, readStackOutputs, sandboxEnvHint } from "../src/adapters/pulumi-cli";
 import type { OpenStack } from "../src/adapters/stack-inputs";
+import type { Endpoint } from "../src/core/contract/schema";
 import { UserError } from "../src/core/errors";
 import type { StatusDocument } from "../src/core/json-api";
 import type { ClusterReader } from "../src/core/kube/cluster";
-import type { PublishedEndpoints } from "../src/core/observe";
+import { observeStack, type PublishedEndpoints } from "../src/core/observe";
 import { publishedFromOutputs } from "../src/core/published";
 import { stackKubeTarget } from "../src/core/settings";
+import type { OperatorDeps } from "./operator";
 
 /**
  * The live cluster of a stack, through the same kubeconfig/context as its provider.
@@ -67,7 +69,22 @@ export function sayUnavailable(ctx: { stderr: (line: string) => void }, who: str
   if (published.source.from === "no-stack") ctx.stderr(`${who}: no outputs of this stack (${published.source.reason}); no Service is proven this stack's`);
 }
 
-/** The `published` option of observe() and the audit: absent when nothing proves which Services this stack created (only names are checked then). */
-export function provenOwnership(published: { endpoints: PublishedEndpoints; source: PublishedSource }): { published?: PublishedEndpoints } {
-  return published.source.from === "unavailable" ? {} : { published: published.endpoints };
+/**
+ * observeStack for a stack of this project: through its kube context, with the outputs of its last up (readPublished:
+ * proven unless unavailable). `entries` (default the stack's) are read and judged; access reads every entry and judges the stack's (`selected`).
+ */
+export function observeOpened<X = undefined>(
+  ctx: { projectDir: string; env: NodeJS.ProcessEnv },
+  opened: OpenStack,
+  o: Pick<OperatorDeps, "connect" | "readOutputs"> & { timeoutMs: number; entries?: Endpoint[]; selected?: string[]; outputs?: string; outputsFlag?: boolean },
+  alsoRead?: (reader: ClusterReader) => Promise<X>,
+) {
+  const entries = o.entries ?? opened.selectedEntries;
+  const published = async () => {
+    const p = await readPublished(ctx, opened.stack, o.outputs, o.readOutputs, { outputsFlag: o.outputsFlag ?? true });
+    return { ...p, ...(p.source.from === "unavailable" ? {} : { proven: p.endpoints }) };
+  };
+  const selected = o.selected ?? entries.map((e) => e.name);
+  const stack = { contract: opened.contract, selected, nodeAddress: opened.settings.nodeAddress };
+  return observeStack(stack, { connect: () => o.connect(opened, o.timeoutMs), published, entries, ...(alsoRead ? { alsoRead } : {}) });
 }

@@ -324,7 +324,8 @@ describe("one module decides ownership (issue 33 #5)", () => {
   // src/core/ownership.ts alone says whether an object is this stack's (the uid the last up
   // published, the state's takeover refusal, which stack a label claims); the others ask it.
   const OWNERSHIP = "src/core/ownership.ts";
-  const READERS = ["src/core/stack-plan.ts", "components/node-port-exposure.ts", "src/core/observe.ts", "src/core/audit.ts", "src/portal/server.ts"];
+  // The portal asks through observeStack (src/core/observe.ts), as every other reader of a stack.
+  const READERS = ["src/core/stack-plan.ts", "components/node-port-exposure.ts", "src/core/observe.ts", "src/core/audit.ts"];
   /** Signs of ownership decided again: a uid compared, the stack or entry label read, a takeover refusal written. */
   const DECIDES = [
     /\.uid\s*[!=]==|[!=]==\s*[\w.?]*\.uid\b/,
@@ -372,9 +373,13 @@ describe("size", () => {
   // exposure rules' table (issue 42 #1: each rule's TypeScript and CEL side by side in src/core/exposure-rules.ts, looped
   // over by the model, the guard and the policy pack; the hand-wired CEL it replaced was shorter than the declarations); +96
   // for issue 40 #4 and #5 (UIExposurePortalDown's guard at Prometheus's start; the cluster's undeclared exposure with the
-  // command that removes each in status and on the portal page, as drift gives it).
-  it("the product code does not grow past its last cut: at most 11,819 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_819);
+  // command that removes each in status and on the portal page, as drift gives it); +365 for issue 41: observeStack
+  // (src/core/observe.ts) and its CLI adapter (cli/stack.ts) are longer than the five copies they replaced (+46: the sequence
+  // also takes drift's extra reads and the portal's recheck), status and probe over several stacks (+133: --stack repeated,
+  // --all-stacks, one table, the worst exit code) and the portal over several stacks (+186: one observer per stack, the stale
+  // sections, /api/stacks, /metrics labelled by stack).
+  it("the product code does not grow past its last cut: at most 12,184 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_184);
   });
 
   // Counted apart from the product, as issue 42 asks: the pack is its own program (its rules are the core's).

@@ -148,7 +148,7 @@ describe("exposure completion", () => {
   it("bash completes commands, each command's flags, stack names and fixed values", () => {
     expect(bashComplete("exposure ")).toEqual([...COMMAND_NAMES, "help", "version", "--help", "--version"]);
     expect(bashComplete("exposure st")).toEqual(["status"]);
-    expect(bashComplete("exposure status --")).toEqual(["--stack", "--entry", "--outputs", "--timeout", "--json", "--help"]);
+    expect(bashComplete("exposure status --")).toEqual(["--stack", "--all-stacks", "--entry", "--outputs", "--timeout", "--json", "--help"]);
     expect(bashComplete("exposure drift --stack ")).toEqual(["bench", "dirqual"]);
     expect(bashComplete("exposure status -s d")).toEqual(["dirqual"]);
     expect(bashComplete("exposure render --format j")).toEqual(["json"]);

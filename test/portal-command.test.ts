@@ -164,7 +164,7 @@ describe("exposure portal and the bundled server, against a fake API server", ()
     const code = await main(["portal", "--listen", "8080"], { projectDir, stdout: () => {}, stderr: (t) => err.push(t), env: {} });
     expect(code).toBe(2);
     expect(err).toEqual([
-      "exposure portal: --listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '8080'\nusage: exposure portal [--stack NAME] [--outputs FILE] [--listen HOST:PORT] [--contract FILE] [--json]\n(`exposure portal --help` describes every flag)",
+      "exposure portal: --listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '8080'\nusage: exposure portal [--stack NAME... | --all-stacks] [--outputs FILE] [--listen HOST:PORT] [--contract FILE] [--json]\n(`exposure portal --help` describes every flag)",
     ]);
   });
 

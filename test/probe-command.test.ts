@@ -287,7 +287,7 @@ describe("exposure probe", () => {
     const none = await probe([]);
     expect(none.code).toBe(2);
     expect(none.err.join("\n")).toBe(
-      "exposure probe: give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)\nusage: exposure probe (--stack NAME | --outputs FILE [--contract FILE]) [--entry NAME]... [--timeout SECONDS] [--concurrency N] [--json]\n(`exposure probe --help` describes every flag)",
+      "exposure probe: give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)\nusage: exposure probe (--stack NAME... | --all-stacks | --outputs FILE [--contract FILE]) [--entry NAME]... [--timeout SECONDS] [--concurrency N] [--json]\n(`exposure probe --help` describes every flag)",
     );
     const zero = await probe(["--outputs", "x.json", "--concurrency", "0"]);
     expect(zero.code).toBe(2);
@@ -301,3 +301,36 @@ function isSliceOf(o: unknown, service: string): boolean {
   const x = o as { kind?: string; metadata?: { labels?: Record<string, string> } };
   return x.kind === "EndpointSlice" && x.metadata?.labels?.["kubernetes.io/service-name"] === service;
 }
+
+describe("exposure probe over several stacks (issue 41)", () => {
+  let two: TestProject;
+  beforeAll(() => {
+    two = makeProject({ bench: stackFile({ "ui-exposure:entries": ["argocd"] }), prod: stackFile({ "ui-exposure:entries": ["argocd"] }), gone: stackFile() });
+  });
+  afterAll(() => two.remove());
+  // Both stacks publish argocd, at different URLs; `gone` has no outputs.
+  const readOutputs: ProbeDeps["readOutputs"] = async (_ctx, stack) => {
+    if (stack === "gone") throw new UserError("no stack named 'gone' found");
+    return { urls: { argocd: stack === "bench" ? healthy.url : failing.url } };
+  };
+
+  it("one table with a STACK column, each stack's argocd its own row; a stack not read on its own line; exit the worst", async () => {
+    const c = capture(two.dir);
+    const deps = { readOutputs, connect: async () => snapshot(healthyCluster()) };
+    const code = await runCommand("probe", createProbeCommand(deps), ["--stack", "bench", "--stack", "prod", "--stack", "gone"], c);
+    const text = c.out.join("\n");
+    expect(text).toMatch(/^STACK\s+ENTRY\s+URL/m);
+    expect(text).toMatch(new RegExp(`^bench\\s+argocd\\s+${healthy.url}/healthz\\s+200\\s+\\d+ ms\\s+ok`, "m"));
+    expect(text).toMatch(new RegExp(`^prod\\s+argocd\\s+${failing.url}/healthz\\s+500\\s+\\d+ ms\\s+FAIL: expected 200, got 500`, "m"));
+    expect(text).toContain("1 ok, 1 failed, 1 stack(s) not read: gone");
+    expect(c.err).toEqual(["exposure probe: stack gone: no stack named 'gone' found"]);
+    expect(code).toBe(1);
+    const json = capture(two.dir);
+    expect(await runCommand("probe", createProbeCommand(deps), ["--stack", "bench", "--stack", "prod", "--json"], json)).toBe(4);
+    const doc = JSON.parse(json.out.join("\n")) as { results: { stack: string; name: string; ok: boolean }[] };
+    expect(doc.results.map((r) => [r.stack, r.name, r.ok])).toEqual([
+      ["bench", "argocd", true],
+      ["prod", "argocd", false],
+    ]);
+  });
+});

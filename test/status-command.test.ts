@@ -412,7 +412,7 @@ describe("exposure status", () => {
     const noStack = await status([], cluster);
     expect(noStack.code).toBe(2);
     expect(noStack.err.join("\n")).toBe(
-      "exposure status: --stack is required\nusage: exposure status --stack NAME [--entry NAME]... [--outputs FILE] [--timeout SECONDS] [--json]\n(`exposure status --help` describes every flag)",
+      "exposure status: --stack is required\nusage: exposure status (--stack NAME... | --all-stacks) [--entry NAME]... [--outputs FILE] [--timeout SECONDS] [--json]\n(`exposure status --help` describes every flag)",
     );
     const badTimeout = await status(["--stack", "bench", "--timeout", "soon"], cluster);
     expect(badTimeout.code).toBe(2);
@@ -550,5 +550,54 @@ describe("exposure status in a folder where a sandbox runs, without its env file
       else process.env.KUBECONFIG = saved;
       p.remove();
     }
+  });
+});
+
+describe("exposure status over several stacks (issue 41)", () => {
+  // Each stack through its own connection: `two`'s API server refuses, bench's answers.
+  const perStack =
+    (down: string): StatusDeps["connect"] =>
+    async (opened) => {
+      if (opened.stack === down) throw new UserError("cannot reach the Kubernetes API at https://127.0.0.1:1 (connection refused)");
+      return snapshot(healthyCluster());
+    };
+  const run = async (argv: string[], connect: StatusDeps["connect"]) => {
+    const c = capture(project.dir);
+    const code = await runCommand("status", createStatusCommand({ connect, readOutputs: lastUp }), argv, c);
+    return { code, ...c };
+  };
+
+  it("one table with a STACK column; a stack not read is told on its own line, and the exit code is the worst of theirs", async () => {
+    const r = await run(["--stack", "bench", "--stack", "two"], perStack("two"));
+    const text = r.out.join("\n");
+    expect(text).toContain("stack bench, snapshot test, node bench 127.0.0.2");
+    expect(text).toContain("stack two: NOT READ: cannot reach the Kubernetes API at https://127.0.0.1:1 (connection refused)");
+    expect(text).toMatch(/^STACK\s+ENTRY\s+EXPOSURE/m);
+    expect(text).toMatch(/^bench\s+argocd\s+nodePort\s+argocd\/argocd-nodeport\s+1\s+31001\s+\S+\s+MATCH/m);
+    expect(text).toContain("stack bench: 4 MATCH, 0 DRIFT, 0 ABSENT");
+    expect(r.err).toEqual(["exposure status: stack two: cannot reach the Kubernetes API at https://127.0.0.1:1 (connection refused)"]);
+    expect(r.code).toBe(1);
+  });
+
+  it("both read: every row names its stack (the same entry in both never mixes); exit 0 when all MATCH", async () => {
+    const r = await run(["--stack", "bench", "--stack", "two", "--json"], perStack(""));
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.out.join("\n")) as { kind: string; ok: boolean; stacks: { stack: string; ok: boolean; entries: { name: string }[] }[] };
+    expect(doc).toMatchObject({ kind: "StatusList", ok: true });
+    expect(doc.stacks.map((s) => s.stack)).toEqual(["bench", "two"]);
+    expect(doc.stacks[1]?.entries.filter((e) => ["argocd", "gitea"].includes(e.name)).length).toBe(2);
+  });
+
+  it("--all-stacks reads every Pulumi.<NAME>.yaml of the project; with --stack, or --entry over several stacks, it is a usage error", async () => {
+    const r = await run(["--all-stacks", "--json"], perStack("pinned"));
+    const doc = JSON.parse(r.out.join("\n")) as { ok: boolean; stacks: { stack: string; ok: boolean; error?: string }[] };
+    expect(doc.stacks.map((s) => [s.stack, s.ok])).toEqual([
+      ["bench", true],
+      ["two", true],
+      ["pinned", false],
+    ]);
+    expect(r.code).toBe(1);
+    expect((await run(["--all-stacks", "--stack", "bench"], perStack(""))).code).toBe(2);
+    expect((await run(["--stack", "bench", "--stack", "two", "--entry", "argocd"], perStack(""))).code).toBe(2);
   });
 });

@@ -20,13 +20,13 @@ import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import { checkLimaInstanceName } from "../../src/core/inputs";
 import type { AccessDocument, AccessStopDocument, StoppedForwardJson as StoppedForward } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
-import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
+import type { Observation } from "../../src/core/observe";
 import { printableValue } from "../../src/core/text";
 import { type Command, type CommandContext, printJson } from "../context";
 import { usageError, usageOf } from "../flags";
 import { formatTable, type OperatorDeps, stackHeader, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, type OpenStack, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
+import { connectCluster, type OpenStack, observeOpened, openStack, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.access;
 
@@ -72,20 +72,12 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command<"ac
     const envTarget = values["no-dotenv"] ? undefined : await checkEnvTarget(ctx, values.dotenv);
     const forwardSetup = values.forward ? forwardConfig(opened, values["lima-instance"], ctx) : undefined;
 
-    const cluster = await connect(opened, timeoutMs);
     // As in status: a URL (and the credentials put next to it in the .env) only for a Service
     // this stack created, proven by the last up's outputs; a same-named replacement gets none.
-    const [observed, published] = await Promise.all([
-      // Every entry's Services: those the stack does not publish are given by their in-cluster name.
-      readObservedCluster(cluster, opened.contract.endpoints),
-      readPublished(ctx, stack, undefined, readOutputs, { outputsFlag: false }),
-    ]);
+    // Every entry's Services are read: those the stack does not publish are given by their in-cluster name.
+    const read = { connect, readOutputs, timeoutMs, entries: opened.contract.endpoints, selected: opened.selected, outputsFlag: false };
+    const { source, reader: cluster, cluster: observed, published, observation } = await observeOpened(ctx, opened, read);
     sayUnavailable(ctx, "exposure access", published, "Services are matched by name only");
-    const observation = observe(opened.contract, observed, {
-      selected: opened.selected,
-      nodeAddress: opened.settings.nodeAddress,
-      ...provenOwnership(published),
-    });
     const entries = accessEntries(opened.contract, observation);
     const secrets = await listSecretsByNamespace(cluster, credentialNamespaces(entries));
     const credentials = readCredentials(entries, secrets);
@@ -117,7 +109,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command<"ac
     }
 
     const view = new Set(observation.entries.map((o) => o.name));
-    const screen = { stack, source: cluster.source, observation, endpoints: endpoints.filter((e) => view.has(e.name)), credentials, env, forwards, retired };
+    const screen = { stack, source, observation, endpoints: endpoints.filter((e) => view.has(e.name)), credentials, env, forwards, retired };
     if (values.json) printJson(ctx, accessJson(screen, failures));
     else ctx.stdout(formatAccess(screen, values["show-secrets"] || isTerminal()));
     for (const failure of failures) ctx.stderr(`exposure access: ${failure}`);

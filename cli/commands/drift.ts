@@ -5,13 +5,13 @@ import { type Refusal, readWorkloads, wouldRefuse } from "../../src/core/admissi
 import { type AuditResult, auditExposure, readExposureObjects } from "../../src/core/audit";
 import { EXIT, type Finding, JSON_API_VERSION } from "../../src/core/findings";
 import type { DriftDocument } from "../../src/core/json-api";
-import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
+import type { Observation } from "../../src/core/observe";
 import { printableValue } from "../../src/core/text";
 import { type Command, printJson } from "../context";
 import { usageError } from "../flags";
 import { formatStatus, formatTable, type OperatorDeps, timeoutFlag } from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
+import { connectCluster, observeOpened, openStack, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.drift;
 
@@ -77,7 +77,7 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drif
     const stack = values.stack;
     const timeoutMs = timeoutFlag(values.timeout, SPEC);
     const opened = openStack({ projectDir: ctx.projectDir, stack });
-    const { contract, selected, selectedEntries, settings } = opened;
+    const { contract, selected, settings } = opened;
 
     const previewArgs = ["preview", "--refresh", "--expect-no-changes", "--json", "--non-interactive", "--stack", stack];
     const stopPreview = new AbortController();
@@ -87,36 +87,37 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drif
           "notFound" in run ? { state: "failed", message: pulumiNotFound("pass --skip-preview to run the cluster audit alone") } : summarisePreview(run),
         );
     // The audit, the live verdicts and the admission guard read the cluster while the preview runs (a refresh takes a while).
-    const [published, { source, exposing, observed, workloads, admission }] = await Promise.all([
-      readPublished(ctx, stack, undefined, readOutputs, { outputsFlag: false }),
-      connect(opened, timeoutMs).then(async (cluster) => {
-        const [exposing, observed, workloads, admission] = await Promise.all([
-          readExposureObjects(cluster),
-          readObservedCluster(cluster, selectedEntries),
-          // What `deny` would refuse is asked of the workloads too: their templates are checked on create.
-          readWorkloads(cluster),
-          // The exposure guard at admission must be the one the contract generates now.
-          readAdmissionDrift(cluster, {
-            stack,
-            contract,
-            selected,
-            allowlist: settings.allowlist,
-            admission: settings.admission,
-            contractFile: path.relative(ctx.projectDir, path.resolve(opened.contractFile)),
-          }),
-        ]);
-        return { source: cluster.source, exposing, observed, workloads, admission };
-      }),
-    ]).catch((err) => {
+    const read = observeOpened(ctx, opened, { connect, readOutputs, timeoutMs, outputsFlag: false }, (cluster) =>
+      Promise.all([
+        readExposureObjects(cluster),
+        // What `deny` would refuse is asked of the workloads too: their templates are checked on create.
+        readWorkloads(cluster),
+        // The exposure guard at admission must be the one the contract generates now.
+        readAdmissionDrift(cluster, {
+          stack,
+          contract,
+          selected,
+          allowlist: settings.allowlist,
+          admission: settings.admission,
+          contractFile: path.relative(ctx.projectDir, path.resolve(opened.contractFile)),
+        }),
+      ]),
+    );
+    const {
+      source,
+      published,
+      observation: status,
+      also,
+    } = await read.catch((err) => {
       // Unreachable cluster...: report it now, and leave no pulumi process running behind us.
       stopPreview.abort();
       throw err;
     });
-    const knownPublished = provenOwnership(published);
+    const [exposing, workloads, admission] = also;
+    const knownPublished = published.proven ? { published: published.proven } : {};
     const exposure = { contract, selected, allowlist: settings.allowlist, ...exposing };
     const audit = auditExposure({ ...exposure, ...knownPublished });
     const denyPreview = { refusals: wouldRefuse({ ...exposure, workloads: workloads.workloads }), unread: workloads.unread };
-    const status = observe(contract, observed, { selected, nodeAddress: settings.nodeAddress, ...knownPublished });
     const preview = await previewing;
 
     const liveDrift = status.problems.length > 0 || status.entries.some((e) => e.exposure !== "none" && e.verdict !== "MATCH");

@@ -4,12 +4,12 @@ import { defaultContractPath, loadContractFile } from "../../src/adapters/contra
 import { LiveClusterReader } from "../../src/adapters/kube-live";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { PortalDocument } from "../../src/core/json-api";
-import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../../src/core/observe";
 import { publishedFromOutputs } from "../../src/core/published";
 import { type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
 import { type Command, type CommandContext, packageVersion } from "../context";
 import { usageError, usageOf } from "../flags";
+import { stacksFlag } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
@@ -21,35 +21,54 @@ const SPEC = SPECS.portal;
 export const command: Command<"portal"> = async ({ values }, ctx) => {
   const listen = usageOf(SPEC, () => parseListen(values.listen));
 
-  if (values.outputs && !values.stack) throw usageError(SPEC, "--outputs needs --stack (the outputs are a stack's)");
-  let source: Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished" | "audit">;
-  let cluster: ClusterReader;
-  if (values.stack) {
-    const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack, contract: values.contract });
-    source = {
-      contract: opened.contract,
-      contractLabel: opened.contractFile,
-      selected: opened.selected,
-      stack: opened.stack,
-      nodeAddress: opened.settings.nodeAddress,
-      readPublished: await publishedReader(ctx, opened.stack, values.outputs),
-      // The stack's allowlist: /metrics then carries the audit's undeclared count, as `exposure drift` gives it.
-      audit: { allowlist: opened.settings.allowlist },
-    };
-    cluster = await connectCluster(opened);
-  } else {
+  const stacks = stacksFlag(values, ctx.projectDir, SPEC);
+  if (values.outputs && stacks.length !== 1)
+    throw usageError(
+      SPEC,
+      stacks.length ? "--outputs goes with one --stack (the outputs are a stack's)" : "--outputs needs --stack (the outputs are a stack's)",
+    );
+  type Source = Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished" | "audit" | "cluster">;
+  // Each stack through its own kube context and outputs: one observer each in the portal, nothing shared between them.
+  const sources: Source[] = await Promise.all(
+    stacks.map(async (stack) => {
+      const opened = openStack({ projectDir: ctx.projectDir, stack, contract: values.contract });
+      return {
+        contract: opened.contract,
+        contractLabel: opened.contractFile,
+        selected: opened.selected,
+        stack: opened.stack,
+        nodeAddress: opened.settings.nodeAddress,
+        readPublished: await publishedReader(ctx, opened.stack, values.outputs),
+        // The stack's allowlist: /metrics then carries the audit's undeclared count, as `exposure drift` gives it.
+        audit: { allowlist: opened.settings.allowlist },
+        cluster: await connectCluster(opened),
+      };
+    }),
+  );
+  if (sources.length === 0) {
     // No stack: every exposed entry of the contract, through the current kube context.
     const file = values.contract ? path.resolve(values.contract) : defaultContractPath(ctx.projectDir);
     const label = path.relative(process.cwd(), file) || file;
-    source = { contract: loadContractFile(file, label), contractLabel: label, selected: "all" };
-    cluster = await LiveClusterReader.connect({});
+    sources.push({ contract: loadContractFile(file, label), contractLabel: label, selected: "all", cluster: await LiveClusterReader.connect({}) });
   }
-
-  const portal = await startPortal({ ...source, cluster, version: packageVersion(), log: (line) => ctx.stderr(`portal: ${line}`) }, listen);
+  const [source, ...more] = sources as [Source, ...Source[]];
+  const log = (line: string) => ctx.stderr(`portal: ${line}`);
+  const portal = await startPortal(
+    { ...source, version: packageVersion(), log },
+    listen,
+    more.map((s) => ({ ...s, version: packageVersion(), log })),
+  );
+  const cluster = source.cluster;
   if (values.json) {
     // One line: a script reads the address as soon as it is printed.
-    const stack = source.stack ? { stack: source.stack } : {};
+    const stack = more.length
+      ? { stacks: sources.map((s) => ({ stack: s.stack ?? "", source: s.cluster.source })) }
+      : source.stack
+        ? { stack: source.stack }
+        : {};
     ctx.stdout(JSON.stringify({ apiVersion: JSON_API_VERSION, kind: "Portal", url: portal.url, source: cluster.source, ...stack } satisfies PortalDocument));
+  } else if (more.length) {
+    ctx.stdout(`portal: ${portal.url} (${sources.map((s) => `stack ${s.stack}: ${s.cluster.source}`).join("; ")}); Ctrl-C to stop`);
   } else {
     ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
   }

@@ -6,12 +6,12 @@ import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { ProbeDocument } from "../../src/core/json-api";
-import { failureCause, observe, readObservedCluster } from "../../src/core/observe";
+import { failureCause, observeStack } from "../../src/core/observe";
 import { type PublishedEndpoints, publishedFromOutputs } from "../../src/core/published";
 import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { usageError } from "../flags";
-import { entryFlag, formatTable, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
+import { eachStack, entryFlag, formatTable, type OperatorDeps, publishedEntryFlag, stacksFlag, timeoutFlag, worstExit } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, type OpenStack, openStack, readStackOutputs } from "../stack";
 
@@ -31,36 +31,54 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"prob
   const get = deps.get ?? httpGet;
   const connect = deps.connect ?? connectCluster;
   return async ({ values }, ctx) => {
-    if (!values.stack && !values.outputs) throw usageError(SPEC, "give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)");
-    if (values.stack && values.contract) throw usageError(SPEC, "--contract is for --outputs without --stack (a stack names its own contract)");
+    const stacks = stacksFlag(values, ctx.projectDir, SPEC);
+    if (!stacks.length && !values.outputs) throw usageError(SPEC, "give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)");
+    if (stacks.length && values.contract) throw usageError(SPEC, "--contract is for --outputs without --stack (a stack names its own contract)");
+    if (stacks.length > 1 && (values.entry.length || values.outputs))
+      throw usageError(SPEC, "--entry and --outputs go with one --stack (they name one stack's)");
     const timeoutMs = timeoutFlag(values.timeout, SPEC);
     const concurrency = concurrencyFlag(values.concurrency);
 
-    const opened = values.stack ? openStack({ projectDir: ctx.projectDir, stack: values.stack, needsCluster: false }) : undefined;
-    const contract = opened ? opened.contract : loadOptionalContract(ctx, values.contract);
-    const declared = contract?.endpoints.map((e) => e.name);
-    // A stack's names are checked before its outputs are read: a typo must not wait for the Pulumi CLI.
-    if (opened) publishedEntryFlag(values.entry, opened, SPEC);
-    const from = values.outputs ?? `stack ${values.stack}`;
-    const outputs = await readOutputs(ctx, values.stack ?? "", values.outputs);
-    const urls = urlsOutput(outputs, from);
-    const inOutputs = `not in the 'urls' output of ${from}`;
-    const only = entryFlag(
-      values.entry,
-      { available: Object.keys(urls), declared: declared ?? [], unavailable: inOutputs, ...(declared ? {} : { unknown: inOutputs }) },
-      SPEC,
-    );
-    const probed = only ? Object.fromEntries(Object.entries(urls).filter(([name]) => only.has(name))) : urls;
-    const probedResults = await probeAll(probeTargets(probed, contract, timeoutMs), { concurrency, get });
-    const results = opened ? await explainFailures(probedResults, opened, () => publishedFromOutputs(outputs, from), connect, timeoutMs) : probedResults;
-
+    const probeOf = async (stack: string | undefined) => {
+      const opened = stack ? openStack({ projectDir: ctx.projectDir, stack, needsCluster: false }) : undefined;
+      const contract = opened ? opened.contract : loadOptionalContract(ctx, values.contract);
+      const declared = contract?.endpoints.map((e) => e.name);
+      // A stack's names are checked before its outputs are read: a typo must not wait for the Pulumi CLI.
+      if (opened) publishedEntryFlag(values.entry, opened, SPEC);
+      const from = values.outputs ?? `stack ${stack}`;
+      const outputs = await readOutputs(ctx, stack ?? "", values.outputs);
+      const urls = urlsOutput(outputs, from);
+      const inOutputs = `not in the 'urls' output of ${from}`;
+      const only = entryFlag(
+        values.entry,
+        { available: Object.keys(urls), declared: declared ?? [], unavailable: inOutputs, ...(declared ? {} : { unknown: inOutputs }) },
+        SPEC,
+      );
+      const probed = only ? Object.fromEntries(Object.entries(urls).filter(([name]) => only.has(name))) : urls;
+      const results = await probeAll(probeTargets(probed, contract, timeoutMs), { concurrency, get });
+      return { results: opened ? await explainFailures(results, opened, () => publishedFromOutputs(outputs, from), connect, timeoutMs) : results };
+    };
+    const several = stacks.length > 1;
+    const { reports, failed: unread } = several
+      ? await eachStack(stacks, ctx.stderr, "exposure probe", probeOf)
+      : { reports: [await probeOf(stacks[0])], failed: [] };
+    // Several stacks: each result names its stack (two may publish the same entry name).
+    const results = reports.flatMap((r) => r.results.map((x) => (several && "stack" in r ? { stack: String(r.stack), ...x } : x)));
     const failed = results.filter((r) => !r.ok);
+    const code = worstExit([failed.length ? EXIT.UNREACHABLE : EXIT.OK, ...unread.map((f) => f.exitCode)]);
     if (values.json) {
-      const doc: ProbeDocument = { apiVersion: JSON_API_VERSION, kind: "Probe", ok: failed.length === 0, tlsVerified: false, results };
+      const doc: ProbeDocument = {
+        apiVersion: JSON_API_VERSION,
+        kind: "Probe",
+        ok: code === EXIT.OK,
+        tlsVerified: false,
+        results,
+        ...(unread.length ? { unread: unread.map(({ stack, error }) => ({ stack, error })) } : {}),
+      };
       // A URL may carry a password (`http://user:pass@...` in the outputs): never printed.
       ctx.stdout(redactUrlPasswords(JSON.stringify(doc, null, 2)));
-    } else ctx.stdout(formatProbe(results));
-    return failed.length ? EXIT.UNREACHABLE : EXIT.OK;
+    } else ctx.stdout(formatProbe(results, unread));
+    return code;
   };
 }
 
@@ -74,11 +92,10 @@ export const command = createProbeCommand();
 async function explainFailures(results: ProbeResult[], opened: OpenStack, published: () => PublishedEndpoints, connect: OperatorDeps["connect"], ms: number) {
   const entries = opened.selectedEntries.filter((e) => results.some((r) => r.name === e.name && !r.ok && r.error));
   if (entries.length === 0) return results;
-  const observed = await (async () => {
-    const cluster = await readObservedCluster(await connect(opened, ms), entries);
-    return observe(opened.contract, cluster, { selected: entries.map((e) => e.name), nodeAddress: opened.settings.nodeAddress, published: published() })
-      .entries;
-  })().catch(() => []); // unreadable: the results stay as they were
+  const stack = { contract: opened.contract, selected: entries.map((e) => e.name), nodeAddress: opened.settings.nodeAddress };
+  const observed = await observeStack(stack, { connect: () => connect(opened, ms), published: async () => ({ proven: published() }), entries })
+    .then((o) => o.observation.entries)
+    .catch(() => []); // unreadable: the results stay as they were
   return results.map((r) => {
     const e = r.ok || !r.error ? undefined : observed.find((x) => x.name === r.name);
     const cause = e && failureCause(e, r.error as string);
@@ -118,17 +135,22 @@ function urlsOutput(outputs: Record<string, unknown>, from: string): Record<stri
   return urls as Record<string, string>;
 }
 
-function formatProbe(results: readonly ProbeResult[]): string {
+function formatProbe(results: readonly (ProbeResult & { stack?: string })[], unread: readonly { stack: string; error: string }[]): string {
   const rows = results.map((r) => [
+    ...(r.stack !== undefined ? [r.stack] : []),
     r.name,
     redactUrlPasswords(r.url),
     r.status !== undefined ? String(r.status) : "-",
     `${r.latencyMs} ms`,
     redactUrlPasswords(r.ok ? `ok${r.location ? ` (redirects to ${r.location}, not followed)` : ""}` : `FAIL: ${r.error}`),
   ]);
-  const lines = [formatTable(["ENTRY", "URL", "STATUS", "LATENCY", "RESULT"], rows)];
+  const stackColumn = results.some((r) => r.stack !== undefined) || unread.length ? ["STACK"] : [];
+  const lines = [formatTable([...stackColumn, "ENTRY", "URL", "STATUS", "LATENCY", "RESULT"], rows)];
   const failed = results.filter((r) => !r.ok).length;
-  lines.push("", `${results.length - failed} ok, ${failed} failed`);
+  lines.push(
+    "",
+    `${results.length - failed} ok, ${failed} failed${unread.length ? `, ${unread.length} stack(s) not read: ${unread.map((u) => u.stack).join(", ")}` : ""}`,
+  );
   if (results.some((r) => r.url.startsWith("https:"))) {
     lines.push("https: certificates are not verified (the dashboards use self-signed ones): this checks that the UI answers, not who answers");
   }

@@ -1,12 +1,27 @@
-import { auditExposure, readExposureObjects } from "../../src/core/audit";
+import { auditExposure, readExposureObjects, type UndeclaredExposure } from "../../src/core/audit";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
-import type { StatusDocument } from "../../src/core/json-api";
-import { type Observation, observe, readObservedCluster } from "../../src/core/observe";
+import type { StatusDocument, StatusListDocument } from "../../src/core/json-api";
+import type { ClusterReader } from "../../src/core/kube/cluster";
+import type { Observation } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
 import { usageError } from "../flags";
-import { formatStatus, formatUndeclared, type OperatorDeps, publishedEntryFlag, timeoutFlag } from "../operator";
+import {
+  eachStack,
+  formatStatus,
+  formatTable,
+  formatUndeclared,
+  type OperatorDeps,
+  publishedEntryFlag,
+  STATUS_COLUMNS,
+  stackHeader,
+  stacksFlag,
+  statusCounts,
+  statusRows,
+  timeoutFlag,
+  worstExit,
+} from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, openStack, provenOwnership, readPublished, readStackOutputs, sayUnavailable } from "../stack";
+import { connectCluster, observeOpened, openStack, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.status;
 
@@ -14,67 +29,85 @@ export type StatusDeps = OperatorDeps;
 
 /**
  * `exposure status`: the live verdict of every entry the stack publishes (or of those named by
- * --entry), computed by the same `observe()` as the portal.
+ * --entry), computed by the same `observe()` as the portal; over several stacks, one table.
  */
 export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"status"> {
   const connect = deps.connect ?? connectCluster;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
   return async ({ values }, ctx) => {
-    if (!values.stack) throw usageError(SPEC, "--stack is required");
+    const stacks = stacksFlag(values, ctx.projectDir, SPEC);
+    if (stacks.length === 0) throw usageError(SPEC, "--stack is required");
+    if (stacks.length > 1 && (values.entry.length || values.outputs))
+      throw usageError(SPEC, "--entry and --outputs go with one --stack (they name one stack's)");
     const timeoutMs = timeoutFlag(values.timeout, SPEC);
-    const opened = openStack({ projectDir: ctx.projectDir, stack: values.stack });
-    // Checked before anything is read: a mistyped name must not cost a cluster round trip.
-    const only = publishedEntryFlag(values.entry, opened, SPEC);
-    const entries = only ? opened.selectedEntries.filter((e) => only.has(e.name)) : opened.selectedEntries;
-
-    // Outputs and cluster are read concurrently: `pulumi stack output` alone takes a second or two.
-    const [published, cluster] = await Promise.all([
-      readPublished(ctx, values.stack, values.outputs, readOutputs),
-      connect(opened, timeoutMs).then(async (reader) => {
-        // Without --entry, the cluster's undeclared exposure too (drift's audit: every Service and Pod that opens something); a
-        // refused or failed list says so instead of failing the verdicts.
-        const [observed, exposing] = await Promise.all([
-          readObservedCluster(reader, entries),
-          only ? undefined : readExposureObjects(reader).catch((err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300)),
-        ]);
-        return { source: reader.source, observed, exposing };
-      }),
-    ]);
-    sayUnavailable(ctx, "exposure status", published, 'the "changed since the last up" checks are skipped');
-    const selected = entries.map((e) => e.name);
-    const observed = observe(opened.contract, cluster.observed, { selected, nodeAddress: opened.settings.nodeAddress, ...provenOwnership(published) });
-    // observe() also lists the entries that are not exposed: with --entry, only the named ones are reported.
-    const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
-    const exposed = observation.entries.filter((e) => e.exposure !== "none");
-    const healthy = observation.problems.length === 0 && exposed.every((e) => e.verdict === "MATCH");
-    const { exposing } = cluster;
-    const undeclared =
-      typeof exposing === "object"
-        ? auditExposure({ contract: opened.contract, selected, allowlist: opened.settings.allowlist, ...exposing, ...provenOwnership(published) }).undeclared
-        : undefined;
-
-    if (values.json)
-      printJson(ctx, {
-        apiVersion: JSON_API_VERSION,
-        kind: "Status",
-        stack: values.stack,
-        source: cluster.source,
+    const statusOf = async (stack: string) => {
+      const opened = openStack({ projectDir: ctx.projectDir, stack });
+      // Checked before anything is read: a mistyped name must not cost a cluster round trip.
+      const only = publishedEntryFlag(values.entry, opened, SPEC);
+      const entries = only ? opened.selectedEntries.filter((e) => only.has(e.name)) : opened.selectedEntries;
+      // Without --entry, the cluster's undeclared exposure too (drift's audit: every Service and Pod that opens something); a
+      // refused or failed list says so instead of failing the verdicts.
+      const auditRead = (reader: ClusterReader) =>
+        readExposureObjects(reader).catch((err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300));
+      const read = { connect, readOutputs, timeoutMs, entries, outputs: values.outputs };
+      const { source, published, observation: observed, also: exposing } = await observeOpened(ctx, opened, read, only ? undefined : auditRead);
+      sayUnavailable(
+        ctx,
+        stacks.length > 1 ? `exposure status: stack ${stack}` : "exposure status",
+        published,
+        'the "changed since the last up" checks are skipped',
+      );
+      // observe() also lists the entries that are not exposed: with --entry, only the named ones are reported.
+      const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
+      const healthy = observation.problems.length === 0 && observation.entries.every((e) => e.exposure === "none" || e.verdict === "MATCH");
+      const audit = { contract: opened.contract, selected: entries.map((e) => e.name), allowlist: opened.settings.allowlist };
+      const proven = published.proven ? { published: published.proven } : {};
+      const undeclared = typeof exposing === "object" ? auditExposure({ ...audit, ...exposing, ...proven }).undeclared : undefined;
+      const document: Omit<StatusDocument, "apiVersion" | "kind"> = {
+        stack,
+        source,
         publishedOutputs: published.source,
         ...(observation.node ? { node: observation.node } : {}),
         ok: healthy,
         entries: observation.entries,
         problems: observation.problems,
         ...(undeclared ? { undeclared } : typeof exposing === "string" ? { undeclaredUnread: exposing } : {}),
-      } satisfies StatusDocument);
-    else
-      ctx.stdout(
-        [
-          formatStatus(values.stack, cluster.source, observation),
-          ...(undeclared || typeof exposing === "string" ? [formatUndeclared(undeclared ?? String(exposing))] : []),
-        ].join("\n"),
-      );
-    return healthy ? EXIT.OK : EXIT.DRIFT;
+      };
+      return { document, observation };
+    };
+    if (stacks.length === 1) {
+      const { document, observation } = await statusOf(stacks[0] as string);
+      if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "Status", ...document } satisfies StatusDocument);
+      else ctx.stdout([formatStatus(document.stack, document.source, observation), ...undeclaredLines(document)].join("\n"));
+      return document.ok ? EXIT.OK : EXIT.DRIFT;
+    }
+    const { reports, failed } = await eachStack(stacks, ctx.stderr, "exposure status", statusOf);
+    const code = worstExit([...reports.map((r) => (r.document.ok ? EXIT.OK : EXIT.DRIFT)), ...failed.map((f) => f.exitCode)]);
+    if (values.json) {
+      const stacksJson = [...reports.map((r) => r.document), ...failed.map(({ stack, error }) => ({ stack, ok: false as const, error }))];
+      printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "StatusList", ok: code === EXIT.OK, stacks: stacksJson } satisfies StatusListDocument);
+    } else ctx.stdout(formatStatuses(reports, failed));
+    return code;
   };
 }
 
 export const command = createStatusCommand();
+
+/** The cluster's undeclared exposure (without --entry), or why it was not checked. */
+const undeclaredLines = (d: { undeclared?: readonly UndeclaredExposure[]; undeclaredUnread?: string }) =>
+  d.undeclared ? [formatUndeclared(d.undeclared)] : d.undeclaredUnread !== undefined ? [formatUndeclared(d.undeclaredUnread)] : [];
+
+/** Several stacks: each one's header line, then one table with a STACK column; a stack not read says so in place of its rows. */
+function formatStatuses(
+  reports: readonly { stack: string; document: Pick<StatusDocument, "source"> & Parameters<typeof undeclaredLines>[0]; observation: Observation }[],
+  failed: readonly { stack: string; error: string }[],
+) {
+  const lines = reports.map((r) => stackHeader(r.stack, r.document.source, r.observation));
+  lines.push(...failed.map((f) => `stack ${f.stack}: NOT READ: ${f.error.split("\n")[0]}`), "");
+  const rows = reports.flatMap((r) => statusRows(r.observation).map((row) => [r.stack, ...row]));
+  lines.push(formatTable(["STACK", ...STATUS_COLUMNS], rows));
+  for (const r of reports) for (const problem of r.observation.problems) lines.push("", `stack ${r.stack}: problem: ${problem}`);
+  lines.push("", ...reports.map((r) => `stack ${r.stack}: ${statusCounts(r.observation)}`));
+  for (const r of reports) lines.push(...undeclaredLines(r.document).map((t) => t.replace("\nundeclared", `\nstack ${r.stack}: undeclared`)));
+  return lines.join("\n");
+}

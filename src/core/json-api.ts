@@ -8,6 +8,7 @@ import type { AuditResult, UndeclaredExposure } from "./audit";
 import type { Finding, JSON_API_VERSION } from "./findings";
 import type { ObservedEntry } from "./observe";
 import type { NodeChoice } from "./plan";
+import type { StackSection } from "./portal/html";
 import type { PortalEntry, PortalError, PortalView } from "./portal/view";
 
 interface Document<K extends string> {
@@ -43,6 +44,13 @@ export interface StatusDocument extends Document<"Status"> {
   undeclared?: readonly UndeclaredExposure[];
   /** Without --entry, when the cluster's Services and Pods could not be listed: why (nothing is said of undeclared exposure). */
   undeclaredUnread?: string;
+}
+
+/** `exposure status --json` over several stacks: each one's Status (without apiVersion and kind), or why it was not read. */
+export interface StatusListDocument extends Document<"StatusList"> {
+  /** Every stack read, and every one OK. */
+  ok: boolean;
+  stacks: readonly (Omit<StatusDocument, "apiVersion" | "kind"> | { stack: string; ok: false; error: string })[];
 }
 
 /** One resource the preview would change; `fields` is empty when Pulumi gave no detail. */
@@ -87,7 +95,9 @@ export interface ProbeDocument extends Document<"Probe"> {
   ok: boolean;
   /** Always false: certificates are not verified (self-signed dashboards). */
   tlsVerified: false;
-  results: readonly ProbeResultJson[];
+  results: readonly (ProbeResultJson & { stack?: string })[];
+  /** Several stacks: those whose URLs could not be read (each one's error); the others are probed. */
+  unread?: readonly { stack: string; error: string }[];
 }
 
 /** A forward `access` ended; stopped: we ended it; stale: it was already gone (its pid file is removed). */
@@ -120,6 +130,8 @@ export interface PortalDocument extends Document<"Portal"> {
   url: string;
   source: string;
   stack?: string;
+  /** Several stacks: each one and where its cluster is read (`source` is the first's). */
+  stacks?: readonly { stack: string; source: string }[];
 }
 
 /** The portal's `GET /api/entries`: the page's data. */
@@ -127,6 +139,9 @@ export type PortalEntriesDocument = Document<"PortalEntries"> & PortalView;
 
 /** The portal's `GET /api/entries/<name>`: one entry with the view's context. */
 export type PortalEntryDocument = Document<"PortalEntry"> & Omit<PortalView, "entries" | "summary" | "problems"> & { entry: PortalEntry };
+
+/** `GET /api/stacks` of a portal over several stacks: each stack's view, or its last good one with the error of its last read (stale), or the error alone. */
+export type PortalStacksDocument = Document<"PortalStacks"> & { generatedAt: string; stacks: readonly StackSection[] };
 
 /** The portal's 503 body (`/api/entries...`) when the cluster cannot be read. */
 export type PortalErrorDocument = Document<"PortalError"> & PortalError;

@@ -4,7 +4,15 @@ import { matchesLabels, ourServiceExcess, webScheme } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
 import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
-import { droppedSelectorProblem, foreignSelectorProblem, ourServiceKey, ourServiceName, ownershipProblem, selectorKeysBeyond } from "./ownership";
+import {
+  droppedSelectorProblem,
+  foreignSelectorProblem,
+  ourServiceKey,
+  ourServiceName,
+  ownershipProblem,
+  selectorKeysBeyond,
+  uidsUnknownTo,
+} from "./ownership";
 import {
   buildUrl,
   type ClusterView,
@@ -112,6 +120,39 @@ export async function readObservedCluster(cluster: ClusterReader, entries: reado
     readHostPortPods(cluster, entries),
   ]);
   return { services: services.flat(), endpointSlices: endpointSlices.flat(), nodes, pods };
+}
+
+/** What a stack judges: its contract, the exposed entries it publishes ("all": every one), its pinned node address. */
+export type StackToObserve = { contract: Contract; selected: readonly string[] | "all"; nodeAddress?: string | undefined };
+export type StackObservation<P, X = undefined> = Awaited<ReturnType<typeof observeStack<P & { proven?: PublishedEndpoints }, X>>>;
+
+/**
+ * The one read sequence of status, drift, access, probe and the portal: the cluster (`connect`) and the last up's outputs
+ * (`published`; its `proven` endpoints prove which Services the stack created, absent: only names are checked) read
+ * concurrently, then the objects of `entries` where they are, then every entry judged (observe). `alsoRead` reads more
+ * of the same cluster in the same round (drift's audit); `recheck` is told the uids of Services the outputs do not
+ * know (an `up` has just re-created one) and may read the outputs again.
+ */
+export async function observeStack<P extends { proven?: PublishedEndpoints }, X = undefined>(
+  stack: StackToObserve,
+  read: {
+    connect: () => Promise<ClusterReader>;
+    published: () => Promise<P>;
+    entries: readonly Endpoint[];
+    alsoRead?: (reader: ClusterReader) => Promise<X>;
+    recheck?: (unknownUids: string[]) => Promise<P> | undefined;
+  },
+) {
+  const [first, { reader, cluster, also }] = await Promise.all([
+    read.published(),
+    read.connect().then(async (reader) => {
+      const [cluster, also] = await Promise.all([readObservedCluster(reader, read.entries), read.alsoRead?.(reader) as Promise<X>]);
+      return { reader, cluster, also };
+    }),
+  ]);
+  const published = (first.proven && (await read.recheck?.(uidsUnknownTo(first.proven, cluster.services)))) || first;
+  const observation = observe(stack.contract, cluster, { ...stack, ...(published.proven ? { published: published.proven } : {}) });
+  return { source: reader.source, reader, cluster, published, observation, also };
 }
 
 const key = (ns: string | undefined, name: string) => `${ns}/${name}`;

@@ -9,12 +9,11 @@ import { entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import { decimalNumber } from "../core/inputs";
-import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument } from "../core/json-api";
-import { METRICS_PATH, type MetricsInput, metricFamilies } from "../core/monitoring";
-import { failureCause, type ObservedCluster, type PublishedEndpoints, readObservedCluster, usersUrl } from "../core/observe";
-import { uidsUnknownTo } from "../core/ownership";
+import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument, PortalStacksDocument } from "../core/json-api";
+import { METRICS_PATH, type MetricFamily, type MetricsInput, metricFamilies } from "../core/monitoring";
+import { failureCause, observeStack, type PublishedEndpoints, type StackObservation, usersUrl } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
-import { type PageOptions, renderErrorPage, renderPage } from "../core/portal/html";
+import { type PageOptions, renderErrorPage, renderPage, renderStacksPage, type StackSection } from "../core/portal/html";
 import { buildPortalView, type PortalError, type PortalSource, type PortalView, UNDECLARED_SHOWN, wantedEntries } from "../core/portal/view";
 import type { Allowlist } from "../core/settings";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics";
@@ -41,12 +40,11 @@ export interface PortalOptions extends PortalSource {
   // How long a scrape waits for a read in flight before it answers with the last values (default 5 s, under Prometheus's 10 s scrape timeout): a slow API
   // server makes the data stale, the stale alert says so, and the scrape never times out (which would read as portal down).
   metricsWaitMs?: number;
+  /** Several stacks: how long a page waits for this stack's read before showing its last rows as stale (default STACK_WAIT_MS). */
+  readWaitMs?: number;
 }
 
-interface ObservedRead {
-  cluster: ObservedCluster;
-  published: PublishedEndpoints | undefined;
-}
+type ObservedRead = StackObservation<{ proven?: PublishedEndpoints }, undefined>;
 
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
 /**
@@ -93,8 +91,8 @@ export class PortalObserver {
   /** The audit's undeclared count and the first ones; present when the portal knows the allowlist (PortalOptions.audit). */
   readonly auditReads: SharedRead<{ count: number; shown: UndeclaredExposure[] }> | undefined;
   private readonly probing: ReachabilityOptions;
-  /** The last view computed from a successful read, for /metrics while reads fail. */
-  private lastGood: { view: PortalView; observedAt: Date } | undefined;
+  /** The last view computed from a successful read, for /metrics and the page of several stacks while reads fail. */
+  lastGood: { view: PortalView; observedAt: Date } | undefined;
   /** The audit's last good count, whether its last round read the cluster, when one last did. */
   private audit: MetricsInput["audit"];
   private auditFailureLogged: Promise<unknown> | undefined;
@@ -124,15 +122,23 @@ export class PortalObserver {
       : undefined;
     // The uids for which the outputs were read again at once (each one time only).
     const freshFor = new Set<string>();
-    this.clusterReads = new SharedRead(async (): Promise<ObservedRead> => {
-      const [cluster, published] = await Promise.all([readObservedCluster(opts.cluster, wanted), readPublished()]);
-      // A Service named as the outputs say whose uid they do not know is most often one an `up` has just re-created, while the outputs read earlier lag it:
-      // before anything is said of it, they are read again at once (once per such uid: one re-created by hand stays what it is).
-      const unknown = published ? uidsUnknownTo(published, cluster.services).filter((uid) => !freshFor.has(uid)) : [];
-      if (unknown.length === 0) return { cluster, published };
-      for (const uid of unknown) freshFor.add(uid);
-      return { cluster, published: await readPublished({ fresh: true }) };
-    }, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS);
+    const stack = { contract: opts.contract, selected: opts.selected ?? "all", nodeAddress: opts.nodeAddress };
+    this.clusterReads = new SharedRead(
+      () =>
+        observeStack(stack, {
+          connect: async () => cluster,
+          published: () => readPublished().then((proven) => (proven ? { proven } : {})),
+          entries: wanted,
+          // A Service named as the outputs say whose uid they do not know is most often one an `up` has just re-created, while the outputs read earlier lag
+          // it: before anything is said of it, they are read again at once (once per such uid: one re-created by hand stays what it is).
+          recheck: (uids) => {
+            const unknown = uids.filter((uid) => !freshFor.has(uid));
+            for (const uid of unknown) freshFor.add(uid);
+            return unknown.length ? readPublished({ fresh: true }).then((proven) => (proven ? { proven } : {})) : undefined;
+          },
+        }),
+      opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS,
+    );
     this.probing = { ...DEFAULT_REACHABILITY, ...opts.reachability };
     this.reachability = new ReachabilityCache(this.probing);
   }
@@ -161,10 +167,11 @@ export class PortalObserver {
     if (this.lastBase?.cluster !== read) {
       const { published: _given, ...source } = this.opts;
       const view = buildPortalView(
-        { ...source, ...(read.published ? { published: read.published } : {}), source: this.opts.cluster.source },
+        { ...source, ...(read.published.proven ? { published: read.published.proven } : {}), source: this.opts.cluster.source },
         read.cluster,
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
         { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },
+        read.observation,
       );
       // The URL users have answers or not: the published one where the live one differs.
       const probed = view.entries.map((e) => [e.name, e.exposed ? usersUrl(e) : undefined] as const);
@@ -194,6 +201,11 @@ export class PortalObserver {
    * are served with their old timestamp, which is what the stale alert watches.
    */
   async metrics(): Promise<string> {
+    return renderMetrics(metricFamilies(await this.metricsInput()));
+  }
+
+  /** The samples' input of one scrape (the portal of several stacks labels each stack's). */
+  async metricsInput(): Promise<MetricsInput> {
     const waitMs = this.opts.metricsWaitMs ?? 5_000;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<undefined>((resolve) => {
@@ -217,9 +229,7 @@ export class PortalObserver {
     } finally {
       clearTimeout(timer);
     }
-    return renderMetrics(
-      metricFamilies({ ...this.lastGood, audit: this.auditReads && (this.audit ?? {}), version: this.opts.version ?? "unknown", stack: this.opts.stack ?? "" }),
-    );
+    return { ...this.lastGood, audit: this.auditReads && (this.audit ?? {}), version: this.opts.version ?? "unknown", stack: this.opts.stack ?? "" };
   }
 }
 
@@ -281,8 +291,7 @@ function requestTarget(target: string | undefined): URL | undefined {
 /** Longer request targets are refused (Node itself caps the whole header block at 16 KiB). */
 export const MAX_TARGET_LENGTH = 2048;
 
-function route(opts: PortalOptions, observer: PortalObserver, req: http.IncomingMessage, res: http.ServerResponse): void {
-  const requested = requestTarget(req.url);
+function route(opts: PortalOptions, observer: PortalObserver, req: http.IncomingMessage, res: http.ServerResponse, requested = requestTarget(req.url)): void {
   if (requested === undefined) {
     send(req, res, 400, "text/plain; charset=utf-8", "bad request: the request target is not a URL path\n");
     return;
@@ -359,6 +368,116 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
     .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
 }
 
+/** One stack of a portal over several: its options and its own observer (its reads, schedule, timeout and probe cache; nothing shared). */
+export interface PortalStack {
+  opts: PortalOptions & { stack: string };
+  observer: PortalObserver;
+}
+
+/** How long the page of several stacks waits for one stack's read before it shows that stack's last rows as stale. */
+export const STACK_WAIT_MS = 5_000;
+
+/** Each stack's section: its view, or its last good one (stale) with why the read failed or is late. A hung cluster costs the others nothing. */
+function stackSections(stacks: readonly PortalStack[], log: PortalOptions["log"]): Promise<StackSection[]> {
+  return Promise.all(
+    stacks.map(async ({ opts, observer }) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waitMs = opts.readWaitMs ?? STACK_WAIT_MS;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new UserError(`no answer within ${waitMs / 1000} s`)), waitMs);
+      });
+      const section = { stack: opts.stack, source: opts.cluster.source };
+      try {
+        return { ...section, view: await Promise.race([observer.view(), late]) };
+      } catch (err) {
+        const error = err instanceof UserError ? err.message : "internal error while observing the cluster (see the portal's log)";
+        log?.(`stack ${opts.stack}: ${err instanceof UserError ? err.message : ((err as Error).stack ?? String(err))}`);
+        return { ...section, ...(observer.lastGood ? { view: observer.lastGood.view } : {}), error };
+      } finally {
+        clearTimeout(timer);
+      }
+    }),
+  );
+}
+
+/** Every stack's samples, each series labelled with its stack (two stacks publishing one entry name never share a series). */
+async function stacksMetrics(stacks: readonly PortalStack[]): Promise<string> {
+  const families = new Map<string, MetricFamily>();
+  // All at once: each waits for its own read at most metricsWaitMs, whatever the others do.
+  const inputs = await Promise.all(stacks.map((s) => s.observer.metricsInput()));
+  for (const [i, { opts }] of stacks.entries()) {
+    for (const f of metricFamilies(inputs[i] as MetricsInput)) {
+      const merged = families.get(f.name) ?? { ...f, samples: [] };
+      merged.samples.push(...f.samples.map((x) => ({ ...x, labels: { ...x.labels, stack: opts.stack } })));
+      families.set(f.name, merged);
+    }
+  }
+  return renderMetrics([...families.values()]);
+}
+
+/**
+ * The portal of several stacks: GET / (every stack, ?stack=NAME for one), /api/stacks (each stack's view or error),
+ * /api/stacks/<stack>/entries[/<name>] (one stack's, as /api/entries[/<name>] of a one-stack portal), /metrics, /healthz.
+ */
+export function stacksHandler(stacks: readonly PortalStack[], log?: PortalOptions["log"]): http.RequestListener {
+  const byName = new Map(stacks.map((s) => [s.opts.stack, s]));
+  return (req, res) => {
+    const requested = requestTarget(req.url);
+    const path = requested?.pathname ?? "";
+    const one = /^\/api\/stacks\/([^/]+)(\/entries(?:\/[^/]+)?)$/.exec(path);
+    const stack = one ? byName.get(safeDecode(one[1] as string) ?? "") : undefined;
+    const fail = (err: unknown) => {
+      log?.(`${req.method} ${path} -> 500: ${(err as Error).stack ?? String(err)}`);
+      if (!res.headersSent) send(req, res, 500, "text/plain; charset=utf-8", "internal error\n");
+    };
+    try {
+      if (requested === undefined || (req.method !== "GET" && req.method !== "HEAD") || path === "/healthz")
+        route(stacks[0]?.opts as PortalOptions, stacks[0]?.observer as PortalObserver, req, res);
+      else if (stack && one) route(stack.opts, stack.observer, req, res, new URL(`/api${one[2]}${requested.search}`, requested));
+      else if (path === METRICS_PATH) stacksMetrics(stacks).then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text), fail);
+      else if (path === "/" || path === "/api/stacks") {
+        const only = requested.searchParams.get("stack") ?? undefined;
+        if (only !== undefined && !byName.has(only)) send(req, res, 404, "text/plain; charset=utf-8", "not found: no such stack in this portal\n");
+        else
+          stackSections(stacks, log)
+            .then((sections) => {
+              const now = new Date();
+              if (path === "/")
+                send(req, res, 200, HTML, renderStacksPage(sections, now, { ...refreshOf(requested.searchParams), ...(only ? { only } : {}) }), {
+                  "Content-Security-Policy": HTML_CSP,
+                });
+              else
+                send(
+                  req,
+                  res,
+                  200,
+                  JSON_TYPE,
+                  `${JSON.stringify({ apiVersion: JSON_API_VERSION, kind: "PortalStacks", generatedAt: now.toISOString(), stacks: sections } satisfies PortalStacksDocument, null, 2)}\n`,
+                );
+            })
+            .catch(fail);
+      } else
+        send(
+          req,
+          res,
+          404,
+          "text/plain; charset=utf-8",
+          "not found: this portal of several stacks serves /, /api/stacks, /api/stacks/<stack>/entries[/<name>], /metrics and /healthz\n",
+        );
+    } catch (err) {
+      fail(err);
+    }
+  };
+}
+
+const safeDecode = (text: string) => {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+};
+
 export interface ListenAddress {
   host: string;
   port: number;
@@ -386,11 +505,15 @@ export interface RunningPortal {
 }
 
 /** Starts the server; resolves once it listens, rejects with a readable error (port in use...). */
-export async function startPortal(given: PortalOptions, listen: ListenAddress): Promise<RunningPortal> {
+/** `more`: the other stacks of a portal over several (`exposure portal --stack a --stack b`). */
+export async function startPortal(first: PortalOptions, listen: ListenAddress, more: readonly PortalOptions[] = []): Promise<RunningPortal> {
   // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
   const tuning = portalTuningFromEnv(process.env);
-  const opts: PortalOptions = { ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } };
-  const server = http.createServer(portalHandler(opts));
+  const all = [first, ...more].map((given): PortalOptions => ({ ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } }));
+  const opts = all[0] as PortalOptions;
+  // Several stacks: one observer each, so that each stack reads on its own schedule and a hung cluster delays no other.
+  const stacks = all.map((o) => ({ opts: { ...o, stack: o.stack ?? "" }, observer: new PortalObserver(o) }));
+  const server = http.createServer(all.length > 1 ? stacksHandler(stacks, opts.log) : portalHandler(opts));
   // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered: answer it like any other method the portal does not serve.
   server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
     opts.log?.(`${req.method} -> 405`);

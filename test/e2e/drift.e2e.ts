@@ -166,7 +166,9 @@ describe.sequential("e2e: drift, stable ports and ownership (real engine, real A
     // status says it too, with the same words and the command that removes it (issue 40 #5).
     const status = sandbox.exposure(["status", "--stack", "sandbox"]);
     expect(status.stdout, summary(status)).toContain("undeclared exposure: 1 UNDECLARED");
-    expect(status.stdout).toMatch(/ {2}NodePort tenant\/gitea-http \(http 80->\d+\): impersonates contract entry 'gitea' .*\n {4}fix: kubectl -n tenant delete service gitea-http$/m);
+    expect(status.stdout).toMatch(
+      / {2}NodePort tenant\/gitea-http \(http 80->\d+\): impersonates contract entry 'gitea' .*\n {4}fix: kubectl -n tenant delete service gitea-http$/m,
+    );
     const ours = await nodePortOf("gitea", "gitea-nodeport");
     expect(verdict(d.json, "gitea")?.url).toBe(`http://127.0.0.11:${ours}`);
     expect(d.json.preview.state).toBe("no-changes");

@@ -146,17 +146,20 @@ function reachabilityCell(e: PortalEntry, view: PortalView, now: Date): string {
   return `${badge}<small>${details.join(" · ")}</small>`;
 }
 
-function row(e: PortalEntry, view: PortalView, now: Date): string {
+/** Where a row links its JSON, and how its id is prefixed: `api/entries/` for one stack, `api/stacks/<stack>/entries/` for several. */
+type RowPlace = { api: string; id: string };
+
+function row(e: PortalEntry, view: PortalView, now: Date, place: RowPlace = { api: "api/entries/", id: "entry-" }): string {
   const reasons = e.reasons.length ? `<ul class="reasons">${listItems(e.reasons)}</ul>` : "";
   // One <div> per cell: on a phone each cell is a two-column grid (label, content).
   const cell = (label: string, content: string, cls?: string) => `<td data-label="${label}"${cls ? ` class="${cls}"` : ""}><div>${content}</div></td>`;
   const name = escapeHtml(e.name);
   const reachable = e.reachability ? ` data-reachable="${e.reachability.ok}"` : "";
   return [
-    `<tr id="entry-${name}" data-entry="${name}" data-verdict="${e.verdict}"${reachable}>`,
+    `<tr id="${escapeHtml(place.id)}${name}" data-entry="${name}" data-verdict="${e.verdict}"${reachable}>`,
     cell(
       "Name",
-      `<strong>${name}</strong>${e.description ? `<small>${escapeHtml(e.description)}</small>` : ""}<small><a class="json" href="api/entries/${encodeURIComponent(e.name)}">JSON</a></small>`,
+      `<strong>${name}</strong>${e.description ? `<small>${escapeHtml(e.description)}</small>` : ""}<small><a class="json" href="${escapeHtml(place.api)}${encodeURIComponent(e.name)}">JSON</a></small>`,
     ),
     cell("Namespace", escapeHtml(e.namespace ?? "—")),
     cell("URL", urlCell(e), "url"),
@@ -189,9 +192,8 @@ export interface PageOptions {
   refreshSeconds?: number;
 }
 
-/** The page: every contract entry with its observed URL, readiness, verdict and whether it answers. */
-export function renderPage(view: PortalView, opts: PageOptions = {}): string {
-  const now = new Date(view.generatedAt);
+/** One view's summary, problems and table (the page of one stack, a section of the page of several). */
+function viewBody(view: PortalView, now: Date, place?: RowPlace): string[] {
   const failingCount = view.entries.filter(failing).length;
   const counts = (["MATCH", "DRIFT", "ABSENT", "NOT-EXPOSED"] as const)
     .filter((v) => view.summary[v] > 0)
@@ -209,8 +211,9 @@ export function renderPage(view: PortalView, opts: PageOptions = {}): string {
   const undeclared =
     "unread" in u
       ? `<p class="foot">Undeclared exposure: not checked (${escapeHtml(u.unread)}).</p>`
-      : u.count &&
-        `<div class="problems" role="alert"><strong>Undeclared exposure: ${u.count}</strong> (neither the contract nor the allowlist declares it)<ul>${items.join("")}${more}</ul></div>`;
+      : u.count
+        ? `<div class="problems" role="alert"><strong>Undeclared exposure: ${u.count}</strong> (neither the contract nor the allowlist declares it)<ul>${items.join("")}${more}</ul></div>`
+        : "";
   const grouped = groupEntries(view.entries);
   const anyGroup = grouped.some((g) => g.group !== undefined);
   const bodies = grouped.map((g) => {
@@ -218,25 +221,64 @@ export function renderPage(view: PortalView, opts: PageOptions = {}): string {
     const heading = anyGroup
       ? `<tr class="group"><th colspan="${COLUMNS.length}" scope="rowgroup">${g.group !== undefined ? escapeHtml(g.group) : "Other"}</th></tr>`
       : "";
-    return `<tbody${g.group !== undefined ? ` data-group="${escapeHtml(g.group)}"` : ""}>${heading}${g.entries.map((e) => row(e, view, now)).join("\n")}</tbody>`;
+    return `<tbody${g.group !== undefined ? ` data-group="${escapeHtml(g.group)}"` : ""}>${heading}${g.entries.map((e) => row(e, view, now, place)).join("\n")}</tbody>`;
   });
-  const probing = view.reachability.enabled
-    ? `Answers: the portal's own GET of each URL (redirects not followed, TLS not verified), reused for ${view.reachability.cacheSeconds ?? "?"} s.`
-    : "Answers: probing is off.";
-  const refresh = opts.refreshSeconds
-    ? `Reloads every ${Math.trunc(opts.refreshSeconds)} s · <a href="./">Stop auto-refresh</a>`
-    : '<a href="?refresh=30">Auto-refresh (30 s)</a>';
-  const body = [
-    `<h1>${escapeHtml(heading(view.stack))}</h1>`,
+  return [
     metaLine(view, now),
     problems,
     undeclared,
     `<ul class="summary">${counts}</ul>`,
     `<table><thead><tr>${COLUMNS.map((c) => `<th scope="col">${c}</th>`).join("")}</tr></thead>`,
     `${bodies.join("\n")}</table>`,
-    `<p class="foot">${probing} <a href=".">Reload</a> · ${refresh} · <a href="api/entries">JSON</a></p>`,
-  ].join("\n");
+  ];
+}
+
+function footer(view: Pick<PortalView, "reachability">, opts: PageOptions, api: string): string {
+  const probing = view.reachability.enabled
+    ? `Answers: the portal's own GET of each URL (redirects not followed, TLS not verified), reused for ${view.reachability.cacheSeconds ?? "?"} s.`
+    : "Answers: probing is off.";
+  const refresh = opts.refreshSeconds
+    ? `Reloads every ${Math.trunc(opts.refreshSeconds)} s · <a href="./">Stop auto-refresh</a>`
+    : '<a href="?refresh=30">Auto-refresh (30 s)</a>';
+  return `<p class="foot">${probing} <a href=".">Reload</a> · ${refresh} · <a href="${api}">JSON</a></p>`;
+}
+
+/** The page: every contract entry with its observed URL, readiness, verdict and whether it answers. */
+export function renderPage(view: PortalView, opts: PageOptions = {}): string {
+  const now = new Date(view.generatedAt);
+  const body = [`<h1>${escapeHtml(heading(view.stack))}</h1>`, ...viewBody(view, now), footer(view, opts, "api/entries")].join("\n");
   return page(heading(view.stack), body, opts.refreshSeconds);
+}
+
+/** One stack of a portal over several: its last view (stale: its last read failed, `error` says why), or only the error before any read succeeded. */
+export interface StackSection {
+  stack: string;
+  source: string;
+  view?: PortalView;
+  error?: string;
+}
+
+/**
+ * The page of several stacks: a filter line (every stack, or one), then each stack's section. A stack whose cluster stops
+ * answering keeps its last rows, marked stale with the cause and the age, under a banner of its own; the others stay live.
+ */
+export function renderStacksPage(sections: readonly StackSection[], at: Date, opts: PageOptions & { only?: string } = {}): string {
+  const shown = sections.filter((s) => opts.only === undefined || s.stack === opts.only);
+  const filter = [`<a href="./">all stacks</a>`, ...sections.map((s) => `<a href="?stack=${encodeURIComponent(s.stack)}">${escapeHtml(s.stack)}</a>`)];
+  const body = [`<h1>Platform UIs · ${sections.length} stacks</h1>`, `<p class="meta">Stacks: ${filter.join(" · ")}</p>`];
+  for (const s of shown) {
+    const name = escapeHtml(s.stack);
+    body.push(`<section id="stack-${name}" data-stack="${name}"${s.error ? ' data-stale="true"' : ""}>`, `<h2>${name}</h2>`);
+    if (s.error) {
+      const since = s.view ? `; the rows below are its last successful read, ${ageOf(s.view.observedAt, at)}` : "; nothing was read from it yet";
+      body.push(`<div class="error" role="alert"><strong>Cannot read ${escapeHtml(s.source)}</strong>: ${escapeHtml(s.error)}${since}</div>`);
+    }
+    if (s.view) body.push(...viewBody(s.view, at, { api: `api/stacks/${encodeURIComponent(s.stack)}/entries/`, id: `entry-${s.stack}-` }));
+    body.push("</section>");
+  }
+  const reach = shown.find((s) => s.view)?.view ?? { reachability: { enabled: false } };
+  body.push(footer(reach, opts, "api/stacks"));
+  return page(`Platform UIs · ${sections.length} stacks`, body.join("\n"), opts.refreshSeconds);
 }
 
 /**

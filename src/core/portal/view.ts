@@ -85,12 +85,13 @@ export function buildPortalView(
   cluster: ObservedCluster,
   at: { observedAt: Date; generatedAt: Date },
   reachability: PortalView["reachability"] = { enabled: false },
-): PortalView {
-  const observation = observe(src.contract, cluster, {
+  // Given when the read already judged the entries (observeStack): observe() walks every Service, once per read.
+  observation = observe(src.contract, cluster, {
     selected: src.selected ?? "all",
     nodeAddress: src.nodeAddress,
     ...(src.published ? { published: src.published } : {}),
-  });
+  }),
+): PortalView {
   const groups = new Map(src.contract.endpoints.map((e) => [e.name, e.group]));
   const summary: Record<Verdict, number> = { MATCH: 0, DRIFT: 0, ABSENT: 0, "NOT-EXPOSED": 0 };
   for (const e of observation.entries) summary[e.verdict]++;
