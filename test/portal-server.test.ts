@@ -526,7 +526,10 @@ describe("portal: the cluster's undeclared exposure on the page (issue 40 #5)", 
       shown: [{ name: "debug-ui", fix: "kubectl -n tools delete service debug-ui, or declare it: ui-exposure:allowlist.services 'tools/debug-ui'" }],
     });
     // Nothing undeclared: nothing said.
-    expect((await withAudit(new MemoryCluster(recordedCluster()))).html).not.toContain("Undeclared exposure");
+    const clean = (await withAudit(new MemoryCluster(recordedCluster()))).html;
+    expect(clean).not.toContain("Undeclared exposure");
+    // Not even the count as a stray line of its own.
+    expect(clean).not.toMatch(/^0$/m);
   });
 
   it("says the audit could not read the cluster instead of showing nothing, and keeps the verdicts", async () => {
