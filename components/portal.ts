@@ -31,6 +31,8 @@ export interface PortalArgs {
   entries: Settings["entries"];
   nodeAddress?: string;
   stack: string;
+  /** The stack's kubernetes:context, the cluster's name on the portal's /metrics. */
+  cluster: string;
   /** Why creating the namespace, or the Service `portal`, would take over one (src/core/ownership.ts); refused by the takeover hook. */
   namespaceRefusal?: string;
   serviceRefusal?: string;
@@ -112,6 +114,7 @@ export class Portal extends pulumi.ComponentResource {
       { name: PORTAL_ENV.contract, value: `${PORTAL_APP_DIR}/${PORTAL_FILES.contract}` },
       { name: PORTAL_ENV.entries, value: JSON.stringify(args.entries) },
       { name: PORTAL_ENV.stack, value: args.stack },
+      { name: PORTAL_ENV.cluster, value: args.cluster },
       { name: PORTAL_ENV.inCluster, value: "1" },
       ...(args.nodeAddress ? [{ name: PORTAL_ENV.nodeAddress, value: args.nodeAddress }] : []),
       { name: PORTAL_ENV.published, value: `${PORTAL_PUBLISHED.dir}/${PORTAL_PUBLISHED.file}` },

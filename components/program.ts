@@ -72,7 +72,7 @@ export async function declareStack(inputs: ProgramInputs) {
   const readWorkloads = release ? { readWorkloads: () => ciliumWorkloads(cluster, release) } : {};
   // Under the engine the values diff against the live release is logged (render prints the values instead).
   const cilium = new Cilium("cilium", { plan: plan.cilium, logChanges: !!inputs.live, ...readWorkloads }, withProvider());
-  const portal = portalBundle && plan.portal ? declarePortal(opened, plan.portal, portalBundle, withProvider) : undefined;
+  const portal = portalBundle && plan.portal ? declarePortal(opened, target.context, plan.portal, portalBundle, withProvider) : undefined;
   const plans = plan.exposures.map((e) => e.plan);
   const guard = guardAdmission({ ...opened, live: !!inputs.live }, cluster, plans, plan.live, withProvider());
   // After a failed type check of the guard's policy (its binding applied with [Warn]), the update fails here with that one message, before any of our Services
@@ -102,12 +102,14 @@ export async function declareStack(inputs: ProgramInputs) {
 /** The in-cluster portal, and its monitoring when on (Prometheus scrapes its /metrics; settings refuse monitoring without the portal). */
 function declarePortal(
   { settings, stack, contract }: OpenStack,
+  cluster: string,
   { unpublished, publishedRefusal: _, ...refusals }: PortalDecision,
   bundle: PortalBundle,
   withProvider: (opts?: pulumi.ComponentResourceOptions) => pulumi.ComponentResourceOptions,
 ): Portal {
   const audit = settings.monitoring.enabled ? { audit: settings.allowlist } : {};
-  const args = { bundle, settings: settings.portal, contract, entries: settings.entries, stack, nodeAddress: settings.nodeAddress, ...refusals, ...audit };
+  const { entries, nodeAddress } = settings;
+  const args = { bundle, settings: settings.portal, contract, entries, stack, cluster, nodeAddress, ...refusals, ...audit };
   const portal = new Portal("portal-server", args, withProvider());
   if (settings.monitoring.enabled) {
     const target = { namespace: settings.portal.namespace, release: settings.monitoring.release, stack };

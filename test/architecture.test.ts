@@ -377,9 +377,11 @@ describe("size", () => {
   // (src/core/observe.ts) and its CLI adapter (cli/stack.ts) are longer than the five copies they replaced (+46: the sequence
   // also takes drift's extra reads and the portal's recheck), status and probe over several stacks (+133: --stack repeated,
   // --all-stacks, one table, the worst exit code) and the portal over several stacks (+186: one observer per stack, the stale
-  // sections, /api/stacks, /metrics labelled by stack).
-  it("the product code does not grow past its last cut: at most 12,184 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_184);
+  // sections, /api/stacks, /metrics labelled by stack); +25 for issue 41 #2's monitoring part (the cluster's name carried
+  // by the reader and given to the in-cluster portal by `up`, the dashboard's stack variable; the labelling of both portals'
+  // series by stack and cluster is one function now, shorter than the several-stacks copy it replaced).
+  it("the product code does not grow past its last cut: at most 12,209 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_209);
   });
 
   // Counted apart from the product, as issue 42 asks: the pack is its own program (its rules are the core's).

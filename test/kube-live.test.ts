@@ -34,6 +34,28 @@ describe("LiveClusterReader.connect", () => {
     );
   });
 
+  it("names the cluster (/metrics' cluster label) by the context read through, never by the server's URL; in the cluster by the name given", async () => {
+    const withPassword = kubeconfig("https://admin:s3cret@127.0.0.1:1");
+    expect((await LiveClusterReader.connect({ kubeconfig: withPassword })).name).toBe("bench");
+    const two = `${withPassword}`.replace(
+      "contexts: [{ name: bench, context: { cluster: bench, user: u } }]",
+      "contexts: [{ name: bench, context: { cluster: bench, user: u } }, { name: lima-bench, context: { cluster: bench, user: u } }]",
+    );
+    expect((await LiveClusterReader.connect({ kubeconfig: two, context: "lima-bench" })).name).toBe("lima-bench");
+    const pod = { KUBERNETES_SERVICE_HOST: process.env.KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT: process.env.KUBERNETES_SERVICE_PORT };
+    process.env.KUBERNETES_SERVICE_HOST = "127.0.0.1";
+    process.env.KUBERNETES_SERVICE_PORT = "1";
+    try {
+      // No kube context in a pod: the name is the one `up` gives it (PORTAL_CLUSTER), not the Service address the pod reads through.
+      expect((await LiveClusterReader.connect({ inCluster: true, name: "dirqual" })).name).toBe("dirqual");
+    } finally {
+      for (const [k, v] of Object.entries(pod)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+
   it("a context name with a line break is shown escaped, on one line (found by an outside tester)", async () => {
     const err = await LiveClusterReader.connect({ kubeconfig: kubeconfig("https://127.0.0.1:1"), context: "lima-bench\nFAKE LINE" }).catch((e: Error) => e);
     expect((err as Error).message).toContain("kube context 'lima-bench\\x0aFAKE LINE' is not in the kubeconfig");

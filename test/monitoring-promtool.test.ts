@@ -37,12 +37,15 @@ const seriesOf = (name: string, labels: Record<string, string>) =>
   `${name}{${Object.entries(labels)
     .map(([k, v]) => `${k}="${v}"`)
     .join(",")}}`;
-const series = (name: string, labels: Record<string, string>) => seriesOf(name, { ...podA, ...labels });
+/** The labels the portal gives every series of one stack (the one-stack portal's own, bench's here; up, the scrape's series, has none). */
+const bench = { stack: "bench", cluster: "lima-bench" };
+const prod = { stack: "prod", cluster: "dirqual" };
+const series = (name: string, labels: Record<string, string>) => seriesOf(name, { ...podA, ...(name === "up" ? {} : bench), ...labels });
 
-/** One expected firing alert: the rule's labels, what it is about (never the target's pod or instance), the rendered annotations. */
+/** One expected firing alert: the rule's labels, what it is about (never the target's pod or instance; its stack and cluster but for the portal's down), the rendered annotations. */
 function firing(alert: string, labels: Record<string, string>, value: string) {
   const rule = byName[alert] as AlertRule;
-  const all = { ...rule.labels, ...portal, ...labels };
+  const all = { ...rule.labels, ...portal, ...(alert === "UIExposurePortalDown" ? {} : bench), ...labels };
   return { exp_labels: all, exp_annotations: rendered(rule, all, value) };
 }
 
@@ -143,8 +146,8 @@ const unitTests = [
     "UIExposureUnreachable: argocd down through a portal rollout and a failed scrape stays one firing alert, then resolves",
     "UIExposureUnreachable",
     [
-      { series: seriesOf("ui_exposure_entry_up", { ...podA, entry: "argocd" }), values: "0x6 stale" },
-      { series: seriesOf("ui_exposure_entry_up", { ...podB, entry: "argocd" }), values: "_x7 0 stale 0x6 1x3" },
+      { series: seriesOf("ui_exposure_entry_up", { ...podA, ...bench, entry: "argocd" }), values: "0x6 stale" },
+      { series: seriesOf("ui_exposure_entry_up", { ...podB, ...bench, entry: "argocd" }), values: "_x7 0 stale 0x6 1x3" },
       { series: seriesOf("up", podA), values: "1x6 stale" },
       { series: seriesOf("up", podB), values: "_x7 1 0 1x9" },
     ],
@@ -162,8 +165,8 @@ const unitTests = [
     "UIExposureDrift: grafana drifting through a portal rollout stays one firing alert",
     "UIExposureDrift",
     [
-      { series: seriesOf("ui_exposure_entry_verdict", { ...podA, entry: "grafana", verdict: "drift" }), values: "1x10 stale" },
-      { series: seriesOf("ui_exposure_entry_verdict", { ...podB, entry: "grafana", verdict: "drift" }), values: "_x11 1x10" },
+      { series: seriesOf("ui_exposure_entry_verdict", { ...podA, ...bench, entry: "grafana", verdict: "drift" }), values: "1x10 stale" },
+      { series: seriesOf("ui_exposure_entry_verdict", { ...podB, ...bench, entry: "grafana", verdict: "drift" }), values: "_x11 1x10" },
     ],
     [
       ["10m", [firing("UIExposureDrift", { entry: "grafana", verdict: "drift" }, "1")]],
@@ -225,6 +228,69 @@ const unitTests = [
       [
         ["5m30s", []],
         ["6m", [firing("UIExposurePortalDown", {}, "1")]],
+      ],
+    ),
+    interval: "30s",
+  },
+  // One portal serving two stacks (or two portals' series in one Prometheus): both publish argocd, only prod's fails; only
+  // prod's alert fires, labelled with its stack and cluster, its annotations naming it.
+  unitTest(
+    "UIExposureUnreachable per stack: prod's argocd down fires for prod alone, bench's argocd up",
+    "UIExposureUnreachable",
+    [
+      { series: series("ui_exposure_entry_up", { entry: "argocd" }), values: "1x14" },
+      { series: series("ui_exposure_entry_up", { ...prod, entry: "argocd" }), values: "1 1 0x10 1x2" },
+    ],
+    [
+      ["4m", []],
+      ["8m", [firing("UIExposureUnreachable", { ...prod, entry: "argocd" }, "0")]],
+      ["14m", []],
+    ],
+  ),
+  unitTest(
+    "UIExposureDrift per stack: prod's argocd absent fires for prod alone, bench's argocd match",
+    "UIExposureDrift",
+    [
+      { series: series("ui_exposure_entry_verdict", { entry: "argocd", verdict: "absent" }), values: "0x14" },
+      { series: series("ui_exposure_entry_verdict", { ...prod, entry: "argocd", verdict: "absent" }), values: "1x14" },
+    ],
+    [
+      ["6m", []],
+      ["12m", [firing("UIExposureDrift", { ...prod, entry: "argocd", verdict: "absent" }, "1")]],
+    ],
+  ),
+  // The stack-wide alerts: the same series for both stacks, prod's bad, bench's good.
+  ...(
+    [
+      ["UIExposureUndeclared", "ui_exposure_undeclared_exposures", "0x20", "3x20", "17m", "3"],
+      ["UIExposureAuditFailing", "ui_exposure_audit_success", "1x20", "0x20", "17m", "0"],
+    ] as const
+  ).map(([alert, metric, good, bad, fires, value]) =>
+    unitTest(
+      `${alert} per stack: prod's fires for prod alone, bench's is fine`,
+      alert,
+      [
+        { series: series(metric, {}), values: good },
+        { series: series(metric, prod), values: bad },
+      ],
+      [
+        ["10m", []],
+        [fires, [firing(alert, prod, value)]],
+      ],
+    ),
+  ),
+  // prod's cluster stops answering (its portal keeps serving its last read's timestamp), bench's is read every 30 s.
+  {
+    ...unitTest(
+      "UIExposureStale per stack: prod's cluster not read for 10 minutes fires for prod alone, bench's fresh",
+      "UIExposureStale",
+      [
+        { series: series("ui_exposure_last_observation_timestamp_seconds", {}), values: "0+30x40" },
+        { series: series("ui_exposure_last_observation_timestamp_seconds", prod), values: "0+30x10 300x30" },
+      ],
+      [
+        ["14m30s", []],
+        ["15m30s", [firing("UIExposureStale", prod, "630")]],
       ],
     ),
     interval: "30s",

@@ -108,16 +108,31 @@ describe("monitoring objects (pure)", () => {
       ["UIExposurePortalDown", "5m"],
     ]);
     const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
-    expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure status --stack bench --entry {{ $labels.entry }}`");
-    expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure probe --stack bench --entry {{ $labels.entry }}`");
-    expect(byName.UIExposureDrift?.annotations.description).toContain("`exposure status --stack bench --entry {{ $labels.entry }}`");
-    expect(byName.UIExposureUndeclared?.annotations.description).toContain("`exposure drift --stack bench`");
-    expect(byName.UIExposureAuditFailing?.annotations.description).toContain("`exposure drift --stack bench`");
+    // The stack is the series' own (a portal over several stacks serves each one's): the command names it.
+    expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure status --stack {{ $labels.stack }} --entry {{ $labels.entry }}`");
+    expect(byName.UIExposureUnreachable?.annotations.description).toContain("`exposure probe --stack {{ $labels.stack }} --entry {{ $labels.entry }}`");
+    expect(byName.UIExposureDrift?.annotations.description).toContain("`exposure status --stack {{ $labels.stack }} --entry {{ $labels.entry }}`");
+    expect(byName.UIExposureUndeclared?.annotations.description).toContain("`exposure drift --stack {{ $labels.stack }}`");
+    expect(byName.UIExposureAuditFailing?.annotations.description).toContain("`exposure drift --stack {{ $labels.stack }}`");
     // The scrape target's labels (pod, instance...) aggregated away; a gap bridged by the last value.
     expect(byName.UIExposureUnreachable?.expr).toBe(
-      'max by (namespace, job, entry) (last_over_time(ui_exposure_entry_up{job="ui-exposure-portal",namespace="platform-portal"}[2m])) == 0',
+      'max by (namespace, job, stack, cluster, entry) (last_over_time(ui_exposure_entry_up{job="ui-exposure-portal",namespace="platform-portal"}[2m])) == 0',
     );
     for (const r of rules) expect(r.labels).toEqual({ severity: "warning" });
+  });
+
+  it("every alert but UIExposurePortalDown is per stack: it keeps stack and cluster, and its summary names the stack; the portal's down alert names this stack", () => {
+    const rules = alertRules(TARGET).flatMap((g) => g.rules);
+    for (const r of rules.filter((x) => x.alert !== "UIExposurePortalDown")) {
+      expect(r.expr, r.alert).toMatch(/^(time\(\) - )?max by \(namespace, job, stack, cluster[,)]/);
+      expect(r.annotations.summary, r.alert).toContain("{{ $labels.stack }}");
+      expect(r.annotations.description, r.alert).toContain("--stack {{ $labels.stack }}");
+      expect(r.annotations.description, r.alert).not.toContain("--stack bench");
+    }
+    // `up` is the scrape's own series: no stack, the portal (every stack it serves) is down.
+    const down = rules.find((r) => r.alert === "UIExposurePortalDown");
+    expect(down?.expr).not.toContain("stack");
+    expect(down?.annotations.description).toContain("`exposure status --stack bench`");
   });
 
   it("the dashboard: the undeclared count, then one row per entry (up, verdict, latency, port), every query from dashboardQueries", () => {
@@ -134,6 +149,36 @@ describe("monitoring objects (pure)", () => {
     expect(d.panels.find((p) => p.type === "row")?.repeat).toBe("entry");
     const queries = new Set(dashboardQueries(TARGET).map((q) => q.expr));
     for (const p of d.panels) for (const t of p.targets ?? []) expect(queries.has(t.expr)).toBe(true);
+  });
+
+  it("the dashboard filters by a stack variable (all by default, the no-stack portal's series too) and every panel shows one value per stack", () => {
+    const d = dashboard(TARGET) as {
+      templating: { list: { name: string; query?: { query: string }; includeAll?: boolean; multi?: boolean; allValue?: string }[] };
+      panels: { targets?: { expr: string; legendFormat: string }[] }[];
+    };
+    const stack = d.templating.list.find((v) => v.name === "stack");
+    expect(stack).toMatchObject({
+      query: { query: 'label_values(ui_exposure_build_info{job="ui-exposure-portal",namespace="platform-portal"}, stack)' },
+      includeAll: true,
+      multi: true,
+      allValue: ".*",
+    });
+    // The entries offered are those of the stacks chosen.
+    expect(d.templating.list.find((v) => v.name === "entry")?.query?.query).toBe(
+      'label_values(ui_exposure_entry_verdict{job="ui-exposure-portal",namespace="platform-portal",stack=~"$stack"}, entry)',
+    );
+    // The variables come before the ones that use them (Grafana resolves them in order).
+    expect(d.templating.list.map((v) => v.name)).toEqual(["datasource", "stack", "entry"]);
+    for (const q of dashboardQueries(TARGET)) {
+      expect(q.expr, q.title).toContain('stack=~"$stack"');
+      expect(q.expr, q.title).toMatch(/max by \(stack, cluster[,)]/);
+    }
+    const targets = d.panels.flatMap((p) => p.targets ?? []);
+    expect(targets).toHaveLength(dashboardQueries(TARGET).length);
+    for (const t of targets) expect(t.legendFormat).toMatch(/^\{\{stack\}\} \(\{\{cluster\}\}\)/);
+    expect(dashboardQueries(TARGET).find((q) => q.title === "Up")?.expr).toBe(
+      'max by (stack, cluster) (ui_exposure_entry_up{job="ui-exposure-portal",namespace="platform-portal",stack=~"$stack",entry=~"$entry"})',
+    );
   });
 
   it("the dashboard's uid is valid by Grafana's rule and one per stack: kept as ui-exposure-<stack> where that is valid, else hashed", () => {
@@ -175,9 +220,23 @@ describe("monitoring objects (pure)", () => {
   });
 
   it("metric families: no series for entries not published; every name is one of METRICS", () => {
-    const names = metricFamilies({ view: undefined, observedAt: undefined, audit: { undeclared: 2 }, version: "1", stack: "s" }).map((f) => f.name);
+    const names = metricFamilies([{ view: undefined, observedAt: undefined, audit: { undeclared: 2 }, version: "1", stack: "s", cluster: "c" }]).map(
+      (f) => f.name,
+    );
     expect(names.every((n) => Object.values(METRICS).includes(n as never))).toBe(true);
     expect(names).toContain(METRICS.undeclared);
+  });
+
+  it("metric families of several stacks: one family per name, every sample labelled with its stack and cluster", () => {
+    const input = (stack: string, cluster: string, undeclared: number) => ({ audit: { undeclared, ok: true }, version: "1", stack, cluster });
+    const families = metricFamilies([input("bench", "lima-bench", 2), input("prod", "dirqual", 0)]);
+    expect(families.map((f) => f.name)).toEqual([...new Set(families.map((f) => f.name))]);
+    for (const f of families) for (const s of f.samples) expect(Object.keys(s.labels), f.name).toEqual(expect.arrayContaining(["stack", "cluster"]));
+    expect(families.find((f) => f.name === METRICS.undeclared)?.samples).toEqual([
+      { labels: { stack: "bench", cluster: "lima-bench" }, value: 2 },
+      { labels: { stack: "prod", cluster: "dirqual" }, value: 0 },
+    ]);
+    expect(families.find((f) => f.name === METRICS.buildInfo)?.samples[1]).toEqual({ labels: { version: "1", stack: "prod", cluster: "dirqual" }, value: 1 });
   });
 });
 

@@ -168,6 +168,8 @@ endpoints:
       { name: "PORTAL_CONTRACT", value: "/app/contract.yaml" },
       { name: "PORTAL_ENTRIES", value: '["argocd","portal"]' },
       { name: "PORTAL_STACK", value: "test" },
+      // The stack's kubernetes:context: the cluster's name on /metrics.
+      { name: "PORTAL_CLUSTER", value: "test" },
       { name: "PORTAL_IN_CLUSTER", value: "1" },
       { name: "PORTAL_PUBLISHED", value: "/published/endpoints.json" },
       { name: "PORTAL_VERSION", value: "0.1.0" },

@@ -50,13 +50,20 @@ async function portalWith(opts: Partial<PortalOptions> = {}) {
   return { cluster, portal, get: fetchPath };
 }
 
+/** The labels every series of the portal carries: its stack and its cluster (the fixture's kube context). */
+const BENCH = 'stack="bench",cluster="lima-bench"';
 /** The sample lines (no comments), without the timestamp gauges' values. */
 const samples = (text: string) =>
   text
     .split("\n")
     .filter((l) => l && !l.startsWith("#"))
-    .map((l) => l.replace(/^(ui_exposure_last_observation_timestamp_seconds|ui_exposure_audit_last_success_timestamp_seconds) [1-9]\S*$/, "$1 <t>"));
-const gauge = (text: string, name: string) => new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1];
+    .map((l) =>
+      l.replace(
+        /^((?:ui_exposure_last_observation_timestamp_seconds|ui_exposure_audit_last_success_timestamp_seconds)\{stack="bench",cluster="lima-bench"\}) [1-9]\S*$/,
+        "$1 <t>",
+      ),
+    );
+const gauge = (text: string, name: string) => new RegExp(`^${name}\\{${BENCH}\\} (\\S+)$`, "m").exec(text)?.[1];
 
 describe("portal /metrics", () => {
   it("serves each published entry's up, verdict, ready endpoints, port and probe time, the undeclared count, freshness and build info", async () => {
@@ -69,37 +76,37 @@ describe("portal /metrics", () => {
     const text = await res.text();
     const lines = samples(text);
     expect(lines.filter((l) => !l.startsWith("ui_exposure_entry_probe_duration_seconds"))).toEqual([
-      'ui_exposure_entry_up{entry="argocd"} 1',
-      'ui_exposure_entry_up{entry="grafana"} 0',
-      'ui_exposure_entry_up{entry="gitea"} 0',
-      'ui_exposure_entry_verdict{entry="argocd",verdict="match"} 1',
-      'ui_exposure_entry_verdict{entry="argocd",verdict="drift"} 0',
-      'ui_exposure_entry_verdict{entry="argocd",verdict="absent"} 0',
-      'ui_exposure_entry_verdict{entry="grafana",verdict="match"} 0',
-      'ui_exposure_entry_verdict{entry="grafana",verdict="drift"} 1',
-      'ui_exposure_entry_verdict{entry="grafana",verdict="absent"} 0',
-      'ui_exposure_entry_verdict{entry="gitea",verdict="match"} 0',
-      'ui_exposure_entry_verdict{entry="gitea",verdict="drift"} 0',
-      'ui_exposure_entry_verdict{entry="gitea",verdict="absent"} 1',
-      'ui_exposure_entry_ready_endpoints{entry="argocd"} 2',
-      'ui_exposure_entry_ready_endpoints{entry="grafana"} 1',
-      'ui_exposure_entry_ready_endpoints{entry="gitea"} 0',
-      'ui_exposure_entry_node_port{entry="argocd"} 31358',
-      'ui_exposure_entry_node_port{entry="grafana"} 31088',
-      "ui_exposure_undeclared_exposures 1",
-      "ui_exposure_audit_success 1",
-      "ui_exposure_audit_last_success_timestamp_seconds <t>",
-      "ui_exposure_last_observation_timestamp_seconds <t>",
-      'ui_exposure_build_info{version="0.1.0",stack="bench"} 1',
+      'ui_exposure_entry_up{entry="argocd",stack="bench",cluster="lima-bench"} 1',
+      'ui_exposure_entry_up{entry="grafana",stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_entry_up{entry="gitea",stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_entry_verdict{entry="argocd",verdict="match",stack="bench",cluster="lima-bench"} 1',
+      'ui_exposure_entry_verdict{entry="argocd",verdict="drift",stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_entry_verdict{entry="argocd",verdict="absent",stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_entry_verdict{entry="grafana",verdict="match",stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_entry_verdict{entry="grafana",verdict="drift",stack="bench",cluster="lima-bench"} 1',
+      'ui_exposure_entry_verdict{entry="grafana",verdict="absent",stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_entry_verdict{entry="gitea",verdict="match",stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_entry_verdict{entry="gitea",verdict="drift",stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_entry_verdict{entry="gitea",verdict="absent",stack="bench",cluster="lima-bench"} 1',
+      'ui_exposure_entry_ready_endpoints{entry="argocd",stack="bench",cluster="lima-bench"} 2',
+      'ui_exposure_entry_ready_endpoints{entry="grafana",stack="bench",cluster="lima-bench"} 1',
+      'ui_exposure_entry_ready_endpoints{entry="gitea",stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_entry_node_port{entry="argocd",stack="bench",cluster="lima-bench"} 31358',
+      'ui_exposure_entry_node_port{entry="grafana",stack="bench",cluster="lima-bench"} 31088',
+      'ui_exposure_undeclared_exposures{stack="bench",cluster="lima-bench"} 1',
+      'ui_exposure_audit_success{stack="bench",cluster="lima-bench"} 1',
+      'ui_exposure_audit_last_success_timestamp_seconds{stack="bench",cluster="lima-bench"} <t>',
+      'ui_exposure_last_observation_timestamp_seconds{stack="bench",cluster="lima-bench"} <t>',
+      'ui_exposure_build_info{version="0.1.0",stack="bench",cluster="lima-bench"} 1',
     ]);
     // Probe times in seconds, only for the entries probed (gitea has no URL).
     const durations = lines.filter((l) => l.startsWith("ui_exposure_entry_probe_duration_seconds"));
     expect(durations.map((l) => l.split(" ")[0])).toEqual([
-      'ui_exposure_entry_probe_duration_seconds{entry="argocd"}',
-      'ui_exposure_entry_probe_duration_seconds{entry="grafana"}',
+      'ui_exposure_entry_probe_duration_seconds{entry="argocd",stack="bench",cluster="lima-bench"}',
+      'ui_exposure_entry_probe_duration_seconds{entry="grafana",stack="bench",cluster="lima-bench"}',
     ]);
     for (const l of durations) expect(Number(l.split(" ")[1])).toBeGreaterThan(0.01);
-    const observed = Number(/^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(text)?.[1]);
+    const observed = Number(gauge(text, "ui_exposure_last_observation_timestamp_seconds"));
     expect(observed).toBeGreaterThanOrEqual(before - 1);
     expect(observed).toBeLessThanOrEqual(Date.now() / 1000 + 1);
     // Label values from the contract only: no URL, no address, no reason.
@@ -108,6 +115,13 @@ describe("portal /metrics", () => {
     expect(text).not.toContain("selector differs");
     expect(text).not.toContain("postgres");
     expect(text).toContain("# TYPE ui_exposure_entry_up gauge");
+  });
+
+  it("every series carries the stack and the cluster (the kube context the stack reads through), in the one-stack portal as in the portal of several", async () => {
+    const { get: fetchPath } = await portalWith();
+    const lines = samples(await (await fetchPath("/metrics")).text());
+    expect(lines.length).toBeGreaterThan(20);
+    for (const l of lines) expect(l).toMatch(/^ui_exposure_[a-z_]+\{(?:[a-z]+="[^"]*",)*stack="bench",cluster="lima-bench"\} \S+$/);
   });
 
   it("a scrape joins the page's cluster read: pages and scrapes within the interval read the cluster once, the audit once", async () => {
@@ -133,38 +147,38 @@ describe("portal /metrics", () => {
     expect(text).not.toContain("ui_exposure_undeclared_exposures");
     expect(text).not.toContain("ui_exposure_entry_up");
     expect(text).not.toContain("ui_exposure_entry_probe_duration_seconds");
-    expect(text).toContain('ui_exposure_entry_verdict{entry="argocd",verdict="match"} 1');
+    expect(text).toContain('ui_exposure_entry_verdict{entry="argocd",verdict="match",stack="bench",cluster="lima-bench"} 1');
     expect(cluster.calls.pods).toBe(0);
   });
 
   it("while the cluster cannot be read: 200 with the last values and their old timestamp (the stale alert's input); 0 before any read", async () => {
     const { cluster, get: fetchPath } = await portalWith({ readIntervalMs: 0 });
     const first = await (await fetchPath("/metrics")).text();
-    const at = /^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(first)?.[1];
+    const at = gauge(first, "ui_exposure_last_observation_timestamp_seconds");
     cluster.failure = unreachable();
     await new Promise((r) => setTimeout(r, 20));
     const res = await fetchPath("/metrics");
     expect(res.status).toBe(200);
     const during = await res.text();
-    expect(/^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(during)?.[1]).toBe(at);
-    expect(during).toContain('ui_exposure_entry_verdict{entry="argocd",verdict="match"} 1');
+    expect(gauge(during, "ui_exposure_last_observation_timestamp_seconds")).toBe(at);
+    expect(during).toContain('ui_exposure_entry_verdict{entry="argocd",verdict="match",stack="bench",cluster="lima-bench"} 1');
 
     const never = await portalWith({ readIntervalMs: 0 });
     never.cluster.failure = unreachable();
     const text = await (await never.get("/metrics")).text();
     expect(samples(text)).toEqual([
-      "ui_exposure_audit_success 0",
-      "ui_exposure_audit_last_success_timestamp_seconds 0",
-      "ui_exposure_last_observation_timestamp_seconds 0",
-      'ui_exposure_build_info{version="0.1.0",stack="bench"} 1',
+      'ui_exposure_audit_success{stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_audit_last_success_timestamp_seconds{stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_last_observation_timestamp_seconds{stack="bench",cluster="lima-bench"} 0',
+      'ui_exposure_build_info{version="0.1.0",stack="bench",cluster="lima-bench"} 1',
     ]);
-    expect(text).toContain("ui_exposure_last_observation_timestamp_seconds 0");
+    expect(text).toContain('ui_exposure_last_observation_timestamp_seconds{stack="bench",cluster="lima-bench"} 0');
   });
 
   it("an API server that does not answer: the scrape answers after metricsWaitMs with the last values, never past Prometheus's timeout", async () => {
     const { cluster, get: fetchPath } = await portalWith({ readIntervalMs: 0, metricsWaitMs: 200 });
     const first = await (await fetchPath("/metrics")).text();
-    const at = /^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(first)?.[1];
+    const at = gauge(first, "ui_exposure_last_observation_timestamp_seconds");
     // Reads that never end: an answer at all proves the scrape did not wait for them.
     let pendingReads = 0;
     const hang = () => {
@@ -177,8 +191,8 @@ describe("portal /metrics", () => {
     expect(res.status).toBe(200);
     expect(pendingReads).toBeGreaterThan(0);
     const during = await res.text();
-    expect(/^ui_exposure_last_observation_timestamp_seconds (\S+)$/m.exec(during)?.[1]).toBe(at);
-    expect(during).toContain("ui_exposure_undeclared_exposures 1");
+    expect(gauge(during, "ui_exposure_last_observation_timestamp_seconds")).toBe(at);
+    expect(during).toContain('ui_exposure_undeclared_exposures{stack="bench",cluster="lima-bench"} 1');
   });
 
   it("counts a pod on the host network that lists no port as undeclared exposure, until an allowlist item ':hostNetwork' declares it", async () => {
@@ -189,22 +203,22 @@ describe("portal /metrics", () => {
     } as Pod;
     const { cluster, get: fetchPath } = await portalWith({ auditIntervalMs: 0, readIntervalMs: 0 });
     cluster.data.pods.push(debuggerPod);
-    expect(await (await fetchPath("/metrics")).text()).toContain("ui_exposure_undeclared_exposures 2");
+    expect(await (await fetchPath("/metrics")).text()).toContain('ui_exposure_undeclared_exposures{stack="bench",cluster="lima-bench"} 2');
     const allowed = await portalWith({
       auditIntervalMs: 0,
       readIntervalMs: 0,
       audit: { allowlist: { services: [], hostPorts: ["default/node-debugger-*:hostNetwork"] } },
     });
     allowed.cluster.data.pods.push(debuggerPod);
-    expect(await (await allowed.get("/metrics")).text()).toContain("ui_exposure_undeclared_exposures 1");
+    expect(await (await allowed.get("/metrics")).text()).toContain('ui_exposure_undeclared_exposures{stack="bench",cluster="lima-bench"} 1');
   });
 
   it("an audit that cannot read the cluster is logged once per round; the gauge keeps its last value, and the audit's success and last success say so", async () => {
     const logged: string[] = [];
     const { cluster, get: fetchPath } = await portalWith({ auditIntervalMs: 0, readIntervalMs: 0, log: (l) => logged.push(l) });
     const first = await (await fetchPath("/metrics")).text();
-    expect(first).toContain("ui_exposure_undeclared_exposures 1");
-    expect(first).toContain("ui_exposure_audit_success 1");
+    expect(first).toContain('ui_exposure_undeclared_exposures{stack="bench",cluster="lima-bench"} 1');
+    expect(first).toContain('ui_exposure_audit_success{stack="bench",cluster="lima-bench"} 1');
     const succeededAt = gauge(first, "ui_exposure_audit_last_success_timestamp_seconds");
     expect(Number(succeededAt)).toBeGreaterThan(Date.now() / 1000 - 60);
     const failure = new Error("pods: 403 Forbidden");
@@ -214,9 +228,9 @@ describe("portal /metrics", () => {
     };
     await new Promise((r) => setTimeout(r, 20));
     const during = await (await fetchPath("/metrics")).text();
-    expect(during).toContain("ui_exposure_undeclared_exposures 1");
+    expect(during).toContain('ui_exposure_undeclared_exposures{stack="bench",cluster="lima-bench"} 1');
     // The observation itself is fresh: without these, nothing would say the count is old.
-    expect(during).toContain("ui_exposure_audit_success 0");
+    expect(during).toContain('ui_exposure_audit_success{stack="bench",cluster="lima-bench"} 0');
     expect(gauge(during, "ui_exposure_audit_last_success_timestamp_seconds")).toBe(succeededAt);
     // The log line is written when the failed read settles: waited for, not slept on.
     while (logged.length === 0) await new Promise((r) => setTimeout(r, 5));

@@ -157,8 +157,8 @@ describe("reachability (the probe of exposure probe, from the portal)", () => {
     expect(row).toContain(`published URL · served now on <a href="http://${NODE_IP}:31088">`);
     expect(row).toContain('<span class="badge r-bad">NOT OK</span>');
     const metrics = await (await get("/metrics")).text();
-    expect(metrics).toContain('ui_exposure_entry_up{entry="grafana"} 0');
-    expect(metrics).toContain('ui_exposure_entry_up{entry="argocd"} 1');
+    expect(metrics).toContain('ui_exposure_entry_up{entry="grafana",stack="bench",cluster="lima-bench"} 0');
+    expect(metrics).toContain('ui_exposure_entry_up{entry="argocd",stack="bench",cluster="lima-bench"} 1');
   });
 
   it("never probes a published URL off the cluster's addresses: the outputs are untrusted (a forged one names any host)", async () => {

@@ -21,7 +21,7 @@ describe("one portal over two stacks that both publish argocd", () => {
 
   it("addresses each stack's argocd apart (API, page, metrics); a dead cluster keeps its rows, stale with the cause, the other stays live; back when it answers", async () => {
     const bench = new MemoryCluster(recordedCluster({ argocd: 31358, grafana: 31088 }));
-    const prod = new MemoryCluster(recordedCluster({ argocd: 30500, grafana: 30600 }));
+    const prod = new MemoryCluster(recordedCluster({ argocd: 30500, grafana: 30600 }), "dirqual");
     portal = await startPortal(stackOf("bench", bench), { host: "127.0.0.1", port: 0 }, [stackOf("prod", prod)]);
     const get = async (path: string) => fetch(new URL(path, portal?.url));
 
@@ -31,8 +31,8 @@ describe("one portal over two stacks that both publish argocd", () => {
     expect((await get("/api/stacks/nope/entries/argocd")).status).toBe(404);
 
     const metrics = await (await get("/metrics")).text();
-    expect(metrics).toContain('ui_exposure_entry_node_port{entry="argocd",stack="bench"} 31358');
-    expect(metrics).toContain('ui_exposure_entry_node_port{entry="argocd",stack="prod"} 30500');
+    expect(metrics).toContain('ui_exposure_entry_node_port{entry="argocd",stack="bench",cluster="lima-bench"} 31358');
+    expect(metrics).toContain('ui_exposure_entry_node_port{entry="argocd",stack="prod",cluster="dirqual"} 30500');
 
     let html = await (await get("/")).text();
     expect(html).toContain('id="entry-bench-argocd"');

@@ -27,6 +27,8 @@ interface KubeTarget {
   timeoutMs?: number;
   /** Use the pod's ServiceAccount (the portal deployed in the cluster) instead of a kubeconfig; `kubeconfig` and `context` are then ignored. */
   inCluster?: boolean;
+  /** In the cluster (no kube context there): the cluster's name, the context the stack deploys through. Elsewhere the context read through names it. */
+  name?: string;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -166,6 +168,7 @@ export class LiveClusterReader implements ClusterReader {
     private readonly server: string,
     readonly source: string,
     private readonly timeoutMs: number,
+    readonly name: string | undefined,
   ) {}
 
   static async connect(target: KubeTarget): Promise<LiveClusterReader> {
@@ -214,7 +217,8 @@ export class LiveClusterReader implements ClusterReader {
     if (!cluster) throw new UserError("the kubeconfig has no current cluster: set kubernetes:context in the stack file or KUBECONFIG");
     const source = target.inCluster ? `in-cluster ServiceAccount (${cluster.server})` : `context ${kc.getCurrentContext()} (${cluster.server})`;
     if (!URL.canParse(cluster.server)) throw new UserError(`the kubeconfig's server ${JSON.stringify(cluster.server).slice(0, 100)} is not a URL`);
-    return new LiveClusterReader(kc, cluster.server, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const name = target.inCluster ? target.name : kc.getCurrentContext();
+    return new LiveClusterReader(kc, cluster.server, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS, name || undefined);
   }
 
   /**

@@ -53,28 +53,39 @@ export interface MetricsInput {
   audit?: { undeclared?: number; ok?: boolean; lastSuccessAt?: Date } | undefined;
   version: string;
   stack: string;
+  /** The cluster's name (ClusterReader.name): a kube context's, never a URL or a credential. */
+  cluster: string;
 }
 
 /**
- * The samples of one scrape. Label values come from the contract (entry names) and fixed sets
- * only: never a URL, an address or a reason. Entries the stack does not publish have none.
+ * The samples of one scrape, of one stack or several (the one-stack portal is the portal of one): one family per name, every
+ * sample labelled with its stack and cluster, so that two stacks publishing one entry name never share a series and the rules
+ * alert per stack. Label values come from the contract (entry names), the stack's name and kube context, and fixed sets only:
+ * never a URL, an address or a reason. Entries a stack does not publish have none.
  */
-export function metricFamilies(input: MetricsInput): MetricFamily[] {
-  const audit = input.audit;
+export function metricFamilies(inputs: readonly MetricsInput[]): MetricFamily[] {
+  const families = new Map<string, MetricFamily>();
+  for (const f of inputs.flatMap(stackFamilies)) families.set(f.name, { ...f, samples: [...(families.get(f.name)?.samples ?? []), ...f.samples] });
+  return [...families.values()];
+}
+
+function stackFamilies(input: MetricsInput): MetricFamily[] {
+  const { audit, stack, cluster } = input;
   const published = (input.view?.entries ?? []).filter((e) => e.exposed && e.verdict !== "NOT-EXPOSED");
   const up: Sample[] = [];
   const verdict: Sample[] = [];
   const ready: Sample[] = [];
   const port: Sample[] = [];
   const duration: Sample[] = [];
-  const single = (name: string, help: string, value: number, labels: Record<string, string> = {}) => ({ name, help, samples: [{ labels, value }] });
+  const of = { stack, cluster };
+  const single = (name: string, help: string, value: number, labels: Record<string, string> = of) => ({ name, help, samples: [{ labels, value }] });
   for (const e of published) {
-    const entry = { entry: e.name };
+    const entry = { entry: e.name, ...of };
     // Probing off (PORTAL_PROBE=off): nothing was checked, so no series. On: an entry without
     // an answer (no URL to probe: its Service is gone, no node address...) did not answer.
     if (input.view?.reachability.enabled) up.push({ labels: entry, value: e.reachability?.ok ? 1 : 0 });
     const current = e.verdict.toLowerCase();
-    for (const v of VERDICT_VALUES) verdict.push({ labels: { ...entry, verdict: v }, value: v === current ? 1 : 0 });
+    for (const v of VERDICT_VALUES) verdict.push({ labels: { entry: e.name, verdict: v, ...of }, value: v === current ? 1 : 0 });
     ready.push({ labels: entry, value: e.readyEndpoints });
     const observed = e.nodePort ?? e.hostPort;
     if (observed !== undefined) port.push({ labels: entry, value: observed });
@@ -94,7 +105,7 @@ export function metricFamilies(input: MetricsInput): MetricFamily[] {
       "Unix time of the portal's last successful cluster read (0 before the first).",
       input.observedAt ? input.observedAt.getTime() / 1000 : 0,
     ),
-    single(METRICS.buildInfo, "The portal's version and the stack it watches; always 1.", 1, { version: input.version, stack: input.stack }),
+    single(METRICS.buildInfo, "The portal's version (and, as on every series, the stack it watches); always 1.", 1, { version: input.version, ...of }),
   ];
 }
 
@@ -126,52 +137,61 @@ export function portalSelector(t: Pick<MonitoringTarget, "namespace">): string {
 /** A failed scrape or a portal rollout (new pod, new instance) must neither resolve an alert nor restart its `for`: rules read each series' last value within this window. */
 export const SERIES_GAP_WINDOW = "2m";
 
-/** The six alerts, each naming the command that explains it. */
+/** What a portal's series are about, besides the portal (job, namespace): every series carries them (metricFamilies). */
+const PER_STACK = ["stack", "cluster"];
+
+/**
+ * The six alerts, each naming the command that explains it. All but the portal's down alert are per stack: a portal over several
+ * stacks serves each one's series, and one stack's failure fires its alert alone, with its stack (and cluster) as a label.
+ */
 export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRule[] }[] {
   const sel = portalSelector(t);
   // By what the alert is about: the scrape target's pod, instance, container, service, endpoint go.
   const last = (metric: string, by: string[], extra = "") =>
-    `max by (${["namespace", "job", ...by].join(", ")}) (last_over_time(${metric}{${sel}${extra}}[${SERIES_GAP_WINDOW}]))`;
+    `max by (${["namespace", "job", ...PER_STACK, ...by].join(", ")}) (last_over_time(${metric}{${sel}${extra}}[${SERIES_GAP_WINDOW}]))`;
+  // The stack the series are of (this stack's, or another one this portal serves).
+  const stack = "{{ $labels.stack }}";
   const alerts = [
     {
       alert: "UIExposureUnreachable",
       expr: `${last(METRICS.entryUp, ["entry"])} == 0`,
       for: "5m",
-      summary: "The published URL of {{ $labels.entry }} does not answer as the contract expects.",
-      description: `The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run \`exposure probe --stack ${t.stack} --entry {{ $labels.entry }}\` for the answer, \`exposure status --stack ${t.stack} --entry {{ $labels.entry }}\` for the verdict.`,
+      summary: `The published URL of {{ $labels.entry }} (stack ${stack}) does not answer as the contract expects.`,
+      description: `The portal's probe of {{ $labels.entry }}'s URL (http://<node IP>:<nodePort> plus the contract's probe path) has failed for 5 minutes. Run \`exposure probe --stack ${stack} --entry {{ $labels.entry }}\` for the answer, \`exposure status --stack ${stack} --entry {{ $labels.entry }}\` for the verdict.`,
     },
     {
       alert: "UIExposureDrift",
       expr: `${last(METRICS.entryVerdict, ["entry", "verdict"], ',verdict=~"drift|absent"')} == 1`,
       for: "10m",
-      summary: "{{ $labels.entry }} is {{ $labels.verdict }}: its published URL may be false.",
-      description: `The cluster no longer matches what the last \`up\` published for {{ $labels.entry }} (a port moved by hand, its Service gone, no ready endpoints...) for 10 minutes. Run \`exposure status --stack ${t.stack} --entry {{ $labels.entry }}\` for the reasons; \`pulumi up\` puts a moved port back.`,
+      summary: `{{ $labels.entry }} (stack ${stack}) is {{ $labels.verdict }}: its published URL may be false.`,
+      description: `The cluster no longer matches what the last \`up\` published for {{ $labels.entry }} (a port moved by hand, its Service gone, no ready endpoints...) for 10 minutes. Run \`exposure status --stack ${stack} --entry {{ $labels.entry }}\` for the reasons; \`pulumi up\` puts a moved port back.`,
     },
     {
       alert: "UIExposureUndeclared",
       expr: `${last(METRICS.undeclared, [])} > 0`,
       for: "15m",
-      summary: "{{ $value }} exposure(s) in the cluster that neither the contract nor the allowlist declares.",
-      description: `A NodePort or LoadBalancer Service or a hostPort has been open for 15 minutes without a contract entry or an allowlist item. Run \`exposure drift --stack ${t.stack}\` to list them, then remove each one or declare it.`,
+      summary: `{{ $value }} exposure(s) in the cluster of stack ${stack} that neither the contract nor the allowlist declares.`,
+      description: `A NodePort or LoadBalancer Service or a hostPort has been open for 15 minutes without a contract entry or an allowlist item. Run \`exposure drift --stack ${stack}\` to list them, then remove each one or declare it.`,
     },
     {
       alert: "UIExposureAuditFailing",
       expr: `${last(METRICS.auditSuccess, [])} == 0`,
       for: "15m",
-      summary: "The portal's audit has not read the cluster for 15 minutes: UIExposureUndeclared sees an old count.",
-      description: `The portal's audit (every Service and Pod of the cluster, as \`exposure drift\` reads them) fails: a permission removed from its ServiceAccount, the lists above its read budget, a timeout. ${METRICS.undeclared} keeps its last good value, ${METRICS.auditLastSuccess} says since when. Its log says why; \`exposure drift --stack ${t.stack}\` audits with your own credentials.`,
+      summary: `The portal's audit of stack ${stack} has not read the cluster for 15 minutes: UIExposureUndeclared sees an old count.`,
+      description: `The portal's audit (every Service and Pod of the cluster, as \`exposure drift\` reads them) fails: a permission removed from its ServiceAccount, the lists above its read budget, a timeout. ${METRICS.undeclared} keeps its last good value, ${METRICS.auditLastSuccess} says since when. Its log says why; \`exposure drift --stack ${stack}\` audits with your own credentials.`,
     },
     {
       alert: "UIExposureStale",
       // 60 s without a read, then 9m: it fires once the last read is 10 minutes old.
       expr: `time() - ${last(METRICS.lastObservation, [])} > 60`,
       for: "9m",
-      summary: "The portal has not read the cluster for more than 10 minutes.",
-      description: `The portal answers but its cluster reads fail (API server unreachable, its ServiceAccount's permissions...): the other alerts see old values. Its log says why; \`exposure status --stack ${t.stack}\` reads the cluster with your own credentials.`,
+      summary: `The portal has not read the cluster of stack ${stack} for more than 10 minutes.`,
+      description: `The portal answers but its reads of that cluster fail (API server unreachable, its ServiceAccount's permissions...): the other alerts see old values. Its log says why; \`exposure status --stack ${stack}\` reads the cluster with your own credentials.`,
     },
     {
       alert: "UIExposurePortalDown",
-      // No target answers, or none exists (`absent` has the same labels, job and namespace: a
+      // About the portal, not a stack: `up` is the scrape's own series (no stack label), and a portal down is down for every
+      // stack it serves. No target answers, or none exists (`absent` has the same labels, job and namespace: a
       // rollout's gap between two pods continues the alert). Absence counts only once Prometheus
       // has scraped some target for a minute (two scrape intervals): before its first scrape of
       // the portal, just started, everything is absent, and nothing may go pending.
@@ -195,17 +215,18 @@ export function serviceMonitorSpec(t: MonitoringTarget) {
   };
 }
 
-/** Every query of the dashboard (the promtool check wraps each as a recording rule). */
+/** Every query of the dashboard (the promtool check wraps each as a recording rule): one value per stack of the `stack` variable, whichever pod served it. */
 export function dashboardQueries(t: MonitoringTarget): { title: string; expr: string }[] {
-  const sel = `${portalSelector(t)},entry=~"$entry"`;
+  const stacks = `${portalSelector(t)},stack=~"$stack"`;
+  const perStack = (metric: string, sel: string, by: string[] = []) => `max by (${[...PER_STACK, ...by].join(", ")}) (${metric}{${sel}})`;
+  const sel = `${stacks},entry=~"$entry"`;
   return [
-    { title: "Undeclared exposures", expr: `${METRICS.undeclared}{${portalSelector(t)}}` },
-    { title: "Observation age", expr: `time() - ${METRICS.lastObservation}{${portalSelector(t)}}` },
-    { title: "Up", expr: `${METRICS.entryUp}{${sel}}` },
-    { title: "Verdict", expr: `${METRICS.entryVerdict}{${sel}} == 1` },
-    { title: "Probe latency", expr: `${METRICS.probeDuration}{${sel}}` },
-    { title: "Port", expr: `${METRICS.nodePort}{${sel}}` },
-    { title: "Ready endpoints", expr: `${METRICS.readyEndpoints}{${sel}}` },
+    { title: "Undeclared exposures", expr: perStack(METRICS.undeclared, stacks) },
+    { title: "Observation age", expr: `time() - ${perStack(METRICS.lastObservation, stacks)}` },
+    { title: "Up", expr: perStack(METRICS.entryUp, sel) },
+    { title: "Verdict", expr: `${perStack(METRICS.entryVerdict, sel, ["verdict"])} == 1` },
+    { title: "Probe latency", expr: perStack(METRICS.probeDuration, sel) },
+    { title: "Port", expr: perStack(METRICS.nodePort, sel) },
   ];
 }
 
@@ -220,7 +241,7 @@ export function dashboardUid(stack: string): string {
   return `ui-exposure-${stack.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 19)}-${h.toString(16).padStart(8, "0")}`;
 }
 
-/** The Grafana dashboard: the undeclared count and freshness on top, then one repeated row per entry. */
+/** The Grafana dashboard: the undeclared count and freshness on top, then one repeated row per entry; each panel one value per stack chosen. */
 export function dashboard(t: MonitoringTarget): Record<string, unknown> {
   const q = Object.fromEntries(dashboardQueries(t).map((d) => [d.title, d.expr]));
   // Grafana's own variable syntax (the `datasource` variable below), not a template literal.
@@ -232,10 +253,23 @@ export function dashboard(t: MonitoringTarget): Record<string, unknown> {
     title,
     datasource: ds,
     gridPos: { x, y, w, h: 4 },
-    targets: [{ refId: "A", datasource: ds, expr: q[title], instant: true, legendFormat: title === "Verdict" ? "{{verdict}}" : "" }],
+    targets: [
+      { refId: "A", datasource: ds, expr: q[title], instant: true, legendFormat: `{{stack}} ({{cluster}})${title === "Verdict" ? ": {{verdict}}" : ""}` },
+    ],
     ...extra,
   });
   const mapping = (options: Record<string, { text: string; color: string }>) => [{ type: "value", options }];
+  // Every one of the stacks or entries by default. The stack's All matches every series, the no-stack portal's (an empty stack, which label_values omits) too.
+  const all = { includeAll: true, multi: true, current: { text: "All", value: "$__all" } };
+  const variable = (name: string, query: string, extra = {}) => ({
+    name,
+    type: "query",
+    datasource: ds,
+    query: { query, refId: name },
+    refresh: 2,
+    ...all,
+    ...extra,
+  });
   return {
     title: `UI exposure (${t.stack})`,
     uid: dashboardUid(t.stack),
@@ -247,16 +281,8 @@ export function dashboard(t: MonitoringTarget): Record<string, unknown> {
     templating: {
       list: [
         { name: "datasource", type: "datasource", query: "prometheus", current: {}, hide: 0 },
-        {
-          name: "entry",
-          type: "query",
-          datasource: ds,
-          query: { query: `label_values(${METRICS.entryVerdict}{${portalSelector(t)}}, entry)`, refId: "entry" },
-          refresh: 2,
-          includeAll: true,
-          multi: true,
-          current: { text: "All", value: "$__all" },
-        },
+        variable("stack", `label_values(${METRICS.buildInfo}{${portalSelector(t)}}, stack)`, { allValue: ".*" }),
+        variable("entry", `label_values(${METRICS.entryVerdict}{${portalSelector(t)},stack=~"$stack"}, entry)`),
       ],
     },
     panels: [

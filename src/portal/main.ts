@@ -50,7 +50,7 @@ export function parseAllowlistEnv(raw: string | undefined) {
 export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const contractFile = env[PORTAL_ENV.contract] ?? `${PORTAL_APP_DIR}/${PORTAL_FILES.contract}`;
   const contract = loadContractFile(contractFile);
-  const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true } : {});
+  const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true, name: env[PORTAL_ENV.cluster] } : {});
   const publishedFile = env[PORTAL_ENV.published];
   const portal = await startPortal(
     {

@@ -10,7 +10,7 @@ import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument, PortalStacksDocument } from "../core/json-api";
-import { METRICS_PATH, type MetricFamily, type MetricsInput, metricFamilies } from "../core/monitoring";
+import { METRICS_PATH, type MetricsInput, metricFamilies } from "../core/monitoring";
 import { failureCause, observeStack, type PublishedEndpoints, type StackObservation, usersUrl } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage, renderStacksPage, type StackSection } from "../core/portal/html";
@@ -197,14 +197,9 @@ export class PortalObserver {
   }
 
   /**
-   * The /metrics text: the samples of the shared observation (a scrape joins the page loads' read, it never adds one). While reads fail, the last good values
+   * The samples' input of one scrape: the shared observation (a scrape joins the page loads' read, it never adds one). While reads fail, the last good values
    * are served with their old timestamp, which is what the stale alert watches.
    */
-  async metrics(): Promise<string> {
-    return renderMetrics(metricFamilies(await this.metricsInput()));
-  }
-
-  /** The samples' input of one scrape (the portal of several stacks labels each stack's). */
   async metricsInput(): Promise<MetricsInput> {
     const waitMs = this.opts.metricsWaitMs ?? 5_000;
     let timer: NodeJS.Timeout | undefined;
@@ -229,7 +224,8 @@ export class PortalObserver {
     } finally {
       clearTimeout(timer);
     }
-    return { ...this.lastGood, audit: this.auditReads && (this.audit ?? {}), version: this.opts.version ?? "unknown", stack: this.opts.stack ?? "" };
+    const { stack = "", version = "unknown", cluster } = this.opts;
+    return { ...this.lastGood, audit: this.auditReads && (this.audit ?? {}), version, stack, cluster: cluster.name ?? "" };
   }
 }
 
@@ -307,8 +303,7 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
     return;
   }
   if (path === METRICS_PATH) {
-    observer
-      .metrics()
+    metricsOf([observer])
       .then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text))
       .catch((err: unknown) => {
         opts.log?.(`${req.method} ${path} -> 500: ${(err as Error).stack ?? String(err)}`);
@@ -400,19 +395,10 @@ function stackSections(stacks: readonly PortalStack[], log: PortalOptions["log"]
   );
 }
 
-/** Every stack's samples, each series labelled with its stack (two stacks publishing one entry name never share a series). */
-async function stacksMetrics(stacks: readonly PortalStack[]): Promise<string> {
-  const families = new Map<string, MetricFamily>();
+/** The /metrics text of one stack's observer or several: each series labelled with its stack and cluster (metricFamilies). */
+async function metricsOf(observers: readonly PortalObserver[]): Promise<string> {
   // All at once: each waits for its own read at most metricsWaitMs, whatever the others do.
-  const inputs = await Promise.all(stacks.map((s) => s.observer.metricsInput()));
-  for (const [i, { opts }] of stacks.entries()) {
-    for (const f of metricFamilies(inputs[i] as MetricsInput)) {
-      const merged = families.get(f.name) ?? { ...f, samples: [] };
-      merged.samples.push(...f.samples.map((x) => ({ ...x, labels: { ...x.labels, stack: opts.stack } })));
-      families.set(f.name, merged);
-    }
-  }
-  return renderMetrics([...families.values()]);
+  return renderMetrics(metricFamilies(await Promise.all(observers.map((o) => o.metricsInput()))));
 }
 
 /**
@@ -434,7 +420,7 @@ export function stacksHandler(stacks: readonly PortalStack[], log?: PortalOption
       if (requested === undefined || (req.method !== "GET" && req.method !== "HEAD") || path === "/healthz")
         route(stacks[0]?.opts as PortalOptions, stacks[0]?.observer as PortalObserver, req, res);
       else if (stack && one) route(stack.opts, stack.observer, req, res, new URL(`/api${one[2]}${requested.search}`, requested));
-      else if (path === METRICS_PATH) stacksMetrics(stacks).then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text), fail);
+      else if (path === METRICS_PATH) metricsOf(stacks.map((s) => s.observer)).then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text), fail);
       else if (path === "/" || path === "/api/stacks") {
         const only = requested.searchParams.get("stack") ?? undefined;
         if (only !== undefined && !byName.has(only)) send(req, res, 404, "text/plain; charset=utf-8", "not found: no such stack in this portal\n");

@@ -125,7 +125,7 @@ describe
           reachability: { ok: false, url: `${published.origin}/`, error: cause },
         });
         const metrics = await p.dp.request(`http://127.0.0.1:${portalPort}/metrics`, { timeoutMs: 10_000 });
-        expect("status" in metrics ? metrics.body : JSON.stringify(metrics)).toContain('ui_exposure_entry_up{entry="argocd"} 0');
+        expect("status" in metrics ? metrics.body : JSON.stringify(metrics)).toContain('ui_exposure_entry_up{entry="argocd",stack="sandbox",cluster="e2e"} 0');
       } finally {
         await portal.stop();
       }

@@ -315,7 +315,8 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
       60_000,
       detail,
     );
-    expect(entryUp.metric).toMatchObject({ job: "ui-exposure-portal", namespace: PORTAL_NS, entry: "argocd" });
+    // The stack and the cluster (the stack's kubernetes:context, given to the pod by `up`) on every series.
+    expect(entryUp.metric).toMatchObject({ job: "ui-exposure-portal", namespace: PORTAL_NS, entry: "argocd", stack: "sandbox", cluster: "e2e" });
     expect((await query('ui_exposure_entry_verdict{entry="argocd",verdict="match"}'))[0]?.value[1]).toBe("1");
     expect((await query("ui_exposure_undeclared_exposures"))[0]?.value[1]).toBe("0");
     // The audit read the cluster with the portal's own ServiceAccount.
@@ -333,7 +334,15 @@ describe.sequential("e2e: a real Prometheus scrapes the in-cluster portal and fi
       detail,
     );
     // What it is about, not which portal pod said it (a rollout must not resolve it).
-    expect(fired.labels).toEqual({ alertname: "UIExposureUnreachable", severity: "warning", entry: "argocd", namespace: PORTAL_NS, job: "ui-exposure-portal" });
+    expect(fired.labels).toEqual({
+      alertname: "UIExposureUnreachable",
+      severity: "warning",
+      entry: "argocd",
+      stack: "sandbox",
+      cluster: "e2e",
+      namespace: PORTAL_NS,
+      job: "ui-exposure-portal",
+    });
     expect((await alerts()).map((a) => a.labels.entry)).toEqual(["argocd"]);
     // The command its description names says the same, from the operator's side (exit 4:
     // unreachable). Not blocking: the stand-ins answer from this process.
@@ -474,6 +483,9 @@ describe.sequential("e2e: the sandbox's monitoring trial (sandbox up --monitorin
       alertname: "UIExposureUnreachable",
       severity: "warning",
       entry: "grafana",
+      // The sandbox's stack, read through its kube context (the sandbox's, named as the stack).
+      stack: "sandbox",
+      cluster: "sandbox",
       job: "ui-exposure-portal",
       namespace: "platform-portal",
     });

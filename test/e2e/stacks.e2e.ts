@@ -175,8 +175,8 @@ describe.sequential("e2e: two stacks, two API servers, one status and one portal
       expect((await one("sandbox")).entry.url).toBe(argocdOf(doc, "sandbox")?.url);
       expect((await one("second")).entry.url).toBe(argocdOf(doc, "second")?.url);
       const metrics = await (await fetch(`${url}/metrics`)).text();
-      expect(metrics).toContain(`ui_exposure_entry_node_port{entry="argocd",stack="sandbox"} ${argocdOf(doc, "sandbox")?.nodePort}`);
-      expect(metrics).toContain(`ui_exposure_entry_node_port{entry="argocd",stack="second"} ${argocdOf(doc, "second")?.nodePort}`);
+      expect(metrics).toContain(`ui_exposure_entry_node_port{entry="argocd",stack="sandbox",cluster="e2e"} ${argocdOf(doc, "sandbox")?.nodePort}`);
+      expect(metrics).toContain(`ui_exposure_entry_node_port{entry="argocd",stack="second",cluster="e2e"} ${argocdOf(doc, "second")?.nodePort}`);
 
       // The second API server dies: within one read interval (1 s) its stack is stale with the cause, the first stays live.
       const argv = await killApiServer(second);

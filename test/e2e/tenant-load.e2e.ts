@@ -133,7 +133,7 @@ describe.sequential("e2e: a tenant's 10,000 fat Services and 5,000 Pods (real AP
         "/metrics with the undeclared count",
         async () => {
           const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-          return /^ui_exposure_undeclared_exposures \d+/m.test(text) ? text : undefined;
+          return /^ui_exposure_undeclared_exposures\{stack="sandbox",cluster="e2e"\} \d+/m.test(text) ? text : undefined;
         },
         120_000,
       );
@@ -146,7 +146,7 @@ describe.sequential("e2e: a tenant's 10,000 fat Services and 5,000 Pods (real AP
       ["gitea", "MATCH"],
     ]);
     // The tenant's NodePort Service and hostPort pod, found among 10,000 Services and 5,000 Pods.
-    expect(metrics).toMatch(/^ui_exposure_undeclared_exposures 2$/m);
+    expect(metrics).toMatch(/^ui_exposure_undeclared_exposures\{stack="sandbox",cluster="e2e"\} 2$/m);
     console.log(`tenant load: portal peak RSS ${r.peak.toFixed(0)} MiB`);
     expect(r.peak).toBeLessThan(MAX_PEAK_MIB);
   });

@@ -120,7 +120,11 @@ export class MemoryCluster implements ClusterReader {
   /** When set, every call rejects with it (an unreachable API server). */
   failure: Error | undefined;
 
-  constructor(public data: RecordedCluster) {}
+  /** The cluster's name (/metrics' `cluster` label), as a kube context names it. */
+  constructor(
+    public data: RecordedCluster,
+    readonly name = "lima-bench",
+  ) {}
 
   get total() {
     return Object.values(this.calls).reduce((a, b) => a + b, 0);

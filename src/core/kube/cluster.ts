@@ -69,6 +69,8 @@ export const labelSelector = (labels: ListScope<never>["labels"]) =>
 export interface ClusterReader {
   /** Where the data comes from, for messages ("context bench (https://127.0.0.1:6443)"). */
   readonly source: string;
+  /** /metrics' `cluster` label: the kube context read through (in a pod, the stack's, given by `up`); never the server's URL (it may hold a password). */
+  readonly name?: string;
   listServices(scope?: ListScope<Service>): Promise<Service[]>;
   listNodes(): Promise<Node[]>;
   listPods(scope?: ListScope<Pod>): Promise<Pod[]>;

@@ -42,6 +42,8 @@ export const PORTAL_ENV = {
   entries: "PORTAL_ENTRIES",
   nodeAddress: "PORTAL_NODE_ADDRESS",
   stack: "PORTAL_STACK",
+  /** The stack's kubernetes:context: the cluster's name on /metrics (the context the operator's own portal reads through names it the same). */
+  cluster: "PORTAL_CLUSTER",
   /** "1": use the pod's ServiceAccount; otherwise a kubeconfig ($KUBECONFIG), for running the bundle by hand. */
   inCluster: "PORTAL_IN_CLUSTER",
   /** The file holding what the last `up` published (the stack's `endpoints` output), as JSON. */
