@@ -146,23 +146,39 @@ export const serviceOpens = (svc: Service, rules: readonly ServiceRule[] = SERVI
 /** The containers whose ports a pod spec lists (ephemeral ones may not hold ports; counted if a snapshot says so). */
 export const POD_CONTAINER_LISTS = ["initContainers", "containers", "ephemeralContainers"] as const;
 
-/**
- * What a pod (or template) opens on its node, and the allowlist.hostPorts item that admits it ('ns/pod-prefix*:<item>'):
- * a host port, a container port's hostPort (0 is none) or on the host network its containerPort (API defaulting), item
- * the port (or a contract hostPort entry); the host network (every port of its node), item 'hostNetwork' for all it opens.
- */
+/** A pod's host port (allowlist item: the port): a container port's hostPort (0 is none), on the host network its containerPort. */
 export const HOST_PORT_RULE = {
-  item: "port",
   opens: (port: unknown, onHostNetwork: boolean) => portNumber(field(port, "hostPort")) || (onHostNetwork ? portNumber(field(port, "containerPort")) : 0),
   cel: (p: string, onHostNetwork: string) =>
     `has(${p}.hostPort) && ${p}.hostPort != 0 ? ${p}.hostPort : (${onHostNetwork} && has(${p}.containerPort) ? ${p}.containerPort : 0)`,
 } as const;
+
+/**
+ * A pod rule: a pod spec `field` by which a pod (or template) opens more of its node than its host ports, declared by an
+ * allowlist item 'namespace/pod-prefix*:<item>'. `opens`, `cel` (over a pod or template `t`): whether it does; `coversPorts`:
+ * its item declares every host port of the pod too, and it is an opening only when the pod lists no port. `words`: the
+ * opening's `ports`, the pre-deny report's `refused`, the audit's `undeclared`; the guard's `subject` and `says`.
+ * This one, the host network: every port of its node (HOST_PORT_RULE: its containerPorts are host ports).
+ */
 export const HOST_NETWORK_RULE = {
   item: "hostNetwork",
+  field: "hostNetwork",
   opens: (spec: unknown) => field(spec, "hostNetwork") === true,
-  cel: (template: string) => `(has(${template}.spec.hostNetwork) && ${template}.spec.hostNetwork)`,
-} as const;
+  cel: (t: string) => `(has(${t}.spec.hostNetwork) && ${t}.spec.hostNetwork)`,
+  coversPorts: true,
+  words: {
+    ports: "every port of the node",
+    refused: "the host network (no port listed)",
+    undeclared: `on the host network with no port listed: it may serve on every port of its node; declare it in ui-exposure:allowlist.hostPorts as 'namespace/pod-prefix*:hostNetwork', or take it off the host network`,
+    subject: "a pod on the host network",
+    says: "is on the host network (it may serve on every port of the node)",
+  },
+};
+export type PodRule = typeof HOST_NETWORK_RULE;
+/** The pod rules: podOpenings (exposure-model.ts) and the guard loop over them. */
+export const POD_RULES: readonly PodRule[] = [HOST_NETWORK_RULE];
 
 /** The grammar of an allowlist.hostPorts item, and its forms as the messages name them. */
-const forms = "'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'";
-export const HOST_PORT_ITEM = { syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:(\d+|hostNetwork)$/, forms };
+const items = POD_RULES.map((r) => r.item);
+const forms = ["port", ...items].map((i) => `'namespace/pod-name-or-prefix*:${i}'`).join(" or ");
+export const HOST_PORT_ITEM = { syntax: new RegExp(`^[a-z0-9-]+\\/[a-z0-9.*-]+:(\\d+|${items.join("|")})$`), forms };
