@@ -377,9 +377,11 @@ describe("size", () => {
   // (src/core/observe.ts) and its CLI adapter (cli/stack.ts) are longer than the five copies they replaced (+46: the sequence
   // also takes drift's extra reads and the portal's recheck), status and probe over several stacks (+133: --stack repeated,
   // --all-stacks, one table, the worst exit code) and the portal over several stacks (+186: one observer per stack, the stale
-  // sections, /api/stacks, /metrics labelled by stack).
-  it("the product code does not grow past its last cut: at most 12,184 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_184);
+  // sections, /api/stacks, /metrics labelled by stack); +22 for issue 42 #1's pod rules (POD_RULES in exposure-rules.ts: the
+  // host network an entry with its field, readers and words, looped over by podOpenings, the guard's pod CEL, heldObject and
+  // the allowlist item's grammar; the hand-wired host network lines it replaced were shorter than the entry).
+  it("the product code does not grow past its last cut: at most 12,206 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_206);
   });
 
   // Counted apart from the product, as issue 42 asks: the pack is its own program (its rules are the core's).

@@ -117,7 +117,6 @@ const hostPID: PodRule = {
     ports: "the node's processes",
     refused: "the node's processes (hostPID)",
     undeclared: "shares the node's processes: declare it in ui-exposure:allowlist.hostPorts as 'namespace/pod-prefix*:hostPID', or drop hostPID",
-    subject: "a pod that shares the node's processes",
     says: "shares the node's processes (hostPID)",
   },
 };

@@ -167,16 +167,15 @@ export function admissionManifests(input: AdmissionInput) {
 
   const rules = exposureRules(input.contract, input.selected, input.allowlist, input.serviceRules, input.podRules);
   const L = CHECK_LIMITS;
-  const hostNetworkOf = HOST_NETWORK_RULE.cel;
   // The exposure model's holdsNoHostPort and podTooLargeToCheck: counts first, then one pass over the ports.
   const holdsNoHostPort = (template: string) =>
-    `!${hostNetworkOf(template)} && !(${containersOf(template)}).exists(c, has(c.ports) && c.ports.exists(p, has(p.hostPort) && p.hostPort != 0))`;
+    `!${HOST_NETWORK_RULE.cel(template)} && !(${containersOf(template)}).exists(c, has(c.ports) && c.ports.exists(p, has(p.hostPort) && p.hostPort != 0))`;
   // (Each pass over the ports is a variable of its own: the API server limits each expression's cost.)
   const podTooLarge = (template: string, holdsNone: string) =>
     `${POD_CONTAINER_LISTS.map((l) => `size(${containerList(template, l)}) > ${L.containers}`).join(" || ")} || (${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.plainPortsPerContainer}) || ((${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.portsPerContainer}) && !${holdsNone})`;
   // One list per container (CEL has no flatten before 1.31) of the host ports no rule declares, then as one string.
   const undeclaredOf = (template: string) =>
-    `(${containersOf(template)}).map(c, has(c.ports) ? c.ports.map(p, ${HOST_PORT_RULE.cel("p", hostNetworkOf(template))}).filter(h, h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])) : [])`;
+    `(${containersOf(template)}).map(c, has(c.ports) ? c.ports.map(p, ${HOST_PORT_RULE.cel("p", HOST_NETWORK_RULE.cel(template))}).filter(h, h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])) : [])`;
   const listsPorts = (template: string) => `(${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > 0)`;
   const joined = (lists: string) => `${lists}.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ')`;
   // The exposure model's podOpenings, rule by rule: variables.<item>Declared (an item names the pod), <item>Unlisted (an
@@ -295,7 +294,7 @@ export function admissionManifests(input: AdmissionInput) {
       return {
         expression: `!variables.${r.item}Unlisted || variables.old${Item(r)}Unlisted`,
         messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ${celText(` ${r.words.says}, which ${notInContract}${help}`)}`,
-        message: wellFormed(`${r.words.subject} ${notInContract}${help}`),
+        message: wellFormed(`a pod that ${r.words.says} ${notInContract}${help}`),
       };
     }),
     {

@@ -7,6 +7,7 @@ import {
   HOST_PORT_RULE,
   healthCheckNodePort,
   honouredExternalIPs,
+  isObject,
   list,
   matchesLabels,
   POD_CONTAINER_LISTS,
@@ -159,11 +160,11 @@ export const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: Pick<PodIdent
 };
 
 /**
- * One thing a pod (or template) opens on its node: a host port, or a pod rule's opening (`kind` its item: the host network
- * of a pod that lists no port); `ports` "9964/TCP" or the rule's words; `what` as the pre-deny report names it; `item` what follows ':' in the allowlist item that declares it;
- * `serves` as effectiveHostPorts; `declared` by a rule, else `undeclared` says why and what to do.
+ * One thing a pod (or template) opens on its node: a host port, or a pod rule's (`kind` its item: the host network of a pod
+ * that lists no port); `ports` "9964/TCP" or the rule's words; `what` as the pre-deny report names it; `item` what follows
+ * ':' in the allowlist item that declares it; `declared` by a rule, else `undeclared` says why and what to do.
  */
-export type PodOpening = { kind: string; ports: string; what: string; item: string; onHostNetwork: boolean; serves: boolean } & (
+export type PodOpening = { kind: string; ports: string; what: string; item: string } & (
   | { declared: Declaration; undeclared?: undefined }
   | { declared?: undefined; undeclared: string }
 );
@@ -180,14 +181,13 @@ export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknow
   const covering = byRule.find((r) => r.rule.coversPorts && r.declared)?.declared;
   const openings = effectiveHostPorts(spec).map((h): PodOpening => {
     const declared = hostPortDeclaration(rules, pod, h.port) ?? covering;
-    const opening = { kind: "hostPort", ...h, ports: `${h.port}/${h.protocol}`, what: `hostPort ${h.port}/${h.protocol}`, item: String(h.port) };
+    const opening = { kind: "hostPort", ports: `${h.port}/${h.protocol}`, what: `hostPort ${h.port}/${h.protocol}`, item: String(h.port) };
     if (declared) return { ...opening, declared };
     const note = h.onHostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : "";
     return { ...opening, undeclared: `${note}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it` };
   });
-  const onHostNetwork = HOST_NETWORK_RULE.opens(spec);
   for (const { rule, declared } of byRule.filter((r) => !(r.rule.coversPorts && openings.length))) {
-    const opening = { kind: rule.item, ports: rule.words.ports, what: rule.words.refused, item: rule.item, onHostNetwork, serves: false };
+    const opening = { kind: rule.item, ports: rule.words.ports, what: rule.words.refused, item: rule.item };
     openings.push(declared ? { ...opening, declared } : { ...opening, undeclared: rule.words.undeclared });
   }
   return { tooLarge: podTooLargeToCheck(spec), openings };
@@ -237,8 +237,7 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: 
 /** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet, ReplicaSet; batch/v1 Job, CronJob): read field by field, never trusted. */
 export type WorkloadObject = { kind?: string; metadata?: { name?: string; namespace?: string }; spec?: unknown };
 
-const stringMap = (v: unknown): Record<string, string> | undefined =>
-  v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
+const stringMap = (v: unknown) => (isObject(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined);
 const text = (v: unknown, otherwise: string) => (typeof v === "string" && v ? v : otherwise);
 
 /**
@@ -289,8 +288,6 @@ export function classifyCluster(rules: ExposureRules, cluster: { services: reado
   });
   return { services, pods, workloads };
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
  * What a reader holds of an object it listed: the fields the exposure model and the Cilium checks read, each list cut one

@@ -5,12 +5,13 @@ import type { Service } from "./kube/types";
 // side; both loop over the table. Adding a rule (a Service field that opens something, say `spec.loadBalancerIP`) is one
 // SERVICE_RULES entry and its tests: a case in test/exposure-rules.test.ts (which registers such a rule in a table of its
 // own) and the field in test/exposure-model.test.ts's drawn Services, whose property test holds the generated CEL to the
-// TypeScript. docs/commands.md ("Exposure guard at admission") says the same.
+// TypeScript; a pod field (as the host network) one POD_RULES entry, shown the same way. docs/commands.md ("Exposure
+// guard at admission") says the same.
 
 // Objects are read back unvalidated (a list call, a snapshot): what is not a list, a map or a port number is no port.
 export const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-export const field = (v: unknown, key: string): unknown =>
-  v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
+export const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+export const field = (v: unknown, key: string): unknown => (isObject(v) ? v[key] : undefined);
 export const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535 ? v : 0);
 
 /** Every key of `selector` has its value in `labels`. */
@@ -154,11 +155,10 @@ export const HOST_PORT_RULE = {
 } as const;
 
 /**
- * A pod rule: a pod spec `field` by which a pod (or template) opens more of its node than its host ports, declared by an
- * allowlist item 'namespace/pod-prefix*:<item>'. `opens`, `cel` (over a pod or template `t`): whether it does; `coversPorts`:
- * its item declares every host port of the pod too, and it is an opening only when the pod lists no port. `words`: the
- * opening's `ports`, the pre-deny report's `refused`, the audit's `undeclared`; the guard's `subject` and `says`.
- * This one, the host network: every port of its node (HOST_PORT_RULE: its containerPorts are host ports).
+ * A pod rule (here the host network): a spec `field` by which a pod opens more of its node than its host ports, declared by
+ * an item 'namespace/pod-prefix*:<item>'. `opens`, `cel` (of a pod or template `t`): whether it does; `coversPorts`: its item
+ * declares the pod's host ports too, and it is an opening only when the pod lists no port. `words`: the opening's `ports`,
+ * the pre-deny report's `refused`, the audit's `undeclared`, the guard's `says` (after the pod's name).
  */
 export const HOST_NETWORK_RULE = {
   item: "hostNetwork",
@@ -170,15 +170,12 @@ export const HOST_NETWORK_RULE = {
     ports: "every port of the node",
     refused: "the host network (no port listed)",
     undeclared: `on the host network with no port listed: it may serve on every port of its node; declare it in ui-exposure:allowlist.hostPorts as 'namespace/pod-prefix*:hostNetwork', or take it off the host network`,
-    subject: "a pod on the host network",
     says: "is on the host network (it may serve on every port of the node)",
   },
 };
 export type PodRule = typeof HOST_NETWORK_RULE;
-/** The pod rules: podOpenings (exposure-model.ts) and the guard loop over them. */
 export const POD_RULES: readonly PodRule[] = [HOST_NETWORK_RULE];
 
 /** The grammar of an allowlist.hostPorts item, and its forms as the messages name them. */
-const items = POD_RULES.map((r) => r.item);
-const forms = ["port", ...items].map((i) => `'namespace/pod-name-or-prefix*:${i}'`).join(" or ");
-export const HOST_PORT_ITEM = { syntax: new RegExp(`^[a-z0-9-]+\\/[a-z0-9.*-]+:(\\d+|${items.join("|")})$`), forms };
+const forms = ["port", ...POD_RULES.map((r) => r.item)].map((i) => `'namespace/pod-name-or-prefix*:${i}'`).join(" or ");
+export const HOST_PORT_ITEM = { syntax: new RegExp(`^[a-z0-9-]+\\/[a-z0-9.*-]+:(\\d+|${POD_RULES.map((r) => r.item).join("|")})$`), forms };
