@@ -156,9 +156,9 @@ export const HOST_PORT_RULE = {
 
 /**
  * A pod rule (here the host network): a spec `field` by which a pod opens more of its node than its host ports, declared by
- * an item 'namespace/pod-prefix*:<item>'. `opens`, `cel` (of a pod or template `t`): whether it does; `coversPorts`: its item
- * declares the pod's host ports too, and it is an opening only when the pod lists no port. `words`: the opening's `ports`,
- * the pre-deny report's `refused`, the audit's `undeclared`, the guard's `says` (after the pod's name).
+ * an item 'ns/pod-prefix*:<item>' (a word: it names the guard's variables). `opens`, `cel` (of a pod or template `t`): if it
+ * does; `coversPorts`: its item declares the pod's host ports too, and it is an opening only when the pod lists no port.
+ * `words`: the opening's `ports`, the pre-deny report's `refused`, the audit's `undeclared`, the guard's `says`.
  */
 export const HOST_NETWORK_RULE = {
   item: "hostNetwork",
