@@ -379,9 +379,12 @@ describe("size", () => {
   // --all-stacks, one table, the worst exit code) and the portal over several stacks (+186: one observer per stack, the stale
   // sections, /api/stacks, /metrics labelled by stack); +25 for issue 41 #2's monitoring part (the cluster's name carried
   // by the reader and given to the in-cluster portal by `up`, the dashboard's stack variable; the labelling of both portals'
-  // series by stack and cluster is one function now, shorter than the several-stacks copy it replaced).
-  it("the product code does not grow past its last cut: at most 12,209 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_209);
+  // series by stack and cluster is one function now, shorter than the several-stacks copy it replaced); +22 for issue 42 #1's
+  // pod rules (POD_RULES in exposure-rules.ts: the host network an entry with its field, readers and words, looped over by
+  // podOpenings, the guard's pod CEL, heldObject and the allowlist item's grammar; the hand-wired host network lines it
+  // replaced were shorter than the entry).
+  it("the product code does not grow past its last cut: at most 12,231 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_231);
   });
 
   // Counted apart from the product, as issue 42 asks: the pack is its own program (its rules are the core's).

@@ -1,5 +1,5 @@
 import type { AuditInput } from "./audit";
-import { type ExposureRules, exposureRules } from "./exposure-model";
+import { type ExposureRules, exposureRules, type PodRule } from "./exposure-model";
 import { CHECK_LIMITS, field, HOST_NETWORK_RULE, HOST_PORT_RULE, POD_CONTAINER_LISTS, type ServiceRule, serviceCelVariables } from "./exposure-rules";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader, CustomKind } from "./kube/cluster";
@@ -69,8 +69,9 @@ export interface AdmissionInput extends Pick<AuditInput, "contract" | "selected"
   failurePolicy: AdmissionSettings["failurePolicy"];
   /** The contract file as the operator knows it ("contract/endpoints.yaml"), for the messages. */
   contractFile: string;
-  /** The Service rules the guard is generated from (default: the table's, SERVICE_RULES). */
+  /** The Service and pod rules the guard is generated from (default: the table's, SERVICE_RULES and POD_RULES). */
   serviceRules?: readonly ServiceRule[];
+  podRules?: readonly PodRule[];
 }
 
 export type AdmissionManifests = ReturnType<typeof admissionManifests>;
@@ -115,7 +116,7 @@ function declaredPortsMap(rules: ExposureRules): string {
     const selector = Object.entries(e.podSelector).map(([k, v]) => `${cel(k)} in variables.labels && variables.labels[${cel(k)}] == ${cel(v)}`);
     add(e.port, [`request.namespace == ${cel(e.namespace)}`, ...selector].join(" && "));
   }
-  const items = rules.hostPorts.filter((p) => p.port !== HOST_NETWORK_RULE.item);
+  const items = rules.hostPorts.filter((p) => typeof p.port === "number");
   for (const port of new Set(items.map((p) => p.port as number))) for (const term of namesPod(items.filter((p) => p.port === port))) add(port, term);
   const entries = [...byPort].sort(([a], [b]) => a - b).map(([port, terms]) => `${port}: ${anyOf(terms)}`);
   return `{${entries.join(", ")}}`;
@@ -162,23 +163,25 @@ export function admissionManifests(input: AdmissionInput) {
   const notInContract = `is not in the ui-exposure contract of stack ${input.stack}`;
   const serviceHelp = `: publish the UI through an entry of ${input.contractFile} (ui-exposure then creates '<entry>-nodeport'), or declare the Service in ui-exposure:allowlist.services of ${stackFile}`;
   const hostPortHelp = `: declare it as a hostPort entry (namespace, port, podSelector) of ${input.contractFile}, or in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:port' (or 'namespace/pod-prefix*:hostNetwork' for a pod on the host network)`;
-  const hostNetworkHelp = `: declare it in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:hostNetwork'`;
   const oldTemplate = "variables.oldTemplate";
 
-  const rules = exposureRules(input.contract, input.selected, input.allowlist, input.serviceRules);
+  const rules = exposureRules(input.contract, input.selected, input.allowlist, input.serviceRules, input.podRules);
   const L = CHECK_LIMITS;
-  const hostNetworkOf = HOST_NETWORK_RULE.cel;
   // The exposure model's holdsNoHostPort and podTooLargeToCheck: counts first, then one pass over the ports.
   const holdsNoHostPort = (template: string) =>
-    `!${hostNetworkOf(template)} && !(${containersOf(template)}).exists(c, has(c.ports) && c.ports.exists(p, has(p.hostPort) && p.hostPort != 0))`;
+    `!${HOST_NETWORK_RULE.cel(template)} && !(${containersOf(template)}).exists(c, has(c.ports) && c.ports.exists(p, has(p.hostPort) && p.hostPort != 0))`;
   // (Each pass over the ports is a variable of its own: the API server limits each expression's cost.)
   const podTooLarge = (template: string, holdsNone: string) =>
     `${POD_CONTAINER_LISTS.map((l) => `size(${containerList(template, l)}) > ${L.containers}`).join(" || ")} || (${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.plainPortsPerContainer}) || ((${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > ${L.portsPerContainer}) && !${holdsNone})`;
   // One list per container (CEL has no flatten before 1.31) of the host ports no rule declares, then as one string.
   const undeclaredOf = (template: string) =>
-    `(${containersOf(template)}).map(c, has(c.ports) ? c.ports.map(p, ${HOST_PORT_RULE.cel("p", hostNetworkOf(template))}).filter(h, h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])) : [])`;
+    `(${containersOf(template)}).map(c, has(c.ports) ? c.ports.map(p, ${HOST_PORT_RULE.cel("p", HOST_NETWORK_RULE.cel(template))}).filter(h, h != 0 && !(h in variables.declaredPorts && variables.declaredPorts[h])) : [])`;
   const listsPorts = (template: string) => `(${containersOf(template)}).exists(c, has(c.ports) && size(c.ports) > 0)`;
   const joined = (lists: string) => `${lists}.map(l, l.map(h, string(h)).join(', ')).filter(s, s != '').join(', ')`;
+  // The exposure model's podOpenings, rule by rule: variables.<item>Declared (an item names the pod), <item>Unlisted (an
+  // opening of its own, undeclared) and old<Item>Unlisted (this UPDATE's workload already opened it: not new).
+  const Item = (r: PodRule) => r.item[0]?.toUpperCase() + r.item.slice(1);
+  const ownOpening = (r: PodRule, t: string, declared = "") => `${r.cel(t)}${declared}${r.coversPorts ? ` && !${listsPorts(t)}` : ""}`;
 
   const variables = [
     {
@@ -225,25 +228,26 @@ export function admissionManifests(input: AdmissionInput) {
         "variables.isPod && has(object.metadata.generateName) && object.metadata.generateName != '' ? request.namespace + '/' + object.metadata.generateName : ''",
     },
     { name: "declaredPorts", expression: declaredPortsMap(rules) },
-    // The exposure model's podOpenings: an item "namespace/pod-prefix*:hostNetwork" declares all a pod on the host network opens.
-    {
-      name: "hostNetworkDeclared",
-      expression: `!variables.isService && ${hostNetworkOf("variables.template")} && (${anyOf(namesPod(rules.hostPorts.filter((p) => p.port === HOST_NETWORK_RULE.item)))})`,
-    },
+    // An item "namespace/pod-prefix*:hostNetwork" (a rule that covers ports) declares all a pod on the host network opens.
+    ...rules.podRules.map((r) => ({
+      name: `${r.item}Declared`,
+      expression: `!variables.isService && ${r.cel("variables.template")} && (${anyOf(namesPod(rules.hostPorts.filter((p) => p.port === r.item)))})`,
+    })),
     { name: "oldTemplate", expression: templateOf("oldObject") },
     { name: "isWorkloadUpdate", expression: "variables.isUpdate && !variables.isPod && !variables.isService" },
     { name: "oldHoldsNoHostPort", expression: `!variables.isWorkloadUpdate || ${holdsNoHostPort(oldTemplate)}` },
     { name: "oldPodTooLarge", expression: `variables.isWorkloadUpdate && !variables.oldHoldsNoHostPort && (${podTooLarge(oldTemplate, "false")})` },
     {
       name: "undeclaredHostPorts",
-      expression: `variables.isService || variables.podTooLarge || variables.holdsNoHostPort || variables.hostNetworkDeclared ? [] : ${undeclaredOf("variables.template")}`,
+      expression: `${["isService", "podTooLarge", "holdsNoHostPort", ...rules.podRules.flatMap((r) => (r.coversPorts ? [`${r.item}Declared`] : []))].map((v) => `variables.${v}`).join(" || ")} ? [] : ${undeclaredOf("variables.template")}`,
     },
-    // podOpenings' host network opening: on the host network, no port listed (unless this UPDATE's workload already was: not new).
-    {
-      name: "hostNetworkUnlisted",
-      expression: `!variables.isService && !variables.podTooLarge && ${hostNetworkOf("variables.template")} && !variables.hostNetworkDeclared && !${listsPorts("variables.template")}`,
-    },
-    { name: "oldHostNetworkUnlisted", expression: `variables.isWorkloadUpdate && ${hostNetworkOf(oldTemplate)} && !${listsPorts(oldTemplate)}` },
+    ...rules.podRules.flatMap((r) => [
+      {
+        name: `${r.item}Unlisted`,
+        expression: `!variables.isService && !variables.podTooLarge && ${ownOpening(r, "variables.template", ` && !variables.${r.item}Declared`)}`,
+      },
+      { name: `old${Item(r)}Unlisted`, expression: `variables.isWorkloadUpdate && ${ownOpening(r, oldTemplate)}` },
+    ]),
     { name: "undeclaredHostPortList", expression: joined("variables.undeclaredHostPorts") },
     {
       // What the workload held before this UPDATE, by the same rules: not new exposure, and
@@ -285,11 +289,14 @@ export function admissionManifests(input: AdmissionInput) {
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + (size(variables.refusedHostPortList) > 1000 ? variables.refusedHostPortList.substring(0, 1000) + '...' : variables.refusedHostPortList) + ', which ' + ${celText(notInContract + hostPortHelp)}`,
       message: wellFormed(`a hostPort ${notInContract}${hostPortHelp}`),
     },
-    {
-      expression: "!variables.hostNetworkUnlisted || variables.oldHostNetworkUnlisted",
-      messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' is on the host network (it may serve on every port of the node), which ' + ${celText(notInContract + hostNetworkHelp)}`,
-      message: wellFormed(`a pod on the host network ${notInContract}${hostNetworkHelp}`),
-    },
+    ...rules.podRules.map((r) => {
+      const help = `: declare it in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:${r.item}'`;
+      return {
+        expression: `!variables.${r.item}Unlisted || variables.old${Item(r)}Unlisted`,
+        messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ${celText(` ${r.words.says}, which ${notInContract}${help}`)}`,
+        message: wellFormed(`a pod that ${r.words.says} ${notInContract}${help}`),
+      };
+    }),
     {
       // guardProbe: refused by this guard only, so that up sees deny in force (a dry run: nothing is stored).
       expression: `!(variables.isService && has(request.dryRun) && request.dryRun && has(object.metadata.annotations) && ${cel(GUARD_PROBE_ANNOTATION)} in object.metadata.annotations && object.metadata.annotations[${cel(GUARD_PROBE_ANNOTATION)}] == ${cel(name)})`,

@@ -7,9 +7,11 @@ import {
   HOST_PORT_RULE,
   healthCheckNodePort,
   honouredExternalIPs,
+  isObject,
   list,
   matchesLabels,
   POD_CONTAINER_LISTS,
+  POD_RULES,
   SERVICE_RULES,
   type ServiceRule,
   serviceOpens,
@@ -25,7 +27,7 @@ import type { Allowlist } from "./settings";
 // (test/exposure-model.test.ts holds them to one answer). Whether a Service is this stack's is
 // src/core/ownership.ts's to say.
 
-export { CHECK_LIMITS, field, matchesLabels, ourServiceExcess } from "./exposure-rules";
+export { CHECK_LIMITS, field, matchesLabels, ourServiceExcess, type PodRule } from "./exposure-rules";
 export { ourServiceName };
 /** An exposed UI's scheme (http or https), also the name of our Service's one port (Kubernetes keeps an allocated nodePort by port name). */
 export const webScheme = (scheme: string): "http" | "https" => (scheme === "https" ? "https" : "http");
@@ -47,12 +49,13 @@ export const namePattern = (name: string) => ({ prefix: name.endsWith("*"), text
 
 export type ExposureRules = ReturnType<typeof exposureRules>;
 
-/** The rules of a stack: the exposed entries it publishes (`selected`) and its allowlist, parsed once; `serviceRules`: the table's. */
-export function exposureRules(contract: Contract, selected: readonly string[], allowlist: Allowlist, serviceRules: readonly ServiceRule[] = SERVICE_RULES) {
+/** The rules of a stack: the exposed entries it publishes (`selected`) and its allowlist, parsed once; `serviceRules`, `podRules`: the table's. */
+export function exposureRules(contract: Contract, selected: readonly string[], allowlist: Allowlist, serviceRules = SERVICE_RULES, podRules = POD_RULES) {
   const chosen = new Set(selected);
   const entries = contract.endpoints.filter((e) => chosen.has(e.name));
   return {
     serviceRules,
+    podRules,
     // Our Service of each published NodePort entry, by "namespace/name".
     ourServices: ourServicesByName(entries),
     hostPortEntries: entries
@@ -61,8 +64,8 @@ export function exposureRules(contract: Contract, selected: readonly string[], a
     services: allowlist.services.map((p) => parsePattern(p, p, allowlist.reasons)),
     hostPorts: allowlist.hostPorts.map((p) => {
       const colon = p.lastIndexOf(":");
-      // ":hostNetwork": the pod may run on the host network (every port of its node).
-      const port = p.slice(colon + 1) === "hostNetwork" ? ("hostNetwork" as const) : Number(p.slice(colon + 1));
+      // A pod rule's item (":hostNetwork": the pod may run on the host network), else a port.
+      const port = podRules.some((r) => p.endsWith(`:${r.item}`)) ? p.slice(colon + 1) : Number(p.slice(colon + 1));
       return { ...parsePattern(p, p.slice(0, colon), allowlist.reasons), port };
     }),
   };
@@ -70,6 +73,7 @@ export function exposureRules(contract: Contract, selected: readonly string[], a
 
 export type Declaration = { by: "contract"; entry: string } | { by: "allowlist"; pattern: Pattern };
 
+const allowlisted = (pattern: Pattern | undefined): Declaration | undefined => pattern && { by: "allowlist", pattern };
 export const describeDeclaration = (d: Declaration) => (d.by === "contract" ? `contract entry '${d.entry}'` : `allowlist '${d.pattern.source}'`);
 
 /**
@@ -136,8 +140,7 @@ export interface PodIdentity {
 export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port: number): Declaration | undefined {
   const entry = rules.hostPortEntries.find((e) => e.namespace === pod.namespace && e.port === port && matchesLabels(pod.labels, e.podSelector));
   if (entry) return { by: "contract", entry: entry.entry };
-  const pattern = rules.hostPorts.find((p) => p.port === port && namesPod(p, pod));
-  return pattern ? { by: "allowlist", pattern } : undefined;
+  return allowlisted(rules.hostPorts.find((p) => p.port === port && namesPod(p, pod)));
 }
 
 /** The keys an allowlist item is matched against: "namespace/name" of a pod, "namespace/<workload>-" of a template, and a pod's "namespace/<generateName>". */
@@ -157,39 +160,41 @@ export const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: Pick<PodIdent
 };
 
 /**
- * One thing a pod (or template) opens on its node: a host port, or the host network of a pod that lists no port;
- * `ports` "9964/TCP" or "every port of the node"; `item` what follows ':' in the allowlist item that declares it;
- * `serves` as effectiveHostPorts; `declared` by a rule, else `undeclared` says why and what to do.
+ * One thing a pod (or template) opens on its node: a host port, or a pod rule's (`kind` its item: the host network of a pod
+ * that lists no port); `ports` "9964/TCP" or the rule's words; `what` as the pre-deny report names it; `item` what follows
+ * ':' in the allowlist item that declares it; `declared` by a rule, else `undeclared` says why and what to do.
  */
-export type PodOpening = { kind: "hostPort" | "hostNetwork"; ports: string; item: string; onHostNetwork: boolean; serves: boolean } & (
+export type PodOpening = { kind: string; ports: string; what: string; item: string } & (
   | { declared: Declaration; undeclared?: undefined }
   | { declared?: undefined; undeclared: string }
 );
 
 /**
- * What a pod (or template) opens, judged; `tooLarge`: past CHECK_LIMITS. On the host network it may serve on any port: an item
- * "ns/pod-prefix*:hostNetwork" declares all it opens; else each listed port needs its own, and listing none is "hostNetwork".
+ * What a pod (or template) opens, judged; `tooLarge`: past CHECK_LIMITS. Each listed host port needs its own declaration,
+ * or the item of a pod rule it opens by that covers ports ("ns/pod-prefix*:hostNetwork": all a pod on the host network
+ * opens); each pod rule it opens by is an opening of its own (one that covers ports: only when no port is listed).
  */
 export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknown): { tooLarge: boolean; openings: PodOpening[] } {
-  const onHostNetwork = HOST_NETWORK_RULE.opens(spec);
-  const hostNetworkItem = onHostNetwork ? rules.hostPorts.find((p) => p.port === "hostNetwork" && namesPod(p, pod)) : undefined;
-  const hostNetwork: Declaration | undefined = hostNetworkItem && { by: "allowlist", pattern: hostNetworkItem };
+  const byRule = rules.podRules
+    .filter((r) => r.opens(spec))
+    .map((rule) => ({ rule, declared: allowlisted(rules.hostPorts.find((p) => p.port === rule.item && namesPod(p, pod))) }));
+  const covering = byRule.find((r) => r.rule.coversPorts && r.declared)?.declared;
   const openings = effectiveHostPorts(spec).map((h): PodOpening => {
-    const declared = hostPortDeclaration(rules, pod, h.port) ?? hostNetwork;
-    const opening = { kind: "hostPort" as const, ...h, ports: `${h.port}/${h.protocol}`, item: String(h.port) };
+    const declared = hostPortDeclaration(rules, pod, h.port) ?? covering;
+    const opening = { kind: "hostPort", ports: `${h.port}/${h.protocol}`, what: `hostPort ${h.port}/${h.protocol}`, item: String(h.port) };
     if (declared) return { ...opening, declared };
     const note = h.onHostNetwork ? "hostNetwork pod (every containerPort is a hostPort); " : "";
     return { ...opening, undeclared: `${note}in neither a contract hostPort entry nor ui-exposure:allowlist.hostPorts: remove the hostPort or declare it` };
   });
-  const unlisted = { kind: "hostNetwork" as const, ports: "every port of the node", item: "hostNetwork", onHostNetwork, serves: false };
-  const why = `on the host network with no port listed: it may serve on every port of its node; declare it in ui-exposure:allowlist.hostPorts as 'namespace/pod-prefix*:hostNetwork', or take it off the host network`;
-  if (onHostNetwork && openings.length === 0) openings.push(hostNetwork ? { ...unlisted, declared: hostNetwork } : { ...unlisted, undeclared: why });
+  for (const { rule, declared } of byRule.filter((r) => !(r.rule.coversPorts && openings.length))) {
+    const opening = { kind: rule.item, ports: rule.words.ports, what: rule.words.refused, item: rule.item };
+    openings.push(declared ? { ...opening, declared } : { ...opening, undeclared: rule.words.undeclared });
+  }
   return { tooLarge: podTooLargeToCheck(spec), openings };
 }
 
 /** The refused openings of a pod as the pre-deny report names them ("hostPort 9964/TCP, hostPort 9965/TCP", "the host network (no port listed)"). */
-export const describeRefused = (openings: readonly PodOpening[]) =>
-  openings.map((o) => (o.kind === "hostNetwork" ? "the host network (no port listed)" : `hostPort ${o.ports}`)).join(", ");
+export const describeRefused = (openings: readonly PodOpening[]) => openings.map((o) => o.what).join(", ");
 
 /**
  * How a Service is reachable from outside the cluster: `opens`, rule by rule of the table (exposure-rules.ts); its type,
@@ -224,16 +229,15 @@ export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: 
     const extra = serviceOpens(svc, rules.serviceRules, true);
     return extra.length ? { undeclared: extra.filter(Boolean).join("; "), entry: ours.entry } : { declared: { by: "contract", entry: ours.entry } };
   }
-  const pattern = rules.services.find((p) => matchesPattern(p, key));
-  if (pattern) return { declared: { by: "allowlist", pattern } };
+  const declared = allowlisted(rules.services.find((p) => matchesPattern(p, key)));
+  if (declared) return { declared };
   return { undeclared: serviceOpens(svc, rules.serviceRules).filter(Boolean).join("; ") };
 }
 
 /** A workload read back (apps/v1 Deployment, StatefulSet, DaemonSet, ReplicaSet; batch/v1 Job, CronJob): read field by field, never trusted. */
 export type WorkloadObject = { kind?: string; metadata?: { name?: string; namespace?: string }; spec?: unknown };
 
-const stringMap = (v: unknown): Record<string, string> | undefined =>
-  v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined;
+const stringMap = (v: unknown) => (isObject(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined);
 const text = (v: unknown, otherwise: string) => (typeof v === "string" && v ? v : otherwise);
 
 /**
@@ -285,8 +289,6 @@ export function classifyCluster(rules: ExposureRules, cluster: { services: reado
   return { services, pods, workloads };
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
-
 /**
  * What a reader holds of an object it listed: the fields the exposure model and the Cilium checks read, each list cut one
  * past the model's bound (CHECK_LIMITS), where the verdict no longer changes (an object past it is too large: exposure).
@@ -325,7 +327,7 @@ const cut = (o: Record<string, unknown>, key: string, max: number) => {
 
 /** A pod spec as the model reads it: its node, the host network, and each container's name and ports, bounded. */
 function heldPodSpec(spec: Record<string, unknown>): void {
-  for (const key of Object.keys(spec)) if (!["nodeName", "hostNetwork", ...POD_CONTAINER_LISTS].includes(key)) delete spec[key];
+  for (const key of Object.keys(spec)) if (!["nodeName", ...POD_RULES.map((r) => r.field), ...POD_CONTAINER_LISTS].includes(key)) delete spec[key];
   for (const list of POD_CONTAINER_LISTS) {
     cut(spec, list, CHECK_LIMITS.containers + 1);
     const containers = spec[list];

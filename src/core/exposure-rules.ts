@@ -5,12 +5,13 @@ import type { Service } from "./kube/types";
 // side; both loop over the table. Adding a rule (a Service field that opens something, say `spec.loadBalancerIP`) is one
 // SERVICE_RULES entry and its tests: a case in test/exposure-rules.test.ts (which registers such a rule in a table of its
 // own) and the field in test/exposure-model.test.ts's drawn Services, whose property test holds the generated CEL to the
-// TypeScript. docs/commands.md ("Exposure guard at admission") says the same.
+// TypeScript; a pod field (as the host network) one POD_RULES entry, shown the same way. docs/commands.md ("Exposure
+// guard at admission") says the same.
 
 // Objects are read back unvalidated (a list call, a snapshot): what is not a list, a map or a port number is no port.
 export const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-export const field = (v: unknown, key: string): unknown =>
-  v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>)[key] : undefined;
+export const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+export const field = (v: unknown, key: string): unknown => (isObject(v) ? v[key] : undefined);
 export const portNumber = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 65535 ? v : 0);
 
 /** Every key of `selector` has its value in `labels`. */
@@ -146,23 +147,35 @@ export const serviceOpens = (svc: Service, rules: readonly ServiceRule[] = SERVI
 /** The containers whose ports a pod spec lists (ephemeral ones may not hold ports; counted if a snapshot says so). */
 export const POD_CONTAINER_LISTS = ["initContainers", "containers", "ephemeralContainers"] as const;
 
-/**
- * What a pod (or template) opens on its node, and the allowlist.hostPorts item that admits it ('ns/pod-prefix*:<item>'):
- * a host port, a container port's hostPort (0 is none) or on the host network its containerPort (API defaulting), item
- * the port (or a contract hostPort entry); the host network (every port of its node), item 'hostNetwork' for all it opens.
- */
+/** A pod's host port (allowlist item: the port): a container port's hostPort (0 is none), on the host network its containerPort. */
 export const HOST_PORT_RULE = {
-  item: "port",
   opens: (port: unknown, onHostNetwork: boolean) => portNumber(field(port, "hostPort")) || (onHostNetwork ? portNumber(field(port, "containerPort")) : 0),
   cel: (p: string, onHostNetwork: string) =>
     `has(${p}.hostPort) && ${p}.hostPort != 0 ? ${p}.hostPort : (${onHostNetwork} && has(${p}.containerPort) ? ${p}.containerPort : 0)`,
 } as const;
+
+/**
+ * A pod rule (here the host network): a spec `field` by which a pod opens more of its node than its host ports, declared by
+ * an item 'ns/pod-prefix*:<item>' (a word: it names the guard's variables). `opens`, `cel` (of a pod or template `t`): if it
+ * does; `coversPorts`: its item declares the pod's host ports too, and it is an opening only when the pod lists no port.
+ * `words`: the opening's `ports`, the pre-deny report's `refused`, the audit's `undeclared`, the guard's `says`.
+ */
 export const HOST_NETWORK_RULE = {
   item: "hostNetwork",
+  field: "hostNetwork",
   opens: (spec: unknown) => field(spec, "hostNetwork") === true,
-  cel: (template: string) => `(has(${template}.spec.hostNetwork) && ${template}.spec.hostNetwork)`,
-} as const;
+  cel: (t: string) => `(has(${t}.spec.hostNetwork) && ${t}.spec.hostNetwork)`,
+  coversPorts: true,
+  words: {
+    ports: "every port of the node",
+    refused: "the host network (no port listed)",
+    undeclared: `on the host network with no port listed: it may serve on every port of its node; declare it in ui-exposure:allowlist.hostPorts as 'namespace/pod-prefix*:hostNetwork', or take it off the host network`,
+    says: "is on the host network (it may serve on every port of the node)",
+  },
+};
+export type PodRule = typeof HOST_NETWORK_RULE;
+export const POD_RULES: readonly PodRule[] = [HOST_NETWORK_RULE];
 
 /** The grammar of an allowlist.hostPorts item, and its forms as the messages name them. */
-const forms = "'namespace/pod-name-or-prefix*:port' or 'namespace/pod-name-or-prefix*:hostNetwork'";
-export const HOST_PORT_ITEM = { syntax: /^[a-z0-9-]+\/[a-z0-9.*-]+:(\d+|hostNetwork)$/, forms };
+const forms = ["port", ...POD_RULES.map((r) => r.item)].map((i) => `'namespace/pod-name-or-prefix*:${i}'`).join(" or ");
+export const HOST_PORT_ITEM = { syntax: new RegExp(`^[a-z0-9-]+\\/[a-z0-9.*-]+:(\\d+|${POD_RULES.map((r) => r.item).join("|")})$`), forms };
