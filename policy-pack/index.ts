@@ -14,7 +14,7 @@ const stackConfig = new Map(Object.entries(pulumi.runtime.allConfig()));
 /**
  * @pulumi/policy hands a resource's inputs over as a proxy that throws on reading a value unknown at
  * preview, but that makes a new proxy at every read (`props.spec.ports[0] !== props.spec.ports[0]`),
- * and the model tells a Service's own port from the others by identity. The same inputs as plain
+ * and the model's readers may read a value many times. The same inputs as plain
  * data, a value unknown at preview still throwing that library's error when read, so that the
  * library reports the resource as not judged yet. Its proxy module is internal: read as it is in 1.21.
  */

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { admissionManifests } from "../src/core/admission";
 import { contractSchema } from "../src/core/contract/schema";
 import { classifyCluster, describeDeclaration, describeRefused, exposureRules, serviceVerdict } from "../src/core/exposure-model";
-import { field, POD_RULES, type PodRule, SERVICE_RULES, type ServiceRule } from "../src/core/exposure-rules";
+import { field, ourServiceExcess, POD_RULES, type PodRule, SERVICE_RULES, type ServiceRule } from "../src/core/exposure-rules";
 import type { Pod, Service } from "../src/core/kube/types";
 import type { Allowlist } from "../src/core/settings";
 import { policyRefusals } from "./support/admission-eval";
@@ -186,5 +186,14 @@ describe("exposure rules: a pod rule added to the table is applied by the model 
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+describe("ourServiceExcess", () => {
+  it("tells our own port from the others by position, not identity (a proxy that makes a new object per read)", () => {
+    const port = { name: "http", port: 80, nodePort: 30080, protocol: "TCP" };
+    const ports = new Proxy([port], { get: (t, k) => (k === "0" ? { ...port } : Reflect.get(t, k)) });
+    const svc = { metadata: { name: "a-nodeport", namespace: "a" }, spec: { type: "NodePort", ports } } as unknown as Service;
+    expect(ourServiceExcess(svc, "http").extraPorts).toEqual([]);
   });
 });

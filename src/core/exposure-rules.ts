@@ -57,8 +57,8 @@ export const healthCheckNodePort = (svc: Service) => (serviceType(svc) === "Load
 export function ourServiceExcess(svc: Service, portName?: string) {
   const type = serviceType(svc);
   const ports = svc.spec?.ports ?? [];
-  const own = ports.find((p) => p.name === portName) ?? ports[0];
-  return { ...(type !== "NodePort" ? { type } : {}), extraPorts: ports.filter((p) => p !== own), externalIPs: honouredExternalIPs(svc) };
+  const own = Math.max(0, ports.findIndex((p) => p.name === portName));
+  return { ...(type !== "NodePort" ? { type } : {}), extraPorts: ports.filter((_, i) => i !== own), externalIPs: honouredExternalIPs(svc) };
 }
 
 /** serviceType, ports and honouredExternalIPs in CEL: variables.serviceType... of `object`, variables.oldServiceType... of `oldObject` (on an UPDATE). */
