@@ -57,7 +57,10 @@ export const healthCheckNodePort = (svc: Service) => (serviceType(svc) === "Load
 export function ourServiceExcess(svc: Service, portName?: string) {
   const type = serviceType(svc);
   const ports = svc.spec?.ports ?? [];
-  const own = Math.max(0, ports.findIndex((p) => p.name === portName));
+  const own = Math.max(
+    0,
+    ports.findIndex((p) => p.name === portName),
+  );
   return { ...(type !== "NodePort" ? { type } : {}), extraPorts: ports.filter((_, i) => i !== own), externalIPs: honouredExternalIPs(svc) };
 }
 
