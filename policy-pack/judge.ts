@@ -126,6 +126,6 @@ export function opaqueRelease(type: string, props: unknown): string | undefined 
   const namespace = field(props, "namespace");
   const chart = field(props, "chart");
   return printableValue(
-    `Helm Release ${typeof namespace === "string" ? namespace : "default"}/${typeof name === "string" ? name : "(unnamed)"} (chart ${typeof chart === "string" ? chart : "?"}): the objects it installs are not shown to policy packs, so what they open is not judged; render the chart with kubernetes:helm.sh/v4:Chart (its objects are judged one by one), or set policy 'opaque-helm-release' advisory and rely on the admission guard and exposure drift`,
+    `Helm Release ${typeof namespace === "string" ? namespace : "default"}/${typeof name === "string" ? name : "(unnamed)"} (chart ${typeof chart === "string" ? chart : "?"}): the objects it installs are not shown to policy packs, so what they open is not judged; render the chart with kubernetes:helm.sh/v4:Chart (its objects are judged one by one), or rely on the admission guard and exposure drift for it`,
   );
 }

@@ -16,9 +16,11 @@ import { writeNode } from "../../src/adapters/datapath/kubelet";
 import { cohabitEraYaml } from "../support/cohabit-era";
 import {
   adoptRetainedCilium,
+  buildPolicyPack,
   type Cluster,
   EXAMPLE_UIS,
   makeSandbox,
+  POLICY_PACK,
   projectDir,
   providerVersions,
   runProcess,
@@ -281,6 +283,14 @@ describe.skipIf(skipReason !== undefined).sequential(skipReason ? `SKIPPED (${sk
     const agentEnv = ds.spec?.template.spec?.containers.find((c) => c.name === "cilium-agent")?.env ?? [];
     const envOf = (name: string) => agentEnv.find((e) => e.name === name)?.value;
     expect({ host: envOf("KUBERNETES_SERVICE_HOST"), port: envOf("KUBERNETES_SERVICE_PORT") }).toEqual({ host: API.host, port: String(API.port) });
+    // This l4 stack passes its own policy pack (docs/policy-pack.md): the Cilium release, whose
+    // objects no policy sees, is reported and not refused (advisory by default).
+    buildPolicyPack();
+    const packConfig = path.join(sandbox.dir, "policy-config.json");
+    fs.writeFileSync(packConfig, JSON.stringify({ "undeclared-exposure": { contract: path.join(sandbox.dir, "contract/endpoints.example.yaml") } }));
+    const judged = sandbox.pulumi(["preview", "--policy-pack", POLICY_PACK, "--policy-pack-config", packConfig]);
+    expect(judged.code, summary(judged)).toBe(0);
+    expect(judged.stdout + judged.stderr).toMatch(/opaque-helm-release[\s\S]*Helm Release kube-system\/cilium/);
   });
 
   it("cilium-agent runs on the node namespace with that config and compiles and loads its BPF datapath", async () => {

@@ -7,9 +7,19 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { type Cluster, exampleContractUis, projectDir, type Sandbox, startPlatform, stopPlatform, summary, toolchainBin } from "../support/harness";
+import {
+  buildPolicyPack,
+  type Cluster,
+  exampleContractUis,
+  POLICY_PACK,
+  projectDir,
+  type Sandbox,
+  startPlatform,
+  stopPlatform,
+  summary,
+  toolchainBin,
+} from "../support/harness";
 
-const PACK = path.join(projectDir, "policy-pack");
 const NODE = { name: "e2e-node-a", ip: "127.0.0.10", ready: true };
 const ALLOWLIST = { services: ["tools/allowed-*"], hostPorts: ["tools/agent-*:9964"] };
 
@@ -82,16 +92,12 @@ function previewCharts(set: string, policyConfig?: Record<string, unknown>) {
   expect(chartsPulumi(["config", "set", "charts:set", set]).code).toBe(0);
   const file = path.join(charts, "policy-config.json");
   fs.writeFileSync(file, JSON.stringify(policyConfig ?? {}));
-  return chartsPulumi(["preview", "--policy-pack", PACK, "--policy-pack-config", file]);
+  return chartsPulumi(["preview", "--policy-pack", POLICY_PACK, "--policy-pack-config", file]);
 }
 
 describe.sequential("e2e: the policy pack under the real engine", () => {
   beforeAll(async () => {
-    if (!fs.existsSync(path.join(PACK, "node_modules/@pulumi/policy")))
-      throw new Error("policy-pack/node_modules is missing: run `npm ci` in policy-pack/ (.ci/run does)");
-    // The pack as the engine loads it (dist/index.js), from the sources under test.
-    const build = spawnSync(process.execPath, [path.join(PACK, "build.cjs")], { encoding: "utf8" });
-    if (build.status !== 0) throw new Error(`the pack did not build: ${build.stderr}`);
+    buildPolicyPack();
     const stack = { "kubernetes:context": "e2e", "ui-exposure:cilium": { mode: "cohabit" } };
     ({ cluster, sandbox } = await startPlatform({ nodes: [NODE], uis: exampleContractUis(NODE.name), stack }));
     // The pack runs in its own folder: the stack names its contract by an absolute path (the program takes it as well).
@@ -144,7 +150,7 @@ describe.sequential("e2e: the policy pack under the real engine", () => {
     const preview = previewCharts("unknown", { "undeclared-exposure": { allowlist: ALLOWLIST } });
     expect(preview.code, summary(preview)).toBe(0);
     expect(preview.stdout + preview.stderr).toContain("can't be known during preview");
-    const up = chartsPulumi(["up", "--yes", "--policy-pack", PACK, "--policy-pack-config", path.join(charts, "policy-config.json")]);
+    const up = chartsPulumi(["up", "--yes", "--policy-pack", POLICY_PACK, "--policy-pack-config", path.join(charts, "policy-config.json")]);
     expect(up.code, summary(up)).not.toBe(0);
     expect(up.stdout + up.stderr).toContain("Service tools/late-ui (NodePort, ports http 80): in neither the contract nor ui-exposure:allowlist.services");
     const services = await cluster.core.listNamespacedService({ namespace: "tools" });
@@ -161,7 +167,7 @@ describe.sequential("e2e: the policy pack under the real engine", () => {
   });
 
   it("our own program passes its own pack, configured from its stack's settings alone", () => {
-    const r = sandbox.pulumi(["preview", "--policy-pack", PACK]);
+    const r = sandbox.pulumi(["preview", "--policy-pack", POLICY_PACK]);
     expect(r.code, policies(r)).toBe(0);
     expect(r.stdout).toMatch(/argocd-nodeport/);
     expect(r.stdout + r.stderr).not.toContain("undeclared-exposure");

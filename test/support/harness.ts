@@ -10,6 +10,17 @@ import { recordControlPlane } from "./run-record";
 
 export const projectDir = path.resolve(__dirname, "../..");
 
+/** The policy pack's folder (docs/policy-pack.md), as `pulumi --policy-pack` takes it. */
+export const POLICY_PACK = path.join(projectDir, "policy-pack");
+
+/** Builds the pack as the engine loads it (dist/index.js) from the sources under test; needs its own `npm ci`. */
+export function buildPolicyPack(): void {
+  if (!fs.existsSync(path.join(POLICY_PACK, "node_modules/@pulumi/policy")))
+    throw new Error("policy-pack/node_modules is missing: run `npm ci` in policy-pack/ (.ci/run does)");
+  const build = spawnSync(process.execPath, [path.join(POLICY_PACK, "build.cjs")], { encoding: "utf8" });
+  if (build.status !== 0) throw new Error(`the pack did not build: ${build.stderr}`);
+}
+
 type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution-mode": "import" }});
 
 export interface Cluster {
