@@ -85,3 +85,18 @@ describe("bounded messages", () => {
     expect(found[0]?.length).toBeLessThan(10_000);
   });
 });
+
+describe("no contract given", () => {
+  it("entries named with no contract anywhere: the problem says no contract was given and where to give it", () => {
+    // bench's own stack settings (entries named, no ui-exposure:contract: the program defaults to contract/endpoints.yaml,
+    // the pack to none) under `pulumi preview --policy-pack policy-pack`: the problem read "... which the contract does not
+    // declare (declared: )", three times, and never said that no contract was found.
+    const j = packJudge({}, new Map([["ui-exposure:entries", JSON.stringify(["argocd", "gitea", "grafana"])]]), () => {
+      throw new Error("no file is named");
+    });
+    expect("problem" in j).toBe(true);
+    const problem = "problem" in j ? j.problem : "";
+    expect(problem).not.toContain("(declared: )");
+    expect(problem).toMatch(/no contract/i);
+  });
+});
