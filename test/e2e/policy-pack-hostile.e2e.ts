@@ -6,7 +6,17 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { type Cluster, exampleContractUis, projectDir, type Sandbox, startPlatform, stopPlatform, summary, toolchainBin } from "../support/harness";
+import {
+  type Cluster,
+  exampleContractUis,
+  projectDir,
+  reapStrayPlugins,
+  type Sandbox,
+  startPlatform,
+  stopPlatform,
+  summary,
+  toolchainBin,
+} from "../support/harness";
 
 const PACK = path.join(projectDir, "policy-pack");
 const NODE = { name: "e2e-node-a", ip: "127.0.0.10", ready: true };
@@ -69,7 +79,11 @@ describe.sequential("e2e: the policy pack given hostile programs and configurati
     expect(init.code, summary(init)).toBe(0);
   }, 600_000);
 
-  afterAll(() => stopPlatform({ cluster, sandbox }));
+  afterAll(() => {
+    // A preview killed at its timeout leaves its plugins running (the provider, the pack's language host): ended here.
+    if (sandbox) reapStrayPlugins(sandbox.dir);
+    stopPlatform({ cluster, sandbox });
+  });
 
   // readFileSync on these never returns (a FIFO with no writer) or fills memory (/dev/zero): the preview hung until killed.
   for (const [label, make] of [
