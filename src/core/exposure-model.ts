@@ -290,18 +290,18 @@ export function heldObject<T>(item: T, templateAnnotations: readonly string[] = 
   for (const template of [field(spec, "template"), field(field(field(spec, "jobTemplate"), "spec"), "template")]) {
     if (!isObject(template)) continue;
     const meta = field(template, "metadata");
-    if (isObject(meta)) {
-      const kept = templateAnnotations.flatMap((k) => {
-        const v = field(field(meta, "annotations"), k);
-        return typeof v === "string" ? [[k, v]] : [];
-      });
-      delete meta.annotations;
-      if (kept.length) meta.annotations = Object.fromEntries(kept);
-    }
+    if (isObject(meta)) keepAnnotations(meta, templateAnnotations);
     const podSpec = field(template, "spec");
     if (isObject(podSpec)) heldPodSpec(podSpec);
   }
   return item;
+}
+
+/** Drops an object's annotations but `keys` (those with a string value). */
+export function keepAnnotations(meta: Record<string, unknown>, keys: readonly string[]): void {
+  const kept = keys.flatMap((k) => (typeof field(meta.annotations, k) === "string" ? [[k, field(meta.annotations, k)]] : []));
+  delete meta.annotations;
+  if (kept.length) meta.annotations = Object.fromEntries(kept);
 }
 
 const cut = (o: Record<string, unknown>, key: string, max: number) => {
