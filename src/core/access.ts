@@ -52,10 +52,7 @@ export function accessEntries(contract: Contract, observation: Observation): End
   return contract.endpoints.filter((e) => listed.has(e.name));
 }
 
-/**
- * Every entry of the view with an address: the published URL (or its forward) for the entries the stack publishes, the in-cluster DNS name of the Service for
- * the others.
- */
+/** Every entry of the view with an address: the published URL (or its forward), else the Service's in-cluster DNS name. */
 export function accessEndpoints(
   contract: Contract,
   observation: Observation,
@@ -148,10 +145,8 @@ const ENDPOINT_FIELDS = new Set(["url", "scheme", "host", "port", "hostport"]);
 /** RFC 3986 strict: also encodes !'()* so that an encoded value never needs quoting in the .env. */
 const urlencode = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
-/**
- * A placeholder's value, or why it has none (never a secret in `reason`). `source` names where a secret value comes from (`Secret ns/name`), for a refusal that
- * must not show the value.
- */
+/** A placeholder's value, or why it has none (never a secret in `reason`); `source`: where a secret value comes from, for a refusal. */
+
 type Resolved = { value: string; source?: string } | { reason: string };
 
 /** Resolves `entry.field` against the access view; throws on a malformed reference (a template bug). */
