@@ -132,10 +132,8 @@ function perNamespace(objects: readonly { metadata: { namespace?: string; name: 
 }
 
 /**
- * Why l4 refuses while the Gateway API / LB-IPAM era is left, with the order that works: LB-IPAM
- * strips its addresses only when a pool is deleted while it runs, and a Gateway's Service,
- * Endpoints and CiliumEnvoyConfig go only with the Gateway (owner references). The program never
- * deletes them itself: it cannot prove it created them.
+ * Why l4 refuses while the Gateway API / LB-IPAM era is left, with the order that works (LB-IPAM strips its addresses only
+ * when a pool is deleted while it runs). The program never deletes them itself: it cannot prove it created them.
  */
 export function removalOrderProblem(observed: CiliumObservation): string | undefined {
   const order = removalOrder(observed);
@@ -284,21 +282,15 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
   };
 }
 
-/**
- * Where Helm fetches the chart: a Helm repository (index.yaml) is passed as the repository; an
- * OCI registry is part of the chart reference itself (Helm has no repository for it); a local
- * `.tgz` or folder, or a full `oci://` reference, is the chart name as given.
- */
+/** Where Helm fetches the chart: a Helm repository as the repository; an OCI registry in the chart reference (Helm has no repository for it). */
 export function chartSource(repository: string | undefined, name: string): { chart: string; repository?: string } {
   if (repository === undefined) return { chart: name };
   if (repository.startsWith("oci://")) return { chart: `${repository.replace(/\/+$/, "")}/${name}` };
   return { chart: name, repository };
 }
 
-/**
- * The Cilium part of the stack, decided before any resource is declared: the release to
- * manage (`l4`) or what was observed (`cohabit`), or every problem found, together.
- */
+/** The Cilium part of the stack, decided before any resource is declared: the release (`l4`) or what was observed (`cohabit`), or every problem. */
+
 export function planCilium(settings: CiliumSettings, ctx: CiliumContext, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
   return settings.mode === "cohabit" ? planCohabit(settings, observed) : planL4(settings, ctx, observed);
 }
