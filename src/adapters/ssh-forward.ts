@@ -133,10 +133,10 @@ function readRecords(stateDir: string): ForwardRecord[] {
 }
 
 /**
- * Whether the pid of a record is still the ssh this tool started: the same process (pid and start time, src/adapters/own-process.ts), the program is `ssh`, and
- * its arguments are ours (`-N`, `-L <our spec>`, host `lima-<instance>` last). The pid alone is not enough (after a reboot it may belong to anything), nor is a
- * command line that merely contains our spec: --stop must never signal an unrelated process.
+ * Whether the pid of a record is still the ssh this tool started (own-process.ts), with our arguments (`-N`, `-L <our spec>`, host `lima-<instance>` last), not
+ * merely containing our spec: --stop must never signal an unrelated process.
  */
+
 function isOurForward(record: ForwardRecord): boolean {
   return isSameProcess(record, (all) => {
     // The program is ssh itself, or a script named ssh run by its interpreter (a wrapper on PATH).
