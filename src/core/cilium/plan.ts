@@ -1,6 +1,7 @@
-import { field } from "../exposure-model";
+import { field, list } from "../exposure-rules";
 import type { Result } from "../findings";
 import type { ConfigMap, GenericObject, Service } from "../kube/types";
+import { groupBy } from "../plan";
 import type { CiliumSettings, CohabitCiliumSettings, L4CiliumSettings } from "../settings";
 import { releaseImportCommand } from "./adopt";
 import { type LiveRelease, releaseSnapshotCommand } from "./release";
@@ -52,8 +53,6 @@ export function ciliumReads(s: CiliumSettings): { configMap: { namespace: string
 }
 
 const ref = (o: { metadata: { namespace?: string; name: string } }) => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
-/** The items of a list the cluster gave (untrusted: anything but an array is none). */
-const items = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 
 /** Whether LB-IPAM gave this Service its address (not another controller's class, nor Node IPAM's `io.cilium/node`: lb-ipam.rst). */
@@ -76,7 +75,7 @@ export function ciliumGatewayObjects(observed: CiliumObservation): { gateways: G
     (text(field(p, "kind")) ?? "Gateway") === "Gateway" &&
     (text(field(p, "group")) ?? "gateway.networking.k8s.io") === "gateway.networking.k8s.io" &&
     names.has(`${text(field(p, "namespace")) ?? r.metadata.namespace}/${text(field(p, "name"))}`);
-  return { gateways, httpRoutes: observed.httpRoutes.filter((r) => items(r.spec?.parentRefs).some((p) => parent(r, p))) };
+  return { gateways, httpRoutes: observed.httpRoutes.filter((r) => list(r.spec?.parentRefs).some((p) => parent(r, p))) };
 }
 
 /** The annotation that makes an IngressClass the cluster's default (Ingresses without a class go to it). */
@@ -96,9 +95,10 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
   const byDefault = defaults.find((name) => byCilium(name)) ?? defaults[0];
   // The class by field, else by the legacy annotation (which Cilium's controller still honours), else the default.
   const classOf = (i: GenericObject) => text(i.spec?.ingressClassName) ?? text(i.metadata.annotations?.[LEGACY_INGRESS_CLASS]) ?? byDefault;
-  const patches = (objects: readonly GenericObject[] | undefined, list: string, op: (entry: unknown, at: string) => object | undefined) =>
+  const patches = (objects: readonly GenericObject[] | undefined, key: string, op: (entry: unknown, at: string) => object | undefined) =>
     (objects ?? []).flatMap((object) => {
-      const ops = items(field(object.spec, list)).flatMap((e, i) => op(e, `/spec/${list}/${i}`) ?? []);
+      const ops = list(field(object.spec, key)).flatMap((e, i) => op(e, `/spec/${key}/${i}`) ?? []);
+
       return ops.length ? [{ object, ops: ops.reverse() }] : [];
     });
   return {
@@ -106,7 +106,7 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
     nodeIpam: observed.services.filter((s) => s.spec?.type === "LoadBalancer" && s.spec.loadBalancerClass === "io.cilium/node"),
     bgp: [
       ...patches(observed.bgpAdvertisements, "advertisements", (a, at) => {
-        const addresses = items(field(field(a, "service"), "addresses"));
+        const addresses = list(field(field(a, "service"), "addresses"));
         const rest = addresses.filter((x) => x !== "LoadBalancerIP");
         if (field(a, "advertisementType") !== "Service" || rest.length === addresses.length) return undefined;
         return rest.length ? { op: "replace", path: `${at}/service/addresses`, value: rest } : { op: "remove", path: at };
@@ -115,7 +115,7 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
       // only LoadBalancerIP goes; the selector goes only when nothing else is advertised with it.
       ...patches(observed.bgpPeeringPolicies, "virtualRouters", (r, at) => {
         if (field(r, "serviceSelector") === undefined) return undefined;
-        const ads = Array.isArray(field(r, "serviceAdvertisements")) ? items(field(r, "serviceAdvertisements")) : ["LoadBalancerIP"];
+        const ads = Array.isArray(field(r, "serviceAdvertisements")) ? list(field(r, "serviceAdvertisements")) : ["LoadBalancerIP"];
         const rest = ads.filter((x) => x !== "LoadBalancerIP");
         if (rest.length === ads.length) return undefined;
         return rest.length ? { op: "replace", path: `${at}/serviceAdvertisements`, value: rest } : { op: "remove", path: `${at}/serviceSelector` };
@@ -126,9 +126,8 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
 
 /** One command per namespace, for objects sorted by namespace then name. */
 function perNamespace(objects: readonly { metadata: { namespace?: string; name: string } }[], line: (ns: string, names: string[]) => string): string[] {
-  const byNs = new Map<string, string[]>();
-  for (const o of objects) byNs.set(o.metadata.namespace ?? "", [...(byNs.get(o.metadata.namespace ?? "") ?? []), o.metadata.name]);
-  return [...byNs].sort(([a], [b]) => a.localeCompare(b)).map(([ns, names]) => line(ns ? ` -n ${ns}` : "", names.sort()));
+  const byNs = [...groupBy(objects, (o) => o.metadata.namespace ?? "")].sort(([a], [b]) => a.localeCompare(b));
+  return byNs.map(([ns, group]) => line(ns ? ` -n ${ns}` : "", group.map((o) => o.metadata.name).sort()));
 }
 
 /**
