@@ -63,10 +63,8 @@ export class Cilium extends pulumi.ComponentResource {
   public readonly release?: k8s.helm.v3.Release;
   public readonly summary: pulumi.Output<CiliumSummary & { switch?: string }>;
 
-  /**
-   * `readWorkloads` (l4, live cluster): `up` waits for the release's configuration to be in force, and says so (`cilium.switch`). `logChanges` (under the
-   * engine: preview and up): the values diff against the live release is logged, one line per key (render prints the values instead).
-   */
+  /** `readWorkloads`: `up` waits for the release's configuration to be in force (`cilium.switch`). `logChanges`: the values diff is logged, one line per key. */
+
   constructor(
     name: string,
     args: { plan: CiliumPlan; readWorkloads?: () => Promise<CiliumWorkloads>; logChanges?: boolean },

@@ -224,10 +224,8 @@ async function startForward(request: ForwardRequest, localPort: number, opts: Fo
   return record;
 }
 
-/**
- * Makes sure each request has one live forward: an earlier one still alive to the same target is kept (running twice opens no duplicate), a dead one is
- * replaced on the same local port when it is free, one whose target moved (new nodePort) is restarted.
- */
+/** One live forward per request: one alive to the same target is kept, a dead one replaced on its port when free, one whose target moved restarted. */
+
 export async function ensureForwards(
   requests: readonly ForwardRequest[],
   opts: ForwardOptions,

@@ -47,10 +47,8 @@ export async function liveGuardUids(cluster: Pick<ClusterReader, "listCustom">, 
 }
 
 /**
- * The annotation of the Service `up` dry-runs to see its own guard in force. The guard of policy `name` refuses a dry run
- * of a Service carrying this annotation with its own name, and nothing else does: every other guard (another stack's, on
- * the same cluster) admits it, since a ClusterIP Service opens nothing. So the refusal proves this stack's binding is
- * applied in deny, whichever other guards the cluster has, and a dry run stores nothing.
+ * The annotation of the Service `up` dry-runs to see its own guard in force: only the guard whose policy it names refuses
+ * it (a ClusterIP Service opens nothing), so the refusal proves this stack's binding is in deny, whatever other guards run.
  */
 export const GUARD_PROBE_ANNOTATION = "ui-exposure.io/guard-probe";
 
@@ -115,11 +113,7 @@ function declaredPortsMap(rules: ExposureRules): string {
   return `{${entries.join(", ")}}`;
 }
 
-/**
- * The exposure model's namesPod in CEL, for a set of items (each item's text written once, so that the expressions stay
- * within CEL's size limit at the allowlist's bound): an exact item names a pod; a prefix item a pod by its name or its
- * generateName, or every pod of a template.
- */
+/** The exposure model's namesPod in CEL, each item's text written once (so that the expressions stay within CEL's size limit). */
 function namesPod(items: readonly { prefix: boolean; text: string }[]): string[] {
   const exact = [...new Set(items.filter((p) => !p.prefix).map((p) => p.text))];
   const prefixes = [...new Set(items.filter((p) => p.prefix).map((p) => p.text))];
@@ -395,11 +389,11 @@ const clock = (o: PollOptions) => {
 };
 
 /**
- * The API server applies a changed policy a moment after storing it (about once a second). This waits until a
- * server-side dry run (through admission, storing nothing) of each Service gets the answer expected of the guard
- * `policyName`: admitted (our Services `up` creates next; refusals by anything else are not ours to wait for), or
- * refused by it (guardProbe: deny in force), or `timeoutMs` elapses. Returns those answered otherwise.
+ * The API server applies a changed policy a moment after storing it. This waits until a dry run of each Service gets the
+ * answer expected of the guard `policyName` (admitted, or refused by it: guardProbe), or `timeoutMs` elapses; returns
+ * those answered otherwise.
  */
+
 export async function untilGuardAnswers(
   probe: (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>,
   checks: readonly { service: Service; admitted: boolean }[],

@@ -62,10 +62,8 @@ export interface AuditInput {
   services: readonly Service[];
   /** The Pods of the cluster that hold or may hold a host port (readExposureObjects; any other is skipped). */
   pods: readonly Pod[];
-  /**
-   * The `endpoints` output of the last `up`, when it could be read: a Service at an entry's name that this stack did not create (another uid) is then
-   * undeclared too.
-   */
+  /** The last `up`'s `endpoints` output, when read: a Service at an entry's name that this stack did not create is then undeclared too. */
+
   published?: PublishedEndpoints;
 }
 
