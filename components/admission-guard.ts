@@ -41,7 +41,6 @@ export class AdmissionGuard extends pulumi.ComponentResource {
     // else it is applied with [Warn] (an existing Deny taken down, never kept) and the update fails. Never lock the
     // cluster on our own mistake. Read once its URN is known: URNs are known in every update, even when the engine skips
     // the guard (`--target`) and the check never runs.
-
     let problem: string | undefined;
     const checked = pulumi.all([policyResource.metadata.name, policyResource.metadata.generation]).apply(async ([policyName]) => {
       problem = !pulumi.runtime.isDryRun() && args.untilTypeChecked ? await args.untilTypeChecked() : undefined;

@@ -58,13 +58,11 @@ export function releaseOptions(parent: pulumi.Resource, provider?: k8s.Provider)
 }
 
 /** Cilium for L4 exposure. `l4`: a Helm release with kube-proxy replacement. `cohabit`: creates nothing (the guard ran while planning). */
-
 export class Cilium extends pulumi.ComponentResource {
   public readonly release?: k8s.helm.v3.Release;
   public readonly summary: pulumi.Output<CiliumSummary & { switch?: string }>;
 
   /** `readWorkloads`: `up` waits for the release's configuration to be in force (`cilium.switch`). `logChanges`: the values diff is logged, one line per key. */
-
   constructor(
     name: string,
     args: { plan: CiliumPlan; readWorkloads?: () => Promise<CiliumWorkloads>; logChanges?: boolean },

@@ -44,7 +44,6 @@ async function readStateUids(): Promise<StateUids> {
  * The `endpoints` output of this stack's last `up` (empty before it), through a StackReference to the stack itself: every backend has it, and the preview
  * counts it as a read, not a change.
  */
-
 async function readLastEndpoints(): Promise<PublishedEndpoints> {
   const details = await new pulumi.StackReference("last-up", { name: thisStack() }).getOutputDetails("endpoints");
   const value = details.value ?? details.secretValue;

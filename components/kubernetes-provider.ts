@@ -5,7 +5,6 @@ import * as pulumi from "@pulumi/pulumi";
  * The Kubernetes provider a component was given, for its children to name explicitly: without one, its resources would go
  * through the default provider, i.e. whatever kube context happens to be current.
  */
-
 export function kubernetesProviderOf(opts: pulumi.ComponentResourceOptions | undefined, component: string): k8s.Provider {
   const given = [opts?.provider, ...(Array.isArray(opts?.providers) ? opts.providers : Object.values(opts?.providers ?? {}))];
   const provider = given.find((p): p is k8s.Provider => p instanceof k8s.Provider);

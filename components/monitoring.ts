@@ -13,7 +13,6 @@ export interface MonitoringArgs {
  * The platform's Prometheus watching the exposure (src/core/monitoring.ts), each object labelled `release: <release>`.
  * Auto-named: a fixed name could take over an object this stack did not create.
  */
-
 export class Monitoring extends pulumi.ComponentResource {
   constructor(name: string, args: MonitoringArgs, opts?: pulumi.ComponentResourceOptions) {
     super("ui-exposure:monitoring:Monitoring", name, args, opts);

@@ -70,7 +70,6 @@ export class NodePortExposure extends pulumi.ComponentResource {
 
     // In a preview, a Service still to be created has only a dry run's port, and a dry-run patch of it would fail: the
     // port is unknown (computed), and the URL shows the port that will be asked for, or none.
-
     const provisional = pulumi.runtime.isDryRun() && !args.existing;
     const allocated = this.service.spec.ports.apply((ports) => ports?.find((p) => p.name === plan.portName)?.nodePort || undefined);
     const wanted: pulumi.Input<number | undefined> = provisional ? (pulumi.unknown as unknown as number) : (args.keepNodePort ?? allocated);

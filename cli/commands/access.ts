@@ -167,7 +167,6 @@ function forwardRequests(observation: Observation) {
  * One list call per namespace that holds a declared credential, never cluster-wide: a developer needs a namespaced Role
  * rather than a ClusterRole reading every Secret of the cluster.
  */
-
 async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets">, namespaces: readonly string[]): Promise<Map<string, NamespaceSecrets>> {
   const lists = await Promise.all(
     namespaces.map(async (ns): Promise<[string, NamespaceSecrets]> => {

@@ -10,7 +10,6 @@ import { COMMAND_NAMES, SPECS } from "../specs";
 const SPEC = SPECS.completion;
 
 /** `exposure completion bash|zsh`: a script generated from the flag tables; `--list stacks|entries`: what it runs for the project's names. */
-
 export const command: Command<"completion"> = async ({ values, positionals }, ctx) => {
   if (values.list !== undefined) {
     if (positionals.length) throw usageError(SPEC, "--list takes no shell");

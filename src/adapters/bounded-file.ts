@@ -26,7 +26,6 @@ export const fileKind = (stat: fs.Stats) =>
  * The text of `file` (`what` names it in messages). Refuses what is not a regular file, and a file larger than `maxBytes`
  * (checked on the open descriptor, and again while reading in case it grows).
  */
-
 export function readBoundedText(file: string, what: string, maxBytes: number, exitCode: ExitCode = EXIT.ERROR, shown = file): string {
   let fd: number;
   try {

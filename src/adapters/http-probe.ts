@@ -126,7 +126,6 @@ export async function probeAll(targets: readonly ProbeTarget[], opts: { concurre
 }
 
 /** The probe targets of a stack: every URL of its `urls` output, with the path, statuses and timeout its contract entry declares. */
-
 export function probeTargets(urls: Readonly<Record<string, string>>, contract: Contract | undefined, defaultTimeoutMs: number): ProbeTarget[] {
   const declared = new Map(contract?.endpoints.map((e) => [e.name, e.probe]));
   return Object.entries(urls).map(([name, url]) => {

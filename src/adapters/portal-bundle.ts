@@ -41,7 +41,6 @@ vm.compileFunction(code, ["exports", "require", "module", "__filename", "__dirna
 let cached: PortalBundle | undefined;
 
 /** The project folder, from the TypeScript source or dist/: the bundle is always built from the sources, so render and up produce the same bytes. */
-
 function sourceRoot(): string {
   const candidates = [path.resolve(__dirname, "../.."), path.resolve(__dirname, "../../..")];
   return candidates.find((dir) => fs.existsSync(path.join(dir, "src", "portal", "main.ts"))) ?? (candidates[0] as string);

@@ -71,7 +71,6 @@ export function lastLine(output: string): string | undefined {
 }
 
 /** The stack outputs of the last `up`: from a saved `pulumi stack output --json` or the Pulumi CLI; secrets stay masked (no command needs them). */
-
 export async function readStackOutputs(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv; pulumi?: string },
   stack: string,

@@ -136,7 +136,6 @@ function readRecords(stateDir: string): ForwardRecord[] {
  * Whether the pid of a record is still the ssh this tool started (own-process.ts), with our arguments (`-N`, `-L <our spec>`, host `lima-<instance>` last), not
  * merely containing our spec: --stop must never signal an unrelated process.
  */
-
 function isOurForward(record: ForwardRecord): boolean {
   return isSameProcess(record, (all) => {
     // The program is ssh itself, or a script named ssh run by its interpreter (a wrapper on PATH).
@@ -225,7 +224,6 @@ async function startForward(request: ForwardRequest, localPort: number, opts: Fo
 }
 
 /** One live forward per request: one alive to the same target is kept, a dead one replaced on its port when free, one whose target moved restarted. */
-
 export async function ensureForwards(
   requests: readonly ForwardRequest[],
   opts: ForwardOptions,

@@ -16,7 +16,6 @@ interface StackConfig {
   /** Namespaced key -> value as text: strings as is, numbers and booleans as JSON, objects and arrays as JSON. */
   values: Record<string, string>;
   /** Keys whose value is encrypted (`secure:`): never decrypted or shown here, absent from `values`. */
-
   secretKeys: string[];
   /** Where each encrypted key is set (`file:line:col`). */
   secretAt: Record<string, string>;

@@ -25,7 +25,6 @@ export interface OpenStack {
 }
 
 /** Opens a stack, every problem a UserError. `config`: what the engine hands the program; `contract` replaces the stack's contract path. */
-
 export function openStack(opts: {
   projectDir: string;
   stack: string;

@@ -146,7 +146,6 @@ const ENDPOINT_FIELDS = new Set(["url", "scheme", "host", "port", "hostport"]);
 const urlencode = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /** A placeholder's value, or why it has none (never a secret in `reason`); `source`: where a secret value comes from, for a refusal. */
-
 type Resolved = { value: string; source?: string } | { reason: string };
 
 /** Resolves `entry.field` against the access view; throws on a malformed reference (a template bug). */

@@ -94,7 +94,6 @@ export const GUARDED_WORKLOADS: readonly CustomKind[] = [
 ];
 
 /** Every workload the guard matches; a kind that cannot be listed is named in `unread`, so the report says it is partial. */
-
 export async function readWorkloads(cluster: Pick<ClusterReader, "listCustom">): Promise<{ workloads: WorkloadObject[]; unread: string[] }> {
   const lists = await Promise.all(
     GUARDED_WORKLOADS.map((k) =>

@@ -393,7 +393,6 @@ const clock = (o: PollOptions) => {
  * answer expected of the guard `policyName` (admitted, or refused by it: guardProbe), or `timeoutMs` elapses; returns
  * those answered otherwise.
  */
-
 export async function untilGuardAnswers(
   probe: (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>,
   checks: readonly { service: Service; admitted: boolean }[],
@@ -458,7 +457,6 @@ export function policyTypeCheck(live: unknown): TypeCheck {
  * Waits until the API server has type-checked the policy `name` without warnings; else the one message `up` fails with
  * (warnings, or no verdict within `timeoutMs`), and the binding, which depends on this, is not applied.
  */
-
 export async function untilPolicyTypeChecked(cluster: Pick<ClusterReader, "listCustom">, name: string, opts: PollOptions): Promise<string | undefined> {
   const { sleep, now, end } = clock(opts);
   const what = `ValidatingAdmissionPolicy ${name}`;

@@ -63,7 +63,6 @@ export interface AuditInput {
   /** The Pods of the cluster that hold or may hold a host port (readExposureObjects; any other is skipped). */
   pods: readonly Pod[];
   /** The last `up`'s `endpoints` output, when read: a Service at an entry's name that this stack did not create is then undeclared too. */
-
   published?: PublishedEndpoints;
 }
 
@@ -83,7 +82,6 @@ export const mayHoldHostPort = (p: Pod) => !isFinishedPod(p) && (!holdsNoHostPor
  * The cluster-wide exposure audit behind `exposure drift`: every Service reachable from outside and every host port must be declared by the contract or by the
  * stack's allowlist (a rendering of the exposure model's classifyCluster).
  */
-
 export function auditExposure(input: AuditInput): AuditResult {
   const rules = exposureRules(input.contract, input.selected, input.allowlist);
   const usedPatterns = new Set<string>();

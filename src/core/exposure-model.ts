@@ -205,7 +205,6 @@ export function ourServiceSpec(plan: { selector: Record<string, string>; portNam
 }
 
 /** A Service that opens something: declared by a rule, or undeclared with why. Ours by its entry alone; any other by the allowlist. */
-
 export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: Declaration } | { undeclared: string; entry?: string } {
   const key = `${svc.metadata.namespace ?? "default"}/${svc.metadata.name}`;
   const ours = rules.ourServices.get(key);

@@ -23,7 +23,6 @@ export const matchesLabels = (labels: Readonly<Record<string, string>> | undefin
  * allowlist's bounds (refused when the settings are read) keep each generated expression below CEL's default size
  * limit of 100,000 code points (about 55,000 at this bound).
  */
-
 export const CHECK_LIMITS = {
   containers: 32,
   portsPerContainer: 32,

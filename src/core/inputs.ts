@@ -30,7 +30,6 @@ export function checkStackName(name: string): string {
  * A Lima instance name as Lima accepts one (at most 76 characters). It names the folder `$LIMA_HOME/<instance>` whose
  * ssh.config goes to `ssh -F`: `../../x` would pick any folder's config, and its ProxyCommand would run.
  */
-
 const LIMA_INSTANCE = /^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$/;
 export const LIMA_INSTANCE_MAX = 76;
 

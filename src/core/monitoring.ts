@@ -44,7 +44,6 @@ export interface MetricsInput {
   /** When that view's cluster read finished (the freshness gauge; 0 when never). */
   observedAt?: Date;
   /** When the portal runs the audit: the last good undeclared count, whether the last round read the cluster, when one last did. */
-
   audit?: { undeclared?: number; ok?: boolean; lastSuccessAt?: Date } | undefined;
   version: string;
   stack: string;

@@ -108,7 +108,6 @@ export function ownershipProblem(service: Meta, published: PublishedEndpoints[st
  * this very value (`applied`) and the chart's Service no longer has it: `up` drops it. `foreign`: any other, added outside this stack or unproven (no
  * published selector): refused by `up`, with the command that removes it. Never decided from labels or field manager names.
  */
-
 export function selectorKeysBeyond(
   wanted: Readonly<Record<string, string>>,
   live: Service,

@@ -285,7 +285,6 @@ export function buildUrl(scheme: string, address: string, port: number | undefin
  * Stable ports: the nodePort the last `up` published is asked for again, so a port moved or a Service deleted by hand comes back. When another Service now
  * holds it, asking would fail the update: Kubernetes allocates a new one, and the note says so.
  */
-
 export function portToKeep(
   plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">,
   lastPort: number | undefined,

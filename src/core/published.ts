@@ -40,7 +40,6 @@ export const PUBLISHED_TEXT_MAX = 256;
  * The published endpoints in `value` (`source` names them in messages). The texts the reports print come back escaped and
  * cut (`shownValue`), which leaves a value `up` wrote unchanged: a forged line break starts no row of its own.
  */
-
 export function parsePublishedEndpoints(value: unknown, source: string): PublishedEndpoints {
   const result = schema.safeParse(value, { reportInput: true });
   const badKey = result.success ? selectorKeyProblem(value) : undefined;

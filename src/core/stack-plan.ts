@@ -150,7 +150,6 @@ export function planStack(s: StackInputs, r: StackReads): StackPlan | { problems
 }
 
 /** What up dry-runs once its guard in deny is applied: our Services still to be created, to be admitted, and the probe only this stack's guard refuses. */
-
 export function guardChecks(policyName: string, plans: readonly ExposurePlan[], existing: ReadonlyMap<string, unknown>) {
   const toCreate = plans
     .filter((p): p is NodePortPlan => p.kind === "nodePort" && !existing.has(`${p.namespace}/${p.serviceName}`))

@@ -50,7 +50,6 @@ function lexicalRefusal(text: string, maxValues: number): YamlRefusal | undefine
  * Whether `text` may exceed a bound of lexicalRefusal (at most two values per character, a `[` or `{` per flow level): a text too short is not lexed twice (a
  * cold lexer run is a tenth of `exposure check`'s CPU).
  */
-
 function mayExceedBounds(text: string, maxValues: number): boolean {
   if (2 * text.length > maxValues) return true;
   let openers = 0;

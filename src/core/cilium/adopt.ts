@@ -3,7 +3,6 @@
  * use"). pulumi-kubernetes replaces a Release only when `name` or `namespace` change: the component always sets both, so
  * the first `up` after the import is a `helm upgrade`.
  */
-
 import { importCommand } from "../ownership";
 
 /** Resource type of the Release, as `pulumi import` wants it. */

@@ -98,7 +98,6 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
   const patches = (objects: readonly GenericObject[] | undefined, key: string, op: (entry: unknown, at: string) => object | undefined) =>
     (objects ?? []).flatMap((object) => {
       const ops = list(field(object.spec, key)).flatMap((e, i) => op(e, `/spec/${key}/${i}`) ?? []);
-
       return ops.length ? [{ object, ops: ops.reverse() }] : [];
     });
   return {
@@ -289,7 +288,6 @@ export function chartSource(repository: string | undefined, name: string): { cha
 }
 
 /** The Cilium part of the stack, decided before any resource is declared: the release (`l4`) or what was observed (`cohabit`), or every problem. */
-
 export function planCilium(settings: CiliumSettings, ctx: CiliumContext, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
   return settings.mode === "cohabit" ? planCohabit(settings, observed) : planL4(settings, ctx, observed);
 }

@@ -84,7 +84,6 @@ const PENDING = ["pending-install", "pending-upgrade", "pending-rollback"];
  * The highest deployed revision among `secrets`, decoded (undefined: none). A pending revision above it (an operation in
  * progress, or one that died midway) is refused: the upgrade would fail later, after the operator ran the removal order.
  */
-
 export function liveReleaseOf(secrets: readonly Secret[], name: string, inflate: Inflate): Result<LiveRelease | undefined> {
   const revision = (s: Secret) => Number(s.metadata.labels?.version);
   const ofRelease = secrets

@@ -26,7 +26,6 @@ export function deepMerge(base: Values, over: Values): Values {
  * The values an L4-only Cilium needs, of the keys the chart version has: agents and operator restarted by a config change
  * (else `helm upgrade` changes only the ConfigMap). NodePort/hostPort keys stay as installed: changing them disrupts connections.
  */
-
 function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }): Values {
   return {
     // A boolean is fine on every version: cilium-configmap.yaml compares `toString` of it with "true"/"false". The old "strict" fails the chart's render since

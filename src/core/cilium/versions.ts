@@ -3,7 +3,6 @@
  * dropped key is silently ignored), checked by test/cilium.test.ts against the published charts. Keys change inside a
  * minor too, so only stable releases up to CHECKED_PATCH are accepted.
  */
-
 export interface ChartKeys {
   /** Documented from 1.18; commented out before, but cilium-configmap.yaml reads it on every version. */
   kubeProxyReplacementDocumented: boolean;

@@ -83,7 +83,6 @@ export interface ClusterReader {
 type AnyObject = { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } };
 
 /** A cluster read from a snapshot: a `List` (or YAML documents) as `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml` prints it, plus custom objects. */
-
 export class SnapshotReader implements ClusterReader {
   private readonly objects: AnyObject[];
   /** Number of list/get calls served, so tests and benchmarks can count round trips. */

@@ -1,6 +1,5 @@
 // The shape of what ui-exposure reads from a cluster, checked before any pure function sees it: a clear problem naming
 // where it is, never a TypeError deep in a verdict. Only the fields the project reads are checked.
-
 import * as z from "zod/mini";
 import { describeZodIssue, distinctIssues, formatPath } from "../contract/parse";
 import "../zod-messages";
