@@ -4,7 +4,7 @@ import type { Contract, Credential, Endpoint } from "./contract/schema";
 import { UserError } from "./errors";
 import type { Secret, Service } from "./kube/types";
 import type { Observation, Verdict } from "./observe";
-import { findServicePort } from "./plan";
+import { findServicePort, indexServices } from "./plan";
 import { hasControlCharacters } from "./text";
 
 /** How the developer reaches one contract entry from this machine. */
@@ -60,7 +60,7 @@ export function accessEndpoints(
   forwards: ReadonlyMap<string, string> = new Map(),
 ): AccessEndpoint[] {
   const observed = new Map(observation.entries.map((o) => [o.name, o]));
-  const servicesByKey = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+  const servicesByKey = indexServices(services);
   return contract.endpoints.map((e): AccessEndpoint => {
     const base = { name: e.name, ...(e.description ? { description: e.description } : {}), exposed: e.exposed, scheme: e.scheme };
     const o = observed.get(e.name);
