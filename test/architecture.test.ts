@@ -365,8 +365,8 @@ describe("size", () => {
   // they are counted apart from the product that runs against a real cluster. The bound is the
   // product's count after its last cut, so that the code does not grow back unnoticed; issue 42
   // asks for 10,963 at most (the policy pack is counted apart, below).
-  it("the product code does not grow past its last cut: at most 11,962 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_962);
+  it("the product code does not grow past its last cut: at most 11,959 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(11_959);
   });
 
   // Counted apart from the product, as issue 42 asks: the pack is its own program (its rules are the core's).

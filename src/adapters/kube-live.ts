@@ -101,8 +101,8 @@ export function retryWaitMs(retryAfter: string | undefined, attempt: number, now
 }
 
 /**
- * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too large (`/dev/zero` grew the process until it died; a FIFO blocked
- * for ever). A missing file or a folder is left to the loader, which names it. stat() opens nothing, so a FIFO cannot block.
+ * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too large (`/dev/zero` grew the process until it died); stat() opens
+ * nothing, so a FIFO cannot block. A missing file or a folder is left to the loader, which names it.
  */
 function checkKubeconfigFile(file: string): void {
   let stat: fs.Stats;

@@ -157,9 +157,8 @@ export type PodOpening = { kind: string; ports: string; what: string; item: stri
 );
 
 /**
- * What a pod (or template) opens, judged; `tooLarge`: past CHECK_LIMITS. Each listed host port needs its own declaration,
- * or the item of a pod rule it opens by that covers ports ("ns/pod-prefix*:hostNetwork": all a pod on the host network
- * opens); each pod rule it opens by is an opening of its own (one that covers ports: only when no port is listed).
+ * What a pod (or template) opens, judged; `tooLarge`: past CHECK_LIMITS. Each host port needs its own declaration, or the
+ * item of a pod rule that covers ports ("ns/pod-prefix*:hostNetwork"); a pod rule is an opening of its own.
  */
 export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknown): { tooLarge: boolean; openings: PodOpening[] } {
   const byRule = rules.podRules
@@ -274,10 +273,8 @@ export function classifyCluster(rules: ExposureRules, cluster: { services: reado
 
 /**
  * What a reader holds of an object it listed: the fields the exposure model and the Cilium checks read, each list cut one
- * past the model's bound (CHECK_LIMITS), where the verdict no longer changes (an object past it is too large: exposure).
- * A tenant's Service with 14,000 ports or a workload with fat containers then costs what a small one costs once its page
- * is read, however much it holds. Everything else (a pod's volumes, env, probes, a template's annotations but
- * `templateAnnotations`) is dropped. Pure: the object is changed in place and returned.
+ * past CHECK_LIMITS, where the verdict no longer changes; everything else is dropped, so that a tenant's fat object costs
+ * what a small one costs once its page is read. The object is changed in place and returned.
  */
 export function heldObject<T>(item: T, templateAnnotations: readonly string[] = []): T {
   const spec = field(item, "spec");
