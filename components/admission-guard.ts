@@ -11,34 +11,17 @@ import { kubernetesProviderOf } from "./kubernetes-provider";
 interface AdmissionGuardArgs {
   /** The policy and binding generated from the contract (src/core/admission.ts). */
   manifests: AdmissionManifests;
-  /**
-   * Resolves once the API server enforces the policy just applied: undefined, else why the update must fail. Called after every apply, never in a preview.
-   */
+  /** Each called after every apply, never in a preview: undefined once the API server enforces (type-checked) the policy, else why the update must fail. */
   untilEffective?: () => Promise<string | undefined>;
-  /**
-   * Resolves once the API server has type-checked the policy just applied: undefined when clean,
-   * else why the update must fail (the binding is then applied with [Warn] only, see effective).
-   * Called after every apply of the policy, never in a preview.
-   */
   untilTypeChecked?: () => Promise<string | undefined>;
 }
 
-/**
- * The exposure guard at admission: a ValidatingAdmissionPolicy generated from the contract and
- * the allowlist, and the binding that enforces it with the stack's mode. Regenerated on every
- * `up`, removed by `destroy` (or by setting the mode to off).
- */
+/** The exposure guard at admission: the policy generated from the contract and the allowlist, and its binding in the stack's mode. */
 export class AdmissionGuard extends pulumi.ComponentResource {
   public readonly binding: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding;
-  /**
-   * This guard, once in effect: resources that must be admitted by the new policy (our NodePort
-   * Services) depend on it, so `up` never creates them against the previous policy.
-   */
+  /** This guard, once in effect: our NodePort Services depend on it, so `up` never creates them against the previous policy. */
   public readonly effective: pulumi.Output<pulumi.Resource>;
-  /**
-   * Known once the guard is in effect: why the update must fail (the API server's type check
-   * flagged the policy, whose binding is then applied with [Warn] only; deny not in force), or undefined.
-   */
+  /** Known once the guard is in effect: why the update must fail (the type check flagged the policy: its binding is [Warn] only), or undefined. */
   public readonly refusal: Promise<string | undefined>;
 
   constructor(name: string, args: AdmissionGuardArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -54,13 +37,10 @@ export class AdmissionGuard extends pulumi.ComponentResource {
       // Cluster-scoped with a fixed name (drift reads it back): a replacement deletes first.
       { parent: this, provider, deleteBeforeReplace: true },
     );
-    // The binding is applied only once the API server has type-checked the policy just applied, and
-    // denies only when that check is clean: when it is not, the binding is applied with [Warn] (an
-    // existing Deny binding is taken down to Warn, never kept) and the update fails (effective,
-    // below). Invariant: never lock the cluster on our own mistake.
-    // Set before the binding is registered (its inputs wait for the check), read once its URN is
-    // known: URNs are known in every update, even when the engine skips the guard (`--target`)
-    // and the check never runs, which an output of the check would then never be.
+    // The binding is applied once the API server has type-checked the policy, and denies only when that check is clean:
+    // else it is applied with [Warn] (an existing Deny taken down, never kept) and the update fails. Never lock the
+    // cluster on our own mistake. Read once its URN is known: URNs are known in every update, even when the engine skips
+    // the guard (`--target`) and the check never runs.
     let problem: string | undefined;
     const checked = pulumi.all([policyResource.metadata.name, policyResource.metadata.generation]).apply(async ([policyName]) => {
       problem = !pulumi.runtime.isDryRun() && args.untilTypeChecked ? await args.untilTypeChecked() : undefined;

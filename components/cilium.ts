@@ -49,29 +49,20 @@ export function releaseArgs(r: CiliumReleasePlan): k8s.helm.v3.ReleaseArgs {
 }
 
 /**
- * Options of the Release child. The alias matches the root-level URN that
- * `pulumi import kubernetes:helm.sh/v3:Release <component>-release <ns>/<name>` creates, so
- * the first `up` after an import moves the release under this component and upgrades it in
- * place. `retainOnDelete`: removing the release from the program (switching the stack to
- * `cohabit`, `pulumi destroy`) forgets it instead of uninstalling the cluster's CNI.
+ * Options of the Release child. The alias matches the root-level URN `pulumi import` creates, so the first `up` after an
+ * import moves the release under this component. `retainOnDelete`: removing the release from the program (`cohabit`,
+ * `pulumi destroy`) forgets it instead of uninstalling the cluster's CNI.
  */
 export function releaseOptions(parent: pulumi.Resource, provider?: k8s.Provider): pulumi.CustomResourceOptions {
   return { parent, ...(provider ? { provider } : {}), aliases: [{ parent: pulumi.rootStackResource }], retainOnDelete: true };
 }
 
-/**
- * Cilium for L4 exposure. `l4`: a Helm release with kube-proxy replacement and no
- * Gateway API / LB-IPAM / L2 announcements. `cohabit`: creates nothing; the guard already
- * ran while planning, and what phase 2 will remove is reported as an output.
- */
+/** Cilium for L4 exposure. `l4`: a Helm release with kube-proxy replacement. `cohabit`: creates nothing (the guard ran while planning). */
 export class Cilium extends pulumi.ComponentResource {
   public readonly release?: k8s.helm.v3.Release;
   public readonly summary: pulumi.Output<CiliumSummary & { switch?: string }>;
 
-  /**
-   * `readWorkloads` (l4, live cluster): `up` waits for the release's configuration to be in force, and says so (`cilium.switch`). `logChanges` (under the
-   * engine: preview and up): the values diff against the live release is logged, one line per key (render prints the values instead).
-   */
+  /** `readWorkloads`: `up` waits for the release's configuration to be in force (`cilium.switch`). `logChanges`: the values diff is logged, one line per key. */
   constructor(
     name: string,
     args: { plan: CiliumPlan; readWorkloads?: () => Promise<CiliumWorkloads>; logChanges?: boolean },

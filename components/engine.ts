@@ -6,10 +6,7 @@ import type { PublishedEndpoints } from "../src/core/observe";
 import { type StateUids, stateUids } from "../src/core/ownership";
 import type { ProgramInputs } from "./program";
 
-/**
- * Each cluster read of `preview`/`up` waits at most this long: with the start of the program, a stack whose cluster does not answer fails within about 10 s
- * with one message.
- */
+/** Each cluster read of `preview`/`up` waits at most this long: a stack whose cluster does not answer fails within about 10 s, with one message. */
 export const PROGRAM_READ_TIMEOUT_MS = 5_000;
 
 export const engineInputs = (): Pick<ProgramInputs, "cluster" | "lastEndpoints" | "stateUids" | "live"> => ({
@@ -44,8 +41,8 @@ async function readStateUids(): Promise<StateUids> {
 }
 
 /**
- * The `endpoints` output of this stack's last `up`, through a StackReference to the stack itself (works on every backend, the file one included). A reference
- * is read, never changed: the preview counts it as a read, not a change. Empty before the first `up`.
+ * The `endpoints` output of this stack's last `up` (empty before it), through a StackReference to the stack itself: every backend has it, and the preview
+ * counts it as a read, not a change.
  */
 async function readLastEndpoints(): Promise<PublishedEndpoints> {
   const details = await new pulumi.StackReference("last-up", { name: thisStack() }).getOutputDetails("endpoints");

@@ -10,10 +10,8 @@ export interface MonitoringArgs {
 }
 
 /**
- * The platform's Prometheus watching the exposure (src/core/monitoring.ts): a ServiceMonitor
- * for the in-cluster portal, a PrometheusRule with the alerts and a Grafana dashboard ConfigMap,
- * each labelled `release: <kube-prometheus-stack release>`. Auto-named: a fixed name could take
- * over an object this stack did not create.
+ * The platform's Prometheus watching the exposure (src/core/monitoring.ts), each object labelled `release: <release>`.
+ * Auto-named: a fixed name could take over an object this stack did not create.
  */
 export class Monitoring extends pulumi.ComponentResource {
   constructor(name: string, args: MonitoringArgs, opts?: pulumi.ComponentResourceOptions) {

@@ -19,16 +19,10 @@ export interface NodePortExposureArgs {
 }
 
 /**
- * One exposed UI: a separate NodePort Service selecting the same pods as the vendored
- * ClusterIP Service (selector and target port copied from it, never retyped). The vendored
- * Service is only read. Kubernetes allocates the nodePort; a ServicePatch then holds it.
- *
- * Why two resources: the Service never names its nodePort, so its inputs are the same before
- * and after the first allocation. The port is held by `<entry>-port`, a server-side apply
- * patch of the same Service owning only `nodePort`. Its first value is the port Kubernetes
- * allocated at create (an output of the same `up`), later ones the port the last `up`
- * published: identical, so the preview right after any `up` is clean, while a port moved by
- * hand differs from it (the preview shows `<entry>-port`) and the next `up` puts it back.
+ * One exposed UI: a NodePort Service selecting the same pods as the vendored one (only read). Why two resources: the
+ * Service never names its nodePort, so its inputs are the same before and after the first allocation; `<entry>-port`, a
+ * server-side apply patch owning only `nodePort`, holds the port allocated at create, later the one the last `up`
+ * published. The preview right after any `up` is then clean, while a port moved by hand shows and the next `up` puts it back.
  */
 export class NodePortExposure extends pulumi.ComponentResource {
   public readonly service: k8s.core.v1.Service;
@@ -74,10 +68,8 @@ export class NodePortExposure extends pulumi.ComponentResource {
       },
     );
 
-    // In a preview, a Service still to be created only has the port of a server dry run,
-    // which the real create will not reuse; and a dry-run patch of a Service that does not
-    // exist yet would fail. The port is then unknown in the preview (shown as computed), and
-    // the URL shows the port that will be asked for, or none.
+    // In a preview, a Service still to be created has only a dry run's port, and a dry-run patch of it would fail: the
+    // port is unknown (computed), and the URL shows the port that will be asked for, or none.
     const provisional = pulumi.runtime.isDryRun() && !args.existing;
     const allocated = this.service.spec.ports.apply((ports) => ports?.find((p) => p.name === plan.portName)?.nodePort || undefined);
     const wanted: pulumi.Input<number | undefined> = provisional ? (pulumi.unknown as unknown as number) : (args.keepNodePort ?? allocated);

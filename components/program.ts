@@ -49,9 +49,8 @@ interface EndpointRecord {
 }
 
 /**
- * The whole stack: read, decide (src/core/stack-plan.ts), declare. The contract, the settings, the cluster reads, the Cilium plan (with its guard) and the
- * takeover checks all pass before the first resource is declared: any of them failing changes nothing. The admission guard's policy is checked by the API
- * server once applied; its failure stops the update before any of our Services is declared.
+ * The whole stack: read, decide (src/core/stack-plan.ts), declare. Every check passes before the first resource is declared: any of them failing changes
+ * nothing; the guard's type check, once its policy is applied, stops the update before any of our Services is declared.
  */
 export async function declareStack(inputs: ProgramInputs) {
   const opened = openStack(inputs);
@@ -75,9 +74,8 @@ export async function declareStack(inputs: ProgramInputs) {
   const portal = portalBundle && plan.portal ? declarePortal(opened, target.context, plan.portal, portalBundle, withProvider) : undefined;
   const plans = plan.exposures.map((e) => e.plan);
   const guard = guardAdmission({ ...opened, live: !!inputs.live }, cluster, plans, plan.live, withProvider());
-  // After a failed type check of the guard's policy (its binding applied with [Warn]), the update fails here with that one message, before any of our Services
-  // is declared. The SDK fails an update on an unhandled error or on the program's own rejection, not on pulumi.log.error (pulumi/pulumi#6090): the program
-  // rejects, so the engine shows the message alone, like every other refusal (asRunError).
+  // A failed type check of the guard's policy fails the update here: by the program's own rejection (the SDK does not fail it on pulumi.log.error,
+  // pulumi/pulumi#6090), so the engine shows the message alone, like every other refusal (asRunError).
   const refusal = guard ? await guard.refusal : undefined;
   if (refusal) throw new UserError(refusal);
 

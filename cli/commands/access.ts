@@ -41,11 +41,7 @@ export interface AccessDeps extends OperatorDeps {
   forwardSettleMs: number;
 }
 
-/**
- * `exposure access`: everything a data developer needs on one screen (URLs, the contract's
- * credentials read from their Secrets), `.env.cluster.local` for the data repository, and on
- * the Lima bench SSH forwards to the UIs (`--forward`, ended by `--stop`).
- */
+/** `exposure access`: URLs and credentials on one screen, `.env.cluster.local`, and on the Lima bench SSH forwards (`--forward`, `--stop`). */
 export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command<"access"> {
   const connect = deps.connect ?? connectCluster;
   const readOutputs = deps.readOutputs ?? readStackOutputs;
@@ -168,10 +164,8 @@ function forwardRequests(observation: Observation) {
 }
 
 /**
- * One list call per namespace that holds a declared credential (not one per Secret, not a
- * cluster-wide list): the calls grow with the namespaces of the contract only, a developer
- * needs a namespaced Role rather than a ClusterRole reading every Secret of the cluster, and
- * the answer carries no unrelated Secrets (service-account tokens, Helm release blobs).
+ * One list call per namespace that holds a declared credential, never cluster-wide: a developer needs a namespaced Role
+ * rather than a ClusterRole reading every Secret of the cluster.
  */
 async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets">, namespaces: readonly string[]): Promise<Map<string, NamespaceSecrets>> {
   const lists = await Promise.all(

@@ -9,11 +9,7 @@ import { COMMAND_NAMES, SPECS } from "../specs";
 
 const SPEC = SPECS.completion;
 
-/**
- * `exposure completion bash|zsh` prints a script generated from the flag tables (so it
- * completes exactly the flags the parser accepts); `--list stacks|entries` is what the
- * script runs to complete names that depend on the project.
- */
+/** `exposure completion bash|zsh`: a script generated from the flag tables; `--list stacks|entries`: what it runs for the project's names. */
 export const command: Command<"completion"> = async ({ values, positionals }, ctx) => {
   if (values.list !== undefined) {
     if (positionals.length) throw usageError(SPEC, "--list takes no shell");

@@ -23,9 +23,8 @@ export const fileKind = (stat: fs.Stats) =>
   stat.isDirectory() ? "a folder" : stat.isFIFO() ? "a pipe" : stat.isCharacterDevice() || stat.isBlockDevice() ? "a device" : "not a regular file";
 
 /**
- * The text of `file` (`what` names it in messages: "contract", "cluster snapshot"...).
- * Refuses what is not a regular file, and a file larger than `maxBytes` (checked on the open
- * descriptor, and again while reading in case it grows).
+ * The text of `file` (`what` names it in messages). Refuses what is not a regular file, and a file larger than `maxBytes`
+ * (checked on the open descriptor, and again while reading in case it grows).
  */
 export function readBoundedText(file: string, what: string, maxBytes: number, exitCode: ExitCode = EXIT.ERROR, shown = file): string {
   let fd: number;

@@ -125,10 +125,7 @@ export async function probeAll(targets: readonly ProbeTarget[], opts: { concurre
   return results;
 }
 
-/**
- * The probe targets of a stack: every URL of its `urls` output, with the path, statuses and
- * timeout the contract declares for that entry (contract timeoutSeconds wins over the default).
- */
+/** The probe targets of a stack: every URL of its `urls` output, with the path, statuses and timeout its contract entry declares. */
 export function probeTargets(urls: Readonly<Record<string, string>>, contract: Contract | undefined, defaultTimeoutMs: number): ProbeTarget[] {
   const declared = new Map(contract?.endpoints.map((e) => [e.name, e.probe]));
   return Object.entries(urls).map(([name, url]) => {

@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS } from "../core/cilium/plan";
 import { CONFIG_CHECKSUM } from "../core/cilium/rollout";
 import { UserError } from "../core/errors";
-import { heldObject } from "../core/exposure-model";
+import { heldObject, keepAnnotations } from "../core/exposure-model";
 import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
@@ -49,13 +49,9 @@ class PageTooLarge extends UserError {}
  * IngressClass, an Ingress's legacy class (the spec was cut to what the model reads, heldObject, before the item was checked).
  */
 function slim<T>(item: T): T {
-  const { metadata } = item as { metadata: { annotations?: Record<string, unknown>; managedFields?: unknown } };
-  const kept = [CONFIG_CHECKSUM, DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS].flatMap((k) =>
-    typeof metadata.annotations?.[k] === "string" ? [[k, metadata.annotations[k]]] : [],
-  );
-  delete metadata.annotations;
+  const { metadata } = item as { metadata: Record<string, unknown> };
+  keepAnnotations(metadata, [CONFIG_CHECKSUM, DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS]);
   delete metadata.managedFields;
-  if (kept.length) metadata.annotations = Object.fromEntries(kept);
   return item;
 }
 
@@ -70,11 +66,10 @@ type Answer = { status: number; body?: unknown; bytes?: number; retryAfter?: str
 type PostBody = { body: unknown; errorBody?: boolean };
 
 /**
- * client-node's KubeConfig, loaded when a command first connects. The build (`npm run build`) ships it as one small file, dist/vendor/client-node.cjs
- * (scripts/build.cjs; docs/benchmarks.md, CLI start-up); without a build it is the package itself.
+ * client-node's KubeConfig, loaded when a command first connects: the one small file the build ships (dist/vendor/client-node.cjs, from dist/ or from the
+ * sources; docs/benchmarks.md, CLI start-up), else the package itself.
  */
 async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
-  // From dist/ (the compiled CLI), or from the sources (the Pulumi program): the bundle `npm ci` built.
   for (const bundled of [
     path.join(__dirname, "..", "..", "vendor", "client-node.cjs"),
     path.join(__dirname, "..", "..", "dist", "vendor", "client-node.cjs"),
@@ -106,8 +101,8 @@ export function retryWaitMs(retryAfter: string | undefined, attempt: number, now
 }
 
 /**
- * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too large (`/dev/zero` grew the process until it died; a FIFO blocked
- * for ever). A missing file or a folder is left to the loader, which names it. stat() opens nothing, so a FIFO cannot block.
+ * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too large (`/dev/zero` grew the process until it died); stat() opens
+ * nothing, so a FIFO cannot block. A missing file or a folder is left to the loader, which names it.
  */
 function checkKubeconfigFile(file: string): void {
   let stat: fs.Stats;
@@ -126,10 +121,7 @@ function checkKubeconfigFile(file: string): void {
   checkKubeconfigText(readBoundedText(file, "kubeconfig", FILE_LIMITS.kubeconfig), file);
 }
 
-/**
- * Refuses a kubeconfig nested too deeply or holding too many values, through the same bounded reader as every other YAML file, before client-node parses it
- * (its parser has no value limit).
- */
+/** Refuses a kubeconfig nested too deeply or holding too many values before client-node, whose parser has no value limit, reads it. */
 function checkKubeconfigText(text: string, shown: string): void {
   const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES });
   if (!parsed.refused) return;
@@ -137,10 +129,7 @@ function checkKubeconfigText(text: string, shown: string): void {
   throw new UserError(`${printableValue(shown)}:${line}:${col}: kubeconfig refused: ${parsed.refused.message}`);
 }
 
-/**
- * Why client-node could not load a kubeconfig, in one line: its YAML errors quote the source over several lines, and a file that is empty or not a mapping
- * fails on a property read.
- */
+/** Why client-node could not load a kubeconfig, in one line (its YAML errors span several; an empty file fails on a property read). */
 function loadFailure(err: unknown): string {
   const message = (err as Error)?.message ?? String(err);
   if (err instanceof TypeError && /Cannot read properties of (undefined|null)/.test(message)) {
@@ -154,10 +143,7 @@ function loadFailure(err: unknown): string {
   return (err as { name?: string })?.name === "YAMLException" ? `not valid YAML: ${first}` : first;
 }
 
-/**
- * The live cluster through the API server. Every method is one list (or get) call; `requests` counts them so benchmarks can check they do not grow with the
- * contract.
- */
+/** The live cluster through the API server: every method is one list (or get) call; `requests` counts them for the benchmarks. */
 export class LiveClusterReader implements ClusterReader {
   requests = 0;
   /** Answers being read now (ANSWERS_IN_FLIGHT at most), and the requests waiting for their turn. */

@@ -40,11 +40,7 @@ vm.compileFunction(code, ["exports", "require", "module", "__filename", "__dirna
 
 let cached: PortalBundle | undefined;
 
-/**
- * The project folder, whether this module runs from its TypeScript source (src/adapters) or
- * compiled into dist/src/adapters (the CLI): the bundle is always built from the TypeScript
- * sources, so `exposure render` and `pulumi up` produce the same bytes.
- */
+/** The project folder, from the TypeScript source or dist/: the bundle is always built from the sources, so render and up produce the same bytes. */
 function sourceRoot(): string {
   const candidates = [path.resolve(__dirname, "../.."), path.resolve(__dirname, "../../..")];
   return candidates.find((dir) => fs.existsSync(path.join(dir, "src", "portal", "main.ts"))) ?? (candidates[0] as string);

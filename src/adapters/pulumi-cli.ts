@@ -70,10 +70,7 @@ export function lastLine(output: string): string | undefined {
   return lines[lines.length - 1]?.trim();
 }
 
-/**
- * The stack outputs of the last `up`: from a file (`pulumi stack output --json` saved by a pipeline) or from the Pulumi CLI. Secrets stay masked: no command
- * needs them here.
- */
+/** The stack outputs of the last `up`: from a saved `pulumi stack output --json` or the Pulumi CLI; secrets stay masked (no command needs them). */
 export async function readStackOutputs(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv; pulumi?: string },
   stack: string,

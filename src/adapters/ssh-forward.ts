@@ -133,9 +133,8 @@ function readRecords(stateDir: string): ForwardRecord[] {
 }
 
 /**
- * Whether the pid of a record is still the ssh this tool started: the same process (pid and start time, src/adapters/own-process.ts), the program is `ssh`, and
- * its arguments are ours (`-N`, `-L <our spec>`, host `lima-<instance>` last). The pid alone is not enough (after a reboot it may belong to anything), nor is a
- * command line that merely contains our spec: --stop must never signal an unrelated process.
+ * Whether the pid of a record is still the ssh this tool started (own-process.ts), with our arguments (`-N`, `-L <our spec>`, host `lima-<instance>` last), not
+ * merely containing our spec: --stop must never signal an unrelated process.
  */
 function isOurForward(record: ForwardRecord): boolean {
   return isSameProcess(record, (all) => {
@@ -224,10 +223,7 @@ async function startForward(request: ForwardRequest, localPort: number, opts: Fo
   return record;
 }
 
-/**
- * Makes sure each request has one live forward: an earlier one still alive to the same target is kept (running twice opens no duplicate), a dead one is
- * replaced on the same local port when it is free, one whose target moved (new nodePort) is restarted.
- */
+/** One live forward per request: one alive to the same target is kept, a dead one replaced on its port when free, one whose target moved restarted. */
 export async function ensureForwards(
   requests: readonly ForwardRequest[],
   opts: ForwardOptions,

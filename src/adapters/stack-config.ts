@@ -9,18 +9,13 @@ import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 /**
- * A stack's configuration as the engine hands it to the program (`pulumi.runtime.allConfig()`),
- * read from the stack's `config:` in Pulumi.<stack>.yaml. Pulumi.yaml declares no configuration
- * (a `config:` block there is refused: its defaults would reach the program and not these
- * commands). Follows Pulumi 3.248's rules for keys and values (sdk/go/common/workspace).
+ * A stack's configuration as the engine hands it to the program, read from Pulumi.<stack>.yaml's `config:` (Pulumi.yaml's
+ * is refused: its defaults would reach the program and not these commands), by Pulumi 3.248's rules for keys and values.
  */
 interface StackConfig {
   /** Namespaced key -> value as text: strings as is, numbers and booleans as JSON, objects and arrays as JSON. */
   values: Record<string, string>;
-  /**
-   * Keys whose value is encrypted (`secure:` in the stack file). They exist, but their value is
-   * never decrypted or shown here: it is absent from `values`.
-   */
+  /** Keys whose value is encrypted (`secure:`): never decrypted or shown here, absent from `values`. */
   secretKeys: string[];
   /** Where each encrypted key is set (`file:line:col`). */
   secretAt: Record<string, string>;

@@ -24,10 +24,7 @@ export interface OpenStack {
   selectedEntries: Endpoint[];
 }
 
-/**
- * Opens a stack, every problem a UserError. `config`: what the engine hands the program (the file
- * then gives positions only, best effort); `contract` replaces the stack's contract path.
- */
+/** Opens a stack, every problem a UserError. `config`: what the engine hands the program; `contract` replaces the stack's contract path. */
 export function openStack(opts: {
   projectDir: string;
   stack: string;

@@ -4,7 +4,7 @@ import type { Contract, Credential, Endpoint } from "./contract/schema";
 import { UserError } from "./errors";
 import type { Secret, Service } from "./kube/types";
 import type { Observation, Verdict } from "./observe";
-import { findServicePort } from "./plan";
+import { findServicePort, indexServices } from "./plan";
 import { hasControlCharacters } from "./text";
 
 /** How the developer reaches one contract entry from this machine. */
@@ -52,10 +52,7 @@ export function accessEntries(contract: Contract, observation: Observation): End
   return contract.endpoints.filter((e) => listed.has(e.name));
 }
 
-/**
- * Every entry of the view with an address: the published URL (or its forward) for the entries the stack publishes, the in-cluster DNS name of the Service for
- * the others.
- */
+/** Every entry of the view with an address: the published URL (or its forward), else the Service's in-cluster DNS name. */
 export function accessEndpoints(
   contract: Contract,
   observation: Observation,
@@ -63,7 +60,7 @@ export function accessEndpoints(
   forwards: ReadonlyMap<string, string> = new Map(),
 ): AccessEndpoint[] {
   const observed = new Map(observation.entries.map((o) => [o.name, o]));
-  const servicesByKey = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+  const servicesByKey = indexServices(services);
   return contract.endpoints.map((e): AccessEndpoint => {
     const base = { name: e.name, ...(e.description ? { description: e.description } : {}), exposed: e.exposed, scheme: e.scheme };
     const o = observed.get(e.name);
@@ -148,10 +145,7 @@ const ENDPOINT_FIELDS = new Set(["url", "scheme", "host", "port", "hostport"]);
 /** RFC 3986 strict: also encodes !'()* so that an encoded value never needs quoting in the .env. */
 const urlencode = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
-/**
- * A placeholder's value, or why it has none (never a secret in `reason`). `source` names where a secret value comes from (`Secret ns/name`), for a refusal that
- * must not show the value.
- */
+/** A placeholder's value, or why it has none (never a secret in `reason`); `source`: where a secret value comes from, for a refusal. */
 type Resolved = { value: string; source?: string } | { reason: string };
 
 /** Resolves `entry.field` against the access view; throws on a malformed reference (a template bug). */

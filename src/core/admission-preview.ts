@@ -33,11 +33,8 @@ export function wouldRefuse(input: PreviewInput): Refusal[] {
 }
 
 /**
- * The workload an allowlist line should name for a refused pod or template: the controller that makes it again, so that
- * the line admits every pod it will make (a new node, a new revision), never today's pod names. That is the object's
- * controller owner when the object is named from it ("<owner>-...", as every controller of Kubernetes and Argo Rollouts
- * names what it makes), else the object itself. The owner's own owner is not known (it may be a kind not read): a read
- * workload is refused on its own line, which covers what it owns.
+ * The workload an allowlist line should name for a refused pod or template, so that it admits every pod made again (a new
+ * node, a new revision): the controller owner when the object is named from it ("<owner>-..."), else the object itself.
  */
 export function admittedUnit(p: Omit<PodIdentity, "labels"> & { kind: string }) {
   const own = p.isPod ? (p.generateName ?? p.name) : p.name;
@@ -96,10 +93,7 @@ export const GUARDED_WORKLOADS: readonly CustomKind[] = [
   workloadKind("batch", "cronjobs", "CronJob"),
 ];
 
-/**
- * Every workload the guard matches (one list call per kind). A kind that cannot be listed (no
- * RBAC) is named in `unread`, so the report says it is partial instead of looking clean.
- */
+/** Every workload the guard matches; a kind that cannot be listed is named in `unread`, so the report says it is partial. */
 export async function readWorkloads(cluster: Pick<ClusterReader, "listCustom">): Promise<{ workloads: WorkloadObject[]; unread: string[] }> {
   const lists = await Promise.all(
     GUARDED_WORKLOADS.map((k) =>

@@ -47,10 +47,8 @@ export async function liveGuardUids(cluster: Pick<ClusterReader, "listCustom">, 
 }
 
 /**
- * The annotation of the Service `up` dry-runs to see its own guard in force. The guard of policy `name` refuses a dry run
- * of a Service carrying this annotation with its own name, and nothing else does: every other guard (another stack's, on
- * the same cluster) admits it, since a ClusterIP Service opens nothing. So the refusal proves this stack's binding is
- * applied in deny, whichever other guards the cluster has, and a dry run stores nothing.
+ * The annotation of the Service `up` dry-runs to see its own guard in force: only the guard whose policy it names refuses
+ * it (a ClusterIP Service opens nothing), so the refusal proves this stack's binding is in deny, whatever other guards run.
  */
 export const GUARD_PROBE_ANNOTATION = "ui-exposure.io/guard-probe";
 
@@ -81,10 +79,8 @@ export type PolicySpec = AdmissionManifests["policy"]["spec"];
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
- * A CEL string literal (JSON's escapes are CEL's: \", \\, \n, \uXXXX) for a value the policy
- * matches. The contract and settings refuse what is not a Kubernetes name or label first; a value
- * that still is not well-formed Unicode stops the program (a policy that does not compile would
- * be refused by the API server, or worse fail every matched request).
+ * A CEL string literal (JSON's escapes are CEL's) for a value the policy matches. One that is not well-formed Unicode
+ * stops the program: a policy that does not compile would be refused, or worse fail every matched request.
  */
 const cel = (s: string) => {
   if (LONE_SURROGATE.test(s)) throw new Error(`admission policy: ${JSON.stringify(s).slice(0, 80)} is not well-formed Unicode and cannot be matched in CEL`);
@@ -100,14 +96,9 @@ const containerList = (template: string, list: string) => `(has(${template}.spec
 const containersOf = (template: string) => POD_CONTAINER_LISTS.map((l) => containerList(template, l)).join(" + ");
 
 /**
- * The exposure model's hostPortDeclaration in CEL, as a map from each port some rule names to
- * whether a rule declares it for this pod (or pod template): a contract hostPort entry of this
- * stack (namespace, port, podSelector against the pod's labels), or an allowlist item
- * "namespace/workload-prefix*:port" (a template's pods are named "<workload>-...": variables.podKey;
- * a controller's pod also by its generateName: variables.podGeneratedKey; an exact pod name never
- * declares a template). The map is built once per request, so checking
- * a port is one lookup whatever the number of rules: the work per object does not grow with the
- * allowlist (an expression past the API server's cost limit would admit it under Ignore).
+ * The exposure model's hostPortDeclaration in CEL, as a map from each port some rule names to whether a rule declares
+ * it for this pod (or template). Built once per request, so checking a port is one lookup: the work per object does not
+ * grow with the allowlist (an expression past the API server's cost limit would admit it under Ignore).
  */
 function declaredPortsMap(rules: ExposureRules): string {
   const byPort = new Map<number, string[]>();
@@ -122,11 +113,7 @@ function declaredPortsMap(rules: ExposureRules): string {
   return `{${entries.join(", ")}}`;
 }
 
-/**
- * The exposure model's namesPod in CEL, for a set of items (each item's text written once, so that the expressions stay
- * within CEL's size limit at the allowlist's bound): an exact item names a pod; a prefix item a pod by its name or its
- * generateName, or every pod of a template.
- */
+/** The exposure model's namesPod in CEL, each item's text written once (so that the expressions stay within CEL's size limit). */
 function namesPod(items: readonly { prefix: boolean; text: string }[]): string[] {
   const exact = [...new Set(items.filter((p) => !p.prefix).map((p) => p.text))];
   const prefixes = [...new Set(items.filter((p) => p.prefix).map((p) => p.text))];
@@ -333,10 +320,7 @@ export function admissionManifests(input: AdmissionInput) {
   return { policy, binding };
 }
 
-/**
- * Why the cluster cannot hold the guard, from the resources its API serves under
- * admissionregistration.k8s.io/v1 (undefined: not known, e.g. a snapshot without discovery).
- */
+/** Why the cluster cannot hold the guard, from the resources its API serves (undefined: not known, e.g. a snapshot). */
 export function admissionApiProblem(served: readonly string[] | undefined, source: string): string | undefined {
   if (served === undefined) return undefined;
   const missing = [VALIDATING_ADMISSION_POLICIES.plural, VALIDATING_ADMISSION_POLICY_BINDINGS.plural].filter((r) => !served.includes(r));
@@ -344,11 +328,7 @@ export function admissionApiProblem(served: readonly string[] | undefined, sourc
   return `ui-exposure:admission: ${source} does not serve ${missing.join(" and ")} in ${ADMISSION_GROUP_VERSION} (ValidatingAdmissionPolicy is GA from Kubernetes 1.30): upgrade the cluster, or set ui-exposure:admission.mode to off`;
 }
 
-/**
- * Whether `live` holds everything `expected` says: fields the API server defaults (scope,
- * matchPolicy, selectors...) may be added, nothing we set may differ, and lists keep their
- * length (an extra validation added by hand is a difference).
- */
+/** Whether `live` holds all `expected` says: fields the API server defaults may be added; lists keep their length. */
 export function holdsAll(expected: unknown, live: unknown): boolean {
   if (Array.isArray(expected)) {
     return Array.isArray(live) && live.length === expected.length && expected.every((e, i) => holdsAll(e, live[i]));
@@ -367,10 +347,8 @@ interface LiveObject {
 }
 
 /**
- * `exposure drift`'s check of the guard: the live policy and binding must be what the
- * contract generates now (a policy left from an older contract refuses what the contract now
- * declares, or admits what it no longer does). With the mode off, a guard still present is
- * drift too: `up` removes it.
+ * `exposure drift`'s check of the guard: the live policy and binding must be what the contract generates now. With the
+ * mode off, a guard still present is drift too: `up` removes it.
  */
 export function admissionDrift(input: {
   stack: string;
@@ -411,10 +389,9 @@ const clock = (o: PollOptions) => {
 };
 
 /**
- * The API server applies a changed policy a moment after storing it (about once a second). This waits until a
- * server-side dry run (through admission, storing nothing) of each Service gets the answer expected of the guard
- * `policyName`: admitted (our Services `up` creates next; refusals by anything else are not ours to wait for), or
- * refused by it (guardProbe: deny in force), or `timeoutMs` elapses. Returns those answered otherwise.
+ * The API server applies a changed policy a moment after storing it. This waits until a dry run of each Service gets the
+ * answer expected of the guard `policyName` (admitted, or refused by it: guardProbe), or `timeoutMs` elapses; returns
+ * those answered otherwise.
  */
 export async function untilGuardAnswers(
   probe: (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>,
@@ -434,11 +411,7 @@ export async function untilGuardAnswers(
   }
 }
 
-/**
- * Reads the live guard and compares it with what `up` would apply now (one list call per
- * kind). With the mode off, a cluster that cannot list the guard (no API, no RBAC) simply
- * has none of ours: nothing to report.
- */
+/** The live guard against what `up` would apply now. With the mode off, a cluster that cannot list the guard has none of ours. */
 export async function readAdmissionDrift(
   cluster: ClusterReader,
   input: Omit<AdmissionInput, "mode" | "failurePolicy"> & { admission: AdmissionSettings },
@@ -458,11 +431,9 @@ export async function readAdmissionDrift(
 }
 
 /**
- * Where the API server's own type check of the policy stands, from the live object: it checks
- * every expression against the schemas of the kinds the policy matches, asynchronously, and
- * writes `status.typeChecking.expressionWarnings` with `status.observedGeneration` once it has
- * checked the generation stored (kube-controller-manager's ValidatingAdmissionPolicy status
- * controller). A binding may deny only once this is `clean`.
+ * Where the API server's own type check of the policy stands: kube-controller-manager's status controller writes
+ * `status.typeChecking` with `status.observedGeneration` once it has checked the generation stored, asynchronously. A
+ * binding may deny only once this is `clean`.
  */
 export type TypeCheck = { state: "clean" } | { state: "pending"; why: string } | { state: "warnings"; warnings: string[] };
 
@@ -483,9 +454,8 @@ export function policyTypeCheck(live: unknown): TypeCheck {
 }
 
 /**
- * Waits until the API server has type-checked the policy `name` just applied, without warnings.
- * Returns undefined when clean, else the one message `up` fails with (warnings, or no verdict
- * within `timeoutMs`): the binding, which depends on this, is then neither created nor updated.
+ * Waits until the API server has type-checked the policy `name` without warnings; else the one message `up` fails with
+ * (warnings, or no verdict within `timeoutMs`), and the binding, which depends on this, is not applied.
  */
 export async function untilPolicyTypeChecked(cluster: Pick<ClusterReader, "listCustom">, name: string, opts: PollOptions): Promise<string | undefined> {
   const { sleep, now, end } = clock(opts);

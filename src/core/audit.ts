@@ -62,17 +62,13 @@ export interface AuditInput {
   services: readonly Service[];
   /** The Pods of the cluster that hold or may hold a host port (readExposureObjects; any other is skipped). */
   pods: readonly Pod[];
-  /**
-   * The `endpoints` output of the last `up`, when it could be read: a Service at an entry's name that this stack did not create (another uid) is then
-   * undeclared too.
-   */
+  /** The last `up`'s `endpoints` output, when read: a Service at an entry's name that this stack did not create is then undeclared too. */
   published?: PublishedEndpoints;
 }
 
 /**
- * What the audit and the deny preview read, cluster-wide and page by page: every Service that opens something outside the cluster, and every pod that holds a
- * host port or is too large to check. Everything else is dropped as each page is read, so a tenant's thousands of objects cost one page of memory (invariant
- * 8).
+ * What the audit and the deny preview read, cluster-wide: every Service that opens something and every pod that holds a host port or is too large to check.
+ * Everything else is dropped as each page is read (invariant 8: a tenant's thousands of objects cost one page of memory).
  */
 export async function readExposureObjects(cluster: Pick<ClusterReader, "listServices" | "listPods">): Promise<Pick<AuditInput, "services" | "pods">> {
   const [services, pods] = await Promise.all([cluster.listServices({ keep: isExposingService }), cluster.listPods({ keep: mayHoldHostPort })]);
@@ -83,9 +79,8 @@ export async function readExposureObjects(cluster: Pick<ClusterReader, "listServ
 export const mayHoldHostPort = (p: Pod) => !isFinishedPod(p) && (!holdsNoHostPort(p.spec) || podTooLargeToCheck(p.spec));
 
 /**
- * The cluster-wide exposure audit behind `exposure drift`: every Service reachable from outside (NodePort, LoadBalancer, externalIPs) and every host port must
- * be declared by the contract (our Services for the entries this stack publishes, its hostPort entries) or by the stack's allowlist: a rendering of the
- * exposure model's classifyCluster. Pure: the caller lists Services and Pods once each.
+ * The cluster-wide exposure audit behind `exposure drift`: every Service reachable from outside and every host port must be declared by the contract or by the
+ * stack's allowlist (a rendering of the exposure model's classifyCluster).
  */
 export function auditExposure(input: AuditInput): AuditResult {
   const rules = exposureRules(input.contract, input.selected, input.allowlist);

@@ -2,11 +2,7 @@ import { EXIT, type ExitCode } from "./findings";
 
 const USER_ERROR = Symbol.for("ui-exposure.UserError");
 
-/**
- * A problem the operator can fix (bad contract, missing Service, wrong stack config,
- * unreachable cluster). The CLI prints `message` alone and exits non-zero; the Pulumi
- * program turns it into a RunError so the engine shows it without a stack trace.
- */
+/** A problem the operator can fix: the CLI prints `message` alone; the program shows it without a stack trace (asRunError). */
 export class UserError extends Error {
   /** The same mark on every copy of this class: each command's bundle has its own (scripts/build.cjs). */
   readonly [USER_ERROR] = true;

@@ -21,11 +21,8 @@ import type { Pod, Service } from "./kube/types";
 import { ourServiceName, ourServicesByName } from "./ownership";
 import type { Allowlist } from "./settings";
 
-// The model of exposure: what a stack declares, what a pod or a Service opens to the outside (the
-// rules of exposure-rules.ts, read in TypeScript), which rule declares it. The planner, the
-// verdicts, the audit, the pre-deny report and the policy's generator import it
-// (test/exposure-model.test.ts holds them to one answer). Whether a Service is this stack's is
-// src/core/ownership.ts's to say.
+// The model of exposure: what a stack declares, what a pod or a Service opens (exposure-rules.ts's rules, read in
+// TypeScript), which rule declares it. Whether a Service is this stack's is src/core/ownership.ts's to say.
 
 export { CHECK_LIMITS, field, matchesLabels, ourServiceExcess, type PodRule } from "./exposure-rules";
 export { ourServiceName };
@@ -35,10 +32,7 @@ export const webScheme = (scheme: string): "http" | "https" => (scheme === "http
 export const matchesPattern = (p: Pick<Pattern, "prefix" | "text">, value: string) => (p.prefix ? value.startsWith(p.text) : value === p.text);
 
 type Pattern = ReturnType<typeof parsePattern>;
-/**
- * One allowlist item as written (`source`), parsed once: the name or prefix matched against
- * "namespace/name" (`name`: a hostPort item's, before its ":port").
- */
+/** One allowlist item as written (`source`), parsed once: the name or prefix matched against "namespace/name". */
 function parsePattern(source: string, name: string, reasons: Allowlist["reasons"]) {
   const reason = reasons?.[source];
   return { source, ...namePattern(name), ...(reason ? { reason } : {}) };
@@ -77,10 +71,8 @@ const allowlisted = (pattern: Pattern | undefined): Declaration | undefined => p
 export const describeDeclaration = (d: Declaration) => (d.by === "contract" ? `contract entry '${d.entry}'` : `allowlist '${d.pattern.source}'`);
 
 /**
- * A pod (template) spec's host ports (HOST_PORT_RULE). `serves`: a UI may be published at
- * this port, a port of `spec.containers`. The kubelet maps host ports only from those; an init
- * container's port is held (counted by the guard and the audit) but nothing is known to answer
- * there once the pod runs.
+ * A pod (template) spec's host ports. `serves`: a port of `spec.containers`, where a UI may be published; an init
+ * container's port is held (counted by the guard and the audit) but nothing is known to answer there once the pod runs.
  */
 export function effectiveHostPorts(spec: unknown) {
   const hostNetwork = HOST_NETWORK_RULE.opens(spec);
@@ -119,10 +111,8 @@ export function podTooLargeToCheck(spec: unknown): boolean {
 export const isFinishedPod = (pod: { status?: { phase?: string } }) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
 
 /**
- * A pod, or a workload's pod template (its pods are named "<workload>-..."). `generateName`: the
- * prefix a controller asks the API server to name a pod from ("<owner>-", in full: the name made
- * from it keeps only its first 58 characters). `owner`: its controller owner reference, as written
- * on the object (for the pre-deny advice only: anyone who creates an object may write one).
+ * A pod, or a workload's pod template (its pods are named "<workload>-..."). `generateName`: in full (a name made from
+ * it keeps its first 58 characters). `owner`: its controller, as written (for the pre-deny advice only: anyone may write one).
  */
 export interface PodIdentity {
   namespace: string;
@@ -133,10 +123,7 @@ export interface PodIdentity {
   owner?: { kind: string; name: string };
 }
 
-/**
- * Which rule declares host port `port` of a pod: a contract hostPort entry (namespace, port,
- * podSelector), else an allowlist item "namespace/workload-prefix*:port" (namesPod).
- */
+/** Which rule declares host port `port` of a pod: a contract hostPort entry, else an allowlist item (namesPod). */
 export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port: number): Declaration | undefined {
   const entry = rules.hostPortEntries.find((e) => e.namespace === pod.namespace && e.port === port && matchesLabels(pod.labels, e.podSelector));
   if (entry) return { by: "contract", entry: entry.entry };
@@ -170,9 +157,8 @@ export type PodOpening = { kind: string; ports: string; what: string; item: stri
 );
 
 /**
- * What a pod (or template) opens, judged; `tooLarge`: past CHECK_LIMITS. Each listed host port needs its own declaration,
- * or the item of a pod rule it opens by that covers ports ("ns/pod-prefix*:hostNetwork": all a pod on the host network
- * opens); each pod rule it opens by is an opening of its own (one that covers ports: only when no port is listed).
+ * What a pod (or template) opens, judged; `tooLarge`: past CHECK_LIMITS. Each host port needs its own declaration, or the
+ * item of a pod rule that covers ports ("ns/pod-prefix*:hostNetwork"); a pod rule is an opening of its own.
  */
 export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknown): { tooLarge: boolean; openings: PodOpening[] } {
   const byRule = rules.podRules
@@ -217,11 +203,7 @@ export function ourServiceSpec(plan: { selector: Record<string, string>; portNam
   };
 }
 
-/**
- * A Service that opens something is declared by a rule, or undeclared with what makes it so. Our
- * `<entry>-nodeport` is judged by its entry alone (beyondEntry). Any other Service is declared
- * whole by an allowlist item.
- */
+/** A Service that opens something: declared by a rule, or undeclared with why. Ours by its entry alone; any other by the allowlist. */
 export function serviceVerdict(rules: ExposureRules, svc: Service): { declared: Declaration } | { undeclared: string; entry?: string } {
   const key = `${svc.metadata.namespace ?? "default"}/${svc.metadata.name}`;
   const ours = rules.ourServices.get(key);
@@ -291,10 +273,8 @@ export function classifyCluster(rules: ExposureRules, cluster: { services: reado
 
 /**
  * What a reader holds of an object it listed: the fields the exposure model and the Cilium checks read, each list cut one
- * past the model's bound (CHECK_LIMITS), where the verdict no longer changes (an object past it is too large: exposure).
- * A tenant's Service with 14,000 ports or a workload with fat containers then costs what a small one costs once its page
- * is read, however much it holds. Everything else (a pod's volumes, env, probes, a template's annotations but
- * `templateAnnotations`) is dropped. Pure: the object is changed in place and returned.
+ * past CHECK_LIMITS, where the verdict no longer changes; everything else is dropped, so that a tenant's fat object costs
+ * what a small one costs once its page is read. The object is changed in place and returned.
  */
 export function heldObject<T>(item: T, templateAnnotations: readonly string[] = []): T {
   const spec = field(item, "spec");
@@ -306,18 +286,18 @@ export function heldObject<T>(item: T, templateAnnotations: readonly string[] = 
   for (const template of [field(spec, "template"), field(field(field(spec, "jobTemplate"), "spec"), "template")]) {
     if (!isObject(template)) continue;
     const meta = field(template, "metadata");
-    if (isObject(meta)) {
-      const kept = templateAnnotations.flatMap((k) => {
-        const v = field(field(meta, "annotations"), k);
-        return typeof v === "string" ? [[k, v]] : [];
-      });
-      delete meta.annotations;
-      if (kept.length) meta.annotations = Object.fromEntries(kept);
-    }
+    if (isObject(meta)) keepAnnotations(meta, templateAnnotations);
     const podSpec = field(template, "spec");
     if (isObject(podSpec)) heldPodSpec(podSpec);
   }
   return item;
+}
+
+/** Drops an object's annotations but `keys` (those with a string value). */
+export function keepAnnotations(meta: Record<string, unknown>, keys: readonly string[]): void {
+  const kept = keys.flatMap((k) => (typeof field(meta.annotations, k) === "string" ? [[k, field(meta.annotations, k)]] : []));
+  delete meta.annotations;
+  if (kept.length) meta.annotations = Object.fromEntries(kept);
 }
 
 const cut = (o: Record<string, unknown>, key: string, max: number) => {

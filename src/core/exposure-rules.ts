@@ -1,12 +1,9 @@
 import type { Service } from "./kube/types";
 
 // The exposure rules, one table: what opens a port on a node or an address outside the cluster, each rule read in
-// TypeScript (exposure-model.ts: audit, status, pre-deny report, planner) and in CEL (admission.ts: the guard), side by
-// side; both loop over the table. Adding a rule (a Service field that opens something, say `spec.loadBalancerIP`) is one
-// SERVICE_RULES entry and its tests: a case in test/exposure-rules.test.ts (which registers such a rule in a table of its
-// own) and the field in test/exposure-model.test.ts's drawn Services, whose property test holds the generated CEL to the
-// TypeScript; a pod field (as the host network) one POD_RULES entry, shown the same way. docs/commands.md ("Exposure
-// guard at admission") says the same.
+// TypeScript (exposure-model.ts) and in CEL (admission.ts: the guard), side by side. Adding a rule is one SERVICE_RULES
+// (or POD_RULES) entry and its tests: a case in test/exposure-rules.test.ts and the field in test/exposure-model.test.ts's
+// drawn Services, whose property test holds the generated CEL to the TypeScript (docs/commands.md says the same).
 
 // Objects are read back unvalidated (a list call, a snapshot): what is not a list, a map or a port number is no port.
 export const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
@@ -19,19 +16,12 @@ export const matchesLabels = (labels: Readonly<Record<string, string>> | undefin
   Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
 
 /**
- * Bounds on the work of checking one object, so that the policy's CEL stays far below the API
- * server's cost limit (an error would admit the object under failurePolicy Ignore):
- * - a pod (template) with more than `containers` containers in a list is refused as too large;
- * - one that holds no host port at all (not on the host network, no hostPort set) is admitted
- *   after one cheap pass, with up to `plainPortsPerContainer` ports in a container;
- * - any other with more than `portsPerContainer` ports in a container is refused as too large;
- *   within that, each port costs the same whatever the allowlist's size (one map lookup);
- * - an undeclared Service with more than `servicePorts` ports or `externalIPs` addresses is
- *   refused unread;
- * - each list of the allowlist holds at most `allowlistItems` items and `allowlistCharacters`
- *   characters of patterns (refused when the stack's settings are read): the map of declared
- *   ports is then built within the cost limit, and each generated expression stays below CEL's
- *   default size limit of 100,000 code points (about 55,000 at this bound).
+ * Bounds on the work of checking one object, so that the policy's CEL stays far below the API server's cost limit (an
+ * error would admit the object under failurePolicy Ignore). Past `containers` in a list, or `portsPerContainer` ports
+ * in a container, a pod (template) is too large, unless it holds no host port (one cheap pass, up to
+ * `plainPortsPerContainer`); an undeclared Service past `servicePorts` or `externalIPs` is refused unread. The
+ * allowlist's bounds (refused when the settings are read) keep each generated expression below CEL's default size
+ * limit of 100,000 code points (about 55,000 at this bound).
  */
 export const CHECK_LIMITS = {
   containers: 32,

@@ -27,10 +27,8 @@ export function checkStackName(name: string): string {
 }
 
 /**
- * A Lima instance name as Lima itself accepts one (its identifiers rule): letters and digits,
- * with single `.`, `_` or `-` between them, at most 76 characters. It names the folder
- * `$LIMA_HOME/<instance>` whose ssh.config goes to `ssh -F`: `../../x` would pick any folder's
- * config, and its ProxyCommand would run.
+ * A Lima instance name as Lima accepts one (at most 76 characters). It names the folder `$LIMA_HOME/<instance>` whose
+ * ssh.config goes to `ssh -F`: `../../x` would pick any folder's config, and its ProxyCommand would run.
  */
 const LIMA_INSTANCE = /^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$/;
 export const LIMA_INSTANCE_MAX = 76;

@@ -1,8 +1,5 @@
-// The platform's own Prometheus watching the exposure: the metrics the portal serves on
-// /metrics (from the same observation as its page), and the objects a stack with
-// `ui-exposure:monitoring` enabled adds for kube-prometheus-stack: a ServiceMonitor for the
-// in-cluster portal, a PrometheusRule and a Grafana dashboard ConfigMap. Pure: the portal
-// renders the samples with prom-client, components/monitoring.ts creates the objects.
+// The platform's own Prometheus watching the exposure: the metrics the portal serves on /metrics, and the objects
+// `ui-exposure:monitoring` adds for kube-prometheus-stack (a ServiceMonitor, a PrometheusRule, a Grafana dashboard).
 
 import { PORTAL_PORT_NAME, PORTAL_SELECTOR } from "./portal/spec";
 import type { PortalView } from "./portal/view";
@@ -46,10 +43,7 @@ export interface MetricsInput {
   view?: PortalView;
   /** When that view's cluster read finished (the freshness gauge; 0 when never). */
   observedAt?: Date;
-  /**
-   * When the portal runs the audit (it knows the allowlist): the last good undeclared count, whether
-   * the last round read the cluster (unset before the first ends), when one last did.
-   */
+  /** When the portal runs the audit: the last good undeclared count, whether the last round read the cluster, when one last did. */
   audit?: { undeclared?: number; ok?: boolean; lastSuccessAt?: Date } | undefined;
   version: string;
   stack: string;
@@ -58,10 +52,9 @@ export interface MetricsInput {
 }
 
 /**
- * The samples of one scrape, of one stack or several (the one-stack portal is the portal of one): one family per name, every
- * sample labelled with its stack and cluster, so that two stacks publishing one entry name never share a series and the rules
- * alert per stack. Label values come from the contract (entry names), the stack's name and kube context, and fixed sets only:
- * never a URL, an address or a reason. Entries a stack does not publish have none.
+ * The samples of one scrape, of one stack or several: every sample labelled with its stack and cluster, so that two stacks
+ * publishing one entry name never share a series. Label values come from the contract, the stack's name and kube context,
+ * and fixed sets only: never a URL, an address or a reason.
  */
 export function metricFamilies(inputs: readonly MetricsInput[]): MetricFamily[] {
   const families = new Map<string, MetricFamily>();
@@ -190,11 +183,9 @@ export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRul
     },
     {
       alert: "UIExposurePortalDown",
-      // About the portal, not a stack: `up` is the scrape's own series (no stack label), and a portal down is down for every
-      // stack it serves. No target answers, or none exists (`absent` has the same labels, job and namespace: a
-      // rollout's gap between two pods continues the alert). Absence counts only once Prometheus
-      // has scraped some target for a minute (two scrape intervals): before its first scrape of
-      // the portal, just started, everything is absent, and nothing may go pending.
+      // About the portal, not a stack (`up` has no stack label): no target answers, or none exists (a rollout's gap
+      // continues the alert). Absence counts only once Prometheus has scraped some target for a minute: just started,
+      // everything is absent, and nothing may go pending.
       expr: `max by (namespace, job) (up{${sel}}) == 0 or (absent(up{${sel}}) and on () count(up offset 1m) > 0)`,
       for: "5m",
       summary: "Prometheus cannot scrape the ui-exposure portal in {{ $labels.namespace }}.",
@@ -314,10 +305,7 @@ export function dashboard(t: MonitoringTarget): Record<string, unknown> {
 
 export const MONITORING_GROUP_VERSION = "monitoring.coreos.com/v1";
 
-/**
- * The three objects, as plain manifests without names: components/monitoring.ts creates them
- * auto-named (a fixed name could take over an object this stack did not create).
- */
+/** The three objects, without names: components/monitoring.ts auto-names them (a fixed name could take over another's object). */
 export function monitoringObjects(t: MonitoringTarget) {
   const labels = {
     release: t.release,

@@ -1,10 +1,6 @@
-// Whether an object is this stack's, decided here alone (test/architecture.test.ts): by name,
-// by label and by uid. An entry's Service is named `<entry>-nodeport` in the namespace of the
-// Service it mirrors; one of that name is ours when its uid is the one the last finished `up`
-// published (the `endpoints` output): a refresh reads objects by name and rewrites the state,
-// never the outputs. The state says only whether the engine will create an object (one of that
-// name that exists is then refused: the takeover hook); a label only says which stack or entry
-// claims a Service, never decides.
+// Whether an object is this stack's, decided here alone: an entry's Service `<entry>-nodeport` is ours when its uid is
+// the one the last finished `up` published (a refresh rewrites the state, never the outputs). The state says only whether
+// the engine will create an object (the takeover hook refuses one that exists); a label says who claims, never decides.
 import { type Contract, isNodePortEntry } from "./contract/schema";
 import { field, matchesLabels } from "./exposure-rules";
 import { isStackName } from "./inputs";
@@ -108,11 +104,9 @@ export function ownershipProblem(service: Meta, published: PublishedEndpoints[st
 }
 
 /**
- * The keys of our Service's selector that the entry does not set now (`wanted`: the vendored selector), told apart in this one place for up, status, drift,
- * the portal and probe. `dropped`: the last finished up published it with this very value (`applied`, its record's `selector`: outputs, which no refresh
- * rewrites) and the chart's Service no longer has it: ours, and `up` drops it (the selector is an atomic map that server-side apply sets whole). `foreign`:
- * any other, added outside this stack (another field manager, or a value changed since), or unproven (no published selector: a record of an earlier
- * version, or no outputs read): refused by `up`, with the command that removes it. Never decided from labels or field manager names.
+ * The keys of our Service's selector that the entry does not set now (`wanted`: the vendored selector). `dropped`: the last finished up published it with
+ * this very value (`applied`) and the chart's Service no longer has it: `up` drops it. `foreign`: any other, added outside this stack or unproven (no
+ * published selector): refused by `up`, with the command that removes it. Never decided from labels or field manager names.
  */
 export function selectorKeysBeyond(
   wanted: Readonly<Record<string, string>>,

@@ -2,7 +2,7 @@ import { type Contract, type Endpoint, type HostPortExposure, isHostPortEntry, i
 import { UserError } from "./errors";
 import { effectiveHostPorts, isFinishedPod, matchesLabels, ourServiceName, webScheme } from "./exposure-model";
 import { ipVersion, urlHost } from "./ip";
-import type { ClusterReader } from "./kube/cluster";
+import { type ClusterReader, labelSelector } from "./kube/cluster";
 import type { Node, Pod, Service, ServicePort } from "./kube/types";
 
 /** The node whose address goes into every NodePort URL. */
@@ -58,9 +58,8 @@ export function chooseNode(nodes: readonly Node[], nodeAddress?: string): NodeCh
 }
 
 /**
- * Ready nodes the URLs cannot use because their claimed InternalIP is not an IP literal. Said by status, the portal and `up` alike (never skipped in silence:
- * the node may be the one the operator expects). Nothing to say when the address is pinned (nodes are not chosen then), or when no node qualifies at all
- * (chooseNode's problem already lists every node).
+ * Ready nodes the URLs cannot use because their claimed InternalIP is not an IP literal, never skipped in silence (the node may be the one the operator
+ * expects); none when the address is pinned, or when no node qualifies (chooseNode's problem lists every node).
  */
 export function unusableNodes(nodes: readonly Node[], nodeAddress?: string): string[] {
   if (nodeAddress) return [];
@@ -76,8 +75,7 @@ export function selectEntries(contract: Contract, selection: "all" | readonly st
   if (selection === "all") return { entries: exposed, problems: [] };
   const problems: string[] = [];
   const entries: Endpoint[] = [];
-  // Indexed once: a stack listing every entry by name would otherwise cost O(n²) lookups. The first declaration of a name wins, as a linear search would find
-  // it.
+  // Indexed once (a stack listing every entry would cost O(n²) lookups); the first declaration of a name wins.
   const byName = new Map<string, Endpoint>();
   for (const x of contract.endpoints) if (!byName.has(x.name)) byName.set(x.name, x);
   for (const name of selection) {
@@ -156,10 +154,7 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
   };
 }
 
-/**
- * Items by key, built once per view: each entry then reads its own group (pods of one namespace, slices of one Service) instead of scanning the cluster's
- * (entries × items would grow quadratically with the platform). push, not a spread copy: copying a group on every item is quadratic too.
- */
+/** Items by key, built once per view, so that each entry reads its own group (entries × items would grow quadratically; so would a spread copy). */
 export function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
   const groups = new Map<K, T[]>();
   for (const item of items) {
@@ -170,10 +165,7 @@ export function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K
   return groups;
 }
 
-/**
- * The pod holding a declared hostPort (its host ports as the exposure model counts them; a finished pod holds none): a running pod wins over a pending one,
- * then name order.
- */
+/** The pod holding a declared hostPort (a finished pod holds none): a running pod wins over a pending one, then name order. */
 export function findHostPortHolder(pods: readonly Pod[], hp: HostPortExposure): Pod | undefined {
   return pods
     .filter(
@@ -188,10 +180,7 @@ export function findHostPortHolder(pods: readonly Pod[], hp: HostPortExposure): 
     .sort((a, b) => Number(b.status?.phase === "Running") - Number(a.status?.phase === "Running") || a.metadata.name.localeCompare(b.metadata.name))[0];
 }
 
-/**
- * The pods that may hold the entries' host ports, read where they are: each hostPort entry's namespace, by its podSelector, holding its port (what
- * findHostPortHolder then chooses from).
- */
+/** The pods that may hold the entries' host ports: each hostPort entry's namespace, by its podSelector, holding its port. */
 export async function readHostPortPods(cluster: Pick<ClusterReader, "listPods">, entries: readonly Endpoint[]): Promise<Pod[]> {
   const hostPorts = entries.flatMap((e) => (e.exposed && e.hostPort ? [e.hostPort] : []));
   const lists = await Promise.all(
@@ -203,19 +192,12 @@ export async function readHostPortPods(cluster: Pick<ClusterReader, "listPods">,
   return [...new Map(lists.flat().map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p])).values()];
 }
 
-/**
- * Plans a hostPort entry: nothing is created; the URL uses the InternalIP of the node that runs the pod holding the port (a running pod wins over a pending
- * one, then name order).
- */
+/** Plans a hostPort entry: nothing is created; the URL uses the InternalIP of the node running the pod that holds the port. */
 export function planHostPort(entry: Endpoint & { hostPort: HostPortExposure }, pods: readonly Pod[], nodesByName: ReadonlyMap<string, Node>) {
   const hp = entry.hostPort;
   const problem = (text: string) => ({ problem: `entry '${entry.name}': ${text}` });
   const pod = findHostPortHolder(pods, hp);
-  const selectorText = hp.podSelector
-    ? ` matching ${Object.entries(hp.podSelector)
-        .map(([k, v]) => `${k}=${v}`)
-        .join(",")}`
-    : "";
+  const selectorText = hp.podSelector ? ` matching ${labelSelector(hp.podSelector)}` : "";
   if (!pod) {
     return problem(`no scheduled pod in namespace ${hp.namespace}${selectorText} declares hostPort ${hp.port}; deploy the brick first or fix the contract`);
   }
@@ -245,10 +227,8 @@ export interface ClusterView {
 }
 
 /**
- * The Services the planner reads: the observed ones, overlaid with the Services this stack itself creates in the same `up` (the in-cluster portal's ClusterIP
- * Service). Without it, the contract entry mirroring such a Service could never be planned on the first `up`, since planning reads the cluster before any
- * resource exists. A created Service replaces an observed one of the same name: it is what the cluster holds after the update. Whether the observed one may be
- * updated is the state's to say (the takeover hook), never its labels.
+ * The Services the planner reads: the observed ones, overlaid with those this `up` creates (the in-cluster portal's), so that an entry mirroring one is
+ * planned on the first `up`. Whether an observed one may be replaced is the state's to say (the takeover hook), never its labels.
  */
 export function withStackServices(observed: readonly Service[], created: readonly Service[]): Service[] {
   const keyOf = (s: Service) => `${s.metadata.namespace}/${s.metadata.name}`;
@@ -302,9 +282,8 @@ export function buildUrl(scheme: string, address: string, port: number | undefin
 }
 
 /**
- * Stable ports: the nodePort published by the last `up` is asked for again, so a port moved by hand is put back and a Service deleted by hand comes back on its
- * port. Kubernetes allocated it the first time; this only keeps it. When another Service now holds that port, asking for it would fail the update: Kubernetes
- * allocates a new one instead, and the note says so.
+ * Stable ports: the nodePort the last `up` published is asked for again, so a port moved or a Service deleted by hand comes back. When another Service now
+ * holds it, asking would fail the update: Kubernetes allocates a new one, and the note says so.
  */
 export function portToKeep(
   plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">,

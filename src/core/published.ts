@@ -6,10 +6,8 @@ import { shownValue } from "./text";
 import "./zod-messages";
 
 /**
- * What the last `up` published (its `endpoints` output), read back by `status` and the portal
- * from `pulumi stack output`, a saved outputs file or, in the cluster, the ConfigMap `up`
- * writes for the portal. Untrusted: a field of the wrong type is an error naming it, never a
- * verdict computed from it. Fields the verdicts do not use are left as they are.
+ * What the last `up` published (its `endpoints` output), read back from `pulumi stack output`, a saved file or the
+ * portal's ConfigMap. Untrusted: a field of the wrong type is an error naming it, never a verdict computed from it.
  */
 const port = z.int().check(z.minimum(1), z.maximum(65535));
 /** Label limits (a key: a 253-character DNS prefix, '/', a 63-character name; a value: 63): a selector an up applied never exceeds them. */
@@ -39,10 +37,8 @@ export type PublishedEndpoints = z.infer<typeof schema>;
 export const PUBLISHED_TEXT_MAX = 256;
 
 /**
- * The published endpoints in `value` (`source` names where they come from, for the message).
- * The texts the reports print (url, service, uid) come back escaped and cut (`shownValue`): a
- * line break in a forged url would start a row of its own in status and drift. A value `up`
- * wrote is unchanged by that, so every comparison with the live cluster gives the same verdict.
+ * The published endpoints in `value` (`source` names them in messages). The texts the reports print come back escaped and
+ * cut (`shownValue`), which leaves a value `up` wrote unchanged: a forged line break starts no row of its own.
  */
 export function parsePublishedEndpoints(value: unknown, source: string): PublishedEndpoints {
   const result = schema.safeParse(value, { reportInput: true });

@@ -149,10 +149,7 @@ export function planStack(s: StackInputs, r: StackReads): StackPlan | { problems
   return { node: resolution.node, cilium, exposures, live, ...(portal ? { portal } : {}) };
 }
 
-/**
- * What up dry-runs once its guard in deny is applied: our Services still to be created (only they can meet the old policy), to be admitted, and the probe only
- * this stack's guard refuses, in a namespace that has a Service (another stack's guard on the cluster neither proves nor hides deny in force).
- */
+/** What up dry-runs once its guard in deny is applied: our Services still to be created, to be admitted, and the probe only this stack's guard refuses. */
 export function guardChecks(policyName: string, plans: readonly ExposurePlan[], existing: ReadonlyMap<string, unknown>) {
   const toCreate = plans
     .filter((p): p is NodePortPlan => p.kind === "nodePort" && !existing.has(`${p.namespace}/${p.serviceName}`))

@@ -37,10 +37,8 @@ export function hasControlCharacters(text: string): boolean {
 }
 
 /**
- * A URL's password shown as `****`: the Pulumi CLI prints its backend URL whole in its errors
- * (`unable to open bucket postgres://team:PASSWORD@host/...`), and we pass its lines on.
- * The user name stays (it says which role failed); so does everything else. Up to the last `@`
- * of the word: a password with a raw `/` or `@` is still hidden (more hidden beats a leak).
+ * A URL's password shown as `****` (the Pulumi CLI prints its backend URL whole in its errors), up to the last `@` of the
+ * word: a password with a raw `/` or `@` is still hidden. The user name stays (it says which role failed).
  */
 export function redactUrlPasswords(text: string): string {
   return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)([^\s/@:]*):(\S*)@/gi, "$1$2:****@").replace(/([?&](?:password|sslpassword)=)[^&\s]*/gi, "$1****");

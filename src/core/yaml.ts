@@ -27,9 +27,8 @@ const SCALARS = ["scalar", "single-quoted-scalar", "double-quoted-scalar", "bloc
 const COUNTED = new Set<string | null>([...SCALARS, "flow-map-start", "flow-seq-start", "seq-item-ind", "map-value-ind", "explicit-key-ind"]);
 
 /**
- * The first limit the text passes, seen by the lexer alone: more than `maxValues` values, or flow collections (`[`, `{`) nested deeper than YAML_MAX_DEPTH. The
- * lexer keeps nothing, so this costs time, not memory (the parser keeps every token of a document until the document ends). Block nesting needs the parser:
- * boundedTokens checks it.
+ * The first limit the text passes, seen by the lexer alone (it keeps nothing, where the parser keeps every token of a document): more than `maxValues` values,
+ * or flow collections nested deeper than YAML_MAX_DEPTH. Block nesting needs the parser: boundedTokens checks it.
  */
 function lexicalRefusal(text: string, maxValues: number): YamlRefusal | undefined {
   let values = 0;
@@ -48,9 +47,8 @@ function lexicalRefusal(text: string, maxValues: number): YamlRefusal | undefine
 }
 
 /**
- * Whether `text` may exceed a bound of lexicalRefusal: the lexer counts at most two values per character (`|` alone: the header and its empty scalar), and flow
- * nesting needs a `[` or `{` per level. A text too short to exceed either is not lexed twice (a contract: a cold lexer run is a tenth of `exposure check`'s
- * CPU).
+ * Whether `text` may exceed a bound of lexicalRefusal (at most two values per character, a `[` or `{` per flow level): a text too short is not lexed twice (a
+ * cold lexer run is a tenth of `exposure check`'s CPU).
  */
 function mayExceedBounds(text: string, maxValues: number): boolean {
   if (2 * text.length > maxValues) return true;

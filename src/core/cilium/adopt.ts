@@ -1,9 +1,7 @@
 /**
- * Adopting a Cilium release a script installed (`helm install`): without it the first `up`
- * fails ("cannot re-use a name that is still in use"), or installs a second Cilium under
- * another name. pulumi-kubernetes (provider/pkg/provider/helm_release.go) imports
- * `<namespace>/<release name>` and replaces a Release only when `name` or `namespace` change:
- * the component always sets both, so the first `up` after the import is a `helm upgrade`.
+ * Adopting a Cilium release a script installed: without it the first `up` fails ("cannot re-use a name that is still in
+ * use"). pulumi-kubernetes replaces a Release only when `name` or `namespace` change: the component always sets both, so
+ * the first `up` after the import is a `helm upgrade`.
  */
 import { importCommand } from "../ownership";
 

@@ -1,6 +1,7 @@
-import { field } from "../exposure-model";
+import { field, list } from "../exposure-rules";
 import type { Result } from "../findings";
 import type { ConfigMap, GenericObject, Service } from "../kube/types";
+import { groupBy } from "../plan";
 import type { CiliumSettings, CohabitCiliumSettings, L4CiliumSettings } from "../settings";
 import { releaseImportCommand } from "./adopt";
 import { type LiveRelease, releaseSnapshotCommand } from "./release";
@@ -52,8 +53,6 @@ export function ciliumReads(s: CiliumSettings): { configMap: { namespace: string
 }
 
 const ref = (o: { metadata: { namespace?: string; name: string } }) => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
-/** The items of a list the cluster gave (untrusted: anything but an array is none). */
-const items = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 
 /** Whether LB-IPAM gave this Service its address (not another controller's class, nor Node IPAM's `io.cilium/node`: lb-ipam.rst). */
@@ -76,7 +75,7 @@ export function ciliumGatewayObjects(observed: CiliumObservation): { gateways: G
     (text(field(p, "kind")) ?? "Gateway") === "Gateway" &&
     (text(field(p, "group")) ?? "gateway.networking.k8s.io") === "gateway.networking.k8s.io" &&
     names.has(`${text(field(p, "namespace")) ?? r.metadata.namespace}/${text(field(p, "name"))}`);
-  return { gateways, httpRoutes: observed.httpRoutes.filter((r) => items(r.spec?.parentRefs).some((p) => parent(r, p))) };
+  return { gateways, httpRoutes: observed.httpRoutes.filter((r) => list(r.spec?.parentRefs).some((p) => parent(r, p))) };
 }
 
 /** The annotation that makes an IngressClass the cluster's default (Ingresses without a class go to it). */
@@ -96,9 +95,9 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
   const byDefault = defaults.find((name) => byCilium(name)) ?? defaults[0];
   // The class by field, else by the legacy annotation (which Cilium's controller still honours), else the default.
   const classOf = (i: GenericObject) => text(i.spec?.ingressClassName) ?? text(i.metadata.annotations?.[LEGACY_INGRESS_CLASS]) ?? byDefault;
-  const patches = (objects: readonly GenericObject[] | undefined, list: string, op: (entry: unknown, at: string) => object | undefined) =>
+  const patches = (objects: readonly GenericObject[] | undefined, key: string, op: (entry: unknown, at: string) => object | undefined) =>
     (objects ?? []).flatMap((object) => {
-      const ops = items(field(object.spec, list)).flatMap((e, i) => op(e, `/spec/${list}/${i}`) ?? []);
+      const ops = list(field(object.spec, key)).flatMap((e, i) => op(e, `/spec/${key}/${i}`) ?? []);
       return ops.length ? [{ object, ops: ops.reverse() }] : [];
     });
   return {
@@ -106,7 +105,7 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
     nodeIpam: observed.services.filter((s) => s.spec?.type === "LoadBalancer" && s.spec.loadBalancerClass === "io.cilium/node"),
     bgp: [
       ...patches(observed.bgpAdvertisements, "advertisements", (a, at) => {
-        const addresses = items(field(field(a, "service"), "addresses"));
+        const addresses = list(field(field(a, "service"), "addresses"));
         const rest = addresses.filter((x) => x !== "LoadBalancerIP");
         if (field(a, "advertisementType") !== "Service" || rest.length === addresses.length) return undefined;
         return rest.length ? { op: "replace", path: `${at}/service/addresses`, value: rest } : { op: "remove", path: at };
@@ -115,7 +114,7 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
       // only LoadBalancerIP goes; the selector goes only when nothing else is advertised with it.
       ...patches(observed.bgpPeeringPolicies, "virtualRouters", (r, at) => {
         if (field(r, "serviceSelector") === undefined) return undefined;
-        const ads = Array.isArray(field(r, "serviceAdvertisements")) ? items(field(r, "serviceAdvertisements")) : ["LoadBalancerIP"];
+        const ads = Array.isArray(field(r, "serviceAdvertisements")) ? list(field(r, "serviceAdvertisements")) : ["LoadBalancerIP"];
         const rest = ads.filter((x) => x !== "LoadBalancerIP");
         if (rest.length === ads.length) return undefined;
         return rest.length ? { op: "replace", path: `${at}/serviceAdvertisements`, value: rest } : { op: "remove", path: `${at}/serviceSelector` };
@@ -126,16 +125,13 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
 
 /** One command per namespace, for objects sorted by namespace then name. */
 function perNamespace(objects: readonly { metadata: { namespace?: string; name: string } }[], line: (ns: string, names: string[]) => string): string[] {
-  const byNs = new Map<string, string[]>();
-  for (const o of objects) byNs.set(o.metadata.namespace ?? "", [...(byNs.get(o.metadata.namespace ?? "") ?? []), o.metadata.name]);
-  return [...byNs].sort(([a], [b]) => a.localeCompare(b)).map(([ns, names]) => line(ns ? ` -n ${ns}` : "", names.sort()));
+  const byNs = [...groupBy(objects, (o) => o.metadata.namespace ?? "")].sort(([a], [b]) => a.localeCompare(b));
+  return byNs.map(([ns, group]) => line(ns ? ` -n ${ns}` : "", group.map((o) => o.metadata.name).sort()));
 }
 
 /**
- * Why l4 refuses while the Gateway API / LB-IPAM era is left, with the order that works: LB-IPAM
- * strips its addresses only when a pool is deleted while it runs, and a Gateway's Service,
- * Endpoints and CiliumEnvoyConfig go only with the Gateway (owner references). The program never
- * deletes them itself: it cannot prove it created them.
+ * Why l4 refuses while the Gateway API / LB-IPAM era is left, with the order that works (LB-IPAM strips its addresses only
+ * when a pool is deleted while it runs). The program never deletes them itself: it cannot prove it created them.
  */
 export function removalOrderProblem(observed: CiliumObservation): string | undefined {
   const order = removalOrder(observed);
@@ -284,21 +280,14 @@ function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: Cilium
   };
 }
 
-/**
- * Where Helm fetches the chart: a Helm repository (index.yaml) is passed as the repository; an
- * OCI registry is part of the chart reference itself (Helm has no repository for it); a local
- * `.tgz` or folder, or a full `oci://` reference, is the chart name as given.
- */
+/** Where Helm fetches the chart: a Helm repository as the repository; an OCI registry in the chart reference (Helm has no repository for it). */
 export function chartSource(repository: string | undefined, name: string): { chart: string; repository?: string } {
   if (repository === undefined) return { chart: name };
   if (repository.startsWith("oci://")) return { chart: `${repository.replace(/\/+$/, "")}/${name}` };
   return { chart: name, repository };
 }
 
-/**
- * The Cilium part of the stack, decided before any resource is declared: the release to
- * manage (`l4`) or what was observed (`cohabit`), or every problem found, together.
- */
+/** The Cilium part of the stack, decided before any resource is declared: the release (`l4`) or what was observed (`cohabit`), or every problem. */
 export function planCilium(settings: CiliumSettings, ctx: CiliumContext, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
   return settings.mode === "cohabit" ? planCohabit(settings, observed) : planL4(settings, ctx, observed);
 }

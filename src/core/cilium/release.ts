@@ -81,9 +81,8 @@ export function decodeReleaseRecord(secret: Secret, inflate: Inflate): Result<Li
 const PENDING = ["pending-install", "pending-upgrade", "pending-rollback"];
 
 /**
- * The highest revision whose status is deployed among `secrets`, decoded; undefined when there is none. A pending revision
- * above it is an operation in progress (or one that died midway): refused, since the release's upgrade would fail later,
- * after the operator has run the removal order.
+ * The highest deployed revision among `secrets`, decoded (undefined: none). A pending revision above it (an operation in
+ * progress, or one that died midway) is refused: the upgrade would fail later, after the operator ran the removal order.
  */
 export function liveReleaseOf(secrets: readonly Secret[], name: string, inflate: Inflate): Result<LiveRelease | undefined> {
   const revision = (s: Secret) => Number(s.metadata.labels?.version);

@@ -17,10 +17,7 @@ const checksum = (o: GenericObject | undefined) => {
 const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
 const ready = (p: Pod) => p.status?.phase === "Running" && (p.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
 
-/**
- * Whether every node's agent, and the operator, run the configuration the release last
- * rendered: the rollout complete and, per node, a Ready agent pod with the template's checksum.
- */
+/** Whether every node's agent and the operator run the release's last configuration: the rollout complete, a Ready agent with its checksum per node. */
 export function switchState(w: CiliumWorkloads): SwitchState {
   const ds = w.agents;
   const sum = checksum(ds);

@@ -23,10 +23,8 @@ export function deepMerge(base: Values, over: Values): Values {
 }
 
 /**
- * The values an L4-only Cilium needs, only keys the chart version has (versions.ts): kube-proxy
- * replacement (with the API server address), no Gateway API, L2 announcements or LB-IPAM, and
- * agents and operator restarted by a config change (else `helm upgrade` changes only the
- * ConfigMap). NodePort/hostPort keys stay as installed: changing them disrupts connections.
+ * The values an L4-only Cilium needs, of the keys the chart version has: agents and operator restarted by a config change
+ * (else `helm upgrade` changes only the ConfigMap). NodePort/hostPort keys stay as installed: changing them disrupts connections.
  */
 function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }): Values {
   return {

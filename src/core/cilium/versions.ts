@@ -1,9 +1,7 @@
 /**
- * Which values keys each Cilium chart minor has, for the keys the L4 mode generates or polices:
- * values.schema.json is not strict, so a key a version dropped is accepted and silently ignored.
- * Read from the published charts (test/data/cilium-chart-facts.json, which test/cilium.test.ts
- * checks this table against). Keys change inside a minor too (`externalIPs` until 1.17.5; the
- * pre-releases differ), so only stable releases up to CHECKED_PATCH are accepted.
+ * Which values keys each Cilium chart minor has, of those the L4 mode sets or polices (values.schema.json is not strict: a
+ * dropped key is silently ignored), checked by test/cilium.test.ts against the published charts. Keys change inside a
+ * minor too, so only stable releases up to CHECKED_PATCH are accepted.
  */
 export interface ChartKeys {
   /** Documented from 1.18; commented out before, but cilium-configmap.yaml reads it on every version. */

@@ -70,9 +70,8 @@ const hostPortExposure = z.strictObject({
 const PROBE_PATH_MAX = 1024;
 
 /**
- * Why a probe path is not a plain path, or undefined. It is resolved against the published
- * URL: `//host/x` or `http://host/x` would replace the host (a dead URL reported "ok"), and a
- * backslash is read as `/` by WHATWG URLs.
+ * Why a probe path is not a plain path, or undefined: resolved against the published URL, `//host/x` or `http://host/x`
+ * would replace the host (a dead URL reported "ok"), and WHATWG URLs read a backslash as `/`.
  */
 export function probePathProblem(path: string): string | undefined {
   if (!path.startsWith("/")) return "probe path must start with '/' (a path on the published URL, not a URL)";

@@ -32,10 +32,7 @@ export async function listCiliumEra(cluster: ClusterReader): Promise<Record<keyo
   return Object.fromEntries(entries.map(([key], i) => [key, lists[i]])) as Record<keyof typeof CILIUM_ERA_KINDS, GenericObject[]>;
 }
 
-/**
- * Where a list looks and what it holds. The API server filters by namespace and labels; `keep` is asked of each item as it is read, and only what it accepts is
- * held (a cluster-wide list of a tenant's 10,000 Services then costs one page of memory, not the whole list).
- */
+/** Where a list looks (filtered by the API server) and what it holds: only what `keep` accepts of each item as it is read. */
 export interface ListScope<T> {
   /** One namespace; the whole cluster when absent. */
   namespace?: string;
@@ -62,10 +59,7 @@ export const labelSelector = (labels: ListScope<never>["labels"]) =>
     .map(([k, v]) => (typeof v === "string" ? `${k}=${v}` : `${k} in (${v.join(",")})`))
     .join(",");
 
-/**
- * Read access to the cluster: list calls (paged by the live reader) scoped to what the caller needs. Implemented by the live API client and by a snapshot file
- * (`kubectl get -o yaml`).
- */
+/** Read access to the cluster: list calls scoped to what the caller needs (the live API client, or a snapshot file). */
 export interface ClusterReader {
   /** Where the data comes from, for messages ("context bench (https://127.0.0.1:6443)"). */
   readonly source: string;
@@ -76,31 +70,19 @@ export interface ClusterReader {
   listPods(scope?: ListScope<Pod>): Promise<Pod[]>;
   listEndpointSlices(scope?: ListScope<EndpointSlice>): Promise<EndpointSlice[]>;
   getConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined>;
-  /**
-   * The Secrets of one namespace (one list call). Namespaced on purpose: `exposure access` needs only the namespaces its contract names, and a namespaced list
-   * needs only a Role there, not a ClusterRole that reads every Secret of the cluster. `scope` narrows it by labels (a Helm release's records).
-   */
+  /** The Secrets of one namespace: namespaced on purpose, a Role there suffices, not a ClusterRole reading every Secret of the cluster. */
   listSecrets(namespace: string, scope?: Omit<ListScope<Secret>, "namespace">): Promise<Secret[]>;
   /** Lists a custom kind; an absent CRD gives an empty list, not an error. */
   listCustom(kind: CustomKind, scope?: ListScope<GenericObject>): Promise<GenericObject[]>;
-  /**
-   * The resources the API serves under a group version (API discovery; empty when it is not served), or undefined when the source cannot tell (a snapshot
-   * without an APIResourceList for it). Optional: readers without discovery omit it.
-   */
+  /** The resources the API serves under a group version (empty when not served; undefined when the source cannot tell). */
   servedResources?(groupVersion: string): Promise<string[] | undefined>;
-  /**
-   * Server-side dry run of creating this Service: runs admission (the exposure guard included) and stores nothing. Only the live API has it; used to wait until
-   * a freshly updated guard is in effect before `up` creates the Services it admits.
-   */
+  /** Server-side dry run of creating this Service: runs admission and stores nothing (the live API only). */
   dryRunCreateService?(service: Service): Promise<{ admitted: true } | { admitted: false; message: string }>;
 }
 
 type AnyObject = { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } };
 
-/**
- * A cluster read from a snapshot: a `List` (or several YAML documents) as printed by `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml`, plus any custom
- * objects.
- */
+/** A cluster read from a snapshot: a `List` (or YAML documents) as `kubectl get svc,nodes,pods,cm,endpointslices -A -o yaml` prints it, plus custom objects. */
 export class SnapshotReader implements ClusterReader {
   private readonly objects: AnyObject[];
   /** Number of list/get calls served, so tests and benchmarks can count round trips. */

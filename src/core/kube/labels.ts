@@ -1,7 +1,5 @@
-// Label keys and values exactly as the API server validates them (apimachinery's
-// IsQualifiedName and IsValidLabelValue): what the contract's podSelector may hold. A value
-// the API server would never store cannot select a pod, and one outside this charset (a lone
-// surrogate...) would not even be a CEL string literal in the admission policy.
+// Label keys and values exactly as the API server validates them: what the contract's podSelector may hold (a value it
+// would never store cannot select a pod, nor be a CEL string literal in the admission policy).
 
 const NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

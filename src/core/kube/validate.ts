@@ -1,7 +1,5 @@
-// The shape of what ui-exposure reads from a cluster (API answers, snapshot files), checked
-// before any pure function sees it: an object without metadata, `ports: "80"`, a null item or
-// `addresses: "x"` is a clear problem naming where it is, never a TypeError deep in a verdict.
-// Only the fields the project reads are checked; everything else passes through untouched.
+// The shape of what ui-exposure reads from a cluster, checked before any pure function sees it: a clear problem naming
+// where it is, never a TypeError deep in a verdict. Only the fields the project reads are checked.
 import * as z from "zod/mini";
 import { describeZodIssue, distinctIssues, formatPath } from "../contract/parse";
 import "../zod-messages";
