@@ -1,8 +1,9 @@
 // ui-exposure's CrossGuard policy pack (docs/policy-pack.md): every Kubernetes resource of any Pulumi
 // program judged against the contract and the allowlist by the exposure model, before it is created.
-import * as fs from "node:fs";
+import * as path from "node:path";
 import { PolicyPack, type ReportViolation, type ResourceValidationArgs } from "@pulumi/policy";
 import * as pulumi from "@pulumi/pulumi";
+import { defaultContractPath, loadContractFile } from "../src/adapters/contract-file";
 import { type Judge, opaqueRelease, packJudge, undeclaredExposure } from "./judge";
 
 /**
@@ -37,12 +38,20 @@ function plain(value: unknown, path: string[] = []): unknown {
 }
 const inputsOf = (args: ResourceValidationArgs) => plain((args.props as Record<string, unknown>)[proxy.getSpecialProxyTarget as string]);
 
+/** The project this pack ships in (dist/index.js is two folders down): the program's folder, from which it resolves its contract. */
+const projectDir = path.resolve(__dirname, "../..");
+/** The contract as the program reads it: a path relative to the project, bounded (no FIFO, no /dev/zero); none: its default. */
+function loadContract(file: string | undefined) {
+  const resolved = file === undefined ? defaultContractPath(projectDir) : path.resolve(projectDir, file);
+  return loadContractFile(resolved, file ?? path.relative(projectDir, resolved));
+}
+
 // The configuration does not change during a run: read (and the contract file parsed) once.
 let judged: { key: string; judge: Judge | { problem: string } } | undefined;
 function judgeOf(args: ResourceValidationArgs): Judge {
   const config = args.getConfig<Record<string, unknown>>();
   const key = JSON.stringify(config);
-  if (judged?.key !== key) judged = { key, judge: packJudge(config, stackConfig, (file) => fs.readFileSync(file, "utf8")) };
+  if (judged?.key !== key) judged = { key, judge: packJudge(config, stackConfig, loadContract) };
   // A string, not an Error: @pulumi/policy shows an Error's stack; the problem alone is the message.
   if ("problem" in judged.judge) throw judged.judge.problem;
   return judged.judge;

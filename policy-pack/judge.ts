@@ -9,6 +9,7 @@ import type { Contract } from "../src/core/contract/schema";
 import { isUserError } from "../src/core/errors";
 import { CHECK_LIMITS, classifyCluster, describeRefused, exposureRules, field, type WorkloadObject } from "../src/core/exposure-model";
 import type { Pod, Service } from "../src/core/kube/types";
+import { checkObject, formatObjectProblem, summarizeProblems } from "../src/core/kube/validate";
 import { selectEntries } from "../src/core/plan";
 import { type Allowlist, decodeConfigValue, PROJECT, settingsSchema } from "../src/core/settings";
 import { printableValue } from "../src/core/text";
@@ -27,15 +28,17 @@ const exposureSettings = z.pick(settingsSchema, { entries: true, allowlist: true
 
 /**
  * The judge from the policy's config, else the stack's settings, key by key. `contract`: a file
- * (read by `readFile`; a relative path from the pack's folder, where the engine runs it) or the contract itself; none: no entry
- * declares anything, only the allowlist does. Every problem at once: `{ problem }`.
+ * (given to `loadContract`, which resolves it as the program does), or the contract itself; none:
+ * `loadContract(undefined)`, the program's default. Every problem at once: `{ problem }`.
  */
 export function packJudge(
   policyConfig: Readonly<Record<string, unknown>>,
   stackConfig: ReadonlyMap<string, string>,
-  readFile: (file: string) => string,
+  loadContract: (file: string | undefined) => Contract,
 ): Judge | { problem: string } {
   const raw: Record<string, unknown> = {};
+  // A typo ("contrat") is a problem, never a key silently ignored.
+  const unknownKeys = Object.keys(policyConfig).filter((k) => !(KEYS as readonly string[]).includes(k) && k !== "enforcementLevel");
   for (const key of KEYS) {
     const stackValue = stackConfig.get(`${PROJECT}:${key}`);
     if (policyConfig[key] !== undefined) raw[key] = policyConfig[key];
@@ -46,16 +49,23 @@ export function packJudge(
   const problems = checked.success
     ? []
     : distinctIssues(expandUnions(checked.error.issues)).map((i) => `${PROJECT}:${formatPath(i.path)}: ${describeZodIssue(i)}`);
-  let contract: Contract = { version: 1, endpoints: [] };
+  for (const k of unknownKeys) problems.push(`${printableValue(k)}: not a key of this policy (${KEYS.join(", ")}, enforcementLevel)`);
+  let contract: Contract | undefined;
   try {
-    if (typeof raw.contract === "string") contract = parseContract(readFile(raw.contract), raw.contract);
-    else if (raw.contract !== undefined) contract = parseContract(JSON.stringify(raw.contract), "contract (inline in the policy config)");
+    contract =
+      typeof raw.contract === "string" || raw.contract === undefined
+        ? loadContract(raw.contract)
+        : parseContract(JSON.stringify(raw.contract), "contract (inline in the policy config)");
   } catch (err) {
-    problems.push(isUserError(err) ? err.message : `contract ${printableValue(String(raw.contract))}: cannot be read (${(err as Error).message})`);
+    const message = isUserError(err) ? err.message : `contract ${printableValue(String(raw.contract))}: cannot be read (${(err as Error).message})`;
+    problems.push(
+      raw.contract === undefined ? `no contract given (policy 'undeclared-exposure' or ${PROJECT}:contract), and the default: ${message}` : message,
+    );
   }
-  const selection = checked.success ? selectEntries(contract, checked.data.entries) : undefined;
+  // Entries are checked against a contract that could be read only.
+  const selection = checked.success && contract ? selectEntries(contract, checked.data.entries) : undefined;
   problems.push(...(selection?.problems ?? []));
-  if (problems.length || !checked.success || !selection) {
+  if (problems.length || !checked.success || !selection || !contract) {
     return {
       problem: `the ui-exposure policy pack's configuration (--policy-pack-config, policy 'undeclared-exposure', else the stack's ${PROJECT}:contract, entries and allowlist) is invalid:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
     };
@@ -63,8 +73,12 @@ export function packJudge(
   return { contract, selected: selection.entries.map((e) => e.name), allowlist: checked.data.allowlist };
 }
 
+/** A Service's ports named in a message: the first ones, then how many more (a message stays readable). */
+const SHOWN_PORTS = 10;
+
 /** The Kubernetes resources judged: Services, pods and the workloads with a pod template, their Patch and List forms too. */
-const JUDGED = /^kubernetes:(?:core|apps|batch|extensions)\/v\w+:(Service|Pod|Deployment|DaemonSet|StatefulSet|ReplicaSet|Job|CronJob)(Patch|List)?$/;
+const JUDGED =
+  /^kubernetes:(?:core|apps|batch|extensions)\/v\w+:(Service|Pod|Deployment|DaemonSet|StatefulSet|ReplicaSet|ReplicationController|Job|CronJob)(Patch|List)?$/;
 
 /**
  * What a resource of `type` opens that no rule declares, one message each: the resource, the port,
@@ -91,11 +105,16 @@ function judgeObject(judge: Judge, kind: string, o: unknown): string[] {
   const meta = { name, namespace, labels: field(metadata, "labels") };
   if (kind === "Service") {
     const svc = { metadata: meta, spec: field(o, "spec") } as Service;
+    // A program is not type-checked: a shape the API server would refuse is named, never a TypeError.
+    const problems = checkObject("Service", svc).map(formatObjectProblem);
+    if (problems.length) return [`Service ${where}: cannot be judged: ${summarizeProblems(problems, 3).join("; ")}`];
     // Read only for a violation: a nodePort may be unknown at preview (allocated at create) without keeping the Service from being judged.
-    const ports = () =>
-      (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}${p.nodePort ? `->${p.nodePort}` : ""}`).join(", ") || "no ports";
+    const ports = () => {
+      const all = (svc.spec?.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ""}${p.port}${p.nodePort ? `->${p.nodePort}` : ""}`);
+      return all.length ? `ports ${summarizeProblems(all, SHOWN_PORTS).join(", ")}` : "no ports";
+    };
     return auditExposure({ ...judge, services: [svc], pods: [] }).undeclared.map(
-      (u) => `Service ${where} (${u.kind}, ports ${ports()}): ${u.reason}; the allowlist line that admits it: ${PROJECT}:allowlist.services '${where}'`,
+      (u) => `Service ${where} (${u.kind}, ${ports()}): ${u.reason}${u.allowlistLine ? `; the allowlist line that admits it: ${u.allowlistLine}` : ""}`,
     );
   }
   const rules = exposureRules(judge.contract, judge.selected, judge.allowlist);

@@ -18,7 +18,7 @@ const LAYERS: Record<Layer, { in: readonly string[]; may: readonly Layer[] }> = 
   components: { in: ["components/", "index.ts"], may: ["core", "adapters", "components"] }, // the only @pulumi/* code: program, components, render
   portal: { in: ["src/portal/"], may: ["core", "adapters", "portal"] }, // the portal server (in the cluster or local)
   cli: { in: ["cli/"], may: ["core", "adapters", "portal", "cli", "components"] }, // the exposure command; components only through render
-  pack: { in: ["policy-pack/"], may: ["core", "pack"] }, // the CrossGuard policy pack: the pure core's verdicts, under @pulumi/policy
+  pack: { in: ["policy-pack/"], may: ["core", "adapters", "pack"] }, // the CrossGuard policy pack: the pure core's verdicts (its contract read by the program's adapter), under @pulumi/policy
 };
 
 function layerOf(file: string): Layer | undefined {

@@ -127,6 +127,7 @@ describe("auditExposure: Services", () => {
         addresses: ["10.67.3.250"],
         reason: "in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it",
         fix: "kubectl -n monitoring delete service prometheus-lb, or declare it: ui-exposure:allowlist.services 'monitoring/prometheus-lb'",
+        allowlistLine: "ui-exposure:allowlist.services 'monitoring/prometheus-lb'",
       },
       {
         kind: "NodePort",
@@ -135,6 +136,7 @@ describe("auditExposure: Services", () => {
         ports: "8080->32000",
         reason: "in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it",
         fix: "kubectl -n default delete service debug, or declare it: ui-exposure:allowlist.services 'default/debug'",
+        allowlistLine: "ui-exposure:allowlist.services 'default/debug'",
       },
     ]);
   });

@@ -2,8 +2,8 @@
 // program can hand it that it must judge or refuse in one message, and advice it must not give
 // falsely. Each case failed when written (r10-tester).
 import { describe, expect, it } from "vitest";
-import { stringify } from "yaml";
 import { type Judge, packJudge, undeclaredExposure } from "../policy-pack/judge";
+import type { Contract } from "../src/core/contract/schema";
 
 const CONTRACT = {
   version: 1,
@@ -11,7 +11,7 @@ const CONTRACT = {
 };
 
 function judge(config: Record<string, unknown>): Judge {
-  const j = packJudge(config, new Map(), () => stringify(CONTRACT));
+  const j = packJudge(config, new Map(), () => CONTRACT as Contract);
   if ("problem" in j) throw new Error(j.problem);
   return j;
 }
@@ -87,7 +87,7 @@ describe("bounded messages", () => {
 });
 
 describe("no contract given", () => {
-  it("entries named with no contract anywhere: the problem says no contract was given and where to give it", () => {
+  it("entries named with no contract given and no default: the problem says no contract was given and where to give it", () => {
     // bench's own stack settings (entries named, no ui-exposure:contract: the program defaults to contract/endpoints.yaml,
     // the pack to none) under `pulumi preview --policy-pack policy-pack`: the problem read "... which the contract does not
     // declare (declared: )", three times, and never said that no contract was found.

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { type Judge, opaqueRelease, packJudge, undeclaredExposure } from "../policy-pack/judge";
+import { parseContract } from "../src/core/contract/parse";
 
 const CONTRACT = {
   version: 1,
@@ -13,10 +14,11 @@ const CONTRACT = {
 };
 const ALLOWLIST = { services: ["tools/allowed-*"], hostPorts: ["tools/agent-*:9964", "kube-system/cilium-*:hostNetwork"] };
 const files: Record<string, string> = { "/c/endpoints.yaml": stringify(CONTRACT) };
-const readFile = (file: string) => {
+/** As index.ts's loader: a named file, or without a name the project's default (here /c/endpoints.yaml). */
+const readFile = (file = "/c/endpoints.yaml") => {
   const text = files[file];
   if (text === undefined) throw new Error(`ENOENT: no such file or directory, open '${file}'`);
-  return text;
+  return parseContract(text, file);
 };
 
 function judge(config: Record<string, unknown> = { contract: "/c/endpoints.yaml", allowlist: ALLOWLIST }, stack = new Map<string, string>()): Judge {
@@ -46,9 +48,9 @@ describe("the judge's configuration", () => {
     expect(j.contract.endpoints.map((e) => e.name)).toEqual(["argocd", "lineage"]);
   });
 
-  it("takes the contract inline, and without one only the allowlist declares", () => {
+  it("takes the contract inline, and without one the program's default", () => {
     expect(judge({ contract: CONTRACT }).selected).toEqual(["argocd", "lineage"]);
-    expect(judge({}).contract.endpoints).toEqual([]);
+    expect(judge({}).contract.endpoints.map((e) => e.name)).toEqual(["argocd", "lineage"]);
   });
 
   it("says every problem at once, worded as the stack's settings are", () => {
@@ -61,6 +63,11 @@ describe("the judge's configuration", () => {
         "  - contract /c/missing.yaml: cannot be read (ENOENT: no such file or directory, open '/c/missing.yaml')",
       ].join("\n"),
     );
+  });
+
+  it("refuses a key it does not know (a typo is never silently ignored)", () => {
+    const j = packJudge({ contrat: "/c/endpoints.yaml", enforcementLevel: "advisory" }, new Map(), readFile);
+    expect("problem" in j && j.problem).toContain("  - contrat: not a key of this policy (contract, entries, allowlist, enforcementLevel)");
   });
 
   it("refuses an entry the contract does not declare, and a contract with a problem by its place", () => {

@@ -41,8 +41,9 @@ export interface DeclaredExposure extends Exposure {
 export interface UndeclaredExposure extends Exposure {
   /** Why it is drift, and what to do. */
   reason: string;
-  /** The command that removes it (and, where the stack may declare it instead, the allowlist line): the same words in drift, status and the portal. */
+  /** The command that removes it (and `allowlistLine`, where the stack may declare it instead): the same words in drift, status, the portal and the policy pack. */
   fix: string;
+  allowlistLine?: string;
 }
 
 export interface AuditResult {
@@ -66,10 +67,7 @@ export interface AuditInput {
   published?: PublishedEndpoints;
 }
 
-/**
- * What the audit and the deny preview read, cluster-wide: every Service that opens something and every pod that holds a host port or is too large to check.
- * Everything else is dropped as each page is read (invariant 8: a tenant's thousands of objects cost one page of memory).
- */
+/** What the audit and the deny preview read, cluster-wide; everything else is dropped as each page is read (invariant 8: a tenant's objects cost one page of memory). */
 export async function readExposureObjects(cluster: Pick<ClusterReader, "listServices" | "listPods">): Promise<Pick<AuditInput, "services" | "pods">> {
   const [services, pods] = await Promise.all([cluster.listServices({ keep: isExposingService }), cluster.listPods({ keep: mayHoldHostPort })]);
   return { services, pods };
@@ -126,12 +124,13 @@ export function auditExposure(input: AuditInput): AuditResult {
       continue;
     }
     const claim = labelClaimProblem(svc, rules.ourServices);
+    const allowlistLine = `ui-exposure:allowlist.services '${where}'`;
     undeclared.push({
       ...exposure,
       reason:
         claim ??
         `${openings.externalIPs.length ? `reachable at externalIPs ${openings.externalIPs.join(", ")}; ` : ""}in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it`,
-      fix: claim ? remove : `${remove}, or declare it: ui-exposure:allowlist.services '${where}'`,
+      ...(claim ? { fix: remove } : { fix: `${remove}, or declare it: ${allowlistLine}`, allowlistLine }),
     });
   }
 

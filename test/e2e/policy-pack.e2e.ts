@@ -13,6 +13,7 @@ import {
   exampleContractUis,
   POLICY_PACK,
   projectDir,
+  reapStrayPlugins,
   type Sandbox,
   startPlatform,
   stopPlatform,
@@ -31,7 +32,8 @@ let charts: string;
  * The charts' stack, as a team writes one with @pulumi/kubernetes: what it declares depends on its
  * `charts:set` config ("declared", "undeclared": declared plus a chart's NodePort Service and a
  * DaemonSet with a hostPort; "unknown": declared plus a NodePort Service whose type is another
- * resource's output, unknown at preview).
+ * resource's output, unknown at preview; "late-namespace": the same with its namespace unknown;
+ * "rc": declared plus a ReplicationController on the host network with a hostPort).
  */
 const CHARTS_PROGRAM = `"use strict";
 const pulumi = require("@pulumi/pulumi");
@@ -57,6 +59,19 @@ daemonSet("agent", "tools", 9964);
 if (set === "undeclared") {
   svc("grafana-np", "monitoring", "NodePort");
   daemonSet("node-exporter", "monitoring", 9100);
+}
+if (set === "rc")
+  new k8s.core.v1.ReplicationController("rc", {
+    metadata: { name: "rc", namespace: "tools" },
+    spec: {
+      selector: { app: "rc" },
+      template: { metadata: { labels: { app: "rc" } }, spec: { hostNetwork: true, containers: [{ name: "c", image: "example.invalid/a:1", ports: [{ containerPort: 7001, hostPort: 7001 }] }] } },
+    },
+  });
+if (set === "late-namespace") {
+  // The namespace is another resource's output: unknown at preview, "tools" (allowlisted) at up.
+  const cm = new k8s.core.v1.ConfigMap("late", { metadata: { namespace: "tools" } });
+  svc("allowed-late", cm.id.apply(() => "tools"), "NodePort");
 }
 if (set === "unknown") {
   const cm = new k8s.core.v1.ConfigMap("exposure-type", { metadata: { namespace: "tools" } });
@@ -84,7 +99,7 @@ function chartsPulumi(args: string[]) {
     encoding: "utf8",
     timeout: 300_000,
   });
-  return { code: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
+  return { code: r.status, stdout: r.stdout ?? "", stderr: `${r.stderr ?? ""}${r.signal ? `\n(killed by ${r.signal}: it did not end in time)` : ""}` };
 }
 
 /** `pulumi preview` of the charts' stack with the pack, its config in a file (`--policy-pack-config`). */
@@ -115,7 +130,11 @@ describe.sequential("e2e: the policy pack under the real engine", () => {
     expect(init.code, summary(init)).toBe(0);
   }, 600_000);
 
-  afterAll(() => stopPlatform({ cluster, sandbox }));
+  afterAll(() => {
+    // A preview killed at its timeout leaves its plugins running (the provider, the pack's language host): ended here.
+    if (sandbox) reapStrayPlugins(sandbox.dir);
+    stopPlatform({ cluster, sandbox });
+  });
 
   it("fails the preview on a chart's NodePort Service and a DaemonSet's hostPort, naming each with the allowlist line that admits it", () => {
     const r = previewCharts("undeclared", { "undeclared-exposure": { allowlist: ALLOWLIST } });
@@ -156,6 +175,31 @@ describe.sequential("e2e: the policy pack under the real engine", () => {
     const services = await cluster.core.listNamespacedService({ namespace: "tools" });
     expect(services.items.map((s) => s.metadata?.name)).not.toContain("late-ui");
   });
+
+  it("a ReplicationController on the host network with a hostPort fails the preview, as a Deployment's would", () => {
+    const r = previewCharts("rc", { "undeclared-exposure": { allowlist: ALLOWLIST } });
+    expect(r.code, policies(r)).not.toBe(0);
+    expect(r.stdout + r.stderr).toContain("ui-exposure:allowlist.hostPorts 'tools/rc-*:7001'");
+  });
+
+  it("a Service whose namespace is unknown at preview is not judged in another namespace", () => {
+    const r = previewCharts("late-namespace", { "undeclared-exposure": { allowlist: ALLOWLIST } });
+    expect(r.stdout + r.stderr, policies(r)).not.toContain("default/allowed-late");
+    expect(r.code, policies(r)).toBe(0);
+  });
+
+  // Read whole, these never end (a FIFO with no writer) or fill memory (/dev/zero): the preview hung until killed.
+  for (const [label, make] of [
+    ["a FIFO", (file: string) => spawnSync("mkfifo", [file])],
+    ["a symlink to /dev/zero", (file: string) => fs.symlinkSync("/dev/zero", file)],
+  ] as const)
+    it(`a contract path that is ${label} is one message naming it, promptly`, () => {
+      const file = path.join(charts, `contract-${label.replace(/\W+/g, "-")}.yaml`);
+      make(file);
+      const r = previewCharts("declared", { "undeclared-exposure": { contract: file } });
+      expect(r.code, policies(r)).not.toBe(0);
+      expect(r.stdout + r.stderr).toContain(`cannot read contract ${file}: it is`);
+    });
 
   it("an invalid configuration is one message, without a stack trace", () => {
     const r = previewCharts("declared", { "undeclared-exposure": { allowlist: { services: [], hostPorts: ["tools/agent-*:99999"] } } });
