@@ -566,7 +566,12 @@ describe.sequential("e2e: the exposure guard at admission", () => {
     expect((await core.readNamespacedService({ namespace: "tools", name: "lb-nonodeports" })).spec?.ports?.[0]?.nodePort).toBeUndefined();
     const held = (await core.readNamespacedService({ namespace: "tools", name: "lb-local" })).spec?.ports?.[0];
     expect(held?.nodePort).toBeGreaterThan(0);
-    const moved = (held?.nodePort ?? 30000) === 32000 ? 32001 : 32000;
+    // A nodePort no Service of the cluster holds: a fixed one (32000) was, once in a while, one of
+    // lb-wide's 128 allocated ports, and the API server refused the move before the guard saw it.
+    const taken = new Set(
+      (await core.listServiceForAllNamespaces()).items.flatMap((x) => [...(x.spec?.ports ?? []).map((q) => q.nodePort), x.spec?.healthCheckNodePort]),
+    );
+    const moved = Array.from({ length: 2768 }, (_, i) => 30000 + i).find((n) => !taken.has(n));
     expect(await patch("lb-local", { spec: { ports: [{ ...held, nodePort: moved }] } })).toContain(
       "denied request: Service tools/lb-local (type LoadBalancer)",
     );
