@@ -15,7 +15,13 @@ const SPEC = SPECS.sandbox;
 export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) => {
   const [action] = positionals;
   if (positionals.length > 1) throw usageError(SPEC, `one action only, not '${printableValue(positionals.join(" "))}'`);
-  const io = { projectDir: ctx.projectDir, env: ctx.env, say: (line: string) => ctx.stderr(line), monitoring: values.monitoring === true };
+  const io = {
+    projectDir: ctx.projectDir,
+    env: ctx.env,
+    say: (line: string) => ctx.stderr(line),
+    monitoring: values.monitoring === true,
+    second: values.second === true,
+  };
   const rel = (p: string) => path.relative(process.cwd(), p) || ".";
   switch (action) {
     case "up": {
@@ -54,9 +60,14 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
       else {
         const api = s.controlPlane?.apiServer;
         const processRow = (p: { role: string; pid: number; running: boolean }) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"];
+        const apiRow = (a: { url: string; answers: boolean; detail: string }) => [
+          `API server ${a.url}`,
+          `${a.answers ? "answers" : "NO ANSWER"} (${a.detail})`,
+        ];
         const rows = [
           ...(s.controlPlane?.processes ?? []).map(processRow),
-          api ? [`API server ${api.url}`, `${api.answers ? "answers" : "NO ANSWER"} (${api.detail})`] : ["control plane", "NOT FOUND (no .sandbox/cluster)"],
+          api ? apiRow(api) : ["control plane", "NOT FOUND (no .sandbox/cluster)"],
+          ...(s.second ? [...s.second.processes.map((p) => processRow({ ...p, role: `${p.role} (second)` })), apiRow(s.second.apiServer)] : []),
           ...s.processes.map(processRow),
           ...(s.dataPath?.processes.filter((p) => !p.running).map(processRow) ?? []),
           ...s.urls.map((u) => [`${u.entry} ${u.url}`, u.answers ? "answers" : "NO ANSWER"]),
@@ -71,7 +82,7 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
               ? "sandbox up"
               : s.outsideRecord
                 ? `sandbox folder gone, its processes still recorded in ${s.outsideRecord}: exposure sandbox down stops them`
-                : api?.answers === false
+                : api?.answers === false || s.second?.apiServer.answers === false
                   ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); npm run sandbox restarts a stopped control plane in place (same URLs and ports), else starts the sandbox anew"
                   : s.problems.length && [...s.processes, ...(s.controlPlane?.processes ?? []), ...(s.dataPath?.processes ?? [])].every((p) => p.running)
                     ? `sandbox running, ${s.problems.length} ${s.problems.length === 1 ? "entry needs" : "entries need"} the fix above`
