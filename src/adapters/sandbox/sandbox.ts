@@ -404,22 +404,8 @@ const sha256 = (file: string) => {
 
 /** Writes the record in the folder and outside the work tree (0600 both). */
 function saveRecord(projectDir: string, env: NodeJS.ProcessEnv, info: SandboxInfo): void {
-  const record: SandboxInfo = {
-    folder: info.folder,
-    urls: info.urls,
-    portal: info.portal,
-    prometheus: info.prometheus,
-    pulumi: info.pulumi,
-    envFile: info.envFile,
-    processes: info.processes,
-    bin: info.bin,
-    mode: info.mode,
-    id: info.id,
-    controlPlane: info.controlPlane,
-    ...(info.dataPathPrefix ? { dataPathPrefix: info.dataPathPrefix } : {}),
-    ...(info.stackFileSha256 ? { stackFileSha256: info.stackFileSha256 } : {}),
-    ...(info.second ? { second: info.second } : {}),
-  };
+  // The record's fields only (never what reading it added: rejected, outside, foreign).
+  const { rejected: _r, outside: _o, foreign: _f, ...record } = info as SandboxInfo & Record<"rejected" | "outside" | "foreign", unknown>;
   const text = JSON.stringify(record, null, 2);
   fs.writeFileSync(infoFile(info.folder), text, { mode: 0o600 });
   const outside = outsideRecordFile(projectDir, env);
@@ -915,19 +901,7 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
   );
 
   const processes: RecordedProcess[] = [];
-  const info: SandboxInfo = {
-    folder,
-    urls: {},
-    portal: "",
-    prometheus: "",
-    pulumi,
-    envFile: path.join(folder, "env"),
-    processes,
-    bin,
-    mode: "forwarder",
-    id,
-    controlPlane: [],
-  };
+  const info: SandboxInfo = { ...emptyInfo(folder), pulumi, processes, bin, id };
   const save = () => saveRecord(projectDir, io.env, info);
   // Recorded before anything starts: `down` finds it even if this command dies half-way.
   save();
