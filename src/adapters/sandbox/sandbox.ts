@@ -1081,7 +1081,8 @@ async function startSecond(io: SandboxIo, info: SandboxInfo, baseEnv: NodeJS.Pro
   info.second.stackFileSha256 = sha256(file);
   save();
   try {
-    startControlPlane(projectDir, info.bin, c.dir, c.kubeconfig, baseEnv, SECOND.context);
+    // The sandbox's own links (its binaries), never a folder the record names.
+    startControlPlane(projectDir, path.join(info.folder, "bin"), c.dir, c.kubeconfig, baseEnv, SECOND.context);
   } finally {
     info.controlPlane = controlPlaneRecords(info);
     save();
@@ -1089,7 +1090,7 @@ async function startSecond(io: SandboxIo, info: SandboxInfo, baseEnv: NodeJS.Pro
   const agentConfig: NodeAgentConfig = {
     kubeconfig: c.kubeconfig,
     mode: "forwarder",
-    bin: info.bin,
+    bin: path.join(info.folder, "bin"),
     apiPort: 0,
     dataPathFile: path.join(info.folder, "datapath-run-second"),
     readyFile: path.join(info.folder, "node-agent-second-ready.json"),
