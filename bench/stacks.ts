@@ -226,6 +226,6 @@ export function stacksMarkdown(b: Awaited<ReturnType<typeof measureStacks>>): st
         ["hung (never answers)", String(b.hanging.p50Ms), String(b.hanging.maxMs), String(b.hanging.maxAgeMs)],
       ],
     ),
-    `Stack a's reads through the one portal, 20 of them a quarter interval apart, first with b answering, then with b's API server accepting connections and never answering (as a stopped process): b's hang costs a's reads nothing. While b hangs, /api/stacks says for b: ${b.hungError || "(no error yet)"}.`,
+    `Stack a's reads through the one portal, 20 of them a quarter interval apart, first with b answering, then with b's API server accepting connections and never answering (as a stopped process). While b hangs, /api/stacks says for b: ${b.hungError || "(no error yet)"}.`,
   ];
 }
