@@ -23,8 +23,10 @@ const STACKS = ["a", "b"] as const;
 
 /** CPU seconds (user + system) a process has used so far: /proc/<pid>/stat, fields 14 and 15, in clock ticks. */
 function cpuSecondsOf(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = fs
+    .readFileSync(`/proc/${pid}/stat`, "utf8")
+    .replace(/^.*\) /s, "")
+    .split(" ");
   const ticks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
   return (Number(fields[11]) + Number(fields[12])) / ticks;
 }
@@ -47,15 +49,11 @@ function writeProject(dir: string, apis: readonly FakeApiServer[], env: NodeJS.P
       path.join(dir, `Pulumi.${stack}.yaml`),
       `config:\n  kubernetes:kubeconfig: ${kubeconfig}\n  kubernetes:context: fake\n  ui-exposure:contract: contract.yaml\n  ui-exposure:entries: all\n  ui-exposure:cilium: { mode: cohabit }\n  ui-exposure:allowlist: { services: [], hostPorts: [] }\n`,
     );
-    const urn = `urn:pulumi:${stack}::ui-exposure::pulumi:pulumi:Stack::ui-exposure-${stack}`;
-    const deployment = {
-      version: 3,
-      deployment: {
-        manifest: { time: new Date().toISOString(), magic: "", version: "" },
-        resources: [{ urn, custom: false, type: "pulumi:pulumi:Stack", outputs }],
-      },
-    };
-    fs.writeFileSync(path.join(dir, `${stack}.json`), JSON.stringify(deployment));
+    const resources = [
+      { urn: `urn:pulumi:${stack}::ui-exposure::pulumi:pulumi:Stack::ui-exposure-${stack}`, custom: false, type: "pulumi:pulumi:Stack", outputs },
+    ];
+    const manifest = { time: new Date().toISOString(), magic: "", version: "" };
+    fs.writeFileSync(path.join(dir, `${stack}.json`), JSON.stringify({ version: 3, deployment: { manifest, resources } }));
     pulumi(["stack", "import", "--stack", stack, "--file", `${stack}.json`]);
   });
 }
@@ -68,14 +66,6 @@ const startPortal = (dir: string, env: NodeJS.ProcessEnv, stacks: readonly strin
     announce: /"url":"(http:\/\/127\.0\.0\.1:\d+\/)"/,
     timeoutMs: 60_000,
   });
-
-type View = { label: string; paths: (stack: string) => string[] };
-/** What a user looks at, per stack: the page, the entries as JSON, the metrics. One portal of both answers each once for both. */
-const VIEWS = (several: boolean): View[] => [
-  { label: "page", paths: () => ["/"] },
-  { label: "API", paths: (s) => [several ? `/api/stacks/${s}/entries` : "/api/entries"] },
-  { label: "metrics", paths: () => ["/metrics"] },
-];
 
 export async function measureStacks(opts: { services: number; requests: number; concurrency: number; log: (m: string) => void }) {
   const loadAverage = round(os.loadavg()[0] ?? 0);
@@ -95,7 +85,7 @@ export async function measureStacks(opts: { services: number; requests: number; 
   try {
     fs.mkdirSync(path.join(dir, "state"));
     writeProject(dir, apis, env);
-    /** Runs `views` against portals (one of both stacks, or one per stack), returning their peak RSS and CPU seconds over it and over the /healthz floor. */
+    /** The views' load on portals (one of both stacks, or one per stack): their CPU seconds and peak RSS, and the same over the /healthz floor. */
     const run = async (portals: { url: string; pid: number; stacks: readonly string[] }[], several: boolean) => {
       for (const p of portals) {
         const warm = await fetch(new URL(several ? "/api/stacks" : "/api/entries", p.url));
@@ -108,17 +98,13 @@ export async function measureStacks(opts: { services: number; requests: number; 
       const floorCpu = cpu() - c0;
       const floorRss = portals.reduce((sum, p) => sum + rssOf(p.pid).peak, 0);
       const c1 = cpu();
+      // What a user looks at: the page, each stack's entries as JSON, the metrics (one portal of both shows both on one page, one /metrics).
+      const views = (p: (typeof portals)[number]) =>
+        several ? ["/", ...p.stacks.map((s) => `/api/stacks/${s}/entries`), "/metrics"] : ["/", "/api/entries", "/metrics"];
       const runs = [];
-      for (const view of VIEWS(several))
-        for (const p of portals)
-          for (const stack of p.stacks.slice(0, several ? p.stacks.length : 1))
-            for (const target of view.paths(stack)) {
-              // One portal of both stacks answers the page and /metrics once for both: requested once, not per stack.
-              if (several && view.label !== "API" && stack !== p.stacks[0]) continue;
-              runs.push(await load(new URL(target, p.url).href, opts.requests, opts.concurrency, apis[0] as FakeApiServer));
-            }
-      const errors = runs.reduce((sum, r) => sum + r.errors, 0);
-      if (errors) throw new Error(`${errors} of the load's requests failed`);
+      for (const p of portals)
+        for (const v of views(p)) runs.push(await load(new URL(v, p.url).href, opts.requests, opts.concurrency, apis[0] as FakeApiServer));
+      if (runs.some((r) => r.errors)) throw new Error(`${runs.reduce((sum, r) => sum + r.errors, 0)} of the load's requests failed`);
       // A ratio needs both sides measured: a floor below the clock's tick is no floor.
       if (floorCpu <= 0) throw new Error("the /healthz floor used no measurable CPU time: raise the requests");
       return {
