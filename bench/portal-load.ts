@@ -65,7 +65,7 @@ function fillerSlice(s: Service, i: number): EndpointSlice {
   };
 }
 
-async function fakeApiServer(services: number) {
+export async function fakeApiServer(services: number) {
   const entries = generateEntries(9, { hostPorts: false });
   const platform = afterUpObjects(entries);
   const filler = Array.from({ length: services - platform.services.length }, (_, i) => fillerService(i));

@@ -9,12 +9,12 @@
 // section, the other parts still run, then the bench exits non-zero naming each part and its
 // reason, and docs/benchmarks.md is left as it was. The only way not to measure a part is to say
 // so: --only (the parts run) or --skip (the parts not run, for a machine that cannot run them:
-// datapath needs root and network namespaces; live, datapath and sandbox the e2e toolchain;
+// datapath needs root and network namespaces; live, datapath, sandbox and stacks the e2e toolchain;
 // node24, the start-up figures under Node.js 24, the npm registry once). What a run leaves out
 // is named in its output.
 //
 //   npm run bench                                         # every part
-//   npm run bench -- --only startup,portal                # some parts (startup, live, datapath, sandbox, portal, metrics)
+//   npm run bench -- --only startup,portal                # some parts (startup, live, datapath, sandbox, portal, metrics, stacks)
 //   npm run bench -- --skip datapath,node24               # all but these (node24: startup's Node.js 24 figures)
 //   npm run bench -- --only startup --runs 5 --no-docs    # printed, docs/ left alone (.ci/run)
 import { execFileSync } from "node:child_process";
@@ -29,6 +29,7 @@ import { liveMarkdown, measureLive } from "./live";
 import { measureScrapes, scrapeMarkdown } from "./metrics-scrape";
 import { measurePortalLoad, portalLoadMarkdown } from "./portal-load";
 import { measureSandbox, sandboxMarkdown } from "./sandbox";
+import { measureStacks, stacksMarkdown } from "./stacks";
 import { measureStartup, startupMarkdown } from "./startup";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -53,6 +54,11 @@ const PARTS = {
   sandbox: part("The warm sandbox", ({ log }) => measureSandbox({ projectDir, rounds: 3, log }), sandboxMarkdown),
   portal: part("The portal under load", ({ log }) => measurePortalLoad({ services: 5_000, requests: 2_000, concurrency: 50, log }), portalLoadMarkdown),
   metrics: part("Prometheus scraping the portal", ({ log }) => measureScrapes({ services: 5_000, cold: 5, warm: 200, log }), scrapeMarkdown),
+  stacks: part(
+    "One portal of two stacks against two portals, and a hung cluster",
+    ({ log }) => measureStacks({ services: 2_000, requests: 500, concurrency: 20, log }),
+    stacksMarkdown,
+  ),
 };
 const NAMES = Object.keys(PARTS) as (keyof typeof PARTS)[];
 

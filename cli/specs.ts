@@ -174,10 +174,9 @@ export const SPECS = {
   sandbox: {
     name: "sandbox",
     summary: "up|status|down: the main job on this machine with no cluster (loopback control plane, real pulumi up, portal)",
-    synopsis: "up|status|down [--json] [--monitoring]",
+    synopsis: "up|status|down [--json] [--monitoring] [--second]",
     description: [
-      "up: starts a loopback control plane in .sandbox/, installs a stand-in for every exposed entry of the contract, runs the real `pulumi up` on a `sandbox` stack, serves each URL on <node IP>:<nodePort>, starts the portal; returns once everything answers and leaves it running (npm run sandbox). The first run builds the toolchain from Go modules (about 45 min).",
-      "status: what is running and answering. down: stops exactly what up started and removes .sandbox/.",
+      "up: starts a loopback control plane in .sandbox/, installs a stand-in for every exposed entry of the contract, runs the real `pulumi up` on a `sandbox` stack, serves each URL on <node IP>:<nodePort>, starts the portal; returns once everything answers and leaves it running (npm run sandbox). The first run builds the toolchain from Go modules (about 45 min). status: what is running and answering. down: stops exactly what up started and removes .sandbox/.",
     ],
     positional: { name: "ACTION", description: "up, status or down", complete: ["up", "status", "down"] },
     flags: {
@@ -187,6 +186,7 @@ export const SPECS = {
           "print one JSON document (with apiVersion): up gives {urls, portal, folder, mode, prometheus}; status every recorded process and each problem with its remedy (more than its table); down what it stopped and what it left",
       },
       monitoring: { type: "boolean", description: "up: also Prometheus with the stack's alerts on the portal, the operator's CRDs (docs/monitoring.md)" },
+      second: { type: "boolean", description: "up: also a second control plane and stack (sandbox-second); the portal shows both (docs/commands.md)" },
     },
     exits: "0 ok, 1 error (or, for status, not everything answers), 2 usage",
   },

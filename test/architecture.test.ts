@@ -374,7 +374,9 @@ describe("size", () => {
     expect(lineCount(["policy-pack"], ["policy-pack/node_modules", "policy-pack/dist", "policy-pack/package-lock.json"])).toBeLessThanOrEqual(360);
   });
 
-  it("bench/ stays at most 1,200 lines", () => {
-    expect(lineCount(["bench"])).toBeLessThanOrEqual(1_200);
+  // +223 for the stacks part (one portal of two stacks against two portals, a hung cluster's cost to the other: its own
+  // project of two stacks in a file backend over two fake API servers, the CPU and RSS of each set of portals against its floor).
+  it("bench/ stays at most 1,423 lines", () => {
+    expect(lineCount(["bench"])).toBeLessThanOrEqual(1_423);
   });
 });

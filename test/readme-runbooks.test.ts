@@ -19,6 +19,10 @@ describe("README runbooks", () => {
     expect(runbookBlock(readme, "dirqual")).toContain("pulumi stack select --create dirqual\n");
   });
 
+  it("marks the sandbox's second-cluster runbook (the sandbox e2e runs it): up --second, the second's API server killed, up again", () => {
+    expect(runbookBlock(readme, "sandbox-second")).toMatch(/^npm run sandbox -- --second .*\nkill .*\.sandbox\/cluster-second\/pids.*\nnpm run sandbox /);
+  });
+
   it("keeps what needs the Lima VM or the 10.67.2.x network out of the executed blocks", () => {
     expect(runbookBlock(readme, "bench")).not.toContain("--forward");
     expect(runbookBlock(readme, "dirqual")).not.toContain("exposure probe");

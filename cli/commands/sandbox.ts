@@ -15,35 +15,32 @@ const SPEC = SPECS.sandbox;
 export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) => {
   const [action] = positionals;
   if (positionals.length > 1) throw usageError(SPEC, `one action only, not '${printableValue(positionals.join(" "))}'`);
-  const io = { projectDir: ctx.projectDir, env: ctx.env, say: (line: string) => ctx.stderr(line), monitoring: values.monitoring === true };
+  const io = { projectDir: ctx.projectDir, env: ctx.env, say: (l: string) => ctx.stderr(l), monitoring: !!values.monitoring, second: !!values.second };
   const rel = (p: string) => path.relative(process.cwd(), p) || ".";
   switch (action) {
     case "up": {
-      const info = await sandboxUp(io).catch((err) => {
-        if (err instanceof UserError) throw err;
-        throw new UserError(`${(err as Error).message}\n(the sandbox is left as it is for inspection: exposure sandbox down removes it)`);
+      const info = await sandboxUp(io).catch((err: Error) => {
+        throw err instanceof UserError ? err : new UserError(`${err.message}\n(the sandbox is left as it is for inspection: exposure sandbox down removes it)`);
       });
-      if (values.json) {
-        const { urls, portal, folder, mode, prometheus } = info;
-        printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxUp", urls, portal, folder, mode, prometheus } satisfies SandboxUpDocument);
-        return EXIT.OK;
-      }
-      ctx.stdout(
-        [
-          info.mode === "kube-proxy"
-            ? "URLS (answered by kube-proxy in the sandbox node's network namespace, through the pods' servers)"
-            : "URLS (answered by the sandbox's own servers on the published ports: no network namespaces on this machine)",
-          formatTable(["ENTRY", "URL"], Object.entries(info.urls)),
-          "",
-          `portal: ${info.portal}`,
-          // The API, not the /alerts page: the Prometheus built from Go modules has no web UI assets (that page answers 500).
-          ...(info.prometheus ? [`prometheus: ${info.prometheus}api/v1/alerts (the stack's alerts on the portal, as JSON: docs/monitoring.md)`] : []),
-          `folder: ${rel(info.folder)} (pulumi ${info.pulumi.version} from ${info.pulumi.source})`,
-          "",
-          "next, in this shell:",
-          ...nextCommands(rel(info.envFile)),
-        ].join("\n"),
-      );
+      const { urls, portal, folder, mode, prometheus } = info;
+      if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxUp", urls, portal, folder, mode, prometheus } satisfies SandboxUpDocument);
+      else
+        ctx.stdout(
+          [
+            info.mode === "kube-proxy"
+              ? "URLS (answered by kube-proxy in the sandbox node's network namespace, through the pods' servers)"
+              : "URLS (answered by the sandbox's own servers on the published ports: no network namespaces on this machine)",
+            formatTable(["ENTRY", "URL"], Object.entries(info.urls)),
+            "",
+            `portal: ${info.portal}`,
+            // The API, not the /alerts page: the Prometheus built from Go modules has no web UI assets (that page answers 500).
+            ...(info.prometheus ? [`prometheus: ${info.prometheus}api/v1/alerts (the stack's alerts on the portal, as JSON: docs/monitoring.md)`] : []),
+            `folder: ${rel(info.folder)} (pulumi ${info.pulumi.version} from ${info.pulumi.source})`,
+            "",
+            "next, in this shell:",
+            ...nextCommands(rel(info.envFile)),
+          ].join("\n"),
+        );
       return EXIT.OK;
     }
     case "status": {
@@ -54,9 +51,11 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
       else {
         const api = s.controlPlane?.apiServer;
         const processRow = (p: { role: string; pid: number; running: boolean }) => [`${p.role} (pid ${p.pid})`, p.running ? "running" : "STOPPED"];
+        const apiRow = (a: NonNullable<typeof api>) => [`API server ${a.url}`, `${a.answers ? "answers" : "NO ANSWER"} (${a.detail})`];
         const rows = [
           ...(s.controlPlane?.processes ?? []).map(processRow),
-          api ? [`API server ${api.url}`, `${api.answers ? "answers" : "NO ANSWER"} (${api.detail})`] : ["control plane", "NOT FOUND (no .sandbox/cluster)"],
+          api ? apiRow(api) : ["control plane", "NOT FOUND (no .sandbox/cluster)"],
+          ...(s.second ? [...s.second.processes.map((p) => processRow({ ...p, role: `${p.role} (second)` })), apiRow(s.second.apiServer)] : []),
           ...s.processes.map(processRow),
           ...(s.dataPath?.processes.filter((p) => !p.running).map(processRow) ?? []),
           ...s.urls.map((u) => [`${u.entry} ${u.url}`, u.answers ? "answers" : "NO ANSWER"]),
@@ -71,7 +70,7 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
               ? "sandbox up"
               : s.outsideRecord
                 ? `sandbox folder gone, its processes still recorded in ${s.outsideRecord}: exposure sandbox down stops them`
-                : api?.answers === false
+                : api?.answers === false || s.second?.apiServer.answers === false
                   ? "sandbox incomplete: the API server does not answer (see .sandbox/cluster/logs/kube-apiserver.log); npm run sandbox restarts a stopped control plane in place (same URLs and ports), else starts the sandbox anew"
                   : s.problems.length && [...s.processes, ...(s.controlPlane?.processes ?? []), ...(s.dataPath?.processes ?? [])].every((p) => p.running)
                     ? `sandbox running, ${s.problems.length} ${s.problems.length === 1 ? "entry needs" : "entries need"} the fix above`
@@ -86,11 +85,9 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
       if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxDown", ...d } satisfies SandboxDownDocument);
       else {
         ctx.stdout(d.removed ? `stopped: ${d.stopped.join(", ") || "nothing was running"}; removed ${rel(d.folder)}` : `no sandbox in ${rel(d.folder)}`);
-        if (d.otherStacks.length) {
-          ctx.stdout(
-            `also removed with the sandbox's backend (${rel(d.folder)}/state): the state of stack${d.otherStacks.length === 1 ? "" : "s"} ${d.otherStacks.join(", ")}`,
-          );
-        }
+        const n = d.otherStacks.length;
+        const what = `the state of stack${n === 1 ? "" : "s"} ${d.otherStacks.join(", ")}`;
+        if (n) ctx.stdout(`also removed with the sandbox's backend (${rel(d.folder)}/state): ${what}`);
         for (const k of d.kept) ctx.stdout(`left in place: ${k}`);
         // Never signalled: a record that does not prove the process is ours (check by hand with ps).
         for (const why of d.rejected) ctx.stderr(`exposure sandbox down: ignored sandbox.json ${why}: nothing signalled for it`);
@@ -112,6 +109,5 @@ export function nextCommands(envFile: string): string[] {
     [`pulumi preview --stack ${SANDBOX_STACK}`, "no changes"],
     ["npx exposure sandbox down", "stop everything, remove the folder"],
   ];
-  const width = Math.max(...lines.map(([command]) => command.length)) + 3;
-  return lines.map(([command, why]) => `  ${command.padEnd(width)}# ${why}`);
+  return lines.map(([command, why]) => `  ${command.padEnd(Math.max(...lines.map(([c]) => c.length)) + 3)}# ${why}`);
 }

@@ -165,6 +165,7 @@ export interface SandboxStatusDocument extends Document<"SandboxStatus"> {
   urls: readonly { entry: string; url: string; answers: boolean }[];
   portal?: { url: string; answers: boolean };
   controlPlane?: { processes: readonly { role: string; pid: number; running: boolean }[]; apiServer: { url: string; answers: boolean; detail: string } };
+  second?: SandboxStatusDocument["controlPlane"]; // the second cluster's (`sandbox up --second`)
   /** The data path's processes (kube-proxy, relays, the pods' servers). */
   dataPath?: { prefix: string; processes: readonly { role: string; pid: number; running: boolean }[] };
   /** Each entry that is not MATCH or does not answer: what is wrong and the command that fixes it. */

@@ -11,7 +11,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { projectDir, runProcess, toolchainBin } from "../support/harness";
+import { projectDir, runbookBlock, runProcess, toolchainBin } from "../support/harness";
 import { readSandboxEnv } from "../support/sandbox-env";
 
 let root: string;
@@ -424,6 +424,48 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
     }
   }, 420_000);
 
+  it("the README's second cluster: one portal over both stacks; its API server killed, its section is stale with the cause while the other stays live; npm run sandbox brings it back", async () => {
+    const lines = runbookBlock(fs.readFileSync(path.join(clone, "README.md"), "utf8"), "sandbox-second")
+      .split("\n")
+      .map((l) => l.replace(/\s+#.*$/, "").trim())
+      .filter(Boolean);
+    expect(lines).toHaveLength(3);
+    const [upSecond, kill, upAgain] = lines as [string, string, string];
+    const t0 = Date.now();
+    const up = await shell(upSecond);
+    timings.secondUpMs = Date.now() - t0;
+    expect(up.code, summary(up)).toBe(0);
+    type Stacks = { stacks: { stack: string; error?: string; view?: { observedAt: string; entries: { name: string; verdict: string }[] } }[] };
+    const stacks = async () => (await (await fetch(`${info().portal}api/stacks`, { signal: AbortSignal.timeout(10_000) })).json()) as Stacks;
+    const of = (s: Stacks, stack: string) => s.stacks.find((x) => x.stack === stack);
+    const live = (s: Stacks, stack: string) => !of(s, stack)?.error && (of(s, stack)?.view?.entries ?? []).some((e) => e.verdict === "MATCH");
+    await until("the portal to show both stacks live", async () => {
+      const s = await stacks();
+      return live(s, "sandbox") && live(s, "sandbox-second");
+    });
+    const status = await exposure(["sandbox", "status"]);
+    expect(status.code, summary(status)).toBe(0);
+    expect(status.stdout).toMatch(/^kube-apiserver \(second\) \(pid \d+\) +running$/m);
+
+    const killed = await shell(kill);
+    expect(killed.code, summary(killed)).toBe(0);
+    const killedAt = Date.now();
+    let dead: Stacks | undefined;
+    const readSince = (s: Stacks, stack: string) => new Date(of(s, stack)?.view?.observedAt ?? 0).getTime() > killedAt;
+    await until("the second stack to turn stale with the cause, the first to be read live since", async () => {
+      dead = await stacks();
+      return /refused|ECONNREFUSED|unreachable/i.test(of(dead, "sandbox-second")?.error ?? "") && live(dead, "sandbox") && readSince(dead, "sandbox");
+    });
+    expect(of(dead as Stacks, "sandbox-second")?.view?.entries.length, "its last rows are kept").toBeGreaterThan(0);
+    const page = await (await fetch(info().portal)).text();
+    expect(page.slice(page.indexOf('<section id="stack-sandbox-second"'))).toContain('data-stale="true"');
+
+    const back = await shell(upAgain);
+    expect(back.code, summary(back)).toBe(0);
+    expect(back.stderr).toContain("restarting the control plane in place");
+    await until("the second stack to come back", async () => live(await stacks(), "sandbox-second"));
+  }, 300_000);
+
   it("rm -rf .sandbox, then sandbox down: no process, network namespace, link, route or file is left", async () => {
     const prefix = info().dataPathPrefix;
     if (process.getuid?.() === 0) expect(prefix).toMatch(/^uxdp[0-9a-f]{8}$/);
@@ -443,7 +485,7 @@ describe.sequential("e2e: a new user's sandbox, on a fresh clone", () => {
       expect(execFileSync("ip", ["-4", "route", "show"], { encoding: "utf8" })).not.toContain(`dev ${prefix}h`);
       expect(fs.existsSync(`/run/ui-exposure-datapath/${prefix}.json`)).toBe(false);
     }
-    expect(fs.existsSync(path.join(clone, "Pulumi.sandbox.yaml"))).toBe(false);
+    for (const stack of ["sandbox", "sandbox-second"]) expect(fs.existsSync(path.join(clone, `Pulumi.${stack}.yaml`))).toBe(false);
     expect(fs.readdirSync(path.join(root, "records"))).toEqual([]);
     const again = await exposure(["sandbox", "down"]);
     expect(again.stdout).toMatch(/^no sandbox in /);

@@ -16,16 +16,25 @@ type ClientNode = typeof import("@kubernetes/client-node", { with: { "resolution
 /** The node the stand-in pods run on; its InternalIP is the address of every sandbox URL. */
 export const SANDBOX_NODE = { name: "sandbox-node", ip: "127.0.0.11" };
 export const SANDBOX_CONTEXT = "sandbox";
+/** `sandbox up --second`: a second control plane in its own folder, its own node and context, under its own stack. */
+export const SECOND = { stack: "sandbox-second", context: "sandbox-second", dir: "cluster-second", node: { name: "sandbox-node-second", ip: "127.0.0.12" } };
 
 export interface ControlPlane {
   dir: string;
-  /** Kubeconfig written in the sandbox folder, context `sandbox`. */
+  /** Kubeconfig written in the sandbox folder, context `sandbox` (or the second's). */
   kubeconfig: string;
   server: string;
 }
 
 /** Starts etcd + kube-apiserver + kube-controller-manager + kube-scheduler in `dir` (scripts/e2e-cluster.sh). */
-export function startControlPlane(projectDir: string, bin: string, dir: string, kubeconfigOut: string, env: NodeJS.ProcessEnv = process.env): ControlPlane {
+export function startControlPlane(
+  projectDir: string,
+  bin: string,
+  dir: string,
+  kubeconfigOut: string,
+  env: NodeJS.ProcessEnv = process.env,
+  context = SANDBOX_CONTEXT,
+): ControlPlane {
   const r = spawnSync(path.join(projectDir, "scripts/e2e-cluster.sh"), ["start", dir], {
     encoding: "utf8",
     env: { ...env, E2E_BIN: bin, E2E_SCHEDULER: "1" },
@@ -41,7 +50,7 @@ export function startControlPlane(projectDir: string, bin: string, dir: string, 
   const source = vars.get("KUBECONFIG");
   if (!source) throw new Error("scripts/e2e-cluster.sh start printed no KUBECONFIG");
   // Same cluster and credentials, under the context name the sandbox stack names.
-  const text = fs.readFileSync(source, "utf8").replace(/\b(name|cluster|current-context): e2e$/gm, `$1: ${SANDBOX_CONTEXT}`);
+  const text = fs.readFileSync(source, "utf8").replace(/\b(name|cluster|current-context): e2e$/gm, `$1: ${context}`);
   fs.writeFileSync(kubeconfigOut, text, { mode: 0o600 });
   const server = /server:\s*(\S+)/.exec(text)?.[1] ?? "";
   return { dir, kubeconfig: kubeconfigOut, server };

@@ -26,6 +26,8 @@ export interface NodeAgentConfig {
   readyFile: string;
   /** The sandbox's id, recorded in the data path run (its owner tag). */
   id: string;
+  /** The node it plays (the second cluster's, forwarder mode only); else SANDBOX_NODE. */
+  node?: { name: string; ip: string };
 }
 
 export interface NodeAgentReady {
@@ -59,7 +61,8 @@ async function main(configFile: string): Promise<void> {
   kc.loadFromFile(config.kubeconfig);
   const core = kc.makeApiClient(lib.CoreV1Api);
   let runtime: PodRuntime;
-  let nodeIp = SANDBOX_NODE.ip;
+  const node = config.node ?? SANDBOX_NODE;
+  let nodeIp = node.ip;
   let prefix: string | undefined;
   if (config.mode === "kube-proxy") {
     const support = dataPathSupport(config.bin);
@@ -83,10 +86,10 @@ async function main(configFile: string): Promise<void> {
     nodeIp = dp.node(SANDBOX_NODE.name).ip;
     runtime = dp.runtime();
   } else {
-    await writeNode(core, { name: SANDBOX_NODE.name, ip: nodeIp, ready: true });
+    await writeNode(core, { name: node.name, ip: nodeIp, ready: true });
     runtime = addressOnlyRuntime();
   }
-  const agent = new NodeAgent(lib, kc, [{ name: SANDBOX_NODE.name, ip: nodeIp }], runtime, { say });
+  const agent = new NodeAgent(lib, kc, [{ name: node.name, ip: nodeIp }], runtime, { say });
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.on(signal, () => {
       void agent.stop().finally(() => process.exit(EXIT.OK));
@@ -95,7 +98,7 @@ async function main(configFile: string): Promise<void> {
   await agent.start();
   const ready: NodeAgentReady = { nodeIp, ...(prefix ? { prefix } : {}) };
   fs.writeFileSync(config.readyFile, JSON.stringify(ready), { mode: 0o600 });
-  say(`node agent: following the pods of ${SANDBOX_NODE.name} (${nodeIp})`);
+  say(`node agent: following the pods of ${node.name} (${nodeIp})`);
 }
 
 if (require.main === module) {

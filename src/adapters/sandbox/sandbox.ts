@@ -27,6 +27,7 @@ import {
   restartControlPlane,
   SANDBOX_CONTEXT,
   SANDBOX_NODE,
+  SECOND,
   seedCluster,
   standInDeployment,
   startControlPlane,
@@ -97,6 +98,8 @@ export interface SandboxInfo {
   dataPathPrefix?: string;
   /** sha256 of the Pulumi.sandbox.yaml this sandbox wrote: `down` removes that file only while it is still exactly that. */
   stackFileSha256?: string;
+  /** `up --second`: the second cluster is part of this sandbox; the sha256 of the Pulumi.sandbox-second.yaml it wrote. */
+  second?: { stackFileSha256?: string };
 }
 
 export interface SandboxIo {
@@ -106,13 +109,23 @@ export interface SandboxIo {
   say: (line: string) => void;
   /** `sandbox up --monitoring`: Prometheus with the stack's alert rules on the portal, the operator's CRDs in the API server. */
   monitoring?: boolean;
+  /** `sandbox up --second`: a second control plane and stack, the portal over both. */
+  second?: boolean;
 }
 
 export const sandboxFolder = (projectDir: string) => path.join(projectDir, ".sandbox");
 const infoFile = (folder: string) => path.join(folder, "sandbox.json");
 /** The data path run's prefix, written as soon as it exists (its own state file proves what it owns). */
 const dataPathFile = (folder: string) => path.join(folder, "datapath-run");
-const stackFile = (projectDir: string) => path.join(projectDir, `Pulumi.${SANDBOX_STACK}.yaml`);
+const stackFile = (projectDir: string, stack = SANDBOX_STACK) => path.join(projectDir, `Pulumi.${stack}.yaml`);
+
+/** The sandbox's control planes: its own, and with `--second` the second's (folder, kubeconfig). */
+const clusters = (info: Pick<SandboxInfo, "folder" | "second">) => [
+  { dir: path.join(info.folder, "cluster"), kubeconfig: path.join(info.folder, "kubeconfig") },
+  ...(info.second ? [{ dir: path.join(info.folder, SECOND.dir), kubeconfig: path.join(info.folder, `kubeconfig-${SECOND.dir}`) }] : []),
+];
+/** Where the portal lists the sandbox stack's entries: a portal of two stacks addresses them by stack. */
+const entriesPath = (info: Pick<SandboxInfo, "second">) => (info.second ? `api/stacks/${SANDBOX_STACK}/entries` : "api/entries");
 
 /**
  * Where the sandbox of a project folder is also recorded, outside the work tree (so that `down`
@@ -168,7 +181,9 @@ export function readSandboxInfo(folder: string, file = infoFile(folder)): (Sandb
   const rejected = [...state.rejected, ...controlPlane.rejected.map((r) => `controlPlane ${r}`)];
   if (!id && (state.processes.length || controlPlane.processes.length)) rejected.push("id: missing or malformed (no process can be proven this sandbox's)");
   const prefix = typeof state.raw.dataPathPrefix === "string" && PREFIX_PATTERN.test(state.raw.dataPathPrefix) ? state.raw.dataPathPrefix : undefined;
-  const sha = typeof state.raw.stackFileSha256 === "string" && /^[0-9a-f]{64}$/.test(state.raw.stackFileSha256) ? state.raw.stackFileSha256 : undefined;
+  const shaOf = (v: unknown) => (typeof v === "string" && /^[0-9a-f]{64}$/.test(v) ? v : undefined);
+  const sha = shaOf(state.raw.stackFileSha256);
+  const second = state.raw.second && typeof state.raw.second === "object" ? shaOf((state.raw.second as Record<string, unknown>).stackFileSha256) : false;
   const p = (state.raw.pulumi ?? {}) as Record<string, unknown>;
   const text = (v: unknown) => (typeof v === "string" ? v.slice(0, 200) : "unknown");
   return {
@@ -186,6 +201,7 @@ export function readSandboxInfo(folder: string, file = infoFile(folder)): (Sandb
     controlPlane: controlPlane.processes,
     ...(prefix ? { dataPathPrefix: prefix } : {}),
     ...(sha ? { stackFileSha256: sha } : {}),
+    ...(second !== false ? { second: second ? { stackFileSha256: second } : {} } : {}),
     rejected,
   };
 }
@@ -348,26 +364,24 @@ async function sandboxPulumi(pulumi: string, args: string[], cwd: string, env: N
 }
 
 /** Each entry's URL as the last `up` published it, read back by the project's one reader. */
-async function publishedUrls(projectDir: string, env: NodeJS.ProcessEnv, pulumi: string): Promise<Record<string, string>> {
-  const published = publishedFromOutputs(await readStackOutputs({ projectDir, env, pulumi }, SANDBOX_STACK), `stack ${SANDBOX_STACK}`);
+async function publishedUrls(projectDir: string, env: NodeJS.ProcessEnv, pulumi: string, stack = SANDBOX_STACK): Promise<Record<string, string>> {
+  const published = publishedFromOutputs(await readStackOutputs({ projectDir, env, pulumi }, stack), `stack ${stack}`);
   return Object.fromEntries(Object.entries(published).flatMap(([name, e]) => (e.url ? [[name, e.url]] : [])));
 }
 
-/** The control plane's processes as scripts/e2e-cluster.sh recorded them, with their command lines (for the record outside the work tree). */
-function controlPlaneRecords(clusterDir: string): RecordedProcess[] {
-  const read = (file: string) => {
-    try {
-      return fs.readFileSync(path.join(clusterDir, file), "utf8");
-    } catch {
-      return "";
-    }
-  };
-  const pids = read("pids");
+/** The control planes' processes as scripts/e2e-cluster.sh recorded them, with their command lines (for the record outside the work tree). */
+function controlPlaneRecords(info: Pick<SandboxInfo, "folder" | "second">): RecordedProcess[] {
   const records: RecordedProcess[] = [];
-  for (const role of CONTROL_PLANE_ROLES) {
-    const pid = Number(new RegExp(`^${role}=(\\d{1,10})$`, "m").exec(pids)?.[1]);
-    const live = liveProcess(pid);
-    if (live) records.push({ role, pid, cmdline: live.args.join("\0"), startTime: live.startTime });
+  for (const { dir } of clusters(info)) {
+    let pids = "";
+    try {
+      pids = fs.readFileSync(path.join(dir, "pids"), "utf8");
+    } catch {}
+    for (const role of CONTROL_PLANE_ROLES) {
+      const pid = Number(new RegExp(`^${role}=(\\d{1,10})$`, "m").exec(pids)?.[1]);
+      const live = liveProcess(pid);
+      if (live) records.push({ role, pid, cmdline: live.args.join("\0"), startTime: live.startTime });
+    }
   }
   return records;
 }
@@ -390,21 +404,8 @@ const sha256 = (file: string) => {
 
 /** Writes the record in the folder and outside the work tree (0600 both). */
 function saveRecord(projectDir: string, env: NodeJS.ProcessEnv, info: SandboxInfo): void {
-  const record: SandboxInfo = {
-    folder: info.folder,
-    urls: info.urls,
-    portal: info.portal,
-    prometheus: info.prometheus,
-    pulumi: info.pulumi,
-    envFile: info.envFile,
-    processes: info.processes,
-    bin: info.bin,
-    mode: info.mode,
-    id: info.id,
-    controlPlane: info.controlPlane,
-    ...(info.dataPathPrefix ? { dataPathPrefix: info.dataPathPrefix } : {}),
-    ...(info.stackFileSha256 ? { stackFileSha256: info.stackFileSha256 } : {}),
-  };
+  // The record's fields only (never what reading it added: rejected, outside, foreign).
+  const { rejected: _r, outside: _o, foreign: _f, ...record } = info as SandboxInfo & Record<"rejected" | "outside" | "foreign", unknown>;
   const text = JSON.stringify(record, null, 2);
   fs.writeFileSync(infoFile(info.folder), text, { mode: 0o600 });
   const outside = outsideRecordFile(projectDir, env);
@@ -452,7 +453,7 @@ type PortalEntryJson = {
 
 /** The portal's rows (none when it does not answer). */
 async function portalEntries(info: SandboxInfo): Promise<PortalEntryJson[]> {
-  const r = info.portal ? await get(`${info.portal}api/entries`) : undefined;
+  const r = info.portal ? await get(`${info.portal}${entriesPath(info)}`) : undefined;
   try {
     return r?.status === 200 ? (JSON.parse(r.text) as { entries: PortalEntryJson[] }).entries : [];
   } catch {
@@ -550,18 +551,20 @@ async function deadParts(info: SandboxInfo & { rejected: string[] }): Promise<st
   const dead: string[] = [...info.rejected.map((r) => `sandbox.json ${r}`)];
   const proven = (p: RecordedProcess) => isSandboxProcess(p, info);
   for (const p of info.processes) if (!proven(p)) dead.push(`${p.role} (pid ${p.pid}) stopped`);
-  const cluster = await controlPlaneStatus(path.join(info.folder, "cluster"), path.join(info.folder, "kubeconfig"));
-  if (!cluster) dead.push("no control plane in .sandbox/cluster");
-  else {
-    for (const p of cluster.processes) if (!p.running) dead.push(`${p.role} (pid ${p.pid}) stopped`);
-    if (!cluster.apiServer.answers) dead.push(`the API server does not answer (${cluster.apiServer.detail})`);
+  for (const { dir, kubeconfig } of clusters(info)) {
+    const cluster = await controlPlaneStatus(dir, kubeconfig);
+    if (!cluster) dead.push(`no control plane in ${path.relative(info.folder, dir)}`);
+    else {
+      for (const p of cluster.processes) if (!p.running) dead.push(`${p.role} (pid ${p.pid}) stopped`);
+      if (!cluster.apiServer.answers) dead.push(`the API server ${cluster.apiServer.url} does not answer (${cluster.apiServer.detail})`);
+    }
   }
   if (info.mode === "kube-proxy") {
     const run = info.dataPathPrefix ? runProcesses(info.dataPathPrefix, info.id) : undefined;
     if (!run) dead.push("the data path's run is gone");
     else for (const p of run) if (!p.running) dead.push(`${p.role} (pid ${p.pid}) stopped`);
   }
-  if (info.portal && (await get(`${info.portal}api/entries`))?.status !== 200) dead.push("the portal does not answer");
+  if (info.portal && (await get(`${info.portal}${entriesPath(info)}`))?.status !== 200) dead.push("the portal does not answer");
   return dead;
 }
 
@@ -573,9 +576,13 @@ async function deadParts(info: SandboxInfo & { rejected: string[] }): Promise<st
  * as it was when this cannot be done (then the caller starts a new sandbox, saying so first).
  */
 async function restartInPlace(io: SandboxIo, info: SandboxInfo & { rejected: string[] }, dead: string[]): Promise<string[]> {
-  const clusterDir = path.join(info.folder, "cluster");
-  const cluster = await controlPlaneStatus(clusterDir, path.join(info.folder, "kubeconfig"));
-  const stopped = cluster?.processes.filter((p) => !p.running).map((p) => p.role) ?? [];
+  const stoppedIn = await Promise.all(
+    clusters(info).map(async ({ dir, kubeconfig }) => ({
+      dir,
+      roles: (await controlPlaneStatus(dir, kubeconfig))?.processes.filter((p) => !p.running).map((p) => p.role) ?? [],
+    })),
+  );
+  const stopped = stoppedIn.flatMap((c) => c.roles);
   const run = info.dataPathPrefix ? runProcesses(info.dataPathPrefix, info.id) : undefined;
   const restLives =
     info.rejected.length === 0 &&
@@ -584,8 +591,11 @@ async function restartInPlace(io: SandboxIo, info: SandboxInfo & { rejected: str
   if (stopped.length === 0 || !restLives) return dead;
   io.say(`sandbox: ${stopped.join(", ")} stopped: restarting the control plane in place (its data, certificates and ports; the URLs stay)`);
   // The sandbox's own links (its binaries), never a folder the record names; with the sandbox's id, as every process it starts.
-  const why = restartControlPlane(io.projectDir, path.join(info.folder, "bin"), clusterDir, { ...io.env, [SANDBOX_ID_VARIABLE]: info.id });
-  info.controlPlane = controlPlaneRecords(clusterDir);
+  const why = stoppedIn
+    .filter((c) => c.roles.length)
+    .map((c) => restartControlPlane(io.projectDir, path.join(info.folder, "bin"), c.dir, { ...io.env, [SANDBOX_ID_VARIABLE]: info.id }))
+    .find(Boolean);
+  info.controlPlane = controlPlaneRecords(info);
   saveRecord(io.projectDir, io.env, info);
   if (why) return [...dead, `the control plane could not be restarted in place (${why})`];
   // The portal and the node agent read the cluster again within seconds of its return.
@@ -605,7 +615,7 @@ async function restartInPlace(io: SandboxIo, info: SandboxInfo & { rejected: str
  * portal's Service. The sandbox runs no in-cluster portal (its portal is the local `exposure
  * portal` it prints), so only a stand-in would answer that URL, with a stand-in's text.
  */
-export function sandboxStackFile(projectDir: string): string {
+export function sandboxStackFile(projectDir: string, second?: { kubeconfig: string }): string {
   const contractPath = defaultContractPath(projectDir);
   const contract = loadContractFile(contractPath, path.relative(process.cwd(), contractPath) || contractPath);
   const entries = entriesWithoutPortal(contract, DEFAULT_PORTAL_NAMESPACE);
@@ -615,7 +625,10 @@ export function sandboxStackFile(projectDir: string): string {
     "# The sandbox stack: every exposed entry of the contract, Cilium left as it is (cohabit).",
     "# Not the portal's entry: the sandbox's portal is the local one it prints, not an in-cluster pod.",
     "config:",
-    `  kubernetes:context: ${SANDBOX_CONTEXT}`,
+    // The second cluster: its own kubeconfig (its provider, and every exposure command, read that cluster).
+    ...(second
+      ? [`  kubernetes:kubeconfig: ${JSON.stringify(second.kubeconfig)}`, `  kubernetes:context: ${SECOND.context}`]
+      : [`  kubernetes:context: ${SANDBOX_CONTEXT}`]),
     "  ui-exposure:entries:",
     ...entries.map((e) => `    - ${e}`),
     "  ui-exposure:cilium:",
@@ -716,13 +729,14 @@ async function bringUp(given: SandboxIo): Promise<SandboxInfo> {
   const folder = sandboxFolder(projectDir);
   const existing = readSandboxRecord(projectDir, given.env);
   // A sandbox that ran Prometheus keeps it when it is started anew; the setting is checked before anything starts.
-  const io = { ...given, monitoring: given.monitoring === true || Boolean(existing?.prometheus) };
+  const io = { ...given, monitoring: given.monitoring === true || Boolean(existing?.prometheus), second: given.second === true || Boolean(existing?.second) };
   if (io.monitoring) alertForSeconds(io.env);
   if (existing && !existing.outside) {
     let dead = await deadParts(existing);
     if (dead.length) dead = await restartInPlace(io, existing, dead);
     if (dead.length === 0) {
       const running = await repair(io, existing);
+      if (io.second && !running.second) await addSecond(io, running);
       if (!io.monitoring || running.prometheus) return running;
       const env = { ...io.env, [SANDBOX_ID_VARIABLE]: running.id };
       await startMonitoring(io, running, env, () => saveRecord(projectDir, io.env, running));
@@ -738,6 +752,20 @@ async function bringUp(given: SandboxIo): Promise<SandboxInfo> {
     for (const why of down.rejected) say(`sandbox: ignored ${why}: nothing signalled for it (check by hand with ps)`);
   }
   return startSandbox(io);
+}
+
+/** `up --second` on a running sandbox: the second cluster, then the portal again over both stacks (at a new address). */
+async function addSecond(io: SandboxIo, info: SandboxInfo): Promise<void> {
+  const save = () => saveRecord(io.projectDir, io.env, info);
+  const baseEnv = { ...io.env, [SANDBOX_ID_VARIABLE]: info.id };
+  const onPath = pulumiOnPath(io.env);
+  const pulumi = onPath ? onPath.file : path.join(toolchainBinDir(io.projectDir), "pulumi");
+  await startSecond(io, info, baseEnv, pulumi, save);
+  const old = info.processes.filter((p) => p.role === "portal");
+  await stopRecorded(old, 5000, (p) => isSandboxProcess(p, info));
+  info.processes = info.processes.filter((p) => !old.includes(p));
+  await startPortal(io.projectDir, info, pulumiEnv(info.folder, path.dirname(pulumi), baseEnv), save);
+  io.say(`sandbox: the portal shows both stacks at ${info.portal}`);
 }
 
 /**
@@ -873,19 +901,7 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
   );
 
   const processes: RecordedProcess[] = [];
-  const info: SandboxInfo = {
-    folder,
-    urls: {},
-    portal: "",
-    prometheus: "",
-    pulumi,
-    envFile: path.join(folder, "env"),
-    processes,
-    bin,
-    mode: "forwarder",
-    id,
-    controlPlane: [],
-  };
+  const info: SandboxInfo = { ...emptyInfo(folder), pulumi, processes, bin, id };
   const save = () => saveRecord(projectDir, io.env, info);
   // Recorded before anything starts: `down` finds it even if this command dies half-way.
   save();
@@ -896,7 +912,7 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
   try {
     cluster = startControlPlane(projectDir, bin, path.join(folder, "cluster"), path.join(folder, "kubeconfig"), baseEnv);
   } finally {
-    info.controlPlane = controlPlaneRecords(path.join(folder, "cluster"));
+    info.controlPlane = controlPlaneRecords(info);
     save();
   }
   say(`sandbox [2/6] control plane up in ${seconds(t0)}: ${cluster.server} (context ${SANDBOX_CONTEXT})`);
@@ -991,50 +1007,142 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
     });
     say(`sandbox [5/6] ${Object.keys(urls).length} URLs answered by kube-proxy on <node IP>:<nodePort> in ${seconds(t0)}`);
   } else {
-    const standIns: StandIn[] = Object.entries(urls).map(([entry, url]) => {
-      const declared = contract.endpoints.find((e) => e.name === entry);
-      const probe = declared?.probe;
-      return { entry, url, probePath: probe?.path ?? "/", probeStatus: probe?.expectStatus?.[0] ?? 200, ...(declared?.hostPort ? { hostPort: true } : {}) };
-    });
-    const pki = path.join(cluster.dir, "pki");
-    const standInFile: StandInFile = {
-      standIns,
-      // What answers follows the live cluster, as kube-proxy would: moved ports, deleted Services, unready pods.
-      follow: { kubeconfig: cluster.kubeconfig },
-      ...(fs.existsSync(path.join(pki, "apiserver.crt"))
-        ? { tls: { keyFile: path.join(pki, "apiserver.key"), certFile: path.join(pki, "apiserver.crt") } }
-        : {}),
-    };
-    const standInsJson = path.join(folder, "stand-ins.json");
-    fs.writeFileSync(standInsJson, JSON.stringify(standInFile, null, 2));
-    const standInsLog = path.join(folder, "stand-ins.log");
-    const standInProcess = startDetached("stand-in servers", process.execPath, [...moduleCommand(projectDir, "stand-in-servers"), standInsJson], {
-      cwd: projectDir,
-      env,
-      logFile: standInsLog,
-    });
-    processes.push(standInProcess);
-    save();
-    await waitUntil("the stand-in servers", async () => (await Promise.all(standIns.map((s) => answers(s.url)))).every(Boolean), 30_000, {
-      process: standInProcess,
-      logFile: standInsLog,
-    });
-    say(`sandbox [5/6] ${standIns.length} stand-in servers answering on <node IP>:<nodePort> in ${seconds(t0)}`);
+    const n = await startStandIns(projectDir, info, contract, { dir: cluster.dir, kubeconfig: cluster.kubeconfig }, env, save);
+    say(`sandbox [5/6] ${n} stand-in servers answering on <node IP>:<nodePort> in ${seconds(t0)}`);
   }
+  if (io.second) await startSecond(io, info, baseEnv, pulumi.file, save);
 
-  // 6. The portal. It binds a port of its own choosing (port 0) and prints the address it holds
-  // (--json): what the sandbox records is what its own process bound, never a port picked
-  // earlier that anything may have taken meanwhile.
+  // 6. The portal.
   t0 = Date.now();
-  const portalLog = path.join(folder, "portal.log");
+  await startPortal(projectDir, info, env, save);
+  say(`sandbox [6/6] portal answering in ${seconds(t0)}; sandbox up in ${seconds(tStart)}`);
+  if (io.monitoring) await startMonitoring(io, info, baseEnv, save);
+  return info;
+}
+
+/**
+ * One stand-in server per URL of `info.urls` (or `urls`), following the cluster's live state as
+ * kube-proxy would (moved ports, deleted Services, unready pods), started and recorded as every
+ * process of the sandbox. Returns how many answer.
+ */
+async function startStandIns(
+  projectDir: string,
+  info: SandboxInfo,
+  contract: ReturnType<typeof openStack>["contract"],
+  cluster: { dir: string; kubeconfig: string },
+  env: NodeJS.ProcessEnv,
+  save: () => void,
+  suffix = "",
+  urls = info.urls,
+): Promise<number> {
+  const standIns: StandIn[] = Object.entries(urls).map(([entry, url]) => {
+    const declared = contract.endpoints.find((e) => e.name === entry);
+    const probe = declared?.probe;
+    return { entry, url, probePath: probe?.path ?? "/", probeStatus: probe?.expectStatus?.[0] ?? 200, ...(declared?.hostPort ? { hostPort: true } : {}) };
+  });
+  const pki = path.join(cluster.dir, "pki");
+  const standInFile: StandInFile = {
+    standIns,
+    follow: { kubeconfig: cluster.kubeconfig },
+    ...(fs.existsSync(path.join(pki, "apiserver.crt")) ? { tls: { keyFile: path.join(pki, "apiserver.key"), certFile: path.join(pki, "apiserver.crt") } } : {}),
+  };
+  const standInsJson = path.join(info.folder, `stand-ins${suffix}.json`);
+  fs.writeFileSync(standInsJson, JSON.stringify(standInFile, null, 2));
+  const logFile = path.join(info.folder, `stand-ins${suffix}.log`);
+  const started = startDetached(`stand-in servers${suffix}`, process.execPath, [...moduleCommand(projectDir, "stand-in-servers"), standInsJson], {
+    cwd: projectDir,
+    env,
+    logFile,
+  });
+  info.processes.push(started);
+  save();
+  await waitUntil("the stand-in servers", async () => (await Promise.all(standIns.map((s) => answers(s.url)))).every(Boolean), 30_000, {
+    process: started,
+    logFile,
+  });
+  return standIns.length;
+}
+
+/**
+ * `up --second`: a second control plane in .sandbox/cluster-second (context sandbox-second), its
+ * node (a node agent of its own, address-only pods), the same stand-in platform, the real `pulumi
+ * up` of a second stack (sandbox-second, in the sandbox's backend) and a stand-in server per URL
+ * on its node's address. Every process is recorded before it is waited on, as the first cluster's.
+ */
+async function startSecond(io: SandboxIo, info: SandboxInfo, baseEnv: NodeJS.ProcessEnv, pulumi: string, save: () => void): Promise<void> {
+  const { projectDir, say } = io;
+  const t0 = Date.now();
+  const file = stackFile(projectDir, SECOND.stack);
+  if (fs.existsSync(file))
+    throw new Error(`${path.basename(file)} exists and nothing proves this sandbox wrote it: move it away or remove it, then run this again`);
+  info.second = {};
+  const [, c] = clusters(info) as [unknown, { dir: string; kubeconfig: string }];
+  fs.writeFileSync(file, sandboxStackFile(projectDir, c), { flag: "wx" });
+  info.second.stackFileSha256 = sha256(file);
+  save();
+  try {
+    // The sandbox's own links (its binaries), never a folder the record names.
+    startControlPlane(projectDir, path.join(info.folder, "bin"), c.dir, c.kubeconfig, baseEnv, SECOND.context);
+  } finally {
+    info.controlPlane = controlPlaneRecords(info);
+    save();
+  }
+  const agentConfig: NodeAgentConfig = {
+    kubeconfig: c.kubeconfig,
+    mode: "forwarder",
+    bin: path.join(info.folder, "bin"),
+    apiPort: 0,
+    dataPathFile: path.join(info.folder, "datapath-run-second"),
+    readyFile: path.join(info.folder, "node-agent-second-ready.json"),
+    id: info.id,
+    node: SECOND.node,
+  };
+  const agentConfigFile = path.join(info.folder, "node-agent-second.json");
+  fs.writeFileSync(agentConfigFile, JSON.stringify(agentConfig, null, 2), { mode: 0o600 });
+  const logFile = path.join(info.folder, "node-agent-second.log");
+  const agent = startDetached("node agent (second)", process.execPath, [...moduleCommand(projectDir, "node-agent"), agentConfigFile], {
+    cwd: projectDir,
+    env: baseEnv,
+    logFile,
+  });
+  info.processes.push(agent);
+  save();
+  await waitUntil("the second node agent", async () => fs.existsSync(agentConfig.readyFile), 120_000, { process: agent, logFile });
+  const { contract, selectedEntries } = openStack({ projectDir, stack: SANDBOX_STACK });
+  await seedCluster(c.kubeconfig, contract, selectedEntries);
+  const env = pulumiEnv(info.folder, path.dirname(pulumi), baseEnv);
+  await sandboxPulumi(pulumi, ["stack", "select", "--create", SECOND.stack, "--secrets-provider", "passphrase", "--non-interactive"], projectDir, env);
+  info.second.stackFileSha256 = sha256(file);
+  save();
+  await sandboxPulumi(pulumi, ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", SECOND.stack], projectDir, env);
+  const urls = await publishedUrls(projectDir, env, pulumi, SECOND.stack);
+  await startStandIns(projectDir, info, contract, c, env, save, " (second)", urls);
+  say(
+    `sandbox [second] control plane ${SECOND.dir} (context ${SECOND.context}), stack ${SECOND.stack}: ${Object.keys(urls).length} URLs on ${SECOND.node.ip}, in ${seconds(t0)}`,
+  );
+}
+
+/**
+ * The portal, over the sandbox stack (and the second's with `--second`). It binds a port of its
+ * own choosing (port 0) and prints the address it holds (--json): what the sandbox records is what
+ * its own process bound, never a port picked earlier that anything may have taken meanwhile.
+ * Returns once it shows every URL of the sandbox stack as MATCH.
+ */
+async function startPortal(projectDir: string, info: SandboxInfo, env: NodeJS.ProcessEnv, save: () => void): Promise<void> {
+  const portalLog = path.join(info.folder, "portal.log");
   const logStart = fs.existsSync(portalLog) ? fs.statSync(portalLog).size : 0;
+  const stacks = [SANDBOX_STACK, ...(info.second ? [SECOND.stack] : [])].flatMap((s) => ["--stack", s]);
   const portalProcess = startDetached(
     "portal",
     process.execPath,
-    [path.join(projectDir, "bin/exposure.cjs"), "portal", "--stack", SANDBOX_STACK, "--listen", "127.0.0.1:0", "--json"],
-    { cwd: projectDir, env, logFile: portalLog },
+    [path.join(projectDir, "bin/exposure.cjs"), "portal", ...stacks, "--listen", "127.0.0.1:0", "--json"],
+    {
+      cwd: projectDir,
+      env,
+      logFile: portalLog,
+    },
   );
-  processes.push(portalProcess);
+  info.processes.push(portalProcess);
   save();
   let portal = "";
   await waitUntil(
@@ -1051,16 +1159,11 @@ async function startSandbox(io: SandboxIo): Promise<SandboxInfo> {
   await waitUntil(
     "the portal to show every URL as MATCH",
     async () => {
-      const r = await get(`${portal}api/entries`);
-      if (r?.status !== 200) return false;
-      const view = JSON.parse(r.text) as { entries: { name: string; verdict: string; url?: string }[] };
-      return Object.keys(urls).every((name) => view.entries.some((e) => e.name === name && e.verdict === "MATCH"));
+      const entries = await portalEntries(info);
+      return Object.keys(info.urls).every((name) => entries.some((e) => e.name === name && e.verdict === "MATCH"));
     },
     60_000,
   );
-  say(`sandbox [6/6] portal answering in ${seconds(t0)}; sandbox up in ${seconds(tStart)}`);
-  if (io.monitoring) await startMonitoring(io, info, baseEnv, save);
-  return info;
 }
 
 export interface SandboxStatus {
@@ -1071,6 +1174,8 @@ export interface SandboxStatus {
   portal?: { url: string; answers: boolean };
   /** etcd, kube-apiserver, kube-controller-manager, kube-scheduler and whether the API server answers. */
   controlPlane?: ControlPlaneStatus;
+  /** The same of the second cluster (`up --second`). */
+  second?: ControlPlaneStatus;
   /** The data path's processes (kube-proxy, the relays, the pods' servers). */
   dataPath?: { prefix: string; processes: { role: string; pid: number; running: boolean }[] };
   /** What is wrong with each entry that is not MATCH or does not answer, and the command that fixes it. */
@@ -1087,7 +1192,7 @@ export async function sandboxStatus(io: SandboxIo): Promise<SandboxStatus> {
   if (!info) return { folder, up: false, processes: [], urls: [], problems: [], rejected: [] };
   const proven = (p: RecordedProcess) => isSandboxProcess(p, info);
   const processes = info.processes.map((p) => ({ role: p.role, pid: p.pid, running: proven(p) }));
-  const portal = info.portal ? { url: info.portal, answers: (await get(`${info.portal}api/entries`))?.status === 200 } : undefined;
+  const portal = info.portal ? { url: info.portal, answers: (await get(`${info.portal}${entriesPath(info)}`))?.status === 200 } : undefined;
   const shown = currentUrls(info, portal?.answers ? await portalEntries(info) : []);
   const urls = await Promise.all(shown.map(async ([entry, url]) => ({ entry, url, answers: await answers(url) })));
   const controlPlane = info.outside
@@ -1096,6 +1201,8 @@ export async function sandboxStatus(io: SandboxIo): Promise<SandboxStatus> {
         apiServer: { url: "", answers: false, detail: "no .sandbox/cluster" },
       }
     : await controlPlaneStatus(path.join(folder, "cluster"), path.join(folder, "kubeconfig"));
+  const secondCluster = clusters(info)[1];
+  const second = secondCluster && !info.outside ? await controlPlaneStatus(secondCluster.dir, secondCluster.kubeconfig) : undefined;
   const run = info.dataPathPrefix ? runProcesses(info.dataPathPrefix, info.id) : undefined;
   const dataPath = info.dataPathPrefix && run ? { prefix: info.dataPathPrefix, processes: run } : undefined;
   const problems = info.outside || portal?.answers !== true ? [] : await diagnose(io.projectDir, info);
@@ -1103,7 +1210,8 @@ export async function sandboxStatus(io: SandboxIo): Promise<SandboxStatus> {
     !info.outside &&
     info.rejected.length === 0 &&
     controlPlane?.apiServer.answers === true &&
-    [...processes, ...controlPlane.processes, ...(dataPath?.processes ?? [])].every((p) => p.running) &&
+    (!info.second || second?.apiServer.answers === true) &&
+    [...processes, ...controlPlane.processes, ...(second?.processes ?? []), ...(dataPath?.processes ?? [])].every((p) => p.running) &&
     (info.mode !== "kube-proxy" || dataPath !== undefined) &&
     urls.every((u) => u.answers) &&
     portal?.answers === true &&
@@ -1115,6 +1223,7 @@ export async function sandboxStatus(io: SandboxIo): Promise<SandboxStatus> {
     urls,
     ...(portal ? { portal } : {}),
     ...(controlPlane ? { controlPlane } : {}),
+    ...(second ? { second } : {}),
     ...(dataPath ? { dataPath } : {}),
     problems,
     ...(info.outside ? { outsideRecord: outsideRecordFile(io.projectDir, io.env) } : {}),
@@ -1179,21 +1288,24 @@ async function takeDown(io: SandboxIo): Promise<SandboxDown> {
     const removed = await stopRun({ ip: findTool("ip") ?? "ip" }, prefix, info.id);
     if (removed.length) stopped.push(`data path ${prefix} (${removed.length} namespaces, processes and links)`);
   }
-  const clusterDir = path.join(folder, "cluster");
-  if (fs.existsSync(clusterDir)) stopped.push(...stopControlPlane(io.projectDir, info?.bin || toolchainBinDir(io.projectDir), clusterDir));
+  for (const { dir } of clusters({ folder, second: {} }))
+    if (fs.existsSync(dir)) stopped.push(...stopControlPlane(io.projectDir, info?.bin || toolchainBinDir(io.projectDir), dir));
   // Without the folder (or if the script left one): the control plane's processes as recorded.
   if (info) stopped.push(...(await stopRecorded(info.controlPlane, 5000, proven)));
   // Anything else still carrying the sandbox's id (a provider left by a killed pulumi up, say), and
   // the orphaned providers of a pulumi up run by hand in the sandbox's environment.
   if (info?.id) stopped.push(...(await stopCarriersOf(info.id, path.join(folder, "pulumi-home"))));
-  const others = otherStacks(folder);
+  const others = otherStacks(folder).filter((s) => s !== SECOND.stack || !info?.second);
   const kept: string[] = [];
-  for (const stack of others)
-    if (fs.existsSync(stackFile(io.projectDir).replace(`.${SANDBOX_STACK}.`, `.${stack}.`))) kept.push(`Pulumi.${stack}.yaml (not written by the sandbox)`);
-  const file = stackFile(io.projectDir);
-  if (fs.existsSync(file)) {
-    if (info?.stackFileSha256 && sha256(file) === info.stackFileSha256) fs.rmSync(file);
-    else kept.push(`Pulumi.${SANDBOX_STACK}.yaml (${info?.stackFileSha256 ? "changed since the sandbox wrote it" : "no record that the sandbox wrote it"})`);
+  for (const stack of others) if (fs.existsSync(stackFile(io.projectDir, stack))) kept.push(`Pulumi.${stack}.yaml (not written by the sandbox)`);
+  for (const [stack, written] of [
+    [SANDBOX_STACK, info?.stackFileSha256],
+    ...(info?.second ? [[SECOND.stack, info.second.stackFileSha256] as const] : []),
+  ] as const) {
+    const file = stackFile(io.projectDir, stack);
+    if (!fs.existsSync(file)) continue;
+    if (written && sha256(file) === written) fs.rmSync(file);
+    else kept.push(`Pulumi.${stack}.yaml (${written ? "changed since the sandbox wrote it" : "no record that the sandbox wrote it"})`);
   }
   const removed = fs.existsSync(folder) || info !== undefined;
   fs.rmSync(folder, { recursive: true, force: true });
