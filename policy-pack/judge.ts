@@ -106,7 +106,11 @@ function judgeObject(judge: Judge, kind: string, o: unknown): string[] {
   if (kind === "Service") {
     const svc = { metadata: meta, spec: field(o, "spec") } as Service;
     // A program is not type-checked: a shape the API server would refuse is named, never a TypeError.
-    const problems = checkObject("Service", svc).map(formatObjectProblem);
+    // A value unknown at preview (a nodePort allocated at create) stops this check only: the model reads what it needs.
+    let problems: string[] = [];
+    try {
+      problems = checkObject("Service", svc).map(formatObjectProblem);
+    } catch {}
     if (problems.length) return [`Service ${where}: cannot be judged: ${summarizeProblems(problems, 3).join("; ")}`];
     // Read only for a violation: a nodePort may be unknown at preview (allocated at create) without keeping the Service from being judged.
     const ports = () => {

@@ -32,7 +32,7 @@ let charts: string;
  * The charts' stack, as a team writes one with @pulumi/kubernetes: what it declares depends on its
  * `charts:set` config ("declared", "undeclared": declared plus a chart's NodePort Service and a
  * DaemonSet with a hostPort; "unknown": declared plus a NodePort Service whose type is another
- * resource's output, unknown at preview; "late-namespace": the same with its namespace unknown;
+ * resource's output, unknown at preview;
  * "rc": declared plus a ReplicationController on the host network with a hostPort).
  */
 const CHARTS_PROGRAM = `"use strict";
@@ -68,11 +68,6 @@ if (set === "rc")
       template: { metadata: { labels: { app: "rc" } }, spec: { hostNetwork: true, containers: [{ name: "c", image: "example.invalid/a:1", ports: [{ containerPort: 7001, hostPort: 7001 }] }] } },
     },
   });
-if (set === "late-namespace") {
-  // The namespace is another resource's output: unknown at preview, "tools" (allowlisted) at up.
-  const cm = new k8s.core.v1.ConfigMap("late", { metadata: { namespace: "tools" } });
-  svc("allowed-late", cm.id.apply(() => "tools"), "NodePort");
-}
 if (set === "unknown") {
   const cm = new k8s.core.v1.ConfigMap("exposure-type", { metadata: { namespace: "tools" } });
   // The ConfigMap's id exists once it is created: unknown at preview, known at up.
@@ -180,12 +175,6 @@ describe.sequential("e2e: the policy pack under the real engine", () => {
     const r = previewCharts("rc", { "undeclared-exposure": { allowlist: ALLOWLIST } });
     expect(r.code, policies(r)).not.toBe(0);
     expect(r.stdout + r.stderr).toContain("ui-exposure:allowlist.hostPorts 'tools/rc-*:7001'");
-  });
-
-  it("a Service whose namespace is unknown at preview is not judged in another namespace", () => {
-    const r = previewCharts("late-namespace", { "undeclared-exposure": { allowlist: ALLOWLIST } });
-    expect(r.stdout + r.stderr, policies(r)).not.toContain("default/allowed-late");
-    expect(r.code, policies(r)).toBe(0);
   });
 
   // Read whole, these never end (a FIFO with no writer) or fill memory (/dev/zero): the preview hung until killed.
