@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { stringify } from "yaml";
 import type { PortalBundle } from "../src/adapters/portal-bundle";
 import type { Contract } from "../src/core/contract/schema";
+import { UserError } from "../src/core/errors";
 import { STACK_LABEL } from "../src/core/kube/types";
 import {
   PORTAL_APP_DIR,
@@ -15,6 +16,7 @@ import {
   PORTAL_SELECTOR,
   PORTAL_UID,
   portalRbacRules,
+  portalSecretRules,
   portalService,
   selectsHostPort,
 } from "../src/core/portal/spec";
@@ -55,6 +57,9 @@ export class Portal extends pulumi.ComponentResource {
     const { namespaceRefusal, serviceRefusal, bundle, ...recorded } = args;
     super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;
+    // The stack's own section is named after the stack: another cluster of that name would take its place on the page and in /api/stacks.
+    if (settings.clusters.some((c) => c.name === args.stack))
+      throw new UserError(`ui-exposure:portal.clusters: '${args.stack}' is this stack's own name; give the other cluster another name`);
     const provider = kubernetesProviderOf(opts, `Portal ${name}`);
     // Only where `up` would otherwise wait on pods that can never start (no kubelet).
     const awaitAnnotations = settings.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;
@@ -97,6 +102,25 @@ export class Portal extends pulumi.ComponentResource {
       },
       { parent: this, provider },
     );
+    // The other clusters' Secrets: `get` on exactly their names, in this namespace only.
+    const secretsRole = settings.clusters.length
+      ? new k8s.rbac.v1.Role(
+          `${name}-secrets`,
+          { metadata: { namespace, labels: { ...PORTAL_LABELS } }, rules: portalSecretRules(settings.clusters.map((c) => c.secret)) },
+          { parent: this, provider },
+        )
+      : undefined;
+    const secretsBinding =
+      secretsRole &&
+      new k8s.rbac.v1.RoleBinding(
+        `${name}-secrets`,
+        {
+          metadata: { namespace, labels: { ...PORTAL_LABELS } },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: secretsRole.metadata.name },
+          subjects: [{ kind: "ServiceAccount", name: account.metadata.name, namespace }],
+        },
+        { parent: this, provider },
+      );
 
     // Auto-named: a new bundle or contract makes a new ConfigMap, hence a new pod template and a rollout.
     const code = new k8s.core.v1.ConfigMap(
@@ -119,6 +143,9 @@ export class Portal extends pulumi.ComponentResource {
       ...(args.nodeAddress ? [{ name: PORTAL_ENV.nodeAddress, value: args.nodeAddress }] : []),
       { name: PORTAL_ENV.published, value: `${PORTAL_PUBLISHED.dir}/${PORTAL_PUBLISHED.file}` },
       { name: PORTAL_ENV.version, value: bundle.version },
+      ...(settings.clusters.length
+        ? [{ name: PORTAL_ENV.clusters, value: JSON.stringify({ namespace: settings.namespace, clusters: settings.clusters }) }]
+        : []),
       ...(args.audit ? [{ name: PORTAL_ENV.allowlist, value: JSON.stringify({ services: args.audit.services, hostPorts: args.audit.hostPorts }) }] : []),
     ];
     const probe = { httpGet: { path: "/healthz", port: PORTAL_PORT_NAME }, timeoutSeconds: 2 };
@@ -170,7 +197,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // The pod's API calls are refused until the binding exists.
-      { parent: this, provider, dependsOn: [binding] },
+      { parent: this, provider, dependsOn: [binding, ...(secretsBinding ? [secretsBinding] : [])] },
     );
 
     const spec = portalService(settings.namespace);
