@@ -3,7 +3,6 @@ import * as pulumi from "@pulumi/pulumi";
 import { stringify } from "yaml";
 import type { PortalBundle } from "../src/adapters/portal-bundle";
 import type { Contract } from "../src/core/contract/schema";
-import { UserError } from "../src/core/errors";
 import { STACK_LABEL } from "../src/core/kube/types";
 import {
   PORTAL_APP_DIR,
@@ -57,9 +56,6 @@ export class Portal extends pulumi.ComponentResource {
     const { namespaceRefusal, serviceRefusal, bundle, ...recorded } = args;
     super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;
-    // The stack's own section is named after the stack: another cluster of that name would take its place on the page and in /api/stacks.
-    if (settings.clusters.some((c) => c.name === args.stack))
-      throw new UserError(`ui-exposure:portal.clusters: '${args.stack}' is this stack's own name; give the other cluster another name`);
     const provider = kubernetesProviderOf(opts, `Portal ${name}`);
     // Only where `up` would otherwise wait on pods that can never start (no kubelet).
     const awaitAnnotations = settings.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;
