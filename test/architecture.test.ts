@@ -382,9 +382,12 @@ describe("size", () => {
   // series by stack and cluster is one function now, shorter than the several-stacks copy it replaced); +22 for issue 42 #1's
   // pod rules (POD_RULES in exposure-rules.ts: the host network an entry with its field, readers and words, looped over by
   // podOpenings, the guard's pod CEL, heldObject and the allowlist item's grammar; the hand-wired host network lines it
-  // replaced were shorter than the entry).
-  it("the product code does not grow past its last cut: at most 12,231 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_231);
+  // replaced were shorter than the entry); +131 for issue 41 #4, the in-cluster portal's other clusters (portal.clusters
+  // validated; the Secret read by name, its two shapes turned into a kubeconfig, its values cut out of any error, in
+  // src/portal/main.ts; the Role with resourceNames and the env in components/portal.ts; a RemoteCluster connected per read
+  // by the same observer and sections as the several-stacks portal; getConfigMap and getSecret one getObject).
+  it("the product code does not grow past its last cut: at most 12,362 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_362);
   });
 
   // Counted apart from the product, as issue 42 asks: the pack is its own program (its rules are the core's).

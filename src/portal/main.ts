@@ -50,46 +50,33 @@ export function parseAllowlistEnv(raw: string | undefined) {
 }
 
 const clustersEnv = z.strictObject({ namespace: dnsLabel("namespace"), clusters: z.array(portalClusterSchema) });
+const decoded = (base64: string) => Buffer.from(base64, "base64").toString("utf8").trim();
 
 /** PORTAL_CLUSTERS: the other clusters (`ui-exposure:portal.clusters`) and the namespace of their Secrets, as JSON; unset: none. */
 export function parseClustersEnv(raw: string | undefined): z.infer<typeof clustersEnv> {
-  if (!raw) return { namespace: "", clusters: [] };
   const message = `${PORTAL_ENV.clusters} must be {"namespace": ..., "clusters": [{"name": ..., "secret": ...}]} as up sets it`;
-  const parsed = clustersEnv.safeParse(parseJson(raw, message));
+  const parsed = raw ? clustersEnv.safeParse(parseJson(raw, message)) : { success: true as const, data: { namespace: "", clusters: [] } };
   if (!parsed.success) throw new UserError(`${message} (${parsed.error.issues[0]?.message ?? "invalid"})`);
   return parsed.data;
 }
 
-/**
- * The credential in a cluster Secret, as a kubeconfig's text: key `kubeconfig`, or `server`, `token` and (optional) `ca.crt`. Only key names are ever said,
- * never a value; a single line that is no JSON would be taken for a file of the pod, so it is refused.
- */
-export function secretKubeconfig(data: Readonly<Record<string, string>> | undefined, where: string): string {
-  const text = (key: string) =>
-    data?.[key] !== undefined
-      ? Buffer.from(data[key] as string, "base64")
-          .toString("utf8")
-          .trim()
-      : undefined;
-  const kubeconfig = text("kubeconfig");
-  if (kubeconfig !== undefined) {
-    if (kubeconfig.includes("\n") || kubeconfig.startsWith("{")) return kubeconfig;
-    throw new UserError(`${where}: key kubeconfig does not hold a kubeconfig (one line): put the whole file there`);
-  }
-  const [server, token] = [text("server"), text("token")];
-  if (!server || !token) {
-    const keys = Object.keys(data ?? {}).sort();
-    throw new UserError(`${where} holds neither key kubeconfig nor keys server and token (its keys: ${keys.join(", ") || "none"}); see docs/portal.md`);
-  }
-  const ca = data?.["ca.crt"] ? { "certificate-authority-data": data["ca.crt"] } : {};
-  const named = { name: "cluster" };
+/** A cluster Secret's credential as a kubeconfig: key `kubeconfig` (not one line: that would be a file of the pod), or `server`, `token` and `ca.crt`. */
+export function secretKubeconfig(data: Readonly<Record<string, string>> = {}, where: string): string {
+  const { kubeconfig, server, token, "ca.crt": ca } = data;
+  if (kubeconfig !== undefined && (decoded(kubeconfig).includes("\n") || decoded(kubeconfig).startsWith("{"))) return decoded(kubeconfig);
+  if (kubeconfig !== undefined) throw new UserError(`${where}: key kubeconfig does not hold a kubeconfig (one line): put the whole file there`);
+  // Key names only, never a value.
+  if (!server || !token)
+    throw new UserError(
+      `${where} holds neither key kubeconfig nor keys server and token (its keys: ${Object.keys(data).sort().join(", ") || "none"}); see docs/portal.md`,
+    );
+  const cluster = { server: decoded(server), ...(ca ? { "certificate-authority-data": ca } : {}) };
+  const c = "c";
   return JSON.stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ ...named, cluster: { server, ...ca } }],
-    users: [{ ...named, user: { token } }],
-    contexts: [{ ...named, context: { cluster: "cluster", user: "cluster" } }],
-    "current-context": "cluster",
+    clusters: [{ name: c, cluster }],
+    users: [{ name: c, user: { token: decoded(token) } }],
+    contexts: [{ name: c, context: { cluster: c, user: c } }],
+    "current-context": c,
   });
 }
 
@@ -99,26 +86,23 @@ export function secretKubeconfig(data: Readonly<Record<string, string>> | undefi
  */
 export function secretCluster(own: Pick<LiveClusterReader, "getSecret">, namespace: string, cluster: PortalCluster): RemoteCluster {
   const where = `Secret ${namespace}/${cluster.secret}`;
-  return {
-    source: `cluster ${cluster.name} (${where})`,
-    name: cluster.name,
-    connect: async () => {
-      const secret = await own.getSecret(namespace, cluster.secret);
-      if (!secret)
-        throw new UserError(`${where} does not exist: create it with the other cluster's kubeconfig, or its server, token and ca.crt (docs/portal.md)`);
-      const values = Object.values(secret.data ?? {}).flatMap((v) => [v, ...Buffer.from(v, "base64").toString("utf8").split("\n")]);
-      const cut = (message: string) => values.reduce((m, v) => (v.trim().length >= 4 ? m.replaceAll(v.trim(), "<from the Secret>") : m), message);
-      try {
-        return await LiveClusterReader.connect({
-          kubeconfig: secretKubeconfig(secret.data, where),
-          name: cluster.name,
-          via: `cluster ${cluster.name} through ${where}`,
-        });
-      } catch (err) {
-        throw new UserError(cut(err instanceof UserError ? err.message : `${where}: ${(err as Error).message}`));
-      }
-    },
+  const connect = async () => {
+    const secret = await own.getSecret(namespace, cluster.secret);
+    if (!secret)
+      throw new UserError(`${where} does not exist: create it with the other cluster's kubeconfig, or its server, token and ca.crt (docs/portal.md)`);
+    const values = Object.values(secret.data ?? {}).flatMap((v) => [v, ...decoded(v).split("\n")].map((l) => l.trim()).filter((l) => l.length >= 4));
+    try {
+      return await LiveClusterReader.connect({
+        kubeconfig: secretKubeconfig(secret.data, where),
+        name: cluster.name,
+        via: `cluster ${cluster.name} through ${where}`,
+      });
+    } catch (err) {
+      const message = err instanceof UserError ? err.message : `${where}: ${(err as Error).message}`;
+      throw new UserError(values.reduce((m, v) => m.replaceAll(v, "<from the Secret>"), message));
+    }
   };
+  return { source: `cluster ${cluster.name} (${where})`, name: cluster.name, connect };
 }
 
 export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promise<void> {
