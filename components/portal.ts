@@ -15,6 +15,7 @@ import {
   PORTAL_SELECTOR,
   PORTAL_UID,
   portalRbacRules,
+  portalSecretRules,
   portalService,
   selectsHostPort,
 } from "../src/core/portal/spec";
@@ -97,6 +98,25 @@ export class Portal extends pulumi.ComponentResource {
       },
       { parent: this, provider },
     );
+    // The other clusters' Secrets: `get` on exactly their names, in this namespace only.
+    const secretsRole = settings.clusters.length
+      ? new k8s.rbac.v1.Role(
+          `${name}-secrets`,
+          { metadata: { namespace, labels: { ...PORTAL_LABELS } }, rules: portalSecretRules(settings.clusters.map((c) => c.secret)) },
+          { parent: this, provider },
+        )
+      : undefined;
+    const secretsBinding =
+      secretsRole &&
+      new k8s.rbac.v1.RoleBinding(
+        `${name}-secrets`,
+        {
+          metadata: { namespace, labels: { ...PORTAL_LABELS } },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: secretsRole.metadata.name },
+          subjects: [{ kind: "ServiceAccount", name: account.metadata.name, namespace }],
+        },
+        { parent: this, provider },
+      );
 
     // Auto-named: a new bundle or contract makes a new ConfigMap, hence a new pod template and a rollout.
     const code = new k8s.core.v1.ConfigMap(
@@ -119,6 +139,9 @@ export class Portal extends pulumi.ComponentResource {
       ...(args.nodeAddress ? [{ name: PORTAL_ENV.nodeAddress, value: args.nodeAddress }] : []),
       { name: PORTAL_ENV.published, value: `${PORTAL_PUBLISHED.dir}/${PORTAL_PUBLISHED.file}` },
       { name: PORTAL_ENV.version, value: bundle.version },
+      ...(settings.clusters.length
+        ? [{ name: PORTAL_ENV.clusters, value: JSON.stringify({ namespace: settings.namespace, clusters: settings.clusters }) }]
+        : []),
       ...(args.audit ? [{ name: PORTAL_ENV.allowlist, value: JSON.stringify({ services: args.audit.services, hostPorts: args.audit.hostPorts }) }] : []),
     ];
     const probe = { httpGet: { path: "/healthz", port: PORTAL_PORT_NAME }, timeoutSeconds: 2 };
@@ -170,7 +193,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // The pod's API calls are refused until the binding exists.
-      { parent: this, provider, dependsOn: [binding] },
+      { parent: this, provider, dependsOn: [binding, ...(secretsBinding ? [secretsBinding] : [])] },
     );
 
     const spec = portalService(settings.namespace);

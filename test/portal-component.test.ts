@@ -1,9 +1,11 @@
 // The stack with `ui-exposure:portal.enabled: true`, under Pulumi's mocks: what the Portal
 // component creates, and how the contract's `portal` entry is planned in the same `up`.
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { gunzipSync } from "node:zlib";
 import * as pulumi from "@pulumi/pulumi";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { type RegisteredResource, resolved as resolve, useProgramMocks } from "../components/mocks";
 import { declareStack } from "../components/program";
 import { parseContract } from "../src/core/contract/parse";
@@ -14,6 +16,7 @@ import { withStackServices } from "../src/core/plan";
 import { PORTAL_SELECTOR, portalRbacRules, portalService, selectsHostPort } from "../src/core/portal/spec";
 import { argocdServer } from "./support/command-helpers";
 import { ciliumConfig } from "./support/fixtures";
+import { runbookBlock } from "./support/harness";
 import { readyNode } from "./support/portal-fixtures";
 
 const projectDir = path.resolve(__dirname, "..");
@@ -216,6 +219,48 @@ endpoints:
       expect.stringContaining("the portal is deployed but not published: no selected contract entry mirrors Service tools/portal"),
     );
     warn.mockRestore();
+  });
+
+  it("with other clusters: get on exactly their Secrets (a Role in the portal's namespace), PORTAL_CLUSTERS for the pod; none without", async () => {
+    const clusters = [
+      { name: "prod", secret: "cluster-prod" },
+      { name: "lab", secret: "cluster-lab" },
+    ];
+    await declareStack({ projectDir, stack: "test", config: config({ enabled: true, clusters }), cluster: freshCluster() });
+    await pulumi.runtime.disconnect();
+    const role = one("kubernetes:rbac.authorization.k8s.io/v1:Role").inputs;
+    expect(role.metadata).toMatchObject({ namespace: "platform-portal" });
+    expect(role.rules).toEqual([{ apiGroups: [""], resources: ["secrets"], resourceNames: ["cluster-lab", "cluster-prod"], verbs: ["get"] }]);
+    expect(one("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding").inputs).toMatchObject({
+      metadata: { namespace: "platform-portal" },
+      roleRef: { kind: "Role", name: "portal-server-secrets-abc123" },
+      subjects: [{ kind: "ServiceAccount", name: "portal-server-sa-abc123", namespace: "platform-portal" }],
+    });
+    const container = (one("kubernetes:apps/v1:Deployment").inputs.spec as { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } })
+      .template.spec.containers[0];
+    expect(container?.env.find((e) => e.name === "PORTAL_CLUSTERS")?.value).toBe(JSON.stringify({ namespace: "platform-portal", clusters }));
+  });
+
+  it("refuses another cluster named like the stack before anything is declared, and reads none by default", async () => {
+    await expect(
+      declareStack({ projectDir, stack: "test", config: config({ enabled: true, clusters: [{ name: "test", secret: "x" }] }), cluster: freshCluster() }),
+    ).rejects.toThrow(
+      "invalid stack configuration in Pulumi.test.yaml: ui-exposure:portal.clusters: 'test' is this stack's own name; give the other cluster another name",
+    );
+    await pulumi.runtime.disconnect();
+    expect(registered).toEqual([]);
+    registered = [];
+    await useMocks();
+    await declareStack({ projectDir, stack: "test", config: config({ enabled: true }), cluster: freshCluster() });
+    await pulumi.runtime.disconnect();
+    expect(ofType("kubernetes:rbac.authorization.k8s.io/v1:Role")).toEqual([]);
+  });
+
+  it("documents the other cluster's read-only recipe with exactly the portal's own read rules (docs/portal.md)", () => {
+    const docs = fs.readFileSync(path.join(projectDir, "docs", "portal.md"), "utf8");
+    const recipe = parseAllDocuments(runbookBlock(docs, "reader-recipe", "yaml")).map((d) => d.toJS());
+    expect(recipe.map((o) => o.kind)).toEqual(["Namespace", "ServiceAccount", "Secret", "ClusterRole", "ClusterRoleBinding"]);
+    expect(recipe.find((o) => o.kind === "ClusterRole").rules).toEqual(portalRbacRules({ hostPort: true }));
   });
 
   it("creates nothing of the portal when it is not enabled, and then the entry needs the real Service", async () => {

@@ -122,6 +122,37 @@ describe("stack configuration as the engine gives it", () => {
     expect(() => openStack({ projectDir: p.dir, stack: "../s" })).toThrow("--stack must be a stack name");
   });
 
+  it("portal.clusters: one message per bad field, each at its place; a cluster named like the stack refused", () => {
+    const contract = path.join(projectDir, "contract/endpoints.example.yaml");
+    const clusters = "[{name: Prod, secret: cluster-prod}, {name: lab, secret: a}, {name: lab, secret: b}, {name: x}]";
+    const p = project(
+      "name: ui-exposure\nruntime: nodejs\n",
+      `config:\n  kubernetes:context: bench\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [argocd]\n  ui-exposure:portal:\n    clusters: ${clusters}\n`,
+      "lab",
+    );
+    const file = path.relative(process.cwd(), path.join(p.dir, "Pulumi.lab.yaml"));
+    expect(() => openStack({ projectDir: p.dir, stack: "lab" })).toThrow(
+      [
+        "invalid stack configuration in Pulumi.lab.yaml (2 problems):",
+        `  - ${file}:7:17: ui-exposure:portal.clusters[0].name: cluster name must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit, found a string ("Prod")`,
+        `  - ${file}:7:100: ui-exposure:portal.clusters[3].secret: required setting is missing`,
+      ].join("\n"),
+    );
+    const stackFile = (list: string) =>
+      fs.writeFileSync(
+        path.join(p.dir, "Pulumi.lab.yaml"),
+        `config:\n  kubernetes:context: bench\n  ui-exposure:cilium: {mode: cohabit}\n  ui-exposure:contract: ${contract}\n  ui-exposure:entries: [argocd]\n  ui-exposure:portal:\n    clusters: ${list}\n`,
+      );
+    stackFile("[{name: prod, secret: a}, {name: prod, secret: b}]");
+    expect(() => openStack({ projectDir: p.dir, stack: "lab" })).toThrow(
+      `invalid stack configuration in Pulumi.lab.yaml: ${file}:7:5: ui-exposure:portal.clusters: each cluster needs its own name`,
+    );
+    stackFile("[{name: lab, secret: a}]");
+    expect(() => openStack({ projectDir: p.dir, stack: "lab" })).toThrow(
+      `invalid stack configuration in Pulumi.lab.yaml: ${file}:6:3: ui-exposure:portal.clusters: 'lab' is this stack's own name; give the other cluster another name`,
+    );
+  });
+
   it("a new stack learns every missing or wrong setting in one message, with the lines to add (issue 27 #4)", () => {
     const contract = path.join(projectDir, "contract/endpoints.example.yaml");
     const p = project(

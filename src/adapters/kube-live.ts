@@ -29,6 +29,8 @@ interface KubeTarget {
   inCluster?: boolean;
   /** In the cluster (no kube context there): the cluster's name, the context the stack deploys through. Elsewhere the context read through names it. */
   name?: string;
+  /** How the credential was found, for messages ("Secret platform-portal/prod"), when not a kube context; `name` then names the cluster. */
+  via?: string;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -201,9 +203,10 @@ export class LiveClusterReader implements ClusterReader {
     }
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new UserError("the kubeconfig has no current cluster: set kubernetes:context in the stack file or KUBECONFIG");
-    const source = target.inCluster ? `in-cluster ServiceAccount (${cluster.server})` : `context ${kc.getCurrentContext()} (${cluster.server})`;
+    const via = target.via ?? (target.inCluster ? "in-cluster ServiceAccount" : `context ${kc.getCurrentContext()}`);
     if (!URL.canParse(cluster.server)) throw new UserError(`the kubeconfig's server ${JSON.stringify(cluster.server).slice(0, 100)} is not a URL`);
-    const name = target.inCluster ? target.name : kc.getCurrentContext();
+    const source = `${via} (${cluster.server})`;
+    const name = target.inCluster || target.via ? target.name : kc.getCurrentContext();
     return new LiveClusterReader(kc, cluster.server, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS, name || undefined);
   }
 
@@ -409,14 +412,21 @@ export class LiveClusterReader implements ClusterReader {
   async listEndpointSlices(scope?: ListScope<EndpointSlice>) {
     return this.list("/apis/discovery.k8s.io/v1", "endpointslices", "EndpointSlice", scope);
   }
-  async getConfigMap(namespace: string, name: string) {
-    const what = `configmap ${namespace}/${name}`;
-    const answer = await this.get(what, `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps/${encodeURIComponent(name)}`);
+  getConfigMap(namespace: string, name: string) {
+    return this.getObject<ConfigMap>("ConfigMap", namespace, name);
+  }
+  /** One Secret by name (the in-cluster portal's other clusters: `get` on exactly those names, never a list); undefined when it does not exist. */
+  getSecret(namespace: string, name: string) {
+    return this.getObject<Secret>("Secret", namespace, name);
+  }
+  private async getObject<T>(kind: "ConfigMap" | "Secret", namespace: string, name: string): Promise<T | undefined> {
+    const what = `${kind.toLowerCase()} ${namespace}/${name}`;
+    const answer = await this.get(what, `/api/v1/namespaces/${encodeURIComponent(namespace)}/${kind.toLowerCase()}s/${encodeURIComponent(name)}`);
     if (answer.status === 404) return undefined;
     if (answer.status !== 200) throw this.statusError(what, answer.status);
-    const problems = checkObject("ConfigMap", answer.body);
+    const problems = checkObject(kind, answer.body);
     if (problems.length) throw new UserError(`${this.source} answered ${what} with a malformed object: ${formatObjectProblem(problems[0] as ObjectProblem)}`);
-    return answer.body as ConfigMap;
+    return answer.body as T;
   }
   async listSecrets(namespace: string, scope: Omit<ListScope<Secret>, "namespace"> = {}) {
     return this.list<Secret>("/api/v1", "secrets", "Secret", { ...scope, namespace });

@@ -52,6 +52,11 @@ export function openStack(opts: {
   const checked = checkSettings(config, positions);
   const problems = [...checked.problems];
   const missing = [...checked.missing];
+  // The stack's own section of the in-cluster portal is named after the stack: another cluster of that name would take its place.
+  if (checked.settings?.portal.clusters.some((c) => c.name === opts.stack)) {
+    const where = positions[`${PROJECT}:portal`];
+    problems.push(`${where ? `${where}: ` : ""}${PROJECT}:portal.clusters: '${opts.stack}' is this stack's own name; give the other cluster another name`);
+  }
   if (opts.needsCluster !== false && !config["kubernetes:context"]) {
     problems.push(
       `kubernetes:context is not set; set it (pulumi config set kubernetes:context <context> --stack ${opts.stack}) so the stack never deploys to (or reads) whatever context is current`,

@@ -71,6 +71,10 @@ export const ciliumSettingsSchema = z.discriminatedUnion("mode", [l4Schema, coha
 /** Where the in-cluster portal goes unless `ui-exposure:portal.namespace` says otherwise. */
 export const DEFAULT_PORTAL_NAMESPACE = "platform-portal";
 
+/** Another cluster of the in-cluster portal: its name on the page and /metrics, and the Secret (in the portal's namespace) holding its credential. */
+export const portalClusterSchema = z.strictObject({ name: dnsLabel("cluster name"), secret: dnsLabel("secret name", 253) });
+export type PortalCluster = z.infer<typeof portalClusterSchema>;
+
 const portalSchema = z.strictObject({
   enabled: flag(false),
   namespace: z._default(dnsLabel("namespace"), DEFAULT_PORTAL_NAMESPACE),
@@ -83,6 +87,13 @@ const portalSchema = z.strictObject({
    * the portal never gets Ready.
    */
   skipAwait: flag(false),
+  /** Other clusters the portal also shows, each through a Secret in the portal's namespace (docs/portal.md, "Other clusters"). */
+  clusters: z._default(
+    z
+      .array(portalClusterSchema)
+      .check(z.refine((list) => new Set(list.map((c) => c.name)).size === list.length, { message: "each cluster needs its own name" })),
+    [],
+  ),
 });
 
 const servicePattern = z.string().check(z.regex(/^[a-z0-9-]+\/[a-z0-9.*-]+$/, { message: "must be 'namespace/name' (name may end with '*')" }));
@@ -183,7 +194,7 @@ export const settingsSchema = z.strictObject({
     z.string().check(z.refine((s) => ipVersion(s) !== 0, { error: (issue) => `must be an IPv4 or IPv6 address, found ${describeValue(issue.input)}` })),
   ),
   cilium: ciliumSettingsSchema,
-  portal: z._default(portalSchema, { enabled: false, namespace: DEFAULT_PORTAL_NAMESPACE, image: "node:24-alpine", createNamespace: true, skipAwait: false }),
+  portal: z._default(portalSchema, () => portalSchema.parse({})),
   allowlist: z._default(allowlistSchema, { services: [], hostPorts: [], reasons: {} }),
   admission: z._default(admissionSchema, { mode: "off", failurePolicy: "Ignore", acknowledge: [] }),
   monitoring: z._default(monitoringSchema, { enabled: false, release: "kube-prometheus-stack" }),

@@ -2,16 +2,18 @@
 // file that a stock Node.js image runs (`node /app/portal.js`). Configuration comes from the
 // environment set by components/portal.ts (names in PORTAL_ENV).
 import * as fs from "node:fs";
+import * as z from "zod/mini";
 import { FILE_LIMITS, readBoundedText } from "../adapters/bounded-file";
 import { loadContractFile } from "../adapters/contract-file";
 import { LiveClusterReader } from "../adapters/kube-live";
-import { entryName } from "../core/contract/schema";
+import { dnsLabel, entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
 import { EXIT } from "../core/findings";
 import type { PublishedEndpoints } from "../core/observe";
 import { PORTAL_APP_DIR, PORTAL_CONTAINER_PORT, PORTAL_ENV, PORTAL_FILES } from "../core/portal/spec";
+import type { RemoteCluster } from "../core/portal/view";
 import { parsePublishedEndpoints } from "../core/published";
-import { parseAllowlist } from "../core/settings";
+import { type PortalCluster, parseAllowlist, portalClusterSchema } from "../core/settings";
 import { parseListen, startPortal } from "./server";
 
 function parseJson(text: string, message: string): unknown {
@@ -47,25 +49,87 @@ export function parseAllowlistEnv(raw: string | undefined) {
   return { allowlist: parseAllowlist(value, PORTAL_ENV.allowlist) };
 }
 
+const clustersEnv = z.strictObject({ namespace: dnsLabel("namespace"), clusters: z.array(portalClusterSchema) });
+const decoded = (base64: string) => Buffer.from(base64, "base64").toString("utf8").trim();
+
+/** PORTAL_CLUSTERS: the other clusters (`ui-exposure:portal.clusters`) and the namespace of their Secrets, as JSON; unset: none. */
+export function parseClustersEnv(raw: string | undefined): z.infer<typeof clustersEnv> {
+  const message = `${PORTAL_ENV.clusters} must be {"namespace": ..., "clusters": [{"name": ..., "secret": ...}]} as up sets it`;
+  const parsed = raw ? clustersEnv.safeParse(parseJson(raw, message)) : { success: true as const, data: { namespace: "", clusters: [] } };
+  if (!parsed.success) throw new UserError(`${message} (${parsed.error.issues[0]?.message ?? "invalid"})`);
+  return parsed.data;
+}
+
+/** A cluster Secret's credential as a kubeconfig: key `kubeconfig` (not one line: that would be a file of the pod), or `server`, `token` and `ca.crt`. */
+export function secretKubeconfig(data: Readonly<Record<string, string>> = {}, where: string): string {
+  const { kubeconfig, server, token, "ca.crt": ca } = data;
+  if (kubeconfig !== undefined && (decoded(kubeconfig).includes("\n") || decoded(kubeconfig).startsWith("{"))) return decoded(kubeconfig);
+  if (kubeconfig !== undefined) throw new UserError(`${where}: key kubeconfig does not hold a kubeconfig (one line): put the whole file there`);
+  // Key names only, never a value.
+  if (!server || !token)
+    throw new UserError(
+      `${where} holds neither key kubeconfig nor keys server and token (its keys: ${Object.keys(data).sort().join(", ") || "none"}); see docs/portal.md`,
+    );
+  const cluster = { server: decoded(server), ...(ca ? { "certificate-authority-data": ca } : {}) };
+  const c = "c";
+  return JSON.stringify({
+    clusters: [{ name: c, cluster }],
+    users: [{ name: c, user: { token: decoded(token) } }],
+    contexts: [{ name: c, context: { cluster: c, user: c } }],
+    "current-context": c,
+  });
+}
+
+/**
+ * Another cluster, through the Secret the stack names, read again at each round (a fixed or rotated credential is used at the next read, without a restart).
+ * Every failure is a UserError naming the Secret, with its values cut out: that cluster's banner, the other sections live.
+ */
+export function secretCluster(own: Pick<LiveClusterReader, "getSecret">, namespace: string, cluster: PortalCluster): RemoteCluster {
+  const where = `Secret ${namespace}/${cluster.secret}`;
+  const connect = async () => {
+    const secret = await own.getSecret(namespace, cluster.secret);
+    if (!secret)
+      throw new UserError(`${where} does not exist: create it with the other cluster's kubeconfig, or its server, token and ca.crt (docs/portal.md)`);
+    const values = Object.values(secret.data ?? {}).flatMap((v) => [v, ...decoded(v).split("\n")].map((l) => l.trim()).filter((l) => l.length >= 4));
+    try {
+      return await LiveClusterReader.connect({
+        kubeconfig: secretKubeconfig(secret.data, where),
+        name: cluster.name,
+        via: `cluster ${cluster.name} through ${where}`,
+      });
+    } catch (err) {
+      const message = err instanceof UserError ? err.message : `${where}: ${(err as Error).message}`;
+      throw new UserError(values.reduce((m, v) => m.replaceAll(v, "<from the Secret>"), message));
+    }
+  };
+  return { source: `cluster ${cluster.name} (${where})`, name: cluster.name, connect };
+}
+
 export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const contractFile = env[PORTAL_ENV.contract] ?? `${PORTAL_APP_DIR}/${PORTAL_FILES.contract}`;
   const contract = loadContractFile(contractFile);
   const cluster = await LiveClusterReader.connect(env[PORTAL_ENV.inCluster] === "1" ? { inCluster: true, name: env[PORTAL_ENV.cluster] } : {});
   const publishedFile = env[PORTAL_ENV.published];
+  const others = parseClustersEnv(env[PORTAL_ENV.clusters]);
+  const common = {
+    contract,
+    selected: parseEntries(env[PORTAL_ENV.entries]),
+    contractLabel: contractFile,
+    version: env[PORTAL_ENV.version] || undefined,
+    log: (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),
+  };
+  // Another cluster's section judges this stack's contract and selection there, by names (what its own up published is not readable from here).
   const portal = await startPortal(
     {
-      contract,
+      ...common,
       cluster,
-      selected: parseEntries(env[PORTAL_ENV.entries]),
       nodeAddress: env[PORTAL_ENV.nodeAddress] || undefined,
       stack: env[PORTAL_ENV.stack] || undefined,
       readPublished: publishedFile ? async () => readPublishedFile(publishedFile) : undefined,
-      contractLabel: contractFile,
       audit: parseAllowlistEnv(env[PORTAL_ENV.allowlist]),
-      version: env[PORTAL_ENV.version] || undefined,
-      log: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),
     },
     parseListen(env[PORTAL_ENV.listen] ?? `0.0.0.0:${PORTAL_CONTAINER_PORT}`),
+    others.clusters.map((c) => ({ ...common, cluster: secretCluster(cluster, others.namespace, c), stack: c.name })),
   );
   process.stdout.write(`portal listening on ${portal.url} (cluster: ${cluster.source})\n`);
   // Kubernetes sends SIGTERM on rollout: finish in-flight loads, then exit 0.

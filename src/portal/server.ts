@@ -103,11 +103,12 @@ export class PortalObserver {
     const wanted = wantedEntries(opts);
     const readPublished = opts.readPublished ?? (async () => opts.published);
     const { audit, cluster } = opts;
+    const connect = "connect" in cluster ? () => cluster.connect() : async () => cluster;
     // Only the count and the first few are kept: the cluster-wide lists are garbage as soon as they are computed.
     this.auditReads = audit
       ? new SharedRead(
           async () => {
-            const [exposing, published] = await Promise.all([readExposureObjects(cluster), readPublished()]);
+            const [exposing, published] = await Promise.all([connect().then(readExposureObjects), readPublished()]);
             const { undeclared } = auditExposure({
               contract: opts.contract,
               selected: wanted.map((e) => e.name),
@@ -126,7 +127,7 @@ export class PortalObserver {
     this.clusterReads = new SharedRead(
       () =>
         observeStack(stack, {
-          connect: async () => cluster,
+          connect,
           published: () => readPublished().then((proven) => (proven ? { proven } : {})),
           entries: wanted,
           // A Service named as the outputs say whose uid they do not know is most often one an `up` has just re-created, while the outputs read earlier lag
@@ -167,7 +168,7 @@ export class PortalObserver {
     if (this.lastBase?.cluster !== read) {
       const { published: _given, ...source } = this.opts;
       const view = buildPortalView(
-        { ...source, ...(read.published.proven ? { published: read.published.proven } : {}), source: this.opts.cluster.source },
+        { ...source, ...(read.published.proven ? { published: read.published.proven } : {}), source: read.source },
         read.cluster,
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
         { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },

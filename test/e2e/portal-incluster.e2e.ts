@@ -13,11 +13,28 @@ import * as https from "node:https";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { freeLoopbackPort } from "../../src/adapters/free-port";
-import { type Cluster, type Sandbox, stopPlatform, summary, waitFor } from "../support/harness";
+import { killApiServer, restartApiServer } from "../support/api-server";
+import {
+  addNodes,
+  addVendoredUi,
+  type Cluster,
+  EXAMPLE_UIS,
+  projectDir,
+  runbookBlock,
+  type Sandbox,
+  startCluster,
+  stopPlatform,
+  summary,
+  toolchainBin,
+  waitFor,
+} from "../support/harness";
 import { PORTAL_LABEL, PORTAL_NS, podIdentity, portalPodSpec, runInPod, startPortalPlatform, writeShippedFiles } from "../support/incluster-portal";
 
 const NODE_IP = "127.0.0.41";
+/** The stack's own section of the in-cluster portal (it shows another cluster too: a portal of several stacks). */
+const OWN = "/api/stacks/sandbox/entries";
 
 interface Entry {
   name: string;
@@ -36,6 +53,9 @@ interface View {
 
 let cluster: Cluster;
 let sandbox: Sandbox;
+/** The other cluster the portal shows through the Secret `cluster-second` (ui-exposure:portal.clusters). */
+let second: Cluster;
+const SECOND_NODE = { name: "e2e-second", ip: "127.0.0.42", ready: true };
 const children: ChildProcess[] = [];
 const servers: http.Server[] = [];
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ui-exposure-e2e-portal-"));
@@ -50,20 +70,34 @@ function standIn(port: number, status: number): Promise<http.Server> {
   return new Promise((resolve) => server.listen(port, NODE_IP, () => resolve(server)));
 }
 
-/** GET on the API server with the portal's token (and the CA the pod would trust). */
-function asPortal(apiPath: string, token: string, ca: Buffer): Promise<number> {
-  const server = new URL(cluster.server);
+/** GET (or `method`) on an API server (default the portal's own) with a token (and the CA the pod would trust). */
+function asPortal(apiPath: string, token: string, ca: Buffer | string, on = cluster.server, method = "GET"): Promise<number> {
+  const server = new URL(on);
   return new Promise((resolve, reject) => {
-    const req = https.get(
-      { host: server.hostname, port: server.port, path: apiPath, ca, headers: { authorization: `Bearer ${token}`, accept: "application/json" } },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      },
-    );
+    const headers = { authorization: `Bearer ${token}`, accept: "application/json", "content-type": "application/json" };
+    const req = https.request({ host: server.hostname, port: server.port, path: apiPath, method, ca, headers }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
     req.on("error", reject);
+    req.end(method === "GET" ? undefined : "{}");
   });
 }
+
+interface Section {
+  stack: string;
+  source: string;
+  view?: View;
+  error?: string;
+}
+
+/** Puts the Secret `cluster-second` in the portal's namespace (string values), replacing what it held. */
+async function secondSecret(data: Record<string, string>): Promise<void> {
+  const body = { metadata: { name: "cluster-second", namespace: PORTAL_NS }, data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])) };
+  await cluster.core.deleteNamespacedSecret({ namespace: PORTAL_NS, name: "cluster-second" }).catch(() => undefined);
+  await cluster.core.createNamespacedSecret({ namespace: PORTAL_NS, body });
+}
+const b64 = (text: string) => Buffer.from(text).toString("base64");
 
 const comparable = (v: View) =>
   v.entries.map((e) => ({
@@ -84,12 +118,18 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
   let inCluster: { url: string; child: ChildProcess; stderr: () => string };
 
   beforeAll(async () => {
-    ({ cluster, sandbox } = await startPortalPlatform({ name: "e2e-node", ip: NODE_IP }, "portal-e2e.yaml"));
+    ({ cluster, sandbox } = await startPortalPlatform({ name: "e2e-node", ip: NODE_IP }, "portal-e2e.yaml", {
+      "ui-exposure:portal": { enabled: true, skipAwait: true, clusters: [{ name: "second", secret: "cluster-second" }] },
+    }));
+    second = await startCluster(toolchainBin());
+    await addNodes(second, [SECOND_NODE]);
+    await addVendoredUi(second, { ...EXAMPLE_UIS.argocd, node: SECOND_NODE.name });
   }, 600_000);
 
   afterAll(async () => {
     for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+    second?.stop();
     stopPlatform({ cluster, sandbox });
     fs.rmSync(tmp, { recursive: true, force: true });
   });
@@ -140,11 +180,11 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
     const port = await freeLoopbackPort();
     const operator = sandbox.exposureSpawn(["portal", "--stack", "sandbox", "--listen", `127.0.0.1:${port}`]);
     children.push(operator);
-    const view = (base: string) =>
+    const view = (base: string, entries = "/api/entries") =>
       waitFor(
-        `${base}/api/entries`,
+        `${base}${entries}`,
         async () => {
-          const res = await fetch(new URL("/api/entries", base));
+          const res = await fetch(new URL(entries, base));
           return res.ok ? ((await res.json()) as View) : undefined;
         },
         60_000,
@@ -153,7 +193,7 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
       });
     // In turn: the operator's portal checks the portal's own URL, which answers only once the
     // in-cluster one listens (together, a loaded machine let the operator's check run first).
-    const pod_ = await view(inCluster.url);
+    const pod_ = await view(inCluster.url, OWN);
     const op = await view(`http://127.0.0.1:${port}/`);
 
     expect(pod_.source).toBe(`in-cluster ServiceAccount (${cluster.server})`);
@@ -171,10 +211,10 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
 
     const page = await (await fetch(inCluster.url)).text();
     expect(page).toContain(`<a href="${outputs.urls.argocd}">`);
-    expect(/<tr id="entry-grafana"[^>]*data-reachable="false"/.test(page)).toBe(true);
+    expect(/<tr id="entry-sandbox-grafana"[^>]*data-reachable="false"/.test(page)).toBe(true);
     expect(page).toContain('<span class="badge r-bad">NOT OK 500</span>');
     expect(page).toContain('<th colspan="6" scope="rowgroup">Observability</th>');
-    const one = await fetch(new URL("/api/entries/grafana", inCluster.url));
+    const one = await fetch(new URL(`${OWN}/grafana`, inCluster.url));
     expect(((await one.json()) as { entry: Entry }).entry.reachability?.status).toBe(500);
 
     // A nodePort moved by hand: both portals say DRIFT, as `exposure status` does (issue 23 #8).
@@ -187,11 +227,14 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
     const reasonFor = (live: string) =>
       `nodePort changed since the last up (${was} -> ${to}): the published URL ${live.replace(`:${to}`, `:${was}`)} no longer reaches this Service, which now listens on ${live}; pulumi up puts ${was} back`;
     let reason = "";
-    for (const base of [inCluster.url, `http://127.0.0.1:${port}/`]) {
+    for (const [base, entries] of [
+      [inCluster.url, OWN],
+      [`http://127.0.0.1:${port}/`, "/api/entries"],
+    ] as const) {
       const drift = await waitFor(
         `argocd DRIFT at ${base}`,
         async () => {
-          const res = await fetch(new URL("/api/entries/argocd", base));
+          const res = await fetch(new URL(`${entries}/argocd`, base));
           const entry = res.ok ? ((await res.json()) as { entry: Entry }).entry : undefined;
           return entry?.verdict === "DRIFT" ? entry : undefined;
         },
@@ -204,6 +247,106 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
     expect(status.code).toBe(3);
     expect(status.stdout).toContain(reason);
     operator.kill("SIGTERM");
+  });
+
+  it("shows the second cluster through its Secret, made with the documented read-only recipe: a missing, malformed or wrong Secret is its banner alone; killed, its rows are stale with the cause; back, live; the token is on no surface", async () => {
+    let stdout = "";
+    inCluster.child.stdout?.on("data", (d: Buffer) => {
+      stdout += d.toString();
+    });
+    const sections = async () => ((await (await fetch(new URL("/api/stacks", inCluster.url))).json()) as { stacks: Section[] }).stacks;
+    const own: Section[] = [];
+    const secondIs = (what: string, ok: (s: Section) => boolean) =>
+      waitFor(
+        `the second cluster's section: ${what}`,
+        async () => {
+          const all = await sections();
+          own.push(all.find((x) => x.stack === "sandbox") as Section);
+          const s = all.find((x) => x.stack === "second");
+          return s && ok(s) ? s : undefined;
+        },
+        30_000,
+        () => `${JSON.stringify(own.at(-1)?.error)}; ${inCluster.stderr().slice(-2000)}`,
+      );
+    const banner = (re: RegExp) => (s: Section) => re.test(s.error ?? "");
+
+    // Named in the stack, not created yet: a banner, the stack's own section live.
+    await secondIs("missing", banner(/^Secret platform-portal\/cluster-second does not exist: create it/));
+
+    // The recipe, as printed in docs/portal.md, applied to the second API server; its token Secret filled by the token controller.
+    const kc = new second.lib.KubeConfig();
+    kc.loadFromFile(second.kubeconfig);
+    const objects = second.lib.KubernetesObjectApi.makeApiClient(kc);
+    const recipe = runbookBlock(fs.readFileSync(path.join(projectDir, "docs", "portal.md"), "utf8"), "reader-recipe", "yaml");
+    for (const doc of parseAllDocuments(recipe)) await objects.create(doc.toJS());
+    const minted = await waitFor(
+      "the recipe's token",
+      async () => {
+        const secret = await second.core.readNamespacedSecret({ namespace: "ui-exposure-reader", name: "portal-reader-token" });
+        return secret.data?.token && secret.data["ca.crt"] ? secret.data : undefined;
+      },
+      60_000,
+    );
+    const readerToken = Buffer.from(minted.token as string, "base64").toString();
+    const readerCa = Buffer.from(minted["ca.crt"] as string, "base64").toString();
+    const wrongToken = "wrong-e2e-token-0123456789";
+
+    await secondSecret({ serverr: second.server });
+    await secondIs("malformed", banner(/holds neither key kubeconfig nor keys server and token \(its keys: serverr\)/));
+    await secondSecret({ server: second.server, token: wrongToken, "ca.crt": readerCa });
+    await secondIs("401", banner(/refused the credentials of cluster second through Secret platform-portal\/cluster-second .*\(401\)/));
+    await secondSecret({ server: second.server, token: readerToken, "ca.crt": fs.readFileSync(path.join(cluster.dir, "pki", "apiserver.crt"), "utf8") });
+    const tls = await secondIs("TLS mismatch", banner(/CERT|certificate|SIGNATURE|self.signed/i));
+    expect(tls.error).toContain("cluster second through Secret platform-portal/cluster-second");
+
+    await secondSecret({ server: second.server, token: readerToken, "ca.crt": readerCa });
+    const live = await secondIs("live", (s) => !s.error && s.view !== undefined);
+    expect(live.view?.source).toBe(`cluster second through Secret platform-portal/cluster-second (${second.server})`);
+    // The stack's contract judged there by name: its argocd Service exists, ours was never created on that cluster.
+    expect(live.view?.entries.find((e) => e.name === "argocd")).toMatchObject({
+      verdict: "ABSENT",
+      reasons: ["Service argocd/argocd-nodeport does not exist (run pulumi up)"],
+    });
+    expect(own.every((o) => o.error === undefined && o.view !== undefined)).toBe(true);
+
+    // The recipe reads and nothing more: lists what a read lists; a write, a Secret, a ConfigMap refused.
+    const asReader = (apiPath: string, method = "GET") => asPortal(apiPath, readerToken, readerCa, second.server, method);
+    expect({
+      services: await asReader("/api/v1/services"),
+      nodes: await asReader("/api/v1/nodes"),
+      endpointslices: await asReader("/apis/discovery.k8s.io/v1/endpointslices"),
+      secrets: await asReader("/api/v1/secrets"),
+      configmaps: await asReader("/api/v1/configmaps"),
+      createService: await asReader("/api/v1/namespaces/argocd/services", "POST"),
+      deleteNode: await asReader(`/api/v1/nodes/${SECOND_NODE.name}`, "DELETE"),
+    }).toEqual({ services: 200, nodes: 200, endpointslices: 200, secrets: 403, configmaps: 403, createService: 403, deleteNode: 403 });
+
+    // The second API server killed: its rows stay, marked stale with the cause; the stack's own stay live. Back: live again.
+    const argv = await killApiServer(second);
+    const stale = await secondIs("stale", (s) => /unreachable/.test(s.error ?? "") && s.view !== undefined);
+    expect(stale.view?.entries.map((e) => e.name)).toEqual(live.view?.entries.map((e) => e.name));
+    const page = await (await fetch(inCluster.url)).text();
+    expect(page).toContain('<section id="stack-second" data-stack="second" data-stale="true">');
+    expect(page).toMatch(/<section id="stack-sandbox" data-stack="sandbox">/);
+    await restartApiServer(second, argv);
+    await secondIs("live again", (s) => !s.error && s.view !== undefined);
+
+    // The credential on no surface: page, JSON, /metrics, the log, stdout, the stack's outputs and the Deployment.
+    const surfaces = {
+      page: await (await fetch(inCluster.url)).text(),
+      stacks: await (await fetch(new URL("/api/stacks", inCluster.url))).text(),
+      entries: await (await fetch(new URL("/api/stacks/second/entries", inCluster.url))).text(),
+      metrics: await (await fetch(new URL("/metrics", inCluster.url))).text(),
+      log: inCluster.stderr(),
+      stdout,
+      outputs: sandbox.pulumi(["stack", "output", "--json", "--show-secrets"]).stdout,
+      deployment: JSON.stringify((await portalPodSpec(cluster)).container),
+    };
+    expect(surfaces.metrics).toMatch(/ui_exposure_entry_up\{[^}]*stack="second",cluster="second"/);
+    expect(surfaces.log).toContain("stack second: ");
+    for (const [where, text] of Object.entries(surfaces)) {
+      for (const secret of [readerToken, wrongToken, b64(readerToken)]) expect(text.includes(secret), `${where} holds a token`).toBe(false);
+    }
   });
 
   it("with the portal's token: Services, EndpointSlices and Nodes readable; Secrets, ConfigMaps and (no hostPort entry) Pods forbidden", async () => {
@@ -225,6 +368,9 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
       configmaps: await asPortal("/api/v1/configmaps", token, ca),
       configmapsInNamespace: await asPortal(`/api/v1/namespaces/${PORTAL_NS}/configmaps`, token, ca),
       pods: await asPortal("/api/v1/pods", token, ca),
+      // The other cluster's Secret by name, and no other (a Role with resourceNames).
+      namedSecret: await asPortal(`/api/v1/namespaces/${PORTAL_NS}/secrets/cluster-second`, token, ca),
+      otherSecret: await asPortal(`/api/v1/namespaces/${PORTAL_NS}/secrets/ui-exposure-other`, token, ca),
     };
     expect(statuses).toEqual({
       services: 200,
@@ -235,6 +381,8 @@ describe.sequential("e2e: the in-cluster portal with its own ServiceAccount", ()
       configmaps: 403,
       configmapsInNamespace: 403,
       pods: 403,
+      namedSecret: 200,
+      otherSecret: 403,
     });
     // Stops like the pod on a rollout.
     inCluster.child.kill("SIGTERM");

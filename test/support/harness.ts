@@ -377,7 +377,7 @@ export function providerVersions(): { kubernetes: string; command: string } {
  * The README's (or a docs page's) block marked ```sh runbook=<name> (```sql for `lang` sql),
  * exactly as printed (the runbook e2e runs it).
  */
-export function runbookBlock(readme: string, name: string, lang: "sh" | "sql" = "sh"): string {
+export function runbookBlock(readme: string, name: string, lang: "sh" | "sql" | "yaml" = "sh"): string {
   const blocks = [...readme.matchAll(new RegExp(`^\`\`\`${lang} runbook=(\\S+)\\n([\\s\\S]*?)^\`\`\`$`, "gm"))].filter((m) => m[1] === name);
   if (blocks.length !== 1) throw new Error(`the text has ${blocks.length} ${lang} blocks marked runbook=${name}`);
   return blocks[0]?.[2] as string;

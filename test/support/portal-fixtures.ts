@@ -205,7 +205,7 @@ endpoints:
  * then the view. The server shares reads between loads (src/portal/shared-read.ts) and adds
  * reachability; the tests compare its answers with this plain path.
  */
-export async function observePortal(src: PortalSource): Promise<PortalView> {
+export async function observePortal(src: PortalSource & { cluster: ClusterReader }): Promise<PortalView> {
   const cluster = await readObservedCluster(src.cluster, wantedEntries(src));
   const now = src.now?.() ?? new Date();
   return buildPortalView({ ...src, source: src.cluster.source }, cluster, { observedAt: now, generatedAt: now });

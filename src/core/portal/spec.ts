@@ -52,6 +52,8 @@ export const PORTAL_ENV = {
   allowlist: "PORTAL_ALLOWLIST",
   /** This project's version, for /metrics' build info. */
   version: "PORTAL_VERSION",
+  /** JSON {namespace, clusters}: the other clusters (`ui-exposure:portal.clusters`) and the namespace holding their Secrets. */
+  clusters: "PORTAL_CLUSTERS",
 } as const;
 
 /**
@@ -71,6 +73,11 @@ export function portalRbacRules(opts: { hostPort: boolean; audit?: boolean }) {
     { apiGroups: [""], resources: ["services", "nodes", ...(opts.hostPort || opts.audit ? ["pods"] : [])], verbs: ["list"] },
     { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list"] },
   ];
+}
+
+/** The other clusters' Secrets (`ui-exposure:portal.clusters`): `get` on exactly those names in the portal's namespace, never a list of Secrets. */
+export function portalSecretRules(secrets: readonly string[]) {
+  return [{ apiGroups: [""], resources: ["secrets"], resourceNames: [...new Set(secrets)].sort(), verbs: ["get"] }];
 }
 
 /** Whether the stack's selection holds a hostPort entry (then the portal lists Pods). */

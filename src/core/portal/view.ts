@@ -58,9 +58,16 @@ export interface PortalError extends Pick<PortalView, "generatedAt" | "source" |
   error: string;
 }
 
+/** A cluster whose credential is looked up at each read (the in-cluster portal's other clusters, from Secrets): `connect` opens it for one round. */
+export interface RemoteCluster {
+  readonly source: string;
+  readonly name?: string;
+  connect(): Promise<ClusterReader>;
+}
+
 export interface PortalSource {
   contract: Contract;
-  cluster: ClusterReader;
+  cluster: ClusterReader | RemoteCluster;
   /** The exposed entries the stack publishes; default all (the portal without a stack). */
   selected?: readonly string[] | "all";
   /** The stack's pinned node address (`ui-exposure:nodeAddress`). */
