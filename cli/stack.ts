@@ -48,8 +48,9 @@ export async function readPublished(
     // A file named on the command line is an input the operator chose: failing to read it is an error.
     return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack, outputsFile), "stack outputs"), source: { from: "file", file: outputsFile } };
   }
+  let outputs: Record<string, unknown>;
   try {
-    return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack), "stack outputs"), source: { from: "pulumi" } };
+    outputs = await readOutputs(ctx, stack);
   } catch (err) {
     if (err instanceof PulumiNotFoundError && !outputsFlag) return { endpoints: {}, source: { from: "unavailable", reason: pulumiNotFound() } };
     // Pulumi's answer that the stack is not in the backend it asked: that backend proves nothing
@@ -61,6 +62,9 @@ export async function readPublished(
     if (err instanceof UserError) return { endpoints: {}, source: { from: "unavailable", reason: err.message.split("\n")[0] ?? err.message } };
     throw err;
   }
+  // Outputs that were read but are malformed are the stack's error naming the field, never "unavailable": that would fall back to names
+  // and claim MATCH without the state that proves the Services ours.
+  return { endpoints: publishedFromOutputs(outputs, "stack outputs"), source: { from: "pulumi" } };
 }
 
 /** When the last up's outputs could not be read: one stderr line saying so, and what the report loses. */
