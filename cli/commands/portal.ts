@@ -2,14 +2,16 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
+import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { PortalDocument } from "../../src/core/json-api";
+import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../../src/core/observe";
 import { publishedFromOutputs } from "../../src/core/published";
 import { type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
 import { type Command, type CommandContext, packageVersion } from "../context";
 import { usageError, usageOf } from "../flags";
-import { stacksFlag } from "../operator";
+import { eachStack, stacksFlag, worstExit } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
@@ -29,22 +31,29 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
     );
   type Source = Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished" | "audit" | "cluster">;
   // Each stack through its own kube context and outputs: one observer each in the portal, nothing shared between them.
-  const sources: Source[] = await Promise.all(
-    stacks.map(async (stack) => {
-      const opened = openStack({ projectDir: ctx.projectDir, stack, contract: values.contract });
-      return {
-        contract: opened.contract,
-        contractLabel: opened.contractFile,
-        selected: opened.selected,
-        stack: opened.stack,
-        nodeAddress: opened.settings.nodeAddress,
-        readPublished: await publishedReader(ctx, opened.stack, values.outputs),
-        // The stack's allowlist: /metrics then carries the audit's undeclared count, as `exposure drift` gives it.
-        audit: { allowlist: opened.settings.allowlist },
-        cluster: await connectCluster(opened),
-      };
-    }),
-  );
+  const sourceOf = async (stack: string): Promise<Source> => {
+    const opened = openStack({ projectDir: ctx.projectDir, stack, contract: values.contract });
+    return {
+      contract: opened.contract,
+      contractLabel: opened.contractFile,
+      selected: opened.selected,
+      stack: opened.stack,
+      nodeAddress: opened.settings.nodeAddress,
+      readPublished: await publishedReader(ctx, opened.stack, values.outputs),
+      // The stack's allowlist: /metrics then carries the audit's undeclared count, as `exposure drift` gives it.
+      audit: { allowlist: opened.settings.allowlist },
+      cluster: await connectCluster(opened),
+    };
+  };
+  // status's rule (eachStack): one stack alone fails fast; of several, one that cannot be opened is told on its own line and its section
+  // shows why (every read of it fails with that cause), the others are served. None readable: nothing to serve.
+  let sources: Source[];
+  if (stacks.length > 1) {
+    const { reports, failed } = await eachStack(stacks, ctx.stderr, "exposure portal", sourceOf);
+    if (reports.length === 0) throw new UserError("no stack could be read (each one's cause is above)", worstExit(failed.map((f) => f.exitCode)));
+    const unread = failed.map((f): Source => ({ contract: { version: 1, endpoints: [] }, selected: [], stack: f.stack, cluster: unreadCluster(f.error) }));
+    sources = [...reports, ...unread].sort((a, b) => stacks.indexOf(a.stack ?? "") - stacks.indexOf(b.stack ?? ""));
+  } else sources = await Promise.all(stacks.map(sourceOf));
   if (sources.length === 0) {
     // No stack: every exposed entry of the contract, through the current kube context.
     const file = values.contract ? path.resolve(values.contract) : defaultContractPath(ctx.projectDir);
@@ -91,6 +100,13 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
   else ctx.stdout(`portal: stopped (${signal})`);
   return EXIT.OK;
 };
+
+/** The cluster of a stack that could not be opened: every read fails with why, so its section and /metrics say so as for a cluster that is down. */
+function unreadCluster(error: string): ClusterReader {
+  const fail = () => Promise.reject(new UserError(error));
+  const source = `not read: ${error.split("\n")[0]}`;
+  return { source, listServices: fail, listNodes: fail, listPods: fail, listEndpointSlices: fail, getConfigMap: fail, listSecrets: fail, listCustom: fail };
+}
 
 function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\./.test(host);
