@@ -105,7 +105,6 @@ export function statusCounts(observation: Observation): string {
   return (["MATCH", "DRIFT", "ABSENT"] as const).map((v) => `${exposed.filter((e) => e.verdict === v).length} ${v}`).join(", ");
 }
 
-/** The human report: one line per published entry, then the entries that are not exposed. */
 /**
  * The cluster's undeclared exposure as status and drift say it: each one, why (the audit's reason) and the command that
  * removes it (its fix); or why the cluster could not be audited.
@@ -120,6 +119,7 @@ export function formatUndeclared(undeclared: readonly UndeclaredExposure[] | str
   return [`\nundeclared exposure: ${undeclared.length} UNDECLARED (neither the contract nor the allowlist declares it)`, ...lines].join("\n");
 }
 
+/** The human report: one line per published entry, then the entries that are not exposed. */
 export function formatStatus(stack: string, source: string, observation: Observation): string {
   const lines = [stackHeader(stack, source, observation), "", formatTable(STATUS_COLUMNS, statusRows(observation))];
   const notExposed = observation.entries.filter((e) => e.exposure === "none").map((e) => e.name);
@@ -160,7 +160,9 @@ export async function eachStack<T>(
     else if (!isUserError(r.reason)) throw r.reason;
     else {
       failed.push({ stack, error: r.reason.message, exitCode: r.reason.exitCode });
-      stderr(`${who}: stack ${stack}: ${r.reason.message.split("\n").join(" ")}`);
+      // A message that already names its stack (probe's `stack X has no 'urls' output`) is not prefixed with it again.
+      const message = r.reason.message.split("\n").join(" ");
+      stderr(`${who}: ${message.startsWith(`stack ${stack}:`) || message.startsWith(`stack ${stack} `) ? "" : `stack ${stack}: `}${message}`);
     }
   });
   return { reports, failed };
