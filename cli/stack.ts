@@ -44,27 +44,23 @@ export async function readPublished(
   readOutputs: ReadOutputs,
   { outputsFlag }: { outputsFlag: boolean } = { outputsFlag: true },
 ): Promise<{ endpoints: PublishedEndpoints; source: PublishedSource }> {
-  if (outputsFile) {
-    // A file named on the command line is an input the operator chose: failing to read it is an error.
-    return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack, outputsFile), "stack outputs"), source: { from: "file", file: outputsFile } };
-  }
   let outputs: Record<string, unknown>;
   try {
-    outputs = await readOutputs(ctx, stack);
+    outputs = await readOutputs(ctx, stack, outputsFile);
   } catch (err) {
+    // A file named on the command line is an input the operator chose: failing to read it is an error.
+    if (outputsFile) throw err;
     if (err instanceof PulumiNotFoundError && !outputsFlag) return { endpoints: {}, source: { from: "unavailable", reason: pulumiNotFound() } };
     // Pulumi's answer that the stack is not in the backend it asked: that backend proves nothing
     // was created, so nothing is ours (never "unavailable", which would fall back to names and
     // call another stack's Services MATCH); the reason says which backend to check.
-    if (err instanceof UserError && /\bno stack named '[^']*' found\b/.test(err.message)) {
-      return { endpoints: {}, source: { from: "no-stack", reason: err.message.split("\n")[0] ?? err.message } };
-    }
-    if (err instanceof UserError) return { endpoints: {}, source: { from: "unavailable", reason: err.message.split("\n")[0] ?? err.message } };
-    throw err;
+    if (!(err instanceof UserError)) throw err;
+    const reason = err.message.split("\n")[0] ?? err.message;
+    return { endpoints: {}, source: { from: /\bno stack named '[^']*' found\b/.test(err.message) ? "no-stack" : "unavailable", reason } };
   }
   // Outputs that were read but are malformed are the stack's error naming the field, never "unavailable": that would fall back to names
   // and claim MATCH without the state that proves the Services ours.
-  return { endpoints: publishedFromOutputs(outputs, "stack outputs"), source: { from: "pulumi" } };
+  return { endpoints: publishedFromOutputs(outputs, "stack outputs"), source: outputsFile ? { from: "file", file: outputsFile } : { from: "pulumi" } };
 }
 
 /** When the last up's outputs could not be read: one stderr line saying so, and what the report loses. */

@@ -51,8 +51,11 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
   if (stacks.length > 1) {
     const { reports, failed } = await eachStack(stacks, ctx.stderr, "exposure portal", sourceOf);
     if (reports.length === 0) throw new UserError("no stack could be read (each one's cause is above)", worstExit(failed.map((f) => f.exitCode)));
-    const unread = failed.map((f): Source => ({ contract: { version: 1, endpoints: [] }, selected: [], stack: f.stack, cluster: unreadCluster(f.error) }));
-    sources = [...reports, ...unread].sort((a, b) => stacks.indexOf(a.stack ?? "") - stacks.indexOf(b.stack ?? ""));
+    // The stacks not read come last: their sections after the served ones.
+    sources = [
+      ...reports,
+      ...failed.map(({ stack, error }) => ({ contract: { version: 1 as const, endpoints: [] }, selected: [], stack, cluster: unreadCluster(error) })),
+    ];
   } else sources = await Promise.all(stacks.map(sourceOf));
   if (sources.length === 0) {
     // No stack: every exposed entry of the contract, through the current kube context.
@@ -70,29 +73,21 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
   const cluster = source.cluster;
   if (values.json) {
     // One line: a script reads the address as soon as it is printed.
-    const stack = more.length
-      ? { stacks: sources.map((s) => ({ stack: s.stack ?? "", source: s.cluster.source })) }
-      : source.stack
-        ? { stack: source.stack }
-        : {};
+    const stacks = sources.map((s) => ({ stack: s.stack ?? "", source: s.cluster.source }));
+    const stack = more.length ? { stacks } : source.stack ? { stack: source.stack } : {};
     ctx.stdout(JSON.stringify({ apiVersion: JSON_API_VERSION, kind: "Portal", url: portal.url, source: cluster.source, ...stack } satisfies PortalDocument));
-  } else if (more.length) {
-    ctx.stdout(`portal: ${portal.url} (${sources.map((s) => `stack ${s.stack}: ${s.cluster.source}`).join("; ")}); Ctrl-C to stop`);
-  } else {
-    ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
-  }
+  } else if (more.length) ctx.stdout(`portal: ${portal.url} (${sources.map((s) => `stack ${s.stack}: ${s.cluster.source}`).join("; ")}); Ctrl-C to stop`);
+  else ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
   if (!isLoopback(listen.host)) {
     ctx.stderr(`portal: listening on ${listen.host}: anyone who reaches this machine can read the cluster's URLs and verdicts through your credentials`);
   }
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     const onSignal = (s: NodeJS.Signals) => {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
+      for (const name of ["SIGINT", "SIGTERM"]) process.off(name, onSignal);
       resolve(s);
     };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
+    for (const name of ["SIGINT", "SIGTERM"]) process.on(name, onSignal);
   });
   await portal.close();
   // A script reading --json gets exactly one document; people get the goodbye.
