@@ -84,7 +84,6 @@ export function observeOpened<X = undefined>(
     const p = await readPublished(ctx, opened.stack, o.outputs, o.readOutputs, { outputsFlag: o.outputsFlag ?? true });
     return { ...p, ...(p.source.from === "unavailable" ? {} : { proven: p.endpoints }) };
   };
-  const selected = o.selected ?? entries.map((e) => e.name);
-  const stack = { contract: opened.contract, selected, nodeAddress: opened.settings.nodeAddress };
+  const stack = { contract: opened.contract, selected: o.selected ?? entries.map((e) => e.name), nodeAddress: opened.settings.nodeAddress };
   return observeStack(stack, { connect: () => o.connect(opened, o.timeoutMs), published, entries, ...(alsoRead ? { alsoRead } : {}) });
 }

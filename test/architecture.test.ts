@@ -382,9 +382,11 @@ describe("size", () => {
   // series by stack and cluster is one function now, shorter than the several-stacks copy it replaced); +22 for issue 42 #1's
   // pod rules (POD_RULES in exposure-rules.ts: the host network an entry with its field, readers and words, looped over by
   // podOpenings, the guard's pod CEL, heldObject and the allowlist item's grammar; the hand-wired host network lines it
-  // replaced were shorter than the entry).
-  it("the product code does not grow past its last cut: at most 12,231 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_231);
+  // replaced were shorter than the entry); +8 for r10's portal over several stacks where one cannot be opened (status's
+  // eachStack rule, a reader failing with the cause for that stack's section), after cuts in cli/stack.ts, status and the
+  // portal command (the tree this branch started from already counted 12,234).
+  it("the product code does not grow past its last cut: at most 12,239 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_239);
   });
 
   // Counted apart from the product, as issue 42 asks: the pack is its own program (its rules are the core's).

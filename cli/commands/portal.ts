@@ -91,8 +91,7 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
   });
   await portal.close();
   // A script reading --json gets exactly one document; people get the goodbye.
-  if (values.json) ctx.stderr(`portal: stopped (${signal})`);
-  else ctx.stdout(`portal: stopped (${signal})`);
+  (values.json ? ctx.stderr : ctx.stdout)(`portal: stopped (${signal})`);
   return EXIT.OK;
 };
 
@@ -103,9 +102,7 @@ function unreadCluster(error: string): ClusterReader {
   return { source, listServices: fail, listNodes: fail, listPods: fail, listEndpointSlices: fail, getConfigMap: fail, listSecrets: fail, listCustom: fail };
 }
 
-function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\./.test(host);
-}
+const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\./.test(host);
 
 /** How often the Pulumi CLI is asked again for the outputs (`pulumi stack output` takes a second or two). */
 const OUTPUTS_REREAD_MS = 30_000;
