@@ -54,7 +54,7 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
     // The stacks not read come last: their sections after the served ones.
     sources = [
       ...reports,
-      ...failed.map(({ stack, error }) => ({ contract: { version: 1 as const, endpoints: [] }, selected: [], stack, cluster: unreadCluster(error) })),
+      ...failed.map(({ stack, error }) => ({ contract: { version: 1 as const, endpoints: [] }, selected: [], stack, cluster: unreadCluster(stack, error) })),
     ];
   } else sources = await Promise.all(stacks.map(sourceOf));
   if (sources.length === 0) {
@@ -96,9 +96,9 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
 };
 
 /** The cluster of a stack that could not be opened: every read fails with why, so its section and /metrics say so as for a cluster that is down. */
-function unreadCluster(error: string): ClusterReader {
+function unreadCluster(stack: string, error: string): ClusterReader {
   const fail = () => Promise.reject(new UserError(error));
-  const source = `not read: ${error.split("\n")[0]}`;
+  const source = `Pulumi.${stack}.yaml (not opened)`;
   return { source, listServices: fail, listNodes: fail, listPods: fail, listEndpointSlices: fail, getConfigMap: fail, listSecrets: fail, listCustom: fail };
 }
 
