@@ -160,7 +160,9 @@ export async function eachStack<T>(
     else if (!isUserError(r.reason)) throw r.reason;
     else {
       failed.push({ stack, error: r.reason.message, exitCode: r.reason.exitCode });
-      stderr(`${who}: stack ${stack}: ${r.reason.message.split("\n").join(" ")}`);
+      // A message that already names its stack (probe's `stack X has no 'urls' output`) is not prefixed with it again.
+      const message = r.reason.message.split("\n").join(" ");
+      stderr(`${who}: ${message.startsWith(`stack ${stack}:`) || message.startsWith(`stack ${stack} `) ? "" : `stack ${stack}: `}${message}`);
     }
   });
   return { reports, failed };

@@ -44,23 +44,23 @@ export async function readPublished(
   readOutputs: ReadOutputs,
   { outputsFlag }: { outputsFlag: boolean } = { outputsFlag: true },
 ): Promise<{ endpoints: PublishedEndpoints; source: PublishedSource }> {
-  if (outputsFile) {
-    // A file named on the command line is an input the operator chose: failing to read it is an error.
-    return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack, outputsFile), "stack outputs"), source: { from: "file", file: outputsFile } };
-  }
+  let outputs: Record<string, unknown>;
   try {
-    return { endpoints: publishedFromOutputs(await readOutputs(ctx, stack), "stack outputs"), source: { from: "pulumi" } };
+    outputs = await readOutputs(ctx, stack, outputsFile);
   } catch (err) {
+    // A file named on the command line is an input the operator chose: failing to read it is an error.
+    if (outputsFile) throw err;
     if (err instanceof PulumiNotFoundError && !outputsFlag) return { endpoints: {}, source: { from: "unavailable", reason: pulumiNotFound() } };
     // Pulumi's answer that the stack is not in the backend it asked: that backend proves nothing
     // was created, so nothing is ours (never "unavailable", which would fall back to names and
     // call another stack's Services MATCH); the reason says which backend to check.
-    if (err instanceof UserError && /\bno stack named '[^']*' found\b/.test(err.message)) {
-      return { endpoints: {}, source: { from: "no-stack", reason: err.message.split("\n")[0] ?? err.message } };
-    }
-    if (err instanceof UserError) return { endpoints: {}, source: { from: "unavailable", reason: err.message.split("\n")[0] ?? err.message } };
-    throw err;
+    if (!(err instanceof UserError)) throw err;
+    const reason = err.message.split("\n")[0] ?? err.message;
+    return { endpoints: {}, source: { from: /\bno stack named '[^']*' found\b/.test(err.message) ? "no-stack" : "unavailable", reason } };
   }
+  // Outputs that were read but are malformed are the stack's error naming the field, never "unavailable": that would fall back to names
+  // and claim MATCH without the state that proves the Services ours.
+  return { endpoints: publishedFromOutputs(outputs, "stack outputs"), source: outputsFile ? { from: "file", file: outputsFile } : { from: "pulumi" } };
 }
 
 /** When the last up's outputs could not be read: one stderr line saying so, and what the report loses. */
@@ -84,7 +84,6 @@ export function observeOpened<X = undefined>(
     const p = await readPublished(ctx, opened.stack, o.outputs, o.readOutputs, { outputsFlag: o.outputsFlag ?? true });
     return { ...p, ...(p.source.from === "unavailable" ? {} : { proven: p.endpoints }) };
   };
-  const selected = o.selected ?? entries.map((e) => e.name);
-  const stack = { contract: opened.contract, selected, nodeAddress: opened.settings.nodeAddress };
+  const stack = { contract: opened.contract, selected: o.selected ?? entries.map((e) => e.name), nodeAddress: opened.settings.nodeAddress };
   return observeStack(stack, { connect: () => o.connect(opened, o.timeoutMs), published, entries, ...(alsoRead ? { alsoRead } : {}) });
 }

@@ -47,6 +47,11 @@ describe("exposure portal --all-stacks with one stack's kube context missing", (
       const byName = new Map(doc.stacks.map((s) => [s.stack, s]));
       expect(byName.get("good")?.view).toBeDefined();
       expect(byName.get("elsewhere")?.error).toContain("no-such-context");
+      // The page and /metrics answer too: the unread stack is a section with its cause, not a failed request.
+      const page = await fetch(new URL("/", p.url));
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("no-such-context");
+      expect((await fetch(new URL("/metrics", p.url))).status).toBe(200);
     } finally {
       p.child.kill("SIGTERM");
     }

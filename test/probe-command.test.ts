@@ -305,12 +305,20 @@ function isSliceOf(o: unknown, service: string): boolean {
 describe("exposure probe over several stacks (issue 41)", () => {
   let two: TestProject;
   beforeAll(() => {
-    two = makeProject({ bench: stackFile({ "ui-exposure:entries": ["argocd"] }), prod: stackFile({ "ui-exposure:entries": ["argocd"] }), gone: stackFile() });
+    two = makeProject({
+      bench: stackFile({ "ui-exposure:entries": ["argocd"] }),
+      prod: stackFile({ "ui-exposure:entries": ["argocd"] }),
+      gone: stackFile(),
+      hostile: stackFile(),
+      nourls: stackFile(),
+    });
   });
   afterAll(() => two.remove());
   // Both stacks publish argocd, at different URLs; `gone` has no outputs.
   const readOutputs: ProbeDeps["readOutputs"] = async (_ctx, stack) => {
     if (stack === "gone") throw new UserError("no stack named 'gone' found");
+    if (stack === "hostile") return { urls: "x" };
+    if (stack === "nourls") return {};
     return { urls: { argocd: stack === "bench" ? healthy.url : failing.url } };
   };
 
@@ -331,6 +339,16 @@ describe("exposure probe over several stacks (issue 41)", () => {
     expect(doc.results.map((r) => [r.stack, r.name, r.ok])).toEqual([
       ["bench", "argocd", true],
       ["prod", "argocd", false],
+    ]);
+  });
+
+  it("a stack's outputs that are not usable: its line names the stack once (found by an outside tester)", async () => {
+    const c = capture(two.dir);
+    const deps = { readOutputs, connect: async () => snapshot(healthyCluster()) };
+    expect(await runCommand("probe", createProbeCommand(deps), ["--stack", "bench", "--stack", "hostile", "--stack", "nourls"], c)).toBe(1);
+    expect(c.err).toEqual([
+      "exposure probe: stack hostile: the 'urls' output must map entry names to URLs",
+      "exposure probe: stack nourls has no 'urls' output: has `pulumi up` run for it?",
     ]);
   });
 });

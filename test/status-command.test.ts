@@ -347,6 +347,15 @@ describe("exposure status", () => {
     ]);
   });
 
+  it("a malformed published output is the stack's error naming the field, never MATCH on names alone (found by an outside tester)", async () => {
+    const malformed: StatusDeps["readOutputs"] = async () => ({ endpoints: "x" });
+    const r = await status(["--stack", "bench"], snapshot(healthyCluster()), malformed);
+    expect(r.code).toBe(1);
+    expect(r.out).toEqual([]);
+    expect(r.err).toHaveLength(1);
+    expect(r.err[0]).toMatch(/^exposure status: stack outputs: endpoints/);
+  });
+
   it("a stack Pulumi says does not exist created nothing: its Services are not MATCH (found by an outside tester)", async () => {
     const noSuchStack: StatusDeps["readOutputs"] = async () => {
       throw new UserError("pulumi stack output --stack bench failed: error: no stack named 'bench' found");

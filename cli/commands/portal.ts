@@ -2,14 +2,16 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { defaultContractPath, loadContractFile } from "../../src/adapters/contract-file";
 import { LiveClusterReader } from "../../src/adapters/kube-live";
+import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { PortalDocument } from "../../src/core/json-api";
+import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../../src/core/observe";
 import { publishedFromOutputs } from "../../src/core/published";
 import { type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
 import { type Command, type CommandContext, packageVersion } from "../context";
 import { usageError, usageOf } from "../flags";
-import { stacksFlag } from "../operator";
+import { eachStack, stacksFlag, worstExit } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, openStack, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
@@ -29,22 +31,32 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
     );
   type Source = Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished" | "audit" | "cluster">;
   // Each stack through its own kube context and outputs: one observer each in the portal, nothing shared between them.
-  const sources: Source[] = await Promise.all(
-    stacks.map(async (stack) => {
-      const opened = openStack({ projectDir: ctx.projectDir, stack, contract: values.contract });
-      return {
-        contract: opened.contract,
-        contractLabel: opened.contractFile,
-        selected: opened.selected,
-        stack: opened.stack,
-        nodeAddress: opened.settings.nodeAddress,
-        readPublished: await publishedReader(ctx, opened.stack, values.outputs),
-        // The stack's allowlist: /metrics then carries the audit's undeclared count, as `exposure drift` gives it.
-        audit: { allowlist: opened.settings.allowlist },
-        cluster: await connectCluster(opened),
-      };
-    }),
-  );
+  const sourceOf = async (stack: string): Promise<Source> => {
+    const opened = openStack({ projectDir: ctx.projectDir, stack, contract: values.contract });
+    return {
+      contract: opened.contract,
+      contractLabel: opened.contractFile,
+      selected: opened.selected,
+      stack: opened.stack,
+      nodeAddress: opened.settings.nodeAddress,
+      readPublished: await publishedReader(ctx, opened.stack, values.outputs),
+      // The stack's allowlist: /metrics then carries the audit's undeclared count, as `exposure drift` gives it.
+      audit: { allowlist: opened.settings.allowlist },
+      cluster: await connectCluster(opened),
+    };
+  };
+  // status's rule (eachStack): one stack alone fails fast; of several, one that cannot be opened is told on its own line and its section
+  // shows why (every read of it fails with that cause), the others are served. None readable: nothing to serve.
+  let sources: Source[];
+  if (stacks.length > 1) {
+    const { reports, failed } = await eachStack(stacks, ctx.stderr, "exposure portal", sourceOf);
+    if (reports.length === 0) throw new UserError("no stack could be read (each one's cause is above)", worstExit(failed.map((f) => f.exitCode)));
+    // The stacks not read come last: their sections after the served ones.
+    sources = [
+      ...reports,
+      ...failed.map(({ stack, error }) => ({ contract: { version: 1 as const, endpoints: [] }, selected: [], stack, cluster: unreadCluster(stack, error) })),
+    ];
+  } else sources = await Promise.all(stacks.map(sourceOf));
   if (sources.length === 0) {
     // No stack: every exposed entry of the contract, through the current kube context.
     const file = values.contract ? path.resolve(values.contract) : defaultContractPath(ctx.projectDir);
@@ -61,40 +73,36 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
   const cluster = source.cluster;
   if (values.json) {
     // One line: a script reads the address as soon as it is printed.
-    const stack = more.length
-      ? { stacks: sources.map((s) => ({ stack: s.stack ?? "", source: s.cluster.source })) }
-      : source.stack
-        ? { stack: source.stack }
-        : {};
+    const stacks = sources.map((s) => ({ stack: s.stack ?? "", source: s.cluster.source }));
+    const stack = more.length ? { stacks } : source.stack ? { stack: source.stack } : {};
     ctx.stdout(JSON.stringify({ apiVersion: JSON_API_VERSION, kind: "Portal", url: portal.url, source: cluster.source, ...stack } satisfies PortalDocument));
-  } else if (more.length) {
-    ctx.stdout(`portal: ${portal.url} (${sources.map((s) => `stack ${s.stack}: ${s.cluster.source}`).join("; ")}); Ctrl-C to stop`);
-  } else {
-    ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
-  }
+  } else if (more.length) ctx.stdout(`portal: ${portal.url} (${sources.map((s) => `stack ${s.stack}: ${s.cluster.source}`).join("; ")}); Ctrl-C to stop`);
+  else ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
   if (!isLoopback(listen.host)) {
     ctx.stderr(`portal: listening on ${listen.host}: anyone who reaches this machine can read the cluster's URLs and verdicts through your credentials`);
   }
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     const onSignal = (s: NodeJS.Signals) => {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
+      for (const name of ["SIGINT", "SIGTERM"]) process.off(name, onSignal);
       resolve(s);
     };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
+    for (const name of ["SIGINT", "SIGTERM"]) process.on(name, onSignal);
   });
   await portal.close();
   // A script reading --json gets exactly one document; people get the goodbye.
-  if (values.json) ctx.stderr(`portal: stopped (${signal})`);
-  else ctx.stdout(`portal: stopped (${signal})`);
+  (values.json ? ctx.stderr : ctx.stdout)(`portal: stopped (${signal})`);
   return EXIT.OK;
 };
 
-function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\./.test(host);
+/** The cluster of a stack that could not be opened: every read fails with why, so its section and /metrics say so as for a cluster that is down. */
+function unreadCluster(stack: string, error: string): ClusterReader {
+  const fail = () => Promise.reject(new UserError(error));
+  const source = `Pulumi.${stack}.yaml (not opened)`;
+  return { source, listServices: fail, listNodes: fail, listPods: fail, listEndpointSlices: fail, getConfigMap: fail, listSecrets: fail, listCustom: fail };
 }
+
+const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\./.test(host);
 
 /** How often the Pulumi CLI is asked again for the outputs (`pulumi stack output` takes a second or two). */
 const OUTPUTS_REREAD_MS = 30_000;

@@ -51,12 +51,8 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
         readExposureObjects(reader).catch((err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300));
       const read = { connect, readOutputs, timeoutMs, entries, outputs: values.outputs };
       const { source, published, observation: observed, also: exposing } = await observeOpened(ctx, opened, read, only ? undefined : auditRead);
-      sayUnavailable(
-        ctx,
-        stacks.length > 1 ? `exposure status: stack ${stack}` : "exposure status",
-        published,
-        'the "changed since the last up" checks are skipped',
-      );
+      const who = stacks.length > 1 ? `exposure status: stack ${stack}` : "exposure status";
+      sayUnavailable(ctx, who, published, 'the "changed since the last up" checks are skipped');
       // observe() also lists the entries that are not exposed: with --entry, only the named ones are reported.
       const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
       const healthy = observation.problems.length === 0 && observation.entries.every((e) => e.exposure === "none" || e.verdict === "MATCH");
