@@ -368,9 +368,10 @@ describe("size", () => {
   // +131 for the in-cluster portal's other clusters (issue 41 #4: portal.clusters validated, the
   // Secret read by name in its two shapes, its values cut out of any error, the Role with
   // resourceNames; the same observer and sections as the several-stacks portal); +5 for an
-  // unopened stack's section in a several-stacks portal and malformed outputs named by field.
-  it("the product code does not grow past its last cut: at most 12,088 lines", () => {
-    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_088);
+  // unopened stack's section in a several-stacks portal and malformed outputs named by field; +12 for
+  // refusing a credential plugin (exec, auth-provider) in a cluster Secret's kubeconfig.
+  it("the product code does not grow past its last cut: at most 12,100 lines", () => {
+    expect(lineCount(["index.ts", "components", "cli", "bin", "src"], ["src/adapters/sandbox/", "src/adapters/datapath/"])).toBeLessThanOrEqual(12_100);
   });
 
   // Counted apart from the product, as issue 42 asks: the pack is its own program (its rules are the core's).

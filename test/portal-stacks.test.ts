@@ -119,6 +119,11 @@ describe("the in-cluster portal's other clusters, each through a Secret (ui-expo
     expect(() => secretKubeconfig({ tokn: b64(TOKEN) }, "Secret p/c")).toThrow(
       "Secret p/c holds neither key kubeconfig nor keys server and token (its keys: tokn); see docs/portal.md",
     );
+    // A credential plugin would run a command in the portal's pod: refused, named, never run.
+    for (const user of ["exec:\n      command: /bin/sh", "auth-provider:\n      name: gcp"])
+      expect(() => secretKubeconfig({ kubeconfig: b64(`apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    ${user}\n`) }, "Secret p/c")).toThrow(
+        "Secret p/c: key kubeconfig gets its credential from a command or an auth provider (users[0].user.",
+      );
     // One line would be read as a file of the pod.
     expect(() => secretKubeconfig({ kubeconfig: b64("/var/run/secrets/kubernetes.io/serviceaccount/token") }, "Secret p/c")).toThrow(
       "Secret p/c: key kubeconfig does not hold a kubeconfig (one line): put the whole file there",

@@ -8,12 +8,14 @@ import { loadContractFile } from "../adapters/contract-file";
 import { LiveClusterReader } from "../adapters/kube-live";
 import { dnsLabel, entryName } from "../core/contract/schema";
 import { UserError } from "../core/errors";
+import { field } from "../core/exposure-model";
 import { EXIT } from "../core/findings";
 import type { PublishedEndpoints } from "../core/observe";
 import { PORTAL_APP_DIR, PORTAL_CONTAINER_PORT, PORTAL_ENV, PORTAL_FILES } from "../core/portal/spec";
 import type { RemoteCluster } from "../core/portal/view";
 import { parsePublishedEndpoints } from "../core/published";
 import { type PortalCluster, parseAllowlist, portalClusterSchema } from "../core/settings";
+import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
 import { parseListen, startPortal } from "./server";
 
 function parseJson(text: string, message: string): unknown {
@@ -63,7 +65,17 @@ export function parseClustersEnv(raw: string | undefined): z.infer<typeof cluste
 /** A cluster Secret's credential as a kubeconfig: key `kubeconfig` (not one line: that would be a file of the pod), or `server`, `token` and `ca.crt`. */
 export function secretKubeconfig(data: Readonly<Record<string, string>> = {}, where: string): string {
   const { kubeconfig, server, token, "ca.crt": ca } = data;
-  if (kubeconfig !== undefined && (decoded(kubeconfig).includes("\n") || decoded(kubeconfig).startsWith("{"))) return decoded(kubeconfig);
+  if (kubeconfig !== undefined && (decoded(kubeconfig).includes("\n") || decoded(kubeconfig).startsWith("{"))) {
+    // A credential plugin would run a command in the portal's pod: refused (client-node would run it).
+    const parsed = parseYamlBounded(decoded(kubeconfig), { maxValues: SMALL_YAML_VALUES }, { single: true });
+    const users: unknown = "docs" in parsed ? parsed.docs[0]?.toJS()?.users : undefined;
+    const plugin = Array.isArray(users) ? users.findIndex((u) => ["exec", "auth-provider"].some((k) => field(field(u, "user"), k) !== undefined)) : -1;
+    if (plugin >= 0)
+      throw new UserError(
+        `${where}: key kubeconfig gets its credential from a command or an auth provider (users[${plugin}].user.exec or auth-provider): give a token`,
+      );
+    return decoded(kubeconfig);
+  }
   if (kubeconfig !== undefined) throw new UserError(`${where}: key kubeconfig does not hold a kubeconfig (one line): put the whole file there`);
   // Key names only, never a value.
   if (!server || !token)
