@@ -220,6 +220,7 @@ describe("exposure model: what each reader missed before", () => {
         addresses: ["198.18.0.2"],
         reason: "reachable at externalIPs 198.18.0.2; in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it",
         fix: "kubectl -n tools delete service debug, or declare it: ui-exposure:allowlist.services 'tools/debug'",
+        allowlistLine: "ui-exposure:allowlist.services 'tools/debug'",
       },
     ]);
     expect(wouldRefuse({ ...stack, services: [svc], pods: [], workloads: [] })).toEqual([
