@@ -185,24 +185,12 @@ export function stacksMarkdown(b: Awaited<ReturnType<typeof measureStacks>>): st
     `Two fake API servers on loopback, ${b.services} Services each; stacks a and b in a file backend. The same views of both stacks (page, /api entries, /metrics; ${b.requestsPerPath} requests each, read interval ${b.readIntervalMs / 1000} s), served by one portal of both (its page and /metrics show both stacks: asked once), then by one portal per stack (each asked). Floor: the same processes answering /healthz. ${b.cpus} CPUs, load average ${b.loadAverage} at the start.`,
     table(
       ["portals", "requests", "CPU (s)", "floor CPU (s)", "peak RSS (MiB)", "floor RSS (MiB)"],
-      [
+      (
         [
-          "one of both stacks",
-          String(b.one.requests),
-          String(b.one.cpuSeconds),
-          String(b.one.floorCpuSeconds),
-          String(b.one.peakRssMiB),
-          String(b.one.floorRssMiB),
-        ],
-        [
-          "one per stack (two)",
-          String(b.two.requests),
-          String(b.two.cpuSeconds),
-          String(b.two.floorCpuSeconds),
-          String(b.two.peakRssMiB),
-          String(b.two.floorRssMiB),
-        ],
-      ],
+          ["one of both stacks", b.one],
+          ["one per stack (two)", b.two],
+        ] as const
+      ).map(([label, r]) => [label, ...[r.requests, r.cpuSeconds, r.floorCpuSeconds, r.peakRssMiB, r.floorRssMiB].map(String)]),
     ),
     `One portal of both against two: CPU ${ratio(b.one.cpuSeconds, b.two.cpuSeconds)}, peak RSS ${ratio(b.one.peakRssMiB, b.two.peakRssMiB)} (floors: ${ratio(b.one.floorCpuSeconds, b.two.floorCpuSeconds)}, ${ratio(b.one.floorRssMiB, b.two.floorRssMiB)}).`,
     table(
