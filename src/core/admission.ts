@@ -6,6 +6,7 @@ import type { ClusterReader, CustomKind } from "./kube/cluster";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type Service } from "./kube/types";
 import { presentsAsOursCel } from "./ownership";
 import type { AdmissionSettings } from "./settings";
+import { fnv1a } from "./text";
 
 /**
  * The exposure guard at admission: a ValidatingAdmissionPolicy (CEL, evaluated by the API
@@ -33,10 +34,8 @@ const VALIDATION_ACTIONS: Record<EnforcedMode, string[]> = { deny: ["Deny"], war
  */
 export function admissionPolicyName(stack: string): string {
   if (/^[a-z0-9]+(-[a-z0-9]+)*$/.test(stack)) return `ui-exposure-guard-${stack}`;
-  let hash = 0x811c9dc5; // FNV-1a: a short suffix that tells names apart (not a secret)
-  for (const c of stack) hash = Math.imul(hash ^ (c.codePointAt(0) ?? 0), 0x01000193) >>> 0;
   const safe = (stack.toLowerCase().match(/[a-z0-9]+/g) ?? []).join("-").slice(0, 100);
-  return `ui-exposure-guard--${safe ? `${safe}--` : ""}${hash.toString(36)}`;
+  return `ui-exposure-guard--${safe ? `${safe}--` : ""}${fnv1a(stack).toString(36)}`;
 }
 
 /** The uids of the live policy and binding named `name` (one list call each). */

@@ -3,6 +3,7 @@
 
 import { PORTAL_PORT_NAME, PORTAL_SELECTOR } from "./portal/spec";
 import type { PortalView } from "./portal/view";
+import { fnv1a } from "./text";
 
 /** The metric names: an interface users build on (docs/monitoring.md). */
 export const METRICS = {
@@ -221,15 +222,10 @@ export function dashboardQueries(t: MonitoringTarget): { title: string; expr: st
   ];
 }
 
-/**
- * The dashboard's uid: `ui-exposure-<stack>` where Grafana takes it (letters, digits, `-`, `_`, at most
- * 40), else the stack with `_` for other characters, cut, and its FNV-1a hash (the core has no node:crypto).
- */
+/** The dashboard's uid: `ui-exposure-<stack>` where Grafana takes it (letters, digits, `-`, `_`, at most 40), else the stack with `_` for others, cut, and its hash. */
 export function dashboardUid(stack: string): string {
   if (/^[A-Za-z0-9_-]{1,28}$/.test(stack)) return `ui-exposure-${stack}`;
-  let h = 0x811c9dc5;
-  for (let i = 0; i < stack.length; i++) h = Math.imul(h ^ stack.charCodeAt(i), 0x01000193) >>> 0;
-  return `ui-exposure-${stack.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 19)}-${h.toString(16).padStart(8, "0")}`;
+  return `ui-exposure-${stack.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 19)}-${fnv1a(stack).toString(16).padStart(8, "0")}`;
 }
 
 /** The Grafana dashboard: the undeclared count and freshness on top, then one repeated row per entry; each panel one value per stack chosen. */

@@ -43,3 +43,6 @@ export function hasControlCharacters(text: string): boolean {
 export function redactUrlPasswords(text: string): string {
   return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)([^\s/@:]*):(\S*)@/gi, "$1$2:****@").replace(/([?&](?:password|sslpassword)=)[^&\s]*/gi, "$1****");
 }
+
+/** FNV-1a over the code points of `text`: a short suffix that tells names apart (not a secret; the core has no node:crypto). */
+export const fnv1a = (text: string) => [...text].reduce((h, c) => Math.imul(h ^ (c.codePointAt(0) ?? 0), 0x01000193) >>> 0, 0x811c9dc5);
