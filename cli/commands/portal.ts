@@ -5,7 +5,6 @@ import { LiveClusterReader } from "../../src/adapters/kube-live";
 import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { PortalDocument } from "../../src/core/json-api";
-import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { PublishedEndpoints } from "../../src/core/observe";
 import { publishedFromOutputs } from "../../src/core/published";
 import { type PortalOptions, parseListen, startPortal } from "../../src/portal/server";
@@ -54,7 +53,13 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
     // The stacks not read come last: their sections after the served ones.
     sources = [
       ...reports,
-      ...failed.map(({ stack, error }) => ({ contract: { version: 1 as const, endpoints: [] }, selected: [], stack, cluster: unreadCluster(stack, error) })),
+      // Its cluster cannot be connected: every read fails with why, so its section and /metrics say so as for a cluster that is down.
+      ...failed.map(({ stack, error }) => ({
+        contract: { version: 1 as const, endpoints: [] },
+        selected: [],
+        stack,
+        cluster: { source: `Pulumi.${stack}.yaml (not opened)`, connect: () => Promise.reject(new UserError(error)) },
+      })),
     ];
   } else sources = await Promise.all(stacks.map(sourceOf));
   if (sources.length === 0) {
@@ -94,13 +99,6 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
   (values.json ? ctx.stderr : ctx.stdout)(`portal: stopped (${signal})`);
   return EXIT.OK;
 };
-
-/** The cluster of a stack that could not be opened: every read fails with why, so its section and /metrics say so as for a cluster that is down. */
-function unreadCluster(stack: string, error: string): ClusterReader {
-  const fail = () => Promise.reject(new UserError(error));
-  const source = `Pulumi.${stack}.yaml (not opened)`;
-  return { source, listServices: fail, listNodes: fail, listPods: fail, listEndpointSlices: fail, getConfigMap: fail, listSecrets: fail, listCustom: fail };
-}
 
 const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\./.test(host);
 
