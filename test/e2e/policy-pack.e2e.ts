@@ -32,7 +32,8 @@ let charts: string;
  * The charts' stack, as a team writes one with @pulumi/kubernetes: what it declares depends on its
  * `charts:set` config ("declared", "undeclared": declared plus a chart's NodePort Service and a
  * DaemonSet with a hostPort; "unknown": declared plus a NodePort Service whose type is another
- * resource's output, unknown at preview;
+ * resource's output, unknown at preview; "late-namespace": declared plus an allowlisted NodePort
+ * Service whose namespace is another resource's output;
  * "rc": declared plus a ReplicationController on the host network with a hostPort).
  */
 const CHARTS_PROGRAM = `"use strict";
@@ -72,6 +73,11 @@ if (set === "unknown") {
   const cm = new k8s.core.v1.ConfigMap("exposure-type", { metadata: { namespace: "tools" } });
   // The ConfigMap's id exists once it is created: unknown at preview, known at up.
   svc("late-ui", "tools", cm.id.apply(() => "NodePort"));
+}
+if (set === "late-namespace") {
+  const cm = new k8s.core.v1.ConfigMap("exposure-namespace", { metadata: { namespace: "tools" } });
+  // Its namespace is known once the ConfigMap exists: at up, not at preview.
+  svc("allowed-late", cm.id.apply(() => "tools"), "NodePort");
 }
 `;
 
@@ -169,6 +175,18 @@ describe.sequential("e2e: the policy pack under the real engine", () => {
     expect(up.stdout + up.stderr).toContain("Service tools/late-ui (NodePort, ports http 80): in neither the contract nor ui-exposure:allowlist.services");
     const services = await cluster.core.listNamespacedService({ namespace: "tools" });
     expect(services.items.map((s) => s.metadata?.name)).not.toContain("late-ui");
+  });
+
+  it("a namespace unknown at preview is judged there as the provider's default namespace (the provider fills it in), at up as its own", async () => {
+    const preview = previewCharts("late-namespace", { "undeclared-exposure": { allowlist: ALLOWLIST } });
+    expect(preview.code, policies(preview)).not.toBe(0);
+    expect(preview.stdout + preview.stderr).toContain("Service default/allowed-late (NodePort, ports http 80): in neither the contract nor");
+    const up = chartsPulumi(["up", "--yes", "--skip-preview", "--policy-pack", POLICY_PACK, "--policy-pack-config", path.join(charts, "policy-config.json")]);
+    expect(up.code, summary(up)).toBe(0);
+    const services = await cluster.core.listNamespacedService({ namespace: "tools" });
+    expect(services.items.map((s) => s.metadata?.name)).toContain("allowed-late");
+    const destroy = chartsPulumi(["destroy", "--yes"]);
+    expect(destroy.code, summary(destroy)).toBe(0);
   });
 
   it("a ReplicationController on the host network with a hostPort fails the preview, as a Deployment's would", () => {
