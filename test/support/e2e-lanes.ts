@@ -19,7 +19,7 @@ export const MEASURED_SECONDS: Readonly<Record<string, number>> = {
   ownership: 187,
   drift: 158,
   scenarios: 88,
-  "policy-pack": 85,
+  "policy-pack": 102,
   "tenant-load": 83,
   datapath: 75,
   runbook: 60,
