@@ -8,15 +8,8 @@ import { presentsAsOursCel } from "./ownership";
 import type { AdmissionSettings } from "./settings";
 import { fnv1a } from "./text";
 
-/**
- * The exposure guard at admission: a ValidatingAdmissionPolicy (CEL, evaluated by the API
- * server itself, GA since Kubernetes 1.30) generated from the contract and the allowlist, so
- * that undeclared exposure is refused (or warned about, or audited) before it exists instead
- * of being found afterwards by `exposure drift`. Its rules are the table's (exposure-rules.ts),
- * read in CEL here as the model reads them in TypeScript (test/exposure-model.test.ts holds the
- * generated CEL to the model's answers); unlike the audit, it refuses unread an object past
- * CHECK_LIMITS.
- */
+// The exposure guard: a ValidatingAdmissionPolicy (CEL, GA since Kubernetes 1.30) generated from the contract, the allowlist and the rule table
+// (exposure-rules.ts), so that undeclared exposure is refused before it exists; test/exposure-model.test.ts holds its CEL to the model's answers.
 
 const ADMISSION_GROUP_VERSION = "admissionregistration.k8s.io/v1";
 
@@ -28,10 +21,7 @@ type EnforcedMode = Exclude<AdmissionSettings["mode"], "off">;
 
 const VALIDATION_ACTIONS: Record<EnforcedMode, string[]> = { deny: ["Deny"], warn: ["Warn"], audit: ["Audit"] };
 
-/**
- * The cluster-scoped name of a stack's policy and binding, never shared by two stacks: a stack name that is a DNS label
- * without "--" is kept; any other (capitals, '_', '.') is made one, marked with "--" and a hash of the exact name.
- */
+/** The cluster-scoped name of a stack's guard, never shared by two stacks: a stack name that is not a DNS label is made one, with "--" and a hash. */
 export function admissionPolicyName(stack: string): string {
   if (/^[a-z0-9]+(-[a-z0-9]+)*$/.test(stack)) return `ui-exposure-guard-${stack}`;
   const safe = (stack.toLowerCase().match(/[a-z0-9]+/g) ?? []).join("-").slice(0, 100);
@@ -45,10 +35,7 @@ export async function liveGuardUids(cluster: Pick<ClusterReader, "listCustom">, 
   return { policy, binding };
 }
 
-/**
- * The annotation of the Service `up` dry-runs to see its own guard in force: only the guard whose policy it names refuses
- * it (a ClusterIP Service opens nothing), so the refusal proves this stack's binding is in deny, whatever other guards run.
- */
+/** On the ClusterIP Service `up` dry-runs: only the guard whose policy it names refuses it, proving this stack's binding denies, whatever other guards run. */
 export const GUARD_PROBE_ANNOTATION = "ui-exposure.io/guard-probe";
 
 /** The Service whose dry-run create only the guard `policyName` in deny refuses (namespace: one where Services exist). */
@@ -77,10 +64,7 @@ export type PolicySpec = AdmissionManifests["policy"]["spec"];
 /** Unpaired UTF-16 surrogates: JSON escapes them as \uD800, which no CEL string literal may hold. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/**
- * A CEL string literal (JSON's escapes are CEL's) for a value the policy matches. One that is not well-formed Unicode
- * stops the program: a policy that does not compile would be refused, or worse fail every matched request.
- */
+/** A CEL string literal (JSON's escapes are CEL's); a value not well-formed Unicode stops the program, as the policy would not compile. */
 const cel = (s: string) => {
   if (LONE_SURROGATE.test(s)) throw new Error(`admission policy: ${JSON.stringify(s).slice(0, 80)} is not well-formed Unicode and cannot be matched in CEL`);
   return JSON.stringify(s);
@@ -95,9 +79,8 @@ const containerList = (template: string, list: string) => `(has(${template}.spec
 const containersOf = (template: string) => POD_CONTAINER_LISTS.map((l) => containerList(template, l)).join(" + ");
 
 /**
- * The exposure model's hostPortDeclaration in CEL, as a map from each port some rule names to whether a rule declares
- * it for this pod (or template). Built once per request, so checking a port is one lookup: the work per object does not
- * grow with the allowlist (an expression past the API server's cost limit would admit it under Ignore).
+ * The model's hostPortDeclaration in CEL: a map from each port some rule names to whether one declares it for this pod, so that checking a port is one
+ * lookup whatever the allowlist's size (an expression past the API server's cost limit would admit it under Ignore).
  */
 function declaredPortsMap(rules: ExposureRules): string {
   const byPort = new Map<number, string[]>();
@@ -182,9 +165,8 @@ export function admissionManifests(input: AdmissionInput) {
     { name: "exposingService", expression: anyOf(rules.serviceRules.map((r) => r.cel.opens)) },
     { name: "serviceDeclared", expression: serviceDeclared(rules) },
     {
-      // `pulumi preview` (and `up`'s) dry-runs the create of a Service the contract just gained,
-      // against the guard still in place: admitted if it presents itself as ours, since a dry run
-      // stores nothing. The real create is checked against the contract (updated before it).
+      // A preview dry-runs the create of a Service the contract just gained against the old guard: admitted if it presents as ours
+      // (a dry run stores nothing); the real create meets the updated guard.
       name: "previewOfOurs",
       expression: `has(request.dryRun) && request.dryRun && ${presentsAsOursCel(cel)}`,
     },
@@ -193,8 +175,7 @@ export function admissionManifests(input: AdmissionInput) {
     { name: "isUpdate", expression: "request.operation == 'UPDATE' && oldObject != null" },
     ...serviceCelVariables("oldObject", "variables.isUpdate"),
     {
-      // An UPDATE that opens nothing the Service did not open before, by any rule, is not new
-      // exposure (drift reports the old).
+      // An UPDATE that opens nothing the Service did not open before is not new exposure (drift reports the old).
       name: "newServiceExposure",
       expression: `!variables.isUpdate || size(variables.oldServicePorts) > ${L.servicePorts} || size(variables.oldExternalIPs) > ${L.externalIPs} || ${anyOf(rules.serviceRules.map((r) => r.cel.newOnUpdate))}`,
     },
@@ -236,14 +217,12 @@ export function admissionManifests(input: AdmissionInput) {
     ]),
     { name: "undeclaredHostPortList", expression: joined("variables.undeclaredHostPorts") },
     {
-      // What the workload held before this UPDATE, by the same rules: not new exposure, and
-      // refusing it would block every later change (scaling, image bumps) of that workload.
+      // What the workload held before this UPDATE is not new: refusing it would block its every later change (scaling, image bumps).
       name: "oldUndeclaredHostPortList",
       expression: `!variables.isWorkloadUpdate || variables.oldHoldsNoHostPort || variables.oldPodTooLarge ? '' : ${joined(undeclaredOf(oldTemplate))}`,
     },
     {
-      // The undeclared host ports this request adds. Bounded work: the same list as before is
-      // nothing new; else each port is looked up in the old list (as text, at most
+      // The undeclared host ports this request adds, with bounded work: each is looked up in the old list (as text, up to
       // OLD_LIST_LOOKUP characters); past that, every undeclared port is judged anew.
       name: "refusedHostPorts",
       expression: `variables.oldUndeclaredHostPortList == '' ? variables.undeclaredHostPorts : variables.undeclaredHostPortList == variables.oldUndeclaredHostPortList ? [] : size(variables.oldUndeclaredHostPortList) > ${OLD_LIST_LOOKUP} ? variables.undeclaredHostPorts : variables.undeclaredHostPorts.map(l, l.filter(h, !(', ' + variables.oldUndeclaredHostPortList + ',').contains(', ' + string(h) + ',')))`,
@@ -251,12 +230,12 @@ export function admissionManifests(input: AdmissionInput) {
     { name: "refusedHostPortList", expression: joined("variables.refusedHostPorts") },
   ];
 
+  const probeRefused = `the dry run that checks the exposure guard of stack ${input.stack} is in force: refused, as expected (nothing was stored)`;
   const tooLarge = `too large for the exposure guard to check (ui-exposure refuses what it cannot check): `;
   // Every refusal is a 403 Forbidden.
   const validations = [
     {
-      // A Service that opens something (node ports, a load balancer, externalIPs), created or
-      // changed to open more, must be declared: the cheap tests first, the port lists last.
+      // A Service that opens something, created or changed to open more, must be declared (cheap tests first, port lists last).
       expression:
         "!variables.isService || !variables.exposingService || variables.serviceDeclared || variables.previewOfOurs || (!variables.serviceTooLarge && !variables.newServiceExposure)",
       messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ${rules.serviceRules.flatMap((r) => (r.cel.describe ? [`${r.cel.describe} + `] : [])).join("")}(variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} && size(variables.servicePorts) > 1 ? ', ' + string(size(variables.servicePorts)) + ' ports where the contract declares one' : '') + ') ' + (variables.serviceTooLarge ? ${celText(`has more than ${L.servicePorts} ports or ${L.externalIPs} externalIPs: ${tooLarge}`)} : '') + ${celText(notInContract + serviceHelp)}`,
@@ -286,8 +265,8 @@ export function admissionManifests(input: AdmissionInput) {
     {
       // guardProbe: refused by this guard only, so that up sees deny in force (a dry run: nothing is stored).
       expression: `!(variables.isService && has(request.dryRun) && request.dryRun && has(object.metadata.annotations) && ${cel(GUARD_PROBE_ANNOTATION)} in object.metadata.annotations && object.metadata.annotations[${cel(GUARD_PROBE_ANNOTATION)}] == ${cel(name)})`,
-      messageExpression: celText(`the dry run that checks the exposure guard of stack ${input.stack} is in force: refused, as expected (nothing was stored)`),
-      message: wellFormed(`the dry run that checks the exposure guard of stack ${input.stack} is in force: refused, as expected (nothing was stored)`),
+      messageExpression: celText(probeRefused),
+      message: wellFormed(probeRefused),
     },
   ].map((v) => ({ ...v, reason: "Forbidden" }));
 
@@ -345,10 +324,7 @@ interface LiveObject {
   spec?: unknown;
 }
 
-/**
- * `exposure drift`'s check of the guard: the live policy and binding must be what the contract generates now. With the
- * mode off, a guard still present is drift too: `up` removes it.
- */
+/** `exposure drift`'s check of the guard: the live policy and binding are what the contract generates now; with the mode off, none is left. */
 export function admissionDrift(input: {
   stack: string;
   /** What `up` would apply now; undefined when the mode is off. */
@@ -382,15 +358,21 @@ export function admissionDrift(input: {
 }
 
 type PollOptions = { timeoutMs: number; intervalMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number };
-const clock = (o: PollOptions) => {
-  const now = o.now ?? Date.now;
-  return { now, end: now() + o.timeoutMs, sleep: o.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))) };
-};
+
+/** Calls `attempt` every `intervalMs` until it is done or `timeoutMs` has elapsed; returns its last value. */
+async function poll<T>(opts: PollOptions, attempt: () => Promise<{ done: boolean; value: T }>): Promise<T> {
+  const now = opts.now ?? Date.now;
+  const end = now() + opts.timeoutMs;
+  for (;;) {
+    const { done, value } = await attempt();
+    if (done || now() >= end) return value;
+    await (opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))))(opts.intervalMs);
+  }
+}
 
 /**
- * The API server applies a changed policy a moment after storing it. This waits until a dry run of each Service gets the
- * answer expected of the guard `policyName` (admitted, or refused by it: guardProbe), or `timeoutMs` elapses; returns
- * those answered otherwise.
+ * The API server applies a changed policy a moment after storing it: waits until a dry run of each Service gets the answer expected of the guard
+ * `policyName` (admitted, or refused by it: guardProbe), or `timeoutMs` elapses; returns those answered otherwise.
  */
 export async function untilGuardAnswers(
   probe: (service: Service) => Promise<{ admitted: true } | { admitted: false; message: string }>,
@@ -398,16 +380,14 @@ export async function untilGuardAnswers(
   policyName: string,
   opts: PollOptions,
 ): Promise<string[]> {
-  const { sleep, now, end } = clock(opts);
   let pending = [...checks];
-  for (;;) {
+  return poll(opts, async () => {
     const results = await Promise.all(pending.map(async (check) => ({ check, result: await probe(check.service) })));
     pending = results
       .filter(({ check, result }) => check.admitted === (!result.admitted && result.message.includes(`'${policyName}'`)))
       .map(({ check }) => check);
-    if (pending.length === 0 || now() >= end) return pending.map(({ service: s }) => `${s.metadata.namespace}/${s.metadata.name}`);
-    await sleep(opts.intervalMs);
-  }
+    return { done: pending.length === 0, value: pending.map(({ service: s }) => `${s.metadata.namespace}/${s.metadata.name}`) };
+  });
 }
 
 /** The live guard against what `up` would apply now. With the mode off, a cluster that cannot list the guard has none of ours. */
@@ -430,9 +410,8 @@ export async function readAdmissionDrift(
 }
 
 /**
- * Where the API server's own type check of the policy stands: kube-controller-manager's status controller writes
- * `status.typeChecking` with `status.observedGeneration` once it has checked the generation stored, asynchronously. A
- * binding may deny only once this is `clean`.
+ * The API server's own type check of the policy: kube-controller-manager writes `status.typeChecking` with `status.observedGeneration` once it has
+ * checked the stored generation; a binding may deny only once this is `clean`.
  */
 export type TypeCheck = { state: "clean" } | { state: "pending"; why: string } | { state: "warnings"; warnings: string[] };
 
@@ -452,23 +431,22 @@ export function policyTypeCheck(live: unknown): TypeCheck {
   return warnings.length ? { state: "warnings", warnings } : { state: "clean" };
 }
 
-/**
- * Waits until the API server has type-checked the policy `name` without warnings; else the one message `up` fails with
- * (warnings, or no verdict within `timeoutMs`), and the binding, which depends on this, is not applied.
- */
+/** Waits until the API server has type-checked the policy `name` cleanly; else the message `up` fails with, and the binding is not applied. */
 export async function untilPolicyTypeChecked(cluster: Pick<ClusterReader, "listCustom">, name: string, opts: PollOptions): Promise<string | undefined> {
-  const { sleep, now, end } = clock(opts);
   const what = `ValidatingAdmissionPolicy ${name}`;
-  for (;;) {
+  return poll(opts, async () => {
     const live = (await cluster.listCustom(VALIDATING_ADMISSION_POLICIES)).find((p) => p.metadata?.name === name);
     const check: TypeCheck = live ? policyTypeCheck(live) : { state: "pending", why: "not found" };
-    if (check.state === "clean") return undefined;
+    if (check.state === "clean") return { done: true, value: undefined };
     if (check.state === "warnings") {
-      return `${what}: the API server's type check of the generated expressions warns (${check.warnings.join("; ")}); its binding refuses nothing until an up passes this check. This is a ui-exposure bug: report it, and set ui-exposure:admission.mode to warn or off meanwhile`;
+      return {
+        done: true,
+        value: `${what}: the API server's type check of the generated expressions warns (${check.warnings.join("; ")}); its binding refuses nothing until an up passes this check. This is a ui-exposure bug: report it, and set ui-exposure:admission.mode to warn or off meanwhile`,
+      };
     }
-    if (now() >= end) {
-      return `${what}: the API server did not type-check it within ${opts.timeoutMs / 1000}s (${check.why}; the check is kube-controller-manager's ValidatingAdmissionPolicy status controller); its binding refuses nothing until an up passes this check. Run pulumi up again once the controller manager runs`;
-    }
-    await sleep(opts.intervalMs);
-  }
+    return {
+      done: false,
+      value: `${what}: the API server did not type-check it within ${opts.timeoutMs / 1000}s (${check.why}; the check is kube-controller-manager's ValidatingAdmissionPolicy status controller); its binding refuses nothing until an up passes this check. Run pulumi up again once the controller manager runs`,
+    };
+  });
 }

@@ -70,10 +70,7 @@ export type Declaration = { by: "contract"; entry: string } | { by: "allowlist";
 const allowlisted = (pattern: Pattern | undefined): Declaration | undefined => pattern && { by: "allowlist", pattern };
 export const describeDeclaration = (d: Declaration) => (d.by === "contract" ? `contract entry '${d.entry}'` : `allowlist '${d.pattern.source}'`);
 
-/**
- * A pod (template) spec's host ports. `serves`: a port of `spec.containers`, where a UI may be published; an init
- * container's port is held (counted by the guard and the audit) but nothing is known to answer there once the pod runs.
- */
+/** A pod (template) spec's host ports; `serves`: one of `spec.containers` (an init container's is held, but nothing answers there once the pod runs). */
 export function effectiveHostPorts(spec: unknown) {
   const hostNetwork = HOST_NETWORK_RULE.opens(spec);
   const byKey = new Map<string, { port: number; protocol: string; onHostNetwork: boolean; serves: boolean }>();
@@ -110,10 +107,7 @@ export function podTooLargeToCheck(spec: unknown): boolean {
 /** A pod whose containers have stopped for good holds no port; it is never created again (its owner's next pod is). */
 export const isFinishedPod = (pod: { status?: { phase?: string } }) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
 
-/**
- * A pod, or a workload's pod template (its pods are named "<workload>-..."). `generateName`: in full (a name made from
- * it keeps its first 58 characters). `owner`: its controller, as written (for the pre-deny advice only: anyone may write one).
- */
+/** A pod, or a workload's pod template (pods "<workload>-..."); `generateName` in full; `owner`, as written, for the pre-deny advice only. */
 export interface PodIdentity {
   namespace: string;
   name: string;
@@ -137,9 +131,8 @@ export const podKeys = (pod: Pick<PodIdentity, "namespace" | "name" | "isPod" | 
 });
 
 /**
- * An allowlist (or acknowledge) item's name part names this pod, or every pod of this template: an exact item a pod's own
- * name; a prefix item the name or the generateName (so "ns/<workload>-*" admits every pod its controller creates, whatever
- * the length of the workload's name and whichever revision: a DaemonSet's "<name>-", a Deployment's "<name>-<hash>-").
+ * An allowlist (or acknowledge) item names this pod, or every pod of this template: an exact item a pod's own name; a prefix item the name or the
+ * generateName, so "ns/<workload>-*" admits every pod its controller creates, whatever the name's length and the revision.
  */
 export const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: Pick<PodIdentity, "namespace" | "name" | "isPod" | "generateName">) => {
   const { key, generated } = podKeys(pod);
@@ -147,19 +140,15 @@ export const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: Pick<PodIdent
 };
 
 /**
- * One thing a pod (or template) opens on its node: a host port, or a pod rule's (`kind` its item: the host network of a pod
- * that lists no port); `ports` "9964/TCP" or the rule's words; `what` as the pre-deny report names it; `item` what follows
- * ':' in the allowlist item that declares it; `declared` by a rule, else `undeclared` says why and what to do.
+ * One thing a pod (or template) opens on its node: a host port, or a pod rule's (`kind`: its item); `what` as the pre-deny report names it; `item`
+ * what follows ':' in the allowlist item that declares it; `declared` by a rule, else `undeclared` says why and what to do.
  */
 export type PodOpening = { kind: string; ports: string; what: string; item: string } & (
   | { declared: Declaration; undeclared?: undefined }
   | { declared?: undefined; undeclared: string }
 );
 
-/**
- * What a pod (or template) opens, judged; `tooLarge`: past CHECK_LIMITS. Each host port needs its own declaration, or the
- * item of a pod rule that covers ports ("ns/pod-prefix*:hostNetwork"); a pod rule is an opening of its own.
- */
+/** What a pod (or template) opens, judged: each host port by its own declaration or a covering pod rule's item; `tooLarge`: past CHECK_LIMITS. */
 export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknown): { tooLarge: boolean; openings: PodOpening[] } {
   const byRule = rules.podRules
     .filter((r) => r.opens(spec))
@@ -182,10 +171,7 @@ export function podOpenings(rules: ExposureRules, pod: PodIdentity, spec: unknow
 /** The refused openings of a pod as the pre-deny report names them ("hostPort 9964/TCP, hostPort 9965/TCP", "the host network (no port listed)"). */
 export const describeRefused = (openings: readonly PodOpening[]) => openings.map((o) => o.what).join(", ");
 
-/**
- * How a Service is reachable from outside the cluster: `opens`, rule by rule of the table (exposure-rules.ts); its type,
- * the externalIPs Kubernetes honours and a LoadBalancer's health check node port, as the audit names them.
- */
+/** How a Service is reachable from outside the cluster, rule by rule of the table, with what the audit names. */
 export function serviceOpenings(svc: Service, rules: readonly ServiceRule[] = SERVICE_RULES) {
   const health = healthCheckNodePort(svc);
   return { type: serviceType(svc), opens: serviceOpens(svc, rules), externalIPs: honouredExternalIPs(svc), ...(health ? { healthCheckNodePort: health } : {}) };
@@ -222,11 +208,7 @@ export type WorkloadObject = { kind?: string; metadata?: { name?: string; namesp
 const stringMap = (v: unknown) => (isObject(v) && Object.values(v).every((x) => typeof x === "string") ? (v as Record<string, string>) : undefined);
 const text = (v: unknown, otherwise: string) => (typeof v === "string" && v ? v : otherwise);
 
-/**
- * An object's controller owner reference ({kind, name}), read field by field. The API server checks neither's form and
- * the advice prints both: a kind that is not a word or a name that is not a DNS subdomain is no owner (a pod could
- * otherwise write lines into the operator's terminal).
- */
+/** An object's controller ({kind, name}); the API server checks neither's form and the advice prints both: a malformed one is no owner. */
 function controllerOf(meta: unknown): PodIdentity["owner"] {
   const ref = list(field(meta, "ownerReferences")).find((r) => field(r, "controller") === true);
   const [kind, name] = [text(field(ref, "kind"), ""), text(field(ref, "name"), "")];
@@ -272,9 +254,8 @@ export function classifyCluster(rules: ExposureRules, cluster: { services: reado
 }
 
 /**
- * What a reader holds of an object it listed: the fields the exposure model and the Cilium checks read, each list cut one
- * past CHECK_LIMITS, where the verdict no longer changes; everything else is dropped, so that a tenant's fat object costs
- * what a small one costs once its page is read. The object is changed in place and returned.
+ * What a reader holds of a listed object, changed in place: the fields the model and the Cilium checks read, each list cut one past CHECK_LIMITS
+ * (where the verdict no longer changes), so that a fat object costs what a small one does.
  */
 export function heldObject<T>(item: T, templateAnnotations: readonly string[] = []): T {
   const spec = field(item, "spec");

@@ -1,9 +1,7 @@
 import type { Service } from "./kube/types";
 
-// The exposure rules, one table: what opens a port on a node or an address outside the cluster, each rule read in
-// TypeScript (exposure-model.ts) and in CEL (admission.ts: the guard), side by side. Adding a rule is one SERVICE_RULES
-// (or POD_RULES) entry and its tests: a case in test/exposure-rules.test.ts and the field in test/exposure-model.test.ts's
-// drawn Services, whose property test holds the generated CEL to the TypeScript (docs/commands.md says the same).
+// The exposure rules, one table: what opens a port on a node or an address outside the cluster, each rule in TypeScript (exposure-model.ts) and in
+// CEL (admission.ts) side by side. Adding a rule is one SERVICE_RULES (or POD_RULES) entry and its tests (docs/commands.md says which).
 
 // Objects are read back unvalidated (a list call, a snapshot): what is not a list, a map or a port number is no port.
 export const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
@@ -16,12 +14,9 @@ export const matchesLabels = (labels: Readonly<Record<string, string>> | undefin
   Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
 
 /**
- * Bounds on the work of checking one object, so that the policy's CEL stays far below the API server's cost limit (an
- * error would admit the object under failurePolicy Ignore). Past `containers` in a list, or `portsPerContainer` ports
- * in a container, a pod (template) is too large, unless it holds no host port (one cheap pass, up to
- * `plainPortsPerContainer`); an undeclared Service past `servicePorts` or `externalIPs` is refused unread. The
- * allowlist's bounds (refused when the settings are read) keep each generated expression below CEL's default size
- * limit of 100,000 code points (about 55,000 at this bound).
+ * Bounds on checking one object, so that the policy stays far below the API server's cost limit (an error would admit under Ignore): a pod past
+ * `containers` or `portsPerContainer` is too large unless it holds no host port (one cheap pass, up to `plainPortsPerContainer`); a Service past
+ * `servicePorts` or `externalIPs` is refused unread. The allowlist's bounds keep an expression below CEL's 100,000 code points (about 55,000 here).
  */
 export const CHECK_LIMITS = {
   containers: 32,

@@ -23,10 +23,7 @@ export const ourServicesByName = (entries: Contract["endpoints"]) => new Map(ent
 export const presentsAsOursCel = (quote: (s: string) => string) =>
   `has(object.metadata.labels) && ${quote(MANAGED_BY_LABEL)} in object.metadata.labels && object.metadata.labels[${quote(MANAGED_BY_LABEL)}] == ${quote(MANAGED_BY_VALUE)} && ${quote(ENTRY_LABEL)} in object.metadata.labels && variables.name == object.metadata.labels[${quote(ENTRY_LABEL)}] + ${quote(NODE_PORT_SUFFIX)}`;
 
-/**
- * Why a Service that opens something undeclared carries our labels (labels are copied in one line of YAML, so they never
- * make it ours): it impersonates an entry this stack publishes (whose Service is `ours`' own), or claims one it does not.
- */
+/** Why a Service that opens something undeclared carries our labels (which never make it ours): it impersonates an entry, or claims one not published. */
 export function labelClaimProblem(svc: Meta, ours: ReadonlyMap<string, { entry: string }>): string | undefined {
   const claimed = svc.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE ? svc.metadata.labels?.[ENTRY_LABEL] : undefined;
   if (!claimed) return undefined;
@@ -104,9 +101,8 @@ export function ownershipProblem(service: Meta, published: PublishedEndpoints[st
 }
 
 /**
- * The keys of our Service's selector that the entry does not set now (`wanted`: the vendored selector). `dropped`: the last finished up published it with
- * this very value (`applied`) and the chart's Service no longer has it: `up` drops it. `foreign`: any other, added outside this stack or unproven (no
- * published selector): refused by `up`, with the command that removes it. Never decided from labels or field manager names.
+ * Our Service's selector keys beyond `wanted` (the vendored selector): `dropped`, published by the last up with this very value (`applied`), which up
+ * drops; `foreign`, any other (added outside this stack, or unproven), which up refuses. Never decided from labels or field managers.
  */
 export function selectorKeysBeyond(
   wanted: Readonly<Record<string, string>>,
@@ -135,10 +131,7 @@ export function foreignSelectorProblem(live: Service, keys: readonly string[]): 
   return `selector key ${selectorPairs(live, keys)} of ${namespace}/${name} was added outside this stack (traffic may go to other pods); remove it: kubectl -n ${namespace} patch service ${name} --type=json -p '[${ops}]'`;
 }
 
-/**
- * What `up` refuses before declaring anything, however it runs: an entry's Service the last up did not publish (another
- * uid), a selector key added to ours (a key the chart dropped is not refused: `up` drops it), the portal's Service that is not the one the state holds (its uid is not published).
- */
+/** What `up` refuses before declaring anything: an entry's Service of another uid than published, a foreign selector key, a portal Service not in the state. */
 export function upRefusals(
   plans: readonly EntryPlan[],
   live: ReadonlyMap<string, Service>,

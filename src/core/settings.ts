@@ -18,11 +18,7 @@ const nonEmpty = (fallback: string) => z._default(z.string().check(z.minLength(1
 const flag = (fallback: boolean) => z._default(z.boolean(), fallback);
 
 const chartSchema = z.strictObject({
-  /**
-   * Where the chart comes from: a Helm repository (`https://helm.cilium.io`, or an internal mirror serving index.yaml), or an OCI registry
-   * (`oci://registry.internal/charts`, the chart being `<repository>/<name>`). Omit it to give a local chart in `name` (a `.tgz` or a folder, relative to the
-   * project), for an air-gapped operator (docs/cilium.md).
-   */
+  /** A Helm repository or an OCI registry (`oci://host/path`); omitted, `name` is a local chart (a `.tgz` or a folder: docs/cilium.md). */
   repository: z.optional(
     z.string().check(
       z.regex(/^(https?|oci):\/\/[^\s/]+\S*$/, {
@@ -43,10 +39,7 @@ const chartSchema = z.strictObject({
 const l4Schema = z.strictObject({
   mode: z.literal("l4"),
   chart: chartSchema,
-  /**
-   * API server address the agents use once kube-proxy is gone. Optional here only so that planning can say why it is needed (src/core/cilium/values.ts); mode
-   * `l4` requires both.
-   */
+  /** API server address the agents use once kube-proxy is gone: `l4` requires both (optional here so that planning says why). */
   k8sServiceHost: z.optional(z.string().check(z.minLength(1))),
   k8sServicePort: z.optional(z.int().check(z.minimum(1, { message: PORT_NUMBER }), z.maximum(65535, { message: PORT_NUMBER }))),
   /** Chart values changed on purpose, merged over the live release's (src/core/cilium/values.ts); a value that contradicts an owned key is rejected. */
@@ -82,10 +75,7 @@ const portalSchema = z.strictObject({
   image: z._default(z.string().check(z.regex(/^\S+$/, { message: "image must be an image reference without spaces (e.g. node:24-alpine)" })), "node:24-alpine"),
   /** false when the namespace already exists outside this stack (created by the platform's bootstrap). */
   createNamespace: flag(true),
-  /**
-   * Do not wait for the portal's pods and endpoints during `up`. Only for clusters without a kubelet (the e2e harness): on a real cluster `up` must fail when
-   * the portal never gets Ready.
-   */
+  /** Do not wait for the portal's pods during `up`: only for clusters without a kubelet (the e2e harness); a real `up` fails if it never gets Ready. */
   skipAwait: flag(false),
   /** Other clusters the portal also shows, each through a Secret in the portal's namespace (docs/portal.md, "Other clusters"). */
   clusters: z._default(
@@ -106,20 +96,14 @@ const hostPortPattern = z.string().check(
   }),
 );
 
-/**
- * One allowlist item: the pattern alone, or `{ match, reason }` when the stack says why it is allowed (the platform's own agents on the host network...):
- * `exposure drift` prints the reason.
- */
+/** One allowlist item: the pattern alone, or `{ match, reason }` when the stack says why it is allowed (`exposure drift` prints the reason). */
 function allowlistItem(match: typeof servicePattern) {
   return z.union([match, z.strictObject({ match, reason: z.string().check(z.minLength(1, { message: "must say why it is allowed" })) })], {
     error: (issue) => (issue.code === "invalid_union" ? "expected a pattern (a string) or { match, reason }" : undefined),
   });
 }
 
-/**
- * The exposure guard checks each object with bounded work (CHECK_LIMITS): past this many items (or characters of patterns) in a list, the generated policy
- * would near CEL's size and cost limits, where an error admits.
- */
+/** Past this many items (or characters) in a list, the generated policy would near CEL's size and cost limits, where an error admits. */
 const allowlistBoundMessage = `holds more than ${CHECK_LIMITS.allowlistItems} items or ${CHECK_LIMITS.allowlistCharacters.toLocaleString("en-US")} characters, the most the exposure guard checks within its bounded work: match several pods or Services with one prefix ('namespace/prefix*')`;
 const allowlistBound = z.refine<AllowlistItem[]>(
   (items) =>
@@ -146,25 +130,16 @@ const allowlistSchema = z.pipe(
   })),
 );
 
-/**
- * The exposure guard at admission (src/core/admission.ts): a ValidatingAdmissionPolicy generated from the contract and the allowlist. `off` creates nothing;
- * `warn`, `audit` and `deny` are the binding's validationActions.
- */
+/** The exposure guard at admission (src/core/admission.ts): `off` creates nothing; `warn`, `audit` and `deny` are the binding's validationActions. */
 const admissionSchema = z.strictObject({
   mode: z._default(z.enum(["off", "warn", "audit", "deny"], { message: "mode must be 'off', 'warn', 'audit' or 'deny'" }), "off"),
-  /**
-   * What the API server does when the policy cannot be evaluated (docs/commands.md): `Ignore` (default) lets the object through, since an evaluation error is
-   * our mistake and must never lock the cluster (`exposure drift` still finds the object); `Fail` applies the mode's action.
-   */
+  /** When the policy cannot be evaluated: `Ignore` admits (our mistake must never lock the cluster; drift still finds the object), `Fail` refuses. */
   failurePolicy: z._default(z.enum(["Fail", "Ignore"], { message: "failurePolicy must be 'Fail' or 'Ignore'" }), "Ignore"),
   /** Pods and workloads ('namespace/name', 'namespace/prefix*') deny may refuse when created again (denyWouldLock). */
   acknowledge: z._default(z.array(servicePattern), []),
 });
 
-/**
- * The platform's Prometheus (kube-prometheus-stack) watching the exposure (docs/monitoring.md): a ServiceMonitor for the in-cluster portal, a PrometheusRule
- * and a Grafana dashboard ConfigMap, each labelled `release: <release>`, the label the chart's Prometheus selects by default.
- */
+/** The platform's kube-prometheus-stack watching the exposure (docs/monitoring.md); its objects carry `release: <release>`, the label it selects. */
 const monitoringSchema = z.strictObject({
   enabled: flag(false),
   /** The kube-prometheus-stack Helm release name. */
@@ -239,10 +214,7 @@ export interface SettingsCheck {
 
 const selectionSchema = z.pick(settingsSchema, { contract: true, entries: true });
 
-/**
- * Checks the `ui-exposure:*` settings of the flat Pulumi config map (`{"ui-exposure:entries": "[...]"}`, the shape of `pulumi.runtime.allConfig()`; object and
- * array values arrive as JSON text), reporting every problem at once. Keys of other namespaces are ignored here.
- */
+/** Checks the `ui-exposure:*` keys of the flat config map (`pulumi.runtime.allConfig()`'s shape: objects arrive as JSON text), every problem at once. */
 export function checkSettings(config: Readonly<Record<string, string>>, positions: Readonly<Record<string, string>> = {}): SettingsCheck {
   const raw: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(config)) {
@@ -283,10 +255,7 @@ export function checkSettings(config: Readonly<Record<string, string>>, position
   return { problems, missing, ...(selection.success ? { selection: selection.data } : {}) };
 }
 
-/**
- * The one message for a stack's configuration problems: each problem in the order of the stack file (unplaced ones last), then the lines to add for each
- * required setting it lacks.
- */
+/** The one message for a stack's configuration problems, in the stack file's order, then the lines to add for each required setting it lacks. */
 export function stackConfigError(stackFile: string, problems: readonly string[], missing: readonly string[] = []): UserError {
   const line = (problem: string) => {
     const m = /^[^\s]*:(\d+):(\d+): /.exec(problem);
@@ -317,10 +286,7 @@ export function decodeConfigValue(value: string): unknown {
   return value;
 }
 
-/**
- * The cluster the stack deploys to and reads, for the program and every `exposure` command given a stack: the stack's kubernetes:context (required) and
- * kubernetes:kubeconfig (else $KUBECONFIG or ~/.kube/config), the keys the Kubernetes provider reads.
- */
+/** The cluster a stack deploys to and reads: its kubernetes:context (required) and kubernetes:kubeconfig, the keys the Kubernetes provider reads. */
 export function stackKubeTarget(stack: string, config: Readonly<Record<string, string>>): { context: string; kubeconfig?: string } {
   const context = config["kubernetes:context"];
   const kubeconfig = config["kubernetes:kubeconfig"];
