@@ -37,10 +37,8 @@ export class AdmissionGuard extends pulumi.ComponentResource {
       // Cluster-scoped with a fixed name (drift reads it back): a replacement deletes first.
       { parent: this, provider, deleteBeforeReplace: true },
     );
-    // The binding is applied once the API server has type-checked the policy, and denies only when that check is clean:
-    // else it is applied with [Warn] (an existing Deny taken down, never kept) and the update fails. Never lock the
-    // cluster on our own mistake. Read once its URN is known: URNs are known in every update, even when the engine skips
-    // the guard (`--target`) and the check never runs.
+    // The binding denies only once the API server's type check of the policy is clean, else it is applied with [Warn] and the update fails: never
+    // lock the cluster on our own mistake. Keyed on outputs known in every update, even when `--target` skips the guard.
     let problem: string | undefined;
     const checked = pulumi.all([policyResource.metadata.name, policyResource.metadata.generation]).apply(async ([policyName]) => {
       problem = !pulumi.runtime.isDryRun() && args.untilTypeChecked ? await args.untilTypeChecked() : undefined;

@@ -5,10 +5,7 @@ import { type CiliumPlan, type CiliumReleasePlan, type CiliumSummary, ciliumSumm
 import { AGENT_BATCH_MS, type CiliumWorkloads, type SwitchState, switchState, switchWait } from "../src/core/cilium/rollout";
 import { kubernetesProviderOf } from "./kubernetes-provider";
 
-/**
- * Polls (every 2 s) until the configuration is in force or cannot become so, at most `timeoutMs`: by default what the
- * first read's DaemonSet needs (switchWait: its nodes, `maxUnavailable` at a time), told through `announce` first.
- */
+/** Polls every 2 s until the configuration is in force or cannot be, at most `timeoutMs` (default: what the DaemonSet's roll-out needs, announced). */
 export async function awaitSwitch(
   read: () => Promise<CiliumWorkloads>,
   timeoutMs?: number,
@@ -32,15 +29,13 @@ export async function awaitSwitch(
 /** Release arguments; `name` and `namespace` are always explicit (see src/core/cilium/adopt.ts). */
 export function releaseArgs(r: CiliumReleasePlan): k8s.helm.v3.ReleaseArgs {
   return {
-    // An explicit name: without it the provider auto-names `<resource>-<hex>`, which would
-    // install a second Cilium instead of upgrading (or adopting) the existing release.
+    // Without an explicit name the provider auto-names `<resource>-<hex>`: a second Cilium instead of the existing release.
     name: r.releaseName,
     namespace: r.namespace,
     chart: r.chart,
     version: r.version,
     ...(r.repository ? { repositoryOpts: { repo: r.repository } } : {}),
-    // The live release's values may hold credentials (TLS keys, tokens): kept encrypted in the state, never shown by preview
-    // (the values diff up logs is masked).
+    // The live release's values may hold credentials: encrypted in the state, never shown by preview (up's logged diff is masked).
     values: pulumi.secret(r.values),
     skipAwait: r.skipAwait,
     // kube-system exists on every cluster; never let the CNI release create a namespace.
@@ -49,9 +44,8 @@ export function releaseArgs(r: CiliumReleasePlan): k8s.helm.v3.ReleaseArgs {
 }
 
 /**
- * Options of the Release child. The alias matches the root-level URN `pulumi import` creates, so the first `up` after an
- * import moves the release under this component. `retainOnDelete`: removing the release from the program (`cohabit`,
- * `pulumi destroy`) forgets it instead of uninstalling the cluster's CNI.
+ * Options of the Release child: the alias matches the root-level URN `pulumi import` creates; `retainOnDelete`: dropping the release from the program
+ * (`cohabit`, `pulumi destroy`) forgets it instead of uninstalling the cluster's CNI.
  */
 export function releaseOptions(parent: pulumi.Resource, provider?: k8s.Provider): pulumi.CustomResourceOptions {
   return { parent, ...(provider ? { provider } : {}), aliases: [{ parent: pulumi.rootStackResource }], retainOnDelete: true };
@@ -68,8 +62,7 @@ export class Cilium extends pulumi.ComponentResource {
     args: { plan: CiliumPlan; readWorkloads?: () => Promise<CiliumWorkloads>; logChanges?: boolean },
     opts?: pulumi.ComponentResourceOptions,
   ) {
-    // Recorded inputs: the mode and the release only; what is observed changes with the cluster
-    // and would otherwise show as a component diff in every drift check.
+    // Recorded inputs: the mode and the release only (what is observed would show as a diff in every drift check).
     super(
       "ui-exposure:cilium:Cilium",
       name,

@@ -20,10 +20,7 @@ interface MockOptions {
   preview?: boolean;
   /** Services already in the cluster ("namespace/name"): a registered Service of the same name keeps their allocated nodePorts, as an update does. */
   existing?: ReadonlyMap<string, Service>;
-  /**
-   * How a new NodePort Service's ports get a nodePort: `allocate` numbers them from 31000 on (as an `up` would), `pending` leaves them without one (what is
-   * known before the create: `exposure render` never invents a port).
-   */
+  /** A new NodePort Service's nodePorts: `allocate` from 31000 on (as an `up` would), `pending` none (`exposure render` never invents a port). */
   nodePorts?: "allocate" | "pending";
 }
 

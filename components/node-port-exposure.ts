@@ -19,10 +19,9 @@ export interface NodePortExposureArgs {
 }
 
 /**
- * One exposed UI: a NodePort Service selecting the same pods as the vendored one (only read). Why two resources: the
- * Service never names its nodePort, so its inputs are the same before and after the first allocation; `<entry>-port`, a
- * server-side apply patch owning only `nodePort`, holds the port allocated at create, later the one the last `up`
- * published. The preview right after any `up` is then clean, while a port moved by hand shows and the next `up` puts it back.
+ * One exposed UI: a NodePort Service selecting the vendored one's pods. The Service never names its nodePort (same inputs before and after the first
+ * allocation); `<entry>-port`, a server-side apply patch owning only `nodePort`, holds the allocated port, later the published one: the preview after
+ * any `up` is clean, while a port moved by hand shows and the next `up` puts it back.
  */
 export class NodePortExposure extends pulumi.ComponentResource {
   public readonly service: k8s.core.v1.Service;
@@ -31,8 +30,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
   public readonly url: pulumi.Output<string>;
 
   constructor(name: string, args: NodePortExposureArgs, opts?: pulumi.ComponentResourceOptions) {
-    // Recorded inputs: what defines the exposure (a changed node address is a changed URL, so
-    // the preview shows it), never what was observed about it (the port: see above).
+    // Recorded inputs: what defines the exposure (a changed node address shows), never what was observed (the port).
     super("ui-exposure:exposure:NodePortExposure", name, { plan: args.plan, nodeAddress: args.nodeAddress }, opts);
     const { plan } = args;
     const provider = kubernetesProviderOf(opts, `NodePortExposure ${name}`);
@@ -51,11 +49,9 @@ export class NodePortExposure extends pulumi.ComponentResource {
           },
           annotations: {
             [MIRRORS_ANNOTATION]: `${plan.namespace}/${plan.mirrors}`,
-            // `up` must not wait 10 minutes for ready endpoints when a UI's pods are down:
-            // readiness is reported live by `exposure status`, not enforced at deploy time.
+            // `up` must not wait 10 minutes when a UI's pods are down: readiness is `exposure status`'s to report.
             "pulumi.com/skipAwait": "true",
-            // This Service belongs to this stack alone: after a hand edit, `up` takes the
-            // edited fields back instead of failing on a server-side apply conflict.
+            // Ours alone: after a hand edit, `up` takes the fields back instead of failing on a server-side apply conflict.
             "pulumi.com/patchForce": "true",
           },
         },
@@ -68,8 +64,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
       },
     );
 
-    // In a preview, a Service still to be created has only a dry run's port, and a dry-run patch of it would fail: the
-    // port is unknown (computed), and the URL shows the port that will be asked for, or none.
+    // In a preview, a Service still to be created has only a dry run's port (a dry-run patch of it would fail): the port is unknown.
     const provisional = pulumi.runtime.isDryRun() && !args.existing;
     const allocated = this.service.spec.ports.apply((ports) => ports?.find((p) => p.name === plan.portName)?.nodePort || undefined);
     const wanted: pulumi.Input<number | undefined> = provisional ? (pulumi.unknown as unknown as number) : (args.keepNodePort ?? allocated);
@@ -80,9 +75,7 @@ export class NodePortExposure extends pulumi.ComponentResource {
         metadata: {
           name: this.service.metadata.name,
           namespace: plan.namespace,
-          // Takes the port back from whoever moved it by hand (`kubectl edit` owns what it changed).
-          // No await: the provider's Service await on a patch waits ~10 s for endpoints it never
-          // checks here (readiness is `exposure status`'s), and the engine runs a few at a time.
+          // Takes the port back from whoever moved it by hand. No await: on a patch it waits ~10 s for endpoints it never checks.
           annotations: { "pulumi.com/patchForce": "true", "pulumi.com/skipAwait": "true" },
         },
         spec: { ports: [{ port: plan.port, protocol: plan.protocol, nodePort: wanted as pulumi.Input<number> }] },
