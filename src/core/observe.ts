@@ -127,11 +127,9 @@ export type StackToObserve = { contract: Contract; selected: readonly string[] |
 export type StackObservation<P, X = undefined> = Awaited<ReturnType<typeof observeStack<P & { proven?: PublishedEndpoints }, X>>>;
 
 /**
- * The one read sequence of status, drift, access, probe and the portal: the cluster (`connect`) and the last up's outputs
- * (`published`; its `proven` endpoints prove which Services the stack created, absent: only names are checked) read
- * concurrently, then the objects of `entries` where they are, then every entry judged (observe). `alsoRead` reads more
- * of the same cluster in the same round (drift's audit); `recheck` is told the uids of Services the outputs do not
- * know (an `up` has just re-created one) and may read the outputs again.
+ * The one read sequence of status, drift, access, probe and the portal: the cluster and the last up's outputs (whose `proven` endpoints prove which
+ * Services the stack created) concurrently, then the entries' objects, then every verdict (observe). `alsoRead` reads more in the same round (drift's
+ * audit); `recheck` is told the uids the outputs do not know (an `up` just re-created one) and may read them again.
  */
 export async function observeStack<P extends { proven?: PublishedEndpoints }, X = undefined>(
   stack: StackToObserve,
@@ -162,16 +160,17 @@ const sameMap = (a: Record<string, string> | undefined, b: Record<string, string
 /** The URL users have for an entry: the one the last `up` published, else the live one. Probe, portal and sandbox check this one. */
 export const usersUrl = (e: Pick<ObservedEntry, "url" | "publishedUrl">): string | undefined => e.publishedUrl ?? e.url;
 
+/** A URL's host, without an IPv6 address's brackets. */
+const urlHost = (u: string | undefined) => (u && /^https?:\/\//.test(u) && URL.canParse(u) ? new URL(u).hostname.replace(/^\[|\]$/g, "") : undefined);
+
 /** The published URL where it is not the live one, if on an address of this cluster: outputs are untrusted, and it gets probed. */
 function publishedUrlOf(published: string | undefined, live: string | undefined, nodes: readonly Node[]): { publishedUrl?: string } {
-  const host = (u: string) => (/^https?:\/\//.test(u) && URL.canParse(u) ? new URL(u).hostname.replace(/^\[|\]$/g, "") : undefined);
-  const h = published && live && published !== live ? host(published) : undefined;
-  return h !== undefined && (h === host(live as string) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
+  const h = published !== live ? urlHost(published) : undefined;
+  return live && h !== undefined && (h === urlHost(live) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
 }
 
-// Why the users' URL failed (`error`, the probe's words): it moved since the last `up`, or (refused: kube-proxy refuses alike) no Service, a selector
-// that differs from the vendored one, or no ready endpoint.
-// Probe and portal say it.
+// Why the users' URL failed (`error`, the probe's words), as probe and portal say it: it moved since the last `up`, or (refused: kube-proxy refuses
+// alike) no Service, a selector beyond the vendored one, or no ready endpoint.
 export function failureCause(e: ObservedEntry, error: string): string | undefined {
   const refused = error.startsWith("connection refused");
   const found = (codes: readonly string[]) => e.findings.find((f) => codes.includes(f.code))?.message;
@@ -258,8 +257,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   const service = `${ns}/${ours.metadata.name}`;
   const endpoints = (ctx.slicesByService.get(service) ?? []).flatMap((slice) => slice.endpoints ?? []);
   const ready = endpoints.filter((ep) => ep.conditions?.ready !== false && ep.addresses.length > 0).length;
-  // Created by this stack: the last `up` published this very Service (same uid). Without the
-  // outputs (no Pulumi CLI, no published ConfigMap in the portal's pod) only the name and namespace can be checked.
+  // Created by this stack: the last `up` published this very Service (same uid); without the outputs, only its name is checked.
   const notOurs = ctx.published ? ownershipProblem(ours, published) : undefined;
   if (notOurs) {
     return { ...entry, service, readyEndpoints: ready, ...verdictOf(e.name, [["service-not-ours", notOurs]]) };
@@ -367,7 +365,7 @@ export function nodeProblem(
     const owner = nodeWithAddress(nodes, node.address);
     return owner && !isReadyNode(owner) ? `node ${owner.metadata.name} (pinned address ${node.address}) is not Ready` : undefined;
   }
-  const host = publishedUrl && URL.canParse(publishedUrl) ? new URL(publishedUrl).hostname.replace(/^\[|\]$/g, "") : undefined;
+  const host = urlHost(publishedUrl);
   if (node && host && host !== node.address) {
     const was = nodeWithAddress(nodes, host);
     const why = was ? `node ${was.metadata.name} is ${isReadyNode(was) ? "no longer the one chosen" : "not Ready"}` : `no node has address ${host} any more`;
