@@ -27,8 +27,7 @@ function thisStack(): string {
 
 /** The uid of each Service and ConfigMap in this stack's latest checkpoint (refreshed, if this up refreshes). */
 async function readStateUids(): Promise<StateUids> {
-  // The outputs hold references to resources (a component's children), which the SDK would turn back into resources by asking the engine for them, and this
-  // deployment has none yet: the references are asked for as plain URNs instead (the SDK reads this flag when it invokes).
+  // The outputs hold resource references, which the SDK would resolve against this deployment (which has none yet): asked for as plain URNs instead.
   const sdk = require("@pulumi/pulumi/utils") as { disableResourceReferences: boolean };
   const before = sdk.disableResourceReferences;
   sdk.disableResourceReferences = true;
@@ -40,10 +39,7 @@ async function readStateUids(): Promise<StateUids> {
   }
 }
 
-/**
- * The `endpoints` output of this stack's last `up` (empty before it), through a StackReference to the stack itself: every backend has it, and the preview
- * counts it as a read, not a change.
- */
+/** The `endpoints` output of this stack's last `up`, through a StackReference to itself: every backend has one, and a preview counts it as a read. */
 async function readLastEndpoints(): Promise<PublishedEndpoints> {
   const details = await new pulumi.StackReference("last-up", { name: thisStack() }).getOutputDetails("endpoints");
   const value = details.value ?? details.secretValue;

@@ -34,8 +34,7 @@ export interface ProgramInputs extends StackRecord {
 interface EndpointRecord {
   exposure: "nodePort" | "hostPort";
   namespace: string;
-  /** nodePort entries: the vendored Service mirrored; ours; its uid (what proves, outside the engine, that it is the one this stack created); the selector
-   * this up applied to it (what proves, at the next up, which keys this stack mirrored: a key the chart drops since is ours to drop). */
+  /** nodePort entries: the vendored Service mirrored; ours; its uid and the selector applied (proof of what this stack created and mirrored). */
   mirrors?: string;
   service?: string;
   uid?: string;
@@ -48,10 +47,7 @@ interface EndpointRecord {
   url: string;
 }
 
-/**
- * The whole stack: read, decide (src/core/stack-plan.ts), declare. Every check passes before the first resource is declared: any of them failing changes
- * nothing; the guard's type check, once its policy is applied, stops the update before any of our Services is declared.
- */
+/** The whole stack: read, decide (src/core/stack-plan.ts), declare; every check passes before the first resource is declared. */
 export async function declareStack(inputs: ProgramInputs) {
   const opened = openStack(inputs);
   const { stack } = opened;
@@ -59,12 +55,10 @@ export async function declareStack(inputs: ProgramInputs) {
   const cluster = typeof inputs.cluster === "function" ? await inputs.cluster(target) : inputs.cluster;
   const plan = planStack(opened, await readStack(cluster, opened, inputs, gunzipBounded));
   if ("problems" in plan) throw userErrorFromProblems(`stack ${stack} cannot be deployed (nothing was changed)`, plan.problems);
-  // The last thing that can fail, built before the first resource is declared: a failed bundle must not leave the Cilium component (or anything) registered,
-  // i.e. `up` half-applied.
+  // The last thing that can fail, built before the first resource is declared: a failed bundle must not leave `up` half-applied.
   const portalBundle = plan.portal ? bundlePortalServer() : undefined;
 
-  // Every Kubernetes resource goes through this provider: the stack's own cluster, never the default provider (which would follow whatever context is current
-  // where `pulumi up` runs).
+  // Every Kubernetes resource goes through the stack's own cluster, never the default provider (whatever context is current).
   const kubernetes = new k8s.Provider("kubernetes", target);
   const withProvider = (opts?: pulumi.ComponentResourceOptions): pulumi.ComponentResourceOptions => ({ ...opts, providers: [kubernetes] });
   const release = plan.cilium.mode === "l4" && inputs.live ? plan.cilium.release : undefined;
@@ -137,9 +131,8 @@ function declareExposure(
     namespace: plan.namespace,
     mirrors: plan.mirrors,
     service: plan.serviceName,
-    // What proves, outside the engine, that the Service is the one this stack created.
     ...(uid ? { uid } : {}),
-    // Written with the uid, once the Service is applied: the keys this up owns in its selector.
+    // Written with the uid, once the Service is applied: the keys this up owns in its selector (ownership.ts).
     selector: { ...plan.selector },
     ...(nodePort !== undefined ? { nodePort } : {}),
     url,
@@ -155,8 +148,8 @@ async function ciliumWorkloads(cluster: ClusterReader, { namespace }: CiliumRele
 }
 
 /**
- * Turns user errors into engine errors shown without a stack trace. The stack is replaced by the message: the SDK's run loop still formats it (util.inspect,
- * source maps of every frame) for its trace span, which took about a minute of blocked event loop before the message reached the engine.
+ * Turns user errors into engine errors shown without a stack trace; the stack is replaced too, as the SDK formats it for its trace span (source maps of
+ * every frame: about a minute of blocked event loop).
  */
 export function asRunError(err: unknown): never {
   if (err instanceof UserError) {
