@@ -1,6 +1,5 @@
-// Bundles the portal server (src/portal/main.ts and everything it imports, client-node included)
-// into one plain CommonJS file at program time, so the cluster runs a stock Node.js image and
-// no image has to be built or pushed. The result ships in a ConfigMap.
+// Bundles the portal server (src/portal/main.ts, client-node included) into one CommonJS file at program time, shipped in a ConfigMap: the cluster runs a
+// stock Node.js image, and no image is built or pushed.
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -23,10 +22,7 @@ export interface PortalBundle {
   version: string;
 }
 
-/**
- * The loader: gunzips the bundle next to it and runs it as a CommonJS module whose `module`
- * is the loader's, so the bundle's `require.main === module` check starts the server.
- */
+/** The loader: runs the bundle next to it, gunzipped, as a module whose `module` is the loader's, so its `require.main === module` starts the server. */
 export const LOADER = `"use strict";
 // ui-exposure portal loader: the server bundle is gzipped to fit the 1 MiB ConfigMap limit.
 const fs = require("node:fs");
@@ -59,8 +55,7 @@ export function bundlePortalServer(): PortalBundle {
       platform: "node",
       target: "node20",
       format: "cjs",
-      // Minified output carries no source paths, so every machine builds the same bytes
-      // (no spurious ConfigMap diff between two operators' checkouts).
+      // No source paths in minified output: every checkout builds the same bytes (no spurious ConfigMap diff between two operators).
       minify: true,
       legalComments: "none",
       write: false,

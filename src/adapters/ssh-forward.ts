@@ -7,6 +7,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../core/errors";
+import { portNumber } from "../core/exposure-rules";
 import { checkLimaInstanceName, checkStackName, isLimaInstanceName } from "../core/inputs";
 import { ipVersion } from "../core/ip";
 import type { StoppedForwardJson as StoppedForward } from "../core/json-api";
@@ -86,12 +87,8 @@ function stateFile(stateDir: string, entry: string, suffix: ".pid.json" | ".log"
   return path.join(stateDir, `${entry}${suffix}`);
 }
 
-const isPort = (n: unknown) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 65535;
-
-/**
- * A pid file read back, or undefined when it is not one we wrote: the folder is writable by whoever runs as the user, so every field is checked before it names
- * a file or a process. Text that is not JSON throws (readRecords skips the file).
- */
+// A pid file read back, or undefined when it is not one we wrote: whoever runs as the user can write the folder, so every field is checked before it names
+// a file or a process. Text that is not JSON throws (readRecords skips the file).
 export function parseForwardRecord(fileName: string, text: string): ForwardRecord | undefined {
   const entry = /^(.*)\.pid\.json$/.exec(fileName)?.[1];
   if (entry === undefined || !ENTRY_NAME.test(entry)) return undefined;
@@ -101,8 +98,8 @@ export function parseForwardRecord(fileName: string, text: string): ForwardRecor
     r.entry === entry &&
     isPid(r.pid) &&
     isStartTime(r.startTime) &&
-    isPort(r.localPort) &&
-    isPort(r.remotePort) &&
+    portNumber(r.localPort) !== 0 &&
+    portNumber(r.remotePort) !== 0 &&
     typeof r.remoteHost === "string" &&
     ipVersion(r.remoteHost) !== 0 &&
     (r.scheme === "http" || r.scheme === "https") &&
@@ -132,10 +129,8 @@ function readRecords(stateDir: string): ForwardRecord[] {
     });
 }
 
-/**
- * Whether the pid of a record is still the ssh this tool started (own-process.ts), with our arguments (`-N`, `-L <our spec>`, host `lima-<instance>` last), not
- * merely containing our spec: --stop must never signal an unrelated process.
- */
+// Whether a record's pid is still the ssh this tool started (own-process.ts) with our arguments (`-N`, `-L <our spec>`, host `lima-<instance>` last), not
+// merely containing our spec: --stop must never signal an unrelated process.
 function isOurForward(record: ForwardRecord): boolean {
   return isSameProcess(record, (all) => {
     // The program is ssh itself, or a script named ssh run by its interpreter (a wrapper on PATH).

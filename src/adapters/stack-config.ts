@@ -45,10 +45,7 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
   return { values, secretKeys: Object.keys(secretAt).sort(), secretAt, at };
 }
 
-/**
- * The `exposure` commands never decrypt: an encrypted ui-exposure setting would silently read
- * as unset (`entries` as "all"), so it is refused. Those settings hold nothing secret.
- */
+/** The `exposure` commands never decrypt: an encrypted ui-exposure setting would read as unset (`entries` as "all"); refused, as it holds nothing secret. */
 export function refuseEncryptedSettings(config: StackConfig, stack: string): void {
   // kubernetes:context too: encrypted, it would read as unset and be refused as missing.
   const encrypted = config.secretKeys.filter((key) => key.startsWith(`${PROJECT}:`) || key === "kubernetes:context");

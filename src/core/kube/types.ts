@@ -1,9 +1,5 @@
-/**
- * The subset of Kubernetes objects ui-exposure reads, as the schemas of validate.ts check them
- * (one description: the types are derived from the schemas). Plain data (what `kubectl get -o yaml`
- * and the API return), so the same pure functions work on a live list call, a snapshot file and a
- * test fixture.
- */
+// The Kubernetes objects ui-exposure reads, typed from validate.ts's schemas: plain data (what `kubectl get -o yaml` and the API return), so the same pure
+// functions work on a live list, a snapshot file and a test fixture.
 export type { ConfigMap, ContainerPort, EndpointSlice, GenericObject, Node, Pod, Secret, Service, ServicePort } from "./validate";
 
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
