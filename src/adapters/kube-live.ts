@@ -9,7 +9,7 @@ import { UserError } from "../core/errors";
 import { heldObject, keepAnnotations } from "../core/exposure-model";
 import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
-import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
+import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, problemList } from "../core/kube/validate";
 import { printableValue, shownValue } from "../core/text";
 import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, fileKind, readBoundedText } from "./bounded-file";
@@ -52,10 +52,8 @@ type Answer = { status: number; body?: unknown; bytes?: number; retryAfter?: str
 
 /** client-node's KubeConfig, loaded on first connect: the small file the build ships (docs/benchmarks.md, CLI start-up), else the package itself. */
 async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
-  for (const bundled of [
-    path.join(__dirname, "..", "..", "vendor", "client-node.cjs"),
-    path.join(__dirname, "..", "..", "dist", "vendor", "client-node.cjs"),
-  ]) {
+  for (const vendor of ["vendor", path.join("dist", "vendor")]) {
+    const bundled = path.join(__dirname, "..", "..", vendor, "client-node.cjs");
     if (fs.existsSync(bundled)) return require(bundled) as Pick<ClientNode, "KubeConfig">;
   }
   // client-node is an ES module; a dynamic import keeps this file loadable from CommonJS.
@@ -351,8 +349,8 @@ export class LiveClusterReader implements ClusterReader {
       if (Array.isArray(items)) for (const item of items) heldObject(item, [CONFIG_CHECKSUM]);
       const checked = checkListAnswer(kind, answer.body);
       if ("problems" in checked) {
-        const lines = summarizeProblems(checked.problems.map(formatObjectProblem));
-        throw new UserError(`${this.source} answered ${what} with malformed objects (${checked.problems.length}):\n${lines.map((l) => `  - ${l}`).join("\n")}`);
+        const list = problemList(checked.problems.map(formatObjectProblem));
+        throw new UserError(`${this.source} answered ${what} with malformed objects (${checked.problems.length}):\n${list}`);
       }
       for (const item of checked.items as T[]) {
         if (!(keep?.(item) ?? true)) continue;

@@ -2,7 +2,7 @@ import { YAML_MAX_ALIASES } from "../contract/parse";
 import { UserError } from "../errors";
 import { parseYamlBounded, SNAPSHOT_YAML_VALUES } from "../yaml";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "./types";
-import { checkSnapshotDocument, formatObjectProblem, summarizeProblems } from "./validate";
+import { checkSnapshotDocument, formatObjectProblem, problemList } from "./validate";
 
 /** A custom resource kind, listed cluster-wide; the first served version wins. */
 export interface CustomKind {
@@ -124,11 +124,7 @@ export class SnapshotReader implements ClusterReader {
       objects.push(value);
     }
     if (problems.length) {
-      throw new UserError(
-        `cluster snapshot ${file} holds malformed objects (${problems.length}):\n${summarizeProblems(problems)
-          .map((l) => `  - ${l}`)
-          .join("\n")}`,
-      );
+      throw new UserError(`cluster snapshot ${file} holds malformed objects (${problems.length}):\n${problemList(problems)}`);
     }
     return new SnapshotReader(objects, `snapshot ${file}`);
   }

@@ -156,6 +156,9 @@ export function summarizeProblems(lines: readonly string[], max = 20): string[] 
   return [...lines.slice(0, max), `... and ${lines.length - max} more problems`];
 }
 
+/** Problems (at least one), summarized, as the indented list of a message. */
+export const problemList = (lines: readonly string[]) => `  - ${summarizeProblems(lines).join("\n  - ")}`;
+
 const isList = (o: { kind?: unknown }) => typeof o.kind === "string" && (o.kind === "List" || o.kind.endsWith("List"));
 
 /** The items of a List, or the problem when they are not an array (`items: null` is not an empty list). */
