@@ -193,21 +193,17 @@ async function startForward(request: ForwardRequest, localPort: number, opts: Fo
   // detached: its own process group, so it outlives this command and a Ctrl-C of the terminal.
   const child = spawn(opts.ssh, args, { detached: true, stdio: ["ignore", out, out], env: opts.env });
   fs.closeSync(out);
-  const exited = new Promise<{ code: number | null; error?: string }>((resolve) => {
-    child.once("exit", (code) => resolve({ code }));
-    child.once("error", (err: NodeJS.ErrnoException) => resolve({ code: null, error: err.code === "ENOENT" ? `${opts.ssh} not found on PATH` : err.message }));
-  });
-  const listening = (async () => {
-    const deadline = Date.now() + opts.settleMs;
-    while (Date.now() < deadline) {
-      if (await portAnswers(localPort)) return true;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return false;
-  })();
-  const first = await Promise.race([exited.then((e) => ({ exited: e })), listening.then(() => ({ exited: undefined }))]);
-  if (first.exited || child.pid === undefined) {
-    const why = first.exited?.error ?? lastLogLine(log) ?? `exit code ${first.exited?.code}`;
+  // Set by the callbacks (the cast keeps TypeScript from narrowing it to undefined).
+  let exited = undefined as { code: number | null; error?: string } | undefined;
+  child.once("exit", (code) => (exited ??= { code }));
+  child.once(
+    "error",
+    (err: NodeJS.ErrnoException) => (exited ??= { code: null, error: err.code === "ENOENT" ? `${opts.ssh} not found on PATH` : err.message }),
+  );
+  const deadline = Date.now() + opts.settleMs;
+  while (!exited && Date.now() < deadline && !(await portAnswers(localPort))) await new Promise((r) => setTimeout(r, 50));
+  if (exited || child.pid === undefined) {
+    const why = exited?.error ?? lastLogLine(log) ?? `exit code ${exited?.code}`;
     throw new UserError(`SSH forward for ${request.entry} (127.0.0.1:${localPort} -> ${request.remoteHost}:${request.remotePort}) failed: ${why}`);
   }
   child.unref();
