@@ -17,10 +17,7 @@ export function isStartTime(s: unknown): s is string {
   return typeof s === "string" && /^[ -~]{1,64}$/.test(s) && s.trim() !== "";
 }
 
-interface LiveProcess {
-  startTime: string;
-  args: string[];
-}
+type LiveProcess = { startTime: string; args: string[] };
 
 /** Start time and arguments of a live process of this user (/proc: exact arguments; else `ps`); undefined when gone, another user's, a zombie, or no pid. */
 export function liveProcess(pid: number): LiveProcess | undefined {

@@ -36,16 +36,12 @@ vm.compileFunction(code, ["exports", "require", "module", "__filename", "__dirna
 
 let cached: PortalBundle | undefined;
 
-/** The project folder, from the TypeScript source or dist/: the bundle is always built from the sources, so render and up produce the same bytes. */
-function sourceRoot(): string {
-  const candidates = [path.resolve(__dirname, "../.."), path.resolve(__dirname, "../../..")];
-  return candidates.find((dir) => fs.existsSync(path.join(dir, "src", "portal", "main.ts"))) ?? (candidates[0] as string);
-}
-
 /** Builds the bundle (once per process: the program, a test run and `render` may ask several times). */
 export function bundlePortalServer(): PortalBundle {
   if (cached) return cached;
-  const root = sourceRoot();
+  // The project folder, from the TypeScript source or dist/: always built from the sources, so render and up produce the same bytes.
+  const candidates = [path.resolve(__dirname, "../.."), path.resolve(__dirname, "../../..")];
+  const root = candidates.find((dir) => fs.existsSync(path.join(dir, "src", "portal", "main.ts"))) ?? (candidates[0] as string);
   const entry = path.join(root, "src", "portal", "main.ts");
   let code: Uint8Array;
   try {

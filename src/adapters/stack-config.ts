@@ -23,15 +23,13 @@ interface StackConfig {
   at: Record<string, string>;
 }
 
-const STACK_FILE = /^Pulumi\.(.+)\.yaml$/;
-
 /** The stack's configuration (see StackConfig). Throws a UserError with file:line:col for a bad file. */
 export function loadStackConfig(projectDir: string, stack: string): StackConfig {
   checkStackName(stack);
   const stackPath = path.join(projectDir, `Pulumi.${stack}.yaml`);
   const stackFile = display(stackPath);
   if (!fs.existsSync(stackPath)) {
-    const known = fs.readdirSync(projectDir).flatMap((f) => STACK_FILE.exec(f)?.slice(1, 2) ?? []);
+    const known = fs.readdirSync(projectDir).flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.slice(1, 2) ?? []);
     throw new UserError(`unknown stack '${stack}': no ${stackFile} (stacks: ${known.join(", ") || "none"})`);
   }
   const stackEntries = stackConfigEntries(readYaml(stackPath), projectName(projectDir));
