@@ -181,10 +181,8 @@ export class LiveClusterReader implements ClusterReader {
     return new LiveClusterReader(kc, cluster.server, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS, name || undefined);
   }
 
-  /**
-   * One GET (a POST when `post` is the body), answered as parsed JSON. Aborted, socket and agent destroyed, when `timeoutMs` passes: after an outage nothing
-   * stays open. No part of a body ever goes into an error (a Secrets answer would leak into messages, .env comments and --json).
-   */
+  // One GET (a POST when `post` is the body), answered as parsed JSON. Aborted, socket and agent destroyed, when `timeoutMs` passes: after an outage nothing
+  // stays open. No part of a body ever goes into an error (a Secrets answer would leak into messages, .env comments and --json).
   private async get(what: string, apiPath: string, post?: object): Promise<Answer> {
     // 429: the API server asks to come back (a new CRD's storage initialising, priority and fairness shedding load): tried again within the read's timeout.
     const started = Date.now();

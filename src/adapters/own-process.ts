@@ -1,6 +1,6 @@
-// The one check that a pid read back from an untrusted file (sandbox.json, the SSH forwards' pid files) is still the
-// process this tool started, before anything signals it. A pid alone proves nothing (-1 and 0 are "every process" to
-// kill(2), 1 is init, any other may be recycled): the record's start time and command line must match the live process.
+// The one check that a pid read back from an untrusted file (sandbox.json, the SSH forwards' pid files) is still the process this tool started, before
+// anything signals it. A pid alone proves nothing (-1 and 0 are "every process" to kill(2), 1 is init, any other may be recycled): the record's start time
+// and command line must match the live process.
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 

@@ -8,10 +8,8 @@ import { PROJECT } from "../core/settings";
 import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
-/**
- * A stack's configuration as the engine hands it to the program, read from Pulumi.<stack>.yaml's `config:` (Pulumi.yaml's
- * is refused: its defaults would reach the program and not these commands), by Pulumi 3.248's rules for keys and values.
- */
+// A stack's configuration as the engine hands it to the program, read from Pulumi.<stack>.yaml's `config:` by Pulumi 3.248's rules for keys and values
+// (Pulumi.yaml's is refused: its defaults would reach the program and not these commands).
 interface StackConfig {
   /** Namespaced key -> value as text: strings as is, numbers and booleans as JSON, objects and arrays as JSON. */
   values: Record<string, string>;
