@@ -11,7 +11,7 @@ import { type ClusterReader, type CustomKind, type ListScope, labelSelector } fr
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
 import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, problemList } from "../core/kube/validate";
 import { printableValue, shownValue } from "../core/text";
-import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
+import { parseYamlBounded, placeIn, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, fileKind, readBoundedText } from "./bounded-file";
 
 // client-node is an ES module: its types are imported in "import" resolution mode.
@@ -97,8 +97,7 @@ function checkKubeconfigFile(file: string): void {
 function checkKubeconfigText(text: string, shown: string): void {
   const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES });
   if (!parsed.refused) return;
-  const { line, col } = parsed.lineCounter.linePos(parsed.refused.offset);
-  throw new UserError(`${printableValue(shown)}:${line}:${col}: kubeconfig refused: ${parsed.refused.message}`);
+  throw new UserError(`${placeIn(parsed.lineCounter, printableValue(shown), parsed.refused.offset)}: kubeconfig refused: ${parsed.refused.message}`);
 }
 
 /** Why client-node could not load a kubeconfig, in one line (its YAML errors span several; an empty file fails on a property read). */

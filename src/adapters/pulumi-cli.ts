@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { describeValue } from "../core/contract/parse";
 import { UserError } from "../core/errors";
 import { redactUrlPasswords } from "../core/text";
-import { jsonRefusal, lineCounterOf, SMALL_YAML_VALUES } from "../core/yaml";
+import { jsonRefusal, lineCounterOf, placeIn, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 /** What running a program (the Pulumi CLI, git) gave: its exit code and output, or that it is not installed. */
@@ -88,8 +88,7 @@ export async function readStackOutputs(
   }
   const refused = jsonRefusal(text, SMALL_YAML_VALUES);
   if (refused) {
-    const { line, col } = lineCounterOf(text).linePos(refused.offset);
-    const where = `${outputsFile ?? "pulumi stack output"}:${line}:${col}`;
+    const where = placeIn(lineCounterOf(text), outputsFile ?? "pulumi stack output", refused.offset);
     throw new UserError(`${where}: refused: ${refused.message}; save \`pulumi stack output --json\` again`);
   }
   let outputs: unknown;

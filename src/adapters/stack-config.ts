@@ -5,7 +5,7 @@ import { yamlErrorMessage } from "../core/contract/parse";
 import { UserError, userErrorFromProblems } from "../core/errors";
 import { checkStackName } from "../core/inputs";
 import { PROJECT } from "../core/settings";
-import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
+import { parseYamlBounded, placeIn, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 // A stack's configuration as the engine hands it to the program, read from Pulumi.<stack>.yaml's `config:` by Pulumi 3.248's rules for keys and values
@@ -67,10 +67,7 @@ const display = (file: string) => path.relative(process.cwd(), file) || file;
 function readYaml(file: string): ParsedFile {
   const shown = display(file);
   const parsed = parseYamlBounded(readBoundedText(file, "stack file", FILE_LIMITS.stackFile), { maxValues: SMALL_YAML_VALUES }, { single: true });
-  const at = (offset: number | undefined) => {
-    const { line, col } = parsed.lineCounter.linePos(offset ?? 0);
-    return `${shown}:${line}:${col}`;
-  };
+  const at = (offset: number | undefined) => placeIn(parsed.lineCounter, shown, offset);
   if (parsed.refused) throw new UserError(`${at(parsed.refused.offset)}: stack file refused: ${parsed.refused.message}`);
   const doc = parsed.docs[0] as Document.Parsed;
   const first = doc.errors[0];

@@ -119,6 +119,12 @@ function refuseComplexKeys(doc: Document.Parsed): Document.Parsed {
   return doc;
 }
 
+/** `file:line:col` of `offset` (default: the start) in a text of these line starts. */
+export function placeIn(lines: LineCounter, file: string, offset = 0): string {
+  const { line, col } = lines.linePos(offset);
+  return `${file}:${line}:${col}`;
+}
+
 /** Line starts of `text`, for positions (also of a refusal, found before the parser runs). */
 export function lineCounterOf(text: string): LineCounter {
   const lines = new LineCounter();
