@@ -1,6 +1,5 @@
-// Reading a file named by the operator (contract, snapshot, outputs, stack file): a regular
-// file of bounded size, or a clear refusal. `/dev/zero`, a FIFO or a 5 GB file must not grow
-// the process until it dies.
+// A file named by the operator (contract, snapshot, outputs, stack file): a regular file of bounded size, or a clear refusal. `/dev/zero`, a FIFO or a
+// 5 GB file must not grow the process until it dies.
 import * as fs from "node:fs";
 import { UserError } from "../core/errors";
 import { EXIT, type ExitCode } from "../core/findings";
@@ -22,10 +21,7 @@ const mib = (bytes: number) => `${bytes / 2 ** 20} MiB`;
 export const fileKind = (stat: fs.Stats) =>
   stat.isDirectory() ? "a folder" : stat.isFIFO() ? "a pipe" : stat.isCharacterDevice() || stat.isBlockDevice() ? "a device" : "not a regular file";
 
-/**
- * The text of `file` (`what` names it in messages). Refuses what is not a regular file, and a file larger than `maxBytes`
- * (checked on the open descriptor, and again while reading in case it grows).
- */
+/** The text of `file` (`what` names it). Refuses what is not a regular file, or is larger than `maxBytes` (on the open descriptor, again while read). */
 export function readBoundedText(file: string, what: string, maxBytes: number, exitCode: ExitCode = EXIT.ERROR, shown = file): string {
   let fd: number;
   try {
@@ -60,10 +56,7 @@ export function readBoundedText(file: string, what: string, maxBytes: number, ex
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 const lineOf = (bytes: Buffer, offset: number) => bytes.subarray(0, offset).toString("latin1").split("\n").length;
 
-/**
- * The text of `bytes`, which must be UTF-8: a UTF-16 file (Windows editors) or a Latin-1 one
- * would otherwise reach the YAML parser as replacement characters and read as a string.
- */
+// UTF-8 only: a UTF-16 file (Windows editors) or a Latin-1 one would otherwise reach the YAML parser as replacement characters and read as a string.
 function utf8Text(bytes: Buffer, named: string, exitCode: ExitCode): string {
   const startsWith = (...marks: number[]) => bytes.length >= marks.length && marks.every((b, i) => bytes[i] === b);
   if (startsWith(0xff, 0xfe, 0, 0) || startsWith(0, 0, 0xfe, 0xff)) throw new UserError(`${named} is UTF-32 text: save it as UTF-8`, exitCode);

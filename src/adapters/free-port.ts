@@ -1,6 +1,5 @@
-// A port the kernel just gave out on 127.0.0.1 (or `port`, when nothing listens on it), for a
-// server started next (the sandbox's control plane, the SSH forwards, the tests' throw-away
-// servers). Another process may take it in between; callers that cannot retry say so.
+// A port the kernel just gave out on 127.0.0.1 (or `port`, when free) for a server started next (control plane, SSH forwards, tests' servers). Another
+// process may take it in between; callers that cannot retry say so.
 import * as net from "node:net";
 
 export function freeLoopbackPort(port = 0): Promise<number> {

@@ -44,10 +44,8 @@ export const NETWORK_ERRORS: Readonly<Record<string, string>> = {
 const networkError = (err: NodeJS.ErrnoException): string =>
   NETWORK_ERRORS[err.code ?? ""] ?? (err.code?.startsWith("HPE_") ? `malformed HTTP answer (${err.code})` : (err.code ?? err.message));
 
-/**
- * GET without following redirects (a 3xx is the answer judged) or reusing connections. Certificates
- * are NOT verified: UIs serve self-signed ones, and the probe checks that the URL answers, not who.
- */
+// GET without following redirects (a 3xx is the answer judged) or reusing connections. Certificates are NOT verified: UIs serve self-signed ones, and the
+// probe checks that the URL answers, not who.
 export const httpGet: HttpGet = (url, timeoutMs) =>
   new Promise((resolve, reject) => {
     const req = (url.protocol === "https:" ? https : http).request(url, {

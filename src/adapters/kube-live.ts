@@ -9,9 +9,9 @@ import { UserError } from "../core/errors";
 import { heldObject, keepAnnotations } from "../core/exposure-model";
 import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
-import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, summarizeProblems } from "../core/kube/validate";
+import { checkListAnswer, checkObject, formatObjectProblem, type ObjectProblem, problemList } from "../core/kube/validate";
 import { printableValue, shownValue } from "../core/text";
-import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
+import { parseYamlBounded, placeIn, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, fileKind, readBoundedText } from "./bounded-file";
 
 // client-node is an ES module: its types are imported in "import" resolution mode.
@@ -34,28 +34,14 @@ interface KubeTarget {
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
-/**
- * Bytes of one answer (a list's page, or one object). A list asks PAGE_ITEMS items a page; a page past PAGE_BYTES is asked again with fewer items, down to one
- * (etcd stores at most 1.5 MiB). ANSWERS_IN_FLIGHT are read at once, the others wait within their timeout: one reader buffers at most 16 MiB whatever the
- * cluster holds (the in-cluster portal's limit is 256Mi).
- */
+// Bytes of one answer: a page past PAGE_BYTES is asked again with fewer items, down to one (etcd stores at most 1.5 MiB). ANSWERS_IN_FLIGHT are read at once,
+// the others wait within their timeout: a reader buffers at most 16 MiB whatever the cluster holds (the in-cluster portal's limit is 256Mi).
 export const PAGE_BYTES = 4 * 2 ** 20;
 const PAGE_ITEMS = 500;
 const ANSWERS_IN_FLIGHT = 4;
 
 /** An answer past PAGE_BYTES: refused, or a list's page asked again with fewer items. */
 class PageTooLarge extends UserError {}
-
-/**
- * What a list holds of each item: no managedFields; of the annotations (most of an object, at times) only those read: Cilium's config checksum, the default
- * IngressClass, an Ingress's legacy class (the spec was cut to what the model reads, heldObject, before the item was checked).
- */
-function slim<T>(item: T): T {
-  const { metadata } = item as { metadata: Record<string, unknown> };
-  keepAnnotations(metadata, [CONFIG_CHECKSUM, DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS]);
-  delete metadata.managedFields;
-  return item;
-}
 
 // Connection, TLS and HTTP parse failures: the cluster is not reachable as configured.
 const UNREACHABLE_CODES =
@@ -64,36 +50,22 @@ const UNREACHABLE_CODES =
 /** An API answer: its status, its parsed body and its size in bytes when read. */
 type Answer = { status: number; body?: unknown; bytes?: number; retryAfter?: string };
 
-/** A POST instead of a GET; `errorBody` keeps the Status object of a refusal (never for Secret reads). */
-type PostBody = { body: unknown; errorBody?: boolean };
-
-/**
- * client-node's KubeConfig, loaded when a command first connects: the one small file the build ships (dist/vendor/client-node.cjs, from dist/ or from the
- * sources; docs/benchmarks.md, CLI start-up), else the package itself.
- */
+/** client-node's KubeConfig, loaded on first connect: the small file the build ships (docs/benchmarks.md, CLI start-up), else the package itself. */
 async function loadClientNode(): Promise<Pick<ClientNode, "KubeConfig">> {
-  for (const bundled of [
-    path.join(__dirname, "..", "..", "vendor", "client-node.cjs"),
-    path.join(__dirname, "..", "..", "dist", "vendor", "client-node.cjs"),
-  ]) {
+  for (const vendor of ["vendor", path.join("dist", "vendor")]) {
+    const bundled = path.join(__dirname, "..", "..", vendor, "client-node.cjs");
     if (fs.existsSync(bundled)) return require(bundled) as Pick<ClientNode, "KubeConfig">;
   }
   // client-node is an ES module; a dynamic import keeps this file loadable from CommonJS.
   return import("@kubernetes/client-node");
 }
 
-/** A kubeconfig given as text (settings may hold the file's content) rather than as a path. */
-const isFilePath = (cfg: string) => !(cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"));
-
 /** Tries of one read the API server answers 429 (the last 429 is an error). */
 export const READ_ATTEMPTS = 5;
 /** Longest wait between two tries, whatever Retry-After says. */
 export const RETRY_WAIT_MAX_MS = 5_000;
 
-/**
- * How long to wait before trying a read again after a 429: the Retry-After header (seconds, or an HTTP date) when it says, else 250 ms doubling with each try;
- * within 100 ms and RETRY_WAIT_MAX_MS.
- */
+/** The wait before another try after a 429: Retry-After (seconds, or an HTTP date), else 250 ms doubling each try; within 100 ms and RETRY_WAIT_MAX_MS. */
 export function retryWaitMs(retryAfter: string | undefined, attempt: number, now = Date.now()): number {
   let wait = 250 * 2 ** (attempt - 1);
   const header = retryAfter?.trim() ?? "";
@@ -102,10 +74,8 @@ export function retryWaitMs(retryAfter: string | undefined, attempt: number, now
   return Math.min(RETRY_WAIT_MAX_MS, Math.max(100, wait));
 }
 
-/**
- * Refuses, before client-node reads it whole, a kubeconfig that is a device, a FIFO or too large (`/dev/zero` grew the process until it died); stat() opens
- * nothing, so a FIFO cannot block. A missing file or a folder is left to the loader, which names it.
- */
+// Before client-node reads it whole: a device, FIFO or huge file is refused (`/dev/zero` grew the process until it died); stat() cannot block on a FIFO.
+// A missing file or a folder is left to the loader, which names it.
 function checkKubeconfigFile(file: string): void {
   let stat: fs.Stats;
   try {
@@ -127,8 +97,7 @@ function checkKubeconfigFile(file: string): void {
 function checkKubeconfigText(text: string, shown: string): void {
   const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES });
   if (!parsed.refused) return;
-  const { line, col } = parsed.lineCounter.linePos(parsed.refused.offset);
-  throw new UserError(`${printableValue(shown)}:${line}:${col}: kubeconfig refused: ${parsed.refused.message}`);
+  throw new UserError(`${placeIn(parsed.lineCounter, printableValue(shown), parsed.refused.offset)}: kubeconfig refused: ${parsed.refused.message}`);
 }
 
 /** Why client-node could not load a kubeconfig, in one line (its YAML errors span several; an empty file fails on a property read). */
@@ -163,7 +132,8 @@ export class LiveClusterReader implements ClusterReader {
     const lib = await loadClientNode();
     const kc = new lib.KubeConfig();
     const cfg = target.kubeconfig?.trim();
-    const inline = !!cfg && !isFilePath(cfg);
+    // Settings may hold the kubeconfig's content rather than its path.
+    const inline = !!cfg && (cfg.includes("\n") || cfg.startsWith("{") || cfg.startsWith("apiVersion"));
     const defaultFile = path.join(os.homedir(), ".kube", "config");
     try {
       if (target.inCluster) {
@@ -210,14 +180,10 @@ export class LiveClusterReader implements ClusterReader {
     return new LiveClusterReader(kc, cluster.server, source, target.timeoutMs ?? DEFAULT_TIMEOUT_MS, name || undefined);
   }
 
-  /**
-   * One GET, answered as parsed JSON. The request is aborted (socket and agent destroyed) when `timeoutMs` passes: after an outage nothing stays open, however
-   * many page loads waited. The answer is read within PAGE_BYTES (a list's page past it is asked again smaller), and no part of its body ever goes into an
-   * error (a Secrets answer would leak into messages, .env comments and --json).
-   */
-  private async get(what: string, apiPath: string, post?: PostBody): Promise<Answer> {
-    // 429 (Too Many Requests) is the API server asking to come back: a just-created CRD's storage initialising, or API priority and fairness shedding load. The
-    // read is tried again after the wait it names (Retry-After), a few times, within the read's own timeout.
+  // One GET (a POST when `post` is the body), answered as parsed JSON. Aborted, socket and agent destroyed, when `timeoutMs` passes: after an outage nothing
+  // stays open. No part of a body ever goes into an error (a Secrets answer would leak into messages, .env comments and --json).
+  private async get(what: string, apiPath: string, post?: object): Promise<Answer> {
+    // 429: the API server asks to come back (a new CRD's storage initialising, priority and fairness shedding load): tried again within the read's timeout.
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       const answer = await this.getOnce(what, apiPath, post);
@@ -232,7 +198,7 @@ export class LiveClusterReader implements ClusterReader {
     }
   }
 
-  private async getOnce(what: string, apiPath: string, post?: PostBody): Promise<Answer> {
+  private async getOnce(what: string, apiPath: string, post?: object): Promise<Answer> {
     // The timeout runs from here: a request waiting for its turn is answered within it too.
     const signal = AbortSignal.timeout(this.timeoutMs);
     // One abort listener per request, however many turns it waits (one per turn piled up past Node's listener limit).
@@ -259,7 +225,7 @@ export class LiveClusterReader implements ClusterReader {
     }
   }
 
-  private async send(what: string, apiPath: string, signal: AbortSignal, post?: PostBody): Promise<Answer> {
+  private async send(what: string, apiPath: string, signal: AbortSignal, post?: object): Promise<Answer> {
     this.requests++;
     // Appended, not resolved: a server URL may carry a path prefix (a proxy in front of the API).
     const url = new URL(`${this.server.replace(/\/+$/, "")}${apiPath}`);
@@ -280,8 +246,7 @@ export class LiveClusterReader implements ClusterReader {
         headers: { ...options.headers, accept: "application/json", ...(post ? { "content-type": "application/json" } : {}) },
       });
     } catch (err) {
-      // TLS material Node.js cannot use (a client certificate or CA that is not PEM) throws here, before any connection: the kubeconfig's fault, not the
-      // cluster's.
+      // TLS material Node.js cannot use (a certificate or CA that is not PEM) throws here, before any connection: the kubeconfig's fault, not the cluster's.
       agent?.destroy();
       const reason = ((err as Error).message ?? String(err)).split("\n")[0];
       throw new UserError(`cannot use the credentials of ${this.source}: ${reason}; check the kubeconfig's certificate and key data`);
@@ -298,14 +263,15 @@ export class LiveClusterReader implements ClusterReader {
   }
 
   /** Sends the request, then reads its answer, at most PAGE_BYTES of it. */
-  private async readAnswer(req: http.ClientRequest, what: string, post?: PostBody): Promise<Answer> {
+  private async readAnswer(req: http.ClientRequest, what: string, post?: object): Promise<Answer> {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
       req.on("response", resolve).on("error", reject);
-      req.end(post ? JSON.stringify(post.body) : undefined);
+      req.end(post ? JSON.stringify(post) : undefined);
     });
     const status = res.statusCode ?? 0;
     const retryAfter = res.headers["retry-after"];
-    if (status === 429 || ((status < 200 || status >= 300) && !post?.errorBody)) {
+    // A refusal's Status object is kept for a POST (the dry run's reason), never for a GET (a Secret read's could leak).
+    if (status === 429 || ((status < 200 || status >= 300) && !post)) {
       res.resume();
       req.destroy();
       return { status, ...(retryAfter !== undefined ? { retryAfter } : {}) };
@@ -347,11 +313,8 @@ export class LiveClusterReader implements ClusterReader {
     return new UserError(`reading ${what} from ${this.source} failed with HTTP ${status}`);
   }
 
-  /**
-   * A list of `plural` under `prefix` ("/api/v1"), in the scope's namespace or the whole cluster, page by page (`limit`, `continue`), each page checked item by
-   * item (`items: null`, a bare array or a malformed object is an error). Only the items `scope.keep` accepts are held, slimmed: memory follows what the caller
-   * keeps, not what the cluster holds. A 404 (not served) answers `notServed` when given.
-   */
+  // A list under `prefix` ("/api/v1"), page by page, each page checked item by item; only the items `scope.keep` accepts are held, slimmed: memory follows
+  // what the caller keeps, not what the cluster holds. A 404 (not served) answers `notServed` when given.
   private async list<T>(prefix: string, plural: string, kind: string, scope: ListScope<T> = {}, notServed?: T[]): Promise<T[]> {
     const { namespace: ns, labels, keep } = scope;
     const what = `${plural}${ns !== undefined ? ` in namespace ${ns}` : ""}${labels ? ` (${labelSelector(labels)})` : ""}`;
@@ -378,26 +341,28 @@ export class LiveClusterReader implements ClusterReader {
       // 410: the continue token expired (the list took longer than etcd keeps its revision).
       if (answer.status === 410) throw new UserError(`reading ${what} from ${this.source}: the list expired while read page by page (HTTP 410); run again`);
       if (answer.status !== 200 || answer.body === undefined) throw this.statusError(what, answer.status);
-      // Cut to what the model reads before it is checked: a tenant's fat object is then neither checked nor held whole.
+      // Cut to what the model reads (a pod template keeps Cilium's config checksum) before it is checked: a fat object is neither checked nor held whole.
       const items = (answer.body as { items?: unknown } | undefined)?.items;
-      // (A pod template keeps Cilium's config checksum: the switch check reads it.)
       if (Array.isArray(items)) for (const item of items) heldObject(item, [CONFIG_CHECKSUM]);
-      for (const item of this.checkedItems<T>(what, kind, answer.body)) if (keep?.(item) ?? true) kept.push(slim(item));
+      const checked = checkListAnswer(kind, answer.body);
+      if ("problems" in checked) {
+        const list = problemList(checked.problems.map(formatObjectProblem));
+        throw new UserError(`${this.source} answered ${what} with malformed objects (${checked.problems.length}):\n${list}`);
+      }
+      for (const item of checked.items as T[]) {
+        if (!(keep?.(item) ?? true)) continue;
+        // Held without managedFields, and only the annotations read (most of an object, at times): Cilium's checksum, the IngressClass ones.
+        const { metadata } = item as { metadata: Record<string, unknown> };
+        keepAnnotations(metadata, [CONFIG_CHECKSUM, DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS]);
+        delete metadata.managedFields;
+        kept.push(item);
+      }
       // Back towards PAGE_ITEMS once the pages are small again (past a tenant's fat objects).
       if ((answer.bytes ?? 0) < PAGE_BYTES / 4) limit = Math.min(PAGE_ITEMS, limit * 2);
       const next = (answer.body as { metadata?: { continue?: unknown } }).metadata?.continue;
       if (typeof next !== "string" || next === "") return kept;
       token = next;
     }
-  }
-
-  private checkedItems<T>(what: string, kind: string, body: unknown): T[] {
-    const checked = checkListAnswer(kind, body);
-    if ("problems" in checked) {
-      const lines = summarizeProblems(checked.problems.map(formatObjectProblem));
-      throw new UserError(`${this.source} answered ${what} with malformed objects (${checked.problems.length}):\n${lines.map((l) => `  - ${l}`).join("\n")}`);
-    }
-    return checked.items as T[];
   }
 
   async listServices(scope?: ListScope<Service>) {
@@ -443,10 +408,8 @@ export class LiveClusterReader implements ClusterReader {
   async dryRunCreateService(service: Service): Promise<{ admitted: true } | { admitted: false; message: string }> {
     const namespace = service.metadata.namespace ?? "default";
     const what = `a dry-run create of Service ${namespace}/${service.metadata.name}`;
-    const answer = await this.get(what, `/api/v1/namespaces/${encodeURIComponent(namespace)}/services?dryRun=All`, {
-      body: { apiVersion: "v1", kind: "Service", ...service },
-      errorBody: true,
-    });
+    const body = { apiVersion: "v1", kind: "Service", ...service };
+    const answer = await this.get(what, `/api/v1/namespaces/${encodeURIComponent(namespace)}/services?dryRun=All`, body);
     // 409: it exists already, which storage says after admission admitted it.
     if ((answer.status >= 200 && answer.status < 300) || answer.status === 409) return { admitted: true };
     const message = (answer.body as { message?: unknown } | undefined)?.message;

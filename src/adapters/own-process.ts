@@ -1,6 +1,6 @@
-// The one check that a pid read back from an untrusted file (sandbox.json, the SSH forwards' pid files) is still the
-// process this tool started, before anything signals it. A pid alone proves nothing (-1 and 0 are "every process" to
-// kill(2), 1 is init, any other may be recycled): the record's start time and command line must match the live process.
+// The one check that a pid read back from an untrusted file (sandbox.json, the SSH forwards' pid files) is still the process this tool started, before
+// anything signals it. A pid alone proves nothing (-1 and 0 are "every process" to kill(2), 1 is init, any other may be recycled): the record's start time
+// and command line must match the live process.
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 
@@ -17,15 +17,9 @@ export function isStartTime(s: unknown): s is string {
   return typeof s === "string" && /^[ -~]{1,64}$/.test(s) && s.trim() !== "";
 }
 
-interface LiveProcess {
-  startTime: string;
-  args: string[];
-}
+type LiveProcess = { startTime: string; args: string[] };
 
-/**
- * The start time and arguments of a live process of this user; undefined when it is gone,
- * another user's, a zombie, or `pid` is no pid. Linux: /proc (exact arguments); elsewhere `ps`.
- */
+/** Start time and arguments of a live process of this user (/proc: exact arguments; else `ps`); undefined when gone, another user's, a zombie, or no pid. */
 export function liveProcess(pid: number): LiveProcess | undefined {
   if (!isPid(pid)) return undefined;
   try {
@@ -73,21 +67,15 @@ function psProcess(pid: number): LiveProcess | undefined {
   }
 }
 
-/**
- * The start time of a process just started, to record with its pid (also when it already exited
- * and is not yet reaped: the record then names a dead process); undefined when there is none.
- */
+/** The start time of a process just started, recorded with its pid (also exited and not yet reaped: a dead process); undefined when there is none. */
 export function startTimeOf(pid: number): string | undefined {
   if (!isPid(pid)) return undefined;
   const stat = procStat(pid);
   return stat === "none" ? psProcess(pid)?.startTime : stat?.startTime;
 }
 
-/**
- * Whether the process a record names is still the one we started: a valid pid, the recorded
- * start time (a recycled pid starts later), and arguments `argsMatch` accepts. The only gate
- * before a signal to a pid read back from a file.
- */
+// Whether a record still names the process we started: a valid pid, the recorded start time (a recycled pid starts later), arguments `argsMatch` accepts.
+// The only gate before a signal to a pid read back from a file.
 export function isSameProcess(record: { pid: unknown; startTime: unknown }, argsMatch: (args: readonly string[]) => boolean): boolean {
   if (!isPid(record.pid) || !isStartTime(record.startTime)) return false;
   const live = liveProcess(record.pid);

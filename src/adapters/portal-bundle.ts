@@ -1,6 +1,5 @@
-// Bundles the portal server (src/portal/main.ts and everything it imports, client-node included)
-// into one plain CommonJS file at program time, so the cluster runs a stock Node.js image and
-// no image has to be built or pushed. The result ships in a ConfigMap.
+// Bundles the portal server (src/portal/main.ts, client-node included) into one CommonJS file at program time, shipped in a ConfigMap: the cluster runs a
+// stock Node.js image, and no image is built or pushed.
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -23,10 +22,7 @@ export interface PortalBundle {
   version: string;
 }
 
-/**
- * The loader: gunzips the bundle next to it and runs it as a CommonJS module whose `module`
- * is the loader's, so the bundle's `require.main === module` check starts the server.
- */
+/** The loader: runs the bundle next to it, gunzipped, as a module whose `module` is the loader's, so its `require.main === module` starts the server. */
 export const LOADER = `"use strict";
 // ui-exposure portal loader: the server bundle is gzipped to fit the 1 MiB ConfigMap limit.
 const fs = require("node:fs");
@@ -40,16 +36,12 @@ vm.compileFunction(code, ["exports", "require", "module", "__filename", "__dirna
 
 let cached: PortalBundle | undefined;
 
-/** The project folder, from the TypeScript source or dist/: the bundle is always built from the sources, so render and up produce the same bytes. */
-function sourceRoot(): string {
-  const candidates = [path.resolve(__dirname, "../.."), path.resolve(__dirname, "../../..")];
-  return candidates.find((dir) => fs.existsSync(path.join(dir, "src", "portal", "main.ts"))) ?? (candidates[0] as string);
-}
-
 /** Builds the bundle (once per process: the program, a test run and `render` may ask several times). */
 export function bundlePortalServer(): PortalBundle {
   if (cached) return cached;
-  const root = sourceRoot();
+  // The project folder, from the TypeScript source or dist/: always built from the sources, so render and up produce the same bytes.
+  const candidates = [path.resolve(__dirname, "../.."), path.resolve(__dirname, "../../..")];
+  const root = candidates.find((dir) => fs.existsSync(path.join(dir, "src", "portal", "main.ts"))) ?? (candidates[0] as string);
   const entry = path.join(root, "src", "portal", "main.ts");
   let code: Uint8Array;
   try {
@@ -59,8 +51,7 @@ export function bundlePortalServer(): PortalBundle {
       platform: "node",
       target: "node20",
       format: "cjs",
-      // Minified output carries no source paths, so every machine builds the same bytes
-      // (no spurious ConfigMap diff between two operators' checkouts).
+      // No source paths in minified output: every checkout builds the same bytes (no spurious ConfigMap diff between two operators).
       minify: true,
       legalComments: "none",
       write: false,

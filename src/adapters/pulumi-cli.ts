@@ -4,16 +4,14 @@ import * as path from "node:path";
 import { describeValue } from "../core/contract/parse";
 import { UserError } from "../core/errors";
 import { redactUrlPasswords } from "../core/text";
-import { jsonRefusal, SMALL_YAML_VALUES } from "../core/yaml";
+import { jsonRefusal, lineCounterOf, placeIn, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 /** What running a program (the Pulumi CLI, git) gave: its exit code and output, or that it is not installed. */
 export type PulumiRun = { exitCode: number; stdout: string; stderr: string } | { notFound: true };
 type RunOptions = { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal; timeoutMs?: number };
-/** Where the Pulumi CLI is: `pulumi` on the PATH of `env`, or this file (the sandbox's toolchain). */
-type PulumiOptions = RunOptions & { pulumi?: string };
-/** Runs `pulumi ARGS`; never rejects. `signal` stops it (its answer is no longer needed). */
-export type PulumiRunner = (args: string[], opts: PulumiOptions) => Promise<PulumiRun>;
+/** Runs `pulumi ARGS` (`pulumi` on the PATH of `env`, or the sandbox's toolchain); never rejects. `signal` stops it (its answer is no longer needed). */
+export type PulumiRunner = (args: string[], opts: RunOptions & { pulumi?: string }) => Promise<PulumiRun>;
 
 /** A refresh of a big stack can take minutes; past this the CLI is stopped and the run reported as failed. */
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
@@ -45,10 +43,7 @@ export const pulumiNotFound = (instead?: string) => `the pulumi CLI is not on PA
 /** readStackOutputs found no Pulumi CLI: its message names `--outputs FILE`, which only some commands take. */
 export class PulumiNotFoundError extends UserError {}
 
-/**
- * In a folder where a sandbox runs, while `variable` is not the sandbox's (`isTheSandboxs` of its folder), the hint to load its environment: ` (a sandbox runs
- * in this folder: run ...)`.
- */
+/** Where a sandbox runs while `variable` is not the sandbox's (`isTheSandboxs` of its folder): the hint to load its environment, ` (a sandbox runs ...)`. */
 export function sandboxEnvHint(projectDir: string, variable: string, isTheSandboxs: (folder: string) => boolean): string | undefined {
   const folder = path.join(projectDir, ".sandbox");
   if (!fs.existsSync(path.join(folder, "env")) || isTheSandboxs(folder)) return undefined;
@@ -56,10 +51,8 @@ export function sandboxEnvHint(projectDir: string, variable: string, isTheSandbo
   return ` (a sandbox runs in this folder: run \`. ${rel}\` in this shell first; it sets ${variable} to the sandbox's)`;
 }
 
-/**
- * One line saying why the CLI failed: `detail` when the caller has a better one (a JSON diagnostic), else the last line of stderr. The CLI prints its backend
- * URL whole in errors, so a password in a URL is hidden here, for every caller.
- */
+// Why the CLI failed, in one line: `detail` when the caller has a better one (a JSON diagnostic), else stderr's last line. The CLI prints its backend URL
+// whole in errors, so a password in a URL is hidden here, for every caller.
 export function pulumiFailure(run: { exitCode: number; stderr: string }, detail?: string): string {
   return redactUrlPasswords((detail ?? lastLine(run.stderr) ?? `exit code ${run.exitCode}`).trim().split("\n")[0] ?? "");
 }
@@ -95,9 +88,7 @@ export async function readStackOutputs(
   }
   const refused = jsonRefusal(text, SMALL_YAML_VALUES);
   if (refused) {
-    let [line, start] = [1, 0];
-    for (let nl = text.indexOf("\n"); nl !== -1 && nl < refused.offset; nl = text.indexOf("\n", nl + 1)) [line, start] = [line + 1, nl + 1];
-    const where = `${outputsFile ?? "pulumi stack output"}:${line}:${refused.offset - start + 1}`;
+    const where = placeIn(lineCounterOf(text), outputsFile ?? "pulumi stack output", refused.offset);
     throw new UserError(`${where}: refused: ${refused.message}; save \`pulumi stack output --json\` again`);
   }
   let outputs: unknown;

@@ -7,6 +7,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../core/errors";
+import { portNumber } from "../core/exposure-rules";
 import { checkLimaInstanceName, checkStackName, isLimaInstanceName } from "../core/inputs";
 import { ipVersion } from "../core/ip";
 import type { StoppedForwardJson as StoppedForward } from "../core/json-api";
@@ -86,12 +87,8 @@ function stateFile(stateDir: string, entry: string, suffix: ".pid.json" | ".log"
   return path.join(stateDir, `${entry}${suffix}`);
 }
 
-const isPort = (n: unknown) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 65535;
-
-/**
- * A pid file read back, or undefined when it is not one we wrote: the folder is writable by whoever runs as the user, so every field is checked before it names
- * a file or a process. Text that is not JSON throws (readRecords skips the file).
- */
+// A pid file read back, or undefined when it is not one we wrote: whoever runs as the user can write the folder, so every field is checked before it names
+// a file or a process. Text that is not JSON throws (readRecords skips the file).
 export function parseForwardRecord(fileName: string, text: string): ForwardRecord | undefined {
   const entry = /^(.*)\.pid\.json$/.exec(fileName)?.[1];
   if (entry === undefined || !ENTRY_NAME.test(entry)) return undefined;
@@ -101,8 +98,8 @@ export function parseForwardRecord(fileName: string, text: string): ForwardRecor
     r.entry === entry &&
     isPid(r.pid) &&
     isStartTime(r.startTime) &&
-    isPort(r.localPort) &&
-    isPort(r.remotePort) &&
+    portNumber(r.localPort) !== 0 &&
+    portNumber(r.remotePort) !== 0 &&
     typeof r.remoteHost === "string" &&
     ipVersion(r.remoteHost) !== 0 &&
     (r.scheme === "http" || r.scheme === "https") &&
@@ -132,10 +129,8 @@ function readRecords(stateDir: string): ForwardRecord[] {
     });
 }
 
-/**
- * Whether the pid of a record is still the ssh this tool started (own-process.ts), with our arguments (`-N`, `-L <our spec>`, host `lima-<instance>` last), not
- * merely containing our spec: --stop must never signal an unrelated process.
- */
+// Whether a record's pid is still the ssh this tool started (own-process.ts) with our arguments (`-N`, `-L <our spec>`, host `lima-<instance>` last), not
+// merely containing our spec: --stop must never signal an unrelated process.
 function isOurForward(record: ForwardRecord): boolean {
   return isSameProcess(record, (all) => {
     // The program is ssh itself, or a script named ssh run by its interpreter (a wrapper on PATH).
@@ -198,21 +193,17 @@ async function startForward(request: ForwardRequest, localPort: number, opts: Fo
   // detached: its own process group, so it outlives this command and a Ctrl-C of the terminal.
   const child = spawn(opts.ssh, args, { detached: true, stdio: ["ignore", out, out], env: opts.env });
   fs.closeSync(out);
-  const exited = new Promise<{ code: number | null; error?: string }>((resolve) => {
-    child.once("exit", (code) => resolve({ code }));
-    child.once("error", (err: NodeJS.ErrnoException) => resolve({ code: null, error: err.code === "ENOENT" ? `${opts.ssh} not found on PATH` : err.message }));
-  });
-  const listening = (async () => {
-    const deadline = Date.now() + opts.settleMs;
-    while (Date.now() < deadline) {
-      if (await portAnswers(localPort)) return true;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return false;
-  })();
-  const first = await Promise.race([exited.then((e) => ({ exited: e })), listening.then(() => ({ exited: undefined }))]);
-  if (first.exited || child.pid === undefined) {
-    const why = first.exited?.error ?? lastLogLine(log) ?? `exit code ${first.exited?.code}`;
+  // Set by the callbacks (the cast keeps TypeScript from narrowing it to undefined).
+  let exited = undefined as { code: number | null; error?: string } | undefined;
+  child.once("exit", (code) => (exited ??= { code }));
+  child.once(
+    "error",
+    (err: NodeJS.ErrnoException) => (exited ??= { code: null, error: err.code === "ENOENT" ? `${opts.ssh} not found on PATH` : err.message }),
+  );
+  const deadline = Date.now() + opts.settleMs;
+  while (!exited && Date.now() < deadline && !(await portAnswers(localPort))) await new Promise((r) => setTimeout(r, 50));
+  if (exited || child.pid === undefined) {
+    const why = exited?.error ?? lastLogLine(log) ?? `exit code ${exited?.code}`;
     throw new UserError(`SSH forward for ${request.entry} (127.0.0.1:${localPort} -> ${request.remoteHost}:${request.remotePort}) failed: ${why}`);
   }
   child.unref();

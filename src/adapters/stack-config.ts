@@ -5,13 +5,11 @@ import { yamlErrorMessage } from "../core/contract/parse";
 import { UserError, userErrorFromProblems } from "../core/errors";
 import { checkStackName } from "../core/inputs";
 import { PROJECT } from "../core/settings";
-import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
+import { parseYamlBounded, placeIn, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
-/**
- * A stack's configuration as the engine hands it to the program, read from Pulumi.<stack>.yaml's `config:` (Pulumi.yaml's
- * is refused: its defaults would reach the program and not these commands), by Pulumi 3.248's rules for keys and values.
- */
+// A stack's configuration as the engine hands it to the program, read from Pulumi.<stack>.yaml's `config:` by Pulumi 3.248's rules for keys and values
+// (Pulumi.yaml's is refused: its defaults would reach the program and not these commands).
 interface StackConfig {
   /** Namespaced key -> value as text: strings as is, numbers and booleans as JSON, objects and arrays as JSON. */
   values: Record<string, string>;
@@ -23,15 +21,13 @@ interface StackConfig {
   at: Record<string, string>;
 }
 
-const STACK_FILE = /^Pulumi\.(.+)\.yaml$/;
-
 /** The stack's configuration (see StackConfig). Throws a UserError with file:line:col for a bad file. */
 export function loadStackConfig(projectDir: string, stack: string): StackConfig {
   checkStackName(stack);
   const stackPath = path.join(projectDir, `Pulumi.${stack}.yaml`);
   const stackFile = display(stackPath);
   if (!fs.existsSync(stackPath)) {
-    const known = fs.readdirSync(projectDir).flatMap((f) => STACK_FILE.exec(f)?.slice(1, 2) ?? []);
+    const known = fs.readdirSync(projectDir).flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.slice(1, 2) ?? []);
     throw new UserError(`unknown stack '${stack}': no ${stackFile} (stacks: ${known.join(", ") || "none"})`);
   }
   const stackEntries = stackConfigEntries(readYaml(stackPath), projectName(projectDir));
@@ -45,10 +41,7 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
   return { values, secretKeys: Object.keys(secretAt).sort(), secretAt, at };
 }
 
-/**
- * The `exposure` commands never decrypt: an encrypted ui-exposure setting would silently read
- * as unset (`entries` as "all"), so it is refused. Those settings hold nothing secret.
- */
+/** The `exposure` commands never decrypt: an encrypted ui-exposure setting would read as unset (`entries` as "all"); refused, as it holds nothing secret. */
 export function refuseEncryptedSettings(config: StackConfig, stack: string): void {
   // kubernetes:context too: encrypted, it would read as unset and be refused as missing.
   const encrypted = config.secretKeys.filter((key) => key.startsWith(`${PROJECT}:`) || key === "kubernetes:context");
@@ -74,10 +67,7 @@ const display = (file: string) => path.relative(process.cwd(), file) || file;
 function readYaml(file: string): ParsedFile {
   const shown = display(file);
   const parsed = parseYamlBounded(readBoundedText(file, "stack file", FILE_LIMITS.stackFile), { maxValues: SMALL_YAML_VALUES }, { single: true });
-  const at = (offset: number | undefined) => {
-    const { line, col } = parsed.lineCounter.linePos(offset ?? 0);
-    return `${shown}:${line}:${col}`;
-  };
+  const at = (offset: number | undefined) => placeIn(parsed.lineCounter, shown, offset);
   if (parsed.refused) throw new UserError(`${at(parsed.refused.offset)}: stack file refused: ${parsed.refused.message}`);
   const doc = parsed.docs[0] as Document.Parsed;
   const first = doc.errors[0];

@@ -5,8 +5,6 @@ import { checkSettings, PROJECT, type Settings, stackConfigError } from "../core
 import { defaultContractPath, loadContractFile } from "./contract-file";
 import { loadStackConfig, refuseEncryptedSettings } from "./stack-config";
 
-const firstLine = (err: unknown) => ((err as Error).message ?? String(err)).split("\n")[0] ?? "";
-
 /** A stack's inputs that need no cluster: what every command, the sandbox and the program start from. */
 export interface OpenStack {
   /** The project folder the stack file was read from. */
@@ -74,7 +72,8 @@ export function openStack(opts: {
     } catch (err) {
       // The contract's own problems are its file's: said alone when the stack file is right.
       if (problems.length === 0) throw err;
-      problems.push(`the contract ${contractFile} cannot be used either (${firstLine(err)}): run exposure check ${contractFile}`);
+      const why = ((err as Error).message ?? String(err)).split("\n")[0] ?? "";
+      problems.push(`the contract ${contractFile} cannot be used either (${why}): run exposure check ${contractFile}`);
     }
     if (contract) {
       selection = selectEntries(contract, checked.selection.entries);

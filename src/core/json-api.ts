@@ -1,7 +1,5 @@
-/**
- * Every document an `exposure` command prints with `--json` (the contract with scripts), typed so
- * that a report change breaking it breaks the build, not a script in production.
- */
+// Every document an `exposure` command prints with `--json` (the contract with scripts), typed so that a report change breaking it breaks the build, not a
+// script in production.
 import type { AccessEndpoint, CredentialView } from "./access";
 import type { Refusal } from "./admission-preview";
 import type { AuditResult, UndeclaredExposure } from "./audit";
@@ -67,10 +65,8 @@ export interface DriftDocument extends Document<"Drift"> {
   status: Pick<StatusDocument, "publishedOutputs" | "node" | "entries" | "problems">;
   /** The exposure guard at admission: admission-guard-* findings (docs/commands.md); empty when it matches. */
   admission: readonly Finding[];
-  /**
-   * What the guard in `deny` mode would refuse among the objects that exist now (each as if
-   * created again), whatever the stack's mode; `unread`: workload kinds that could not be listed.
-   */
+  // What the guard in `deny` mode would refuse of the objects that exist now (each as if created again), whatever the stack's mode; `unread`: workload
+  // kinds that could not be listed.
   denyPreview: { refusals: readonly Refusal[]; unread: readonly string[] };
 }
 

@@ -26,10 +26,8 @@ class Refused extends Error {
 const SCALARS = ["scalar", "single-quoted-scalar", "double-quoted-scalar", "block-scalar-header", "alias"];
 const COUNTED = new Set<string | null>([...SCALARS, "flow-map-start", "flow-seq-start", "seq-item-ind", "map-value-ind", "explicit-key-ind"]);
 
-/**
- * The first limit the text passes, seen by the lexer alone (it keeps nothing, where the parser keeps every token of a document): more than `maxValues` values,
- * or flow collections nested deeper than YAML_MAX_DEPTH. Block nesting needs the parser: boundedTokens checks it.
- */
+// The first limit the text passes (values, flow nesting), seen by the lexer alone: it keeps nothing, where the parser keeps every token of a document.
+// Block nesting needs the parser: boundedTokens checks it.
 function lexicalRefusal(text: string, maxValues: number): YamlRefusal | undefined {
   let values = 0;
   let flowDepth = 0;
@@ -46,10 +44,8 @@ function lexicalRefusal(text: string, maxValues: number): YamlRefusal | undefine
   return undefined;
 }
 
-/**
- * Whether `text` may exceed a bound of lexicalRefusal (at most two values per character, a `[` or `{` per flow level): a text too short is not lexed twice (a
- * cold lexer run is a tenth of `exposure check`'s CPU).
- */
+// Whether `text` may exceed a bound of lexicalRefusal (two values a character at most, a `[` or `{` a flow level): a short text is not lexed twice (a cold
+// lexer run is a tenth of `exposure check`'s CPU).
 function mayExceedBounds(text: string, maxValues: number): boolean {
   if (2 * text.length > maxValues) return true;
   let openers = 0;
@@ -72,10 +68,8 @@ function* boundedTokens(text: string, parser: Parser) {
   yield* parser.end();
 }
 
-/**
- * The same bounds for JSON read from outside (`--outputs`), in one pass over the text before JSON.parse builds anything (16 MiB of nested arrays took 0.9 GB
- * and 8 s): arrays and objects nested deeper than YAML_MAX_DEPTH, or more than `maxValues` values (collections, items, keys).
- */
+// The same bounds for JSON from outside (`--outputs`: depth, values counted as collections, items and keys), in one pass before JSON.parse builds anything
+// (16 MiB of nested arrays took 0.9 GB and 8 s).
 export function jsonRefusal(text: string, maxValues: number): YamlRefusal | undefined {
   let depth = 0;
   let values = 0;
@@ -92,10 +86,8 @@ export function jsonRefusal(text: string, maxValues: number): YamlRefusal | unde
   return undefined;
 }
 
-/**
- * Every document of `text` (`single`: exactly one, as `parseDocument` gives), parsed with yaml's own options, or a refusal when the text nests deeper than
- * YAML_MAX_DEPTH or holds more than `bounds.maxValues` values. Syntax errors stay in each document's `errors`.
- */
+// Every document of `text` (`single`: exactly one, as `parseDocument` gives) with yaml's own options, or a refusal past YAML_MAX_DEPTH or
+// `bounds.maxValues`. Syntax errors stay in each document's `errors`.
 export function parseYamlBounded(text: string, bounds: { maxValues: number }, opts: { single?: boolean } = {}): BoundedYaml {
   const lineCounter = lineCounterOf(text);
   const docs: Document.Parsed[] = [];
@@ -105,7 +97,9 @@ export function parseYamlBounded(text: string, bounds: { maxValues: number }, op
     // Warnings off: the one yaml prints (a collection key stringified) cannot arise, such keys are errors.
     for (const doc of new Composer({ logLevel: "error" }).compose(boundedTokens(text, new Parser()), opts.single === true, text.length)) {
       if (opts.single && docs.length === 1) {
-        docs[0]?.errors.push(multipleDocs(doc));
+        // The same error parseDocument reports for a second document.
+        const message = "Source contains multiple documents; please use YAML.parseAllDocuments()";
+        docs[0]?.errors.push(new YAMLParseError([doc.range[0], doc.range[1]], "MULTIPLE_DOCS", message));
         break;
       }
       docs.push(refuseComplexKeys(doc));
@@ -125,15 +119,16 @@ function refuseComplexKeys(doc: Document.Parsed): Document.Parsed {
   return doc;
 }
 
+/** `file:line:col` of `offset` (default: the start) in a text of these line starts. */
+export function placeIn(lines: LineCounter, file: string, offset = 0): string {
+  const { line, col } = lines.linePos(offset);
+  return `${file}:${line}:${col}`;
+}
+
 /** Line starts of `text`, for positions (also of a refusal, found before the parser runs). */
-function lineCounterOf(text: string): LineCounter {
+export function lineCounterOf(text: string): LineCounter {
   const lines = new LineCounter();
   lines.addNewLine(0);
   for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", nl + 1)) lines.addNewLine(nl + 1);
   return lines;
-}
-
-function multipleDocs(doc: Document.Parsed): YAMLParseError {
-  // The same error parseDocument reports for a second document.
-  return new YAMLParseError([doc.range[0], doc.range[1]], "MULTIPLE_DOCS", "Source contains multiple documents; please use YAML.parseAllDocuments()");
 }

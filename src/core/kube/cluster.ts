@@ -1,8 +1,8 @@
 import { YAML_MAX_ALIASES } from "../contract/parse";
 import { UserError } from "../errors";
-import { parseYamlBounded, SNAPSHOT_YAML_VALUES } from "../yaml";
+import { parseYamlBounded, placeIn, SNAPSHOT_YAML_VALUES } from "../yaml";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "./types";
-import { checkSnapshotDocument, formatObjectProblem, summarizeProblems } from "./validate";
+import { checkSnapshotDocument, formatObjectProblem, problemList } from "./validate";
 
 /** A custom resource kind, listed cluster-wide; the first served version wins. */
 export interface CustomKind {
@@ -98,10 +98,7 @@ export class SnapshotReader implements ClusterReader {
   /** A snapshot from its YAML text (`file` only names it in messages). */
   static parse(text: string, file: string): SnapshotReader {
     const parsed = parseYamlBounded(text, { maxValues: SNAPSHOT_YAML_VALUES });
-    const where = (offset: number | undefined) => {
-      const { line, col } = parsed.lineCounter.linePos(offset ?? 0);
-      return `${file}:${line}:${col}`;
-    };
+    const where = (offset: number | undefined) => placeIn(parsed.lineCounter, file, offset);
     if (parsed.refused) throw new UserError(`${where(parsed.refused.offset)}: cluster snapshot refused: ${parsed.refused.message}`);
     const objects: unknown[] = [];
     const problems: string[] = [];
@@ -124,11 +121,7 @@ export class SnapshotReader implements ClusterReader {
       objects.push(value);
     }
     if (problems.length) {
-      throw new UserError(
-        `cluster snapshot ${file} holds malformed objects (${problems.length}):\n${summarizeProblems(problems)
-          .map((l) => `  - ${l}`)
-          .join("\n")}`,
-      );
+      throw new UserError(`cluster snapshot ${file} holds malformed objects (${problems.length}):\n${problemList(problems)}`);
     }
     return new SnapshotReader(objects, `snapshot ${file}`);
   }
@@ -165,9 +158,8 @@ export class SnapshotReader implements ClusterReader {
   }
   async listCustom(kind: CustomKind, scope: ListScope<GenericObject> = {}) {
     this.requests++;
-    return (
-      this.objects.filter((o) => o.kind === kind.kind && typeof o.apiVersion === "string" && o.apiVersion.startsWith(`${kind.group}/`)) as GenericObject[]
-    ).filter((o) => inScope(scope, o));
+    const ofKind = (o: AnyObject) => o.kind === kind.kind && typeof o.apiVersion === "string" && o.apiVersion.startsWith(`${kind.group}/`);
+    return (this.objects.filter(ofKind) as GenericObject[]).filter((o) => inScope(scope, o));
   }
 }
 

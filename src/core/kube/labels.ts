@@ -14,18 +14,16 @@ export function labelKeyProblem(key: string): string | undefined {
   const slash = key.indexOf("/");
   const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
-  if (prefix !== undefined) {
-    if (prefix.length === 0 || prefix.length > PREFIX_MAX || !DNS_SUBDOMAIN.test(prefix)) {
-      return `label key ${shown(key)}: its prefix must be a DNS subdomain of at most ${PREFIX_MAX} characters (lowercase letters, digits, '-' and '.')`;
-    }
+  // (An empty prefix or name fails its pattern.)
+  if (prefix !== undefined && (prefix.length > PREFIX_MAX || !DNS_SUBDOMAIN.test(prefix))) {
+    return `label key ${shown(key)}: its prefix must be a DNS subdomain of at most ${PREFIX_MAX} characters (lowercase letters, digits, '-' and '.')`;
   }
-  if (name.length === 0 || name.length > NAME_MAX || !NAME.test(name)) return `label key ${shown(key)}: its name must be ${NAME_RULE}`;
+  if (name.length > NAME_MAX || !NAME.test(name)) return `label key ${shown(key)}: its name must be ${NAME_RULE}`;
   return undefined;
 }
 
 /** Why `value` is not a label value (empty, or a name of at most 63 characters), or undefined. */
 export function labelValueProblem(value: string): string | undefined {
-  if (value === "") return undefined;
-  if (value.length > NAME_MAX || !NAME.test(value)) return `label value ${shown(value)} must be empty or ${NAME_RULE}`;
+  if (value !== "" && (value.length > NAME_MAX || !NAME.test(value))) return `label value ${shown(value)} must be empty or ${NAME_RULE}`;
   return undefined;
 }

@@ -1,17 +1,11 @@
-/**
- * The subset of Kubernetes objects ui-exposure reads, as the schemas of validate.ts check them
- * (one description: the types are derived from the schemas). Plain data (what `kubectl get -o yaml`
- * and the API return), so the same pure functions work on a live list call, a snapshot file and a
- * test fixture.
- */
+// The Kubernetes objects ui-exposure reads, typed from validate.ts's schemas: plain data (what `kubectl get -o yaml` and the API return), so the same pure
+// functions work on a live list, a snapshot file and a test fixture.
 export type { ConfigMap, ContainerPort, EndpointSlice, GenericObject, Node, Pod, Secret, Service, ServicePort } from "./validate";
 
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY_VALUE = "ui-exposure";
 export const ENTRY_LABEL = "ui-exposure.io/entry";
-/**
- * The stack whose `up` created an entry's NodePort Service or the portal's Service: named in a refusal, so the operator knows whom
- * to ask. Never proof of ownership (anyone can copy a label): that is the uid the last up published (src/core/ownership.ts).
- */
+// The stack whose `up` created an entry's NodePort Service or the portal's Service, named in a refusal (whom to ask). Never proof of ownership (anyone can
+// copy a label): that is the uid the last up published (src/core/ownership.ts).
 export const STACK_LABEL = "ui-exposure.io/stack";
 export const MIRRORS_ANNOTATION = "ui-exposure.io/mirrors";

@@ -124,10 +124,7 @@ export interface ObjectProblem {
 /** What a value is, for "found ..." (never the value itself: it may come from a Secret). */
 const found = (value: unknown) => (value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`);
 
-/**
- * Checks one object of `kind` (any other kind: metadata only). Secret values are never
- * described, only their type: an error message must not carry a fragment of a Secret.
- */
+/** Checks one object of `kind` (other kinds: metadata only). A Secret's values are never described, only their type: no message carries a fragment. */
 export function checkObject(kind: string, value: unknown, at: (string | number)[] = []): ObjectProblem[] {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return [{ path: at, message: `expected a Kubernetes object (a map), found ${found(value)}` }];
@@ -159,6 +156,9 @@ export function summarizeProblems(lines: readonly string[], max = 20): string[] 
   return [...lines.slice(0, max), `... and ${lines.length - max} more problems`];
 }
 
+/** Problems (at least one), summarized, as the indented list of a message. */
+export const problemList = (lines: readonly string[]) => `  - ${summarizeProblems(lines).join("\n  - ")}`;
+
 const isList = (o: { kind?: unknown }) => typeof o.kind === "string" && (o.kind === "List" || o.kind.endsWith("List"));
 
 /** The items of a List, or the problem when they are not an array (`items: null` is not an empty list). */
@@ -167,10 +167,7 @@ function listItems(list: { items?: unknown }, at: (string | number)[]): unknown[
   return { path: [...at, "items"], message: `expected an array, found ${list.items === undefined ? "nothing" : found(list.items)}` };
 }
 
-/**
- * One YAML document of a snapshot: an object, or a List (`kind: List` or `XList`) of them, as
- * `kubectl get -o yaml` prints. A bare array, `items: null` or a null item is a problem.
- */
+/** One YAML document of a snapshot: an object, or a List (`kind: List` or `XList`) of them; a bare array, `items: null` or a null item is a problem. */
 export function checkSnapshotDocument(value: unknown, at: (string | number)[] = [], itemKind?: string): ObjectProblem[] {
   if (Array.isArray(value)) {
     return [{ path: at, message: "expected a Kubernetes object or a List, found an array (wrap the objects as `kind: List` with `items:`)" }];
@@ -188,10 +185,7 @@ export function checkSnapshotDocument(value: unknown, at: (string | number)[] = 
   return checkObject((obj.kind as string | undefined) ?? itemKind ?? "", value, at);
 }
 
-/**
- * The items of a List answer (`{kind: XList, items: [...]}`) checked one by one; `items: null`,
- * a bare array or a missing `items` is a problem, not an empty list.
- */
+/** The items of a List answer checked one by one; `items: null`, a bare array or a missing `items` is a problem, not an empty list. */
 export function checkListAnswer(kind: string, body: unknown): { items: unknown[] } | { problems: ObjectProblem[] } {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     return { problems: [{ path: [], message: `expected a ${kind}List (a map with items), found ${found(body)}` }] };
