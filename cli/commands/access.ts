@@ -42,9 +42,7 @@ export interface AccessDeps extends OperatorDeps {
 }
 
 /** `exposure access`: URLs and credentials on one screen, `.env.cluster.local`, and on the Lima bench SSH forwards (`--forward`, `--stop`). */
-export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command<"access"> {
-  const connect = deps.connect ?? connectCluster;
-  const readOutputs = deps.readOutputs ?? readStackOutputs;
+export function createAccessCommand({ connect = connectCluster, readOutputs = readStackOutputs, ...deps }: Partial<AccessDeps> = {}): Command<"access"> {
   const isTerminal = deps.isTerminal ?? (() => process.stdout.isTTY === true);
   return async ({ values }, ctx) => {
     if (!values.stack) throw usageError(SPEC, "--stack is required");

@@ -31,9 +31,7 @@ export type StatusDeps = OperatorDeps;
  * `exposure status`: the live verdict of every entry the stack publishes (or of those named by
  * --entry), computed by the same `observe()` as the portal; over several stacks, one table.
  */
-export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"status"> {
-  const connect = deps.connect ?? connectCluster;
-  const readOutputs = deps.readOutputs ?? readStackOutputs;
+export function createStatusCommand({ connect = connectCluster, readOutputs = readStackOutputs }: Partial<StatusDeps> = {}): Command<"status"> {
   return async ({ values }, ctx) => {
     const stacks = stacksFlag(values, ctx.projectDir, SPEC);
     if (stacks.length === 0) throw usageError(SPEC, "--stack is required");
