@@ -6,14 +6,13 @@ import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { ProbeDocument } from "../../src/core/json-api";
-import { failureCause, observeStack } from "../../src/core/observe";
-import { type PublishedEndpoints, publishedFromOutputs } from "../../src/core/published";
+import { failureCause } from "../../src/core/observe";
 import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { usageError } from "../flags";
 import { eachStack, entryFlag, formatTable, type OperatorDeps, publishedEntryFlag, stacksFlag, timeoutFlag, worstExit } from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, type OpenStack, openStack, readStackOutputs } from "../stack";
+import { connectCluster, type OpenStack, observeOpened, openStack, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.probe;
 
@@ -26,10 +25,7 @@ export interface ProbeDeps extends OperatorDeps {
 }
 
 /** `exposure probe` (scenario "UI reachable"): every URL of the outputs, concurrently, with the contract's expectations. */
-export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"probe"> {
-  const readOutputs = deps.readOutputs ?? readStackOutputs;
-  const get = deps.get ?? httpGet;
-  const connect = deps.connect ?? connectCluster;
+export function createProbeCommand({ connect = connectCluster, readOutputs = readStackOutputs, get = httpGet }: Partial<ProbeDeps> = {}): Command<"probe"> {
   return async ({ values }, ctx) => {
     const stacks = stacksFlag(values, ctx.projectDir, SPEC);
     if (!stacks.length && !values.outputs) throw usageError(SPEC, "give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)");
@@ -56,7 +52,7 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"prob
       );
       const probed = only ? Object.fromEntries(Object.entries(urls).filter(([name]) => only.has(name))) : urls;
       const results = await probeAll(probeTargets(probed, contract, timeoutMs), { concurrency, get });
-      return { results: opened ? await explainFailures(results, opened, () => publishedFromOutputs(outputs, from), connect, timeoutMs) : results };
+      return { results: opened ? await explainFailures(results, ctx, opened, { connect, readOutputs: async () => outputs, timeoutMs }) : results };
     };
     const several = stacks.length > 1;
     const { reports, failed: unread } = several
@@ -89,11 +85,10 @@ export const command = createProbeCommand();
  * without ready endpoint; a port moved by hand leaves the published URL dead): for the failed
  * entries only, the cluster is read as `status` reads it and the cause said (`failureCause`).
  */
-async function explainFailures(results: ProbeResult[], opened: OpenStack, published: () => PublishedEndpoints, connect: OperatorDeps["connect"], ms: number) {
+async function explainFailures(results: ProbeResult[], ctx: CommandContext, opened: OpenStack, read: Parameters<typeof observeOpened>[2]) {
   const entries = opened.selectedEntries.filter((e) => results.some((r) => r.name === e.name && !r.ok && r.error));
   if (entries.length === 0) return results;
-  const stack = { contract: opened.contract, selected: entries.map((e) => e.name), nodeAddress: opened.settings.nodeAddress };
-  const observed = await observeStack(stack, { connect: () => connect(opened, ms), published: async () => ({ proven: published() }), entries })
+  const observed = await observeOpened(ctx, opened, { ...read, entries })
     .then((o) => o.observation.entries)
     .catch(() => []); // unreadable: the results stay as they were
   return results.map((r) => {
