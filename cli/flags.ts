@@ -1,5 +1,4 @@
-// The one place where a command's flag table becomes both the parser (node:util parseArgs)
-// and the help text, so `--help` can never list a flag the parser refuses, or miss one.
+// A command's flag table becomes both its parser and its help: `--help` never lists a flag the parser refuses, or misses one.
 import { parseArgs } from "node:util";
 import { UserError } from "../src/core/errors";
 import { EXIT } from "../src/core/findings";
@@ -24,15 +23,9 @@ export interface FlagSpec {
 
 export interface CommandSpec {
   name: string;
-  /**
-   * Built as one file with what it loads (scripts/build.cjs): loading modules one by one is most of
-   * a start-up. Not for a command whose modules find files next to them or that loads the Pulumi SDK.
-   */
+  /** Bundled with what it loads (scripts/build.cjs), for start-up; not where modules find files next to them or load the Pulumi SDK. */
   bundle?: boolean;
-  /**
-   * Ends within about a second whatever its input: bin/exposure.cjs turns V8's optimising compiler
-   * off for it, whose background compilations cost more CPU than they save in so short a run.
-   */
+  /** Ends within about a second: bin/exposure.cjs turns V8's optimising compiler off, which would cost more CPU than it saves. */
   brief?: boolean;
   /** One line, in the command list of `exposure --help`. */
   summary: string;
@@ -110,8 +103,7 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
     throw usageError(spec, `unexpected argument '${printableValue(parsed.positionals[0] ?? "")}'`);
   // A flag that names a stack (`--stack`) takes only a stack name: a path is a usage error.
   for (const [name, flag] of Object.entries(spec.flags)) {
-    const value = parsed.values[name];
-    if (flag.complete === "stack") for (const v of [value].flat()) if (typeof v === "string") usageOf(spec, () => checkStackName(v));
+    if (flag.complete === "stack") for (const v of [parsed.values[name]].flat()) if (typeof v === "string") usageOf(spec, () => checkStackName(v));
   }
   return { values: parsed.values as FlagValues<S["flags"]>, positionals: parsed.positionals };
 }

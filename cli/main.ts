@@ -39,8 +39,7 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
   const err = ctx.stderr ?? ((t: string) => process.stderr.write(`${t}\n`));
   const context: CommandContext = {
     projectDir: ctx.projectDir ?? findProjectDir(),
-    // Names, usernames and messages come from the cluster: a terminal escape in them (ESC, OSC 52
-    // clipboard writes) is shown escaped, never acted on. JSON output is already escaped.
+    // Text from the cluster may hold terminal escapes (OSC 52 clipboard writes): shown escaped, never acted on.
     stdout: (t) => out(printable(t)),
     stderr: (t) => err(printable(t)),
     env: ctx.env ?? process.env,
@@ -82,7 +81,6 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
     const run: unknown = commands[command] ?? (await import(/* @vite-ignore */ `./commands/${command}.js`)).command;
     // A module that exports no command (an emptied file of dist/) is said, not run.
     if (typeof run !== "function") throw new UserError(`the ${command} command's module exports no command: run \`npm run build\``);
-    // `args` was parsed with SPECS[command], the table this command's type is derived from.
     return await (run as (a: typeof args, c: CommandContext) => Promise<number>)(args, context);
   } catch (err) {
     if (isUserError(err)) {

@@ -1,5 +1,4 @@
-// Helpers shared by the operator commands (status, drift, probe, access, sandbox): flag values (--timeout, --entry),
-// plain-text tables and the status report. The cluster connection is cli/stack.ts's.
+// What the operator commands share: flag values (--timeout, --entry, --stack), tables and the status report.
 import type { UndeclaredExposure } from "../src/core/audit";
 import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
 import { isUserError } from "../src/core/errors";
@@ -38,10 +37,7 @@ interface EntryChoice {
 /** The longest part of a refused value shown back: an argument can be megabytes long. */
 const SHOWN_VALUE_MAX = 2 * ENTRY_NAME_MAX;
 
-/**
- * The entries named by `--entry` (repeatable), undefined when none is (report every entry); one
- * not available in `choice` is a usage error, with the nearest name when it looks like a typo.
- */
+/** The entries named by `--entry`, undefined for none (every entry); one not available is a usage error, with the nearest name. */
 export function entryFlag(names: readonly string[], choice: EntryChoice, spec: Usage): ReadonlySet<string> | undefined {
   if (names.length === 0) return undefined;
   const available = new Set(choice.available);
@@ -65,8 +61,7 @@ export function publishedEntryFlag(names: readonly string[], opened: OpenStack, 
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function formatTable(headers: readonly string[], rawRows: readonly (readonly string[])[]): string {
-  // A cell may hold a value read back from outside (a published URL, a reason naming one): a line
-  // break in it must not start a row of its own.
+  // A cell may hold a value read back from outside (a published URL): a line break in it starts no row.
   const rows = rawRows.map((r) => r.map(printableValue));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: readonly string[]) =>
@@ -105,10 +100,7 @@ export function statusCounts(observation: Observation): string {
   return (["MATCH", "DRIFT", "ABSENT"] as const).map((v) => `${exposed.filter((e) => e.verdict === v).length} ${v}`).join(", ");
 }
 
-/**
- * The cluster's undeclared exposure as status and drift say it: each one, why (the audit's reason) and the command that
- * removes it (its fix); or why the cluster could not be audited.
- */
+/** The cluster's undeclared exposure: each one, why and its fix; or why the cluster could not be audited. */
 export function formatUndeclared(undeclared: readonly UndeclaredExposure[] | string): string {
   if (typeof undeclared === "string") return `\nundeclared exposure: not checked (the cluster's Services and Pods could not be listed: ${undeclared})`;
   if (undeclared.length === 0) return "\nundeclared exposure: none";
@@ -141,20 +133,11 @@ export function stacksFlag(values: { stack: string[]; "all-stacks": boolean }, p
 const EXIT_RANK: readonly ExitCode[] = [EXIT.OK, EXIT.DRIFT, EXIT.UNREACHABLE, EXIT.INCOMPLETE, EXIT.ERROR, EXIT.INVALID];
 export const worstExit = (codes: readonly ExitCode[]): ExitCode => codes.reduce((a, b) => (EXIT_RANK.indexOf(b) > EXIT_RANK.indexOf(a) ? b : a), EXIT.OK);
 
-/**
- * Each stack's report, all read at once, each on its own timeout: one that cannot be read (a dead API server, a
- * broken stack file) is told on its own line (`who: stack NAME: why`) and gets its error's exit code; the others stay.
- */
-export async function eachStack<T>(
-  stacks: readonly string[],
-  stderr: (line: string) => void,
-  who: string,
-  read: (stack: string) => Promise<T>,
-): Promise<{ reports: (T & { stack: string })[]; failed: { stack: string; error: string; exitCode: ExitCode }[] }> {
-  const settled = await Promise.allSettled(stacks.map(read));
+/** Each stack's report, read at once: one that cannot be read (a dead API server) is told on its own line with its exit code; the others stay. */
+export async function eachStack<T>(stacks: readonly string[], stderr: (line: string) => void, who: string, read: (stack: string) => Promise<T>) {
   const reports: (T & { stack: string })[] = [];
   const failed: { stack: string; error: string; exitCode: ExitCode }[] = [];
-  settled.forEach((r, i) => {
+  (await Promise.allSettled(stacks.map(read))).forEach((r, i) => {
     const stack = stacks[i] as string;
     if (r.status === "fulfilled") reports.push({ ...r.value, stack });
     else if (!isUserError(r.reason)) throw r.reason;

@@ -66,8 +66,7 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
     const envTarget = values["no-dotenv"] ? undefined : await checkEnvTarget(ctx, values.dotenv);
     const forwardSetup = values.forward ? forwardConfig(opened, values["lima-instance"], ctx) : undefined;
 
-    // As in status: a URL (and the credentials put next to it in the .env) only for a Service
-    // this stack created, proven by the last up's outputs; a same-named replacement gets none.
+    // As in status: a URL (and its credentials in the .env) only for a Service proven this stack's by the last up's outputs.
     // Every entry's Services are read: those the stack does not publish are given by their in-cluster name.
     const read = { connect, readOutputs, timeoutMs, entries: opened.contract.endpoints, selected: opened.selected, outputsFlag: false };
     const { source, reader: cluster, cluster: observed, published, observation } = await observeOpened(ctx, opened, read);
@@ -161,10 +160,7 @@ function forwardRequests(observation: Observation) {
   });
 }
 
-/**
- * One list call per namespace that holds a declared credential, never cluster-wide: a developer needs a namespaced Role
- * rather than a ClusterRole reading every Secret of the cluster.
- */
+/** One list per namespace holding a declared credential, never cluster-wide: a namespaced Role suffices, not a ClusterRole on all Secrets. */
 async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets">, namespaces: readonly string[]): Promise<Map<string, NamespaceSecrets>> {
   const lists = await Promise.all(
     namespaces.map(async (ns): Promise<[string, NamespaceSecrets]> => {

@@ -81,9 +81,8 @@ export function createProbeCommand({ connect = connectCluster, readOutputs = rea
 export const command = createProbeCommand();
 
 /**
- * A failed URL says little by itself (kube-proxy refuses alike a port no Service holds and one
- * without ready endpoint; a port moved by hand leaves the published URL dead): for the failed
- * entries only, the cluster is read as `status` reads it and the cause said (`failureCause`).
+ * A failed URL says little by itself (kube-proxy refuses alike a port no Service holds and one without ready endpoint):
+ * for the failed entries only, the cluster is read as `status` reads it and the cause said.
  */
 async function explainFailures(results: ProbeResult[], ctx: CommandContext, opened: OpenStack, read: Parameters<typeof observeOpened>[2]) {
   const entries = opened.selectedEntries.filter((e) => results.some((r) => r.name === e.name && !r.ok && r.error));
@@ -106,10 +105,7 @@ function concurrencyFlag(value: string): number {
   return n;
 }
 
-/**
- * Without a stack, the contract is only needed for probe paths and statuses: use the one
- * named, else the project's; when there is none, probe "/" expecting any 2xx/3xx.
- */
+/** Without a stack: the contract named, else the project's, for probe paths and statuses; none: "/" expecting any 2xx/3xx. */
 function loadOptionalContract(ctx: CommandContext, file: string | undefined): Contract | undefined {
   if (file) return loadContractFile(file);
   const fallback = defaultContractPath(ctx.projectDir);

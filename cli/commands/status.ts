@@ -27,10 +27,7 @@ const SPEC = SPECS.status;
 
 export type StatusDeps = OperatorDeps;
 
-/**
- * `exposure status`: the live verdict of every entry the stack publishes (or of those named by
- * --entry), computed by the same `observe()` as the portal; over several stacks, one table.
- */
+/** `exposure status`: the live verdict of every published entry (or those named by --entry), as the portal's; several stacks, one table. */
 export function createStatusCommand({ connect = connectCluster, readOutputs = readStackOutputs }: Partial<StatusDeps> = {}): Command<"status"> {
   return async ({ values }, ctx) => {
     const stacks = stacksFlag(values, ctx.projectDir, SPEC);
@@ -43,8 +40,7 @@ export function createStatusCommand({ connect = connectCluster, readOutputs = re
       // Checked before anything is read: a mistyped name must not cost a cluster round trip.
       const only = publishedEntryFlag(values.entry, opened, SPEC);
       const entries = only ? opened.selectedEntries.filter((e) => only.has(e.name)) : opened.selectedEntries;
-      // Without --entry, the cluster's undeclared exposure too (drift's audit: every Service and Pod that opens something); a
-      // refused or failed list says so instead of failing the verdicts.
+      // Without --entry, drift's audit of undeclared exposure too; a list that fails says so instead of failing the verdicts.
       const auditRead = (reader: ClusterReader) =>
         readExposureObjects(reader).catch((err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300));
       const read = { connect, readOutputs, timeoutMs, entries, outputs: values.outputs };
