@@ -27,14 +27,6 @@ interface PreviewDigest {
   diagnostics?: { severity?: string; message?: string }[];
 }
 
-/** `urn:pulumi:stack::project::parent$type::name` -> type and name. */
-function splitUrn(urn: string): { type: string; name: string } {
-  const parts = urn.split("::");
-  const name = parts[parts.length - 1] ?? urn;
-  const type = (parts[parts.length - 2] ?? "").split("$").pop() ?? "";
-  return { type, name };
-}
-
 /** Which resources `pulumi preview --json` (its digest and exit code) would change, and which fields (detailedDiff, else diffReasons). */
 export function summarisePreview(run: { exitCode: number; stdout: string; stderr: string }): PreviewSummary {
   let digest: PreviewDigest | undefined;
@@ -47,8 +39,10 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
       .filter((s) => s.op && !NO_CHANGE_OPS.has(s.op))
       .map((s) => {
         const urn = s.urn ?? "";
+        // urn:pulumi:stack::project::parent$type::name
+        const [name = urn, parentType = ""] = urn.split("::").reverse();
         const detailed = Object.entries(s.detailedDiff ?? {}).map(([field, d]) => `${field} (${d.kind ?? "update"})`);
-        return { op: s.op as string, ...splitUrn(urn), urn, fields: detailed.length ? detailed : (s.diffReasons ?? []) };
+        return { op: s.op as string, type: parentType.split("$").pop() ?? "", name, urn, fields: detailed.length ? detailed : (s.diffReasons ?? []) };
       });
     return { state: "changes", changes };
   }
