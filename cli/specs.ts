@@ -154,10 +154,7 @@ const TABLE = {
     flags: {
       stack: stacks,
       "all-stacks": allStacks,
-      outputs: {
-        ...outputs,
-        description: "with --stack: read the stack outputs from this file (saved `pulumi stack output --json`) instead of the Pulumi CLI",
-      },
+      outputs: { ...outputs, description: `with --stack: ${outputs.description}` },
       listen: { type: "string", value: "HOST:PORT", description: "where to listen", default: "127.0.0.1:8080" },
       contract: { ...contract, description: "the contract to show (default: the stack's, else the project's)" },
       json: { type: "boolean", description: "announce the address as one JSON line (with apiVersion) instead of a sentence" },

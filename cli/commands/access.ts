@@ -63,7 +63,7 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
     }
 
     // Everything that can be refused without the cluster is checked first, before any forward starts.
-    const envTarget = values["no-dotenv"] ? undefined : await checkEnvTarget(ctx, values.dotenv);
+    const envTarget = values["no-dotenv"] ? { skipped: "--no-dotenv" } : await checkEnvTarget(ctx, values.dotenv);
     const forwardSetup = values.forward ? forwardConfig(opened, values["lima-instance"], ctx) : undefined;
 
     // As in status: a URL (and its credentials in the .env) only for a Service proven this stack's by the last up's outputs.
@@ -80,16 +80,15 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
           ssh: "ssh",
           env: ctx.env,
           stateDir,
-          instance: forwardSetup.instance,
-          sshConfig: forwardSetup.sshConfig,
+          ...forwardSetup,
           basePort: deps.forwardBasePort ?? DEFAULT_FORWARD_BASE_PORT,
           settleMs: deps.forwardSettleMs ?? 3000,
         })
       : { forwards: [], failures: [], retired: [] };
     const endpoints = accessEndpoints(opened.contract, observation, observed.services, new Map(forwards.map((f) => [f.entry, f.localUrl])));
 
-    let env: EnvOutcome = { skipped: "--no-dotenv" };
-    if (envTarget && "file" in envTarget) {
+    let env: EnvOutcome;
+    if ("file" in envTarget) {
       const template = readBoundedText(path.join(ctx.projectDir, ENV_TEMPLATE), "the .env template", FILE_LIMITS.envTemplate, EXIT.ERROR, ENV_TEMPLATE);
       const rendered = renderEnvTemplate(template, ENV_TEMPLATE, (ref) => resolveReference(ref, { contract: opened.contract, endpoints, credentials }), [
         ...ENV_FILE_HEADER.map((line) => (typeof line === "string" ? line : line(stack, ENV_TEMPLATE)).replace(/^# /, "")),
@@ -97,9 +96,7 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
       ]);
       writePrivateFile(envTarget.file, rendered.text);
       env = { file: envTarget.file, rendered };
-    } else if (envTarget) {
-      env = envTarget;
-    }
+    } else env = envTarget;
 
     const view = new Set(observation.entries.map((o) => o.name));
     const screen = { stack, source, observation, endpoints: endpoints.filter((e) => view.has(e.name)), credentials, env, forwards, retired };
