@@ -39,18 +39,14 @@ const SHOWN_VALUE_MAX = 2 * ENTRY_NAME_MAX;
 
 /** The entries named by `--entry`, undefined for none (every entry); one not available is a usage error, with the nearest name. */
 export function entryFlag(names: readonly string[], choice: EntryChoice, spec: Usage): ReadonlySet<string> | undefined {
-  if (names.length === 0) return undefined;
-  const available = new Set(choice.available);
-  for (const name of names) {
-    if (available.has(name)) continue;
-    const shown = shownValue(name, SHOWN_VALUE_MAX);
-    if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `--entry '${shown}': ${choice.unavailable}`);
-    // A name longer than any entry cannot be a typo of one (and the edit distance would cost length x length).
-    const guess = name !== "" && name.length <= SHOWN_VALUE_MAX ? closest(name, choice.available) : undefined;
-    const what = name === "" ? "an entry name cannot be empty" : (choice.unknown ?? "no such entry in the contract");
-    throw usageError(spec, `--entry '${shown}': ${what}${guess ? `; did you mean '${guess}'?` : ""}`);
-  }
-  return new Set(names);
+  const name = names.find((n) => !choice.available.includes(n));
+  if (name === undefined) return names.length ? new Set(names) : undefined;
+  const shown = shownValue(name, SHOWN_VALUE_MAX);
+  if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `--entry '${shown}': ${choice.unavailable}`);
+  // A name longer than any entry cannot be a typo of one (and the edit distance would cost length x length).
+  const guess = name !== "" && name.length <= SHOWN_VALUE_MAX ? closest(name, choice.available) : undefined;
+  const what = name === "" ? "an entry name cannot be empty" : (choice.unknown ?? "no such entry in the contract");
+  throw usageError(spec, `--entry '${shown}': ${what}${guess ? `; did you mean '${guess}'?` : ""}`);
 }
 
 /** --entry names checked against the entries the stack publishes. */
