@@ -159,18 +159,12 @@ function forwardRequests(observation: Observation) {
 
 /** One list per namespace holding a declared credential, never cluster-wide: a namespaced Role suffices, not a ClusterRole on all Secrets. */
 async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets">, namespaces: readonly string[]): Promise<Map<string, NamespaceSecrets>> {
-  const lists = await Promise.all(
-    namespaces.map(async (ns): Promise<[string, NamespaceSecrets]> => {
-      try {
-        return [ns, await cluster.listSecrets(ns)];
-      } catch (err) {
-        // A 403 in one namespace must not hide the other credentials; the message names no value.
-        if (err instanceof UserError) return [ns, { error: err.message }];
-        throw err;
-      }
-    }),
-  );
-  return new Map(lists);
+  // A 403 in one namespace must not hide the other credentials; the message names no value.
+  const failure = (err: unknown): NamespaceSecrets => {
+    if (err instanceof UserError) return { error: err.message };
+    throw err;
+  };
+  return new Map(await Promise.all(namespaces.map(async (ns) => [ns, await cluster.listSecrets(ns).catch(failure)] as const)));
 }
 
 type EnvOutcome = { file: string; rendered: RenderedEnv } | { skipped: string };
