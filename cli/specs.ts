@@ -1,7 +1,5 @@
-// Every command's flags, usage and help, as data: the registry of commands. The parser, `--help`,
-// shell completion, the build (scripts/build.cjs) and the test that keeps README /
-// docs/commands.md true all read this table. Loading it costs nothing, so `exposure --help` and
-// `exposure <command> --help` never load a command's module (`exposure completion` loads its own).
+// The registry of commands: flags, usage and help as data, read by the parser, `--help`, completion, the build (scripts/build.cjs)
+// and the docs test. Loading it costs nothing, so `--help` never loads a command's module.
 import type { CommandSpec, FlagSpec } from "./flags";
 
 const stack = {

@@ -80,10 +80,7 @@ export function createProbeCommand({ connect = connectCluster, readOutputs = rea
 
 export const command = createProbeCommand();
 
-/**
- * A failed URL says little by itself (kube-proxy refuses alike a port no Service holds and one without ready endpoint):
- * for the failed entries only, the cluster is read as `status` reads it and the cause said.
- */
+/** Why each failed URL failed, read from the cluster as `status` reads it: kube-proxy refuses alike a port no Service holds and one without endpoint. */
 async function explainFailures(results: ProbeResult[], ctx: CommandContext, opened: OpenStack, read: Parameters<typeof observeOpened>[2]) {
   const entries = opened.selectedEntries.filter((e) => results.some((r) => r.name === e.name && !r.ok && r.error));
   if (entries.length === 0) return results;
