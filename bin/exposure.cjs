@@ -42,10 +42,7 @@ const exitAfterFlush = (code) =>
 if (require("../dist/cli/specs.js").SPECS[process.argv[2]]?.brief === true) require("node:v8").setFlagsFromString("--no-opt");
 require("../dist/cli/main.js")
   .main(process.argv.slice(2))
-  .then(
-    (code) => exitAfterFlush(code),
-    (err) => {
-      process.stderr.write(`exposure: internal error: ${err?.stack ?? err}\n`);
-      return exitAfterFlush(exitTable(root).ERROR);
-    },
-  );
+  .then(exitAfterFlush, (err) => {
+    process.stderr.write(`exposure: internal error: ${err?.stack ?? err}\n`);
+    return exitAfterFlush(exitTable(root).ERROR);
+  });
