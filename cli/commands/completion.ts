@@ -28,16 +28,15 @@ export const command: Command<"completion"> = async ({ values, positionals }, ct
 
 /** Each Pulumi.<name>.yaml whose name --stack accepts: no shell ever sees `Pulumi.$(touch X).yaml` as a word. */
 export function stackNames(projectDir: string): string[] {
-  let files: string[];
   try {
-    files = fs.readdirSync(projectDir);
+    return fs
+      .readdirSync(projectDir)
+      .map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1])
+      .filter((s): s is string => s !== undefined && isStackName(s))
+      .sort();
   } catch {
     return [];
   }
-  return files
-    .map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1])
-    .filter((s): s is string => s !== undefined && isStackName(s))
-    .sort();
 }
 
 /** The exposed entries of the project's contract (the only ones --entry takes); none when it is unusable. */

@@ -45,11 +45,8 @@ export function createProbeCommand({ connect = connectCluster, readOutputs = rea
       const outputs = await readOutputs(ctx, stack ?? "", values.outputs);
       const urls = urlsOutput(outputs, from);
       const inOutputs = `not in the 'urls' output of ${from}`;
-      const only = entryFlag(
-        values.entry,
-        { available: Object.keys(urls), declared: declared ?? [], unavailable: inOutputs, ...(declared ? {} : { unknown: inOutputs }) },
-        SPEC,
-      );
+      const choice = { available: Object.keys(urls), declared: declared ?? [], unavailable: inOutputs, ...(declared ? {} : { unknown: inOutputs }) };
+      const only = entryFlag(values.entry, choice, SPEC);
       const probed = only ? Object.fromEntries(Object.entries(urls).filter(([name]) => only.has(name))) : urls;
       const results = await probeAll(probeTargets(probed, contract, timeoutMs), { concurrency, get });
       return { results: opened ? await explainFailures(results, ctx, opened, { connect, readOutputs: async () => outputs, timeoutMs }) : results };
@@ -60,8 +57,7 @@ export function createProbeCommand({ connect = connectCluster, readOutputs = rea
       : { reports: [await probeOf(stacks[0])], failed: [] };
     // Several stacks: each result names its stack (two may publish the same entry name).
     const results = reports.flatMap((r) => r.results.map((x) => (several && "stack" in r ? { stack: String(r.stack), ...x } : x)));
-    const failed = results.filter((r) => !r.ok);
-    const code = worstExit([failed.length ? EXIT.UNREACHABLE : EXIT.OK, ...unread.map((f) => f.exitCode)]);
+    const code = worstExit([results.some((r) => !r.ok) ? EXIT.UNREACHABLE : EXIT.OK, ...unread.map((f) => f.exitCode)]);
     if (values.json) {
       const doc: ProbeDocument = {
         apiVersion: JSON_API_VERSION,
