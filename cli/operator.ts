@@ -4,6 +4,7 @@ import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
 import { isUserError } from "../src/core/errors";
 import { EXIT, type ExitCode } from "../src/core/findings";
 import { parseTimeoutSeconds } from "../src/core/inputs";
+import type { StatusDocument } from "../src/core/json-api";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Observation } from "../src/core/observe";
 import { printableValue, shownValue } from "../src/core/text";
@@ -74,10 +75,10 @@ export function stackHeader(stack: string, source: string, observation: Pick<Obs
   return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
 }
 
-export const STATUS_COLUMNS = ["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"];
+const STATUS_COLUMNS = ["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"];
 
 /** The rows of the status table: one per published entry. */
-export const statusRows = (observation: Observation) =>
+const statusRows = (observation: Observation) =>
   observation.entries
     .filter((e) => e.exposure !== "none")
     .map((e) => [
@@ -91,13 +92,13 @@ export const statusRows = (observation: Observation) =>
       e.reasons.join("; "),
     ]);
 
-export function statusCounts(observation: Observation): string {
+function statusCounts(observation: Observation): string {
   const exposed = observation.entries.filter((e) => e.exposure !== "none");
   return (["MATCH", "DRIFT", "ABSENT"] as const).map((v) => `${exposed.filter((e) => e.verdict === v).length} ${v}`).join(", ");
 }
 
 /** The cluster's undeclared exposure: each one, why and its fix; or why the cluster could not be audited. */
-export function formatUndeclared(undeclared: readonly UndeclaredExposure[] | string): string {
+function formatUndeclared(undeclared: readonly UndeclaredExposure[] | string): string {
   if (typeof undeclared === "string") return `\nundeclared exposure: not checked (the cluster's Services and Pods could not be listed: ${undeclared})`;
   if (undeclared.length === 0) return "\nundeclared exposure: none";
   // Read back from the cluster: a line break in a value starts no line of its own.
@@ -107,13 +108,32 @@ export function formatUndeclared(undeclared: readonly UndeclaredExposure[] | str
   return [`\nundeclared exposure: ${undeclared.length} UNDECLARED (neither the contract nor the allowlist declares it)`, ...lines].join("\n");
 }
 
-/** The human report: one line per published entry, then the entries that are not exposed. */
-export function formatStatus(stack: string, source: string, observation: Observation): string {
+/** The human report: one line per published entry, the entries that are not exposed, then the cluster's undeclared exposure if audited. */
+export function formatStatus(stack: string, source: string, observation: Observation, audit: Parameters<typeof undeclaredLines>[0] = {}): string {
   const lines = [stackHeader(stack, source, observation), "", formatTable(STATUS_COLUMNS, statusRows(observation))];
   const notExposed = observation.entries.filter((e) => e.exposure === "none").map((e) => e.name);
   if (notExposed.length) lines.push("", `not exposed (in-cluster only): ${notExposed.join(", ")}`);
   for (const problem of observation.problems) lines.push("", `problem: ${problem}`);
-  lines.push("", statusCounts(observation));
+  lines.push("", statusCounts(observation), ...undeclaredLines(audit));
+  return lines.join("\n");
+}
+
+/** The cluster's undeclared exposure (without --entry), or why it was not checked. */
+const undeclaredLines = (d: { undeclared?: readonly UndeclaredExposure[]; undeclaredUnread?: string }) =>
+  d.undeclared ? [formatUndeclared(d.undeclared)] : d.undeclaredUnread !== undefined ? [formatUndeclared(d.undeclaredUnread)] : [];
+
+/** Several stacks: each one's header line, then one table with a STACK column; a stack not read says so in place of its rows. */
+export function formatStatuses(
+  reports: readonly { stack: string; document: Pick<StatusDocument, "source"> & Parameters<typeof undeclaredLines>[0]; observation: Observation }[],
+  failed: readonly { stack: string; error: string }[],
+) {
+  const lines = reports.map((r) => stackHeader(r.stack, r.document.source, r.observation));
+  lines.push(...failed.map((f) => `stack ${f.stack}: NOT READ: ${f.error.split("\n")[0]}`), "");
+  const rows = reports.flatMap((r) => statusRows(r.observation).map((row) => [r.stack, ...row]));
+  lines.push(formatTable(["STACK", ...STATUS_COLUMNS], rows));
+  for (const r of reports) for (const problem of r.observation.problems) lines.push("", `stack ${r.stack}: problem: ${problem}`);
+  lines.push("", ...reports.map((r) => `stack ${r.stack}: ${statusCounts(r.observation)}`));
+  for (const r of reports) lines.push(...undeclaredLines(r.document).map((t) => t.replace("\nundeclared", `\nstack ${r.stack}: undeclared`)));
   return lines.join("\n");
 }
 

@@ -1,25 +1,11 @@
-import { auditExposure, readExposureObjects, type UndeclaredExposure } from "../../src/core/audit";
+import { auditExposure, readExposureObjects } from "../../src/core/audit";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { StatusDocument, StatusListDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { Observation } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
 import { usageError } from "../flags";
-import {
-  eachStack,
-  formatStatus,
-  formatTable,
-  formatUndeclared,
-  type OperatorDeps,
-  publishedEntryFlag,
-  STATUS_COLUMNS,
-  stackHeader,
-  stacksFlag,
-  statusCounts,
-  statusRows,
-  timeoutFlag,
-  worstExit,
-} from "../operator";
+import { eachStack, formatStatus, formatStatuses, type OperatorDeps, publishedEntryFlag, stacksFlag, timeoutFlag, worstExit } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, observeOpened, openStack, readStackOutputs, sayUnavailable } from "../stack";
 
@@ -68,7 +54,7 @@ export function createStatusCommand({ connect = connectCluster, readOutputs = re
     if (stacks.length === 1) {
       const { document, observation } = await statusOf(stacks[0] as string);
       if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "Status", ...document } satisfies StatusDocument);
-      else ctx.stdout([formatStatus(document.stack, document.source, observation), ...undeclaredLines(document)].join("\n"));
+      else ctx.stdout(formatStatus(document.stack, document.source, observation, document));
       return document.ok ? EXIT.OK : EXIT.DRIFT;
     }
     const { reports, failed } = await eachStack(stacks, ctx.stderr, "exposure status", statusOf);
@@ -82,22 +68,3 @@ export function createStatusCommand({ connect = connectCluster, readOutputs = re
 }
 
 export const command = createStatusCommand();
-
-/** The cluster's undeclared exposure (without --entry), or why it was not checked. */
-const undeclaredLines = (d: { undeclared?: readonly UndeclaredExposure[]; undeclaredUnread?: string }) =>
-  d.undeclared ? [formatUndeclared(d.undeclared)] : d.undeclaredUnread !== undefined ? [formatUndeclared(d.undeclaredUnread)] : [];
-
-/** Several stacks: each one's header line, then one table with a STACK column; a stack not read says so in place of its rows. */
-function formatStatuses(
-  reports: readonly { stack: string; document: Pick<StatusDocument, "source"> & Parameters<typeof undeclaredLines>[0]; observation: Observation }[],
-  failed: readonly { stack: string; error: string }[],
-) {
-  const lines = reports.map((r) => stackHeader(r.stack, r.document.source, r.observation));
-  lines.push(...failed.map((f) => `stack ${f.stack}: NOT READ: ${f.error.split("\n")[0]}`), "");
-  const rows = reports.flatMap((r) => statusRows(r.observation).map((row) => [r.stack, ...row]));
-  lines.push(formatTable(["STACK", ...STATUS_COLUMNS], rows));
-  for (const r of reports) for (const problem of r.observation.problems) lines.push("", `stack ${r.stack}: problem: ${problem}`);
-  lines.push("", ...reports.map((r) => `stack ${r.stack}: ${statusCounts(r.observation)}`));
-  for (const r of reports) lines.push(...undeclaredLines(r.document).map((t) => t.replace("\nundeclared", `\nstack ${r.stack}: undeclared`)));
-  return lines.join("\n");
-}
