@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-// The `exposure` command: runs dist/, built by `npm ci` (`prepare`) or `npm run build`, and
-// first builds it again when it is missing, older than the sources or changed since it was built
-// (scripts/build.cjs).
+// The `exposure` command: runs dist/, first rebuilt when missing, older than the sources or changed since built (scripts/build.cjs).
 "use strict";
 const path = require("node:path");
 // Node.js >= 22.1 keeps V8's compiled code between runs; Node.js 20 has no such cache.
@@ -20,11 +18,8 @@ if (stale !== undefined) {
     process.exit(exitTable(root).ERROR);
   }
 }
-// process.exit() drops what a pipe has not taken yet (a --json document read by `| jq` would be
-// cut at the pipe buffer): exit once stdout and stderr have handed everything over.
-// A reader that went away (`| head`: EPIPE) has taken all it wants: that is no error of ours.
-// Any other failed write of stdout (a full disk) is: `exposure schema > file` must not succeed
-// over an empty file.
+// process.exit() drops what a pipe has not taken yet (`| jq` would get a cut document): exit once both streams are flushed.
+// EPIPE (`| head`) is no error of ours; any other failed stdout write (a full disk) is: never succeed over an empty file.
 let stdoutFailure;
 process.stdout.on("error", (err) => {
   if (err.code !== "EPIPE") stdoutFailure ??= err;
@@ -43,15 +38,11 @@ const exitAfterFlush = (code) =>
       if (stdoutFailure === undefined) return process.exit(code);
       process.stderr.write(`exposure: cannot write the output: ${stdoutFailure.message}\n`, () => process.exit(exitTable(root).ERROR));
     });
-// A brief command (cli/specs.ts) ends before V8's optimising compiler pays back its background
-// compilations: `exposure check` spends about a tenth less CPU without it, even on 1,000 entries.
+// A brief command (cli/specs.ts) ends before V8's optimising compiler pays back: about a tenth less CPU without it.
 if (require("../dist/cli/specs.js").SPECS[process.argv[2]]?.brief === true) require("node:v8").setFlagsFromString("--no-opt");
 require("../dist/cli/main.js")
   .main(process.argv.slice(2))
-  .then(
-    (code) => exitAfterFlush(code),
-    (err) => {
-      process.stderr.write(`exposure: internal error: ${err?.stack ?? err}\n`);
-      return exitAfterFlush(exitTable(root).ERROR);
-    },
-  );
+  .then(exitAfterFlush, (err) => {
+    process.stderr.write(`exposure: internal error: ${err?.stack ?? err}\n`);
+    return exitAfterFlush(exitTable(root).ERROR);
+  });

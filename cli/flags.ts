@@ -1,5 +1,4 @@
-// The one place where a command's flag table becomes both the parser (node:util parseArgs)
-// and the help text, so `--help` can never list a flag the parser refuses, or miss one.
+// A command's flag table becomes both its parser and its help: `--help` never lists a flag the parser refuses, or misses one.
 import { parseArgs } from "node:util";
 import { UserError } from "../src/core/errors";
 import { EXIT } from "../src/core/findings";
@@ -24,15 +23,9 @@ export interface FlagSpec {
 
 export interface CommandSpec {
   name: string;
-  /**
-   * Built as one file with what it loads (scripts/build.cjs): loading modules one by one is most of
-   * a start-up. Not for a command whose modules find files next to them or that loads the Pulumi SDK.
-   */
+  /** Bundled with what it loads (scripts/build.cjs), for start-up; not where modules find files next to them or load the Pulumi SDK. */
   bundle?: boolean;
-  /**
-   * Ends within about a second whatever its input: bin/exposure.cjs turns V8's optimising compiler
-   * off for it, whose background compilations cost more CPU than they save in so short a run.
-   */
+  /** Ends within about a second: bin/exposure.cjs turns V8's optimising compiler off, which would cost more CPU than it saves. */
   brief?: boolean;
   /** One line, in the command list of `exposure --help`. */
   summary: string;
@@ -83,8 +76,7 @@ export type CommandArgs<S extends CommandSpec> = { values: FlagValues<S["flags"]
 
 /** Parses `argv` against the command's flag table; unknown or malformed flags are usage errors (exit 2). */
 export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly string[]): CommandArgs<S> {
-  for (const arg of argv) {
-    if (arg === "--") break;
+  for (const arg of flagArgs(argv)) {
     const unknown = unknownFlag(spec, arg);
     if (unknown) throw usageError(spec, unknown);
   }
@@ -110,8 +102,7 @@ export function parseCommandLine<S extends CommandSpec>(spec: S, argv: readonly 
     throw usageError(spec, `unexpected argument '${printableValue(parsed.positionals[0] ?? "")}'`);
   // A flag that names a stack (`--stack`) takes only a stack name: a path is a usage error.
   for (const [name, flag] of Object.entries(spec.flags)) {
-    const value = parsed.values[name];
-    if (flag.complete === "stack") for (const v of [value].flat()) if (typeof v === "string") usageOf(spec, () => checkStackName(v));
+    if (flag.complete === "stack") for (const v of [parsed.values[name]].flat()) if (typeof v === "string") usageOf(spec, () => checkStackName(v));
   }
   return { values: parsed.values as FlagValues<S["flags"]>, positionals: parsed.positionals };
 }
@@ -151,19 +142,16 @@ export function closest(word: string, candidates: readonly string[]): string | u
 
 /** Levenshtein distance with adjacent transpositions counted as one edit. */
 export function editDistance(a: string, b: string): number {
-  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) (rows[0] as number[])[j] = j;
+  // d[i][j]: the distance between the first i letters of a and the first j of b.
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const at = (i: number, j: number) => d[i]?.[j] ?? 0;
   for (let i = 1; i <= a.length; i++) {
-    const row = rows[i] as number[];
-    const prev = rows[i - 1] as number[];
     for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let d = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, ((rows[i - 2] as number[])[j - 2] as number) + 1);
-      row[j] = d;
+      const swapped = i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1] ? at(i - 2, j - 2) + 1 : Number.POSITIVE_INFINITY;
+      (d[i] as number[])[j] = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1), swapped);
     }
   }
-  return (rows[a.length] as number[])[b.length] as number;
+  return at(a.length, b.length);
 }
 
 /** `-s, --stack NAME` */
@@ -191,11 +179,8 @@ export function commandHelp(spec: CommandSpec): string {
   ].join("\n");
 }
 
+/** The arguments that may be flags: those before any `--`. */
+const flagArgs = (argv: readonly string[]) => (argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv);
+
 /** Whether the command line asks for help (`-h`/`--help` before any `--`). */
-export function asksForHelp(argv: readonly string[]): boolean {
-  for (const arg of argv) {
-    if (arg === "--") return false;
-    if (arg === "--help" || arg === "-h") return true;
-  }
-  return false;
-}
+export const asksForHelp = (argv: readonly string[]): boolean => flagArgs(argv).some((arg) => arg === "--help" || arg === "-h");

@@ -8,12 +8,6 @@ import { COMMAND_NAMES, type CommandName, SPECS } from "./specs";
 /** Each command's implementation; tests give theirs (a fake cluster) to `main`. */
 export type Commands = { [N in CommandName]: Command<N> };
 
-/**
- * A command's module (cli/commands/<name>.ts, exporting `command`), loaded only when that command
- * runs (`exposure completion` too): `--help` and `--version` load none, and only `render` reaches the Pulumi SDK.
- */
-const load = async (name: CommandName): Promise<unknown> => (await import(/* @vite-ignore */ `./commands/${name}.js`)).command;
-
 function helpText(): string {
   const width = Math.max(...COMMAND_NAMES.map((c) => c.length));
   return [
@@ -45,8 +39,7 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
   const err = ctx.stderr ?? ((t: string) => process.stderr.write(`${t}\n`));
   const context: CommandContext = {
     projectDir: ctx.projectDir ?? findProjectDir(),
-    // Names, usernames and messages come from the cluster: a terminal escape in them (ESC, OSC 52
-    // clipboard writes) is shown escaped, never acted on. JSON output is already escaped.
+    // Text from the cluster may hold terminal escapes (OSC 52 clipboard writes): shown escaped, never acted on.
     stdout: (t) => out(printable(t)),
     stderr: (t) => err(printable(t)),
     env: ctx.env ?? process.env,
@@ -68,39 +61,34 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
     context.stdout(`exposure ${packageVersion()}`);
     return EXIT.OK;
   }
-  if (name === "help") {
-    const topic = rest[0];
-    if (topic === undefined) context.stdout(helpText());
-    else if (isCommand(topic)) context.stdout(commandHelp(SPECS[topic]));
-    else {
-      context.stderr(unknownCommand(topic));
-      return EXIT.INVALID;
-    }
+  const command = name === "help" ? rest[0] : name;
+  if (command === undefined) {
+    context.stdout(helpText());
     return EXIT.OK;
   }
-  if (!isCommand(name)) {
-    context.stderr(unknownCommand(name));
+  if (!isCommand(command)) {
+    context.stderr(unknownCommand(command));
     return EXIT.INVALID;
   }
-  if (asksForHelp(rest)) {
-    context.stdout(commandHelp(SPECS[name]));
+  if (name === "help" || asksForHelp(rest)) {
+    context.stdout(commandHelp(SPECS[command]));
     return EXIT.OK;
   }
   try {
     // Flag mistakes are answered from the table, before the command's module is loaded.
-    const args = parseCommandLine(SPECS[name], rest);
-    const run = commands[name] ?? (await load(name));
+    const args = parseCommandLine(SPECS[command], rest);
+    // cli/commands/<name>.ts, loaded only when it runs: `--help` and `--version` load none, only `render` reaches the Pulumi SDK.
+    const run: unknown = commands[command] ?? (await import(/* @vite-ignore */ `./commands/${command}.js`)).command;
     // A module that exports no command (an emptied file of dist/) is said, not run.
-    if (typeof run !== "function") throw new UserError(`the ${name} command's module exports no command: run \`npm run build\``);
-    // `args` was parsed with SPECS[name], the table this command's type is derived from.
+    if (typeof run !== "function") throw new UserError(`the ${command} command's module exports no command: run \`npm run build\``);
     return await (run as (a: typeof args, c: CommandContext) => Promise<number>)(args, context);
   } catch (err) {
     if (isUserError(err)) {
-      context.stderr(`exposure ${name}: ${err.message}`);
+      context.stderr(`exposure ${command}: ${err.message}`);
       return err.exitCode;
     }
     // A bug, not a user error: keep the stack trace.
-    context.stderr(`exposure ${name}: internal error: ${(err as Error).stack ?? String(err)}`);
+    context.stderr(`exposure ${command}: internal error: ${(err as Error).stack ?? String(err)}`);
     return EXIT.ERROR;
   }
 }

@@ -1,10 +1,10 @@
-// Helpers shared by the operator commands (status, drift, probe, access, sandbox): flag values (--timeout, --entry),
-// plain-text tables and the status report. The cluster connection is cli/stack.ts's.
+// What the operator commands share: flag values (--timeout, --entry, --stack), tables and the status report.
 import type { UndeclaredExposure } from "../src/core/audit";
 import { ENTRY_NAME_MAX } from "../src/core/contract/schema";
 import { isUserError } from "../src/core/errors";
 import { EXIT, type ExitCode } from "../src/core/findings";
 import { parseTimeoutSeconds } from "../src/core/inputs";
+import type { StatusDocument } from "../src/core/json-api";
 import type { ClusterReader } from "../src/core/kube/cluster";
 import type { Observation } from "../src/core/observe";
 import { printableValue, shownValue } from "../src/core/text";
@@ -38,23 +38,16 @@ interface EntryChoice {
 /** The longest part of a refused value shown back: an argument can be megabytes long. */
 const SHOWN_VALUE_MAX = 2 * ENTRY_NAME_MAX;
 
-/**
- * The entries named by `--entry` (repeatable), undefined when none is (report every entry); one
- * not available in `choice` is a usage error, with the nearest name when it looks like a typo.
- */
+/** The entries named by `--entry`, undefined for none (every entry); one not available is a usage error, with the nearest name. */
 export function entryFlag(names: readonly string[], choice: EntryChoice, spec: Usage): ReadonlySet<string> | undefined {
-  if (names.length === 0) return undefined;
-  const available = new Set(choice.available);
-  for (const name of names) {
-    if (available.has(name)) continue;
-    const shown = shownValue(name, SHOWN_VALUE_MAX);
-    if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `--entry '${shown}': ${choice.unavailable}`);
-    // A name longer than any entry cannot be a typo of one (and the edit distance would cost length x length).
-    const guess = name !== "" && name.length <= SHOWN_VALUE_MAX ? closest(name, choice.available) : undefined;
-    const what = name === "" ? "an entry name cannot be empty" : (choice.unknown ?? "no such entry in the contract");
-    throw usageError(spec, `--entry '${shown}': ${what}${guess ? `; did you mean '${guess}'?` : ""}`);
-  }
-  return new Set(names);
+  const name = names.find((n) => !choice.available.includes(n));
+  if (name === undefined) return names.length ? new Set(names) : undefined;
+  const shown = shownValue(name, SHOWN_VALUE_MAX);
+  if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `--entry '${shown}': ${choice.unavailable}`);
+  // A name longer than any entry cannot be a typo of one (and the edit distance would cost length x length).
+  const guess = name !== "" && name.length <= SHOWN_VALUE_MAX ? closest(name, choice.available) : undefined;
+  const what = name === "" ? "an entry name cannot be empty" : (choice.unknown ?? "no such entry in the contract");
+  throw usageError(spec, `--entry '${shown}': ${what}${guess ? `; did you mean '${guess}'?` : ""}`);
 }
 
 /** --entry names checked against the entries the stack publishes. */
@@ -65,8 +58,7 @@ export function publishedEntryFlag(names: readonly string[], opened: OpenStack, 
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function formatTable(headers: readonly string[], rawRows: readonly (readonly string[])[]): string {
-  // A cell may hold a value read back from outside (a published URL, a reason naming one): a line
-  // break in it must not start a row of its own.
+  // A cell may hold a value read back from outside (a published URL): a line break in it starts no row.
   const rows = rawRows.map((r) => r.map(printableValue));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: readonly string[]) =>
@@ -83,10 +75,10 @@ export function stackHeader(stack: string, source: string, observation: Pick<Obs
   return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
 }
 
-export const STATUS_COLUMNS = ["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"];
+const STATUS_COLUMNS = ["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"];
 
 /** The rows of the status table: one per published entry. */
-export const statusRows = (observation: Observation) =>
+const statusRows = (observation: Observation) =>
   observation.entries
     .filter((e) => e.exposure !== "none")
     .map((e) => [
@@ -100,16 +92,13 @@ export const statusRows = (observation: Observation) =>
       e.reasons.join("; "),
     ]);
 
-export function statusCounts(observation: Observation): string {
+function statusCounts(observation: Observation): string {
   const exposed = observation.entries.filter((e) => e.exposure !== "none");
   return (["MATCH", "DRIFT", "ABSENT"] as const).map((v) => `${exposed.filter((e) => e.verdict === v).length} ${v}`).join(", ");
 }
 
-/**
- * The cluster's undeclared exposure as status and drift say it: each one, why (the audit's reason) and the command that
- * removes it (its fix); or why the cluster could not be audited.
- */
-export function formatUndeclared(undeclared: readonly UndeclaredExposure[] | string): string {
+/** The cluster's undeclared exposure: each one, why and its fix; or why the cluster could not be audited. */
+function formatUndeclared(undeclared: readonly UndeclaredExposure[] | string): string {
   if (typeof undeclared === "string") return `\nundeclared exposure: not checked (the cluster's Services and Pods could not be listed: ${undeclared})`;
   if (undeclared.length === 0) return "\nundeclared exposure: none";
   // Read back from the cluster: a line break in a value starts no line of its own.
@@ -119,13 +108,32 @@ export function formatUndeclared(undeclared: readonly UndeclaredExposure[] | str
   return [`\nundeclared exposure: ${undeclared.length} UNDECLARED (neither the contract nor the allowlist declares it)`, ...lines].join("\n");
 }
 
-/** The human report: one line per published entry, then the entries that are not exposed. */
-export function formatStatus(stack: string, source: string, observation: Observation): string {
+/** The human report: one line per published entry, the entries that are not exposed, then the cluster's undeclared exposure if audited. */
+export function formatStatus(stack: string, source: string, observation: Observation, audit: Parameters<typeof undeclaredLines>[0] = {}): string {
   const lines = [stackHeader(stack, source, observation), "", formatTable(STATUS_COLUMNS, statusRows(observation))];
   const notExposed = observation.entries.filter((e) => e.exposure === "none").map((e) => e.name);
   if (notExposed.length) lines.push("", `not exposed (in-cluster only): ${notExposed.join(", ")}`);
   for (const problem of observation.problems) lines.push("", `problem: ${problem}`);
-  lines.push("", statusCounts(observation));
+  lines.push("", statusCounts(observation), ...undeclaredLines(audit));
+  return lines.join("\n");
+}
+
+/** The cluster's undeclared exposure (without --entry), or why it was not checked. */
+const undeclaredLines = (d: { undeclared?: readonly UndeclaredExposure[]; undeclaredUnread?: string }) =>
+  d.undeclared ? [formatUndeclared(d.undeclared)] : d.undeclaredUnread !== undefined ? [formatUndeclared(d.undeclaredUnread)] : [];
+
+/** Several stacks: each one's header line, then one table with a STACK column; a stack not read says so in place of its rows. */
+export function formatStatuses(
+  reports: readonly { stack: string; document: Pick<StatusDocument, "source"> & Parameters<typeof undeclaredLines>[0]; observation: Observation }[],
+  failed: readonly { stack: string; error: string }[],
+) {
+  const lines = reports.map((r) => stackHeader(r.stack, r.document.source, r.observation));
+  lines.push(...failed.map((f) => `stack ${f.stack}: NOT READ: ${f.error.split("\n")[0]}`), "");
+  const rows = reports.flatMap((r) => statusRows(r.observation).map((row) => [r.stack, ...row]));
+  lines.push(formatTable(["STACK", ...STATUS_COLUMNS], rows));
+  for (const r of reports) for (const problem of r.observation.problems) lines.push("", `stack ${r.stack}: problem: ${problem}`);
+  lines.push("", ...reports.map((r) => `stack ${r.stack}: ${statusCounts(r.observation)}`));
+  for (const r of reports) lines.push(...undeclaredLines(r.document).map((t) => t.replace("\nundeclared", `\nstack ${r.stack}: undeclared`)));
   return lines.join("\n");
 }
 
@@ -141,20 +149,11 @@ export function stacksFlag(values: { stack: string[]; "all-stacks": boolean }, p
 const EXIT_RANK: readonly ExitCode[] = [EXIT.OK, EXIT.DRIFT, EXIT.UNREACHABLE, EXIT.INCOMPLETE, EXIT.ERROR, EXIT.INVALID];
 export const worstExit = (codes: readonly ExitCode[]): ExitCode => codes.reduce((a, b) => (EXIT_RANK.indexOf(b) > EXIT_RANK.indexOf(a) ? b : a), EXIT.OK);
 
-/**
- * Each stack's report, all read at once, each on its own timeout: one that cannot be read (a dead API server, a
- * broken stack file) is told on its own line (`who: stack NAME: why`) and gets its error's exit code; the others stay.
- */
-export async function eachStack<T>(
-  stacks: readonly string[],
-  stderr: (line: string) => void,
-  who: string,
-  read: (stack: string) => Promise<T>,
-): Promise<{ reports: (T & { stack: string })[]; failed: { stack: string; error: string; exitCode: ExitCode }[] }> {
-  const settled = await Promise.allSettled(stacks.map(read));
+/** Each stack's report, read at once: one that cannot be read (a dead API server) is told on its own line with its exit code; the others stay. */
+export async function eachStack<T>(stacks: readonly string[], stderr: (line: string) => void, who: string, read: (stack: string) => Promise<T>) {
   const reports: (T & { stack: string })[] = [];
   const failed: { stack: string; error: string; exitCode: ExitCode }[] = [];
-  settled.forEach((r, i) => {
+  (await Promise.allSettled(stacks.map(read))).forEach((r, i) => {
     const stack = stacks[i] as string;
     if (r.status === "fulfilled") reports.push({ ...r.value, stack });
     else if (!isUserError(r.reason)) throw r.reason;

@@ -1,7 +1,5 @@
-// Every command's flags, usage and help, as data: the registry of commands. The parser, `--help`,
-// shell completion, the build (scripts/build.cjs) and the test that keeps README /
-// docs/commands.md true all read this table. Loading it costs nothing, so `exposure --help` and
-// `exposure <command> --help` never load a command's module (`exposure completion` loads its own).
+// The registry of commands: flags, usage and help as data, read by the parser, `--help`, completion, the build (scripts/build.cjs)
+// and the docs test. Loading it costs nothing, so `--help` never loads a command's module.
 import type { CommandSpec, FlagSpec } from "./flags";
 
 const stack = {
@@ -38,9 +36,8 @@ const entry = {
 } as const satisfies FlagSpec;
 const contract = { type: "string", value: "FILE", complete: "file" } as const satisfies Omit<FlagSpec, "description">;
 
-export const SPECS = {
+const TABLE = {
   check: {
-    name: "check",
     brief: true,
     bundle: true,
     summary: "validate a contract offline (exit 0, or 2 with every problem)",
@@ -54,7 +51,6 @@ export const SPECS = {
     exits: "0 valid, 2 invalid contract or usage",
   },
   render: {
-    name: "render",
     summary: "show what a stack would create, offline, from a cluster snapshot",
     synopsis: "--stack NAME --cluster SNAPSHOT [--contract FILE] [--json | --format yaml|json]",
     description: [
@@ -75,7 +71,6 @@ export const SPECS = {
     exits: "0 ok, 1 the stack cannot be deployed, 2 invalid contract or usage",
   },
   status: {
-    name: "status",
     bundle: true,
     summary: "live verdict per entry: MATCH, DRIFT (with the reason) or ABSENT (exit 3 unless all MATCH)",
     synopsis: "(--stack NAME... | --all-stacks) [--entry NAME]... [--outputs FILE] [--timeout SECONDS] [--json]",
@@ -87,7 +82,6 @@ export const SPECS = {
     exits: "0 every entry MATCH, 3 DRIFT or ABSENT, 1 error, 2 invalid contract or usage (several stacks: the worst of theirs)",
   },
   drift: {
-    name: "drift",
     bundle: true,
     summary: "pulumi preview --expect-no-changes + cluster-wide audit of NodePort/LoadBalancer/hostPort exposure (exit 3 on drift)",
     synopsis: "--stack NAME [--skip-preview] [--timeout SECONDS] [--json]",
@@ -99,7 +93,6 @@ export const SPECS = {
     exits: "0 no drift, 3 changes or undeclared exposure, 1 the preview or the cluster read failed, 2 invalid contract or usage",
   },
   probe: {
-    name: "probe",
     bundle: true,
     summary: "HTTP(S) GET every published URL with the contract's expectations (exit 4 if one fails)",
     synopsis: "(--stack NAME... | --all-stacks | --outputs FILE [--contract FILE]) [--entry NAME]... [--timeout SECONDS] [--concurrency N] [--json]",
@@ -119,7 +112,6 @@ export const SPECS = {
     exits: "0 every URL answered as expected, 4 one did not, 1 no URLs to probe, 2 usage (several stacks: the worst of theirs)",
   },
   access: {
-    name: "access",
     bundle: true,
     summary: "developer access: URLs, credentials on one screen, .env.cluster.local, SSH forwards (--forward/--stop)",
     synopsis: "--stack NAME [--dotenv PATH | --no-dotenv] [--forward [--lima-instance NAME] | --stop] [--show-secrets] [--timeout SECONDS] [--json]",
@@ -150,7 +142,6 @@ export const SPECS = {
     exits: "0 ok, 1 error (cluster, .env path, a forward that failed), 2 invalid contract or usage, 5 a credential could not be read (the rest is shown)",
   },
   portal: {
-    name: "portal",
     summary: "serve the live portal page (URLs + MATCH/DRIFT) on this machine, until Ctrl-C",
     synopsis: "[--stack NAME... | --all-stacks] [--outputs FILE] [--listen HOST:PORT] [--contract FILE] [--json]",
     description: [
@@ -161,10 +152,7 @@ export const SPECS = {
     flags: {
       stack: stacks,
       "all-stacks": allStacks,
-      outputs: {
-        ...outputs,
-        description: "with --stack: read the stack outputs from this file (saved `pulumi stack output --json`) instead of the Pulumi CLI",
-      },
+      outputs: { ...outputs, description: `with --stack: ${outputs.description}` },
       listen: { type: "string", value: "HOST:PORT", description: "where to listen", default: "127.0.0.1:8080" },
       contract: { ...contract, description: "the contract to show (default: the stack's, else the project's)" },
       json: { type: "boolean", description: "announce the address as one JSON line (with apiVersion) instead of a sentence" },
@@ -172,7 +160,6 @@ export const SPECS = {
     exits: "0 stopped by Ctrl-C/SIGTERM, 1 error, 2 invalid contract or usage",
   },
   sandbox: {
-    name: "sandbox",
     summary: "up|status|down: the main job on this machine with no cluster (loopback control plane, real pulumi up, portal)",
     synopsis: "up|status|down [--json] [--monitoring] [--second]",
     description: [
@@ -191,7 +178,6 @@ export const SPECS = {
     exits: "0 ok, 1 error (or, for status, not everything answers), 2 usage",
   },
   schema: {
-    name: "schema",
     brief: true,
     bundle: true,
     summary: "print the contract's JSON Schema (for editors: contract/endpoints.schema.json)",
@@ -203,7 +189,6 @@ export const SPECS = {
     exits: "0",
   },
   completion: {
-    name: "completion",
     brief: true,
     summary: "print a bash or zsh completion script",
     synopsis: "bash|zsh | --list stacks|entries",
@@ -222,7 +207,10 @@ export const SPECS = {
     },
     exits: "0, 2 unknown shell or usage",
   },
-} as const satisfies Record<string, CommandSpec>;
+} as const satisfies Record<string, Omit<CommandSpec, "name">>;
 
-export type CommandName = keyof typeof SPECS;
+export type CommandName = keyof typeof TABLE;
+export const SPECS = Object.fromEntries(Object.entries(TABLE).map(([name, spec]) => [name, { name, ...spec }])) as {
+  [N in CommandName]: (typeof TABLE)[N] & { name: N };
+};
 export const COMMAND_NAMES = Object.keys(SPECS) as CommandName[];

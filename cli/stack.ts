@@ -11,10 +11,7 @@ import { publishedFromOutputs } from "../src/core/published";
 import { stackKubeTarget } from "../src/core/settings";
 import type { OperatorDeps } from "./operator";
 
-/**
- * The live cluster of a stack, through the same kubeconfig/context as its provider.
- * `KUBECONFIG` still applies when the stack does not set kubernetes:kubeconfig.
- */
+/** The stack's live cluster, through its provider's kubeconfig/context (`KUBECONFIG` when the stack sets no kubernetes:kubeconfig). */
 export async function connectCluster(opened: OpenStack, timeoutMs?: number): Promise<ClusterReader> {
   try {
     return await LiveClusterReader.connect({ ...stackKubeTarget(opened.stack, opened.config), ...(timeoutMs ? { timeoutMs } : {}) });
@@ -33,9 +30,8 @@ export { type ReadOutputs, readStackOutputs };
 type PublishedSource = StatusDocument["publishedOutputs"];
 
 /**
- * What the last `up` published, from `outputsFile` or the Pulumi CLI. Without the CLI or the backend
- * it is "unavailable" (with why), not an error: the commands only lose the checks that need it.
- * `outputsFlag: false`: the command has no --outputs, so the message does not suggest it.
+ * What the last `up` published (`outputsFile`, else the Pulumi CLI). Without the CLI or the backend it is "unavailable" (with why), not an error: the
+ * commands only lose the checks that need it. `outputsFlag: false`: the command has no --outputs, so the message does not suggest it.
  */
 export async function readPublished(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv },
@@ -51,15 +47,13 @@ export async function readPublished(
     // A file named on the command line is an input the operator chose: failing to read it is an error.
     if (outputsFile) throw err;
     if (err instanceof PulumiNotFoundError && !outputsFlag) return { endpoints: {}, source: { from: "unavailable", reason: pulumiNotFound() } };
-    // Pulumi's answer that the stack is not in the backend it asked: that backend proves nothing
-    // was created, so nothing is ours (never "unavailable", which would fall back to names and
-    // call another stack's Services MATCH); the reason says which backend to check.
+    // A stack the backend does not hold proves nothing was created, so nothing is ours: never "unavailable", which would fall
+    // back to names and call another stack's Services MATCH. The reason says which backend to check.
     if (!(err instanceof UserError)) throw err;
     const reason = err.message.split("\n")[0] ?? err.message;
     return { endpoints: {}, source: { from: /\bno stack named '[^']*' found\b/.test(err.message) ? "no-stack" : "unavailable", reason } };
   }
-  // Outputs that were read but are malformed are the stack's error naming the field, never "unavailable": that would fall back to names
-  // and claim MATCH without the state that proves the Services ours.
+  // Malformed outputs are an error naming the field, never "unavailable" (names alone would claim MATCH without proof).
   return { endpoints: publishedFromOutputs(outputs, "stack outputs"), source: outputsFile ? { from: "file", file: outputsFile } : { from: "pulumi" } };
 }
 
@@ -69,10 +63,7 @@ export function sayUnavailable(ctx: { stderr: (line: string) => void }, who: str
   if (published.source.from === "no-stack") ctx.stderr(`${who}: no outputs of this stack (${published.source.reason}); no Service is proven this stack's`);
 }
 
-/**
- * observeStack for a stack of this project: through its kube context, with the outputs of its last up (readPublished:
- * proven unless unavailable). `entries` (default the stack's) are read and judged; access reads every entry and judges the stack's (`selected`).
- */
+/** observeStack through the stack's kube context and its last up's outputs. `entries` (default the stack's) are read; `selected` are judged. */
 export function observeOpened<X = undefined>(
   ctx: { projectDir: string; env: NodeJS.ProcessEnv },
   opened: OpenStack,

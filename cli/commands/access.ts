@@ -42,9 +42,7 @@ export interface AccessDeps extends OperatorDeps {
 }
 
 /** `exposure access`: URLs and credentials on one screen, `.env.cluster.local`, and on the Lima bench SSH forwards (`--forward`, `--stop`). */
-export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command<"access"> {
-  const connect = deps.connect ?? connectCluster;
-  const readOutputs = deps.readOutputs ?? readStackOutputs;
+export function createAccessCommand({ connect = connectCluster, readOutputs = readStackOutputs, ...deps }: Partial<AccessDeps> = {}): Command<"access"> {
   const isTerminal = deps.isTerminal ?? (() => process.stdout.isTTY === true);
   return async ({ values }, ctx) => {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
@@ -65,11 +63,10 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command<"ac
     }
 
     // Everything that can be refused without the cluster is checked first, before any forward starts.
-    const envTarget = values["no-dotenv"] ? undefined : await checkEnvTarget(ctx, values.dotenv);
+    const envTarget = values["no-dotenv"] ? { skipped: "--no-dotenv" } : await checkEnvTarget(ctx, values.dotenv);
     const forwardSetup = values.forward ? forwardConfig(opened, values["lima-instance"], ctx) : undefined;
 
-    // As in status: a URL (and the credentials put next to it in the .env) only for a Service
-    // this stack created, proven by the last up's outputs; a same-named replacement gets none.
+    // As in status: a URL (and its credentials in the .env) only for a Service proven this stack's by the last up's outputs.
     // Every entry's Services are read: those the stack does not publish are given by their in-cluster name.
     const read = { connect, readOutputs, timeoutMs, entries: opened.contract.endpoints, selected: opened.selected, outputsFlag: false };
     const { source, reader: cluster, cluster: observed, published, observation } = await observeOpened(ctx, opened, read);
@@ -83,16 +80,15 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command<"ac
           ssh: "ssh",
           env: ctx.env,
           stateDir,
-          instance: forwardSetup.instance,
-          sshConfig: forwardSetup.sshConfig,
+          ...forwardSetup,
           basePort: deps.forwardBasePort ?? DEFAULT_FORWARD_BASE_PORT,
           settleMs: deps.forwardSettleMs ?? 3000,
         })
       : { forwards: [], failures: [], retired: [] };
     const endpoints = accessEndpoints(opened.contract, observation, observed.services, new Map(forwards.map((f) => [f.entry, f.localUrl])));
 
-    let env: EnvOutcome = { skipped: "--no-dotenv" };
-    if (envTarget && "file" in envTarget) {
+    let env: EnvOutcome;
+    if ("file" in envTarget) {
       const template = readBoundedText(path.join(ctx.projectDir, ENV_TEMPLATE), "the .env template", FILE_LIMITS.envTemplate, EXIT.ERROR, ENV_TEMPLATE);
       const rendered = renderEnvTemplate(template, ENV_TEMPLATE, (ref) => resolveReference(ref, { contract: opened.contract, endpoints, credentials }), [
         ...ENV_FILE_HEADER.map((line) => (typeof line === "string" ? line : line(stack, ENV_TEMPLATE)).replace(/^# /, "")),
@@ -100,9 +96,7 @@ export function createAccessCommand(deps: Partial<AccessDeps> = {}): Command<"ac
       ]);
       writePrivateFile(envTarget.file, rendered.text);
       env = { file: envTarget.file, rendered };
-    } else if (envTarget) {
-      env = envTarget;
-    }
+    } else env = envTarget;
 
     const view = new Set(observation.entries.map((o) => o.name));
     const screen = { stack, source, observation, endpoints: endpoints.filter((e) => view.has(e.name)), credentials, env, forwards, retired };
@@ -163,23 +157,14 @@ function forwardRequests(observation: Observation) {
   });
 }
 
-/**
- * One list call per namespace that holds a declared credential, never cluster-wide: a developer needs a namespaced Role
- * rather than a ClusterRole reading every Secret of the cluster.
- */
+/** One list per namespace holding a declared credential, never cluster-wide: a namespaced Role suffices, not a ClusterRole on all Secrets. */
 async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets">, namespaces: readonly string[]): Promise<Map<string, NamespaceSecrets>> {
-  const lists = await Promise.all(
-    namespaces.map(async (ns): Promise<[string, NamespaceSecrets]> => {
-      try {
-        return [ns, await cluster.listSecrets(ns)];
-      } catch (err) {
-        // A 403 in one namespace must not hide the other credentials; the message names no value.
-        if (err instanceof UserError) return [ns, { error: err.message }];
-        throw err;
-      }
-    }),
-  );
-  return new Map(lists);
+  // A 403 in one namespace must not hide the other credentials; the message names no value.
+  const failure = (err: unknown): NamespaceSecrets => {
+    if (err instanceof UserError) return { error: err.message };
+    throw err;
+  };
+  return new Map(await Promise.all(namespaces.map(async (ns) => [ns, await cluster.listSecrets(ns).catch(failure)] as const)));
 }
 
 type EnvOutcome = { file: string; rendered: RenderedEnv } | { skipped: string };

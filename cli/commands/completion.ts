@@ -26,21 +26,17 @@ export const command: Command<"completion"> = async ({ values, positionals }, ct
   return EXIT.OK;
 };
 
-/**
- * Stacks of the project: each Pulumi.<name>.yaml whose name --stack accepts, so that no shell ever
- * sees `Pulumi.$(touch X).yaml` (whatever was checked out) as a word.
- */
+/** Each Pulumi.<name>.yaml whose name --stack accepts: no shell ever sees `Pulumi.$(touch X).yaml` as a word. */
 export function stackNames(projectDir: string): string[] {
-  let files: string[];
   try {
-    files = fs.readdirSync(projectDir);
+    return fs
+      .readdirSync(projectDir)
+      .map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1])
+      .filter((s): s is string => s !== undefined && isStackName(s))
+      .sort();
   } catch {
     return [];
   }
-  return files
-    .map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1])
-    .filter((s): s is string => s !== undefined && isStackName(s))
-    .sort();
 }
 
 /** The exposed entries of the project's contract (the only ones --entry takes); none when it is unusable. */
@@ -96,10 +92,7 @@ const BASH = {
   notFlag: '[[ "$cur" != -* ]]',
 };
 
-/**
- * The bash script, for `exposure` and `npx exposure`. Names read from the project never reach
- * `compgen -W`, which expands its words again (a `$(...)` in a file name would run).
- */
+/** For `exposure` and `npx exposure`. Project names never reach `compgen -W`, which expands its words again (a `$(...)` would run). */
 export function bashScript(): string {
   return [
     "# bash completion for exposure: source <(exposure completion bash) (or npx exposure completion bash)",

@@ -15,10 +15,6 @@ import { connectCluster, observeOpened, openStack, readStackOutputs, sayUnavaila
 
 const SPEC = SPECS.drift;
 
-interface DriftDeps extends OperatorDeps {
-  runPulumi: PulumiRunner;
-}
-
 /** `pulumi preview --expect-no-changes` exits 7 when the preview proposes changes (CLI >= 3.227). */
 export const PULUMI_EXIT_CHANGES = 7;
 type PreviewSummary = DriftDocument["preview"];
@@ -31,18 +27,7 @@ interface PreviewDigest {
   diagnostics?: { severity?: string; message?: string }[];
 }
 
-/** `urn:pulumi:stack::project::parent$type::name` -> type and name. */
-function splitUrn(urn: string): { type: string; name: string } {
-  const parts = urn.split("::");
-  const name = parts[parts.length - 1] ?? urn;
-  const type = (parts[parts.length - 2] ?? "").split("$").pop() ?? "";
-  return { type, name };
-}
-
-/**
- * Reads the JSON digest of `pulumi preview --json` and its exit code: which resources would change, and which fields (from detailedDiff, else diffReasons).
- * Pure.
- */
+/** Which resources `pulumi preview --json` (its digest and exit code) would change, and which fields (detailedDiff, else diffReasons). */
 export function summarisePreview(run: { exitCode: number; stdout: string; stderr: string }): PreviewSummary {
   let digest: PreviewDigest | undefined;
   try {
@@ -54,8 +39,10 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
       .filter((s) => s.op && !NO_CHANGE_OPS.has(s.op))
       .map((s) => {
         const urn = s.urn ?? "";
+        // urn:pulumi:stack::project::parent$type::name
+        const [name = urn, parentType = ""] = urn.split("::").reverse();
         const detailed = Object.entries(s.detailedDiff ?? {}).map(([field, d]) => `${field} (${d.kind ?? "update"})`);
-        return { op: s.op as string, ...splitUrn(urn), urn, fields: detailed.length ? detailed : (s.diffReasons ?? []) };
+        return { op: s.op as string, type: parentType.split("$").pop() ?? "", name, urn, fields: detailed.length ? detailed : (s.diffReasons ?? []) };
       });
     return { state: "changes", changes };
   }
@@ -64,14 +51,12 @@ export function summarisePreview(run: { exitCode: number; stdout: string; stderr
   return { state: "failed", message: `pulumi preview exited with ${run.exitCode}: ${pulumiFailure(run, diagnostic)}` };
 }
 
-/**
- * `exposure drift`, one report: the Pulumi preview (what the program manages), the cluster-wide audit (what it does not: every NodePort/LoadBalancer Service
- * and hostPort must be declared) and the live verdict of every entry (the same as `exposure status`).
- */
-export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drift"> {
-  const connect = deps.connect ?? connectCluster;
-  const runPulumi = deps.runPulumi ?? runPulumiCli;
-  const readOutputs = deps.readOutputs ?? readStackOutputs;
+/** `exposure drift`: the Pulumi preview (what the program manages), the cluster-wide audit (what it does not) and status's live verdicts. */
+export function createDriftCommand({
+  connect = connectCluster,
+  readOutputs = readStackOutputs,
+  runPulumi = runPulumiCli,
+}: Partial<OperatorDeps & { runPulumi: PulumiRunner }> = {}): Command<"drift"> {
   return async ({ values }, ctx) => {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     const stack = values.stack;
@@ -103,16 +88,9 @@ export function createDriftCommand(deps: Partial<DriftDeps> = {}): Command<"drif
         }),
       ]),
     );
-    const {
-      source,
-      published,
-      observation: status,
-      also,
-    } = await read.catch((err) => {
-      // Unreachable cluster...: report it now, and leave no pulumi process running behind us.
-      stopPreview.abort();
-      throw err;
-    });
+    // Unreachable cluster...: report it now, and leave no pulumi process running behind us.
+    read.catch(() => stopPreview.abort());
+    const { source, published, observation: status, also } = await read;
     const [exposing, workloads, admission] = also;
     const knownPublished = published.proven ? { published: published.proven } : {};
     const exposure = { contract, selected, allowlist: settings.allowlist, ...exposing };
@@ -154,19 +132,12 @@ export const command = createDriftCommand();
 
 function formatPreview(preview: PreviewSummary): string[] {
   const title = "pulumi preview --refresh --expect-no-changes:";
-  switch (preview.state) {
-    case "skipped":
-      return [`${title} skipped (--skip-preview)`];
-    case "no-changes":
-      return [`${title} no changes`];
-    case "failed":
-      return [`${title} FAILED: ${preview.message}`];
-    case "changes": {
-      if (preview.changes.length === 0) return [`${title} CHANGES (exit ${PULUMI_EXIT_CHANGES}; the JSON output listed no step)`];
-      const rows = preview.changes.map((c) => [c.op, c.type, c.name, c.fields.join(", ") || "-"]);
-      return [`${title} ${preview.changes.length} CHANGE${preview.changes.length > 1 ? "S" : ""}`, formatTable(["OP", "TYPE", "NAME", "FIELDS"], rows)];
-    }
-  }
+  if (preview.state === "skipped") return [`${title} skipped (--skip-preview)`];
+  if (preview.state === "no-changes") return [`${title} no changes`];
+  if (preview.state === "failed") return [`${title} FAILED: ${preview.message}`];
+  if (preview.changes.length === 0) return [`${title} CHANGES (exit ${PULUMI_EXIT_CHANGES}; the JSON output listed no step)`];
+  const rows = preview.changes.map((c) => [c.op, c.type, c.name, c.fields.join(", ") || "-"]);
+  return [`${title} ${preview.changes.length} CHANGE${preview.changes.length > 1 ? "S" : ""}`, formatTable(["OP", "TYPE", "NAME", "FIELDS"], rows)];
 }
 
 /** The human report: preview first, then every exposure found, undeclared first, then each one's fix (status's and the portal's words). */
@@ -194,10 +165,7 @@ function formatAdmission(mode: string, findings: readonly Finding[]): string {
   return [`\n${title} ${findings.length} DRIFT`, ...findings.map((f) => `  ${f.subject}: ${f.message} [${f.code}]`)].join("\n");
 }
 
-/**
- * What the guard in `deny` mode would refuse today, whatever the mode: the list to empty (or to declare) before switching a stack to `deny`, so that the
- * platform's own pods are never refused.
- */
+/** What `deny` mode would refuse today, whatever the mode: the list to empty (or declare) before switching to `deny`, so no platform pod is refused. */
 function formatDenyPreview(mode: string, preview: { refusals: readonly Refusal[]; unread: readonly string[] }): string {
   const title = "exposure guard in deny mode would refuse, of what exists now (each object created again):";
   const partial = preview.unread.length ? [`  (not read, so not checked: ${preview.unread.join("; ")})`] : [];

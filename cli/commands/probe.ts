@@ -6,14 +6,13 @@ import type { Contract } from "../../src/core/contract/schema";
 import { UserError } from "../../src/core/errors";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { ProbeDocument } from "../../src/core/json-api";
-import { failureCause, observeStack } from "../../src/core/observe";
-import { type PublishedEndpoints, publishedFromOutputs } from "../../src/core/published";
+import { failureCause } from "../../src/core/observe";
 import { printableValue, redactUrlPasswords } from "../../src/core/text";
 import type { Command, CommandContext } from "../context";
 import { usageError } from "../flags";
 import { eachStack, entryFlag, formatTable, type OperatorDeps, publishedEntryFlag, stacksFlag, timeoutFlag, worstExit } from "../operator";
 import { SPECS } from "../specs";
-import { connectCluster, type OpenStack, openStack, readStackOutputs } from "../stack";
+import { connectCluster, type OpenStack, observeOpened, openStack, readStackOutputs } from "../stack";
 
 const SPEC = SPECS.probe;
 
@@ -26,10 +25,7 @@ export interface ProbeDeps extends OperatorDeps {
 }
 
 /** `exposure probe` (scenario "UI reachable"): every URL of the outputs, concurrently, with the contract's expectations. */
-export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"probe"> {
-  const readOutputs = deps.readOutputs ?? readStackOutputs;
-  const get = deps.get ?? httpGet;
-  const connect = deps.connect ?? connectCluster;
+export function createProbeCommand({ connect = connectCluster, readOutputs = readStackOutputs, get = httpGet }: Partial<ProbeDeps> = {}): Command<"probe"> {
   return async ({ values }, ctx) => {
     const stacks = stacksFlag(values, ctx.projectDir, SPEC);
     if (!stacks.length && !values.outputs) throw usageError(SPEC, "give --stack NAME, or --outputs FILE (saved `pulumi stack output --json`)");
@@ -49,14 +45,11 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"prob
       const outputs = await readOutputs(ctx, stack ?? "", values.outputs);
       const urls = urlsOutput(outputs, from);
       const inOutputs = `not in the 'urls' output of ${from}`;
-      const only = entryFlag(
-        values.entry,
-        { available: Object.keys(urls), declared: declared ?? [], unavailable: inOutputs, ...(declared ? {} : { unknown: inOutputs }) },
-        SPEC,
-      );
+      const choice = { available: Object.keys(urls), declared: declared ?? [], unavailable: inOutputs, ...(declared ? {} : { unknown: inOutputs }) };
+      const only = entryFlag(values.entry, choice, SPEC);
       const probed = only ? Object.fromEntries(Object.entries(urls).filter(([name]) => only.has(name))) : urls;
       const results = await probeAll(probeTargets(probed, contract, timeoutMs), { concurrency, get });
-      return { results: opened ? await explainFailures(results, opened, () => publishedFromOutputs(outputs, from), connect, timeoutMs) : results };
+      return { results: opened ? await explainFailures(results, ctx, opened, { connect, readOutputs: async () => outputs, timeoutMs }) : results };
     };
     const several = stacks.length > 1;
     const { reports, failed: unread } = several
@@ -64,8 +57,7 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"prob
       : { reports: [await probeOf(stacks[0])], failed: [] };
     // Several stacks: each result names its stack (two may publish the same entry name).
     const results = reports.flatMap((r) => r.results.map((x) => (several && "stack" in r ? { stack: String(r.stack), ...x } : x)));
-    const failed = results.filter((r) => !r.ok);
-    const code = worstExit([failed.length ? EXIT.UNREACHABLE : EXIT.OK, ...unread.map((f) => f.exitCode)]);
+    const code = worstExit([results.some((r) => !r.ok) ? EXIT.UNREACHABLE : EXIT.OK, ...unread.map((f) => f.exitCode)]);
     if (values.json) {
       const doc: ProbeDocument = {
         apiVersion: JSON_API_VERSION,
@@ -84,16 +76,11 @@ export function createProbeCommand(deps: Partial<ProbeDeps> = {}): Command<"prob
 
 export const command = createProbeCommand();
 
-/**
- * A failed URL says little by itself (kube-proxy refuses alike a port no Service holds and one
- * without ready endpoint; a port moved by hand leaves the published URL dead): for the failed
- * entries only, the cluster is read as `status` reads it and the cause said (`failureCause`).
- */
-async function explainFailures(results: ProbeResult[], opened: OpenStack, published: () => PublishedEndpoints, connect: OperatorDeps["connect"], ms: number) {
+/** Why each failed URL failed, read from the cluster as `status` reads it: kube-proxy refuses alike a port no Service holds and one without endpoint. */
+async function explainFailures(results: ProbeResult[], ctx: CommandContext, opened: OpenStack, read: Parameters<typeof observeOpened>[2]) {
   const entries = opened.selectedEntries.filter((e) => results.some((r) => r.name === e.name && !r.ok && r.error));
   if (entries.length === 0) return results;
-  const stack = { contract: opened.contract, selected: entries.map((e) => e.name), nodeAddress: opened.settings.nodeAddress };
-  const observed = await observeStack(stack, { connect: () => connect(opened, ms), published: async () => ({ proven: published() }), entries })
+  const observed = await observeOpened(ctx, opened, { ...read, entries })
     .then((o) => o.observation.entries)
     .catch(() => []); // unreadable: the results stay as they were
   return results.map((r) => {
@@ -111,10 +98,7 @@ function concurrencyFlag(value: string): number {
   return n;
 }
 
-/**
- * Without a stack, the contract is only needed for probe paths and statuses: use the one
- * named, else the project's; when there is none, probe "/" expecting any 2xx/3xx.
- */
+/** Without a stack: the contract named, else the project's, for probe paths and statuses; none: "/" expecting any 2xx/3xx. */
 function loadOptionalContract(ctx: CommandContext, file: string | undefined): Contract | undefined {
   if (file) return loadContractFile(file);
   const fallback = defaultContractPath(ctx.projectDir);

@@ -1,25 +1,11 @@
-import { auditExposure, readExposureObjects, type UndeclaredExposure } from "../../src/core/audit";
+import { auditExposure, readExposureObjects } from "../../src/core/audit";
 import { EXIT, JSON_API_VERSION } from "../../src/core/findings";
 import type { StatusDocument, StatusListDocument } from "../../src/core/json-api";
 import type { ClusterReader } from "../../src/core/kube/cluster";
 import type { Observation } from "../../src/core/observe";
 import { type Command, printJson } from "../context";
 import { usageError } from "../flags";
-import {
-  eachStack,
-  formatStatus,
-  formatTable,
-  formatUndeclared,
-  type OperatorDeps,
-  publishedEntryFlag,
-  STATUS_COLUMNS,
-  stackHeader,
-  stacksFlag,
-  statusCounts,
-  statusRows,
-  timeoutFlag,
-  worstExit,
-} from "../operator";
+import { eachStack, formatStatus, formatStatuses, type OperatorDeps, publishedEntryFlag, stacksFlag, timeoutFlag, worstExit } from "../operator";
 import { SPECS } from "../specs";
 import { connectCluster, observeOpened, openStack, readStackOutputs, sayUnavailable } from "../stack";
 
@@ -27,13 +13,8 @@ const SPEC = SPECS.status;
 
 export type StatusDeps = OperatorDeps;
 
-/**
- * `exposure status`: the live verdict of every entry the stack publishes (or of those named by
- * --entry), computed by the same `observe()` as the portal; over several stacks, one table.
- */
-export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"status"> {
-  const connect = deps.connect ?? connectCluster;
-  const readOutputs = deps.readOutputs ?? readStackOutputs;
+/** `exposure status`: the live verdict of every published entry (or those named by --entry), as the portal's; several stacks, one table. */
+export function createStatusCommand({ connect = connectCluster, readOutputs = readStackOutputs }: Partial<StatusDeps> = {}): Command<"status"> {
   return async ({ values }, ctx) => {
     const stacks = stacksFlag(values, ctx.projectDir, SPEC);
     if (stacks.length === 0) throw usageError(SPEC, "--stack is required");
@@ -45,8 +26,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
       // Checked before anything is read: a mistyped name must not cost a cluster round trip.
       const only = publishedEntryFlag(values.entry, opened, SPEC);
       const entries = only ? opened.selectedEntries.filter((e) => only.has(e.name)) : opened.selectedEntries;
-      // Without --entry, the cluster's undeclared exposure too (drift's audit: every Service and Pod that opens something); a
-      // refused or failed list says so instead of failing the verdicts.
+      // Without --entry, drift's audit of undeclared exposure too; a list that fails says so instead of failing the verdicts.
       const auditRead = (reader: ClusterReader) =>
         readExposureObjects(reader).catch((err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300));
       const read = { connect, readOutputs, timeoutMs, entries, outputs: values.outputs };
@@ -74,7 +54,7 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
     if (stacks.length === 1) {
       const { document, observation } = await statusOf(stacks[0] as string);
       if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "Status", ...document } satisfies StatusDocument);
-      else ctx.stdout([formatStatus(document.stack, document.source, observation), ...undeclaredLines(document)].join("\n"));
+      else ctx.stdout(formatStatus(document.stack, document.source, observation, document));
       return document.ok ? EXIT.OK : EXIT.DRIFT;
     }
     const { reports, failed } = await eachStack(stacks, ctx.stderr, "exposure status", statusOf);
@@ -88,22 +68,3 @@ export function createStatusCommand(deps: Partial<StatusDeps> = {}): Command<"st
 }
 
 export const command = createStatusCommand();
-
-/** The cluster's undeclared exposure (without --entry), or why it was not checked. */
-const undeclaredLines = (d: { undeclared?: readonly UndeclaredExposure[]; undeclaredUnread?: string }) =>
-  d.undeclared ? [formatUndeclared(d.undeclared)] : d.undeclaredUnread !== undefined ? [formatUndeclared(d.undeclaredUnread)] : [];
-
-/** Several stacks: each one's header line, then one table with a STACK column; a stack not read says so in place of its rows. */
-function formatStatuses(
-  reports: readonly { stack: string; document: Pick<StatusDocument, "source"> & Parameters<typeof undeclaredLines>[0]; observation: Observation }[],
-  failed: readonly { stack: string; error: string }[],
-) {
-  const lines = reports.map((r) => stackHeader(r.stack, r.document.source, r.observation));
-  lines.push(...failed.map((f) => `stack ${f.stack}: NOT READ: ${f.error.split("\n")[0]}`), "");
-  const rows = reports.flatMap((r) => statusRows(r.observation).map((row) => [r.stack, ...row]));
-  lines.push(formatTable(["STACK", ...STATUS_COLUMNS], rows));
-  for (const r of reports) for (const problem of r.observation.problems) lines.push("", `stack ${r.stack}: problem: ${problem}`);
-  lines.push("", ...reports.map((r) => `stack ${r.stack}: ${statusCounts(r.observation)}`));
-  for (const r of reports) lines.push(...undeclaredLines(r.document).map((t) => t.replace("\nundeclared", `\nstack ${r.stack}: undeclared`)));
-  return lines.join("\n");
-}
