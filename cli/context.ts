@@ -1,5 +1,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { findUp } from "../src/adapters/bounded-file";
 import type { CommandArgs } from "./flags";
 import type { CommandName, SPECS } from "./specs";
 
@@ -15,14 +16,6 @@ export interface CommandContext {
 export type Command<N extends CommandName> = (args: CommandArgs<(typeof SPECS)[N]>, ctx: CommandContext) => Promise<number>;
 
 export const printJson = (ctx: CommandContext, doc: object) => ctx.stdout(JSON.stringify(doc, null, 2));
-
-/** The nearest folder at or above `start` holding `file`. */
-function findUp(start: string, file: string): string | undefined {
-  for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
-    if (fs.existsSync(path.join(dir, file))) return dir;
-    if (path.dirname(dir) === dir) return undefined;
-  }
-}
 
 /** This package's folder, from the sources or from dist/. */
 const packageDir = () => findUp(__dirname, "package.json") ?? path.resolve(__dirname, "..");

@@ -77,7 +77,6 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
 
     const { forwards, failures, retired } = forwardSetup
       ? await ensureForwards(forwardRequests(observation), {
-          ssh: "ssh",
           env: ctx.env,
           stateDir,
           ...forwardSetup,

@@ -1,6 +1,7 @@
 // A file named by the operator (contract, snapshot, outputs, stack file): a regular file of bounded size, or a clear refusal. `/dev/zero`, a FIFO or a
 // 5 GB file must not grow the process until it dies.
 import * as fs from "node:fs";
+import * as path from "node:path";
 import { UserError } from "../core/errors";
 import { EXIT, type ExitCode } from "../core/findings";
 
@@ -78,4 +79,12 @@ function utf8Text(bytes: Buffer, named: string, exitCode: ExitCode): string {
   const nul = bytes.indexOf(0);
   if (nul !== -1) throw new UserError(`${named} holds a NUL byte (line ${lineOf(bytes, nul)}): it is not a text file`, exitCode);
   return text;
+}
+
+/** The nearest folder at or above `start` holding `file`. */
+export function findUp(start: string, file: string): string | undefined {
+  for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, file))) return dir;
+    if (path.dirname(dir) === dir) return undefined;
+  }
 }

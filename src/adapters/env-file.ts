@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { UserError } from "../core/errors";
+import { findUp } from "./bounded-file";
 import { runProgram } from "./pulumi-cli";
 
 /** Name of the generated file; the data repository's .gitignore lists it. */
@@ -59,20 +60,13 @@ export function assertReplaceable(file: string): void {
 
 const git = (args: string[], cwd: string, env: NodeJS.ProcessEnv) => runProgram("git", args, { cwd, env, timeoutMs: 10_000 });
 
-/** The nearest folder at or above `dir` holding `.git` (used only when git itself is missing). */
-function findGitDir(dir: string): string | undefined {
-  for (let d = dir; ; d = path.dirname(d)) {
-    if (fs.existsSync(path.join(d, ".git"))) return d;
-    if (path.dirname(d) === d) return undefined;
-  }
-}
-
 /** Refuses a path git would track: inside a work tree, the file must be ignored (`git check-ignore`; a file already tracked counts as not ignored). */
 export async function assertGitIgnores(file: string, env: NodeJS.ProcessEnv): Promise<void> {
   const dir = path.dirname(file);
   const top = await git(["rev-parse", "--show-toplevel"], dir, env);
   if ("notFound" in top) {
-    const repo = findGitDir(dir);
+    // git itself is missing: a `.git` above says the file may be committed.
+    const repo = findUp(dir, ".git");
     if (repo) throw new UserError(`refusing to write ${file}: it is inside the git repository ${repo} and git is not installed to check that it is ignored`);
     return;
   }

@@ -43,8 +43,7 @@ export interface ForwardOutcome extends ForwardRecord {
 }
 
 interface ForwardOptions {
-  /** `ssh` (looked up on the PATH of `env`). */
-  ssh: string;
+  /** `ssh` is looked up on its PATH. */
   env: NodeJS.ProcessEnv;
   stateDir: string;
   /** Lima instance: its SSH config and its `lima-<instance>` host alias. */
@@ -191,15 +190,12 @@ async function startForward(request: ForwardRequest, localPort: number, opts: Fo
   const options = ["ControlMaster=no", "ControlPath=none", "ExitOnForwardFailure=yes", "BatchMode=yes"].flatMap((o) => ["-o", o]);
   const args = ["-F", opts.sshConfig, ...options, "-N", "-L", forwardSpec(localPort, request.remoteHost, request.remotePort), `lima-${opts.instance}`];
   // detached: its own process group, so it outlives this command and a Ctrl-C of the terminal.
-  const child = spawn(opts.ssh, args, { detached: true, stdio: ["ignore", out, out], env: opts.env });
+  const child = spawn("ssh", args, { detached: true, stdio: ["ignore", out, out], env: opts.env });
   fs.closeSync(out);
   // Set by the callbacks (the cast keeps TypeScript from narrowing it to undefined).
   let exited = undefined as { code: number | null; error?: string } | undefined;
   child.once("exit", (code) => (exited ??= { code }));
-  child.once(
-    "error",
-    (err: NodeJS.ErrnoException) => (exited ??= { code: null, error: err.code === "ENOENT" ? `${opts.ssh} not found on PATH` : err.message }),
-  );
+  child.once("error", (err: NodeJS.ErrnoException) => (exited ??= { code: null, error: err.code === "ENOENT" ? "ssh not found on PATH" : err.message }));
   const deadline = Date.now() + opts.settleMs;
   while (!exited && Date.now() < deadline && !(await portAnswers(localPort))) await new Promise((r) => setTimeout(r, 50));
   if (exited || child.pid === undefined) {
