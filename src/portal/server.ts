@@ -44,13 +44,9 @@ export interface PortalOptions extends PortalSource {
   readWaitMs?: number;
 }
 
-type ObservedRead = StackObservation<{ proven?: PublishedEndpoints }, undefined>;
-
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
-/**
- * The audit lists every Service and Pod of the cluster (tens of MiB on a large one): at most once per 5 min by default (or the read interval, if longer).
- * UIExposureUndeclared waits 15 min anyway.
- */
+// The audit lists every Service and Pod of the cluster (tens of MiB on a large one): at most once per 5 min by default (or the read interval, if longer).
+// UIExposureUndeclared waits 15 min anyway.
 export const DEFAULT_AUDIT_INTERVAL_MS = 300_000;
 
 function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
@@ -86,7 +82,7 @@ export function refreshOf(search: URLSearchParams): PageOptions {
 
 /** The state page loads share: one cluster read per interval, one probe round at a time. */
 export class PortalObserver {
-  readonly clusterReads: SharedRead<ObservedRead>;
+  readonly clusterReads: SharedRead<StackObservation<{ proven?: PublishedEndpoints }, undefined>>;
   readonly reachability: ReachabilityCache;
   /** The audit's undeclared count and the first ones; present when the portal knows the allowlist (PortalOptions.audit). */
   readonly auditReads: SharedRead<{ count: number; shown: UndeclaredExposure[] }> | undefined;
@@ -245,8 +241,12 @@ function send(req: http.IncomingMessage, res: http.ServerResponse, status: numbe
   res.end(req.method === "HEAD" ? undefined : body);
 }
 
-const HTML = "text/html; charset=utf-8";
+const TEXT = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
+const sendHtml = (req: http.IncomingMessage, res: http.ServerResponse, status: number, html: string) =>
+  send(req, res, status, "text/html; charset=utf-8", html, { "Content-Security-Policy": HTML_CSP });
+const sendJson = (req: http.IncomingMessage, res: http.ServerResponse, status: number, doc: object) =>
+  send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
 
 /**
  * GET /            the page (HTML, server-side)
@@ -256,16 +256,7 @@ const JSON_TYPE = "application/json; charset=utf-8";
  *                  restart the portal: it is exactly when the portal should say so)
  */
 export function portalHandler(opts: PortalOptions, observer = new PortalObserver(opts)): http.RequestListener {
-  return (req, res) => {
-    // Published on a NodePort without login: no request may end the process. Whatever throws while routing is answered 500 (and logged); the server goes on.
-    try {
-      route(opts, observer, req, res);
-    } catch (err) {
-      opts.log?.(`${req.method} -> 500: ${(err as Error).stack ?? String(err)}`);
-      if (!res.headersSent) send(req, res, 500, "text/plain; charset=utf-8", "internal error\n");
-      else res.destroy();
-    }
-  };
+  return handler([{ opts: { ...opts, stack: opts.stack ?? "" }, observer }], opts.log);
 }
 
 /** The path of a request target, or undefined when it is not one (`http://[zz]/`, `//[`...). */
@@ -288,47 +279,22 @@ function requestTarget(target: string | undefined): URL | undefined {
 /** Longer request targets are refused (Node itself caps the whole header block at 16 KiB). */
 export const MAX_TARGET_LENGTH = 2048;
 
-function route(opts: PortalOptions, observer: PortalObserver, req: http.IncomingMessage, res: http.ServerResponse, requested = requestTarget(req.url)): void {
-  if (requested === undefined) {
-    send(req, res, 400, "text/plain; charset=utf-8", "bad request: the request target is not a URL path\n");
-    return;
-  }
+/** One stack's page and JSON API: /, /api/entries, /api/entries/<name> (of several stacks: below /api/stacks/<stack>). */
+function serveStack({ opts, observer }: PortalStack, req: http.IncomingMessage, res: http.ServerResponse, requested: URL): void {
   const path = requested.pathname;
-  const page = refreshOf(requested.searchParams);
-  if (req.method !== "GET" && req.method !== "HEAD") {
-    send(req, res, 405, "text/plain; charset=utf-8", "method not allowed\n", { Allow: "GET, HEAD" });
-    return;
-  }
-  if (path === "/healthz") {
-    send(req, res, 200, "text/plain; charset=utf-8", "ok\n");
-    return;
-  }
-  if (path === METRICS_PATH) {
-    metricsOf([observer])
-      .then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text))
-      .catch((err: unknown) => {
-        opts.log?.(`${req.method} ${path} -> 500: ${(err as Error).stack ?? String(err)}`);
-        if (!res.headersSent) send(req, res, 500, "text/plain; charset=utf-8", "internal error\n");
-      });
-    return;
-  }
   // /api/entries/<name>: one entry (the page links each row to it).
   const one = /^\/api\/entries\/([^/]+)$/.exec(path);
-  let entry: string | undefined;
-  try {
-    entry = one ? decodeURIComponent(one[1] as string) : undefined;
-  } catch {}
+  const entry = one ? safeDecode(one[1] as string) : undefined;
   if (one && (entry === undefined || !entryName.safeParse(entry).success)) {
     send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: "not an entry name" })}\n`);
     return;
   }
   if (path !== "/" && path !== "/api/entries" && !one) {
-    send(req, res, 404, "text/plain; charset=utf-8", "not found: the portal serves /, /api/entries, /api/entries/<name>, /metrics and /healthz\n");
+    send(req, res, 404, TEXT, "not found: the portal serves /, /api/entries, /api/entries/<name>, /metrics and /healthz\n");
     return;
   }
   const json = path !== "/";
-  const sendJson = (status: number, doc: PortalEntryDocument | PortalEntriesDocument | PortalErrorDocument) =>
-    send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
+  const page = refreshOf(requested.searchParams);
   // The portal's own probe (its entry's probe path is the page) must not wait for the round it is part of.
   observer
     .view({ waitForProbes: req.headers["user-agent"] !== PROBE_USER_AGENT })
@@ -339,10 +305,10 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
           if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
           else {
             const { entries: _all, summary: _summary, problems: _problems, undeclared: _undeclared, ...context } = view;
-            sendJson(200, { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found });
+            sendJson(req, res, 200, { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found } satisfies PortalEntryDocument);
           }
-        } else if (json) sendJson(200, { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view });
-        else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
+        } else if (json) sendJson(req, res, 200, { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view } satisfies PortalEntriesDocument);
+        else sendHtml(req, res, 200, renderPage(view, page));
       },
       (err: unknown) => {
         // A cluster error (UserError from the reader) is 503: the portal works, its data source does not. Anything else is a bug: 500, with the stack trace in
@@ -356,8 +322,8 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
           source: opts.cluster.source,
           ...(opts.stack ? { stack: opts.stack } : {}),
         };
-        if (json) sendJson(status, { apiVersion: JSON_API_VERSION, kind: "PortalError", ...error });
-        else send(req, res, status, HTML, renderErrorPage(error, page), { "Content-Security-Policy": HTML_CSP });
+        if (json) sendJson(req, res, status, { apiVersion: JSON_API_VERSION, kind: "PortalError", ...error } satisfies PortalErrorDocument);
+        else sendHtml(req, res, status, renderErrorPage(error, page));
       },
     )
     // A failure while answering (the client went away) must not become an unhandled rejection.
@@ -365,7 +331,7 @@ function route(opts: PortalOptions, observer: PortalObserver, req: http.Incoming
 }
 
 /** One stack of a portal over several: its options and its own observer (its reads, schedule, timeout and probe cache; nothing shared). */
-export interface PortalStack {
+interface PortalStack {
   opts: PortalOptions & { stack: string };
   observer: PortalObserver;
 }
@@ -396,63 +362,55 @@ function stackSections(stacks: readonly PortalStack[], log: PortalOptions["log"]
   );
 }
 
-/** The /metrics text of one stack's observer or several: each series labelled with its stack and cluster (metricFamilies). */
-async function metricsOf(observers: readonly PortalObserver[]): Promise<string> {
-  // All at once: each waits for its own read at most metricsWaitMs, whatever the others do.
-  return renderMetrics(metricFamilies(await Promise.all(observers.map((o) => o.metricsInput()))));
-}
-
 /**
- * The portal of several stacks: GET / (every stack, ?stack=NAME for one), /api/stacks (each stack's view or error),
- * /api/stacks/<stack>/entries[/<name>] (one stack's, as /api/entries[/<name>] of a one-stack portal), /metrics, /healthz.
+ * One router for one stack or several. GET /metrics serves every stack's observer (each series labelled with its stack and cluster), /healthz never reads a
+ * cluster. Several stacks: GET / (every stack, ?stack=NAME for one), /api/stacks (each stack's view or error), /api/stacks/<stack>/entries[/<name>] (one
+ * stack's, as /api/entries[/<name>] of a one-stack portal).
  */
-export function stacksHandler(stacks: readonly PortalStack[], log?: PortalOptions["log"]): http.RequestListener {
+function handler(stacks: readonly PortalStack[], log: PortalOptions["log"]): http.RequestListener {
+  const several = stacks.length > 1;
   const byName = new Map(stacks.map((s) => [s.opts.stack, s]));
   return (req, res) => {
     const requested = requestTarget(req.url);
     const path = requested?.pathname ?? "";
-    const one = /^\/api\/stacks\/([^/]+)(\/entries(?:\/[^/]+)?)$/.exec(path);
-    const stack = one ? byName.get(safeDecode(one[1] as string) ?? "") : undefined;
-    const fail = (err: unknown) => {
-      log?.(`${req.method} ${path} -> 500: ${(err as Error).stack ?? String(err)}`);
-      if (!res.headersSent) send(req, res, 500, "text/plain; charset=utf-8", "internal error\n");
+    const text = (status: number, body: string, extra?: Record<string, string>) => send(req, res, status, TEXT, body, extra);
+    const fail = (err: unknown, what = `${req.method} ${path}`, cut = false) => {
+      log?.(`${what} -> 500: ${(err as Error).stack ?? String(err)}`);
+      if (!res.headersSent) text(500, "internal error\n");
+      else if (cut) res.destroy();
     };
+    // Published on a NodePort without login: no request may end the process. Whatever throws while routing is answered 500 (and logged); the server goes on.
     try {
-      if (requested === undefined || (req.method !== "GET" && req.method !== "HEAD") || path === "/healthz")
-        route(stacks[0]?.opts as PortalOptions, stacks[0]?.observer as PortalObserver, req, res);
-      else if (stack && one) route(stack.opts, stack.observer, req, res, new URL(`/api${one[2]}${requested.search}`, requested));
-      else if (path === METRICS_PATH) metricsOf(stacks.map((s) => s.observer)).then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text), fail);
+      const one = several ? /^\/api\/stacks\/([^/]+)(\/entries(?:\/[^/]+)?)$/.exec(path) : null;
+      const stack = one ? byName.get(safeDecode(one[1] as string) ?? "") : undefined;
+      if (requested === undefined) text(400, "bad request: the request target is not a URL path\n");
+      else if (req.method !== "GET" && req.method !== "HEAD") text(405, "method not allowed\n", { Allow: "GET, HEAD" });
+      else if (path === "/healthz") text(200, "ok\n");
+      // All at once: each waits for its own read at most metricsWaitMs, whatever the others do.
+      else if (path === METRICS_PATH)
+        Promise.all(stacks.map((s) => s.observer.metricsInput()))
+          .then((inputs) => renderMetrics(metricFamilies(inputs)))
+          .then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text))
+          .catch(fail);
+      else if (!several) serveStack(stacks[0] as PortalStack, req, res, requested);
+      else if (stack && one) serveStack(stack, req, res, new URL(`/api${one[2]}${requested.search}`, requested));
       else if (path === "/" || path === "/api/stacks") {
         const only = requested.searchParams.get("stack") ?? undefined;
-        if (only !== undefined && !byName.has(only)) send(req, res, 404, "text/plain; charset=utf-8", "not found: no such stack in this portal\n");
+        if (only !== undefined && !byName.has(only)) text(404, "not found: no such stack in this portal\n");
         else
           stackSections(stacks, log)
             .then((sections) => {
               const now = new Date();
-              if (path === "/")
-                send(req, res, 200, HTML, renderStacksPage(sections, now, { ...refreshOf(requested.searchParams), ...(only ? { only } : {}) }), {
-                  "Content-Security-Policy": HTML_CSP,
-                });
-              else
-                send(
-                  req,
-                  res,
-                  200,
-                  JSON_TYPE,
-                  `${JSON.stringify({ apiVersion: JSON_API_VERSION, kind: "PortalStacks", generatedAt: now.toISOString(), stacks: sections } satisfies PortalStacksDocument, null, 2)}\n`,
-                );
+              const doc: PortalStacksDocument = { apiVersion: JSON_API_VERSION, kind: "PortalStacks", generatedAt: now.toISOString(), stacks: sections };
+              if (path === "/") sendHtml(req, res, 200, renderStacksPage(sections, now, { ...refreshOf(requested.searchParams), ...(only ? { only } : {}) }));
+              else sendJson(req, res, 200, doc);
             })
             .catch(fail);
-      } else
-        send(
-          req,
-          res,
-          404,
-          "text/plain; charset=utf-8",
-          "not found: this portal of several stacks serves /, /api/stacks, /api/stacks/<stack>/entries[/<name>], /metrics and /healthz\n",
-        );
+      } else text(404, "not found: this portal of several stacks serves /, /api/stacks, /api/stacks/<stack>/entries[/<name>], /metrics and /healthz\n");
     } catch (err) {
-      fail(err);
+      // One stack: a response already begun is cut rather than left hanging.
+      if (several) fail(err);
+      else fail(err, req.method, true);
     }
   };
 }
@@ -491,8 +449,7 @@ export interface RunningPortal {
   close(): Promise<void>;
 }
 
-/** Starts the server; resolves once it listens, rejects with a readable error (port in use...). */
-/** `more`: the other stacks of a portal over several (`exposure portal --stack a --stack b`). */
+/** Starts the server; resolves once it listens, rejects with a readable error (port in use...). `more`: the other stacks (`--stack a --stack b`). */
 export async function startPortal(first: PortalOptions, listen: ListenAddress, more: readonly PortalOptions[] = []): Promise<RunningPortal> {
   // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
   const tuning = portalTuningFromEnv(process.env);
@@ -500,7 +457,7 @@ export async function startPortal(first: PortalOptions, listen: ListenAddress, m
   const opts = all[0] as PortalOptions;
   // Several stacks: one observer each, so that each stack reads on its own schedule and a hung cluster delays no other.
   const stacks = all.map((o) => ({ opts: { ...o, stack: o.stack ?? "" }, observer: new PortalObserver(o) }));
-  const server = http.createServer(all.length > 1 ? stacksHandler(stacks, opts.log) : portalHandler(opts));
+  const server = http.createServer(handler(stacks, opts.log));
   // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered: answer it like any other method the portal does not serve.
   server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
     opts.log?.(`${req.method} -> 405`);
