@@ -210,11 +210,7 @@ export class Portal extends pulumi.ComponentResource {
           labels: { ...spec.metadata.labels, [STACK_LABEL]: args.stack },
           annotations: { ...awaitAnnotations, "pulumi.com/patchForce": "true" },
         },
-        spec: {
-          type: "ClusterIP",
-          selector: spec.spec?.selector ?? {},
-          ports: (spec.spec?.ports ?? []).map((p) => ({ name: p.name, port: p.port, targetPort: p.targetPort ?? p.port, protocol: p.protocol ?? "TCP" })),
-        },
+        spec: spec.spec,
       },
       { parent: this, provider, ...fixedNameService(`${name}-svc`, serviceRefusal) },
     );

@@ -24,10 +24,7 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
 
   const stacks = stacksFlag(values, ctx.projectDir, SPEC);
   if (values.outputs && stacks.length !== 1)
-    throw usageError(
-      SPEC,
-      stacks.length ? "--outputs goes with one --stack (the outputs are a stack's)" : "--outputs needs --stack (the outputs are a stack's)",
-    );
+    throw usageError(SPEC, `--outputs ${stacks.length ? "goes with one --stack" : "needs --stack"} (the outputs are a stack's)`);
   type Source = Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished" | "audit" | "cluster">;
   // Each stack through its own kube context and outputs: one observer each in the portal, nothing shared between them.
   const sourceOf = async (stack: string): Promise<Source> => {
@@ -68,13 +65,9 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
     const label = path.relative(process.cwd(), file) || file;
     sources.push({ contract: loadContractFile(file, label), contractLabel: label, selected: "all", cluster: await LiveClusterReader.connect({}) });
   }
-  const [source, ...more] = sources as [Source, ...Source[]];
   const log = (line: string) => ctx.stderr(`portal: ${line}`);
-  const portal = await startPortal(
-    { ...source, version: packageVersion(), log },
-    listen,
-    more.map((s) => ({ ...s, version: packageVersion(), log })),
-  );
+  const [source, ...more] = sources.map((s) => ({ ...s, version: packageVersion(), log })) as [PortalOptions, ...PortalOptions[]];
+  const portal = await startPortal(source, listen, more);
   const cluster = source.cluster;
   if (values.json) {
     // One line: a script reads the address as soon as it is printed.

@@ -125,9 +125,6 @@ function urlCell(e: PortalEntry): string {
   return "<small>no URL</small>";
 }
 
-/** Whether the entry's UI was probed and did not answer as the contract expects. */
-export const failing = (e: PortalEntry) => e.reachability !== undefined && !e.reachability.ok;
-
 function reachabilityCell(e: PortalEntry, view: PortalView, now: Date): string {
   const r: Reachability | undefined = e.reachability;
   if (!r) {
@@ -194,7 +191,8 @@ export interface PageOptions {
 
 /** One view's summary, problems and table (the page of one stack, a section of the page of several). */
 function viewBody(view: PortalView, now: Date, place?: RowPlace): string[] {
-  const failingCount = view.entries.filter(failing).length;
+  // Probed, and not answering as the contract expects.
+  const failingCount = view.entries.filter((e) => e.reachability?.ok === false).length;
   const counts = (["MATCH", "DRIFT", "ABSENT", "NOT-EXPOSED"] as const)
     .filter((v) => view.summary[v] > 0)
     .map((v) => `<li><span class="badge v-${v}">${view.summary[v]} ${LABELS[v]}</span></li>`)
