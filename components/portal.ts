@@ -80,6 +80,8 @@ export class Portal extends pulumi.ComponentResource {
     const namespace = this.namespace;
 
     const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: { namespace, labels: { ...PORTAL_LABELS } } }, { parent: this, provider });
+    const subjects = [{ kind: "ServiceAccount", name: account.metadata.name, namespace }];
+    const roleRef = (kind: string, name: pulumi.Output<string>) => ({ apiGroup: "rbac.authorization.k8s.io", kind, name });
 
     const clusterRole = new k8s.rbac.v1.ClusterRole(
       `${name}-reader`,
@@ -91,11 +93,7 @@ export class Portal extends pulumi.ComponentResource {
     );
     const binding = new k8s.rbac.v1.ClusterRoleBinding(
       `${name}-reader`,
-      {
-        metadata: { labels: { ...PORTAL_LABELS } },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole.metadata.name },
-        subjects: [{ kind: "ServiceAccount", name: account.metadata.name, namespace }],
-      },
+      { metadata: { labels: { ...PORTAL_LABELS } }, roleRef: roleRef("ClusterRole", clusterRole.metadata.name), subjects },
       { parent: this, provider },
     );
     // The other clusters' Secrets: `get` on exactly their names, in this namespace only.
@@ -110,11 +108,7 @@ export class Portal extends pulumi.ComponentResource {
       secretsRole &&
       new k8s.rbac.v1.RoleBinding(
         `${name}-secrets`,
-        {
-          metadata: { namespace, labels: { ...PORTAL_LABELS } },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: secretsRole.metadata.name },
-          subjects: [{ kind: "ServiceAccount", name: account.metadata.name, namespace }],
-        },
+        { metadata: { namespace, labels: { ...PORTAL_LABELS } }, roleRef: roleRef("Role", secretsRole.metadata.name), subjects },
         { parent: this, provider },
       );
 

@@ -18,12 +18,6 @@ export interface ReachabilityOptions {
 export const DEFAULT_REACHABILITY: ReachabilityOptions = { enabled: true, cacheMs: 15_000, timeoutMs: 3_000, concurrency: 8 };
 const MAX_TIMEOUT_MS = 10_000;
 
-interface Known {
-  key: string;
-  at: number;
-  reachability: Reachability;
-}
-
 const keyOf = (t: ProbeTarget) => `${t.url} ${t.path} ${t.expectStatus?.join(",") ?? ""}`;
 
 /** The probe target of each published URL, as `exposure probe` builds it, within the portal's longest wait. */
@@ -48,7 +42,7 @@ export function toReachability(r: ProbeResult, checkedAt: Date): Reachability {
 export class ReachabilityCache {
   /** Probe rounds run, for tests and the benchmark. */
   rounds = 0;
-  private readonly known = new Map<string, Known>();
+  private readonly known = new Map<string, { key: string; at: number; reachability: Reachability }>();
   private inFlight: Promise<void> | undefined;
 
   constructor(
@@ -68,7 +62,7 @@ export class ReachabilityCache {
       if (!targets.every(answered)) this.startRound(targets);
     }
     const out = new Map<string, Reachability>();
-    for (const t of targets.filter(answered)) out.set(t.name, (this.known.get(t.name) as Known).reachability);
+    for (const t of targets.filter(answered)) out.set(t.name, this.known.get(t.name)?.reachability as Reachability);
     return out;
   }
 

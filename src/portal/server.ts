@@ -1,5 +1,4 @@
-// The portal's HTTP server: node:http only, so the same code runs on the operator's machine (`exposure portal`) and bundled into a stock Node.js image in the
-// cluster.
+// The portal's HTTP server: node:http only, so the same code runs in `exposure portal` and bundled into a stock Node.js image in the cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
@@ -27,11 +26,9 @@ export interface PortalOptions extends PortalSource {
   readIntervalMs?: number;
   /** The portal's own probes of the published URLs (default: on, 15 s cache; env PORTAL_PROBE=off). */
   reachability?: Partial<ReachabilityOptions>;
-  // What the stack's last `up` published, read with each cluster read (undefined: not known, only names are checked), so that the portal's verdicts are
-  // `exposure status`'s (a port moved by hand: DRIFT in both). Wins over `published`.
+  /** What the last `up` published, read with each cluster read (undefined: only names are checked): verdicts as `exposure status`'s. Wins over `published`. */
   readPublished?: (opts?: { fresh?: boolean }) => Promise<PublishedEndpoints | undefined>;
-  // The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service and Pod of the cluster, read at most once per
-  // `auditIntervalMs`) for /metrics' undeclared count.
+  /** With it the portal runs `exposure drift`'s audit (every Service and Pod, at most once per `auditIntervalMs`) for the undeclared count. */
   audit?: { allowlist: Allowlist };
   /** Shown in /metrics' build info. */
   version?: string;
@@ -61,9 +58,8 @@ function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | un
 /** The environment knobs shared by `exposure portal` and the in-cluster portal. */
 export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions, "readIntervalMs" | "reachability" | "auditIntervalMs"> {
   const probe = env.PORTAL_PROBE;
-  if (probe !== undefined && probe !== "" && probe !== "on" && probe !== "off") {
+  if (probe !== undefined && probe !== "" && probe !== "on" && probe !== "off")
     throw new UserError(`PORTAL_PROBE must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
-  }
   const cacheMs = seconds(env, "PORTAL_PROBE_CACHE_SECONDS", 3600);
   return {
     readIntervalMs: seconds(env, "PORTAL_READ_INTERVAL_SECONDS", 300),
@@ -147,15 +143,13 @@ export class PortalObserver {
   async view(opts: { waitForProbes?: boolean } = {}): Promise<PortalView> {
     // The page shows the audit's undeclared exposure too (its round shared with /metrics; a failed one says why). It lists the
     // whole cluster: a load waits for it a second at most after its own read, else shows the last round's.
-    const audit = this.auditReads
-      ?.get()
-      .then(
-        (r) => r.value,
-        (err: unknown) => ({ unread: (err as Error).message }),
-      )
-      .then((u) => {
-        this.undeclared = u;
-      });
+    const audit = this.auditReads?.get().then(
+      (r) => r.value,
+      (err: unknown) => ({ unread: (err as Error).message }),
+    );
+    audit?.then((u) => {
+      this.undeclared = u;
+    });
     const { value: read, at } = await this.clusterReads.get();
     let timer: NodeJS.Timeout | undefined;
     if (audit) await Promise.race([audit, new Promise((resolve) => (timer = setTimeout(resolve, 1000)))]).finally(() => clearTimeout(timer));
