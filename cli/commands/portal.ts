@@ -15,19 +15,15 @@ import { SPECS } from "../specs";
 import { connectCluster, openStack, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.portal;
-/**
- * Serves the portal on the operator's machine: the page the cluster serves, read through the stack's kube context (or the current context without --stack).
- * Runs until SIGINT/SIGTERM.
- */
+/** Serves the cluster's portal page on the operator's machine, through the stack's kube context (or the current one), until SIGINT/SIGTERM. */
 export const command: Command<"portal"> = async ({ values }, ctx) => {
   const listen = usageOf(SPEC, () => parseListen(values.listen));
 
   const stacks = stacksFlag(values, ctx.projectDir, SPEC);
   if (values.outputs && stacks.length !== 1)
     throw usageError(SPEC, `--outputs ${stacks.length ? "goes with one --stack" : "needs --stack"} (the outputs are a stack's)`);
-  type Source = Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished" | "audit" | "cluster">;
   // Each stack through its own kube context and outputs: one observer each in the portal, nothing shared between them.
-  const sourceOf = async (stack: string): Promise<Source> => {
+  const sourceOf = async (stack: string): Promise<PortalOptions> => {
     const opened = openStack({ projectDir: ctx.projectDir, stack, contract: values.contract });
     return {
       contract: opened.contract,
@@ -43,7 +39,7 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
   };
   // status's rule (eachStack): one stack alone fails fast; of several, one that cannot be opened is told on its own line and its section
   // shows why (every read of it fails with that cause), the others are served. None readable: nothing to serve.
-  let sources: Source[];
+  let sources: PortalOptions[];
   if (stacks.length > 1) {
     const { reports, failed } = await eachStack(stacks, ctx.stderr, "exposure portal", sourceOf);
     if (reports.length === 0) throw new UserError("no stack could be read (each one's cause is above)", worstExit(failed.map((f) => f.exitCode)));
@@ -76,9 +72,8 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
     ctx.stdout(JSON.stringify({ apiVersion: JSON_API_VERSION, kind: "Portal", url: portal.url, source: cluster.source, ...stack } satisfies PortalDocument));
   } else if (more.length) ctx.stdout(`portal: ${portal.url} (${sources.map((s) => `stack ${s.stack}: ${s.cluster.source}`).join("; ")}); Ctrl-C to stop`);
   else ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
-  if (!isLoopback(listen.host)) {
+  if (!isLoopback(listen.host))
     ctx.stderr(`portal: listening on ${listen.host}: anyone who reaches this machine can read the cluster's URLs and verdicts through your credentials`);
-  }
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     const onSignal = (s: NodeJS.Signals) => {

@@ -1,6 +1,5 @@
-// Entry point of the portal in the cluster: bundled by src/adapters/portal-bundle.ts into one plain JS
-// file that a stock Node.js image runs (`node /app/portal.js`). Configuration comes from the
-// environment set by components/portal.ts (names in PORTAL_ENV).
+// Entry point of the portal in the cluster: bundled by src/adapters/portal-bundle.ts into one plain JS file that a stock Node.js image runs. Configuration
+// comes from the environment set by components/portal.ts (names in PORTAL_ENV).
 import * as fs from "node:fs";
 import * as z from "zod/mini";
 import { FILE_LIMITS, readBoundedText } from "../adapters/bounded-file";
@@ -34,10 +33,7 @@ export function parseEntries(raw: string | undefined): "all" | string[] {
   return value as string[];
 }
 
-/**
- * What the last `up` published, from the file of the ConfigMap it writes (PORTAL_PUBLISHED);
- * undefined while it does not exist (before the first `up` finishes): only names are checked.
- */
+/** What the last `up` published (PORTAL_PUBLISHED); undefined before the first `up` finishes: only names are checked. */
 export function readPublishedFile(file: string): PublishedEndpoints | undefined {
   if (!fs.existsSync(file)) return undefined;
   const text = readBoundedText(file, "published outputs", FILE_LIMITS.outputs);

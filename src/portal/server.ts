@@ -42,8 +42,7 @@ export interface PortalOptions extends PortalSource {
 }
 
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
-// The audit lists every Service and Pod of the cluster (tens of MiB on a large one): at most once per 5 min by default (or the read interval, if longer).
-// UIExposureUndeclared waits 15 min anyway.
+// The audit lists every Service and Pod (tens of MiB on a large cluster): at most every 5 min (or the read interval); UIExposureUndeclared waits 15 min.
 export const DEFAULT_AUDIT_INTERVAL_MS = 300_000;
 
 function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
@@ -141,8 +140,7 @@ export class PortalObserver {
 
   /** `waitForProbes: false` for a probe of the portal itself: waiting would wait on itself. */
   async view(opts: { waitForProbes?: boolean } = {}): Promise<PortalView> {
-    // The page shows the audit's undeclared exposure too (its round shared with /metrics; a failed one says why). It lists the
-    // whole cluster: a load waits for it a second at most after its own read, else shows the last round's.
+    // The audit's round (shared with /metrics) lists the whole cluster: a load waits for it 1 s at most after its own read, else shows the last round's.
     const audit = this.auditReads?.get().then(
       (r) => r.value,
       (err: unknown) => ({ unread: (err as Error).message }),
@@ -187,10 +185,7 @@ export class PortalObserver {
     return view;
   }
 
-  /**
-   * The samples' input of one scrape: the shared observation (a scrape joins the page loads' read, it never adds one). While reads fail, the last good values
-   * are served with their old timestamp, which is what the stale alert watches.
-   */
+  /** One scrape's input: it joins the page loads' read, never adds one. While reads fail, the last good values keep their old timestamp (the stale alert). */
   async metricsInput(): Promise<MetricsInput> {
     const waitMs = this.opts.metricsWaitMs ?? 5_000;
     let timer: NodeJS.Timeout | undefined;
@@ -242,13 +237,7 @@ const sendHtml = (req: http.IncomingMessage, res: http.ServerResponse, status: n
 const sendJson = (req: http.IncomingMessage, res: http.ServerResponse, status: number, doc: object) =>
   send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
 
-/**
- * GET /            the page (HTML, server-side)
- * GET /api/entries the same data as JSON
- * GET /metrics     the same observation for Prometheus (text format; no cluster read of its own)
- * GET /healthz     "ok" for probes, without touching the cluster (a cluster outage must not
- *                  restart the portal: it is exactly when the portal should say so)
- */
+/** The portal of one stack (its routes: handler). */
 export function portalHandler(opts: PortalOptions, observer = new PortalObserver(opts)): http.RequestListener {
   return handler([{ opts: { ...opts, stack: opts.stack ?? "" }, observer }], opts.log);
 }
@@ -305,8 +294,7 @@ function serveStack({ opts, observer }: PortalStack, req: http.IncomingMessage, 
         else sendHtml(req, res, 200, renderPage(view, page));
       },
       (err: unknown) => {
-        // A cluster error (UserError from the reader) is 503: the portal works, its data source does not. Anything else is a bug: 500, with the stack trace in
-        // the log only.
+        // A cluster error (UserError) is 503: the portal works, its data source does not. Anything else is a bug: 500, the stack trace in the log only.
         const known = err instanceof UserError;
         const status = known ? 503 : 500;
         opts.log?.(`${req.method} ${path} -> ${status}: ${known ? err.message : ((err as Error).stack ?? String(err))}`);
@@ -357,9 +345,9 @@ function stackSections(stacks: readonly PortalStack[], log: PortalOptions["log"]
 }
 
 /**
- * One router for one stack or several. GET /metrics serves every stack's observer (each series labelled with its stack and cluster), /healthz never reads a
- * cluster. Several stacks: GET / (every stack, ?stack=NAME for one), /api/stacks (each stack's view or error), /api/stacks/<stack>/entries[/<name>] (one
- * stack's, as /api/entries[/<name>] of a one-stack portal).
+ * One router for one stack or several. GET /healthz: "ok" without touching the cluster (an outage must not restart the portal: it is when it should say so);
+ * /metrics: every stack's observation for Prometheus (no read of its own). One stack: / (the page, HTML) and /api/entries[/<name>] (JSON). Several: / (every
+ * stack, ?stack=NAME for one), /api/stacks (each stack's view or error), /api/stacks/<stack>/entries[/<name>] (as /api/entries[/<name>] of one stack).
  */
 function handler(stacks: readonly PortalStack[], log: PortalOptions["log"]): http.RequestListener {
   const several = stacks.length > 1;
