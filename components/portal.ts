@@ -42,10 +42,8 @@ export interface PortalArgs {
 }
 
 /**
- * The portal in the cluster: a stock Node.js image running this project's own server code
- * (bundled at program time, shipped in a ConfigMap), a ServiceAccount that may only get/list
- * what one page load reads, and a ClusterIP Service `portal` (port `http`). The contract's
- * `portal` entry mirrors that Service, and NodePortExposure publishes it like any other UI.
+ * The portal in the cluster (docs/portal.md): a stock Node.js image running this project's own server code (bundled at program time, shipped in a ConfigMap),
+ * a ServiceAccount that may only list what one page load reads, and a ClusterIP Service `portal` that the contract's `portal` entry mirrors.
  */
 export class Portal extends pulumi.ComponentResource {
   public readonly namespace: pulumi.Output<string>;
@@ -68,8 +66,7 @@ export class Portal extends pulumi.ComponentResource {
           {
             parent: this,
             provider,
-            // Others may put objects in it once it exists: neither `destroy` nor turning
-            // createNamespace off ever deletes it (and everything in it); remove it by hand once empty.
+            // Others may put objects in it: neither `destroy` nor turning createNamespace off ever deletes it (and all in it); remove it by hand once empty.
             retainOnDelete: true,
             ...refuseTakeover(`${name}-ns`, namespaceRefusal),
           },
@@ -194,10 +191,8 @@ export class Portal extends pulumi.ComponentResource {
     const service = new k8s.core.v1.Service(
       `${name}-svc`,
       {
-        // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, and the
-        // planner read this same spec before it existed (withStackServices in src/core/plan.ts).
-        // patchForce: this Service belongs to this stack alone; once adopted (pulumi import), or after a
-        // hand edit, `up` takes its fields back instead of failing on a server-side apply conflict.
+        // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, and the planner read this same spec before it existed. patchForce:
+        // this Service is this stack's alone; adopted (pulumi import) or edited by hand, `up` takes its fields back instead of failing on an apply conflict.
         metadata: {
           name: spec.metadata.name,
           namespace,
@@ -214,10 +209,8 @@ export class Portal extends pulumi.ComponentResource {
 }
 
 /**
- * Writes what this `up` published (the stack's `endpoints` output) where the portal's pod reads
- * it (PORTAL_PUBLISHED), so the portal judges like `exposure status`: a nodePort moved by hand
- * since this `up` is DRIFT on the page too. Not a child of the Portal: it waits for the published
- * Services, one of which (the portal's own NodePort Service) waits for the whole Portal.
+ * Writes this `up`'s `endpoints` output where the pod reads it (PORTAL_PUBLISHED), so a nodePort moved by hand since is DRIFT on the page too. Not a child of
+ * the Portal: it waits for the published Services, one of which (the portal's own NodePort Service) waits for the whole Portal.
  */
 export function portalPublished(
   name: string,

@@ -187,10 +187,9 @@ export class PortalObserver {
 
   /** One scrape's input: it joins the page loads' read, never adds one. While reads fail, the last good values keep their old timestamp (the stale alert). */
   async metricsInput(): Promise<MetricsInput> {
-    const waitMs = this.opts.metricsWaitMs ?? 5_000;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), waitMs);
+      timer = setTimeout(() => resolve(undefined), this.opts.metricsWaitMs ?? 5_000);
     });
     const within = <T>(p: Promise<T>) => Promise.race([p.catch(() => undefined), deadline]);
     try {
@@ -436,13 +435,12 @@ export async function startPortal(first: PortalOptions, listen: ListenAddress, m
   // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
   const tuning = portalTuningFromEnv(process.env);
   const all = [first, ...more].map((given): PortalOptions => ({ ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } }));
-  const opts = all[0] as PortalOptions;
   // Several stacks: one observer each, so that each stack reads on its own schedule and a hung cluster delays no other.
   const stacks = all.map((o) => ({ opts: { ...o, stack: o.stack ?? "" }, observer: new PortalObserver(o) }));
-  const server = http.createServer(handler(stacks, opts.log));
+  const server = http.createServer(handler(stacks, first.log));
   // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered: answer it like any other method the portal does not serve.
   server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
-    opts.log?.(`${req.method} -> 405`);
+    first.log?.(`${req.method} -> 405`);
     const body = "method not allowed\n";
     socket.on("error", () => {});
     socket.end(
