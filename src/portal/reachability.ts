@@ -61,9 +61,7 @@ export class ReachabilityCache {
       await this.inFlight;
       if (!targets.every(answered)) this.startRound(targets);
     }
-    const out = new Map<string, Reachability>();
-    for (const t of targets.filter(answered)) out.set(t.name, this.known.get(t.name)?.reachability as Reachability);
-    return out;
+    return new Map(targets.filter(answered).map((t) => [t.name, this.known.get(t.name)?.reachability as Reachability]));
   }
 
   private startRound(targets: readonly ProbeTarget[]) {

@@ -267,48 +267,45 @@ function serveStack({ opts, observer }: PortalStack, req: http.IncomingMessage, 
   // /api/entries/<name>: one entry (the page links each row to it).
   const one = /^\/api\/entries\/([^/]+)$/.exec(path);
   const entry = one ? safeDecode(one[1] as string) : undefined;
-  if (one && (entry === undefined || !entryName.safeParse(entry).success)) {
-    send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: "not an entry name" })}\n`);
-    return;
-  }
-  if (path !== "/" && path !== "/api/entries" && !one) {
-    send(req, res, 404, TEXT, "not found: the portal serves /, /api/entries, /api/entries/<name>, /metrics and /healthz\n");
-    return;
-  }
   const json = path !== "/";
   const page = refreshOf(requested.searchParams);
+  if (one && (entry === undefined || !entryName.safeParse(entry).success))
+    send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: "not an entry name" })}\n`);
+  else if (path !== "/" && path !== "/api/entries" && !one)
+    send(req, res, 404, TEXT, "not found: the portal serves /, /api/entries, /api/entries/<name>, /metrics and /healthz\n");
   // The portal's own probe (its entry's probe path is the page) must not wait for the round it is part of.
-  observer
-    .view({ waitForProbes: req.headers["user-agent"] !== PROBE_USER_AGENT })
-    .then(
-      (view) => {
-        if (entry !== undefined) {
-          const found = view.entries.find((e) => e.name === entry);
-          if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
-          else {
-            const { entries: _all, summary: _summary, problems: _problems, undeclared: _undeclared, ...context } = view;
-            sendJson(req, res, 200, { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found } satisfies PortalEntryDocument);
-          }
-        } else if (json) sendJson(req, res, 200, { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view } satisfies PortalEntriesDocument);
-        else sendHtml(req, res, 200, renderPage(view, page));
-      },
-      (err: unknown) => {
-        // A cluster error (UserError) is 503: the portal works, its data source does not. Anything else is a bug: 500, the stack trace in the log only.
-        const known = err instanceof UserError;
-        const status = known ? 503 : 500;
-        opts.log?.(`${req.method} ${path} -> ${status}: ${known ? err.message : ((err as Error).stack ?? String(err))}`);
-        const error: PortalError = {
-          error: known ? err.message : "internal error while observing the cluster (see the portal's log)",
-          generatedAt: (opts.now?.() ?? new Date()).toISOString(),
-          source: opts.cluster.source,
-          ...(opts.stack ? { stack: opts.stack } : {}),
-        };
-        if (json) sendJson(req, res, status, { apiVersion: JSON_API_VERSION, kind: "PortalError", ...error } satisfies PortalErrorDocument);
-        else sendHtml(req, res, status, renderErrorPage(error, page));
-      },
-    )
-    // A failure while answering (the client went away) must not become an unhandled rejection.
-    .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
+  else
+    observer
+      .view({ waitForProbes: req.headers["user-agent"] !== PROBE_USER_AGENT })
+      .then(
+        (view) => {
+          if (entry !== undefined) {
+            const found = view.entries.find((e) => e.name === entry);
+            if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
+            else {
+              const { entries: _all, summary: _summary, problems: _problems, undeclared: _undeclared, ...context } = view;
+              sendJson(req, res, 200, { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found } satisfies PortalEntryDocument);
+            }
+          } else if (json) sendJson(req, res, 200, { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view } satisfies PortalEntriesDocument);
+          else sendHtml(req, res, 200, renderPage(view, page));
+        },
+        (err: unknown) => {
+          // A cluster error (UserError) is 503: the portal works, its data source does not. Anything else is a bug: 500, the stack trace in the log only.
+          const known = err instanceof UserError;
+          const status = known ? 503 : 500;
+          opts.log?.(`${req.method} ${path} -> ${status}: ${known ? err.message : ((err as Error).stack ?? String(err))}`);
+          const error: PortalError = {
+            error: known ? err.message : "internal error while observing the cluster (see the portal's log)",
+            generatedAt: (opts.now?.() ?? new Date()).toISOString(),
+            source: opts.cluster.source,
+            ...(opts.stack ? { stack: opts.stack } : {}),
+          };
+          if (json) sendJson(req, res, status, { apiVersion: JSON_API_VERSION, kind: "PortalError", ...error } satisfies PortalErrorDocument);
+          else sendHtml(req, res, status, renderErrorPage(error, page));
+        },
+      )
+      // A failure while answering (the client went away) must not become an unhandled rejection.
+      .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
 }
 
 /** One stack of a portal over several: its options and its own observer (its reads, schedule, timeout and probe cache; nothing shared). */
@@ -317,7 +314,6 @@ interface PortalStack {
   observer: PortalObserver;
 }
 
-/** How long the page of several stacks waits for one stack's read before it shows that stack's last rows as stale. */
 export const STACK_WAIT_MS = 5_000;
 
 /** Each stack's section: its view, or its last good one (stale) with why the read failed or is late. A hung cluster costs the others nothing. */

@@ -31,7 +31,7 @@ export const PORTAL_FILES = {
   contract: "contract.yaml",
 } as const;
 
-/** Environment the server reads in the pod (src/portal/main.ts); the component sets it. */
+/** Environment the server reads in the pod (src/portal/main.ts, which says each one's format); the component sets it. */
 export const PORTAL_ENV = {
   listen: "PORTAL_LISTEN",
   contract: "PORTAL_CONTRACT",
@@ -43,13 +43,9 @@ export const PORTAL_ENV = {
   cluster: "PORTAL_CLUSTER",
   /** "1": use the pod's ServiceAccount; otherwise a kubeconfig ($KUBECONFIG), for running the bundle by hand. */
   inCluster: "PORTAL_IN_CLUSTER",
-  /** The file holding what the last `up` published (the stack's `endpoints` output), as JSON. */
   published: "PORTAL_PUBLISHED",
-  /** JSON: the stack's allowlist, set when monitoring is on (the portal then audits for /metrics). */
   allowlist: "PORTAL_ALLOWLIST",
-  /** This project's version, for /metrics' build info. */
   version: "PORTAL_VERSION",
-  /** JSON {namespace, clusters}: the other clusters (`ui-exposure:portal.clusters`) and the namespace holding their Secrets. */
   clusters: "PORTAL_CLUSTERS",
 } as const;
 
