@@ -80,14 +80,8 @@ export class Portal extends pulumi.ComponentResource {
     const subjects = [{ kind: "ServiceAccount", name: account.metadata.name, namespace }];
     const roleRef = (kind: string, name: pulumi.Output<string>) => ({ apiGroup: "rbac.authorization.k8s.io", kind, name });
 
-    const clusterRole = new k8s.rbac.v1.ClusterRole(
-      `${name}-reader`,
-      {
-        metadata: { labels: { ...PORTAL_LABELS } },
-        rules: portalRbacRules({ hostPort: selectsHostPort(args.contract, args.entries), audit: args.audit !== undefined }),
-      },
-      { parent: this, provider },
-    );
+    const rules = portalRbacRules({ hostPort: selectsHostPort(args.contract, args.entries), audit: args.audit !== undefined });
+    const clusterRole = new k8s.rbac.v1.ClusterRole(`${name}-reader`, { metadata: { labels: { ...PORTAL_LABELS } }, rules }, { parent: this, provider });
     const binding = new k8s.rbac.v1.ClusterRoleBinding(
       `${name}-reader`,
       { metadata: { labels: { ...PORTAL_LABELS } }, roleRef: roleRef("ClusterRole", clusterRole.metadata.name), subjects },

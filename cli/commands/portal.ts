@@ -93,10 +93,7 @@ const isLoopback = (host: string) => host === "localhost" || host === "::1" || /
 /** How often the Pulumi CLI is asked again for the outputs (`pulumi stack output` takes a second or two). */
 const OUTPUTS_REREAD_MS = 30_000;
 
-/**
- * What the stack's last `up` published, for the portal's verdicts (as `status`'s): --outputs is read
- * with every cluster read; the Pulumi CLI at most every 30 s, and when it cannot answer, said once.
- */
+/** What the last `up` published, for verdicts as `status`'s: --outputs read with every cluster read; the Pulumi CLI at most every 30 s, a failure said once. */
 export async function publishedReader(
   ctx: CommandContext,
   stack: string,

@@ -1,6 +1,5 @@
-// Whether each published UI answers, from the portal's side: the probe of `exposure probe` (src/adapters/http-probe.ts:
-// same request and expectations, redirects not followed, TLS not verified), in rounds that page loads share. At most
-// one round is in flight; answers are reused for `cacheMs`; a load waits only for a URL never answered (first load, a port that changed).
+// Whether each published UI answers, from the portal's side: `exposure probe`'s probe (src/adapters/http-probe.ts), in rounds that page loads share. One
+// round at most is in flight; answers are reused for `cacheMs`; a load waits only for a URL never answered (first load, a port that changed).
 import { type HttpGet, httpGet, type ProbeResult, type ProbeTarget, probeAll, probeTargets } from "../adapters/http-probe";
 import type { Contract } from "../core/contract/schema";
 import type { Reachability } from "../core/portal/view";

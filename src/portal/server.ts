@@ -34,8 +34,7 @@ export interface PortalOptions extends PortalSource {
   version?: string;
   /** How long the audit's cluster-wide lists are reused (default 5 min). Env: PORTAL_AUDIT_INTERVAL_SECONDS. */
   auditIntervalMs?: number;
-  // How long a scrape waits for a read in flight before it answers with the last values (default 5 s, under Prometheus's 10 s scrape timeout): a slow API
-  // server makes the data stale, the stale alert says so, and the scrape never times out (which would read as portal down).
+  /** How long a scrape waits for a read before it answers with the last values (default 5 s, under Prometheus's 10 s: stale data, never "portal down"). */
   metricsWaitMs?: number;
   /** Several stacks: how long a page waits for this stack's read before showing its last rows as stale (default STACK_WAIT_MS). */
   readWaitMs?: number;
@@ -79,7 +78,6 @@ export function refreshOf(search: URLSearchParams): PageOptions {
 export class PortalObserver {
   readonly clusterReads: SharedRead<StackObservation<{ proven?: PublishedEndpoints }, undefined>>;
   readonly reachability: ReachabilityCache;
-  /** The audit's undeclared count and the first ones; present when the portal knows the allowlist (PortalOptions.audit). */
   readonly auditReads: SharedRead<{ count: number; shown: UndeclaredExposure[] }> | undefined;
   private readonly probing: ReachabilityOptions;
   /** The last view computed from a successful read, for /metrics and the page of several stacks while reads fail. */
@@ -112,7 +110,6 @@ export class PortalObserver {
           Math.max(opts.auditIntervalMs ?? DEFAULT_AUDIT_INTERVAL_MS, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS),
         )
       : undefined;
-    // The uids for which the outputs were read again at once (each one time only).
     const freshFor = new Set<string>();
     const stack = { contract: opts.contract, selected: opts.selected ?? "all", nodeAddress: opts.nodeAddress };
     this.clusterReads = new SharedRead(
@@ -410,14 +407,11 @@ export function parseListen(text: string): ListenAddress {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text.trim());
   const host = m?.[1] ?? m?.[2];
   const port = Number(m?.[3]);
-  if (!m || !host || !Number.isInteger(port) || port > 65535) {
+  if (!m || !host || !Number.isInteger(port) || port > 65535)
     throw new UserError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '${text}'`, EXIT.INVALID);
-  }
   if (m[1] && isIP(host) !== 6) throw new UserError(`--listen: '${host}' is not an IPv6 address`, EXIT.INVALID);
   return { host, port };
 }
-
-export const urlOf = (host: string, port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}/`;
 
 export interface RunningPortal {
   server: http.Server;
@@ -465,7 +459,7 @@ export async function startPortal(first: PortalOptions, listen: ListenAddress, m
       const port = typeof address === "object" && address ? address.port : listen.port;
       resolve({
         server,
-        url: urlOf(listen.host, port),
+        url: `http://${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${port}/`,
         close: () =>
           new Promise<void>((done) => {
             server.close(() => done());

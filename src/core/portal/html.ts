@@ -2,7 +2,7 @@
 // the internet), so the CSS is inline and there is no script at all.
 import type { Verdict } from "../observe";
 import { PENDING_NODE_PORT } from "../plan";
-import type { PortalEntry, PortalError, PortalView, Reachability } from "./view";
+import type { PortalEntry, PortalError, PortalView } from "./view";
 
 const ESCAPES: Readonly<Record<string, string>> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -121,11 +121,9 @@ function urlCell(e: PortalEntry): string {
 }
 
 function reachabilityCell(e: PortalEntry, view: PortalView, now: Date): string {
-  const r: Reachability | undefined = e.reachability;
-  if (!r) {
-    if (!e.exposed || !linkable(e.url)) return '<span class="r-none">—</span>';
-    return view.reachability.enabled ? "<small>not checked yet</small>" : "<small>probing off</small>";
-  }
+  const r = e.reachability;
+  if (!r && (!e.exposed || !linkable(e.url))) return '<span class="r-none">—</span>';
+  if (!r) return view.reachability.enabled ? "<small>not checked yet</small>" : "<small>probing off</small>";
   const [cls, word] = r.ok ? ["r-ok", "OK"] : ["r-bad", "NOT OK"];
   const badge = `<span class="badge ${cls}">${word}${r.status !== null ? ` ${r.status}` : ""}</span>`;
   const details = [
