@@ -397,13 +397,8 @@ const safeDecode = (text: string) => {
   }
 };
 
-export interface ListenAddress {
-  host: string;
-  port: number;
-}
-
 /** Parses `HOST:PORT` (`[::1]:8080` for IPv6); port 0 picks a free one. */
-export function parseListen(text: string): ListenAddress {
+export function parseListen(text: string): { host: string; port: number } {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text.trim());
   const host = m?.[1] ?? m?.[2];
   const port = Number(m?.[3]);
@@ -421,7 +416,7 @@ export interface RunningPortal {
 }
 
 /** Starts the server; resolves once it listens, rejects with a readable error (port in use...). `more`: the other stacks (`--stack a --stack b`). */
-export async function startPortal(first: PortalOptions, listen: ListenAddress, more: readonly PortalOptions[] = []): Promise<RunningPortal> {
+export async function startPortal(first: PortalOptions, listen: { host: string; port: number }, more: readonly PortalOptions[] = []): Promise<RunningPortal> {
   // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
   const tuning = portalTuningFromEnv(process.env);
   const all = [first, ...more].map((given): PortalOptions => ({ ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } }));
@@ -432,18 +427,12 @@ export async function startPortal(first: PortalOptions, listen: ListenAddress, m
   server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
     first.log?.(`${req.method} -> 405`);
     const body = "method not allowed\n";
+    const headers = { Allow: "GET, HEAD", "Content-Type": TEXT, "Content-Length": body.length, ...COMMON_HEADERS, Connection: "close" };
     socket.on("error", () => {});
     socket.end(
-      [
-        "HTTP/1.1 405 Method Not Allowed",
-        "Allow: GET, HEAD",
-        "Content-Type: text/plain; charset=utf-8",
-        `Content-Length: ${body.length}`,
-        ...Object.entries(COMMON_HEADERS).map(([k, v]) => `${k}: ${v}`),
-        "Connection: close",
-        "",
-        body,
-      ].join("\r\n"),
+      `HTTP/1.1 405 Method Not Allowed\r\n${Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join("")}\r\n${body}`,
     );
   });
   // A browser's idle keep-alive connection must not delay a clean stop.
