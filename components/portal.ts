@@ -49,8 +49,7 @@ export class Portal extends pulumi.ComponentResource {
   public readonly namespace: pulumi.Output<string>;
 
   constructor(name: string, args: PortalArgs, opts?: pulumi.ComponentResourceOptions) {
-    // Recorded inputs: what defines the portal, not what was observed (the refusals).
-    // The bundle is left out too: 0.5 MB of gzip has no place in the state.
+    // Recorded inputs: what defines the portal, not what was observed (the refusals), nor the bundle (0.5 MB of gzip has no place in the state).
     const { namespaceRefusal, serviceRefusal, bundle, ...recorded } = args;
     super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;

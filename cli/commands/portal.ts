@@ -90,9 +90,6 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
 
 const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\./.test(host);
 
-/** How often the Pulumi CLI is asked again for the outputs (`pulumi stack output` takes a second or two). */
-const OUTPUTS_REREAD_MS = 30_000;
-
 /** What the last `up` published, for verdicts as `status`'s: --outputs read with every cluster read; the Pulumi CLI at most every 30 s, a failure said once. */
 export async function publishedReader(
   ctx: CommandContext,
@@ -116,7 +113,8 @@ export async function publishedReader(
   let said = false;
   return (opts = {}) => {
     const now = Date.now();
-    if (last && now - last.at < OUTPUTS_REREAD_MS && !opts.fresh) return last.value;
+    // The Pulumi CLI takes a second or two: asked again at most every 30 s.
+    if (last && now - last.at < 30_000 && !opts.fresh) return last.value;
     const value = readPublished(ctx, stack, undefined, readOutputs).then((published) => {
       if (published.source.from === "pulumi" || published.source.from === "file") return published.endpoints;
       if (!said) sayUnavailable(ctx, "portal", published, 'the "changed since the last up" checks are skipped');

@@ -141,9 +141,7 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
   );
   process.stdout.write(`portal listening on ${portal.url} (cluster: ${cluster.source})\n`);
   // Kubernetes sends SIGTERM on rollout: finish in-flight loads, then exit 0.
-  const stop = () => {
-    portal.close().then(() => process.exit(EXIT.OK));
-  };
+  const stop = () => portal.close().then(() => process.exit(EXIT.OK));
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
 }

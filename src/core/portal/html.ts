@@ -59,21 +59,19 @@ tr.group th{font-size:1rem;color:var(--fg);padding-top:1.25rem;border-bottom:2px
 `;
 
 function page(title: string, body: string, refreshSeconds?: number): string {
-  return [
-    "<!doctype html>",
-    '<html lang="en">',
-    "<head>",
-    '<meta charset="utf-8">',
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    // Auto-refresh without any script (the CSP forbids scripts): opt-in through ?refresh=N.
-    ...(refreshSeconds ? [`<meta http-equiv="refresh" content="${Math.trunc(refreshSeconds)}">`] : []),
-    `<title>${escapeHtml(title)}</title>`,
-    `<style>${STYLE}</style>`,
-    "</head>",
-    `<body><main>${body}</main></body>`,
-    "</html>",
-    "",
-  ].join("\n");
+  // Auto-refresh without any script (the CSP forbids scripts): opt-in through ?refresh=N.
+  const refresh = refreshSeconds ? `<meta http-equiv="refresh" content="${Math.trunc(refreshSeconds)}">\n` : "";
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+${refresh}<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body><main>${body}</main></body>
+</html>
+`;
 }
 
 const heading = (stack: string | undefined) => `Platform UIs${stack ? ` · ${stack}` : ""}`;
