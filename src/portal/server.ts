@@ -336,11 +336,7 @@ function stackSections(stacks: readonly PortalStack[], log: PortalOptions["log"]
   );
 }
 
-/**
- * One router for one stack or several. GET /healthz: "ok" without touching the cluster (an outage must not restart the portal: it is when it should say so);
- * /metrics: every stack's observation for Prometheus (no read of its own). One stack: / (the page, HTML) and /api/entries[/<name>] (JSON). Several: / (every
- * stack, ?stack=NAME for one), /api/stacks (each stack's view or error), /api/stacks/<stack>/entries[/<name>] (as /api/entries[/<name>] of one stack).
- */
+/** One router for one stack or several (routes: docs/portal.md). /healthz never reads a cluster: an outage must show on the page, not restart the pod. */
 function handler(stacks: readonly PortalStack[], log: PortalOptions["log"]): http.RequestListener {
   const several = stacks.length > 1;
   const byName = new Map(stacks.map((s) => [s.opts.stack, s]));

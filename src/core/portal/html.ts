@@ -143,12 +143,10 @@ function row(e: PortalEntry, view: PortalView, now: Date, place: RowPlace = { ap
   const cell = (label: string, content: string, cls?: string) => `<td data-label="${label}"${cls ? ` class="${cls}"` : ""}><div>${content}</div></td>`;
   const name = escapeHtml(e.name);
   const reachable = e.reachability ? ` data-reachable="${e.reachability.ok}"` : "";
+  const json = `<small><a class="json" href="${escapeHtml(place.api)}${encodeURIComponent(e.name)}">JSON</a></small>`;
   return [
     `<tr id="${escapeHtml(place.id)}${name}" data-entry="${name}" data-verdict="${e.verdict}"${reachable}>`,
-    cell(
-      "Name",
-      `<strong>${name}</strong>${e.description ? `<small>${escapeHtml(e.description)}</small>` : ""}<small><a class="json" href="${escapeHtml(place.api)}${encodeURIComponent(e.name)}">JSON</a></small>`,
-    ),
+    cell("Name", `<strong>${name}</strong>${e.description ? `<small>${escapeHtml(e.description)}</small>` : ""}${json}`),
     cell("Namespace", escapeHtml(e.namespace ?? "—")),
     cell("URL", urlCell(e), "url"),
     cell("Ready", escapeHtml(readiness(e)), "ready"),
@@ -267,16 +265,14 @@ export function renderStacksPage(sections: readonly StackSection[], at: Date, op
 
 /** The page when the cluster cannot be read: an error, never a table, so nobody takes an unreachable cluster for "nothing is exposed" or "all fine". */
 export function renderErrorPage(error: PortalError, opts: PageOptions = {}): string {
-  const body = [
-    `<h1>${escapeHtml(heading(error.stack))}</h1>`,
-    `<p class="meta">attempted ${escapeHtml(error.generatedAt)} from ${escapeHtml(error.source)}</p>`,
-    '<section class="error" role="alert">',
-    "<h2>Cannot read the cluster</h2>",
-    `<p>${escapeHtml(error.error)}</p>`,
-    "<p>The state of the UIs is unknown: no URL or verdict can be shown until the cluster answers.</p>",
-    "</section>",
-    `<p class="foot"><a href="${opts.refreshSeconds ? `?refresh=${Math.trunc(opts.refreshSeconds)}` : "."}">Try again</a></p>`,
-  ].join("\n");
+  const body = `<h1>${escapeHtml(heading(error.stack))}</h1>
+<p class="meta">attempted ${escapeHtml(error.generatedAt)} from ${escapeHtml(error.source)}</p>
+<section class="error" role="alert">
+<h2>Cannot read the cluster</h2>
+<p>${escapeHtml(error.error)}</p>
+<p>The state of the UIs is unknown: no URL or verdict can be shown until the cluster answers.</p>
+</section>
+<p class="foot"><a href="${opts.refreshSeconds ? `?refresh=${Math.trunc(opts.refreshSeconds)}` : "."}">Try again</a></p>`;
   // An auto-refreshing wall screen keeps refreshing, so it recovers once the cluster answers.
   return page(`${heading(error.stack)} · cluster unreadable`, body, opts.refreshSeconds);
 }
