@@ -41,10 +41,7 @@ export interface PortalArgs {
   audit?: Allowlist;
 }
 
-/**
- * The portal in the cluster (docs/portal.md): a stock Node.js image running this project's own server code (bundled at program time, shipped in a ConfigMap),
- * a ServiceAccount that may only list what one page load reads, and a ClusterIP Service `portal` that the contract's `portal` entry mirrors.
- */
+/** The portal in the cluster (docs/portal.md): this project's server in a stock Node.js image, RBAC to list what a page load reads, a Service `portal`. */
 export class Portal extends pulumi.ComponentResource {
   public readonly namespace: pulumi.Output<string>;
 
@@ -184,7 +181,7 @@ export class Portal extends pulumi.ComponentResource {
     const service = new k8s.core.v1.Service(
       `${name}-svc`,
       {
-        // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, and the planner read this same spec before it existed. patchForce:
+        // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, the planner read this same spec before it existed. patchForce:
         // this Service is this stack's alone; adopted (pulumi import) or edited by hand, `up` takes its fields back instead of failing on an apply conflict.
         metadata: {
           name: spec.metadata.name,

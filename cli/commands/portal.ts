@@ -22,7 +22,6 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
   const stacks = stacksFlag(values, ctx.projectDir, SPEC);
   if (values.outputs && stacks.length !== 1)
     throw usageError(SPEC, `--outputs ${stacks.length ? "goes with one --stack" : "needs --stack"} (the outputs are a stack's)`);
-  // Each stack through its own kube context and outputs: one observer each in the portal, nothing shared between them.
   const sourceOf = async (stack: string): Promise<PortalOptions> => {
     const opened = openStack({ projectDir: ctx.projectDir, stack, contract: values.contract });
     return {
@@ -32,13 +31,12 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
       stack: opened.stack,
       nodeAddress: opened.settings.nodeAddress,
       readPublished: await publishedReader(ctx, opened.stack, values.outputs),
-      // The stack's allowlist: /metrics then carries the audit's undeclared count, as `exposure drift` gives it.
       audit: { allowlist: opened.settings.allowlist },
       cluster: await connectCluster(opened),
     };
   };
-  // status's rule (eachStack): one stack alone fails fast; of several, one that cannot be opened is told on its own line and its section
-  // shows why (every read of it fails with that cause), the others are served. None readable: nothing to serve.
+  // status's rule (eachStack): one stack alone fails fast; of several, one that cannot be opened is told on its own line, and its section and
+  // /metrics show why as for a cluster that is down (every read of it fails with that cause); the others are served. None readable: nothing to serve.
   let sources: PortalOptions[];
   if (stacks.length > 1) {
     const { reports, failed } = await eachStack(stacks, ctx.stderr, "exposure portal", sourceOf);
@@ -46,7 +44,6 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
     // The stacks not read come last: their sections after the served ones.
     sources = [
       ...reports,
-      // Its cluster cannot be connected: every read fails with why, so its section and /metrics say so as for a cluster that is down.
       ...failed.map(({ stack, error }) => ({
         contract: { version: 1 as const, endpoints: [] },
         selected: [],

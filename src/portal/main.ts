@@ -88,10 +88,7 @@ export function secretKubeconfig(data: Readonly<Record<string, string>> = {}, wh
   });
 }
 
-/**
- * Another cluster, through the Secret the stack names, read again at each round (a fixed or rotated credential is used at the next read, without a restart).
- * Every failure is a UserError naming the Secret, with its values cut out: that cluster's banner, the other sections live.
- */
+/** Another cluster, through its Secret read again at each round (a rotated credential needs no restart); a failure names the Secret, its values cut out. */
 export function secretCluster(own: Pick<LiveClusterReader, "getSecret">, namespace: string, cluster: PortalCluster): RemoteCluster {
   const where = `Secret ${namespace}/${cluster.secret}`;
   const connect = async () => {

@@ -305,7 +305,6 @@ function serveStack({ opts, observer }: PortalStack, req: http.IncomingMessage, 
       .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
 }
 
-/** One stack of a portal over several: its options and its own observer (its reads, schedule, timeout and probe cache; nothing shared). */
 interface PortalStack {
   opts: PortalOptions & { stack: string };
   observer: PortalObserver;
@@ -416,7 +415,7 @@ export async function startPortal(first: PortalOptions, listen: { host: string; 
   // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
   const tuning = portalTuningFromEnv(process.env);
   const all = [first, ...more].map((given): PortalOptions => ({ ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } }));
-  // Several stacks: one observer each, so that each stack reads on its own schedule and a hung cluster delays no other.
+  // One observer per stack (its reads, schedule, timeout and probe cache; nothing shared): a hung cluster delays no other.
   const stacks = all.map((o) => ({ opts: { ...o, stack: o.stack ?? "" }, observer: new PortalObserver(o) }));
   const server = http.createServer(handler(stacks, first.log));
   // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered: answer it like any other method the portal does not serve.
