@@ -41,18 +41,12 @@ export interface PortalArgs {
   audit?: Allowlist;
 }
 
-/**
- * The portal in the cluster: a stock Node.js image running this project's own server code
- * (bundled at program time, shipped in a ConfigMap), a ServiceAccount that may only get/list
- * what one page load reads, and a ClusterIP Service `portal` (port `http`). The contract's
- * `portal` entry mirrors that Service, and NodePortExposure publishes it like any other UI.
- */
+/** The portal in the cluster (docs/portal.md): this project's server in a stock Node.js image, RBAC to list what a page load reads, a Service `portal`. */
 export class Portal extends pulumi.ComponentResource {
   public readonly namespace: pulumi.Output<string>;
 
   constructor(name: string, args: PortalArgs, opts?: pulumi.ComponentResourceOptions) {
-    // Recorded inputs: what defines the portal, not what was observed (the refusals).
-    // The bundle is left out too: 0.5 MB of gzip has no place in the state.
+    // Recorded inputs: what defines the portal, not what was observed (the refusals), nor the bundle (0.5 MB of gzip has no place in the state).
     const { namespaceRefusal, serviceRefusal, bundle, ...recorded } = args;
     super("ui-exposure:portal:Portal", name, recorded, opts);
     const { settings } = args;
@@ -68,8 +62,7 @@ export class Portal extends pulumi.ComponentResource {
           {
             parent: this,
             provider,
-            // Others may put objects in it once it exists: neither `destroy` nor turning
-            // createNamespace off ever deletes it (and everything in it); remove it by hand once empty.
+            // Others may put objects in it: neither `destroy` nor turning createNamespace off ever deletes it (and all in it); remove it by hand once empty.
             retainOnDelete: true,
             ...refuseTakeover(`${name}-ns`, namespaceRefusal),
           },
@@ -80,22 +73,14 @@ export class Portal extends pulumi.ComponentResource {
     const namespace = this.namespace;
 
     const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: { namespace, labels: { ...PORTAL_LABELS } } }, { parent: this, provider });
+    const subjects = [{ kind: "ServiceAccount", name: account.metadata.name, namespace }];
+    const roleRef = (kind: string, name: pulumi.Output<string>) => ({ apiGroup: "rbac.authorization.k8s.io", kind, name });
 
-    const clusterRole = new k8s.rbac.v1.ClusterRole(
-      `${name}-reader`,
-      {
-        metadata: { labels: { ...PORTAL_LABELS } },
-        rules: portalRbacRules({ hostPort: selectsHostPort(args.contract, args.entries), audit: args.audit !== undefined }),
-      },
-      { parent: this, provider },
-    );
+    const rules = portalRbacRules({ hostPort: selectsHostPort(args.contract, args.entries), audit: args.audit !== undefined });
+    const clusterRole = new k8s.rbac.v1.ClusterRole(`${name}-reader`, { metadata: { labels: { ...PORTAL_LABELS } }, rules }, { parent: this, provider });
     const binding = new k8s.rbac.v1.ClusterRoleBinding(
       `${name}-reader`,
-      {
-        metadata: { labels: { ...PORTAL_LABELS } },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole.metadata.name },
-        subjects: [{ kind: "ServiceAccount", name: account.metadata.name, namespace }],
-      },
+      { metadata: { labels: { ...PORTAL_LABELS } }, roleRef: roleRef("ClusterRole", clusterRole.metadata.name), subjects },
       { parent: this, provider },
     );
     // The other clusters' Secrets: `get` on exactly their names, in this namespace only.
@@ -110,11 +95,7 @@ export class Portal extends pulumi.ComponentResource {
       secretsRole &&
       new k8s.rbac.v1.RoleBinding(
         `${name}-secrets`,
-        {
-          metadata: { namespace, labels: { ...PORTAL_LABELS } },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: secretsRole.metadata.name },
-          subjects: [{ kind: "ServiceAccount", name: account.metadata.name, namespace }],
-        },
+        { metadata: { namespace, labels: { ...PORTAL_LABELS } }, roleRef: roleRef("Role", secretsRole.metadata.name), subjects },
         { parent: this, provider },
       );
 
@@ -200,21 +181,15 @@ export class Portal extends pulumi.ComponentResource {
     const service = new k8s.core.v1.Service(
       `${name}-svc`,
       {
-        // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, and the
-        // planner read this same spec before it existed (withStackServices in src/core/plan.ts).
-        // patchForce: this Service belongs to this stack alone; once adopted (pulumi import), or after a
-        // hand edit, `up` takes its fields back instead of failing on a server-side apply conflict.
+        // A fixed name from src/core/portal/spec.ts: the contract's `portal` entry mirrors it, the planner read this same spec before it existed. patchForce:
+        // this Service is this stack's alone; adopted (pulumi import) or edited by hand, `up` takes its fields back instead of failing on an apply conflict.
         metadata: {
           name: spec.metadata.name,
           namespace,
           labels: { ...spec.metadata.labels, [STACK_LABEL]: args.stack },
           annotations: { ...awaitAnnotations, "pulumi.com/patchForce": "true" },
         },
-        spec: {
-          type: "ClusterIP",
-          selector: spec.spec?.selector ?? {},
-          ports: (spec.spec?.ports ?? []).map((p) => ({ name: p.name, port: p.port, targetPort: p.targetPort ?? p.port, protocol: p.protocol ?? "TCP" })),
-        },
+        spec: spec.spec,
       },
       { parent: this, provider, ...fixedNameService(`${name}-svc`, serviceRefusal) },
     );
@@ -224,10 +199,8 @@ export class Portal extends pulumi.ComponentResource {
 }
 
 /**
- * Writes what this `up` published (the stack's `endpoints` output) where the portal's pod reads
- * it (PORTAL_PUBLISHED), so the portal judges like `exposure status`: a nodePort moved by hand
- * since this `up` is DRIFT on the page too. Not a child of the Portal: it waits for the published
- * Services, one of which (the portal's own NodePort Service) waits for the whole Portal.
+ * Writes this `up`'s `endpoints` output where the pod reads it (PORTAL_PUBLISHED), so a nodePort moved by hand since is DRIFT on the page too. Not a child of
+ * the Portal: it waits for the published Services, one of which (the portal's own NodePort Service) waits for the whole Portal.
  */
 export function portalPublished(
   name: string,

@@ -15,22 +15,14 @@ import { SPECS } from "../specs";
 import { connectCluster, openStack, readPublished, readStackOutputs, sayUnavailable } from "../stack";
 
 const SPEC = SPECS.portal;
-/**
- * Serves the portal on the operator's machine: the page the cluster serves, read through the stack's kube context (or the current context without --stack).
- * Runs until SIGINT/SIGTERM.
- */
+/** Serves the cluster's portal page on the operator's machine, through the stack's kube context (or the current one), until SIGINT/SIGTERM. */
 export const command: Command<"portal"> = async ({ values }, ctx) => {
   const listen = usageOf(SPEC, () => parseListen(values.listen));
 
   const stacks = stacksFlag(values, ctx.projectDir, SPEC);
   if (values.outputs && stacks.length !== 1)
-    throw usageError(
-      SPEC,
-      stacks.length ? "--outputs goes with one --stack (the outputs are a stack's)" : "--outputs needs --stack (the outputs are a stack's)",
-    );
-  type Source = Pick<PortalOptions, "contract" | "contractLabel" | "selected" | "nodeAddress" | "stack" | "readPublished" | "audit" | "cluster">;
-  // Each stack through its own kube context and outputs: one observer each in the portal, nothing shared between them.
-  const sourceOf = async (stack: string): Promise<Source> => {
+    throw usageError(SPEC, `--outputs ${stacks.length ? "goes with one --stack" : "needs --stack"} (the outputs are a stack's)`);
+  const sourceOf = async (stack: string): Promise<PortalOptions> => {
     const opened = openStack({ projectDir: ctx.projectDir, stack, contract: values.contract });
     return {
       contract: opened.contract,
@@ -39,21 +31,19 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
       stack: opened.stack,
       nodeAddress: opened.settings.nodeAddress,
       readPublished: await publishedReader(ctx, opened.stack, values.outputs),
-      // The stack's allowlist: /metrics then carries the audit's undeclared count, as `exposure drift` gives it.
       audit: { allowlist: opened.settings.allowlist },
       cluster: await connectCluster(opened),
     };
   };
-  // status's rule (eachStack): one stack alone fails fast; of several, one that cannot be opened is told on its own line and its section
-  // shows why (every read of it fails with that cause), the others are served. None readable: nothing to serve.
-  let sources: Source[];
+  // status's rule (eachStack): one stack alone fails fast; of several, one that cannot be opened is told on its own line, and its section and
+  // /metrics show why as for a cluster that is down (every read of it fails with that cause); the others are served. None readable: nothing to serve.
+  let sources: PortalOptions[];
   if (stacks.length > 1) {
     const { reports, failed } = await eachStack(stacks, ctx.stderr, "exposure portal", sourceOf);
     if (reports.length === 0) throw new UserError("no stack could be read (each one's cause is above)", worstExit(failed.map((f) => f.exitCode)));
     // The stacks not read come last: their sections after the served ones.
     sources = [
       ...reports,
-      // Its cluster cannot be connected: every read fails with why, so its section and /metrics say so as for a cluster that is down.
       ...failed.map(({ stack, error }) => ({
         contract: { version: 1 as const, endpoints: [] },
         selected: [],
@@ -68,13 +58,9 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
     const label = path.relative(process.cwd(), file) || file;
     sources.push({ contract: loadContractFile(file, label), contractLabel: label, selected: "all", cluster: await LiveClusterReader.connect({}) });
   }
-  const [source, ...more] = sources as [Source, ...Source[]];
   const log = (line: string) => ctx.stderr(`portal: ${line}`);
-  const portal = await startPortal(
-    { ...source, version: packageVersion(), log },
-    listen,
-    more.map((s) => ({ ...s, version: packageVersion(), log })),
-  );
+  const [source, ...more] = sources.map((s) => ({ ...s, version: packageVersion(), log })) as [PortalOptions, ...PortalOptions[]];
+  const portal = await startPortal(source, listen, more);
   const cluster = source.cluster;
   if (values.json) {
     // One line: a script reads the address as soon as it is printed.
@@ -83,9 +69,8 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
     ctx.stdout(JSON.stringify({ apiVersion: JSON_API_VERSION, kind: "Portal", url: portal.url, source: cluster.source, ...stack } satisfies PortalDocument));
   } else if (more.length) ctx.stdout(`portal: ${portal.url} (${sources.map((s) => `stack ${s.stack}: ${s.cluster.source}`).join("; ")}); Ctrl-C to stop`);
   else ctx.stdout(`portal: ${portal.url} (cluster: ${cluster.source}${source.stack ? `, stack ${source.stack}` : ""}); Ctrl-C to stop`);
-  if (!isLoopback(listen.host)) {
+  if (!isLoopback(listen.host))
     ctx.stderr(`portal: listening on ${listen.host}: anyone who reaches this machine can read the cluster's URLs and verdicts through your credentials`);
-  }
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     const onSignal = (s: NodeJS.Signals) => {
@@ -102,13 +87,7 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
 
 const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\./.test(host);
 
-/** How often the Pulumi CLI is asked again for the outputs (`pulumi stack output` takes a second or two). */
-const OUTPUTS_REREAD_MS = 30_000;
-
-/**
- * What the stack's last `up` published, for the portal's verdicts (as `status`'s): --outputs is read
- * with every cluster read; the Pulumi CLI at most every 30 s, and when it cannot answer, said once.
- */
+/** What the last `up` published, for verdicts as `status`'s: --outputs read with every cluster read; the Pulumi CLI at most every 30 s, a failure said once. */
 export async function publishedReader(
   ctx: CommandContext,
   stack: string,
@@ -131,7 +110,8 @@ export async function publishedReader(
   let said = false;
   return (opts = {}) => {
     const now = Date.now();
-    if (last && now - last.at < OUTPUTS_REREAD_MS && !opts.fresh) return last.value;
+    // The Pulumi CLI takes a second or two: asked again at most every 30 s.
+    if (last && now - last.at < 30_000 && !opts.fresh) return last.value;
     const value = readPublished(ctx, stack, undefined, readOutputs).then((published) => {
       if (published.source.from === "pulumi" || published.source.from === "file") return published.endpoints;
       if (!said) sayUnavailable(ctx, "portal", published, 'the "changed since the last up" checks are skipped');

@@ -1,6 +1,5 @@
-// Entry point of the portal in the cluster: bundled by src/adapters/portal-bundle.ts into one plain JS
-// file that a stock Node.js image runs (`node /app/portal.js`). Configuration comes from the
-// environment set by components/portal.ts (names in PORTAL_ENV).
+// Entry point of the portal in the cluster: bundled by src/adapters/portal-bundle.ts into one plain JS file that a stock Node.js image runs. Configuration
+// comes from the environment set by components/portal.ts (names in PORTAL_ENV).
 import * as fs from "node:fs";
 import * as z from "zod/mini";
 import { FILE_LIMITS, readBoundedText } from "../adapters/bounded-file";
@@ -34,10 +33,7 @@ export function parseEntries(raw: string | undefined): "all" | string[] {
   return value as string[];
 }
 
-/**
- * What the last `up` published, from the file of the ConfigMap it writes (PORTAL_PUBLISHED);
- * undefined while it does not exist (before the first `up` finishes): only names are checked.
- */
+/** What the last `up` published (PORTAL_PUBLISHED); undefined before the first `up` finishes: only names are checked. */
 export function readPublishedFile(file: string): PublishedEndpoints | undefined {
   if (!fs.existsSync(file)) return undefined;
   const text = readBoundedText(file, "published outputs", FILE_LIMITS.outputs);
@@ -92,10 +88,7 @@ export function secretKubeconfig(data: Readonly<Record<string, string>> = {}, wh
   });
 }
 
-/**
- * Another cluster, through the Secret the stack names, read again at each round (a fixed or rotated credential is used at the next read, without a restart).
- * Every failure is a UserError naming the Secret, with its values cut out: that cluster's banner, the other sections live.
- */
+/** Another cluster, through its Secret read again at each round (a rotated credential needs no restart); a failure names the Secret, its values cut out. */
 export function secretCluster(own: Pick<LiveClusterReader, "getSecret">, namespace: string, cluster: PortalCluster): RemoteCluster {
   const where = `Secret ${namespace}/${cluster.secret}`;
   const connect = async () => {
@@ -145,9 +138,7 @@ export async function runInCluster(env: NodeJS.ProcessEnv = process.env): Promis
   );
   process.stdout.write(`portal listening on ${portal.url} (cluster: ${cluster.source})\n`);
   // Kubernetes sends SIGTERM on rollout: finish in-flight loads, then exit 0.
-  const stop = () => {
-    portal.close().then(() => process.exit(EXIT.OK));
-  };
+  const stop = () => portal.close().then(() => process.exit(EXIT.OK));
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
 }

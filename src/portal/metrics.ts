@@ -1,6 +1,5 @@
-// /metrics in the Prometheus text format, written by prom-client from the samples that
-// src/core/monitoring.ts computes. A registry per scrape: an entry that leaves the stack's
-// selection leaves no series behind, and nothing is global to the process.
+// /metrics, written by prom-client from the samples src/core/monitoring.ts computes. A registry per scrape: an entry that leaves the stack's selection leaves
+// no series behind, and nothing is global to the process.
 import { Gauge, Registry } from "prom-client";
 import type { MetricFamily } from "../core/monitoring";
 

@@ -1,6 +1,5 @@
-// Whether each published UI answers, from the portal's side: the probe of `exposure probe` (src/adapters/http-probe.ts:
-// same request and expectations, redirects not followed, TLS not verified), in rounds that page loads share. At most
-// one round is in flight; answers are reused for `cacheMs`; a load waits only for a URL never answered (first load, a port that changed).
+// Whether each published UI answers, from the portal's side: `exposure probe`'s probe (src/adapters/http-probe.ts), in rounds that page loads share. One
+// round at most is in flight; answers are reused for `cacheMs`; a load waits only for a URL never answered (first load, a port that changed).
 import { type HttpGet, httpGet, type ProbeResult, type ProbeTarget, probeAll, probeTargets } from "../adapters/http-probe";
 import type { Contract } from "../core/contract/schema";
 import type { Reachability } from "../core/portal/view";
@@ -17,12 +16,6 @@ export interface ReachabilityOptions {
 
 export const DEFAULT_REACHABILITY: ReachabilityOptions = { enabled: true, cacheMs: 15_000, timeoutMs: 3_000, concurrency: 8 };
 const MAX_TIMEOUT_MS = 10_000;
-
-interface Known {
-  key: string;
-  at: number;
-  reachability: Reachability;
-}
 
 const keyOf = (t: ProbeTarget) => `${t.url} ${t.path} ${t.expectStatus?.join(",") ?? ""}`;
 
@@ -48,7 +41,7 @@ export function toReachability(r: ProbeResult, checkedAt: Date): Reachability {
 export class ReachabilityCache {
   /** Probe rounds run, for tests and the benchmark. */
   rounds = 0;
-  private readonly known = new Map<string, Known>();
+  private readonly known = new Map<string, { key: string; at: number; reachability: Reachability }>();
   private inFlight: Promise<void> | undefined;
 
   constructor(
@@ -67,9 +60,7 @@ export class ReachabilityCache {
       await this.inFlight;
       if (!targets.every(answered)) this.startRound(targets);
     }
-    const out = new Map<string, Reachability>();
-    for (const t of targets.filter(answered)) out.set(t.name, (this.known.get(t.name) as Known).reachability);
-    return out;
+    return new Map(targets.filter(answered).map((t) => [t.name, this.known.get(t.name)?.reachability as Reachability]));
   }
 
   private startRound(targets: readonly ProbeTarget[]) {

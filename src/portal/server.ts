@@ -1,5 +1,4 @@
-// The portal's HTTP server: node:http only, so the same code runs on the operator's machine (`exposure portal`) and bundled into a stock Node.js image in the
-// cluster.
+// The portal's HTTP server: node:http only, so the same code runs in `exposure portal` and bundled into a stock Node.js image in the cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
@@ -27,30 +26,22 @@ export interface PortalOptions extends PortalSource {
   readIntervalMs?: number;
   /** The portal's own probes of the published URLs (default: on, 15 s cache; env PORTAL_PROBE=off). */
   reachability?: Partial<ReachabilityOptions>;
-  // What the stack's last `up` published, read with each cluster read (undefined: not known, only names are checked), so that the portal's verdicts are
-  // `exposure status`'s (a port moved by hand: DRIFT in both). Wins over `published`.
+  /** What the last `up` published, read with each cluster read (undefined: only names are checked): verdicts as `exposure status`'s. Wins over `published`. */
   readPublished?: (opts?: { fresh?: boolean }) => Promise<PublishedEndpoints | undefined>;
-  // The stack's allowlist: with it the portal also runs `exposure drift`'s audit (every Service and Pod of the cluster, read at most once per
-  // `auditIntervalMs`) for /metrics' undeclared count.
+  /** With it the portal runs `exposure drift`'s audit (every Service and Pod, at most once per `auditIntervalMs`) for the undeclared count. */
   audit?: { allowlist: Allowlist };
   /** Shown in /metrics' build info. */
   version?: string;
   /** How long the audit's cluster-wide lists are reused (default 5 min). Env: PORTAL_AUDIT_INTERVAL_SECONDS. */
   auditIntervalMs?: number;
-  // How long a scrape waits for a read in flight before it answers with the last values (default 5 s, under Prometheus's 10 s scrape timeout): a slow API
-  // server makes the data stale, the stale alert says so, and the scrape never times out (which would read as portal down).
+  /** How long a scrape waits for a read before it answers with the last values (default 5 s, under Prometheus's 10 s: stale data, never "portal down"). */
   metricsWaitMs?: number;
   /** Several stacks: how long a page waits for this stack's read before showing its last rows as stale (default STACK_WAIT_MS). */
   readWaitMs?: number;
 }
 
-type ObservedRead = StackObservation<{ proven?: PublishedEndpoints }, undefined>;
-
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
-/**
- * The audit lists every Service and Pod of the cluster (tens of MiB on a large one): at most once per 5 min by default (or the read interval, if longer).
- * UIExposureUndeclared waits 15 min anyway.
- */
+// The audit lists every Service and Pod (tens of MiB on a large cluster): at most every 5 min (or the read interval); UIExposureUndeclared waits 15 min.
 export const DEFAULT_AUDIT_INTERVAL_MS = 300_000;
 
 function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
@@ -65,9 +56,8 @@ function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | un
 /** The environment knobs shared by `exposure portal` and the in-cluster portal. */
 export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions, "readIntervalMs" | "reachability" | "auditIntervalMs"> {
   const probe = env.PORTAL_PROBE;
-  if (probe !== undefined && probe !== "" && probe !== "on" && probe !== "off") {
+  if (probe !== undefined && probe !== "" && probe !== "on" && probe !== "off")
     throw new UserError(`PORTAL_PROBE must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
-  }
   const cacheMs = seconds(env, "PORTAL_PROBE_CACHE_SECONDS", 3600);
   return {
     readIntervalMs: seconds(env, "PORTAL_READ_INTERVAL_SECONDS", 300),
@@ -86,9 +76,8 @@ export function refreshOf(search: URLSearchParams): PageOptions {
 
 /** The state page loads share: one cluster read per interval, one probe round at a time. */
 export class PortalObserver {
-  readonly clusterReads: SharedRead<ObservedRead>;
+  readonly clusterReads: SharedRead<StackObservation<{ proven?: PublishedEndpoints }, undefined>>;
   readonly reachability: ReachabilityCache;
-  /** The audit's undeclared count and the first ones; present when the portal knows the allowlist (PortalOptions.audit). */
   readonly auditReads: SharedRead<{ count: number; shown: UndeclaredExposure[] }> | undefined;
   private readonly probing: ReachabilityOptions;
   /** The last view computed from a successful read, for /metrics and the page of several stacks while reads fail. */
@@ -121,7 +110,6 @@ export class PortalObserver {
           Math.max(opts.auditIntervalMs ?? DEFAULT_AUDIT_INTERVAL_MS, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS),
         )
       : undefined;
-    // The uids for which the outputs were read again at once (each one time only).
     const freshFor = new Set<string>();
     const stack = { contract: opts.contract, selected: opts.selected ?? "all", nodeAddress: opts.nodeAddress };
     this.clusterReads = new SharedRead(
@@ -149,17 +137,14 @@ export class PortalObserver {
 
   /** `waitForProbes: false` for a probe of the portal itself: waiting would wait on itself. */
   async view(opts: { waitForProbes?: boolean } = {}): Promise<PortalView> {
-    // The page shows the audit's undeclared exposure too (its round shared with /metrics; a failed one says why). It lists the
-    // whole cluster: a load waits for it a second at most after its own read, else shows the last round's.
-    const audit = this.auditReads
-      ?.get()
-      .then(
-        (r) => r.value,
-        (err: unknown) => ({ unread: (err as Error).message }),
-      )
-      .then((u) => {
-        this.undeclared = u;
-      });
+    // The audit's round (shared with /metrics) lists the whole cluster: a load waits for it 1 s at most after its own read, else shows the last round's.
+    const audit = this.auditReads?.get().then(
+      (r) => r.value,
+      (err: unknown) => ({ unread: (err as Error).message }),
+    );
+    audit?.then((u) => {
+      this.undeclared = u;
+    });
     const { value: read, at } = await this.clusterReads.get();
     let timer: NodeJS.Timeout | undefined;
     if (audit) await Promise.race([audit, new Promise((resolve) => (timer = setTimeout(resolve, 1000)))]).finally(() => clearTimeout(timer));
@@ -197,15 +182,11 @@ export class PortalObserver {
     return view;
   }
 
-  /**
-   * The samples' input of one scrape: the shared observation (a scrape joins the page loads' read, it never adds one). While reads fail, the last good values
-   * are served with their old timestamp, which is what the stale alert watches.
-   */
+  /** One scrape's input: it joins the page loads' read, never adds one. While reads fail, the last good values keep their old timestamp (the stale alert). */
   async metricsInput(): Promise<MetricsInput> {
-    const waitMs = this.opts.metricsWaitMs ?? 5_000;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), waitMs);
+      timer = setTimeout(() => resolve(undefined), this.opts.metricsWaitMs ?? 5_000);
     });
     const within = <T>(p: Promise<T>) => Promise.race([p.catch(() => undefined), deadline]);
     try {
@@ -245,27 +226,16 @@ function send(req: http.IncomingMessage, res: http.ServerResponse, status: numbe
   res.end(req.method === "HEAD" ? undefined : body);
 }
 
-const HTML = "text/html; charset=utf-8";
+const TEXT = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
+const sendHtml = (req: http.IncomingMessage, res: http.ServerResponse, status: number, html: string) =>
+  send(req, res, status, "text/html; charset=utf-8", html, { "Content-Security-Policy": HTML_CSP });
+const sendJson = (req: http.IncomingMessage, res: http.ServerResponse, status: number, doc: object) =>
+  send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
 
-/**
- * GET /            the page (HTML, server-side)
- * GET /api/entries the same data as JSON
- * GET /metrics     the same observation for Prometheus (text format; no cluster read of its own)
- * GET /healthz     "ok" for probes, without touching the cluster (a cluster outage must not
- *                  restart the portal: it is exactly when the portal should say so)
- */
+/** The portal of one stack (its routes: handler). */
 export function portalHandler(opts: PortalOptions, observer = new PortalObserver(opts)): http.RequestListener {
-  return (req, res) => {
-    // Published on a NodePort without login: no request may end the process. Whatever throws while routing is answered 500 (and logged); the server goes on.
-    try {
-      route(opts, observer, req, res);
-    } catch (err) {
-      opts.log?.(`${req.method} -> 500: ${(err as Error).stack ?? String(err)}`);
-      if (!res.headersSent) send(req, res, 500, "text/plain; charset=utf-8", "internal error\n");
-      else res.destroy();
-    }
-  };
+  return handler([{ opts: { ...opts, stack: opts.stack ?? "" }, observer }], opts.log);
 }
 
 /** The path of a request target, or undefined when it is not one (`http://[zz]/`, `//[`...). */
@@ -288,89 +258,58 @@ function requestTarget(target: string | undefined): URL | undefined {
 /** Longer request targets are refused (Node itself caps the whole header block at 16 KiB). */
 export const MAX_TARGET_LENGTH = 2048;
 
-function route(opts: PortalOptions, observer: PortalObserver, req: http.IncomingMessage, res: http.ServerResponse, requested = requestTarget(req.url)): void {
-  if (requested === undefined) {
-    send(req, res, 400, "text/plain; charset=utf-8", "bad request: the request target is not a URL path\n");
-    return;
-  }
+/** One stack's page and JSON API: /, /api/entries, /api/entries/<name> (of several stacks: below /api/stacks/<stack>). */
+function serveStack({ opts, observer }: PortalStack, req: http.IncomingMessage, res: http.ServerResponse, requested: URL): void {
   const path = requested.pathname;
-  const page = refreshOf(requested.searchParams);
-  if (req.method !== "GET" && req.method !== "HEAD") {
-    send(req, res, 405, "text/plain; charset=utf-8", "method not allowed\n", { Allow: "GET, HEAD" });
-    return;
-  }
-  if (path === "/healthz") {
-    send(req, res, 200, "text/plain; charset=utf-8", "ok\n");
-    return;
-  }
-  if (path === METRICS_PATH) {
-    metricsOf([observer])
-      .then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text))
-      .catch((err: unknown) => {
-        opts.log?.(`${req.method} ${path} -> 500: ${(err as Error).stack ?? String(err)}`);
-        if (!res.headersSent) send(req, res, 500, "text/plain; charset=utf-8", "internal error\n");
-      });
-    return;
-  }
   // /api/entries/<name>: one entry (the page links each row to it).
   const one = /^\/api\/entries\/([^/]+)$/.exec(path);
-  let entry: string | undefined;
-  try {
-    entry = one ? decodeURIComponent(one[1] as string) : undefined;
-  } catch {}
-  if (one && (entry === undefined || !entryName.safeParse(entry).success)) {
-    send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: "not an entry name" })}\n`);
-    return;
-  }
-  if (path !== "/" && path !== "/api/entries" && !one) {
-    send(req, res, 404, "text/plain; charset=utf-8", "not found: the portal serves /, /api/entries, /api/entries/<name>, /metrics and /healthz\n");
-    return;
-  }
+  const entry = one ? safeDecode(one[1] as string) : undefined;
   const json = path !== "/";
-  const sendJson = (status: number, doc: PortalEntryDocument | PortalEntriesDocument | PortalErrorDocument) =>
-    send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
+  const page = refreshOf(requested.searchParams);
+  if (one && (entry === undefined || !entryName.safeParse(entry).success))
+    send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: "not an entry name" })}\n`);
+  else if (path !== "/" && path !== "/api/entries" && !one)
+    send(req, res, 404, TEXT, "not found: the portal serves /, /api/entries, /api/entries/<name>, /metrics and /healthz\n");
   // The portal's own probe (its entry's probe path is the page) must not wait for the round it is part of.
-  observer
-    .view({ waitForProbes: req.headers["user-agent"] !== PROBE_USER_AGENT })
-    .then(
-      (view) => {
-        if (entry !== undefined) {
-          const found = view.entries.find((e) => e.name === entry);
-          if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
-          else {
-            const { entries: _all, summary: _summary, problems: _problems, undeclared: _undeclared, ...context } = view;
-            sendJson(200, { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found });
-          }
-        } else if (json) sendJson(200, { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view });
-        else send(req, res, 200, HTML, renderPage(view, page), { "Content-Security-Policy": HTML_CSP });
-      },
-      (err: unknown) => {
-        // A cluster error (UserError from the reader) is 503: the portal works, its data source does not. Anything else is a bug: 500, with the stack trace in
-        // the log only.
-        const known = err instanceof UserError;
-        const status = known ? 503 : 500;
-        opts.log?.(`${req.method} ${path} -> ${status}: ${known ? err.message : ((err as Error).stack ?? String(err))}`);
-        const error: PortalError = {
-          error: known ? err.message : "internal error while observing the cluster (see the portal's log)",
-          generatedAt: (opts.now?.() ?? new Date()).toISOString(),
-          source: opts.cluster.source,
-          ...(opts.stack ? { stack: opts.stack } : {}),
-        };
-        if (json) sendJson(status, { apiVersion: JSON_API_VERSION, kind: "PortalError", ...error });
-        else send(req, res, status, HTML, renderErrorPage(error, page), { "Content-Security-Policy": HTML_CSP });
-      },
-    )
-    // A failure while answering (the client went away) must not become an unhandled rejection.
-    .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
+  else
+    observer
+      .view({ waitForProbes: req.headers["user-agent"] !== PROBE_USER_AGENT })
+      .then(
+        (view) => {
+          if (entry !== undefined) {
+            const found = view.entries.find((e) => e.name === entry);
+            if (!found) send(req, res, 404, JSON_TYPE, `${JSON.stringify({ error: `no entry '${entry}' in the contract` })}\n`);
+            else {
+              const { entries: _all, summary: _summary, problems: _problems, undeclared: _undeclared, ...context } = view;
+              sendJson(req, res, 200, { apiVersion: JSON_API_VERSION, kind: "PortalEntry", ...context, entry: found } satisfies PortalEntryDocument);
+            }
+          } else if (json) sendJson(req, res, 200, { apiVersion: JSON_API_VERSION, kind: "PortalEntries", ...view } satisfies PortalEntriesDocument);
+          else sendHtml(req, res, 200, renderPage(view, page));
+        },
+        (err: unknown) => {
+          // A cluster error (UserError) is 503: the portal works, its data source does not. Anything else is a bug: 500, the stack trace in the log only.
+          const known = err instanceof UserError;
+          const status = known ? 503 : 500;
+          opts.log?.(`${req.method} ${path} -> ${status}: ${known ? err.message : ((err as Error).stack ?? String(err))}`);
+          const error: PortalError = {
+            error: known ? err.message : "internal error while observing the cluster (see the portal's log)",
+            generatedAt: (opts.now?.() ?? new Date()).toISOString(),
+            source: opts.cluster.source,
+            ...(opts.stack ? { stack: opts.stack } : {}),
+          };
+          if (json) sendJson(req, res, status, { apiVersion: JSON_API_VERSION, kind: "PortalError", ...error } satisfies PortalErrorDocument);
+          else sendHtml(req, res, status, renderErrorPage(error, page));
+        },
+      )
+      // A failure while answering (the client went away) must not become an unhandled rejection.
+      .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
 }
 
-/** One stack of a portal over several: its options and its own observer (its reads, schedule, timeout and probe cache; nothing shared). */
-export interface PortalStack {
+interface PortalStack {
   opts: PortalOptions & { stack: string };
   observer: PortalObserver;
 }
 
-/** How long the page of several stacks waits for one stack's read before it shows that stack's last rows as stale. */
 export const STACK_WAIT_MS = 5_000;
 
 /** Each stack's section: its view, or its last good one (stale) with why the read failed or is late. A hung cluster costs the others nothing. */
@@ -396,63 +335,51 @@ function stackSections(stacks: readonly PortalStack[], log: PortalOptions["log"]
   );
 }
 
-/** The /metrics text of one stack's observer or several: each series labelled with its stack and cluster (metricFamilies). */
-async function metricsOf(observers: readonly PortalObserver[]): Promise<string> {
-  // All at once: each waits for its own read at most metricsWaitMs, whatever the others do.
-  return renderMetrics(metricFamilies(await Promise.all(observers.map((o) => o.metricsInput()))));
-}
-
-/**
- * The portal of several stacks: GET / (every stack, ?stack=NAME for one), /api/stacks (each stack's view or error),
- * /api/stacks/<stack>/entries[/<name>] (one stack's, as /api/entries[/<name>] of a one-stack portal), /metrics, /healthz.
- */
-export function stacksHandler(stacks: readonly PortalStack[], log?: PortalOptions["log"]): http.RequestListener {
+/** One router for one stack or several (routes: docs/portal.md). /healthz never reads a cluster: an outage must show on the page, not restart the pod. */
+function handler(stacks: readonly PortalStack[], log: PortalOptions["log"]): http.RequestListener {
+  const several = stacks.length > 1;
   const byName = new Map(stacks.map((s) => [s.opts.stack, s]));
   return (req, res) => {
     const requested = requestTarget(req.url);
     const path = requested?.pathname ?? "";
-    const one = /^\/api\/stacks\/([^/]+)(\/entries(?:\/[^/]+)?)$/.exec(path);
-    const stack = one ? byName.get(safeDecode(one[1] as string) ?? "") : undefined;
-    const fail = (err: unknown) => {
-      log?.(`${req.method} ${path} -> 500: ${(err as Error).stack ?? String(err)}`);
-      if (!res.headersSent) send(req, res, 500, "text/plain; charset=utf-8", "internal error\n");
+    const text = (status: number, body: string, extra?: Record<string, string>) => send(req, res, status, TEXT, body, extra);
+    const fail = (err: unknown, what = `${req.method} ${path}`, cut = false) => {
+      log?.(`${what} -> 500: ${(err as Error).stack ?? String(err)}`);
+      if (!res.headersSent) text(500, "internal error\n");
+      else if (cut) res.destroy();
     };
+    // Published on a NodePort without login: no request may end the process. Whatever throws while routing is answered 500 (and logged); the server goes on.
     try {
-      if (requested === undefined || (req.method !== "GET" && req.method !== "HEAD") || path === "/healthz")
-        route(stacks[0]?.opts as PortalOptions, stacks[0]?.observer as PortalObserver, req, res);
-      else if (stack && one) route(stack.opts, stack.observer, req, res, new URL(`/api${one[2]}${requested.search}`, requested));
-      else if (path === METRICS_PATH) metricsOf(stacks.map((s) => s.observer)).then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text), fail);
+      const one = several ? /^\/api\/stacks\/([^/]+)(\/entries(?:\/[^/]+)?)$/.exec(path) : null;
+      const stack = one ? byName.get(safeDecode(one[1] as string) ?? "") : undefined;
+      if (requested === undefined) text(400, "bad request: the request target is not a URL path\n");
+      else if (req.method !== "GET" && req.method !== "HEAD") text(405, "method not allowed\n", { Allow: "GET, HEAD" });
+      else if (path === "/healthz") text(200, "ok\n");
+      // All at once: each waits for its own read at most metricsWaitMs, whatever the others do.
+      else if (path === METRICS_PATH)
+        Promise.all(stacks.map((s) => s.observer.metricsInput()))
+          .then((inputs) => renderMetrics(metricFamilies(inputs)))
+          .then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text))
+          .catch(fail);
+      else if (!several) serveStack(stacks[0] as PortalStack, req, res, requested);
+      else if (stack && one) serveStack(stack, req, res, new URL(`/api${one[2]}${requested.search}`, requested));
       else if (path === "/" || path === "/api/stacks") {
         const only = requested.searchParams.get("stack") ?? undefined;
-        if (only !== undefined && !byName.has(only)) send(req, res, 404, "text/plain; charset=utf-8", "not found: no such stack in this portal\n");
+        if (only !== undefined && !byName.has(only)) text(404, "not found: no such stack in this portal\n");
         else
           stackSections(stacks, log)
             .then((sections) => {
               const now = new Date();
-              if (path === "/")
-                send(req, res, 200, HTML, renderStacksPage(sections, now, { ...refreshOf(requested.searchParams), ...(only ? { only } : {}) }), {
-                  "Content-Security-Policy": HTML_CSP,
-                });
-              else
-                send(
-                  req,
-                  res,
-                  200,
-                  JSON_TYPE,
-                  `${JSON.stringify({ apiVersion: JSON_API_VERSION, kind: "PortalStacks", generatedAt: now.toISOString(), stacks: sections } satisfies PortalStacksDocument, null, 2)}\n`,
-                );
+              const doc: PortalStacksDocument = { apiVersion: JSON_API_VERSION, kind: "PortalStacks", generatedAt: now.toISOString(), stacks: sections };
+              if (path === "/") sendHtml(req, res, 200, renderStacksPage(sections, now, { ...refreshOf(requested.searchParams), ...(only ? { only } : {}) }));
+              else sendJson(req, res, 200, doc);
             })
             .catch(fail);
-      } else
-        send(
-          req,
-          res,
-          404,
-          "text/plain; charset=utf-8",
-          "not found: this portal of several stacks serves /, /api/stacks, /api/stacks/<stack>/entries[/<name>], /metrics and /healthz\n",
-        );
+      } else text(404, "not found: this portal of several stacks serves /, /api/stacks, /api/stacks/<stack>/entries[/<name>], /metrics and /healthz\n");
     } catch (err) {
-      fail(err);
+      // One stack: a response already begun is cut rather than left hanging.
+      if (several) fail(err);
+      else fail(err, req.method, true);
     }
   };
 }
@@ -465,24 +392,16 @@ const safeDecode = (text: string) => {
   }
 };
 
-export interface ListenAddress {
-  host: string;
-  port: number;
-}
-
 /** Parses `HOST:PORT` (`[::1]:8080` for IPv6); port 0 picks a free one. */
-export function parseListen(text: string): ListenAddress {
+export function parseListen(text: string): { host: string; port: number } {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text.trim());
   const host = m?.[1] ?? m?.[2];
   const port = Number(m?.[3]);
-  if (!m || !host || !Number.isInteger(port) || port > 65535) {
+  if (!m || !host || !Number.isInteger(port) || port > 65535)
     throw new UserError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), not '${text}'`, EXIT.INVALID);
-  }
   if (m[1] && isIP(host) !== 6) throw new UserError(`--listen: '${host}' is not an IPv6 address`, EXIT.INVALID);
   return { host, port };
 }
-
-export const urlOf = (host: string, port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}/`;
 
 export interface RunningPortal {
   server: http.Server;
@@ -491,32 +410,24 @@ export interface RunningPortal {
   close(): Promise<void>;
 }
 
-/** Starts the server; resolves once it listens, rejects with a readable error (port in use...). */
-/** `more`: the other stacks of a portal over several (`exposure portal --stack a --stack b`). */
-export async function startPortal(first: PortalOptions, listen: ListenAddress, more: readonly PortalOptions[] = []): Promise<RunningPortal> {
+/** Starts the server; resolves once it listens, rejects with a readable error (port in use...). `more`: the other stacks (`--stack a --stack b`). */
+export async function startPortal(first: PortalOptions, listen: { host: string; port: number }, more: readonly PortalOptions[] = []): Promise<RunningPortal> {
   // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
   const tuning = portalTuningFromEnv(process.env);
   const all = [first, ...more].map((given): PortalOptions => ({ ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } }));
-  const opts = all[0] as PortalOptions;
-  // Several stacks: one observer each, so that each stack reads on its own schedule and a hung cluster delays no other.
+  // One observer per stack (its reads, schedule, timeout and probe cache; nothing shared): a hung cluster delays no other.
   const stacks = all.map((o) => ({ opts: { ...o, stack: o.stack ?? "" }, observer: new PortalObserver(o) }));
-  const server = http.createServer(all.length > 1 ? stacksHandler(stacks, opts.log) : portalHandler(opts));
+  const server = http.createServer(handler(stacks, first.log));
   // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered: answer it like any other method the portal does not serve.
   server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
-    opts.log?.(`${req.method} -> 405`);
+    first.log?.(`${req.method} -> 405`);
     const body = "method not allowed\n";
+    const headers = { Allow: "GET, HEAD", "Content-Type": TEXT, "Content-Length": body.length, ...COMMON_HEADERS, Connection: "close" };
     socket.on("error", () => {});
     socket.end(
-      [
-        "HTTP/1.1 405 Method Not Allowed",
-        "Allow: GET, HEAD",
-        "Content-Type: text/plain; charset=utf-8",
-        `Content-Length: ${body.length}`,
-        ...Object.entries(COMMON_HEADERS).map(([k, v]) => `${k}: ${v}`),
-        "Connection: close",
-        "",
-        body,
-      ].join("\r\n"),
+      `HTTP/1.1 405 Method Not Allowed\r\n${Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join("")}\r\n${body}`,
     );
   });
   // A browser's idle keep-alive connection must not delay a clean stop.
@@ -532,7 +443,7 @@ export async function startPortal(first: PortalOptions, listen: ListenAddress, m
       const port = typeof address === "object" && address ? address.port : listen.port;
       resolve({
         server,
-        url: urlOf(listen.host, port),
+        url: `http://${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${port}/`,
         close: () =>
           new Promise<void>((done) => {
             server.close(() => done());

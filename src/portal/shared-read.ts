@@ -1,6 +1,5 @@
-// One cluster read shared by every page load: a NodePort anyone can GET must not turn each load into a full LIST of Services, EndpointSlices and Nodes (10 MB
-// on a 5,000-Service cluster). Loads that arrive while a read is in flight join it; a finished read (or its failure) is reused until `intervalMs` after it
-// started, so the API server sees at most one set of LIST calls per interval whatever the load.
+// One cluster read shared by every page load: a NodePort anyone can GET must not turn each load into a full LIST (10 MB on a 5,000-Service cluster). Loads
+// during a read join it; a finished read (or its failure) is reused until `intervalMs` after it started: at most one set of LISTs per interval.
 
 export interface SharedValue<T> {
   value: T;

@@ -1,9 +1,8 @@
-// The portal page, rendered on the server: it must work without JavaScript, on a phone, and
-// with no asset from outside (the cluster network may not reach the internet), so the CSS is
-// inline and there is no script at all.
+// The portal page, rendered on the server: it must work without JavaScript, on a phone, and with no asset from outside (the cluster network may not reach
+// the internet), so the CSS is inline and there is no script at all.
 import type { Verdict } from "../observe";
 import { PENDING_NODE_PORT } from "../plan";
-import type { PortalEntry, PortalError, PortalView, Reachability } from "./view";
+import type { PortalEntry, PortalError, PortalView } from "./view";
 
 const ESCAPES: Readonly<Record<string, string>> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -60,21 +59,19 @@ tr.group th{font-size:1rem;color:var(--fg);padding-top:1.25rem;border-bottom:2px
 `;
 
 function page(title: string, body: string, refreshSeconds?: number): string {
-  return [
-    "<!doctype html>",
-    '<html lang="en">',
-    "<head>",
-    '<meta charset="utf-8">',
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    // Auto-refresh without any script (the CSP forbids scripts): opt-in through ?refresh=N.
-    ...(refreshSeconds ? [`<meta http-equiv="refresh" content="${Math.trunc(refreshSeconds)}">`] : []),
-    `<title>${escapeHtml(title)}</title>`,
-    `<style>${STYLE}</style>`,
-    "</head>",
-    `<body><main>${body}</main></body>`,
-    "</html>",
-    "",
-  ].join("\n");
+  // Auto-refresh without any script (the CSP forbids scripts): opt-in through ?refresh=N.
+  const refresh = refreshSeconds ? `<meta http-equiv="refresh" content="${Math.trunc(refreshSeconds)}">\n` : "";
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+${refresh}<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body><main>${body}</main></body>
+</html>
+`;
 }
 
 const heading = (stack: string | undefined) => `Platform UIs${stack ? ` · ${stack}` : ""}`;
@@ -104,12 +101,8 @@ const ageOf = (iso: string, now: Date) => formatAge(now.getTime() - new Date(iso
 const timeTag = (iso: string, now: Date) => `<time datetime="${escapeHtml(iso)}" title="${escapeHtml(iso)}">${ageOf(iso, now)}</time>`;
 const listItems = (texts: readonly string[]) => texts.map((t) => `<li>${escapeHtml(t)}</li>`).join("");
 
-/**
- * A URL as text that a narrow screen wraps between host and port only: `http://10.0.0.5` and
- * `:31358` are kept whole (a bookmarked port split in two reads as another port), with a break
- * opportunity between them; a host too long for the line (IPv6) may still break inside itself.
- */
-export function urlText(url: string): string {
+/** A URL as text that wraps between host and port only (a port split in two reads as another port); a host too long (IPv6) may still break. */
+function urlText(url: string): string {
   const m = /^([a-z][a-z0-9+.-]*:\/\/(?:\[[^\]]*\]|[^:/?#]*))(:\d+.*)$/i.exec(url);
   if (!m) return escapeHtml(url);
   return `<span class="host">${escapeHtml(m[1] ?? "")}</span><wbr><span class="port">${escapeHtml(m[2] ?? "")}</span>`;
@@ -125,15 +118,10 @@ function urlCell(e: PortalEntry): string {
   return "<small>no URL</small>";
 }
 
-/** Whether the entry's UI was probed and did not answer as the contract expects. */
-export const failing = (e: PortalEntry) => e.reachability !== undefined && !e.reachability.ok;
-
 function reachabilityCell(e: PortalEntry, view: PortalView, now: Date): string {
-  const r: Reachability | undefined = e.reachability;
-  if (!r) {
-    if (!e.exposed || !linkable(e.url)) return '<span class="r-none">—</span>';
-    return view.reachability.enabled ? "<small>not checked yet</small>" : "<small>probing off</small>";
-  }
+  const r = e.reachability;
+  if (!r && (!e.exposed || !linkable(e.url))) return '<span class="r-none">—</span>';
+  if (!r) return view.reachability.enabled ? "<small>not checked yet</small>" : "<small>probing off</small>";
   const [cls, word] = r.ok ? ["r-ok", "OK"] : ["r-bad", "NOT OK"];
   const badge = `<span class="badge ${cls}">${word}${r.status !== null ? ` ${r.status}` : ""}</span>`;
   const details = [
@@ -155,12 +143,10 @@ function row(e: PortalEntry, view: PortalView, now: Date, place: RowPlace = { ap
   const cell = (label: string, content: string, cls?: string) => `<td data-label="${label}"${cls ? ` class="${cls}"` : ""}><div>${content}</div></td>`;
   const name = escapeHtml(e.name);
   const reachable = e.reachability ? ` data-reachable="${e.reachability.ok}"` : "";
+  const json = `<small><a class="json" href="${escapeHtml(place.api)}${encodeURIComponent(e.name)}">JSON</a></small>`;
   return [
     `<tr id="${escapeHtml(place.id)}${name}" data-entry="${name}" data-verdict="${e.verdict}"${reachable}>`,
-    cell(
-      "Name",
-      `<strong>${name}</strong>${e.description ? `<small>${escapeHtml(e.description)}</small>` : ""}<small><a class="json" href="${escapeHtml(place.api)}${encodeURIComponent(e.name)}">JSON</a></small>`,
-    ),
+    cell("Name", `<strong>${name}</strong>${e.description ? `<small>${escapeHtml(e.description)}</small>` : ""}${json}`),
     cell("Namespace", escapeHtml(e.namespace ?? "—")),
     cell("URL", urlCell(e), "url"),
     cell("Ready", escapeHtml(readiness(e)), "ready"),
@@ -192,28 +178,27 @@ export interface PageOptions {
   refreshSeconds?: number;
 }
 
+/** The cluster's undeclared exposure, in the words `exposure status` and `exposure drift` give it (the audit's reason and fix). */
+function undeclaredBlock(u: PortalView["undeclared"] = { count: 0, shown: [] }): string {
+  if ("unread" in u) return `<p class="foot">Undeclared exposure: not checked (${escapeHtml(u.unread)}).</p>`;
+  if (!u.count) return "";
+  const items = u.shown.map(
+    (e) => `<li>${escapeHtml(`${e.kind} ${e.namespace}/${e.name} (${e.ports}): ${e.reason}`)}<br>fix: <code>${escapeHtml(e.fix)}</code></li>`,
+  );
+  const more = u.count <= u.shown.length ? "" : `<li>and ${u.count - u.shown.length} more: exposure drift lists them all</li>`;
+  return `<div class="problems" role="alert"><strong>Undeclared exposure: ${u.count}</strong> (neither the contract nor the allowlist declares it)<ul>${items.join("")}${more}</ul></div>`;
+}
+
 /** One view's summary, problems and table (the page of one stack, a section of the page of several). */
 function viewBody(view: PortalView, now: Date, place?: RowPlace): string[] {
-  const failingCount = view.entries.filter(failing).length;
+  // Probed, and not answering as the contract expects.
+  const failingCount = view.entries.filter((e) => e.reachability?.ok === false).length;
   const counts = (["MATCH", "DRIFT", "ABSENT", "NOT-EXPOSED"] as const)
     .filter((v) => view.summary[v] > 0)
     .map((v) => `<li><span class="badge v-${v}">${view.summary[v]} ${LABELS[v]}</span></li>`)
     .concat(failingCount ? [`<li><span class="badge r-bad">${failingCount} not answering</span></li>`] : [])
     .join("");
   const problems = view.problems.length ? `<div class="problems" role="alert"><strong>Problems</strong><ul>${listItems(view.problems)}</ul></div>` : "";
-  // The cluster's undeclared exposure, in the words `exposure status` and `exposure drift` give it (the audit's reason and fix).
-  const u = view.undeclared ?? { count: 0, shown: [] };
-  const items =
-    "unread" in u
-      ? []
-      : u.shown.map((e) => `<li>${escapeHtml(`${e.kind} ${e.namespace}/${e.name} (${e.ports}): ${e.reason}`)}<br>fix: <code>${escapeHtml(e.fix)}</code></li>`);
-  const more = "unread" in u || u.count <= u.shown.length ? "" : `<li>and ${u.count - u.shown.length} more: exposure drift lists them all</li>`;
-  const undeclared =
-    "unread" in u
-      ? `<p class="foot">Undeclared exposure: not checked (${escapeHtml(u.unread)}).</p>`
-      : u.count
-        ? `<div class="problems" role="alert"><strong>Undeclared exposure: ${u.count}</strong> (neither the contract nor the allowlist declares it)<ul>${items.join("")}${more}</ul></div>`
-        : "";
   const grouped = groupEntries(view.entries);
   const anyGroup = grouped.some((g) => g.group !== undefined);
   const bodies = grouped.map((g) => {
@@ -226,7 +211,7 @@ function viewBody(view: PortalView, now: Date, place?: RowPlace): string[] {
   return [
     metaLine(view, now),
     problems,
-    undeclared,
+    undeclaredBlock(view.undeclared),
     `<ul class="summary">${counts}</ul>`,
     `<table><thead><tr>${COLUMNS.map((c) => `<th scope="col">${c}</th>`).join("")}</tr></thead>`,
     `${bodies.join("\n")}</table>`,
@@ -258,10 +243,7 @@ export interface StackSection {
   error?: string;
 }
 
-/**
- * The page of several stacks: a filter line (every stack, or one), then each stack's section. A stack whose cluster stops
- * answering keeps its last rows, marked stale with the cause and the age, under a banner of its own; the others stay live.
- */
+/** Several stacks: a filter line, then each stack's section; one whose cluster stops answering keeps its last rows, stale, with the cause and the age. */
 export function renderStacksPage(sections: readonly StackSection[], at: Date, opts: PageOptions & { only?: string } = {}): string {
   const shown = sections.filter((s) => opts.only === undefined || s.stack === opts.only);
   const filter = [`<a href="./">all stacks</a>`, ...sections.map((s) => `<a href="?stack=${encodeURIComponent(s.stack)}">${escapeHtml(s.stack)}</a>`)];
@@ -281,21 +263,16 @@ export function renderStacksPage(sections: readonly StackSection[], at: Date, op
   return page(`Platform UIs · ${sections.length} stacks`, body.join("\n"), opts.refreshSeconds);
 }
 
-/**
- * The page when the cluster cannot be read: an explicit error, never a table, so nobody
- * takes an unreachable cluster for "nothing is exposed" or "all fine".
- */
+/** The page when the cluster cannot be read: an error, never a table, so nobody takes an unreachable cluster for "nothing is exposed" or "all fine". */
 export function renderErrorPage(error: PortalError, opts: PageOptions = {}): string {
-  const body = [
-    `<h1>${escapeHtml(heading(error.stack))}</h1>`,
-    `<p class="meta">attempted ${escapeHtml(error.generatedAt)} from ${escapeHtml(error.source)}</p>`,
-    '<section class="error" role="alert">',
-    "<h2>Cannot read the cluster</h2>",
-    `<p>${escapeHtml(error.error)}</p>`,
-    "<p>The state of the UIs is unknown: no URL or verdict can be shown until the cluster answers.</p>",
-    "</section>",
-    `<p class="foot"><a href="${opts.refreshSeconds ? `?refresh=${Math.trunc(opts.refreshSeconds)}` : "."}">Try again</a></p>`,
-  ].join("\n");
+  const body = `<h1>${escapeHtml(heading(error.stack))}</h1>
+<p class="meta">attempted ${escapeHtml(error.generatedAt)} from ${escapeHtml(error.source)}</p>
+<section class="error" role="alert">
+<h2>Cannot read the cluster</h2>
+<p>${escapeHtml(error.error)}</p>
+<p>The state of the UIs is unknown: no URL or verdict can be shown until the cluster answers.</p>
+</section>
+<p class="foot"><a href="${opts.refreshSeconds ? `?refresh=${Math.trunc(opts.refreshSeconds)}` : "."}">Try again</a></p>`;
   // An auto-refreshing wall screen keeps refreshing, so it recovers once the cluster answers.
   return page(`${heading(error.stack)} · cluster unreadable`, body, opts.refreshSeconds);
 }

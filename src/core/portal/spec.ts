@@ -13,10 +13,7 @@ export const PORTAL_CONTAINER_PORT = 8080;
 /** The stock image's unprivileged `node` user. */
 export const PORTAL_UID = 1000;
 
-/**
- * Pod labels and Service selector. Deliberately not `app.kubernetes.io/name: portal`: the platform's previous portal may still run in the same namespace and
- * must not be selected.
- */
+/** Not `app.kubernetes.io/name: portal`: the platform's previous portal may still run in the same namespace and must not be selected. */
 export const PORTAL_SELECTOR: Readonly<Record<string, string>> = { "app.kubernetes.io/name": "ui-exposure-portal" };
 export const PORTAL_LABELS: Readonly<Record<string, string>> = {
   ...PORTAL_SELECTOR,
@@ -34,7 +31,7 @@ export const PORTAL_FILES = {
   contract: "contract.yaml",
 } as const;
 
-/** Environment the server reads in the pod (src/portal/main.ts); the component sets it. */
+/** Environment the server reads in the pod (src/portal/main.ts, which says each one's format); the component sets it. */
 export const PORTAL_ENV = {
   listen: "PORTAL_LISTEN",
   contract: "PORTAL_CONTRACT",
@@ -46,28 +43,18 @@ export const PORTAL_ENV = {
   cluster: "PORTAL_CLUSTER",
   /** "1": use the pod's ServiceAccount; otherwise a kubeconfig ($KUBECONFIG), for running the bundle by hand. */
   inCluster: "PORTAL_IN_CLUSTER",
-  /** The file holding what the last `up` published (the stack's `endpoints` output), as JSON. */
   published: "PORTAL_PUBLISHED",
-  /** JSON: the stack's allowlist, set when monitoring is on (the portal then audits for /metrics). */
   allowlist: "PORTAL_ALLOWLIST",
-  /** This project's version, for /metrics' build info. */
   version: "PORTAL_VERSION",
-  /** JSON {namespace, clusters}: the other clusters (`ui-exposure:portal.clusters`) and the namespace holding their Secrets. */
   clusters: "PORTAL_CLUSTERS",
 } as const;
 
-/**
- * What the last `up` published, for the portal's verdicts (the same as `exposure status`'s): `up` writes the stack's `endpoints` output into this ConfigMap
- * once the Services exist, and the pod mounts it (optional: absent before the first `up` finishes; kubelet refreshes the file after each `up` without a
- * restart). A fixed name: the Deployment names it before it exists.
- */
+// What the last `up` published, for verdicts as `exposure status`'s (docs/portal.md): mounted optional, since it is absent until the first `up` ends. A
+// fixed name: the Deployment names it before it exists.
 export const PORTAL_PUBLISHED = { configMap: "ui-exposure-published", dir: "/published", file: "endpoints.json" } as const;
 
-/**
- * Exactly what one page load reads (readObservedCluster, in the entries' namespaces), read-only. Pods only when a selected entry uses a hostPort, or when the
- * portal runs the audit for /metrics (`audit`: every Pod's hostPorts), the only cases where the portal lists them. No Secrets, no ConfigMaps: the portal shows
- * URLs and verdicts, never credentials.
- */
+// Exactly what one page load reads, read-only; Pods only for a selected hostPort entry or the audit (every Pod's hostPorts). No Secrets, no ConfigMaps: the
+// portal shows URLs and verdicts, never credentials.
 export function portalRbacRules(opts: { hostPort: boolean; audit?: boolean }) {
   return [
     { apiGroups: [""], resources: ["services", "nodes", ...(opts.hostPort || opts.audit ? ["pods"] : [])], verbs: ["list"] },
@@ -90,10 +77,7 @@ export function isPortalService(service: { namespace: string; name: string }, po
   return service.namespace === portalNamespace && service.name === PORTAL_SERVICE_NAME;
 }
 
-/**
- * The exposed entries a stack without the in-cluster portal can publish: every one but those mirroring the portal's Service (nothing would answer them but a
- * stand-in; the sandbox's portal is the local `exposure portal`).
- */
+/** The exposed entries a stack without the in-cluster portal can publish: not those mirroring the portal's Service (only a stand-in would answer them). */
 export function entriesWithoutPortal(contract: Contract, portalNamespace: string): string[] {
   return contract.endpoints.filter((e) => e.exposed && !(isNodePortEntry(e) && isPortalService(e.service, portalNamespace))).map((e) => e.name);
 }

@@ -5,8 +5,7 @@ import type { ClusterReader } from "../kube/cluster";
 import { type ObservedCluster, type ObservedEntry, observe, type PublishedEndpoints, type Verdict } from "../observe";
 import type { NodeChoice } from "../plan";
 
-// Whether the users' URL answers, as the portal's own probe saw it (the code and contract expectations of
-// `exposure probe`). `null` fields are unknown (no answer: no status).
+// Whether the users' URL answers, as the portal's own probe saw it (`exposure probe`'s expectations). `null` fields are unknown (no answer: no status).
 export interface Reachability extends Pick<ProbeResultJson, "ok" | "url" | "expected" | "location"> {
   status: number | null;
   latencyMs: number | null;
@@ -23,8 +22,7 @@ export interface PortalEntry extends ObservedEntry {
   group?: string;
   /** Absent when the entry has no URL to probe, or when probing is off. */
   reachability?: Reachability;
-  // ABSENT entries only: the URL the last `up` published (users' bookmark), dead now that its Service (or
-  // pod) is gone. Read back from the outputs: text, never a link.
+  /** ABSENT entries only: the URL the last `up` published (users' bookmark), dead now: text, never a link. */
   lastPublishedUrl?: string;
 }
 
@@ -43,10 +41,7 @@ export interface PortalView {
   /** The portal's own probes: on or off, and how long an answer is reused. */
   reachability: { enabled: boolean; cacheSeconds?: number };
   entries: PortalEntry[];
-  /**
-   * When the portal runs the audit (it knows the allowlist): the cluster's undeclared exposure as `exposure drift` finds it,
-   * its count and the first UNDECLARED_SHOWN with their fix; or why its last round could not read the cluster.
-   */
+  /** With the audit: the undeclared exposure `exposure drift` finds (count, the first UNDECLARED_SHOWN), or why its last round could not read the cluster. */
   undeclared?: { count: number; shown: UndeclaredExposure[] } | { unread: string };
 }
 
