@@ -37,19 +37,11 @@ export class ContractError extends UserError {
   }
 }
 
-export function formatPath(segments: readonly PropertyKey[]): string {
-  let out = "";
-  for (const s of segments) {
-    if (typeof s === "number") out += `[${s}]`;
-    else out += out ? `.${String(s)}` : String(s);
-  }
-  return out;
-}
+/** `endpoints[2].service.port` */
+export const formatPath = (segments: readonly PropertyKey[]): string =>
+  segments.reduce<string>((out, s) => (typeof s === "number" ? `${out}[${s}]` : out ? `${out}.${String(s)}` : String(s)), "");
 
-/**
- * Parses and validates contract text. Every problem is collected (YAML syntax, forbidden keys, schema) and reported at once with its position; nothing partial
- * is returned.
- */
+/** Parses and validates contract text: every problem (YAML syntax, forbidden keys, schema) reported at once with its position; nothing partial returned. */
 export function parseContract(text: string, file: string): Contract {
   const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES }, { single: true });
   const pos = (offset: number | undefined) => parsed.lineCounter.linePos(offset ?? 0);
@@ -109,8 +101,7 @@ export function parseContract(text: string, file: string): Contract {
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
-  // A whole document that is one string is some other file (a stack setting may name any path): its text may be a passphrase or a token, so only its size is
-  // said.
+  // A whole document that is one string is some other file (a setting may name any path): it may be a passphrase or a token, so only its size is said.
   if (issue.path.length === 0 && issue.code === "invalid_type" && typeof issue.input === "string") {
     return `expected a map (version, endpoints), found a string of ${issue.input.length} characters (not shown: is this the contract file?)`;
   }
@@ -154,10 +145,7 @@ function isSafeIntegerBound(issue: z.core.$ZodIssue): boolean {
   );
 }
 
-/**
- * A union whose value has the type of exactly one branch (a list where `'all'` or a list is accepted) reports that branch's own problems, at their paths,
- * instead of "expected A or B, found a list".
- */
+/** A union whose value has exactly one branch's type (a list where `'all'` or a list is accepted) reports that branch's problems, not "expected A or B". */
 export function expandUnions(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
   return issues.flatMap((issue) => {
     if (issue.code !== "invalid_union") return [issue];
@@ -168,10 +156,7 @@ export function expandUnions(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIs
   });
 }
 
-/**
- * Drops issues another one at the same path says better: zod's safe-integer bound next to the field's own range (`port: 99999999999999999999` is one problem,
- * not two).
- */
+/** Drops zod's safe-integer bound where the field's own range is also reported at that path: `port: 99999999999999999999` is one problem, not two. */
 export function distinctIssues<T extends z.core.$ZodIssue>(issues: readonly T[]): T[] {
   const key = (i: z.core.$ZodIssue) => JSON.stringify(i.path.map(String));
   const counts = new Map<string, number>();
@@ -212,10 +197,7 @@ function foundSuffix(issue: z.core.$ZodIssue, input: unknown): string {
   return `, found ${describeValue(input)}`;
 }
 
-/**
- * One line per zod issue: what was expected, what was found (zod's own wording is never shown).
- * Needs a parse with `reportInput: true`: without it every wrong type would read as missing.
- */
+/** One line per zod issue: what was expected, what was found, never zod's wording. Needs `reportInput: true`: else every wrong type reads as missing. */
 export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required field is missing"): string {
   let input = "input" in issue ? issue.input : undefined;
   // A discriminated union reports the whole object at the discriminator's path: the value found is the discriminator's.

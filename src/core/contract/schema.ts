@@ -28,8 +28,12 @@ export const entryName = z.string().check(
   }),
 );
 
+/** An integer from `min` to `max`, `message` said otherwise. */
+const intIn = (min: number, max: number, message: string, params?: { message: string }) =>
+  z.int(params).check(z.minimum(min, { message }), z.maximum(max, { message }));
+
 const portRef = z.union([
-  z.int().check(z.minimum(1, { message: "port number must be between 1 and 65535" }), z.maximum(65535, { message: "port number must be between 1 and 65535" })),
+  intIn(1, 65535, "port number must be between 1 and 65535"),
   z
     .string()
     .check(
@@ -49,9 +53,7 @@ const serviceRef = z.strictObject({
 /** Declared hostPort exposure for in-house bricks: a fixed port held by a pod. */
 const hostPortExposure = z.strictObject({
   namespace: dnsLabel("namespace"),
-  port: z
-    .int({ message: "hostPort must be an integer" })
-    .check(z.minimum(1, { message: "hostPort must be between 1 and 65535" }), z.maximum(65535, { message: "hostPort must be between 1 and 65535" })),
+  port: intIn(1, 65535, "hostPort must be between 1 and 65535", { message: "hostPort must be an integer" }),
   /** Labels that pick the pod holding the port (optional: any pod of the namespace holding it). */
   podSelector: z.optional(
     z.record(z.string(), z.string()).check(
@@ -69,10 +71,7 @@ const hostPortExposure = z.strictObject({
 /** Longest probe path accepted (a path, not a document). */
 const PROBE_PATH_MAX = 1024;
 
-/**
- * Why a probe path is not a plain path, or undefined: resolved against the published URL, `//host/x` or `http://host/x`
- * would replace the host (a dead URL reported "ok"), and WHATWG URLs read a backslash as `/`.
- */
+/** Why a probe path is not a plain path: `//host/x` or `http://host/x` would replace the URL's host (a dead URL reported "ok"); WHATWG reads `\` as `/`. */
 export function probePathProblem(path: string): string | undefined {
   if (!path.startsWith("/")) return "probe path must start with '/' (a path on the published URL, not a URL)";
   if (path.startsWith("//")) return "probe path must not start with '//' (it would name another host)";
@@ -101,9 +100,7 @@ const probeSpec = z.strictObject({
   ),
   /** Expected HTTP statuses; default any 2xx or 3xx. */
   expectStatus: z.optional(
-    z
-      .array(z.int().check(z.minimum(100, { message: HTTP_STATUS }), z.maximum(599, { message: HTTP_STATUS })))
-      .check(z.minLength(1, { message: "must list at least one status (omit it for any 2xx or 3xx)" })),
+    z.array(intIn(100, 599, HTTP_STATUS)).check(z.minLength(1, { message: "must list at least one status (omit it for any 2xx or 3xx)" })),
   ),
   timeoutSeconds: z.optional(z.number().check(z.positive({ message: PROBE_TIMEOUT }), z.maximum(120, { message: PROBE_TIMEOUT }))),
 });
@@ -162,8 +159,7 @@ const endpointSchema = z
           ctx.addIssue({ code: "custom", path: ["scheme"], message: `an exposed UI is served over http or https, not '${e.scheme}'` });
         }
       },
-      // Also when a field has the wrong type: a type error must not hide the entry's other problems.
-      // The fields may then hold anything, hence the defensive checks above.
+      // Also when a field has the wrong type (not to hide the entry's other problems): fields may then hold anything, hence the defensive checks.
       { when: (payload) => payload.value !== null && typeof payload.value === "object" && !Array.isArray(payload.value) },
     ),
   );
