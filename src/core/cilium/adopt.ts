@@ -1,8 +1,5 @@
-/**
- * Adopting a Cilium release a script installed: without it the first `up` fails ("cannot re-use a name that is still in
- * use"). pulumi-kubernetes replaces a Release only when `name` or `namespace` change: the component always sets both, so
- * the first `up` after the import is a `helm upgrade`.
- */
+// Adopting a Cilium release a script installed: without it the first `up` fails ("cannot re-use a name that is still in use"). pulumi-kubernetes
+// replaces a Release only when `name` or `namespace` change: the component always sets both, so the first `up` after the import is a `helm upgrade`.
 import { importCommand } from "../ownership";
 
 /** Resource type of the Release, as `pulumi import` wants it. */

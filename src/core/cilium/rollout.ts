@@ -54,9 +54,8 @@ export const AGENT_BATCH_MS = 120_000;
 export const MIN_SWITCH_WAIT_MS = 300_000;
 
 /**
- * How long `up` waits for the agents to run a new configuration: the DaemonSet restarts them `maxUnavailable` at a time
- * (the chart's default 2; a percentage rounds up, as the controller does), so the wait grows with the nodes, one
- * AGENT_BATCH_MS per batch, never below MIN_SWITCH_WAIT_MS. `batches` and `nodes` say it in the log line.
+ * How long `up` waits for the agents to run a new configuration: the DaemonSet restarts them `maxUnavailable` at a time (the chart's default 2; a
+ * percentage rounds up, as the controller does): one AGENT_BATCH_MS per batch, never below MIN_SWITCH_WAIT_MS. `batches` and `nodes` go in the log line.
  */
 export function switchWait(agents: GenericObject | undefined): { ms: number; nodes: number; atOnce: number; batches: number } {
   const nodes = num(agents?.status?.desiredNumberScheduled);

@@ -1,3 +1,4 @@
+import { isObject as isMapping } from "../exposure-rules";
 import type { L4CiliumSettings } from "../settings";
 import { redactUrlPasswords } from "../text";
 import type { LiveRelease } from "./release";
@@ -7,10 +8,6 @@ import { type ChartKeys, chartKeysCheck } from "./versions";
 const VALUES_SETTING = "ui-exposure:cilium.values";
 
 export type Values = Record<string, unknown>;
-
-function isMapping(v: unknown): v is Values {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
-}
 
 /** Helm-style deep merge: mappings merge key by key, anything else (scalars, lists, null) in `over` replaces what `base` had. Neither input is modified. */
 export function deepMerge(base: Values, over: Values): Values {
@@ -22,10 +19,7 @@ export function deepMerge(base: Values, over: Values): Values {
   return out;
 }
 
-/**
- * The values an L4-only Cilium needs, of the keys the chart version has: agents and operator restarted by a config change
- * (else `helm upgrade` changes only the ConfigMap). NodePort/hostPort keys stay as installed: changing them disrupts connections.
- */
+/** The values an L4-only Cilium needs, of the chart version's keys. NodePort/hostPort keys stay as installed: changing them disrupts connections. */
 function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }): Values {
   return {
     // A boolean is fine on every version: cilium-configmap.yaml compares `toString` of it with "true"/"false". The old "strict" fails the chart's render since
@@ -115,10 +109,7 @@ function lookup(values: Values, path: readonly string[]): Lookup {
 const show = (v: unknown) => (v === undefined ? "undefined" : JSON.stringify(v));
 const setting = (path: readonly string[]) => `${VALUES_SETTING}.${path.join(".")}`;
 
-/**
- * Problems with the extra values of the stack config, one message per key: a value that contradicts the L4 mode, a key the pinned chart version does not have,
- * a key that has its own stack setting, a `--set`-style dotted key (which Helm would take literally and which would slip past the checks above).
- */
+/** The stack's extra values' problems: against mode l4, unknown to the pinned chart, with a setting of their own, dotted (Helm takes `a.b` literally). */
 export function extraValuesProblems(extra: Values, version: string, keys: ChartKeys): string[] {
   const problems: string[] = [];
   for (const key of Object.keys(extra)) {
@@ -172,10 +163,7 @@ const valueAt = (v: Values, path: readonly string[]) => {
 const liveValue = (live: LiveRelease, path: readonly string[]) => valueAt(live.config, path) ?? valueAt(live.defaults, path);
 /** A key whose value may be a credential: never shown. */
 const SENSITIVE = /pass|pwd|token|key|cert|secret|credential|auth|private/i;
-/**
- * A value as it may be printed: under a sensitive key "(hidden)", at any depth of mappings and lists; an env-style item
- * ({name: AWS_SECRET_ACCESS_KEY, value: ...}) hides its value when its name is sensitive; a URL's password shows as ****.
- */
+/** A value as printed: "(hidden)" under a sensitive key at any depth, or in an env-style item with a sensitive name; a URL's password as ****. */
 function masked(x: unknown, sensitive: boolean): unknown {
   if (sensitive) return "(hidden)";
   if (Array.isArray(x)) return x.map((item) => masked(item, false));
@@ -209,10 +197,7 @@ function liveReleaseProblems(live: LiveRelease): string[] {
   ];
 }
 
-/**
- * The values diff against the live release, one line per key that changes: the owned keys, and the keys the stack's cilium.values sets to another value than
- * the live one (the user's, else the live chart's default). Every other value is carried from the live release: nothing falls back to a chart default.
- */
+/** The diff against the live release (its values, else its chart's defaults), one line per changed key: the owned ones and those cilium.values sets. */
 export function releaseValuesDiff(settings: L4CiliumSettings, values: Values, live: LiveRelease | undefined): string[] {
   const version = settings.chart.version;
   const lines =

@@ -1,7 +1,6 @@
 /**
- * Which values keys each Cilium chart minor has, of those the L4 mode sets or polices (values.schema.json is not strict: a
- * dropped key is silently ignored), checked by test/cilium.test.ts against the published charts. Keys change inside a
- * minor too, so only stable releases up to CHECKED_PATCH are accepted.
+ * Which values keys each Cilium chart minor has, of those mode l4 sets or polices (values.schema.json is not strict: a dropped key is silently ignored),
+ * checked by test/cilium.test.ts against the published charts. Keys change inside a minor too: only stable releases up to CHECKED_PATCH are accepted.
  */
 export interface ChartKeys {
   /** Documented from 1.18; commented out before, but cilium-configmap.yaml reads it on every version. */
