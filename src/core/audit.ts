@@ -76,10 +76,7 @@ export async function readExposureObjects(cluster: Pick<ClusterReader, "listServ
 /** A pod the audit and the guard look at: running or pending, holding a host port or too large to check. */
 export const mayHoldHostPort = (p: Pod) => !isFinishedPod(p) && (!holdsNoHostPort(p.spec) || podTooLargeToCheck(p.spec));
 
-/**
- * The cluster-wide exposure audit behind `exposure drift`: every Service reachable from outside and every host port must be declared by the contract or by the
- * stack's allowlist (a rendering of the exposure model's classifyCluster).
- */
+/** The audit behind `exposure drift` (classifyCluster, rendered): every Service reachable from outside and every host port is declared, or drift. */
 export function auditExposure(input: AuditInput): AuditResult {
   const rules = exposureRules(input.contract, input.selected, input.allowlist);
   const usedPatterns = new Set<string>();

@@ -4,11 +4,7 @@ import { UserError } from "./errors";
 import { EXIT, type ExitCode } from "./findings";
 import { printableValue } from "./text";
 
-/**
- * A stack name as Pulumi allows it (letters, digits, `-`, `_`, `.`; at most 100 characters),
- * and never `.`/`..`: it names `Pulumi.<stack>.yaml` and the SSH forwards' state folder, so a
- * path (`/../../x`) would read or write elsewhere.
- */
+/** A stack name as Pulumi allows it, never `.`/`..`: it names `Pulumi.<stack>.yaml` and the SSH forwards' state folder, so a path would reach elsewhere. */
 const STACK_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
 
 /** Whether `name` is a stack name (the rule --stack applies); completion lists only these. */
@@ -26,10 +22,7 @@ export function checkStackName(name: string): string {
   return name;
 }
 
-/**
- * A Lima instance name as Lima accepts one (at most 76 characters). It names the folder `$LIMA_HOME/<instance>` whose
- * ssh.config goes to `ssh -F`: `../../x` would pick any folder's config, and its ProxyCommand would run.
- */
+/** A Lima instance name: it names `$LIMA_HOME/<instance>`, whose ssh.config goes to `ssh -F` (`../../x` would run any folder's ProxyCommand). */
 const LIMA_INSTANCE = /^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$/;
 export const LIMA_INSTANCE_MAX = 76;
 
