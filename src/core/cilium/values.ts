@@ -36,28 +36,17 @@ function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }
   };
 }
 
-/** A values path the L4 mode owns: extra values may repeat it, never contradict it. */
-interface Pinned {
-  path: readonly string[];
-  /** Shown in messages. */
-  expected: string;
-  accepts(value: unknown): boolean;
-  /** Whether the pinned version has the key (the stale-key rules cover the others). */
-  applies(keys: ChartKeys): boolean;
-  /** The message for a value it does not accept (`where` names the setting). */
-  explain(where: string, value: unknown): string;
-}
-
-const always = () => true;
-
-/** A key mode 'l4' needs at `expected`, `why` said in the message. */
-function needs(path: readonly string[], expected: boolean, why: string, applies: (keys: ChartKeys) => boolean = always): Pinned {
+/**
+ * A values path mode 'l4' owns at `expected` (`why` said in the message): extra values may repeat it, never contradict it. `applies`: whether the pinned
+ * version has the key (VERSIONED covers the others).
+ */
+function needs(path: readonly string[], expected: boolean, why: string, applies = (_keys: ChartKeys) => true) {
   return {
     path,
     expected: String(expected),
-    accepts: (v) => v === expected,
+    accepts: (v: unknown) => v === expected,
     applies,
-    explain: (where, value) => {
+    explain: (where: string, value: unknown) => {
       const hint =
         value === "strict"
           ? `; "strict" is no longer a valid value: the chart fails to render with it since 1.16`
@@ -69,7 +58,7 @@ function needs(path: readonly string[], expected: boolean, why: string, applies:
   };
 }
 
-const PINNED: readonly Pinned[] = [
+const PINNED: readonly ReturnType<typeof needs>[] = [
   {
     ...needs(["kubeProxyReplacement"], true, "kube-proxy replacement is what serves NodePorts and hostPorts in eBPF on the L4 path"),
     accepts: (v) => v === true || v === "true",
@@ -111,43 +100,34 @@ const setting = (path: readonly string[]) => `${VALUES_SETTING}.${path.join(".")
 
 /** The stack's extra values' problems: against mode l4, unknown to the pinned chart, with a setting of their own, dotted (Helm takes `a.b` literally). */
 export function extraValuesProblems(extra: Values, version: string, keys: ChartKeys): string[] {
-  const problems: string[] = [];
-  for (const key of Object.keys(extra)) {
-    if (key.includes(".")) {
-      const [head, ...rest] = key.split(".");
-      problems.push(
-        `cilium (l4): ${VALUES_SETTING} has the key '${key}': values are nested mappings, not --set paths; write ${head}: {${rest.join(".")}: ...} instead`,
-      );
-    }
-  }
-  for (const key of ["k8sServiceHost", "k8sServicePort"]) {
-    if (Object.hasOwn(extra, key)) {
-      problems.push(`cilium (l4): ${setting([key])}: set ui-exposure:cilium.${key} instead (one place for the API server address)`);
-    }
-  }
-  for (const v of VERSIONED) {
-    const found = lookup(extra, v.path);
-    if (found.kind !== "absent" && !v.has(keys)) {
-      problems.push(`cilium (l4): ${setting(v.path)} does not exist in chart ${version} (${v.note}); the chart would ignore it silently: remove it`);
-    }
-  }
-  if (keys.k8sServiceHostRef && Object.hasOwn(extra, "k8sServiceHostRef")) {
-    problems.push(
-      `cilium (l4): ${setting(["k8sServiceHostRef"])}: the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost`,
-    );
-  }
-  for (const rule of PINNED) {
-    if (!rule.applies(keys)) continue;
-    const found = lookup(extra, rule.path);
-    if (found.kind === "notMapping") {
-      problems.push(
-        `cilium (l4): ${setting(found.at)} is ${show(found.value)}; it must be a mapping, since mode 'l4' sets ${rule.path.join(".")}: ${rule.expected} in it`,
-      );
-    } else if (found.kind === "value" && !rule.accepts(found.value)) {
-      problems.push(rule.explain(setting(rule.path), found.value));
-    }
-  }
-  return problems;
+  return [
+    ...Object.keys(extra)
+      .filter((key) => key.includes("."))
+      .map((key) => {
+        const [head, ...rest] = key.split(".");
+        return `cilium (l4): ${VALUES_SETTING} has the key '${key}': values are nested mappings, not --set paths; write ${head}: {${rest.join(".")}: ...} instead`;
+      }),
+    ...["k8sServiceHost", "k8sServicePort"]
+      .filter((key) => Object.hasOwn(extra, key))
+      .map((key) => `cilium (l4): ${setting([key])}: set ui-exposure:cilium.${key} instead (one place for the API server address)`),
+    ...VERSIONED.filter((v) => lookup(extra, v.path).kind !== "absent" && !v.has(keys)).map(
+      (v) => `cilium (l4): ${setting(v.path)} does not exist in chart ${version} (${v.note}); the chart would ignore it silently: remove it`,
+    ),
+    ...(keys.k8sServiceHostRef && Object.hasOwn(extra, "k8sServiceHostRef")
+      ? [
+          `cilium (l4): ${setting(["k8sServiceHostRef"])}: the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost`,
+        ]
+      : []),
+    ...PINNED.filter((rule) => rule.applies(keys)).flatMap((rule) => {
+      const found = lookup(extra, rule.path);
+      if (found.kind === "notMapping") {
+        return [
+          `cilium (l4): ${setting(found.at)} is ${show(found.value)}; it must be a mapping, since mode 'l4' sets ${rule.path.join(".")}: ${rule.expected} in it`,
+        ];
+      }
+      return found.kind === "value" && !rule.accepts(found.value) ? [rule.explain(setting(rule.path), found.value)] : [];
+    }),
+  ];
 }
 
 /** Leaf paths of a values tree (lists, scalars and empty mappings are leaves). */

@@ -2,32 +2,24 @@
  * Which values keys each Cilium chart minor has, of those mode l4 sets or polices (values.schema.json is not strict: a dropped key is silently ignored),
  * checked by test/cilium.test.ts against the published charts. Keys change inside a minor too: only stable releases up to CHECKED_PATCH are accepted.
  */
-export interface ChartKeys {
-  /** Documented from 1.18; commented out before, but cilium-configmap.yaml reads it on every version. */
-  kubeProxyReplacementDocumented: boolean;
-  /** `enableLBIPAM`: the switch that turns LB-IPAM off (1.16 has no switch). */
-  enableLBIPAM: boolean;
-  defaultLBServiceIPAM: boolean;
-  /** `nodePort.enabled`, the `hostPort` and `externalIPs` blocks (KPR serves them all). */
-  nodePortEnabled: boolean;
-  hostPort: boolean;
-  externalIPs: boolean;
-  /** `k8sServiceHostRef` (the chart fails if it is set together with k8sServiceHost). */
-  k8sServiceHostRef: boolean;
-}
+export type ChartKeys = Record<keyof typeof KEY_CHANGES, boolean>;
 
 export const SUPPORTED_MINORS = ["1.16", "1.17", "1.18", "1.19", "1.20"];
 
 /** The minor that added each key, or the one that removed it; the others have it in every supported minor. */
-const KEY_CHANGES: Readonly<Record<keyof ChartKeys, { added: string } | { removed: string }>> = {
+const KEY_CHANGES = {
+  // Documented from 1.18; commented out before, but cilium-configmap.yaml reads it on every version.
   kubeProxyReplacementDocumented: { added: "1.18" },
+  // The switch that turns LB-IPAM off (1.16 has no switch).
   enableLBIPAM: { added: "1.17" },
   defaultLBServiceIPAM: { added: "1.17" },
+  // `nodePort.enabled`, the `hostPort` and `externalIPs` blocks (KPR serves them all).
   nodePortEnabled: { removed: "1.19" },
   hostPort: { removed: "1.18" },
   externalIPs: { removed: "1.17" },
+  // The chart fails if it is set together with k8sServiceHost.
   k8sServiceHostRef: { added: "1.18" },
-};
+} satisfies Record<string, { added: string } | { removed: string }>;
 
 const since = (minor: string, other: string) => SUPPORTED_MINORS.indexOf(minor) >= SUPPORTED_MINORS.indexOf(other);
 
@@ -36,7 +28,7 @@ export const CHART_KEYS: Readonly<Record<string, ChartKeys>> = Object.fromEntrie
     minor,
     Object.fromEntries(
       Object.entries(KEY_CHANGES).map(([key, change]) => [key, "added" in change ? since(minor, change.added) : !since(minor, change.removed)]),
-    ) as unknown as ChartKeys,
+    ) as ChartKeys,
   ]),
 );
 
