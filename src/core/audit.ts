@@ -104,31 +104,25 @@ export function auditExposure(input: AuditInput): AuditResult {
     const ours = rules.ourServices.get(where);
     const notOurs = ours && input.published ? ownershipProblem(svc, input.published[ours.entry]) : undefined;
     const remove = `kubectl -n ${namespace} delete service ${svc.metadata.name}`;
-    if (notOurs) {
-      undeclared.push({ ...exposure, reason: `named like contract entry '${ours?.entry}', but ${notOurs}`, fix: remove });
-      continue;
-    }
-    if ("declared" in verdict) {
-      declare(exposure, verdict.declared);
-      continue;
-    }
-    if (verdict.entry) {
+    if (notOurs) undeclared.push({ ...exposure, reason: `named like contract entry '${ours?.entry}', but ${notOurs}`, fix: remove });
+    else if ("declared" in verdict) declare(exposure, verdict.declared);
+    else if (verdict.entry) {
       undeclared.push({
         ...exposure,
         reason: `our Service of contract entry '${verdict.entry}' opens more than the entry declares (${verdict.undeclared}): undeclared exposure; remove what was added`,
         fix: `kubectl -n ${namespace} edit service ${svc.metadata.name} (remove ${verdict.undeclared})`,
       });
-      continue;
+    } else {
+      const claim = labelClaimProblem(svc, rules.ourServices);
+      const allowlistLine = `ui-exposure:allowlist.services '${where}'`;
+      undeclared.push({
+        ...exposure,
+        reason:
+          claim ??
+          `${openings.externalIPs.length ? `reachable at externalIPs ${openings.externalIPs.join(", ")}; ` : ""}in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it`,
+        ...(claim ? { fix: remove } : { fix: `${remove}, or declare it: ${allowlistLine}`, allowlistLine }),
+      });
     }
-    const claim = labelClaimProblem(svc, rules.ourServices);
-    const allowlistLine = `ui-exposure:allowlist.services '${where}'`;
-    undeclared.push({
-      ...exposure,
-      reason:
-        claim ??
-        `${openings.externalIPs.length ? `reachable at externalIPs ${openings.externalIPs.join(", ")}; ` : ""}in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it`,
-      ...(claim ? { fix: remove } : { fix: `${remove}, or declare it: ${allowlistLine}`, allowlistLine }),
-    });
   }
 
   for (const pod of classified.pods) {
