@@ -63,7 +63,6 @@ export function accessEndpoints(
     const o = observed.get(e.name);
     if (o && o.exposure !== "none") {
       if (!o.url) return { ...base, reach: "none", verdict: o.verdict, problem: o.reasons[0] ?? "no URL observed" };
-      const problem = o.verdict === "MATCH" ? {} : { problem: o.reasons.join("; ") };
       const forwarded = forwards.get(e.name);
       const target = new URL(forwarded ?? o.url);
       return {
@@ -74,7 +73,7 @@ export function accessEndpoints(
         port: Number(target.port),
         verdict: o.verdict,
         ...(forwarded ? { forwardOf: o.url } : {}),
-        ...problem,
+        ...(o.verdict === "MATCH" ? {} : { problem: o.reasons.join("; ") }),
       };
     }
     if (!e.service) return { ...base, reach: "none", problem: "a hostPort entry this stack does not publish" };

@@ -19,9 +19,7 @@ export type Result<T> = { ok: true; value: T } | { ok: false; problems: Finding[
 export const ok = <T>(value: T): Result<T> => ({ ok: true, value });
 export const failed = <T = never>(problems: Finding[]): Result<T> => ({ ok: false, problems });
 
-export function finding(code: string, severity: Severity, subject: string, message: string): Finding {
-  return { code, severity, subject, message };
-}
+export const finding = (code: string, severity: Severity, subject: string, message: string): Finding => ({ code, severity, subject, message });
 
 /** Exit codes shared by every `exposure` command (documented in README and docs/commands.md). */
 export const EXIT = {

@@ -79,8 +79,6 @@ async function allOf<T extends Record<string, unknown>>(promises: T): Promise<{ 
   return Object.fromEntries(await Promise.all(Object.entries(promises).map(async ([k, v]) => [k, await v]))) as { [K in keyof T]: Awaited<T[K]> };
 }
 
-export type StackReads = Awaited<ReturnType<typeof readStack>>;
-
 /** One selected entry to declare: its plan, the nodePort to ask for again (or why it cannot be), whether it mirrors the portal (and so waits for it). */
 export type ExposureDecision = { plan: ExposurePlan; keepNodePort?: number; note?: string; mirrorsPortal: boolean };
 
@@ -98,7 +96,7 @@ export interface StackPlan {
 }
 
 /** What the stack declares, decided before anything is: every refusal (ownership, deny's lock, plans, Cilium, the APIs the cluster lacks) at once. */
-export function planStack(s: StackInputs, r: StackReads): StackPlan | { problems: string[] } {
+export function planStack(s: StackInputs, r: Awaited<ReturnType<typeof readStack>>): StackPlan | { problems: string[] } {
   const { settings, stack } = s;
   const portalNamespace = settings.portal.namespace;
   // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster before anything exists: the contract entry mirroring it is

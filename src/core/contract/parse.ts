@@ -117,10 +117,7 @@ export function describeValue(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   const type = typeof value;
-  if (type === "string") {
-    const text = JSON.stringify((value as string).length > 40 ? `${(value as string).slice(0, 40)}...` : value);
-    return `a string (${text})`;
-  }
+  if (type === "string") return `a string (${JSON.stringify((value as string).length > 40 ? `${(value as string).slice(0, 40)}...` : value)})`;
   if (type === "number" && Number.isNaN(value)) return "not a number (NaN)";
   if (type === "number" && !Number.isFinite(value)) return `a number out of range (${String(value)})`;
   if (type === "number" || type === "boolean" || type === "bigint") return `a ${type} (${String(value)})`;
@@ -212,8 +209,7 @@ export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required fi
     return `expected ${withArticle(issue.expected)}, found ${describeValue(input)}`;
   }
   if (issue.code === "invalid_value" && input === undefined) return missing;
-  const ours = !ZOD_WORDING.test(issue.message);
-  let message: string | undefined = ours ? issue.message : undefined;
+  let message = ZOD_WORDING.test(issue.message) ? undefined : issue.message;
   if (!message) {
     if (issue.code === "too_big" || issue.code === "too_small") message = describeBound(issue);
     else if (issue.code === "invalid_value") message = `expected ${listValues(issue.values)}`;

@@ -114,8 +114,6 @@ const credentialSpec = z.strictObject({
   passwordKey: nonEmpty(),
 });
 
-const scheme = z.enum(["http", "https", "postgresql", "tcp"]);
-
 const endpointSchema = z
   .strictObject({
     name: entryName,
@@ -132,7 +130,7 @@ const endpointSchema = z
     ),
     /** Publish at http(s)://<node IP>:<auto-allocated nodePort> (or the declared hostPort). */
     exposed: z._default(z.boolean(), false),
-    scheme: z._default(scheme, "http"),
+    scheme: z._default(z.enum(["http", "https", "postgresql", "tcp"]), "http"),
     service: z.optional(serviceRef),
     hostPort: z.optional(hostPortExposure),
     probe: z.optional(probeSpec),
