@@ -1,5 +1,4 @@
-// Values given on the command line, checked before anything uses them (pure: the commands
-// call these whatever parses their flags).
+// Values given on the command line, checked before anything uses them (pure: the commands call these whatever parses their flags).
 import { UserError } from "./errors";
 import { EXIT, type ExitCode } from "./findings";
 import { printableValue } from "./text";

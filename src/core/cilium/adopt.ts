@@ -10,10 +10,7 @@ export function releaseResourceName(component: string): string {
   return `${component}-release`;
 }
 
-/**
- * The command that adopts the release. It imports at the stack's root (plain `pulumi import` cannot create the component parent); the component declares an
- * alias for that root URN, so the next `up` moves it under the component instead of deleting and re-creating it.
- */
+/** Imports at the stack's root (`pulumi import` cannot create the component parent); the component aliases that URN: the next up moves it, not replaces it. */
 export function releaseImportCommand(component: string, release: { namespace: string; releaseName: string }): string {
   return importCommand(RELEASE_TYPE, releaseResourceName(component), `${release.namespace}/${release.releaseName}`);
 }

@@ -7,22 +7,14 @@ import { releaseImportCommand } from "./adopt";
 import { type LiveRelease, releaseSnapshotCommand } from "./release";
 import { l4Values, releaseValuesDiff } from "./values";
 
-/** What the Cilium concern reads from the cluster (one call per kind). */
-export interface CiliumObservation {
-  services: readonly Service[];
-  ciliumConfig?: ConfigMap;
-  lbIpPools: readonly GenericObject[];
-  gateways: readonly GenericObject[];
-  gatewayClasses: readonly GenericObject[];
-  httpRoutes: readonly GenericObject[];
-  l2Policies: readonly GenericObject[];
-  ingresses?: readonly GenericObject[];
-  ingressClasses?: readonly GenericObject[];
-  bgpAdvertisements?: readonly GenericObject[];
-  bgpPeeringPolicies?: readonly GenericObject[];
-  /** The Helm release's deployed revision (l4): none found, or why its record is unreadable. */
-  helmRelease?: Result<LiveRelease | undefined>;
-}
+/** What the Cilium concern reads from the cluster (one call per kind; an optional list left out reads as none). */
+export type CiliumObservation = Record<"lbIpPools" | "l2Policies" | "gateways" | "gatewayClasses" | "httpRoutes", readonly GenericObject[]> &
+  Partial<Record<"ingresses" | "ingressClasses" | "bgpAdvertisements" | "bgpPeeringPolicies", readonly GenericObject[]>> & {
+    services: readonly Service[];
+    ciliumConfig?: ConfigMap;
+    /** The Helm release's deployed revision (l4): none found, or why its record is unreadable. */
+    helmRelease?: Result<LiveRelease | undefined>;
+  };
 
 export interface CiliumReleasePlan {
   releaseName: string;
@@ -110,8 +102,7 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
         if (field(a, "advertisementType") !== "Service" || rest.length === addresses.length) return undefined;
         return rest.length ? { op: "replace", path: `${at}/service/addresses`, value: rest } : { op: "remove", path: at };
       }),
-      // A virtual router advertises its selected Services' serviceAdvertisements (the CRD defaults them to [LoadBalancerIP]):
-      // only LoadBalancerIP goes; the selector goes only when nothing else is advertised with it.
+      // A virtual router advertises its Services' serviceAdvertisements (CRD default: [LoadBalancerIP]): that one goes; the selector, if nothing else stays.
       ...patches(observed.bgpPeeringPolicies, "virtualRouters", (r, at) => {
         if (field(r, "serviceSelector") === undefined) return undefined;
         const ads = Array.isArray(field(r, "serviceAdvertisements")) ? list(field(r, "serviceAdvertisements")) : ["LoadBalancerIP"];

@@ -22,8 +22,7 @@ export function deepMerge(base: Values, over: Values): Values {
 /** The values an L4-only Cilium needs, of the chart version's keys. NodePort/hostPort keys stay as installed: changing them disrupts connections. */
 function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }): Values {
   return {
-    // A boolean is fine on every version: cilium-configmap.yaml compares `toString` of it with "true"/"false". The old "strict" fails the chart's render since
-    // 1.16.
+    // A boolean works on every version (cilium-configmap.yaml compares its `toString` with "true"/"false"); "strict" fails the render since 1.16.
     kubeProxyReplacement: true,
     k8sServiceHost: apiServer.host,
     k8sServicePort: apiServer.port,

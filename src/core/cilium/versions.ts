@@ -32,10 +32,7 @@ export const CHART_KEYS: Readonly<Record<string, ChartKeys>> = Object.fromEntrie
   ]),
 );
 
-/**
- * The newest patch of each minor whose chart the table was checked against: the published archives, and for 1.20.1/1.20.2 the chart the Go module
- * github.com/cilium/cilium ships (install/kubernetes/cilium; the e2e installs that chart next to an agent of the same version).
- */
+/** The newest patch per minor the table was checked against: the published charts; for 1.20.1/1.20.2 the one github.com/cilium/cilium ships (the e2e's). */
 export const CHECKED_PATCH: Readonly<Record<string, number>> = { "1.16": 19, "1.17": 18, "1.18": 12, "1.19": 6, "1.20": 2 };
 
 /** "1.18.12" or "1.20.0-rc.1" -> "1.18" / "1.20"; undefined when it is not a version. */
