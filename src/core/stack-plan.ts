@@ -132,19 +132,16 @@ export function planStack(s: StackInputs, r: Awaited<ReturnType<typeof readStack
   });
   const fixed = (kind: "Service" | "ConfigMap", resourceName: string, name: string, exists: boolean, held: ReadonlyMap<string, string>) =>
     fixedNameRefusal({ what: "portal", kind, resourceName, namespace: portalNamespace, name }, stack, exists, held);
-  const portal: PortalDecision | undefined = settings.portal.enabled
-    ? {
-        ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(portalNamespace, r.services) } : {}),
-        serviceRefusal: fixed("Service", "portal-server-svc", PORTAL_SERVICE_NAME, live.has(portalKey), r.stateUids.services),
-        publishedRefusal: fixed("ConfigMap", "portal-server-published", PORTAL_PUBLISHED.configMap, r.publishedConfigMap !== undefined, r.stateUids.configMaps),
-        ...(exposures.some((e) => e.mirrorsPortal)
-          ? {}
-          : {
-              unpublished: `the portal is deployed but not published: no selected contract entry mirrors Service ${portalKey} port http (add it to the contract and ui-exposure:entries)`,
-            }),
-      }
-    : undefined;
-  return { node: resolution.node, cilium, exposures, live, ...(portal ? { portal } : {}) };
+  if (!settings.portal.enabled) return { node: resolution.node, cilium, exposures, live };
+  const portal: PortalDecision = {
+    ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(portalNamespace, r.services) } : {}),
+    serviceRefusal: fixed("Service", "portal-server-svc", PORTAL_SERVICE_NAME, live.has(portalKey), r.stateUids.services),
+    publishedRefusal: fixed("ConfigMap", "portal-server-published", PORTAL_PUBLISHED.configMap, r.publishedConfigMap !== undefined, r.stateUids.configMaps),
+  };
+  if (!exposures.some((e) => e.mirrorsPortal)) {
+    portal.unpublished = `the portal is deployed but not published: no selected contract entry mirrors Service ${portalKey} port http (add it to the contract and ui-exposure:entries)`;
+  }
+  return { node: resolution.node, cilium, exposures, live, portal };
 }
 
 /** What up dry-runs once its guard in deny is applied: our Services still to be created, to be admitted, and the probe only this stack's guard refuses. */
