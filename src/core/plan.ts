@@ -38,13 +38,11 @@ export function chooseNode(nodes: readonly Node[], nodeAddress?: string): NodeCh
   if (nodeAddress) {
     // Validated by the stack settings; checked again for the other ways in (the portal's environment).
     if (ipVersion(nodeAddress) === 0) return { problem: `the pinned node address ${JSON.stringify(nodeAddress).slice(0, 80)} is not an IP address` };
-    const owner = nodeWithAddress(nodes, nodeAddress);
-    return { name: owner?.metadata.name ?? "(pinned)", address: nodeAddress, pinned: true };
+    return { name: nodeWithAddress(nodes, nodeAddress)?.metadata.name ?? "(pinned)", address: nodeAddress, pinned: true };
   }
-  const candidates = nodes
+  const [chosen] = nodes
     .filter((n) => isReadyNode(n) && internalIP(n))
     .sort((a, b) => Number(a.spec?.unschedulable ?? false) - Number(b.spec?.unschedulable ?? false) || a.metadata.name.localeCompare(b.metadata.name));
-  const chosen = candidates[0];
   if (!chosen) {
     const seen = nodes.map((n) => `${n.metadata.name} (${isReadyNode(n) ? "Ready" : "NotReady"}${internalIP(n) ? "" : `, ${internalIPProblem(n)}`})`);
     return {
@@ -56,8 +54,7 @@ export function chooseNode(nodes: readonly Node[], nodeAddress?: string): NodeCh
 
 /** Ready nodes whose claimed InternalIP is not an IP, never skipped in silence; none when pinned, or when none qualifies (chooseNode's problem lists all). */
 export function unusableNodes(nodes: readonly Node[], nodeAddress?: string): string[] {
-  if (nodeAddress) return [];
-  if (!nodes.some((n) => isReadyNode(n) && internalIP(n))) return [];
+  if (nodeAddress || !nodes.some((n) => isReadyNode(n) && internalIP(n))) return [];
   return nodes
     .filter((n) => isReadyNode(n) && claimedInternalIP(n) !== undefined && !internalIP(n))
     .map((n) => `node ${n.metadata.name} is Ready but its ${internalIPProblem(n)}: it is not used for URLs; fix its addresses, or pin ui-exposure:nodeAddress`);

@@ -170,18 +170,11 @@ function describeBound(issue: z.core.$ZodIssueTooBig | z.core.$ZodIssueTooSmall)
   const bound = Number(issue.code === "too_big" ? issue.maximum : issue.minimum);
   const inclusive = issue.inclusive !== false;
   const relation = big ? (inclusive ? "at most" : "below") : inclusive ? "at least" : "above";
-  switch (issue.origin) {
-    case "string":
-    case "array":
-      if (!big && bound === 1) return EMPTY;
-      return `expected ${relation} ${bound} ${issue.origin === "string" ? "characters" : "items"}`;
-    case "number":
-    case "int":
-      if (isSafeIntegerBound(issue)) return "expected an integer";
-      return `expected ${withArticle(issue.origin === "number" ? "number" : "int")} ${relation} ${bound}`;
-    default:
-      return undefined;
+  if (issue.origin === "string" || issue.origin === "array") {
+    return !big && bound === 1 ? EMPTY : `expected ${relation} ${bound} ${issue.origin === "string" ? "characters" : "items"}`;
   }
+  if (issue.origin !== "number" && issue.origin !== "int") return undefined;
+  return isSafeIntegerBound(issue) ? "expected an integer" : `expected ${withArticle(issue.origin)} ${relation} ${bound}`;
 }
 
 /** What a found value adds to a message: for a string or list out of bounds, its size (nothing for a list: its items are shown elsewhere). */
