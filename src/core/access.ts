@@ -287,6 +287,5 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
     }
     out.push(`${variable}=${quoted.text}`);
   });
-  const text = `${out.join("\n").replace(/\n+$/, "")}\n`;
-  return { text, unresolved };
+  return { text: `${out.join("\n").replace(/\n+$/, "")}\n`, unresolved };
 }

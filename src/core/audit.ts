@@ -136,6 +136,5 @@ export function auditExposure(input: AuditInput): AuditResult {
     }
   }
 
-  const unusedAllowlist = [...rules.services, ...rules.hostPorts].map((p) => p.source).filter((p) => !usedPatterns.has(p));
-  return { declared, undeclared, unusedAllowlist };
+  return { declared, undeclared, unusedAllowlist: [...rules.services, ...rules.hostPorts].map((p) => p.source).filter((p) => !usedPatterns.has(p)) };
 }

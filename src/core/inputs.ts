@@ -7,9 +7,7 @@ import { printableValue } from "./text";
 const STACK_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
 
 /** Whether `name` is a stack name (the rule --stack applies); completion lists only these. */
-export function isStackName(name: string): boolean {
-  return STACK_NAME.test(name) && !/^\.+$/.test(name);
-}
+export const isStackName = (name: string): boolean => STACK_NAME.test(name) && !/^\.+$/.test(name);
 
 export function checkStackName(name: string): string {
   if (!isStackName(name)) {
@@ -25,9 +23,7 @@ export function checkStackName(name: string): string {
 const LIMA_INSTANCE = /^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$/;
 export const LIMA_INSTANCE_MAX = 76;
 
-export function isLimaInstanceName(name: string): boolean {
-  return name.length <= LIMA_INSTANCE_MAX && LIMA_INSTANCE.test(name);
-}
+export const isLimaInstanceName = (name: string): boolean => name.length <= LIMA_INSTANCE_MAX && LIMA_INSTANCE.test(name);
 
 /** `name` if it is a Lima instance name, else a UserError naming where it came from (`from`). */
 export function checkLimaInstanceName(name: string, from: string, exitCode: ExitCode = EXIT.INVALID): string {

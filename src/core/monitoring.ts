@@ -119,9 +119,7 @@ export interface AlertRule {
 }
 
 /** The series selector of this stack's portal, as its scrape config labels them. */
-export function portalSelector(t: Pick<MonitoringTarget, "namespace">): string {
-  return `job="${PORTAL_SELECTOR[PORTAL_JOB_LABEL]}",namespace="${t.namespace}"`;
-}
+export const portalSelector = (t: Pick<MonitoringTarget, "namespace">): string => `job="${PORTAL_SELECTOR[PORTAL_JOB_LABEL]}",namespace="${t.namespace}"`;
 
 /** A failed scrape or a portal rollout (new pod, new instance) must neither resolve an alert nor restart its `for`: rules read each series' last value within this window. */
 export const SERIES_GAP_WINDOW = "2m";

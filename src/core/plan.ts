@@ -87,9 +87,8 @@ export function findServicePort(svc: Service, ref: ServiceRef["port"]): ServiceP
 const describePorts = (svc: Service) => (svc.spec?.ports ?? []).map((p) => `${p.name ?? "(unnamed)"}/${p.port}`).join(", ") || "none";
 
 /** Index of Services by "namespace/name", built once from one list call. */
-export function indexServices(services: readonly Service[]): Map<string, Service> {
-  return new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
-}
+export const indexServices = (services: readonly Service[]): Map<string, Service> =>
+  new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
 
 /** Plans one NodePort exposure from the vendored Service; returns a problem when it cannot be mirrored. */
 export function planNodePort(entry: Endpoint & { service: ServiceRef }, services: ReadonlyMap<string, Service>) {

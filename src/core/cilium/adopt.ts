@@ -6,9 +6,7 @@ import { importCommand } from "../ownership";
 export const RELEASE_TYPE = "kubernetes:helm.sh/v3:Release";
 
 /** The Pulumi name of the Release inside the Cilium component named `component`. */
-export function releaseResourceName(component: string): string {
-  return `${component}-release`;
-}
+export const releaseResourceName = (component: string): string => `${component}-release`;
 
 /** Imports at the stack's root (`pulumi import` cannot create the component parent); the component aliases that URN: the next up moves it, not replaces it. */
 export function releaseImportCommand(component: string, release: { namespace: string; releaseName: string }): string {

@@ -206,9 +206,5 @@ export const FORBIDDEN_KEYS: Readonly<Record<string, string>> = {
 };
 
 /** Whether an endpoint is published through our NodePort Service (vs a hostPort or not at all). */
-export function isNodePortEntry(e: Endpoint): e is Endpoint & { service: ServiceRef } {
-  return e.exposed && e.service !== undefined && e.hostPort === undefined;
-}
-export function isHostPortEntry(e: Endpoint): e is Endpoint & { hostPort: HostPortExposure } {
-  return e.exposed && e.hostPort !== undefined;
-}
+export const isNodePortEntry = (e: Endpoint): e is Endpoint & { service: ServiceRef } => e.exposed && e.service !== undefined && e.hostPort === undefined;
+export const isHostPortEntry = (e: Endpoint): e is Endpoint & { hostPort: HostPortExposure } => e.exposed && e.hostPort !== undefined;
