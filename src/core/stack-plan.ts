@@ -99,8 +99,7 @@ export interface StackPlan {
 export function planStack(s: StackInputs, r: Awaited<ReturnType<typeof readStack>>): StackPlan | { problems: string[] } {
   const { settings, stack } = s;
   const portalNamespace = settings.portal.namespace;
-  // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster before anything exists: the contract entry mirroring it is
-  // planned from the spec the Portal component will create (the same pure function builds both), so enabling the portal and publishing it takes one `up`.
+  // The portal's Service is created by this `up`, after planning reads: an entry mirroring it is planned from the Portal's own spec (one `up` does both).
   const withPortal = settings.portal.enabled ? withStackServices(r.services, [portalService(portalNamespace)]) : r.services;
   const resolution = resolveExposures(s.selectedEntries, { services: withPortal, nodes: r.nodes, pods: r.pods }, settings.nodeAddress, {
     allowKubeSystem: settings.allowKubeSystem,

@@ -1,7 +1,4 @@
-/**
- * Which values keys each Cilium chart minor has, of those mode l4 sets or polices (values.schema.json is not strict: a dropped key is silently ignored),
- * checked by test/cilium.test.ts against the published charts. Keys change inside a minor too: only stable releases up to CHECKED_PATCH are accepted.
- */
+/** The values keys each chart minor has, of those l4 sets or polices (the schema ignores a dropped key); test/cilium.test.ts checks them against the charts. */
 export type ChartKeys = Record<keyof typeof KEY_CHANGES, boolean>;
 
 export const SUPPORTED_MINORS = ["1.16", "1.17", "1.18", "1.19", "1.20"];

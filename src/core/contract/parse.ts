@@ -258,10 +258,8 @@ export function yamlErrorMessage(doc: Document, error: YAMLError): string {
 }
 
 /** `'version'`, or the bounded description of a key that is not a plain string. */
-function describeKey(key: unknown): string {
-  if (typeof key === "string" && key.length <= 40 && /^[\x20-\x7e]*$/.test(key) && !key.includes("'")) return `'${key}'`;
-  return describeValue(key);
-}
+const describeKey = (key: unknown): string =>
+  typeof key === "string" && key.length <= 40 && /^[\x20-\x7e]*$/.test(key) && !key.includes("'") ? `'${key}'` : describeValue(key);
 
 /** Offset of the first alias (`*name`) of a document, where an alias bomb starts expanding. */
 function firstAliasOffset(doc: Document): number | undefined {
