@@ -233,8 +233,7 @@ export function resolveExposures(
   nodeAddress?: string,
   opts: { allowKubeSystem?: boolean } = {},
 ): { node: NodeChoice; plans: ExposurePlan[] } | { problems: string[] } {
-  const fromSystem = opts.allowKubeSystem ? [] : entries.filter((e) => (e.service?.namespace ?? e.hostPort?.namespace) === SYSTEM_NAMESPACE);
-  const problems = fromSystem.map(
+  const problems = (opts.allowKubeSystem ? [] : entries.filter((e) => (e.service?.namespace ?? e.hostPort?.namespace) === SYSTEM_NAMESPACE)).map(
     (e) =>
       `entry '${e.name}': publishing from namespace ${SYSTEM_NAMESPACE} (the cluster's own components) is refused unless the stack sets ui-exposure:allowKubeSystem: true`,
   );

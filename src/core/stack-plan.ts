@@ -25,11 +25,9 @@ export interface StackInputs {
   selectedEntries: Endpoint[];
 }
 
-/** This stack's own record, which only the engine reads (components/engine.ts); none without it: no up has completed, the state holds nothing. */
+/** This stack's own record, read only by the engine (components/engine.ts): the last up's `endpoints` output, the uids its state holds; none before an up. */
 export interface StackRecord {
-  /** The `endpoints` output of the last up. */
   lastEndpoints?: () => Promise<PublishedEndpoints>;
-  /** The uids the state holds. */
   stateUids?: () => Promise<StateUids>;
 }
 

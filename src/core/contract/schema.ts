@@ -2,12 +2,10 @@ import * as z from "zod/mini";
 import { labelKeyProblem, labelValueProblem } from "../kube/labels";
 import "../zod-messages";
 
-/** RFC 1123 label: what Kubernetes accepts for a namespace name. */
+/** RFC 1123 label: what Kubernetes accepts for a namespace name; a Service port name (IANA_SVC_NAME) is checked with it too. */
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** RFC 1035 label: what Kubernetes accepts for a Service name (must start with a letter). */
 const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
-/** IANA_SVC_NAME, the format of a Service port name. */
-const PORT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /** Our NodePort Service is named `<entry>-nodeport`; Service names stop at 63 characters. */
 export const ENTRY_NAME_MAX = 63 - "-nodeport".length;
@@ -38,7 +36,7 @@ const portRef = z.union([
     .string()
     .check(
       z.maxLength(15, { message: "port name must be at most 15 characters" }),
-      z.regex(PORT_NAME, { message: "port name must be a Service port name (lowercase letters, digits, '-')" }),
+      z.regex(DNS_LABEL, { message: "port name must be a Service port name (lowercase letters, digits, '-')" }),
     ),
 ]);
 
