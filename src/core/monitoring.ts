@@ -23,10 +23,8 @@ const HELP = {
   undeclared: "Exposures (NodePort or LoadBalancer Services, hostPorts) that neither the contract nor the allowlist declares, as exposure drift reports them.",
   auditSuccess: "1 when the portal's last audit round read the cluster, 0 when it failed (the undeclared count is then the last good one).",
   auditLastSuccess: "Unix time of the portal's last audit round that read the cluster (0 before the first).",
+  lastObservation: "Unix time of the portal's last successful cluster read (0 before the first).",
 };
-
-/** Verdict label values: one series each per entry, 1 for the current one. */
-export const VERDICT_VALUES = ["match", "drift", "absent"] as const;
 
 export interface Sample {
   labels: Record<string, string>;
@@ -74,7 +72,7 @@ function stackFamilies(input: MetricsInput): MetricFamily[] {
     // Probing off (PORTAL_PROBE=off): no series. On: an entry without an answer (no URL to probe: Service gone...) did not answer.
     if (input.view?.reachability.enabled) up.push({ labels: entry, value: e.reachability?.ok ? 1 : 0 });
     const current = e.verdict.toLowerCase();
-    for (const v of VERDICT_VALUES) verdict.push({ labels: { entry: e.name, verdict: v, ...of }, value: v === current ? 1 : 0 });
+    for (const v of ["match", "drift", "absent"]) verdict.push({ labels: { entry: e.name, verdict: v, ...of }, value: v === current ? 1 : 0 });
     ready.push({ labels: entry, value: e.readyEndpoints });
     const observed = e.nodePort ?? e.hostPort;
     if (observed !== undefined) port.push({ labels: entry, value: observed });
@@ -89,11 +87,7 @@ function stackFamilies(input: MetricsInput): MetricFamily[] {
     ...(audit?.undeclared === undefined ? [] : [single(METRICS.undeclared, HELP.undeclared, audit.undeclared)]),
     ...(audit?.ok === undefined ? [] : [single(METRICS.auditSuccess, HELP.auditSuccess, Number(audit.ok))]),
     ...(audit ? [single(METRICS.auditLastSuccess, HELP.auditLastSuccess, (audit.lastSuccessAt?.getTime() ?? 0) / 1000)] : []),
-    single(
-      METRICS.lastObservation,
-      "Unix time of the portal's last successful cluster read (0 before the first).",
-      input.observedAt ? input.observedAt.getTime() / 1000 : 0,
-    ),
+    single(METRICS.lastObservation, HELP.lastObservation, input.observedAt ? input.observedAt.getTime() / 1000 : 0),
     single(METRICS.buildInfo, "The portal's version (and, as on every series, the stack it watches); always 1.", 1, { version: input.version, ...of }),
   ];
 }

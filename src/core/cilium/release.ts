@@ -88,13 +88,12 @@ export function liveReleaseOf(secrets: readonly Secret[], name: string, inflate:
   const pending = ofRelease.find((s) => PENDING.includes(s.metadata.labels?.status ?? "") && (!latest || revision(s) > revision(latest)));
   if (pending) {
     const record = `${pending.metadata.namespace ?? ""}/${pending.metadata.name}`;
-    const status = pending.metadata.labels?.status;
     return failed([
       finding(
         "cilium-release-pending",
         "error",
         record,
-        `cilium (l4): release ${name} has revision ${revision(pending)} ${status} (${record}): a Helm operation is in progress, or died midway, and the upgrade would be refused; wait for it (helm -n ${pending.metadata.namespace} history ${name}), or roll back to the deployed revision (helm -n ${pending.metadata.namespace} rollback ${name}), then run up again`,
+        `cilium (l4): release ${name} has revision ${revision(pending)} ${pending.metadata.labels?.status} (${record}): a Helm operation is in progress, or died midway, and the upgrade would be refused; wait for it (helm -n ${pending.metadata.namespace} history ${name}), or roll back to the deployed revision (helm -n ${pending.metadata.namespace} rollback ${name}), then run up again`,
       ),
     ]);
   }

@@ -40,13 +40,12 @@ export function chartMinor(version: string): string | undefined {
 
 /** The key table of a chart version, or why the program refuses that version. */
 export function chartKeysCheck(version: string): { keys: ChartKeys } | { problem: string } {
-  const range = `Cilium ${SUPPORTED_MINORS[0]}.0 to ${SUPPORTED_MINORS.at(-1)}.${CHECKED_PATCH[SUPPORTED_MINORS.at(-1) as string]}`;
   const m = /^(\d+)\.(\d+)\.(\d+)(-.+)?$/.exec(version);
   const minor = m ? `${Number(m[1])}.${Number(m[2])}` : undefined;
   const table = minor !== undefined ? CHART_KEYS[minor] : undefined;
   if (!m || minor === undefined || !table) {
     return {
-      problem: `chart version ${version} is not supported: the values keys are known for ${range} only (src/core/cilium/versions.ts); pin one of those in ui-exposure:cilium.chart.version, or check the new chart's values.yaml and add its minor to that table`,
+      problem: `chart version ${version} is not supported: the values keys are known for Cilium ${SUPPORTED_MINORS[0]}.0 to ${SUPPORTED_MINORS.at(-1)}.${CHECKED_PATCH[SUPPORTED_MINORS.at(-1) as string]} only (src/core/cilium/versions.ts); pin one of those in ui-exposure:cilium.chart.version, or check the new chart's values.yaml and add its minor to that table`,
     };
   }
   if (m[4]) {
