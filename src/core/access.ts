@@ -1,5 +1,4 @@
-// The developer-access view (`exposure access`): how to reach every entry from here, the credentials the contract declares, and the .env rendered from a
-// versioned template. Pure functions: the command reads the cluster and writes files.
+// `exposure access`'s view: how to reach each entry from here, the contract's credentials, the .env from a versioned template (pure: the command does I/O).
 import type { Contract, Credential, Endpoint } from "./contract/schema";
 import { UserError } from "./errors";
 import type { Secret, Service } from "./kube/types";

@@ -1,5 +1,4 @@
-// Findings (a stable code scripts match on, a subject, a message for people) and EXIT, the one
-// table of exit codes: every command returns one of its constants (an architecture test checks it).
+// Findings (a code scripts match on, a subject, a message for people) and EXIT, the one table of exit codes any command returns (an architecture test checks).
 
 /** What a finding means for the exit code, from the most to the least severe. */
 export type Severity = "error" | "invalid" | "drift" | "unreachable" | "warning" | "info";

@@ -1,5 +1,4 @@
-// The platform's own Prometheus watching the exposure: the metrics the portal serves on /metrics, and the objects
-// `ui-exposure:monitoring` adds for kube-prometheus-stack (a ServiceMonitor, a PrometheusRule, a Grafana dashboard).
+// The platform's Prometheus watching the exposure: the portal's /metrics, and what `ui-exposure:monitoring` adds (ServiceMonitor, PrometheusRule, dashboard).
 
 import { PORTAL_PORT_NAME, PORTAL_SELECTOR } from "./portal/spec";
 import type { PortalView } from "./portal/view";
@@ -168,8 +167,7 @@ export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRul
     },
     {
       alert: "UIExposurePortalDown",
-      // About the portal, not a stack (`up` has no stack label): no target answers, or none exists (a rollout's gap continues the alert).
-      // Absence counts only once Prometheus has scraped some target for a minute: just started, everything is absent and nothing may go pending.
+      // Per portal (`up` has no stack label): down, or absent (a rollout's gap continues it) once Prometheus has scraped for a minute (at start all is absent).
       expr: `max by (namespace, job) (up{${sel}}) == 0 or (absent(up{${sel}}) and on () count(up offset 1m) > 0)`,
       for: "5m",
       summary: "Prometheus cannot scrape the ui-exposure portal in {{ $labels.namespace }}.",

@@ -5,8 +5,7 @@ import { labelKeyProblem } from "./kube/labels";
 import { shownValue } from "./text";
 import "./zod-messages";
 
-// What the last `up` published (its `endpoints` output), read back from `pulumi stack output`, a saved file or the portal's ConfigMap.
-// Untrusted: a field of the wrong type is an error naming it, never a verdict computed from it.
+// What the last `up` published (`endpoints`), from stack output, a file or the portal's ConfigMap; untrusted: a wrong field is an error, never a verdict.
 const port = z.int().check(z.minimum(1), z.maximum(65535));
 /** Label limits (a key: a 253-character DNS prefix, '/', a 63-character name; a value: 63): a selector an up applied never exceeds them. */
 const LABEL_KEY_MAX = 317;

@@ -1,5 +1,4 @@
-// The program's first two steps, before anything is declared (components/program.ts declares): read what planning needs,
-// once per kind, then decide what the stack declares, or every reason it cannot. planStack is pure.
+// Before components/program.ts declares anything: read what planning needs, once per kind, then decide (planStack, pure) what to declare or every reason not.
 import { admissionApiProblem, admissionPolicyName, guardProbe, liveGuardUids } from "./admission";
 import { denyWouldLock, readWorkloads } from "./admission-preview";
 import { mayHoldHostPort } from "./audit";
@@ -39,8 +38,7 @@ export async function readStack(cluster: ClusterReader, s: StackInputs, record: 
   const guardName = settings.admission.mode === "off" ? undefined : admissionPolicyName(s.stack);
   const reads = ciliumReads(settings.cilium);
   const portalNamespace = settings.portal.namespace;
-  // Services cluster-wide, page by page, holding only what planning reads: the entries' own (vendored and ours), every one that opens a port (nodePorts to
-  // keep, LoadBalancers for Cilium), the portal namespace's.
+  // Services kept as each page is read: the entries' own (vendored, ours), every one opening a port (nodePorts to keep, Cilium's LBs), the portal namespace's.
   const named = new Set(
     s.selectedEntries.flatMap((e) => (e.service ? [e.service.name, ourServiceName(e.name)].map((n) => `${e.service?.namespace}/${n}`) : [])),
   );
