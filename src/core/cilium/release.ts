@@ -78,7 +78,7 @@ export function decodeReleaseRecord(secret: Secret, inflate: Inflate): Result<Li
 /** The statuses of a revision a Helm operation is still writing (`helm upgrade` refuses to start another meanwhile). */
 const PENDING = ["pending-install", "pending-upgrade", "pending-rollback"];
 
-/** The highest deployed revision, decoded (undefined: none); a pending one above it (running, or died midway) is refused: the upgrade would fail later. */
+/** The highest deployed revision (undefined: none); a pending one above it (running, or died midway) is refused now, not after the removal order ran. */
 export function liveReleaseOf(secrets: readonly Secret[], name: string, inflate: Inflate): Result<LiveRelease | undefined> {
   const revision = (s: Secret) => Number(s.metadata.labels?.version);
   const ofRelease = secrets
