@@ -1,5 +1,4 @@
-// The developer-access view (`exposure access`): how to reach every entry from here, the credentials the contract declares, and the .env rendered from a
-// versioned template. Pure functions: the command reads the cluster and writes files.
+// `exposure access`'s view: how to reach each entry from here, the contract's credentials, the .env from a versioned template (pure: the command does I/O).
 import type { Contract, Credential, Endpoint } from "./contract/schema";
 import { UserError } from "./errors";
 import type { Secret, Service } from "./kube/types";
@@ -13,10 +12,7 @@ export interface AccessEndpoint {
   description?: string;
   exposed: boolean;
   scheme: string;
-  /**
-   * node: the published URL; forward: a 127.0.0.1 SSH forward to it; in-cluster: the Service's cluster DNS name (for code running in the cluster); none: no
-   * address.
-   */
+  /** node: the published URL; forward: a 127.0.0.1 SSH forward to it; in-cluster: the Service's DNS name (for code in the cluster); none: no address. */
   reach: "node" | "forward" | "in-cluster" | "none";
   url?: string;
   host?: string;
@@ -66,7 +62,6 @@ export function accessEndpoints(
     const o = observed.get(e.name);
     if (o && o.exposure !== "none") {
       if (!o.url) return { ...base, reach: "none", verdict: o.verdict, problem: o.reasons[0] ?? "no URL observed" };
-      const problem = o.verdict === "MATCH" ? {} : { problem: o.reasons.join("; ") };
       const forwarded = forwards.get(e.name);
       const target = new URL(forwarded ?? o.url);
       return {
@@ -77,7 +72,7 @@ export function accessEndpoints(
         port: Number(target.port),
         verdict: o.verdict,
         ...(forwarded ? { forwardOf: o.url } : {}),
-        ...problem,
+        ...(o.verdict === "MATCH" ? {} : { problem: o.reasons.join("; ") }),
       };
     }
     if (!e.service) return { ...base, reach: "none", problem: "a hostPort entry this stack does not publish" };
@@ -185,11 +180,7 @@ export function resolveReference(
 /** Characters a .env value may hold unquoted, in every dotenv dialect (shell, docker compose, python-dotenv). */
 const SAFE_UNQUOTED = /^[A-Za-z0-9_./:@%+=,-]*$/;
 
-/**
- * A value as a .env line writes it, read back identically by bash `source`, python-dotenv, docker
- * compose `env_file` and Node's `util.parseEnv` (docs/commands.md, ".env values"), else refused
- * with a reason that never contains the value (usually a secret).
- */
+/** A .env value read back identically by bash, python-dotenv, docker compose and Node (docs/commands.md, ".env values"), else refused without showing it. */
 export function quoteEnvValue(value: string): { text: string } | { refused: string } {
   if (SAFE_UNQUOTED.test(value)) return { text: value };
   if (/[\n\r]/.test(value) || hasControlCharacters(value)) {
@@ -207,19 +198,11 @@ export function quoteEnvValue(value: string): { text: string } | { refused: stri
 }
 
 /** The quotes a template author put around a whole value, or undefined (then the generator quotes). */
-function authorQuotes(rawValue: string): "'" | '"' | undefined {
-  if (/^'[^']*'$/.test(rawValue)) return "'";
-  if (/^"(?:[^"\\]|\\.)*"$/.test(rawValue)) return '"';
-  return undefined;
-}
+const authorQuotes = (rawValue: string): "'" | '"' | undefined => (/^'[^']*'$/.test(rawValue) ? "'" : /^"(?:[^"\\]|\\.)*"$/.test(rawValue) ? '"' : undefined);
 
 /**
- * Why a substituted value cannot go inside the author's quotes, or undefined when it is inert there for bash, python-dotenv, docker compose and Node alike (the
- * unquoted path's guarantee):
- * - single quotes: no `'` (it would end them), no `${` (python-dotenv and compose expand it even there), no backslash before `\`, `'` or the end (python-dotenv
- * decodes those);
- * - double quotes: none of `"`, `\`, `$`, backtick (bash expands or unescapes each, and no escape of them reads back the same in python-dotenv and Node);
- * - never a newline or a control character. Values are refused, not escaped: Secrets may be written by someone else.
+ * Why a substituted value cannot go inside the author's quotes, or undefined when bash, python-dotenv, docker compose and Node all read it back unchanged there
+ * (the unquoted path's guarantee). Values are refused, not escaped: Secrets may be written by someone else.
  */
 function unsafeInQuotes(value: string, quote: "'" | '"'): string | undefined {
   if (/[\n\r]/.test(value) || hasControlCharacters(value)) return "holds a newline or a control character";
@@ -229,6 +212,7 @@ function unsafeInQuotes(value: string, quote: "'" | '"'): string | undefined {
     if (/\\(\\|'|$)/.test(value)) return "holds a backslash before \\, ' or the end, which python-dotenv decodes in single quotes";
     return undefined;
   }
+  // No escape of these reads back the same in python-dotenv and Node.
   if (/["\\$`]/.test(value)) return "holds one of \" \\ $ ` (each is expanded or unescaped inside the template's double quotes)";
   return undefined;
 }
@@ -239,10 +223,7 @@ export interface RenderedEnv {
   unresolved: { variable: string; reason: string }[];
 }
 
-/**
- * Renders the .env template: placeholders are expanded in `KEY=VALUE` lines only (never in a
- * comment, so no secret ends up in one); a line that cannot be resolved is written commented out.
- */
+/** Expands placeholders in `KEY=VALUE` lines only (never in a comment: no secret ends up in one); a line that cannot be resolved is written commented out. */
 export function renderEnvTemplate(template: string, templateName: string, resolve: (reference: string) => Resolved, header: string[]): RenderedEnv {
   const out = header.length ? [...header.map((h) => `# ${h}`), ""] : [];
   const unresolved: RenderedEnv["unresolved"] = [];
@@ -305,6 +286,5 @@ export function renderEnvTemplate(template: string, templateName: string, resolv
     }
     out.push(`${variable}=${quoted.text}`);
   });
-  const text = `${out.join("\n").replace(/\n+$/, "")}\n`;
-  return { text, unresolved };
+  return { text: `${out.join("\n").replace(/\n+$/, "")}\n`, unresolved };
 }

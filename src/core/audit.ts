@@ -76,10 +76,7 @@ export async function readExposureObjects(cluster: Pick<ClusterReader, "listServ
 /** A pod the audit and the guard look at: running or pending, holding a host port or too large to check. */
 export const mayHoldHostPort = (p: Pod) => !isFinishedPod(p) && (!holdsNoHostPort(p.spec) || podTooLargeToCheck(p.spec));
 
-/**
- * The cluster-wide exposure audit behind `exposure drift`: every Service reachable from outside and every host port must be declared by the contract or by the
- * stack's allowlist (a rendering of the exposure model's classifyCluster).
- */
+/** The audit behind `exposure drift` (classifyCluster, rendered): every Service reachable from outside and every host port is declared, or drift. */
 export function auditExposure(input: AuditInput): AuditResult {
   const rules = exposureRules(input.contract, input.selected, input.allowlist);
   const usedPatterns = new Set<string>();
@@ -107,31 +104,25 @@ export function auditExposure(input: AuditInput): AuditResult {
     const ours = rules.ourServices.get(where);
     const notOurs = ours && input.published ? ownershipProblem(svc, input.published[ours.entry]) : undefined;
     const remove = `kubectl -n ${namespace} delete service ${svc.metadata.name}`;
-    if (notOurs) {
-      undeclared.push({ ...exposure, reason: `named like contract entry '${ours?.entry}', but ${notOurs}`, fix: remove });
-      continue;
-    }
-    if ("declared" in verdict) {
-      declare(exposure, verdict.declared);
-      continue;
-    }
-    if (verdict.entry) {
+    if (notOurs) undeclared.push({ ...exposure, reason: `named like contract entry '${ours?.entry}', but ${notOurs}`, fix: remove });
+    else if ("declared" in verdict) declare(exposure, verdict.declared);
+    else if (verdict.entry) {
       undeclared.push({
         ...exposure,
         reason: `our Service of contract entry '${verdict.entry}' opens more than the entry declares (${verdict.undeclared}): undeclared exposure; remove what was added`,
         fix: `kubectl -n ${namespace} edit service ${svc.metadata.name} (remove ${verdict.undeclared})`,
       });
-      continue;
+    } else {
+      const claim = labelClaimProblem(svc, rules.ourServices);
+      const allowlistLine = `ui-exposure:allowlist.services '${where}'`;
+      undeclared.push({
+        ...exposure,
+        reason:
+          claim ??
+          `${openings.externalIPs.length ? `reachable at externalIPs ${openings.externalIPs.join(", ")}; ` : ""}in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it`,
+        ...(claim ? { fix: remove } : { fix: `${remove}, or declare it: ${allowlistLine}`, allowlistLine }),
+      });
     }
-    const claim = labelClaimProblem(svc, rules.ourServices);
-    const allowlistLine = `ui-exposure:allowlist.services '${where}'`;
-    undeclared.push({
-      ...exposure,
-      reason:
-        claim ??
-        `${openings.externalIPs.length ? `reachable at externalIPs ${openings.externalIPs.join(", ")}; ` : ""}in neither the contract nor ui-exposure:allowlist.services: remove the exposure or declare it`,
-      ...(claim ? { fix: remove } : { fix: `${remove}, or declare it: ${allowlistLine}`, allowlistLine }),
-    });
   }
 
   for (const pod of classified.pods) {
@@ -145,6 +136,5 @@ export function auditExposure(input: AuditInput): AuditResult {
     }
   }
 
-  const unusedAllowlist = [...rules.services, ...rules.hostPorts].map((p) => p.source).filter((p) => !usedPatterns.has(p));
-  return { declared, undeclared, unusedAllowlist };
+  return { declared, undeclared, unusedAllowlist: [...rules.services, ...rules.hostPorts].map((p) => p.source).filter((p) => !usedPatterns.has(p)) };
 }

@@ -1,5 +1,4 @@
-// Findings (a stable code scripts match on, a subject, a message for people) and EXIT, the one
-// table of exit codes: every command returns one of its constants (an architecture test checks it).
+// Findings (a code scripts match on, a subject, a message for people) and EXIT, the one table of exit codes any command returns (an architecture test checks).
 
 /** What a finding means for the exit code, from the most to the least severe. */
 export type Severity = "error" | "invalid" | "drift" | "unreachable" | "warning" | "info";
@@ -19,9 +18,7 @@ export type Result<T> = { ok: true; value: T } | { ok: false; problems: Finding[
 export const ok = <T>(value: T): Result<T> => ({ ok: true, value });
 export const failed = <T = never>(problems: Finding[]): Result<T> => ({ ok: false, problems });
 
-export function finding(code: string, severity: Severity, subject: string, message: string): Finding {
-  return { code, severity, subject, message };
-}
+export const finding = (code: string, severity: Severity, subject: string, message: string): Finding => ({ code, severity, subject, message });
 
 /** Exit codes shared by every `exposure` command (documented in README and docs/commands.md). */
 export const EXIT = {

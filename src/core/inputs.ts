@@ -1,20 +1,13 @@
-// Values given on the command line, checked before anything uses them (pure: the commands
-// call these whatever parses their flags).
+// Values given on the command line, checked before anything uses them (pure: the commands call these whatever parses their flags).
 import { UserError } from "./errors";
 import { EXIT, type ExitCode } from "./findings";
 import { printableValue } from "./text";
 
-/**
- * A stack name as Pulumi allows it (letters, digits, `-`, `_`, `.`; at most 100 characters),
- * and never `.`/`..`: it names `Pulumi.<stack>.yaml` and the SSH forwards' state folder, so a
- * path (`/../../x`) would read or write elsewhere.
- */
+/** A stack name as Pulumi allows it, never `.`/`..`: it names `Pulumi.<stack>.yaml` and the SSH forwards' state folder, so a path would reach elsewhere. */
 const STACK_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
 
 /** Whether `name` is a stack name (the rule --stack applies); completion lists only these. */
-export function isStackName(name: string): boolean {
-  return STACK_NAME.test(name) && !/^\.+$/.test(name);
-}
+export const isStackName = (name: string): boolean => STACK_NAME.test(name) && !/^\.+$/.test(name);
 
 export function checkStackName(name: string): string {
   if (!isStackName(name)) {
@@ -26,16 +19,11 @@ export function checkStackName(name: string): string {
   return name;
 }
 
-/**
- * A Lima instance name as Lima accepts one (at most 76 characters). It names the folder `$LIMA_HOME/<instance>` whose
- * ssh.config goes to `ssh -F`: `../../x` would pick any folder's config, and its ProxyCommand would run.
- */
+/** A Lima instance name: it names `$LIMA_HOME/<instance>`, whose ssh.config goes to `ssh -F` (`../../x` would run any folder's ProxyCommand). */
 const LIMA_INSTANCE = /^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$/;
 export const LIMA_INSTANCE_MAX = 76;
 
-export function isLimaInstanceName(name: string): boolean {
-  return name.length <= LIMA_INSTANCE_MAX && LIMA_INSTANCE.test(name);
-}
+export const isLimaInstanceName = (name: string): boolean => name.length <= LIMA_INSTANCE_MAX && LIMA_INSTANCE.test(name);
 
 /** `name` if it is a Lima instance name, else a UserError naming where it came from (`from`). */
 export function checkLimaInstanceName(name: string, from: string, exitCode: ExitCode = EXIT.INVALID): string {

@@ -1,5 +1,4 @@
-// The platform's own Prometheus watching the exposure: the metrics the portal serves on /metrics, and the objects
-// `ui-exposure:monitoring` adds for kube-prometheus-stack (a ServiceMonitor, a PrometheusRule, a Grafana dashboard).
+// The platform's Prometheus watching the exposure: the portal's /metrics, and what `ui-exposure:monitoring` adds (ServiceMonitor, PrometheusRule, dashboard).
 
 import { PORTAL_PORT_NAME, PORTAL_SELECTOR } from "./portal/spec";
 import type { PortalView } from "./portal/view";
@@ -23,10 +22,8 @@ const HELP = {
   undeclared: "Exposures (NodePort or LoadBalancer Services, hostPorts) that neither the contract nor the allowlist declares, as exposure drift reports them.",
   auditSuccess: "1 when the portal's last audit round read the cluster, 0 when it failed (the undeclared count is then the last good one).",
   auditLastSuccess: "Unix time of the portal's last audit round that read the cluster (0 before the first).",
+  lastObservation: "Unix time of the portal's last successful cluster read (0 before the first).",
 };
-
-/** Verdict label values: one series each per entry, 1 for the current one. */
-export const VERDICT_VALUES = ["match", "drift", "absent"] as const;
 
 export interface Sample {
   labels: Record<string, string>;
@@ -52,11 +49,7 @@ export interface MetricsInput {
   cluster: string;
 }
 
-/**
- * The samples of one scrape, of one stack or several: every sample labelled with its stack and cluster, so that two stacks
- * publishing one entry name never share a series. Label values come from the contract, the stack's name and kube context,
- * and fixed sets only: never a URL, an address or a reason.
- */
+/** One scrape's samples, of one stack or several: each labelled with its stack and cluster (two stacks never share a series), never with a URL or a reason. */
 export function metricFamilies(inputs: readonly MetricsInput[]): MetricFamily[] {
   const families = new Map<string, MetricFamily>();
   for (const f of inputs.flatMap(stackFamilies)) families.set(f.name, { ...f, samples: [...(families.get(f.name)?.samples ?? []), ...f.samples] });
@@ -75,11 +68,10 @@ function stackFamilies(input: MetricsInput): MetricFamily[] {
   const single = (name: string, help: string, value: number, labels: Record<string, string> = of) => ({ name, help, samples: [{ labels, value }] });
   for (const e of published) {
     const entry = { entry: e.name, ...of };
-    // Probing off (PORTAL_PROBE=off): nothing was checked, so no series. On: an entry without
-    // an answer (no URL to probe: its Service is gone, no node address...) did not answer.
+    // Probing off (PORTAL_PROBE=off): no series. On: an entry without an answer (no URL to probe: Service gone...) did not answer.
     if (input.view?.reachability.enabled) up.push({ labels: entry, value: e.reachability?.ok ? 1 : 0 });
     const current = e.verdict.toLowerCase();
-    for (const v of VERDICT_VALUES) verdict.push({ labels: { entry: e.name, verdict: v, ...of }, value: v === current ? 1 : 0 });
+    for (const v of ["match", "drift", "absent"]) verdict.push({ labels: { entry: e.name, verdict: v, ...of }, value: v === current ? 1 : 0 });
     ready.push({ labels: entry, value: e.readyEndpoints });
     const observed = e.nodePort ?? e.hostPort;
     if (observed !== undefined) port.push({ labels: entry, value: observed });
@@ -94,11 +86,7 @@ function stackFamilies(input: MetricsInput): MetricFamily[] {
     ...(audit?.undeclared === undefined ? [] : [single(METRICS.undeclared, HELP.undeclared, audit.undeclared)]),
     ...(audit?.ok === undefined ? [] : [single(METRICS.auditSuccess, HELP.auditSuccess, Number(audit.ok))]),
     ...(audit ? [single(METRICS.auditLastSuccess, HELP.auditLastSuccess, (audit.lastSuccessAt?.getTime() ?? 0) / 1000)] : []),
-    single(
-      METRICS.lastObservation,
-      "Unix time of the portal's last successful cluster read (0 before the first).",
-      input.observedAt ? input.observedAt.getTime() / 1000 : 0,
-    ),
+    single(METRICS.lastObservation, HELP.lastObservation, input.observedAt ? input.observedAt.getTime() / 1000 : 0),
     single(METRICS.buildInfo, "The portal's version (and, as on every series, the stack it watches); always 1.", 1, { version: input.version, ...of }),
   ];
 }
@@ -124,9 +112,7 @@ export interface AlertRule {
 }
 
 /** The series selector of this stack's portal, as its scrape config labels them. */
-export function portalSelector(t: Pick<MonitoringTarget, "namespace">): string {
-  return `job="${PORTAL_SELECTOR[PORTAL_JOB_LABEL]}",namespace="${t.namespace}"`;
-}
+export const portalSelector = (t: Pick<MonitoringTarget, "namespace">): string => `job="${PORTAL_SELECTOR[PORTAL_JOB_LABEL]}",namespace="${t.namespace}"`;
 
 /** A failed scrape or a portal rollout (new pod, new instance) must neither resolve an alert nor restart its `for`: rules read each series' last value within this window. */
 export const SERIES_GAP_WINDOW = "2m";
@@ -134,10 +120,7 @@ export const SERIES_GAP_WINDOW = "2m";
 /** What a portal's series are about, besides the portal (job, namespace): every series carries them (metricFamilies). */
 const PER_STACK = ["stack", "cluster"];
 
-/**
- * The six alerts, each naming the command that explains it. All but the portal's down alert are per stack: a portal over several
- * stacks serves each one's series, and one stack's failure fires its alert alone, with its stack (and cluster) as a label.
- */
+/** The six alerts, each naming the command that explains it; all but PortalDown are per stack: one stack's failure fires alone, labelled with its stack. */
 export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRule[] }[] {
   const sel = portalSelector(t);
   // By what the alert is about: the scrape target's pod, instance, container, service, endpoint go.
@@ -184,9 +167,7 @@ export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRul
     },
     {
       alert: "UIExposurePortalDown",
-      // About the portal, not a stack (`up` has no stack label): no target answers, or none exists (a rollout's gap
-      // continues the alert). Absence counts only once Prometheus has scraped some target for a minute: just started,
-      // everything is absent, and nothing may go pending.
+      // Per portal (`up` has no stack label): down, or absent (a rollout's gap continues it) once Prometheus has scraped for a minute (at start all is absent).
       expr: `max by (namespace, job) (up{${sel}}) == 0 or (absent(up{${sel}}) and on () count(up offset 1m) > 0)`,
       for: "5m",
       summary: "Prometheus cannot scrape the ui-exposure portal in {{ $labels.namespace }}.",
@@ -245,7 +226,11 @@ export function dashboard(t: MonitoringTarget): Record<string, unknown> {
     ],
     ...extra,
   });
-  const mapping = (options: Record<string, { text: string; color: string }>) => [{ type: "value", options }];
+  const redFromOne = [
+    { color: "green", value: null },
+    { color: "red", value: 1 },
+  ];
+  const config = (defaults: Record<string, unknown>) => ({ fieldConfig: { defaults, overrides: [] } });
   // Every one of the stacks or entries by default. The stack's All matches every series, the no-stack portal's (an empty stack, which label_values omits) too.
   const all = { includeAll: true, multi: true, current: { text: "All", value: "$__all" } };
   const variable = (name: string, query: string, extra = {}) => ({
@@ -273,28 +258,13 @@ export function dashboard(t: MonitoringTarget): Record<string, unknown> {
       ],
     },
     panels: [
-      stat("Undeclared exposures", 0, 0, 12, {
-        fieldConfig: {
-          defaults: {
-            thresholds: {
-              mode: "absolute",
-              steps: [
-                { color: "green", value: null },
-                { color: "red", value: 1 },
-              ],
-            },
-          },
-          overrides: [],
-        },
-      }),
-      stat("Observation age", 12, 0, 12, { fieldConfig: { defaults: { unit: "s" }, overrides: [] } }),
+      stat("Undeclared exposures", 0, 0, 12, config({ thresholds: { mode: "absolute", steps: redFromOne } })),
+      stat("Observation age", 12, 0, 12, config({ unit: "s" })),
       { id: ++id, type: "row", title: "$entry", repeat: "entry", collapsed: false, gridPos: { x: 0, y: 4, w: 24, h: 1 }, panels: [] },
-      stat("Up", 0, 5, 6, {
-        fieldConfig: { defaults: { mappings: mapping({ "1": { text: "UP", color: "green" }, "0": { text: "DOWN", color: "red" } }) }, overrides: [] },
-      }),
+      stat("Up", 0, 5, 6, config({ mappings: [{ type: "value", options: { "1": { text: "UP", color: "green" }, "0": { text: "DOWN", color: "red" } } }] })),
       stat("Verdict", 6, 5, 6, { options: { textMode: "name", colorMode: "background" } }),
-      stat("Probe latency", 12, 5, 6, { fieldConfig: { defaults: { unit: "s" }, overrides: [] } }),
-      stat("Port", 18, 5, 6, { fieldConfig: { defaults: { decimals: 0, unit: "none" }, overrides: [] } }),
+      stat("Probe latency", 12, 5, 6, config({ unit: "s" })),
+      stat("Port", 18, 5, 6, config({ decimals: 0, unit: "none" })),
     ],
   };
 }
@@ -303,28 +273,15 @@ export const MONITORING_GROUP_VERSION = "monitoring.coreos.com/v1";
 
 /** The three objects, without names: components/monitoring.ts auto-names them (a fixed name could take over another's object). */
 export function monitoringObjects(t: MonitoringTarget) {
-  const labels = {
-    release: t.release,
-    "app.kubernetes.io/part-of": "ui-exposure",
-    "app.kubernetes.io/managed-by": "ui-exposure",
-  };
+  const labels = { release: t.release, "app.kubernetes.io/part-of": "ui-exposure", "app.kubernetes.io/managed-by": "ui-exposure" };
+  const metadata = { namespace: t.namespace, labels };
   return {
-    serviceMonitor: {
-      apiVersion: MONITORING_GROUP_VERSION,
-      kind: "ServiceMonitor",
-      metadata: { namespace: t.namespace, labels },
-      spec: serviceMonitorSpec(t),
-    },
-    prometheusRule: {
-      apiVersion: MONITORING_GROUP_VERSION,
-      kind: "PrometheusRule",
-      metadata: { namespace: t.namespace, labels },
-      spec: { groups: alertRules(t) },
-    },
+    serviceMonitor: { apiVersion: MONITORING_GROUP_VERSION, kind: "ServiceMonitor", metadata, spec: serviceMonitorSpec(t) },
+    prometheusRule: { apiVersion: MONITORING_GROUP_VERSION, kind: "PrometheusRule", metadata, spec: { groups: alertRules(t) } },
     dashboard: {
       apiVersion: "v1",
       kind: "ConfigMap",
-      metadata: { namespace: t.namespace, labels: { ...labels, grafana_dashboard: "1" } },
+      metadata: { ...metadata, labels: { ...labels, grafana_dashboard: "1" } },
       data: { "ui-exposure.json": JSON.stringify(dashboard(t), null, 2) },
     },
   };

@@ -33,21 +33,16 @@ export function internalIPProblem(n: Node | undefined): string {
   return `InternalIP ${JSON.stringify(String(claimed)).slice(0, 80)} is not an IP address`;
 }
 
-/**
- * Picks the node for URLs: the pinned address when the stack sets one, otherwise the InternalIP of the first Ready node in name order (schedulable nodes
- * first), so every run on the same cluster picks the same node.
- */
+/** The node for URLs: the pinned address, else the first Ready node with an InternalIP (schedulable first, then by name): every run picks the same one. */
 export function chooseNode(nodes: readonly Node[], nodeAddress?: string): NodeChoice | { problem: string } {
   if (nodeAddress) {
     // Validated by the stack settings; checked again for the other ways in (the portal's environment).
     if (ipVersion(nodeAddress) === 0) return { problem: `the pinned node address ${JSON.stringify(nodeAddress).slice(0, 80)} is not an IP address` };
-    const owner = nodeWithAddress(nodes, nodeAddress);
-    return { name: owner?.metadata.name ?? "(pinned)", address: nodeAddress, pinned: true };
+    return { name: nodeWithAddress(nodes, nodeAddress)?.metadata.name ?? "(pinned)", address: nodeAddress, pinned: true };
   }
-  const candidates = nodes
+  const [chosen] = nodes
     .filter((n) => isReadyNode(n) && internalIP(n))
     .sort((a, b) => Number(a.spec?.unschedulable ?? false) - Number(b.spec?.unschedulable ?? false) || a.metadata.name.localeCompare(b.metadata.name));
-  const chosen = candidates[0];
   if (!chosen) {
     const seen = nodes.map((n) => `${n.metadata.name} (${isReadyNode(n) ? "Ready" : "NotReady"}${internalIP(n) ? "" : `, ${internalIPProblem(n)}`})`);
     return {
@@ -57,13 +52,9 @@ export function chooseNode(nodes: readonly Node[], nodeAddress?: string): NodeCh
   return { name: chosen.metadata.name, address: internalIP(chosen) as string, pinned: false };
 }
 
-/**
- * Ready nodes the URLs cannot use because their claimed InternalIP is not an IP literal, never skipped in silence (the node may be the one the operator
- * expects); none when the address is pinned, or when no node qualifies (chooseNode's problem lists every node).
- */
+/** Ready nodes whose claimed InternalIP is not an IP, never skipped in silence; none when pinned, or when none qualifies (chooseNode's problem lists all). */
 export function unusableNodes(nodes: readonly Node[], nodeAddress?: string): string[] {
-  if (nodeAddress) return [];
-  if (!nodes.some((n) => isReadyNode(n) && internalIP(n))) return [];
+  if (nodeAddress || !nodes.some((n) => isReadyNode(n) && internalIP(n))) return [];
   return nodes
     .filter((n) => isReadyNode(n) && claimedInternalIP(n) !== undefined && !internalIP(n))
     .map((n) => `node ${n.metadata.name} is Ready but its ${internalIPProblem(n)}: it is not used for URLs; fix its addresses, or pin ui-exposure:nodeAddress`);
@@ -96,9 +87,8 @@ export function findServicePort(svc: Service, ref: ServiceRef["port"]): ServiceP
 const describePorts = (svc: Service) => (svc.spec?.ports ?? []).map((p) => `${p.name ?? "(unnamed)"}/${p.port}`).join(", ") || "none";
 
 /** Index of Services by "namespace/name", built once from one list call. */
-export function indexServices(services: readonly Service[]): Map<string, Service> {
-  return new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
-}
+export const indexServices = (services: readonly Service[]): Map<string, Service> =>
+  new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
 
 /** Plans one NodePort exposure from the vendored Service; returns a problem when it cannot be mirrored. */
 export function planNodePort(entry: Endpoint & { service: ServiceRef }, services: ReadonlyMap<string, Service>) {
@@ -226,10 +216,7 @@ export interface ClusterView {
   pods: readonly Pod[];
 }
 
-/**
- * The Services the planner reads: the observed ones, overlaid with those this `up` creates (the in-cluster portal's), so that an entry mirroring one is
- * planned on the first `up`. Whether an observed one may be replaced is the state's to say (the takeover hook), never its labels.
- */
+/** Observed Services overlaid with those this up creates (the portal's): an entry mirroring one plans on the first up. Takeover: the state says, never labels. */
 export function withStackServices(observed: readonly Service[], created: readonly Service[]): Service[] {
   const keyOf = (s: Service) => `${s.metadata.namespace}/${s.metadata.name}`;
   const createdKeys = new Set(created.map(keyOf));
@@ -246,8 +233,7 @@ export function resolveExposures(
   nodeAddress?: string,
   opts: { allowKubeSystem?: boolean } = {},
 ): { node: NodeChoice; plans: ExposurePlan[] } | { problems: string[] } {
-  const fromSystem = opts.allowKubeSystem ? [] : entries.filter((e) => (e.service?.namespace ?? e.hostPort?.namespace) === SYSTEM_NAMESPACE);
-  const problems = fromSystem.map(
+  const problems = (opts.allowKubeSystem ? [] : entries.filter((e) => (e.service?.namespace ?? e.hostPort?.namespace) === SYSTEM_NAMESPACE)).map(
     (e) =>
       `entry '${e.name}': publishing from namespace ${SYSTEM_NAMESPACE} (the cluster's own components) is refused unless the stack sets ui-exposure:allowKubeSystem: true`,
   );
@@ -281,10 +267,7 @@ export function buildUrl(scheme: string, address: string, port: number | undefin
   return `${scheme}://${host}:${port ?? PENDING_NODE_PORT}`;
 }
 
-/**
- * Stable ports: the nodePort the last `up` published is asked for again, so a port moved or a Service deleted by hand comes back. When another Service now
- * holds it, asking would fail the update: Kubernetes allocates a new one, and the note says so.
- */
+/** The nodePort the last up published, asked for again (a port moved by hand comes back); when another Service holds it now, a note: asking would fail up. */
 export function portToKeep(
   plan: Pick<NodePortPlan, "entry" | "namespace" | "serviceName">,
   lastPort: number | undefined,

@@ -5,10 +5,7 @@ import { labelKeyProblem } from "./kube/labels";
 import { shownValue } from "./text";
 import "./zod-messages";
 
-/**
- * What the last `up` published (its `endpoints` output), read back from `pulumi stack output`, a saved file or the
- * portal's ConfigMap. Untrusted: a field of the wrong type is an error naming it, never a verdict computed from it.
- */
+// What the last `up` published (`endpoints`), from stack output, a file or the portal's ConfigMap; untrusted: a wrong field is an error, never a verdict.
 const port = z.int().check(z.minimum(1), z.maximum(65535));
 /** Label limits (a key: a 253-character DNS prefix, '/', a 63-character name; a value: 63): a selector an up applied never exceeds them. */
 const LABEL_KEY_MAX = 317;
@@ -30,16 +27,10 @@ const schema = z.record(z.string(), record);
 /** What the last `up` published, by entry (the `endpoints` output). */
 export type PublishedEndpoints = z.infer<typeof schema>;
 
-/**
- * Longest published text kept as read: a URL `up` publishes (`http://<node IP>:<port>`), a
- * Service name (a DNS label) and a uid are far shorter. Anything longer is cut when read.
- */
+/** Longest published text kept as read (a URL `up` publishes, a Service name and a uid are far shorter); anything longer is cut when read. */
 export const PUBLISHED_TEXT_MAX = 256;
 
-/**
- * The published endpoints in `value` (`source` names them in messages). The texts the reports print come back escaped and
- * cut (`shownValue`), which leaves a value `up` wrote unchanged: a forged line break starts no row of its own.
- */
+/** The published endpoints in `value` (`source` names them); texts come back escaped and cut (`shownValue`): a forged line break starts no row of its own. */
 export function parsePublishedEndpoints(value: unknown, source: string): PublishedEndpoints {
   const result = schema.safeParse(value, { reportInput: true });
   const badKey = result.success ? selectorKeyProblem(value) : undefined;
@@ -58,10 +49,7 @@ export function parsePublishedEndpoints(value: unknown, source: string): Publish
   throw new UserError(`${source}: ${where}: ${issue ? describeZodIssue(issue) : "not a map of published endpoints"}`);
 }
 
-/**
- * The first selector key of the raw outputs that is not a label key (an up never writes one): read from the input's own keys,
- * since a map built from them drops `__proto__` without a word.
- */
+/** The first raw selector key that is not a label key (up never writes one), from the input's own keys: a map built from them drops `__proto__` silently. */
 function selectorKeyProblem(value: unknown): string | undefined {
   for (const [name, record] of Object.entries(value as Record<string, unknown>)) {
     const sel = (record as { selector?: unknown }).selector;

@@ -1,5 +1,4 @@
-// The program's first two steps, before anything is declared (components/program.ts declares): read what planning needs,
-// once per kind, then decide what the stack declares, or every reason it cannot. planStack is pure.
+// Before components/program.ts declares anything: read what planning needs, once per kind, then decide (planStack, pure) what to declare or every reason not.
 import { admissionApiProblem, admissionPolicyName, guardProbe, liveGuardUids } from "./admission";
 import { denyWouldLock, readWorkloads } from "./admission-preview";
 import { mayHoldHostPort } from "./audit";
@@ -25,11 +24,9 @@ export interface StackInputs {
   selectedEntries: Endpoint[];
 }
 
-/** This stack's own record, which only the engine reads (components/engine.ts); none without it: no up has completed, the state holds nothing. */
+/** This stack's own record, read only by the engine (components/engine.ts): the last up's `endpoints` output, the uids its state holds; none before an up. */
 export interface StackRecord {
-  /** The `endpoints` output of the last up. */
   lastEndpoints?: () => Promise<PublishedEndpoints>;
-  /** The uids the state holds. */
   stateUids?: () => Promise<StateUids>;
 }
 
@@ -41,8 +38,7 @@ export async function readStack(cluster: ClusterReader, s: StackInputs, record: 
   const guardName = settings.admission.mode === "off" ? undefined : admissionPolicyName(s.stack);
   const reads = ciliumReads(settings.cilium);
   const portalNamespace = settings.portal.namespace;
-  // Services cluster-wide, page by page, holding only what planning reads: the entries' own (vendored and ours), every one that opens a port (nodePorts to
-  // keep, LoadBalancers for Cilium), the portal namespace's.
+  // Services kept as each page is read: the entries' own (vendored, ours), every one opening a port (nodePorts to keep, Cilium's LBs), the portal namespace's.
   const named = new Set(
     s.selectedEntries.flatMap((e) => (e.service ? [e.service.name, ourServiceName(e.name)].map((n) => `${e.service?.namespace}/${n}`) : [])),
   );
@@ -79,8 +75,6 @@ async function allOf<T extends Record<string, unknown>>(promises: T): Promise<{ 
   return Object.fromEntries(await Promise.all(Object.entries(promises).map(async ([k, v]) => [k, await v]))) as { [K in keyof T]: Awaited<T[K]> };
 }
 
-export type StackReads = Awaited<ReturnType<typeof readStack>>;
-
 /** One selected entry to declare: its plan, the nodePort to ask for again (or why it cannot be), whether it mirrors the portal (and so waits for it). */
 export type ExposureDecision = { plan: ExposurePlan; keepNodePort?: number; note?: string; mirrorsPortal: boolean };
 
@@ -98,11 +92,10 @@ export interface StackPlan {
 }
 
 /** What the stack declares, decided before anything is: every refusal (ownership, deny's lock, plans, Cilium, the APIs the cluster lacks) at once. */
-export function planStack(s: StackInputs, r: StackReads): StackPlan | { problems: string[] } {
+export function planStack(s: StackInputs, r: Awaited<ReturnType<typeof readStack>>): StackPlan | { problems: string[] } {
   const { settings, stack } = s;
   const portalNamespace = settings.portal.namespace;
-  // The in-cluster portal's Service is created by this same `up`, but planning reads the cluster before anything exists: the contract entry mirroring it is
-  // planned from the spec the Portal component will create (the same pure function builds both), so enabling the portal and publishing it takes one `up`.
+  // The portal's Service is created by this `up`, after planning reads: an entry mirroring it is planned from the Portal's own spec (one `up` does both).
   const withPortal = settings.portal.enabled ? withStackServices(r.services, [portalService(portalNamespace)]) : r.services;
   const resolution = resolveExposures(s.selectedEntries, { services: withPortal, nodes: r.nodes, pods: r.pods }, settings.nodeAddress, {
     allowKubeSystem: settings.allowKubeSystem,
@@ -134,19 +127,16 @@ export function planStack(s: StackInputs, r: StackReads): StackPlan | { problems
   });
   const fixed = (kind: "Service" | "ConfigMap", resourceName: string, name: string, exists: boolean, held: ReadonlyMap<string, string>) =>
     fixedNameRefusal({ what: "portal", kind, resourceName, namespace: portalNamespace, name }, stack, exists, held);
-  const portal: PortalDecision | undefined = settings.portal.enabled
-    ? {
-        ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(portalNamespace, r.services) } : {}),
-        serviceRefusal: fixed("Service", "portal-server-svc", PORTAL_SERVICE_NAME, live.has(portalKey), r.stateUids.services),
-        publishedRefusal: fixed("ConfigMap", "portal-server-published", PORTAL_PUBLISHED.configMap, r.publishedConfigMap !== undefined, r.stateUids.configMaps),
-        ...(exposures.some((e) => e.mirrorsPortal)
-          ? {}
-          : {
-              unpublished: `the portal is deployed but not published: no selected contract entry mirrors Service ${portalKey} port http (add it to the contract and ui-exposure:entries)`,
-            }),
-      }
-    : undefined;
-  return { node: resolution.node, cilium, exposures, live, ...(portal ? { portal } : {}) };
+  if (!settings.portal.enabled) return { node: resolution.node, cilium, exposures, live };
+  const portal: PortalDecision = {
+    ...(settings.portal.createNamespace ? { namespaceRefusal: namespaceTakeoverRefusal(portalNamespace, r.services) } : {}),
+    serviceRefusal: fixed("Service", "portal-server-svc", PORTAL_SERVICE_NAME, live.has(portalKey), r.stateUids.services),
+    publishedRefusal: fixed("ConfigMap", "portal-server-published", PORTAL_PUBLISHED.configMap, r.publishedConfigMap !== undefined, r.stateUids.configMaps),
+  };
+  if (!exposures.some((e) => e.mirrorsPortal)) {
+    portal.unpublished = `the portal is deployed but not published: no selected contract entry mirrors Service ${portalKey} port http (add it to the contract and ui-exposure:entries)`;
+  }
+  return { node: resolution.node, cilium, exposures, live, portal };
 }
 
 /** What up dry-runs once its guard in deny is applied: our Services still to be created, to be admitted, and the probe only this stack's guard refuses. */

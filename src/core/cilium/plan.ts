@@ -7,22 +7,14 @@ import { releaseImportCommand } from "./adopt";
 import { type LiveRelease, releaseSnapshotCommand } from "./release";
 import { l4Values, releaseValuesDiff } from "./values";
 
-/** What the Cilium concern reads from the cluster (one call per kind). */
-export interface CiliumObservation {
-  services: readonly Service[];
-  ciliumConfig?: ConfigMap;
-  lbIpPools: readonly GenericObject[];
-  gateways: readonly GenericObject[];
-  gatewayClasses: readonly GenericObject[];
-  httpRoutes: readonly GenericObject[];
-  l2Policies: readonly GenericObject[];
-  ingresses?: readonly GenericObject[];
-  ingressClasses?: readonly GenericObject[];
-  bgpAdvertisements?: readonly GenericObject[];
-  bgpPeeringPolicies?: readonly GenericObject[];
-  /** The Helm release's deployed revision (l4): none found, or why its record is unreadable. */
-  helmRelease?: Result<LiveRelease | undefined>;
-}
+/** What the Cilium concern reads from the cluster (one call per kind; an optional list left out reads as none). */
+export type CiliumObservation = Record<"lbIpPools" | "l2Policies" | "gateways" | "gatewayClasses" | "httpRoutes", readonly GenericObject[]> &
+  Partial<Record<"ingresses" | "ingressClasses" | "bgpAdvertisements" | "bgpPeeringPolicies", readonly GenericObject[]>> & {
+    services: readonly Service[];
+    ciliumConfig?: ConfigMap;
+    /** The Helm release's deployed revision (l4): none found, or why its record is unreadable. */
+    helmRelease?: Result<LiveRelease | undefined>;
+  };
 
 export interface CiliumReleasePlan {
   releaseName: string;
@@ -83,10 +75,7 @@ export const DEFAULT_INGRESS_CLASS = "ingressclass.kubernetes.io/is-default-clas
 /** An Ingress's class before ingressClassName: Cilium's controller still takes `kubernetes.io/ingress.class: cilium`. */
 export const LEGACY_INGRESS_CLASS = "kubernetes.io/ingress.class";
 
-/**
- * What l4 would orphan on the LoadBalancer path: Cilium's Ingresses (class `cilium` or Cilium's controller's, or none while the default class is Cilium's),
- * node IPAM's Services, BGP advertisements of LoadBalancer IPs, each with the JSON patch (highest index first) that drops them. Odd items skipped.
- */
+/** What l4 would orphan: Cilium's Ingresses, node IPAM's Services, BGP advertisements of LoadBalancer IPs (each with its JSON patch, highest index first). */
 export function loadBalancerPathObjects(observed: CiliumObservation) {
   const classes = new Map((observed.ingressClasses ?? []).map((c) => [c.metadata.name, c]));
   const byCilium = (name = "") => (classes.has(name) ? field(classes.get(name)?.spec, "controller") === "cilium.io/ingress-controller" : name === "cilium");
@@ -110,8 +99,7 @@ export function loadBalancerPathObjects(observed: CiliumObservation) {
         if (field(a, "advertisementType") !== "Service" || rest.length === addresses.length) return undefined;
         return rest.length ? { op: "replace", path: `${at}/service/addresses`, value: rest } : { op: "remove", path: at };
       }),
-      // A virtual router advertises its selected Services' serviceAdvertisements (the CRD defaults them to [LoadBalancerIP]):
-      // only LoadBalancerIP goes; the selector goes only when nothing else is advertised with it.
+      // A virtual router advertises its Services' serviceAdvertisements (CRD default: [LoadBalancerIP]): that one goes; the selector, if nothing else stays.
       ...patches(observed.bgpPeeringPolicies, "virtualRouters", (r, at) => {
         if (field(r, "serviceSelector") === undefined) return undefined;
         const ads = Array.isArray(field(r, "serviceAdvertisements")) ? list(field(r, "serviceAdvertisements")) : ["LoadBalancerIP"];
@@ -129,10 +117,7 @@ function perNamespace(objects: readonly { metadata: { namespace?: string; name: 
   return byNs.map(([ns, group]) => line(ns ? ` -n ${ns}` : "", group.map((o) => o.metadata.name).sort()));
 }
 
-/**
- * Why l4 refuses while the Gateway API / LB-IPAM era is left, with the order that works (LB-IPAM strips its addresses only
- * when a pool is deleted while it runs). The program never deletes them itself: it cannot prove it created them.
- */
+/** Why l4 refuses while the Gateway API / LB-IPAM era is left, with the order that works; the program never deletes them: it cannot prove it created them. */
 export function removalOrderProblem(observed: CiliumObservation): string | undefined {
   const order = removalOrder(observed);
   const why = `are still in the cluster, and once mode 'l4' turns Gateway API, LB-IPAM and L2 announcements off nothing cleans up after them (stale Services, addresses, leases and BGP routes stay; the BGP control plane itself stays on): remove them first, in this order, then run up again (GatewayClass and CRDs stay, or go last; runbook: docs/cilium.md):`;

@@ -1,8 +1,7 @@
-/**
- * The live Helm release, as `helm get values` reads it: each revision is a Secret `sh.helm.release.v1.<release>.v<N>` (labels owner=helm, name, status,
- * version) whose `data.release` is base64 (the API's) of base64 of gzip of the release JSON: `config` = user-supplied values, `chart.metadata.version`,
- * `chart.values` = the chart's defaults. Untrusted: decompressed within a bound, anything malformed is one problem, never an exception.
- */
+// The live Helm release, as `helm get values` reads it: each revision is a Secret `sh.helm.release.v1.<release>.v<N>` (labels owner=helm, name, status,
+// version) whose `data.release` is base64 (the API's) of base64 of gzip of the release JSON: `config` = user-supplied values, `chart.metadata.version`,
+// `chart.values` = the chart's defaults. Untrusted: decompressed within a bound, anything malformed is one problem, never an exception.
+import { isObject as isMapping } from "../exposure-rules";
 import { failed, finding, ok, type Result } from "../findings";
 import type { ClusterReader } from "../kube/cluster";
 import type { Secret } from "../kube/types";
@@ -23,7 +22,6 @@ export const RELEASE_JSON_MAX_BYTES = 32 * 2 ** 20;
 export const releaseSnapshotCommand = (namespace: string, name: string) => `kubectl -n ${namespace} get secret -l owner=helm,name=${name} -o yaml`;
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const isMapping = (v: unknown): v is Values => v !== null && typeof v === "object" && !Array.isArray(v);
 const base64 = (text: string) => (BASE64.test(text.replace(/\s+/g, "")) ? Buffer.from(text.replace(/\s+/g, ""), "base64") : undefined);
 
 /** How deep a release record may nest (Cilium's values are under 10 levels; the record adds a few). */
@@ -80,10 +78,7 @@ export function decodeReleaseRecord(secret: Secret, inflate: Inflate): Result<Li
 /** The statuses of a revision a Helm operation is still writing (`helm upgrade` refuses to start another meanwhile). */
 const PENDING = ["pending-install", "pending-upgrade", "pending-rollback"];
 
-/**
- * The highest deployed revision among `secrets`, decoded (undefined: none). A pending revision above it (an operation in
- * progress, or one that died midway) is refused: the upgrade would fail later, after the operator ran the removal order.
- */
+/** The highest deployed revision (undefined: none); a pending one above it (running, or died midway) is refused now, not after the removal order ran. */
 export function liveReleaseOf(secrets: readonly Secret[], name: string, inflate: Inflate): Result<LiveRelease | undefined> {
   const revision = (s: Secret) => Number(s.metadata.labels?.version);
   const ofRelease = secrets
@@ -93,13 +88,12 @@ export function liveReleaseOf(secrets: readonly Secret[], name: string, inflate:
   const pending = ofRelease.find((s) => PENDING.includes(s.metadata.labels?.status ?? "") && (!latest || revision(s) > revision(latest)));
   if (pending) {
     const record = `${pending.metadata.namespace ?? ""}/${pending.metadata.name}`;
-    const status = pending.metadata.labels?.status;
     return failed([
       finding(
         "cilium-release-pending",
         "error",
         record,
-        `cilium (l4): release ${name} has revision ${revision(pending)} ${status} (${record}): a Helm operation is in progress, or died midway, and the upgrade would be refused; wait for it (helm -n ${pending.metadata.namespace} history ${name}), or roll back to the deployed revision (helm -n ${pending.metadata.namespace} rollback ${name}), then run up again`,
+        `cilium (l4): release ${name} has revision ${revision(pending)} ${pending.metadata.labels?.status} (${record}): a Helm operation is in progress, or died midway, and the upgrade would be refused; wait for it (helm -n ${pending.metadata.namespace} history ${name}), or roll back to the deployed revision (helm -n ${pending.metadata.namespace} rollback ${name}), then run up again`,
       ),
     ]);
   }

@@ -53,11 +53,7 @@ export const AGENT_BATCH_MS = 120_000;
 /** The least `up` waits for a switch (Helm's own --wait default). */
 export const MIN_SWITCH_WAIT_MS = 300_000;
 
-/**
- * How long `up` waits for the agents to run a new configuration: the DaemonSet restarts them `maxUnavailable` at a time
- * (the chart's default 2; a percentage rounds up, as the controller does), so the wait grows with the nodes, one
- * AGENT_BATCH_MS per batch, never below MIN_SWITCH_WAIT_MS. `batches` and `nodes` say it in the log line.
- */
+/** How long `up` waits for the agents, restarted `maxUnavailable` at a time (default 2; a % rounds up): AGENT_BATCH_MS a batch, at least MIN_SWITCH_WAIT_MS. */
 export function switchWait(agents: GenericObject | undefined): { ms: number; nodes: number; atOnce: number; batches: number } {
   const nodes = num(agents?.status?.desiredNumberScheduled);
   const raw = field(field(field(agents?.spec, "updateStrategy"), "rollingUpdate"), "maxUnavailable");

@@ -1,3 +1,4 @@
+import { isObject as isMapping } from "../exposure-rules";
 import type { L4CiliumSettings } from "../settings";
 import { redactUrlPasswords } from "../text";
 import type { LiveRelease } from "./release";
@@ -7,10 +8,6 @@ import { type ChartKeys, chartKeysCheck } from "./versions";
 const VALUES_SETTING = "ui-exposure:cilium.values";
 
 export type Values = Record<string, unknown>;
-
-function isMapping(v: unknown): v is Values {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
-}
 
 /** Helm-style deep merge: mappings merge key by key, anything else (scalars, lists, null) in `over` replaces what `base` had. Neither input is modified. */
 export function deepMerge(base: Values, over: Values): Values {
@@ -22,14 +19,10 @@ export function deepMerge(base: Values, over: Values): Values {
   return out;
 }
 
-/**
- * The values an L4-only Cilium needs, of the keys the chart version has: agents and operator restarted by a config change
- * (else `helm upgrade` changes only the ConfigMap). NodePort/hostPort keys stay as installed: changing them disrupts connections.
- */
+/** The values an L4-only Cilium needs, of the chart version's keys. NodePort/hostPort keys stay as installed: changing them disrupts connections. */
 function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }): Values {
   return {
-    // A boolean is fine on every version: cilium-configmap.yaml compares `toString` of it with "true"/"false". The old "strict" fails the chart's render since
-    // 1.16.
+    // A boolean works on every version (cilium-configmap.yaml compares its `toString` with "true"/"false"); "strict" fails the render since 1.16.
     kubeProxyReplacement: true,
     k8sServiceHost: apiServer.host,
     k8sServicePort: apiServer.port,
@@ -42,28 +35,17 @@ function l4BaseValues(keys: ChartKeys, apiServer: { host: string; port: number }
   };
 }
 
-/** A values path the L4 mode owns: extra values may repeat it, never contradict it. */
-interface Pinned {
-  path: readonly string[];
-  /** Shown in messages. */
-  expected: string;
-  accepts(value: unknown): boolean;
-  /** Whether the pinned version has the key (the stale-key rules cover the others). */
-  applies(keys: ChartKeys): boolean;
-  /** The message for a value it does not accept (`where` names the setting). */
-  explain(where: string, value: unknown): string;
-}
-
-const always = () => true;
-
-/** A key mode 'l4' needs at `expected`, `why` said in the message. */
-function needs(path: readonly string[], expected: boolean, why: string, applies: (keys: ChartKeys) => boolean = always): Pinned {
+/**
+ * A values path mode 'l4' owns at `expected` (`why` said in the message): extra values may repeat it, never contradict it. `applies`: whether the pinned
+ * version has the key (VERSIONED covers the others).
+ */
+function needs(path: readonly string[], expected: boolean, why: string, applies = (_keys: ChartKeys) => true) {
   return {
     path,
     expected: String(expected),
-    accepts: (v) => v === expected,
+    accepts: (v: unknown) => v === expected,
     applies,
-    explain: (where, value) => {
+    explain: (where: string, value: unknown) => {
       const hint =
         value === "strict"
           ? `; "strict" is no longer a valid value: the chart fails to render with it since 1.16`
@@ -75,7 +57,7 @@ function needs(path: readonly string[], expected: boolean, why: string, applies:
   };
 }
 
-const PINNED: readonly Pinned[] = [
+const PINNED: readonly ReturnType<typeof needs>[] = [
   {
     ...needs(["kubeProxyReplacement"], true, "kube-proxy replacement is what serves NodePorts and hostPorts in eBPF on the L4 path"),
     accepts: (v) => v === true || v === "true",
@@ -115,48 +97,36 @@ function lookup(values: Values, path: readonly string[]): Lookup {
 const show = (v: unknown) => (v === undefined ? "undefined" : JSON.stringify(v));
 const setting = (path: readonly string[]) => `${VALUES_SETTING}.${path.join(".")}`;
 
-/**
- * Problems with the extra values of the stack config, one message per key: a value that contradicts the L4 mode, a key the pinned chart version does not have,
- * a key that has its own stack setting, a `--set`-style dotted key (which Helm would take literally and which would slip past the checks above).
- */
+/** The stack's extra values' problems: against mode l4, unknown to the pinned chart, with a setting of their own, dotted (Helm takes `a.b` literally). */
 export function extraValuesProblems(extra: Values, version: string, keys: ChartKeys): string[] {
-  const problems: string[] = [];
-  for (const key of Object.keys(extra)) {
-    if (key.includes(".")) {
-      const [head, ...rest] = key.split(".");
-      problems.push(
-        `cilium (l4): ${VALUES_SETTING} has the key '${key}': values are nested mappings, not --set paths; write ${head}: {${rest.join(".")}: ...} instead`,
-      );
-    }
-  }
-  for (const key of ["k8sServiceHost", "k8sServicePort"]) {
-    if (Object.hasOwn(extra, key)) {
-      problems.push(`cilium (l4): ${setting([key])}: set ui-exposure:cilium.${key} instead (one place for the API server address)`);
-    }
-  }
-  for (const v of VERSIONED) {
-    const found = lookup(extra, v.path);
-    if (found.kind !== "absent" && !v.has(keys)) {
-      problems.push(`cilium (l4): ${setting(v.path)} does not exist in chart ${version} (${v.note}); the chart would ignore it silently: remove it`);
-    }
-  }
-  if (keys.k8sServiceHostRef && Object.hasOwn(extra, "k8sServiceHostRef")) {
-    problems.push(
-      `cilium (l4): ${setting(["k8sServiceHostRef"])}: the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost`,
-    );
-  }
-  for (const rule of PINNED) {
-    if (!rule.applies(keys)) continue;
-    const found = lookup(extra, rule.path);
-    if (found.kind === "notMapping") {
-      problems.push(
-        `cilium (l4): ${setting(found.at)} is ${show(found.value)}; it must be a mapping, since mode 'l4' sets ${rule.path.join(".")}: ${rule.expected} in it`,
-      );
-    } else if (found.kind === "value" && !rule.accepts(found.value)) {
-      problems.push(rule.explain(setting(rule.path), found.value));
-    }
-  }
-  return problems;
+  return [
+    ...Object.keys(extra)
+      .filter((key) => key.includes("."))
+      .map((key) => {
+        const [head, ...rest] = key.split(".");
+        return `cilium (l4): ${VALUES_SETTING} has the key '${key}': values are nested mappings, not --set paths; write ${head}: {${rest.join(".")}: ...} instead`;
+      }),
+    ...["k8sServiceHost", "k8sServicePort"]
+      .filter((key) => Object.hasOwn(extra, key))
+      .map((key) => `cilium (l4): ${setting([key])}: set ui-exposure:cilium.${key} instead (one place for the API server address)`),
+    ...VERSIONED.filter((v) => lookup(extra, v.path).kind !== "absent" && !v.has(keys)).map(
+      (v) => `cilium (l4): ${setting(v.path)} does not exist in chart ${version} (${v.note}); the chart would ignore it silently: remove it`,
+    ),
+    ...(keys.k8sServiceHostRef && Object.hasOwn(extra, "k8sServiceHostRef")
+      ? [
+          `cilium (l4): ${setting(["k8sServiceHostRef"])}: the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost`,
+        ]
+      : []),
+    ...PINNED.filter((rule) => rule.applies(keys)).flatMap((rule) => {
+      const found = lookup(extra, rule.path);
+      if (found.kind === "notMapping") {
+        return [
+          `cilium (l4): ${setting(found.at)} is ${show(found.value)}; it must be a mapping, since mode 'l4' sets ${rule.path.join(".")}: ${rule.expected} in it`,
+        ];
+      }
+      return found.kind === "value" && !rule.accepts(found.value) ? [rule.explain(setting(rule.path), found.value)] : [];
+    }),
+  ];
 }
 
 /** Leaf paths of a values tree (lists, scalars and empty mappings are leaves). */
@@ -172,10 +142,7 @@ const valueAt = (v: Values, path: readonly string[]) => {
 const liveValue = (live: LiveRelease, path: readonly string[]) => valueAt(live.config, path) ?? valueAt(live.defaults, path);
 /** A key whose value may be a credential: never shown. */
 const SENSITIVE = /pass|pwd|token|key|cert|secret|credential|auth|private/i;
-/**
- * A value as it may be printed: under a sensitive key "(hidden)", at any depth of mappings and lists; an env-style item
- * ({name: AWS_SECRET_ACCESS_KEY, value: ...}) hides its value when its name is sensitive; a URL's password shows as ****.
- */
+/** A value as printed: "(hidden)" under a sensitive key at any depth, or in an env-style item with a sensitive name; a URL's password as ****. */
 function masked(x: unknown, sensitive: boolean): unknown {
   if (sensitive) return "(hidden)";
   if (Array.isArray(x)) return x.map((item) => masked(item, false));
@@ -209,10 +176,7 @@ function liveReleaseProblems(live: LiveRelease): string[] {
   ];
 }
 
-/**
- * The values diff against the live release, one line per key that changes: the owned keys, and the keys the stack's cilium.values sets to another value than
- * the live one (the user's, else the live chart's default). Every other value is carried from the live release: nothing falls back to a chart default.
- */
+/** The diff against the live release (its values, else its chart's defaults), one line per changed key: the owned ones and those cilium.values sets. */
 export function releaseValuesDiff(settings: L4CiliumSettings, values: Values, live: LiveRelease | undefined): string[] {
   const version = settings.chart.version;
   const lines =

@@ -1,12 +1,7 @@
 import * as z from "zod/mini";
 import { contractSchema } from "./schema";
 
-/**
- * The contract's JSON Schema, generated from the zod schema `check` validates with, for
- * editors (completion and validation while typing). It describes the input: keys with a
- * default are optional. Cross-entry rules (unique names, service xor hostPort) are not
- * expressible here: `exposure check` remains the judge.
- */
+/** The contract's JSON Schema for editors, from the zod schema `check` uses (input side); cross-entry rules (unique names...) stay `exposure check`'s. */
 export function contractJsonSchema(): Record<string, unknown> {
   return {
     ...z.toJSONSchema(contractSchema, { io: "input" }),

@@ -37,19 +37,11 @@ export class ContractError extends UserError {
   }
 }
 
-export function formatPath(segments: readonly PropertyKey[]): string {
-  let out = "";
-  for (const s of segments) {
-    if (typeof s === "number") out += `[${s}]`;
-    else out += out ? `.${String(s)}` : String(s);
-  }
-  return out;
-}
+/** `endpoints[2].service.port` */
+export const formatPath = (segments: readonly PropertyKey[]): string =>
+  segments.reduce<string>((out, s) => (typeof s === "number" ? `${out}[${s}]` : out ? `${out}.${String(s)}` : String(s)), "");
 
-/**
- * Parses and validates contract text. Every problem is collected (YAML syntax, forbidden keys, schema) and reported at once with its position; nothing partial
- * is returned.
- */
+/** Parses and validates contract text: every problem (YAML syntax, forbidden keys, schema) reported at once with its position; nothing partial returned. */
 export function parseContract(text: string, file: string): Contract {
   const parsed = parseYamlBounded(text, { maxValues: SMALL_YAML_VALUES }, { single: true });
   const pos = (offset: number | undefined) => parsed.lineCounter.linePos(offset ?? 0);
@@ -109,8 +101,7 @@ export function parseContract(text: string, file: string): Contract {
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
-  // A whole document that is one string is some other file (a stack setting may name any path): its text may be a passphrase or a token, so only its size is
-  // said.
+  // A whole document that is one string is some other file (a setting may name any path): it may be a passphrase or a token, so only its size is said.
   if (issue.path.length === 0 && issue.code === "invalid_type" && typeof issue.input === "string") {
     return `expected a map (version, endpoints), found a string of ${issue.input.length} characters (not shown: is this the contract file?)`;
   }
@@ -126,10 +117,7 @@ export function describeValue(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   const type = typeof value;
-  if (type === "string") {
-    const text = JSON.stringify((value as string).length > 40 ? `${(value as string).slice(0, 40)}...` : value);
-    return `a string (${text})`;
-  }
+  if (type === "string") return `a string (${JSON.stringify((value as string).length > 40 ? `${(value as string).slice(0, 40)}...` : value)})`;
   if (type === "number" && Number.isNaN(value)) return "not a number (NaN)";
   if (type === "number" && !Number.isFinite(value)) return `a number out of range (${String(value)})`;
   if (type === "number" || type === "boolean" || type === "bigint") return `a ${type} (${String(value)})`;
@@ -154,10 +142,7 @@ function isSafeIntegerBound(issue: z.core.$ZodIssue): boolean {
   );
 }
 
-/**
- * A union whose value has the type of exactly one branch (a list where `'all'` or a list is accepted) reports that branch's own problems, at their paths,
- * instead of "expected A or B, found a list".
- */
+/** A union whose value has exactly one branch's type (a list where `'all'` or a list is accepted) reports that branch's problems, not "expected A or B". */
 export function expandUnions(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
   return issues.flatMap((issue) => {
     if (issue.code !== "invalid_union") return [issue];
@@ -168,10 +153,7 @@ export function expandUnions(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIs
   });
 }
 
-/**
- * Drops issues another one at the same path says better: zod's safe-integer bound next to the field's own range (`port: 99999999999999999999` is one problem,
- * not two).
- */
+/** Drops zod's safe-integer bound where the field's own range is also reported at that path: `port: 99999999999999999999` is one problem, not two. */
 export function distinctIssues<T extends z.core.$ZodIssue>(issues: readonly T[]): T[] {
   const key = (i: z.core.$ZodIssue) => JSON.stringify(i.path.map(String));
   const counts = new Map<string, number>();
@@ -188,18 +170,11 @@ function describeBound(issue: z.core.$ZodIssueTooBig | z.core.$ZodIssueTooSmall)
   const bound = Number(issue.code === "too_big" ? issue.maximum : issue.minimum);
   const inclusive = issue.inclusive !== false;
   const relation = big ? (inclusive ? "at most" : "below") : inclusive ? "at least" : "above";
-  switch (issue.origin) {
-    case "string":
-    case "array":
-      if (!big && bound === 1) return EMPTY;
-      return `expected ${relation} ${bound} ${issue.origin === "string" ? "characters" : "items"}`;
-    case "number":
-    case "int":
-      if (isSafeIntegerBound(issue)) return "expected an integer";
-      return `expected ${withArticle(issue.origin === "number" ? "number" : "int")} ${relation} ${bound}`;
-    default:
-      return undefined;
+  if (issue.origin === "string" || issue.origin === "array") {
+    return !big && bound === 1 ? EMPTY : `expected ${relation} ${bound} ${issue.origin === "string" ? "characters" : "items"}`;
   }
+  if (issue.origin !== "number" && issue.origin !== "int") return undefined;
+  return isSafeIntegerBound(issue) ? "expected an integer" : `expected ${withArticle(issue.origin)} ${relation} ${bound}`;
 }
 
 /** What a found value adds to a message: for a string or list out of bounds, its size (nothing for a list: its items are shown elsewhere). */
@@ -212,10 +187,7 @@ function foundSuffix(issue: z.core.$ZodIssue, input: unknown): string {
   return `, found ${describeValue(input)}`;
 }
 
-/**
- * One line per zod issue: what was expected, what was found (zod's own wording is never shown).
- * Needs a parse with `reportInput: true`: without it every wrong type would read as missing.
- */
+/** One line per zod issue: what was expected, what was found, never zod's wording. Needs `reportInput: true`: else every wrong type reads as missing. */
 export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required field is missing"): string {
   let input = "input" in issue ? issue.input : undefined;
   // A discriminated union reports the whole object at the discriminator's path: the value found is the discriminator's.
@@ -230,8 +202,7 @@ export function describeZodIssue(issue: z.core.$ZodIssue, missing = "required fi
     return `expected ${withArticle(issue.expected)}, found ${describeValue(input)}`;
   }
   if (issue.code === "invalid_value" && input === undefined) return missing;
-  const ours = !ZOD_WORDING.test(issue.message);
-  let message: string | undefined = ours ? issue.message : undefined;
+  let message = ZOD_WORDING.test(issue.message) ? undefined : issue.message;
   if (!message) {
     if (issue.code === "too_big" || issue.code === "too_small") message = describeBound(issue);
     else if (issue.code === "invalid_value") message = `expected ${listValues(issue.values)}`;
@@ -287,10 +258,8 @@ export function yamlErrorMessage(doc: Document, error: YAMLError): string {
 }
 
 /** `'version'`, or the bounded description of a key that is not a plain string. */
-function describeKey(key: unknown): string {
-  if (typeof key === "string" && key.length <= 40 && /^[\x20-\x7e]*$/.test(key) && !key.includes("'")) return `'${key}'`;
-  return describeValue(key);
-}
+const describeKey = (key: unknown): string =>
+  typeof key === "string" && key.length <= 40 && /^[\x20-\x7e]*$/.test(key) && !key.includes("'") ? `'${key}'` : describeValue(key);
 
 /** Offset of the first alias (`*name`) of a document, where an alias bomb starts expanding. */
 function firstAliasOffset(doc: Document): number | undefined {

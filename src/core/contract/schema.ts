@@ -2,12 +2,10 @@ import * as z from "zod/mini";
 import { labelKeyProblem, labelValueProblem } from "../kube/labels";
 import "../zod-messages";
 
-/** RFC 1123 label: what Kubernetes accepts for a namespace name. */
+/** RFC 1123 label: what Kubernetes accepts for a namespace name; a Service port name (IANA_SVC_NAME) is checked with it too. */
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** RFC 1035 label: what Kubernetes accepts for a Service name (must start with a letter). */
 const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
-/** IANA_SVC_NAME, the format of a Service port name. */
-const PORT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /** Our NodePort Service is named `<entry>-nodeport`; Service names stop at 63 characters. */
 export const ENTRY_NAME_MAX = 63 - "-nodeport".length;
@@ -28,13 +26,17 @@ export const entryName = z.string().check(
   }),
 );
 
+/** An integer from `min` to `max`, `message` said otherwise. */
+const intIn = (min: number, max: number, message: string, params?: { message: string }) =>
+  z.int(params).check(z.minimum(min, { message }), z.maximum(max, { message }));
+
 const portRef = z.union([
-  z.int().check(z.minimum(1, { message: "port number must be between 1 and 65535" }), z.maximum(65535, { message: "port number must be between 1 and 65535" })),
+  intIn(1, 65535, "port number must be between 1 and 65535"),
   z
     .string()
     .check(
       z.maxLength(15, { message: "port name must be at most 15 characters" }),
-      z.regex(PORT_NAME, { message: "port name must be a Service port name (lowercase letters, digits, '-')" }),
+      z.regex(DNS_LABEL, { message: "port name must be a Service port name (lowercase letters, digits, '-')" }),
     ),
 ]);
 
@@ -49,9 +51,7 @@ const serviceRef = z.strictObject({
 /** Declared hostPort exposure for in-house bricks: a fixed port held by a pod. */
 const hostPortExposure = z.strictObject({
   namespace: dnsLabel("namespace"),
-  port: z
-    .int({ message: "hostPort must be an integer" })
-    .check(z.minimum(1, { message: "hostPort must be between 1 and 65535" }), z.maximum(65535, { message: "hostPort must be between 1 and 65535" })),
+  port: intIn(1, 65535, "hostPort must be between 1 and 65535", { message: "hostPort must be an integer" }),
   /** Labels that pick the pod holding the port (optional: any pod of the namespace holding it). */
   podSelector: z.optional(
     z.record(z.string(), z.string()).check(
@@ -69,10 +69,7 @@ const hostPortExposure = z.strictObject({
 /** Longest probe path accepted (a path, not a document). */
 const PROBE_PATH_MAX = 1024;
 
-/**
- * Why a probe path is not a plain path, or undefined: resolved against the published URL, `//host/x` or `http://host/x`
- * would replace the host (a dead URL reported "ok"), and WHATWG URLs read a backslash as `/`.
- */
+/** Why a probe path is not a plain path: `//host/x` or `http://host/x` would replace the URL's host (a dead URL reported "ok"); WHATWG reads `\` as `/`. */
 export function probePathProblem(path: string): string | undefined {
   if (!path.startsWith("/")) return "probe path must start with '/' (a path on the published URL, not a URL)";
   if (path.startsWith("//")) return "probe path must not start with '//' (it would name another host)";
@@ -101,9 +98,7 @@ const probeSpec = z.strictObject({
   ),
   /** Expected HTTP statuses; default any 2xx or 3xx. */
   expectStatus: z.optional(
-    z
-      .array(z.int().check(z.minimum(100, { message: HTTP_STATUS }), z.maximum(599, { message: HTTP_STATUS })))
-      .check(z.minLength(1, { message: "must list at least one status (omit it for any 2xx or 3xx)" })),
+    z.array(intIn(100, 599, HTTP_STATUS)).check(z.minLength(1, { message: "must list at least one status (omit it for any 2xx or 3xx)" })),
   ),
   timeoutSeconds: z.optional(z.number().check(z.positive({ message: PROBE_TIMEOUT }), z.maximum(120, { message: PROBE_TIMEOUT }))),
 });
@@ -116,8 +111,6 @@ const credentialSpec = z.strictObject({
   usernameKey: z.optional(nonEmpty()),
   passwordKey: nonEmpty(),
 });
-
-const scheme = z.enum(["http", "https", "postgresql", "tcp"]);
 
 const endpointSchema = z
   .strictObject({
@@ -135,7 +128,7 @@ const endpointSchema = z
     ),
     /** Publish at http(s)://<node IP>:<auto-allocated nodePort> (or the declared hostPort). */
     exposed: z._default(z.boolean(), false),
-    scheme: z._default(scheme, "http"),
+    scheme: z._default(z.enum(["http", "https", "postgresql", "tcp"]), "http"),
     service: z.optional(serviceRef),
     hostPort: z.optional(hostPortExposure),
     probe: z.optional(probeSpec),
@@ -162,8 +155,7 @@ const endpointSchema = z
           ctx.addIssue({ code: "custom", path: ["scheme"], message: `an exposed UI is served over http or https, not '${e.scheme}'` });
         }
       },
-      // Also when a field has the wrong type: a type error must not hide the entry's other problems.
-      // The fields may then hold anything, hence the defensive checks above.
+      // Also when a field has the wrong type (not to hide the entry's other problems): fields may then hold anything, hence the defensive checks.
       { when: (payload) => payload.value !== null && typeof payload.value === "object" && !Array.isArray(payload.value) },
     ),
   );
@@ -212,9 +204,5 @@ export const FORBIDDEN_KEYS: Readonly<Record<string, string>> = {
 };
 
 /** Whether an endpoint is published through our NodePort Service (vs a hostPort or not at all). */
-export function isNodePortEntry(e: Endpoint): e is Endpoint & { service: ServiceRef } {
-  return e.exposed && e.service !== undefined && e.hostPort === undefined;
-}
-export function isHostPortEntry(e: Endpoint): e is Endpoint & { hostPort: HostPortExposure } {
-  return e.exposed && e.hostPort !== undefined;
-}
+export const isNodePortEntry = (e: Endpoint): e is Endpoint & { service: ServiceRef } => e.exposed && e.service !== undefined && e.hostPort === undefined;
+export const isHostPortEntry = (e: Endpoint): e is Endpoint & { hostPort: HostPortExposure } => e.exposed && e.hostPort !== undefined;
