@@ -49,10 +49,6 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
     context.stderr(helpText());
     return EXIT.INVALID;
   }
-  if (name === "--help" || name === "-h") {
-    context.stdout(helpText());
-    return EXIT.OK;
-  }
   if (name === "--version" || name === "-V" || name === "version") {
     if (rest.length) {
       context.stderr(`exposure version: takes nothing, not '${printableValue(rest.join(" "))}'\n(\`exposure --help\` lists the commands)`);
@@ -62,7 +58,7 @@ export async function main(argv: string[], ctx: Partial<CommandContext> = {}, co
     return EXIT.OK;
   }
   const command = name === "help" ? rest[0] : name;
-  if (command === undefined) {
+  if (command === undefined || name === "--help" || name === "-h") {
     context.stdout(helpText());
     return EXIT.OK;
   }

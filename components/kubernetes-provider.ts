@@ -9,15 +9,12 @@ export function kubernetesProviderOf(opts: pulumi.ComponentResourceOptions | und
   return provider;
 }
 
-/** Whether the real engine runs the program: Pulumi's mocks (`exposure render`, unit tests) register no resource hooks. */
-export function underEngine(): boolean {
-  const monitor = pulumi.runtime.getMonitor() as { registerResourceHook?: unknown } | undefined;
-  return typeof monitor?.registerResourceHook === "function";
-}
-
 /** A hook that fails with `refusal` (ownership.ts says why) only when the engine is about to create the resource; none under the mocks. */
 export function refuseTakeover(name: string, refusal: string | undefined): Pick<pulumi.CustomResourceOptions, "hooks"> {
-  if (refusal === undefined || !underEngine()) return {};
+  if (refusal === undefined) return {};
+  // Pulumi's mocks (`exposure render`, unit tests) register no resource hooks.
+  const monitor = pulumi.runtime.getMonitor() as { registerResourceHook?: unknown } | undefined;
+  if (typeof monitor?.registerResourceHook !== "function") return {};
   const hook = new pulumi.ResourceHook(
     `${name}-refuse-takeover`,
     () => {

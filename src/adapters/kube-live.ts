@@ -5,7 +5,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { DEFAULT_INGRESS_CLASS, LEGACY_INGRESS_CLASS } from "../core/cilium/plan";
 import { CONFIG_CHECKSUM } from "../core/cilium/rollout";
-import { UserError } from "../core/errors";
+import { parseJson, UserError } from "../core/errors";
 import { heldObject, keepAnnotations } from "../core/exposure-model";
 import { type ClusterReader, type CustomKind, type ListScope, labelSelector } from "../core/kube/cluster";
 import type { ConfigMap, EndpointSlice, GenericObject, Node, Pod, Secret, Service } from "../core/kube/types";
@@ -287,11 +287,8 @@ export class LiveClusterReader implements ClusterReader {
       // One copy at a time: the chunks go as soon as they are joined.
       const joined = Buffer.concat(chunks);
       chunks.length = 0;
-      try {
-        return { status, body: JSON.parse(joined.toString("utf8")), bytes: size };
-      } catch {
-        throw new UserError(`${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`);
-      }
+      const body = parseJson(joined.toString("utf8"), `${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`);
+      return { status, body, bytes: size };
     } finally {
       chunks.length = 0;
     }

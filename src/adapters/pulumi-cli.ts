@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describeValue } from "../core/contract/parse";
-import { UserError } from "../core/errors";
+import { parseJson, UserError } from "../core/errors";
 import { redactUrlPasswords } from "../core/text";
 import { jsonRefusal, lineCounterOf, placeIn, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
@@ -91,12 +91,7 @@ export async function readStackOutputs(
     const where = placeIn(lineCounterOf(text), outputsFile ?? "pulumi stack output", refused.offset);
     throw new UserError(`${where}: refused: ${refused.message}; save \`pulumi stack output --json\` again`);
   }
-  let outputs: unknown;
-  try {
-    outputs = JSON.parse(text);
-  } catch {
-    throw new UserError(`${outputsFile ?? "pulumi stack output"}: not JSON`);
-  }
+  const outputs = parseJson(text, `${outputsFile ?? "pulumi stack output"}: not JSON`);
   // `null`, a list or a number is not a set of outputs (a pipeline saved the wrong thing).
   if (outputs === null || typeof outputs !== "object" || Array.isArray(outputs)) {
     throw new UserError(`${outputsFile ?? "pulumi stack output"}: expected a map of stack outputs, found ${describeValue(outputs)}`);

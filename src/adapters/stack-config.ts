@@ -106,16 +106,7 @@ function configKey(parsed: ParsedFile, pair: Pair, project: string): string {
   throw new UserError(`${parsed.at(pair)}: configuration key '${raw}' must be 'name' or 'namespace:name'`);
 }
 
-interface StackEntry {
-  key: string;
-  secret: boolean;
-  text: string;
-  at: string;
-  /** Where each item inside the value is (`ui-exposure:allowlist.hostPorts[2]`), for messages about one item. */
-  inner: [string, string][];
-}
-
-/** The place of every map value and list item under `node`, named as settings messages name them. */
+/** The place of every map value and list item under `node`, named as settings messages name one item (`ui-exposure:allowlist.hostPorts[2]`). */
 function innerPositions(parsed: ParsedFile, node: unknown, prefix: string, out: [string, string][] = [], depth = 0): [string, string][] {
   // The stack file is bounded in size; the depth bound keeps a hostile nesting from recursing far.
   if (depth > 16) return out;
@@ -135,7 +126,7 @@ function innerPositions(parsed: ParsedFile, node: unknown, prefix: string, out: 
   return out;
 }
 
-function stackConfigEntries(parsed: ParsedFile, project: string): StackEntry[] {
+function stackConfigEntries(parsed: ParsedFile, project: string) {
   return (configMap(parsed)?.items ?? []).map((pair) => {
     const key = configKey(parsed, pair, project);
     const at = parsed.at(pair);

@@ -26,3 +26,12 @@ export function userErrorFromProblems(header: string, problems: readonly string[
   if (problems.length === 1) return new UserError(`${header}: ${problems[0]}`);
   return new UserError(`${header} (${problems.length} problems):\n${problems.map((p) => `  - ${p}`).join("\n")}`);
 }
+
+/** `text` parsed as JSON, or a UserError saying `message` (never the text: it may hold secrets). */
+export function parseJson(text: string, message: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UserError(message);
+  }
+}

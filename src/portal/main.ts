@@ -6,7 +6,7 @@ import { FILE_LIMITS, readBoundedText } from "../adapters/bounded-file";
 import { loadContractFile } from "../adapters/contract-file";
 import { LiveClusterReader } from "../adapters/kube-live";
 import { dnsLabel, entryName } from "../core/contract/schema";
-import { UserError } from "../core/errors";
+import { parseJson, UserError } from "../core/errors";
 import { field } from "../core/exposure-model";
 import { EXIT } from "../core/findings";
 import type { PublishedEndpoints } from "../core/observe";
@@ -16,14 +16,6 @@ import { parsePublishedEndpoints } from "../core/published";
 import { type PortalCluster, parseAllowlist, portalClusterSchema } from "../core/settings";
 import { parseYamlBounded, SMALL_YAML_VALUES } from "../core/yaml";
 import { parseListen, startPortal } from "./server";
-
-function parseJson(text: string, message: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new UserError(message);
-  }
-}
 
 export function parseEntries(raw: string | undefined): "all" | string[] {
   if (!raw || raw === "all" || raw === '"all"') return "all";
