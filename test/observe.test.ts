@@ -14,6 +14,15 @@ describe("nodeProblem: a published URL whose node is no longer the right one", (
       "the published URL http://10.0.0.5:31358 uses 10.0.0.5, but node w1 is not Ready: the URLs move to w2 10.0.0.6 (http://10.0.0.6:31358); pulumi up publishes them",
     );
   });
+  // The contract's schemes include postgresql and tcp: their URLs move with the node as an http one does.
+  it("says the URLs move for an entry of any scheme, not only http(s)", () => {
+    expect(nodeProblem(chosen, nodes, "postgresql://10.0.0.5:31432", "postgresql://10.0.0.6:31432")).toBe(
+      "the published URL postgresql://10.0.0.5:31432 uses 10.0.0.5, but node w1 is not Ready: the URLs move to w2 10.0.0.6 (postgresql://10.0.0.6:31432); pulumi up publishes them",
+    );
+    expect(nodeProblem(chosen, nodes, "tcp://[fd00::9]:31000", undefined)).toBe(
+      "the published URL tcp://[fd00::9]:31000 uses fd00::9, but no node has address fd00::9 any more: the URLs move to w2 10.0.0.6; pulumi up publishes them",
+    );
+  });
   it("is silent when the published URL still uses the chosen node, or nothing was published", () => {
     expect(nodeProblem(chosen, nodes, "http://10.0.0.6:30001", "http://10.0.0.6:31358")).toBeUndefined();
     expect(nodeProblem(chosen, nodes, undefined, "http://10.0.0.6:31358")).toBeUndefined();

@@ -161,12 +161,12 @@ const sameMap = (a: Record<string, string> | undefined, b: Record<string, string
 export const usersUrl = (e: Pick<ObservedEntry, "url" | "publishedUrl">): string | undefined => e.publishedUrl ?? e.url;
 
 /** A URL's host, without an IPv6 address's brackets. */
-const urlHost = (u: string | undefined) => (u && /^https?:\/\//.test(u) && URL.canParse(u) ? new URL(u).hostname.replace(/^\[|\]$/g, "") : undefined);
+const hostOfUrl = (u: string | undefined) => (u && URL.canParse(u) ? new URL(u).hostname.replace(/^\[|\]$/g, "") : undefined);
 
 /** The published URL where it is not the live one, if on an address of this cluster: outputs are untrusted, and it gets probed. */
 function publishedUrlOf(published: string | undefined, live: string | undefined, nodes: readonly Node[]): { publishedUrl?: string } {
-  const h = published !== live ? urlHost(published) : undefined;
-  return live && h !== undefined && (h === urlHost(live) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
+  const h = published !== live && /^https?:\/\//.test(published ?? "") ? hostOfUrl(published) : undefined;
+  return live && h !== undefined && (h === hostOfUrl(live) || nodeWithAddress(nodes, h)) ? { publishedUrl: published } : {};
 }
 
 // Why the users' URL failed (`error`, the probe's words), as probe and portal say it: it moved since the last `up`, or (refused: kube-proxy refuses
@@ -365,7 +365,7 @@ export function nodeProblem(
     const owner = nodeWithAddress(nodes, node.address);
     return owner && !isReadyNode(owner) ? `node ${owner.metadata.name} (pinned address ${node.address}) is not Ready` : undefined;
   }
-  const host = urlHost(publishedUrl);
+  const host = hostOfUrl(publishedUrl);
   if (node && host && host !== node.address) {
     const was = nodeWithAddress(nodes, host);
     const why = was ? `node ${was.metadata.name} is ${isReadyNode(was) ? "no longer the one chosen" : "not Ready"}` : `no node has address ${host} any more`;
