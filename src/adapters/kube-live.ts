@@ -278,20 +278,16 @@ export class LiveClusterReader implements ClusterReader {
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    try {
-      for await (const chunk of res as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > PAGE_BYTES) throw new PageTooLarge(`${this.source} answered ${what} with more than ${PAGE_BYTES / 2 ** 20} MiB: refused`);
-        chunks.push(chunk);
-      }
-      // One copy at a time: the chunks go as soon as they are joined.
-      const joined = Buffer.concat(chunks);
-      chunks.length = 0;
-      const body = parseJson(joined.toString("utf8"), `${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`);
-      return { status, body, bytes: size };
-    } finally {
-      chunks.length = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > PAGE_BYTES) throw new PageTooLarge(`${this.source} answered ${what} with more than ${PAGE_BYTES / 2 ** 20} MiB: refused`);
+      chunks.push(chunk);
     }
+    // One copy at a time: the chunks go as soon as they are joined.
+    const joined = Buffer.concat(chunks);
+    chunks.length = 0;
+    const body = parseJson(joined.toString("utf8"), `${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`);
+    return { status, body, bytes: size };
   }
 
   private explain(what: string, err: unknown): Error {
