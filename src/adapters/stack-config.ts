@@ -30,14 +30,24 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
     const known = fs.readdirSync(projectDir).flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.slice(1, 2) ?? []);
     throw new UserError(`unknown stack '${stack}': no ${stackFile} (stacks: ${known.join(", ") || "none"})`);
   }
-  const stackEntries = stackConfigEntries(readYaml(stackPath), projectName(projectDir));
+  const parsed = readYaml(stackPath);
+  const project = projectName(projectDir);
   const values: Record<string, string> = {};
   const secretAt: Record<string, string> = {};
-  for (const e of stackEntries) {
-    if (e.secret) secretAt[e.key] = e.at;
-    else values[e.key] = e.text;
+  const at: Record<string, string> = {};
+  for (const pair of configMap(parsed)?.items ?? []) {
+    const key = configKey(parsed, pair, project);
+    at[key] = parsed.at(pair);
+    const node = pair.value as Node | null;
+    const raw: unknown = node && "toJSON" in node ? node.toJSON() : null;
+    if (raw === null || raw === undefined) throw new UserError(`${at[key]}: ${key} has no value (remove the key or give it one)`);
+    if (containsSecure(raw)) {
+      secretAt[key] = at[key];
+    } else {
+      values[key] = configText(raw);
+      innerPositions(parsed, node, key, at);
+    }
   }
-  const at = Object.fromEntries(stackEntries.flatMap((e) => [[e.key, e.at], ...e.inner]));
   return { values, secretKeys: Object.keys(secretAt).sort(), secretAt, at };
 }
 
@@ -106,36 +116,23 @@ function configKey(parsed: ParsedFile, pair: Pair, project: string): string {
   throw new UserError(`${parsed.at(pair)}: configuration key '${raw}' must be 'name' or 'namespace:name'`);
 }
 
-/** The place of every map value and list item under `node`, named as settings messages name one item (`ui-exposure:allowlist.hostPorts[2]`). */
-function innerPositions(parsed: ParsedFile, node: unknown, prefix: string, out: [string, string][] = [], depth = 0): [string, string][] {
+/** Sets in `out` the place of every map value and list item under `node`, named as settings messages name one item (`ui-exposure:allowlist.hostPorts[2]`). */
+function innerPositions(parsed: ParsedFile, node: unknown, prefix: string, out: Record<string, string>, depth = 0): void {
   // The stack file is bounded in size; the depth bound keeps a hostile nesting from recursing far.
-  if (depth > 16) return out;
+  if (depth > 16) return;
   if (isMap(node)) {
     for (const item of node.items) {
       if (!isScalar(item.key)) continue;
       const where = `${prefix}.${String(item.key.value)}`;
-      out.push([where, parsed.at(item)]);
+      out[where] = parsed.at(item);
       innerPositions(parsed, item.value, where, out, depth + 1);
     }
   } else if (isSeq(node)) {
     node.items.forEach((item, i) => {
-      out.push([`${prefix}[${i}]`, parsed.at(item as Node)]);
+      out[`${prefix}[${i}]`] = parsed.at(item as Node);
       innerPositions(parsed, item, `${prefix}[${i}]`, out, depth + 1);
     });
   }
-  return out;
-}
-
-function stackConfigEntries(parsed: ParsedFile, project: string) {
-  return (configMap(parsed)?.items ?? []).map((pair) => {
-    const key = configKey(parsed, pair, project);
-    const at = parsed.at(pair);
-    const node = pair.value as Node | null;
-    const raw: unknown = node && "toJSON" in node ? node.toJSON() : null;
-    if (raw === null || raw === undefined) throw new UserError(`${at}: ${key} has no value (remove the key or give it one)`);
-    if (containsSecure(raw)) return { key, secret: true, text: "", at, inner: [] };
-    return { key, secret: false, text: configText(raw), at, inner: innerPositions(parsed, node, key) };
-  });
 }
 
 const isSecure = (v: unknown): boolean => {
