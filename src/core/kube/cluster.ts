@@ -27,9 +27,8 @@ export const CILIUM_ERA_KINDS = {
 } satisfies Record<string, CustomKind>;
 
 export async function listCiliumEra(cluster: ClusterReader): Promise<Record<keyof typeof CILIUM_ERA_KINDS, GenericObject[]>> {
-  const entries = Object.entries(CILIUM_ERA_KINDS);
-  const lists = await Promise.all(entries.map(([, kind]) => cluster.listCustom(kind)));
-  return Object.fromEntries(entries.map(([key], i) => [key, lists[i]])) as Record<keyof typeof CILIUM_ERA_KINDS, GenericObject[]>;
+  const lists = await Promise.all(Object.entries(CILIUM_ERA_KINDS).map(async ([key, kind]) => [key, await cluster.listCustom(kind)]));
+  return Object.fromEntries(lists) as Record<keyof typeof CILIUM_ERA_KINDS, GenericObject[]>;
 }
 
 /** Where a list looks (filtered by the API server) and what it holds: only what `keep` accepts of each item as it is read. */
