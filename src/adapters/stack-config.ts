@@ -9,20 +9,10 @@ import { parseYamlBounded, placeIn, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 // A stack's configuration as the engine hands it to the program, read from Pulumi.<stack>.yaml's `config:` by Pulumi 3.248's rules for keys and values
-// (Pulumi.yaml's is refused: its defaults would reach the program and not these commands).
-interface StackConfig {
-  /** Namespaced key -> value as text: strings as is, numbers and booleans as JSON, objects and arrays as JSON. */
-  values: Record<string, string>;
-  /** Keys whose value is encrypted (`secure:`): never decrypted or shown here, absent from `values`. */
-  secretKeys: string[];
-  /** Where each encrypted key is set (`file:line:col`). */
-  secretAt: Record<string, string>;
-  /** Where each key of the stack file is set (`file:line:col`), for messages about its value. */
-  at: Record<string, string>;
-}
-
-/** The stack's configuration (see StackConfig). Throws a UserError with file:line:col for a bad file. */
-export function loadStackConfig(projectDir: string, stack: string): StackConfig {
+// (Pulumi.yaml's is refused: its defaults would reach the program and not these commands): `values` by namespaced key, as configText writes them; the
+// encrypted keys (`secure:`: never decrypted or shown here, absent from `values`) and where each is set; `at`, where each key and each value inside one is
+// set (`file:line:col`), for messages about it. Throws a UserError with file:line:col for a bad file.
+export function loadStackConfig(projectDir: string, stack: string) {
   checkStackName(stack);
   const stackPath = path.join(projectDir, `Pulumi.${stack}.yaml`);
   const stackFile = display(stackPath);
@@ -52,7 +42,7 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
 }
 
 /** The `exposure` commands never decrypt: an encrypted ui-exposure setting would read as unset (`entries` as "all"); refused, as it holds nothing secret. */
-export function refuseEncryptedSettings(config: StackConfig, stack: string): void {
+export function refuseEncryptedSettings(config: ReturnType<typeof loadStackConfig>, stack: string): void {
   // kubernetes:context too: encrypted, it would read as unset and be refused as missing.
   const encrypted = config.secretKeys.filter((key) => key.startsWith(`${PROJECT}:`) || key === "kubernetes:context");
   if (encrypted.length) {
@@ -66,15 +56,11 @@ export function refuseEncryptedSettings(config: StackConfig, stack: string): voi
   }
 }
 
-interface ParsedFile {
-  file: string;
-  contents: Node | null;
-  at(node: Node | Pair | null | undefined): string;
-}
-
 const display = (file: string) => path.relative(process.cwd(), file) || file;
 
-function readYaml(file: string): ParsedFile {
+type ParsedFile = ReturnType<typeof readYaml>;
+
+function readYaml(file: string) {
   const shown = display(file);
   const parsed = parseYamlBounded(readBoundedText(file, "stack file", FILE_LIMITS.stackFile), { maxValues: SMALL_YAML_VALUES }, { single: true });
   const at = (offset: number | undefined) => placeIn(parsed.lineCounter, shown, offset);
@@ -85,7 +71,7 @@ function readYaml(file: string): ParsedFile {
   return {
     file: shown,
     contents: doc.contents,
-    at: (node) => {
+    at: (node: Node | Pair | null | undefined) => {
       const n = node && "range" in node ? node : (node as Pair | null | undefined)?.key;
       return at((n as Node | undefined)?.range?.[0]);
     },
