@@ -83,10 +83,10 @@ function configMap(parsed: ParsedFile) {
   const root = parsed.contents;
   if (root === null || (isScalar(root) && root.value === null)) return undefined;
   if (!isMap(root)) throw new UserError(`${parsed.at(root)}: expected a mapping at the top of ${parsed.file}`);
-  const config = root.items.find((p) => isScalar(p.key) && p.key.value === "config");
-  if (!config || config.value === null || (isScalar(config.value) && config.value.value === null)) return undefined;
-  if (!isMap(config.value)) throw new UserError(`${parsed.at(config.value as Node)}: 'config' must be a mapping of keys to values`);
-  return config.value;
+  const config = root.get("config", true);
+  if (config === undefined || (isScalar(config) && config.value === null)) return undefined;
+  if (!isMap(config)) throw new UserError(`${parsed.at(config as Node)}: 'config' must be a mapping of keys to values`);
+  return config;
 }
 
 /** A key namespaced: `name` -> `<project>:name`; `ns:name` stays; `ns:config:name` (the old form) -> `ns:name`. */
@@ -150,6 +150,6 @@ function projectName(projectDir: string): string {
     );
   }
   const root = parsed.contents;
-  const name = isMap(root) ? root.items.find((p) => isScalar(p.key) && p.key.value === "name")?.value : undefined;
+  const name = isMap(root) ? root.get("name", true) : undefined;
   return isScalar(name) && typeof name.value === "string" ? name.value : PROJECT;
 }
