@@ -125,9 +125,10 @@ export class SnapshotReader implements ClusterReader {
     return new SnapshotReader(objects, `snapshot ${file}`);
   }
 
-  private ofKind<T extends Listed>(kind: string, scope: ListScope<T> = {}): T[] {
+  private ofKind<T extends Listed>(kind: string, scope: ListScope<T> = {}, group?: string): T[] {
     this.requests++;
-    return (this.objects.filter((o) => o.kind === kind) as T[]).filter((o) => inScope(scope, o));
+    const inGroup = (o: AnyObject) => group === undefined || (typeof o.apiVersion === "string" && o.apiVersion.startsWith(`${group}/`));
+    return (this.objects.filter((o) => o.kind === kind && inGroup(o)) as T[]).filter((o) => inScope(scope, o));
   }
 
   async listServices(scope?: ListScope<Service>) {
@@ -155,10 +156,8 @@ export class SnapshotReader implements ClusterReader {
       | undefined;
     return list ? (list.resources ?? []).flatMap((r) => (typeof r.name === "string" ? [r.name] : [])) : undefined;
   }
-  async listCustom(kind: CustomKind, scope: ListScope<GenericObject> = {}) {
-    this.requests++;
-    const ofKind = (o: AnyObject) => o.kind === kind.kind && typeof o.apiVersion === "string" && o.apiVersion.startsWith(`${kind.group}/`);
-    return (this.objects.filter(ofKind) as GenericObject[]).filter((o) => inScope(scope, o));
+  async listCustom(kind: CustomKind, scope?: ListScope<GenericObject>) {
+    return this.ofKind(kind.kind, scope, kind.group);
   }
 }
 
