@@ -64,8 +64,7 @@ export const httpGet: HttpGet = (url, timeoutMs) =>
     });
     req.on("error", (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      if (err instanceof ProbeFailure) reject(err);
-      else reject(new ProbeFailure(networkError(err)));
+      reject(err instanceof ProbeFailure ? err : new ProbeFailure(networkError(err)));
     });
     req.end();
   });

@@ -256,7 +256,13 @@ export class LiveClusterReader implements ClusterReader {
     } catch (err) {
       req.destroy();
       if (signal.aborted) throw new UserError(`cluster unreachable: ${this.source} did not answer ${what} within ${this.timeoutMs / 1000}s`);
-      throw this.explain(what, err);
+      if (err instanceof UserError) throw err;
+      const e = err as { code?: string; cause?: { code?: string } };
+      const netCode = typeof e.code === "string" ? e.code : e.cause?.code;
+      if (netCode && UNREACHABLE_CODES.test(netCode)) {
+        throw new UserError(`cluster unreachable: ${this.source}: ${netCode} while reading ${what}; check the kube context and that the API server is up`);
+      }
+      throw new UserError(`reading ${what} from ${this.source} failed: ${netCode ?? "connection error"}`);
     } finally {
       agent?.destroy();
     }
@@ -278,30 +284,16 @@ export class LiveClusterReader implements ClusterReader {
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    try {
-      for await (const chunk of res as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > PAGE_BYTES) throw new PageTooLarge(`${this.source} answered ${what} with more than ${PAGE_BYTES / 2 ** 20} MiB: refused`);
-        chunks.push(chunk);
-      }
-      // One copy at a time: the chunks go as soon as they are joined.
-      const joined = Buffer.concat(chunks);
-      chunks.length = 0;
-      const body = parseJson(joined.toString("utf8"), `${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`);
-      return { status, body, bytes: size };
-    } finally {
-      chunks.length = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > PAGE_BYTES) throw new PageTooLarge(`${this.source} answered ${what} with more than ${PAGE_BYTES / 2 ** 20} MiB: refused`);
+      chunks.push(chunk);
     }
-  }
-
-  private explain(what: string, err: unknown): Error {
-    if (err instanceof UserError) return err;
-    const e = err as { code?: string; message?: string; cause?: { code?: string } };
-    const netCode = typeof e.code === "string" ? e.code : e.cause?.code;
-    if (netCode && UNREACHABLE_CODES.test(netCode)) {
-      return new UserError(`cluster unreachable: ${this.source}: ${netCode} while reading ${what}; check the kube context and that the API server is up`);
-    }
-    return new UserError(`reading ${what} from ${this.source} failed: ${netCode ?? "connection error"}`);
+    // One copy at a time: the chunks go as soon as they are joined.
+    const joined = Buffer.concat(chunks);
+    chunks.length = 0;
+    const body = parseJson(joined.toString("utf8"), `${this.source} answered ${what} with something that is not JSON (${size} bytes; not shown)`);
+    return { status, body, bytes: size };
   }
 
   private statusError(what: string, status: number): UserError {

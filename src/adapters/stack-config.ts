@@ -9,20 +9,10 @@ import { parseYamlBounded, placeIn, SMALL_YAML_VALUES } from "../core/yaml";
 import { FILE_LIMITS, readBoundedText } from "./bounded-file";
 
 // A stack's configuration as the engine hands it to the program, read from Pulumi.<stack>.yaml's `config:` by Pulumi 3.248's rules for keys and values
-// (Pulumi.yaml's is refused: its defaults would reach the program and not these commands).
-interface StackConfig {
-  /** Namespaced key -> value as text: strings as is, numbers and booleans as JSON, objects and arrays as JSON. */
-  values: Record<string, string>;
-  /** Keys whose value is encrypted (`secure:`): never decrypted or shown here, absent from `values`. */
-  secretKeys: string[];
-  /** Where each encrypted key is set (`file:line:col`). */
-  secretAt: Record<string, string>;
-  /** Where each key of the stack file is set (`file:line:col`), for messages about its value. */
-  at: Record<string, string>;
-}
-
-/** The stack's configuration (see StackConfig). Throws a UserError with file:line:col for a bad file. */
-export function loadStackConfig(projectDir: string, stack: string): StackConfig {
+// (Pulumi.yaml's is refused: its defaults would reach the program and not these commands): `values` by namespaced key, as configText writes them; the
+// encrypted keys (`secure:`: never decrypted or shown here, absent from `values`) and where each is set; `at`, where each key and each value inside one is
+// set (`file:line:col`), for messages about it. Throws a UserError with file:line:col for a bad file.
+export function loadStackConfig(projectDir: string, stack: string) {
   checkStackName(stack);
   const stackPath = path.join(projectDir, `Pulumi.${stack}.yaml`);
   const stackFile = display(stackPath);
@@ -30,19 +20,29 @@ export function loadStackConfig(projectDir: string, stack: string): StackConfig 
     const known = fs.readdirSync(projectDir).flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.slice(1, 2) ?? []);
     throw new UserError(`unknown stack '${stack}': no ${stackFile} (stacks: ${known.join(", ") || "none"})`);
   }
-  const stackEntries = stackConfigEntries(readYaml(stackPath), projectName(projectDir));
+  const parsed = readYaml(stackPath);
+  const project = projectName(projectDir);
   const values: Record<string, string> = {};
   const secretAt: Record<string, string> = {};
-  for (const e of stackEntries) {
-    if (e.secret) secretAt[e.key] = e.at;
-    else values[e.key] = e.text;
+  const at: Record<string, string> = {};
+  for (const pair of configMap(parsed)?.items ?? []) {
+    const key = configKey(parsed, pair, project);
+    at[key] = parsed.at(pair);
+    const node = pair.value as Node | null;
+    const raw: unknown = node && "toJSON" in node ? node.toJSON() : null;
+    if (raw === null || raw === undefined) throw new UserError(`${at[key]}: ${key} has no value (remove the key or give it one)`);
+    if (containsSecure(raw)) {
+      secretAt[key] = at[key];
+    } else {
+      values[key] = configText(raw);
+      innerPositions(parsed, node, key, at);
+    }
   }
-  const at = Object.fromEntries(stackEntries.flatMap((e) => [[e.key, e.at], ...e.inner]));
   return { values, secretKeys: Object.keys(secretAt).sort(), secretAt, at };
 }
 
 /** The `exposure` commands never decrypt: an encrypted ui-exposure setting would read as unset (`entries` as "all"); refused, as it holds nothing secret. */
-export function refuseEncryptedSettings(config: StackConfig, stack: string): void {
+export function refuseEncryptedSettings(config: ReturnType<typeof loadStackConfig>, stack: string): void {
   // kubernetes:context too: encrypted, it would read as unset and be refused as missing.
   const encrypted = config.secretKeys.filter((key) => key.startsWith(`${PROJECT}:`) || key === "kubernetes:context");
   if (encrypted.length) {
@@ -56,15 +56,11 @@ export function refuseEncryptedSettings(config: StackConfig, stack: string): voi
   }
 }
 
-interface ParsedFile {
-  file: string;
-  contents: Node | null;
-  at(node: Node | Pair | null | undefined): string;
-}
-
 const display = (file: string) => path.relative(process.cwd(), file) || file;
 
-function readYaml(file: string): ParsedFile {
+type ParsedFile = ReturnType<typeof readYaml>;
+
+function readYaml(file: string) {
   const shown = display(file);
   const parsed = parseYamlBounded(readBoundedText(file, "stack file", FILE_LIMITS.stackFile), { maxValues: SMALL_YAML_VALUES }, { single: true });
   const at = (offset: number | undefined) => placeIn(parsed.lineCounter, shown, offset);
@@ -75,7 +71,7 @@ function readYaml(file: string): ParsedFile {
   return {
     file: shown,
     contents: doc.contents,
-    at: (node) => {
+    at: (node: Node | Pair | null | undefined) => {
       const n = node && "range" in node ? node : (node as Pair | null | undefined)?.key;
       return at((n as Node | undefined)?.range?.[0]);
     },
@@ -87,10 +83,10 @@ function configMap(parsed: ParsedFile) {
   const root = parsed.contents;
   if (root === null || (isScalar(root) && root.value === null)) return undefined;
   if (!isMap(root)) throw new UserError(`${parsed.at(root)}: expected a mapping at the top of ${parsed.file}`);
-  const config = root.items.find((p) => isScalar(p.key) && p.key.value === "config");
-  if (!config || config.value === null || (isScalar(config.value) && config.value.value === null)) return undefined;
-  if (!isMap(config.value)) throw new UserError(`${parsed.at(config.value as Node)}: 'config' must be a mapping of keys to values`);
-  return config.value;
+  const config = root.get("config", true);
+  if (config === undefined || (isScalar(config) && config.value === null)) return undefined;
+  if (!isMap(config)) throw new UserError(`${parsed.at(config as Node)}: 'config' must be a mapping of keys to values`);
+  return config;
 }
 
 /** A key namespaced: `name` -> `<project>:name`; `ns:name` stays; `ns:config:name` (the old form) -> `ns:name`. */
@@ -106,36 +102,23 @@ function configKey(parsed: ParsedFile, pair: Pair, project: string): string {
   throw new UserError(`${parsed.at(pair)}: configuration key '${raw}' must be 'name' or 'namespace:name'`);
 }
 
-/** The place of every map value and list item under `node`, named as settings messages name one item (`ui-exposure:allowlist.hostPorts[2]`). */
-function innerPositions(parsed: ParsedFile, node: unknown, prefix: string, out: [string, string][] = [], depth = 0): [string, string][] {
+/** Sets in `out` the place of every map value and list item under `node`, named as settings messages name one item (`ui-exposure:allowlist.hostPorts[2]`). */
+function innerPositions(parsed: ParsedFile, node: unknown, prefix: string, out: Record<string, string>, depth = 0): void {
   // The stack file is bounded in size; the depth bound keeps a hostile nesting from recursing far.
-  if (depth > 16) return out;
+  if (depth > 16) return;
   if (isMap(node)) {
     for (const item of node.items) {
       if (!isScalar(item.key)) continue;
       const where = `${prefix}.${String(item.key.value)}`;
-      out.push([where, parsed.at(item)]);
+      out[where] = parsed.at(item);
       innerPositions(parsed, item.value, where, out, depth + 1);
     }
   } else if (isSeq(node)) {
     node.items.forEach((item, i) => {
-      out.push([`${prefix}[${i}]`, parsed.at(item as Node)]);
+      out[`${prefix}[${i}]`] = parsed.at(item as Node);
       innerPositions(parsed, item, `${prefix}[${i}]`, out, depth + 1);
     });
   }
-  return out;
-}
-
-function stackConfigEntries(parsed: ParsedFile, project: string) {
-  return (configMap(parsed)?.items ?? []).map((pair) => {
-    const key = configKey(parsed, pair, project);
-    const at = parsed.at(pair);
-    const node = pair.value as Node | null;
-    const raw: unknown = node && "toJSON" in node ? node.toJSON() : null;
-    if (raw === null || raw === undefined) throw new UserError(`${at}: ${key} has no value (remove the key or give it one)`);
-    if (containsSecure(raw)) return { key, secret: true, text: "", at, inner: [] };
-    return { key, secret: false, text: configText(raw), at, inner: innerPositions(parsed, node, key) };
-  });
 }
 
 const isSecure = (v: unknown): boolean => {
@@ -167,6 +150,6 @@ function projectName(projectDir: string): string {
     );
   }
   const root = parsed.contents;
-  const name = isMap(root) ? root.items.find((p) => isScalar(p.key) && p.key.value === "name")?.value : undefined;
+  const name = isMap(root) ? root.get("name", true) : undefined;
   return isScalar(name) && typeof name.value === "string" ? name.value : PROJECT;
 }

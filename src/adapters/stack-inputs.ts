@@ -1,28 +1,16 @@
 import * as path from "node:path";
-import type { Contract, Endpoint } from "../core/contract/schema";
+import type { Contract } from "../core/contract/schema";
 import { selectEntries } from "../core/plan";
-import { checkSettings, PROJECT, type Settings, stackConfigError } from "../core/settings";
+import { checkSettings, PROJECT, stackConfigError } from "../core/settings";
 import { defaultContractPath, loadContractFile } from "./contract-file";
 import { loadStackConfig, refuseEncryptedSettings } from "./stack-config";
 
 /** A stack's inputs that need no cluster: what every command, the sandbox and the program start from. */
-export interface OpenStack {
-  /** The project folder the stack file was read from. */
-  projectDir: string;
-  stack: string;
-  /** Flat config, as `pulumi.runtime.allConfig()` gives it. */
-  config: Record<string, string>;
-  settings: Settings;
-  contract: Contract;
-  /** The contract file as shown in messages (relative to the working directory). */
-  contractFile: string;
-  /** Names of the exposed entries this stack publishes. */
-  selected: string[];
-  /** The same entries, as the contract declares them. */
-  selectedEntries: Endpoint[];
-}
+export type OpenStack = ReturnType<typeof openStack>;
 
-/** Opens a stack, every problem a UserError. `config`: what the engine hands the program; `contract` replaces the stack's contract path. */
+// Opens a stack, every problem a UserError. `config`: what the engine hands the program; `contract` replaces the stack's contract path. The stack opened
+// holds its config flat (as `pulumi.runtime.allConfig()` gives it), its contract file as messages show it (relative to the working directory) and the
+// exposed entries it publishes (`selected`: their names; `selectedEntries`: as the contract declares them).
 export function openStack(opts: {
   projectDir: string;
   stack: string;
@@ -30,7 +18,7 @@ export function openStack(opts: {
   config?: Readonly<Record<string, string>>;
   /** false: the caller never reads the cluster (probe), so kubernetes:context may be unset. */
   needsCluster?: boolean;
-}): OpenStack {
+}) {
   let config: Record<string, string>;
   let positions: Record<string, string> = {};
   if (opts.config) {

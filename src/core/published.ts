@@ -14,12 +14,16 @@ const labelValue = z.string().check(z.maxLength(LABEL_VALUE_MAX, `longer than a 
 const selector = z
   .record(z.string(), labelValue)
   .check(z.refine((s) => Object.keys(s).every((k) => k.length <= LABEL_KEY_MAX), `a key longer than a label key (${LABEL_KEY_MAX} characters)`));
+/** Longest published text kept as read (a URL `up` publishes, a Service name and a uid are far shorter); anything longer is cut when read. */
+export const PUBLISHED_TEXT_MAX = 256;
+/** A published text as read: escaped and cut (`shownValue`), so a forged line break starts no row of its own. */
+const shownText = z.string().check(z.overwrite((s) => shownValue(s, PUBLISHED_TEXT_MAX)));
 const record = z.looseObject({
   nodePort: z.optional(port),
   hostPort: z.optional(port),
-  url: z.optional(z.string()),
-  service: z.optional(z.string()),
-  uid: z.optional(z.string()),
+  url: z.optional(shownText),
+  service: z.optional(shownText),
+  uid: z.optional(shownText),
   /** The selector that up applied to our Service: which keys this stack mirrored (issue 39 #3). Compared with the live one, never printed. */
   selector: z.optional(selector),
 });
@@ -27,23 +31,12 @@ const schema = z.record(z.string(), record);
 /** What the last `up` published, by entry (the `endpoints` output). */
 export type PublishedEndpoints = z.infer<typeof schema>;
 
-/** Longest published text kept as read (a URL `up` publishes, a Service name and a uid are far shorter); anything longer is cut when read. */
-export const PUBLISHED_TEXT_MAX = 256;
-
-/** The published endpoints in `value` (`source` names them); texts come back escaped and cut (`shownValue`): a forged line break starts no row of its own. */
+/** The published endpoints in `value` (`source` names them), their texts escaped and cut. */
 export function parsePublishedEndpoints(value: unknown, source: string): PublishedEndpoints {
   const result = schema.safeParse(value, { reportInput: true });
   const badKey = result.success ? selectorKeyProblem(value) : undefined;
   if (badKey) throw new UserError(`${source}: ${badKey}`);
-  if (result.success) {
-    return Object.fromEntries(
-      Object.entries(result.data).map(([name, e]) => {
-        const shown = { ...e };
-        for (const k of ["url", "service", "uid"] as const) if (e[k] !== undefined) shown[k] = shownValue(e[k], PUBLISHED_TEXT_MAX);
-        return [name, shown];
-      }),
-    );
-  }
+  if (result.success) return result.data;
   const issue = result.error.issues[0];
   const where = issue ? formatPath(["endpoints", ...issue.path]) : "endpoints";
   throw new UserError(`${source}: ${where}: ${issue ? describeZodIssue(issue) : "not a map of published endpoints"}`);

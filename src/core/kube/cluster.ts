@@ -27,9 +27,8 @@ export const CILIUM_ERA_KINDS = {
 } satisfies Record<string, CustomKind>;
 
 export async function listCiliumEra(cluster: ClusterReader): Promise<Record<keyof typeof CILIUM_ERA_KINDS, GenericObject[]>> {
-  const entries = Object.entries(CILIUM_ERA_KINDS);
-  const lists = await Promise.all(entries.map(([, kind]) => cluster.listCustom(kind)));
-  return Object.fromEntries(entries.map(([key], i) => [key, lists[i]])) as Record<keyof typeof CILIUM_ERA_KINDS, GenericObject[]>;
+  const lists = await Promise.all(Object.entries(CILIUM_ERA_KINDS).map(async ([key, kind]) => [key, await cluster.listCustom(kind)]));
+  return Object.fromEntries(lists) as Record<keyof typeof CILIUM_ERA_KINDS, GenericObject[]>;
 }
 
 /** Where a list looks (filtered by the API server) and what it holds: only what `keep` accepts of each item as it is read. */
@@ -126,9 +125,10 @@ export class SnapshotReader implements ClusterReader {
     return new SnapshotReader(objects, `snapshot ${file}`);
   }
 
-  private ofKind<T extends Listed>(kind: string, scope: ListScope<T> = {}): T[] {
+  private ofKind<T extends Listed>(kind: string, scope: ListScope<T> = {}, group?: string): T[] {
     this.requests++;
-    return (this.objects.filter((o) => o.kind === kind) as T[]).filter((o) => inScope(scope, o));
+    const inGroup = (o: AnyObject) => group === undefined || (typeof o.apiVersion === "string" && o.apiVersion.startsWith(`${group}/`));
+    return (this.objects.filter((o) => o.kind === kind && inGroup(o)) as T[]).filter((o) => inScope(scope, o));
   }
 
   async listServices(scope?: ListScope<Service>) {
@@ -156,10 +156,8 @@ export class SnapshotReader implements ClusterReader {
       | undefined;
     return list ? (list.resources ?? []).flatMap((r) => (typeof r.name === "string" ? [r.name] : [])) : undefined;
   }
-  async listCustom(kind: CustomKind, scope: ListScope<GenericObject> = {}) {
-    this.requests++;
-    const ofKind = (o: AnyObject) => o.kind === kind.kind && typeof o.apiVersion === "string" && o.apiVersion.startsWith(`${kind.group}/`);
-    return (this.objects.filter(ofKind) as GenericObject[]).filter((o) => inScope(scope, o));
+  async listCustom(kind: CustomKind, scope?: ListScope<GenericObject>) {
+    return this.ofKind(kind.kind, scope, kind.group);
   }
 }
 
