@@ -88,7 +88,7 @@ export class PortalObserver {
   /** What the page says of undeclared exposure: the last audit round's. */
   private undeclared: PortalView["undeclared"];
 
-  constructor(private readonly opts: PortalOptions) {
+  constructor(readonly opts: PortalOptions & { stack: string }) {
     const wanted = wantedEntries(opts);
     const readPublished = opts.readPublished ?? (async () => opts.published);
     const { audit, cluster } = opts;
@@ -206,7 +206,7 @@ export class PortalObserver {
     } finally {
       clearTimeout(timer);
     }
-    const { stack = "", version = "unknown", cluster } = this.opts;
+    const { stack, version = "unknown", cluster } = this.opts;
     return { ...this.lastGood, audit: this.auditReads && (this.audit ?? {}), version, stack, cluster: cluster.name ?? "" };
   }
 }
@@ -233,11 +233,6 @@ const sendHtml = (req: http.IncomingMessage, res: http.ServerResponse, status: n
 const sendJson = (req: http.IncomingMessage, res: http.ServerResponse, status: number, doc: object) =>
   send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
 
-/** The portal of one stack (its routes: handler). */
-export function portalHandler(opts: PortalOptions, observer = new PortalObserver(opts)): http.RequestListener {
-  return handler([{ opts: { ...opts, stack: opts.stack ?? "" }, observer }], opts.log);
-}
-
 /** The path of a request target, or undefined when it is not one (`http://[zz]/`, `//[`...). */
 export function requestPath(target: string | undefined): string | undefined {
   return requestTarget(target)?.pathname;
@@ -259,7 +254,8 @@ function requestTarget(target: string | undefined): URL | undefined {
 export const MAX_TARGET_LENGTH = 2048;
 
 /** One stack's page and JSON API: /, /api/entries, /api/entries/<name> (of several stacks: below /api/stacks/<stack>). */
-function serveStack({ opts, observer }: PortalStack, req: http.IncomingMessage, res: http.ServerResponse, requested: URL): void {
+function serveStack(observer: PortalObserver, req: http.IncomingMessage, res: http.ServerResponse, requested: URL): void {
+  const { opts } = observer;
   const path = requested.pathname;
   // /api/entries/<name>: one entry (the page links each row to it).
   const one = /^\/api\/entries\/([^/]+)$/.exec(path);
@@ -305,17 +301,13 @@ function serveStack({ opts, observer }: PortalStack, req: http.IncomingMessage, 
       .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
 }
 
-interface PortalStack {
-  opts: PortalOptions & { stack: string };
-  observer: PortalObserver;
-}
-
 export const STACK_WAIT_MS = 5_000;
 
 /** Each stack's section: its view, or its last good one (stale) with why the read failed or is late. A hung cluster costs the others nothing. */
-function stackSections(stacks: readonly PortalStack[], log: PortalOptions["log"]): Promise<StackSection[]> {
+function stackSections(stacks: readonly PortalObserver[], log: PortalOptions["log"]): Promise<StackSection[]> {
   return Promise.all(
-    stacks.map(async ({ opts, observer }) => {
+    stacks.map(async (observer) => {
+      const { opts } = observer;
       let timer: NodeJS.Timeout | undefined;
       const waitMs = opts.readWaitMs ?? STACK_WAIT_MS;
       const late = new Promise<never>((_, reject) => {
@@ -336,8 +328,11 @@ function stackSections(stacks: readonly PortalStack[], log: PortalOptions["log"]
 }
 
 /** One router for one stack or several (routes: docs/portal.md). /healthz never reads a cluster: an outage must show on the page, not restart the pod. */
-function handler(stacks: readonly PortalStack[], log: PortalOptions["log"]): http.RequestListener {
-  const several = stacks.length > 1;
+export function portalHandler(first: PortalOptions, more: readonly PortalOptions[] = []): http.RequestListener {
+  // One observer per stack (its reads, schedule, timeout and probe cache; nothing shared): a hung cluster delays no other.
+  const stacks = [first, ...more].map((o) => new PortalObserver({ ...o, stack: o.stack ?? "" }));
+  const { log } = first;
+  const several = more.length > 0;
   const byName = new Map(stacks.map((s) => [s.opts.stack, s]));
   return (req, res) => {
     const requested = requestTarget(req.url);
@@ -357,11 +352,11 @@ function handler(stacks: readonly PortalStack[], log: PortalOptions["log"]): htt
       else if (path === "/healthz") text(200, "ok\n");
       // All at once: each waits for its own read at most metricsWaitMs, whatever the others do.
       else if (path === METRICS_PATH)
-        Promise.all(stacks.map((s) => s.observer.metricsInput()))
+        Promise.all(stacks.map((s) => s.metricsInput()))
           .then((inputs) => renderMetrics(metricFamilies(inputs)))
           .then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text))
           .catch(fail);
-      else if (!several) serveStack(stacks[0] as PortalStack, req, res, requested);
+      else if (!several) serveStack(stacks[0] as PortalObserver, req, res, requested);
       else if (stack && one) serveStack(stack, req, res, new URL(`/api${one[2]}${requested.search}`, requested));
       else if (path === "/" || path === "/api/stacks") {
         const only = requested.searchParams.get("stack") ?? undefined;
@@ -414,10 +409,8 @@ export interface RunningPortal {
 export async function startPortal(first: PortalOptions, listen: { host: string; port: number }, more: readonly PortalOptions[] = []): Promise<RunningPortal> {
   // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
   const tuning = portalTuningFromEnv(process.env);
-  const all = [first, ...more].map((given): PortalOptions => ({ ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } }));
-  // One observer per stack (its reads, schedule, timeout and probe cache; nothing shared): a hung cluster delays no other.
-  const stacks = all.map((o) => ({ opts: { ...o, stack: o.stack ?? "" }, observer: new PortalObserver(o) }));
-  const server = http.createServer(handler(stacks, first.log));
+  const tuned = (given: PortalOptions): PortalOptions => ({ ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } });
+  const server = http.createServer(portalHandler(tuned(first), more.map(tuned)));
   // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered: answer it like any other method the portal does not serve.
   server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
     first.log?.(`${req.method} -> 405`);
