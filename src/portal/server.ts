@@ -90,6 +90,7 @@ export class PortalObserver {
 
   constructor(readonly opts: PortalOptions & { stack: string }) {
     const wanted = wantedEntries(opts);
+    const wantedNames = wanted.map((e) => e.name);
     const readPublished = opts.readPublished ?? (async () => opts.published);
     const { audit, cluster } = opts;
     const connect = "connect" in cluster ? () => cluster.connect() : async () => cluster;
@@ -98,13 +99,7 @@ export class PortalObserver {
       ? new SharedRead(
           async () => {
             const [exposing, published] = await Promise.all([connect().then(readExposureObjects), readPublished()]);
-            const { undeclared } = auditExposure({
-              contract: opts.contract,
-              selected: wanted.map((e) => e.name),
-              allowlist: audit.allowlist,
-              ...exposing,
-              ...(published ? { published } : {}),
-            });
+            const { undeclared } = auditExposure({ contract: opts.contract, selected: wantedNames, allowlist: audit.allowlist, ...exposing, published });
             return { count: undeclared.length, shown: undeclared.slice(0, UNDECLARED_SHOWN) };
           },
           Math.max(opts.auditIntervalMs ?? DEFAULT_AUDIT_INTERVAL_MS, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS),
