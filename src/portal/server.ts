@@ -146,9 +146,8 @@ export class PortalObserver {
     const undeclared = this.undeclared;
     const generatedAt = this.opts.now?.() ?? new Date();
     if (this.lastBase?.cluster !== read) {
-      const { published: _given, ...source } = this.opts;
       const view = buildPortalView(
-        { ...source, ...(read.published.proven ? { published: read.published.proven } : {}), source: read.source },
+        { ...this.opts, published: read.published.proven, source: read.source },
         read.cluster,
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
         { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },
