@@ -43,6 +43,7 @@ export interface PortalOptions extends PortalSource {
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
 // The audit lists every Service and Pod (tens of MiB on a large cluster): at most every 5 min (or the read interval); UIExposureUndeclared waits 15 min.
 export const DEFAULT_AUDIT_INTERVAL_MS = 300_000;
+export const STACK_WAIT_MS = 5_000;
 
 function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
   const raw = env[name];
@@ -81,7 +82,7 @@ export class PortalObserver {
   readonly auditReads: SharedRead<{ count: number; shown: UndeclaredExposure[] }> | undefined;
   private readonly probing: ReachabilityOptions;
   /** The last view computed from a successful read, for /metrics and the page of several stacks while reads fail. */
-  lastGood: { view: PortalView; observedAt: Date } | undefined;
+  private lastGood: { view: PortalView; observedAt: Date } | undefined;
   /** The audit's last good count, whether its last round read the cluster, when one last did. */
   private audit: MetricsInput["audit"];
   private auditFailureLogged: Promise<unknown> | undefined;
@@ -203,6 +204,25 @@ export class PortalObserver {
     const { stack, version = "unknown", cluster } = this.opts;
     return { ...this.lastGood, audit: this.auditReads && (this.audit ?? {}), version, stack, cluster: cluster.name ?? "" };
   }
+
+  /** This stack's section: its view, or its last good one (stale) with why the read failed or is late. A hung cluster costs the others nothing. */
+  async section(log: PortalOptions["log"]): Promise<StackSection> {
+    let timer: NodeJS.Timeout | undefined;
+    const waitMs = this.opts.readWaitMs ?? STACK_WAIT_MS;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new UserError(`no answer within ${waitMs / 1000} s`)), waitMs);
+    });
+    const section = { stack: this.opts.stack, source: this.opts.cluster.source };
+    try {
+      return { ...section, view: await Promise.race([this.view(), late]) };
+    } catch (err) {
+      const error = err instanceof UserError ? err.message : "internal error while observing the cluster (see the portal's log)";
+      log?.(`stack ${this.opts.stack}: ${err instanceof UserError ? err.message : ((err as Error).stack ?? String(err))}`);
+      return { ...section, ...(this.lastGood ? { view: this.lastGood.view } : {}), error };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 }
 
 const COMMON_HEADERS = {
@@ -295,32 +315,6 @@ function serveStack(observer: PortalObserver, req: http.IncomingMessage, res: ht
       .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
 }
 
-export const STACK_WAIT_MS = 5_000;
-
-/** Each stack's section: its view, or its last good one (stale) with why the read failed or is late. A hung cluster costs the others nothing. */
-function stackSections(stacks: readonly PortalObserver[], log: PortalOptions["log"]): Promise<StackSection[]> {
-  return Promise.all(
-    stacks.map(async (observer) => {
-      const { opts } = observer;
-      let timer: NodeJS.Timeout | undefined;
-      const waitMs = opts.readWaitMs ?? STACK_WAIT_MS;
-      const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new UserError(`no answer within ${waitMs / 1000} s`)), waitMs);
-      });
-      const section = { stack: opts.stack, source: opts.cluster.source };
-      try {
-        return { ...section, view: await Promise.race([observer.view(), late]) };
-      } catch (err) {
-        const error = err instanceof UserError ? err.message : "internal error while observing the cluster (see the portal's log)";
-        log?.(`stack ${opts.stack}: ${err instanceof UserError ? err.message : ((err as Error).stack ?? String(err))}`);
-        return { ...section, ...(observer.lastGood ? { view: observer.lastGood.view } : {}), error };
-      } finally {
-        clearTimeout(timer);
-      }
-    }),
-  );
-}
-
 /** One router for one stack or several (routes: docs/portal.md). /healthz never reads a cluster: an outage must show on the page, not restart the pod. */
 export function portalHandler(first: PortalOptions, more: readonly PortalOptions[] = []): http.RequestListener {
   // One observer per stack (its reads, schedule, timeout and probe cache; nothing shared): a hung cluster delays no other.
@@ -356,7 +350,7 @@ export function portalHandler(first: PortalOptions, more: readonly PortalOptions
         const only = requested.searchParams.get("stack") ?? undefined;
         if (only !== undefined && !byName.has(only)) text(404, "not found: no such stack in this portal\n");
         else
-          stackSections(stacks, log)
+          Promise.all(stacks.map((s) => s.section(log)))
             .then((sections) => {
               const now = new Date();
               const doc: PortalStacksDocument = { apiVersion: JSON_API_VERSION, kind: "PortalStacks", generatedAt: now.toISOString(), stacks: sections };
