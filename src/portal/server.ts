@@ -1,7 +1,6 @@
 // The portal's HTTP server: node:http only, so the same code runs in `exposure portal` and bundled into a stock Node.js image in the cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
-import type { Duplex } from "node:stream";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
 import { auditExposure, readExposureObjects, type UndeclaredExposure } from "../core/audit";
 import { entryName } from "../core/contract/schema";
@@ -400,16 +399,13 @@ export async function startPortal(first: PortalOptions, listen: { host: string; 
   const tuned = (given: PortalOptions): PortalOptions => ({ ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } });
   const server = http.createServer(portalHandler(tuned(first), more.map(tuned)));
   // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered: answer it like any other method the portal does not serve.
-  server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
+  server.on("connect", (req, socket) => {
     first.log?.(`${req.method} -> 405`);
     const body = "method not allowed\n";
     const headers = { Allow: "GET, HEAD", "Content-Type": TEXT, "Content-Length": body.length, ...COMMON_HEADERS, Connection: "close" };
+    const fields = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
     socket.on("error", () => {});
-    socket.end(
-      `HTTP/1.1 405 Method Not Allowed\r\n${Object.entries(headers)
-        .map(([k, v]) => `${k}: ${v}\r\n`)
-        .join("")}\r\n${body}`,
-    );
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\n${fields.join("")}\r\n${body}`);
   });
   // A browser's idle keep-alive connection must not delay a clean stop.
   server.keepAliveTimeout = 5_000;
