@@ -70,10 +70,8 @@ export class ReachabilityCache {
     this.inFlight = probeAll(targets, { concurrency: this.opts.concurrency, get: this.opts.get ?? httpGet })
       .then((results) => {
         const at = this.clock();
-        results.forEach((r, i) => {
-          const t = targets[i] as ProbeTarget;
-          this.known.set(t.name, { key: keyOf(t), at, reachability: toReachability(r, new Date(at)) });
-        });
+        for (const [i, t] of targets.entries())
+          this.known.set(t.name, { key: keyOf(t), at, reachability: toReachability(results[i] as ProbeResult, new Date(at)) });
         // Entries no longer published are forgotten: memory stays bounded by the contract.
         for (const name of this.known.keys()) if (!names.has(name)) this.known.delete(name);
       })
