@@ -15,7 +15,7 @@ import { type PageOptions, renderErrorPage, renderPage, renderStacksPage, type S
 import { buildPortalView, type PortalError, type PortalSource, type PortalView, UNDECLARED_SHOWN, wantedEntries } from "../core/portal/view";
 import type { Allowlist } from "../core/settings";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics";
-import { DEFAULT_REACHABILITY, portalProbeTargets, ReachabilityCache, type ReachabilityOptions } from "./reachability";
+import { DEFAULT_REACHABILITY, ReachabilityCache, type ReachabilityOptions } from "./reachability";
 import { SharedRead } from "./shared-read";
 
 export interface PortalOptions extends PortalSource {
@@ -79,7 +79,6 @@ export class PortalObserver {
   readonly clusterReads: SharedRead<StackObservation<{ proven?: PublishedEndpoints }, undefined>>;
   readonly reachability: ReachabilityCache;
   readonly auditReads: SharedRead<{ count: number; shown: UndeclaredExposure[] }> | undefined;
-  private readonly probing: ReachabilityOptions;
   /** The last view computed from a successful read, for /metrics and the page of several stacks while reads fail. */
   private lastGood: { view: PortalView; observedAt: Date } | undefined;
   /** The audit's last good count, whether its last round read the cluster, when one last did. */
@@ -123,8 +122,7 @@ export class PortalObserver {
         }),
       opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS,
     );
-    this.probing = { ...DEFAULT_REACHABILITY, ...opts.reachability };
-    this.reachability = new ReachabilityCache(this.probing);
+    this.reachability = new ReachabilityCache({ ...DEFAULT_REACHABILITY, ...opts.reachability });
   }
 
   // The verdicts of one cluster read are computed once, not per load (observe() walks every Service).
@@ -150,7 +148,7 @@ export class PortalObserver {
         { ...this.opts, published: read.published.proven, source: read.source },
         read.cluster,
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
-        { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },
+        { enabled: this.reachability.opts.enabled, cacheSeconds: Math.round(this.reachability.opts.cacheMs / 1000) },
         read.observation,
       );
       // The URL users have answers or not: the published one where the live one differs.
@@ -159,7 +157,7 @@ export class PortalObserver {
       this.lastBase = { cluster: read, view, urls };
     }
     const base = this.lastBase;
-    const byEntry = await this.reachability.answers(portalProbeTargets(base.urls, this.opts.contract, this.probing), { wait: opts.waitForProbes !== false });
+    const byEntry = await this.reachability.answers(this.reachability.targets(base.urls, this.opts.contract), { wait: opts.waitForProbes !== false });
     const view: PortalView = {
       ...base.view,
       ...(undeclared ? { undeclared } : {}),
