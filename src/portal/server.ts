@@ -46,18 +46,16 @@ export const STACK_WAIT_MS = 5_000;
 
 function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
   const raw = env[name];
-  if (raw === undefined || raw === "") return undefined;
+  if (!raw) return undefined;
   const value = decimalNumber(raw);
-  if (!Number.isFinite(value) || value < 0 || value > max)
-    throw new UserError(`${name} must be a number of seconds between 0 and ${max}, not '${raw}'`, EXIT.INVALID);
+  if (!Number.isFinite(value) || value > max) throw new UserError(`${name} must be a number of seconds between 0 and ${max}, not '${raw}'`, EXIT.INVALID);
   return value * 1000;
 }
 
 /** The environment knobs shared by `exposure portal` and the in-cluster portal. */
 export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions, "readIntervalMs" | "reachability" | "auditIntervalMs"> {
   const probe = env.PORTAL_PROBE;
-  if (probe !== undefined && probe !== "" && probe !== "on" && probe !== "off")
-    throw new UserError(`PORTAL_PROBE must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
+  if (probe && probe !== "on" && probe !== "off") throw new UserError(`PORTAL_PROBE must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
   const cacheMs = seconds(env, "PORTAL_PROBE_CACHE_SECONDS", 3600);
   return {
     readIntervalMs: seconds(env, "PORTAL_READ_INTERVAL_SECONDS", 300),
