@@ -314,7 +314,6 @@ function serveStack(observer: PortalObserver, req: http.IncomingMessage, res: ht
 export function portalHandler(first: PortalOptions, more: readonly PortalOptions[] = []): http.RequestListener {
   // One observer per stack (its reads, schedule, timeout and probe cache; nothing shared): a hung cluster delays no other.
   const stacks = [first, ...more].map((o) => new PortalObserver({ ...o, stack: o.stack ?? "" }));
-  const { log } = first;
   const several = more.length > 0;
   const byName = new Map(stacks.map((s) => [s.opts.stack, s]));
   return (req, res) => {
@@ -322,7 +321,7 @@ export function portalHandler(first: PortalOptions, more: readonly PortalOptions
     const path = requested?.pathname ?? "";
     const text = (status: number, body: string, extra?: Record<string, string>) => send(req, res, status, TEXT, body, extra);
     const fail = (err: unknown, what = `${req.method} ${path}`, cut = false) => {
-      log?.(`${what} -> 500: ${(err as Error).stack ?? String(err)}`);
+      first.log?.(`${what} -> 500: ${(err as Error).stack ?? String(err)}`);
       if (!res.headersSent) text(500, "internal error\n");
       else if (cut) res.destroy();
     };
@@ -345,7 +344,7 @@ export function portalHandler(first: PortalOptions, more: readonly PortalOptions
         const only = requested.searchParams.get("stack") ?? undefined;
         if (only !== undefined && !byName.has(only)) text(404, "not found: no such stack in this portal\n");
         else
-          Promise.all(stacks.map((s) => s.section(log)))
+          Promise.all(stacks.map((s) => s.section(first.log)))
             .then((sections) => {
               const now = new Date();
               const doc: PortalStacksDocument = { apiVersion: JSON_API_VERSION, kind: "PortalStacks", generatedAt: now.toISOString(), stacks: sections };
