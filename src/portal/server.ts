@@ -320,8 +320,8 @@ export function portalHandler(first: PortalOptions, more: readonly PortalOptions
     const requested = requestTarget(req.url);
     const path = requested?.pathname ?? "";
     const text = (status: number, body: string, extra?: Record<string, string>) => send(req, res, status, TEXT, body, extra);
-    const fail = (err: unknown, what = `${req.method} ${path}`, cut = false) => {
-      first.log?.(`${what} -> 500: ${(err as Error).stack ?? String(err)}`);
+    const fail = (err: unknown, cut = false) => {
+      first.log?.(`${cut ? req.method : `${req.method} ${path}`} -> 500: ${(err as Error).stack ?? String(err)}`);
       if (!res.headersSent) text(500, "internal error\n");
       else if (cut) res.destroy();
     };
@@ -355,8 +355,7 @@ export function portalHandler(first: PortalOptions, more: readonly PortalOptions
       } else text(404, "not found: this portal of several stacks serves /, /api/stacks, /api/stacks/<stack>/entries[/<name>], /metrics and /healthz\n");
     } catch (err) {
       // One stack: a response already begun is cut rather than left hanging.
-      if (several) fail(err);
-      else fail(err, req.method, true);
+      fail(err, !several);
     }
   };
 }
