@@ -1,6 +1,7 @@
 // The portal's HTTP server: node:http only, so the same code runs in `exposure portal` and bundled into a stock Node.js image in the cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
+import { Gauge, Registry } from "prom-client";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
 import { auditExposure, readExposureObjects, type UndeclaredExposure } from "../core/audit";
 import { entryName } from "../core/contract/schema";
@@ -8,13 +9,12 @@ import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument, PortalStacksDocument } from "../core/json-api";
-import { METRICS_PATH, type MetricsInput, metricFamilies } from "../core/monitoring";
+import { METRICS_PATH, type MetricFamily, type MetricsInput, metricFamilies } from "../core/monitoring";
 import { failureCause, observeStack, type PublishedEndpoints, type StackObservation, usersUrl } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage, renderStacksPage, type StackSection } from "../core/portal/html";
 import { buildPortalView, type PortalError, type PortalSource, type PortalView, UNDECLARED_SHOWN, wantedEntries } from "../core/portal/view";
 import type { Allowlist } from "../core/settings";
-import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics";
 import { DEFAULT_REACHABILITY, ReachabilityCache, type ReachabilityOptions } from "./reachability";
 import { SharedRead } from "./shared-read";
 
@@ -310,6 +310,19 @@ function serveStack(observer: PortalObserver, req: http.IncomingMessage, res: ht
       .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
 }
 
+// /metrics, written by prom-client from the samples src/core/monitoring.ts computes. A registry per scrape: an entry that leaves the stack's selection leaves
+// no series behind, and nothing is global to the process.
+export async function renderMetrics(families: readonly MetricFamily[]): Promise<string> {
+  const registry = new Registry();
+  // A family without samples is left out: an unlabelled prom-client gauge never set would read 0.
+  for (const f of families.filter((x) => x.samples.length > 0)) {
+    const labelNames = [...new Set(f.samples.flatMap((s) => Object.keys(s.labels)))];
+    const gauge = new Gauge({ name: f.name, help: f.help, labelNames, registers: [registry] });
+    for (const s of f.samples) gauge.set(s.labels, s.value);
+  }
+  return registry.metrics();
+}
+
 /** One router for one stack or several (routes: docs/portal.md). /healthz never reads a cluster: an outage must show on the page, not restart the pod. */
 export function portalHandler(first: PortalOptions, more: readonly PortalOptions[] = []): http.RequestListener {
   // One observer per stack (its reads, schedule, timeout and probe cache; nothing shared): a hung cluster delays no other.
@@ -336,7 +349,7 @@ export function portalHandler(first: PortalOptions, more: readonly PortalOptions
       else if (path === METRICS_PATH)
         Promise.all(stacks.map((s) => s.metricsInput()))
           .then((inputs) => renderMetrics(metricFamilies(inputs)))
-          .then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text))
+          .then((text) => send(req, res, 200, Registry.PROMETHEUS_CONTENT_TYPE, text))
           .catch(fail);
       else if (!several) serveStack(stacks[0] as PortalObserver, req, res, requested);
       else if (stack && one) serveStack(stack, req, res, new URL(`/api${one[2]}${requested.search}`, requested));
