@@ -78,26 +78,20 @@ export class Portal extends pulumi.ComponentResource {
 
     const rules = portalRbacRules({ hostPort: selectsHostPort(args.contract, args.entries), audit: args.audit !== undefined });
     const clusterRole = new k8s.rbac.v1.ClusterRole(`${name}-reader`, { metadata: { labels: { ...PORTAL_LABELS } }, rules }, { parent: this, provider });
-    const binding = new k8s.rbac.v1.ClusterRoleBinding(
-      `${name}-reader`,
-      { metadata: { labels: { ...PORTAL_LABELS } }, roleRef: roleRef("ClusterRole", clusterRole.metadata.name), subjects },
-      { parent: this, provider },
-    );
-    // The other clusters' Secrets: `get` on exactly their names, in this namespace only.
-    const secretsRole = settings.clusters.length
-      ? new k8s.rbac.v1.Role(
-          `${name}-secrets`,
-          { metadata: { namespace, labels: { ...PORTAL_LABELS } }, rules: portalSecretRules(settings.clusters.map((c) => c.secret)) },
-          { parent: this, provider },
-        )
-      : undefined;
-    const secretsBinding =
-      secretsRole &&
-      new k8s.rbac.v1.RoleBinding(
-        `${name}-secrets`,
-        { metadata: { namespace, labels: { ...PORTAL_LABELS } }, roleRef: roleRef("Role", secretsRole.metadata.name), subjects },
+    const bindings: pulumi.Resource[] = [
+      new k8s.rbac.v1.ClusterRoleBinding(
+        `${name}-reader`,
+        { metadata: { labels: { ...PORTAL_LABELS } }, roleRef: roleRef("ClusterRole", clusterRole.metadata.name), subjects },
         { parent: this, provider },
-      );
+      ),
+    ];
+    // The other clusters' Secrets: `get` on exactly their names, in this namespace only.
+    if (settings.clusters.length) {
+      const roleArgs = { metadata: { namespace, labels: { ...PORTAL_LABELS } }, rules: portalSecretRules(settings.clusters.map((c) => c.secret)) };
+      const role = new k8s.rbac.v1.Role(`${name}-secrets`, roleArgs, { parent: this, provider });
+      const bindingArgs = { metadata: { namespace, labels: { ...PORTAL_LABELS } }, roleRef: roleRef("Role", role.metadata.name), subjects };
+      bindings.push(new k8s.rbac.v1.RoleBinding(`${name}-secrets`, bindingArgs, { parent: this, provider }));
+    }
 
     // Auto-named: a new bundle or contract makes a new ConfigMap, hence a new pod template and a rollout.
     const code = new k8s.core.v1.ConfigMap(
@@ -174,7 +168,7 @@ export class Portal extends pulumi.ComponentResource {
         },
       },
       // The pod's API calls are refused until the binding exists.
-      { parent: this, provider, dependsOn: [binding, ...(secretsBinding ? [secretsBinding] : [])] },
+      { parent: this, provider, dependsOn: bindings },
     );
 
     const spec = portalService(settings.namespace);

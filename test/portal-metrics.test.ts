@@ -5,8 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { HttpGet } from "../src/adapters/http-probe";
 import type { Pod, Service } from "../src/core/kube/types";
 import { parseAllowlistEnv } from "../src/portal/main";
-import { renderMetrics } from "../src/portal/metrics";
-import { type PortalOptions, portalTuningFromEnv, type RunningPortal, startPortal } from "../src/portal/server";
+import { type PortalOptions, portalTuningFromEnv, type RunningPortal, renderMetrics, startPortal } from "../src/portal/server";
 import { MemoryCluster, NODE_IP, portalContract, recordedCluster, unreachable } from "./support/portal-fixtures";
 import { findPromtool, promtool } from "./support/promtool";
 

@@ -88,12 +88,7 @@ export const command: Command<"portal"> = async ({ values }, ctx) => {
 const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\./.test(host);
 
 /** What the last `up` published, for verdicts as `status`'s: --outputs read with every cluster read; the Pulumi CLI at most every 30 s, a failure said once. */
-export async function publishedReader(
-  ctx: CommandContext,
-  stack: string,
-  outputsFile: string | undefined,
-  readOutputs = readStackOutputs,
-): Promise<(opts?: { fresh?: boolean }) => Promise<PublishedEndpoints | undefined>> {
+export async function publishedReader(ctx: CommandContext, stack: string, outputsFile: string | undefined, readOutputs = readStackOutputs) {
   if (outputsFile) {
     // Parsed again only when the file changed (inode, size or times): a cluster read costs a stat.
     let parsed: { stamp: string; value: Promise<PublishedEndpoints> } | undefined;
@@ -108,7 +103,7 @@ export async function publishedReader(
   }
   let last: { at: number; value: Promise<PublishedEndpoints | undefined> } | undefined;
   let said = false;
-  return (opts = {}) => {
+  return (opts: { fresh?: boolean } = {}) => {
     const now = Date.now();
     // The Pulumi CLI takes a second or two: asked again at most every 30 s.
     if (last && now - last.at < 30_000 && !opts.fresh) return last.value;

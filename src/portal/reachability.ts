@@ -19,11 +19,6 @@ const MAX_TIMEOUT_MS = 10_000;
 
 const keyOf = (t: ProbeTarget) => `${t.url} ${t.path} ${t.expectStatus?.join(",") ?? ""}`;
 
-/** The probe target of each published URL, as `exposure probe` builds it, within the portal's longest wait. */
-export function portalProbeTargets(urls: ReadonlyMap<string, string>, contract: Contract, opts: Pick<ReachabilityOptions, "timeoutMs">): ProbeTarget[] {
-  return probeTargets(Object.fromEntries(urls), contract, opts.timeoutMs).map((t) => ({ ...t, timeoutMs: Math.min(t.timeoutMs, MAX_TIMEOUT_MS) }));
-}
-
 export function toReachability(r: ProbeResult, checkedAt: Date): Reachability {
   return {
     ok: r.ok,
@@ -45,9 +40,14 @@ export class ReachabilityCache {
   private inFlight: Promise<void> | undefined;
 
   constructor(
-    private readonly opts: ReachabilityOptions,
+    readonly opts: ReachabilityOptions,
     private readonly clock: () => number = Date.now,
   ) {}
+
+  /** The probe target of each published URL, as `exposure probe` builds it, within the portal's longest wait. */
+  targets(urls: ReadonlyMap<string, string>, contract: Contract): ProbeTarget[] {
+    return probeTargets(Object.fromEntries(urls), contract, this.opts.timeoutMs).map((t) => ({ ...t, timeoutMs: Math.min(t.timeoutMs, MAX_TIMEOUT_MS) }));
+  }
 
   /** The answers for these targets: fresh ones, or stale ones while a round refreshes them. */
   async answers(targets: readonly ProbeTarget[], opts: { wait?: boolean } = {}): Promise<Map<string, Reachability>> {
@@ -70,10 +70,8 @@ export class ReachabilityCache {
     this.inFlight = probeAll(targets, { concurrency: this.opts.concurrency, get: this.opts.get ?? httpGet })
       .then((results) => {
         const at = this.clock();
-        results.forEach((r, i) => {
-          const t = targets[i] as ProbeTarget;
-          this.known.set(t.name, { key: keyOf(t), at, reachability: toReachability(r, new Date(at)) });
-        });
+        for (const [i, t] of targets.entries())
+          this.known.set(t.name, { key: keyOf(t), at, reachability: toReachability(results[i] as ProbeResult, new Date(at)) });
         // Entries no longer published are forgotten: memory stays bounded by the contract.
         for (const name of this.known.keys()) if (!names.has(name)) this.known.delete(name);
       })

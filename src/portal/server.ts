@@ -1,7 +1,7 @@
 // The portal's HTTP server: node:http only, so the same code runs in `exposure portal` and bundled into a stock Node.js image in the cluster.
 import * as http from "node:http";
 import { isIP } from "node:net";
-import type { Duplex } from "node:stream";
+import { Gauge, Registry } from "prom-client";
 import { PROBE_USER_AGENT } from "../adapters/http-probe";
 import { auditExposure, readExposureObjects, type UndeclaredExposure } from "../core/audit";
 import { entryName } from "../core/contract/schema";
@@ -9,14 +9,13 @@ import { UserError } from "../core/errors";
 import { EXIT, JSON_API_VERSION } from "../core/findings";
 import { decimalNumber } from "../core/inputs";
 import type { PortalEntriesDocument, PortalEntryDocument, PortalErrorDocument, PortalStacksDocument } from "../core/json-api";
-import { METRICS_PATH, type MetricsInput, metricFamilies } from "../core/monitoring";
+import { METRICS_PATH, type MetricFamily, type MetricsInput, metricFamilies } from "../core/monitoring";
 import { failureCause, observeStack, type PublishedEndpoints, type StackObservation, usersUrl } from "../core/observe";
 import { PENDING_NODE_PORT } from "../core/plan";
 import { type PageOptions, renderErrorPage, renderPage, renderStacksPage, type StackSection } from "../core/portal/html";
 import { buildPortalView, type PortalError, type PortalSource, type PortalView, UNDECLARED_SHOWN, wantedEntries } from "../core/portal/view";
 import type { Allowlist } from "../core/settings";
-import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics";
-import { DEFAULT_REACHABILITY, portalProbeTargets, ReachabilityCache, type ReachabilityOptions } from "./reachability";
+import { DEFAULT_REACHABILITY, ReachabilityCache, type ReachabilityOptions } from "./reachability";
 import { SharedRead } from "./shared-read";
 
 export interface PortalOptions extends PortalSource {
@@ -43,21 +42,20 @@ export interface PortalOptions extends PortalSource {
 export const DEFAULT_READ_INTERVAL_MS = 2_000;
 // The audit lists every Service and Pod (tens of MiB on a large cluster): at most every 5 min (or the read interval); UIExposureUndeclared waits 15 min.
 export const DEFAULT_AUDIT_INTERVAL_MS = 300_000;
+export const STACK_WAIT_MS = 5_000;
 
 function seconds(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
   const raw = env[name];
-  if (raw === undefined || raw === "") return undefined;
+  if (!raw) return undefined;
   const value = decimalNumber(raw);
-  if (!Number.isFinite(value) || value < 0 || value > max)
-    throw new UserError(`${name} must be a number of seconds between 0 and ${max}, not '${raw}'`, EXIT.INVALID);
+  if (!Number.isFinite(value) || value > max) throw new UserError(`${name} must be a number of seconds between 0 and ${max}, not '${raw}'`, EXIT.INVALID);
   return value * 1000;
 }
 
 /** The environment knobs shared by `exposure portal` and the in-cluster portal. */
 export function portalTuningFromEnv(env: NodeJS.ProcessEnv): Pick<PortalOptions, "readIntervalMs" | "reachability" | "auditIntervalMs"> {
   const probe = env.PORTAL_PROBE;
-  if (probe !== undefined && probe !== "" && probe !== "on" && probe !== "off")
-    throw new UserError(`PORTAL_PROBE must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
+  if (probe && probe !== "on" && probe !== "off") throw new UserError(`PORTAL_PROBE must be 'on' or 'off', not '${probe}'`, EXIT.INVALID);
   const cacheMs = seconds(env, "PORTAL_PROBE_CACHE_SECONDS", 3600);
   return {
     readIntervalMs: seconds(env, "PORTAL_READ_INTERVAL_SECONDS", 300),
@@ -79,17 +77,17 @@ export class PortalObserver {
   readonly clusterReads: SharedRead<StackObservation<{ proven?: PublishedEndpoints }, undefined>>;
   readonly reachability: ReachabilityCache;
   readonly auditReads: SharedRead<{ count: number; shown: UndeclaredExposure[] }> | undefined;
-  private readonly probing: ReachabilityOptions;
   /** The last view computed from a successful read, for /metrics and the page of several stacks while reads fail. */
-  lastGood: { view: PortalView; observedAt: Date } | undefined;
+  private lastGood: { view: PortalView; observedAt: Date } | undefined;
   /** The audit's last good count, whether its last round read the cluster, when one last did. */
   private audit: MetricsInput["audit"];
   private auditFailureLogged: Promise<unknown> | undefined;
   /** What the page says of undeclared exposure: the last audit round's. */
   private undeclared: PortalView["undeclared"];
 
-  constructor(private readonly opts: PortalOptions) {
+  constructor(readonly opts: PortalOptions & { stack: string }) {
     const wanted = wantedEntries(opts);
+    const wantedNames = wanted.map((e) => e.name);
     const readPublished = opts.readPublished ?? (async () => opts.published);
     const { audit, cluster } = opts;
     const connect = "connect" in cluster ? () => cluster.connect() : async () => cluster;
@@ -98,13 +96,7 @@ export class PortalObserver {
       ? new SharedRead(
           async () => {
             const [exposing, published] = await Promise.all([connect().then(readExposureObjects), readPublished()]);
-            const { undeclared } = auditExposure({
-              contract: opts.contract,
-              selected: wanted.map((e) => e.name),
-              allowlist: audit.allowlist,
-              ...exposing,
-              ...(published ? { published } : {}),
-            });
+            const { undeclared } = auditExposure({ contract: opts.contract, selected: wantedNames, allowlist: audit.allowlist, ...exposing, published });
             return { count: undeclared.length, shown: undeclared.slice(0, UNDECLARED_SHOWN) };
           },
           Math.max(opts.auditIntervalMs ?? DEFAULT_AUDIT_INTERVAL_MS, opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS),
@@ -128,8 +120,7 @@ export class PortalObserver {
         }),
       opts.readIntervalMs ?? DEFAULT_READ_INTERVAL_MS,
     );
-    this.probing = { ...DEFAULT_REACHABILITY, ...opts.reachability };
-    this.reachability = new ReachabilityCache(this.probing);
+    this.reachability = new ReachabilityCache({ ...DEFAULT_REACHABILITY, ...opts.reachability });
   }
 
   // The verdicts of one cluster read are computed once, not per load (observe() walks every Service).
@@ -151,12 +142,11 @@ export class PortalObserver {
     const undeclared = this.undeclared;
     const generatedAt = this.opts.now?.() ?? new Date();
     if (this.lastBase?.cluster !== read) {
-      const { published: _given, ...source } = this.opts;
       const view = buildPortalView(
-        { ...source, ...(read.published.proven ? { published: read.published.proven } : {}), source: read.source },
+        { ...this.opts, published: read.published.proven, source: read.source },
         read.cluster,
         { observedAt: this.opts.now ? generatedAt : at, generatedAt },
-        { enabled: this.probing.enabled, cacheSeconds: Math.round(this.probing.cacheMs / 1000) },
+        { enabled: this.reachability.opts.enabled, cacheSeconds: Math.round(this.reachability.opts.cacheMs / 1000) },
         read.observation,
       );
       // The URL users have answers or not: the published one where the live one differs.
@@ -165,7 +155,7 @@ export class PortalObserver {
       this.lastBase = { cluster: read, view, urls };
     }
     const base = this.lastBase;
-    const byEntry = await this.reachability.answers(portalProbeTargets(base.urls, this.opts.contract, this.probing), { wait: opts.waitForProbes !== false });
+    const byEntry = await this.reachability.answers(this.reachability.targets(base.urls, this.opts.contract), { wait: opts.waitForProbes !== false });
     const view: PortalView = {
       ...base.view,
       ...(undeclared ? { undeclared } : {}),
@@ -206,8 +196,27 @@ export class PortalObserver {
     } finally {
       clearTimeout(timer);
     }
-    const { stack = "", version = "unknown", cluster } = this.opts;
+    const { stack, version = "unknown", cluster } = this.opts;
     return { ...this.lastGood, audit: this.auditReads && (this.audit ?? {}), version, stack, cluster: cluster.name ?? "" };
+  }
+
+  /** This stack's section: its view, or its last good one (stale) with why the read failed or is late. A hung cluster costs the others nothing. */
+  async section(log: PortalOptions["log"]): Promise<StackSection> {
+    let timer: NodeJS.Timeout | undefined;
+    const waitMs = this.opts.readWaitMs ?? STACK_WAIT_MS;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new UserError(`no answer within ${waitMs / 1000} s`)), waitMs);
+    });
+    const section = { stack: this.opts.stack, source: this.opts.cluster.source };
+    try {
+      return { ...section, view: await Promise.race([this.view(), late]) };
+    } catch (err) {
+      const error = err instanceof UserError ? err.message : "internal error while observing the cluster (see the portal's log)";
+      log?.(`stack ${this.opts.stack}: ${err instanceof UserError ? err.message : ((err as Error).stack ?? String(err))}`);
+      return { ...section, ...(this.lastGood ? { view: this.lastGood.view } : {}), error };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 
@@ -233,11 +242,6 @@ const sendHtml = (req: http.IncomingMessage, res: http.ServerResponse, status: n
 const sendJson = (req: http.IncomingMessage, res: http.ServerResponse, status: number, doc: object) =>
   send(req, res, status, JSON_TYPE, `${JSON.stringify(doc, null, 2)}\n`);
 
-/** The portal of one stack (its routes: handler). */
-export function portalHandler(opts: PortalOptions, observer = new PortalObserver(opts)): http.RequestListener {
-  return handler([{ opts: { ...opts, stack: opts.stack ?? "" }, observer }], opts.log);
-}
-
 /** The path of a request target, or undefined when it is not one (`http://[zz]/`, `//[`...). */
 export function requestPath(target: string | undefined): string | undefined {
   return requestTarget(target)?.pathname;
@@ -259,7 +263,8 @@ function requestTarget(target: string | undefined): URL | undefined {
 export const MAX_TARGET_LENGTH = 2048;
 
 /** One stack's page and JSON API: /, /api/entries, /api/entries/<name> (of several stacks: below /api/stacks/<stack>). */
-function serveStack({ opts, observer }: PortalStack, req: http.IncomingMessage, res: http.ServerResponse, requested: URL): void {
+function serveStack(observer: PortalObserver, req: http.IncomingMessage, res: http.ServerResponse, requested: URL): void {
+  const { opts } = observer;
   const path = requested.pathname;
   // /api/entries/<name>: one entry (the page links each row to it).
   const one = /^\/api\/entries\/([^/]+)$/.exec(path);
@@ -305,46 +310,31 @@ function serveStack({ opts, observer }: PortalStack, req: http.IncomingMessage, 
       .catch((err: unknown) => opts.log?.(`${req.method} ${path}: ${(err as Error).message}`));
 }
 
-interface PortalStack {
-  opts: PortalOptions & { stack: string };
-  observer: PortalObserver;
-}
-
-export const STACK_WAIT_MS = 5_000;
-
-/** Each stack's section: its view, or its last good one (stale) with why the read failed or is late. A hung cluster costs the others nothing. */
-function stackSections(stacks: readonly PortalStack[], log: PortalOptions["log"]): Promise<StackSection[]> {
-  return Promise.all(
-    stacks.map(async ({ opts, observer }) => {
-      let timer: NodeJS.Timeout | undefined;
-      const waitMs = opts.readWaitMs ?? STACK_WAIT_MS;
-      const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new UserError(`no answer within ${waitMs / 1000} s`)), waitMs);
-      });
-      const section = { stack: opts.stack, source: opts.cluster.source };
-      try {
-        return { ...section, view: await Promise.race([observer.view(), late]) };
-      } catch (err) {
-        const error = err instanceof UserError ? err.message : "internal error while observing the cluster (see the portal's log)";
-        log?.(`stack ${opts.stack}: ${err instanceof UserError ? err.message : ((err as Error).stack ?? String(err))}`);
-        return { ...section, ...(observer.lastGood ? { view: observer.lastGood.view } : {}), error };
-      } finally {
-        clearTimeout(timer);
-      }
-    }),
-  );
+// /metrics, written by prom-client from the samples src/core/monitoring.ts computes. A registry per scrape: an entry that leaves the stack's selection leaves
+// no series behind, and nothing is global to the process.
+export async function renderMetrics(families: readonly MetricFamily[]): Promise<string> {
+  const registry = new Registry();
+  // A family without samples is left out: an unlabelled prom-client gauge never set would read 0.
+  for (const f of families.filter((x) => x.samples.length > 0)) {
+    const labelNames = [...new Set(f.samples.flatMap((s) => Object.keys(s.labels)))];
+    const gauge = new Gauge({ name: f.name, help: f.help, labelNames, registers: [registry] });
+    for (const s of f.samples) gauge.set(s.labels, s.value);
+  }
+  return registry.metrics();
 }
 
 /** One router for one stack or several (routes: docs/portal.md). /healthz never reads a cluster: an outage must show on the page, not restart the pod. */
-function handler(stacks: readonly PortalStack[], log: PortalOptions["log"]): http.RequestListener {
-  const several = stacks.length > 1;
+export function portalHandler(first: PortalOptions, more: readonly PortalOptions[] = []): http.RequestListener {
+  // One observer per stack (its reads, schedule, timeout and probe cache; nothing shared): a hung cluster delays no other.
+  const stacks = [first, ...more].map((o) => new PortalObserver({ ...o, stack: o.stack ?? "" }));
+  const several = more.length > 0;
   const byName = new Map(stacks.map((s) => [s.opts.stack, s]));
   return (req, res) => {
     const requested = requestTarget(req.url);
     const path = requested?.pathname ?? "";
     const text = (status: number, body: string, extra?: Record<string, string>) => send(req, res, status, TEXT, body, extra);
-    const fail = (err: unknown, what = `${req.method} ${path}`, cut = false) => {
-      log?.(`${what} -> 500: ${(err as Error).stack ?? String(err)}`);
+    const fail = (err: unknown, cut = false) => {
+      first.log?.(`${cut ? req.method : `${req.method} ${path}`} -> 500: ${(err as Error).stack ?? String(err)}`);
       if (!res.headersSent) text(500, "internal error\n");
       else if (cut) res.destroy();
     };
@@ -357,17 +347,17 @@ function handler(stacks: readonly PortalStack[], log: PortalOptions["log"]): htt
       else if (path === "/healthz") text(200, "ok\n");
       // All at once: each waits for its own read at most metricsWaitMs, whatever the others do.
       else if (path === METRICS_PATH)
-        Promise.all(stacks.map((s) => s.observer.metricsInput()))
+        Promise.all(stacks.map((s) => s.metricsInput()))
           .then((inputs) => renderMetrics(metricFamilies(inputs)))
-          .then((text) => send(req, res, 200, METRICS_CONTENT_TYPE, text))
+          .then((text) => send(req, res, 200, Registry.PROMETHEUS_CONTENT_TYPE, text))
           .catch(fail);
-      else if (!several) serveStack(stacks[0] as PortalStack, req, res, requested);
+      else if (!several) serveStack(stacks[0] as PortalObserver, req, res, requested);
       else if (stack && one) serveStack(stack, req, res, new URL(`/api${one[2]}${requested.search}`, requested));
       else if (path === "/" || path === "/api/stacks") {
         const only = requested.searchParams.get("stack") ?? undefined;
         if (only !== undefined && !byName.has(only)) text(404, "not found: no such stack in this portal\n");
         else
-          stackSections(stacks, log)
+          Promise.all(stacks.map((s) => s.section(first.log)))
             .then((sections) => {
               const now = new Date();
               const doc: PortalStacksDocument = { apiVersion: JSON_API_VERSION, kind: "PortalStacks", generatedAt: now.toISOString(), stacks: sections };
@@ -378,8 +368,7 @@ function handler(stacks: readonly PortalStack[], log: PortalOptions["log"]): htt
       } else text(404, "not found: this portal of several stacks serves /, /api/stacks, /api/stacks/<stack>/entries[/<name>], /metrics and /healthz\n");
     } catch (err) {
       // One stack: a response already begun is cut rather than left hanging.
-      if (several) fail(err);
-      else fail(err, req.method, true);
+      fail(err, !several);
     }
   };
 }
@@ -414,21 +403,16 @@ export interface RunningPortal {
 export async function startPortal(first: PortalOptions, listen: { host: string; port: number }, more: readonly PortalOptions[] = []): Promise<RunningPortal> {
   // PORTAL_PROBE / PORTAL_PROBE_CACHE_SECONDS / PORTAL_READ_INTERVAL_SECONDS apply to both front ends; explicit options win.
   const tuning = portalTuningFromEnv(process.env);
-  const all = [first, ...more].map((given): PortalOptions => ({ ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } }));
-  // One observer per stack (its reads, schedule, timeout and probe cache; nothing shared): a hung cluster delays no other.
-  const stacks = all.map((o) => ({ opts: { ...o, stack: o.stack ?? "" }, observer: new PortalObserver(o) }));
-  const server = http.createServer(handler(stacks, first.log));
+  const tuned = (given: PortalOptions): PortalOptions => ({ ...tuning, ...given, reachability: { ...tuning.reachability, ...given.reachability } });
+  const server = http.createServer(portalHandler(tuned(first), more.map(tuned)));
   // Node hands CONNECT to a "connect" listener and, without one, closes the socket unanswered: answer it like any other method the portal does not serve.
-  server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
+  server.on("connect", (req, socket) => {
     first.log?.(`${req.method} -> 405`);
     const body = "method not allowed\n";
     const headers = { Allow: "GET, HEAD", "Content-Type": TEXT, "Content-Length": body.length, ...COMMON_HEADERS, Connection: "close" };
+    const fields = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
     socket.on("error", () => {});
-    socket.end(
-      `HTTP/1.1 405 Method Not Allowed\r\n${Object.entries(headers)
-        .map(([k, v]) => `${k}: ${v}\r\n`)
-        .join("")}\r\n${body}`,
-    );
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\n${fields.join("")}\r\n${body}`);
   });
   // A browser's idle keep-alive connection must not delay a clean stop.
   server.keepAliveTimeout = 5_000;

@@ -203,9 +203,7 @@ function viewBody(view: PortalView, now: Date, place?: RowPlace): string[] {
   const anyGroup = grouped.some((g) => g.group !== undefined);
   const bodies = grouped.map((g) => {
     // Headings only when the contract uses groups; the ungrouped rest is then "Other".
-    const heading = anyGroup
-      ? `<tr class="group"><th colspan="${COLUMNS.length}" scope="rowgroup">${g.group !== undefined ? escapeHtml(g.group) : "Other"}</th></tr>`
-      : "";
+    const heading = anyGroup ? `<tr class="group"><th colspan="${COLUMNS.length}" scope="rowgroup">${escapeHtml(g.group ?? "Other")}</th></tr>` : "";
     return `<tbody${g.group !== undefined ? ` data-group="${escapeHtml(g.group)}"` : ""}>${heading}${g.entries.map((e) => row(e, view, now, place)).join("\n")}</tbody>`;
   });
   return [

@@ -88,11 +88,7 @@ export function buildPortalView(
   at: { observedAt: Date; generatedAt: Date },
   reachability: PortalView["reachability"] = { enabled: false },
   // Given when the read already judged the entries (observeStack): observe() walks every Service, once per read.
-  observation = observe(src.contract, cluster, {
-    selected: src.selected ?? "all",
-    nodeAddress: src.nodeAddress,
-    ...(src.published ? { published: src.published } : {}),
-  }),
+  observation = observe(src.contract, cluster, src),
 ): PortalView {
   const groups = new Map(src.contract.endpoints.map((e) => [e.name, e.group]));
   const summary: Record<Verdict, number> = { MATCH: 0, DRIFT: 0, ABSENT: 0, "NOT-EXPOSED": 0 };
