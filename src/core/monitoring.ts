@@ -103,14 +103,6 @@ export interface MonitoringTarget {
   stack: string;
 }
 
-export interface AlertRule {
-  alert: string;
-  expr: string;
-  for: string;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-}
-
 /** The series selector of this stack's portal, as its scrape config labels them. */
 export const portalSelector = (t: Pick<MonitoringTarget, "namespace">): string => `job="${PORTAL_SELECTOR[PORTAL_JOB_LABEL]}",namespace="${t.namespace}"`;
 
@@ -121,7 +113,7 @@ export const SERIES_GAP_WINDOW = "2m";
 const PER_STACK = ["stack", "cluster"];
 
 /** The six alerts, each naming the command that explains it; all but PortalDown are per stack: one stack's failure fires alone, labelled with its stack. */
-export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRule[] }[] {
+export function alertRules(t: MonitoringTarget) {
   const sel = portalSelector(t);
   // By what the alert is about: the scrape target's pod, instance, container, service, endpoint go.
   const last = (metric: string, by: string[], extra = "") =>
@@ -177,6 +169,8 @@ export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRul
   const rules = alerts.map(({ summary, description, ...rule }) => ({ ...rule, labels: { severity: "warning" }, annotations: { summary, description } }));
   return [{ name: "ui-exposure", rules }];
 }
+
+export type AlertRule = ReturnType<typeof alertRules>[number]["rules"][number];
 
 /** The ServiceMonitor of the in-cluster portal: its Service `portal`, port `http`, /metrics. */
 export function serviceMonitorSpec(t: MonitoringTarget) {

@@ -276,14 +276,12 @@ function formatConfigPath(path: readonly PropertyKey[]): string {
 
 export function decodeConfigValue(value: string): unknown {
   const t = value.trim();
-  if (t.startsWith("{") || t.startsWith("[") || t === "true" || t === "false" || /^-?\d+(\.\d+)?$/.test(t)) {
-    try {
-      return JSON.parse(t);
-    } catch {
-      return value;
-    }
+  if (!(t.startsWith("{") || t.startsWith("[") || t === "true" || t === "false" || /^-?\d+(\.\d+)?$/.test(t))) return value;
+  try {
+    return JSON.parse(t);
+  } catch {
+    return value;
   }
-  return value;
 }
 
 /** The cluster a stack deploys to and reads: its kubernetes:context (required) and kubernetes:kubeconfig, the keys the Kubernetes provider reads. */

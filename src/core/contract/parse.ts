@@ -50,11 +50,8 @@ export function parseContract(text: string, file: string): Contract {
   const doc = parsed.docs[0] as Document.Parsed;
 
   if (doc.errors.length > 0) {
-    const seen = new Set<string>();
-    const problems = doc.errors
-      .map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: yamlErrorMessage(doc, e) }))
-      .filter((p) => !seen.has(`${p.line}:${p.col}:${p.message}`) && seen.add(`${p.line}:${p.col}:${p.message}`));
-    throw new ContractError(file, problems);
+    const problems = doc.errors.map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: yamlErrorMessage(doc, e) }));
+    throw new ContractError(file, [...new Map(problems.map((p) => [`${p.line}:${p.col}:${p.message}`, p])).values()]);
   }
 
   let raw: unknown;
