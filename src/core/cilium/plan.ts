@@ -16,15 +16,9 @@ export type CiliumObservation = Record<"lbIpPools" | "l2Policies" | "gateways" |
     helmRelease?: Result<LiveRelease | undefined>;
   };
 
-export interface CiliumReleasePlan {
-  releaseName: string;
-  namespace: string;
-  chart: string;
-  repository?: string;
-  version: string;
-  values: Record<string, unknown>;
-  skipAwait: boolean;
-}
+export type CiliumReleasePlan = Pick<L4CiliumSettings["chart"], "releaseName" | "namespace" | "version"> &
+  Pick<L4CiliumSettings, "skipAwait"> &
+  ReturnType<typeof chartSource> & { values: Record<string, unknown> };
 
 export type CiliumPlan =
   /** `changes`: the values diff against the live release, one line per key. */
