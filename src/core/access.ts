@@ -40,8 +40,6 @@ export interface CredentialView {
 /** A namespace's Secrets, or why they could not be listed (403...). */
 export type NamespaceSecrets = readonly Secret[] | { error: string };
 
-const urlOf = (scheme: string, host: string, port: number) => `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}`;
-
 /** Contract entries the stack is concerned with: the ones `observe()` lists (published + not exposed). */
 export function accessEntries(contract: Contract, observation: Observation): Endpoint[] {
   const listed = new Set(observation.entries.map((e) => e.name));
@@ -82,7 +80,7 @@ export function accessEndpoints(
     const port = findServicePort(svc, ref.port)?.port;
     if (port === undefined) return { ...base, reach: "none", problem: `Service ${ref.namespace}/${ref.name} has no port ${ref.port}` };
     const host = `${ref.name}.${ref.namespace}.svc.cluster.local`;
-    return { ...base, reach: "in-cluster", url: urlOf(e.scheme, host, port), host, port };
+    return { ...base, reach: "in-cluster", url: `${e.scheme}://${host}:${port}`, host, port };
   });
 }
 
@@ -158,9 +156,9 @@ export function resolveReference(
   if (!view.contract.endpoints.some((e) => e.name === entry)) return { reason: `the contract has no entry '${entry}'` };
   if (field && ENDPOINT_FIELDS.has(field)) {
     const ep = view.endpoints.find((e) => e.name === entry);
-    if (!ep || ep.reach === "none" || !ep.host || ep.port === undefined) return { reason: `${entry}: ${ep?.problem ?? "no address"}` };
+    if (!ep || ep.reach === "none" || !ep.url || !ep.host || ep.port === undefined) return { reason: `${entry}: ${ep?.problem ?? "no address"}` };
     const values: Record<string, string> = {
-      url: ep.url ?? urlOf(ep.scheme, ep.host, ep.port),
+      url: ep.url,
       scheme: ep.scheme,
       host: ep.host,
       port: String(ep.port),

@@ -201,7 +201,6 @@ export function l4Values(settings: L4CiliumSettings, stackFile: string, live?: L
   const version = settings.chart.version;
   const checked = chartKeysCheck(version);
   if ("problem" in checked) return { problems: [`cilium (l4): ${checked.problem}`] };
-  const keys = checked.keys;
   const problems: string[] = [];
   const host = settings.k8sServiceHost;
   if (host === undefined) {
@@ -218,8 +217,8 @@ export function l4Values(settings: L4CiliumSettings, stackFile: string, live?: L
       `cilium (l4): ui-exposure:cilium.k8sServicePort is required in ${stackFile}: the API server port (usually 6443) that goes with k8sServiceHost`,
     );
   }
-  problems.push(...extraValuesProblems(settings.values, version, keys));
+  problems.push(...extraValuesProblems(settings.values, version, checked.keys));
   if (live) problems.push(...liveReleaseProblems(live));
   if (problems.length || host === undefined || settings.k8sServicePort === undefined) return { problems };
-  return { values: deepMerge(deepMerge(live?.config ?? {}, settings.values), l4BaseValues(keys, { host, port: settings.k8sServicePort })) };
+  return { values: deepMerge(deepMerge(live?.config ?? {}, settings.values), l4BaseValues(checked.keys, { host, port: settings.k8sServicePort })) };
 }
