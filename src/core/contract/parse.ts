@@ -118,7 +118,6 @@ export function describeValue(value: unknown): string {
   if (type === "number" && Number.isNaN(value)) return "not a number (NaN)";
   if (type === "number" && !Number.isFinite(value)) return `a number out of range (${String(value)})`;
   if (type === "number" || type === "boolean" || type === "bigint") return `a ${type} (${String(value)})`;
-  if (type === "object") return "a map";
   return withArticle(type);
 }
 
