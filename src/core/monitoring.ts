@@ -70,8 +70,7 @@ function stackFamilies(input: MetricsInput): MetricFamily[] {
     const entry = { entry: e.name, ...of };
     // Probing off (PORTAL_PROBE=off): no series. On: an entry without an answer (no URL to probe: Service gone...) did not answer.
     if (input.view?.reachability.enabled) up.push({ labels: entry, value: e.reachability?.ok ? 1 : 0 });
-    const current = e.verdict.toLowerCase();
-    for (const v of ["match", "drift", "absent"]) verdict.push({ labels: { entry: e.name, verdict: v, ...of }, value: v === current ? 1 : 0 });
+    for (const v of ["match", "drift", "absent"]) verdict.push({ labels: { entry: e.name, verdict: v, ...of }, value: v === e.verdict.toLowerCase() ? 1 : 0 });
     ready.push({ labels: entry, value: e.readyEndpoints });
     const observed = e.nodePort ?? e.hostPort;
     if (observed !== undefined) port.push({ labels: entry, value: observed });

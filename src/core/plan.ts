@@ -98,8 +98,7 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
   if (!vendored) {
     return problem(`Service ${key} not found; install the UI first, fix the contract's service, or leave '${entry.name}' out of ui-exposure:entries`);
   }
-  const type = vendored.spec?.type ?? "ClusterIP";
-  if (type === "ExternalName") {
+  if (vendored.spec?.type === "ExternalName") {
     return problem(
       `Service ${key} is of type ExternalName (a DNS alias, no pods behind it): there is nothing to publish on a NodePort; point the contract at the Service of the pods`,
     );

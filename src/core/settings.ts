@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import { describeValue, describeZodIssue, distinctIssues, expandUnions, formatPath } from "./contract/parse";
-import { dnsLabel, entryName } from "./contract/schema";
+import { dnsLabel, entryName, intIn } from "./contract/schema";
 import { UserError, userErrorFromProblems } from "./errors";
 import { CHECK_LIMITS, HOST_PORT_ITEM } from "./exposure-rules";
 import { ipVersion } from "./ip";
@@ -8,8 +8,6 @@ import "./zod-messages";
 
 /** Pulumi project name: also the namespace of the stack configuration keys. */
 export const PROJECT = "ui-exposure";
-
-const PORT_NUMBER = "expected a port number between 1 and 65535";
 
 /** The port of an allowlist pattern: an integer 1-65535, written without a leading zero. */
 const allowlistPortOk = (digits: string) => /^[1-9]\d{0,4}$/.test(digits) && Number(digits) <= 65535;
@@ -41,7 +39,7 @@ const l4Schema = z.strictObject({
   chart: chartSchema,
   /** API server address the agents use once kube-proxy is gone: `l4` requires both (optional here so that planning says why). */
   k8sServiceHost: z.optional(z.string().check(z.minLength(1))),
-  k8sServicePort: z.optional(z.int().check(z.minimum(1, { message: PORT_NUMBER }), z.maximum(65535, { message: PORT_NUMBER }))),
+  k8sServicePort: z.optional(intIn(1, 65535, "expected a port number between 1 and 65535")),
   /** Chart values changed on purpose, merged over the live release's (src/core/cilium/values.ts); a value that contradicts an owned key is rejected. */
   values: z._default(z.record(z.string(), z.unknown()), {}),
   /** Production guard: a stack with `production: true` refuses `l4` unless phase 2 was decided. */

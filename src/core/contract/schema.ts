@@ -27,7 +27,7 @@ export const entryName = z.string().check(
 );
 
 /** An integer from `min` to `max`, `message` said otherwise. */
-const intIn = (min: number, max: number, message: string, params?: { message: string }) =>
+export const intIn = (min: number, max: number, message: string, params?: { message: string }) =>
   z.int(params).check(z.minimum(min, { message }), z.maximum(max, { message }));
 
 const portRef = z.union([
