@@ -222,15 +222,6 @@ export function checkSettings(config: Readonly<Record<string, string>>, position
   // reportInput: a setting of the wrong type is told apart from a missing one by what it holds (secure: values are never read, so nothing secret can be
   // quoted).
   const result = settingsSchema.safeParse(raw, { reportInput: true });
-  if (result.success) {
-    // Monitoring scrapes the in-cluster portal: one without the other is a problem of the stack file.
-    if (result.data.monitoring.enabled && !result.data.portal.enabled) {
-      const where = positions[`${PROJECT}:monitoring`];
-      const problem = `${where ? `${where}: ` : ""}${PROJECT}:monitoring.enabled: needs ${PROJECT}:portal.enabled: true (Prometheus scrapes the in-cluster portal's /metrics)`;
-      return { problems: [problem], missing: [], selection: result.data };
-    }
-    return { settings: result.data, problems: [], missing: [], selection: result.data };
-  }
   // `Pulumi.bench.yaml:7:3: ui-exposure:cilium.mode: ...` when the key is in the stack file: the place of the item itself (`allowlist.hostPorts[2]`) when
   // known, else of the nearest key above it.
   const at = (path: readonly PropertyKey[]) => {
@@ -240,6 +231,14 @@ export function checkSettings(config: Readonly<Record<string, string>>, position
     }
     return "";
   };
+  if (result.success) {
+    // Monitoring scrapes the in-cluster portal: one without the other is a problem of the stack file.
+    if (result.data.monitoring.enabled && !result.data.portal.enabled) {
+      const problem = `${at(["monitoring"])}${PROJECT}:monitoring.enabled: needs ${PROJECT}:portal.enabled: true (Prometheus scrapes the in-cluster portal's /metrics)`;
+      return { problems: [problem], missing: [], selection: result.data };
+    }
+    return { settings: result.data, problems: [], missing: [], selection: result.data };
+  }
   const missing: string[] = [];
   const problems = distinctIssues(expandUnions(result.error.issues)).map((issue) => {
     if (issue.code === "unrecognized_keys") {
