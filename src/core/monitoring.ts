@@ -25,15 +25,10 @@ const HELP = {
   lastObservation: "Unix time of the portal's last successful cluster read (0 before the first).",
 };
 
-export interface Sample {
-  labels: Record<string, string>;
-  value: number;
-}
-
 export interface MetricFamily {
   name: string;
   help: string;
-  samples: Sample[];
+  samples: { labels: Record<string, string>; value: number }[];
 }
 
 export interface MetricsInput {
@@ -59,11 +54,11 @@ export function metricFamilies(inputs: readonly MetricsInput[]): MetricFamily[] 
 function stackFamilies(input: MetricsInput): MetricFamily[] {
   const { audit, stack, cluster } = input;
   const published = (input.view?.entries ?? []).filter((e) => e.exposed && e.verdict !== "NOT-EXPOSED");
-  const up: Sample[] = [];
-  const verdict: Sample[] = [];
-  const ready: Sample[] = [];
-  const port: Sample[] = [];
-  const duration: Sample[] = [];
+  const up: MetricFamily["samples"] = [];
+  const verdict: MetricFamily["samples"] = [];
+  const ready: MetricFamily["samples"] = [];
+  const port: MetricFamily["samples"] = [];
+  const duration: MetricFamily["samples"] = [];
   const of = { stack, cluster };
   const single = (name: string, help: string, value: number, labels: Record<string, string> = of) => ({ name, help, samples: [{ labels, value }] });
   for (const e of published) {
