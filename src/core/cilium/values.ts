@@ -163,17 +163,13 @@ function liveReleaseProblems(live: LiveRelease): string[] {
   const kpr = liveValue(live, ["kubeProxyReplacement"]);
   const from = valueAt(live.config, ["kubeProxyReplacement"]) !== undefined ? "its values" : `the default of chart ${live.chartVersion}`;
   return [
-    ...(kpr === true || kpr === "true" || kpr === "strict"
-      ? []
-      : [
-          `cilium (l4): the live release (${live.record}) runs with kubeProxyReplacement ${show(kpr)} (${from}); mode 'l4' keeps kube-proxy replacement as it runs and never turns it on: that is a cluster-wide change (kube-proxy goes, every node's Services move to eBPF), to make through the cluster's own Cilium procedure first; then run up again (docs/cilium.md)`,
-        ]),
-    ...(valueAt(live.config, ["k8sServiceHostRef"]) !== undefined
-      ? [
-          `cilium (l4): the live release (${live.record}) sets k8sServiceHostRef, which the chart refuses next to the k8sServiceHost mode 'l4' sets: remove it through the cluster's own Cilium procedure first`,
-        ]
-      : []),
-  ];
+    kpr === true || kpr === "true" || kpr === "strict"
+      ? undefined
+      : `cilium (l4): the live release (${live.record}) runs with kubeProxyReplacement ${show(kpr)} (${from}); mode 'l4' keeps kube-proxy replacement as it runs and never turns it on: that is a cluster-wide change (kube-proxy goes, every node's Services move to eBPF), to make through the cluster's own Cilium procedure first; then run up again (docs/cilium.md)`,
+    valueAt(live.config, ["k8sServiceHostRef"]) === undefined
+      ? undefined
+      : `cilium (l4): the live release (${live.record}) sets k8sServiceHostRef, which the chart refuses next to the k8sServiceHost mode 'l4' sets: remove it through the cluster's own Cilium procedure first`,
+  ].filter((p): p is string => p !== undefined);
 }
 
 /** The diff against the live release (its values, else its chart's defaults), one line per changed key: the owned ones and those cilium.values sets. */
