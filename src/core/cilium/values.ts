@@ -197,24 +197,20 @@ export function l4Values(settings: L4CiliumSettings, stackFile: string, live?: L
   const version = settings.chart.version;
   const checked = chartKeysCheck(version);
   if ("problem" in checked) return { problems: [`cilium (l4): ${checked.problem}`] };
-  const problems: string[] = [];
   const host = settings.k8sServiceHost;
-  if (host === undefined) {
-    problems.push(
-      `cilium (l4): ui-exposure:cilium.k8sServiceHost is required in ${stackFile}: with kube-proxy replacement the agents reach the API server directly, not through the kubernetes Service (give the control-plane address, e.g. its InternalIP)`,
-    );
-  } else if (host === "auto") {
-    problems.push(
-      `cilium (l4): ui-exposure:cilium.k8sServiceHost 'auto' is not supported: the chart resolves it with a Helm lookup of kube-public/cluster-info that a preview cannot see; give the API server address in ${stackFile}`,
-    );
-  }
-  if (settings.k8sServicePort === undefined) {
-    problems.push(
-      `cilium (l4): ui-exposure:cilium.k8sServicePort is required in ${stackFile}: the API server port (usually 6443) that goes with k8sServiceHost`,
-    );
-  }
-  problems.push(...extraValuesProblems(settings.values, version, checked.keys));
-  if (live) problems.push(...liveReleaseProblems(live));
+  const problems = [
+    host === undefined
+      ? `cilium (l4): ui-exposure:cilium.k8sServiceHost is required in ${stackFile}: with kube-proxy replacement the agents reach the API server directly, not through the kubernetes Service (give the control-plane address, e.g. its InternalIP)`
+      : undefined,
+    host === "auto"
+      ? `cilium (l4): ui-exposure:cilium.k8sServiceHost 'auto' is not supported: the chart resolves it with a Helm lookup of kube-public/cluster-info that a preview cannot see; give the API server address in ${stackFile}`
+      : undefined,
+    settings.k8sServicePort === undefined
+      ? `cilium (l4): ui-exposure:cilium.k8sServicePort is required in ${stackFile}: the API server port (usually 6443) that goes with k8sServiceHost`
+      : undefined,
+    ...extraValuesProblems(settings.values, version, checked.keys),
+    ...(live ? liveReleaseProblems(live) : []),
+  ].filter((p): p is string => p !== undefined);
   if (problems.length || host === undefined || settings.k8sServicePort === undefined) return { problems };
   return { values: deepMerge(deepMerge(live?.config ?? {}, settings.values), l4BaseValues(checked.keys, { host, port: settings.k8sServicePort })) };
 }
