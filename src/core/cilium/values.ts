@@ -112,11 +112,9 @@ export function extraValuesProblems(extra: Values, version: string, keys: ChartK
     ...VERSIONED.filter((v) => lookup(extra, v.path).kind !== "absent" && !v.has(keys)).map(
       (v) => `cilium (l4): ${setting(v.path)} does not exist in chart ${version} (${v.note}); the chart would ignore it silently: remove it`,
     ),
-    ...(keys.k8sServiceHostRef && Object.hasOwn(extra, "k8sServiceHostRef")
-      ? [
-          `cilium (l4): ${setting(["k8sServiceHostRef"])}: the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost`,
-        ]
-      : []),
+    keys.k8sServiceHostRef && Object.hasOwn(extra, "k8sServiceHostRef")
+      ? `cilium (l4): ${setting(["k8sServiceHostRef"])}: the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost`
+      : undefined,
     ...PINNED.filter((rule) => rule.applies(keys)).flatMap((rule) => {
       const found = lookup(extra, rule.path);
       if (found.kind === "notMapping") {
@@ -126,7 +124,7 @@ export function extraValuesProblems(extra: Values, version: string, keys: ChartK
       }
       return found.kind === "value" && !rule.accepts(found.value) ? [rule.explain(setting(rule.path), found.value)] : [];
     }),
-  ];
+  ].filter((p): p is string => p !== undefined);
 }
 
 /** Leaf paths of a values tree (lists, scalars and empty mappings are leaves). */
