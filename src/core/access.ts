@@ -1,4 +1,5 @@
 // `exposure access`'s view: how to reach each entry from here, the contract's credentials, the .env from a versioned template (pure: the command does I/O).
+import { BASE64 } from "./cilium/release";
 import type { Contract, Credential, Endpoint } from "./contract/schema";
 import { UserError } from "./errors";
 import type { Secret, Service } from "./kube/types";
@@ -88,8 +89,6 @@ export function accessEndpoints(
 export function credentialNamespaces(entries: readonly Endpoint[]): string[] {
   return [...new Set(entries.flatMap((e) => (e.credentials ?? []).map((c) => c.secret.namespace)))].sort();
 }
-
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /** A Secret value, or undefined when it is not base64 text (the caller says so without showing it). */
 const decode = (value: unknown): string | undefined =>
