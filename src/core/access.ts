@@ -1,4 +1,5 @@
 // `exposure access`'s view: how to reach each entry from here, the contract's credentials, the .env from a versioned template (pure: the command does I/O).
+import { BASE64 } from "./cilium/release";
 import type { Contract, Credential, Endpoint } from "./contract/schema";
 import { UserError } from "./errors";
 import type { Secret, Service } from "./kube/types";
@@ -40,8 +41,6 @@ export interface CredentialView {
 /** A namespace's Secrets, or why they could not be listed (403...). */
 export type NamespaceSecrets = readonly Secret[] | { error: string };
 
-const urlOf = (scheme: string, host: string, port: number) => `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}`;
-
 /** Contract entries the stack is concerned with: the ones `observe()` lists (published + not exposed). */
 export function accessEntries(contract: Contract, observation: Observation): Endpoint[] {
   const listed = new Set(observation.entries.map((e) => e.name));
@@ -82,7 +81,7 @@ export function accessEndpoints(
     const port = findServicePort(svc, ref.port)?.port;
     if (port === undefined) return { ...base, reach: "none", problem: `Service ${ref.namespace}/${ref.name} has no port ${ref.port}` };
     const host = `${ref.name}.${ref.namespace}.svc.cluster.local`;
-    return { ...base, reach: "in-cluster", url: urlOf(e.scheme, host, port), host, port };
+    return { ...base, reach: "in-cluster", url: `${e.scheme}://${host}:${port}`, host, port };
   });
 }
 
@@ -90,8 +89,6 @@ export function accessEndpoints(
 export function credentialNamespaces(entries: readonly Endpoint[]): string[] {
   return [...new Set(entries.flatMap((e) => (e.credentials ?? []).map((c) => c.secret.namespace)))].sort();
 }
-
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /** A Secret value, or undefined when it is not base64 text (the caller says so without showing it). */
 const decode = (value: unknown): string | undefined =>
@@ -158,9 +155,9 @@ export function resolveReference(
   if (!view.contract.endpoints.some((e) => e.name === entry)) return { reason: `the contract has no entry '${entry}'` };
   if (field && ENDPOINT_FIELDS.has(field)) {
     const ep = view.endpoints.find((e) => e.name === entry);
-    if (!ep || ep.reach === "none" || !ep.host || ep.port === undefined) return { reason: `${entry}: ${ep?.problem ?? "no address"}` };
+    if (!ep || ep.reach === "none" || !ep.url || !ep.host || ep.port === undefined) return { reason: `${entry}: ${ep?.problem ?? "no address"}` };
     const values: Record<string, string> = {
-      url: ep.url ?? urlOf(ep.scheme, ep.host, ep.port),
+      url: ep.url,
       scheme: ep.scheme,
       host: ep.host,
       port: String(ep.port),

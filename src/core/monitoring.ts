@@ -25,15 +25,10 @@ const HELP = {
   lastObservation: "Unix time of the portal's last successful cluster read (0 before the first).",
 };
 
-export interface Sample {
-  labels: Record<string, string>;
-  value: number;
-}
-
 export interface MetricFamily {
   name: string;
   help: string;
-  samples: Sample[];
+  samples: { labels: Record<string, string>; value: number }[];
 }
 
 export interface MetricsInput {
@@ -59,19 +54,18 @@ export function metricFamilies(inputs: readonly MetricsInput[]): MetricFamily[] 
 function stackFamilies(input: MetricsInput): MetricFamily[] {
   const { audit, stack, cluster } = input;
   const published = (input.view?.entries ?? []).filter((e) => e.exposed && e.verdict !== "NOT-EXPOSED");
-  const up: Sample[] = [];
-  const verdict: Sample[] = [];
-  const ready: Sample[] = [];
-  const port: Sample[] = [];
-  const duration: Sample[] = [];
+  const up: MetricFamily["samples"] = [];
+  const verdict: MetricFamily["samples"] = [];
+  const ready: MetricFamily["samples"] = [];
+  const port: MetricFamily["samples"] = [];
+  const duration: MetricFamily["samples"] = [];
   const of = { stack, cluster };
   const single = (name: string, help: string, value: number, labels: Record<string, string> = of) => ({ name, help, samples: [{ labels, value }] });
   for (const e of published) {
     const entry = { entry: e.name, ...of };
     // Probing off (PORTAL_PROBE=off): no series. On: an entry without an answer (no URL to probe: Service gone...) did not answer.
     if (input.view?.reachability.enabled) up.push({ labels: entry, value: e.reachability?.ok ? 1 : 0 });
-    const current = e.verdict.toLowerCase();
-    for (const v of ["match", "drift", "absent"]) verdict.push({ labels: { entry: e.name, verdict: v, ...of }, value: v === current ? 1 : 0 });
+    for (const v of ["match", "drift", "absent"]) verdict.push({ labels: { entry: e.name, verdict: v, ...of }, value: v === e.verdict.toLowerCase() ? 1 : 0 });
     ready.push({ labels: entry, value: e.readyEndpoints });
     const observed = e.nodePort ?? e.hostPort;
     if (observed !== undefined) port.push({ labels: entry, value: observed });
@@ -103,14 +97,6 @@ export interface MonitoringTarget {
   stack: string;
 }
 
-export interface AlertRule {
-  alert: string;
-  expr: string;
-  for: string;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-}
-
 /** The series selector of this stack's portal, as its scrape config labels them. */
 export const portalSelector = (t: Pick<MonitoringTarget, "namespace">): string => `job="${PORTAL_SELECTOR[PORTAL_JOB_LABEL]}",namespace="${t.namespace}"`;
 
@@ -121,7 +107,7 @@ export const SERIES_GAP_WINDOW = "2m";
 const PER_STACK = ["stack", "cluster"];
 
 /** The six alerts, each naming the command that explains it; all but PortalDown are per stack: one stack's failure fires alone, labelled with its stack. */
-export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRule[] }[] {
+export function alertRules(t: MonitoringTarget) {
   const sel = portalSelector(t);
   // By what the alert is about: the scrape target's pod, instance, container, service, endpoint go.
   const last = (metric: string, by: string[], extra = "") =>
@@ -177,6 +163,8 @@ export function alertRules(t: MonitoringTarget): { name: string; rules: AlertRul
   const rules = alerts.map(({ summary, description, ...rule }) => ({ ...rule, labels: { severity: "warning" }, annotations: { summary, description } }));
   return [{ name: "ui-exposure", rules }];
 }
+
+export type AlertRule = ReturnType<typeof alertRules>[number]["rules"][number];
 
 /** The ServiceMonitor of the in-cluster portal: its Service `portal`, port `http`, /metrics. */
 export function serviceMonitorSpec(t: MonitoringTarget) {

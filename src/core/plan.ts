@@ -67,8 +67,7 @@ export function selectEntries(contract: Contract, selection: "all" | readonly st
   const problems: string[] = [];
   const entries: Endpoint[] = [];
   // Indexed once (a stack listing every entry would cost O(n²) lookups); the first declaration of a name wins.
-  const byName = new Map<string, Endpoint>();
-  for (const x of contract.endpoints) if (!byName.has(x.name)) byName.set(x.name, x);
+  const byName = new Map([...contract.endpoints].reverse().map((x) => [x.name, x]));
   for (const name of selection) {
     const e = byName.get(name);
     if (!e) problems.push(`ui-exposure:entries names '${name}', which the contract does not declare (declared: ${exposed.map((x) => x.name).join(", ")})`);
@@ -99,8 +98,7 @@ export function planNodePort(entry: Endpoint & { service: ServiceRef }, services
   if (!vendored) {
     return problem(`Service ${key} not found; install the UI first, fix the contract's service, or leave '${entry.name}' out of ui-exposure:entries`);
   }
-  const type = vendored.spec?.type ?? "ClusterIP";
-  if (type === "ExternalName") {
+  if (vendored.spec?.type === "ExternalName") {
     return problem(
       `Service ${key} is of type ExternalName (a DNS alias, no pods behind it): there is nothing to publish on a NodePort; point the contract at the Service of the pods`,
     );
@@ -218,9 +216,8 @@ export interface ClusterView {
 
 /** Observed Services overlaid with those this up creates (the portal's): an entry mirroring one plans on the first up. Takeover: the state says, never labels. */
 export function withStackServices(observed: readonly Service[], created: readonly Service[]): Service[] {
-  const keyOf = (s: Service) => `${s.metadata.namespace}/${s.metadata.name}`;
-  const createdKeys = new Set(created.map(keyOf));
-  return [...observed.filter((s) => !createdKeys.has(keyOf(s))), ...created];
+  const createdKeys = indexServices(created);
+  return [...observed.filter((s) => !createdKeys.has(`${s.metadata.namespace}/${s.metadata.name}`)), ...created];
 }
 
 /** The namespace of the cluster's own components: publishing from it needs the stack's explicit consent. */

@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import { describeValue, describeZodIssue, distinctIssues, expandUnions, formatPath } from "./contract/parse";
-import { dnsLabel, entryName } from "./contract/schema";
+import { dnsLabel, entryName, intIn } from "./contract/schema";
 import { UserError, userErrorFromProblems } from "./errors";
 import { CHECK_LIMITS, HOST_PORT_ITEM } from "./exposure-rules";
 import { ipVersion } from "./ip";
@@ -8,8 +8,6 @@ import "./zod-messages";
 
 /** Pulumi project name: also the namespace of the stack configuration keys. */
 export const PROJECT = "ui-exposure";
-
-const PORT_NUMBER = "expected a port number between 1 and 65535";
 
 /** The port of an allowlist pattern: an integer 1-65535, written without a leading zero. */
 const allowlistPortOk = (digits: string) => /^[1-9]\d{0,4}$/.test(digits) && Number(digits) <= 65535;
@@ -41,7 +39,7 @@ const l4Schema = z.strictObject({
   chart: chartSchema,
   /** API server address the agents use once kube-proxy is gone: `l4` requires both (optional here so that planning says why). */
   k8sServiceHost: z.optional(z.string().check(z.minLength(1))),
-  k8sServicePort: z.optional(z.int().check(z.minimum(1, { message: PORT_NUMBER }), z.maximum(65535, { message: PORT_NUMBER }))),
+  k8sServicePort: z.optional(intIn(1, 65535, "expected a port number between 1 and 65535")),
   /** Chart values changed on purpose, merged over the live release's (src/core/cilium/values.ts); a value that contradicts an owned key is rejected. */
   values: z._default(z.record(z.string(), z.unknown()), {}),
   /** Production guard: a stack with `production: true` refuses `l4` unless phase 2 was decided. */
@@ -224,15 +222,6 @@ export function checkSettings(config: Readonly<Record<string, string>>, position
   // reportInput: a setting of the wrong type is told apart from a missing one by what it holds (secure: values are never read, so nothing secret can be
   // quoted).
   const result = settingsSchema.safeParse(raw, { reportInput: true });
-  if (result.success) {
-    // Monitoring scrapes the in-cluster portal: one without the other is a problem of the stack file.
-    if (result.data.monitoring.enabled && !result.data.portal.enabled) {
-      const where = positions[`${PROJECT}:monitoring`];
-      const problem = `${where ? `${where}: ` : ""}${PROJECT}:monitoring.enabled: needs ${PROJECT}:portal.enabled: true (Prometheus scrapes the in-cluster portal's /metrics)`;
-      return { problems: [problem], missing: [], selection: result.data };
-    }
-    return { settings: result.data, problems: [], missing: [], selection: result.data };
-  }
   // `Pulumi.bench.yaml:7:3: ui-exposure:cilium.mode: ...` when the key is in the stack file: the place of the item itself (`allowlist.hostPorts[2]`) when
   // known, else of the nearest key above it.
   const at = (path: readonly PropertyKey[]) => {
@@ -242,6 +231,14 @@ export function checkSettings(config: Readonly<Record<string, string>>, position
     }
     return "";
   };
+  if (result.success) {
+    // Monitoring scrapes the in-cluster portal: one without the other is a problem of the stack file.
+    if (result.data.monitoring.enabled && !result.data.portal.enabled) {
+      const problem = `${at(["monitoring"])}${PROJECT}:monitoring.enabled: needs ${PROJECT}:portal.enabled: true (Prometheus scrapes the in-cluster portal's /metrics)`;
+      return { problems: [problem], missing: [], selection: result.data };
+    }
+    return { settings: result.data, problems: [], missing: [], selection: result.data };
+  }
   const missing: string[] = [];
   const problems = distinctIssues(expandUnions(result.error.issues)).map((issue) => {
     if (issue.code === "unrecognized_keys") {
@@ -276,14 +273,12 @@ function formatConfigPath(path: readonly PropertyKey[]): string {
 
 export function decodeConfigValue(value: string): unknown {
   const t = value.trim();
-  if (t.startsWith("{") || t.startsWith("[") || t === "true" || t === "false" || /^-?\d+(\.\d+)?$/.test(t)) {
-    try {
-      return JSON.parse(t);
-    } catch {
-      return value;
-    }
+  if (!(t.startsWith("{") || t.startsWith("[") || t === "true" || t === "false" || /^-?\d+(\.\d+)?$/.test(t))) return value;
+  try {
+    return JSON.parse(t);
+  } catch {
+    return value;
   }
-  return value;
 }
 
 /** The cluster a stack deploys to and reads: its kubernetes:context (required) and kubernetes:kubeconfig, the keys the Kubernetes provider reads. */

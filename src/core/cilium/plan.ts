@@ -16,15 +16,9 @@ export type CiliumObservation = Record<"lbIpPools" | "l2Policies" | "gateways" |
     helmRelease?: Result<LiveRelease | undefined>;
   };
 
-export interface CiliumReleasePlan {
-  releaseName: string;
-  namespace: string;
-  chart: string;
-  repository?: string;
-  version: string;
-  values: Record<string, unknown>;
-  skipAwait: boolean;
-}
+export type CiliumReleasePlan = Pick<L4CiliumSettings["chart"], "releaseName" | "namespace" | "version"> &
+  Pick<L4CiliumSettings, "skipAwait"> &
+  ReturnType<typeof chartSource> & { values: Record<string, unknown> };
 
 export type CiliumPlan =
   /** `changes`: the values diff against the live release, one line per key. */
@@ -223,33 +217,26 @@ function planCohabit(settings: CohabitCiliumSettings, observed: CiliumObservatio
 
 function planL4(settings: L4CiliumSettings, ctx: CiliumContext, observed: CiliumObservation): CiliumPlan | { problems: string[] } {
   const stackFile = `Pulumi.${ctx.stack}.yaml`;
-  const problems: string[] = [];
-  if (ctx.production && !settings.phase2Decided) {
-    problems.push(
-      `cilium (l4): stack '${ctx.stack}' is production (ui-exposure:production) and refuses mode 'l4' until phase 2 is decided: set ui-exposure:cilium.phase2Decided: true in ${stackFile} (runbook: docs/cilium.md)`,
-    );
-  }
   const { namespace, releaseName } = settings.chart;
   const record = observed.helmRelease ?? { ok: true, value: undefined };
   const live = record.ok ? record.value : undefined;
-  if (!record.ok) problems.push(...record.problems.map((p) => p.message));
-  else if (!live && observed.ciliumConfig) {
-    problems.push(
-      `cilium (l4): Cilium runs (ConfigMap ${namespace}/cilium-config) but no deployed Helm release ${namespace}/${releaseName} was found (Secrets sh.helm.release.v1.${releaseName}.v<N> labelled owner=helm,name=${releaseName}); mode 'l4' starts from the live release's values so that the upgrade changes only the keys it owns. Check the release's name and namespace (helm list -A) against ui-exposure:cilium.chart.releaseName and .namespace in ${stackFile}; for render, add the records to the snapshot (${releaseSnapshotCommand(namespace, releaseName)}); a Cilium not installed by Helm cannot be managed by mode 'l4' (keep mode 'cohabit')`,
-    );
-  }
   const values = l4Values(settings, stackFile, live);
-  if ("problems" in values) problems.push(...values.problems);
-
   const shared = observed.services.find((s) => s.metadata.namespace === namespace && s.metadata.name === "cilium-ingress" && s.spec?.type === "LoadBalancer");
-  if (shared && "values" in values && field(values.values.ingressController, "enabled") !== false) {
-    problems.push(
-      `cilium (l4): Service ${namespace}/cilium-ingress (Cilium Ingress's shared LoadBalancer Service) gets its address from LB-IPAM, which mode 'l4' turns off, and Cilium's ingress controller stays as it runs: once no Cilium Ingress is left, turn it off (the chart then removes that Service): pulumi config set --path 'ui-exposure:cilium.values.ingressController.enabled' false`,
-    );
-  }
-  // No pool is left past this point: that is also what keeps LB-IPAM dormant on 1.16 (no switch).
-  const order = removalOrderProblem(observed);
-  if (order) problems.push(order);
+  const problems = [
+    ctx.production && !settings.phase2Decided
+      ? `cilium (l4): stack '${ctx.stack}' is production (ui-exposure:production) and refuses mode 'l4' until phase 2 is decided: set ui-exposure:cilium.phase2Decided: true in ${stackFile} (runbook: docs/cilium.md)`
+      : undefined,
+    ...(record.ok ? [] : record.problems.map((p) => p.message)),
+    record.ok && !live && observed.ciliumConfig
+      ? `cilium (l4): Cilium runs (ConfigMap ${namespace}/cilium-config) but no deployed Helm release ${namespace}/${releaseName} was found (Secrets sh.helm.release.v1.${releaseName}.v<N> labelled owner=helm,name=${releaseName}); mode 'l4' starts from the live release's values so that the upgrade changes only the keys it owns. Check the release's name and namespace (helm list -A) against ui-exposure:cilium.chart.releaseName and .namespace in ${stackFile}; for render, add the records to the snapshot (${releaseSnapshotCommand(namespace, releaseName)}); a Cilium not installed by Helm cannot be managed by mode 'l4' (keep mode 'cohabit')`
+      : undefined,
+    ...("problems" in values ? values.problems : []),
+    shared && "values" in values && field(values.values.ingressController, "enabled") !== false
+      ? `cilium (l4): Service ${namespace}/cilium-ingress (Cilium Ingress's shared LoadBalancer Service) gets its address from LB-IPAM, which mode 'l4' turns off, and Cilium's ingress controller stays as it runs: once no Cilium Ingress is left, turn it off (the chart then removes that Service): pulumi config set --path 'ui-exposure:cilium.values.ingressController.enabled' false`
+      : undefined,
+    // No pool is left past this point: that is also what keeps LB-IPAM dormant on 1.16 (no switch).
+    removalOrderProblem(observed),
+  ].filter((p): p is string => p !== undefined);
   if (problems.length || "problems" in values) return { problems };
   return {
     mode: "l4",

@@ -21,7 +21,7 @@ export type Inflate = (gzip: Uint8Array, maxBytes: number) => Uint8Array;
 export const RELEASE_JSON_MAX_BYTES = 32 * 2 ** 20;
 export const releaseSnapshotCommand = (namespace: string, name: string) => `kubectl -n ${namespace} get secret -l owner=helm,name=${name} -o yaml`;
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const base64 = (text: string) => (BASE64.test(text.replace(/\s+/g, "")) ? Buffer.from(text.replace(/\s+/g, ""), "base64") : undefined);
 
 /** How deep a release record may nest (Cilium's values are under 10 levels; the record adds a few). */

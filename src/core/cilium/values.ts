@@ -112,11 +112,9 @@ export function extraValuesProblems(extra: Values, version: string, keys: ChartK
     ...VERSIONED.filter((v) => lookup(extra, v.path).kind !== "absent" && !v.has(keys)).map(
       (v) => `cilium (l4): ${setting(v.path)} does not exist in chart ${version} (${v.note}); the chart would ignore it silently: remove it`,
     ),
-    ...(keys.k8sServiceHostRef && Object.hasOwn(extra, "k8sServiceHostRef")
-      ? [
-          `cilium (l4): ${setting(["k8sServiceHostRef"])}: the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost`,
-        ]
-      : []),
+    keys.k8sServiceHostRef && Object.hasOwn(extra, "k8sServiceHostRef")
+      ? `cilium (l4): ${setting(["k8sServiceHostRef"])}: the chart refuses it together with k8sServiceHost, which mode 'l4' sets from ui-exposure:cilium.k8sServiceHost`
+      : undefined,
     ...PINNED.filter((rule) => rule.applies(keys)).flatMap((rule) => {
       const found = lookup(extra, rule.path);
       if (found.kind === "notMapping") {
@@ -126,7 +124,7 @@ export function extraValuesProblems(extra: Values, version: string, keys: ChartK
       }
       return found.kind === "value" && !rule.accepts(found.value) ? [rule.explain(setting(rule.path), found.value)] : [];
     }),
-  ];
+  ].filter((p): p is string => p !== undefined);
 }
 
 /** Leaf paths of a values tree (lists, scalars and empty mappings are leaves). */
@@ -163,17 +161,13 @@ function liveReleaseProblems(live: LiveRelease): string[] {
   const kpr = liveValue(live, ["kubeProxyReplacement"]);
   const from = valueAt(live.config, ["kubeProxyReplacement"]) !== undefined ? "its values" : `the default of chart ${live.chartVersion}`;
   return [
-    ...(kpr === true || kpr === "true" || kpr === "strict"
-      ? []
-      : [
-          `cilium (l4): the live release (${live.record}) runs with kubeProxyReplacement ${show(kpr)} (${from}); mode 'l4' keeps kube-proxy replacement as it runs and never turns it on: that is a cluster-wide change (kube-proxy goes, every node's Services move to eBPF), to make through the cluster's own Cilium procedure first; then run up again (docs/cilium.md)`,
-        ]),
-    ...(valueAt(live.config, ["k8sServiceHostRef"]) !== undefined
-      ? [
-          `cilium (l4): the live release (${live.record}) sets k8sServiceHostRef, which the chart refuses next to the k8sServiceHost mode 'l4' sets: remove it through the cluster's own Cilium procedure first`,
-        ]
-      : []),
-  ];
+    kpr === true || kpr === "true" || kpr === "strict"
+      ? undefined
+      : `cilium (l4): the live release (${live.record}) runs with kubeProxyReplacement ${show(kpr)} (${from}); mode 'l4' keeps kube-proxy replacement as it runs and never turns it on: that is a cluster-wide change (kube-proxy goes, every node's Services move to eBPF), to make through the cluster's own Cilium procedure first; then run up again (docs/cilium.md)`,
+    valueAt(live.config, ["k8sServiceHostRef"]) === undefined
+      ? undefined
+      : `cilium (l4): the live release (${live.record}) sets k8sServiceHostRef, which the chart refuses next to the k8sServiceHost mode 'l4' sets: remove it through the cluster's own Cilium procedure first`,
+  ].filter((p): p is string => p !== undefined);
 }
 
 /** The diff against the live release (its values, else its chart's defaults), one line per changed key: the owned ones and those cilium.values sets. */
@@ -201,25 +195,20 @@ export function l4Values(settings: L4CiliumSettings, stackFile: string, live?: L
   const version = settings.chart.version;
   const checked = chartKeysCheck(version);
   if ("problem" in checked) return { problems: [`cilium (l4): ${checked.problem}`] };
-  const keys = checked.keys;
-  const problems: string[] = [];
   const host = settings.k8sServiceHost;
-  if (host === undefined) {
-    problems.push(
-      `cilium (l4): ui-exposure:cilium.k8sServiceHost is required in ${stackFile}: with kube-proxy replacement the agents reach the API server directly, not through the kubernetes Service (give the control-plane address, e.g. its InternalIP)`,
-    );
-  } else if (host === "auto") {
-    problems.push(
-      `cilium (l4): ui-exposure:cilium.k8sServiceHost 'auto' is not supported: the chart resolves it with a Helm lookup of kube-public/cluster-info that a preview cannot see; give the API server address in ${stackFile}`,
-    );
-  }
-  if (settings.k8sServicePort === undefined) {
-    problems.push(
-      `cilium (l4): ui-exposure:cilium.k8sServicePort is required in ${stackFile}: the API server port (usually 6443) that goes with k8sServiceHost`,
-    );
-  }
-  problems.push(...extraValuesProblems(settings.values, version, keys));
-  if (live) problems.push(...liveReleaseProblems(live));
+  const problems = [
+    host === undefined
+      ? `cilium (l4): ui-exposure:cilium.k8sServiceHost is required in ${stackFile}: with kube-proxy replacement the agents reach the API server directly, not through the kubernetes Service (give the control-plane address, e.g. its InternalIP)`
+      : undefined,
+    host === "auto"
+      ? `cilium (l4): ui-exposure:cilium.k8sServiceHost 'auto' is not supported: the chart resolves it with a Helm lookup of kube-public/cluster-info that a preview cannot see; give the API server address in ${stackFile}`
+      : undefined,
+    settings.k8sServicePort === undefined
+      ? `cilium (l4): ui-exposure:cilium.k8sServicePort is required in ${stackFile}: the API server port (usually 6443) that goes with k8sServiceHost`
+      : undefined,
+    ...extraValuesProblems(settings.values, version, checked.keys),
+    ...(live ? liveReleaseProblems(live) : []),
+  ].filter((p): p is string => p !== undefined);
   if (problems.length || host === undefined || settings.k8sServicePort === undefined) return { problems };
-  return { values: deepMerge(deepMerge(live?.config ?? {}, settings.values), l4BaseValues(keys, { host, port: settings.k8sServicePort })) };
+  return { values: deepMerge(deepMerge(live?.config ?? {}, settings.values), l4BaseValues(checked.keys, { host, port: settings.k8sServicePort })) };
 }

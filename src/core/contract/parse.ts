@@ -50,11 +50,8 @@ export function parseContract(text: string, file: string): Contract {
   const doc = parsed.docs[0] as Document.Parsed;
 
   if (doc.errors.length > 0) {
-    const seen = new Set<string>();
-    const problems = doc.errors
-      .map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: yamlErrorMessage(doc, e) }))
-      .filter((p) => !seen.has(`${p.line}:${p.col}:${p.message}`) && seen.add(`${p.line}:${p.col}:${p.message}`));
-    throw new ContractError(file, problems);
+    const problems = doc.errors.map((e) => ({ ...pos(e.pos[0]), path: "(yaml)", message: yamlErrorMessage(doc, e) }));
+    throw new ContractError(file, [...new Map(problems.map((p) => [`${p.line}:${p.col}:${p.message}`, p])).values()]);
   }
 
   let raw: unknown;
@@ -121,7 +118,6 @@ export function describeValue(value: unknown): string {
   if (type === "number" && Number.isNaN(value)) return "not a number (NaN)";
   if (type === "number" && !Number.isFinite(value)) return `a number out of range (${String(value)})`;
   if (type === "number" || type === "boolean" || type === "bigint") return `a ${type} (${String(value)})`;
-  if (type === "object") return "a map";
   return withArticle(type);
 }
 

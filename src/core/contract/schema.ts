@@ -27,7 +27,7 @@ export const entryName = z.string().check(
 );
 
 /** An integer from `min` to `max`, `message` said otherwise. */
-const intIn = (min: number, max: number, message: string, params?: { message: string }) =>
+export const intIn = (min: number, max: number, message: string, params?: { message: string }) =>
   z.int(params).check(z.minimum(min, { message }), z.maximum(max, { message }));
 
 const portRef = z.union([
@@ -87,15 +87,7 @@ const PROBE_TIMEOUT = "expected a number of seconds above 0 and at most 120";
 const nonEmpty = () => z.string().check(z.minLength(1));
 
 const probeSpec = z.strictObject({
-  path: z._default(
-    z.string().check(
-      z.superRefine((p, ctx) => {
-        const problem = probePathProblem(p);
-        if (problem) ctx.addIssue({ code: "custom", message: problem });
-      }),
-    ),
-    "/",
-  ),
+  path: z._default(z.string().check(z.refine((p) => probePathProblem(p) === undefined, { error: (issue) => probePathProblem(issue.input as string) })), "/"),
   /** Expected HTTP statuses; default any 2xx or 3xx. */
   expectStatus: z.optional(
     z.array(intIn(100, 599, HTTP_STATUS)).check(z.minLength(1, { message: "must list at least one status (omit it for any 2xx or 3xx)" })),
