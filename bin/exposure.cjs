@@ -3,8 +3,7 @@
 "use strict";
 const path = require("node:path");
 // Node.js >= 22.1 keeps V8's compiled code between runs; Node.js 20 has no such cache.
-const { enableCompileCache } = require("node:module");
-if (typeof enableCompileCache === "function") enableCompileCache();
+require("node:module").enableCompileCache?.();
 
 const root = path.resolve(__dirname, "..");
 const { ensureBuilt, exitTable, staleBuild } = require("../scripts/build.cjs");

@@ -71,7 +71,6 @@ export function usageOf<T>(spec: Usage, read: () => T): T {
   }
 }
 
-/** A command's options, typed by its flag table. */
 export type CommandArgs<S extends CommandSpec> = { values: FlagValues<S["flags"]>; positionals: string[] };
 
 /** Parses `argv` against the command's flag table; unknown or malformed flags are usage errors (exit 2). */
@@ -154,17 +153,12 @@ export function editDistance(a: string, b: string): number {
   return at(a.length, b.length);
 }
 
-/** `-s, --stack NAME` */
-function flagLabel(name: string, flag: FlagSpec): string {
-  const long = `--${name}${flag.type === "string" ? ` ${flag.value ?? "VALUE"}` : ""}`;
-  return flag.short ? `-${flag.short}, ${long}` : `    ${long}`;
-}
-
 /** The text of `exposure <name> --help`, from the same table the parser uses. */
 export function commandHelp(spec: CommandSpec): string {
   const rows = [...Object.entries(spec.flags), ["help", HELP_FLAG] as const].map(([name, flag]): [string, string] => {
     const notes = [...(flag.multiple ? ["repeatable"] : []), ...(flag.default !== undefined ? [`default ${flag.default}`] : [])];
-    return [flagLabel(name, flag), `${flag.description}${notes.length ? ` (${notes.join("; ")})` : ""}`];
+    const long = `--${name}${flag.type === "string" ? ` ${flag.value ?? "VALUE"}` : ""}`;
+    return [flag.short ? `-${flag.short}, ${long}` : `    ${long}`, `${flag.description}${notes.length ? ` (${notes.join("; ")})` : ""}`];
   });
   if (spec.positional) rows.unshift([`    ${spec.positional.name}`, spec.positional.description]);
   const width = Math.max(...rows.map(([label]) => label.length));

@@ -86,7 +86,7 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
       : { forwards: [], failures: [], retired: [] };
     const endpoints = accessEndpoints(opened.contract, observation, observed.services, new Map(forwards.map((f) => [f.entry, f.localUrl])));
 
-    let env: EnvOutcome;
+    let env: Screen["env"];
     if ("file" in envTarget) {
       const template = readBoundedText(path.join(ctx.projectDir, ENV_TEMPLATE), "the .env template", FILE_LIMITS.envTemplate, EXIT.ERROR, ENV_TEMPLATE);
       const rendered = renderEnvTemplate(template, ENV_TEMPLATE, (ref) => resolveReference(ref, { contract: opened.contract, endpoints, credentials }), [
@@ -166,8 +166,6 @@ async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets"
   return new Map(await Promise.all(namespaces.map(async (ns) => [ns, await cluster.listSecrets(ns).catch(failure)] as const)));
 }
 
-type EnvOutcome = { file: string; rendered: RenderedEnv } | { skipped: string };
-
 /** What access found and did, for the screen and the --json document. */
 interface Screen {
   stack: string;
@@ -175,7 +173,7 @@ interface Screen {
   observation: Observation;
   endpoints: readonly AccessEndpoint[];
   credentials: readonly CredentialView[];
-  env: EnvOutcome;
+  env: { file: string; rendered: RenderedEnv } | { skipped: string };
   forwards: readonly ForwardOutcome[];
   /** Forwards ended because their entry has no URL any more. */
   retired: readonly StoppedForward[];

@@ -11,10 +11,8 @@ import { connectCluster, observeOpened, openStack, readStackOutputs, sayUnavaila
 
 const SPEC = SPECS.status;
 
-export type StatusDeps = OperatorDeps;
-
 /** `exposure status`: the live verdict of every published entry (or those named by --entry), as the portal's; several stacks, one table. */
-export function createStatusCommand({ connect = connectCluster, readOutputs = readStackOutputs }: Partial<StatusDeps> = {}): Command<"status"> {
+export function createStatusCommand({ connect = connectCluster, readOutputs = readStackOutputs }: Partial<OperatorDeps> = {}): Command<"status"> {
   return async ({ values }, ctx) => {
     const stacks = stacksFlag(values, ctx.projectDir, SPEC);
     if (stacks.length === 0) throw usageError(SPEC, "--stack is required");
