@@ -5,7 +5,6 @@ import { type Command, type CommandContext, findProjectDir, packageVersion } fro
 import { asksForHelp, closest, commandHelp, parseCommandLine } from "./flags";
 import { COMMAND_NAMES, type CommandName, SPECS } from "./specs";
 
-/** Each command's implementation; tests give theirs (a fake cluster) to `main`. */
 export type Commands = { [N in CommandName]: Command<N> };
 
 function helpText(): string {
