@@ -134,8 +134,7 @@ export function closest(word: string, candidates: readonly string[]): string | u
     const distance = candidate.startsWith(word) && word.length >= 2 ? 1 : editDistance(word, candidate);
     if (!best || distance < best.distance) best = { candidate, distance };
   }
-  if (!best) return undefined;
-  return best.distance <= Math.max(1, Math.floor(Math.min(word.length, best.candidate.length) / 3)) ? best.candidate : undefined;
+  return best && best.distance <= Math.max(1, Math.floor(Math.min(word.length, best.candidate.length) / 3)) ? best.candidate : undefined;
 }
 
 /** Levenshtein distance with adjacent transpositions counted as one edit. */
