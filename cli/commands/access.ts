@@ -134,8 +134,7 @@ async function checkEnvTarget(ctx: CommandContext, flag: string | undefined): Pr
 /** The Lima instance behind the stack: --lima-instance, $LIMA_INSTANCE, or the `lima-<name>` kube context. */
 function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: CommandContext): { instance: string; sshConfig: string } {
   const context = opened.config["kubernetes:context"];
-  const fromContext = /^lima-(.+)$/s.exec(context ?? "")?.[1];
-  const instance = flag ?? ctx.env.LIMA_INSTANCE ?? fromContext;
+  const instance = flag ?? ctx.env.LIMA_INSTANCE ?? /^lima-(.+)$/s.exec(context ?? "")?.[1];
   if (!instance) {
     throw new UserError(
       `--forward needs the Lima instance of stack ${opened.stack}: pass --lima-instance NAME (its kube context '${printableValue(context ?? "(none)")}' is not lima-<name>)`,
