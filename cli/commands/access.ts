@@ -72,8 +72,7 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
     const { source, reader: cluster, cluster: observed, published, observation } = await observeOpened(ctx, opened, read);
     sayUnavailable(ctx, "exposure access", published, "Services are matched by name only");
     const entries = accessEntries(opened.contract, observation);
-    const secrets = await listSecretsByNamespace(cluster, credentialNamespaces(entries));
-    const credentials = readCredentials(entries, secrets);
+    const credentials = readCredentials(entries, await listSecretsByNamespace(cluster, credentialNamespaces(entries)));
 
     const { forwards, failures, retired } = forwardSetup
       ? await ensureForwards(forwardRequests(observation), {
