@@ -14,7 +14,6 @@ import type { OpenStack, ReadOutputs } from "./stack";
 
 /** What the operator commands read the world through; tests replace them with fakes. */
 export interface OperatorDeps {
-  /** Opens the stack's cluster (in tests an in-memory or snapshot reader). */
   connect: (opened: OpenStack, timeoutMs: number) => Promise<ClusterReader>;
   /** The outputs of the last `up` (Pulumi CLI, or a saved `pulumi stack output --json`): which Services this stack created, their ports and URLs. */
   readOutputs: ReadOutputs;
@@ -73,7 +72,6 @@ export const stackHeader = (stack: string, source: string, { node }: Pick<Observ
 
 const STATUS_COLUMNS = ["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"];
 
-/** The rows of the status table: one per published entry. */
 const statusRows = (observation: Observation) =>
   observation.entries
     .filter((e) => e.exposure !== "none")

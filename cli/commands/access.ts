@@ -43,7 +43,6 @@ export interface AccessDeps extends OperatorDeps {
 
 /** `exposure access`: URLs and credentials on one screen, `.env.cluster.local`, and on the Lima bench SSH forwards (`--forward`, `--stop`). */
 export function createAccessCommand({ connect = connectCluster, readOutputs = readStackOutputs, ...deps }: Partial<AccessDeps> = {}): Command<"access"> {
-  const isTerminal = deps.isTerminal ?? (() => process.stdout.isTTY === true);
   return async ({ values }, ctx) => {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     if (values.forward && values.stop) throw usageError(SPEC, "--forward and --stop exclude each other");
@@ -99,7 +98,7 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
     const view = new Set(observation.entries.map((o) => o.name));
     const screen = { stack, source, observation, endpoints: endpoints.filter((e) => view.has(e.name)), credentials, env, forwards, retired };
     if (values.json) printJson(ctx, accessJson(screen, failures));
-    else ctx.stdout(formatAccess(screen, values["show-secrets"] || isTerminal()));
+    else ctx.stdout(formatAccess(screen, values["show-secrets"] || (deps.isTerminal?.() ?? process.stdout.isTTY === true)));
     for (const failure of failures) ctx.stderr(`exposure access: ${failure}`);
     if (failures.length) return EXIT.ERROR;
     // Everything readable is shown; a script still learns that a credential is missing.
