@@ -174,5 +174,4 @@ export function commandHelp(spec: CommandSpec): string {
 /** The arguments that may be flags: those before any `--`. */
 const flagArgs = (argv: readonly string[]) => (argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv);
 
-/** Whether the command line asks for help (`-h`/`--help` before any `--`). */
 export const asksForHelp = (argv: readonly string[]): boolean => flagArgs(argv).some((arg) => arg === "--help" || arg === "-h");
