@@ -1,12 +1,10 @@
 #!/usr/bin/env node
 // The `exposure` command: runs dist/, first rebuilt when missing, older than the sources or changed since built (scripts/build.cjs).
 "use strict";
-const path = require("node:path");
 // Node.js >= 22.1 keeps V8's compiled code between runs; Node.js 20 has no such cache.
-const { enableCompileCache } = require("node:module");
-if (typeof enableCompileCache === "function") enableCompileCache();
+require("node:module").enableCompileCache?.();
 
-const root = path.resolve(__dirname, "..");
+const root = require("node:path").resolve(__dirname, "..");
 const { ensureBuilt, exitTable, staleBuild } = require("../scripts/build.cjs");
 const stale = staleBuild(root);
 if (stale !== undefined) {

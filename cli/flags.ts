@@ -58,9 +58,8 @@ export type Usage = Pick<CommandSpec, "name" | "synopsis">;
 const usageLine = (spec: Usage) => `usage: exposure ${spec.name} ${spec.synopsis}`.trimEnd();
 
 /** The usage error every command gives: the problem, the usage line, where the full help is. */
-export function usageError(spec: Usage, message: string): UserError {
-  return new UserError(`${message}\n${usageLine(spec)}\n(\`exposure ${spec.name} --help\` describes every flag)`, EXIT.INVALID);
-}
+export const usageError = (spec: Usage, message: string): UserError =>
+  new UserError(`${message}\n${usageLine(spec)}\n(\`exposure ${spec.name} --help\` describes every flag)`, EXIT.INVALID);
 
 /** What `read` returns; what it throws becomes a usage error of the command. */
 export function usageOf<T>(spec: Usage, read: () => T): T {
@@ -71,7 +70,6 @@ export function usageOf<T>(spec: Usage, read: () => T): T {
   }
 }
 
-/** A command's options, typed by its flag table. */
 export type CommandArgs<S extends CommandSpec> = { values: FlagValues<S["flags"]>; positionals: string[] };
 
 /** Parses `argv` against the command's flag table; unknown or malformed flags are usage errors (exit 2). */
@@ -136,8 +134,7 @@ export function closest(word: string, candidates: readonly string[]): string | u
     const distance = candidate.startsWith(word) && word.length >= 2 ? 1 : editDistance(word, candidate);
     if (!best || distance < best.distance) best = { candidate, distance };
   }
-  if (!best) return undefined;
-  return best.distance <= Math.max(1, Math.floor(Math.min(word.length, best.candidate.length) / 3)) ? best.candidate : undefined;
+  return best && best.distance <= Math.max(1, Math.floor(Math.min(word.length, best.candidate.length) / 3)) ? best.candidate : undefined;
 }
 
 /** Levenshtein distance with adjacent transpositions counted as one edit. */
@@ -154,17 +151,12 @@ export function editDistance(a: string, b: string): number {
   return at(a.length, b.length);
 }
 
-/** `-s, --stack NAME` */
-function flagLabel(name: string, flag: FlagSpec): string {
-  const long = `--${name}${flag.type === "string" ? ` ${flag.value ?? "VALUE"}` : ""}`;
-  return flag.short ? `-${flag.short}, ${long}` : `    ${long}`;
-}
-
 /** The text of `exposure <name> --help`, from the same table the parser uses. */
 export function commandHelp(spec: CommandSpec): string {
   const rows = [...Object.entries(spec.flags), ["help", HELP_FLAG] as const].map(([name, flag]): [string, string] => {
     const notes = [...(flag.multiple ? ["repeatable"] : []), ...(flag.default !== undefined ? [`default ${flag.default}`] : [])];
-    return [flagLabel(name, flag), `${flag.description}${notes.length ? ` (${notes.join("; ")})` : ""}`];
+    const long = `--${name}${flag.type === "string" ? ` ${flag.value ?? "VALUE"}` : ""}`;
+    return [flag.short ? `-${flag.short}, ${long}` : `    ${long}`, `${flag.description}${notes.length ? ` (${notes.join("; ")})` : ""}`];
   });
   if (spec.positional) rows.unshift([`    ${spec.positional.name}`, spec.positional.description]);
   const width = Math.max(...rows.map(([label]) => label.length));
@@ -182,5 +174,4 @@ export function commandHelp(spec: CommandSpec): string {
 /** The arguments that may be flags: those before any `--`. */
 const flagArgs = (argv: readonly string[]) => (argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv);
 
-/** Whether the command line asks for help (`-h`/`--help` before any `--`). */
 export const asksForHelp = (argv: readonly string[]): boolean => flagArgs(argv).some((arg) => arg === "--help" || arg === "-h");

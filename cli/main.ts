@@ -5,7 +5,6 @@ import { type Command, type CommandContext, findProjectDir, packageVersion } fro
 import { asksForHelp, closest, commandHelp, parseCommandLine } from "./flags";
 import { COMMAND_NAMES, type CommandName, SPECS } from "./specs";
 
-/** Each command's implementation; tests give theirs (a fake cluster) to `main`. */
 export type Commands = { [N in CommandName]: Command<N> };
 
 function helpText(): string {
@@ -28,9 +27,8 @@ function helpText(): string {
 const isCommand = (name: string): name is CommandName => Object.hasOwn(SPECS, name);
 
 function unknownCommand(name: string): string {
-  const guess = closest(name, COMMAND_NAMES);
-  const what = name.startsWith("-") ? `unknown flag '${printableValue(name)}'` : `unknown command '${printableValue(name)}'`;
-  return `exposure: ${what}${guess && !name.startsWith("-") ? `: did you mean '${guess}'?` : ""}\n(\`exposure --help\` lists the commands)`;
+  const guess = name.startsWith("-") ? undefined : closest(name, COMMAND_NAMES);
+  return `exposure: unknown ${name.startsWith("-") ? "flag" : "command"} '${printableValue(name)}'${guess ? `: did you mean '${guess}'?` : ""}\n(\`exposure --help\` lists the commands)`;
 }
 
 /** The `exposure` command line; tests run commands built with a fake cluster (`commands`) through it. */

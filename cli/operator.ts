@@ -14,7 +14,6 @@ import type { OpenStack, ReadOutputs } from "./stack";
 
 /** What the operator commands read the world through; tests replace them with fakes. */
 export interface OperatorDeps {
-  /** Opens the stack's cluster (in tests an in-memory or snapshot reader). */
   connect: (opened: OpenStack, timeoutMs: number) => Promise<ClusterReader>;
   /** The outputs of the last `up` (Pulumi CLI, or a saved `pulumi stack output --json`): which Services this stack created, their ports and URLs. */
   readOutputs: ReadOutputs;
@@ -27,12 +26,10 @@ export const timeoutFlag = (value: string, spec: Usage): number => usageOf(spec,
 interface EntryChoice {
   /** The entries the command reports on (published by the stack, in the `urls` output...). */
   available: readonly string[];
-  /** Every entry the contract declares, to tell a typo from an entry that is merely not available. */
-  declared: readonly string[];
+  /** Every entry the contract declares, to tell a typo from an entry that is merely not available; no contract: every name is just unavailable. */
+  declared: readonly string[] | undefined;
   /** Why a declared entry is not available: "not published by stack bench". */
   unavailable: string;
-  /** Why a name is refused that the contract does not declare (default: "no such entry in the contract"). */
-  unknown?: string;
 }
 
 /** The longest part of a refused value shown back: an argument can be megabytes long. */
@@ -43,10 +40,10 @@ export function entryFlag(names: readonly string[], choice: EntryChoice, spec: U
   const name = names.find((n) => !choice.available.includes(n));
   if (name === undefined) return names.length ? new Set(names) : undefined;
   const shown = shownValue(name, SHOWN_VALUE_MAX);
-  if (name !== "" && choice.declared.includes(name)) throw usageError(spec, `--entry '${shown}': ${choice.unavailable}`);
+  if (name !== "" && choice.declared?.includes(name)) throw usageError(spec, `--entry '${shown}': ${choice.unavailable}`);
   // A name longer than any entry cannot be a typo of one (and the edit distance would cost length x length).
   const guess = name !== "" && name.length <= SHOWN_VALUE_MAX ? closest(name, choice.available) : undefined;
-  const what = name === "" ? "an entry name cannot be empty" : (choice.unknown ?? "no such entry in the contract");
+  const what = name === "" ? "an entry name cannot be empty" : choice.declared ? "no such entry in the contract" : choice.unavailable;
   throw usageError(spec, `--entry '${shown}': ${what}${guess ? `; did you mean '${guess}'?` : ""}`);
 }
 
@@ -70,14 +67,11 @@ export function formatTable(headers: readonly string[], rawRows: readonly (reado
 }
 
 /** The first line of status, drift and access: the stack, where the cluster was read, the node serving the URLs. */
-export function stackHeader(stack: string, source: string, observation: Pick<Observation, "node">): string {
-  const node = observation.node;
-  return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
-}
+export const stackHeader = (stack: string, source: string, { node }: Pick<Observation, "node">): string =>
+  `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
 
 const STATUS_COLUMNS = ["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"];
 
-/** The rows of the status table: one per published entry. */
 const statusRows = (observation: Observation) =>
   observation.entries
     .filter((e) => e.exposure !== "none")
@@ -97,15 +91,16 @@ function statusCounts(observation: Observation): string {
   return (["MATCH", "DRIFT", "ABSENT"] as const).map((v) => `${exposed.filter((e) => e.verdict === v).length} ${v}`).join(", ");
 }
 
-/** The cluster's undeclared exposure: each one, why and its fix; or why the cluster could not be audited. */
-function formatUndeclared(undeclared: readonly UndeclaredExposure[] | string): string {
-  if (typeof undeclared === "string") return `\nundeclared exposure: not checked (the cluster's Services and Pods could not be listed: ${undeclared})`;
-  if (undeclared.length === 0) return "\nundeclared exposure: none";
+/** The cluster's undeclared exposure (without --entry): each one, why and its fix; or why the cluster could not be audited. */
+function undeclaredLines({ undeclared, undeclaredUnread }: { undeclared?: readonly UndeclaredExposure[]; undeclaredUnread?: string }): string[] {
+  const unread = `\nundeclared exposure: not checked (the cluster's Services and Pods could not be listed: ${undeclaredUnread})`;
+  if (!undeclared) return undeclaredUnread === undefined ? [] : [unread];
+  if (undeclared.length === 0) return ["\nundeclared exposure: none"];
   // Read back from the cluster: a line break in a value starts no line of its own.
   const what = (e: UndeclaredExposure) =>
     `${e.kind} ${e.namespace}/${e.name}${e.node ? ` on ${e.node}` : ""} (${e.ports}${e.addresses ? ` at ${e.addresses.join(", ")}` : ""})`;
   const lines = undeclared.map((e) => `  ${printableValue(`${what(e)}: ${e.reason}`)}\n    fix: ${printableValue(e.fix)}`);
-  return [`\nundeclared exposure: ${undeclared.length} UNDECLARED (neither the contract nor the allowlist declares it)`, ...lines].join("\n");
+  return [[`\nundeclared exposure: ${undeclared.length} UNDECLARED (neither the contract nor the allowlist declares it)`, ...lines].join("\n")];
 }
 
 /** The human report: one line per published entry, the entries that are not exposed, then the cluster's undeclared exposure if audited. */
@@ -117,10 +112,6 @@ export function formatStatus(stack: string, source: string, observation: Observa
   lines.push("", statusCounts(observation), ...undeclaredLines(audit));
   return lines.join("\n");
 }
-
-/** The cluster's undeclared exposure (without --entry), or why it was not checked. */
-const undeclaredLines = (d: { undeclared?: readonly UndeclaredExposure[]; undeclaredUnread?: string }) =>
-  d.undeclared ? [formatUndeclared(d.undeclared)] : d.undeclaredUnread !== undefined ? [formatUndeclared(d.undeclaredUnread)] : [];
 
 /** Several stacks: each one's header line, then one table with a STACK column; a stack not read says so in place of its rows. */
 export function formatStatuses(

@@ -9,7 +9,6 @@ const stack = {
   description: "the stack (Pulumi.<NAME>.yaml in the project)",
   complete: "stack",
 } as const satisfies FlagSpec;
-/** status and probe: several stacks in one report. */
 const stacks = {
   ...stack,
   multiple: true,

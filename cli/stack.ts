@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import { LiveClusterReader } from "../src/adapters/kube-live";
 import { PulumiNotFoundError, pulumiNotFound, type ReadOutputs, readStackOutputs, sandboxEnvHint } from "../src/adapters/pulumi-cli";
-import type { OpenStack } from "../src/adapters/stack-inputs";
+import { type OpenStack, openStack } from "../src/adapters/stack-inputs";
 import type { Endpoint } from "../src/core/contract/schema";
 import { UserError } from "../src/core/errors";
 import type { StatusDocument } from "../src/core/json-api";
@@ -23,8 +23,7 @@ export async function connectCluster(opened: OpenStack, timeoutMs?: number): Pro
   }
 }
 
-export { type OpenStack, openStack } from "../src/adapters/stack-inputs";
-export { type ReadOutputs, readStackOutputs };
+export { type OpenStack, openStack, type ReadOutputs, readStackOutputs };
 
 /** Where the "published at the last up" values came from, for the reader of the report. */
 type PublishedSource = StatusDocument["publishedOutputs"];

@@ -4,8 +4,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccessCommand } from "../cli/commands/access";
-import { createStatusCommand, type StatusDeps } from "../cli/commands/status";
+import { createStatusCommand } from "../cli/commands/status";
 import { main } from "../cli/main";
+import type { OperatorDeps as StatusDeps } from "../cli/operator";
 import { UserError } from "../src/core/errors";
 import type { ClusterReader, SnapshotReader } from "../src/core/kube/cluster";
 import {

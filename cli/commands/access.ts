@@ -43,7 +43,6 @@ export interface AccessDeps extends OperatorDeps {
 
 /** `exposure access`: URLs and credentials on one screen, `.env.cluster.local`, and on the Lima bench SSH forwards (`--forward`, `--stop`). */
 export function createAccessCommand({ connect = connectCluster, readOutputs = readStackOutputs, ...deps }: Partial<AccessDeps> = {}): Command<"access"> {
-  const isTerminal = deps.isTerminal ?? (() => process.stdout.isTTY === true);
   return async ({ values }, ctx) => {
     if (!values.stack) throw usageError(SPEC, "--stack is required");
     if (values.forward && values.stop) throw usageError(SPEC, "--forward and --stop exclude each other");
@@ -72,8 +71,7 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
     const { source, reader: cluster, cluster: observed, published, observation } = await observeOpened(ctx, opened, read);
     sayUnavailable(ctx, "exposure access", published, "Services are matched by name only");
     const entries = accessEntries(opened.contract, observation);
-    const secrets = await listSecretsByNamespace(cluster, credentialNamespaces(entries));
-    const credentials = readCredentials(entries, secrets);
+    const credentials = readCredentials(entries, await listSecretsByNamespace(cluster, credentialNamespaces(entries)));
 
     const { forwards, failures, retired } = forwardSetup
       ? await ensureForwards(forwardRequests(observation), {
@@ -86,7 +84,7 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
       : { forwards: [], failures: [], retired: [] };
     const endpoints = accessEndpoints(opened.contract, observation, observed.services, new Map(forwards.map((f) => [f.entry, f.localUrl])));
 
-    let env: EnvOutcome;
+    let env: Screen["env"];
     if ("file" in envTarget) {
       const template = readBoundedText(path.join(ctx.projectDir, ENV_TEMPLATE), "the .env template", FILE_LIMITS.envTemplate, EXIT.ERROR, ENV_TEMPLATE);
       const rendered = renderEnvTemplate(template, ENV_TEMPLATE, (ref) => resolveReference(ref, { contract: opened.contract, endpoints, credentials }), [
@@ -100,7 +98,7 @@ export function createAccessCommand({ connect = connectCluster, readOutputs = re
     const view = new Set(observation.entries.map((o) => o.name));
     const screen = { stack, source, observation, endpoints: endpoints.filter((e) => view.has(e.name)), credentials, env, forwards, retired };
     if (values.json) printJson(ctx, accessJson(screen, failures));
-    else ctx.stdout(formatAccess(screen, values["show-secrets"] || isTerminal()));
+    else ctx.stdout(formatAccess(screen, values["show-secrets"] || (deps.isTerminal?.() ?? process.stdout.isTTY === true)));
     for (const failure of failures) ctx.stderr(`exposure access: ${failure}`);
     if (failures.length) return EXIT.ERROR;
     // Everything readable is shown; a script still learns that a credential is missing.
@@ -134,8 +132,7 @@ async function checkEnvTarget(ctx: CommandContext, flag: string | undefined): Pr
 /** The Lima instance behind the stack: --lima-instance, $LIMA_INSTANCE, or the `lima-<name>` kube context. */
 function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: CommandContext): { instance: string; sshConfig: string } {
   const context = opened.config["kubernetes:context"];
-  const fromContext = /^lima-(.+)$/s.exec(context ?? "")?.[1];
-  const instance = flag ?? ctx.env.LIMA_INSTANCE ?? fromContext;
+  const instance = flag ?? ctx.env.LIMA_INSTANCE ?? /^lima-(.+)$/s.exec(context ?? "")?.[1];
   if (!instance) {
     throw new UserError(
       `--forward needs the Lima instance of stack ${opened.stack}: pass --lima-instance NAME (its kube context '${printableValue(context ?? "(none)")}' is not lima-<name>)`,
@@ -148,13 +145,12 @@ function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: Command
   return { instance, sshConfig: limaSshConfig(instance, ctx.env) };
 }
 
-function forwardRequests(observation: Observation) {
-  return observation.entries.flatMap((o) => {
+const forwardRequests = (observation: Observation) =>
+  observation.entries.flatMap((o) => {
     if (o.exposure === "none" || !o.url) return [];
     const target = new URL(o.url);
     return [{ entry: o.name, scheme: target.protocol.slice(0, -1), remoteHost: target.hostname.replace(/^\[|\]$/g, ""), remotePort: Number(target.port) }];
   });
-}
 
 /** One list per namespace holding a declared credential, never cluster-wide: a namespaced Role suffices, not a ClusterRole on all Secrets. */
 async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets">, namespaces: readonly string[]): Promise<Map<string, NamespaceSecrets>> {
@@ -166,8 +162,6 @@ async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets"
   return new Map(await Promise.all(namespaces.map(async (ns) => [ns, await cluster.listSecrets(ns).catch(failure)] as const)));
 }
 
-type EnvOutcome = { file: string; rendered: RenderedEnv } | { skipped: string };
-
 /** What access found and did, for the screen and the --json document. */
 interface Screen {
   stack: string;
@@ -175,7 +169,7 @@ interface Screen {
   observation: Observation;
   endpoints: readonly AccessEndpoint[];
   credentials: readonly CredentialView[];
-  env: EnvOutcome;
+  env: { file: string; rendered: RenderedEnv } | { skipped: string };
   forwards: readonly ForwardOutcome[];
   /** Forwards ended because their entry has no URL any more. */
   retired: readonly StoppedForward[];

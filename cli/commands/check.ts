@@ -9,10 +9,8 @@ import { type Command, printJson } from "../context";
 import { usageError } from "../flags";
 import { SPECS } from "../specs";
 
-const SPEC = SPECS.check;
-
 export const command: Command<"check"> = async ({ values, positionals }, ctx) => {
-  if (positionals.length > 1) throw usageError(SPEC, "check takes at most one contract file");
+  if (positionals.length > 1) throw usageError(SPECS.check, "check takes at most one contract file");
   const file = positionals[0] ?? defaultContractPath(ctx.projectDir);
   // The path as typed (an absolute path stays absolute); the default relative to where we are.
   const shown = positionals[0] ?? (path.relative(process.cwd(), file) || file);

@@ -93,8 +93,8 @@ const BASH = {
 };
 
 /** For `exposure` and `npx exposure`. Project names never reach `compgen -W`, which expands its words again (a `$(...)` would run). */
-export function bashScript(): string {
-  return [
+export const bashScript = (): string =>
+  [
     "# bash completion for exposure: source <(exposure completion bash) (or npx exposure completion bash)",
     "_exposure_words() {",
     "  local w",
@@ -133,7 +133,6 @@ export function bashScript(): string {
     "complete -o default -F _exposure exposure",
     "complete -o default -F _exposure_npx npx",
   ].join("\n");
-}
 
 const ZSH: typeof BASH = {
   offer: (words) => `compadd -- ${literal(words)}`,
@@ -145,8 +144,8 @@ const ZSH: typeof BASH = {
   notFlag: "[[ $PREFIX != -* ]]",
 };
 
-export function zshScript(): string {
-  return [
+export const zshScript = (): string =>
+  [
     "#compdef exposure npx",
     "# zsh completion for exposure: source <(exposure completion zsh) after compinit, or save as _exposure on $fpath",
     // `exposure` when it is a program; through npx (or an alias of `npx exposure`) otherwise.
@@ -176,4 +175,3 @@ export function zshScript(): string {
     'if [[ "${zsh_eval_context[-1]}" == loadautofunc ]]; then if [[ $service == npx ]]; then _exposure_npx; else _exposure "$@"; fi',
     "else compdef _exposure exposure; compdef _exposure_npx npx; fi",
   ].join("\n");
-}

@@ -92,9 +92,8 @@ export function createDriftCommand({
     read.catch(() => stopPreview.abort());
     const { source, published, observation: status, also } = await read;
     const [exposing, workloads, admission] = also;
-    const knownPublished = published.proven ? { published: published.proven } : {};
     const exposure = { contract, selected, allowlist: settings.allowlist, ...exposing };
-    const audit = auditExposure({ ...exposure, ...knownPublished });
+    const audit = auditExposure({ ...exposure, ...(published.proven ? { published: published.proven } : {}) });
     const denyPreview = { refusals: wouldRefuse({ ...exposure, workloads: workloads.workloads }), unread: workloads.unread };
     const preview = await previewing;
 

@@ -38,14 +38,12 @@ export function createProbeCommand({ connect = connectCluster, readOutputs = rea
     const probeOf = async (stack: string | undefined) => {
       const opened = stack ? openStack({ projectDir: ctx.projectDir, stack, needsCluster: false }) : undefined;
       const contract = opened ? opened.contract : loadOptionalContract(ctx, values.contract);
-      const declared = contract?.endpoints.map((e) => e.name);
       // A stack's names are checked before its outputs are read: a typo must not wait for the Pulumi CLI.
       if (opened) publishedEntryFlag(values.entry, opened, SPEC);
       const from = values.outputs ?? `stack ${stack}`;
       const outputs = await readOutputs(ctx, stack ?? "", values.outputs);
       const urls = urlsOutput(outputs, from);
-      const inOutputs = `not in the 'urls' output of ${from}`;
-      const choice = { available: Object.keys(urls), declared: declared ?? [], unavailable: inOutputs, ...(declared ? {} : { unknown: inOutputs }) };
+      const choice = { available: Object.keys(urls), declared: contract?.endpoints.map((e) => e.name), unavailable: `not in the 'urls' output of ${from}` };
       const only = entryFlag(values.entry, choice, SPEC);
       const probed = only ? Object.fromEntries(Object.entries(urls).filter(([name]) => only.has(name))) : urls;
       const results = await probeAll(probeTargets(probed, contract, timeoutMs), { concurrency, get });
@@ -102,11 +100,10 @@ function concurrencyFlag(value: string): number {
 function loadOptionalContract(ctx: CommandContext, file: string | undefined): Contract | undefined {
   if (file) return loadContractFile(file);
   const fallback = defaultContractPath(ctx.projectDir);
-  if (!fs.existsSync(fallback)) {
-    ctx.stderr(`exposure probe: no contract at ${path.relative(process.cwd(), fallback) || fallback}: probing / and accepting any 2xx/3xx`);
-    return undefined;
-  }
-  return loadContractFile(fallback, path.relative(process.cwd(), fallback) || fallback);
+  const shown = path.relative(process.cwd(), fallback) || fallback;
+  if (fs.existsSync(fallback)) return loadContractFile(fallback, shown);
+  ctx.stderr(`exposure probe: no contract at ${shown}: probing / and accepting any 2xx/3xx`);
+  return undefined;
 }
 
 function urlsOutput(outputs: Record<string, unknown>, from: string): Record<string, string> {

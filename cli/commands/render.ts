@@ -17,7 +17,6 @@ export const command: Command<"render"> = async ({ values }, ctx) => {
   }
   // --format json is the older spelling of --json (kept so existing scripts keep working).
   if (values.json && values.format === "yaml") throw usageError(SPEC, "--json and --format yaml contradict each other");
-  const asJson = values.json || values.format === "json";
   // The only command that loads the Pulumi SDK, and only when it runs.
   const { render } = require("../../components/render") as typeof import("../../components/render");
   const result = await render({
@@ -26,7 +25,7 @@ export const command: Command<"render"> = async ({ values }, ctx) => {
     cluster: readSnapshotFile(values.cluster),
     ...(values.contract ? { contract: values.contract } : {}),
   });
-  if (asJson) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "Render", ...result } satisfies RenderDocument);
+  if (values.json || values.format === "json") printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "Render", ...result } satisfies RenderDocument);
   else ctx.stdout(stringify(result, { lineWidth: 0 }).trimEnd());
   return EXIT.OK;
 };

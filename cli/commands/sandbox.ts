@@ -19,26 +19,25 @@ export const command: Command<"sandbox"> = async ({ values, positionals }, ctx) 
   const rel = (p: string) => path.relative(process.cwd(), p) || ".";
   switch (action) {
     case "up": {
-      const info = await sandboxUp(io).catch((err: Error) => {
+      const { urls, portal, folder, mode, prometheus, pulumi, envFile } = await sandboxUp(io).catch((err: Error) => {
         throw err instanceof UserError ? err : new UserError(`${err.message}\n(the sandbox is left as it is for inspection: exposure sandbox down removes it)`);
       });
-      const { urls, portal, folder, mode, prometheus } = info;
       if (values.json) printJson(ctx, { apiVersion: JSON_API_VERSION, kind: "SandboxUp", urls, portal, folder, mode, prometheus } satisfies SandboxUpDocument);
       else
         ctx.stdout(
           [
-            info.mode === "kube-proxy"
+            mode === "kube-proxy"
               ? "URLS (answered by kube-proxy in the sandbox node's network namespace, through the pods' servers)"
               : "URLS (answered by the sandbox's own servers on the published ports: no network namespaces on this machine)",
-            formatTable(["ENTRY", "URL"], Object.entries(info.urls)),
+            formatTable(["ENTRY", "URL"], Object.entries(urls)),
             "",
-            `portal: ${info.portal}`,
+            `portal: ${portal}`,
             // The API, not the /alerts page: the Prometheus built from Go modules has no web UI assets (that page answers 500).
-            ...(info.prometheus ? [`prometheus: ${info.prometheus}api/v1/alerts (the stack's alerts on the portal, as JSON: docs/monitoring.md)`] : []),
-            `folder: ${rel(info.folder)} (pulumi ${info.pulumi.version} from ${info.pulumi.source})`,
+            ...(prometheus ? [`prometheus: ${prometheus}api/v1/alerts (the stack's alerts on the portal, as JSON: docs/monitoring.md)`] : []),
+            `folder: ${rel(folder)} (pulumi ${pulumi.version} from ${pulumi.source})`,
             "",
             "next, in this shell:",
-            ...nextCommands(rel(info.envFile)),
+            ...nextCommands(rel(envFile)),
           ].join("\n"),
         );
       return EXIT.OK;

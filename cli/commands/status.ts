@@ -11,10 +11,8 @@ import { connectCluster, observeOpened, openStack, readStackOutputs, sayUnavaila
 
 const SPEC = SPECS.status;
 
-export type StatusDeps = OperatorDeps;
-
 /** `exposure status`: the live verdict of every published entry (or those named by --entry), as the portal's; several stacks, one table. */
-export function createStatusCommand({ connect = connectCluster, readOutputs = readStackOutputs }: Partial<StatusDeps> = {}): Command<"status"> {
+export function createStatusCommand({ connect = connectCluster, readOutputs = readStackOutputs }: Partial<OperatorDeps> = {}): Command<"status"> {
   return async ({ values }, ctx) => {
     const stacks = stacksFlag(values, ctx.projectDir, SPEC);
     if (stacks.length === 0) throw usageError(SPEC, "--stack is required");
@@ -35,7 +33,6 @@ export function createStatusCommand({ connect = connectCluster, readOutputs = re
       sayUnavailable(ctx, who, published, 'the "changed since the last up" checks are skipped');
       // observe() also lists the entries that are not exposed: with --entry, only the named ones are reported.
       const observation: Observation = only ? { ...observed, entries: observed.entries.filter((e) => only.has(e.name)) } : observed;
-      const healthy = observation.problems.length === 0 && observation.entries.every((e) => e.exposure === "none" || e.verdict === "MATCH");
       const audit = { contract: opened.contract, selected: entries.map((e) => e.name), allowlist: opened.settings.allowlist };
       const proven = published.proven ? { published: published.proven } : {};
       const undeclared = typeof exposing === "object" ? auditExposure({ ...audit, ...exposing, ...proven }).undeclared : undefined;
@@ -44,7 +41,7 @@ export function createStatusCommand({ connect = connectCluster, readOutputs = re
         source,
         publishedOutputs: published.source,
         ...(observation.node ? { node: observation.node } : {}),
-        ok: healthy,
+        ok: observation.problems.length === 0 && observation.entries.every((e) => e.exposure === "none" || e.verdict === "MATCH"),
         entries: observation.entries,
         problems: observation.problems,
         ...(undeclared ? { undeclared } : typeof exposing === "string" ? { undeclaredUnread: exposing } : {}),
