@@ -28,10 +28,12 @@ export function admissionPolicyName(stack: string): string {
   return `ui-exposure-guard--${safe ? `${safe}--` : ""}${fnv1a(stack).toString(36)}`;
 }
 
+const listGuards = (cluster: Pick<ClusterReader, "listCustom">) =>
+  Promise.all([cluster.listCustom(VALIDATING_ADMISSION_POLICIES), cluster.listCustom(VALIDATING_ADMISSION_POLICY_BINDINGS)]);
+
 /** The uids of the live policy and binding named `name` (one list call each). */
 export async function liveGuardUids(cluster: Pick<ClusterReader, "listCustom">, name: string) {
-  const uidOf = async (kind: CustomKind) => (await cluster.listCustom(kind)).find((o) => o.metadata?.name === name)?.metadata?.uid;
-  const [policy, binding] = await Promise.all([uidOf(VALIDATING_ADMISSION_POLICIES), uidOf(VALIDATING_ADMISSION_POLICY_BINDINGS)]);
+  const [policy, binding] = (await listGuards(cluster)).map((live) => live.find((o) => o.metadata?.name === name)?.metadata?.uid);
   return { policy, binding };
 }
 
@@ -188,7 +190,7 @@ export function admissionManifests(input: AdmissionInput) {
       expression: "has(variables.template.metadata) && has(variables.template.metadata.labels) ? variables.template.metadata.labels : {}",
     },
     { name: "podKey", expression: "request.namespace + '/' + variables.name + (variables.isPod ? '' : '-')" },
-    // The exposure model's podKeys: a controller's pod is also matched by its generateName ("<owner>-", never cut short).
+    // The exposure model's namesPod keys: a controller's pod is also matched by its generateName ("<owner>-", never cut short).
     {
       name: "podGeneratedKey",
       expression:
@@ -398,10 +400,7 @@ export async function readAdmissionDrift(
   const { admission, ...rest } = input;
   const expected = admission.mode === "off" ? undefined : admissionManifests({ ...rest, mode: admission.mode, failurePolicy: admission.failurePolicy });
   try {
-    const [policies, bindings] = await Promise.all([
-      cluster.listCustom(VALIDATING_ADMISSION_POLICIES),
-      cluster.listCustom(VALIDATING_ADMISSION_POLICY_BINDINGS),
-    ]);
+    const [policies, bindings] = await listGuards(cluster);
     return admissionDrift({ stack: input.stack, expected, policies, bindings });
   } catch (err) {
     if (expected) throw err;
