@@ -82,15 +82,12 @@ export function denyWouldLock(
   return [head, ...shown].join("\n");
 }
 
-const workloadKind = (group: string, plural: string, kind: string): CustomKind => ({ group, versions: ["v1"], plural, kind });
-/** The workload kinds whose pod templates become pods the guard checks, as list calls. */
+const workloadKinds = (group: string, kinds: string[]): CustomKind[] =>
+  kinds.map((kind) => ({ group, versions: ["v1"], plural: `${kind.toLowerCase()}s`, kind }));
+/** The workload kinds whose pod templates become pods the guard checks, as list calls (each plural: its kind, lowercased, with an s). */
 export const GUARDED_WORKLOADS: readonly CustomKind[] = [
-  workloadKind("apps", "deployments", "Deployment"),
-  workloadKind("apps", "statefulsets", "StatefulSet"),
-  workloadKind("apps", "daemonsets", "DaemonSet"),
-  workloadKind("apps", "replicasets", "ReplicaSet"),
-  workloadKind("batch", "jobs", "Job"),
-  workloadKind("batch", "cronjobs", "CronJob"),
+  ...workloadKinds("apps", ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"]),
+  ...workloadKinds("batch", ["Job", "CronJob"]),
 ];
 
 /** Every workload the guard matches; a kind that cannot be listed is named in `unread`, so the report says it is partial. */
