@@ -3,7 +3,7 @@ import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import { matchesLabels, ourServiceExcess, webScheme } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
-import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
+import type { EndpointSlice, Node } from "./kube/types";
 import {
   droppedSelectorProblem,
   foreignSelectorProblem,
@@ -195,15 +195,7 @@ export function observe(
   // Problems that concern the whole view (no Ready node...).
   const problems = ["problem" in nodeChoice ? [nodeChoice.problem] : [], unusableNodes(cluster.nodes, opts.nodeAddress)].flat();
   const node = "problem" in nodeChoice ? undefined : nodeChoice;
-  const ctx: EntryContext = {
-    services: indexServices(cluster.services),
-    slicesByService: groupBy(cluster.endpointSlices, (s) => key(s.metadata.namespace, s.metadata.labels?.["kubernetes.io/service-name"] ?? "")),
-    node,
-    nodes: cluster.nodes,
-    nodesByName: new Map(cluster.nodes.map((n) => [n.metadata.name, n])),
-    podsByNamespace: groupBy(cluster.pods, (p) => p.metadata.namespace),
-    published: opts.published,
-  };
+  const ctx = entryContext(cluster, node, opts.published);
   const selected = opts.selected === undefined || opts.selected === "all" ? undefined : new Set(opts.selected);
 
   const entries = contract.endpoints
@@ -226,16 +218,17 @@ export function observe(
 }
 
 /** What every entry's verdict reads, indexed once per view. */
-interface EntryContext {
-  services: ReadonlyMap<string, Service>;
-  slicesByService: ReadonlyMap<string, EndpointSlice[]>;
-  node: NodeChoice | undefined;
-  nodes: readonly Node[];
-  nodesByName: ReadonlyMap<string, Node>;
-  podsByNamespace: ReadonlyMap<string | undefined, Pod[]>;
-  /** Undefined when no published outputs were read (no Pulumi CLI, or a portal pod without the published ConfigMap's file). */
-  published: PublishedEndpoints | undefined;
-}
+const entryContext = (cluster: ObservedCluster, node: NodeChoice | undefined, published: PublishedEndpoints | undefined) => ({
+  services: indexServices(cluster.services),
+  slicesByService: groupBy(cluster.endpointSlices, (s) => key(s.metadata.namespace, s.metadata.labels?.[SERVICE_NAME_LABEL] ?? "")),
+  node,
+  nodes: cluster.nodes,
+  nodesByName: new Map(cluster.nodes.map((n) => [n.metadata.name, n])),
+  podsByNamespace: groupBy(cluster.pods, (p) => p.metadata.namespace),
+  // Undefined when no published outputs were read (no Pulumi CLI, or a portal pod without the published ConfigMap's file).
+  published,
+});
+type EntryContext = ReturnType<typeof entryContext>;
 
 type EntryBase = Pick<ObservedEntry, "name" | "description" | "exposed">;
 
