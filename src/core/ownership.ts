@@ -144,11 +144,8 @@ export function upRefusals(
     if (!ours || p.kind !== "nodePort") return [];
     const problem = notPublishedService(ours, published[p.entry]);
     const { foreign } = selectorKeysBeyond(p.selector, ours, published[p.entry]?.selector);
-    return problem
-      ? [`entry '${p.entry}': Service ${problem}`]
-      : foreign.length
-        ? [`entry '${p.entry}': ${foreignSelectorProblem(ours, foreign)}, then pulumi up`]
-        : [];
+    if (problem) return [`entry '${p.entry}': Service ${problem}`];
+    return foreign.length ? [`entry '${p.entry}': ${foreignSelectorProblem(ours, foreign)}, then pulumi up`] : [];
   });
   const portal = portalKey ? live.get(portalKey) : undefined;
   const portalProblem = portal && notPublishedService(portal, { uid: state.services.get(portalKey as string) }, "this stack's state holds");
