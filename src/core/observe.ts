@@ -83,11 +83,19 @@ export const DRIFT_CODES = [
 ] as const;
 export type DriftCode = (typeof DRIFT_CODES)[number];
 
-/** An entry's verdict from its findings: each one a DRIFT (or the one ABSENT) reason. */
-function verdictOf(entry: string, found: readonly [DriftCode, string][], absent = false): Pick<ObservedEntry, "verdict" | "findings" | "reasons"> {
+/** An entry's verdict from its findings: each one a DRIFT reason. */
+function verdictOf(entry: string, found: readonly [DriftCode, string][]): Pick<ObservedEntry, "verdict" | "findings" | "reasons"> {
   const findings = found.map(([code, message]) => finding(code, "drift", entry, message));
-  return { verdict: absent ? "ABSENT" : findings.length ? "DRIFT" : "MATCH", findings, reasons: findings.map((f) => f.message) };
+  return { verdict: findings.length ? "DRIFT" : "MATCH", findings, reasons: findings.map((f) => f.message) };
 }
+
+/** An entry whose object is absent: ABSENT, for that one reason. */
+const absentEntry = (entry: Omit<ObservedEntry, "readyEndpoints" | "verdict" | "findings" | "reasons">, code: DriftCode, message: string): ObservedEntry => ({
+  ...entry,
+  readyEndpoints: 0,
+  ...verdictOf(entry.name, [[code, message]]),
+  verdict: "ABSENT",
+});
 
 export type Observation = ReturnType<typeof observe>;
 
@@ -240,13 +248,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere carrying our labels is a look-alike (anyone can copy labels),
   // reported by the audit.
   const ours = ctx.services.get(ourServiceKey(e));
-  if (!ours) {
-    return {
-      ...entry,
-      readyEndpoints: 0,
-      ...verdictOf(e.name, [["service-absent", `Service ${ns}/${ourServiceName(e.name)} does not exist (run pulumi up)`]], true),
-    };
-  }
+  if (!ours) return absentEntry(entry, "service-absent", `Service ${ns}/${ourServiceName(e.name)} does not exist (run pulumi up)`);
   const service = `${ns}/${ours.metadata.name}`;
   const endpoints = (ctx.slicesByService.get(service) ?? []).flatMap((slice) => slice.endpoints ?? []);
   const ready = endpoints.filter((ep) => ep.conditions?.ready !== false && ep.addresses.length > 0).length;
@@ -320,14 +322,7 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
   const published = ctx.published?.[e.name];
   const entry = { ...base, exposure: "hostPort" as const, namespace: hp.namespace };
   const holder = findHostPortHolder(ctx.podsByNamespace.get(hp.namespace) ?? [], hp);
-  if (!holder) {
-    return {
-      ...entry,
-      hostPort: hp.port,
-      readyEndpoints: 0,
-      ...verdictOf(e.name, [["host-port-absent", `no pod in ${hp.namespace} holds hostPort ${hp.port}`]], true),
-    };
-  }
+  if (!holder) return absentEntry({ ...entry, hostPort: hp.port }, "host-port-absent", `no pod in ${hp.namespace} holds hostPort ${hp.port}`);
   const node = ctx.nodesByName.get(holder.spec?.nodeName as string);
   const address = node ? internalIP(node) : undefined;
   const ready = holder.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? 1 : 0;
