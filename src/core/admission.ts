@@ -241,36 +241,34 @@ export function admissionManifests(input: AdmissionInput) {
       expression:
         "!variables.isService || !variables.exposingService || variables.serviceDeclared || variables.previewOfOurs || (!variables.serviceTooLarge && !variables.newServiceExposure)",
       messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ${rules.serviceRules.flatMap((r) => (r.cel.describe ? [`${r.cel.describe} + `] : [])).join("")}(variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} && size(variables.servicePorts) > 1 ? ', ' + string(size(variables.servicePorts)) + ' ports where the contract declares one' : '') + ') ' + (variables.serviceTooLarge ? ${celText(`has more than ${L.servicePorts} ports or ${L.externalIPs} externalIPs: ${tooLarge}`)} : '') + ${celText(notInContract + serviceHelp)}`,
-      message: wellFormed(`a Service reachable from outside the cluster (NodePort, LoadBalancer, externalIPs) ${notInContract}${serviceHelp}`),
+      message: `a Service reachable from outside the cluster (NodePort, LoadBalancer, externalIPs) ${notInContract}${serviceHelp}`,
     },
     {
       expression: "variables.isService || !variables.podTooLarge",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + ${celText(` has more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container: ${tooLarge}split it or declare fewer ports`)}`,
-      message: wellFormed(
-        `a pod with more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container is ${tooLarge}split it or declare fewer ports`,
-      ),
+      message: `a pod with more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container is ${tooLarge}split it or declare fewer ports`,
     },
     {
       // The list of ports is cut in the message: the API server drops one past 5 KiB for `message`.
       expression: "variables.isService || variables.podTooLarge || variables.refusedHostPortList == ''",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + (size(variables.refusedHostPortList) > 1000 ? variables.refusedHostPortList.substring(0, 1000) + '...' : variables.refusedHostPortList) + ', which ' + ${celText(notInContract + hostPortHelp)}`,
-      message: wellFormed(`a hostPort ${notInContract}${hostPortHelp}`),
+      message: `a hostPort ${notInContract}${hostPortHelp}`,
     },
     ...rules.podRules.map((r) => {
       const help = `: declare it in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:${r.item}'`;
       return {
         expression: `!variables.${r.item}Unlisted || variables.old${Item(r)}Unlisted`,
         messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ${celText(` ${r.words.says}, which ${notInContract}${help}`)}`,
-        message: wellFormed(`a pod that ${r.words.says} ${notInContract}${help}`),
+        message: `a pod that ${r.words.says} ${notInContract}${help}`,
       };
     }),
     {
       // guardProbe: refused by this guard only, so that up sees deny in force (a dry run: nothing is stored).
       expression: `!(variables.isService && has(request.dryRun) && request.dryRun && has(object.metadata.annotations) && ${cel(GUARD_PROBE_ANNOTATION)} in object.metadata.annotations && object.metadata.annotations[${cel(GUARD_PROBE_ANNOTATION)}] == ${cel(name)})`,
       messageExpression: celText(probeRefused),
-      message: wellFormed(probeRefused),
+      message: probeRefused,
     },
-  ].map((v) => ({ ...v, reason: "Forbidden" }));
+  ].map((v) => ({ ...v, message: wellFormed(v.message), reason: "Forbidden" }));
 
   const policy = {
     apiVersion: ADMISSION_GROUP_VERSION,
