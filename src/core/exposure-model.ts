@@ -50,7 +50,6 @@ export function exposureRules(contract: Contract, selected: readonly string[], a
   return {
     serviceRules,
     podRules,
-    // Our Service of each published NodePort entry, by "namespace/name".
     ourServices: ourServicesByName(entries),
     hostPortEntries: entries
       .filter(isHostPortEntry)

@@ -161,7 +161,6 @@ export async function observeStack<P extends { proven?: PublishedEndpoints }, X 
   return { source: reader.source, reader, cluster, published, observation, also };
 }
 
-const key = (ns: string | undefined, name: string) => `${ns}/${name}`;
 const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined) =>
   Object.keys(a ?? {}).length === Object.keys(b ?? {}).length && matchesLabels(a, b);
 
@@ -228,7 +227,7 @@ export function observe(
 /** What every entry's verdict reads, indexed once per view. */
 const entryContext = (cluster: ObservedCluster, node: NodeChoice | undefined, published: PublishedEndpoints | undefined) => ({
   services: indexServices(cluster.services),
-  slicesByService: groupBy(cluster.endpointSlices, (s) => key(s.metadata.namespace, s.metadata.labels?.[SERVICE_NAME_LABEL] ?? "")),
+  slicesByService: groupBy(cluster.endpointSlices, (s) => `${s.metadata.namespace}/${s.metadata.labels?.[SERVICE_NAME_LABEL] ?? ""}`),
   node,
   nodes: cluster.nodes,
   nodesByName: new Map(cluster.nodes.map((n) => [n.metadata.name, n])),
@@ -273,7 +272,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   if (excess.externalIPs.length)
     add("extra-exposure", `undeclared externalIPs ${excess.externalIPs.join(", ")} on our Service: undeclared exposure, remove them`);
   if (ours.spec?.externalTrafficPolicy === "Local") add("external-traffic-local", "externalTrafficPolicy is Local (only nodes running a pod answer)");
-  const vendored = ctx.services.get(key(ns, e.service.name));
+  const vendored = ctx.services.get(`${ns}/${e.service.name}`);
   if (!vendored) add("vendored-service-gone", `vendored Service ${ns}/${e.service.name} is gone`);
   else {
     if (!sameMap(vendored.spec?.selector, ours.spec?.selector)) {
