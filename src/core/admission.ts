@@ -335,21 +335,17 @@ export function admissionDrift(input: {
   const name = admissionPolicyName(input.stack);
   const check = (kind: string, live: readonly LiveObject[], spec: unknown): Finding[] => {
     const obj = live.find((o) => o.metadata?.name === name);
-    const subject = `${kind} ${name}`;
+    const found = (code: string, message: string) => [finding(code, "drift", `${kind} ${name}`, message)];
     if (!input.expected) {
       const message = "ui-exposure:admission.mode is off but the guard is still in the cluster: run `pulumi up` to remove it";
-      return obj ? [finding("admission-guard-left-over", "drift", subject, message)] : [];
+      return obj ? found("admission-guard-left-over", message) : [];
     }
-    if (!obj) return [finding("admission-guard-missing", "drift", subject, "absent from the cluster: run `pulumi up` to create it")];
+    if (!obj) return found("admission-guard-missing", "absent from the cluster: run `pulumi up` to create it");
     if (holdsAll(spec, obj.spec)) return [];
-    return [
-      finding(
-        "admission-guard-stale",
-        "drift",
-        subject,
-        "differs from what the contract and the allowlist generate now (edited by hand, or an older contract): run `pulumi up` to regenerate it",
-      ),
-    ];
+    return found(
+      "admission-guard-stale",
+      "differs from what the contract and the allowlist generate now (edited by hand, or an older contract): run `pulumi up` to regenerate it",
+    );
   };
   return [
     ...check("ValidatingAdmissionPolicy", input.policies, input.expected?.policy.spec),
