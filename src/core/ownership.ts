@@ -172,8 +172,7 @@ export type StateUids = ReturnType<typeof stateUids>;
 export function stateUids(resources: unknown) {
   const [services, configMaps, guard] = [new Map<string, string>(), new Map<string, string>(), new Set<string>()];
   const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };
-  if (resources === null || typeof resources !== "object") return { services, configMaps, guard };
-  for (const r of Object.values(resources as Record<string, unknown>)) {
+  for (const r of Object.values(resources !== null && typeof resources === "object" ? resources : {})) {
     const type = field(r, "type");
     const meta = field(field(r, "outputs"), "metadata");
     const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
