@@ -101,11 +101,8 @@ export function guardAdmission(
     ? async () => {
         const problem = await untilPolicyTypeChecked(cluster, policyName, { timeoutMs: 60_000, intervalMs: 500 });
         // Only `deny` refuses: warn and audit are applied anyway, and say it.
-        if (problem && mode !== "deny") {
-          pulumi.log.warn(problem);
-          return undefined;
-        }
-        return problem;
+        if (problem && mode !== "deny") pulumi.log.warn(problem);
+        return mode === "deny" ? problem : undefined;
       }
     : undefined;
   return new AdmissionGuard("admission", { manifests, ...(untilEffective ? { untilEffective } : {}), ...(untilTypeChecked ? { untilTypeChecked } : {}) }, opts);

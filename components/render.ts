@@ -38,8 +38,7 @@ function releaseOf(inputs: Record<string, unknown>): RenderedRelease {
     namespace: String(inputs.namespace),
     name: String(inputs.name),
     ...(repo ? { repository: repo } : {}),
-    // The live release's values may hold credentials: printed masked.
-    // (Under mocks a secret input arrives wrapped: unwrapped here, masked for the print.)
+    // The live release's values may hold credentials: printed masked (under mocks a secret input arrives wrapped: unwrapped first).
     values: maskedValues((pulumi.runtime.isRpcSecret(inputs.values) ? pulumi.runtime.unwrapRpcSecret(inputs.values) : inputs.values) ?? {}),
   };
 }

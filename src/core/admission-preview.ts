@@ -47,9 +47,7 @@ export function admittedUnit(p: Omit<PodIdentity, "labels"> & { kind: string }) 
  * a Service again), each under the workload that makes it again (admittedUnit) with the allowlist line that admits all
  * its pods, or the setting that acknowledges it; undefined: deny may be put in force. A kind not read: refused too.
  */
-export function denyWouldLock(
-  input: Omit<PreviewInput, "services"> & { unread: readonly string[]; acknowledge: readonly string[]; stackFile: string },
-): string | undefined {
+export function denyWouldLock(input: Omit<PreviewInput, "services"> & { unread: readonly string[]; acknowledge: readonly string[]; stackFile: string }) {
   if (input.unread.length)
     return `deny is not put in force without checking what it would refuse (not read: ${input.unread.join("; ")}): let the stack's identity list them, or keep mode warn`;
   const classified = classifyCluster(exposureRules(input.contract, input.selected, input.allowlist), { ...input, services: [] });
@@ -82,15 +80,12 @@ export function denyWouldLock(
   return [head, ...shown].join("\n");
 }
 
-const workloadKind = (group: string, plural: string, kind: string): CustomKind => ({ group, versions: ["v1"], plural, kind });
-/** The workload kinds whose pod templates become pods the guard checks, as list calls. */
+const workloadKinds = (group: string, kinds: string[]): CustomKind[] =>
+  kinds.map((kind) => ({ group, versions: ["v1"], plural: `${kind.toLowerCase()}s`, kind }));
+/** The workload kinds whose pod templates become pods the guard checks, as list calls (each plural: its kind, lowercased, with an s). */
 export const GUARDED_WORKLOADS: readonly CustomKind[] = [
-  workloadKind("apps", "deployments", "Deployment"),
-  workloadKind("apps", "statefulsets", "StatefulSet"),
-  workloadKind("apps", "daemonsets", "DaemonSet"),
-  workloadKind("apps", "replicasets", "ReplicaSet"),
-  workloadKind("batch", "jobs", "Job"),
-  workloadKind("batch", "cronjobs", "CronJob"),
+  ...workloadKinds("apps", ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"]),
+  ...workloadKinds("batch", ["Job", "CronJob"]),
 ];
 
 /** Every workload the guard matches; a kind that cannot be listed is named in `unread`, so the report says it is partial. */

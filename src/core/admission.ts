@@ -28,10 +28,12 @@ export function admissionPolicyName(stack: string): string {
   return `ui-exposure-guard--${safe ? `${safe}--` : ""}${fnv1a(stack).toString(36)}`;
 }
 
+const listGuards = (cluster: Pick<ClusterReader, "listCustom">) =>
+  Promise.all([cluster.listCustom(VALIDATING_ADMISSION_POLICIES), cluster.listCustom(VALIDATING_ADMISSION_POLICY_BINDINGS)]);
+
 /** The uids of the live policy and binding named `name` (one list call each). */
 export async function liveGuardUids(cluster: Pick<ClusterReader, "listCustom">, name: string) {
-  const uidOf = async (kind: CustomKind) => (await cluster.listCustom(kind)).find((o) => o.metadata?.name === name)?.metadata?.uid;
-  const [policy, binding] = await Promise.all([uidOf(VALIDATING_ADMISSION_POLICIES), uidOf(VALIDATING_ADMISSION_POLICY_BINDINGS)]);
+  const [policy, binding] = (await listGuards(cluster)).map((live) => live.find((o) => o.metadata?.name === name)?.metadata?.uid);
   return { policy, binding };
 }
 
@@ -188,7 +190,7 @@ export function admissionManifests(input: AdmissionInput) {
       expression: "has(variables.template.metadata) && has(variables.template.metadata.labels) ? variables.template.metadata.labels : {}",
     },
     { name: "podKey", expression: "request.namespace + '/' + variables.name + (variables.isPod ? '' : '-')" },
-    // The exposure model's podKeys: a controller's pod is also matched by its generateName ("<owner>-", never cut short).
+    // The exposure model's namesPod keys: a controller's pod is also matched by its generateName ("<owner>-", never cut short).
     {
       name: "podGeneratedKey",
       expression:
@@ -239,36 +241,34 @@ export function admissionManifests(input: AdmissionInput) {
       expression:
         "!variables.isService || !variables.exposingService || variables.serviceDeclared || variables.previewOfOurs || (!variables.serviceTooLarge && !variables.newServiceExposure)",
       messageExpression: `'Service ' + variables.serviceKey + ' (type ' + variables.serviceType + ${rules.serviceRules.flatMap((r) => (r.cel.describe ? [`${r.cel.describe} + `] : [])).join("")}(variables.serviceKey in ${celList([...rules.ourServices.keys()].sort())} && size(variables.servicePorts) > 1 ? ', ' + string(size(variables.servicePorts)) + ' ports where the contract declares one' : '') + ') ' + (variables.serviceTooLarge ? ${celText(`has more than ${L.servicePorts} ports or ${L.externalIPs} externalIPs: ${tooLarge}`)} : '') + ${celText(notInContract + serviceHelp)}`,
-      message: wellFormed(`a Service reachable from outside the cluster (NodePort, LoadBalancer, externalIPs) ${notInContract}${serviceHelp}`),
+      message: `a Service reachable from outside the cluster (NodePort, LoadBalancer, externalIPs) ${notInContract}${serviceHelp}`,
     },
     {
       expression: "variables.isService || !variables.podTooLarge",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + ${celText(` has more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container: ${tooLarge}split it or declare fewer ports`)}`,
-      message: wellFormed(
-        `a pod with more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container is ${tooLarge}split it or declare fewer ports`,
-      ),
+      message: `a pod with more than ${L.containers} containers in a list or ${L.portsPerContainer} ports in a container is ${tooLarge}split it or declare fewer ports`,
     },
     {
       // The list of ports is cut in the message: the API server drops one past 5 KiB for `message`.
       expression: "variables.isService || variables.podTooLarge || variables.refusedHostPortList == ''",
       messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ' declares hostPort ' + (size(variables.refusedHostPortList) > 1000 ? variables.refusedHostPortList.substring(0, 1000) + '...' : variables.refusedHostPortList) + ', which ' + ${celText(notInContract + hostPortHelp)}`,
-      message: wellFormed(`a hostPort ${notInContract}${hostPortHelp}`),
+      message: `a hostPort ${notInContract}${hostPortHelp}`,
     },
     ...rules.podRules.map((r) => {
       const help = `: declare it in ui-exposure:allowlist.hostPorts of ${stackFile} as 'namespace/pod-prefix*:${r.item}'`;
       return {
         expression: `!variables.${r.item}Unlisted || variables.old${Item(r)}Unlisted`,
         messageExpression: `request.kind.kind + ' ' + variables.serviceKey + (variables.isPod ? '' : ' (pod template)') + ${celText(` ${r.words.says}, which ${notInContract}${help}`)}`,
-        message: wellFormed(`a pod that ${r.words.says} ${notInContract}${help}`),
+        message: `a pod that ${r.words.says} ${notInContract}${help}`,
       };
     }),
     {
       // guardProbe: refused by this guard only, so that up sees deny in force (a dry run: nothing is stored).
       expression: `!(variables.isService && has(request.dryRun) && request.dryRun && has(object.metadata.annotations) && ${cel(GUARD_PROBE_ANNOTATION)} in object.metadata.annotations && object.metadata.annotations[${cel(GUARD_PROBE_ANNOTATION)}] == ${cel(name)})`,
       messageExpression: celText(probeRefused),
-      message: wellFormed(probeRefused),
+      message: probeRefused,
     },
-  ].map((v) => ({ ...v, reason: "Forbidden" }));
+  ].map((v) => ({ ...v, message: wellFormed(v.message), reason: "Forbidden" }));
 
   const policy = {
     apiVersion: ADMISSION_GROUP_VERSION,
@@ -335,21 +335,17 @@ export function admissionDrift(input: {
   const name = admissionPolicyName(input.stack);
   const check = (kind: string, live: readonly LiveObject[], spec: unknown): Finding[] => {
     const obj = live.find((o) => o.metadata?.name === name);
-    const subject = `${kind} ${name}`;
+    const found = (code: string, message: string) => [finding(code, "drift", `${kind} ${name}`, message)];
     if (!input.expected) {
       const message = "ui-exposure:admission.mode is off but the guard is still in the cluster: run `pulumi up` to remove it";
-      return obj ? [finding("admission-guard-left-over", "drift", subject, message)] : [];
+      return obj ? found("admission-guard-left-over", message) : [];
     }
-    if (!obj) return [finding("admission-guard-missing", "drift", subject, "absent from the cluster: run `pulumi up` to create it")];
+    if (!obj) return found("admission-guard-missing", "absent from the cluster: run `pulumi up` to create it");
     if (holdsAll(spec, obj.spec)) return [];
-    return [
-      finding(
-        "admission-guard-stale",
-        "drift",
-        subject,
-        "differs from what the contract and the allowlist generate now (edited by hand, or an older contract): run `pulumi up` to regenerate it",
-      ),
-    ];
+    return found(
+      "admission-guard-stale",
+      "differs from what the contract and the allowlist generate now (edited by hand, or an older contract): run `pulumi up` to regenerate it",
+    );
   };
   return [
     ...check("ValidatingAdmissionPolicy", input.policies, input.expected?.policy.spec),
@@ -391,17 +387,11 @@ export async function untilGuardAnswers(
 }
 
 /** The live guard against what `up` would apply now. With the mode off, a cluster that cannot list the guard has none of ours. */
-export async function readAdmissionDrift(
-  cluster: ClusterReader,
-  input: Omit<AdmissionInput, "mode" | "failurePolicy"> & { admission: AdmissionSettings },
-): Promise<Finding[]> {
+export async function readAdmissionDrift(cluster: ClusterReader, input: Omit<AdmissionInput, "mode" | "failurePolicy"> & { admission: AdmissionSettings }) {
   const { admission, ...rest } = input;
   const expected = admission.mode === "off" ? undefined : admissionManifests({ ...rest, mode: admission.mode, failurePolicy: admission.failurePolicy });
   try {
-    const [policies, bindings] = await Promise.all([
-      cluster.listCustom(VALIDATING_ADMISSION_POLICIES),
-      cluster.listCustom(VALIDATING_ADMISSION_POLICY_BINDINGS),
-    ]);
+    const [policies, bindings] = await listGuards(cluster);
     return admissionDrift({ stack: input.stack, expected, policies, bindings });
   } catch (err) {
     if (expected) throw err;

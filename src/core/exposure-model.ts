@@ -50,7 +50,6 @@ export function exposureRules(contract: Contract, selected: readonly string[], a
   return {
     serviceRules,
     podRules,
-    // Our Service of each published NodePort entry, by "namespace/name".
     ourServices: ourServicesByName(entries),
     hostPortEntries: entries
       .filter(isHostPortEntry)
@@ -124,18 +123,14 @@ export function hostPortDeclaration(rules: ExposureRules, pod: PodIdentity, port
   return allowlisted(rules.hostPorts.find((p) => p.port === port && namesPod(p, pod)));
 }
 
-/** The keys an allowlist item is matched against: "namespace/name" of a pod, "namespace/<workload>-" of a template, and a pod's "namespace/<generateName>". */
-export const podKeys = (pod: Pick<PodIdentity, "namespace" | "name" | "isPod" | "generateName">) => ({
-  key: `${pod.namespace}/${pod.name}${pod.isPod ? "" : "-"}`,
-  generated: pod.isPod && pod.generateName ? `${pod.namespace}/${pod.generateName}` : undefined,
-});
-
 /**
  * An allowlist (or acknowledge) item names this pod, or every pod of this template: an exact item a pod's own name; a prefix item the name or the
- * generateName, so "ns/<workload>-*" admits every pod its controller creates, whatever the name's length and the revision.
+ * generateName, so "ns/<workload>-*" admits every pod its controller creates, whatever the name's length and the revision. The keys matched:
+ * "namespace/name" of a pod, "namespace/<workload>-" of a template, and a pod's "namespace/<generateName>".
  */
 export const namesPod = (p: Pick<Pattern, "prefix" | "text">, pod: Pick<PodIdentity, "namespace" | "name" | "isPod" | "generateName">) => {
-  const { key, generated } = podKeys(pod);
+  const key = `${pod.namespace}/${pod.name}${pod.isPod ? "" : "-"}`;
+  const generated = pod.isPod && pod.generateName ? `${pod.namespace}/${pod.generateName}` : undefined;
   return p.prefix ? key.startsWith(p.text) || (generated?.startsWith(p.text) ?? false) : pod.isPod && key === p.text;
 };
 

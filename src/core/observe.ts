@@ -3,7 +3,7 @@ import { isHostPortEntry, isNodePortEntry } from "./contract/schema";
 import { matchesLabels, ourServiceExcess, webScheme } from "./exposure-model";
 import { type Finding, finding } from "./findings";
 import type { ClusterReader } from "./kube/cluster";
-import type { EndpointSlice, Node, Pod, Service } from "./kube/types";
+import type { EndpointSlice, Node } from "./kube/types";
 import {
   droppedSelectorProblem,
   foreignSelectorProblem,
@@ -83,11 +83,19 @@ export const DRIFT_CODES = [
 ] as const;
 export type DriftCode = (typeof DRIFT_CODES)[number];
 
-/** An entry's verdict from its findings: each one a DRIFT (or the one ABSENT) reason. */
-function verdictOf(entry: string, found: readonly [DriftCode, string][], absent = false): Pick<ObservedEntry, "verdict" | "findings" | "reasons"> {
+/** An entry's verdict from its findings: each one a DRIFT reason. */
+function verdictOf(entry: string, found: readonly [DriftCode, string][]): Pick<ObservedEntry, "verdict" | "findings" | "reasons"> {
   const findings = found.map(([code, message]) => finding(code, "drift", entry, message));
-  return { verdict: absent ? "ABSENT" : findings.length ? "DRIFT" : "MATCH", findings, reasons: findings.map((f) => f.message) };
+  return { verdict: findings.length ? "DRIFT" : "MATCH", findings, reasons: findings.map((f) => f.message) };
 }
+
+/** An entry whose object is absent: ABSENT, for that one reason. */
+const absentEntry = (entry: Omit<ObservedEntry, "readyEndpoints" | "verdict" | "findings" | "reasons">, code: DriftCode, message: string): ObservedEntry => ({
+  ...entry,
+  readyEndpoints: 0,
+  ...verdictOf(entry.name, [[code, message]]),
+  verdict: "ABSENT",
+});
 
 export type Observation = ReturnType<typeof observe>;
 
@@ -153,7 +161,6 @@ export async function observeStack<P extends { proven?: PublishedEndpoints }, X 
   return { source: reader.source, reader, cluster, published, observation, also };
 }
 
-const key = (ns: string | undefined, name: string) => `${ns}/${name}`;
 const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined) =>
   Object.keys(a ?? {}).length === Object.keys(b ?? {}).length && matchesLabels(a, b);
 
@@ -195,15 +202,7 @@ export function observe(
   // Problems that concern the whole view (no Ready node...).
   const problems = ["problem" in nodeChoice ? [nodeChoice.problem] : [], unusableNodes(cluster.nodes, opts.nodeAddress)].flat();
   const node = "problem" in nodeChoice ? undefined : nodeChoice;
-  const ctx: EntryContext = {
-    services: indexServices(cluster.services),
-    slicesByService: groupBy(cluster.endpointSlices, (s) => key(s.metadata.namespace, s.metadata.labels?.["kubernetes.io/service-name"] ?? "")),
-    node,
-    nodes: cluster.nodes,
-    nodesByName: new Map(cluster.nodes.map((n) => [n.metadata.name, n])),
-    podsByNamespace: groupBy(cluster.pods, (p) => p.metadata.namespace),
-    published: opts.published,
-  };
+  const ctx = entryContext(cluster, node, opts.published);
   const selected = opts.selected === undefined || opts.selected === "all" ? undefined : new Set(opts.selected);
 
   const entries = contract.endpoints
@@ -226,16 +225,17 @@ export function observe(
 }
 
 /** What every entry's verdict reads, indexed once per view. */
-interface EntryContext {
-  services: ReadonlyMap<string, Service>;
-  slicesByService: ReadonlyMap<string, EndpointSlice[]>;
-  node: NodeChoice | undefined;
-  nodes: readonly Node[];
-  nodesByName: ReadonlyMap<string, Node>;
-  podsByNamespace: ReadonlyMap<string | undefined, Pod[]>;
-  /** Undefined when no published outputs were read (no Pulumi CLI, or a portal pod without the published ConfigMap's file). */
-  published: PublishedEndpoints | undefined;
-}
+const entryContext = (cluster: ObservedCluster, node: NodeChoice | undefined, published: PublishedEndpoints | undefined) => ({
+  services: indexServices(cluster.services),
+  slicesByService: groupBy(cluster.endpointSlices, (s) => `${s.metadata.namespace}/${s.metadata.labels?.[SERVICE_NAME_LABEL] ?? ""}`),
+  node,
+  nodes: cluster.nodes,
+  nodesByName: new Map(cluster.nodes.map((n) => [n.metadata.name, n])),
+  podsByNamespace: groupBy(cluster.pods, (p) => p.metadata.namespace),
+  // Undefined when no published outputs were read (no Pulumi CLI, or a portal pod without the published ConfigMap's file).
+  published,
+});
+type EntryContext = ReturnType<typeof entryContext>;
 
 type EntryBase = Pick<ObservedEntry, "name" | "description" | "exposed">;
 
@@ -247,13 +247,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   // Ours is `<entry>-nodeport` in the entry's own namespace, and only that: a Service elsewhere carrying our labels is a look-alike (anyone can copy labels),
   // reported by the audit.
   const ours = ctx.services.get(ourServiceKey(e));
-  if (!ours) {
-    return {
-      ...entry,
-      readyEndpoints: 0,
-      ...verdictOf(e.name, [["service-absent", `Service ${ns}/${ourServiceName(e.name)} does not exist (run pulumi up)`]], true),
-    };
-  }
+  if (!ours) return absentEntry(entry, "service-absent", `Service ${ns}/${ourServiceName(e.name)} does not exist (run pulumi up)`);
   const service = `${ns}/${ours.metadata.name}`;
   const endpoints = (ctx.slicesByService.get(service) ?? []).flatMap((slice) => slice.endpoints ?? []);
   const ready = endpoints.filter((ep) => ep.conditions?.ready !== false && ep.addresses.length > 0).length;
@@ -278,7 +272,7 @@ function observeNodePort(e: Endpoint & { service: NonNullable<Endpoint["service"
   if (excess.externalIPs.length)
     add("extra-exposure", `undeclared externalIPs ${excess.externalIPs.join(", ")} on our Service: undeclared exposure, remove them`);
   if (ours.spec?.externalTrafficPolicy === "Local") add("external-traffic-local", "externalTrafficPolicy is Local (only nodes running a pod answer)");
-  const vendored = ctx.services.get(key(ns, e.service.name));
+  const vendored = ctx.services.get(`${ns}/${e.service.name}`);
   if (!vendored) add("vendored-service-gone", `vendored Service ${ns}/${e.service.name} is gone`);
   else {
     if (!sameMap(vendored.spec?.selector, ours.spec?.selector)) {
@@ -327,14 +321,7 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
   const published = ctx.published?.[e.name];
   const entry = { ...base, exposure: "hostPort" as const, namespace: hp.namespace };
   const holder = findHostPortHolder(ctx.podsByNamespace.get(hp.namespace) ?? [], hp);
-  if (!holder) {
-    return {
-      ...entry,
-      hostPort: hp.port,
-      readyEndpoints: 0,
-      ...verdictOf(e.name, [["host-port-absent", `no pod in ${hp.namespace} holds hostPort ${hp.port}`]], true),
-    };
-  }
+  if (!holder) return absentEntry({ ...entry, hostPort: hp.port }, "host-port-absent", `no pod in ${hp.namespace} holds hostPort ${hp.port}`);
   const node = ctx.nodesByName.get(holder.spec?.nodeName as string);
   const address = node ? internalIP(node) : undefined;
   const ready = holder.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? 1 : 0;
@@ -355,12 +342,7 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
 
 // Why the URLs' node is wrong: the URL the last `up` published points elsewhere (its node is no longer the Ready one the stack would pick), or the pinned
 // address belongs to a node that is not Ready.
-export function nodeProblem(
-  node: NodeChoice | undefined,
-  nodes: readonly Node[],
-  publishedUrl: string | undefined,
-  url: string | undefined,
-): string | undefined {
+export function nodeProblem(node: NodeChoice | undefined, nodes: readonly Node[], publishedUrl: string | undefined, url: string | undefined) {
   if (node?.pinned) {
     const owner = nodeWithAddress(nodes, node.address);
     return owner && !isReadyNode(owner) ? `node ${owner.metadata.name} (pinned address ${node.address}) is not Ready` : undefined;

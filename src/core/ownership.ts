@@ -104,11 +104,7 @@ export function ownershipProblem(service: Meta, published: PublishedEndpoints[st
  * Our Service's selector keys beyond `wanted` (the vendored selector): `dropped`, published by the last up with this very value (`applied`), which up
  * drops; `foreign`, any other (added outside this stack, or unproven), which up refuses. Never decided from labels or field managers.
  */
-export function selectorKeysBeyond(
-  wanted: Readonly<Record<string, string>>,
-  live: Service,
-  applied: Readonly<Record<string, string>> | undefined,
-): { dropped: string[]; foreign: string[] } {
+export function selectorKeysBeyond(wanted: Readonly<Record<string, string>>, live: Service, applied: Readonly<Record<string, string>> | undefined) {
   const selector = live.spec?.selector;
   const extra = Object.entries(selector && typeof selector === "object" ? selector : {}).filter(([k]) => !Object.hasOwn(wanted, k));
   // Published with this very value (an own key of the record: nothing inherited counts).
@@ -144,11 +140,8 @@ export function upRefusals(
     if (!ours || p.kind !== "nodePort") return [];
     const problem = notPublishedService(ours, published[p.entry]);
     const { foreign } = selectorKeysBeyond(p.selector, ours, published[p.entry]?.selector);
-    return problem
-      ? [`entry '${p.entry}': Service ${problem}`]
-      : foreign.length
-        ? [`entry '${p.entry}': ${foreignSelectorProblem(ours, foreign)}, then pulumi up`]
-        : [];
+    if (problem) return [`entry '${p.entry}': Service ${problem}`];
+    return foreign.length ? [`entry '${p.entry}': ${foreignSelectorProblem(ours, foreign)}, then pulumi up`] : [];
   });
   const portal = portalKey ? live.get(portalKey) : undefined;
   const portalProblem = portal && notPublishedService(portal, { uid: state.services.get(portalKey as string) }, "this stack's state holds");
@@ -179,8 +172,7 @@ export type StateUids = ReturnType<typeof stateUids>;
 export function stateUids(resources: unknown) {
   const [services, configMaps, guard] = [new Map<string, string>(), new Map<string, string>(), new Set<string>()];
   const byType: Record<string, Map<string, string>> = { "kubernetes:core/v1:Service": services, "kubernetes:core/v1:ConfigMap": configMaps };
-  if (resources === null || typeof resources !== "object") return { services, configMaps, guard };
-  for (const r of Object.values(resources as Record<string, unknown>)) {
+  for (const r of Object.values(resources !== null && typeof resources === "object" ? resources : {})) {
     const type = field(r, "type");
     const meta = field(field(r, "outputs"), "metadata");
     const [namespace, name, uid] = [field(meta, "namespace"), field(meta, "name"), field(meta, "uid")];
