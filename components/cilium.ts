@@ -2,11 +2,15 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { releaseResourceName } from "../src/core/cilium/adopt";
 import { type CiliumPlan, type CiliumReleasePlan, type CiliumSummary, ciliumSummary } from "../src/core/cilium/plan";
-import { AGENT_BATCH_MS, type CiliumWorkloads, switchState, switchWait } from "../src/core/cilium/rollout";
+import { AGENT_BATCH_MS, type CiliumWorkloads, type SwitchState, switchState, switchWait } from "../src/core/cilium/rollout";
 import { kubernetesProviderOf } from "./kubernetes-provider";
 
 /** Polls every 2 s until the configuration is in force or cannot be, at most `timeoutMs` (default: what the DaemonSet's roll-out needs, announced). */
-export async function awaitSwitch(read: () => Promise<CiliumWorkloads>, timeoutMs?: number, announce: (message: string) => void = () => {}) {
+export async function awaitSwitch(
+  read: () => Promise<CiliumWorkloads>,
+  timeoutMs?: number,
+  announce: (message: string) => void = () => {},
+): Promise<SwitchState> {
   let workloads = await read();
   const wait = switchWait(workloads.agents);
   const end = Date.now() + (timeoutMs ?? wait.ms);

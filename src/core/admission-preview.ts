@@ -47,7 +47,9 @@ export function admittedUnit(p: Omit<PodIdentity, "labels"> & { kind: string }) 
  * a Service again), each under the workload that makes it again (admittedUnit) with the allowlist line that admits all
  * its pods, or the setting that acknowledges it; undefined: deny may be put in force. A kind not read: refused too.
  */
-export function denyWouldLock(input: Omit<PreviewInput, "services"> & { unread: readonly string[]; acknowledge: readonly string[]; stackFile: string }) {
+export function denyWouldLock(
+  input: Omit<PreviewInput, "services"> & { unread: readonly string[]; acknowledge: readonly string[]; stackFile: string },
+): string | undefined {
   if (input.unread.length)
     return `deny is not put in force without checking what it would refuse (not read: ${input.unread.join("; ")}): let the stack's identity list them, or keep mode warn`;
   const classified = classifyCluster(exposureRules(input.contract, input.selected, input.allowlist), { ...input, services: [] });

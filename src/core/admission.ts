@@ -387,7 +387,10 @@ export async function untilGuardAnswers(
 }
 
 /** The live guard against what `up` would apply now. With the mode off, a cluster that cannot list the guard has none of ours. */
-export async function readAdmissionDrift(cluster: ClusterReader, input: Omit<AdmissionInput, "mode" | "failurePolicy"> & { admission: AdmissionSettings }) {
+export async function readAdmissionDrift(
+  cluster: ClusterReader,
+  input: Omit<AdmissionInput, "mode" | "failurePolicy"> & { admission: AdmissionSettings },
+): Promise<Finding[]> {
   const { admission, ...rest } = input;
   const expected = admission.mode === "off" ? undefined : admissionManifests({ ...rest, mode: admission.mode, failurePolicy: admission.failurePolicy });
   try {

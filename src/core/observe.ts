@@ -342,7 +342,12 @@ function observeHostPort(e: Endpoint & { hostPort: NonNullable<Endpoint["hostPor
 
 // Why the URLs' node is wrong: the URL the last `up` published points elsewhere (its node is no longer the Ready one the stack would pick), or the pinned
 // address belongs to a node that is not Ready.
-export function nodeProblem(node: NodeChoice | undefined, nodes: readonly Node[], publishedUrl: string | undefined, url: string | undefined) {
+export function nodeProblem(
+  node: NodeChoice | undefined,
+  nodes: readonly Node[],
+  publishedUrl: string | undefined,
+  url: string | undefined,
+): string | undefined {
   if (node?.pinned) {
     const owner = nodeWithAddress(nodes, node.address);
     return owner && !isReadyNode(owner) ? `node ${owner.metadata.name} (pinned address ${node.address}) is not Ready` : undefined;

@@ -104,7 +104,11 @@ export function ownershipProblem(service: Meta, published: PublishedEndpoints[st
  * Our Service's selector keys beyond `wanted` (the vendored selector): `dropped`, published by the last up with this very value (`applied`), which up
  * drops; `foreign`, any other (added outside this stack, or unproven), which up refuses. Never decided from labels or field managers.
  */
-export function selectorKeysBeyond(wanted: Readonly<Record<string, string>>, live: Service, applied: Readonly<Record<string, string>> | undefined) {
+export function selectorKeysBeyond(
+  wanted: Readonly<Record<string, string>>,
+  live: Service,
+  applied: Readonly<Record<string, string>> | undefined,
+): { dropped: string[]; foreign: string[] } {
   const selector = live.spec?.selector;
   const extra = Object.entries(selector && typeof selector === "object" ? selector : {}).filter(([k]) => !Object.hasOwn(wanted, k));
   // Published with this very value (an own key of the record: nothing inherited counts).
