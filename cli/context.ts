@@ -20,7 +20,9 @@ export const printJson = (ctx: CommandContext, doc: object) => ctx.stdout(JSON.s
 /** This package's folder, from the sources or from dist/. */
 const packageDir = () => findUp(__dirname, "package.json") ?? path.resolve(__dirname, "..");
 
-export const packageVersion = (): string => (JSON.parse(fs.readFileSync(path.join(packageDir(), "package.json"), "utf8")) as { version: string }).version;
+export function packageVersion(): string {
+  return (JSON.parse(fs.readFileSync(path.join(packageDir(), "package.json"), "utf8")) as { version: string }).version;
+}
 
 /** The project folder: the nearest folder above the working directory holding Pulumi.yaml (else this package). */
 export const findProjectDir = (start = process.cwd()): string => findUp(start, "Pulumi.yaml") ?? packageDir();

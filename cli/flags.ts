@@ -58,8 +58,9 @@ export type Usage = Pick<CommandSpec, "name" | "synopsis">;
 const usageLine = (spec: Usage) => `usage: exposure ${spec.name} ${spec.synopsis}`.trimEnd();
 
 /** The usage error every command gives: the problem, the usage line, where the full help is. */
-export const usageError = (spec: Usage, message: string): UserError =>
-  new UserError(`${message}\n${usageLine(spec)}\n(\`exposure ${spec.name} --help\` describes every flag)`, EXIT.INVALID);
+export function usageError(spec: Usage, message: string): UserError {
+  return new UserError(`${message}\n${usageLine(spec)}\n(\`exposure ${spec.name} --help\` describes every flag)`, EXIT.INVALID);
+}
 
 /** What `read` returns; what it throws becomes a usage error of the command. */
 export function usageOf<T>(spec: Usage, read: () => T): T {

@@ -67,8 +67,9 @@ export function formatTable(headers: readonly string[], rawRows: readonly (reado
 }
 
 /** The first line of status, drift and access: the stack, where the cluster was read, the node serving the URLs. */
-export const stackHeader = (stack: string, source: string, { node }: Pick<Observation, "node">): string =>
-  `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
+export function stackHeader(stack: string, source: string, { node }: Pick<Observation, "node">): string {
+  return `stack ${stack}, ${source}, node ${node ? `${node.name} ${node.address}${node.pinned ? " (pinned)" : ""}` : "none"}`;
+}
 
 const STATUS_COLUMNS = ["ENTRY", "EXPOSURE", "SERVICE", "READY", "PORT", "URL", "VERDICT", "REASONS"];
 

@@ -145,12 +145,13 @@ function forwardConfig(opened: OpenStack, flag: string | undefined, ctx: Command
   return { instance, sshConfig: limaSshConfig(instance, ctx.env) };
 }
 
-const forwardRequests = (observation: Observation) =>
-  observation.entries.flatMap((o) => {
+function forwardRequests(observation: Observation) {
+  return observation.entries.flatMap((o) => {
     if (o.exposure === "none" || !o.url) return [];
     const target = new URL(o.url);
     return [{ entry: o.name, scheme: target.protocol.slice(0, -1), remoteHost: target.hostname.replace(/^\[|\]$/g, ""), remotePort: Number(target.port) }];
   });
+}
 
 /** One list per namespace holding a declared credential, never cluster-wide: a namespaced Role suffices, not a ClusterRole on all Secrets. */
 async function listSecretsByNamespace(cluster: Pick<ClusterReader, "listSecrets">, namespaces: readonly string[]): Promise<Map<string, NamespaceSecrets>> {

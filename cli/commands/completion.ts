@@ -93,8 +93,8 @@ const BASH = {
 };
 
 /** For `exposure` and `npx exposure`. Project names never reach `compgen -W`, which expands its words again (a `$(...)` would run). */
-export const bashScript = (): string =>
-  [
+export function bashScript(): string {
+  return [
     "# bash completion for exposure: source <(exposure completion bash) (or npx exposure completion bash)",
     "_exposure_words() {",
     "  local w",
@@ -133,6 +133,7 @@ export const bashScript = (): string =>
     "complete -o default -F _exposure exposure",
     "complete -o default -F _exposure_npx npx",
   ].join("\n");
+}
 
 const ZSH: typeof BASH = {
   offer: (words) => `compadd -- ${literal(words)}`,
@@ -144,8 +145,8 @@ const ZSH: typeof BASH = {
   notFlag: "[[ $PREFIX != -* ]]",
 };
 
-export const zshScript = (): string =>
-  [
+export function zshScript(): string {
+  return [
     "#compdef exposure npx",
     "# zsh completion for exposure: source <(exposure completion zsh) after compinit, or save as _exposure on $fpath",
     // `exposure` when it is a program; through npx (or an alias of `npx exposure`) otherwise.
@@ -175,3 +176,4 @@ export const zshScript = (): string =>
     'if [[ "${zsh_eval_context[-1]}" == loadautofunc ]]; then if [[ $service == npx ]]; then _exposure_npx; else _exposure "$@"; fi',
     "else compdef _exposure exposure; compdef _exposure_npx npx; fi",
   ].join("\n");
+}
