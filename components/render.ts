@@ -3,6 +3,7 @@ import { RELEASE_TYPE } from "../src/core/cilium/adopt";
 import { maskedValues } from "../src/core/cilium/values";
 import type { RenderDocument } from "../src/core/json-api";
 import type { ClusterReader } from "../src/core/kube/cluster";
+import { indexServices } from "../src/core/plan";
 import { manifestTypeOf, resolved, useProgramMocks } from "./mocks";
 import { declareStack } from "./program";
 
@@ -11,7 +12,7 @@ type RenderedRelease = Rendered["releases"][number];
 
 /** Runs the real program under Pulumi's mocks against a cluster snapshot: what the stack would create. */
 export async function render(opts: { projectDir: string; stack: string; cluster: ClusterReader; contract?: string }): Promise<Rendered> {
-  const existing = new Map((await opts.cluster.listServices()).map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+  const existing = indexServices(await opts.cluster.listServices());
   // A Service already in the snapshot keeps its real nodePort; a new one shows it pending, never invented.
   const recording = await useProgramMocks({ stack: opts.stack, existing, nodePorts: "pending" });
   const outputs = await declareStack({ projectDir: opts.projectDir, stack: opts.stack, cluster: opts.cluster, contract: opts.contract });

@@ -85,9 +85,11 @@ export function findServicePort(svc: Service, ref: ServiceRef["port"]): ServiceP
 
 const describePorts = (svc: Service) => (svc.spec?.ports ?? []).map((p) => `${p.name ?? "(unnamed)"}/${p.port}`).join(", ") || "none";
 
-/** Index of Services by "namespace/name", built once from one list call. */
-export const indexServices = (services: readonly Service[]): Map<string, Service> =>
-  new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+/** A Service's key in every index of this project: "namespace/name". */
+export const serviceKey = (s: Service) => `${s.metadata.namespace}/${s.metadata.name}`;
+
+/** Index of Services by serviceKey, built once from one list call. */
+export const indexServices = (services: readonly Service[]): Map<string, Service> => new Map(services.map((s) => [serviceKey(s), s]));
 
 /** Plans one NodePort exposure from the vendored Service; returns a problem when it cannot be mirrored. */
 export function planNodePort(entry: Endpoint & { service: ServiceRef }, services: ReadonlyMap<string, Service>) {
@@ -217,7 +219,7 @@ export interface ClusterView {
 /** Observed Services overlaid with those this up creates (the portal's): an entry mirroring one plans on the first up. Takeover: the state says, never labels. */
 export function withStackServices(observed: readonly Service[], created: readonly Service[]): Service[] {
   const createdKeys = indexServices(created);
-  return [...observed.filter((s) => !createdKeys.has(`${s.metadata.namespace}/${s.metadata.name}`)), ...created];
+  return [...observed.filter((s) => !createdKeys.has(serviceKey(s))), ...created];
 }
 
 /** The namespace of the cluster's own components: publishing from it needs the stack's explicit consent. */

@@ -10,7 +10,17 @@ import { type ClusterReader, listCiliumEra } from "./kube/cluster";
 import type { Service } from "./kube/types";
 import { MONITORING_GROUP_VERSION, monitoringApiProblem } from "./monitoring";
 import { fixedNameRefusal, guardTakeoverProblem, namespaceTakeoverRefusal, type StateUids, stateUids as stateUidsOf, upRefusals } from "./ownership";
-import { type ExposurePlan, type NodeChoice, type NodePortPlan, portToKeep, readHostPortPods, resolveExposures, withStackServices } from "./plan";
+import {
+  type ExposurePlan,
+  indexServices,
+  type NodeChoice,
+  type NodePortPlan,
+  portToKeep,
+  readHostPortPods,
+  resolveExposures,
+  serviceKey,
+  withStackServices,
+} from "./plan";
 import { isPortalService, PORTAL_PUBLISHED, PORTAL_SERVICE_NAME, portalService } from "./portal/spec";
 import type { PublishedEndpoints } from "./published";
 import type { Settings } from "./settings";
@@ -42,8 +52,7 @@ export async function readStack(cluster: ClusterReader, s: StackInputs, record: 
   const named = new Set(
     s.selectedEntries.flatMap((e) => (e.service ? [e.service.name, ourServiceName(e.name)].map((n) => `${e.service?.namespace}/${n}`) : [])),
   );
-  const key = (sv: Service) => `${sv.metadata.namespace}/${sv.metadata.name}`;
-  const planned = (sv: Service) => named.has(key(sv)) || isExposingService(sv) || (settings.portal.enabled && sv.metadata.namespace === portalNamespace);
+  const planned = (sv: Service) => named.has(serviceKey(sv)) || isExposingService(sv) || (settings.portal.enabled && sv.metadata.namespace === portalNamespace);
   const none = Promise.resolve(undefined);
   const read = await allOf({
     services: cluster.listServices({ keep: planned }),
@@ -104,7 +113,7 @@ export function planStack(s: StackInputs, r: Awaited<ReturnType<typeof readStack
   const observed = { services: r.services, ...r.ciliumEra, ...(ciliumConfig ? { ciliumConfig } : {}), ...(helmRelease ? { helmRelease } : {}) };
   const cilium = planCilium(settings.cilium, { stack, production: settings.production }, observed);
   const guarded = settings.admission.mode !== "off";
-  const live = new Map(r.services.map((sv) => [`${sv.metadata.namespace}/${sv.metadata.name}`, sv]));
+  const live = indexServices(r.services);
   const portalKey = `${portalNamespace}/${PORTAL_SERVICE_NAME}`;
   const lockInputs = { allowlist: settings.allowlist, pods: r.pods, acknowledge: settings.admission.acknowledge, stackFile: `Pulumi.${stack}.yaml` };
   const problems = [
